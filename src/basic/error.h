@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* An error that reaches a person: errno-style code, a message naming the thing and the cause,
+ * and the request field at fault when there is one. The API maps err to an HTTP status:
+ *   -EINVAL 400 (field set), -EACCES 401, -ENOENT 404, -EBUSY 409 (wrong state),
+ *   -E2BIG 413, -EAGAIN 429 (a limit), -ENOSPC 507, -ENOTSUP 501, anything else 500. */
+
+#include <stdarg.h>
+
+struct station_error {
+	int err;           /* -errno; 0 when unset */
+	char field[64];    /* "" when not about a request field */
+	char message[512];
+};
+
+/* Sets *e (when e is non-NULL) and returns err, so callers can `return station_error_set(…)`. */
+int station_error_set(struct station_error *e, int err, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* libc-only helpers shared by every binary. Functions return -errno on failure. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* getrandom(), retried until filled. */
+int random_bytes(void *buf, size_t n);
+
+/* A random id: prefix followed by n_chars characters of [a-z2-7] (5 bits each). n_chars <= 52.
+ * ret must hold strlen(prefix) + n_chars + 1 bytes. */
+int random_id(const char *prefix, size_t n_chars, char *ret, size_t ret_size);
+
+/* Lower-case hex of n bytes into ret (2n+1 bytes). */
+void hex_encode(const void *data, size_t n, char *ret);
+int hex_decode(const char *s, void *ret, size_t n);
+
+/* Standard base64 with padding. base64_encode returns a malloc'd NUL-terminated string. */
+char *base64_encode(const void *data, size_t n);
+int base64_decode(const char *s, size_t len, uint8_t **ret, size_t *ret_len);
+
+/* True when data[0..n) is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF) and
+ * contains no NUL byte. */
+bool utf8_is_valid(const void *data, size_t n);
+
+/* SHA-256. */
+struct sha256_ctx {
+	uint32_t h[8];
+	uint64_t len;
+	uint8_t buf[64];
+	size_t buf_len;
+};
+void sha256_init(struct sha256_ctx *c);
+void sha256_update(struct sha256_ctx *c, const void *data, size_t n);
+void sha256_final(struct sha256_ctx *c, uint8_t out[32]);
+void sha256_hex(const void *data, size_t n, char ret[65]);
+
+/* Constant-time comparison of n bytes. */
+bool memeq_consttime(const void *a, const void *b, size_t n);
+
+/* Filesystem. */
+int mkdir_p(const char *path, mode_t mode);
+/* Removes path and everything below it, without following symlinks or crossing mounts. */
+int rm_rf(const char *path);
+/* Writes data to path via a temporary file in the same directory, fsync and rename. */
+int write_file_atomic(const char *path, const void *data, size_t n, mode_t mode);
+int read_file(const char *path, size_t max, char **ret, size_t *ret_len);
+
+/* fd helpers. */
+int fd_set_nonblock(int fd, bool on);
+int fd_set_cloexec(int fd, bool on);
+/* Closes every fd >= 3 except those listed (close_range where available). */
+int close_all_fds_except(const int *keep, size_t n_keep);
+/* Full write, retrying on EINTR and short writes (blocking fds). */
+int write_all(int fd, const void *data, size_t n);
+
+/* Formats CLOCK_REALTIME microseconds as RFC 3339 UTC with milliseconds:
+ * "2026-11-29T10:40:07.123Z". ret must hold 32 bytes. */
+void format_rfc3339(uint64_t usec, char ret[32]);
+
+/* Parses a non-negative decimal integer <= max; -EINVAL / -ERANGE. */
+int parse_u64(const char *s, uint64_t max, uint64_t *ret);

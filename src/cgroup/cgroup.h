@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Workspace and per-run cgroups behind one interface, with a cgroup v1 and a cgroup v2 backend
+ * (cgroup-v1.c, cgroup-v2.c; the ops table lives in cgroup.c). libc only: linked by the
+ * controller and by the static agent.
+ *
+ * A struct cgroup names one group across hierarchies: on v2 a single directory, on v1 one
+ * directory in each hierarchy we use (cpu, cpuacct, memory, pids, freezer; co-mounted
+ * hierarchies appear once). Paths never contain ':'. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CGROUP_MAX_DIRS 8
+
+enum cgroup_version {
+	CGROUP_V1 = 1,
+	CGROUP_V2 = 2,
+};
+
+struct cgroup {
+	enum cgroup_version version;
+	size_t n_dirs;
+	char *dirs[CGROUP_MAX_DIRS]; /* absolute paths */
+};
+
+struct cgroup_limits {
+	double cpus;           /* 0: unlimited; else quota = cpus * period (period 100 ms) */
+	uint64_t memory_bytes; /* 0: unlimited; swap is limited to the same value where possible */
+	uint64_t pids;         /* 0: unlimited */
+};
+
+struct cgroup_stats {
+	uint64_t cpu_usec;    /* user + system CPU time of every process that ran in the group */
+	uint64_t peak_memory; /* high-water mark of memory charged to the group, bytes */
+	uint64_t oom_kills;   /* processes of the group killed by an OOM killer */
+};
+
+/* v2 when /sys/fs/cgroup is a cgroup2 mount (pure unified), else v1 (hybrid hosts included). */
+int cgroup_detect_version(enum cgroup_version *ret);
+
+/* The group "<own cgroup>/<name>" in every hierarchy we use, created if missing. On v2 the
+ * needed controllers (cpu, memory, pids) are enabled down to it; if the own cgroup holds
+ * processes (no-internal-process rule) the caller is first moved to "<own cgroup>/supervisor". */
+int cgroup_open_base(const char *name, struct cgroup **ret);
+
+/* The child group "<cg>/<name>" (paths only, nothing created). name: [A-Za-z0-9._-]{1,64}. */
+int cgroup_child(const struct cgroup *cg, const char *name, struct cgroup **ret);
+
+/* mkdir in every hierarchy (existing is fine). v2: the parent's subtree_control gets the
+ * controllers first. */
+int cgroup_create(const struct cgroup *cg);
+int cgroup_set_limits(const struct cgroup *cg, const struct cgroup_limits *limits);
+
+/* Moves pid (0: the caller) into the group in every hierarchy. Safe in a forked child of a
+ * single-threaded process. */
+int cgroup_attach(const struct cgroup *cg, pid_t pid);
+
+/* SIGKILLs every process in the group and its descendants, including processes forked while
+ * the kill is in progress: v2 cgroup.kill (freeze + kill loop on kernels without it), v1 freeze
+ * through the freezer hierarchy, kill every member, thaw. Does not wait for them to exit. */
+int cgroup_kill(const struct cgroup *cg);
+
+/* 1 when no process is left in the group or below it, 0 when some are, < 0 on error. */
+int cgroup_is_empty(const struct cgroup *cg);
+
+int cgroup_get_stats(const struct cgroup *cg, struct cgroup_stats *ret);
+
+/* rmdir in every hierarchy; missing is fine; -EBUSY while processes remain. */
+int cgroup_remove(const struct cgroup *cg);
+/* Kills everything, waits (bounded, up to timeout_ms) for it to exit, removes child groups
+ * depth-first, then the group. */
+int cgroup_destroy(const struct cgroup *cg, int timeout_ms);
+
+void cgroup_free(struct cgroup *cg);
+
+/* "v1:/dir/a:/dir/b" or "v2:/dir": for argv and the store. */
+int cgroup_to_string(const struct cgroup *cg, char **ret);
+int cgroup_from_string(const char *s, struct cgroup **ret);

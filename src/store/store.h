@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The controller's metadata and final results in SQLite (WAL, synchronous=NORMAL, foreign
+ * keys on, busy timeout). The schema is versioned: src/store/schema/NNNN-*.sql are embedded at
+ * build time and applied in order inside a transaction; PRAGMA user_version records the last.
+ * A database newer than this binary is refused (-EPROTONOSUPPORT).
+ *
+ * Strings in rows are malloc'd and owned by the row; *_row_free() releases them. Times are
+ * CLOCK_REALTIME microseconds. Functions return -errno; SQLite failures map to -EIO
+ * (SQLITE_FULL to -ENOSPC, SQLITE_BUSY to -EBUSY). */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct store;
+
+int store_open(const char *path, struct store **ret);
+void store_close(struct store *s);
+
+int store_begin(struct store *s);
+int store_commit(struct store *s);
+int store_rollback(struct store *s);
+
+struct workspace_row {
+	char *id;
+	char *worker;
+	char *adapter;       /* "host" */
+	char *state;         /* creating | ready | stopped | failed | deleting */
+	char *reason;        /* why the state was entered; NULL when none */
+	char *spec_json;     /* the create request after defaults, as JSON */
+	char *cgroup;        /* cgroup_to_string() of the workspace cgroup; NULL before made */
+	char *agent_secret;  /* hex; NULL when no agent */
+	int64_t agent_pid;   /* 0 when none */
+	uint64_t created_at;
+	uint64_t updated_at;
+};
+void workspace_row_free(struct workspace_row *r);
+
+int store_workspace_insert(struct store *s, const struct workspace_row *r);
+/* Replaces every mutable column (state, reason, spec_json, cgroup, agent_secret, agent_pid,
+ * updated_at) of the row with r->id. -ENOENT when absent. */
+int store_workspace_update(struct store *s, const struct workspace_row *r);
+int store_workspace_delete(struct store *s, const char *id); /* its runs go too */
+int store_workspace_get(struct store *s, const char *id, struct workspace_row *ret);
+/* Every workspace, oldest first. */
+int store_workspace_list(struct store *s, struct workspace_row **ret, size_t *ret_n);
+
+struct run_output {
+	uint8_t *head;
+	size_t head_len;
+	uint8_t *tail; /* bytes after the omitted gap; empty unless truncated */
+	size_t tail_len;
+	uint64_t total; /* bytes the stream produced */
+};
+
+struct run_row {
+	char *id;
+	char *workspace_id;
+	char *command;
+	char *cwd;          /* NULL: the workspace default */
+	char *env_json;     /* JSON object of the run's own variables; NULL when none */
+	uint64_t timeout_ms;
+	uint64_t max_output_bytes; /* per stream */
+	int status;         /* enum run_status */
+	int64_t exit_code;  /* -1 when none */
+	int64_t signal;     /* 0 when none */
+	bool oom_killed;
+	bool truncated;
+	char *reason;       /* failed_to_start / lost reason; NULL when none */
+	struct run_output out[2]; /* [0] stdout, [1] stderr */
+	uint64_t created_at;
+	uint64_t started_at; /* 0 until the agent reports */
+	uint64_t ended_at;   /* 0 while running */
+	uint64_t cpu_usec;
+	uint64_t peak_memory;
+};
+void run_row_free(struct run_row *r);
+
+/* Inserts with the row's status (running). */
+int store_run_insert(struct store *s, const struct run_row *r);
+/* Records the final result: UPDATE … WHERE id = r->id AND status = running. Returns 1 when the
+ * row changed, 0 when it was already terminal (a duplicate completion), -ENOENT when absent. */
+int store_run_finish(struct store *s, const struct run_row *r);
+int store_run_set_started(struct store *s, const char *id, uint64_t started_at);
+/* -ENOENT unless the run exists and belongs to workspace_id. */
+int store_run_get(struct store *s, const char *workspace_id, const char *id, struct run_row *ret);
+/* The newest `limit` runs of a workspace, newest first, without output bytes. */
+int store_run_list(struct store *s, const char *workspace_id, size_t limit, struct run_row **ret,
+		   size_t *ret_n);
+/* Ids of the runs of a workspace still marked running. */
+int store_run_list_running(struct store *s, const char *workspace_id, char ***ret_ids,
+			   size_t *ret_n);
+/* Retention: deletes finished runs that ended before `ended_before`, and beyond the newest
+ * `keep_per_workspace` finished runs of each workspace. Returns how many were deleted. */
+int store_run_prune(struct store *s, uint64_t ended_before, size_t keep_per_workspace);
+
+/* API tokens, stored as SHA-256 hex only. */
+int store_token_insert(struct store *s, const char *name, const char *hash_hex);
+/* 1 when a token with this hash exists, else 0. */
+int store_token_check(struct store *s, const char *hash_hex);
+int store_token_count(struct store *s, size_t *ret);
