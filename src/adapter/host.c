@@ -1,1 +1,228 @@
 /* SPDX-License-Identifier: MIT */
+/* The host adapter: the agent is a plain process on the host, in the workspace cgroup, in its
+ * own session so a terminal's signals never reach it. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "adapter.h"
+#include "basic/cleanup.h"
+#include "basic/util.h"
+#include "cgroup/cgroup.h"
+
+enum { AGENT_SECRET_FD = 3, AGENT_LISTEN_FD = 4, MAX_AGENT_ARGS = 2 * 256 + 16 };
+
+static int host_prepare(const struct adapter_workspace *ws, struct station_error *e)
+{
+	char path[PATH_MAX];
+	static const struct {
+		const char *sub;
+		mode_t mode;
+	} dirs[] = { { "home/workspace", 0755 }, { "run", 0700 } };
+
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		snprintf(path, sizeof path, "%s/%s", ws->dir, dirs[i].sub);
+		int r = mkdir_p(path, dirs[i].mode);
+		if (r < 0)
+			return station_error_set(e, r, NULL, "cannot create \"%s\": %s", path,
+						 strerror(-r));
+	}
+	snprintf(path, sizeof path, "%s/run", ws->dir);
+	if (chmod(path, 0700) < 0)
+		return station_error_set(e, negative_errno(), NULL, "chmod \"%s\": %m", path);
+	return 0;
+}
+
+static int listen_unix(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof sa.sun_path)
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return negative_errno();
+	if (unlink(path) < 0 && errno != ENOENT)
+		return negative_errno();
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+		return negative_errno();
+	if (chmod(path, 0600) < 0 || listen(fd, 64) < 0)
+		return negative_errno();
+	return TAKE_FD(fd);
+}
+
+static int secret_pipe(const uint8_t *secret, size_t len)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return negative_errno();
+	int r = write_all(p[1], secret, len);
+	close(p[1]);
+	if (r < 0) {
+		close(p[0]);
+		return r;
+	}
+	return p[0];
+}
+
+/* Runs in the forked child: never returns. Reports errno through err_fd on failure. */
+static void agent_exec(const struct adapter_workspace *ws, const struct cgroup *agent_cg,
+		       int secret_fd, int listen_fd, int log_fd, int err_fd, char **argv)
+{
+	int r = 0;
+	if (setsid() < 0)
+		r = negative_errno();
+	if (r >= 0 && agent_cg)
+		r = cgroup_attach(agent_cg, 0);
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (r >= 0 && (devnull < 0 || dup2(devnull, 0) < 0 || dup2(log_fd, 1) < 0 ||
+		       dup2(log_fd, 2) < 0 || dup2(secret_fd, AGENT_SECRET_FD) < 0 ||
+		       dup2(listen_fd, AGENT_LISTEN_FD) < 0))
+		r = negative_errno();
+	if (r >= 0) {
+		int keep[] = { AGENT_SECRET_FD, AGENT_LISTEN_FD, err_fd };
+		close_all_fds_except(keep, ELEMENTSOF(keep));
+		execv(ws->agent_path, argv);
+		r = negative_errno();
+	}
+	(void)!write(err_fd, &r, sizeof r);
+	_exit(127);
+}
+
+static int build_argv(const struct adapter_workspace *ws, const char *cgroup_str, char **argv,
+		      char bufs[][PATH_MAX])
+{
+	size_t n = 0;
+	snprintf(bufs[0], PATH_MAX, "%s/home/workspace", ws->dir);
+	snprintf(bufs[1], PATH_MAX, "%s/home", ws->dir);
+	argv[n++] = (char *)"station-agent";
+	argv[n++] = (char *)"--listen-fd=4";
+	argv[n++] = (char *)"--secret-fd=3";
+	argv[n++] = (char *)"--workdir";
+	argv[n++] = bufs[0];
+	argv[n++] = (char *)"--home";
+	argv[n++] = bufs[1];
+	if (cgroup_str) {
+		argv[n++] = (char *)"--cgroup";
+		argv[n++] = (char *)cgroup_str;
+	}
+	for (size_t i = 0; ws->env && ws->env[i]; i++) {
+		if (n + 3 >= MAX_AGENT_ARGS)
+			return -E2BIG;
+		argv[n++] = (char *)"--env";
+		argv[n++] = ws->env[i];
+	}
+	argv[n] = NULL;
+	return 0;
+}
+
+static int wait_exec(pid_t pid, int err_fd)
+{
+	int child_err = 0;
+	ssize_t n;
+	do
+		n = read(err_fd, &child_err, sizeof child_err);
+	while (n < 0 && errno == EINTR);
+	if (n == sizeof child_err) {
+		waitpid(pid, NULL, 0);
+		return child_err < 0 ? child_err : -EIO;
+	}
+	return 0;
+}
+
+static int host_start_agent(const struct adapter_workspace *ws, const uint8_t *secret,
+			    size_t secret_len, pid_t *ret_pid, struct station_error *e)
+{
+	char sock[PATH_MAX], log[PATH_MAX];
+	snprintf(sock, sizeof sock, "%s/run/agent.sock", ws->dir);
+	snprintf(log, sizeof log, "%s/agent.log", ws->dir);
+
+	_cleanup_close_ int listen_fd = listen_unix(sock);
+	if (listen_fd < 0)
+		return station_error_set(e, listen_fd, NULL, "agent socket \"%s\": %s", sock,
+					 strerror(-listen_fd));
+	_cleanup_close_ int secret_fd = secret_pipe(secret, secret_len);
+	if (secret_fd < 0)
+		return station_error_set(e, secret_fd, NULL, "secret pipe: %s", strerror(-secret_fd));
+	_cleanup_close_ int log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (log_fd < 0)
+		return station_error_set(e, negative_errno(), NULL, "agent log \"%s\": %m", log);
+
+	struct cgroup *agent_cg = NULL;
+	_cleanup_free_ char *cgroup_str = NULL;
+	int r = 0;
+	if (ws->cgroup) {
+		r = cgroup_child(ws->cgroup, "agent", &agent_cg);
+		if (r >= 0)
+			r = cgroup_create(agent_cg);
+		if (r >= 0)
+			r = cgroup_to_string(ws->cgroup, &cgroup_str);
+		if (r < 0) {
+			cgroup_free(agent_cg);
+			return station_error_set(e, r, NULL, "agent cgroup: %s", strerror(-r));
+		}
+	}
+
+	char *argv[MAX_AGENT_ARGS];
+	char bufs[2][PATH_MAX];
+	r = build_argv(ws, cgroup_str, argv, bufs);
+	if (r < 0) {
+		cgroup_free(agent_cg);
+		return station_error_set(e, r, "env", "too many environment entries");
+	}
+
+	int err_pipe[2];
+	if (pipe2(err_pipe, O_CLOEXEC) < 0) {
+		cgroup_free(agent_cg);
+		return station_error_set(e, negative_errno(), NULL, "pipe: %m");
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(err_pipe[0]);
+		agent_exec(ws, agent_cg, secret_fd, listen_fd, log_fd, err_pipe[1], argv);
+	}
+	r = pid < 0 ? negative_errno() : 0;
+	close(err_pipe[1]);
+	if (r >= 0)
+		r = wait_exec(pid, err_pipe[0]);
+	close(err_pipe[0]);
+	cgroup_free(agent_cg);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot start agent \"%s\": %s",
+					 ws->agent_path, strerror(-r));
+	*ret_pid = pid;
+	return 0;
+}
+
+static int host_remove(const struct adapter_workspace *ws, struct station_error *e)
+{
+	int r = rm_rf(ws->dir);
+	if (r < 0 && r != -ENOENT)
+		return station_error_set(e, r, NULL, "cannot remove \"%s\": %s", ws->dir,
+					 strerror(-r));
+	return 0;
+}
+
+const struct adapter_ops adapter_host = {
+	.name = "host",
+	.prepare = host_prepare,
+	.start_agent = host_start_agent,
+	.remove = host_remove,
+	.home_subdir = "home",
+	.workdir_subdir = "home/workspace",
+};
+
+const struct adapter_ops *adapter_find(const char *name)
+{
+	if (!name || strcmp(name, "host") == 0)
+		return &adapter_host;
+	return NULL;
+}

@@ -44,6 +44,9 @@ json_t *manager_worker(struct manager *m);
 struct workspace_spec {
 	const char *adapter; /* NULL: "host" */
 	json_t *env;         /* borrowed; NULL or an object of string values, validated */
+	double cpus;         /* 0: unlimited (docs/api.md ranges, validated by the API layer) */
+	uint64_t memory_mb;  /* 0: unlimited */
+	uint64_t pids_limit; /* 0: unlimited */
 };
 
 int manager_workspace_create(struct manager *m, const struct workspace_spec *spec, json_t **ret,
