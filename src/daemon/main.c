@@ -1,1 +1,508 @@
 /* SPDX-License-Identifier: MIT */
+/* station-sandboxd: one controller per worker and metadata root. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "basic/cleanup.h"
+#include "basic/log.h"
+#include "basic/util.h"
+#include "event/event.h"
+#include "http.h"
+#include "manager.h"
+#include "proto/agent-proto.h"
+#include "store/store.h"
+
+#define DEFAULT_ROOT "/var/lib/station-sandbox"
+#define MAX_LISTENERS 8
+
+struct options {
+	const char *root;
+	const char *listen[MAX_LISTENERS];
+	size_t n_listen;
+	char worker[33];
+	const char *agent;
+	enum log_format log_format;
+	enum log_level log_level;
+	uint64_t max_wait_ms;
+	uint64_t max_body;
+	struct manager_config mc;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: station-sandboxd [--root DIR] [--listen unix:PATH|tcp:HOST:PORT]...\n"
+		"                        [--worker NAME] [--agent PATH] [--log-format json|text]\n"
+		"                        [--log-level debug|info|warn|error] [--max-wait-ms N]\n"
+		"                        [--max-running N] [--max-workspaces N]\n"
+		"                        [--default-timeout-ms N] [--max-timeout-ms N]\n"
+		"                        [--max-output-bytes N] [--max-body-bytes N]\n"
+		"\n"
+		"The unix socket <root>/station.sock (mode 0600) is always served. TCP listeners\n"
+		"need the bearer token written to <root>/admin.token on first start.\n");
+}
+
+static void default_worker(char *buf, size_t n)
+{
+	char host[256] = "worker";
+	gethostname(host, sizeof host - 1);
+	size_t j = 0;
+	for (size_t i = 0; host[i] && j + 1 < n; i++) {
+		char c = host[i];
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')
+			buf[j++] = c;
+	}
+	buf[j] = 0;
+	if (!j)
+		snprintf(buf, n, "worker");
+}
+
+static bool worker_valid(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 32)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}
+
+static int parse_number(const char *opt, const char *arg, uint64_t max, uint64_t *ret)
+{
+	int r = parse_u64(arg, max, ret);
+	if (r < 0)
+		fprintf(stderr, "station-sandboxd: %s: \"%s\" is not a number from 0 to %llu\n", opt,
+			arg, (unsigned long long)max);
+	return r;
+}
+
+static char *default_agent_path(void)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0)
+		return NULL;
+	self[n] = 0;
+	char *slash = strrchr(self, '/');
+	*slash = 0;
+	static const char *const candidates[] = { "%s/station-agent", "%s/../agent/station-agent",
+						  "%s/../lib/station-sandbox/station-agent" };
+	char *p = NULL;
+	for (size_t i = 0; i < ELEMENTSOF(candidates); i++) {
+		free(p);
+		if (asprintf(&p, candidates[i], self) < 0)
+			return NULL;
+		if (access(p, X_OK) == 0)
+			break;
+	}
+	return p;
+}
+
+enum {
+	OPT_ROOT = 256, OPT_LISTEN, OPT_WORKER, OPT_AGENT, OPT_LOG_FORMAT, OPT_LOG_LEVEL,
+	OPT_MAX_WAIT, OPT_MAX_RUNNING, OPT_MAX_WORKSPACES, OPT_DEFAULT_TIMEOUT, OPT_MAX_TIMEOUT,
+	OPT_MAX_OUTPUT, OPT_MAX_BODY,
+};
+
+static int parse_option(struct options *o, int c, const char *arg)
+{
+	uint64_t v;
+	switch (c) {
+	case OPT_ROOT:
+		o->root = arg;
+		return 0;
+	case OPT_LISTEN:
+		if (o->n_listen == MAX_LISTENERS) {
+			fprintf(stderr, "station-sandboxd: at most %d --listen\n", MAX_LISTENERS);
+			return -EINVAL;
+		}
+		o->listen[o->n_listen++] = arg;
+		return 0;
+	case OPT_WORKER:
+		if (!worker_valid(arg)) {
+			fprintf(stderr, "station-sandboxd: --worker \"%s\": use 1-32 of [a-z0-9-]\n",
+				arg);
+			return -EINVAL;
+		}
+		snprintf(o->worker, sizeof o->worker, "%s", arg);
+		return 0;
+	case OPT_AGENT:
+		o->agent = arg;
+		return 0;
+	case OPT_LOG_FORMAT:
+		if (strcmp(arg, "json") && strcmp(arg, "text")) {
+			fprintf(stderr, "station-sandboxd: --log-format is json or text\n");
+			return -EINVAL;
+		}
+		o->log_format = strcmp(arg, "json") == 0 ? LOG_FORMAT_JSON : LOG_FORMAT_TEXT;
+		return 0;
+	case OPT_LOG_LEVEL: {
+		static const char *const levels[] = { "debug", "info", "warn", "error" };
+		for (size_t i = 0; i < ELEMENTSOF(levels); i++)
+			if (strcmp(arg, levels[i]) == 0) {
+				o->log_level = (enum log_level)i;
+				return 0;
+			}
+		fprintf(stderr, "station-sandboxd: --log-level is debug, info, warn or error\n");
+		return -EINVAL;
+	}
+	case OPT_MAX_WAIT:
+		return parse_number("--max-wait-ms", arg, 3600000, &o->max_wait_ms);
+	case OPT_MAX_BODY:
+		return parse_number("--max-body-bytes", arg, 64 << 20, &o->max_body);
+	case OPT_MAX_RUNNING:
+		if (parse_number("--max-running", arg, 256, &v) < 0)
+			return -EINVAL;
+		o->mc.max_running_per_workspace = v;
+		return 0;
+	case OPT_MAX_WORKSPACES:
+		if (parse_number("--max-workspaces", arg, 100000, &v) < 0)
+			return -EINVAL;
+		o->mc.max_workspaces = v;
+		return 0;
+	case OPT_DEFAULT_TIMEOUT:
+		return parse_number("--default-timeout-ms", arg, 7 * 86400000ull,
+				    &o->mc.default_timeout_ms);
+	case OPT_MAX_TIMEOUT:
+		return parse_number("--max-timeout-ms", arg, 7 * 86400000ull,
+				    &o->mc.max_timeout_ms);
+	case OPT_MAX_OUTPUT:
+		return parse_number("--max-output-bytes", arg, 2ull * AGENT_MAX_OUTPUT_BYTES,
+				    &o->mc.max_output_bytes);
+	default:
+		return -EINVAL;
+	}
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{ "root", required_argument, NULL, OPT_ROOT },
+		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "worker", required_argument, NULL, OPT_WORKER },
+		{ "agent", required_argument, NULL, OPT_AGENT },
+		{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
+		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+		{ "max-wait-ms", required_argument, NULL, OPT_MAX_WAIT },
+		{ "max-running", required_argument, NULL, OPT_MAX_RUNNING },
+		{ "max-workspaces", required_argument, NULL, OPT_MAX_WORKSPACES },
+		{ "default-timeout-ms", required_argument, NULL, OPT_DEFAULT_TIMEOUT },
+		{ "max-timeout-ms", required_argument, NULL, OPT_MAX_TIMEOUT },
+		{ "max-output-bytes", required_argument, NULL, OPT_MAX_OUTPUT },
+		{ "max-body-bytes", required_argument, NULL, OPT_MAX_BODY },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) >= 0) {
+		if (c == 'h') {
+			usage(stdout);
+			exit(0);
+		}
+		if (c == '?' || parse_option(o, c, optarg) < 0)
+			return -EINVAL;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "station-sandboxd: unexpected argument \"%s\"\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (o->mc.default_timeout_ms == 0 || o->mc.default_timeout_ms > o->mc.max_timeout_ms ||
+	    o->mc.max_output_bytes < 2 || o->mc.max_output_bytes > AGENT_MAX_OUTPUT_BYTES * 2 ||
+	    o->mc.default_output_bytes > o->mc.max_output_bytes) {
+		fprintf(stderr, "station-sandboxd: inconsistent timeout or output limits\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Exclusive ownership of the root: a second controller learns the owner's pid. */
+static int take_lock(const char *root)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/lock", root);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "station-sandboxd: cannot open \"%s\": %m\n", path);
+		return -errno;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int err = errno;
+		char owner[32] = "";
+		ssize_t n = pread(fd, owner, sizeof owner - 1, 0);
+		owner[n > 0 ? n : 0] = 0;
+		owner[strcspn(owner, "\n")] = 0;
+		if (err == EWOULDBLOCK)
+			fprintf(stderr, "station-sandboxd: root \"%s\" is owned by another controller "
+				"(pid %s); two controllers must not share a root\n", root,
+				owner[0] ? owner : "unknown");
+		else
+			fprintf(stderr, "station-sandboxd: cannot lock \"%s\": %s\n", path,
+				strerror(err));
+		close(fd);
+		return -err;
+	}
+	char pid[32];
+	int n = snprintf(pid, sizeof pid, "%d\n", getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+		fprintf(stderr, "station-sandboxd: cannot write \"%s\": %m\n", path);
+		close(fd);
+		return -EIO;
+	}
+	return fd;
+}
+
+static int listen_unix(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof sa.sun_path)
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (unlink(path) < 0 && errno != ENOENT)
+		return -errno;
+	mode_t old = umask(0177);
+	int r = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+	umask(old);
+	if (r < 0 || chmod(path, 0600) < 0 || listen(fd, 256) < 0)
+		return -errno;
+	return TAKE_FD(fd);
+}
+
+static int listen_tcp(const char *spec)
+{
+	_cleanup_free_ char *host = strdup(spec);
+	if (!host)
+		return -ENOMEM;
+	char *colon = strrchr(host, ':');
+	if (!colon)
+		return -EINVAL;
+	*colon = 0;
+	const char *port = colon + 1;
+	char *h = host;
+	if (h[0] == '[' && colon > h && colon[-1] == ']') {
+		h++;
+		colon[-1] = 0;
+	}
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE };
+	struct addrinfo *ai = NULL;
+	if (getaddrinfo(h[0] ? h : NULL, port, &hints, &ai) != 0 || !ai)
+		return -EINVAL;
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int one = 1, r = 0;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 256) < 0)
+		r = -errno;
+	freeaddrinfo(ai);
+	if (r < 0) {
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* The admin token: made once, stored hashed, shown once through a 0600 file. */
+static int ensure_admin_token(struct store *store, const char *root)
+{
+	size_t n = 0;
+	int r = store_token_count(store, &n);
+	if (r < 0 || n > 0)
+		return r;
+	uint8_t raw[32];
+	char token[80], hex[65], hash[65], path[PATH_MAX];
+	r = random_bytes(raw, sizeof raw);
+	if (r < 0)
+		return r;
+	hex_encode(raw, sizeof raw, hex);
+	snprintf(token, sizeof token, "sst_%s", hex);
+	sha256_hex(token, strlen(token), hash);
+	snprintf(path, sizeof path, "%s/admin.token", root);
+	strcat(token, "\n");
+	r = write_file_atomic(path, token, strlen(token), 0600);
+	if (r < 0)
+		return r;
+	return store_token_insert(store, "admin", hash);
+}
+
+static bool check_token(void *userdata, const char *token)
+{
+	char hash[65];
+	sha256_hex(token, strlen(token), hash);
+	return store_token_check(userdata, hash) == 1;
+}
+
+static int on_terminate(struct event_source *s, int signo, void *userdata)
+{
+	log_info("shutting down; agents and their runs keep going", "signal",
+		 signo == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
+	event_loop_exit(userdata, 0);
+	return 0;
+}
+
+struct daemon {
+	struct event_loop *loop;
+	struct store *store;
+	struct manager *manager;
+	struct http_server *servers[MAX_LISTENERS + 1];
+	size_t n_servers;
+	struct event_source *signals[2];
+	int lock_fd;
+};
+
+static void daemon_free(struct daemon *d)
+{
+	for (size_t i = 0; i < d->n_servers; i++)
+		http_server_free(d->servers[i]);
+	manager_free(d->manager);
+	store_close(d->store);
+	for (size_t i = 0; i < ELEMENTSOF(d->signals); i++)
+		event_source_free(d->signals[i]);
+	event_loop_free(d->loop);
+	if (d->lock_fd >= 0)
+		close(d->lock_fd);
+}
+
+static int add_listener(struct daemon *d, const struct options *o, const char *spec)
+{
+	bool tcp = strncmp(spec, "tcp:", 4) == 0;
+	int fd;
+	if (tcp)
+		fd = listen_tcp(spec + 4);
+	else if (strncmp(spec, "unix:", 5) == 0)
+		fd = listen_unix(spec + 5);
+	else
+		fd = -EINVAL;
+	if (fd < 0) {
+		fprintf(stderr, "station-sandboxd: cannot listen on \"%s\": %s\n", spec,
+			fd == -EINVAL ? "use unix:PATH or tcp:HOST:PORT" : strerror(-fd));
+		return fd;
+	}
+	struct http_config hc = {
+		.require_token = tcp, .check_token = check_token, .token_userdata = d->store,
+		.max_body_bytes = o->max_body, .max_wait_ms = o->max_wait_ms,
+		.max_connections = 1024,
+	};
+	int r = http_server_new(d->loop, d->manager, fd, &hc, &d->servers[d->n_servers]);
+	if (r < 0) {
+		close(fd);
+		fprintf(stderr, "station-sandboxd: cannot serve \"%s\": %s\n", spec, strerror(-r));
+		return r;
+	}
+	d->n_servers++;
+	log_info("listening", "address", spec, NULL);
+	return 0;
+}
+
+static int daemon_setup(struct daemon *d, struct options *o)
+{
+	char path[PATH_MAX];
+	int r = mkdir_p(o->root, 0700);
+	if (r < 0) {
+		fprintf(stderr, "station-sandboxd: cannot create root \"%s\": %s\n", o->root,
+			strerror(-r));
+		return r;
+	}
+	d->lock_fd = take_lock(o->root);
+	if (d->lock_fd < 0)
+		return d->lock_fd;
+	snprintf(path, sizeof path, "%s/station.db", o->root);
+	r = store_open(path, &d->store);
+	if (r < 0) {
+		fprintf(stderr, "station-sandboxd: cannot open the store \"%s\": %s\n", path,
+			strerror(-r));
+		return r;
+	}
+	r = ensure_admin_token(d->store, o->root);
+	if (r < 0) {
+		fprintf(stderr, "station-sandboxd: cannot create the admin token: %s\n",
+			strerror(-r));
+		return r;
+	}
+	r = event_loop_new(&d->loop);
+	if (r >= 0)
+		r = event_add_signal(d->loop, &d->signals[0], SIGTERM, on_terminate, d->loop);
+	if (r >= 0)
+		r = event_add_signal(d->loop, &d->signals[1], SIGINT, on_terminate, d->loop);
+	if (r >= 0)
+		r = manager_new(d->loop, d->store, &o->mc, &d->manager);
+	if (r >= 0)
+		r = manager_start(d->manager);
+	if (r < 0) {
+		fprintf(stderr, "station-sandboxd: cannot start: %s\n", strerror(-r));
+		return r;
+	}
+	snprintf(path, sizeof path, "unix:%s/station.sock", o->root);
+	r = add_listener(d, o, path);
+	for (size_t i = 0; r >= 0 && i < o->n_listen; i++)
+		r = add_listener(d, o, o->listen[i]);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = {
+		.root = DEFAULT_ROOT,
+		.log_format = LOG_FORMAT_JSON,
+		.log_level = LOG_LEVEL_INFO,
+		.max_wait_ms = 60000,
+		.max_body = 2 << 20,
+		.mc = {
+			.default_timeout_ms = 60000,
+			.max_timeout_ms = 86400000,
+			.default_output_bytes = 128 << 10,
+			.max_output_bytes = AGENT_MAX_OUTPUT_BYTES,
+			.max_running_per_workspace = 64,
+			.max_workspaces = 1000,
+			.retention_usec = 24ull * 3600 * 1000000,
+			.retention_runs = 1000,
+		},
+	};
+	default_worker(o.worker, sizeof o.worker);
+	if (parse_args(argc, argv, &o) < 0) {
+		usage(stderr);
+		return 64;
+	}
+	_cleanup_free_ char *agent = o.agent ? strdup(o.agent) : default_agent_path();
+	char root[PATH_MAX];
+	if (!agent || !realpath(o.root, root)) {
+		if (mkdir_p(o.root, 0700) < 0 || !realpath(o.root, root)) {
+			fprintf(stderr, "station-sandboxd: bad root \"%s\": %m\n", o.root);
+			return 1;
+		}
+	}
+	o.root = root;
+	o.mc.root = root;
+	o.mc.worker = o.worker;
+	o.mc.agent_path = agent;
+	log_setup(STDERR_FILENO, o.log_format, o.log_level, "station-sandboxd");
+	signal(SIGPIPE, SIG_IGN);
+
+	struct daemon d = { .lock_fd = -1 };
+	int r = daemon_setup(&d, &o);
+	if (r >= 0) {
+		log_info("controller started", "root", root, "worker", o.worker, "agent", agent,
+			 NULL);
+		r = event_loop_run(d.loop);
+	}
+	daemon_free(&d);
+	return r < 0 ? 1 : 0;
+}

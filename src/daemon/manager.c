@@ -1,1 +1,706 @@
 /* SPDX-License-Identifier: MIT */
+/* Workspaces: their state machine, their agents (start, connect, watch, reconcile after a
+ * controller restart) and their cgroups. Runs are in manager-run.c. */
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "adapter/adapter.h"
+#include "agentlink.h"
+#include "basic/cleanup.h"
+#include "basic/log.h"
+#include "basic/util.h"
+#include "cgroup/cgroup.h"
+#include "event/event.h"
+#include "manager-internal.h"
+
+#define WORKSPACE_CGROUP_DESTROY_MS 5000
+#define RECONNECT_DELAY_USEC 200000
+#define MAX_RECONNECTS 5
+#define PRUNE_INTERVAL_USEC (60ull * 1000000)
+
+int manager_runs_init(struct manager *m);
+
+static const struct agentlink_ops link_ops;
+
+struct workspace *workspace_find(struct manager *m, const char *id)
+{
+	for (struct workspace *ws = m->workspaces; ws; ws = ws->next)
+		if (strcmp(ws->row.id, id) == 0)
+			return ws;
+	return NULL;
+}
+
+int workspace_lookup(struct manager *m, const char *id, struct workspace **ret,
+		     struct station_error *e)
+{
+	struct workspace *ws = workspace_find(m, id);
+	if (!ws)
+		return station_error_set(e, -ENOENT, NULL, "workspace \"%s\" not found", id);
+	*ret = ws;
+	return 0;
+}
+
+static int workspace_set_state(struct workspace *ws, const char *state, const char *reason)
+{
+	char *s = strdup(state), *rs = reason ? strdup(reason) : NULL;
+	if (!s || (reason && !rs)) {
+		free(s);
+		free(rs);
+		return -ENOMEM;
+	}
+	free(ws->row.state);
+	free(ws->row.reason);
+	ws->row.state = s;
+	ws->row.reason = rs;
+	ws->row.updated_at = realtime_usec();
+	int r = store_workspace_update(ws->m->store, &ws->row);
+	if (r < 0)
+		log_error("cannot record workspace state", "workspace", ws->row.id, "state", state,
+			  "error", strerror(-r), NULL);
+	else
+		log_info("workspace state", "workspace", ws->row.id, "state", state, "reason",
+			 reason ? reason : "", NULL);
+	return r;
+}
+
+static void workspace_free(struct workspace *ws)
+{
+	if (!ws)
+		return;
+	runs_free_all(ws);
+	agentlink_free(ws->link);
+	event_source_free(ws->link_timer);
+	event_source_free(ws->agent_watch);
+	if (ws->agent_pidfd >= 0)
+		close(ws->agent_pidfd);
+	cgroup_free(ws->cgroup);
+	json_decref(ws->spec);
+	for (size_t i = 0; ws->env && ws->env[i]; i++)
+		free(ws->env[i]);
+	free(ws->env);
+	free(ws->dir);
+	free(ws->home);
+	free(ws->workdir);
+	free(ws->socket_path);
+	workspace_row_free(&ws->row);
+	free(ws);
+}
+
+static int workspace_paths(struct workspace *ws, const char *root)
+{
+	if (asprintf(&ws->dir, "%s/workspaces/%s", root, ws->row.id) < 0 ||
+	    asprintf(&ws->home, "%s/%s", ws->dir, ws->adapter->home_subdir) < 0 ||
+	    asprintf(&ws->workdir, "%s/%s", ws->dir, ws->adapter->workdir_subdir) < 0 ||
+	    asprintf(&ws->socket_path, "%s/run/agent.sock", ws->dir) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int workspace_load_spec(struct workspace *ws)
+{
+	json_error_t jerr;
+	ws->spec = json_loads(ws->row.spec_json ? ws->row.spec_json : "{}", 0, &jerr);
+	if (!ws->spec || !json_is_object(ws->spec))
+		return -EINVAL;
+	json_t *env = json_object_get(ws->spec, "env");
+	size_t n = json_is_object(env) ? json_object_size(env) : 0, i = 0;
+	ws->env = calloc(n + 1, sizeof *ws->env);
+	if (!ws->env)
+		return -ENOMEM;
+	const char *key;
+	json_t *v;
+	json_object_foreach(env, key, v) {
+		if (!json_is_string(v) || asprintf(&ws->env[i], "%s=%s", key,
+						   json_string_value(v)) < 0)
+			return -EINVAL;
+		i++;
+	}
+	return 0;
+}
+
+/* A workspace object around a row; takes the row's strings. */
+static int workspace_new(struct manager *m, struct workspace_row *row, struct workspace **ret)
+{
+	struct workspace *ws = calloc(1, sizeof *ws);
+	if (!ws)
+		return -ENOMEM;
+	ws->m = m;
+	ws->agent_pidfd = -1;
+	ws->row = *row;
+	*row = (struct workspace_row){ 0 };
+	ws->adapter = adapter_find(ws->row.adapter);
+	int r = ws->adapter ? 0 : -EINVAL;
+	if (r >= 0)
+		r = workspace_paths(ws, m->cfg.root);
+	if (r >= 0)
+		r = workspace_load_spec(ws);
+	if (r >= 0 && ws->row.cgroup)
+		r = cgroup_from_string(ws->row.cgroup, &ws->cgroup);
+	if (r < 0) {
+		workspace_free(ws);
+		return r;
+	}
+	*ret = ws;
+	return 0;
+}
+
+static void workspace_link(struct manager *m, struct workspace *ws)
+{
+	ws->next = m->workspaces;
+	if (m->workspaces)
+		m->workspaces->prev = ws;
+	m->workspaces = ws;
+	m->n_workspaces++;
+}
+
+static void workspace_unlink(struct manager *m, struct workspace *ws)
+{
+	if (ws->prev)
+		ws->prev->next = ws->next;
+	else
+		m->workspaces = ws->next;
+	if (ws->next)
+		ws->next->prev = ws->prev;
+	m->n_workspaces--;
+}
+
+/* --- the agent --- */
+
+static void agent_forget(struct workspace *ws)
+{
+	agentlink_free(ws->link);
+	ws->link = NULL;
+	ws->link_ready = false;
+	event_source_free(ws->agent_watch);
+	ws->agent_watch = NULL;
+	if (ws->agent_pidfd >= 0)
+		close(ws->agent_pidfd);
+	ws->agent_pidfd = -1;
+	ws->agent_pid = 0;
+}
+
+static void agent_exit_reason(struct workspace *ws, char *buf, size_t n)
+{
+	siginfo_t si = { 0 };
+	if (waitid((idtype_t)P_PIDFD, (id_t)ws->agent_pidfd, &si, WEXITED | WNOHANG) < 0 ||
+	    si.si_pid == 0)
+		snprintf(buf, n, "the workspace agent exited");
+	else if (si.si_code == CLD_EXITED)
+		snprintf(buf, n, "the workspace agent exited with status %d", si.si_status);
+	else
+		snprintf(buf, n, "the workspace agent was killed by signal %d", si.si_status);
+}
+
+static void agent_lost(struct workspace *ws, const char *reason)
+{
+	log_warn("workspace agent gone", "workspace", ws->row.id, "reason", reason, NULL);
+	runs_lose_all(ws, reason);
+	agent_forget(ws);
+	workspace_set_state(ws, "stopped", reason);
+}
+
+static int on_agent_exit(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct workspace *ws = userdata;
+	char reason[128];
+	agent_exit_reason(ws, reason, sizeof reason);
+	agent_lost(ws, reason);
+	return 0;
+}
+
+static int agent_watch(struct workspace *ws)
+{
+	int fd = (int)syscall(SYS_pidfd_open, ws->agent_pid, 0);
+	if (fd < 0)
+		return negative_errno();
+	ws->agent_pidfd = fd;
+	return event_add_io(ws->m->loop, &ws->agent_watch, fd, EPOLLIN, on_agent_exit, ws);
+}
+
+static int agent_connect(struct workspace *ws)
+{
+	ws->link_ready = false;
+	return agentlink_connect(ws->m->loop, ws->socket_path, ws->secret, SECRET_BYTES, &link_ops,
+				 ws, &ws->link);
+}
+
+static void adapter_ws(const struct workspace *ws, struct adapter_workspace *ret)
+{
+	*ret = (struct adapter_workspace){
+		.id = ws->row.id, .dir = ws->dir, .cgroup = ws->cgroup, .env = ws->env,
+		.agent_path = ws->m->cfg.agent_path,
+	};
+}
+
+static int agent_start(struct workspace *ws, struct station_error *e)
+{
+	struct adapter_workspace aw;
+	char hex[2 * SECRET_BYTES + 1];
+	pid_t pid;
+	adapter_ws(ws, &aw);
+	int r = random_bytes(ws->secret, SECRET_BYTES);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "no randomness: %s", strerror(-r));
+	r = ws->adapter->start_agent(&aw, ws->secret, SECRET_BYTES, &pid, e);
+	if (r < 0)
+		return r;
+	ws->agent_pid = pid;
+	hex_encode(ws->secret, SECRET_BYTES, hex);
+	free(ws->row.agent_secret);
+	ws->row.agent_secret = strdup(hex);
+	ws->row.agent_pid = pid;
+	r = agent_watch(ws);
+	if (r >= 0)
+		r = agent_connect(ws);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot reach the new agent: %s", strerror(-r));
+	ws->reconnects = 0;
+	return 0;
+}
+
+/* Kills the agent and every run of the workspace through the workspace cgroup. */
+static int workspace_kill_all(struct workspace *ws)
+{
+	agentlink_free(ws->link);
+	ws->link = NULL;
+	ws->link_ready = false;
+	if (!ws->cgroup)
+		return 0;
+	int r = cgroup_destroy(ws->cgroup, WORKSPACE_CGROUP_DESTROY_MS);
+	if (ws->agent_pidfd >= 0)
+		waitid((idtype_t)P_PIDFD, (id_t)ws->agent_pidfd, &(siginfo_t){ 0 },
+		       WEXITED | WNOHANG);
+	agent_forget(ws);
+	return r;
+}
+
+/* --- agent link callbacks --- */
+
+static void on_hello(void *userdata, uint64_t agent_pid, char **ids, size_t n_ids)
+{
+	struct workspace *ws = userdata;
+	ws->link_ready = true;
+	ws->reconnects = 0;
+	for (struct run_state *r = ws->runs, *next; r; r = next) {
+		next = r->next;
+		bool known = false;
+		for (size_t i = 0; i < n_ids && !known; i++)
+			known = strcmp(ids[i], r->id) == 0;
+		if (known)
+			continue;
+		struct run_row lost = { .id = r->id, .status = RUN_LOST, .exit_code = -1,
+					.reason = (char *)"the agent has no record of the run",
+					.ended_at = realtime_usec() };
+		run_finish(ws, &lost);
+	}
+	log_info("agent connected", "workspace", ws->row.id, NULL);
+}
+
+static void on_run_started(void *userdata, const char *run_id, uint64_t started_at)
+{
+	struct run_state *r = run_state_find(userdata, run_id);
+	if (r)
+		r->started_at = started_at;
+}
+
+static void on_run_output(void *userdata, const char *run_id, int stream, uint64_t offset,
+			  const uint8_t *data, size_t n)
+{
+	run_on_output(userdata, run_id, stream, offset, data, n);
+}
+
+static void on_run_done(void *userdata, uint64_t seq, const struct run_row *result)
+{
+	struct workspace *ws = userdata;
+	struct run_row row = *result;
+	row.workspace_id = ws->row.id;
+	int r = run_finish(ws, &row);
+	if (r >= 0 || r == -ENOENT)
+		agentlink_send_ack(ws->link, seq);
+}
+
+static void on_run_error(void *userdata, const char *run_id, const char *reason)
+{
+	struct workspace *ws = userdata;
+	log_warn("agent refused a request", "workspace", ws->row.id, "run", run_id ? run_id : "",
+		 "reason", reason, NULL);
+	if (!run_id || !run_state_find(ws, run_id))
+		return;
+	struct run_row failed = { .id = (char *)run_id, .status = RUN_FAILED_TO_START,
+				  .exit_code = -1, .reason = (char *)reason,
+				  .ended_at = realtime_usec() };
+	run_finish(ws, &failed);
+}
+
+static int on_link_timer(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct workspace *ws = userdata;
+	if (ws->link || ws->agent_pidfd < 0)
+		return 0;
+	int r = agent_connect(ws);
+	if (r < 0 && ++ws->reconnects < MAX_RECONNECTS) {
+		event_source_set_time(ws->link_timer, now_usec() + RECONNECT_DELAY_USEC);
+	} else if (r < 0) {
+		kill(ws->agent_pid, SIGKILL); /* unreachable agent: on_agent_exit takes over */
+		log_error("agent unreachable, killed", "workspace", ws->row.id, "error",
+			  strerror(-r), NULL);
+	}
+	return 0;
+}
+
+static void on_link_closed(void *userdata, int err)
+{
+	struct workspace *ws = userdata;
+	agentlink_free(ws->link);
+	ws->link = NULL;
+	ws->link_ready = false;
+	if (ws->agent_pidfd < 0)
+		return;
+	log_warn("agent connection closed", "workspace", ws->row.id, "error",
+		 err < 0 ? strerror(-err) : "eof", NULL);
+	if (!ws->link_timer &&
+	    event_add_timer(ws->m->loop, &ws->link_timer, UINT64_MAX, on_link_timer, ws) < 0)
+		return;
+	ws->reconnects++;
+	event_source_set_time(ws->link_timer, now_usec() + RECONNECT_DELAY_USEC);
+}
+
+static const struct agentlink_ops link_ops = {
+	.hello = on_hello,
+	.run_started = on_run_started,
+	.run_output = on_run_output,
+	.run_done = on_run_done,
+	.run_error = on_run_error,
+	.closed = on_link_closed,
+};
+
+/* --- the API --- */
+
+static json_t *spec_to_json(const struct workspace_spec *spec)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "env", spec->env ? json_deep_copy(spec->env) : json_object());
+	json_object_set_new(o, "cpus", json_real(spec->cpus));
+	json_object_set_new(o, "memoryMb", json_integer((json_int_t)spec->memory_mb));
+	json_object_set_new(o, "pidsLimit", json_integer((json_int_t)spec->pids_limit));
+	return o;
+}
+
+static int workspace_setup(struct workspace *ws, const struct workspace_spec *spec,
+			   struct station_error *e)
+{
+	struct manager *m = ws->m;
+	struct adapter_workspace aw;
+	char *cg_str = NULL;
+	struct cgroup_limits limits = { .cpus = spec->cpus,
+					.memory_bytes = spec->memory_mb * 1024 * 1024,
+					.pids = spec->pids_limit };
+	int r = cgroup_child(m->base_cgroup, ws->row.id, &ws->cgroup);
+	if (r >= 0)
+		r = cgroup_create(ws->cgroup);
+	if (r >= 0)
+		r = cgroup_set_limits(ws->cgroup, &limits);
+	if (r >= 0)
+		r = cgroup_to_string(ws->cgroup, &cg_str);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot set up the workspace cgroup: %s",
+					 strerror(-r));
+	ws->row.cgroup = cg_str;
+	adapter_ws(ws, &aw);
+	r = ws->adapter->prepare(&aw, e);
+	if (r < 0)
+		return r;
+	return agent_start(ws, e);
+}
+
+static void workspace_teardown(struct workspace *ws)
+{
+	struct adapter_workspace aw;
+	workspace_kill_all(ws);
+	adapter_ws(ws, &aw);
+	ws->adapter->remove(&aw, NULL);
+}
+
+int manager_workspace_create(struct manager *m, const struct workspace_spec *spec, json_t **ret,
+			     struct station_error *e)
+{
+	if (spec->adapter && strcmp(spec->adapter, "host") != 0)
+		return station_error_set(e, strcmp(spec->adapter, "container") == 0 ? -ENOTSUP
+										     : -EINVAL,
+					 "adapter", "adapter \"%s\" is not available in this build",
+					 spec->adapter);
+	if (!m->base_cgroup)
+		return station_error_set(e, m->cgroup_error, NULL, "cgroups are unavailable: %s",
+					 strerror(-m->cgroup_error));
+	if (m->n_workspaces >= m->cfg.max_workspaces)
+		return station_error_set(e, -EAGAIN, NULL, "this worker already has %zu workspaces "
+					 "(the limit)", m->n_workspaces);
+
+	char id[128];
+	random_id("", 26, id + snprintf(id, sizeof id, "%s-", m->cfg.worker), 64);
+	json_t *spec_json = spec_to_json(spec);
+	struct workspace_row row = {
+		.id = strdup(id), .worker = strdup(m->cfg.worker), .adapter = strdup("host"),
+		.state = strdup("creating"), .spec_json = json_dumps(spec_json, JSON_COMPACT),
+		.created_at = realtime_usec(),
+	};
+	json_decref(spec_json);
+	row.updated_at = row.created_at;
+	struct workspace *ws = NULL;
+	int r = workspace_new(m, &row, &ws);
+	workspace_row_free(&row);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot create a workspace: %s", strerror(-r));
+	r = store_workspace_insert(m->store, &ws->row);
+	if (r < 0) {
+		workspace_free(ws);
+		return station_error_set(e, r, NULL, "cannot record the workspace: %s",
+					 strerror(-r));
+	}
+	r = workspace_setup(ws, spec, e);
+	if (r < 0) {
+		log_error("workspace setup failed", "workspace", ws->row.id, "error", e->message,
+			  NULL);
+		workspace_teardown(ws);
+		store_workspace_delete(m->store, ws->row.id);
+		workspace_free(ws);
+		return r;
+	}
+	workspace_link(m, ws);
+	workspace_set_state(ws, "ready", NULL);
+	*ret = workspace_to_json(ws);
+	return 0;
+}
+
+int manager_workspace_list(struct manager *m, json_t **ret, struct station_error *e)
+{
+	json_t *a = json_array();
+	for (struct workspace *ws = m->workspaces; ws; ws = ws->next)
+		json_array_append_new(a, workspace_to_json(ws));
+	*ret = json_pack("{s:o}", "workspaces", a);
+	return 0;
+}
+
+int manager_workspace_get(struct manager *m, const char *id, json_t **ret,
+			  struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	int r = workspace_lookup(m, id, &ws, e);
+	if (r < 0)
+		return r;
+	*ret = workspace_to_json(ws);
+	return 0;
+}
+
+int manager_workspace_delete(struct manager *m, const char *id, struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	int r = workspace_lookup(m, id, &ws, e);
+	if (r < 0)
+		return r;
+	workspace_set_state(ws, "deleting", NULL);
+	runs_lose_all(ws, "workspace deleted");
+	r = workspace_kill_all(ws);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot stop the processes of workspace "
+					 "\"%s\": %s", id, strerror(-r));
+	struct adapter_workspace aw;
+	adapter_ws(ws, &aw);
+	r = ws->adapter->remove(&aw, e);
+	if (r < 0)
+		return r;
+	r = store_workspace_delete(m->store, id);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot forget workspace \"%s\": %s", id,
+					 strerror(-r));
+	log_info("workspace deleted", "workspace", id, NULL);
+	workspace_unlink(m, ws);
+	workspace_free(ws);
+	return 0;
+}
+
+int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,
+			      struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	int r = workspace_lookup(m, id, &ws, e);
+	if (r < 0)
+		return r;
+	if (strcmp(ws->row.state, "deleting") == 0 || strcmp(ws->row.state, "creating") == 0)
+		return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is %s", id,
+					 ws->row.state);
+	runs_lose_all(ws, "workspace restarted");
+	r = workspace_kill_all(ws);
+	if (r >= 0 && ws->cgroup) {
+		struct cgroup_limits limits = {
+			.cpus = json_number_value(json_object_get(ws->spec, "cpus")),
+			.memory_bytes = (uint64_t)json_integer_value(
+						json_object_get(ws->spec, "memoryMb")) << 20,
+			.pids = (uint64_t)json_integer_value(json_object_get(ws->spec, "pidsLimit")),
+		};
+		r = cgroup_create(ws->cgroup);
+		if (r >= 0)
+			r = cgroup_set_limits(ws->cgroup, &limits);
+	}
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot reset workspace \"%s\": %s", id,
+					 strerror(-r));
+	struct adapter_workspace aw;
+	adapter_ws(ws, &aw);
+	r = ws->adapter->prepare(&aw, e);
+	if (r >= 0)
+		r = agent_start(ws, e);
+	if (r < 0) {
+		workspace_set_state(ws, "failed", e->message);
+		return r;
+	}
+	workspace_set_state(ws, "ready", NULL);
+	*ret = workspace_to_json(ws);
+	return 0;
+}
+
+json_t *manager_ready(struct manager *m)
+{
+	json_t *checks = json_array();
+	bool agent_ok = access(m->cfg.agent_path, X_OK) == 0;
+	char msg[PATH_MAX + 64];
+	json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "store", "ok", 1,
+						"message", "metadata store open"));
+	snprintf(msg, sizeof msg, "%s", m->base_cgroup ? "workspace cgroups available"
+						       : strerror(-m->cgroup_error));
+	json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "cgroup", "ok",
+						m->base_cgroup != NULL, "message", msg));
+	snprintf(msg, sizeof msg, "%s \"%s\"", agent_ok ? "agent binary" : "agent binary missing:",
+		 m->cfg.agent_path);
+	json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "agent", "ok", agent_ok,
+						"message", msg));
+	return json_pack("{s:b,s:o}", "ready", agent_ok && m->base_cgroup, "checks", checks);
+}
+
+json_t *manager_worker(struct manager *m)
+{
+	enum cgroup_version v = m->base_cgroup ? m->base_cgroup->version : 0;
+	return json_pack("{s:s,s:s,s:[s],s:s,s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I}}", "name",
+			 m->cfg.worker, "version", STATION_VERSION, "adapters", "host", "cgroup",
+			 v == CGROUP_V2 ? "v2" : v == CGROUP_V1 ? "v1" : "unavailable",
+			 "workspaces", (json_int_t)m->n_workspaces, "limits", "maxWorkspaces",
+			 (json_int_t)m->cfg.max_workspaces, "maxRunningPerWorkspace",
+			 (json_int_t)m->cfg.max_running_per_workspace, "defaultTimeoutMs",
+			 (json_int_t)m->cfg.default_timeout_ms, "maxTimeoutMs",
+			 (json_int_t)m->cfg.max_timeout_ms, "defaultOutputBytes",
+			 (json_int_t)m->cfg.default_output_bytes, "maxOutputBytes",
+			 (json_int_t)m->cfg.max_output_bytes);
+}
+
+/* --- start and stop --- */
+
+static int on_prune(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct manager *m = userdata;
+	uint64_t cutoff = realtime_usec() - MIN(realtime_usec(), m->cfg.retention_usec);
+	int r = store_run_prune(m->store, cutoff, m->cfg.retention_runs);
+	if (r > 0)
+		log_info("pruned finished runs", "count", r > 0 ? "some" : "0", NULL);
+	event_source_set_time(s, now + PRUNE_INTERVAL_USEC);
+	return 0;
+}
+
+int manager_new(struct event_loop *loop, struct store *store, const struct manager_config *cfg,
+		struct manager **ret)
+{
+	struct manager *m = calloc(1, sizeof *m);
+	if (!m)
+		return -ENOMEM;
+	m->loop = loop;
+	m->store = store;
+	m->cfg = *cfg;
+	m->cgroup_error = cgroup_open_base("station-sandbox", &m->base_cgroup);
+	if (m->cgroup_error < 0)
+		log_error("cgroups unavailable", "error", strerror(-m->cgroup_error), NULL);
+	int r = manager_runs_init(m);
+	if (r >= 0)
+		r = event_add_timer(loop, &m->prune_timer, now_usec(), on_prune, m);
+	if (r < 0) {
+		manager_free(m);
+		return r;
+	}
+	*ret = m;
+	return 0;
+}
+
+/* A stored workspace after a controller restart: adopt its agent when it still runs. */
+static void workspace_adopt(struct workspace *ws)
+{
+	char **ids = NULL;
+	size_t n = 0;
+	if (store_run_list_running(ws->m->store, ws->row.id, &ids, &n) >= 0) {
+		for (size_t i = 0; i < n; i++) {
+			run_state_add(ws, ids[i], NULL);
+			free(ids[i]);
+		}
+		free(ids);
+	}
+	if (strcmp(ws->row.state, "ready") != 0) {
+		runs_lose_all(ws, "the workspace was not ready when the controller started");
+		return;
+	}
+	ws->agent_pid = (pid_t)ws->row.agent_pid;
+	int r = ws->row.agent_secret && ws->agent_pid > 0
+			? hex_decode(ws->row.agent_secret, ws->secret, SECRET_BYTES)
+			: -ENOENT;
+	if (r >= 0)
+		r = agent_watch(ws);
+	if (r >= 0)
+		r = agent_connect(ws);
+	if (r < 0) {
+		agent_forget(ws);
+		agent_lost(ws, "the workspace agent was not running when the controller started");
+	}
+}
+
+int manager_start(struct manager *m)
+{
+	struct workspace_row *rows = NULL;
+	size_t n = 0;
+	int r = store_workspace_list(m->store, &rows, &n);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		struct workspace *ws;
+		r = workspace_new(m, &rows[i], &ws);
+		workspace_row_free(&rows[i]);
+		if (r < 0) {
+			log_error("cannot load a workspace", "error", strerror(-r), NULL);
+			continue;
+		}
+		workspace_link(m, ws);
+		workspace_adopt(ws);
+	}
+	free(rows);
+	return 0;
+}
+
+void manager_free(struct manager *m)
+{
+	if (!m)
+		return;
+	while (m->workspaces) {
+		struct workspace *ws = m->workspaces;
+		workspace_unlink(m, ws);
+		workspace_free(ws);
+	}
+	while (m->fire_queue)
+		manager_run_waiter_cancel(m->fire_queue);
+	event_source_free(m->fire_timer);
+	event_source_free(m->prune_timer);
+	cgroup_free(m->base_cgroup);
+	free(m);
+}

@@ -1,1 +1,140 @@
 /* SPDX-License-Identifier: MIT */
+/* Runs and workspaces as the API shows them (docs/api.md). Process output never goes into JSON
+ * unencoded: it is text when every part is valid UTF-8, else every part is base64. */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/cleanup.h"
+#include "basic/util.h"
+#include "manager-internal.h"
+
+void json_set_time(json_t *o, const char *key, uint64_t usec)
+{
+	char buf[32];
+	if (!usec) {
+		json_object_set_new(o, key, json_null());
+		return;
+	}
+	format_rfc3339(usec, buf);
+	json_object_set_new(o, key, json_string(buf));
+}
+
+static json_t *bytes_json(const uint8_t *data, size_t n, bool base64)
+{
+	if (base64) {
+		_cleanup_free_ char *s = base64_encode(data ? data : (const uint8_t *)"", n);
+		return s ? json_string(s) : json_null();
+	}
+	return json_stringn(data ? (const char *)data : "", n);
+}
+
+static bool output_is_text(const struct run_row *r)
+{
+	for (int i = 0; i < 2; i++) {
+		const struct run_output *o = &r->out[i];
+		if (!utf8_is_valid(o->head, o->head_len) || !utf8_is_valid(o->tail, o->tail_len))
+			return false;
+	}
+	return true;
+}
+
+/* Not truncated: head + tail is the whole stream, shown as one string. */
+static void set_stream(json_t *o, const char *name, const struct run_output *out, bool base64)
+{
+	bool truncated = out->head_len + out->tail_len < out->total;
+	char key[32];
+	if (truncated || out->tail_len == 0) {
+		json_object_set_new(o, name, bytes_json(out->head, out->head_len, base64));
+	} else {
+		size_t n = out->head_len + out->tail_len;
+		_cleanup_free_ uint8_t *all = malloc(n);
+		if (all) {
+			memcpy(all, out->head, out->head_len);
+			memcpy(all + out->head_len, out->tail, out->tail_len);
+		}
+		json_object_set_new(o, name, all ? bytes_json(all, n, base64) : json_null());
+	}
+	if (truncated) {
+		snprintf(key, sizeof key, "%sTail", name);
+		json_object_set_new(o, key, bytes_json(out->tail, out->tail_len, base64));
+	}
+	snprintf(key, sizeof key, "%sBytes", name);
+	json_object_set_new(o, key, json_integer((json_int_t)out->total));
+}
+
+static json_t *nullable_str(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+json_t *run_to_json(const struct run_row *r, bool with_output)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	bool done = r->status != RUN_RUNNING;
+	json_object_set_new(o, "id", json_string(r->id));
+	json_object_set_new(o, "workspaceId", json_string(r->workspace_id));
+	json_object_set_new(o, "command", json_string(r->command ? r->command : ""));
+	json_object_set_new(o, "cwd", nullable_str(r->cwd));
+	json_object_set_new(o, "status", json_string(run_status_to_string(r->status)));
+	json_object_set_new(o, "exitCode", r->status == RUN_EXITED && r->exit_code >= 0
+						   ? json_integer(r->exit_code)
+						   : json_null());
+	json_object_set_new(o, "signal", r->signal > 0 ? json_integer(r->signal) : json_null());
+	json_object_set_new(o, "oomKilled", json_boolean(r->oom_killed));
+	json_object_set_new(o, "reason", nullable_str(r->reason));
+	if (with_output) {
+		bool base64 = !output_is_text(r);
+		set_stream(o, "stdout", &r->out[0], base64);
+		set_stream(o, "stderr", &r->out[1], base64);
+		json_object_set_new(o, "encoding", json_string(base64 ? "base64" : "utf-8"));
+	} else {
+		json_object_set_new(o, "stdoutBytes", json_integer((json_int_t)r->out[0].total));
+		json_object_set_new(o, "stderrBytes", json_integer((json_int_t)r->out[1].total));
+	}
+	json_object_set_new(o, "truncated", json_boolean(r->truncated));
+	json_object_set_new(o, "timeoutMs", json_integer((json_int_t)r->timeout_ms));
+	json_object_set_new(o, "maxOutputBytes", json_integer((json_int_t)r->max_output_bytes));
+	json_set_time(o, "createdAt", r->created_at);
+	json_set_time(o, "startedAt", r->started_at);
+	json_set_time(o, "endedAt", done ? r->ended_at : 0);
+	bool timed = done && r->started_at && r->ended_at >= r->started_at;
+	json_object_set_new(o, "durationMs",
+			    timed ? json_integer((json_int_t)((r->ended_at - r->started_at) / 1000))
+				  : json_null());
+	bool measured = done && r->status != RUN_LOST && r->status != RUN_FAILED_TO_START;
+	json_object_set_new(o, "cpuMs",
+			    measured ? json_integer((json_int_t)(r->cpu_usec / 1000)) : json_null());
+	json_object_set_new(o, "peakMemoryBytes",
+			    measured ? json_integer((json_int_t)r->peak_memory) : json_null());
+	return o;
+}
+
+json_t *workspace_to_json(const struct workspace *ws)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	const struct workspace_row *r = &ws->row;
+	json_object_set_new(o, "id", json_string(r->id));
+	json_object_set_new(o, "worker", json_string(r->worker));
+	json_object_set_new(o, "adapter", json_string(r->adapter));
+	json_object_set_new(o, "state", json_string(r->state));
+	json_object_set_new(o, "reason", nullable_str(r->reason));
+	json_object_set_new(o, "home", json_string(ws->home));
+	json_object_set_new(o, "workdir", json_string(ws->workdir));
+	static const char *const keys[] = { "env", "cpus", "memoryMb", "pidsLimit" };
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+		json_t *v = json_object_get(ws->spec, keys[i]);
+		if (v)
+			json_object_set(o, keys[i], v);
+		else
+			json_object_set_new(o, keys[i], i == 0 ? json_object() : json_integer(0));
+	}
+	json_object_set_new(o, "runningCommands", json_integer((json_int_t)ws->n_running));
+	json_set_time(o, "createdAt", r->created_at);
+	json_set_time(o, "updatedAt", r->updated_at);
+	return o;
+}

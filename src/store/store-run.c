@@ -1,1 +1,419 @@
 /* SPDX-License-Identifier: MIT */
+/* The runs table. Insert, finish and get are on every exec's path: their statements stay
+ * prepared on the handle. */
+
+#include <errno.h>
+#include <string.h>
+
+#include "proto/agent-proto.h"
+#include "store/store-internal.h"
+
+/* The SQL below spells "status = 0" for a running run. */
+_Static_assert(RUN_RUNNING == 0, "runs.status 0 must mean running");
+
+/* Everything but the output bytes; a list reads only these. */
+#define RUN_META_COLUMNS                                                                           \
+	"id, workspace_id, command, cwd, env_json, timeout_ms, max_output_bytes, status, "         \
+	"exit_code, signal, oom_killed, truncated, reason, stdout_total, stderr_total, "           \
+	"created_at, started_at, ended_at, cpu_usec, peak_memory"
+#define RUN_OUTPUT_COLUMNS "stdout_head, stdout_tail, stderr_head, stderr_tail"
+
+static void run_output_free(struct run_output *o)
+{
+	free(o->head);
+	free(o->tail);
+}
+
+void run_row_free(struct run_row *r)
+{
+	if (!r)
+		return;
+	free(r->id);
+	free(r->workspace_id);
+	free(r->command);
+	free(r->cwd);
+	free(r->env_json);
+	free(r->reason);
+	run_output_free(&r->out[0]);
+	run_output_free(&r->out[1]);
+	*r = (struct run_row){};
+}
+
+static void run_rows_free(struct run_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		run_row_free(&rows[i]);
+	free(rows);
+}
+
+/* The result columns, in the order insert and finish both name them. */
+static void bind_result(struct store_binder *b, const struct run_row *r)
+{
+	store_bind_i64(b, r->status);
+	store_bind_i64(b, r->exit_code);
+	store_bind_i64(b, r->signal);
+	store_bind_i64(b, r->oom_killed);
+	store_bind_i64(b, r->truncated);
+	store_bind_text(b, r->reason);
+	store_bind_u64(b, r->out[0].total);
+	store_bind_u64(b, r->out[1].total);
+	store_bind_u64(b, r->started_at);
+	store_bind_u64(b, r->ended_at);
+	store_bind_u64(b, r->cpu_usec);
+	store_bind_u64(b, r->peak_memory);
+	store_bind_blob(b, r->out[0].head, r->out[0].head_len);
+	store_bind_blob(b, r->out[0].tail, r->out[0].tail_len);
+	store_bind_blob(b, r->out[1].head, r->out[1].head_len);
+	store_bind_blob(b, r->out[1].tail, r->out[1].tail_len);
+}
+
+int store_run_insert(struct store *s, const struct run_row *r)
+{
+	_cleanup_stmt_reset_ sqlite3_stmt *st = NULL;
+	struct store_binder b;
+	int k;
+
+	if (!s || !r || !r->id || !r->workspace_id)
+		return -EINVAL;
+	k = store_stmt(
+		s, STORE_STMT_RUN_INSERT,
+		"INSERT INTO runs (status, exit_code, signal, oom_killed, truncated, reason, "
+		"stdout_total, stderr_total, started_at, ended_at, cpu_usec, peak_memory, " RUN_OUTPUT_COLUMNS
+		", id, workspace_id, command, cwd, env_json, timeout_ms, "
+		"max_output_bytes, created_at) "
+		"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		&st);
+	if (k < 0)
+		return k;
+	b = STORE_BINDER(st);
+	bind_result(&b, r);
+	store_bind_text(&b, r->id);
+	store_bind_text(&b, r->workspace_id);
+	store_bind_text(&b, r->command);
+	store_bind_text(&b, r->cwd);
+	store_bind_text(&b, r->env_json);
+	store_bind_u64(&b, r->timeout_ms);
+	store_bind_u64(&b, r->max_output_bytes);
+	store_bind_u64(&b, r->created_at);
+	k = store_bind_result(&b);
+	if (k < 0)
+		return k;
+	return store_step_done(st);
+}
+
+/* Whether a run with this id exists: 1, 0, or -errno. */
+static int run_exists(struct store *s, const char *id)
+{
+	_cleanup_stmt_reset_ sqlite3_stmt *st = NULL;
+	struct store_binder b;
+	int k;
+
+	k = store_stmt(s, STORE_STMT_RUN_EXISTS, "SELECT 1 FROM runs WHERE id = ?", &st);
+	if (k < 0)
+		return k;
+	b = STORE_BINDER(st);
+	store_bind_text(&b, id);
+	k = store_bind_result(&b);
+	if (k < 0)
+		return k;
+	return store_step_row(st);
+}
+
+/* Only a running row changes, so a duplicate completion report cannot overwrite the first.
+ * A started_at of 0 keeps the time store_run_set_started() recorded. */
+static int run_finish_update(struct store *s, const struct run_row *r)
+{
+	_cleanup_stmt_reset_ sqlite3_stmt *st = NULL;
+	struct store_binder b;
+	int k;
+
+	k = store_stmt(s, STORE_STMT_RUN_FINISH,
+		       "UPDATE runs SET status = ?, exit_code = ?, signal = ?, oom_killed = ?, "
+		       "truncated = ?, reason = ?, stdout_total = ?, stderr_total = ?, "
+		       "started_at = coalesce(nullif(?, 0), started_at), ended_at = ?, "
+		       "cpu_usec = ?, peak_memory = ?, stdout_head = ?, stdout_tail = ?, "
+		       "stderr_head = ?, stderr_tail = ? WHERE id = ? AND status = 0",
+		       &st);
+	if (k < 0)
+		return k;
+	b = STORE_BINDER(st);
+	bind_result(&b, r);
+	store_bind_text(&b, r->id);
+	k = store_bind_result(&b);
+	if (k < 0)
+		return k;
+	k = store_step_done(st);
+	if (k < 0)
+		return k;
+	return store_changes(s) > 0;
+}
+
+int store_run_finish(struct store *s, const struct run_row *r)
+{
+	int k;
+
+	if (!s || !r || !r->id || r->status == RUN_RUNNING)
+		return -EINVAL;
+	k = run_finish_update(s, r);
+	if (k != 0)
+		return k;
+	k = run_exists(s, r->id);
+	if (k < 0)
+		return k;
+	return k ? 0 : -ENOENT;
+}
+
+int store_run_set_started(struct store *s, const char *id, uint64_t started_at)
+{
+	_cleanup_stmt_reset_ sqlite3_stmt *st = NULL;
+	struct store_binder b;
+	int k;
+
+	if (!s || !id)
+		return -EINVAL;
+	k = store_stmt(s, STORE_STMT_RUN_SET_STARTED, "UPDATE runs SET started_at = ? WHERE id = ?",
+		       &st);
+	if (k < 0)
+		return k;
+	b = STORE_BINDER(st);
+	store_bind_u64(&b, started_at);
+	store_bind_text(&b, id);
+	k = store_bind_result(&b);
+	if (k < 0)
+		return k;
+	k = store_step_done(st);
+	if (k < 0)
+		return k;
+	return store_changes(s) > 0 ? 0 : -ENOENT;
+}
+
+/* Reads RUN_META_COLUMNS, then RUN_OUTPUT_COLUMNS when with_output, into *ret (untouched on
+ * failure). */
+static int run_read(sqlite3_stmt *st, bool with_output, struct run_row *ret)
+{
+	struct store_reader rd = STORE_READER(st);
+	struct run_row r = {};
+
+	store_read_text(&rd, &r.id);
+	store_read_text(&rd, &r.workspace_id);
+	store_read_text(&rd, &r.command);
+	store_read_text(&rd, &r.cwd);
+	store_read_text(&rd, &r.env_json);
+	r.timeout_ms = store_read_u64(&rd);
+	r.max_output_bytes = store_read_u64(&rd);
+	r.status = (int)store_read_i64(&rd);
+	r.exit_code = store_read_i64(&rd);
+	r.signal = store_read_i64(&rd);
+	r.oom_killed = store_read_i64(&rd) != 0;
+	r.truncated = store_read_i64(&rd) != 0;
+	store_read_text(&rd, &r.reason);
+	r.out[0].total = store_read_u64(&rd);
+	r.out[1].total = store_read_u64(&rd);
+	r.created_at = store_read_u64(&rd);
+	r.started_at = store_read_u64(&rd);
+	r.ended_at = store_read_u64(&rd);
+	r.cpu_usec = store_read_u64(&rd);
+	r.peak_memory = store_read_u64(&rd);
+	if (with_output) {
+		store_read_blob(&rd, &r.out[0].head, &r.out[0].head_len);
+		store_read_blob(&rd, &r.out[0].tail, &r.out[0].tail_len);
+		store_read_blob(&rd, &r.out[1].head, &r.out[1].head_len);
+		store_read_blob(&rd, &r.out[1].tail, &r.out[1].tail_len);
+	}
+	if (rd.err < 0) {
+		run_row_free(&r);
+		return rd.err;
+	}
+	*ret = r;
+	return 0;
+}
+
+int store_run_get(struct store *s, const char *workspace_id, const char *id, struct run_row *ret)
+{
+	_cleanup_stmt_reset_ sqlite3_stmt *st = NULL;
+	struct store_binder b;
+	int k;
+
+	if (!s || !workspace_id || !id || !ret)
+		return -EINVAL;
+	k = store_stmt(s, STORE_STMT_RUN_GET,
+		       "SELECT " RUN_META_COLUMNS ", " RUN_OUTPUT_COLUMNS
+		       " FROM runs WHERE id = ? AND workspace_id = ?",
+		       &st);
+	if (k < 0)
+		return k;
+	b = STORE_BINDER(st);
+	store_bind_text(&b, id);
+	store_bind_text(&b, workspace_id);
+	k = store_bind_result(&b);
+	if (k < 0)
+		return k;
+	k = store_step_row(st);
+	if (k <= 0)
+		return k < 0 ? k : -ENOENT;
+	return run_read(st, true, ret);
+}
+
+/* SQLite's LIMIT is signed: a limit beyond it means no limit. */
+static int64_t sql_limit(size_t n)
+{
+	return n > INT64_MAX ? -1 : (int64_t)n;
+}
+
+int store_run_list(struct store *s, const char *workspace_id, size_t limit, struct run_row **ret,
+		   size_t *ret_n)
+{
+	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
+	struct run_row *rows = NULL;
+	size_t n = 0, allocated = 0;
+	struct store_binder b;
+	int k;
+
+	if (!s || !workspace_id || !ret || !ret_n)
+		return -EINVAL;
+	k = store_prepare(s,
+			  "SELECT " RUN_META_COLUMNS " FROM runs WHERE workspace_id = ? "
+			  "ORDER BY created_at DESC, rowid DESC LIMIT ?",
+			  &st);
+	if (k < 0)
+		return k;
+	b = STORE_BINDER(st);
+	store_bind_text(&b, workspace_id);
+	store_bind_i64(&b, sql_limit(limit));
+	k = store_bind_result(&b);
+	while (k >= 0) {
+		k = store_step_row(st);
+		if (k <= 0)
+			break;
+		k = store_grow((void **)&rows, &allocated, n, sizeof(*rows));
+		if (k >= 0)
+			k = run_read(st, false, &rows[n]);
+		if (k >= 0)
+			n++;
+	}
+	if (k < 0) {
+		run_rows_free(rows, n);
+		return k;
+	}
+	*ret = rows;
+	*ret_n = n;
+	return 0;
+}
+
+static void ids_free(char **ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+}
+
+static int run_read_id(sqlite3_stmt *st, char **ret)
+{
+	struct store_reader rd = STORE_READER(st);
+
+	store_read_text(&rd, ret);
+	if (rd.err < 0)
+		return rd.err;
+	return *ret ? 0 : -EIO;
+}
+
+/* The array is also NULL-terminated. */
+int store_run_list_running(struct store *s, const char *workspace_id, char ***ret_ids,
+			   size_t *ret_n)
+{
+	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
+	char **ids = NULL;
+	size_t n = 0, allocated = 0;
+	struct store_binder b;
+	int k;
+
+	if (!s || !workspace_id || !ret_ids || !ret_n)
+		return -EINVAL;
+	k = store_prepare(s,
+			  "SELECT id FROM runs WHERE workspace_id = ? AND status = 0 "
+			  "ORDER BY created_at, rowid",
+			  &st);
+	if (k < 0)
+		return k;
+	b = STORE_BINDER(st);
+	store_bind_text(&b, workspace_id);
+	k = store_bind_result(&b);
+	while (k >= 0) {
+		k = store_grow((void **)&ids, &allocated, n, sizeof(*ids)); /* room for NULL */
+		if (k < 0)
+			break;
+		ids[n] = NULL;
+		k = store_step_row(st);
+		if (k <= 0)
+			break;
+		k = run_read_id(st, &ids[n]);
+		if (k >= 0)
+			n++;
+	}
+	if (k < 0) {
+		ids_free(ids, n);
+		return k;
+	}
+	*ret_ids = ids;
+	*ret_n = n;
+	return 0;
+}
+
+static int prune_exec(struct store *s, const char *sql, int64_t arg, int64_t *deleted)
+{
+	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
+	struct store_binder b;
+	int k;
+
+	k = store_prepare(s, sql, &st);
+	if (k < 0)
+		return k;
+	b = STORE_BINDER(st);
+	store_bind_i64(&b, arg);
+	k = store_bind_result(&b);
+	if (k < 0)
+		return k;
+	k = store_step_done(st);
+	if (k < 0)
+		return k;
+	*deleted += store_changes(s);
+	return 0;
+}
+
+static int prune_both(struct store *s, uint64_t ended_before, size_t keep, int64_t *deleted)
+{
+	int k;
+
+	k = prune_exec(s, "DELETE FROM runs WHERE status != 0 AND ended_at < ?",
+		       (int64_t)MIN(ended_before, (uint64_t)INT64_MAX), deleted);
+	if (k < 0 || keep > INT64_MAX)
+		return k;
+	return prune_exec(s,
+			  "DELETE FROM runs WHERE rowid IN (SELECT rowid FROM (SELECT rowid, "
+			  "row_number() OVER (PARTITION BY workspace_id ORDER BY ended_at DESC, "
+			  "created_at DESC, rowid DESC) AS n FROM runs WHERE status != 0) "
+			  "WHERE n > ?)",
+			  (int64_t)keep, deleted);
+}
+
+/* Both deletes in one savepoint: inside a caller's transaction it nests, outside it is one. */
+int store_run_prune(struct store *s, uint64_t ended_before, size_t keep_per_workspace)
+{
+	int64_t deleted = 0;
+	int k;
+
+	if (!s)
+		return -EINVAL;
+	k = store_exec(s, "SAVEPOINT run_prune");
+	if (k < 0)
+		return k;
+	k = prune_both(s, ended_before, keep_per_workspace, &deleted);
+	if (k >= 0)
+		k = store_exec(s, "RELEASE run_prune");
+	if (k < 0) {
+		store_exec(s, "ROLLBACK TO run_prune");
+		store_exec(s, "RELEASE run_prune");
+		return k;
+	}
+	return (int)MIN(deleted, (int64_t)INT32_MAX);
+}

@@ -1,1 +1,200 @@
 /* SPDX-License-Identifier: MIT */
+/* The workspaces table. */
+
+#include <errno.h>
+#include <string.h>
+
+#include "store/store-internal.h"
+
+#define WORKSPACE_COLUMNS                                                                          \
+	"id, worker, adapter, state, reason, spec_json, cgroup, agent_secret, agent_pid, "         \
+	"created_at, updated_at"
+
+void workspace_row_free(struct workspace_row *r)
+{
+	if (!r)
+		return;
+	free(r->id);
+	free(r->worker);
+	free(r->adapter);
+	free(r->state);
+	free(r->reason);
+	free(r->spec_json);
+	free(r->cgroup);
+	free(r->agent_secret);
+	*r = (struct workspace_row){};
+}
+
+/* Binds the mutable columns in the order both insert and update name them. */
+static void bind_mutable(struct store_binder *b, const struct workspace_row *r)
+{
+	store_bind_text(b, r->state);
+	store_bind_text(b, r->reason);
+	store_bind_text(b, r->spec_json);
+	store_bind_text(b, r->cgroup);
+	store_bind_text(b, r->agent_secret);
+	store_bind_i64(b, r->agent_pid);
+	store_bind_u64(b, r->updated_at);
+}
+
+int store_workspace_insert(struct store *s, const struct workspace_row *r)
+{
+	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
+	struct store_binder b;
+	int k;
+
+	if (!s || !r || !r->id)
+		return -EINVAL;
+	k = store_prepare(s,
+			  "INSERT INTO workspaces (state, reason, spec_json, cgroup, agent_secret, "
+			  "agent_pid, updated_at, id, worker, adapter, created_at) "
+			  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			  &st);
+	if (k < 0)
+		return k;
+	b = STORE_BINDER(st);
+	bind_mutable(&b, r);
+	store_bind_text(&b, r->id);
+	store_bind_text(&b, r->worker);
+	store_bind_text(&b, r->adapter);
+	store_bind_u64(&b, r->created_at);
+	k = store_bind_result(&b);
+	if (k < 0)
+		return k;
+	return store_step_done(st);
+}
+
+int store_workspace_update(struct store *s, const struct workspace_row *r)
+{
+	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
+	struct store_binder b;
+	int k;
+
+	if (!s || !r || !r->id)
+		return -EINVAL;
+	k = store_prepare(s,
+			  "UPDATE workspaces SET state = ?, reason = ?, spec_json = ?, cgroup = ?, "
+			  "agent_secret = ?, agent_pid = ?, updated_at = ? WHERE id = ?",
+			  &st);
+	if (k < 0)
+		return k;
+	b = STORE_BINDER(st);
+	bind_mutable(&b, r);
+	store_bind_text(&b, r->id);
+	k = store_bind_result(&b);
+	if (k < 0)
+		return k;
+	k = store_step_done(st);
+	if (k < 0)
+		return k;
+	return store_changes(s) > 0 ? 0 : -ENOENT;
+}
+
+/* The runs go with it through ON DELETE CASCADE. */
+int store_workspace_delete(struct store *s, const char *id)
+{
+	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
+	struct store_binder b;
+	int k;
+
+	if (!s || !id)
+		return -EINVAL;
+	k = store_prepare(s, "DELETE FROM workspaces WHERE id = ?", &st);
+	if (k < 0)
+		return k;
+	b = STORE_BINDER(st);
+	store_bind_text(&b, id);
+	k = store_bind_result(&b);
+	if (k < 0)
+		return k;
+	k = store_step_done(st);
+	if (k < 0)
+		return k;
+	return store_changes(s) > 0 ? 0 : -ENOENT;
+}
+
+/* Reads the current row (WORKSPACE_COLUMNS) into *ret, untouched on failure. */
+static int workspace_read(sqlite3_stmt *st, struct workspace_row *ret)
+{
+	struct store_reader rd = STORE_READER(st);
+	struct workspace_row w = {};
+
+	store_read_text(&rd, &w.id);
+	store_read_text(&rd, &w.worker);
+	store_read_text(&rd, &w.adapter);
+	store_read_text(&rd, &w.state);
+	store_read_text(&rd, &w.reason);
+	store_read_text(&rd, &w.spec_json);
+	store_read_text(&rd, &w.cgroup);
+	store_read_text(&rd, &w.agent_secret);
+	w.agent_pid = store_read_i64(&rd);
+	w.created_at = store_read_u64(&rd);
+	w.updated_at = store_read_u64(&rd);
+	if (rd.err < 0) {
+		workspace_row_free(&w);
+		return rd.err;
+	}
+	*ret = w;
+	return 0;
+}
+
+int store_workspace_get(struct store *s, const char *id, struct workspace_row *ret)
+{
+	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
+	struct store_binder b;
+	int k;
+
+	if (!s || !id || !ret)
+		return -EINVAL;
+	k = store_prepare(s, "SELECT " WORKSPACE_COLUMNS " FROM workspaces WHERE id = ?", &st);
+	if (k < 0)
+		return k;
+	b = STORE_BINDER(st);
+	store_bind_text(&b, id);
+	k = store_bind_result(&b);
+	if (k < 0)
+		return k;
+	k = store_step_row(st);
+	if (k <= 0)
+		return k < 0 ? k : -ENOENT;
+	return workspace_read(st, ret);
+}
+
+static void workspace_rows_free(struct workspace_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		workspace_row_free(&rows[i]);
+	free(rows);
+}
+
+int store_workspace_list(struct store *s, struct workspace_row **ret, size_t *ret_n)
+{
+	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
+	struct workspace_row *rows = NULL;
+	size_t n = 0, allocated = 0;
+	int k;
+
+	if (!s || !ret || !ret_n)
+		return -EINVAL;
+	k = store_prepare(s,
+			  "SELECT " WORKSPACE_COLUMNS " FROM workspaces "
+			  "ORDER BY created_at, rowid",
+			  &st);
+	while (k >= 0) {
+		k = store_step_row(st);
+		if (k <= 0)
+			break;
+		k = store_grow((void **)&rows, &allocated, n, sizeof(*rows));
+		if (k >= 0)
+			k = workspace_read(st, &rows[n]);
+		if (k >= 0)
+			n++;
+	}
+	if (k < 0) {
+		workspace_rows_free(rows, n);
+		return k;
+	}
+	*ret = rows;
+	*ret_n = n;
+	return 0;
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* State shared by manager.c (workspaces, agents) and manager-run.c (runs, waiters, watches). */
+
+#include "manager.h"
+#include "proto/agent-proto.h"
+#include "store/store.h"
+
+#define SECRET_BYTES 32
+
+struct cgroup;
+struct agentlink;
+struct event_source;
+struct adapter_ops;
+
+struct run_state {
+	struct run_state *prev, *next; /* in workspace->runs */
+	struct workspace *ws;
+	char id[PROTO_MAX_ID + 1];
+	uint64_t started_at;
+	struct run_waiter *waiters;
+	struct run_watch *watches;
+};
+
+struct run_waiter {
+	struct run_waiter *prev, *next;
+	struct run_waiter **head; /* the list it is on */
+	struct manager *m;
+	run_waiter_fn fn;
+	void *userdata;
+};
+
+struct run_watch {
+	struct run_watch *prev, *next;
+	struct run_watch **head;
+	struct manager *m;
+	const struct run_watch_ops *ops;
+	void *userdata;
+	uint64_t next_offset[2];
+	struct run_row *replay; /* a finished run's stored output, replayed by a timer */
+	struct event_source *timer;
+};
+
+struct workspace {
+	struct workspace *prev, *next;
+	struct manager *m;
+	struct workspace_row row;
+	const struct adapter_ops *adapter;
+	json_t *spec;  /* parsed row.spec_json */
+	char **env;    /* KEY=VALUE from spec.env, NULL-terminated */
+	char *dir, *home, *workdir, *socket_path;
+	struct cgroup *cgroup;
+	uint8_t secret[SECRET_BYTES];
+	pid_t agent_pid;
+	int agent_pidfd;
+	struct event_source *agent_watch;
+	struct agentlink *link;
+	bool link_ready; /* HELLO_OK received */
+	struct event_source *link_timer; /* reconnect, or free a closed link */
+	unsigned reconnects;
+	struct run_state *runs;
+	size_t n_running;
+};
+
+struct manager {
+	struct event_loop *loop;
+	struct store *store;
+	struct manager_config cfg;
+	struct cgroup *base_cgroup;
+	int cgroup_error;
+	struct workspace *workspaces;
+	size_t n_workspaces;
+	struct run_waiter *fire_queue; /* waiters whose run ended, fired by fire_timer */
+	struct event_source *fire_timer;
+	struct event_source *prune_timer;
+};
+
+struct workspace *workspace_find(struct manager *m, const char *id);
+int workspace_lookup(struct manager *m, const char *id, struct workspace **ret,
+		     struct station_error *e);
+
+/* manager-run.c */
+struct run_state *run_state_find(struct workspace *ws, const char *id);
+int run_state_add(struct workspace *ws, const char *id, struct run_state **ret);
+/* Records a terminal result (store first), then ends waiters and watches. */
+int run_finish(struct workspace *ws, const struct run_row *result);
+/* Every run still running in ws ends `lost` with reason. */
+void runs_lose_all(struct workspace *ws, const char *reason);
+void runs_free_all(struct workspace *ws);
+void run_on_output(struct workspace *ws, const char *run_id, int stream, uint64_t offset,
+		   const uint8_t *data, size_t n);
+
+/* run-json.c */
+json_t *run_to_json(const struct run_row *r, bool with_output);
+json_t *workspace_to_json(const struct workspace *ws);
+void json_set_time(json_t *o, const char *key, uint64_t usec);

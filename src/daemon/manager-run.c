@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: MIT */
+/* Runs: starting them through the agent, recording their one terminal result, long-poll
+ * waiters and live output watches. */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agentlink.h"
+#include "basic/cleanup.h"
+#include "basic/log.h"
+#include "basic/util.h"
+#include "event/event.h"
+#include "manager-internal.h"
+
+#define LIST_REMOVE(head, node)                                                                    \
+	do {                                                                                       \
+		if ((node)->prev)                                                                  \
+			(node)->prev->next = (node)->next;                                         \
+		else                                                                               \
+			*(head) = (node)->next;                                                    \
+		if ((node)->next)                                                                  \
+			(node)->next->prev = (node)->prev;                                         \
+		(node)->prev = (node)->next = NULL;                                                \
+	} while (0)
+
+#define LIST_PREPEND(head, node)                                                                   \
+	do {                                                                                       \
+		(node)->prev = NULL;                                                               \
+		(node)->next = *(head);                                                            \
+		if (*(head))                                                                       \
+			(*(head))->prev = (node);                                                  \
+		*(head) = (node);                                                                  \
+	} while (0)
+
+struct run_state *run_state_find(struct workspace *ws, const char *id)
+{
+	for (struct run_state *r = ws->runs; r; r = r->next)
+		if (strcmp(r->id, id) == 0)
+			return r;
+	return NULL;
+}
+
+int run_state_add(struct workspace *ws, const char *id, struct run_state **ret)
+{
+	if (strlen(id) > PROTO_MAX_ID)
+		return -EINVAL;
+	struct run_state *r = calloc(1, sizeof *r);
+	if (!r)
+		return -ENOMEM;
+	r->ws = ws;
+	strcpy(r->id, id);
+	LIST_PREPEND(&ws->runs, r);
+	ws->n_running++;
+	if (ret)
+		*ret = r;
+	return 0;
+}
+
+/* Waiters fire from a zero-delay timer, never from inside the call that ended the run. */
+static int on_fire(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct manager *m = userdata;
+	while (m->fire_queue) {
+		struct run_waiter *w = m->fire_queue;
+		LIST_REMOVE(&m->fire_queue, w);
+		w->fn(w->userdata);
+		free(w);
+	}
+	return 0;
+}
+
+static void waiters_fire(struct manager *m, struct run_waiter **list)
+{
+	while (*list) {
+		struct run_waiter *w = *list;
+		LIST_REMOVE(list, w);
+		w->head = &m->fire_queue;
+		LIST_PREPEND(&m->fire_queue, w);
+	}
+	if (m->fire_queue)
+		event_source_set_time(m->fire_timer, 0);
+}
+
+void manager_run_waiter_cancel(struct run_waiter *w)
+{
+	if (!w)
+		return;
+	LIST_REMOVE(w->head, w);
+	free(w);
+}
+
+/* Delivers data at offset to one watch, skipping what it already has. */
+static void watch_deliver(struct run_watch *w, int stream, uint64_t offset, const uint8_t *data,
+			  size_t n)
+{
+	uint64_t *next = &w->next_offset[stream - 1];
+	if (offset + n <= *next)
+		return;
+	if (offset < *next) {
+		size_t skip = (size_t)(*next - offset);
+		data += skip;
+		n -= skip;
+		offset = *next;
+	}
+	w->ops->output(w->userdata, stream, offset, data, n);
+	*next = offset + n;
+}
+
+static void watch_deliver_result(struct run_watch *w, const struct run_row *r)
+{
+	for (int s = 0; s < 2; s++) {
+		const struct run_output *o = &r->out[s];
+		watch_deliver(w, s + 1, 0, o->head, o->head_len);
+		watch_deliver(w, s + 1, o->total - o->tail_len, o->tail, o->tail_len);
+	}
+}
+
+static void watch_free(struct run_watch *w)
+{
+	event_source_free(w->timer);
+	if (w->replay) {
+		run_row_free(w->replay);
+		free(w->replay);
+	}
+	free(w);
+}
+
+void run_on_output(struct workspace *ws, const char *run_id, int stream, uint64_t offset,
+		   const uint8_t *data, size_t n)
+{
+	struct run_state *r = run_state_find(ws, run_id);
+	if (!r)
+		return;
+	for (struct run_watch *w = r->watches; w; w = w->next)
+		watch_deliver(w, stream, offset, data, n);
+}
+
+static void run_state_end(struct workspace *ws, struct run_state *r, const struct run_row *res)
+{
+	struct manager *m = ws->m;
+	waiters_fire(m, &r->waiters);
+	while (r->watches) {
+		struct run_watch *w = r->watches;
+		LIST_REMOVE(&r->watches, w);
+		watch_deliver_result(w, res);
+		w->ops->done(w->userdata);
+		watch_free(w);
+	}
+	LIST_REMOVE(&ws->runs, r);
+	ws->n_running--;
+	free(r);
+}
+
+int run_finish(struct workspace *ws, const struct run_row *result)
+{
+	int r = store_run_finish(ws->m->store, result);
+	if (r < 0 && r != -ENOENT) {
+		log_error("cannot record run result", "workspace", ws->row.id, "run", result->id,
+			  "error", strerror(-r), NULL);
+		return r;
+	}
+	struct run_state *rs = run_state_find(ws, result->id);
+	if (rs)
+		run_state_end(ws, rs, result);
+	if (r > 0)
+		log_info("run finished", "workspace", ws->row.id, "run", result->id, "status",
+			 run_status_to_string(result->status), NULL);
+	return r;
+}
+
+void runs_lose_all(struct workspace *ws, const char *reason)
+{
+	while (ws->runs) {
+		struct run_row lost = {
+			.id = ws->runs->id,
+			.status = RUN_LOST,
+			.exit_code = -1,
+			.reason = (char *)reason,
+			.started_at = ws->runs->started_at,
+			.ended_at = realtime_usec(),
+		};
+		struct run_state *first = ws->runs;
+		run_finish(ws, &lost);
+		if (ws->runs == first) /* not recorded (store failure): still drop it here */
+			run_state_end(ws, first, &lost);
+	}
+}
+
+void runs_free_all(struct workspace *ws)
+{
+	while (ws->runs) {
+		struct run_state *r = ws->runs;
+		while (r->waiters) {
+			struct run_waiter *w = r->waiters;
+			LIST_REMOVE(&r->waiters, w);
+			free(w);
+		}
+		while (r->watches) {
+			struct run_watch *w = r->watches;
+			LIST_REMOVE(&r->watches, w);
+			watch_free(w);
+		}
+		LIST_REMOVE(&ws->runs, r);
+		free(r);
+	}
+	ws->n_running = 0;
+}
+
+/* --- starting runs --- */
+
+static int env_to_strv(json_t *env, char ***ret)
+{
+	size_t n = env ? json_object_size(env) : 0, i = 0;
+	char **v = calloc(n + 1, sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	const char *key;
+	json_t *val;
+	json_object_foreach(env, key, val) {
+		if (asprintf(&v[i], "%s=%s", key, json_string_value(val)) < 0)
+			break;
+		i++;
+	}
+	if (i < n) {
+		for (size_t j = 0; j < i; j++)
+			free(v[j]);
+		free(v);
+		return -ENOMEM;
+	}
+	*ret = v;
+	return 0;
+}
+
+static void strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int run_check_limits(struct manager *m, const struct run_spec *spec, uint64_t *timeout,
+			    uint64_t *output, struct station_error *e)
+{
+	*timeout = spec->timeout_ms ? spec->timeout_ms : m->cfg.default_timeout_ms;
+	if (*timeout > m->cfg.max_timeout_ms)
+		return station_error_set(e, -EINVAL, "timeoutMs",
+					 "timeoutMs %llu is over this worker's maximum of %llu",
+					 (unsigned long long)*timeout,
+					 (unsigned long long)m->cfg.max_timeout_ms);
+	*output = spec->max_output_bytes ? spec->max_output_bytes : m->cfg.default_output_bytes;
+	if (*output > m->cfg.max_output_bytes || *output < 2 || *output % 2)
+		return station_error_set(e, -EINVAL, "maxOutputBytes",
+					 "maxOutputBytes must be an even number from 2 to %llu",
+					 (unsigned long long)m->cfg.max_output_bytes);
+	return 0;
+}
+
+static char *run_cwd(const struct workspace *ws, const char *cwd)
+{
+	char *s = NULL;
+	if (!cwd)
+		return strdup(ws->workdir);
+	if (cwd[0] == '/')
+		return strdup(cwd);
+	if (asprintf(&s, "%s/%s", ws->workdir, cwd) < 0)
+		return NULL;
+	return s;
+}
+
+static int run_check_workspace(struct workspace *ws, struct station_error *e)
+{
+	if (strcmp(ws->row.state, "ready") != 0)
+		return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is %s, not ready%s%s",
+					 ws->row.id, ws->row.state, ws->row.reason ? ": " : "",
+					 ws->row.reason ? ws->row.reason : "");
+	if (!ws->link || !ws->link_ready)
+		return station_error_set(e, -ENOTCONN, NULL,
+					 "the agent of workspace \"%s\" is not connected",
+					 ws->row.id);
+	if (ws->n_running >= ws->m->cfg.max_running_per_workspace)
+		return station_error_set(e, -EAGAIN, NULL,
+					 "workspace \"%s\" already runs %zu commands (the limit)",
+					 ws->row.id, ws->n_running);
+	return 0;
+}
+
+int manager_run_start(struct manager *m, const char *ws_id, const struct run_spec *spec,
+		      json_t **ret, struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	uint64_t timeout = 0, output = 0;
+	int r = workspace_lookup(m, ws_id, &ws, e);
+	if (r < 0)
+		return r;
+	r = run_check_workspace(ws, e);
+	if (r < 0)
+		return r;
+	r = run_check_limits(m, spec, &timeout, &output, e);
+	if (r < 0)
+		return r;
+
+	char id[PROTO_MAX_ID + 1];
+	random_id("r-", 26, id, sizeof id);
+	_cleanup_free_ char *cwd = run_cwd(ws, spec->cwd);
+	_cleanup_free_ char *env_json = spec->env ? json_dumps(spec->env, JSON_COMPACT) : NULL;
+	char **env = NULL;
+	if (!cwd || (spec->env && !env_json) || env_to_strv(spec->env, &env) < 0)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+
+	struct run_row row = {
+		.id = id, .workspace_id = ws->row.id, .command = (char *)spec->command,
+		.cwd = (char *)spec->cwd, .env_json = env_json, .timeout_ms = timeout,
+		.max_output_bytes = output, .status = RUN_RUNNING, .exit_code = -1,
+		.created_at = realtime_usec(),
+	};
+	r = store_run_insert(m->store, &row);
+	if (r < 0) {
+		strv_free(env);
+		return station_error_set(e, r, NULL, "cannot record the run: %s", strerror(-r));
+	}
+	struct agentlink_run ar = {
+		.id = id, .command = spec->command, .cwd = cwd, .env = env,
+		.stdin_data = spec->stdin_data, .stdin_len = spec->stdin_len,
+		.timeout_ms = timeout, .head_bytes = output / 2, .tail_bytes = output / 2,
+	};
+	r = agentlink_send_run_start(ws->link, &ar);
+	strv_free(env);
+	if (r >= 0)
+		r = run_state_add(ws, id, NULL);
+	if (r < 0) {
+		row.status = RUN_LOST;
+		row.reason = (char *)"the agent could not be reached";
+		row.ended_at = realtime_usec();
+		store_run_finish(m->store, &row);
+		return station_error_set(e, -ENOTCONN, NULL, "the agent of workspace \"%s\" "
+					 "could not be reached: %s", ws->row.id, strerror(-r));
+	}
+	*ret = run_to_json(&row, true);
+	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
+}
+
+static int run_lookup(struct manager *m, const char *ws_id, const char *run_id,
+		      struct workspace **ret_ws, struct run_row *ret_row, struct station_error *e)
+{
+	int r = workspace_lookup(m, ws_id, ret_ws, e);
+	if (r < 0)
+		return r;
+	r = store_run_get(m->store, ws_id, run_id, ret_row);
+	if (r == -ENOENT)
+		return station_error_set(e, -ENOENT, NULL, "run \"%s\" not found in workspace \"%s\"",
+					 run_id, ws_id);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot read run \"%s\": %s", run_id,
+					 strerror(-r));
+	return 0;
+}
+
+int manager_run_get(struct manager *m, const char *ws_id, const char *run_id, json_t **ret,
+		    struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	struct run_row row = { 0 };
+	int r = run_lookup(m, ws_id, run_id, &ws, &row, e);
+	if (r < 0)
+		return r;
+	struct run_state *rs = row.status == RUN_RUNNING ? run_state_find(ws, run_id) : NULL;
+	if (rs && !row.started_at)
+		row.started_at = rs->started_at;
+	*ret = run_to_json(&row, true);
+	run_row_free(&row);
+	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
+}
+
+int manager_run_list(struct manager *m, const char *ws_id, json_t **ret, struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	struct run_row *rows = NULL;
+	size_t n = 0;
+	int r = workspace_lookup(m, ws_id, &ws, e);
+	if (r < 0)
+		return r;
+	r = store_run_list(m->store, ws_id, 1000, &rows, &n);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot list runs: %s", strerror(-r));
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(a, run_to_json(&rows[i], false));
+		run_row_free(&rows[i]);
+	}
+	free(rows);
+	*ret = json_pack("{s:o}", "commands", a);
+	return 0;
+}
+
+int manager_run_cancel(struct manager *m, const char *ws_id, const char *run_id,
+		       struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	struct run_row row = { 0 };
+	int r = run_lookup(m, ws_id, run_id, &ws, &row, e);
+	if (r < 0)
+		return r;
+	int status = row.status;
+	run_row_free(&row);
+	if (status != RUN_RUNNING)
+		return station_error_set(e, -EBUSY, NULL, "run \"%s\" already finished (%s)", run_id,
+					 run_status_to_string(status));
+	if (!ws->link || !ws->link_ready || agentlink_send_cancel(ws->link, run_id) < 0)
+		return station_error_set(e, -ENOTCONN, NULL,
+					 "the agent of workspace \"%s\" is not connected", ws_id);
+	return 0;
+}
+
+int manager_run_wait(struct manager *m, const char *ws_id, const char *run_id, run_waiter_fn fn,
+		     void *userdata, struct run_waiter **ret, struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	int r = workspace_lookup(m, ws_id, &ws, e);
+	if (r < 0)
+		return r;
+	struct run_state *rs = run_state_find(ws, run_id);
+	if (!rs) {
+		struct run_row row = { 0 };
+		r = run_lookup(m, ws_id, run_id, &ws, &row, e);
+		run_row_free(&row);
+		return r < 0 ? r : 1;
+	}
+	struct run_waiter *w = calloc(1, sizeof *w);
+	if (!w)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	*w = (struct run_waiter){ .m = m, .fn = fn, .userdata = userdata, .head = &rs->waiters };
+	LIST_PREPEND(&rs->waiters, w);
+	*ret = w;
+	return 0;
+}
+
+/* --- watches --- */
+
+static int on_replay(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct run_watch *w = userdata;
+	watch_deliver_result(w, w->replay);
+	w->ops->done(w->userdata);
+	watch_free(w);
+	return 0;
+}
+
+static int watch_finished(struct manager *m, struct run_watch *w, struct run_row *row)
+{
+	w->replay = malloc(sizeof *w->replay);
+	if (!w->replay)
+		return -ENOMEM;
+	*w->replay = *row;
+	*row = (struct run_row){ 0 };
+	return event_add_timer(m->loop, &w->timer, 0, on_replay, w);
+}
+
+int manager_run_watch(struct manager *m, const char *ws_id, const char *run_id,
+		      const struct run_watch_ops *ops, void *userdata, struct run_watch **ret,
+		      struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	struct run_row row = { 0 };
+	int r = run_lookup(m, ws_id, run_id, &ws, &row, e);
+	if (r < 0)
+		return r;
+	struct run_watch *w = calloc(1, sizeof *w);
+	if (!w) {
+		run_row_free(&row);
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	}
+	*w = (struct run_watch){ .m = m, .ops = ops, .userdata = userdata };
+	struct run_state *rs = row.status == RUN_RUNNING ? run_state_find(ws, run_id) : NULL;
+	if (rs) {
+		run_row_free(&row);
+		w->head = &rs->watches;
+		LIST_PREPEND(&rs->watches, w);
+		if (ws->link)
+			agentlink_send_watch(ws->link, run_id, true);
+	} else {
+		r = watch_finished(m, w, &row);
+		run_row_free(&row);
+		if (r < 0) {
+			watch_free(w);
+			return station_error_set(e, r, NULL, "cannot watch: %s", strerror(-r));
+		}
+	}
+	*ret = w;
+	return 0;
+}
+
+void manager_run_unwatch(struct run_watch *w)
+{
+	if (!w)
+		return;
+	if (w->head) {
+		struct run_state *rs = (struct run_state *)((char *)w->head -
+							    offsetof(struct run_state, watches));
+		LIST_REMOVE(w->head, w);
+		if (!rs->watches && rs->ws->link)
+			agentlink_send_watch(rs->ws->link, rs->id, false);
+	}
+	watch_free(w);
+}
+
+int manager_runs_init(struct manager *m)
+{
+	int r = event_add_timer(m->loop, &m->fire_timer, UINT64_MAX, on_fire, m);
+	return r;
+}
