@@ -26,6 +26,8 @@ int base64_decode(const char *s, size_t len, uint8_t **ret, size_t *ret_len);
 /* True when data[0..n) is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF) and
  * contains no NUL byte. */
 bool utf8_is_valid(const void *data, size_t n);
+/* Length (1-4) of the well-formed, non-NUL UTF-8 sequence at data[0], 0 when there is none. */
+size_t utf8_char_len(const void *data, size_t n);
 
 /* SHA-256. */
 struct sha256_ctx {

@@ -1,1 +1,509 @@
+/* SPDX-License-Identifier: MIT */
+/* String and parser tests run anywhere. The rest uses real cgroups and needs root: each test
+ * works below its own base group "<own cgroup>/test-cgroup-<pid>-<random>" and destroys it. */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "basic/cleanup.h"
+#include "basic/util.h"
+#include "cgroup/cgroup-internal.h"
+#include "cgroup/cgroup.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct cgroup *, cgroup_free)
+#define _cleanup_cgroup_ _cleanup_(cgroup_freep)
+
+/* strings */
+
+static void check_round_trip(const char *s, size_t n_dirs)
+{
+	_cleanup_cgroup_ struct cgroup *cg = NULL;
+	_cleanup_free_ char *back = NULL;
+
+	cr_assert_eq(cgroup_from_string(s, &cg), 0, "%s", s);
+	cr_assert_eq(cg->n_dirs, n_dirs);
+	cr_assert_eq(cgroup_to_string(cg, &back), 0);
+	cr_assert_str_eq(back, s);
+}
+
+Test(cgroup_string, round_trip)
+{
+	_cleanup_cgroup_ struct cgroup *cg = NULL;
+
+	check_round_trip("v2:/sys/fs/cgroup/ws", 1);
+	check_round_trip("v1:/sys/fs/cgroup/cpu/ws:/sys/fs/cgroup/memory/a/ws", 2);
+	check_round_trip("v1:/a:/b:/c:/d:/e:/f:/g:/h", 8);
+	cr_assert_eq(cgroup_from_string("v1:/x/y:/z", &cg), 0);
+	cr_assert_eq(cg->version, CGROUP_V1);
+	cr_assert_str_eq(cg->dirs[0], "/x/y");
+	cr_assert_str_eq(cg->dirs[1], "/z");
+}
+
+Test(cgroup_string, rejects)
+{
+	static const char *const bad[] = {
+		"",	      "v3:/a",	   "v1",
+		"v1:",	      "v2:",	   "v1:a",
+		"v1:/a::/b",  "v1:/a:",	   "v2:/a:/b",
+		"v1:/a/../b", "v1:/a/./b", "v1:/..",
+		"v1:/a/",     "v1:/a//b",  "v1:/",
+		"v2:/a\nb",   "V1:/a",	   "v1:/a:/b:/c:/d:/e:/f:/g:/h:/i",
+		" v1:/a",
+	};
+	struct cgroup *cg = (struct cgroup *)0x1;
+
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+		cr_assert_eq(cgroup_from_string(bad[i], &cg), -EINVAL, "'%s'", bad[i]);
+	cr_assert_eq(cg, (struct cgroup *)0x1, "ret touched on failure");
+}
+
+Test(cgroup_string, child_names)
+{
+	_cleanup_cgroup_ struct cgroup *cg = NULL, *c = NULL;
+	struct cgroup *untouched = (struct cgroup *)0x1;
+	char long_name[66];
+	static const char *const bad[] = { "", ".", "..", "a/b", "a:b", "a b", "ä", "a\n" };
+
+	cr_assert_eq(cgroup_from_string("v1:/a/ws:/b/ws", &cg), 0);
+	cr_assert_eq(cgroup_child(cg, "r-1", &c), 0);
+	cr_assert_eq(c->version, CGROUP_V1);
+	cr_assert_eq(c->n_dirs, 2);
+	cr_assert_str_eq(c->dirs[0], "/a/ws/r-1");
+	cr_assert_str_eq(c->dirs[1], "/b/ws/r-1");
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+		cr_assert_eq(cgroup_child(cg, bad[i], &untouched), -EINVAL, "'%s'", bad[i]);
+	memset(long_name, 'a', 65);
+	long_name[65] = '\0';
+	cr_assert_eq(cgroup_child(cg, long_name, &untouched), -EINVAL);
+	cr_assert_eq(untouched, (struct cgroup *)0x1);
+	long_name[64] = '\0';
+	cgroup_free(c);
+	c = NULL;
+	cr_assert_eq(cgroup_child(cg, long_name, &c), 0);
+	cr_assert_eq(cgroup_open_base("../escape", &untouched), -EINVAL);
+}
+
+/* parsers */
+
+Test(cgroup_parse, proc_cgroup)
+{
+	static const char hybrid[] = "9:name=systemd:/\n8:pids:/\n4:memory:/process_api/24fc\n"
+				     "2:cpu,cpuacct:/user/x\n1:freezer:/\n0::/unified/y\n";
+	_cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+	char *none = (char *)0x1;
+
+	cr_assert_eq(cg_parse_proc_cgroup(hybrid, "memory", &a), 0);
+	cr_assert_str_eq(a, "/process_api/24fc");
+	cr_assert_eq(cg_parse_proc_cgroup(hybrid, "cpuacct", &b), 0);
+	cr_assert_str_eq(b, "/user/x");
+	cr_assert_eq(cg_parse_proc_cgroup(hybrid, NULL, &c), 0);
+	cr_assert_str_eq(c, "/unified/y");
+	cr_assert_eq(cg_parse_proc_cgroup(hybrid, "freezer", &d), 0);
+	cr_assert_str_eq(d, "/");
+	cr_assert_eq(cg_parse_proc_cgroup(hybrid, "cpuset", &none), -ENOENT);
+	cr_assert_eq(cg_parse_proc_cgroup(hybrid, "mem", &none), -ENOENT, "prefix is no match");
+	cr_assert_eq(cg_parse_proc_cgroup("1:cpu:/a\n", NULL, &none), -ENOENT);
+	cr_assert_eq(none, (char *)0x1);
+}
+
+Test(cgroup_parse, mountinfo)
+{
+	static const char mi[] =
+		"24 1 0:22 / /sys rw - sysfs sysfs rw\n"
+		"31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+		"32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime shared:9 - cgroup cgroup "
+		"rw,cpu,cpuacct\n"
+		"35 31 0:32 /ns/root /sys/fs/cgroup/mem\\040ory rw - cgroup cgroup rw,memory\n"
+		"41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
+		"40 31 0:37 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,xattr,name=systemd\n";
+	_cleanup_free_ char *mp = NULL, *root = NULL, *mp2 = NULL, *root2 = NULL;
+	char *none = (char *)0x1;
+
+	cr_assert_eq(cg_parse_mountinfo(mi, "cpuacct", &mp, &root), 0);
+	cr_assert_str_eq(mp, "/sys/fs/cgroup/cpu,cpuacct");
+	cr_assert_str_eq(root, "/");
+	cr_assert_eq(cg_parse_mountinfo(mi, "memory", &mp2, &root2), 0);
+	cr_assert_str_eq(mp2, "/sys/fs/cgroup/mem ory");
+	cr_assert_str_eq(root2, "/ns/root");
+	cr_assert_eq(cg_parse_mountinfo(mi, "pids", &none, &none), -ENOENT);
+	cr_assert_eq(cg_parse_mountinfo(mi, "relatime", &none, &none), -ENOENT,
+		     "mount options are not controllers");
+	cr_assert_eq(none, (char *)0x1);
+}
+
+Test(cgroup_parse, keyed)
+{
+	static const char cpu_stat[] = "usage_usec 1234\nuser_usec 1000\nsystem_usec 234\n";
+	static const char oom[] = "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n";
+	uint64_t v = 7;
+
+	cr_assert_eq(cg_parse_keyed(cpu_stat, "usage_usec", &v), 0);
+	cr_assert_eq(v, 1234);
+	cr_assert_eq(cg_parse_keyed(cpu_stat, "system_usec", &v), 0);
+	cr_assert_eq(v, 234);
+	cr_assert_eq(cg_parse_keyed(oom, "oom_kill", &v), 0);
+	cr_assert_eq(v, 3);
+	v = 7;
+	cr_assert_eq(cg_parse_keyed(cpu_stat, "usage", &v), -ENOENT);
+	cr_assert_eq(cg_parse_keyed("populated x\n", "populated", &v), -EINVAL);
+	cr_assert_eq(cg_parse_keyed("", "populated", &v), -ENOENT);
+	cr_assert_eq(v, 7);
+}
+
+/* real cgroups */
+
+static struct cgroup *base;
+static enum cgroup_version version;
+
+static void base_setup(void)
+{
+	char name[64];
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root");
+	cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	cr_assert_eq(cgroup_detect_version(&version), 0);
+	snprintf(name, sizeof(name), "test-cgroup-%d-", (int)getpid());
+	cr_assert_eq(random_id(name, 6, name, sizeof(name)), 0);
+	cr_assert_eq(cgroup_open_base(name, &base), 0);
+}
+
+/* Skips before anything is created: .fini does not run after a skip. */
+static void base_setup_v2(void)
+{
+	enum cgroup_version v;
+
+	cr_assert_eq(cgroup_detect_version(&v), 0);
+	if (v != CGROUP_V2)
+		cr_skip_test("cgroup v1 host");
+	base_setup();
+}
+
+static void base_teardown(void)
+{
+	if (!base)
+		return;
+	cr_expect_eq(cgroup_destroy(base, 5000), 0);
+	for (size_t i = 0; i < base->n_dirs; i++)
+		cr_expect_neq(access(base->dirs[i], F_OK), 0, "%s left behind", base->dirs[i]);
+	cgroup_free(base);
+	base = NULL;
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+static struct cgroup *make_child(struct cgroup *parent, const char *name)
+{
+	struct cgroup *c;
+
+	cr_assert_eq(cgroup_child(parent, name, &c), 0);
+	cr_assert_eq(cgroup_create(c), 0);
+	for (size_t i = 0; i < c->n_dirs; i++)
+		cr_assert_eq(access(c->dirs[i], F_OK), 0, "%s", c->dirs[i]);
+	return c;
+}
+
+/* Forks a child that joins cg and runs fn; the parent returns once the child is in place. */
+static pid_t spawn_in(const struct cgroup *cg, int (*fn)(void *), void *userdata)
+{
+	int p[2];
+	char c;
+	pid_t pid;
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		if (cgroup_attach(cg, 0) < 0)
+			_exit(90);
+		(void)write(p[1], "x", 1);
+		close(p[1]);
+		_exit(fn(userdata));
+	}
+	close(p[1]);
+	cr_assert_eq(read(p[0], &c, 1), 1, "child failed to attach");
+	close(p[0]);
+	return pid;
+}
+
+static int pause_forever(void *userdata)
+{
+	for (;;)
+		pause();
+	return 0;
+}
+
+static bool procs_has(char *procs, pid_t pid)
+{
+	char *save = NULL;
+
+	for (char *l = strtok_r(procs, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		if (atoi(l) == pid)
+			return true;
+	return false;
+}
+
+/* pid is listed in the group's cgroup.procs in every hierarchy. */
+static bool in_group_of(pid_t pid, const struct cgroup *cg)
+{
+	for (size_t i = 0; i < cg->n_dirs; i++) {
+		_cleanup_free_ char *procs = NULL;
+
+		if (cg_read(cg->dirs[i], "cgroup.procs", &procs) < 0 || !procs_has(procs, pid))
+			return false;
+	}
+	return true;
+}
+
+Test(cgroup, base_layout, .init = base_setup, .fini = base_teardown)
+{
+	_cleanup_free_ char *proc = NULL, *mem_own = NULL;
+
+	if (version == CGROUP_V2) {
+		cr_assert_eq(base->n_dirs, 1);
+		return;
+	}
+	/* this host mounts cpu, cpuacct, memory, pids and freezer separately */
+	cr_assert_eq(base->n_dirs, 5);
+	cr_assert_eq(read_file("/proc/self/cgroup", 65536, &proc, NULL), 0);
+	cr_assert_eq(cg_parse_proc_cgroup(proc, "memory", &mem_own), 0);
+	bool found = false;
+	for (size_t i = 0; i < base->n_dirs; i++)
+		if (!strncmp(base->dirs[i], "/sys/fs/cgroup/memory", 21)) {
+			cr_assert_eq(strncmp(base->dirs[i] + 21, mem_own, strlen(mem_own)), 0, "%s",
+				     base->dirs[i]);
+			found = true;
+		}
+	cr_assert(found);
+}
+
+static int grandchild_then_pause(void *userdata)
+{
+	int *fd = userdata;
+	pid_t gc = fork();
+
+	if (gc < 0)
+		return 91;
+	if (gc == 0) {
+		setsid();
+		execl("/bin/sleep", "sleep", "1000", (char *)NULL);
+		_exit(92);
+	}
+	if (write(*fd, &gc, sizeof(gc)) != sizeof(gc))
+		return 93;
+	return pause_forever(NULL);
+}
+
+Test(cgroup, kill_reaches_daemonized_grandchild_only, .init = base_setup, .fini = base_teardown)
+{
+	_cleanup_cgroup_ struct cgroup *a = make_child(base, "run-a");
+	_cleanup_cgroup_ struct cgroup *b = make_child(base, "run-b");
+	int p[2], status;
+	pid_t child, gc, sibling;
+
+	cr_assert_eq(pipe(p), 0);
+	child = spawn_in(a, grandchild_then_pause, &p[1]);
+	close(p[1]);
+	cr_assert_eq(read(p[0], &gc, sizeof(gc)), sizeof(gc));
+	close(p[0]);
+	sibling = spawn_in(b, pause_forever, NULL);
+
+	/* positive controls: everyone is alive and where we put them */
+	cr_assert_eq(kill(gc, 0), 0);
+	cr_assert(in_group_of(child, a));
+	cr_assert(in_group_of(sibling, b));
+	for (int i = 0; i < 100 && !in_group_of(gc, a); i++)
+		cg_sleep_ms(10);
+	cr_assert(in_group_of(gc, a), "grandchild not in the group");
+	cr_assert_eq(cgroup_is_empty(a), 0);
+
+	cr_assert_eq(cgroup_kill(a), 0);
+
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	/* we are the subreaper: the orphaned grandchild comes back to us */
+	cr_assert_eq(waitpid(gc, &status, 0), gc);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %x", status);
+	int empty = 0;
+	for (int i = 0; i < 200 && (empty = cgroup_is_empty(a)) == 0; i++)
+		cg_sleep_ms(5);
+	cr_assert_eq(empty, 1);
+
+	/* the sibling group is untouched */
+	cr_assert_eq(waitpid(sibling, &status, WNOHANG), 0);
+	cr_assert_eq(cgroup_is_empty(b), 0);
+	kill(sibling, SIGKILL);
+	cr_assert_eq(waitpid(sibling, &status, 0), sibling);
+}
+
+static int burn_and_touch(void *userdata)
+{
+	struct timespec ts;
+	size_t n = 20u << 20;
+	char *m;
+
+	do
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	while (ts.tv_sec == 0 && ts.tv_nsec < 200 * 1000000);
+	m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return 94;
+	memset(m, 1, n);
+	return 0;
+}
+
+Test(cgroup, stats_after_work, .init = base_setup, .fini = base_teardown)
+{
+	_cleanup_cgroup_ struct cgroup *s = make_child(base, "stats");
+	struct cgroup_stats st = { 0 };
+	int status;
+	pid_t pid = spawn_in(s, burn_and_touch, NULL);
+
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %x", status);
+	cr_assert_eq(cgroup_get_stats(s, &st), 0);
+	cr_assert_geq(st.cpu_usec, 190000, "cpu %llu", (unsigned long long)st.cpu_usec);
+	cr_assert_lt(st.cpu_usec, 60ull * 1000000);
+	cr_assert_geq(st.peak_memory, 20u << 20, "peak %llu", (unsigned long long)st.peak_memory);
+	cr_assert_eq(st.oom_kills, 0);
+}
+
+/* Forks up to 5 paused children; exit code: 10 * forks that worked + 1 if the next failed
+ * with EAGAIN. */
+static int fork_five(void *userdata)
+{
+	pid_t kids[5];
+	int n = 0, eagain = 0;
+
+	for (; n < 5; n++) {
+		kids[n] = fork();
+		if (kids[n] == 0)
+			pause_forever(NULL);
+		if (kids[n] < 0) {
+			eagain = errno == EAGAIN;
+			break;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
+	return n * 10 + eagain;
+}
+
+Test(cgroup, pids_limit, .init = base_setup, .fini = base_teardown)
+{
+	_cleanup_cgroup_ struct cgroup *lim = make_child(base, "limited");
+	_cleanup_cgroup_ struct cgroup *free_ = make_child(base, "unlimited");
+	struct cgroup_limits l = { .pids = 3 };
+	int status;
+	pid_t pid;
+
+	cr_assert_eq(cgroup_set_limits(lim, &l), 0);
+	pid = spawn_in(lim, fork_five, NULL);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status));
+	cr_assert_eq(WEXITSTATUS(status), 21, "the child and 2 more fit in 3 pids");
+
+	/* positive control: no limit, all five forks work */
+	pid = spawn_in(free_, fork_five, NULL);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status));
+	cr_assert_eq(WEXITSTATUS(status), 50);
+}
+
+static void expect_file(const struct cgroup *cg, const char *file, const char *want)
+{
+	for (size_t i = 0; i < cg->n_dirs; i++) {
+		_cleanup_free_ char *s = NULL;
+		if (cg_read(cg->dirs[i], file, &s) < 0)
+			continue;
+		cr_assert_str_eq(s, want, "%s/%s", cg->dirs[i], file);
+		return;
+	}
+	cr_assert_fail("no %s", file);
+}
+
+Test(cgroup, limits_written, .init = base_setup, .fini = base_teardown)
+{
+	_cleanup_cgroup_ struct cgroup *c = make_child(base, "lim");
+	struct cgroup_limits l = { .cpus = 1.5, .memory_bytes = 64u << 20, .pids = 100 };
+	struct cgroup_limits none = { 0 };
+
+	cr_assert_eq(cgroup_set_limits(c, &l), 0);
+	if (version == CGROUP_V1) {
+		expect_file(c, "cpu.cfs_period_us", "100000\n");
+		expect_file(c, "cpu.cfs_quota_us", "150000\n");
+		expect_file(c, "memory.limit_in_bytes", "67108864\n");
+		expect_file(c, "pids.max", "100\n");
+	} else {
+		expect_file(c, "cpu.max", "150000 100000\n");
+		expect_file(c, "memory.max", "67108864\n");
+		expect_file(c, "pids.max", "100\n");
+	}
+	cr_assert_eq(cgroup_set_limits(c, &none), 0);
+	expect_file(c, "pids.max", "max\n");
+	if (version == CGROUP_V1)
+		expect_file(c, "cpu.cfs_quota_us", "-1\n");
+	else
+		expect_file(c, "cpu.max", "max 100000\n");
+	l.cpus = -1;
+	cr_assert_eq(cgroup_set_limits(c, &l), -EINVAL);
+}
+
+Test(cgroup, destroy_removes_every_directory, .init = base_setup, .fini = base_teardown)
+{
+	_cleanup_cgroup_ struct cgroup *d = make_child(base, "d");
+	_cleanup_cgroup_ struct cgroup *e = make_child(d, "e");
+	_cleanup_cgroup_ struct cgroup *f = make_child(e, "f");
+	int status;
+	pid_t pid = spawn_in(f, pause_forever, NULL);
+
+	cr_assert_eq(cgroup_remove(d), -EBUSY, "remove refuses while busy");
+	cr_assert_eq(cgroup_destroy(d, 5000), 0);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	for (size_t i = 0; i < d->n_dirs; i++) {
+		cr_assert_neq(access(f->dirs[i], F_OK), 0, "%s", f->dirs[i]);
+		cr_assert_neq(access(e->dirs[i], F_OK), 0, "%s", e->dirs[i]);
+		cr_assert_neq(access(d->dirs[i], F_OK), 0, "%s", d->dirs[i]);
+		cr_assert_eq(access(base->dirs[i], F_OK), 0, "base must stay: %s", base->dirs[i]);
+	}
+	cr_assert_eq(cgroup_destroy(d, 100), 0, "destroying again is fine");
+	cr_assert_eq(cgroup_remove(d), 0);
+}
+
+Test(cgroup, v2_controllers_enabled, .init = base_setup_v2, .fini = base_teardown)
+{
+	_cleanup_cgroup_ struct cgroup *c = NULL;
+	_cleanup_free_ char *sub = NULL, *avail = NULL;
+
+	c = make_child(base, "c");
+	cr_assert_eq(cg_read(base->dirs[0], "cgroup.subtree_control", &sub), 0);
+	cr_assert_eq(cg_read(c->dirs[0], "cgroup.controllers", &avail), 0);
+	for (const char *const *w = (const char *const[]){ "cpu", "memory", "pids", NULL }; *w; w++)
+		cr_assert(strstr(sub, *w) && strstr(avail, *w), "%s: '%s' '%s'", *w, sub, avail);
+}
+
+Test(cgroup, v2_kill_file_used, .init = base_setup_v2, .fini = base_teardown)
+{
+	_cleanup_cgroup_ struct cgroup *c = NULL;
+	int status;
+	pid_t pid;
+
+	c = make_child(base, "k");
+	pid = spawn_in(c, pause_forever, NULL);
+	cr_assert_eq(cgroup_kill(c), 0);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}

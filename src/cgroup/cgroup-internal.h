@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Shared by cgroup.c and the backends: the ops table and small helpers. Not for other modules
+ * (the unit tests use the parse helpers). */
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cgroup/cgroup.h"
+
+/* What differs between v1 and v2. Everything else (child paths, remove, destroy, strings) is
+ * common and lives in cgroup.c. */
+struct cgroup_ops {
+	int (*open_base)(const char *name, struct cgroup **ret);
+	int (*create)(const struct cgroup *cg);
+	int (*set_limits)(const struct cgroup *cg, const struct cgroup_limits *limits);
+	int (*attach)(const struct cgroup *cg, pid_t pid);
+	int (*kill)(const struct cgroup *cg);
+	int (*is_empty)(const struct cgroup *cg);
+	int (*get_stats)(const struct cgroup *cg, struct cgroup_stats *ret);
+};
+
+extern const struct cgroup_ops cgroup_v1_ops;
+extern const struct cgroup_ops cgroup_v2_ops;
+
+#define CGROUP_MOUNT_ROOT "/sys/fs/cgroup"
+#define CGROUP_FILE_MAX (1024 * 1024)
+
+/* Allocation. */
+struct cgroup *cg_new(enum cgroup_version version);
+/* Appends "<prefix><suffix>" (suffix may be NULL) as the next dir. */
+int cg_add_dir(struct cgroup *cg, const char *prefix, const char *suffix);
+/* [A-Za-z0-9._-]{1,64}, not "." or "..". */
+bool cg_name_is_valid(const char *name);
+
+/* File access without allocation (safe after fork): "<dir>/<file>" into a PATH_MAX buffer. */
+int cg_file_path(const char *dir, const char *file, char ret[PATH_MAX]);
+int cg_write(const char *dir, const char *file, const char *value);
+int cg_write_u64(const char *dir, const char *file, uint64_t value);
+bool cg_file_exists(const char *dir, const char *file);
+int cg_mkdir(const char *dir);
+
+/* Reading (allocates). */
+int cg_read(const char *dir, const char *file, char **ret);
+int cg_read_u64(const char *dir, const char *file, uint64_t *ret);
+/* The value of the "key <u64>" line of a flat-keyed file (cpu.stat, memory.events). */
+int cg_read_keyed(const char *dir, const char *file, const char *key, uint64_t *ret);
+/* 1 when the cgroup.procs of dir or of any group below it lists a process, 0 when none do. */
+int cg_tree_has_procs(const char *dir);
+/* SIGKILLs every pid in cgroup.procs of dir and every group below it. *ret_n counts them. */
+int cg_tree_kill(const char *dir, size_t *ret_n);
+/* Depth-first rmdir of every group below dir (dir itself stays). Missing is fine. */
+int cg_tree_remove_children(const char *dir);
+/* Sleeps for ms milliseconds (restarting on EINTR). */
+void cg_sleep_ms(unsigned ms);
+
+/* Parsers, on file contents. */
+int cg_parse_keyed(const char *content, const char *key, uint64_t *ret);
+/* The path of hierarchy controller in /proc/self/cgroup contents: controller NULL means the
+ * unified "0::" line. */
+int cg_parse_proc_cgroup(const char *content, const char *controller, char **ret);
+/* The first v1 ("cgroup") mount in /proc/self/mountinfo contents whose super options name
+ * controller: its mount point and its root within the hierarchy (both unescaped). */
+int cg_parse_mountinfo(const char *content, const char *controller, char **ret_mount_point,
+		       char **ret_root);
