@@ -1,1 +1,354 @@
 /* SPDX-License-Identifier: MIT */
+/* station-agent: runs commands for one workspace (docs/agent-protocol.md). Single-threaded,
+ * everything through one epoll loop; can be PID 1 of a container. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/channel.h"
+#include "agent/run.h"
+#include "basic/cleanup.h"
+#include "basic/log.h"
+#include "basic/util.h"
+#include "cgroup/cgroup.h"
+#include "event/event.h"
+#include "proto/agent-proto.h"
+
+#define SECRET_MIN 16
+
+struct args {
+	int listen_fd;
+	int secret_fd;
+	const char *workdir;
+	const char *home;
+	const char *cgroup;
+	char **env;
+	size_t n_env;
+	enum log_format log_format;
+};
+
+struct agent {
+	struct event_loop *loop;
+	struct event_source *signals[3];
+	struct channel *channel;
+	struct run_manager *runs;
+};
+
+static int usage_error(const char *what, const char *value)
+{
+	log_error("bad arguments", "problem", what, "value", value ? value : "", NULL);
+	fprintf(stderr,
+		"usage: station-agent --listen-fd N --secret-fd M --workdir DIR --home DIR\n"
+		"                     [--cgroup v1:/a:/b | v2:/dir] [--env KEY=VALUE]...\n"
+		"                     [--log-format json|text]\n");
+	return -EINVAL;
+}
+
+static int parse_fd(const char *s, int *ret)
+{
+	uint64_t v;
+
+	if (parse_u64(s, INT32_MAX, &v) < 0 || v < 3)
+		return -EINVAL;
+	*ret = (int)v;
+	return 0;
+}
+
+static int parse_env(struct args *a, const char *s)
+{
+	if (a->n_env >= PROTO_MAX_ENV || strlen(s) > PROTO_MAX_ENV_ENTRY || !strchr(s, '=') ||
+	    !run_env_entry_valid(s))
+		return -EINVAL;
+	a->env[a->n_env++] = (char *)s;
+	return 0;
+}
+
+static int parse_option(struct args *a, int c, const char *v)
+{
+	switch (c) {
+	case 'l':
+		return parse_fd(v, &a->listen_fd) < 0 ? usage_error("bad --listen-fd", v) : 0;
+	case 's':
+		return parse_fd(v, &a->secret_fd) < 0 ? usage_error("bad --secret-fd", v) : 0;
+	case 'w':
+		a->workdir = v;
+		return 0;
+	case 'h':
+		a->home = v;
+		return 0;
+	case 'c':
+		a->cgroup = v;
+		return 0;
+	case 'e':
+		return parse_env(a, v) < 0 ? usage_error("bad --env", v) : 0;
+	case 'f':
+		if (strcmp(v, "json") == 0)
+			a->log_format = LOG_FORMAT_JSON;
+		else if (strcmp(v, "text") == 0)
+			a->log_format = LOG_FORMAT_TEXT;
+		else
+			return usage_error("bad --log-format", v);
+		return 0;
+	default:
+		return usage_error("unknown option", NULL);
+	}
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	static const struct option options[] = {
+		{ "listen-fd", required_argument, NULL, 'l' },
+		{ "secret-fd", required_argument, NULL, 's' },
+		{ "workdir", required_argument, NULL, 'w' },
+		{ "home", required_argument, NULL, 'h' },
+		{ "cgroup", required_argument, NULL, 'c' },
+		{ "env", required_argument, NULL, 'e' },
+		{ "log-format", required_argument, NULL, 'f' },
+		{},
+	};
+	int c, r;
+
+	*a = (struct args){ .listen_fd = -1, .secret_fd = -1, .log_format = LOG_FORMAT_JSON };
+	a->env = calloc((size_t)argc + 1, sizeof *a->env);
+	if (!a->env)
+		return -ENOMEM;
+	while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+		r = parse_option(a, c, optarg);
+		if (r < 0)
+			return r;
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument", argv[optind]);
+	if (a->listen_fd < 0 || a->secret_fd < 0 || a->listen_fd == a->secret_fd)
+		return usage_error("--listen-fd and --secret-fd are required and distinct", NULL);
+	if (!a->workdir || a->workdir[0] != '/' || !a->home || a->home[0] != '/')
+		return usage_error("--workdir and --home must be absolute paths", NULL);
+	return 0;
+}
+
+/* Pipes must never land on 0-2, where a child's dup2() would keep them CLOEXEC. */
+static void ensure_stdio(void)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+			int n = open("/dev/null", O_RDWR);
+
+			if (n >= 0 && n != fd) {
+				(void)dup2(n, fd);
+				close(n);
+			}
+		}
+}
+
+static int read_secret(int fd, uint8_t *secret, size_t *ret_len)
+{
+	uint8_t extra;
+	size_t len = 0;
+
+	for (;;) {
+		ssize_t n = read(fd, len < PROTO_MAX_SECRET ? secret + len : &extra,
+				 len < PROTO_MAX_SECRET ? PROTO_MAX_SECRET - len : 1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		if (len >= PROTO_MAX_SECRET)
+			return -E2BIG;
+		len += (size_t)n;
+	}
+	if (len < SECRET_MIN)
+		return -EINVAL;
+	*ret_len = len;
+	return 0;
+}
+
+static int check_listen_fd(int fd)
+{
+	int on = 0;
+	socklen_t l = sizeof on;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &l) < 0)
+		return -errno;
+	if (!on)
+		return -EINVAL;
+	return fd_set_cloexec(fd, true);
+}
+
+static void agent_shutdown(struct agent *a)
+{
+	run_manager_shutdown(a->runs);
+	event_loop_exit(a->loop, 0);
+}
+
+/* Reaps every zombie, ours and reparented orphans alike; main processes of runs go to their
+ * run. */
+static int on_sigchld(struct event_source *s, int signo, void *userdata)
+{
+	struct agent *a = userdata;
+
+	for (;;) {
+		struct rusage ru;
+		int status;
+		pid_t pid = wait4(-1, &status, WNOHANG, &ru);
+
+		if (pid < 0 && errno == EINTR)
+			continue;
+		if (pid <= 0)
+			break;
+		run_manager_child_exited(a->runs, pid, status, &ru);
+	}
+	return 0;
+}
+
+static int on_sigterm(struct event_source *s, int signo, void *userdata)
+{
+	agent_shutdown(userdata);
+	return 0;
+}
+
+static int on_message(struct channel *c, const struct frame *f, void *userdata)
+{
+	struct agent *a = userdata;
+
+	if (f->type == MSG_SHUTDOWN) {
+		agent_shutdown(a);
+		return 0;
+	}
+	return run_manager_message(a->runs, f);
+}
+
+static int on_hello_fields(struct channel *c, struct buf *b, void *userdata)
+{
+	struct agent *a = userdata;
+
+	return run_manager_hello_fields(a->runs, b);
+}
+
+static void on_disconnected(struct channel *c, void *userdata)
+{
+	struct agent *a = userdata;
+
+	run_manager_disconnected(a->runs);
+}
+
+static const struct channel_ops channel_ops = {
+	.message = on_message,
+	.hello_fields = on_hello_fields,
+	.disconnected = on_disconnected,
+};
+
+static int agent_setup(struct agent *a, const struct args *args, const uint8_t *secret,
+		       size_t secret_len, const struct cgroup *cg)
+{
+	const struct run_config config = {
+		.cgroup = cg,
+		.env = args->env,
+		.n_env = args->n_env,
+		.home = args->home,
+		.workdir = args->workdir,
+	};
+	int r;
+
+	r = event_loop_new(&a->loop);
+	if (r >= 0)
+		r = event_add_signal(a->loop, &a->signals[0], SIGCHLD, on_sigchld, a);
+	if (r >= 0)
+		r = event_add_signal(a->loop, &a->signals[1], SIGTERM, on_sigterm, a);
+	if (r >= 0)
+		r = event_add_signal(a->loop, &a->signals[2], SIGINT, on_sigterm, a);
+	if (r >= 0)
+		r = channel_new(a->loop, args->listen_fd, secret, secret_len, &channel_ops, a,
+				&a->channel);
+	if (r >= 0)
+		r = run_manager_new(a->loop, a->channel, &config, &a->runs);
+	return r;
+}
+
+static void agent_free(struct agent *a)
+{
+	channel_free(a->channel);
+	run_manager_free(a->runs);
+	for (size_t i = 0; i < ELEMENTSOF(a->signals); i++)
+		event_source_free(a->signals[i]);
+	if (a->loop)
+		event_loop_free(a->loop);
+}
+
+/* Non-dumpable (no ptrace, no /proc/<pid>/mem or environ for the commands we run), reaper of
+ * every orphan below us, and deaf to SIGPIPE. */
+static int harden(void)
+{
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return -errno;
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		return -errno;
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+		return -errno;
+	return 0;
+}
+
+static int fail(const char *what, int r)
+{
+	log_error(what, "error", strerror(-r), NULL);
+	return EXIT_FAILURE;
+}
+
+int main(int argc, char **argv)
+{
+	uint8_t secret[PROTO_MAX_SECRET];
+	struct cgroup *cg = NULL;
+	struct agent a = { 0 };
+	struct args args;
+	size_t secret_len = 0;
+	int r;
+
+	ensure_stdio();
+	log_setup(STDERR_FILENO, LOG_FORMAT_JSON, LOG_LEVEL_INFO, "station-agent");
+	if (parse_args(argc, argv, &args) < 0)
+		return EXIT_FAILURE;
+	log_setup(STDERR_FILENO, args.log_format, LOG_LEVEL_INFO, "station-agent");
+	r = harden();
+	if (r < 0)
+		return fail("cannot protect the agent", r);
+	r = close_all_fds_except((const int[]){ args.listen_fd, args.secret_fd }, 2);
+	if (r < 0)
+		return fail("cannot close inherited fds", r);
+	r = read_secret(args.secret_fd, secret, &secret_len);
+	close(args.secret_fd);
+	if (r < 0)
+		return fail("cannot read the secret (16 to 64 bytes expected)", r);
+	r = check_listen_fd(args.listen_fd);
+	if (r < 0)
+		return fail("--listen-fd is not a listening socket", r);
+	if (args.cgroup && (r = cgroup_from_string(args.cgroup, &cg)) < 0)
+		return fail("bad --cgroup", r);
+	if (chdir("/") < 0)
+		return fail("cannot chdir to /", -errno);
+	r = agent_setup(&a, &args, secret, secret_len, cg);
+	explicit_bzero(secret, sizeof secret);
+	if (r < 0)
+		return fail("cannot set up the agent", r);
+	log_info("agent started", "workdir", args.workdir, "cgroup", args.cgroup ? args.cgroup : "",
+		 NULL);
+	r = event_loop_run(a.loop);
+	agent_free(&a);
+	if (cg)
+		cgroup_free(cg);
+	free(args.env);
+	if (r < 0)
+		return fail("event loop failed", r);
+	return EXIT_SUCCESS;
+}

@@ -1,1 +1,106 @@
 /* SPDX-License-Identifier: MIT */
+#include "agent/output.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int output_buffer_init(struct output_buffer *o, size_t head_max, size_t tail_max)
+{
+	uint8_t *mem = NULL;
+
+	if (head_max > SIZE_MAX - tail_max)
+		return -ENOMEM;
+	if (head_max + tail_max > 0) {
+		mem = malloc(head_max + tail_max);
+		if (!mem)
+			return -ENOMEM;
+	}
+	*o = (struct output_buffer){ .mem = mem, .head_max = head_max, .tail_max = tail_max };
+	return 0;
+}
+
+void output_buffer_done(struct output_buffer *o)
+{
+	free(o->mem);
+	*o = (struct output_buffer){ 0 };
+}
+
+static uint8_t *ring(const struct output_buffer *o)
+{
+	return o->mem + o->head_max;
+}
+
+static void ring_append(struct output_buffer *o, const uint8_t *data, size_t n)
+{
+	uint8_t *r = ring(o);
+	size_t first;
+
+	if (n >= o->tail_max) {
+		/* Only the last tail_max bytes survive; they fill the ring in order. */
+		memcpy(r, data + (n - o->tail_max), o->tail_max);
+		o->ring_next = 0;
+		o->tail_len = o->tail_max;
+		return;
+	}
+	first = o->tail_max - o->ring_next;
+	if (first > n)
+		first = n;
+	memcpy(r + o->ring_next, data, first);
+	memcpy(r, data + first, n - first);
+	o->ring_next = (o->ring_next + n) % o->tail_max;
+	o->tail_len = o->tail_len + n > o->tail_max ? o->tail_max : o->tail_len + n;
+}
+
+void output_buffer_append(struct output_buffer *o, const void *data, size_t n)
+{
+	const uint8_t *p = data;
+
+	o->total += n;
+	if (o->head_len < o->head_max) {
+		size_t take = o->head_max - o->head_len;
+
+		if (take > n)
+			take = n;
+		memcpy(o->mem + o->head_len, p, take);
+		o->head_len += take;
+		p += take;
+		n -= take;
+	}
+	if (n > 0 && o->tail_max > 0)
+		ring_append(o, p, n);
+}
+
+void output_buffer_head(const struct output_buffer *o, const uint8_t **ret, size_t *ret_len)
+{
+	*ret = o->mem;
+	*ret_len = o->head_len;
+}
+
+static void reverse(uint8_t *p, size_t n)
+{
+	for (size_t i = 0, j = n; i + 1 < j; i++, j--) {
+		uint8_t t = p[i];
+
+		p[i] = p[j - 1];
+		p[j - 1] = t;
+	}
+}
+
+void output_buffer_tail(struct output_buffer *o, const uint8_t **ret, size_t *ret_len,
+			uint64_t *ret_offset)
+{
+	uint8_t *r = ring(o);
+
+	/* The ring only wraps once full, so it is out of order exactly when full with
+	 * ring_next != 0: rotate the oldest byte (at ring_next) to the front. */
+	if (o->tail_len == o->tail_max && o->ring_next != 0) {
+		reverse(r, o->ring_next);
+		reverse(r + o->ring_next, o->tail_max - o->ring_next);
+		reverse(r, o->tail_max);
+		o->ring_next = 0;
+	}
+	*ret = o->tail_max > 0 ? r : NULL;
+	*ret_len = o->tail_len;
+	*ret_offset = o->total - o->tail_len;
+}

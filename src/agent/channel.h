@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The agent's side of the controller connection (docs/agent-protocol.md, "Connection").
+ *
+ * Accepts on the listening socket for the agent's whole life. A connection must authenticate
+ * with HELLO as its first frame; the newest authenticated connection is the one the agent talks
+ * to and replaces any earlier one. RUN_DONE frames are kept, in sequence order, until ACKed and
+ * re-sent after every HELLO_OK. Everything else is sent only while a controller is connected. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "event/event.h"
+#include "proto/frame.h"
+
+/* Above this many unsent bytes, droppable frames (RUN_OUTPUT) are dropped. */
+#define CHANNEL_MAX_UNSENT (4u * 1024 * 1024)
+
+struct channel;
+
+struct channel_ops {
+	/* An authenticated frame other than HELLO and ACK. < 0 closes the connection. */
+	int (*message)(struct channel *c, const struct frame *f, void *userdata);
+	/* Appends the HELLO_OK fields that describe the agent's runs (RUN_ID*). */
+	int (*hello_fields)(struct channel *c, struct buf *b, void *userdata);
+	/* The authenticated connection went away (closed, failed or replaced). */
+	void (*disconnected)(struct channel *c, void *userdata);
+};
+
+int channel_new(struct event_loop *loop, int listen_fd, const void *secret, size_t secret_len,
+		const struct channel_ops *ops, void *userdata, struct channel **ret);
+void channel_free(struct channel *c);
+
+bool channel_connected(const struct channel *c);
+/* A controller is connected and its queue has room for droppable output. */
+bool channel_output_ok(const struct channel *c);
+
+/* Builds a frame in place on the connection's output queue:
+ *	r = channel_begin(c, MSG_X, &b, &start);
+ *	if (r < 0) return r;
+ *	r = frame_put_...(b, ...);
+ *	return channel_end(c, start, r);
+ * channel_begin() returns -ENOTCONN without a controller. channel_end() drops the partial frame
+ * when r < 0 (and returns r), else finishes it and starts sending. */
+int channel_begin(struct channel *c, uint16_t type, struct buf **ret_buf, size_t *ret_start);
+int channel_end(struct channel *c, size_t start, int r);
+
+/* RUN_DONE: channel_next_seq() gives the frame's seq; channel_submit_done() takes the finished
+ * frame (*frame is emptied), keeps it until ACK and sends it when a controller is connected. */
+uint64_t channel_next_seq(struct channel *c);
+int channel_submit_done(struct channel *c, uint64_t seq, const char *run_id, struct buf *frame);
+/* Whether an unacknowledged RUN_DONE for run_id is held. */
+bool channel_done_pending(const struct channel *c, const char *run_id);

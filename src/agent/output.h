@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The bounded buffer of one output stream of a run: the first head_max bytes, a ring of the last
+ * tail_max bytes that did not go into the head, and the count of every byte. All memory is
+ * allocated by output_buffer_init(); appending never allocates, so a command's output cannot
+ * grow the agent.
+ *
+ * When total <= head_max + tail_max, head followed by tail is exactly the stream. Otherwise the
+ * head is the first head_max bytes, the tail the last tail_max bytes, and the bytes between
+ * them are gone (output_buffer_truncated()). */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct output_buffer {
+	uint8_t *mem; /* one allocation: head_max bytes of head, then tail_max of ring */
+	size_t head_max;
+	size_t head_len;
+	size_t tail_max;
+	size_t tail_len; /* bytes kept in the ring */
+	size_t ring_next; /* ring index the next byte goes to; the oldest byte when the ring is full */
+	uint64_t total;
+};
+
+/* -ENOMEM, or 0. A zero-initialized buffer (no init) behaves as head_max = tail_max = 0. */
+int output_buffer_init(struct output_buffer *o, size_t head_max, size_t tail_max);
+void output_buffer_done(struct output_buffer *o);
+
+void output_buffer_append(struct output_buffer *o, const void *data, size_t n);
+
+/* The kept head: stream offset 0, min(total, head_max) bytes. */
+void output_buffer_head(const struct output_buffer *o, const uint8_t **ret, size_t *ret_len);
+
+/* The kept bytes after the head, contiguous, with the stream offset of the first one. Puts the
+ * ring in order in place (no allocation); the pointer is valid until the next append. */
+void output_buffer_tail(struct output_buffer *o, const uint8_t **ret, size_t *ret_len,
+			uint64_t *ret_offset);
+
+static inline uint64_t output_buffer_total(const struct output_buffer *o)
+{
+	return o->total;
+}
+
+static inline bool output_buffer_truncated(const struct output_buffer *o)
+{
+	return o->total > (uint64_t)o->head_len + o->tail_len;
+}
