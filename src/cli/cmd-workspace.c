@@ -1,1 +1,222 @@
 /* SPDX-License-Identifier: MIT */
+/* create, ls, rm, restart: workspaces. */
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "output.h"
+
+struct create_args {
+	struct station_workspace_options ws;
+	char **env;
+	bool json;
+};
+
+static int parse_cpus(struct cli *cli, const char *s, double *ret)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v >= 0))
+		return cli_usage(cli, "--cpus wants a non-negative number, not '%s'", s);
+	*ret = v;
+	return 0;
+}
+
+/* Returns < 0 to go on, else the exit status. */
+static int create_parse(struct cli *cli, int argc, char **argv, struct create_args *a)
+{
+	static const struct option options[] = {
+		{ "env", required_argument, NULL, 'e' },
+		{ "cpus", required_argument, NULL, 'c' },
+		{ "memory-mb", required_argument, NULL, 'm' },
+		{ "pids-limit", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	int opt, r = 0;
+
+	opterr = 0;
+	while (r == 0 && (opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
+		switch (opt) {
+		case 'e': r = cli_env_add(cli, &a->env, optarg); break;
+		case 'c': r = parse_cpus(cli, optarg, &a->ws.cpus); break;
+		case 'm': r = cli_parse_u64(cli, "--memory-mb", optarg, &a->ws.memory_mb); break;
+		case 'p': r = cli_parse_u64(cli, "--pids-limit", optarg, &a->ws.pids_limit); break;
+		case 'j': a->json = true; break;
+		case 'h': return cli_help(cli);
+		default: return cli_option_error(cli, argv, opt);
+		}
+	}
+	if (r != 0)
+		return r;
+	if (optind < argc)
+		return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
+	a->ws.env = a->env;
+	return -1;
+}
+
+static int cmd_create(struct cli *cli, int argc, char **argv)
+{
+	_cleanup_json_ json_t *ws = NULL;
+	struct create_args a = {};
+	int r;
+
+	r = create_parse(cli, argc, argv, &a);
+	if (r < 0)
+		r = station_workspace_create(cli->client, &a.ws, &ws);
+	free(a.env);
+	if (!ws) /* help, a usage error, or a failed request */
+		return r >= 0 ? r : cli_fail(cli, r);
+	if (a.json)
+		return output_json(ws) < 0 ? EXIT_FAILED : 0;
+	printf("%s\n", json_string_value(json_object_get(ws, "id")));
+	return 0;
+}
+
+/* Parses "[--json] ARG..." into *json and the index of the first argument. Returns < 0 to go
+ * on, else the exit status. */
+static int parse_json_args(struct cli *cli, int argc, char **argv, bool *json)
+{
+	static const struct option options[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	int opt;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
+		if (opt == 'h')
+			return cli_help(cli);
+		if (opt != 'j' || !json)
+			return cli_option_error(cli, argv, opt == 'j' ? '?' : opt);
+		*json = true;
+	}
+	return -1;
+}
+
+static int ls_print(json_t *list)
+{
+	static const char *const header[] = { "ID", "STATE", "ADAPTER", "CREATED" };
+	_cleanup_(table_freep) struct table *t = NULL;
+	json_t *ws;
+	size_t i;
+
+	if (table_new(ELEMENTSOF(header), header, &t) < 0)
+		return -ENOMEM;
+	json_array_foreach(list, i, ws) {
+		const char *row[] = {
+			json_string_value(json_object_get(ws, "id")),
+			json_string_value(json_object_get(ws, "state")),
+			json_string_value(json_object_get(ws, "adapter")),
+			json_string_value(json_object_get(ws, "createdAt")),
+		};
+
+		if (table_add_row(t, row) < 0)
+			return -ENOMEM;
+	}
+	return table_print(t);
+}
+
+static int cmd_ls(struct cli *cli, int argc, char **argv)
+{
+	_cleanup_json_ json_t *list = NULL;
+	bool json = false;
+	int r;
+
+	r = parse_json_args(cli, argc, argv, &json);
+	if (r >= 0)
+		return r;
+	if (optind < argc)
+		return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
+	r = station_workspace_list(cli->client, &list);
+	if (r < 0)
+		return cli_fail(cli, r);
+	r = json ? output_json(list) : ls_print(list);
+	return r < 0 ? EXIT_FAILED : 0;
+}
+
+static int cmd_rm(struct cli *cli, int argc, char **argv)
+{
+	int r, status = 0;
+
+	r = parse_json_args(cli, argc, argv, NULL);
+	if (r >= 0)
+		return r;
+	if (optind >= argc)
+		return cli_usage(cli, "no workspace given");
+	for (int i = optind; i < argc; i++) {
+		r = station_workspace_delete(cli->client, argv[i], NULL);
+		if (r == -ECONNREFUSED)
+			return cli_fail(cli, r);
+		if (r < 0)
+			status = cli_fail(cli, r);
+		else
+			printf("%s\n", argv[i]);
+		fflush(stdout);
+	}
+	return status;
+}
+
+static int cmd_restart(struct cli *cli, int argc, char **argv)
+{
+	_cleanup_json_ json_t *ws = NULL;
+	bool json = false;
+	int r;
+
+	r = parse_json_args(cli, argc, argv, &json);
+	if (r >= 0)
+		return r;
+	if (argc - optind != 1)
+		return cli_usage(cli, argc == optind ? "no workspace given" : "one workspace at a time");
+	r = station_workspace_restart(cli->client, argv[optind], &ws);
+	if (r < 0)
+		return cli_fail(cli, r);
+	if (json)
+		return output_json(ws) < 0 ? EXIT_FAILED : 0;
+	printf("%s\n", json_string_value(json_object_get(ws, "id")));
+	return 0;
+}
+
+const struct cli_command cli_cmd_create = {
+	.name = "create",
+	.args = "[--env K=V]... [--cpus N] [--memory-mb N] [--pids-limit N] [--json]",
+	.summary = "create a workspace and print its id",
+	.help = "  --env K=V       set an environment variable for every command (repeatable)\n"
+		"  --cpus N        CPU limit, in CPUs (0: unlimited)\n"
+		"  --memory-mb N   memory limit in MiB (0: unlimited)\n"
+		"  --pids-limit N  process limit (0: unlimited)\n"
+		"  --json          print the new workspace as JSON\n",
+	.run = cmd_create,
+};
+
+const struct cli_command cli_cmd_ls = {
+	.name = "ls",
+	.args = "[--json]",
+	.summary = "list workspaces",
+	.help = "  --json  print the workspaces as a JSON array\n",
+	.run = cmd_ls,
+};
+
+const struct cli_command cli_cmd_rm = {
+	.name = "rm",
+	.args = "WS...",
+	.summary = "delete workspaces, their runs and their files",
+	.run = cmd_rm,
+};
+
+const struct cli_command cli_cmd_restart = {
+	.name = "restart",
+	.args = "[--json] WS",
+	.summary = "restart a workspace's agent, keeping its HOME",
+	.help = "  --json  print the workspace as JSON\n",
+	.run = cmd_restart,
+};

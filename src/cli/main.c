@@ -1,1 +1,224 @@
 /* SPDX-License-Identifier: MIT */
+/* station-sandbox: the operator's command line. Global flags and the environment choose the
+ * controller; the command table dispatches to cmd-*.c. */
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "basic/cleanup.h"
+#include "cli.h"
+
+#define PROGRAM "station-sandbox"
+
+static const struct cli_command *const commands[] = {
+	&cli_cmd_ready,	 &cli_cmd_worker, &cli_cmd_create, &cli_cmd_ls,	  &cli_cmd_rm,
+	&cli_cmd_restart, &cli_cmd_exec,   &cli_cmd_status, &cli_cmd_cancel, &cli_cmd_runs,
+};
+
+struct global_options {
+	const char *socket;
+	const char *url;
+	const char *token;
+};
+
+int cli_usage(const struct cli *cli, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, PROGRAM " %s: ", cli->command->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nusage: " PROGRAM " %s %s\n", cli->command->name, cli->command->args);
+	return EXIT_USAGE;
+}
+
+int cli_help(const struct cli *cli)
+{
+	const struct cli_command *cmd = cli->command;
+
+	printf("usage: " PROGRAM " %s %s\n\n%s\n", cmd->name, cmd->args, cmd->summary);
+	if (cmd->help)
+		printf("\n%s", cmd->help);
+	return 0;
+}
+
+int cli_option_error(const struct cli *cli, char **argv, int opt)
+{
+	const char *arg = argv[optind - 1];
+
+	if (opt == ':')
+		return cli_usage(cli, "option '%s' needs a value", arg);
+	if (optopt && strncmp(arg, "--", 2) != 0)
+		return cli_usage(cli, "unknown option '-%c'", optopt);
+	return cli_usage(cli, "unknown option '%s'", arg);
+}
+
+int cli_fail(const struct cli *cli, int r)
+{
+	if (r == -ECONNREFUSED) {
+		fprintf(stderr,
+			PROGRAM ": no controller at %s (is station-sandboxd running? start one with "
+				"'make run')\n",
+			station_client_endpoint(cli->client));
+		return EXIT_NO_CONTROLLER;
+	}
+	fprintf(stderr, PROGRAM ": %s\n", station_client_last_error(cli->client));
+	return EXIT_FAILED;
+}
+
+int cli_parse_u64(const struct cli *cli, const char *name, const char *s, uint64_t *ret)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || s[0] == '+' || s[0] == ' ')
+		return cli_usage(cli, "%s wants a non-negative integer, not '%s'", name, s);
+	*ret = v;
+	return 0;
+}
+
+int cli_env_add(const struct cli *cli, char ***env, const char *word)
+{
+	size_t n = 0;
+	char **p;
+
+	if (!strchr(word, '=') || word[0] == '=')
+		return cli_usage(cli, "--env wants KEY=VALUE, not '%s'", word);
+	while (*env && (*env)[n])
+		n++;
+	p = realloc(*env, (n + 2) * sizeof(char *));
+	if (!p) {
+		fprintf(stderr, PROGRAM ": out of memory\n");
+		return EXIT_FAILED;
+	}
+	p[n] = (char *)word;
+	p[n + 1] = NULL;
+	*env = p;
+	return 0;
+}
+
+static void main_usage(FILE *f)
+{
+	fprintf(f, "usage: " PROGRAM " [--socket PATH | --url URL] [--token TOKEN] COMMAND [ARGS]\n"
+		   "\ncommands:\n");
+	for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+		fprintf(f, "  %-8s %s\n", commands[i]->name, commands[i]->summary);
+	fprintf(f, "\nThe controller is the first of: --socket, --url, $STATION_URL, $STATION_SOCKET,\n"
+		   "$STATION_ROOT/station.sock, " STATION_DEFAULT_SOCKET ".\n"
+		   "--token (else $STATION_TOKEN) is the bearer token a TCP listener needs.\n"
+		   "'" PROGRAM " COMMAND --help' describes a command.\n");
+}
+
+static const struct cli_command *command_find(const char *name)
+{
+	for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+		if (strcmp(commands[i]->name, name) == 0)
+			return commands[i];
+	return NULL;
+}
+
+/* Returns < 0 to go on, else the exit status. */
+static int parse_global(int argc, char **argv, struct global_options *o)
+{
+	static const struct option options[] = {
+		{ "socket", required_argument, NULL, 's' }, { "url", required_argument, NULL, 'u' },
+		{ "token", required_argument, NULL, 't' },  { "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },	    {},
+	};
+	int opt;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+:h", options, NULL)) >= 0) {
+		switch (opt) {
+		case 's': o->socket = optarg; break;
+		case 'u': o->url = optarg; break;
+		case 't': o->token = optarg; break;
+		case 'h': main_usage(stdout); return 0;
+		case 'V': printf(PROGRAM " " STATION_VERSION "\n"); return 0;
+		default:
+			fprintf(stderr, PROGRAM ": %s '%s'\n",
+				opt == ':' ? "missing value for" : "unknown option", argv[optind - 1]);
+			main_usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (o->socket && o->url) {
+		fprintf(stderr, PROGRAM ": --socket and --url are exclusive\n");
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
+/* Flags beat the environment; the default socket comes last. */
+static char *endpoint_resolve(const struct global_options *o)
+{
+	const char *root = getenv("STATION_ROOT");
+	char *e = NULL;
+
+	if (o->url)
+		return strdup(o->url);
+	if (o->socket)
+		return asprintf(&e, "unix:%s", o->socket) < 0 ? NULL : e;
+	if (getenv("STATION_URL") && *getenv("STATION_URL"))
+		return strdup(getenv("STATION_URL"));
+	if (getenv("STATION_SOCKET") && *getenv("STATION_SOCKET"))
+		return asprintf(&e, "unix:%s", getenv("STATION_SOCKET")) < 0 ? NULL : e;
+	if (root && *root)
+		return asprintf(&e, "unix:%s/station.sock", root) < 0 ? NULL : e;
+	return strdup("unix:" STATION_DEFAULT_SOCKET);
+}
+
+static int client_open(const struct global_options *o, struct station_client **ret)
+{
+	_cleanup_free_ char *endpoint = endpoint_resolve(o);
+	const char *token = o->token ? o->token : getenv("STATION_TOKEN");
+	int r;
+
+	if (!endpoint)
+		return -ENOMEM;
+	r = station_client_new(endpoint, token && *token ? token : NULL, ret);
+	if (r < 0)
+		fprintf(stderr, PROGRAM ": cannot use endpoint '%s': %s (want unix:/PATH or "
+				"http://HOST:PORT)\n",
+			endpoint, strerror(-r));
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	struct global_options o = {};
+	struct cli cli = {};
+	int r;
+
+	r = parse_global(argc, argv, &o);
+	if (r >= 0)
+		return r;
+	if (optind >= argc) {
+		main_usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[optind], "help") == 0) {
+		main_usage(stdout);
+		return 0;
+	}
+	cli.command = command_find(argv[optind]);
+	if (!cli.command) {
+		fprintf(stderr, PROGRAM ": unknown command '%s'\n", argv[optind]);
+		main_usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (client_open(&o, &cli.client) < 0)
+		return EXIT_USAGE;
+	argc -= optind;
+	argv += optind;
+	optind = 0; /* glibc: a full re-initialisation for the command's own getopt_long() */
+	r = cli.command->run(&cli, argc, argv);
+	station_client_free(cli.client);
+	return r;
+}

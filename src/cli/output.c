@@ -1,1 +1,151 @@
 /* SPDX-License-Identifier: MIT */
+/* JSON documents, aligned tables and raw bytes, the way the CLI prints them. */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "output.h"
+
+struct table {
+	size_t n_columns;
+	size_t n_cells;
+	size_t cap;
+	char **cells; /* row-major, the header first */
+};
+
+int output_json(const json_t *doc)
+{
+	if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
+		return -EIO;
+	return putchar('\n') == EOF ? -EIO : 0;
+}
+
+int output_write(int fd, const void *data, size_t n)
+{
+	const char *p = data;
+
+	while (n > 0) {
+		ssize_t k = write(fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+int table_new(size_t n_columns, const char *const *header, struct table **ret)
+{
+	_cleanup_(table_freep) struct table *t = calloc(1, sizeof(*t));
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	t->n_columns = n_columns;
+	r = table_add_row(t, header);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(t);
+	return 0;
+}
+
+struct table *table_free(struct table *t)
+{
+	if (!t)
+		return NULL;
+	for (size_t i = 0; i < t->n_cells; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	free(t);
+	return NULL;
+}
+
+int table_add_row(struct table *t, const char *const *cells)
+{
+	if (t->n_cells + t->n_columns > t->cap) {
+		size_t cap = MAX(t->cap * 2, t->n_columns * 8);
+		char **p = realloc(t->cells, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		t->cells = p;
+		t->cap = cap;
+	}
+	for (size_t i = 0; i < t->n_columns; i++) {
+		char *s = strdup(cells[i] ? cells[i] : "-");
+
+		if (!s)
+			return -ENOMEM; /* the row's earlier cells stay; n_cells counts them */
+		t->cells[t->n_cells++] = s;
+	}
+	return 0;
+}
+
+/* Display width of a UTF-8 string: its code points, good enough for ids, states and times. */
+static size_t text_width(const char *s)
+{
+	size_t w = 0;
+
+	for (; *s; s++)
+		w += ((unsigned char)*s & 0xc0) != 0x80;
+	return w;
+}
+
+int table_print(const struct table *t)
+{
+	size_t width[t->n_columns];
+
+	memset(width, 0, sizeof(width));
+	for (size_t i = 0; i < t->n_cells; i++)
+		width[i % t->n_columns] = MAX(width[i % t->n_columns], text_width(t->cells[i]));
+	for (size_t i = 0; i < t->n_cells; i++) {
+		size_t col = i % t->n_columns;
+
+		if (col + 1 == t->n_columns)
+			printf("%s\n", t->cells[i]);
+		else
+			printf("%s%*s", t->cells[i], (int)(width[col] - text_width(t->cells[i]) + 2),
+			       "");
+	}
+	return fflush(stdout) == EOF ? -EIO : 0;
+}
+
+const char *output_cell(const json_t *v, char *buf, size_t size)
+{
+	if (json_is_string(v))
+		return json_string_value(v);
+	if (json_is_integer(v))
+		snprintf(buf, size, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	else if (json_is_real(v))
+		snprintf(buf, size, "%g", json_real_value(v));
+	else if (json_is_boolean(v))
+		snprintf(buf, size, "%s", json_is_true(v) ? "true" : "false");
+	else
+		return NULL;
+	return buf;
+}
+
+const char *output_shorten(const char *s, size_t max, char *ret)
+{
+	size_t chars = 0, o = 0;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		bool starts_char = (*p & 0xc0) != 0x80;
+
+		if (starts_char && chars == max) {
+			memcpy(ret + o - (o > 0 && ret[o - 1] == ' ' ? 1 : 0), "…", sizeof("…"));
+			return ret;
+		}
+		chars += starts_char;
+		ret[o++] = *p < 0x20 || *p == 0x7f ? ' ' : (char)*p;
+	}
+	ret[o] = '\0';
+	return ret;
+}

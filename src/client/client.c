@@ -1,1 +1,583 @@
 /* SPDX-License-Identifier: MIT */
+/* The client handle and its transport: one libcurl easy handle per client, reused so the
+ * connection stays open between calls; JSON requests and errors; worker and workspace calls. */
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "basic/cleanup.h"
+#include "client-internal.h"
+
+/* The largest response body kept in memory: a run with 8 MiB of head and tail per stream is
+ * about 22 MiB of base64; this leaves room and still bounds a misbehaving server. */
+#define RESPONSE_MAX (256u * 1024 * 1024)
+#define CONNECT_TIMEOUT_MS 10000L
+
+struct response {
+	struct station_client *c;
+	int (*on_data)(const void *data, size_t len, void *userdata); /* NULL: keep the body */
+	void *userdata;
+	int stop;      /* < 0: why the write callback stopped the transfer */
+	bool too_big;  /* the body passed RESPONSE_MAX */
+	long status;   /* 0 until known */
+	char *body;  /* NUL-terminated when non-NULL */
+	size_t len;
+	size_t cap;
+};
+
+static void curl_slist_free_allp(struct curl_slist **l)
+{
+	curl_slist_free_all(*l);
+}
+
+int client_error(struct station_client *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->error, sizeof(c->error), fmt, ap);
+	va_end(ap);
+	c->error_code[0] = '\0';
+	c->last_status = 0;
+	return err;
+}
+
+static int response_append(struct response *r, const void *data, size_t n)
+{
+	if (n > RESPONSE_MAX - r->len)
+		return -ENOMEM;
+	if (r->len + n + 1 > r->cap) {
+		size_t cap = MAX(r->cap * 2, r->len + n + 1);
+		char *p = realloc(r->body, MIN(cap, (size_t)RESPONSE_MAX + 1));
+
+		if (!p)
+			return -ENOMEM;
+		r->body = p;
+		r->cap = MIN(cap, (size_t)RESPONSE_MAX + 1);
+	}
+	memcpy(r->body + r->len, data, n);
+	r->len += n;
+	r->body[r->len] = '\0';
+	return 0;
+}
+
+static size_t response_write(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	struct response *r = userdata;
+	size_t n = size * nmemb;
+
+	if (r->status == 0)
+		curl_easy_getinfo(r->c->curl, CURLINFO_RESPONSE_CODE, &r->status);
+	if (r->on_data && r->status / 100 == 2) {
+		r->stop = r->on_data(ptr, n, r->userdata);
+	} else if (response_append(r, ptr, n) < 0) {
+		r->too_big = true;
+		r->stop = -ENOMEM;
+	}
+	return r->stop < 0 ? 0 : n;
+}
+
+static int transfer_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow,
+			     curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct station_client *c = userdata;
+
+	return c->interrupt && c->interrupt(c->interrupt_userdata) ? 1 : 0;
+}
+
+static int curl_connect_error(struct station_client *c)
+{
+	long os_errno = 0;
+
+	curl_easy_getinfo(c->curl, CURLINFO_OS_ERRNO, &os_errno);
+	if (os_errno == EACCES || os_errno == EPERM)
+		return client_error(c, -EACCES, "cannot connect to %s: %s", c->endpoint,
+				    strerror((int)os_errno));
+	return client_error(c, -ECONNREFUSED, "no controller at %s: %s", c->endpoint,
+			    os_errno > 0 ? strerror((int)os_errno) : c->curl_error);
+}
+
+static int curl_result_to_error(struct station_client *c, CURLcode cc)
+{
+	const char *why = c->curl_error[0] ? c->curl_error : curl_easy_strerror(cc);
+
+	switch (cc) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+	case CURLE_OPERATION_TIMEDOUT: /* only the connect phase has a timeout */
+		return curl_connect_error(c);
+	case CURLE_ABORTED_BY_CALLBACK:
+		return client_error(c, -EINTR, "interrupted");
+	case CURLE_OUT_OF_MEMORY:
+		return client_error(c, -ENOMEM, "out of memory");
+	case CURLE_GOT_NOTHING:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_PARTIAL_FILE:
+		return client_error(c, -ECONNRESET, "connection to %s lost: %s", c->endpoint, why);
+	case CURLE_UNSUPPORTED_PROTOCOL:
+	case CURLE_URL_MALFORMAT:
+		return client_error(c, -EINVAL, "bad request URL for %s: %s", c->endpoint, why);
+	default:
+		return client_error(c, -EIO, "request to %s failed: %s", c->endpoint, why);
+	}
+}
+
+static int http_status_to_errno(long status)
+{
+	switch (status) {
+	case 400:
+	case 405:
+	case 415:
+		return -EINVAL;
+	case 401:
+		return -EACCES;
+	case 404:
+		return -ENOENT;
+	case 409:
+		return -EBUSY;
+	case 413:
+		return -E2BIG;
+	case 429:
+		return -EAGAIN;
+	case 501:
+		return -EOPNOTSUPP;
+	case 503:
+		return -ENOTCONN;
+	case 507:
+		return -ENOSPC;
+	default:
+		return -EIO;
+	}
+}
+
+/* Turns a non-2xx response into an error carrying the server's code and message. */
+static int client_api_error(struct station_client *c, long status, const char *body)
+{
+	_cleanup_json_ json_t *doc = body ? json_loads(body, 0, NULL) : NULL;
+	json_t *e = json_object_get(doc, "error");
+	const char *code = json_string_value(json_object_get(e, "code"));
+	const char *message = json_string_value(json_object_get(e, "message"));
+	int r = http_status_to_errno(status);
+
+	if (message)
+		client_error(c, r, "%s", message);
+	else
+		client_error(c, r, "%s answered HTTP %ld%s%.200s", c->endpoint, status,
+			     body && *body ? ": " : "", body ? body : "");
+	snprintf(c->error_code, sizeof(c->error_code), "%s", code ? code : "");
+	c->last_status = status;
+	return r;
+}
+
+static int client_headers(struct station_client *c, const char *method, const char *body,
+			  const char *accept, struct curl_slist **ret)
+{
+	_cleanup_(curl_slist_free_allp) struct curl_slist *l = NULL;
+	const char *h[4] = {
+		"Expect:", /* no 100-continue round trip for large bodies */
+		accept,
+		body ? "Content-Type: application/json" : "Content-Type:",
+		c->auth_header,
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(h); i++) {
+		struct curl_slist *n;
+
+		if (!h[i])
+			continue;
+		n = curl_slist_append(l, h[i]);
+		if (!n)
+			return -ENOMEM;
+		l = n;
+	}
+	*ret = TAKE_PTR(l);
+	return 0;
+}
+
+static void client_setup_method(struct station_client *c, const char *method, const char *body)
+{
+	if (body || strcmp(method, "POST") == 0) {
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body ? body : "");
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE,
+				 (curl_off_t)(body ? strlen(body) : 0));
+	} else {
+		curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
+	}
+	if (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)
+		curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
+}
+
+/* One transfer. Returns 0 once a response arrived (r->status set, body kept or streamed), or
+ * -errno with the error recorded. */
+static int client_perform(struct station_client *c, const char *method, const char *path,
+			  const char *body, const char *accept, struct response *r)
+{
+	_cleanup_(curl_slist_free_allp) struct curl_slist *headers = NULL;
+	_cleanup_free_ char *url = NULL;
+	CURLcode cc;
+
+	if (asprintf(&url, "%s%s", c->base_url, path) < 0)
+		return client_error(c, -ENOMEM, "out of memory");
+	if (client_headers(c, method, body, accept, &headers) < 0)
+		return client_error(c, -ENOMEM, "out of memory");
+
+	/* Resets options only: the open connection stays for the next call. */
+	curl_easy_reset(c->curl);
+	curl_easy_setopt(c->curl, CURLOPT_URL, url);
+	if (c->socket_path)
+		curl_easy_setopt(c->curl, CURLOPT_UNIX_SOCKET_PATH, c->socket_path);
+	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c->curl, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, c->curl_error);
+	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, response_write);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, transfer_progress);
+	curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, c);
+	client_setup_method(c, method, body);
+
+	c->curl_error[0] = '\0';
+	cc = curl_easy_perform(c->curl);
+	if (r->too_big)
+		return client_error(c, -ENOMEM, "response from %s too large", c->endpoint);
+	if (r->stop < 0)
+		return r->stop; /* the stream callback stopped and recorded its reason */
+	if (cc != CURLE_OK)
+		return curl_result_to_error(c, cc);
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &r->status);
+	return 0;
+}
+
+static void station_client_freep(struct station_client **c)
+{
+	station_client_free(*c);
+}
+
+static int client_set_endpoint(struct station_client *c, const char *endpoint)
+{
+	const char *socket_path = NULL;
+	size_t n = strlen(endpoint);
+
+	if (strncmp(endpoint, "unix:", 5) == 0)
+		socket_path = endpoint + 5;
+	else if (endpoint[0] == '/')
+		socket_path = endpoint;
+	else if (strncmp(endpoint, "http://", 7) != 0 && strncmp(endpoint, "https://", 8) != 0)
+		return -EINVAL;
+	if (socket_path && socket_path[0] != '/')
+		return -EINVAL;
+
+	if (socket_path) {
+		c->socket_path = strdup(socket_path);
+		c->base_url = strdup("http://localhost");
+		if (!c->socket_path || asprintf(&c->endpoint, "unix:%s", socket_path) < 0)
+			return -ENOMEM;
+	} else {
+		while (n > 0 && endpoint[n - 1] == '/')
+			n--;
+		c->base_url = strndup(endpoint, n);
+		c->endpoint = strndup(endpoint, n);
+	}
+	return c->base_url && c->endpoint ? 0 : -ENOMEM;
+}
+
+int station_client_new(const char *endpoint, const char *token, struct station_client **ret)
+{
+	_cleanup_(station_client_freep) struct station_client *c = NULL;
+	int r;
+
+	if (!endpoint || !ret || (token && strpbrk(token, "\r\n")))
+		return -EINVAL;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	r = client_set_endpoint(c, endpoint);
+	if (r < 0)
+		return r;
+	if (token && asprintf(&c->auth_header, "Authorization: Bearer %s", token) < 0) {
+		c->auth_header = NULL;
+		return -ENOMEM;
+	}
+	c->curl = curl_easy_init();
+	if (!c->curl)
+		return -ENOMEM;
+	*ret = TAKE_PTR(c);
+	return 0;
+}
+
+struct station_client *station_client_free(struct station_client *c)
+{
+	if (!c)
+		return NULL;
+	if (c->curl)
+		curl_easy_cleanup(c->curl);
+	free(c->endpoint);
+	free(c->base_url);
+	free(c->socket_path);
+	if (c->auth_header)
+		explicit_bzero(c->auth_header, strlen(c->auth_header));
+	free(c->auth_header);
+	free(c);
+	return NULL;
+}
+
+const char *station_client_endpoint(const struct station_client *c)
+{
+	return c->endpoint;
+}
+
+const char *station_client_last_error(const struct station_client *c)
+{
+	return c->error;
+}
+
+const char *station_client_last_error_code(const struct station_client *c)
+{
+	return c->error_code;
+}
+
+long station_client_last_status(const struct station_client *c)
+{
+	return c->last_status;
+}
+
+void station_client_set_interrupt(struct station_client *c, int (*check)(void *userdata),
+				  void *userdata)
+{
+	c->interrupt = check;
+	c->interrupt_userdata = userdata;
+}
+
+int station_request(struct station_client *c, const char *method, const char *path,
+		    const char *body_json, long *ret_status, char **ret_body)
+{
+	struct response resp = { .c = c };
+	int r;
+
+	r = client_perform(c, method, path, body_json, "Accept: application/json", &resp);
+	if (r < 0) {
+		free(resp.body);
+		return r;
+	}
+	if (ret_status)
+		*ret_status = resp.status;
+	if (ret_body)
+		*ret_body = resp.body ? resp.body : strdup("");
+	else
+		free(resp.body);
+	return ret_body && !*ret_body ? client_error(c, -ENOMEM, "out of memory") : 0;
+}
+
+/* Parses a 2xx body; anything else becomes the API error it carries. */
+static int client_parse(struct station_client *c, long status, const char *body, json_t **ret)
+{
+	json_error_t err;
+	json_t *doc;
+
+	if (status / 100 != 2)
+		return client_api_error(c, status, body);
+	if (!ret)
+		return 0;
+	doc = json_loads(body ? body : "", JSON_REJECT_DUPLICATES, &err);
+	if (!doc)
+		return client_error(c, -EPROTO, "%s answered HTTP %ld with bad JSON: %s",
+				    c->endpoint, status, err.text);
+	*ret = doc;
+	return 0;
+}
+
+int station_request_json(struct station_client *c, const char *method, const char *path,
+			 json_t *body, json_t **ret)
+{
+	_cleanup_free_ char *text = NULL;
+	_cleanup_free_ char *reply = NULL;
+	long status;
+	int r;
+
+	if (body) {
+		text = json_dumps(body, JSON_COMPACT);
+		if (!text)
+			return client_error(c, -ENOMEM, "out of memory");
+	}
+	r = station_request(c, method, path, text, &status, &reply);
+	if (r < 0)
+		return r;
+	return client_parse(c, status, reply, ret);
+}
+
+int station_request_stream(struct station_client *c, const char *path,
+			   int (*on_data)(const void *data, size_t len, void *userdata),
+			   void *userdata)
+{
+	struct response resp = { .c = c, .on_data = on_data, .userdata = userdata };
+	_cleanup_free_ char *body = NULL;
+	int r;
+
+	r = client_perform(c, "GET", path, NULL, "Accept: text/event-stream", &resp);
+	body = resp.body;
+	if (r < 0)
+		return r;
+	return resp.status / 100 == 2 ? 0 : client_api_error(c, resp.status, body);
+}
+
+int station_ready(struct station_client *c, json_t **ret)
+{
+	_cleanup_free_ char *reply = NULL;
+	_cleanup_json_ json_t *doc = NULL;
+	long status;
+	int r;
+
+	r = station_request(c, "GET", "/v1/ready", NULL, &status, &reply);
+	if (r < 0)
+		return r;
+	/* 503 is an answer here, not a failure: the body says which check failed. */
+	r = client_parse(c, status == 503 ? 200 : status, reply, &doc);
+	if (r < 0)
+		return r;
+	if (!json_is_object(doc) || !json_is_boolean(json_object_get(doc, "ready")))
+		return client_error(c, -EPROTO, "%s answered /v1/ready without \"ready\"",
+				    c->endpoint);
+	r = json_is_true(json_object_get(doc, "ready")) ? 1 : 0;
+	if (ret)
+		*ret = TAKE_PTR(doc);
+	return r;
+}
+
+int station_worker(struct station_client *c, json_t **ret)
+{
+	return station_request_json(c, "GET", "/v1/worker", NULL, ret);
+}
+
+static bool id_is_valid(const char *id)
+{
+	size_t n = id ? strlen(id) : 0;
+
+	return n > 0 && n <= 128 &&
+	       strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
+}
+
+int client_path(struct station_client *c, const char *ws, const char *run, const char *suffix,
+		char **ret)
+{
+	int r;
+
+	if (!id_is_valid(ws))
+		return client_error(c, -EINVAL, "invalid workspace id '%s'", ws ? ws : "");
+	if (run && !id_is_valid(run))
+		return client_error(c, -EINVAL, "invalid run id '%s'", run);
+	if (run)
+		r = asprintf(ret, "/v1/workspaces/%s/commands/%s%s", ws, run, suffix ? suffix : "");
+	else
+		r = asprintf(ret, "/v1/workspaces/%s%s", ws, suffix ? suffix : "");
+	return r < 0 ? client_error(c, -ENOMEM, "out of memory") : 0;
+}
+
+int client_put_env(struct station_client *c, json_t *o, char *const *env)
+{
+	_cleanup_json_ json_t *e = NULL;
+
+	if (!env)
+		return 0;
+	e = json_object();
+	if (!e)
+		return client_error(c, -ENOMEM, "out of memory");
+	for (char *const *i = env; *i; i++) {
+		const char *eq = strchr(*i, '=');
+		_cleanup_free_ char *key = NULL;
+
+		if (!eq || eq == *i)
+			return client_error(c, -EINVAL, "invalid environment entry '%s' (want KEY=VALUE)",
+					    *i);
+		key = strndup(*i, eq - *i);
+		if (!key || json_object_set_new(e, key, json_string(eq + 1)) < 0)
+			return client_error(c, -EINVAL, "invalid environment entry '%s'", *i);
+	}
+	return json_object_set_new(o, "env", TAKE_PTR(e)) < 0 ? -ENOMEM : 0;
+}
+
+static int workspace_spec(struct station_client *c, const struct station_workspace_options *o,
+			  json_t **ret)
+{
+	_cleanup_json_ json_t *spec = json_object();
+	int r;
+
+	if (!spec)
+		return client_error(c, -ENOMEM, "out of memory");
+	if (o && o->adapter)
+		json_object_set_new(spec, "adapter", json_string(o->adapter));
+	if (o && o->cpus > 0)
+		json_object_set_new(spec, "cpus", json_real(o->cpus));
+	if (o && o->memory_mb > 0)
+		json_object_set_new(spec, "memoryMb", json_integer((json_int_t)o->memory_mb));
+	if (o && o->pids_limit > 0)
+		json_object_set_new(spec, "pidsLimit", json_integer((json_int_t)o->pids_limit));
+	r = client_put_env(c, spec, o ? o->env : NULL);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(spec);
+	return 0;
+}
+
+int station_workspace_create(struct station_client *c, const struct station_workspace_options *opts,
+			     json_t **ret)
+{
+	_cleanup_json_ json_t *spec = NULL;
+	int r;
+
+	r = workspace_spec(c, opts, &spec);
+	if (r < 0)
+		return r;
+	return station_request_json(c, "POST", "/v1/workspaces", spec, ret);
+}
+
+int station_workspace_list(struct station_client *c, json_t **ret)
+{
+	_cleanup_json_ json_t *doc = NULL;
+	json_t *list;
+	int r;
+
+	r = station_request_json(c, "GET", "/v1/workspaces", NULL, &doc);
+	if (r < 0)
+		return r;
+	list = json_object_get(doc, "workspaces");
+	if (!json_is_array(list))
+		return client_error(c, -EPROTO, "%s answered without \"workspaces\"", c->endpoint);
+	*ret = json_incref(list);
+	return 0;
+}
+
+static int workspace_call(struct station_client *c, const char *method, const char *id,
+			  const char *suffix, json_t **ret)
+{
+	_cleanup_free_ char *path = NULL;
+	int r;
+
+	r = client_path(c, id, NULL, suffix, &path);
+	if (r < 0)
+		return r;
+	return station_request_json(c, method, path, NULL, ret);
+}
+
+int station_workspace_get(struct station_client *c, const char *id, json_t **ret)
+{
+	return workspace_call(c, "GET", id, NULL, ret);
+}
+
+int station_workspace_delete(struct station_client *c, const char *id, json_t **ret)
+{
+	return workspace_call(c, "DELETE", id, NULL, ret);
+}
+
+int station_workspace_restart(struct station_client *c, const char *id, json_t **ret)
+{
+	return workspace_call(c, "POST", id, "/restart", ret);
+}

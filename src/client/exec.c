@@ -1,1 +1,576 @@
 /* SPDX-License-Identifier: MIT */
+/* Runs: start a command, poll or long-poll it, cancel it, and follow its live output from the
+ * server-sent event stream GET …/commands/{run}/output. */
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "basic/cleanup.h"
+#include "client-internal.h"
+
+/* One event's data is at most a whole run (the end event): far below this. */
+#define EVENT_MAX (64u * 1024 * 1024)
+/* Times a broken output stream is re-opened before following gives up. */
+#define FOLLOW_RETRIES 3
+/* Least time between two polls of station_run_wait(), should a server not hold its answer. */
+#define POLL_MIN_USEC 50000
+
+static const char b64_alphabet[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static char *b64_encode(const unsigned char *p, size_t n)
+{
+	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16;
+
+		v |= i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0;
+		v |= i + 2 < n ? p[i + 2] : 0;
+		*o++ = b64_alphabet[v >> 18 & 63];
+		*o++ = b64_alphabet[v >> 12 & 63];
+		*o++ = i + 1 < n ? b64_alphabet[v >> 6 & 63] : '=';
+		*o++ = i + 2 < n ? b64_alphabet[v & 63] : '=';
+	}
+	*o = '\0';
+	return out;
+}
+
+static int b64_value(char ch)
+{
+	const char *p = ch ? strchr(b64_alphabet, ch) : NULL;
+
+	return p ? (int)(p - b64_alphabet) : -1;
+}
+
+/* Decodes padded standard base64; the result is NUL-terminated for convenience. */
+static int b64_decode(const char *s, size_t n, char **ret, size_t *ret_len)
+{
+	_cleanup_free_ char *out = NULL;
+	size_t len = 0;
+
+	if (n % 4 != 0)
+		return -EPROTO;
+	out = malloc(n / 4 * 3 + 1);
+	if (!out)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i += 4) {
+		int a = b64_value(s[i]), b = b64_value(s[i + 1]);
+		int c = b64_value(s[i + 2]), d = b64_value(s[i + 3]);
+		bool last = i + 4 == n;
+
+		if (a < 0 || b < 0 || (c < 0 && !(last && s[i + 2] == '=' && s[i + 3] == '=')) ||
+		    (d < 0 && !(last && s[i + 3] == '=')))
+			return -EPROTO;
+		out[len++] = (char)(a << 2 | b >> 4);
+		if (c >= 0)
+			out[len++] = (char)((b & 15) << 4 | c >> 2);
+		if (c >= 0 && d >= 0)
+			out[len++] = (char)((c & 3) << 6 | d);
+	}
+	out[len] = '\0';
+	*ret = TAKE_PTR(out);
+	*ret_len = len;
+	return 0;
+}
+
+/* Length of the UTF-8 sequence starting at p (well-formed, not NUL), or 0. */
+static size_t utf8_sequence(const unsigned char *p, size_t n)
+{
+	size_t len;
+	uint32_t cp;
+
+	if (p[0] == 0)
+		return 0;
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		len = 2, cp = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		len = 3, cp = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		len = 4, cp = p[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+static bool utf8_is_text(const void *data, size_t n)
+{
+	const unsigned char *p = data;
+
+	for (size_t i = 0, len; i < n; i += len) {
+		len = utf8_sequence(p + i, n - i);
+		if (len == 0)
+			return false;
+	}
+	return true;
+}
+
+static int exec_put_stdin(struct station_client *c, json_t *o, const void *data, size_t n)
+{
+	_cleanup_free_ char *b64 = NULL;
+
+	if (!data)
+		return 0;
+	if (utf8_is_text(data, n)) {
+		json_object_set_new(o, "stdin", json_stringn(data, n));
+		return 0;
+	}
+	b64 = b64_encode(data, n);
+	if (!b64)
+		return client_error(c, -ENOMEM, "out of memory");
+	json_object_set_new(o, "stdin", json_string(b64));
+	json_object_set_new(o, "stdinEncoding", json_string("base64"));
+	return 0;
+}
+
+static int exec_body(struct station_client *c, const struct station_exec_options *o,
+		     json_t **ret)
+{
+	_cleanup_json_ json_t *body = json_object();
+	int r;
+
+	if (!body)
+		return client_error(c, -ENOMEM, "out of memory");
+	json_object_set_new(body, "command", json_string(o->command));
+	if (o->cwd)
+		json_object_set_new(body, "cwd", json_string(o->cwd));
+	if (o->timeout_ms > 0)
+		json_object_set_new(body, "timeoutMs", json_integer((json_int_t)o->timeout_ms));
+	if (o->max_output_bytes > 0)
+		json_object_set_new(body, "maxOutputBytes",
+				    json_integer((json_int_t)o->max_output_bytes));
+	r = client_put_env(c, body, o->env);
+	if (r < 0)
+		return r;
+	r = exec_put_stdin(c, body, o->stdin_data, o->stdin_size);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(body);
+	return 0;
+}
+
+int station_exec_start(struct station_client *c, const char *ws,
+		       const struct station_exec_options *opts, json_t **ret)
+{
+	_cleanup_json_ json_t *body = NULL;
+	_cleanup_free_ char *path = NULL;
+	char suffix[64] = "/commands";
+	int r;
+
+	if (!opts || !opts->command)
+		return client_error(c, -EINVAL, "no command to run");
+	if (opts->wait_ms > 0)
+		snprintf(suffix, sizeof(suffix), "/commands?waitMs=%llu",
+			 (unsigned long long)MIN(opts->wait_ms, (uint64_t)STATION_MAX_WAIT_MS));
+	r = client_path(c, ws, NULL, suffix, &path);
+	if (r < 0)
+		return r;
+	r = exec_body(c, opts, &body);
+	if (r < 0)
+		return r;
+	return station_request_json(c, "POST", path, body, ret);
+}
+
+int station_run_get(struct station_client *c, const char *ws, const char *run, uint64_t wait_ms,
+		    json_t **ret)
+{
+	_cleanup_free_ char *path = NULL;
+	char suffix[48] = "";
+	int r;
+
+	if (wait_ms > 0)
+		snprintf(suffix, sizeof(suffix), "?waitMs=%llu",
+			 (unsigned long long)MIN(wait_ms, (uint64_t)STATION_MAX_WAIT_MS));
+	r = client_path(c, ws, run, suffix, &path);
+	if (r < 0)
+		return r;
+	return station_request_json(c, "GET", path, NULL, ret);
+}
+
+static uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static void sleep_usec(uint64_t usec)
+{
+	struct timespec ts = { .tv_sec = usec / 1000000, .tv_nsec = usec % 1000000 * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+int station_run_wait(struct station_client *c, const char *ws, const char *run,
+		     int64_t timeout_ms, json_t **ret)
+{
+	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : now_usec() + (uint64_t)timeout_ms * 1000;
+
+	for (;;) {
+		_cleanup_json_ json_t *doc = NULL;
+		uint64_t start = now_usec(), left;
+		int r;
+
+		left = deadline == UINT64_MAX ? STATION_MAX_WAIT_MS :
+		       deadline > start	      ? (deadline - start + 999) / 1000 :
+						0;
+		r = station_run_get(c, ws, run, MIN(left, (uint64_t)STATION_MAX_WAIT_MS), &doc);
+		if (r < 0)
+			return r;
+		if (station_run_is_terminal(doc) || now_usec() >= deadline) {
+			if (ret)
+				*ret = TAKE_PTR(doc);
+			return 0;
+		}
+		if (now_usec() - start < POLL_MIN_USEC)
+			sleep_usec(POLL_MIN_USEC);
+	}
+}
+
+int station_run_list(struct station_client *c, const char *ws, unsigned limit, json_t **ret)
+{
+	_cleanup_json_ json_t *doc = NULL;
+	_cleanup_free_ char *path = NULL;
+	char suffix[48] = "/commands";
+	json_t *list;
+	int r;
+
+	if (limit > 0)
+		snprintf(suffix, sizeof(suffix), "/commands?limit=%u", limit);
+	r = client_path(c, ws, NULL, suffix, &path);
+	if (r < 0)
+		return r;
+	r = station_request_json(c, "GET", path, NULL, &doc);
+	if (r < 0)
+		return r;
+	list = json_object_get(doc, "commands");
+	if (!json_is_array(list))
+		return client_error(c, -EPROTO, "%s answered without \"commands\"",
+				    station_client_endpoint(c));
+	*ret = json_incref(list);
+	return 0;
+}
+
+int station_run_cancel(struct station_client *c, const char *ws, const char *run, json_t **ret)
+{
+	_cleanup_free_ char *path = NULL;
+	int r;
+
+	r = client_path(c, ws, run, "/cancel", &path);
+	if (r < 0)
+		return r;
+	return station_request_json(c, "POST", path, NULL, ret);
+}
+
+bool station_run_is_terminal(const json_t *run)
+{
+	const char *status = json_string_value(json_object_get(run, "status"));
+
+	return status && strcmp(status, "running") != 0;
+}
+
+const char *station_stream_to_string(enum station_stream s)
+{
+	return s == STATION_STREAM_STDERR ? "stderr" : "stdout";
+}
+
+static int stream_from_string(const char *s, enum station_stream *ret)
+{
+	if (s && strcmp(s, "stdout") == 0)
+		*ret = STATION_STREAM_STDOUT;
+	else if (s && strcmp(s, "stderr") == 0)
+		*ret = STATION_STREAM_STDERR;
+	else
+		return -EPROTO;
+	return 0;
+}
+
+int station_run_output(const json_t *run, enum station_stream s, bool tail, char **ret,
+		       size_t *ret_len)
+{
+	const char *encoding = json_string_value(json_object_get(run, "encoding"));
+	char key[16];
+	json_t *part;
+	char *text;
+	size_t n;
+	int r;
+
+	snprintf(key, sizeof(key), "%s%s", station_stream_to_string(s), tail ? "Tail" : "");
+	part = json_object_get(run, key);
+	if (!part || json_is_null(part)) {
+		*ret = NULL;
+		*ret_len = 0;
+		return 0;
+	}
+	if (!json_is_string(part))
+		return -EPROTO;
+	n = json_string_length(part);
+	if (encoding && strcmp(encoding, "base64") == 0) {
+		r = b64_decode(json_string_value(part), n, ret, ret_len);
+		return r < 0 ? r : 1;
+	}
+	text = malloc(n + 1);
+	if (!text)
+		return -ENOMEM;
+	memcpy(text, json_string_value(part), n + 1);
+	*ret = text;
+	*ret_len = n;
+	return 1;
+}
+
+/* ---- Following output: a server-sent event parser ---------------------------------------- */
+
+struct follow {
+	struct station_client *c;
+	const struct station_follow_callbacks *cb;
+	void *userdata;
+	char *line; /* the line being received, NUL-terminated when complete */
+	size_t line_len, line_cap;
+	char *data; /* the event's data lines, joined with '\n' */
+	size_t data_len, data_cap;
+	bool has_data;
+	char event[16];
+	uint64_t seen[2]; /* per stream: bytes delivered or announced missing */
+	json_t *end;      /* the terminal run, once its event came */
+	bool done;        /* the end event was handled; the transfer is being stopped */
+};
+
+static int buf_append(char **p, size_t *len, size_t *cap, const void *data, size_t n)
+{
+	if (n > EVENT_MAX - *len)
+		return -E2BIG;
+	if (*len + n + 1 > *cap) {
+		size_t want = MAX(*cap * 2, *len + n + 1);
+		char *q = realloc(*p, want);
+
+		if (!q)
+			return -ENOMEM;
+		*p = q;
+		*cap = want;
+	}
+	memcpy(*p + *len, data, n);
+	*len += n;
+	(*p)[*len] = '\0';
+	return 0;
+}
+
+static int follow_protocol_error(struct follow *f, const char *what)
+{
+	return client_error(f->c, -EPROTO, "bad output stream from %s: %s",
+			    station_client_endpoint(f->c), what);
+}
+
+/* Reads the "stream" and "offset" every output and gap event carries. */
+static int follow_position(struct follow *f, json_t *doc, enum station_stream *ret_stream,
+			   uint64_t *ret_offset)
+{
+	json_t *offset = json_object_get(doc, "offset");
+
+	if (stream_from_string(json_string_value(json_object_get(doc, "stream")), ret_stream) < 0)
+		return follow_protocol_error(f, "event without a valid \"stream\"");
+	if (!json_is_integer(offset) || json_integer_value(offset) < 0)
+		return follow_protocol_error(f, "event without a valid \"offset\"");
+	*ret_offset = (uint64_t)json_integer_value(offset);
+	return 0;
+}
+
+/* Announces bytes [from, to) of a stream as missing, unless already seen. */
+static int follow_announce_gap(struct follow *f, enum station_stream s, uint64_t from, uint64_t to)
+{
+	from = MAX(from, f->seen[s]);
+	if (to <= from)
+		return 0;
+	f->seen[s] = to;
+	return f->cb->on_gap ? f->cb->on_gap(s, from, to - from, f->userdata) : 0;
+}
+
+static int follow_output(struct follow *f, json_t *doc)
+{
+	_cleanup_free_ char *data = NULL;
+	json_t *b64 = json_object_get(doc, "data");
+	enum station_stream s;
+	uint64_t offset, skip;
+	size_t n;
+	int r;
+
+	r = follow_position(f, doc, &s, &offset);
+	if (r < 0)
+		return r;
+	if (!json_is_string(b64) ||
+	    b64_decode(json_string_value(b64), json_string_length(b64), &data, &n) < 0)
+		return follow_protocol_error(f, "output event without valid base64 \"data\"");
+	r = follow_announce_gap(f, s, f->seen[s], offset);
+	if (r < 0)
+		return r;
+	if (offset + n <= f->seen[s])
+		return 0; /* replayed after a reconnect */
+	skip = f->seen[s] - offset;
+	f->seen[s] = offset + n;
+	if (!f->cb->on_output)
+		return 0;
+	return f->cb->on_output(s, offset + skip, data + skip, n - skip, f->userdata);
+}
+
+static int follow_gap(struct follow *f, json_t *doc)
+{
+	json_t *bytes = json_object_get(doc, "bytes");
+	enum station_stream s;
+	uint64_t offset;
+	int r;
+
+	r = follow_position(f, doc, &s, &offset);
+	if (r < 0)
+		return r;
+	if (!json_is_integer(bytes) || json_integer_value(bytes) < 0)
+		return follow_protocol_error(f, "gap event without a valid \"bytes\"");
+	return follow_announce_gap(f, s, offset, offset + (uint64_t)json_integer_value(bytes));
+}
+
+static int follow_end(struct follow *f, json_t *doc)
+{
+	if (!json_is_object(doc) || !station_run_is_terminal(doc))
+		return follow_protocol_error(f, "end event without a finished run");
+	f->end = json_incref(doc);
+	return f->cb->on_end ? f->cb->on_end(doc, f->userdata) : 0;
+}
+
+static int follow_dispatch(struct follow *f)
+{
+	_cleanup_json_ json_t *doc = NULL;
+	json_error_t err;
+	int r = 0;
+
+	if (!f->has_data)
+		goto out;
+	doc = json_loadb(f->data, f->data_len, 0, &err);
+	if (!doc) {
+		r = follow_protocol_error(f, err.text);
+		goto out;
+	}
+	if (strcmp(f->event, "output") == 0)
+		r = follow_output(f, doc);
+	else if (strcmp(f->event, "gap") == 0)
+		r = follow_gap(f, doc);
+	else if (strcmp(f->event, "end") == 0)
+		r = follow_end(f, doc);
+	/* other events are for newer clients */
+out:
+	f->event[0] = '\0';
+	f->data_len = 0;
+	f->has_data = false;
+	return r;
+}
+
+/* One line of the stream, without its line break. */
+static int follow_line(struct follow *f, const char *line, size_t n)
+{
+	const char *colon = memchr(line, ':', n);
+	size_t field_len = colon ? (size_t)(colon - line) : n;
+	const char *value = colon ? colon + 1 : line + n;
+	size_t value_len = (size_t)(line + n - value);
+
+	if (n == 0)
+		return follow_dispatch(f);
+	if (line[0] == ':')
+		return 0; /* a comment: keep-alive */
+	if (value_len > 0 && value[0] == ' ')
+		value++, value_len--;
+	if (field_len == 5 && memcmp(line, "event", 5) == 0) {
+		snprintf(f->event, sizeof(f->event), "%.*s", (int)value_len, value);
+	} else if (field_len == 4 && memcmp(line, "data", 4) == 0) {
+		if (f->has_data && buf_append(&f->data, &f->data_len, &f->data_cap, "\n", 1) < 0)
+			return follow_protocol_error(f, "event too large");
+		if (buf_append(&f->data, &f->data_len, &f->data_cap, value, value_len) < 0)
+			return follow_protocol_error(f, "event too large");
+		f->has_data = true;
+	}
+	return 0;
+}
+
+/* Sentinel returned to the transport once the end event was handled. */
+#define FOLLOW_DONE (-ECANCELED)
+
+static int follow_data(const void *data, size_t len, void *userdata)
+{
+	struct follow *f = userdata;
+	const char *p = data, *end = p + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = (size_t)((nl ? nl : end) - p);
+		int r;
+
+		if (buf_append(&f->line, &f->line_len, &f->line_cap, p, n) < 0)
+			return follow_protocol_error(f, "line too long");
+		p += n;
+		if (!nl)
+			break;
+		p++;
+		if (f->line_len > 0 && f->line[f->line_len - 1] == '\r')
+			f->line_len--;
+		r = follow_line(f, f->line ? f->line : "", f->line_len);
+		f->line_len = 0;
+		if (r < 0)
+			return r;
+		if (f->end) {
+			f->done = true;
+			return FOLLOW_DONE;
+		}
+	}
+	return 0;
+}
+
+static void follow_reset(struct follow *f)
+{
+	f->line_len = 0;
+	f->data_len = 0;
+	f->has_data = false;
+	f->event[0] = '\0';
+}
+
+int station_run_follow(struct station_client *c, const char *ws, const char *run,
+		       const struct station_follow_callbacks *cb, void *userdata, json_t **ret)
+{
+	static const struct station_follow_callbacks none = {};
+	struct follow f = { .c = c, .cb = cb ? cb : &none, .userdata = userdata };
+	_cleanup_free_ char *path = NULL;
+	int r;
+
+	r = client_path(c, ws, run, "/output", &path);
+	if (r < 0)
+		return r;
+	for (unsigned attempt = 0;; attempt++) {
+		r = station_request_stream(c, path, follow_data, &f);
+		if (f.done || (r == 0 && f.end))
+			r = 0;
+		else if (r == 0)
+			r = client_error(c, -ECONNRESET, "output stream of run %s ended early", run);
+		if (r != -ECONNRESET || attempt == FOLLOW_RETRIES)
+			break;
+		follow_reset(&f);
+		sleep_usec(100000 * (attempt + 1));
+	}
+	free(f.line);
+	free(f.data);
+	if (r == 0 && ret)
+		*ret = json_incref(f.end);
+	json_decref(f.end);
+	return r;
+}

@@ -1,1 +1,123 @@
 /* SPDX-License-Identifier: MIT */
+/* /v1/workspaces: list, create, get, delete, restart. */
+#include <errno.h>
+
+#include "daemon/http.h"
+#include "daemon/manager.h"
+#include "daemon/router.h"
+#include "daemon/validate.h"
+
+/* Wraps what the manager lists (an array, or already {"key":[…]}) as {"key":[…]}. */
+json_t *api_wrap_list(json_t *list, const char *key)
+{
+	json_t *o;
+
+	if (!json_is_array(list))
+		return list;
+	o = json_object();
+	if (!o || json_object_set_new(o, key, list) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+int api_reply_result(struct http_request *req, int r, unsigned status, json_t *result,
+		     const struct station_error *e)
+{
+	if (r < 0)
+		return http_reply_error(req, e);
+	if (!result)
+		return http_reply_status(req, 500, NULL, "out of memory");
+	return http_reply_json(req, status, result);
+}
+
+int api_workspace_list(struct http_request *req)
+{
+	struct station_error e = {};
+	json_t *list = NULL;
+	int r;
+
+	r = manager_workspace_list(http_request_manager(req), &list, &e);
+	if (r >= 0)
+		list = api_wrap_list(list, "workspaces");
+	return api_reply_result(req, r, 200, list, &e);
+}
+
+/* struct workspace_spec has no cpus/memoryMb/pidsLimit yet: refuse a limit rather than create
+ * a workspace without it. */
+static int workspace_spec_from_request(const struct workspace_request *w,
+				       struct workspace_spec *ret, struct station_error *e)
+{
+	if (w->cpus != 0.0)
+		return station_error_set(e, -ENOTSUP, "cpus",
+					 "workspace cpu limits are not "
+					 "available in this build yet");
+	if (w->memory_mb != 0)
+		return station_error_set(e, -ENOTSUP, "memoryMb",
+					 "workspace memory limits are "
+					 "not available in this build yet");
+	if (w->pids_limit != 0)
+		return station_error_set(e, -ENOTSUP, "pidsLimit",
+					 "workspace pids limits are "
+					 "not available in this build yet");
+	*ret = w->spec;
+	return 0;
+}
+
+int api_workspace_create(struct http_request *req)
+{
+	struct station_error e = {};
+	struct workspace_request w = {};
+	struct workspace_spec spec = {};
+	json_t *body = NULL, *ws = NULL;
+	const void *data;
+	size_t n;
+	int r;
+
+	data = http_request_body(req, &n);
+	r = validate_body(data, n, true, &body, &e);
+	if (r >= 0)
+		r = validate_workspace_request(body, &w, &e);
+	if (r >= 0)
+		r = workspace_spec_from_request(&w, &spec, &e);
+	if (r >= 0)
+		r = manager_workspace_create(http_request_manager(req), &spec, &ws, &e);
+	json_decref(body);
+	return api_reply_result(req, r, 201, ws, &e);
+}
+
+int api_workspace_get(struct http_request *req)
+{
+	const struct route_match *m = http_request_route(req);
+	struct station_error e = {};
+	json_t *ws = NULL;
+	int r;
+
+	r = manager_workspace_get(http_request_manager(req), m->ws_id, &ws, &e);
+	return api_reply_result(req, r, 200, ws, &e);
+}
+
+int api_workspace_delete(struct http_request *req)
+{
+	const struct route_match *m = http_request_route(req);
+	struct station_error e = {};
+	json_t *result = NULL;
+	int r;
+
+	r = manager_workspace_delete(http_request_manager(req), m->ws_id, &e);
+	if (r >= 0)
+		result = json_pack("{s:s, s:s}", "id", m->ws_id, "state", "deleted");
+	return api_reply_result(req, r, 200, result, &e);
+}
+
+int api_workspace_restart(struct http_request *req)
+{
+	const struct route_match *m = http_request_route(req);
+	struct station_error e = {};
+	json_t *ws = NULL;
+	int r;
+
+	r = manager_workspace_restart(http_request_manager(req), m->ws_id, &ws, &e);
+	return api_reply_result(req, r, 200, ws, &e);
+}

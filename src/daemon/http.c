@@ -1,1 +1,664 @@
 /* SPDX-License-Identifier: MIT */
+#include "http.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+
+#include "basic/cleanup.h"
+#include "basic/log.h"
+#include "daemon/router.h"
+#include "daemon/validate.h"
+#include "event/event.h"
+
+#define HTTP_DEFAULT_MAX_BODY_BYTES (2u * 1024 * 1024)
+#define HTTP_DEFAULT_MAX_WAIT_MS 60000u
+#define HTTP_DEFAULT_MAX_CONNECTIONS 1024u
+/* An idle connection (no bytes either way, not suspended) is closed after this. */
+#define HTTP_IDLE_TIMEOUT_SEC 60u
+/* Per-connection MHD memory: request headers and the I/O buffers. */
+#define HTTP_CONNECTION_MEMORY (64u * 1024)
+
+struct endpoint_info {
+	http_handler_fn fn;
+	bool body;		  /* takes a JSON body (Content-Type checked) */
+	const char *const *query; /* the query parameters it knows */
+};
+
+static const char *const query_none[] = { NULL };
+static const char *const query_wait[] = { "waitMs", NULL };
+static const char *const query_limit[] = { "limit", NULL };
+
+static const struct endpoint_info endpoints[_EP_MAX] = {
+	[EP_READY] = { api_ready, false, query_none },
+	[EP_WORKER] = { api_worker, false, query_none },
+	[EP_WORKSPACE_LIST] = { api_workspace_list, false, query_none },
+	[EP_WORKSPACE_CREATE] = { api_workspace_create, true, query_none },
+	[EP_WORKSPACE_GET] = { api_workspace_get, false, query_none },
+	[EP_WORKSPACE_DELETE] = { api_workspace_delete, false, query_none },
+	[EP_WORKSPACE_RESTART] = { api_workspace_restart, false, query_none },
+	[EP_COMMAND_LIST] = { api_command_list, false, query_limit },
+	[EP_COMMAND_START] = { api_command_start, true, query_wait },
+	[EP_COMMAND_GET] = { api_command_get, false, query_wait },
+	[EP_COMMAND_CANCEL] = { api_command_cancel, false, query_none },
+	[EP_COMMAND_OUTPUT] = { api_command_output, false, query_none },
+};
+
+struct http_server {
+	struct event_loop *loop;
+	struct manager *manager;
+	struct http_config cfg;
+	struct MHD_Daemon *daemon;
+	struct event_source *io;    /* MHD's epoll fd */
+	struct event_source *timer; /* MHD_get_timeout(), or "now" after a resume */
+	struct http_request *requests;
+};
+
+struct http_request {
+	struct http_server *server;
+	struct MHD_Connection *connection;
+	struct http_request *prev, *next;
+	struct route_match route;
+	const struct endpoint_info *endpoint;
+
+	char *body;
+	size_t body_len, body_alloc;
+	bool body_too_large;
+	bool body_oom;
+
+	bool dispatched;
+	bool replied;
+	bool suspended;
+	bool gone;
+	http_handler_fn resume_fn;
+	struct event_source *hangup; /* the socket, while suspended */
+
+	void *state;
+	void (*state_free)(void *state);
+};
+
+/* ---- accessors ---------------------------------------------------------------------------- */
+
+struct manager *http_request_manager(struct http_request *req)
+{
+	return req->server->manager;
+}
+
+struct event_loop *http_request_loop(struct http_request *req)
+{
+	return req->server->loop;
+}
+
+const struct route_match *http_request_route(struct http_request *req)
+{
+	return &req->route;
+}
+
+uint64_t http_request_max_wait_ms(struct http_request *req)
+{
+	return req->server->cfg.max_wait_ms;
+}
+
+uint64_t http_request_max_body_bytes(struct http_request *req)
+{
+	return req->server->cfg.max_body_bytes;
+}
+
+const char *http_request_query(struct http_request *req, const char *key, bool *ret_present)
+{
+	const char *value = NULL;
+	size_t len = 0;
+	bool present;
+
+	present = MHD_lookup_connection_value_n(req->connection, MHD_GET_ARGUMENT_KIND, key,
+						strlen(key), &value, &len) == MHD_YES;
+	if (ret_present)
+		*ret_present = present;
+	return present ? value : NULL;
+}
+
+const void *http_request_body(struct http_request *req, size_t *ret_len)
+{
+	*ret_len = req->body_len;
+	return req->body;
+}
+
+bool http_request_gone(struct http_request *req)
+{
+	return req->gone;
+}
+
+void *http_request_state(struct http_request *req)
+{
+	return req->state;
+}
+
+static void request_free_state(struct http_request *req)
+{
+	void (*free_fn)(void *) = req->state_free;
+	void *state = req->state;
+
+	req->state = NULL;
+	req->state_free = NULL;
+	if (free_fn)
+		free_fn(state);
+}
+
+void http_request_set_state(struct http_request *req, void *state, void (*free_fn)(void *state))
+{
+	request_free_state(req);
+	req->state = state;
+	req->state_free = free_fn;
+}
+
+static const char *request_name(struct http_request *req)
+{
+	return req->endpoint ? endpoint_to_string(req->route.endpoint) : "-";
+}
+
+/* ---- replies ------------------------------------------------------------------------------ */
+
+int http_reply_response(struct http_request *req, unsigned status, struct MHD_Response *r)
+{
+	if (req->replied)
+		return -EALREADY;
+	if (MHD_queue_response(req->connection, status, r) != MHD_YES)
+		return -EIO;
+	req->replied = true;
+	return 0;
+}
+
+static int reply_json_with(struct http_request *req, unsigned status, json_t *body,
+			   const char *header, const char *value)
+{
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	struct MHD_Response *r;
+	int ret;
+
+	json_decref(body);
+	if (!text)
+		return -ENOMEM;
+	r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(text);
+		return -ENOMEM;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	if (header)
+		MHD_add_response_header(r, header, value);
+	ret = http_reply_response(req, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+int http_reply_json(struct http_request *req, unsigned status, json_t *body)
+{
+	return reply_json_with(req, status, body, NULL, NULL);
+}
+
+static int reply_error_with(struct http_request *req, unsigned status, const char *message,
+			    const char *field, const char *header, const char *value)
+{
+	log_debug("api request failed", "endpoint", request_name(req), "message", message, NULL);
+	return reply_json_with(req, status, error_json(status, message, field), header, value);
+}
+
+int http_reply_error(struct http_request *req, const struct station_error *e)
+{
+	unsigned status = error_http_status(e->err);
+
+	return reply_error_with(req, status, e->message, e->field,
+				status == 401 ? MHD_HTTP_HEADER_WWW_AUTHENTICATE : NULL, "Bearer");
+}
+
+int http_reply_status(struct http_request *req, unsigned status, const char *field, const char *fmt,
+		      ...)
+{
+	char message[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(message, sizeof message, fmt, ap);
+	va_end(ap);
+	return reply_error_with(req, status, message, field,
+				status == 401 ? MHD_HTTP_HEADER_WWW_AUTHENTICATE : NULL, "Bearer");
+}
+
+/* ---- suspension --------------------------------------------------------------------------- */
+
+/* MHD has no thread and no wake-up channel of its own here: after a resume it must be run
+ * again from the loop. */
+static void server_wake(struct http_server *s)
+{
+	if (s->timer)
+		(void)event_source_set_time(s->timer, now_usec());
+}
+
+static int on_hangup(struct event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct http_request *req = userdata;
+
+	log_debug("api client went away while waiting", "endpoint", request_name(req), NULL);
+	req->gone = true;
+	request_free_state(req);
+	http_request_resume(req);
+	return 0;
+}
+
+int http_request_suspend(struct http_request *req, http_handler_fn resume_fn)
+{
+	const union MHD_ConnectionInfo *ci;
+	int r;
+
+	if (req->suspended || req->gone)
+		return -EALREADY;
+	ci = MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return -EIO;
+	/* Only the hang-up: EPOLLIN would fire for every pipelined byte. */
+	r = event_add_io(req->server->loop, &req->hangup, ci->connect_fd, EPOLLRDHUP, on_hangup,
+			 req);
+	if (r < 0)
+		return r;
+	MHD_suspend_connection(req->connection);
+	req->suspended = true;
+	req->resume_fn = resume_fn;
+	return 0;
+}
+
+void http_request_resume(struct http_request *req)
+{
+	if (!req->suspended)
+		return;
+	event_source_free(req->hangup);
+	req->hangup = NULL;
+	req->suspended = false;
+	MHD_resume_connection(req->connection);
+	server_wake(req->server);
+}
+
+/* ---- request life ------------------------------------------------------------------------- */
+
+static void request_free(struct http_request *req)
+{
+	struct http_server *s = req->server;
+
+	request_free_state(req);
+	event_source_free(req->hangup);
+	if (req->prev)
+		req->prev->next = req->next;
+	else
+		s->requests = req->next;
+	if (req->next)
+		req->next->prev = req->prev;
+	free(req->body);
+	free(req);
+}
+
+static struct http_request *request_new(struct http_server *s, struct MHD_Connection *c)
+{
+	struct http_request *req = calloc(1, sizeof *req);
+
+	if (!req)
+		return NULL;
+	req->server = s;
+	req->connection = c;
+	req->next = s->requests;
+	if (s->requests)
+		s->requests->prev = req;
+	s->requests = req;
+	return req;
+}
+
+static bool request_authorized(struct http_server *s, struct MHD_Connection *c)
+{
+	const char *h =
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+
+	if (!s->cfg.require_token)
+		return true;
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0 || !s->cfg.check_token)
+		return false;
+	h += 7;
+	while (*h == ' ')
+		h++;
+	return *h && s->cfg.check_token(s->cfg.token_userdata, h);
+}
+
+struct query_check {
+	const char *const *known;
+	const char *unknown;
+};
+
+static enum MHD_Result query_check_one(void *cls, enum MHD_ValueKind kind, const char *key,
+				       const char *value)
+{
+	struct query_check *q = cls;
+
+	for (const char *const *k = q->known; *k; k++)
+		if (strcmp(key, *k) == 0)
+			return MHD_YES;
+	q->unknown = key;
+	return MHD_NO;
+}
+
+static bool content_length_over(struct MHD_Connection *c, uint64_t max, uint64_t *ret_len)
+{
+	const char *h =
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	uint64_t n = 0;
+
+	*ret_len = 0;
+	if (!h)
+		return false;
+	/* MHD has refused a malformed value before calling us. */
+	for (; *h >= '0' && *h <= '9'; h++) {
+		if (n > max)
+			return true;
+		n = n * 10 + (uint64_t)(*h - '0');
+	}
+	*ret_len = n;
+	return n > max;
+}
+
+static const char *content_type(struct http_request *req)
+{
+	return MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND,
+					   MHD_HTTP_HEADER_CONTENT_TYPE);
+}
+
+static int reply_unsupported_media(struct http_request *req)
+{
+	return http_reply_status(req, 415, NULL,
+				 "request body must be application/json, not \"%.100s\"",
+				 content_type(req) ?: "(none)");
+}
+
+static const char *method_message(const char *method, const char *url, const char *allow)
+{
+	static char buf[300];
+
+	snprintf(buf, sizeof buf, "method %.16s is not allowed on %.200s (allowed: %s)", method,
+		 url, allow);
+	return buf;
+}
+
+/* The first call, with the headers: everything that can be refused before the body is read. */
+static int request_check_headers(struct http_request *req, const char *url, const char *method)
+{
+	struct http_server *s = req->server;
+	struct query_check q = {};
+	const char *allow = NULL;
+	uint64_t len;
+	int r;
+
+	if (!request_authorized(s, req->connection))
+		return http_reply_status(req, 401, NULL, "a valid bearer token is required");
+	r = router_match(method, url, &req->route, &allow);
+	if (r < 0)
+		return http_reply_status(req, 404, NULL, "no such endpoint or id: %s %.200s",
+					 method, url);
+	if (r == 0)
+		return reply_error_with(req, 405, method_message(method, url, allow), NULL,
+					MHD_HTTP_HEADER_ALLOW, allow);
+	req->endpoint = &endpoints[req->route.endpoint];
+	q.known = req->endpoint->query;
+	MHD_get_connection_values(req->connection, MHD_GET_ARGUMENT_KIND, query_check_one, &q);
+	if (q.unknown)
+		return http_reply_status(req, 400, q.unknown, "unknown query parameter \"%.64s\"",
+					 q.unknown);
+	if (content_length_over(req->connection, s->cfg.max_body_bytes, &len))
+		return http_reply_status(req, 413, NULL, "request body is over %llu bytes",
+					 (unsigned long long)s->cfg.max_body_bytes);
+	if (len > 0 && req->endpoint->body && !validate_content_type(content_type(req)))
+		return reply_unsupported_media(req);
+	return 0;
+}
+
+/* Keeps at most max_body_bytes; beyond that the rest is read and dropped (413 at the end). */
+static void request_take_body(struct http_request *req, const char *data, size_t n)
+{
+	uint64_t max = req->server->cfg.max_body_bytes;
+	char *p;
+
+	if (req->body_too_large || req->body_oom)
+		return;
+	if (req->body_len + n > max) {
+		req->body_too_large = true;
+		free(req->body);
+		req->body = NULL;
+		req->body_len = req->body_alloc = 0;
+		return;
+	}
+	if (req->body_len + n > req->body_alloc) {
+		size_t want = MAX(req->body_len + n, MIN(MAX(req->body_alloc * 2, 4096u), max));
+
+		p = realloc(req->body, want);
+		if (!p) {
+			req->body_oom = true;
+			return;
+		}
+		req->body = p;
+		req->body_alloc = want;
+	}
+	memcpy(req->body + req->body_len, data, n);
+	req->body_len += n;
+}
+
+static int request_dispatch(struct http_request *req)
+{
+	req->dispatched = true;
+	if (req->body_too_large)
+		return http_reply_status(req, 413, NULL, "request body is over %llu bytes",
+					 (unsigned long long)req->server->cfg.max_body_bytes);
+	if (req->body_oom)
+		return http_reply_status(req, 500, NULL, "out of memory reading the request body");
+	if (req->body_len > 0 && req->endpoint->body && !validate_content_type(content_type(req)))
+		return reply_unsupported_media(req);
+	return req->endpoint->fn(req);
+}
+
+static enum MHD_Result request_result(struct http_request *req, int r)
+{
+	if (r < 0 && r != -EALREADY) {
+		log_debug("api request aborted", "endpoint", request_name(req), "error",
+			  strerror(-r), NULL);
+		return MHD_NO;
+	}
+	if (!req->replied && !req->suspended) {
+		/* A handler that neither replied nor waited: never leave MHD spinning on us. */
+		r = http_reply_status(req, 500, NULL, "the request was not answered");
+		return r < 0 ? MHD_NO : MHD_YES;
+	}
+	return MHD_YES;
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url,
+				 const char *method, const char *version, const char *data,
+				 size_t *data_size, void **con_cls)
+{
+	struct http_request *req = *con_cls;
+	http_handler_fn fn;
+	int r;
+
+	if (!req) {
+		req = request_new(cls, c);
+		if (!req)
+			return MHD_NO;
+		*con_cls = req;
+		r = request_check_headers(req, url, method);
+		return r < 0 && r != -EALREADY ? MHD_NO : MHD_YES;
+	}
+	if (*data_size > 0) {
+		if (!req->replied)
+			request_take_body(req, data, *data_size);
+		*data_size = 0;
+		return MHD_YES;
+	}
+	if (req->gone)
+		return MHD_NO;
+	if (req->replied)
+		return MHD_YES;
+	if (req->resume_fn) {
+		fn = req->resume_fn;
+		req->resume_fn = NULL;
+		return request_result(req, fn(req));
+	}
+	if (req->dispatched)
+		return MHD_NO;
+	return request_result(req, request_dispatch(req));
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct http_request *req = *con_cls;
+
+	if (!req)
+		return;
+	*con_cls = NULL;
+	request_free(req);
+}
+
+/* ---- the server --------------------------------------------------------------------------- */
+
+static void server_run(struct http_server *s)
+{
+	MHD_UNSIGNED_LONG_LONG ms;
+	uint64_t when = UINT64_MAX;
+
+	(void)MHD_run(s->daemon);
+	if (MHD_get_timeout(s->daemon, &ms) == MHD_YES)
+		when = now_usec() + (uint64_t)MIN(ms, 3600000ULL) * 1000;
+	(void)event_source_set_time(s->timer, when);
+}
+
+static int on_mhd_io(struct event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	server_run(userdata);
+	return 0;
+}
+
+static int on_mhd_timer(struct event_source *src, uint64_t now, void *userdata)
+{
+	server_run(userdata);
+	return 0;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char buf[512];
+	size_t n;
+
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	n = strlen(buf);
+	while (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	log_debug("libmicrohttpd", "detail", buf, NULL);
+}
+
+static struct MHD_Daemon *server_start_mhd(struct http_server *s, int fd)
+{
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO |
+			 MHD_USE_ERROR_LOG;
+
+	/* clang-format off */
+	return MHD_start_daemon(flags, 0, NULL, NULL, on_access, s,
+				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s, /* first: see MHD */
+				MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg.max_connections,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_SEC,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY,
+				MHD_OPTION_STRICT_FOR_CLIENT, (int)1,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				MHD_OPTION_END);
+	/* clang-format on */
+}
+
+static void config_defaults(struct http_config *cfg)
+{
+	if (cfg->max_body_bytes == 0)
+		cfg->max_body_bytes = HTTP_DEFAULT_MAX_BODY_BYTES;
+	if (cfg->max_wait_ms == 0)
+		cfg->max_wait_ms = HTTP_DEFAULT_MAX_WAIT_MS;
+	if (cfg->max_connections == 0)
+		cfg->max_connections = HTTP_DEFAULT_MAX_CONNECTIONS;
+}
+
+static int server_attach(struct http_server *s)
+{
+	const union MHD_DaemonInfo *info;
+	int r;
+
+	info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+	if (!info)
+		return -EIO;
+	r = event_add_io(s->loop, &s->io, info->epoll_fd, EPOLLIN, on_mhd_io, s);
+	if (r < 0)
+		return r;
+	/* First run now: accepts whatever queued up before we were attached. */
+	return event_add_timer(s->loop, &s->timer, now_usec(), on_mhd_timer, s);
+}
+
+int http_server_new(struct event_loop *loop, struct manager *m, int listen_fd,
+		    const struct http_config *cfg, struct http_server **ret)
+{
+	struct http_server *s;
+	int fd, r;
+
+	s = calloc(1, sizeof *s);
+	if (!s)
+		return -ENOMEM;
+	s->loop = loop;
+	s->manager = m;
+	s->cfg = *cfg;
+	config_defaults(&s->cfg);
+
+	fd = fcntl(listen_fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0) {
+		r = negative_errno();
+		free(s);
+		return r;
+	}
+	s->daemon = server_start_mhd(s, fd);
+	if (!s->daemon) {
+		/* MHD closes the socket on some of its failure paths and not on others. We are
+		 * single-threaded: nothing can have reused the number in between. */
+		if (fcntl(fd, F_GETFD) >= 0)
+			close(fd);
+		free(s);
+		return -EIO;
+	}
+	r = server_attach(s);
+	if (r < 0) {
+		http_server_free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+void http_server_free(struct http_server *s)
+{
+	if (!s)
+		return;
+	/* MHD must not be stopped with suspended connections: release their waits and hand
+	 * them back; MHD_stop_daemon() closes them and reports each one completed. */
+	for (struct http_request *req = s->requests; req; req = req->next) {
+		request_free_state(req);
+		if (req->suspended) {
+			req->gone = true;
+			http_request_resume(req);
+		}
+	}
+	if (s->daemon)
+		MHD_stop_daemon(s->daemon);
+	event_source_free(s->io);
+	event_source_free(s->timer);
+	free(s);
+}

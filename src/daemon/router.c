@@ -1,1 +1,126 @@
 /* SPDX-License-Identifier: MIT */
+#include "router.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "basic/cleanup.h"
+
+/* '*' in a pattern is one id segment; the first is the workspace, the second the run. */
+struct route {
+	const char *pattern;
+	const char *allow;
+	struct {
+		const char *method;
+		enum endpoint endpoint;
+	} methods[2];
+};
+
+static const struct route routes[] = {
+	{ "/v1/ready", "GET", { { "GET", EP_READY } } },
+	{ "/v1/worker", "GET", { { "GET", EP_WORKER } } },
+	{ "/v1/workspaces",
+	  "GET, POST",
+	  { { "GET", EP_WORKSPACE_LIST }, { "POST", EP_WORKSPACE_CREATE } } },
+	{ "/v1/workspaces/*",
+	  "GET, DELETE",
+	  { { "GET", EP_WORKSPACE_GET }, { "DELETE", EP_WORKSPACE_DELETE } } },
+	{ "/v1/workspaces/*/restart", "POST", { { "POST", EP_WORKSPACE_RESTART } } },
+	{ "/v1/workspaces/*/commands",
+	  "GET, POST",
+	  { { "GET", EP_COMMAND_LIST }, { "POST", EP_COMMAND_START } } },
+	{ "/v1/workspaces/*/commands/*", "GET", { { "GET", EP_COMMAND_GET } } },
+	{ "/v1/workspaces/*/commands/*/cancel", "POST", { { "POST", EP_COMMAND_CANCEL } } },
+	{ "/v1/workspaces/*/commands/*/output", "GET", { { "GET", EP_COMMAND_OUTPUT } } },
+};
+
+static const char *const endpoint_names[_EP_MAX] = {
+	[EP_READY] = "ready",
+	[EP_WORKER] = "worker",
+	[EP_WORKSPACE_LIST] = "workspace-list",
+	[EP_WORKSPACE_CREATE] = "workspace-create",
+	[EP_WORKSPACE_GET] = "workspace-get",
+	[EP_WORKSPACE_DELETE] = "workspace-delete",
+	[EP_WORKSPACE_RESTART] = "workspace-restart",
+	[EP_COMMAND_LIST] = "command-list",
+	[EP_COMMAND_START] = "command-start",
+	[EP_COMMAND_GET] = "command-get",
+	[EP_COMMAND_CANCEL] = "command-cancel",
+	[EP_COMMAND_OUTPUT] = "command-output",
+};
+
+const char *endpoint_to_string(enum endpoint ep)
+{
+	if ((unsigned)ep >= _EP_MAX)
+		return NULL;
+	return endpoint_names[ep];
+}
+
+static bool id_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '-' || c == '_' || c == '.';
+}
+
+/* Copies the id segment at *path into ret and advances *path past it. */
+static bool take_id(const char **path, char ret[ROUTE_ID_MAX + 1])
+{
+	const char *p = *path;
+	size_t n = 0;
+
+	if (*p == '.')
+		return false;
+	while (p[n] && p[n] != '/') {
+		if (!id_char(p[n]) || n >= ROUTE_ID_MAX)
+			return false;
+		n++;
+	}
+	if (n == 0)
+		return false;
+	memcpy(ret, p, n);
+	ret[n] = '\0';
+	*path = p + n;
+	return true;
+}
+
+static bool match_pattern(const char *pattern, const char *path, struct route_match *ret)
+{
+	char *ids[] = { ret->ws_id, ret->run_id };
+	size_t n_ids = 0;
+
+	ret->ws_id[0] = ret->run_id[0] = '\0';
+	while (*pattern) {
+		if (*pattern == '*') {
+			if (n_ids >= ELEMENTSOF(ids) || !take_id(&path, ids[n_ids++]))
+				return false;
+			pattern++;
+			continue;
+		}
+		if (*pattern++ != *path++)
+			return false;
+	}
+	return *path == '\0';
+}
+
+int router_match(const char *method, const char *path, struct route_match *ret,
+		 const char **ret_allow)
+{
+	struct route_match m;
+
+	for (size_t i = 0; i < ELEMENTSOF(routes); i++) {
+		const struct route *r = &routes[i];
+
+		if (!match_pattern(r->pattern, path, &m))
+			continue;
+		for (size_t j = 0; j < ELEMENTSOF(r->methods) && r->methods[j].method; j++)
+			if (strcmp(method, r->methods[j].method) == 0) {
+				m.endpoint = r->methods[j].endpoint;
+				*ret = m;
+				return 1;
+			}
+		*ret_allow = r->allow;
+		return 0;
+	}
+	return -ENOENT;
+}

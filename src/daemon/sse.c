@@ -1,1 +1,321 @@
 /* SPDX-License-Identifier: MIT */
+#include "sse.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/cleanup.h"
+#include "basic/util.h"
+#include "daemon/manager.h"
+#include "daemon/router.h"
+#include "daemon/validate.h"
+#include "proto/agent-proto.h"
+
+/* Raw bytes per output event (64 KiB once in base64), and MHD's read size. */
+#define SSE_CHUNK_BYTES (48u * 1024)
+#define SSE_BLOCK_BYTES (64u * 1024)
+#define SSE_GAP_EVENT_MAX 128u
+
+struct sse_stream {
+	uint64_t next;	     /* offset after the last byte sent or counted missing */
+	uint64_t gap_offset; /* missed bytes not yet announced: [gap_offset, next) */
+	uint64_t gap_bytes;
+};
+
+struct sse {
+	struct http_request *req;
+	struct run_watch *watch;
+	char *buf;
+	size_t start, len, alloc;
+	struct sse_stream streams[2];
+	bool done;     /* the manager has nothing more */
+	bool finished; /* the end event is in buf */
+};
+
+static const char *const stream_names[2] = { "stdout", "stderr" };
+
+static int stream_index(int stream)
+{
+	switch (stream) {
+	case RUN_STREAM_STDOUT:
+		return 0;
+	case RUN_STREAM_STDERR:
+		return 1;
+	default:
+		return -1;
+	}
+}
+
+static int buf_reserve(struct sse *sse, size_t n)
+{
+	size_t want;
+	char *p;
+
+	if (sse->start > 0 && sse->start + sse->len + n > sse->alloc) {
+		memmove(sse->buf, sse->buf + sse->start, sse->len);
+		sse->start = 0;
+	}
+	if (sse->len + n <= sse->alloc)
+		return 0;
+	want = MAX(sse->len + n, MIN(MAX(sse->alloc * 2, 64u * 1024), SSE_BUFFER_BYTES));
+	p = realloc(sse->buf, want);
+	if (!p)
+		return -ENOMEM;
+	sse->buf = p;
+	sse->alloc = want;
+	return 0;
+}
+
+static int buf_printf(struct sse *sse, size_t max, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int buf_printf(struct sse *sse, size_t max, const char *fmt, ...)
+{
+	va_list ap;
+	int n, r;
+
+	r = buf_reserve(sse, max);
+	if (r < 0)
+		return r;
+	va_start(ap, fmt);
+	n = vsnprintf(sse->buf + sse->start + sse->len, max, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= max)
+		return -ENOBUFS;
+	sse->len += (size_t)n;
+	return 0;
+}
+
+static int buf_append(struct sse *sse, const char *data, size_t n)
+{
+	int r = buf_reserve(sse, n);
+
+	if (r < 0)
+		return r;
+	memcpy(sse->buf + sse->start + sse->len, data, n);
+	sse->len += n;
+	return 0;
+}
+
+static int append_gap(struct sse *sse, int idx)
+{
+	struct sse_stream *st = &sse->streams[idx];
+	int r;
+
+	if (st->gap_bytes == 0)
+		return 0;
+	r = buf_printf(sse, SSE_GAP_EVENT_MAX,
+		       "event: gap\ndata: {\"stream\":\"%s\",\"offset\":%" PRIu64
+		       ",\"bytes\":%" PRIu64 "}\n\n",
+		       stream_names[idx], st->gap_offset, st->gap_bytes);
+	if (r >= 0)
+		st->gap_bytes = 0;
+	return r;
+}
+
+static int append_output(struct sse *sse, int idx, uint64_t offset, const void *data, size_t n)
+{
+	_cleanup_free_ char *b64 = base64_encode(data, n);
+	size_t saved = sse->len;
+	int r;
+
+	if (!b64)
+		return -ENOMEM;
+	r = buf_printf(sse, SSE_GAP_EVENT_MAX,
+		       "event: output\ndata: {\"stream\":\"%s\",\"offset\":%" PRIu64 ",\"data\":\"",
+		       stream_names[idx], offset);
+	if (r >= 0)
+		r = buf_append(sse, b64, strlen(b64));
+	if (r >= 0)
+		r = buf_append(sse, "\"}\n\n", 4);
+	if (r < 0)
+		sse->len = saved;
+	return r;
+}
+
+static size_t output_event_size(size_t n)
+{
+	return SSE_GAP_EVENT_MAX + (n + 2) / 3 * 4 + 4;
+}
+
+static void count_missed(struct sse_stream *st, uint64_t offset, uint64_t n)
+{
+	if (st->gap_bytes == 0)
+		st->gap_offset = offset;
+	st->gap_bytes += n;
+}
+
+/* Sends one piece, or counts it missing when the client is too far behind. */
+static void take_piece(struct sse *sse, int idx, uint64_t offset, const uint8_t *data, size_t n)
+{
+	struct sse_stream *st = &sse->streams[idx];
+	size_t need = output_event_size(n) + (st->gap_bytes ? SSE_GAP_EVENT_MAX : 0);
+
+	st->next = offset + n;
+	if (sse->len + need <= SSE_BUFFER_BYTES && append_gap(sse, idx) >= 0 &&
+	    append_output(sse, idx, offset, data, n) >= 0)
+		return;
+	count_missed(st, offset, n);
+}
+
+static void on_output(void *userdata, int stream, uint64_t offset, const void *data, size_t n)
+{
+	struct sse *sse = userdata;
+	const uint8_t *p = data;
+	int idx = stream_index(stream);
+	struct sse_stream *st;
+
+	if (idx < 0)
+		return;
+	st = &sse->streams[idx];
+	if (offset < st->next) { /* already sent or counted */
+		uint64_t skip = st->next - offset;
+
+		if (skip >= n)
+			return;
+		p += skip;
+		n -= skip;
+		offset = st->next;
+	}
+	if (offset > st->next)
+		count_missed(st, st->next, offset - st->next);
+	while (n > 0) {
+		size_t piece = MIN(n, (size_t)SSE_CHUNK_BYTES);
+
+		take_piece(sse, idx, offset, p, piece);
+		offset += piece;
+		p += piece;
+		n -= piece;
+	}
+	http_request_resume(sse->req);
+}
+
+static void on_done(void *userdata)
+{
+	struct sse *sse = userdata;
+
+	sse->watch = NULL; /* gone once done() is called */
+	sse->done = true;
+	http_request_resume(sse->req);
+}
+
+static const struct run_watch_ops sse_watch_ops = {
+	.output = on_output,
+	.done = on_done,
+};
+
+/* The announcements still owed, then `end` with the run as it is now. */
+static int sse_finish(struct sse *sse)
+{
+	const struct route_match *m = http_request_route(sse->req);
+	struct station_error e = {};
+	_cleanup_free_ char *text = NULL;
+	const char *event = "end";
+	json_t *run = NULL;
+	int r;
+
+	for (int i = 0; i < 2; i++) {
+		r = append_gap(sse, i);
+		if (r < 0)
+			return r;
+	}
+	r = manager_run_get(http_request_manager(sse->req), m->ws_id, m->run_id, &run, &e);
+	if (r < 0) {
+		event = "error";
+		run = error_json(error_http_status(e.err), e.message, e.field);
+	}
+	text = run ? json_dumps(run, JSON_COMPACT) : NULL;
+	json_decref(run);
+	if (!text)
+		return -ENOMEM;
+	r = buf_printf(sse, 32, "event: %s\ndata: ", event);
+	if (r >= 0)
+		r = buf_append(sse, text, strlen(text));
+	if (r >= 0)
+		r = buf_append(sse, "\n\n", 2);
+	if (r >= 0)
+		sse->finished = true;
+	return r;
+}
+
+static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct http_request *req = cls;
+	struct sse *sse = http_request_state(req);
+	size_t n;
+
+	if (!sse || http_request_gone(req))
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (sse->len == 0 && sse->done) {
+		if (sse->finished)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (sse_finish(sse) < 0)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	if (sse->len == 0)
+		/* Nothing to send: wait for the manager rather than be polled. */
+		return http_request_suspend(req, NULL) < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : 0;
+	n = MIN(max, sse->len);
+	memcpy(out, sse->buf + sse->start, n);
+	sse->start += n;
+	sse->len -= n;
+	if (sse->len == 0)
+		sse->start = 0;
+	return (ssize_t)n;
+}
+
+static void sse_free(void *userdata)
+{
+	struct sse *sse = userdata;
+
+	if (sse->watch)
+		manager_run_unwatch(sse->watch);
+	free(sse->buf);
+	free(sse);
+}
+
+static int sse_reply(struct http_request *req)
+{
+	struct MHD_Response *r;
+	int ret;
+
+	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, SSE_BLOCK_BYTES, sse_read, req,
+					      NULL);
+	if (!r)
+		return -ENOMEM;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	ret = http_reply_response(req, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+int sse_start(struct http_request *req, const char *ws_id, const char *run_id)
+{
+	struct station_error e = {};
+	struct sse *sse;
+	int r;
+
+	sse = calloc(1, sizeof *sse);
+	if (!sse)
+		return http_reply_status(req, 500, NULL, "out of memory");
+	sse->req = req;
+	r = manager_run_watch(http_request_manager(req), ws_id, run_id, &sse_watch_ops, sse,
+			      &sse->watch, &e);
+	if (r < 0) {
+		free(sse);
+		return http_reply_error(req, &e);
+	}
+	http_request_set_state(req, sse, sse_free);
+	r = sse_reply(req);
+	if (r < 0) {
+		http_request_set_state(req, NULL, NULL);
+		return http_reply_status(req, 500, NULL, "could not start the event stream");
+	}
+	return 0;
+}

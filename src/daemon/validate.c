@@ -1,1 +1,540 @@
 /* SPDX-License-Identifier: MIT */
+#include "validate.h"
+
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+#include "basic/cleanup.h"
+#include "basic/util.h"
+
+static const char *json_type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a real number";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	case JSON_NULL:
+		return "null";
+	}
+	return "unknown";
+}
+
+static int type_error(struct station_error *e, const char *field, const char *want, const json_t *v)
+{
+	return station_error_set(e, -EINVAL, field, "field \"%s\" must be %s, not %s", field, want,
+				 json_type_name(v));
+}
+
+static bool has_nul(const json_t *s)
+{
+	return strlen(json_string_value(s)) != json_string_length(s);
+}
+
+int validate_body(const void *data, size_t n, bool allow_empty, json_t **ret,
+		  struct station_error *e)
+{
+	json_error_t jerr;
+	json_t *v;
+
+	if (n == 0) {
+		if (!allow_empty)
+			return station_error_set(
+				e, -EINVAL, NULL,
+				"request body is empty: a JSON object is required");
+		v = json_object();
+		if (!v)
+			return station_error_set(e, -ENOMEM, NULL, "out of memory");
+		*ret = v;
+		return 0;
+	}
+
+	v = json_loadb(data, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	if (!v)
+		return station_error_set(e, -EINVAL, NULL,
+					 "request body is not valid JSON: %s at line %d column %d",
+					 jerr.text, jerr.line, jerr.column);
+	if (!json_is_object(v)) {
+		station_error_set(e, -EINVAL, NULL, "request body must be a JSON object, not %s",
+				  json_type_name(v));
+		json_decref(v);
+		return -EINVAL;
+	}
+	*ret = v;
+	return 0;
+}
+
+static bool str_in(const char *s, const char *const *list)
+{
+	for (; *list; list++)
+		if (strcmp(s, *list) == 0)
+			return true;
+	return false;
+}
+
+static int check_known_fields(json_t *body, const char *const *known, struct station_error *e)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(body, key, v)
+		if (!str_in(key, known))
+			return station_error_set(e, -EINVAL, key, "unknown field \"%s\"", key);
+	return 0;
+}
+
+/* A string field: absent leaves *ret untouched; present must be a string of 1..max bytes
+ * without NUL (when allow_nul is false). */
+static int get_string(json_t *body, const char *field, size_t max, bool allow_nul, const char **ret,
+		      size_t *ret_len, struct station_error *e)
+{
+	json_t *v = json_object_get(body, field);
+
+	if (!v)
+		return 0;
+	if (!json_is_string(v))
+		return type_error(e, field, "a string", v);
+	if (!allow_nul && has_nul(v))
+		return station_error_set(e, -EINVAL, field, "field \"%s\" must not contain NUL",
+					 field);
+	if (json_string_length(v) > max)
+		return station_error_set(e, -EINVAL, field,
+					 "field \"%s\" is %zu bytes, more than the maximum %zu",
+					 field, json_string_length(v), max);
+	*ret = json_string_value(v);
+	if (ret_len)
+		*ret_len = json_string_length(v);
+	return 1;
+}
+
+/* An integer field in [min, max]: absent leaves *ret untouched. */
+static int get_uint(json_t *body, const char *field, uint64_t min, uint64_t max, uint64_t *ret,
+		    struct station_error *e)
+{
+	json_t *v = json_object_get(body, field);
+	json_int_t i;
+
+	if (!v)
+		return 0;
+	if (!json_is_integer(v))
+		return type_error(e, field, "an integer", v);
+	i = json_integer_value(v);
+	if (i < 0 || (uint64_t)i < min || (uint64_t)i > max)
+		return station_error_set(e, -EINVAL, field,
+					 "field \"%s\" is %lld, out of range %llu-%llu", field,
+					 (long long)i, (unsigned long long)min,
+					 (unsigned long long)max);
+	*ret = (uint64_t)i;
+	return 1;
+}
+
+bool validate_env_key(const char *key)
+{
+	if (!((*key >= 'A' && *key <= 'Z') || (*key >= 'a' && *key <= 'z') || *key == '_'))
+		return false;
+	for (key++; *key; key++)
+		if (!((*key >= 'A' && *key <= 'Z') || (*key >= 'a' && *key <= 'z') ||
+		      (*key >= '0' && *key <= '9') || *key == '_'))
+			return false;
+	return true;
+}
+
+int validate_env(json_t *env, const char *field, struct station_error *e)
+{
+	const char *key;
+	json_t *v;
+
+	if (!json_is_object(env))
+		return type_error(e, field, "an object of strings", env);
+	if (json_object_size(env) > API_MAX_ENV_ENTRIES)
+		return station_error_set(e, -EINVAL, field,
+					 "field \"%s\" has %zu entries, more than the maximum %u",
+					 field, json_object_size(env), API_MAX_ENV_ENTRIES);
+	json_object_foreach(env, key, v) {
+		if (!validate_env_key(key))
+			return station_error_set(e, -EINVAL, field,
+						 "%s key \"%.64s\" is not a variable name "
+						 "([A-Za-z_][A-Za-z0-9_]*)",
+						 field, key);
+		if (!json_is_string(v))
+			return station_error_set(e, -EINVAL, field,
+						 "%s value of \"%.64s\" must be a string, not %s",
+						 field, key, json_type_name(v));
+		if (has_nul(v))
+			return station_error_set(e, -EINVAL, field,
+						 "%s value of \"%.64s\" must not contain NUL",
+						 field, key);
+		if (strlen(key) + 1 + json_string_length(v) > API_MAX_ENV_ENTRY_BYTES)
+			return station_error_set(e, -EINVAL, field,
+						 "%s entry \"%.64s\" is longer than %u bytes",
+						 field, key, API_MAX_ENV_ENTRY_BYTES);
+	}
+	return 0;
+}
+
+static int get_env(json_t *body, json_t **ret, struct station_error *e)
+{
+	json_t *v = json_object_get(body, "env");
+	int r;
+
+	if (!v)
+		return 0;
+	r = validate_env(v, "env", e);
+	if (r < 0)
+		return r;
+	*ret = v;
+	return 0;
+}
+
+static int get_cpus(json_t *body, double *ret, struct station_error *e)
+{
+	json_t *v = json_object_get(body, "cpus");
+	double d;
+
+	if (!v)
+		return 0;
+	if (!json_is_number(v))
+		return type_error(e, "cpus", "a number", v);
+	d = json_number_value(v);
+	if (!(d >= 0.0 && d <= API_MAX_CPUS))
+		return station_error_set(e, -EINVAL, "cpus",
+					 "field \"cpus\" is %g, out of range 0-%g", d,
+					 API_MAX_CPUS);
+	*ret = d;
+	return 0;
+}
+
+static int check_adapter(json_t *body, const char **ret, struct station_error *e)
+{
+	static const char *const container_only[] = { "image", "seccompProfile", "network", NULL };
+	const char *adapter = NULL;
+	int r;
+
+	r = get_string(body, "adapter", 64, false, &adapter, NULL, e);
+	if (r < 0)
+		return r;
+	if (adapter && strcmp(adapter, "container") == 0)
+		return station_error_set(e, -ENOTSUP, "adapter",
+					 "adapter \"container\" is not available in this build");
+	if (adapter && strcmp(adapter, "host") != 0)
+		return station_error_set(e, -EINVAL, "adapter",
+					 "unknown adapter \"%.64s\" (this build has \"host\")",
+					 adapter);
+	for (const char *const *f = container_only; *f; f++)
+		if (json_object_get(body, *f))
+			return station_error_set(e, -EINVAL, *f,
+						 "field \"%s\" belongs to the container adapter, "
+						 "not to \"host\"",
+						 *f);
+	*ret = adapter;
+	return 0;
+}
+
+int validate_workspace_request(json_t *body, struct workspace_request *ret, struct station_error *e)
+{
+	static const char *const known[] = { "adapter",	       "env",	    "cpus",
+					     "memoryMb",       "pidsLimit", "image",
+					     "seccompProfile", "network",   NULL };
+	struct workspace_request w = {};
+	int r;
+
+	r = check_known_fields(body, known, e);
+	if (r < 0)
+		return r;
+	r = check_adapter(body, &w.spec.adapter, e);
+	if (r < 0)
+		return r;
+	r = get_env(body, &w.spec.env, e);
+	if (r < 0)
+		return r;
+	r = get_cpus(body, &w.cpus, e);
+	if (r < 0)
+		return r;
+	r = get_uint(body, "memoryMb", 0, API_MAX_MEMORY_MB, &w.memory_mb, e);
+	if (r < 0)
+		return r;
+	r = get_uint(body, "pidsLimit", 0, API_MAX_PIDS_LIMIT, &w.pids_limit, e);
+	if (r < 0)
+		return r;
+	*ret = w;
+	return 0;
+}
+
+static int decode_stdin(const char *s, size_t n, uint8_t **ret, size_t *ret_len,
+			struct station_error *e)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	size_t len;
+	int r;
+
+	if (n / 4 * 3 > API_MAX_STDIN_BYTES + 2)
+		return station_error_set(e, -EINVAL, "stdin",
+					 "field \"stdin\" decodes to more than %u bytes",
+					 API_MAX_STDIN_BYTES);
+	r = base64_decode(s, n, &buf, &len);
+	if (r < 0)
+		return station_error_set(
+			e, r == -ENOMEM ? -ENOMEM : -EINVAL, "stdin",
+			"field \"stdin\" is not valid base64 (standard alphabet, padded)");
+	if (len > API_MAX_STDIN_BYTES)
+		return station_error_set(e, -EINVAL, "stdin",
+					 "field \"stdin\" decodes to %zu bytes, more than %u", len,
+					 API_MAX_STDIN_BYTES);
+	*ret = TAKE_PTR(buf);
+	*ret_len = len;
+	return 0;
+}
+
+static int get_stdin(json_t *body, struct run_spec *spec, uint8_t **ret_buf,
+		     struct station_error *e)
+{
+	const char *encoding = "utf-8", *s = NULL;
+	size_t n = 0;
+	int r;
+
+	r = get_string(body, "stdinEncoding", 16, false, &encoding, NULL, e);
+	if (r < 0)
+		return r;
+	if (strcmp(encoding, "utf-8") != 0 && strcmp(encoding, "base64") != 0)
+		return station_error_set(e, -EINVAL, "stdinEncoding",
+					 "field \"stdinEncoding\" must be \"utf-8\" or \"base64\"");
+	/* base64 of 1 MiB is 4/3 larger; the decoded size is checked below. */
+	r = get_string(body, "stdin", API_MAX_STDIN_BYTES / 3 * 4 + 4, true, &s, &n, e);
+	if (r <= 0)
+		return r;
+	if (strcmp(encoding, "base64") == 0)
+		return decode_stdin(s, n, ret_buf, &spec->stdin_len, e);
+	if (n > API_MAX_STDIN_BYTES)
+		return station_error_set(e, -EINVAL, "stdin",
+					 "field \"stdin\" is %zu bytes, more than the maximum %u",
+					 n, API_MAX_STDIN_BYTES);
+	spec->stdin_data = (const uint8_t *)s;
+	spec->stdin_len = n;
+	return 0;
+}
+
+static int get_command(json_t *body, struct run_spec *spec, struct station_error *e)
+{
+	int r;
+
+	if (!json_object_get(body, "command"))
+		return station_error_set(e, -EINVAL, "command", "field \"command\" is required");
+	r = get_string(body, "command", API_MAX_COMMAND_BYTES, false, &spec->command, NULL, e);
+	if (r < 0)
+		return r;
+	if (spec->command[0] == '\0')
+		return station_error_set(e, -EINVAL, "command", "field \"command\" is empty");
+	r = get_string(body, "cwd", API_MAX_CWD_BYTES, false, &spec->cwd, NULL, e);
+	if (r < 0)
+		return r;
+	if (spec->cwd && spec->cwd[0] == '\0')
+		return station_error_set(e, -EINVAL, "cwd",
+					 "field \"cwd\" is empty (omit it for the workspace "
+					 "directory)");
+	return 0;
+}
+
+static int get_limits(json_t *body, struct run_spec *spec, struct station_error *e)
+{
+	int r;
+
+	r = get_uint(body, "timeoutMs", 1, API_MAX_TIMEOUT_MS, &spec->timeout_ms, e);
+	if (r < 0)
+		return r;
+	r = get_uint(body, "maxOutputBytes", API_MIN_OUTPUT_BYTES, API_MAX_OUTPUT_BYTES,
+		     &spec->max_output_bytes, e);
+	if (r < 0)
+		return r;
+	if (spec->max_output_bytes % 2 != 0)
+		return station_error_set(e, -EINVAL, "maxOutputBytes",
+					 "field \"maxOutputBytes\" must be even (head and tail "
+					 "halves)");
+	return 0;
+}
+
+int validate_run_spec(json_t *body, struct run_spec *ret, uint8_t **ret_stdin,
+		      struct station_error *e)
+{
+	static const char *const known[] = {
+		"command",	  "cwd", "env", "stdin", "stdinEncoding", "timeoutMs",
+		"maxOutputBytes", NULL
+	};
+	_cleanup_free_ uint8_t *stdin_buf = NULL;
+	struct run_spec spec = {};
+	int r;
+
+	r = check_known_fields(body, known, e);
+	if (r < 0)
+		return r;
+	r = get_command(body, &spec, e);
+	if (r < 0)
+		return r;
+	r = get_env(body, &spec.env, e);
+	if (r < 0)
+		return r;
+	r = get_limits(body, &spec, e);
+	if (r < 0)
+		return r;
+	r = get_stdin(body, &spec, &stdin_buf, e);
+	if (r < 0)
+		return r;
+	if (stdin_buf)
+		spec.stdin_data = stdin_buf;
+	*ret = spec;
+	*ret_stdin = TAKE_PTR(stdin_buf);
+	return 0;
+}
+
+int validate_query_u64(const char *name, const char *value, uint64_t min, uint64_t max,
+		       uint64_t *ret, struct station_error *e)
+{
+	uint64_t v = 0;
+
+	if (!value || !*value)
+		return station_error_set(e, -EINVAL, name, "query parameter \"%s\" needs a value",
+					 name);
+	for (const char *p = value; *p; p++) {
+		unsigned d = (unsigned char)*p - '0';
+
+		if (d > 9)
+			return station_error_set(e, -EINVAL, name,
+						 "query parameter \"%s\" must be decimal digits",
+						 name);
+		if (v > (UINT64_MAX - d) / 10)
+			return station_error_set(e, -EINVAL, name,
+						 "query parameter \"%s\" is too large", name);
+		v = v * 10 + d;
+	}
+	if (v < min || v > max)
+		return station_error_set(e, -EINVAL, name,
+					 "query parameter \"%s\" is %llu, out of range %llu-%llu",
+					 name, (unsigned long long)v, (unsigned long long)min,
+					 (unsigned long long)max);
+	*ret = v;
+	return 0;
+}
+
+bool validate_content_type(const char *value)
+{
+	static const char json[] = "application/json";
+	const char *p;
+
+	if (!value)
+		return false;
+	while (*value == ' ' || *value == '\t')
+		value++;
+	if (strncasecmp(value, json, sizeof json - 1) != 0)
+		return false;
+	p = value + sizeof json - 1;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	return *p == '\0' || *p == ';';
+}
+
+unsigned error_http_status(int err)
+{
+	switch (err) {
+	case -EINVAL:
+		return 400;
+	case -EACCES:
+		return 401;
+	case -ENOENT:
+		return 404;
+	case -EBUSY:
+		return 409;
+	case -E2BIG:
+		return 413;
+	case -EMEDIUMTYPE:
+		return 415;
+	case -EAGAIN:
+		return 429;
+	case -ENOTSUP:
+		return 501;
+	case -ENOTCONN:
+	case -EHOSTDOWN:
+		return 503;
+	case -ENOSPC:
+	case -EDQUOT:
+		return 507;
+	default:
+		return 500;
+	}
+}
+
+const char *error_http_code(unsigned status)
+{
+	switch (status) {
+	case 400:
+		return "invalid_argument";
+	case 401:
+		return "unauthorized";
+	case 404:
+		return "not_found";
+	case 405:
+		return "method_not_allowed";
+	case 409:
+		return "conflict";
+	case 413:
+		return "payload_too_large";
+	case 415:
+		return "unsupported_media_type";
+	case 429:
+		return "too_many_requests";
+	case 501:
+		return "not_implemented";
+	case 503:
+		return "unavailable";
+	case 507:
+		return "insufficient_storage";
+	default:
+		return "internal";
+	}
+}
+
+/* A message may hold request bytes cut by snprintf in the middle of a UTF-8 sequence: keep
+ * it readable rather than fail. */
+static json_t *json_string_lossy(const char *s)
+{
+	_cleanup_free_ char *copy = NULL;
+	json_t *v = json_string(s);
+
+	if (v)
+		return v;
+	copy = strdup(s);
+	if (!copy)
+		return NULL;
+	for (char *p = copy; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	return json_string(copy);
+}
+
+json_t *error_json(unsigned status, const char *message, const char *field)
+{
+	json_t *err, *body;
+
+	err = json_object();
+	body = json_object();
+	if (!err || !body) {
+		json_decref(err);
+		json_decref(body);
+		return NULL;
+	}
+	json_object_set_new(body, "error", err);
+	json_object_set_new(err, "code", json_string(error_http_code(status)));
+	json_object_set_new(err, "message",
+			    json_string_lossy(message && *message ? message : "internal error"));
+	if (field && *field)
+		json_object_set_new(err, "field", json_string_lossy(field));
+	return body;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* What main.c shares with the command files: the command table's entry type, exit statuses and
+ * the argument helpers every command uses. */
+
+#include <stdint.h>
+
+#include "station/client.h"
+
+#define EXIT_FAILED 1        /* the controller refused or failed the request */
+#define EXIT_NO_CONTROLLER 2 /* nothing answered at the endpoint */
+#define EXIT_USAGE 64        /* EX_USAGE */
+
+struct cli_command;
+
+struct cli {
+	struct station_client *client;
+	const struct cli_command *command;
+};
+
+struct cli_command {
+	const char *name;
+	const char *args;    /* the usage line after "station-sandbox NAME " */
+	const char *summary; /* one line for the command list */
+	const char *help;    /* option descriptions shown by --help, or NULL */
+	/* argv[0] is the command's name; getopt is reset. Returns the exit status. */
+	int (*run)(struct cli *cli, int argc, char **argv);
+};
+
+extern const struct cli_command cli_cmd_ready, cli_cmd_worker;
+extern const struct cli_command cli_cmd_create, cli_cmd_ls, cli_cmd_rm, cli_cmd_restart;
+extern const struct cli_command cli_cmd_exec, cli_cmd_status, cli_cmd_cancel, cli_cmd_runs;
+
+/* Prints "station-sandbox NAME: <message>" and the usage line to stderr; returns EXIT_USAGE. */
+int cli_usage(const struct cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints the command's usage and help to stdout; returns 0. */
+int cli_help(const struct cli *cli);
+
+/* The usage error for what getopt_long() returned ('?' or ':'), with opterr = 0 and an
+ * optstring starting with ':'. */
+int cli_option_error(const struct cli *cli, char **argv, int opt);
+
+/* Reports a failed client call r and returns the exit status: EXIT_NO_CONTROLLER with a hint
+ * when nothing answered, else EXIT_FAILED with the client's message. */
+int cli_fail(const struct cli *cli, int r);
+
+/* Parses a non-negative decimal integer given to option name. Returns 0, or EXIT_USAGE after
+ * printing the usage error. */
+int cli_parse_u64(const struct cli *cli, const char *name, const char *s, uint64_t *ret);
+
+/* Appends word (borrowed) to the NULL-terminated "KEY=VALUE" list *env (free() the array).
+ * Returns 0, or EXIT_USAGE after printing the usage error for a word without '=' or with an
+ * empty key, or EXIT_FAILED when out of memory. */
+int cli_env_add(const struct cli *cli, char ***env, const char *word);

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* What the CLI prints: JSON documents, aligned tables, raw output bytes, RFC 3339 times. */
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "basic/cleanup.h"
+
+/* jansson's own json_decrefp() accepts NULL. */
+#define _cleanup_json_ _cleanup_(json_decrefp)
+
+/* Pretty JSON (2-space indent, keys in order) and a newline to stdout. */
+int output_json(const json_t *doc);
+
+/* Writes all of data to fd, unbuffered, retrying short writes and EINTR. */
+int output_write(int fd, const void *data, size_t n);
+
+/* A table: a header row, then rows; columns padded to their widest cell with two spaces
+ * between them, the last column unpadded. */
+struct table;
+
+int table_new(size_t n_columns, const char *const *header, struct table **ret);
+struct table *table_free(struct table *t);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct table *, table_free);
+/* Adds a row of n_columns cells (copied; NULL prints as "-"). */
+int table_add_row(struct table *t, const char *const *cells);
+int table_print(const struct table *t);
+
+/* A string for a table cell: NULL or a JSON null as "-", numbers in decimal. The result lives in
+ * buf when it needs formatting, else in the JSON value. */
+const char *output_cell(const json_t *v, char *buf, size_t size);
+
+/* Shortens s for a table column: control characters become spaces and anything past max
+ * characters becomes "…". ret must hold max * 4 + 4 bytes. */
+const char *output_shorten(const char *s, size_t max, char *ret);

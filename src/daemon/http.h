@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The controller's HTTP API (docs/api.md): libmicrohttpd without threads of its own, driven
+ * from our event loop. MHD's epoll fd is an io source of the loop; a loop timer follows
+ * MHD_get_timeout() and is re-armed after every MHD_run(). Everything, MHD callbacks and
+ * manager calls included, runs on the loop thread. Nothing here logs above debug. */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "basic/error.h"
+
+struct event_loop;
+struct manager;
+struct route_match;
+struct MHD_Response;
+
+struct http_server;
+
+struct http_config {
+	bool require_token;					/* TCP listeners */
+	bool (*check_token)(void *userdata, const char *token); /* called with the bearer token */
+	void *token_userdata;
+	uint64_t max_body_bytes;  /* 2 MiB; 0: the default */
+	uint64_t max_wait_ms;	  /* 60000; 0: the default */
+	unsigned max_connections; /* 1024; 0: the default */
+};
+
+/* Serves the API on listen_fd, a listening stream socket (unix or TCP). listen_fd stays the
+ * caller's: the server works on a duplicate (F_DUPFD_CLOEXEC), which MHD closes in
+ * http_server_free(). The caller may close its own listen_fd at any time after this returns.
+ * The manager must outlive the server. */
+int http_server_new(struct event_loop *loop, struct manager *m, int listen_fd,
+		    const struct http_config *cfg, struct http_server **ret);
+/* Releases every long-poll and live-output watch, closes every connection (their requests get
+ * no response), stops MHD and closes its listening socket. Call before manager_free(). NULL is
+ * fine. */
+void http_server_free(struct http_server *s);
+
+/* ---- For the endpoint handlers (api-*.c, sse.c), not for main.c ---------------------------- */
+
+/* One request, alive from its headers to its completion (or its client going away). */
+struct http_request;
+
+/* An endpoint handler: called once the whole body is in. It must respond with one of the
+ * http_reply_*() calls, or suspend the request; a negative return closes the connection. */
+typedef int (*http_handler_fn)(struct http_request *req);
+
+struct manager *http_request_manager(struct http_request *req);
+struct event_loop *http_request_loop(struct http_request *req);
+const struct route_match *http_request_route(struct http_request *req);
+uint64_t http_request_max_wait_ms(struct http_request *req);
+uint64_t http_request_max_body_bytes(struct http_request *req);
+/* A query argument; NULL when absent. *ret_present tells "?k" (NULL value) from absent. */
+const char *http_request_query(struct http_request *req, const char *key, bool *ret_present);
+const void *http_request_body(struct http_request *req, size_t *ret_len);
+
+/* Each reply queues the response once; after it the handler is done with the request. */
+int http_reply_json(struct http_request *req, unsigned status, json_t *body); /* takes body */
+int http_reply_error(struct http_request *req, const struct station_error *e);
+int http_reply_status(struct http_request *req, unsigned status, const char *field, const char *fmt,
+		      ...) __attribute__((format(printf, 4, 5)));
+/* Queues r (the request keeps its own reference; the caller still destroys r). */
+int http_reply_response(struct http_request *req, unsigned status, struct MHD_Response *r);
+
+/* State a handler keeps across a suspension. free_fn runs once: when the request completes,
+ * when its client goes away while suspended (releasing waits at once), or at server shutdown.
+ * Replaces (and frees) earlier state. */
+void http_request_set_state(struct http_request *req, void *state, void (*free_fn)(void *state));
+void *http_request_state(struct http_request *req);
+
+/* Long-poll: stops processing the request until http_request_resume(); then resume_fn is
+ * called (from MHD) and must reply or suspend again. While suspended the socket is watched
+ * for the client hanging up. May be called from a handler or, with resume_fn NULL, from a
+ * response's content reader (then MHD calls the reader again after the resume). */
+int http_request_suspend(struct http_request *req, http_handler_fn resume_fn);
+/* No-op unless suspended. Safe from any loop callback, never needs MHD to be running. */
+void http_request_resume(struct http_request *req);
+/* The client hung up (the request will be closed without a response). */
+bool http_request_gone(struct http_request *req);
+
+/* Endpoint handlers: api-system.c, api-workspaces.c, api-commands.c. */
+int api_ready(struct http_request *req);
+int api_worker(struct http_request *req);
+int api_workspace_list(struct http_request *req);
+int api_workspace_create(struct http_request *req);
+int api_workspace_get(struct http_request *req);
+int api_workspace_delete(struct http_request *req);
+int api_workspace_restart(struct http_request *req);
+int api_command_list(struct http_request *req);
+int api_command_start(struct http_request *req);
+int api_command_get(struct http_request *req);
+int api_command_cancel(struct http_request *req);
+int api_command_output(struct http_request *req);
+
+/* Shared by the handlers: {"key":[…]} from a list the manager returned as an array (an object
+ * passes through); NULL when out of memory. */
+json_t *api_wrap_list(json_t *list, const char *key);
+/* r < 0: replies with e; else with result (NULL: out of memory). */
+int api_reply_result(struct http_request *req, int r, unsigned status, json_t *result,
+		     const struct station_error *e);

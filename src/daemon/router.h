@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Maps a request's method and path to one endpoint of docs/api.md and captures the ids in the
+ * path. Pure string work: no MHD, no manager, so it is unit-tested on its own. An id segment is
+ * 1-64 characters of [A-Za-z0-9._-] not starting with '.'; anything else cannot name a
+ * workspace or a run and is an unknown path. */
+
+#include <stddef.h>
+
+#define ROUTE_ID_MAX 64
+
+enum endpoint {
+	EP_READY,
+	EP_WORKER,
+	EP_WORKSPACE_LIST,
+	EP_WORKSPACE_CREATE,
+	EP_WORKSPACE_GET,
+	EP_WORKSPACE_DELETE,
+	EP_WORKSPACE_RESTART,
+	EP_COMMAND_LIST,
+	EP_COMMAND_START,
+	EP_COMMAND_GET,
+	EP_COMMAND_CANCEL,
+	EP_COMMAND_OUTPUT,
+	_EP_MAX,
+};
+
+struct route_match {
+	enum endpoint endpoint;
+	char ws_id[ROUTE_ID_MAX + 1]; /* "" when the path has none */
+	char run_id[ROUTE_ID_MAX + 1];
+};
+
+/* Returns 1 with *ret filled when method and path name an endpoint; 0 when the path is known
+ * but the method is not, with *ret_allow set to the value of the Allow header ("GET, POST");
+ * -ENOENT when no endpoint has this path. */
+int router_match(const char *method, const char *path, struct route_match *ret,
+		 const char **ret_allow);
+
+const char *endpoint_to_string(enum endpoint ep);

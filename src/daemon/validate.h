@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Strict parsing of API requests (docs/api.md) and the mapping of errors to HTTP.
+ *
+ * Bodies are parsed with jansson, refusing duplicate keys and trailing garbage; the body must
+ * be an object and every field must be known. A field given as JSON null is refused like any
+ * other wrong type: an optional field is either absent or of its type. Strings may carry
+ * \u0000 through the parser so that the field at fault can be named; every field that reaches
+ * a path, an argv or an environment then refuses NUL. Query parameters are decimal digits
+ * only: no sign, no spaces, no empty value.
+ *
+ * Every function fills a struct station_error on failure (errno-style code, message, field)
+ * and returns its code. Nothing here logs. */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "basic/error.h"
+#include "daemon/manager.h"
+
+/* Limits from docs/api.md. */
+#define API_MAX_COMMAND_BYTES (256u * 1024)
+#define API_MAX_CWD_BYTES 4096u
+#define API_MAX_STDIN_BYTES (1024u * 1024)
+#define API_MAX_ENV_ENTRIES 256u
+#define API_MAX_ENV_ENTRY_BYTES (32u * 1024) /* "KEY=VALUE", what the agent accepts */
+#define API_MAX_TIMEOUT_MS 86400000u
+#define API_MIN_OUTPUT_BYTES 2u
+#define API_MAX_OUTPUT_BYTES (8u * 1024 * 1024)
+#define API_MAX_CPUS 1024.0
+#define API_MAX_MEMORY_MB 1048576u
+#define API_MAX_PIDS_LIMIT 4194304u
+#define API_MAX_LIST_LIMIT 1000u
+#define API_DEFAULT_LIST_LIMIT 100u
+
+/* POST /v1/workspaces. struct workspace_spec has no limit fields yet; they are parsed and
+ * range-checked here and carried beside it. */
+struct workspace_request {
+	struct workspace_spec spec; /* borrowed from the body */
+	double cpus;		    /* 0: unlimited */
+	uint64_t memory_mb;
+	uint64_t pids_limit;
+};
+
+/* Parses a request body. An empty body is {} when allow_empty, else an error. *ret is a new
+ * reference to an object. */
+int validate_body(const void *data, size_t n, bool allow_empty, json_t **ret,
+		  struct station_error *e);
+
+/* Fills *ret from a POST /v1/workspaces body; strings stay owned by body. */
+int validate_workspace_request(json_t *body, struct workspace_request *ret,
+			       struct station_error *e);
+
+/* Fills *ret from a POST …/commands body; strings stay owned by body. stdin given as base64 is
+ * decoded into *ret_stdin (malloc'd, the caller frees it; NULL when stdin points into body). */
+int validate_run_spec(json_t *body, struct run_spec *ret, uint8_t **ret_stdin,
+		      struct station_error *e);
+
+/* An env object: at most 256 entries, keys [A-Za-z_][A-Za-z0-9_]*, string values without NUL.
+ * field names the request field in errors. */
+int validate_env(json_t *env, const char *field, struct station_error *e);
+bool validate_env_key(const char *key);
+
+/* A query parameter: digits only, value in [min, max]. value NULL means "name" was given
+ * without "=" and is refused. */
+int validate_query_u64(const char *name, const char *value, uint64_t min, uint64_t max,
+		       uint64_t *ret, struct station_error *e);
+
+/* True for "application/json", any case, optionally followed by parameters. */
+bool validate_content_type(const char *value);
+
+/* The API's view of an error: -EINVAL 400, -EACCES 401, -ENOENT 404, -EBUSY 409, -E2BIG 413,
+ * -EMEDIUMTYPE 415, -EAGAIN 429, -ENOTSUP 501, -ENOTCONN / -EHOSTDOWN 503, -ENOSPC / -EDQUOT
+ * 507, anything else 500. */
+unsigned error_http_status(int err);
+/* "invalid_argument", …; "internal" for a status without a code of its own. */
+const char *error_http_code(unsigned status);
+/* {"error":{"code","message","field"?}}; field NULL or "" leaves it out. Never NULL unless out
+ * of memory. */
+json_t *error_json(unsigned status, const char *message, const char *field);
