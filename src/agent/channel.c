@@ -135,6 +135,9 @@ static int send_hello_ok(struct channel *c, struct conn *k)
 		r = frame_put_u64(&k->out, TAG_PID, (uint64_t)getpid());
 	if (r >= 0 && c->ops->hello_fields)
 		r = c->ops->hello_fields(c, &k->out, c->userdata);
+	/* Finished runs awaiting ACK are known too: the controller must not call them lost. */
+	for (struct done *d = c->done_first; r >= 0 && d; d = d->next)
+		r = frame_put_str(&k->out, TAG_RUN_ID, d->run_id);
 	if (r >= 0)
 		r = frame_end(&k->out, start);
 	for (struct done *d = c->done_first; r >= 0 && d; d = d->next)

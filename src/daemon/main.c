@@ -103,7 +103,7 @@ static char *default_agent_path(void)
 	*slash = 0;
 	static const char *const candidates[] = { "%s/station-agent", "%s/../agent/station-agent",
 						  "%s/../lib/station-sandbox/station-agent" };
-	char *p = NULL;
+	char *p = NULL, *real = NULL;
 	for (size_t i = 0; i < ELEMENTSOF(candidates); i++) {
 		free(p);
 		if (asprintf(&p, candidates[i], self) < 0)
@@ -111,7 +111,11 @@ static char *default_agent_path(void)
 		if (access(p, X_OK) == 0)
 			break;
 	}
-	return p;
+	real = realpath(p, NULL);
+	if (!real)
+		return p;
+	free(p);
+	return real;
 }
 
 enum {

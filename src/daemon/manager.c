@@ -204,6 +204,9 @@ static void agent_lost(struct workspace *ws, const char *reason)
 	log_warn("workspace agent gone", "workspace", ws->row.id, "reason", reason, NULL);
 	runs_lose_all(ws, reason);
 	agent_forget(ws);
+	/* Lost runs must not leave processes behind: nothing supervises them any more. */
+	if (ws->cgroup)
+		cgroup_kill(ws->cgroup);
 	workspace_set_state(ws, "stopped", reason);
 }
 
