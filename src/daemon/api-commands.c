@@ -55,11 +55,16 @@ static int reply_run(struct http_request *req, unsigned status, const char *run_
 static int run_poll_resumed(struct http_request *req)
 {
 	struct run_poll *p = http_request_state(req);
-	_cleanup_free_ char *run_id = TAKE_PTR(p->run_id);
-	json_t *fallback = TAKE_PTR(p->started);
-	unsigned status = p->status;
+	_cleanup_free_ char *run_id = NULL;
+	json_t *fallback;
+	unsigned status;
 	int r;
 
+	if (!p)
+		return http_reply_status(req, 500, NULL, "the wait was lost");
+	run_id = TAKE_PTR(p->run_id);
+	fallback = TAKE_PTR(p->started);
+	status = p->status;
 	http_request_set_state(req, NULL, NULL); /* frees p: no waiter, no timer left */
 	r = reply_run(req, status, run_id, fallback);
 	json_decref(fallback);

@@ -44,31 +44,9 @@ int api_workspace_list(struct http_request *req)
 	return api_reply_result(req, r, 200, list, &e);
 }
 
-/* struct workspace_spec has no cpus/memoryMb/pidsLimit yet: refuse a limit rather than create
- * a workspace without it. */
-static int workspace_spec_from_request(const struct workspace_request *w,
-				       struct workspace_spec *ret, struct station_error *e)
-{
-	if (w->cpus != 0.0)
-		return station_error_set(e, -ENOTSUP, "cpus",
-					 "workspace cpu limits are not "
-					 "available in this build yet");
-	if (w->memory_mb != 0)
-		return station_error_set(e, -ENOTSUP, "memoryMb",
-					 "workspace memory limits are "
-					 "not available in this build yet");
-	if (w->pids_limit != 0)
-		return station_error_set(e, -ENOTSUP, "pidsLimit",
-					 "workspace pids limits are "
-					 "not available in this build yet");
-	*ret = w->spec;
-	return 0;
-}
-
 int api_workspace_create(struct http_request *req)
 {
 	struct station_error e = {};
-	struct workspace_request w = {};
 	struct workspace_spec spec = {};
 	json_t *body = NULL, *ws = NULL;
 	const void *data;
@@ -78,9 +56,7 @@ int api_workspace_create(struct http_request *req)
 	data = http_request_body(req, &n);
 	r = validate_body(data, n, true, &body, &e);
 	if (r >= 0)
-		r = validate_workspace_request(body, &w, &e);
-	if (r >= 0)
-		r = workspace_spec_from_request(&w, &spec, &e);
+		r = validate_workspace_spec(body, &spec, &e);
 	if (r >= 0)
 		r = manager_workspace_create(http_request_manager(req), &spec, &ws, &e);
 	json_decref(body);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 
 #include "basic/cleanup.h"
 #include "basic/log.h"
@@ -639,6 +640,7 @@ int http_server_new(struct event_loop *loop, struct manager *m, int listen_fd,
 		http_server_free(s);
 		return r;
 	}
+	close(listen_fd);
 	*ret = s;
 	return 0;
 }

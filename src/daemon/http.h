@@ -29,10 +29,11 @@ struct http_config {
 	unsigned max_connections; /* 1024; 0: the default */
 };
 
-/* Serves the API on listen_fd, a listening stream socket (unix or TCP). listen_fd stays the
- * caller's: the server works on a duplicate (F_DUPFD_CLOEXEC), which MHD closes in
- * http_server_free(). The caller may close its own listen_fd at any time after this returns.
- * The manager must outlive the server. */
+/* Serves the API on listen_fd, a listening stream socket (unix or TCP). On success the server
+ * owns listen_fd: it is closed at once and MHD serves a CLOEXEC duplicate, which MHD closes in
+ * http_server_free(). On failure listen_fd is untouched and still the caller's. (MHD itself
+ * closes a socket given to a failing MHD_start_daemon() on some paths and not on others: the
+ * duplicate keeps that ambiguity away from the caller.) The manager must outlive the server. */
 int http_server_new(struct event_loop *loop, struct manager *m, int listen_fd,
 		    const struct http_config *cfg, struct http_server **ret);
 /* Releases every long-poll and live-output watch, closes every connection (their requests get

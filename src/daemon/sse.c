@@ -312,7 +312,11 @@ int sse_start(struct http_request *req, const char *ws_id, const char *run_id)
 		return http_reply_error(req, &e);
 	}
 	http_request_set_state(req, sse, sse_free);
-	r = sse_reply(req);
+	/* A comment first: MHD sends the headers with the first bytes of the body, and a client
+	 * should see the stream open before the run's first output. */
+	r = buf_printf(sse, 96, ": run %s\n\n", run_id);
+	if (r >= 0)
+		r = sse_reply(req);
 	if (r < 0) {
 		http_request_set_state(req, NULL, NULL);
 		return http_reply_status(req, 500, NULL, "could not start the event stream");

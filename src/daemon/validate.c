@@ -240,21 +240,21 @@ static int check_adapter(json_t *body, const char **ret, struct station_error *e
 	return 0;
 }
 
-int validate_workspace_request(json_t *body, struct workspace_request *ret, struct station_error *e)
+int validate_workspace_spec(json_t *body, struct workspace_spec *ret, struct station_error *e)
 {
 	static const char *const known[] = { "adapter",	       "env",	    "cpus",
 					     "memoryMb",       "pidsLimit", "image",
 					     "seccompProfile", "network",   NULL };
-	struct workspace_request w = {};
+	struct workspace_spec w = {};
 	int r;
 
 	r = check_known_fields(body, known, e);
 	if (r < 0)
 		return r;
-	r = check_adapter(body, &w.spec.adapter, e);
+	r = check_adapter(body, &w.adapter, e);
 	if (r < 0)
 		return r;
-	r = get_env(body, &w.spec.env, e);
+	r = get_env(body, &w.env, e);
 	if (r < 0)
 		return r;
 	r = get_cpus(body, &w.cpus, e);

@@ -36,23 +36,13 @@
 #define API_MAX_LIST_LIMIT 1000u
 #define API_DEFAULT_LIST_LIMIT 100u
 
-/* POST /v1/workspaces. struct workspace_spec has no limit fields yet; they are parsed and
- * range-checked here and carried beside it. */
-struct workspace_request {
-	struct workspace_spec spec; /* borrowed from the body */
-	double cpus;		    /* 0: unlimited */
-	uint64_t memory_mb;
-	uint64_t pids_limit;
-};
-
 /* Parses a request body. An empty body is {} when allow_empty, else an error. *ret is a new
  * reference to an object. */
 int validate_body(const void *data, size_t n, bool allow_empty, json_t **ret,
 		  struct station_error *e);
 
 /* Fills *ret from a POST /v1/workspaces body; strings stay owned by body. */
-int validate_workspace_request(json_t *body, struct workspace_request *ret,
-			       struct station_error *e);
+int validate_workspace_spec(json_t *body, struct workspace_spec *ret, struct station_error *e);
 
 /* Fills *ret from a POST …/commands body; strings stay owned by body. stdin given as base64 is
  * decoded into *ret_stdin (malloc'd, the caller frees it; NULL when stdin points into body). */

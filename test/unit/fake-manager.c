@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+#include "fake-manager.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/cleanup.h"
+#include "daemon/manager.h"
+#include "event/event.h"
+#include "proto/agent-proto.h"
+
+#define MAX_RUNS 64
+#define MAX_CALLBACKS 64
+
+struct fake_run {
+	char id[16];
+	char command[64];
+	const char *status;
+	uint8_t *out;
+	size_t out_len;
+	struct event_source *timer;
+};
+
+struct run_waiter {
+	bool used;
+	struct fake_run *run;
+	run_waiter_fn fn;
+	void *userdata;
+};
+
+struct run_watch {
+	bool used;
+	struct fake_run *run;
+	const struct run_watch_ops *ops;
+	void *userdata;
+	size_t sent;
+	struct event_source *timer;
+};
+
+static struct event_loop *fake_loop;
+static struct fake_run runs[MAX_RUNS];
+static size_t n_runs;
+static struct run_waiter waiters[MAX_CALLBACKS];
+static struct run_watch watches[MAX_CALLBACKS];
+
+void fake_manager_setup(struct event_loop *loop)
+{
+	fake_loop = loop;
+}
+
+size_t fake_manager_waiters(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < MAX_CALLBACKS; i++)
+		n += waiters[i].used;
+	return n;
+}
+
+size_t fake_manager_watches(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < MAX_CALLBACKS; i++)
+		n += watches[i].used;
+	return n;
+}
+
+static int find_ws(const char *id, struct station_error *e)
+{
+	if (strcmp(id, "w1-test") == 0)
+		return 0;
+	if (strcmp(id, "w1-down") == 0)
+		return station_error_set(e, -ENOTCONN, NULL,
+					 "workspace \"%s\": agent not connected", id);
+	return station_error_set(e, -ENOENT, NULL, "no workspace \"%s\"", id);
+}
+
+static struct fake_run *find_run(const char *ws, const char *id, struct station_error *e)
+{
+	if (find_ws(ws, e) < 0)
+		return NULL;
+	for (size_t i = 0; i < n_runs; i++)
+		if (strcmp(runs[i].id, id) == 0)
+			return &runs[i];
+	station_error_set(e, -ENOENT, NULL, "no run \"%s\"", id);
+	return NULL;
+}
+
+static json_t *run_json(const struct fake_run *r)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:I}", "id", r->id, "workspaceId", "w1-test",
+			 "command", r->command, "status", r->status, "stdoutBytes",
+			 (json_int_t)r->out_len);
+}
+
+static json_t *ws_json(const char *id)
+{
+	return json_pack("{s:s, s:s, s:s}", "id", id, "worker", "w1", "state", "ready");
+}
+
+json_t *manager_ready(struct manager *m)
+{
+	return json_pack("{s:b, s:[{s:s, s:b, s:s}]}", "ready", 1, "checks", "name", "store", "ok",
+			 1, "message", "fake");
+}
+
+json_t *manager_worker(struct manager *m)
+{
+	return json_pack("{s:s, s:{s:i}}", "name", "w1", "limits", "maxWorkspaces", 1000);
+}
+
+int manager_workspace_create(struct manager *m, const struct workspace_spec *spec, json_t **ret,
+			     struct station_error *e)
+{
+	*ret = ws_json("w1-new");
+	return 0;
+}
+
+int manager_workspace_list(struct manager *m, json_t **ret, struct station_error *e)
+{
+	*ret = json_pack("[o]", ws_json("w1-test"));
+	return 0;
+}
+
+int manager_workspace_get(struct manager *m, const char *id, json_t **ret, struct station_error *e)
+{
+	int r = find_ws(id, e);
+
+	if (r < 0)
+		return r;
+	*ret = ws_json(id);
+	return 0;
+}
+
+int manager_workspace_delete(struct manager *m, const char *id, struct station_error *e)
+{
+	return find_ws(id, e);
+}
+
+int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,
+			      struct station_error *e)
+{
+	return manager_workspace_get(m, id, ret, e);
+}
+
+static void run_finish(struct fake_run *r, const char *status)
+{
+	r->status = status;
+	for (size_t i = 0; i < MAX_CALLBACKS; i++)
+		if (waiters[i].used && waiters[i].run == r) {
+			waiters[i].used = false;
+			waiters[i].fn(waiters[i].userdata);
+		}
+}
+
+static int on_run_timer(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct fake_run *r = userdata;
+
+	run_finish(r, strcmp(r->command, "hang") == 0 ? "cancelled" : "exited");
+	return 0;
+}
+
+static void run_setup(struct fake_run *r)
+{
+	unsigned long n;
+
+	if (strcmp(r->command, "true") == 0) {
+		r->status = "exited";
+	} else if (sscanf(r->command, "sleep:%lu", &n) == 1) {
+		event_add_timer(fake_loop, &r->timer, now_usec() + n * 1000, on_run_timer, r);
+	} else if (sscanf(r->command, "spew:%lu", &n) == 1) {
+		r->out = malloc(n);
+		for (size_t i = 0; i < n; i++)
+			r->out[i] = (uint8_t)(i % 251);
+		r->out_len = n;
+		event_add_timer(fake_loop, &r->timer, now_usec() + 100000, on_run_timer, r);
+	}
+}
+
+int manager_run_start(struct manager *m, const char *ws_id, const struct run_spec *spec,
+		      json_t **ret, struct station_error *e)
+{
+	struct fake_run *r;
+	int k = find_ws(ws_id, e);
+
+	if (k < 0)
+		return k;
+	if (n_runs >= MAX_RUNS)
+		return station_error_set(e, -EAGAIN, NULL, "too many runs");
+	r = &runs[n_runs++];
+	snprintf(r->id, sizeof r->id, "r-%zu", n_runs);
+	snprintf(r->command, sizeof r->command, "%s", spec->command);
+	r->status = "running";
+	run_setup(r);
+	*ret = run_json(r);
+	return 0;
+}
+
+int manager_run_get(struct manager *m, const char *ws_id, const char *run_id, json_t **ret,
+		    struct station_error *e)
+{
+	struct fake_run *r = find_run(ws_id, run_id, e);
+
+	if (!r)
+		return e->err;
+	*ret = run_json(r);
+	return 0;
+}
+
+int manager_run_list(struct manager *m, const char *ws_id, json_t **ret, struct station_error *e)
+{
+	json_t *a;
+	int k = find_ws(ws_id, e);
+
+	if (k < 0)
+		return k;
+	a = json_array();
+	for (size_t i = n_runs; i > 0; i--)
+		json_array_append_new(a, run_json(&runs[i - 1]));
+	*ret = a;
+	return 0;
+}
+
+int manager_run_cancel(struct manager *m, const char *ws_id, const char *run_id,
+		       struct station_error *e)
+{
+	struct fake_run *r = find_run(ws_id, run_id, e);
+
+	if (!r)
+		return e->err;
+	if (strcmp(r->status, "running") != 0)
+		return station_error_set(e, -EBUSY, NULL, "run \"%s\" already finished", run_id);
+	event_source_free(r->timer);
+	snprintf(r->command, sizeof r->command, "hang");
+	return event_add_timer(fake_loop, &r->timer, now_usec() + 50000, on_run_timer, r);
+}
+
+int manager_run_wait(struct manager *m, const char *ws_id, const char *run_id, run_waiter_fn fn,
+		     void *userdata, struct run_waiter **ret, struct station_error *e)
+{
+	struct fake_run *r = find_run(ws_id, run_id, e);
+
+	if (!r)
+		return e->err;
+	if (strcmp(r->status, "running") != 0)
+		return 1;
+	for (size_t i = 0; i < MAX_CALLBACKS; i++)
+		if (!waiters[i].used) {
+			waiters[i] = (struct run_waiter){ true, r, fn, userdata };
+			*ret = &waiters[i];
+			return 0;
+		}
+	return station_error_set(e, -EAGAIN, NULL, "too many waiters");
+}
+
+void manager_run_waiter_cancel(struct run_waiter *w)
+{
+	if (!w->used)
+		abort(); /* cancelled after its call or twice: the API layer's bug */
+	w->used = false;
+}
+
+static int on_watch_timer(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct run_watch *w = userdata;
+	struct fake_run *r = w->run;
+
+	while (w->sent < r->out_len) {
+		size_t n = MIN(r->out_len - w->sent, (size_t)16384);
+
+		w->ops->output(w->userdata, RUN_STREAM_STDOUT, w->sent, r->out + w->sent, n);
+		w->sent += n;
+	}
+	if (strcmp(r->status, "running") == 0) {
+		event_source_set_time(s, now_usec() + 10000);
+		return 0;
+	}
+	w->used = false;
+	event_source_free(s);
+	w->timer = NULL;
+	w->ops->done(w->userdata);
+	return 0;
+}
+
+int manager_run_watch(struct manager *m, const char *ws_id, const char *run_id,
+		      const struct run_watch_ops *ops, void *userdata, struct run_watch **ret,
+		      struct station_error *e)
+{
+	struct fake_run *r = find_run(ws_id, run_id, e);
+
+	if (!r)
+		return e->err;
+	for (size_t i = 0; i < MAX_CALLBACKS; i++)
+		if (!watches[i].used) {
+			struct run_watch *w = &watches[i];
+
+			*w = (struct run_watch){ true, r, ops, userdata, 0, NULL };
+			event_add_timer(fake_loop, &w->timer, now_usec(), on_watch_timer, w);
+			*ret = w;
+			return 0;
+		}
+	return station_error_set(e, -EAGAIN, NULL, "too many watches");
+}
+
+void manager_run_unwatch(struct run_watch *w)
+{
+	if (!w->used)
+		abort();
+	w->used = false;
+	event_source_free(w->timer);
+	w->timer = NULL;
+}

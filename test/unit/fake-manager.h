@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* A stand-in for daemon/manager.c, for driving the HTTP layer in tests. One workspace,
+ * "w1-test", is ready; "w1-down" exists with its agent not connected. A run's command says
+ * what it does:
+ *   "true"          exited 0 at once
+ *   "sleep:MS"      exited 0 after MS milliseconds
+ *   "hang"          running until cancelled (then "cancelled" after 50 ms)
+ *   "spew:BYTES"    writes BYTES to stdout at once (bytes i % 251), exits after 100 ms
+ * Callbacks run from loop timers, never from inside the call that registered them. */
+
+#include <stddef.h>
+
+struct event_loop;
+
+void fake_manager_setup(struct event_loop *loop);
+size_t fake_manager_waiters(void); /* registered and not yet called or cancelled */
+size_t fake_manager_watches(void);
