@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The OCI image store: images pinned by digest, imported from an OCI image layout (directory or
+ * tar) or pulled from an OCI distribution registry, kept content-addressed under <root>/images/:
+ *
+ *   images/blobs/sha256/<hex>    every blob, SHA-256 and size verified while it is written to a
+ *                                temporary file in the same directory (fsync + rename)
+ *   images/layers/<hex>/         one unpacked layer per diff id (the digest of the uncompressed
+ *                                tar), a read-only overlayfs lower dir: OCI whiteouts converted
+ *                                to overlay whiteouts (char 0/0) and trusted.overlay.opaque=y
+ *   images/index/<hex>.json      one small JSON record per image, keyed by its manifest digest,
+ *                                written atomically last: an image exists once it is there
+ *   images/lock                  flock()ed by every operation that writes
+ *
+ * images/ is mode 0700: unpacked layers keep the owners and modes of the image (setuid
+ * binaries included), which must not be reachable by unprivileged host users.
+ *
+ * A failed import or pull leaves nothing behind: the blobs and layers it added are removed.
+ *
+ * Functions return -errno and, where the failure reaches a person, fill *e (which may be NULL)
+ * with a message naming the image, blob or layer entry and the cause. -ENOENT: not in the store
+ * or not in the registry; -EINVAL: a malformed reference or document; -EBADMSG: a digest or size
+ * mismatch; -EPERM: a layer entry refused for safety; -ENOTSUP: an unsupported media type or
+ * platform. Outputs (ret_*) are untouched on failure. The library never logs. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "basic/error.h"
+
+#define IMAGE_DIGEST_MAX 72 /* "sha256:" + 64 hex + NUL, rounded up */
+#define IMAGE_NAME_MAX 256
+
+/* A reference: "name@sha256:<64 hex>" or a bare "sha256:<64 hex>". Tags are refused: images
+ * are pinned by digest. name may start with a registry host ("127.0.0.1:5000/busybox"). */
+struct image_ref {
+	char name[IMAGE_NAME_MAX];     /* "" for a bare digest */
+	char digest[IMAGE_DIGEST_MAX]; /* "sha256:<64 lower-case hex>" */
+};
+
+int image_ref_parse(const char *s, struct image_ref *ret, struct station_error *e);
+/* True for "sha256:" followed by exactly 64 lower-case hex digits. */
+bool image_digest_is_valid(const char *digest);
+
+/* What the image config says about the process to run. */
+struct image_config {
+	char *user;	    /* config.User, NULL when unset */
+	char **env;	    /* config.Env, "KEY=value", NULL-terminated (never NULL itself) */
+	char *workdir;	    /* config.WorkingDir, NULL when unset */
+	char **entrypoint;  /* config.Entrypoint, NULL-terminated, NULL when unset */
+	char **cmd;	    /* config.Cmd, NULL-terminated, NULL when unset */
+	char *os;	    /* "linux" */
+	char *architecture; /* "amd64" */
+};
+
+struct image {
+	char digest[IMAGE_DIGEST_MAX];	     /* the image manifest's digest: the image's identity */
+	char index_digest[IMAGE_DIGEST_MAX]; /* the image index it was picked from, "" when none */
+	char config_digest[IMAGE_DIGEST_MAX];
+	char *name; /* repository name given at import or pull, or NULL */
+	struct image_config config;
+	char **layers; /* absolute paths of the unpacked layer dirs, bottom layer first */
+	size_t n_layers;
+	uint64_t size;	  /* sum of the manifest, config and layer blob sizes */
+	uint64_t created; /* CLOCK_REALTIME microseconds when it entered the store */
+};
+
+void image_config_done(struct image_config *c);
+/* Frees what the image owns (not the struct itself). */
+void image_done(struct image *img);
+void image_free(struct image *img);
+void image_free_array(struct image *imgs, size_t n);
+
+struct image_store;
+
+/* Opens (creating when missing) the store under <root>/images. */
+int image_store_open(const char *root, struct image_store **ret, struct station_error *e);
+void image_store_close(struct image_store *s);
+
+/* Imports the image of an OCI image layout, a directory or a tar of one. index.json must list
+ * exactly one manifest, or an image index with a linux/<this machine's architecture> entry.
+ * name (may be NULL) is recorded for `image ls`. *ret (may be NULL) gets the image. */
+int image_import_layout(struct image_store *s, const char *path, const char *name,
+			struct image **ret, struct station_error *e);
+
+struct image_pull_options {
+	const char *registry; /* "host[:port]"; NULL: the host part of the reference's name */
+	bool plain_http;      /* http:// instead of https:// (test registries on loopback) */
+	const char *ca_file;  /* extra CA bundle for https, NULL for the system's */
+	long timeout_sec;     /* a request stalling (under 1 KiB/s) this long fails; 0: 60 */
+};
+
+/* Pulls ref ("[host[:port]/]name@sha256:<hex>") by digest: manifest (or an image index and
+ * its entry for this platform), config and layers, each verified, then unpacks the layers.
+ * Anonymous bearer tokens (WWW-Authenticate: Bearer realm=…) are fetched when asked for.
+ * An image already in the store is not fetched again. Blocks for the whole transfer and holds
+ * images/lock meanwhile: run it off the event loop (a thread or a child). */
+int image_pull(struct image_store *s, const char *ref, const struct image_pull_options *o,
+	       struct image **ret, struct station_error *e);
+
+/* Finds the image a reference names, by digest (a manifest digest, or the image index digest
+ * it was imported through); the name part of the reference is not compared. -ENOENT when it is
+ * not in the store, with a message telling how to import it. */
+int image_lookup(struct image_store *s, const char *ref, struct image **ret,
+		 struct station_error *e);
+
+/* Every image in the store, oldest first. */
+int image_list(struct image_store *s, struct image **ret, size_t *ret_n);
+
+/* Removes an image and whatever blobs and layers no remaining image uses. The caller refuses
+ * removal while a workspace uses the image. -ENOENT when it is not in the store. */
+int image_remove(struct image_store *s, const char *ref, struct station_error *e);
+
+/* The overlayfs lowerdir= value for img: its layer dirs joined by ':', top layer first. */
+int image_overlay_lowerdir(const struct image *img, char **ret);
