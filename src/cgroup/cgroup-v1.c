@@ -114,32 +114,6 @@ int cg_parse_mountinfo(const char *content, const char *controller, char **ret_m
 	return -ENOENT;
 }
 
-/* "<mount point><own path relative to the mount's root>" for one controller. */
-static int v1_own_dir(const char *mountinfo, const char *proc_cgroup, const char *controller,
-		      char **ret)
-{
-	_cleanup_free_ char *mp = NULL, *root = NULL, *own = NULL;
-	const char *rel;
-	size_t rl;
-	int r;
-
-	r = cg_parse_mountinfo(mountinfo, controller, &mp, &root);
-	if (r < 0)
-		return r;
-	r = cg_parse_proc_cgroup(proc_cgroup, controller, &own);
-	if (r < 0)
-		return r;
-	rel = own;
-	rl = strlen(root);
-	if (strcmp(root, "/") != 0 && !strncmp(own, root, rl) && (own[rl] == '/' || !own[rl]))
-		rel = own + rl;
-	if (!strcmp(rel, "/"))
-		rel = "";
-	if (asprintf(ret, "%s%s", mp, rel) < 0)
-		return -ENOMEM;
-	return 0;
-}
-
 static bool v1_has_dir(const struct cgroup *cg, const char *dir, size_t name_len)
 {
 	size_t n = strlen(dir);
@@ -150,23 +124,22 @@ static bool v1_has_dir(const struct cgroup *cg, const char *dir, size_t name_len
 	return false;
 }
 
-/* The group "<own>/<name>" in every hierarchy we use; co-mounted hierarchies appear once. */
+/* The group "/<name>" at the root of every hierarchy we use; co-mounted hierarchies appear
+ * once. The root, not our own group: on v1 our own group can differ between hierarchies, and
+ * an OCI runtime takes one cgroupsPath for all of them. */
 static int v1_base_paths(const char *name, struct cgroup *cg)
 {
-	_cleanup_free_ char *mountinfo = NULL, *proc_cgroup = NULL;
+	_cleanup_free_ char *mountinfo = NULL;
 	char suffix[66] = "/";
 	int r;
 
 	r = read_file("/proc/self/mountinfo", MOUNTINFO_MAX, &mountinfo, NULL);
 	if (r < 0)
 		return r;
-	r = read_file("/proc/self/cgroup", CGROUP_FILE_MAX, &proc_cgroup, NULL);
-	if (r < 0)
-		return r;
 	strcat(suffix, name);
 	for (size_t i = 0; i < ELEMENTSOF(v1_controllers); i++) {
-		_cleanup_free_ char *dir = NULL;
-		r = v1_own_dir(mountinfo, proc_cgroup, v1_controllers[i], &dir);
+		_cleanup_free_ char *dir = NULL, *root = NULL;
+		r = cg_parse_mountinfo(mountinfo, v1_controllers[i], &dir, &root);
 		if (r == -ENOENT)
 			continue; /* controller not mounted here */
 		if (r < 0)

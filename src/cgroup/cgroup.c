@@ -563,3 +563,31 @@ int cgroup_from_string(const char *s, struct cgroup **ret)
 	*ret = cg;
 	return 0;
 }
+
+static const char *relative_of(const struct cgroup *cg, const char *dir)
+{
+	size_t n = strlen(CGROUP_MOUNT_ROOT);
+	if (strncmp(dir, CGROUP_MOUNT_ROOT, n) != 0 || dir[n] != '/')
+		return NULL;
+	dir += n;
+	if (cg->version == CGROUP_V1)
+		dir = strchr(dir + 1, '/'); /* skip the hierarchy's own directory */
+	return dir;
+}
+
+int cgroup_relative_path(const struct cgroup *cg, char **ret)
+{
+	const char *first = cg->n_dirs ? relative_of(cg, cg->dirs[0]) : NULL;
+	if (!first)
+		return -EINVAL;
+	for (size_t i = 1; i < cg->n_dirs; i++) {
+		const char *p = relative_of(cg, cg->dirs[i]);
+		if (!p || strcmp(p, first) != 0)
+			return -EINVAL;
+	}
+	char *s = strdup(first);
+	if (!s)
+		return -ENOMEM;
+	*ret = s;
+	return 0;
+}

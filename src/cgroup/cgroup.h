@@ -79,3 +79,8 @@ void cgroup_free(struct cgroup *cg);
 /* "v1:/dir/a:/dir/b" or "v2:/dir": for argv and the store. */
 int cgroup_to_string(const struct cgroup *cg, char **ret);
 int cgroup_from_string(const char *s, struct cgroup **ret);
+
+/* The group's path relative to its hierarchy's root ("/station-sandbox/w1-…"), the form an
+ * OCI runtime's linux.cgroupsPath takes. -EINVAL when the hierarchies disagree or a dir is not
+ * under /sys/fs/cgroup. */
+int cgroup_relative_path(const struct cgroup *cg, char **ret);

@@ -267,24 +267,40 @@ static bool in_group_of(pid_t pid, const struct cgroup *cg)
 
 Test(cgroup, base_layout, .init = base_setup, .fini = base_teardown)
 {
-	_cleanup_free_ char *proc = NULL, *mem_own = NULL;
+	_cleanup_free_ char *rel = NULL;
+	const char *name = strrchr(base->dirs[0], '/');
 
+	cr_assert_eq(cgroup_relative_path(base, &rel), 0);
 	if (version == CGROUP_V2) {
 		cr_assert_eq(base->n_dirs, 1);
+		cr_assert_eq(strcmp(rel + strlen(rel) - strlen(name), name), 0, "%s", rel);
 		return;
 	}
-	/* this host mounts cpu, cpuacct, memory, pids and freezer separately */
-	cr_assert_eq(base->n_dirs, 5);
-	cr_assert_eq(read_file("/proc/self/cgroup", 65536, &proc, NULL), 0);
-	cr_assert_eq(cg_parse_proc_cgroup(proc, "memory", &mem_own), 0);
-	bool found = false;
-	for (size_t i = 0; i < base->n_dirs; i++)
-		if (!strncmp(base->dirs[i], "/sys/fs/cgroup/memory", 21)) {
-			cr_assert_eq(strncmp(base->dirs[i] + 21, mem_own, strlen(mem_own)), 0, "%s",
-				     base->dirs[i]);
-			found = true;
-		}
-	cr_assert(found);
+	/* v1: the same path at the root of every hierarchy, so one cgroupsPath names it */
+	cr_assert_geq(base->n_dirs, 3);
+	cr_assert_str_eq(rel, name);
+	for (size_t i = 0; i < base->n_dirs; i++) {
+		cr_assert_eq(strncmp(base->dirs[i], "/sys/fs/cgroup/", 15), 0);
+		cr_assert_str_eq(strrchr(base->dirs[i], '/'), name);
+		cr_assert_eq(access(base->dirs[i], F_OK), 0, "%s exists", base->dirs[i]);
+	}
+}
+
+Test(cgroup, relative_path_refuses_disagreeing_hierarchies)
+{
+	struct cgroup *cg = NULL;
+	char *rel = NULL;
+
+	cr_assert_eq(cgroup_from_string("v1:/sys/fs/cgroup/memory/a/b:/sys/fs/cgroup/pids/a/b", &cg),
+		     0);
+	cr_assert_eq(cgroup_relative_path(cg, &rel), 0);
+	cr_assert_str_eq(rel, "/a/b");
+	free(rel);
+	cgroup_free(cg);
+	cr_assert_eq(cgroup_from_string("v1:/sys/fs/cgroup/memory/a/b:/sys/fs/cgroup/pids/x/b", &cg),
+		     0);
+	cr_assert_eq(cgroup_relative_path(cg, &rel), -EINVAL);
+	cgroup_free(cg);
 }
 
 static int grandchild_then_pause(void *userdata)
