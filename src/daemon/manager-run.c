@@ -160,12 +160,13 @@ int run_finish(struct workspace *ws, const struct run_row *result)
 			  "error", strerror(-r), NULL);
 		return r;
 	}
-	struct run_state *rs = run_state_find(ws, result->id);
-	if (rs)
-		run_state_end(ws, rs, result);
 	if (r > 0)
 		log_info("run finished", "workspace", ws->row.id, "run", result->id, "status",
 			 run_status_to_string(result->status), NULL);
+	/* result may point into the run state (a lost run): nothing reads it after this */
+	struct run_state *rs = run_state_find(ws, result->id);
+	if (rs)
+		run_state_end(ws, rs, result);
 	return r;
 }
 
@@ -181,8 +182,8 @@ void runs_lose_all(struct workspace *ws, const char *reason)
 			.ended_at = realtime_usec(),
 		};
 		struct run_state *first = ws->runs;
-		run_finish(ws, &lost);
-		if (ws->runs == first) /* not recorded (store failure): still drop it here */
+		int r = run_finish(ws, &lost);
+		if (r < 0 && r != -ENOENT) /* not recorded (store failure): still drop it here */
 			run_state_end(ws, first, &lost);
 	}
 }

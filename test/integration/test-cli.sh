@@ -1,0 +1,228 @@
+#!/bin/bash
+# The station-sandbox CLI as a user runs it: exit codes mirror the run's outcome (exited → its
+# code, killed → 128+signal, timed_out → 124, cancelled → 130, failed_to_start → 127,
+# lost → 125), both streams printed, no controller → message and exit 2.
+. "$(dirname "$0")/lib.sh"
+
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+require_controller --listen "tcp:127.0.0.1:$PORT"
+new_ws WS || exit 1
+
+# clirun ARGS...: runs the CLI, sets RC, OUT (stdout) and ERR (stderr).
+clirun() {
+	cli "$@" >"$TMP/cli.out" 2>"$TMP/cli.err" </dev/null
+	RC=$?
+	OUT=$(cat "$TMP/cli.out")
+	ERR=$(cat "$TMP/cli.err")
+}
+
+t_no_controller() {
+	local sock=$TMP/nobody-here.sock
+	STATION_SOCKET=$sock "$CLI_BIN" ready >"$TMP/out" 2>"$TMP/err" </dev/null
+	assert_eq 2 "$?" "exit status with STATION_SOCKET and no controller"
+	assert_contains "$sock" "$(cat "$TMP/err")" "message names the socket"
+	"$CLI_BIN" --socket "$sock" exec "$WS" -- true >"$TMP/out" 2>"$TMP/err" </dev/null
+	assert_eq 2 "$?" "exit status of exec with --socket and no controller"
+	assert_match '.' "$(cat "$TMP/err")" "a message on stderr"
+	assert_eq '' "$(cat "$TMP/out")" "nothing on stdout"
+	# A socket file nobody listens on (a controller that died).
+	python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$TMP/stale.sock"
+	"$CLI_BIN" --socket "$TMP/stale.sock" ls >"$TMP/out" 2>"$TMP/err" </dev/null
+	assert_eq 2 "$?" "exit status with a stale socket"
+	assert_contains "$TMP/stale.sock" "$(cat "$TMP/err")" "message names the socket"
+}
+
+t_acceptance() {
+	clirun exec "$WS" -- 'echo hi; echo err >&2; exit 3'
+	assert_eq 3 "$RC" "exit status"
+	assert_eq hi "$OUT" stdout
+	assert_eq err "$ERR" stderr
+	assert_eq 3 "$(wc -c <"$TMP/cli.out")" "stdout is exactly hi\\n"
+}
+
+t_exit_zero() {
+	clirun exec "$WS" -- 'echo a b'
+	assert_eq 0 "$RC" "exit status"
+	assert_eq 'a b' "$OUT" stdout
+}
+
+t_args_joined() {
+	clirun exec "$WS" -- echo one two
+	assert_eq 0 "$RC" "exit status"
+	assert_eq 'one two' "$OUT" stdout
+}
+
+t_killed() {
+	clirun exec "$WS" -- 'kill -9 $$'
+	assert_eq 137 "$RC" "exit status (128+9)"
+}
+
+t_timed_out() {
+	clirun exec --timeout 300 "$WS" -- 'sleep 1000.901'
+	assert_eq 124 "$RC" "exit status"
+	wait_for -t 3 no_process 'sleep 1000.901' || _fail "command left running"
+}
+
+t_failed_to_start() {
+	clirun exec --cwd /nonexistent-cli-dir "$WS" -- true
+	assert_eq 127 "$RC" "exit status"
+	assert_contains /nonexistent-cli-dir "$ERR" "reason on stderr"
+}
+
+# find_running WS COMMAND: id of the running run with that command.
+find_running() {
+	api GET "/v1/workspaces/$1/commands" |
+		jq -r --arg c "$2" '.commands[] | select(.command == $c and .status == "running") | .id' |
+		head -n 1
+}
+
+t_cancelled() {
+	cli exec "$WS" -- 'sleep 1000.902' >"$TMP/bg.out" 2>"$TMP/bg.err" </dev/null &
+	local bg=$! run=
+	wait_for -t 10 eval 'run=$(find_running "$WS" "sleep 1000.902"); [[ -n $run ]]' ||
+		_fail "run not found"
+	clirun cancel "$WS" "$run"
+	assert_eq 0 "$RC" "cancel exit status"
+	wait_for -t 15 _pid_gone "$bg" || _fail "exec did not return after the cancel"
+	wait "$bg"
+	assert_eq 130 "$?" "exec exit status" || diag "stderr: $(cat "$TMP/bg.err")"
+}
+
+t_lost() {
+	local ws agent
+	new_ws ws || return 1
+	agent=$(agent_pid "$ws")
+	cli exec "$ws" -- 'sleep 60.903' >"$TMP/bg.out" 2>"$TMP/bg.err" </dev/null &
+	local bg=$!
+	# '^sleep': the CLI's own argv holds the command too.
+	wait_for -t 10 pgrep -f '^sleep 60.903' >/dev/null || _fail "command never started"
+	kill -KILL "$agent"
+	wait_for -t 20 _pid_gone "$bg" || _fail "exec did not return after the agent died"
+	wait "$bg"
+	assert_eq 125 "$?" "exec exit status" || diag "stderr: $(cat "$TMP/bg.err")"
+	api -q DELETE "/v1/workspaces/$ws"
+}
+
+t_json() {
+	clirun exec --json "$WS" -- 'echo j'
+	assert_eq 0 "$RC" "exit status"
+	assert_eq exited "$(jq -r .status <<<"$OUT")" "status in --json"
+	assert_eq '"j\n"' "$(jq -c .stdout <<<"$OUT")" "stdout in --json"
+	assert_eq 0 "$(jq -r .exitCode <<<"$OUT")" "exitCode in --json"
+	clirun exec --json "$WS" -- 'exit 5'
+	assert_eq 5 "$RC" "exit status with --json"
+	assert_eq 5 "$(jq -r .exitCode <<<"$OUT")" "exitCode in --json"
+}
+
+t_env_and_cwd() {
+	clirun exec --env A=b --env C=d --cwd /tmp "$WS" -- 'echo "$A$C $PWD"'
+	assert_eq 0 "$RC" "exit status"
+	assert_eq 'bd /tmp' "$OUT" stdout
+}
+
+t_stdin() {
+	printf 'from-pipe' | cli exec --stdin-file - "$WS" -- 'cat' >"$TMP/out" 2>"$TMP/err"
+	assert_eq 0 "$?" "exit status (stdin -)"
+	assert_eq from-pipe "$(cat "$TMP/out")" "stdin from -"
+	printf 'a\000b' >"$TMP/in.bin"
+	clirun exec --stdin-file "$TMP/in.bin" "$WS" -- 'od -An -tx1 | tr -s " \n" " "'
+	assert_eq 0 "$RC" "exit status (stdin file)"
+	assert_eq ' 61 00 62 ' "$OUT" "binary stdin from a file"
+}
+
+t_max_output() {
+	clirun exec --json --max-output 1024 "$WS" -- 'seq 1 1000 | head -c 2000'
+	assert_eq 0 "$RC" "exit status"
+	assert_eq true "$(jq -r .truncated <<<"$OUT")" truncated
+	assert_eq 1024 "$(jq -r .maxOutputBytes <<<"$OUT")" maxOutputBytes
+	assert_eq 2000 "$(jq -r .stdoutBytes <<<"$OUT")" stdoutBytes
+}
+
+t_workspace_commands() {
+	local ws
+	clirun create --env K=V
+	assert_eq 0 "$RC" "create exit status"
+	ws=$OUT
+	assert_match '^test-[a-z2-7]{26}$' "$ws" "create prints the id" || return 1
+	api -q GET "/v1/workspaces/$ws"
+	assert_eq '{"K":"V"}' "$(j .env)" "env given to create"
+	clirun create --json
+	assert_eq 0 "$RC" "create --json exit status"
+	assert_eq ready "$(jq -r .state <<<"$OUT")" "create --json prints the workspace"
+	local ws2
+	ws2=$(jq -r .id <<<"$OUT")
+
+	clirun ls
+	assert_eq 0 "$RC" "ls exit status"
+	assert_contains "$ws" "$OUT" "ls lists the workspace"
+	clirun ls --json
+	assert_eq 0 "$RC" "ls --json exit status"
+	assert_eq 1 "$(jq -r --arg id "$ws" '[.. | strings | select(. == $id)] | length' <<<"$OUT")" \
+		"ls --json lists the workspace once"
+
+	clirun restart "$ws"
+	assert_eq 0 "$RC" "restart exit status"
+	clirun rm "$ws" "$ws2"
+	assert_eq 0 "$RC" "rm exit status"
+	api -q GET "/v1/workspaces/$ws"
+	assert_status 404 "workspace after rm"
+	api -q GET "/v1/workspaces/$ws2"
+	assert_status 404 "second workspace after rm"
+	clirun rm "$ws"
+	assert_ne 0 "$RC" "rm of an unknown workspace fails"
+	assert_match '.' "$ERR" "with a message"
+}
+
+t_status_and_runs() {
+	run_cmd "$WS" 'echo via-api' || return 1
+	local run=$RUN
+	clirun status --json "$WS" "$run"
+	assert_eq 0 "$RC" "status exit status"
+	assert_eq exited "$(jq -r .status <<<"$OUT")" "status --json"
+	assert_eq '"via-api\n"' "$(jq -c .stdout <<<"$OUT")" "status --json stdout"
+	clirun status "$WS" "$run"
+	assert_eq 0 "$RC" "status exit status"
+	assert_contains exited "$OUT" "status output"
+	clirun runs "$WS"
+	assert_eq 0 "$RC" "runs exit status"
+	assert_contains "$run" "$OUT" "runs lists the run"
+}
+
+t_ready_worker() {
+	clirun ready
+	assert_eq 0 "$RC" "ready exit status"
+	clirun worker
+	assert_eq 0 "$RC" "worker exit status"
+	assert_contains test "$OUT" "worker output names the worker"
+}
+
+t_tcp_url_token() {
+	local token
+	token=$(tr -d '\n' <"$ROOT/admin.token")
+	"$CLI_BIN" --url "http://127.0.0.1:$PORT" --token "$token" exec "$WS" -- 'echo over-tcp' \
+		>"$TMP/out" 2>"$TMP/err" </dev/null
+	assert_eq 0 "$?" "exec over TCP with --url/--token"
+	assert_eq over-tcp "$(cat "$TMP/out")" stdout
+	STATION_URL=http://127.0.0.1:$PORT STATION_TOKEN=$token "$CLI_BIN" worker >/dev/null 2>&1 </dev/null
+	assert_eq 0 "$?" "STATION_URL and STATION_TOKEN"
+	STATION_URL=http://127.0.0.1:$PORT "$CLI_BIN" worker >/dev/null 2>"$TMP/err" </dev/null
+	assert_ne 0 "$?" "TCP without a token fails"
+}
+
+run_test "no controller: message and exit 2" t_no_controller
+run_test "exec prints both streams and exits 3" t_acceptance
+run_test "exec exits 0" t_exit_zero
+run_test "exec joins arguments after --" t_args_joined
+run_test "killed: exit 137" t_killed
+run_test "timed_out: exit 124" t_timed_out
+run_test "failed_to_start: exit 127" t_failed_to_start
+run_test "cancelled: exit 130" t_cancelled
+run_test "lost: exit 125" t_lost
+run_test "exec --json prints the final run" t_json
+run_test "exec --env and --cwd" t_env_and_cwd
+run_test "exec --stdin-file" t_stdin
+run_test "exec --max-output" t_max_output
+run_test "create, ls, restart, rm" t_workspace_commands
+run_test "status and runs" t_status_and_runs
+run_test "ready and worker" t_ready_worker
+run_test "--url and --token over TCP" t_tcp_url_token
