@@ -1,39 +1,67 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* Where a workspace's agent runs. One ops table per adapter: host.c now, container.c next.
- * Setup happens in steps; teardown is idempotent and removes whatever exists. */
+/* Where a workspace's agent runs. One ops table per adapter: host.c and container.c. Setup
+ * happens in steps; teardown is idempotent and removes whatever exists. */
 
+#include <jansson.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "basic/error.h"
 
 struct cgroup;
+struct runtime;
+struct image_store;
+
+/* Worker-wide settings and handles, made once by the manager. */
+struct adapter_context {
+	const char *root;
+	const char *agent_path;
+	struct runtime *runtime;      /* NULL: the container adapter is unavailable */
+	char runtime_error[512];      /* why, when runtime is NULL */
+	struct image_store *images;   /* NULL: no image store */
+	const char *default_image;    /* NULL: a container workspace must name its image */
+	const char *default_seccomp;  /* path of the worker's default profile */
+	uint32_t id_base;             /* host uid/gid of container root; ids base..base+65535 */
+};
 
 struct adapter_workspace {
+	const struct adapter_context *ctx;
 	const char *id;
-	const char *dir;            /* <root>/workspaces/<id> */
+	const char *dir;             /* <root>/workspaces/<id> */
 	const struct cgroup *cgroup; /* the workspace cgroup, created by the caller */
-	char *const *env;           /* KEY=VALUE, NULL-terminated; may be NULL */
-	const char *agent_path;
+	char *const *env;            /* workspace env, KEY=VALUE, NULL-terminated; may be NULL */
+	json_t *spec;                /* the workspace spec (adapter fields are resolved into it) */
 };
 
 struct adapter_ops {
 	const char *name;
-	/* Makes the workspace's directories (existing ones are kept: HOME persists). */
+	/* Before anything is made: every piece the adapter needs exists and is valid (image in
+	 * the store, profile readable and valid, runtime working), each failure named. May add
+	 * resolved fields to spec (the image digest, the profile digest). Fails closed. */
+	int (*check)(const struct adapter_context *ctx, json_t *spec, struct station_error *e);
+	/* Makes the workspace's directories (HOME persists across restarts). */
 	int (*prepare)(const struct adapter_workspace *ws, struct station_error *e);
 	/* Starts the agent with a fresh listening socket at <dir>/run/agent.sock and the secret
 	 * through an inherited pipe. The agent outlives the controller. */
 	int (*start_agent)(const struct adapter_workspace *ws, const uint8_t *secret,
 			   size_t secret_len, pid_t *ret_pid, struct station_error *e);
-	/* Removes the directories. The caller has already destroyed the cgroup. */
+	/* After the workspace cgroup was killed: releases what start_agent and prepare made
+	 * outside the directory (runtime state, mounts). Idempotent. */
+	void (*stop)(const struct adapter_workspace *ws);
+	/* Removes the directories. */
 	int (*remove)(const struct adapter_workspace *ws, struct station_error *e);
-	/* Paths the API shows. */
-	const char *home_subdir;    /* relative to dir: "home" */
-	const char *workdir_subdir; /* relative to dir: "home/workspace" */
+	/* HOME and the default working directory as commands see them. */
+	int (*paths)(const struct adapter_workspace *ws, char **ret_home, char **ret_workdir);
 };
 
 extern const struct adapter_ops adapter_host;
+extern const struct adapter_ops adapter_container;
 
 const struct adapter_ops *adapter_find(const char *name);
+
+/* Shared by the adapters: a listening unix socket at path (0600), the read end of a pipe
+ * holding the secret. */
+int adapter_listen_unix(const char *path);
+int adapter_secret_pipe(const uint8_t *secret, size_t len);

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -41,7 +42,7 @@ static int host_prepare(const struct adapter_workspace *ws, struct station_error
 	return 0;
 }
 
-static int listen_unix(const char *path)
+int adapter_listen_unix(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof sa.sun_path)
@@ -59,7 +60,7 @@ static int listen_unix(const char *path)
 	return TAKE_FD(fd);
 }
 
-static int secret_pipe(const uint8_t *secret, size_t len)
+int adapter_secret_pipe(const uint8_t *secret, size_t len)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -90,7 +91,7 @@ static void agent_exec(const struct adapter_workspace *ws, const struct cgroup *
 	if (r >= 0) {
 		int keep[] = { AGENT_SECRET_FD, AGENT_LISTEN_FD, err_fd };
 		close_all_fds_except(keep, ELEMENTSOF(keep));
-		execv(ws->agent_path, argv);
+		execv(ws->ctx->agent_path, argv);
 		r = negative_errno();
 	}
 	(void)!write(err_fd, &r, sizeof r);
@@ -145,11 +146,11 @@ static int host_start_agent(const struct adapter_workspace *ws, const uint8_t *s
 	snprintf(sock, sizeof sock, "%s/run/agent.sock", ws->dir);
 	snprintf(log, sizeof log, "%s/agent.log", ws->dir);
 
-	_cleanup_close_ int listen_fd = listen_unix(sock);
+	_cleanup_close_ int listen_fd = adapter_listen_unix(sock);
 	if (listen_fd < 0)
 		return station_error_set(e, listen_fd, NULL, "agent socket \"%s\": %s", sock,
 					 strerror(-listen_fd));
-	_cleanup_close_ int secret_fd = secret_pipe(secret, secret_len);
+	_cleanup_close_ int secret_fd = adapter_secret_pipe(secret, secret_len);
 	if (secret_fd < 0)
 		return station_error_set(e, secret_fd, NULL, "secret pipe: %s", strerror(-secret_fd));
 	_cleanup_close_ int log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -197,7 +198,7 @@ static int host_start_agent(const struct adapter_workspace *ws, const uint8_t *s
 	cgroup_free(agent_cg);
 	if (r < 0)
 		return station_error_set(e, r, NULL, "cannot start agent \"%s\": %s",
-					 ws->agent_path, strerror(-r));
+					 ws->ctx->agent_path, strerror(-r));
 	*ret_pid = pid;
 	return 0;
 }
@@ -211,18 +212,41 @@ static int host_remove(const struct adapter_workspace *ws, struct station_error 
 	return 0;
 }
 
+static int host_check(const struct adapter_context *ctx, json_t *spec, struct station_error *e)
+{
+	return 0;
+}
+
+static void host_stop(const struct adapter_workspace *ws)
+{
+}
+
+static int host_paths(const struct adapter_workspace *ws, char **ret_home, char **ret_workdir)
+{
+	if (asprintf(ret_home, "%s/home", ws->dir) < 0)
+		return -ENOMEM;
+	if (asprintf(ret_workdir, "%s/home/workspace", ws->dir) < 0) {
+		free(*ret_home);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 const struct adapter_ops adapter_host = {
 	.name = "host",
+	.check = host_check,
 	.prepare = host_prepare,
 	.start_agent = host_start_agent,
+	.stop = host_stop,
 	.remove = host_remove,
-	.home_subdir = "home",
-	.workdir_subdir = "home/workspace",
+	.paths = host_paths,
 };
 
 const struct adapter_ops *adapter_find(const char *name)
 {
 	if (!name || strcmp(name, "host") == 0)
 		return &adapter_host;
+	if (strcmp(name, "container") == 0)
+		return &adapter_container;
 	return NULL;
 }

@@ -251,6 +251,11 @@ static int add_bind_mounts(json_t *m, const struct oci_config *c)
 		r = add_mount(m, OCI_RUN_DIR, "bind", c->run_dir, run);
 	if (r >= 0 && c->agent_path)
 		r = add_mount(m, OCI_AGENT_PATH, "bind", c->agent_path, agent);
+	for (size_t i = 0; r >= 0 && i < c->n_cgroup_binds; i++) {
+		char dest[64];
+		snprintf(dest, sizeof dest, OCI_CGROUP_DIR "/%zu", i);
+		r = add_mount(m, dest, "bind", c->cgroup_binds[i], run);
+	}
 	if (r >= 0 && c->resolv_conf)
 		r = add_mount(m, "/etc/resolv.conf", "bind", c->resolv_conf, file);
 	if (r >= 0 && c->hosts)

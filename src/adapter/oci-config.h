@@ -39,6 +39,7 @@ extern const char *const oci_default_caps[]; /* OCI_DEFAULT_CAPS, NULL-terminate
 
 #define OCI_AGENT_PATH "/run/station/agent/station-agent"
 #define OCI_RUN_DIR "/run/station"
+#define OCI_CGROUP_DIR OCI_RUN_DIR "/cgroup"
 #define OCI_HOME_DIR "/home/node"
 #define OCI_TMP_SIZE_DEFAULT (256ULL << 20)
 #define OCI_NOFILE_DEFAULT 65536
@@ -63,6 +64,9 @@ struct oci_config {
 	const char *home_target; /* NULL: OCI_HOME_DIR */
 	const char *agent_path;	 /* host path bound ro at OCI_AGENT_PATH; NULL: none */
 	const char *run_dir;	 /* host dir bound rw at OCI_RUN_DIR (mounted before the agent) */
+	char *const *cgroup_binds; /* host cgroup dirs delegated to the agent, bound rw at
+				    * OCI_RUN_DIR "/cgroup/<i>" in this order */
+	size_t n_cgroup_binds;
 	const char *resolv_conf; /* host files bound ro at /etc/resolv.conf, /etc/hosts; optional */
 	const char *hosts;
 	const char *netns_path;	  /* join this network namespace; NULL: a new one */

@@ -32,6 +32,9 @@ struct args {
 	const char *workdir;
 	const char *home;
 	const char *cgroup;
+	bool set_user;
+	uid_t uid;
+	gid_t gid;
 	char **env;
 	size_t n_env;
 	enum log_format log_format;
@@ -50,7 +53,7 @@ static int usage_error(const char *what, const char *value)
 	fprintf(stderr,
 		"usage: station-agent --listen-fd N --secret-fd M --workdir DIR --home DIR\n"
 		"                     [--cgroup v1:/a:/b | v2:/dir] [--env KEY=VALUE]...\n"
-		"                     [--log-format json|text]\n");
+		"                     [--user UID:GID] [--log-format json|text]\n");
 	return -EINVAL;
 }
 
@@ -73,6 +76,26 @@ static int parse_env(struct args *a, const char *s)
 	return 0;
 }
 
+/* "UID:GID", both decimal: the user runs switch to (the image's User, resolved by the
+ * controller). */
+static int parse_user(struct args *a, const char *s)
+{
+	char buf[32];
+	uint64_t uid, gid;
+	const char *colon = strchr(s, ':');
+
+	if (!colon || (size_t)(colon - s) >= sizeof buf)
+		return -EINVAL;
+	memcpy(buf, s, (size_t)(colon - s));
+	buf[colon - s] = 0;
+	if (parse_u64(buf, UINT32_MAX - 1, &uid) < 0 || parse_u64(colon + 1, UINT32_MAX - 1, &gid) < 0)
+		return -EINVAL;
+	a->set_user = true;
+	a->uid = (uid_t)uid;
+	a->gid = (gid_t)gid;
+	return 0;
+}
+
 static int parse_option(struct args *a, int c, const char *v)
 {
 	switch (c) {
@@ -91,6 +114,8 @@ static int parse_option(struct args *a, int c, const char *v)
 		return 0;
 	case 'e':
 		return parse_env(a, v) < 0 ? usage_error("bad --env", v) : 0;
+	case 'u':
+		return parse_user(a, v) < 0 ? usage_error("bad --user", v) : 0;
 	case 'f':
 		if (strcmp(v, "json") == 0)
 			a->log_format = LOG_FORMAT_JSON;
@@ -113,6 +138,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "home", required_argument, NULL, 'h' },
 		{ "cgroup", required_argument, NULL, 'c' },
 		{ "env", required_argument, NULL, 'e' },
+		{ "user", required_argument, NULL, 'u' },
 		{ "log-format", required_argument, NULL, 'f' },
 		{},
 	};
@@ -259,6 +285,9 @@ static int agent_setup(struct agent *a, const struct args *args, const uint8_t *
 		.n_env = args->n_env,
 		.home = args->home,
 		.workdir = args->workdir,
+		.set_user = args->set_user,
+		.uid = args->uid,
+		.gid = args->gid,
 	};
 	int r;
 

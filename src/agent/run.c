@@ -2,6 +2,7 @@
 #include "agent/run.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -34,6 +35,7 @@ enum start_stage {
 	STAGE_FDS,
 	STAGE_CWD,
 	STAGE_EXEC,
+	STAGE_USER,
 };
 
 struct start_error {
@@ -94,6 +96,9 @@ struct run_manager {
 	size_t n_env;
 	char *home_entry; /* "HOME=..." */
 	char *workdir;
+	bool set_user;
+	uid_t uid;
+	gid_t gid;
 	struct run *runs;
 	size_t n_runs;
 	struct removal *removals;
@@ -618,6 +623,9 @@ static void start_failed(struct run *r, const struct start_error *e)
 	case STAGE_EXEC:
 		(void)set_reason(r, "exec", RUN_SHELL, e->err);
 		break;
+	case STAGE_USER:
+		(void)set_reason(r, "switch user", NULL, e->err);
+		break;
 	default:
 		(void)set_reason(r, "child setup", NULL, e->err);
 		break;
@@ -805,6 +813,9 @@ void run_manager_child_exited(struct run_manager *m, pid_t pid, int status, cons
 
 struct child_setup {
 	const struct cgroup *cg;
+	bool set_user;
+	uid_t uid;
+	gid_t gid;
 	int stdio[3];
 	int errpipe;
 	const char *cwd;
@@ -829,6 +840,8 @@ static _Noreturn void child_exec(const struct child_setup *c)
 
 	if (c->cg && (k = cgroup_attach(c->cg, 0)) < 0)
 		child_fail(c->errpipe, STAGE_CGROUP, -k);
+	if (c->set_user && (setgroups(0, NULL) < 0 || setgid(c->gid) < 0 || setuid(c->uid) < 0))
+		child_fail(c->errpipe, STAGE_USER, errno);
 	if (setpgid(0, 0) < 0)
 		child_fail(c->errpipe, STAGE_SETPGID, errno);
 	for (int sig = 1; sig < _NSIG; sig++)
@@ -928,6 +941,9 @@ static int run_fork(struct run *r, const struct run_request *q, char **envp)
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, ep[2] = { -1, -1 };
 	struct child_setup c = {
 		.cg = r->cg,
+		.set_user = r->m->set_user,
+		.uid = r->m->uid,
+		.gid = r->m->gid,
 		.cwd = r->cwd,
 		.argv = { (char *)"sh", (char *)"-c", (char *)q->command, NULL },
 		.envp = envp,
@@ -1204,6 +1220,9 @@ int run_manager_new(struct event_loop *loop, struct channel *channel,
 		.n_env = config->n_env,
 	};
 	m->workdir = strdup(config->workdir);
+	m->set_user = config->set_user;
+	m->uid = config->uid;
+	m->gid = config->gid;
 	if (!m->workdir || asprintf(&m->home_entry, "HOME=%s", config->home) < 0) {
 		free(m->workdir);
 		free(m);

@@ -50,6 +50,9 @@ static void usage(FILE *f)
 		"                        [--max-running N] [--max-workspaces N]\n"
 		"                        [--default-timeout-ms N] [--max-timeout-ms N]\n"
 		"                        [--max-output-bytes N] [--max-body-bytes N]\n"
+		"                        [--default-adapter host|container] [--runtime runc|crun|PATH]\n"
+		"                        [--default-image NAME@sha256:…] [--seccomp-profile PATH]\n"
+		"                        [--userns-base UID]\n"
 		"\n"
 		"The unix socket <root>/station.sock (mode 0600) is always served. TCP listeners\n"
 		"need the bearer token written to <root>/admin.token on first start.\n");
@@ -92,7 +95,9 @@ static int parse_number(const char *opt, const char *arg, uint64_t max, uint64_t
 	return r;
 }
 
-static char *default_agent_path(void)
+/* The first of candidates (printf formats taking the daemon's directory) that exists,
+ * canonical; the last one when none does. */
+static char *find_beside_self(const char *const *candidates, size_t n_candidates)
 {
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -101,14 +106,12 @@ static char *default_agent_path(void)
 	self[n] = 0;
 	char *slash = strrchr(self, '/');
 	*slash = 0;
-	static const char *const candidates[] = { "%s/station-agent", "%s/../agent/station-agent",
-						  "%s/../lib/station-sandbox/station-agent" };
 	char *p = NULL, *real = NULL;
-	for (size_t i = 0; i < ELEMENTSOF(candidates); i++) {
+	for (size_t i = 0; i < n_candidates; i++) {
 		free(p);
 		if (asprintf(&p, candidates[i], self) < 0)
 			return NULL;
-		if (access(p, X_OK) == 0)
+		if (access(p, F_OK) == 0)
 			break;
 	}
 	real = realpath(p, NULL);
@@ -118,10 +121,28 @@ static char *default_agent_path(void)
 	return real;
 }
 
+static char *default_agent_path(void)
+{
+	static const char *const candidates[] = { "%s/station-agent", "%s/../agent/station-agent",
+						  "%s/../lib/station-sandbox/station-agent" };
+	return find_beside_self(candidates, ELEMENTSOF(candidates));
+}
+
+/* The reviewed profile shipped in profiles/: from a build tree or an installed tree. */
+static char *default_seccomp_path(void)
+{
+	static const char *const candidates[] = {
+		"%s/../../../profiles/default.json",
+		"%s/../share/station-sandbox/profiles/default.json",
+	};
+	return find_beside_self(candidates, ELEMENTSOF(candidates));
+}
+
 enum {
 	OPT_ROOT = 256, OPT_LISTEN, OPT_WORKER, OPT_AGENT, OPT_LOG_FORMAT, OPT_LOG_LEVEL,
 	OPT_MAX_WAIT, OPT_MAX_RUNNING, OPT_MAX_WORKSPACES, OPT_DEFAULT_TIMEOUT, OPT_MAX_TIMEOUT,
-	OPT_MAX_OUTPUT, OPT_MAX_BODY,
+	OPT_MAX_OUTPUT, OPT_MAX_BODY, OPT_RUNTIME, OPT_DEFAULT_IMAGE, OPT_SECCOMP, OPT_ADAPTER,
+	OPT_USERNS_BASE,
 };
 
 static int parse_option(struct options *o, int c, const char *arg)
@@ -168,6 +189,33 @@ static int parse_option(struct options *o, int c, const char *arg)
 	}
 	case OPT_MAX_WAIT:
 		return parse_number("--max-wait-ms", arg, 3600000, &o->max_wait_ms);
+	case OPT_RUNTIME:
+		o->mc.runtime = arg;
+		return 0;
+	case OPT_DEFAULT_IMAGE:
+		o->mc.default_image = arg;
+		return 0;
+	case OPT_SECCOMP:
+		if (arg[0] != '/') {
+			fprintf(stderr, "station-sandboxd: --seccomp-profile must be absolute\n");
+			return -EINVAL;
+		}
+		o->mc.default_seccomp = arg;
+		return 0;
+	case OPT_ADAPTER:
+		if (strcmp(arg, "host") && strcmp(arg, "container")) {
+			fprintf(stderr, "station-sandboxd: --default-adapter is host or container\n");
+			return -EINVAL;
+		}
+		o->mc.default_adapter = arg;
+		return 0;
+	case OPT_USERNS_BASE:
+		if (parse_number("--userns-base", arg, UINT32_MAX - 65536, &v) < 0 || v < 65536) {
+			fprintf(stderr, "station-sandboxd: --userns-base must be at least 65536\n");
+			return -EINVAL;
+		}
+		o->mc.id_base = (uint32_t)v;
+		return 0;
 	case OPT_MAX_BODY:
 		return parse_number("--max-body-bytes", arg, 64 << 20, &o->max_body);
 	case OPT_MAX_RUNNING:
@@ -210,6 +258,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "max-timeout-ms", required_argument, NULL, OPT_MAX_TIMEOUT },
 		{ "max-output-bytes", required_argument, NULL, OPT_MAX_OUTPUT },
 		{ "max-body-bytes", required_argument, NULL, OPT_MAX_BODY },
+		{ "runtime", required_argument, NULL, OPT_RUNTIME },
+		{ "default-image", required_argument, NULL, OPT_DEFAULT_IMAGE },
+		{ "seccomp-profile", required_argument, NULL, OPT_SECCOMP },
+		{ "default-adapter", required_argument, NULL, OPT_ADAPTER },
+		{ "userns-base", required_argument, NULL, OPT_USERNS_BASE },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -478,6 +531,9 @@ int main(int argc, char **argv)
 			.max_workspaces = 1000,
 			.retention_usec = 24ull * 3600 * 1000000,
 			.retention_runs = 1000,
+			.default_adapter = "host",
+			.runtime = "runc",
+			.id_base = 300000,
 		},
 	};
 	default_worker(o.worker, sizeof o.worker);
@@ -486,6 +542,9 @@ int main(int argc, char **argv)
 		return 64;
 	}
 	_cleanup_free_ char *agent = o.agent ? strdup(o.agent) : default_agent_path();
+	_cleanup_free_ char *seccomp = o.mc.default_seccomp ? NULL : default_seccomp_path();
+	if (seccomp)
+		o.mc.default_seccomp = seccomp;
 	char root[PATH_MAX];
 	if (!agent || !realpath(o.root, root)) {
 		if (mkdir_p(o.root, 0700) < 0 || !realpath(o.root, root)) {

@@ -3,6 +3,7 @@
 
 /* State shared by manager.c (workspaces, agents) and manager-run.c (runs, waiters, watches). */
 
+#include "adapter/adapter.h"
 #include "manager.h"
 #include "proto/agent-proto.h"
 #include "store/store.h"
@@ -65,6 +66,7 @@ struct workspace {
 
 struct manager {
 	struct event_loop *loop;
+	struct adapter_context actx;
 	struct store *store;
 	struct manager_config cfg;
 	struct cgroup *base_cgroup;
@@ -79,6 +81,11 @@ struct manager {
 struct workspace *workspace_find(struct manager *m, const char *id);
 int workspace_lookup(struct manager *m, const char *id, struct workspace **ret,
 		     struct station_error *e);
+
+/* manager-image.c */
+void manager_adapters_init(struct manager *m);
+/* Appends the container adapter's checks; true when all pass. */
+bool manager_ready_container(struct manager *m, json_t *checks);
 
 /* manager-run.c */
 struct run_state *run_state_find(struct workspace *ws, const char *id);

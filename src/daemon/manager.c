@@ -18,7 +18,11 @@
 #include "basic/log.h"
 #include "basic/util.h"
 #include "cgroup/cgroup.h"
+#include "adapter/runtime.h"
 #include "event/event.h"
+#include "adapter/oci-config.h"
+#include "adapter/seccomp.h"
+#include "image/image.h"
 #include "manager-internal.h"
 
 #define WORKSPACE_CGROUP_DESTROY_MS 5000
@@ -94,14 +98,22 @@ static void workspace_free(struct workspace *ws)
 	free(ws);
 }
 
+static void adapter_ws(const struct workspace *ws, struct adapter_workspace *ret)
+{
+	*ret = (struct adapter_workspace){
+		.ctx = &ws->m->actx, .id = ws->row.id, .dir = ws->dir, .cgroup = ws->cgroup,
+		.env = ws->env, .spec = ws->spec,
+	};
+}
+
 static int workspace_paths(struct workspace *ws, const char *root)
 {
+	struct adapter_workspace aw;
 	if (asprintf(&ws->dir, "%s/workspaces/%s", root, ws->row.id) < 0 ||
-	    asprintf(&ws->home, "%s/%s", ws->dir, ws->adapter->home_subdir) < 0 ||
-	    asprintf(&ws->workdir, "%s/%s", ws->dir, ws->adapter->workdir_subdir) < 0 ||
 	    asprintf(&ws->socket_path, "%s/run/agent.sock", ws->dir) < 0)
 		return -ENOMEM;
-	return 0;
+	adapter_ws(ws, &aw);
+	return ws->adapter->paths(&aw, &ws->home, &ws->workdir);
 }
 
 static int workspace_load_spec(struct workspace *ws)
@@ -139,9 +151,9 @@ static int workspace_new(struct manager *m, struct workspace_row *row, struct wo
 	ws->adapter = adapter_find(ws->row.adapter);
 	int r = ws->adapter ? 0 : -EINVAL;
 	if (r >= 0)
-		r = workspace_paths(ws, m->cfg.root);
-	if (r >= 0)
 		r = workspace_load_spec(ws);
+	if (r >= 0)
+		r = workspace_paths(ws, m->cfg.root);
 	if (r >= 0 && ws->row.cgroup)
 		r = cgroup_from_string(ws->row.cgroup, &ws->cgroup);
 	if (r < 0) {
@@ -235,14 +247,6 @@ static int agent_connect(struct workspace *ws)
 				 ws, &ws->link);
 }
 
-static void adapter_ws(const struct workspace *ws, struct adapter_workspace *ret)
-{
-	*ret = (struct adapter_workspace){
-		.id = ws->row.id, .dir = ws->dir, .cgroup = ws->cgroup, .env = ws->env,
-		.agent_path = ws->m->cfg.agent_path,
-	};
-}
-
 static int agent_start(struct workspace *ws, struct station_error *e)
 {
 	struct adapter_workspace aw;
@@ -282,6 +286,9 @@ static int workspace_kill_all(struct workspace *ws)
 		waitid((idtype_t)P_PIDFD, (id_t)ws->agent_pidfd, &(siginfo_t){ 0 },
 		       WEXITED | WNOHANG);
 	agent_forget(ws);
+	struct adapter_workspace aw;
+	adapter_ws(ws, &aw);
+	ws->adapter->stop(&aw);
 	return r;
 }
 
@@ -394,6 +401,12 @@ static json_t *spec_to_json(const struct workspace_spec *spec)
 	json_object_set_new(o, "cpus", json_real(spec->cpus));
 	json_object_set_new(o, "memoryMb", json_integer((json_int_t)spec->memory_mb));
 	json_object_set_new(o, "pidsLimit", json_integer((json_int_t)spec->pids_limit));
+	if (spec->image)
+		json_object_set_new(o, "image", json_string(spec->image));
+	if (spec->seccomp_profile)
+		json_object_set_new(o, "seccompProfile", json_string(spec->seccomp_profile));
+	if (spec->network)
+		json_object_set_new(o, "network", json_string(spec->network));
 	return o;
 }
 
@@ -432,42 +445,70 @@ static void workspace_teardown(struct workspace *ws)
 	ws->adapter->remove(&aw, NULL);
 }
 
+static const struct adapter_ops *spec_adapter(struct manager *m, const struct workspace_spec *spec,
+					     struct station_error *e)
+{
+	const char *name = spec->adapter ? spec->adapter : m->cfg.default_adapter;
+	const struct adapter_ops *ops = adapter_find(name);
+	if (!ops) {
+		station_error_set(e, -EINVAL, "adapter", "unknown adapter \"%s\" (host or container)",
+				  name);
+		return NULL;
+	}
+	if (ops == &adapter_host && (spec->image || spec->seccomp_profile || spec->network)) {
+		station_error_set(e, -EINVAL, spec->image ? "image" : spec->seccomp_profile
+									 ? "seccompProfile"
+									 : "network",
+				  "image, seccompProfile and network belong to the container adapter");
+		return NULL;
+	}
+	return ops;
+}
+
+static int workspace_row_new(struct manager *m, const struct adapter_ops *ops, json_t *spec,
+			     struct workspace **ret, struct station_error *e)
+{
+	char id[128];
+	random_id("", 26, id + snprintf(id, sizeof id, "%s-", m->cfg.worker), 64);
+	struct workspace_row row = {
+		.id = strdup(id), .worker = strdup(m->cfg.worker), .adapter = strdup(ops->name),
+		.state = strdup("creating"), .spec_json = json_dumps(spec, JSON_COMPACT),
+		.created_at = realtime_usec(),
+	};
+	row.updated_at = row.created_at;
+	int r = workspace_new(m, &row, ret);
+	workspace_row_free(&row);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot create a workspace: %s", strerror(-r));
+	r = store_workspace_insert(m->store, &(*ret)->row);
+	if (r < 0) {
+		workspace_free(*ret);
+		return station_error_set(e, r, NULL, "cannot record the workspace: %s",
+					 strerror(-r));
+	}
+	return 0;
+}
+
 int manager_workspace_create(struct manager *m, const struct workspace_spec *spec, json_t **ret,
 			     struct station_error *e)
 {
-	if (spec->adapter && strcmp(spec->adapter, "host") != 0)
-		return station_error_set(e, strcmp(spec->adapter, "container") == 0 ? -ENOTSUP
-										     : -EINVAL,
-					 "adapter", "adapter \"%s\" is not available in this build",
-					 spec->adapter);
+	const struct adapter_ops *ops = spec_adapter(m, spec, e);
+	if (!ops)
+		return e->err;
 	if (!m->base_cgroup)
 		return station_error_set(e, m->cgroup_error, NULL, "cgroups are unavailable: %s",
 					 strerror(-m->cgroup_error));
 	if (m->n_workspaces >= m->cfg.max_workspaces)
 		return station_error_set(e, -EAGAIN, NULL, "this worker already has %zu workspaces "
 					 "(the limit)", m->n_workspaces);
-
-	char id[128];
-	random_id("", 26, id + snprintf(id, sizeof id, "%s-", m->cfg.worker), 64);
 	json_t *spec_json = spec_to_json(spec);
-	struct workspace_row row = {
-		.id = strdup(id), .worker = strdup(m->cfg.worker), .adapter = strdup("host"),
-		.state = strdup("creating"), .spec_json = json_dumps(spec_json, JSON_COMPACT),
-		.created_at = realtime_usec(),
-	};
-	json_decref(spec_json);
-	row.updated_at = row.created_at;
+	int r = ops->check(&m->actx, spec_json, e);
 	struct workspace *ws = NULL;
-	int r = workspace_new(m, &row, &ws);
-	workspace_row_free(&row);
+	if (r >= 0)
+		r = workspace_row_new(m, ops, spec_json, &ws, e);
+	json_decref(spec_json);
 	if (r < 0)
-		return station_error_set(e, r, NULL, "cannot create a workspace: %s", strerror(-r));
-	r = store_workspace_insert(m->store, &ws->row);
-	if (r < 0) {
-		workspace_free(ws);
-		return station_error_set(e, r, NULL, "cannot record the workspace: %s",
-					 strerror(-r));
-	}
+		return r;
 	r = workspace_setup(ws, spec, e);
 	if (r < 0) {
 		log_error("workspace setup failed", "workspace", ws->row.id, "error", e->message,
@@ -585,14 +626,21 @@ json_t *manager_ready(struct manager *m)
 		 m->cfg.agent_path);
 	json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "agent", "ok", agent_ok,
 						"message", msg));
-	return json_pack("{s:b,s:o}", "ready", agent_ok && m->base_cgroup, "checks", checks);
+	bool ready = agent_ok && m->base_cgroup;
+	bool container = strcmp(m->cfg.default_adapter, "container") == 0;
+	bool container_ok = manager_ready_container(m, checks);
+	if (container)
+		ready &= container_ok;
+	return json_pack("{s:b,s:s,s:o}", "ready", ready, "defaultAdapter", m->cfg.default_adapter,
+			 "checks", checks);
 }
 
 json_t *manager_worker(struct manager *m)
 {
 	enum cgroup_version v = m->base_cgroup ? m->base_cgroup->version : 0;
-	return json_pack("{s:s,s:s,s:[s],s:s,s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I}}", "name",
-			 m->cfg.worker, "version", STATION_VERSION, "adapters", "host", "cgroup",
+	return json_pack("{s:s,s:s,s:[s,s],s:s?,s:s,s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I}}", "name",
+			 m->cfg.worker, "version", STATION_VERSION, "adapters", "host", "container",
+			 "runtime", m->actx.runtime ? m->actx.runtime->name : NULL, "cgroup",
 			 v == CGROUP_V2 ? "v2" : v == CGROUP_V1 ? "v1" : "unavailable",
 			 "workspaces", (json_int_t)m->n_workspaces, "limits", "maxWorkspaces",
 			 (json_int_t)m->cfg.max_workspaces, "maxRunningPerWorkspace",
@@ -628,6 +676,7 @@ int manager_new(struct event_loop *loop, struct store *store, const struct manag
 	m->cgroup_error = cgroup_open_base("station-sandbox", &m->base_cgroup);
 	if (m->cgroup_error < 0)
 		log_error("cgroups unavailable", "error", strerror(-m->cgroup_error), NULL);
+	manager_adapters_init(m);
 	int r = manager_runs_init(m);
 	if (r >= 0)
 		r = event_add_timer(loop, &m->prune_timer, now_usec(), on_prune, m);
@@ -705,5 +754,7 @@ void manager_free(struct manager *m)
 	event_source_free(m->fire_timer);
 	event_source_free(m->prune_timer);
 	cgroup_free(m->base_cgroup);
+	runtime_free(m->actx.runtime);
+	image_store_close(m->actx.images);
 	free(m);
 }

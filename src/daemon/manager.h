@@ -29,6 +29,11 @@ struct manager_config {
 	size_t max_workspaces;           /* 1000 */
 	uint64_t retention_usec;         /* finished runs kept this long, 24 h */
 	size_t retention_runs;           /* and at most this many per workspace, 1000 */
+	const char *default_adapter;     /* "host" or "container" */
+	const char *runtime;             /* OCI runtime: runc, crun, runsc or a path */
+	const char *default_image;       /* NULL: container workspaces must name one */
+	const char *default_seccomp;     /* the worker's default seccomp profile (path) */
+	uint32_t id_base;                /* host uid/gid of container root (range of 65536) */
 };
 
 int manager_new(struct event_loop *loop, struct store *store, const struct manager_config *cfg,
@@ -44,6 +49,10 @@ json_t *manager_worker(struct manager *m);
 struct workspace_spec {
 	const char *adapter; /* NULL: "host" */
 	json_t *env;         /* borrowed; NULL or an object of string values, validated */
+	const char *image;           /* container: "name@sha256:…" or "sha256:…"; NULL: default */
+	const char *seccomp_profile; /* container: absolute path of a Docker-format profile; NULL:
+				      * the worker's default profile */
+	const char *network;         /* container: "none" (NULL: "none") */
 	double cpus;         /* 0: unlimited (docs/api.md ranges, validated by the API layer) */
 	uint64_t memory_mb;  /* 0: unlimited */
 	uint64_t pids_limit; /* 0: unlimited */
@@ -103,3 +112,14 @@ int manager_run_watch(struct manager *m, const char *ws_id, const char *run_id,
 		      struct station_error *e);
 /* Before done(); after done() the watch is gone. */
 void manager_run_unwatch(struct run_watch *w);
+
+/* Images (the container adapter's image store). Image JSON: {"digest","name","reference",
+ * "size","layers","config":{"user","env","workdir"},"createdAt","usedBy":[workspace ids]}.
+ * Import and pull block the loop while they run (a local layout or registry: seconds). */
+int manager_image_import(struct manager *m, const char *path, const char *name, json_t **ret,
+			 struct station_error *e);
+int manager_image_pull(struct manager *m, const char *ref, const char *registry, bool plain_http,
+		       json_t **ret, struct station_error *e);
+int manager_image_list(struct manager *m, json_t **ret, struct station_error *e);
+/* -EBUSY while a workspace uses it. */
+int manager_image_remove(struct manager *m, const char *ref, struct station_error *e);

@@ -133,6 +133,13 @@ json_t *workspace_to_json(const struct workspace *ws)
 		else
 			json_object_set_new(o, keys[i], i == 0 ? json_object() : json_integer(0));
 	}
+	static const char *const container_keys[] = { "image", "seccompProfile", "seccompDigest",
+						      "network", "runtime" };
+	for (size_t i = 0; i < ELEMENTSOF(container_keys); i++) {
+		json_t *v = json_object_get(ws->spec, container_keys[i]);
+		if (v)
+			json_object_set(o, container_keys[i], v);
+	}
 	json_object_set_new(o, "runningCommands", json_integer((json_int_t)ws->n_running));
 	json_set_time(o, "createdAt", r->created_at);
 	json_set_time(o, "updatedAt", r->updated_at);

@@ -1,0 +1,552 @@
+/* SPDX-License-Identifier: MIT */
+/* The container adapter: the agent is PID 1 of an OCI container started through the runtime
+ * CLI, so every command it forks inherits the container's isolation by construction.
+ *
+ * Layout under <root>/workspaces/<id>/: home/ (persistent HOME, bound at /home/node), upper/
+ * (overlay upper and work dirs, made fresh on every start), rootfs/ (the overlay: image layers
+ * below, upper above), run/ (agent socket, the agent binary's mount point, the delegated
+ * cgroup mount points; bound at /run/station), bundle/config.json, agent.log.
+ *
+ * Cgroups: the workspace group W carries the limits and stays root-owned; its child W/c is the
+ * container's group, delegated to container root (chowned), bound into the container, where
+ * the agent makes one group per run. Nothing inside can change W's limits. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "adapter.h"
+#include "basic/cleanup.h"
+#include "basic/util.h"
+#include "cgroup/cgroup.h"
+#include "image/image.h"
+#include "oci-config.h"
+#include "runtime.h"
+#include "seccomp.h"
+
+#define ID_RANGE 65536u
+#define DEFAULT_WORKDIR OCI_HOME_DIR "/workspace"
+#define MAX_AGENT_ARGS (2 * 512 + 32)
+
+/* --- check: fail closed, naming the missing piece --- */
+
+static int check_runtime(const struct adapter_context *ctx, struct station_error *e)
+{
+	if (!ctx->runtime)
+		return station_error_set(e, -EHOSTDOWN, NULL, "container runtime unavailable: %s",
+					 ctx->runtime_error);
+	return runtime_probe(ctx->runtime, NULL, e) < 0 ? (e ? (e->err = -EHOSTDOWN) : -EHOSTDOWN)
+							: 0;
+}
+
+static int check_image(const struct adapter_context *ctx, json_t *spec, struct station_error *e)
+{
+	const char *ref = json_string_value(json_object_get(spec, "image"));
+	if (!ref)
+		ref = ctx->default_image;
+	if (!ref)
+		return station_error_set(e, -EINVAL, "image", "no image: name one with \"image\" "
+					 "(name@sha256:…) or start the worker with --default-image");
+	if (!ctx->images)
+		return station_error_set(e, -EHOSTDOWN, "image", "the image store is unavailable");
+	struct image *img = NULL;
+	int r = image_lookup(ctx->images, ref, &img, e);
+	if (r < 0) {
+		if (e && e->err != -EINVAL)
+			snprintf(e->field, sizeof e->field, "image");
+		return e ? (e->err = -EINVAL) : -EINVAL;
+	}
+	char full[IMAGE_NAME_MAX + IMAGE_DIGEST_MAX + 2];
+	snprintf(full, sizeof full, "%s%s%s", img->name ? img->name : "", img->name ? "@" : "",
+		 img->digest);
+	json_object_set_new(spec, "image", json_string(full));
+	/* "/" is what an image without a WorkingDir gets: the workspace directory is better */
+	const char *wd = img->config.workdir;
+	bool own = wd && wd[0] == '/' && wd[1];
+	json_object_set_new(spec, "workdir", json_string(own ? wd : DEFAULT_WORKDIR));
+	image_free(img);
+	return 0;
+}
+
+static int load_profile(const struct adapter_context *ctx, const json_t *spec, json_t **ret,
+			char digest[SECCOMP_DIGEST_SIZE], struct station_error *e)
+{
+	const char *path = json_string_value(json_object_get(spec, "seccompProfile"));
+	struct seccomp_target target = { .caps = oci_default_caps };
+	if (!path)
+		path = ctx->default_seccomp;
+	if (!path)
+		return station_error_set(e, -EINVAL, "seccompProfile", "no seccomp profile: name one "
+					 "with \"seccompProfile\" or start the worker with "
+					 "--seccomp-profile");
+	int r = seccomp_profile_load(path, &target, ret, digest, e);
+	if (r < 0) {
+		if (e)
+			snprintf(e->field, sizeof e->field, "seccompProfile");
+		return e ? (e->err = -EINVAL) : -EINVAL;
+	}
+	return 0;
+}
+
+static int container_check(const struct adapter_context *ctx, json_t *spec,
+			   struct station_error *e)
+{
+	const char *network = json_string_value(json_object_get(spec, "network"));
+	if (network && strcmp(network, "none") != 0)
+		return station_error_set(e, -ENOTSUP, "network", "network \"%s\" is not available "
+					 "yet; use \"none\"", network);
+	int r = check_runtime(ctx, e);
+	if (r < 0)
+		return r;
+	r = check_image(ctx, spec, e);
+	if (r < 0)
+		return r;
+	json_t *profile = NULL;
+	char digest[SECCOMP_DIGEST_SIZE];
+	r = load_profile(ctx, spec, &profile, digest, e);
+	if (r < 0)
+		return r;
+	json_decref(profile);
+	const char *path = json_string_value(json_object_get(spec, "seccompProfile"));
+	json_object_set_new(spec, "seccompProfile", json_string(path ? path : ctx->default_seccomp));
+	json_object_set_new(spec, "seccompDigest", json_string(digest));
+	json_object_set_new(spec, "network", json_string("none"));
+	json_object_set_new(spec, "runtime", json_string(ctx->runtime->name));
+	return 0;
+}
+
+/* --- prepare --- */
+
+static uint32_t shift_base;
+
+static int shift_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	if (st->st_uid >= ID_RANGE || st->st_gid >= ID_RANGE)
+		return 0; /* already shifted */
+	if (lchown(path, st->st_uid + shift_base, st->st_gid + shift_base) < 0)
+		return -1;
+	/* chown clears setuid and setgid: put them back */
+	if (S_ISREG(st->st_mode) && (st->st_mode & (S_ISUID | S_ISGID)) &&
+	    chmod(path, st->st_mode & 07777) < 0)
+		return -1;
+	return 0;
+}
+
+/* Image layers keep the image's owners; container ids map to base + id, so the layers are
+ * shifted once (a marker beside the layer records it). Every workspace shares one range. */
+static int layers_shift(const struct image *img, uint32_t base, struct station_error *e)
+{
+	for (size_t i = 0; i < img->n_layers; i++) {
+		char marker[PATH_MAX];
+		snprintf(marker, sizeof marker, "%s.ids-%u", img->layers[i], base);
+		if (access(marker, F_OK) == 0)
+			continue;
+		shift_base = base;
+		if (nftw(img->layers[i], shift_one, 64, FTW_PHYS | FTW_MOUNT) != 0)
+			return station_error_set(e, negative_errno(), NULL,
+						 "cannot map the owners of layer \"%s\": %m",
+						 img->layers[i]);
+		int r = write_file_atomic(marker, "", 0, 0600);
+		if (r < 0)
+			return station_error_set(e, r, NULL, "cannot write \"%s\": %s", marker,
+						 strerror(-r));
+	}
+	return 0;
+}
+
+static int make_dir(const char *dir, const char *sub, mode_t mode, int owner,
+		    struct station_error *e)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/%s", dir, sub);
+	int r = mkdir_p(path, mode);
+	if (r >= 0 && chmod(path, mode) < 0)
+		r = negative_errno();
+	if (r >= 0 && owner >= 0 && chown(path, (uid_t)owner, (gid_t)owner) < 0)
+		r = negative_errno();
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot create \"%s\": %s", path, strerror(-r));
+	return 0;
+}
+
+/* "name", "uid", "uid:gid" or "name:group" against the image's /etc/passwd. */
+static int resolve_user(const char *rootfs, const char *user, uid_t *ret_uid, gid_t *ret_gid)
+{
+	char name[256] = "", path[PATH_MAX];
+	uint64_t uid = 0, gid = 0;
+	bool have_gid = false;
+	if (!user || !user[0]) {
+		*ret_uid = 0;
+		*ret_gid = 0;
+		return 0;
+	}
+	snprintf(name, sizeof name, "%s", user);
+	char *colon = strchr(name, ':');
+	if (colon) {
+		*colon = 0;
+		if (parse_u64(colon + 1, ID_RANGE - 1, &gid) < 0)
+			return -EINVAL;
+		have_gid = true;
+	}
+	bool numeric = parse_u64(name, ID_RANGE - 1, &uid) >= 0;
+	snprintf(path, sizeof path, "%s/etc/passwd", rootfs);
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	struct passwd *pw;
+	while (f && (pw = fgetpwent(f))) {
+		if (numeric ? pw->pw_uid == uid : strcmp(pw->pw_name, name) == 0) {
+			uid = pw->pw_uid;
+			if (!have_gid)
+				gid = pw->pw_gid;
+			numeric = true;
+			have_gid = true;
+			break;
+		}
+	}
+	if (!numeric || uid >= ID_RANGE || gid >= ID_RANGE)
+		return -ENOENT;
+	*ret_uid = (uid_t)uid;
+	*ret_gid = (gid_t)(have_gid ? gid : uid);
+	return 0;
+}
+
+static int mount_rootfs(const struct adapter_workspace *ws, const struct image *img,
+			struct station_error *e)
+{
+	char rootfs[PATH_MAX], upper[PATH_MAX];
+	_cleanup_free_ char *lower = NULL, *opts = NULL;
+	snprintf(rootfs, sizeof rootfs, "%s/rootfs", ws->dir);
+	snprintf(upper, sizeof upper, "%s/upper", ws->dir);
+	umount2(rootfs, MNT_DETACH);
+	int r = rm_rf(upper);
+	if (r < 0 && r != -ENOENT)
+		return station_error_set(e, r, NULL, "cannot reset \"%s\": %s", upper, strerror(-r));
+	uint32_t root = ws->ctx->id_base;
+	if ((r = make_dir(ws->dir, "upper/upper", 0755, (int)root, e)) < 0 ||
+	    (r = make_dir(ws->dir, "upper/work", 0700, -1, e)) < 0 ||
+	    (r = make_dir(ws->dir, "rootfs", 0755, -1, e)) < 0)
+		return r;
+	r = image_overlay_lowerdir(img, &lower);
+	if (r < 0 || asprintf(&opts, "lowerdir=%s,upperdir=%s/upper,workdir=%s/work", lower, upper,
+			      upper) < 0)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	if (mount("overlay", rootfs, "overlay", MS_NODEV, opts) < 0)
+		return station_error_set(e, negative_errno(), NULL,
+					 "cannot mount the root filesystem at \"%s\": %m", rootfs);
+	return 0;
+}
+
+static int prepare_home(const struct adapter_workspace *ws, uid_t uid, gid_t gid,
+			const char *workdir, struct station_error *e)
+{
+	char path[PATH_MAX];
+	uid_t huid = ws->ctx->id_base + uid;
+	gid_t hgid = ws->ctx->id_base + gid;
+	int r = make_dir(ws->dir, "home/workspace", 0755, -1, e);
+	if (r < 0)
+		return r;
+	static const char *const subs[] = { "home", "home/workspace" };
+	for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
+		struct stat st;
+		snprintf(path, sizeof path, "%s/%s", ws->dir, subs[i]);
+		/* a fresh HOME goes to the image user; an existing one keeps its owners */
+		if (stat(path, &st) == 0 && st.st_uid == 0 && chown(path, huid, hgid) < 0)
+			return station_error_set(e, negative_errno(), NULL, "chown \"%s\": %m", path);
+	}
+	return 0;
+}
+
+static int prepare_run_dir(const struct adapter_workspace *ws, size_t n_cgroups,
+			   struct station_error *e)
+{
+	int root = (int)ws->ctx->id_base;
+	char path[PATH_MAX];
+	int r = make_dir(ws->dir, "run", 0700, root, e);
+	if (r >= 0)
+		r = make_dir(ws->dir, "run/agent", 0755, root, e);
+	for (size_t i = 0; r >= 0 && i < n_cgroups; i++) {
+		snprintf(path, sizeof path, "run/cgroup/%zu", i);
+		r = make_dir(ws->dir, path, 0755, root, e);
+	}
+	if (r >= 0)
+		r = make_dir(ws->dir, "run/cgroup", 0755, root, e);
+	if (r >= 0)
+		r = make_dir(ws->dir, "bundle", 0700, -1, e);
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof path, "%s/run/agent/station-agent", ws->dir);
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
+	if (fd < 0)
+		return station_error_set(e, negative_errno(), NULL, "cannot create \"%s\": %m", path);
+	return 0;
+}
+
+static int lookup_image(const struct adapter_workspace *ws, struct image **ret,
+			struct station_error *e)
+{
+	const char *ref = json_string_value(json_object_get(ws->spec, "image"));
+	if (!ref || !ws->ctx->images)
+		return station_error_set(e, -EINVAL, "image", "workspace \"%s\" has no image", ws->id);
+	return image_lookup(ws->ctx->images, ref, ret, e);
+}
+
+static int container_prepare(const struct adapter_workspace *ws, struct station_error *e)
+{
+	struct image *img = NULL;
+	uid_t uid;
+	gid_t gid;
+	char rootfs[PATH_MAX];
+	int r = lookup_image(ws, &img, e);
+	if (r < 0)
+		return r;
+	r = layers_shift(img, ws->ctx->id_base, e);
+	if (r >= 0)
+		r = mount_rootfs(ws, img, e);
+	snprintf(rootfs, sizeof rootfs, "%s/rootfs", ws->dir);
+	if (r >= 0 && resolve_user(rootfs, img->config.user, &uid, &gid) < 0)
+		r = station_error_set(e, -EINVAL, "image", "image user \"%s\" is not in the image's "
+				      "/etc/passwd", img->config.user);
+	if (r >= 0)
+		r = prepare_home(ws, uid, gid, NULL, e);
+	if (r >= 0)
+		r = prepare_run_dir(ws, ws->cgroup ? ws->cgroup->n_dirs : 0, e);
+	image_free(img);
+	return r;
+}
+
+/* --- start --- */
+
+/* W/c, made and handed to container root: the group runc puts the agent in, where the agent
+ * makes its run groups. */
+static int delegate_cgroup(const struct adapter_workspace *ws, struct cgroup **ret,
+			   struct station_error *e)
+{
+	static const char *const files[] = { "cgroup.procs", "cgroup.subtree_control",
+					     "cgroup.threads", "tasks" };
+	struct cgroup *c = NULL;
+	uid_t root = ws->ctx->id_base;
+	int r = cgroup_child(ws->cgroup, "c", &c);
+	if (r >= 0)
+		r = cgroup_create(c);
+	for (size_t i = 0; r >= 0 && i < c->n_dirs; i++) {
+		if (chown(c->dirs[i], root, root) < 0) {
+			r = negative_errno();
+			break;
+		}
+		for (size_t j = 0; j < ELEMENTSOF(files); j++) {
+			char path[PATH_MAX];
+			snprintf(path, sizeof path, "%s/%s", c->dirs[i], files[j]);
+			if (chown(path, root, root) < 0 && errno != ENOENT) {
+				r = negative_errno();
+				break;
+			}
+		}
+	}
+	if (r < 0) {
+		cgroup_free(c);
+		return station_error_set(e, r, NULL, "cannot delegate the container cgroup: %s",
+					 strerror(-r));
+	}
+	*ret = c;
+	return 0;
+}
+
+struct agent_args {
+	char *argv[MAX_AGENT_ARGS];
+	char cgroup[256];
+	char user[32];
+	char workdir[PATH_MAX];
+};
+
+static int build_agent_args(const struct adapter_workspace *ws, const struct image *img,
+			    const struct cgroup *c, uid_t uid, gid_t gid, struct agent_args *a)
+{
+	size_t n = 0, len;
+	const char *wd = json_string_value(json_object_get(ws->spec, "workdir"));
+	snprintf(a->workdir, sizeof a->workdir, "%s", wd ? wd : DEFAULT_WORKDIR);
+	len = (size_t)snprintf(a->cgroup, sizeof a->cgroup, "v%d", c->version);
+	for (size_t i = 0; i < c->n_dirs && len < sizeof a->cgroup; i++)
+		len += (size_t)snprintf(a->cgroup + len, sizeof a->cgroup - len,
+					":" OCI_CGROUP_DIR "/%zu", i);
+	snprintf(a->user, sizeof a->user, "%u:%u", (unsigned)uid, (unsigned)gid);
+	a->argv[n++] = (char *)OCI_AGENT_PATH;
+	a->argv[n++] = (char *)"--listen-fd=4";
+	a->argv[n++] = (char *)"--secret-fd=3";
+	a->argv[n++] = (char *)"--workdir";
+	a->argv[n++] = a->workdir;
+	a->argv[n++] = (char *)"--home";
+	a->argv[n++] = (char *)OCI_HOME_DIR;
+	a->argv[n++] = (char *)"--cgroup";
+	a->argv[n++] = a->cgroup;
+	a->argv[n++] = (char *)"--user";
+	a->argv[n++] = a->user;
+	char *const *lists[] = { img->config.env, ws->env };
+	for (size_t l = 0; l < ELEMENTSOF(lists); l++)
+		for (size_t i = 0; lists[l] && lists[l][i]; i++) {
+			if (n + 3 >= MAX_AGENT_ARGS)
+				return -E2BIG;
+			/* HOME is the persistent one we mount, whatever the image says */
+			if (l == 0 && strncmp(lists[l][i], "HOME=", 5) == 0)
+				continue;
+			a->argv[n++] = (char *)"--env";
+			a->argv[n++] = lists[l][i];
+		}
+	a->argv[n] = NULL;
+	return 0;
+}
+
+static int write_bundle(const struct adapter_workspace *ws, const struct cgroup *c,
+			char **argv, json_t *seccomp, struct station_error *e)
+{
+	char rootfs[PATH_MAX], home[PATH_MAX], run[PATH_MAX], bundle[PATH_MAX];
+	_cleanup_free_ char *cg_path = NULL;
+	uint32_t base = ws->ctx->id_base;
+	snprintf(rootfs, sizeof rootfs, "%s/rootfs", ws->dir);
+	snprintf(home, sizeof home, "%s/home", ws->dir);
+	snprintf(run, sizeof run, "%s/run", ws->dir);
+	snprintf(bundle, sizeof bundle, "%s/bundle", ws->dir);
+	int r = cgroup_relative_path(c, &cg_path);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "the workspace cgroup has no single path: %s",
+					 strerror(-r));
+	struct oci_config cfg = {
+		.rootfs = rootfs,
+		.args = argv,
+		.cwd = "/",
+		.hostname = "workspace",
+		.uid_map = { 0, base, ID_RANGE },
+		.gid_map = { 0, base, ID_RANGE },
+		.home_dir = home,
+		.agent_path = ws->ctx->agent_path,
+		.run_dir = run,
+		.cgroup_binds = c->dirs,
+		.n_cgroup_binds = c->n_dirs,
+		.cgroups_path = cg_path,
+		.seccomp = seccomp,
+	};
+	return oci_config_write(&cfg, bundle, e);
+}
+
+static int open_log(const struct adapter_workspace *ws)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/agent.log", ws->dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	return fd < 0 ? negative_errno() : fd;
+}
+
+static int run_container(const struct adapter_workspace *ws, const uint8_t *secret,
+			 size_t secret_len, pid_t *ret_pid, struct station_error *e)
+{
+	char sock[PATH_MAX], bundle[PATH_MAX];
+	snprintf(sock, sizeof sock, "%s/run/agent.sock", ws->dir);
+	snprintf(bundle, sizeof bundle, "%s/bundle", ws->dir);
+	_cleanup_close_ int listen_fd = adapter_listen_unix(sock);
+	_cleanup_close_ int secret_fd = adapter_secret_pipe(secret, secret_len);
+	_cleanup_close_ int log_fd = open_log(ws);
+	if (listen_fd < 0 || secret_fd < 0 || log_fd < 0)
+		return station_error_set(e, listen_fd < 0 ? listen_fd : secret_fd < 0 ? secret_fd
+										     : log_fd,
+					 NULL, "cannot set up the agent's socket, secret or log");
+	/* the agent, as container root, accepts on it; others inside cannot pass the secret */
+	if (chown(sock, ws->ctx->id_base, ws->ctx->id_base) < 0)
+		return station_error_set(e, negative_errno(), NULL, "chown \"%s\": %m", sock);
+	int extra[] = { secret_fd, listen_fd };
+	struct runtime_io io = { .in = -1, .out = log_fd, .err = log_fd, .extra_fds = extra,
+				 .n_extra_fds = ELEMENTSOF(extra) };
+	runtime_delete(ws->ctx->runtime, ws->id, NULL);
+	pid_t pid;
+	int r = runtime_create(ws->ctx->runtime, ws->id, bundle, &io, &pid, e);
+	if (r >= 0)
+		r = runtime_start(ws->ctx->runtime, ws->id, e);
+	if (r < 0)
+		return r;
+	*ret_pid = pid;
+	return 0;
+}
+
+static int container_start_agent(const struct adapter_workspace *ws, const uint8_t *secret,
+				 size_t secret_len, pid_t *ret_pid, struct station_error *e)
+{
+	struct image *img = NULL;
+	struct cgroup *c = NULL;
+	json_t *seccomp = NULL;
+	char digest[SECCOMP_DIGEST_SIZE], rootfs[PATH_MAX];
+	uid_t uid = 0;
+	gid_t gid = 0;
+	struct agent_args *args = calloc(1, sizeof *args);
+	if (!args)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	snprintf(rootfs, sizeof rootfs, "%s/rootfs", ws->dir);
+	int r = check_runtime(ws->ctx, e);
+	if (r >= 0)
+		r = lookup_image(ws, &img, e);
+	if (r >= 0 && resolve_user(rootfs, img->config.user, &uid, &gid) < 0)
+		r = station_error_set(e, -EINVAL, "image", "image user \"%s\" is unknown",
+				      img->config.user);
+	if (r >= 0)
+		r = load_profile(ws->ctx, ws->spec, &seccomp, digest, e);
+	if (r >= 0)
+		r = delegate_cgroup(ws, &c, e);
+	if (r >= 0 && build_agent_args(ws, img, c, uid, gid, args) < 0)
+		r = station_error_set(e, -E2BIG, "env", "too many environment entries");
+	if (r >= 0)
+		r = write_bundle(ws, c, args->argv, seccomp, e);
+	if (r >= 0)
+		r = run_container(ws, secret, secret_len, ret_pid, e);
+	json_decref(seccomp);
+	cgroup_free(c);
+	image_free(img);
+	free(args);
+	return r;
+}
+
+static void container_stop(const struct adapter_workspace *ws)
+{
+	char rootfs[PATH_MAX];
+	if (ws->ctx->runtime)
+		runtime_delete(ws->ctx->runtime, ws->id, NULL);
+	snprintf(rootfs, sizeof rootfs, "%s/rootfs", ws->dir);
+	umount2(rootfs, MNT_DETACH);
+}
+
+static int container_remove(const struct adapter_workspace *ws, struct station_error *e)
+{
+	container_stop(ws);
+	int r = rm_rf(ws->dir);
+	if (r < 0 && r != -ENOENT)
+		return station_error_set(e, r, NULL, "cannot remove \"%s\": %s", ws->dir,
+					 strerror(-r));
+	return 0;
+}
+
+static int container_paths(const struct adapter_workspace *ws, char **ret_home,
+			   char **ret_workdir)
+{
+	const char *wd = json_string_value(json_object_get(ws->spec, "workdir"));
+	*ret_home = strdup(OCI_HOME_DIR);
+	*ret_workdir = strdup(wd ? wd : DEFAULT_WORKDIR);
+	if (!*ret_home || !*ret_workdir) {
+		free(*ret_home);
+		free(*ret_workdir);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+const struct adapter_ops adapter_container = {
+	.name = "container",
+	.check = container_check,
+	.prepare = container_prepare,
+	.start_agent = container_start_agent,
+	.stop = container_stop,
+	.remove = container_remove,
+	.paths = container_paths,
+};
