@@ -14,7 +14,8 @@
  * error.message, or what went wrong on the way to it. The codes:
  *
  *   -ECONNREFUSED  no controller answered at the endpoint (socket missing, connection refused,
- *                  host not found)
+ *                  host not found, connect timed out after 10 s)
+ *   -EACCES        the socket's permissions refused us (or HTTP 401, below)
  *   -ECONNRESET    the connection broke before a whole response arrived
  *   -EPROTO        the answer was not the API's (not JSON, a broken event stream)
  *   -EINTR         the interrupt check (station_client_set_interrupt()) asked to stop
@@ -104,11 +105,11 @@ int station_worker(struct station_client *c, json_t **ret);
 /* ---- Workspaces -------------------------------------------------------------------------- */
 
 struct station_workspace_options {
-	const char *adapter;     /* NULL: the server's default ("host") */
-	char *const *env;        /* NULL-terminated "KEY=VALUE" strings, or NULL */
-	double cpus;             /* 0: unlimited */
-	uint64_t memory_mb;      /* 0: unlimited */
-	uint64_t pids_limit;     /* 0: unlimited */
+	const char *adapter; /* NULL: the server's default ("host") */
+	char *const *env;    /* NULL-terminated "KEY=VALUE" strings, or NULL */
+	double cpus;	     /* 0: unlimited */
+	uint64_t memory_mb;  /* 0: unlimited */
+	uint64_t pids_limit; /* 0: unlimited */
 };
 
 /* POST /v1/workspaces; *ret is the new workspace. opts may be NULL. -EINVAL (without a
@@ -130,14 +131,14 @@ int station_workspace_restart(struct station_client *c, const char *id, json_t *
 /* ---- Runs -------------------------------------------------------------------------------- */
 
 struct station_exec_options {
-	const char *command;       /* required: run as /bin/sh -c COMMAND */
-	const char *cwd;           /* NULL: the workspace directory */
-	char *const *env;          /* NULL-terminated "KEY=VALUE" strings, or NULL */
-	const void *stdin_data;    /* sent as UTF-8 text when valid UTF-8 without NUL, else base64 */
+	const char *command;	/* required: run as /bin/sh -c COMMAND */
+	const char *cwd;	/* NULL: the workspace directory */
+	char *const *env;	/* NULL-terminated "KEY=VALUE" strings, or NULL */
+	const void *stdin_data; /* sent as UTF-8 text when valid UTF-8 without NUL, else base64 */
 	size_t stdin_size;
-	uint64_t timeout_ms;       /* 0: the server's default (60 s) */
+	uint64_t timeout_ms;	   /* 0: the server's default (60 s) */
 	uint64_t max_output_bytes; /* 0: the server's default (128 KiB) */
-	uint64_t wait_ms;          /* > 0: the response waits up to this long for the run to end */
+	uint64_t wait_ms;	   /* > 0: the response waits up to this long for the run to end */
 };
 
 /* POST /v1/workspaces/{ws}/commands; *ret is the run: "running", or terminal when wait_ms
@@ -152,8 +153,8 @@ int station_run_get(struct station_client *c, const char *ws, const char *run, u
 
 /* Long-polls until the run is terminal or timeout_ms passed (< 0: no limit). *ret is the last
  * state seen, which is still "running" after a timeout. */
-int station_run_wait(struct station_client *c, const char *ws, const char *run,
-		     int64_t timeout_ms, json_t **ret);
+int station_run_wait(struct station_client *c, const char *ws, const char *run, int64_t timeout_ms,
+		     json_t **ret);
 
 /* GET …/commands, newest first, without output; limit 0: the server's default (100). *ret is
  * the array of runs. */

@@ -8,9 +8,9 @@
 
 #include "station/client.h"
 
-#define EXIT_FAILED 1        /* the controller refused or failed the request */
+#define EXIT_FAILED 1	     /* the controller refused or failed the request */
 #define EXIT_NO_CONTROLLER 2 /* nothing answered at the endpoint */
-#define EXIT_USAGE 64        /* EX_USAGE */
+#define EXIT_USAGE 64	     /* EX_USAGE */
 
 struct cli_command;
 

@@ -113,11 +113,12 @@ static int run_exit_status(const json_t *run, bool quiet)
 	if (strcmp(status, "exited") == 0)
 		return json_int(run, "exitCode", 0) & 0xff;
 	if (strcmp(status, "killed") == 0) {
+		bool oom = json_is_true(json_object_get(run, "oomKilled"));
 		int sig = run_signal(run);
 
 		if (f)
 			fprintf(f, "station-sandbox: killed by signal %d%s\n", sig,
-				json_is_true(json_object_get(run, "oomKilled")) ? " (out of memory)" : "");
+				oom ? " (out of memory)" : "");
 		return (EXIT_SIGNAL_BASE + sig) & 0xff;
 	}
 	if (strcmp(status, "timed_out") == 0) {
@@ -138,7 +139,7 @@ static int run_exit_status(const json_t *run, bool quiet)
 	}
 	if (strcmp(status, "lost") == 0) {
 		if (f)
-			fprintf(f, "station-sandbox: lost: %s\n", run_reason(run));
+			fprintf(f, "station-sandbox: run lost: %s\n", run_reason(run));
 		return EXIT_LOST;
 	}
 	if (f)
@@ -199,13 +200,23 @@ static char *words_join(char **words, int n)
 static int exec_option(struct cli *cli, int opt, struct exec_args *a)
 {
 	switch (opt) {
-	case 't': return cli_parse_u64(cli, "--timeout", optarg, &a->run.timeout_ms);
-	case 'm': return cli_parse_u64(cli, "--max-output", optarg, &a->run.max_output_bytes);
-	case 'c': a->run.cwd = optarg; return 0;
-	case 'e': return cli_env_add(cli, &a->env, optarg);
-	case 's': a->stdin_file = optarg; return 0;
-	case 'j': a->json = true; return 0;
-	default: return EXIT_USAGE;
+	case 't':
+		return cli_parse_u64(cli, "--timeout", optarg, &a->run.timeout_ms);
+	case 'm':
+		return cli_parse_u64(cli, "--max-output", optarg, &a->run.max_output_bytes);
+	case 'c':
+		a->run.cwd = optarg;
+		return 0;
+	case 'e':
+		return cli_env_add(cli, &a->env, optarg);
+	case 's':
+		a->stdin_file = optarg;
+		return 0;
+	case 'j':
+		a->json = true;
+		return 0;
+	default:
+		return EXIT_USAGE;
 	}
 }
 
@@ -214,10 +225,14 @@ static int exec_option(struct cli *cli, int opt, struct exec_args *a)
 static int exec_parse(struct cli *cli, int argc, char **argv, struct exec_args *a)
 {
 	static const struct option options[] = {
-		{ "timeout", required_argument, NULL, 't' }, { "max-output", required_argument, NULL, 'm' },
-		{ "cwd", required_argument, NULL, 'c' },     { "env", required_argument, NULL, 'e' },
-		{ "stdin-file", required_argument, NULL, 's' }, { "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },	     {},
+		{ "timeout", required_argument, NULL, 't' },
+		{ "max-output", required_argument, NULL, 'm' },
+		{ "cwd", required_argument, NULL, 'c' },
+		{ "env", required_argument, NULL, 'e' },
+		{ "stdin-file", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
 	};
 	int dashdash = 0, n, opt, r;
 
@@ -249,6 +264,7 @@ static int exec_parse(struct cli *cli, int argc, char **argv, struct exec_args *
 	return a->command ? -1 : EXIT_FAILED;
 }
 
+/* Reads --stdin-file; says why on stderr when it cannot. */
 static int exec_load_stdin(struct exec_args *a)
 {
 	int r;
@@ -259,7 +275,7 @@ static int exec_load_stdin(struct exec_args *a)
 	if (r < 0) {
 		fprintf(stderr, "station-sandbox: cannot read stdin from '%s': %s\n", a->stdin_file,
 			r == -EFBIG ? "larger than 1 MiB" : strerror(-r));
-		return EXIT_FAILED;
+		return r;
 	}
 	a->run.stdin_data = a->stdin_data;
 	return 0;
@@ -268,7 +284,13 @@ static int exec_load_stdin(struct exec_args *a)
 static int follow_output(enum station_stream s, uint64_t offset, const void *data, size_t len,
 			 void *userdata)
 {
-	return output_write(s == STATION_STREAM_STDERR ? STDERR_FILENO : STDOUT_FILENO, data, len);
+	int *write_error = userdata;
+	int r;
+
+	r = output_write(s == STATION_STREAM_STDERR ? STDERR_FILENO : STDOUT_FILENO, data, len);
+	if (r < 0)
+		*write_error = r;
+	return r;
 }
 
 static int follow_gap(enum station_stream s, uint64_t offset, uint64_t bytes, void *userdata)
@@ -291,7 +313,8 @@ static int exec_cancel(struct station_client *c, const char *ws, const char *run
 }
 
 /* Waits for the run to end, following its output to stdout and stderr (or silently with
- * --json), cancelling it on SIGINT. */
+ * --json), cancelling it on SIGINT. Returns 0 with *ret the terminal run, else the exit status
+ * after saying why. */
 static int exec_finish(struct cli *cli, const struct exec_args *a, const char *run, json_t **ret)
 {
 	static const struct station_follow_callbacks cb = {
@@ -299,17 +322,23 @@ static int exec_finish(struct cli *cli, const struct exec_args *a, const char *r
 		.on_gap = follow_gap,
 	};
 	struct station_client *c = cli->client;
-	int r = -EINTR;
+	int r = -EINTR, write_error = 0;
 
 	station_client_set_interrupt(c, interrupt_check, NULL);
 	if (!interrupted && a->json)
 		r = station_run_wait(c, a->ws, run, -1, ret);
 	else if (!interrupted)
-		r = station_run_follow(c, a->ws, run, &cb, NULL, ret);
+		r = station_run_follow(c, a->ws, run, &cb, &write_error, ret);
 	station_client_set_interrupt(c, NULL, NULL);
-	if (r == -EINTR && interrupted)
+	if (r == -EINTR && interrupted) {
 		r = exec_cancel(c, a->ws, run, ret);
-	return r;
+	} else if (r < 0 && write_error < 0) {
+		/* The run goes on: its timeout bounds it, and `status` shows how it ended. */
+		fprintf(stderr, "station-sandbox: cannot write the output of run %s: %s\n", run,
+			strerror(-write_error));
+		return EXIT_FAILED;
+	}
+	return r < 0 ? cli_fail(cli, r) : 0;
 }
 
 static int cmd_exec(struct cli *cli, int argc, char **argv)
@@ -321,9 +350,9 @@ static int cmd_exec(struct cli *cli, int argc, char **argv)
 	int r;
 
 	r = exec_parse(cli, argc, argv, &a);
-	if (r < 0)
-		r = exec_load_stdin(&a);
-	if (r != 0) {
+	if (r < 0 && exec_load_stdin(&a) < 0)
+		r = EXIT_FAILED;
+	if (r >= 0) {
 		exec_args_done(&a);
 		return r;
 	}
@@ -341,8 +370,8 @@ static int cmd_exec(struct cli *cli, int argc, char **argv)
 	/* Without --json even a finished run is followed: its output is replayed. */
 	if (!a.json || !station_run_is_terminal(run))
 		r = exec_finish(cli, &a, id, &end);
-	if (r < 0)
-		return cli_fail(cli, r);
+	if (r != 0)
+		return r;
 	if (a.json && output_json(end ? end : run) < 0)
 		return EXIT_FAILED;
 	return run_exit_status(end ? end : run, a.json);
@@ -420,10 +449,10 @@ static int parse_ws_run(struct cli *cli, int argc, char **argv, bool *json)
 			return cli_option_error(cli, argv, opt);
 		*json = true;
 	}
-	if (argc - optind != 2)
-		return cli_usage(cli, argc - optind < 2 ? "WS and RUN are needed" :
-							     "unexpected argument '%s'",
-				 argv[argc - 1]);
+	if (argc - optind < 2)
+		return cli_usage(cli, "WS and RUN are needed");
+	if (argc - optind > 2)
+		return cli_usage(cli, "unexpected argument '%s'", argv[optind + 2]);
 	return -1;
 }
 
@@ -533,7 +562,8 @@ static int runs_parse(struct cli *cli, int argc, char **argv, bool *json, uint64
 			return cli_option_error(cli, argv, opt);
 	}
 	if (argc - optind != 1)
-		return cli_usage(cli, argc == optind ? "no workspace given" : "one workspace at a time");
+		return cli_usage(cli,
+				 argc == optind ? "no workspace given" : "one workspace at a time");
 	if (*limit > 1000)
 		return cli_usage(cli, "--limit is at most 1000");
 	return -1;

@@ -46,13 +46,25 @@ static int create_parse(struct cli *cli, int argc, char **argv, struct create_ar
 	opterr = 0;
 	while (r == 0 && (opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
 		switch (opt) {
-		case 'e': r = cli_env_add(cli, &a->env, optarg); break;
-		case 'c': r = parse_cpus(cli, optarg, &a->ws.cpus); break;
-		case 'm': r = cli_parse_u64(cli, "--memory-mb", optarg, &a->ws.memory_mb); break;
-		case 'p': r = cli_parse_u64(cli, "--pids-limit", optarg, &a->ws.pids_limit); break;
-		case 'j': a->json = true; break;
-		case 'h': return cli_help(cli);
-		default: return cli_option_error(cli, argv, opt);
+		case 'e':
+			r = cli_env_add(cli, &a->env, optarg);
+			break;
+		case 'c':
+			r = parse_cpus(cli, optarg, &a->ws.cpus);
+			break;
+		case 'm':
+			r = cli_parse_u64(cli, "--memory-mb", optarg, &a->ws.memory_mb);
+			break;
+		case 'p':
+			r = cli_parse_u64(cli, "--pids-limit", optarg, &a->ws.pids_limit);
+			break;
+		case 'j':
+			a->json = true;
+			break;
+		case 'h':
+			return cli_help(cli);
+		default:
+			return cli_option_error(cli, argv, opt);
 		}
 	}
 	if (r != 0)
@@ -176,7 +188,8 @@ static int cmd_restart(struct cli *cli, int argc, char **argv)
 	if (r >= 0)
 		return r;
 	if (argc - optind != 1)
-		return cli_usage(cli, argc == optind ? "no workspace given" : "one workspace at a time");
+		return cli_usage(cli,
+				 argc == optind ? "no workspace given" : "one workspace at a time");
 	r = station_workspace_restart(cli->client, argv[optind], &ws);
 	if (r < 0)
 		return cli_fail(cli, r);

@@ -12,9 +12,10 @@
 #include "cli.h"
 
 #define PROGRAM "station-sandbox"
+#define NO_CONTROLLER_HINT "is station-sandboxd running? start one with 'make run'"
 
 static const struct cli_command *const commands[] = {
-	&cli_cmd_ready,	 &cli_cmd_worker, &cli_cmd_create, &cli_cmd_ls,	  &cli_cmd_rm,
+	&cli_cmd_ready,	  &cli_cmd_worker, &cli_cmd_create, &cli_cmd_ls,     &cli_cmd_rm,
 	&cli_cmd_restart, &cli_cmd_exec,   &cli_cmd_status, &cli_cmd_cancel, &cli_cmd_runs,
 };
 
@@ -32,7 +33,8 @@ int cli_usage(const struct cli *cli, const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nusage: " PROGRAM " %s %s\n", cli->command->name, cli->command->args);
+	fprintf(stderr, "\nusage: " PROGRAM " %s%s%s\n", cli->command->name,
+		cli->command->args[0] ? " " : "", cli->command->args);
 	return EXIT_USAGE;
 }
 
@@ -40,7 +42,8 @@ int cli_help(const struct cli *cli)
 {
 	const struct cli_command *cmd = cli->command;
 
-	printf("usage: " PROGRAM " %s %s\n\n%s\n", cmd->name, cmd->args, cmd->summary);
+	printf("usage: " PROGRAM " %s%s%s\n\n%s\n", cmd->name, cmd->args[0] ? " " : "", cmd->args,
+	       cmd->summary);
 	if (cmd->help)
 		printf("\n%s", cmd->help);
 	return 0;
@@ -60,9 +63,7 @@ int cli_option_error(const struct cli *cli, char **argv, int opt)
 int cli_fail(const struct cli *cli, int r)
 {
 	if (r == -ECONNREFUSED) {
-		fprintf(stderr,
-			PROGRAM ": no controller at %s (is station-sandboxd running? start one with "
-				"'make run')\n",
+		fprintf(stderr, PROGRAM ": no controller at %s (" NO_CONTROLLER_HINT ")\n",
 			station_client_endpoint(cli->client));
 		return EXIT_NO_CONTROLLER;
 	}
@@ -103,16 +104,31 @@ int cli_env_add(const struct cli *cli, char ***env, const char *word)
 	return 0;
 }
 
-static void main_usage(FILE *f)
+#define MAIN_USAGE "usage: " PROGRAM " [--socket PATH | --url URL] [--token TOKEN] COMMAND [ARGS]\n"
+
+/* A usage error before the command: the problem, then the usage line. */
+static int main_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int main_usage_error(const char *fmt, ...)
 {
-	fprintf(f, "usage: " PROGRAM " [--socket PATH | --url URL] [--token TOKEN] COMMAND [ARGS]\n"
-		   "\ncommands:\n");
+	va_list ap;
+
+	fprintf(stderr, PROGRAM ": ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n" MAIN_USAGE "(see '" PROGRAM " --help' for the commands)\n");
+	return EXIT_USAGE;
+}
+
+static void main_usage(void)
+{
+	printf(MAIN_USAGE "\ncommands:\n");
 	for (size_t i = 0; i < ELEMENTSOF(commands); i++)
-		fprintf(f, "  %-8s %s\n", commands[i]->name, commands[i]->summary);
-	fprintf(f, "\nThe controller is the first of: --socket, --url, $STATION_URL, $STATION_SOCKET,\n"
-		   "$STATION_ROOT/station.sock, " STATION_DEFAULT_SOCKET ".\n"
-		   "--token (else $STATION_TOKEN) is the bearer token a TCP listener needs.\n"
-		   "'" PROGRAM " COMMAND --help' describes a command.\n");
+		printf("  %-8s %s\n", commands[i]->name, commands[i]->summary);
+	printf("\nThe controller is the first of: --socket, --url, $STATION_URL, $STATION_SOCKET,\n"
+	       "$STATION_ROOT/station.sock, " STATION_DEFAULT_SOCKET ".\n"
+	       "--token (else $STATION_TOKEN) is the bearer token a TCP listener needs.\n"
+	       "'" PROGRAM " COMMAND --help' describes a command.\n");
 }
 
 static const struct cli_command *command_find(const char *name)
@@ -136,22 +152,30 @@ static int parse_global(int argc, char **argv, struct global_options *o)
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "+:h", options, NULL)) >= 0) {
 		switch (opt) {
-		case 's': o->socket = optarg; break;
-		case 'u': o->url = optarg; break;
-		case 't': o->token = optarg; break;
-		case 'h': main_usage(stdout); return 0;
-		case 'V': printf(PROGRAM " " STATION_VERSION "\n"); return 0;
+		case 's':
+			o->socket = optarg;
+			break;
+		case 'u':
+			o->url = optarg;
+			break;
+		case 't':
+			o->token = optarg;
+			break;
+		case 'h':
+			main_usage();
+			return 0;
+		case 'V':
+			printf(PROGRAM " " STATION_VERSION "\n");
+			return 0;
 		default:
-			fprintf(stderr, PROGRAM ": %s '%s'\n",
-				opt == ':' ? "missing value for" : "unknown option", argv[optind - 1]);
-			main_usage(stderr);
-			return EXIT_USAGE;
+			if (opt == ':')
+				return main_usage_error("option '%s' needs a value",
+							argv[optind - 1]);
+			return main_usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (o->socket && o->url) {
-		fprintf(stderr, PROGRAM ": --socket and --url are exclusive\n");
-		return EXIT_USAGE;
-	}
+	if (o->socket && o->url)
+		return main_usage_error("--socket and --url are exclusive");
 	return -1;
 }
 
@@ -184,9 +208,8 @@ static int client_open(const struct global_options *o, struct station_client **r
 		return -ENOMEM;
 	r = station_client_new(endpoint, token && *token ? token : NULL, ret);
 	if (r < 0)
-		fprintf(stderr, PROGRAM ": cannot use endpoint '%s': %s (want unix:/PATH or "
-				"http://HOST:PORT)\n",
-			endpoint, strerror(-r));
+		fprintf(stderr, PROGRAM ": cannot use endpoint '%s' (want %s)\n", endpoint,
+			"unix:/PATH or http://HOST:PORT");
 	return r;
 }
 
@@ -199,20 +222,15 @@ int main(int argc, char **argv)
 	r = parse_global(argc, argv, &o);
 	if (r >= 0)
 		return r;
-	if (optind >= argc) {
-		main_usage(stderr);
-		return EXIT_USAGE;
-	}
+	if (optind >= argc)
+		return main_usage_error("no command given");
 	if (strcmp(argv[optind], "help") == 0) {
-		main_usage(stdout);
+		main_usage();
 		return 0;
 	}
 	cli.command = command_find(argv[optind]);
-	if (!cli.command) {
-		fprintf(stderr, PROGRAM ": unknown command '%s'\n", argv[optind]);
-		main_usage(stderr);
-		return EXIT_USAGE;
-	}
+	if (!cli.command)
+		return main_usage_error("unknown command '%s'", argv[optind]);
 	if (client_open(&o, &cli.client) < 0)
 		return EXIT_USAGE;
 	argc -= optind;

@@ -2,7 +2,6 @@
 /* JSON documents, aligned tables and raw bytes, the way the CLI prints them. */
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -111,25 +110,10 @@ int table_print(const struct table *t)
 		if (col + 1 == t->n_columns)
 			printf("%s\n", t->cells[i]);
 		else
-			printf("%s%*s", t->cells[i], (int)(width[col] - text_width(t->cells[i]) + 2),
-			       "");
+			printf("%s%*s", t->cells[i],
+			       (int)(width[col] - text_width(t->cells[i]) + 2), "");
 	}
 	return fflush(stdout) == EOF ? -EIO : 0;
-}
-
-const char *output_cell(const json_t *v, char *buf, size_t size)
-{
-	if (json_is_string(v))
-		return json_string_value(v);
-	if (json_is_integer(v))
-		snprintf(buf, size, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-	else if (json_is_real(v))
-		snprintf(buf, size, "%g", json_real_value(v));
-	else if (json_is_boolean(v))
-		snprintf(buf, size, "%s", json_is_true(v) ? "true" : "false");
-	else
-		return NULL;
-	return buf;
 }
 
 const char *output_shorten(const char *s, size_t max, char *ret)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* What the CLI prints: JSON documents, aligned tables, raw output bytes, RFC 3339 times. */
+/* What the CLI prints: JSON documents, aligned tables, raw output bytes. */
 
 #include <jansson.h>
 #include <stddef.h>
@@ -27,10 +27,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct table *, table_free);
 /* Adds a row of n_columns cells (copied; NULL prints as "-"). */
 int table_add_row(struct table *t, const char *const *cells);
 int table_print(const struct table *t);
-
-/* A string for a table cell: NULL or a JSON null as "-", numbers in decimal. The result lives in
- * buf when it needs formatting, else in the JSON value. */
-const char *output_cell(const json_t *v, char *buf, size_t size);
 
 /* Shortens s for a table column: control characters become spaces and anything past max
  * characters becomes "…". ret must hold max * 4 + 4 bytes. */

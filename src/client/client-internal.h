@@ -14,8 +14,8 @@
 
 struct station_client {
 	CURL *curl;
-	char *endpoint;    /* for people: "unix:/path" or "http://host:port" */
-	char *base_url;    /* "http://localhost" on a unix socket */
+	char *endpoint;	   /* for people: "unix:/path" or "http://host:port" */
+	char *base_url;	   /* "http://localhost" on a unix socket */
 	char *socket_path; /* NULL over TCP */
 	char *auth_header; /* "Authorization: Bearer …" or NULL */
 	int (*interrupt)(void *userdata);

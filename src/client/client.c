@@ -19,10 +19,10 @@ struct response {
 	struct station_client *c;
 	int (*on_data)(const void *data, size_t len, void *userdata); /* NULL: keep the body */
 	void *userdata;
-	int stop;      /* < 0: why the write callback stopped the transfer */
-	bool too_big;  /* the body passed RESPONSE_MAX */
-	long status;   /* 0 until known */
-	char *body;  /* NUL-terminated when non-NULL */
+	int stop;	/* < 0: why the write callback stopped the transfer */
+	int body_error; /* < 0: keeping the body failed: -E2BIG past RESPONSE_MAX, -ENOMEM */
+	long status;	/* 0 until known */
+	char *body;	/* NUL-terminated when non-NULL */
 	size_t len;
 	size_t cap;
 };
@@ -47,7 +47,7 @@ int client_error(struct station_client *c, int err, const char *fmt, ...)
 static int response_append(struct response *r, const void *data, size_t n)
 {
 	if (n > RESPONSE_MAX - r->len)
-		return -ENOMEM;
+		return -E2BIG;
 	if (r->len + n + 1 > r->cap) {
 		size_t cap = MAX(r->cap * 2, r->len + n + 1);
 		char *p = realloc(r->body, MIN(cap, (size_t)RESPONSE_MAX + 1));
@@ -70,12 +70,10 @@ static size_t response_write(char *ptr, size_t size, size_t nmemb, void *userdat
 
 	if (r->status == 0)
 		curl_easy_getinfo(r->c->curl, CURLINFO_RESPONSE_CODE, &r->status);
-	if (r->on_data && r->status / 100 == 2) {
+	if (r->on_data && r->status / 100 == 2)
 		r->stop = r->on_data(ptr, n, r->userdata);
-	} else if (response_append(r, ptr, n) < 0) {
-		r->too_big = true;
-		r->stop = -ENOMEM;
-	}
+	else
+		r->stop = r->body_error = response_append(r, ptr, n);
 	return r->stop < 0 ? 0 : n;
 }
 
@@ -173,8 +171,8 @@ static int client_api_error(struct station_client *c, long status, const char *b
 	return r;
 }
 
-static int client_headers(struct station_client *c, const char *method, const char *body,
-			  const char *accept, struct curl_slist **ret)
+static int client_headers(struct station_client *c, const char *body, const char *accept,
+			  struct curl_slist **ret)
 {
 	_cleanup_(curl_slist_free_allp) struct curl_slist *l = NULL;
 	const char *h[4] = {
@@ -222,7 +220,7 @@ static int client_perform(struct station_client *c, const char *method, const ch
 
 	if (asprintf(&url, "%s%s", c->base_url, path) < 0)
 		return client_error(c, -ENOMEM, "out of memory");
-	if (client_headers(c, method, body, accept, &headers) < 0)
+	if (client_headers(c, body, accept, &headers) < 0)
 		return client_error(c, -ENOMEM, "out of memory");
 
 	/* Resets options only: the open connection stays for the next call. */
@@ -246,8 +244,10 @@ static int client_perform(struct station_client *c, const char *method, const ch
 
 	c->curl_error[0] = '\0';
 	cc = curl_easy_perform(c->curl);
-	if (r->too_big)
+	if (r->body_error == -E2BIG)
 		return client_error(c, -ENOMEM, "response from %s too large", c->endpoint);
+	if (r->body_error < 0)
+		return client_error(c, -ENOMEM, "out of memory");
 	if (r->stop < 0)
 		return r->stop; /* the stream callback stopped and recorded its reason */
 	if (cc != CURLE_OK)
@@ -276,9 +276,14 @@ static int client_set_endpoint(struct station_client *c, const char *endpoint)
 		return -EINVAL;
 
 	if (socket_path) {
+		char *display;
+
+		if (asprintf(&display, "unix:%s", socket_path) < 0)
+			return -ENOMEM;
+		c->endpoint = display;
 		c->socket_path = strdup(socket_path);
 		c->base_url = strdup("http://localhost");
-		if (!c->socket_path || asprintf(&c->endpoint, "unix:%s", socket_path) < 0)
+		if (!c->socket_path)
 			return -ENOMEM;
 	} else {
 		while (n > 0 && endpoint[n - 1] == '/')
@@ -303,9 +308,12 @@ int station_client_new(const char *endpoint, const char *token, struct station_c
 	r = client_set_endpoint(c, endpoint);
 	if (r < 0)
 		return r;
-	if (token && asprintf(&c->auth_header, "Authorization: Bearer %s", token) < 0) {
-		c->auth_header = NULL;
-		return -ENOMEM;
+	if (token) {
+		char *header;
+
+		if (asprintf(&header, "Authorization: Bearer %s", token) < 0)
+			return -ENOMEM;
+		c->auth_header = header;
 	}
 	c->curl = curl_easy_init();
 	if (!c->curl)
@@ -368,13 +376,17 @@ int station_request(struct station_client *c, const char *method, const char *pa
 		free(resp.body);
 		return r;
 	}
+	if (ret_body && !resp.body) {
+		resp.body = strdup(""); /* an empty body */
+		if (!resp.body)
+			return client_error(c, -ENOMEM, "out of memory");
+	}
 	if (ret_status)
 		*ret_status = resp.status;
 	if (ret_body)
-		*ret_body = resp.body ? resp.body : strdup("");
-	else
-		free(resp.body);
-	return ret_body && !*ret_body ? client_error(c, -ENOMEM, "out of memory") : 0;
+		*ret_body = TAKE_PTR(resp.body);
+	free(resp.body);
+	return 0;
 }
 
 /* Parses a 2xx body; anything else becomes the API error it carries. */
@@ -387,7 +399,7 @@ static int client_parse(struct station_client *c, long status, const char *body,
 		return client_api_error(c, status, body);
 	if (!ret)
 		return 0;
-	doc = json_loads(body ? body : "", JSON_REJECT_DUPLICATES, &err);
+	doc = json_loads(body ? body : "", JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
 	if (!doc)
 		return client_error(c, -EPROTO, "%s answered HTTP %ld with bad JSON: %s",
 				    c->endpoint, status, err.text);
@@ -495,8 +507,8 @@ int client_put_env(struct station_client *c, json_t *o, char *const *env)
 		_cleanup_free_ char *key = NULL;
 
 		if (!eq || eq == *i)
-			return client_error(c, -EINVAL, "invalid environment entry '%s' (want KEY=VALUE)",
-					    *i);
+			return client_error(c, -EINVAL,
+					    "invalid environment entry '%s' (want KEY=VALUE)", *i);
 		key = strndup(*i, eq - *i);
 		if (!key || json_object_set_new(e, key, json_string(eq + 1)) < 0)
 			return client_error(c, -EINVAL, "invalid environment entry '%s'", *i);

@@ -139,8 +139,7 @@ static int exec_put_stdin(struct station_client *c, json_t *o, const void *data,
 	return 0;
 }
 
-static int exec_body(struct station_client *c, const struct station_exec_options *o,
-		     json_t **ret)
+static int exec_body(struct station_client *c, const struct station_exec_options *o, json_t **ret)
 {
 	_cleanup_json_ json_t *body = json_object();
 	int r;
@@ -187,6 +186,15 @@ int station_exec_start(struct station_client *c, const char *ws,
 	return station_request_json(c, "POST", path, body, ret);
 }
 
+/* client_path() for one run: a run id is required. */
+static int run_path(struct station_client *c, const char *ws, const char *run, const char *suffix,
+		    char **ret)
+{
+	if (!run)
+		return client_error(c, -EINVAL, "no run id given");
+	return client_path(c, ws, run, suffix, ret);
+}
+
 int station_run_get(struct station_client *c, const char *ws, const char *run, uint64_t wait_ms,
 		    json_t **ret)
 {
@@ -197,7 +205,7 @@ int station_run_get(struct station_client *c, const char *ws, const char *run, u
 	if (wait_ms > 0)
 		snprintf(suffix, sizeof(suffix), "?waitMs=%llu",
 			 (unsigned long long)MIN(wait_ms, (uint64_t)STATION_MAX_WAIT_MS));
-	r = client_path(c, ws, run, suffix, &path);
+	r = run_path(c, ws, run, suffix, &path);
 	if (r < 0)
 		return r;
 	return station_request_json(c, "GET", path, NULL, ret);
@@ -218,20 +226,27 @@ static void sleep_usec(uint64_t usec)
 	nanosleep(&ts, NULL);
 }
 
-int station_run_wait(struct station_client *c, const char *ws, const char *run,
-		     int64_t timeout_ms, json_t **ret)
+/* Milliseconds from now until deadline (UINT64_MAX: none), for one long-poll. */
+static uint64_t wait_slice_ms(uint64_t deadline, uint64_t now)
+{
+	if (deadline == UINT64_MAX)
+		return STATION_MAX_WAIT_MS;
+	if (deadline <= now)
+		return 0;
+	return MIN((deadline - now + 999) / 1000, (uint64_t)STATION_MAX_WAIT_MS);
+}
+
+int station_run_wait(struct station_client *c, const char *ws, const char *run, int64_t timeout_ms,
+		     json_t **ret)
 {
 	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : now_usec() + (uint64_t)timeout_ms * 1000;
 
 	for (;;) {
 		_cleanup_json_ json_t *doc = NULL;
-		uint64_t start = now_usec(), left;
+		uint64_t start = now_usec();
 		int r;
 
-		left = deadline == UINT64_MAX ? STATION_MAX_WAIT_MS :
-		       deadline > start	      ? (deadline - start + 999) / 1000 :
-						0;
-		r = station_run_get(c, ws, run, MIN(left, (uint64_t)STATION_MAX_WAIT_MS), &doc);
+		r = station_run_get(c, ws, run, wait_slice_ms(deadline, start), &doc);
 		if (r < 0)
 			return r;
 		if (station_run_is_terminal(doc) || now_usec() >= deadline) {
@@ -273,7 +288,7 @@ int station_run_cancel(struct station_client *c, const char *ws, const char *run
 	_cleanup_free_ char *path = NULL;
 	int r;
 
-	r = client_path(c, ws, run, "/cancel", &path);
+	r = run_path(c, ws, run, "/cancel", &path);
 	if (r < 0)
 		return r;
 	return station_request_json(c, "POST", path, NULL, ret);
@@ -348,8 +363,8 @@ struct follow {
 	bool has_data;
 	char event[16];
 	uint64_t seen[2]; /* per stream: bytes delivered or announced missing */
-	json_t *end;      /* the terminal run, once its event came */
-	bool done;        /* the end event was handled; the transfer is being stopped */
+	json_t *end;	  /* the terminal run, once its event came */
+	bool done;	  /* the end event was handled; the transfer is being stopped */
 };
 
 static int buf_append(char **p, size_t *len, size_t *cap, const void *data, size_t n)
@@ -459,7 +474,7 @@ static int follow_dispatch(struct follow *f)
 
 	if (!f->has_data)
 		goto out;
-	doc = json_loadb(f->data, f->data_len, 0, &err);
+	doc = json_loadb(f->data, f->data_len, JSON_ALLOW_NUL, &err);
 	if (!doc) {
 		r = follow_protocol_error(f, err.text);
 		goto out;
@@ -553,7 +568,7 @@ int station_run_follow(struct station_client *c, const char *ws, const char *run
 	_cleanup_free_ char *path = NULL;
 	int r;
 
-	r = client_path(c, ws, run, "/output", &path);
+	r = run_path(c, ws, run, "/output", &path);
 	if (r < 0)
 		return r;
 	for (unsigned attempt = 0;; attempt++) {
@@ -561,7 +576,8 @@ int station_run_follow(struct station_client *c, const char *ws, const char *run
 		if (f.done || (r == 0 && f.end))
 			r = 0;
 		else if (r == 0)
-			r = client_error(c, -ECONNRESET, "output stream of run %s ended early", run);
+			r = client_error(c, -ECONNRESET, "output stream of run %s ended early",
+					 run);
 		if (r != -ECONNRESET || attempt == FOLLOW_RETRIES)
 			break;
 		follow_reset(&f);
