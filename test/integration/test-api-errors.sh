@@ -150,8 +150,11 @@ t_conflict() {
 }
 
 t_workspace_create_errors() {
+	# a container workspace names its image (this worker has no default image)
 	api -q POST /v1/workspaces '{"adapter":"container"}'
-	expect_error 501 not_implemented
+	expect_error 400 invalid_argument image
+	api -q POST /v1/workspaces '{"adapter":"vm"}'
+	expect_error 400 invalid_argument adapter
 	api -q POST /v1/workspaces '{"image":"busybox@sha256:0000000000000000000000000000000000000000000000000000000000000000"}'
 	expect_error 400 invalid_argument image
 	api -q POST /v1/workspaces '{"network":"none"}'

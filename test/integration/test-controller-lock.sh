@@ -45,11 +45,12 @@ t_ready_and_worker() {
 	assert_status 200 ready || return 1
 	assert_eq true "$(j .ready)" ready
 	assert_eq true "$(j '[.checks[].ok] | all')" "every check ok"
-	assert_eq '["agent","cgroup","store"]' "$(j '[.checks[].name] | sort')" "check names"
+	assert_eq '["agent","cgroup","images","runtime","seccompProfile","store"]' \
+		"$(j '[.checks[].name] | sort')" "check names"
 	api -q GET /v1/worker
 	assert_status 200 worker || return 1
 	assert_eq test "$(j .name)" "worker name"
-	assert_eq '["host"]' "$(j .adapters)" adapters
+	assert_eq '["host","container"]' "$(j .adapters)" adapters
 	assert_match '^v[12]$' "$(j .cgroup)" cgroup
 	assert_eq 64 "$(j .limits.maxRunningPerWorkspace)" maxRunningPerWorkspace
 	assert_eq 60000 "$(j .limits.maxWaitMs)" maxWaitMs
