@@ -658,8 +658,11 @@ static int on_prune(struct event_source *s, uint64_t now, void *userdata)
 	struct manager *m = userdata;
 	uint64_t cutoff = realtime_usec() - MIN(realtime_usec(), m->cfg.retention_usec);
 	int r = store_run_prune(m->store, cutoff, m->cfg.retention_runs);
-	if (r > 0)
-		log_info("pruned finished runs", "count", r > 0 ? "some" : "0", NULL);
+	if (r > 0) {
+		char count[24];
+		snprintf(count, sizeof count, "%d", r);
+		log_info("pruned finished runs", "count", count, NULL);
+	}
 	event_source_set_time(s, now + PRUNE_INTERVAL_USEC);
 	return 0;
 }

@@ -35,7 +35,11 @@ enum msg_type {
 	MSG_RUN_WATCH = 16,   /* C->A: RUN_ID, WATCH (1 start, 0 stop) */
 	MSG_SHUTDOWN = 20,    /* C->A: kill every run, remove run cgroups, exit 0 */
 	MSG_ERROR = 30,       /* A->C: RUN_ID?, REASON */
+	/* 40-49: terminals (docs/agent-protocol.md, "Terminals") */
+	/* 50-59: services (docs/agent-protocol.md, "Services") */
 };
+
+/* Tags 100-149 are for terminals, 150-199 for services. */
 
 enum msg_tag {
 	TAG_SECRET = 1,
