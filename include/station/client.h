@@ -105,11 +105,15 @@ int station_worker(struct station_client *c, json_t **ret);
 /* ---- Workspaces -------------------------------------------------------------------------- */
 
 struct station_workspace_options {
-	const char *adapter; /* NULL: the server's default ("host") */
+	const char *adapter; /* "host", "container"; NULL: the server's default */
 	char *const *env;    /* NULL-terminated "KEY=VALUE" strings, or NULL */
 	double cpus;	     /* 0: unlimited */
 	uint64_t memory_mb;  /* 0: unlimited */
 	uint64_t pids_limit; /* 0: unlimited */
+	/* The container adapter's; NULL: the server's default. */
+	const char *image;	     /* "name@sha256:<64 hex>" or "sha256:<64 hex>" */
+	const char *seccomp_profile; /* absolute path of a Docker-format profile on the server */
+	const char *network;	     /* "none" */
 };
 
 /* POST /v1/workspaces; *ret is the new workspace. opts may be NULL. -EINVAL (without a
@@ -127,6 +131,38 @@ int station_workspace_delete(struct station_client *c, const char *id, json_t **
 
 /* POST /v1/workspaces/{id}/restart; *ret (optional) is the workspace. */
 int station_workspace_restart(struct station_client *c, const char *id, json_t **ret);
+
+/* ---- Images ------------------------------------------------------------------------------ */
+
+/* An image is {"digest","name","reference","size","layers","config","createdAt","usedBy"}
+ * (docs/api.md); digest ("sha256:<64 hex>") is its identity. */
+
+/* POST /v1/images {"path","name"}: imports the OCI image layout (a directory or a tar) at path,
+ * an absolute path on the controller's host. name (NULL: none) is recorded for listings.
+ * *ret (optional) is the image. */
+int station_image_import(struct station_client *c, const char *path, const char *name,
+			 json_t **ret);
+
+struct station_pull_options {
+	const char *registry; /* "host[:port]"; NULL: the host part of the reference */
+	bool plain_http;      /* http:// instead of https:// (a test registry on loopback) */
+};
+
+/* POST /v1/images {"reference",…}: pulls ref ("[host[:port]/]name@sha256:<64 hex>") by digest.
+ * opts may be NULL. *ret (optional) is the image. */
+int station_image_pull(struct station_client *c, const char *ref,
+		       const struct station_pull_options *opts, json_t **ret);
+
+/* GET /v1/images; *ret is the array of images. */
+int station_image_list(struct station_client *c, json_t **ret);
+
+/* GET /v1/images/{digest}. ref is "sha256:<64 hex>" or "name@sha256:<64 hex>" (the name is not
+ * compared); -EINVAL (without a request) for anything else. */
+int station_image_get(struct station_client *c, const char *ref, json_t **ret);
+
+/* DELETE /v1/images/{digest}, ref as for station_image_get(). -EBUSY while a workspace uses the
+ * image (the message names the workspaces). *ret (optional) is {"digest":…,"removed":true}. */
+int station_image_remove(struct station_client *c, const char *ref, json_t **ret);
 
 /* ---- Runs -------------------------------------------------------------------------------- */
 

@@ -31,6 +31,7 @@ struct cli_command {
 extern const struct cli_command cli_cmd_ready, cli_cmd_worker;
 extern const struct cli_command cli_cmd_create, cli_cmd_ls, cli_cmd_rm, cli_cmd_restart;
 extern const struct cli_command cli_cmd_exec, cli_cmd_status, cli_cmd_cancel, cli_cmd_runs;
+extern const struct cli_command cli_cmd_image;
 
 /* Prints "station-sandbox NAME: <message>" and the usage line to stderr; returns EXIT_USAGE. */
 int cli_usage(const struct cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -54,3 +55,9 @@ int cli_parse_u64(const struct cli *cli, const char *name, const char *s, uint64
  * Returns 0, or EXIT_USAGE after printing the usage error for a word without '=' or with an
  * empty key, or EXIT_FAILED when out of memory. */
 int cli_env_add(const struct cli *cli, char ***env, const char *word);
+
+/* A path for the controller, which resolves paths on its own host: an absolute path as given, a
+ * relative one made absolute here (realpath, so it must exist). Returns 0 with *ret (free()),
+ * or EXIT_USAGE after printing the usage error naming option name, or EXIT_FAILED when out of
+ * memory. */
+int cli_absolute_path(const struct cli *cli, const char *name, const char *path, char **ret);

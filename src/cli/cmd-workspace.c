@@ -13,6 +13,7 @@
 struct create_args {
 	struct station_workspace_options ws;
 	char **env;
+	char *seccomp_profile; /* made absolute */
 	bool json;
 };
 
@@ -29,7 +30,42 @@ static int parse_cpus(struct cli *cli, const char *s, double *ret)
 	return 0;
 }
 
-/* Returns < 0 to go on, else the exit status. */
+/* One option of create; 0 to go on, else the exit status. */
+static int create_option(struct cli *cli, int opt, char **argv, struct create_args *a)
+{
+	switch (opt) {
+	case 'e':
+		return cli_env_add(cli, &a->env, optarg);
+	case 'c':
+		return parse_cpus(cli, optarg, &a->ws.cpus);
+	case 'm':
+		return cli_parse_u64(cli, "--memory-mb", optarg, &a->ws.memory_mb);
+	case 'p':
+		return cli_parse_u64(cli, "--pids-limit", optarg, &a->ws.pids_limit);
+	case 'a':
+		a->ws.adapter = optarg;
+		return 0;
+	case 'i':
+		a->ws.image = optarg;
+		return 0;
+	case 's':
+		free(a->seccomp_profile);
+		a->seccomp_profile = NULL;
+		return cli_absolute_path(cli, "--seccomp-profile", optarg, &a->seccomp_profile);
+	case 'n':
+		a->ws.network = optarg;
+		return 0;
+	case 'j':
+		a->json = true;
+		return 0;
+	case 'h':
+		return cli_help(cli);
+	default:
+		return cli_option_error(cli, argv, opt);
+	}
+}
+
+/* Returns < 0 to go on, else the exit status (0 after --help). */
 static int create_parse(struct cli *cli, int argc, char **argv, struct create_args *a)
 {
 	static const struct option options[] = {
@@ -37,41 +73,28 @@ static int create_parse(struct cli *cli, int argc, char **argv, struct create_ar
 		{ "cpus", required_argument, NULL, 'c' },
 		{ "memory-mb", required_argument, NULL, 'm' },
 		{ "pids-limit", required_argument, NULL, 'p' },
+		{ "adapter", required_argument, NULL, 'a' },
+		{ "image", required_argument, NULL, 'i' },
+		{ "seccomp-profile", required_argument, NULL, 's' },
+		{ "network", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	int opt, r = 0;
+	int opt, r = -1;
 
 	opterr = 0;
-	while (r == 0 && (opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
-		switch (opt) {
-		case 'e':
-			r = cli_env_add(cli, &a->env, optarg);
-			break;
-		case 'c':
-			r = parse_cpus(cli, optarg, &a->ws.cpus);
-			break;
-		case 'm':
-			r = cli_parse_u64(cli, "--memory-mb", optarg, &a->ws.memory_mb);
-			break;
-		case 'p':
-			r = cli_parse_u64(cli, "--pids-limit", optarg, &a->ws.pids_limit);
-			break;
-		case 'j':
-			a->json = true;
-			break;
-		case 'h':
-			return cli_help(cli);
-		default:
-			return cli_option_error(cli, argv, opt);
-		}
+	while ((opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
+		r = create_option(cli, opt, argv, a);
+		if (r != 0)
+			return r;
+		if (opt == 'h')
+			return 0;
 	}
-	if (r != 0)
-		return r;
 	if (optind < argc)
 		return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
 	a->ws.env = a->env;
+	a->ws.seccomp_profile = a->seccomp_profile;
 	return -1;
 }
 
@@ -85,6 +108,7 @@ static int cmd_create(struct cli *cli, int argc, char **argv)
 	if (r < 0)
 		r = station_workspace_create(cli->client, &a.ws, &ws);
 	free(a.env);
+	free(a.seccomp_profile);
 	if (!ws) /* help, a usage error, or a failed request */
 		return r >= 0 ? r : cli_fail(cli, r);
 	if (a.json)
@@ -201,13 +225,20 @@ static int cmd_restart(struct cli *cli, int argc, char **argv)
 
 const struct cli_command cli_cmd_create = {
 	.name = "create",
-	.args = "[--env K=V]... [--cpus N] [--memory-mb N] [--pids-limit N] [--json]",
+	.args = "[--adapter host|container] [--image REF] [--seccomp-profile PATH] [--network none] "
+		"[--env K=V]... [--cpus N] [--memory-mb N] [--pids-limit N] [--json]",
 	.summary = "create a workspace and print its id",
-	.help = "  --env K=V       set an environment variable for every command (repeatable)\n"
-		"  --cpus N        CPU limit, in CPUs (0: unlimited)\n"
-		"  --memory-mb N   memory limit in MiB (0: unlimited)\n"
-		"  --pids-limit N  process limit (0: unlimited)\n"
-		"  --json          print the new workspace as JSON\n",
+	.help = "  --adapter A            host or container (default: the controller's)\n"
+		"  --image REF            container image, pinned by digest: name@sha256:<64 hex>\n"
+		"                         or sha256:<64 hex> (default: the controller's)\n"
+		"  --seccomp-profile PATH Docker-format seccomp profile for a container\n"
+		"                         (default: the controller's)\n"
+		"  --network none         a container's network (only \"none\" so far)\n"
+		"  --env K=V              set an environment variable for every command (repeatable)\n"
+		"  --cpus N               CPU limit, in CPUs (0: unlimited)\n"
+		"  --memory-mb N          memory limit in MiB (0: unlimited)\n"
+		"  --pids-limit N         process limit (0: unlimited)\n"
+		"  --json                 print the new workspace as JSON\n",
 	.run = cmd_create,
 };
 

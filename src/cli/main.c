@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "basic/cleanup.h"
@@ -15,8 +16,9 @@
 #define NO_CONTROLLER_HINT "is station-sandboxd running? start one with 'make run'"
 
 static const struct cli_command *const commands[] = {
-	&cli_cmd_ready,	  &cli_cmd_worker, &cli_cmd_create, &cli_cmd_ls,     &cli_cmd_rm,
-	&cli_cmd_restart, &cli_cmd_exec,   &cli_cmd_status, &cli_cmd_cancel, &cli_cmd_runs,
+	&cli_cmd_ready,	 &cli_cmd_worker,  &cli_cmd_create, &cli_cmd_ls,
+	&cli_cmd_rm,	 &cli_cmd_restart, &cli_cmd_exec,   &cli_cmd_status,
+	&cli_cmd_cancel, &cli_cmd_runs,	   &cli_cmd_image,
 };
 
 struct global_options {
@@ -101,6 +103,20 @@ int cli_env_add(const struct cli *cli, char ***env, const char *word)
 	p[n] = (char *)word;
 	p[n + 1] = NULL;
 	*env = p;
+	return 0;
+}
+
+int cli_absolute_path(const struct cli *cli, const char *name, const char *path, char **ret)
+{
+	char *p = path[0] == '/' ? strdup(path) : realpath(path, NULL);
+
+	if (!p && errno == ENOMEM) {
+		fprintf(stderr, PROGRAM ": out of memory\n");
+		return EXIT_FAILED;
+	}
+	if (!p)
+		return cli_usage(cli, "%s '%s': %s", name, path, strerror(errno));
+	*ret = p;
 	return 0;
 }
 

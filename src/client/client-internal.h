@@ -40,3 +40,7 @@ int client_path(struct station_client *c, const char *ws, const char *run, const
 /* Sets o["env"] to an object made of the NULL-terminated "KEY=VALUE" strings of env; nothing
  * when env is NULL. -EINVAL for an entry without '=' or with an empty key. */
 int client_put_env(struct station_client *c, json_t *o, char *const *env);
+
+/* Sets o[key] to value unless value is NULL. A value that cannot be sent (not UTF-8) is -EINVAL
+ * rather than a field silently left out. */
+int client_put_string(struct station_client *c, json_t *o, const char *key, const char *value);

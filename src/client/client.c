@@ -516,23 +516,56 @@ int client_put_env(struct station_client *c, json_t *o, char *const *env)
 	return json_object_set_new(o, "env", TAKE_PTR(e)) < 0 ? -ENOMEM : 0;
 }
 
+int client_put_string(struct station_client *c, json_t *o, const char *key, const char *value)
+{
+	json_t *v;
+
+	if (!value)
+		return 0;
+	v = json_string(value);
+	if (!v)
+		return client_error(c, -EINVAL, "%s '%s' is not valid UTF-8", key, value);
+	if (json_object_set_new(o, key, v) < 0)
+		return client_error(c, -ENOMEM, "out of memory");
+	return 0;
+}
+
+static int workspace_put_strings(struct station_client *c, json_t *spec,
+				 const struct station_workspace_options *o)
+{
+	int r;
+
+	r = client_put_string(c, spec, "adapter", o->adapter);
+	if (r >= 0)
+		r = client_put_string(c, spec, "image", o->image);
+	if (r >= 0)
+		r = client_put_string(c, spec, "seccompProfile", o->seccomp_profile);
+	if (r >= 0)
+		r = client_put_string(c, spec, "network", o->network);
+	return r;
+}
+
 static int workspace_spec(struct station_client *c, const struct station_workspace_options *o,
 			  json_t **ret)
 {
+	static const struct station_workspace_options defaults = {};
 	_cleanup_json_ json_t *spec = json_object();
 	int r;
 
 	if (!spec)
 		return client_error(c, -ENOMEM, "out of memory");
-	if (o && o->adapter)
-		json_object_set_new(spec, "adapter", json_string(o->adapter));
-	if (o && o->cpus > 0)
+	if (!o)
+		o = &defaults;
+	r = workspace_put_strings(c, spec, o);
+	if (r < 0)
+		return r;
+	if (o->cpus > 0)
 		json_object_set_new(spec, "cpus", json_real(o->cpus));
-	if (o && o->memory_mb > 0)
+	if (o->memory_mb > 0)
 		json_object_set_new(spec, "memoryMb", json_integer((json_int_t)o->memory_mb));
-	if (o && o->pids_limit > 0)
+	if (o->pids_limit > 0)
 		json_object_set_new(spec, "pidsLimit", json_integer((json_int_t)o->pids_limit));
-	r = client_put_env(c, spec, o ? o->env : NULL);
+	r = client_put_env(c, spec, o->env);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(spec);

@@ -20,15 +20,17 @@
 #define HTTP_DEFAULT_MAX_BODY_BYTES (2u * 1024 * 1024)
 #define HTTP_DEFAULT_MAX_WAIT_MS 60000u
 #define HTTP_DEFAULT_MAX_CONNECTIONS 1024u
+#define HTTP_DEFAULT_MAX_WEBSOCKETS 256u
 /* An idle connection (no bytes either way, not suspended) is closed after this. */
 #define HTTP_IDLE_TIMEOUT_SEC 60u
 /* Per-connection MHD memory: request headers and the I/O buffers. */
 #define HTTP_CONNECTION_MEMORY (64u * 1024)
 
 struct endpoint_info {
-	http_handler_fn fn;
+	http_handler_fn fn;	  /* NULL: WebSocket only */
 	bool body;		  /* takes a JSON body (Content-Type checked) */
 	const char *const *query; /* the query parameters it knows */
+	http_handler_fn ws;	  /* for "Upgrade: websocket", handshake checked; NULL: none */
 };
 
 static const char *const query_none[] = { NULL };
@@ -47,7 +49,11 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_COMMAND_START] = { api_command_start, true, query_wait },
 	[EP_COMMAND_GET] = { api_command_get, false, query_wait },
 	[EP_COMMAND_CANCEL] = { api_command_cancel, false, query_none },
-	[EP_COMMAND_OUTPUT] = { api_command_output, false, query_none },
+	[EP_COMMAND_OUTPUT] = { api_command_output, false, query_none, api_command_output_ws },
+	[EP_IMAGE_LIST] = { api_image_list, false, query_none },
+	[EP_IMAGE_CREATE] = { api_image_create, true, query_none },
+	[EP_IMAGE_GET] = { api_image_get, false, query_none },
+	[EP_IMAGE_DELETE] = { api_image_delete, false, query_none },
 };
 
 struct http_server {
@@ -58,6 +64,20 @@ struct http_server {
 	struct event_source *io;    /* MHD's epoll fd */
 	struct event_source *timer; /* MHD_get_timeout(), or "now" after a resume */
 	struct http_request *requests;
+	struct http_websocket *websockets;
+	unsigned n_websockets;
+};
+
+/* A WebSocket from its 101 to its closed(): waiting for the upgrade (req set), then on the
+ * upgraded socket (urh set, until the connection releases it). */
+struct http_websocket {
+	struct http_server *server;
+	struct http_websocket *prev, *next;
+	struct http_request *req;
+	struct MHD_UpgradeResponseHandle *urh;
+	struct ws_conn *conn;
+	const struct ws_conn_ops *ops; /* the endpoint's */
+	void *userdata;
 };
 
 struct http_request {
@@ -81,6 +101,10 @@ struct http_request {
 
 	void *state;
 	void (*state_free)(void *state);
+
+	bool websocket; /* a checked WebSocket handshake */
+	char ws_accept[WS_ACCEPT_SIZE];
+	struct http_websocket *ws; /* 101 queued, upgrade pending */
 };
 
 /* ---- accessors ---------------------------------------------------------------------------- */
@@ -174,8 +198,9 @@ int http_reply_response(struct http_request *req, unsigned status, struct MHD_Re
 	return 0;
 }
 
+/* headers: name, value, …, NULL; or NULL. */
 static int reply_json_with(struct http_request *req, unsigned status, json_t *body,
-			   const char *header, const char *value)
+			   const char *const *headers)
 {
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	struct MHD_Response *r;
@@ -190,8 +215,8 @@ static int reply_json_with(struct http_request *req, unsigned status, json_t *bo
 		return -ENOMEM;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	if (header)
-		MHD_add_response_header(r, header, value);
+	for (size_t i = 0; headers && headers[i]; i += 2)
+		MHD_add_response_header(r, headers[i], headers[i + 1]);
 	ret = http_reply_response(req, status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -199,14 +224,30 @@ static int reply_json_with(struct http_request *req, unsigned status, json_t *bo
 
 int http_reply_json(struct http_request *req, unsigned status, json_t *body)
 {
-	return reply_json_with(req, status, body, NULL, NULL);
+	return reply_json_with(req, status, body, NULL);
 }
 
 static int reply_error_with(struct http_request *req, unsigned status, const char *message,
 			    const char *field, const char *header, const char *value)
 {
+	const char *const headers[] = { header, value, NULL };
+
 	log_debug("api request failed", "endpoint", request_name(req), "message", message, NULL);
-	return reply_json_with(req, status, error_json(status, message, field), header, value);
+	return reply_json_with(req, status, error_json(status, message, field), headers);
+}
+
+/* 426 names the protocol and the version to use (RFC 9110 15.5.22, RFC 6455 4.4). */
+static int reply_upgrade_required(struct http_request *req, const char *message)
+{
+	static const char *const headers[] = { MHD_HTTP_HEADER_UPGRADE, "websocket",
+					       "Sec-WebSocket-Version", "13", NULL };
+	json_t *body = error_json(426, message, NULL);
+
+	log_debug("api request failed", "endpoint", request_name(req), "message", message, NULL);
+	/* error_http_code() has no name for 426. */
+	json_object_set_new(json_object_get(body, "error"), "code",
+			    json_string("upgrade_required"));
+	return reply_json_with(req, 426, body, headers);
 }
 
 int http_reply_error(struct http_request *req, const struct station_error *e)
@@ -283,6 +324,198 @@ void http_request_resume(struct http_request *req)
 	server_wake(req->server);
 }
 
+/* ---- WebSocket ---------------------------------------------------------------------------- */
+
+static const char *request_header(struct http_request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, name);
+}
+
+/* token is one of the comma-separated, case-insensitive elements of value. */
+static bool header_has_token(const char *value, const char *token)
+{
+	size_t n = strlen(token);
+
+	while (value && *value) {
+		size_t k, e;
+
+		value += strspn(value, " \t,");
+		k = strcspn(value, ",");
+		for (e = k; e > 0 && (value[e - 1] == ' ' || value[e - 1] == '\t'); e--)
+			;
+		if (e == n && strncasecmp(value, token, n) == 0)
+			return true;
+		value += k;
+	}
+	return false;
+}
+
+/* RFC 6455 4.2.1, once the endpoint is known. Sets req->websocket when the request is a valid
+ * opening handshake; replies when it is a broken one. */
+static int request_check_upgrade(struct http_request *req, const char *version)
+{
+	struct http_server *s = req->server;
+	const char *upgrade = request_header(req, MHD_HTTP_HEADER_UPGRADE);
+	const char *v;
+
+	if (!upgrade || !header_has_token(upgrade, "websocket")) {
+		if (!req->endpoint->fn)
+			return reply_upgrade_required(req, "this endpoint is WebSocket only");
+		return 0;
+	}
+	if (!req->endpoint->ws)
+		return http_reply_status(req, 400, NULL, "endpoint %s has no WebSocket variant",
+					 request_name(req));
+	if (strcmp(version, MHD_HTTP_VERSION_1_1) != 0)
+		return http_reply_status(req, 400, NULL, "a WebSocket upgrade needs HTTP/1.1");
+	if (!header_has_token(request_header(req, MHD_HTTP_HEADER_CONNECTION), "upgrade"))
+		return http_reply_status(req, 400, NULL,
+					 "a WebSocket upgrade needs \"Connection: Upgrade\"");
+	v = request_header(req, "Sec-WebSocket-Version");
+	if (!v || strcmp(v, "13") != 0)
+		return reply_upgrade_required(req, "Sec-WebSocket-Version must be 13");
+	if (ws_accept_key(request_header(req, "Sec-WebSocket-Key"), req->ws_accept) < 0)
+		return http_reply_status(req, 400, NULL,
+					 "Sec-WebSocket-Key must be 16 bytes in base64");
+	if (s->n_websockets >= s->cfg.max_websockets)
+		return http_reply_status(req, 429, NULL, "too many WebSocket connections (%u)",
+					 s->cfg.max_websockets);
+	req->websocket = true;
+	return 0;
+}
+
+static void websocket_on_message(void *userdata, struct ws_conn *c, enum ws_opcode op,
+				 const void *data, size_t n)
+{
+	struct http_websocket *h = userdata;
+
+	if (h->ops->message)
+		h->ops->message(h->userdata, c, op, data, n);
+}
+
+static void websocket_on_drain(void *userdata, struct ws_conn *c)
+{
+	struct http_websocket *h = userdata;
+
+	if (h->ops->drain)
+		h->ops->drain(h->userdata, c);
+}
+
+static void websocket_unlink(struct http_websocket *h)
+{
+	struct http_server *s = h->server;
+
+	if (h->req)
+		h->req->ws = NULL;
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		s->websockets = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	s->n_websockets--;
+	free(h);
+}
+
+/* The connection's last word: the endpoint hears, then our record of it goes. */
+static void websocket_on_closed(void *userdata, struct ws_conn *c, uint16_t code,
+				const char *reason)
+{
+	struct http_websocket *h = userdata;
+
+	if (h->ops->closed)
+		h->ops->closed(h->userdata, c, code, reason);
+	websocket_unlink(h);
+}
+
+static const struct ws_conn_ops websocket_ops = {
+	.message = websocket_on_message,
+	.drain = websocket_on_drain,
+	.closed = websocket_on_closed,
+};
+
+/* The connection is done with the socket: MHD closes it in its next run. */
+static void websocket_release(void *userdata, int fd)
+{
+	struct http_websocket *h = userdata;
+
+	if (!h->urh)
+		return;
+	(void)MHD_upgrade_action(h->urh, MHD_UPGRADE_ACTION_CLOSE);
+	h->urh = NULL;
+	server_wake(h->server);
+}
+
+/* MHD sent the 101 and hands over the socket (and what it read past the request). */
+static void on_upgrade(void *cls, struct MHD_Connection *connection, void *con_cls,
+		       const char *extra_in, size_t extra_in_size, MHD_socket sock,
+		       struct MHD_UpgradeResponseHandle *urh)
+{
+	struct http_request *req = con_cls;
+	struct http_websocket *h = req ? req->ws : NULL;
+	int r;
+
+	if (!h) {
+		(void)MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+		return;
+	}
+	req->ws = NULL;
+	h->req = NULL;
+	h->urh = urh;
+	r = ws_conn_attach(h->conn, sock, extra_in, extra_in_size, websocket_release, h);
+	if (r < 0) {
+		websocket_release(h, sock);
+		ws_conn_abort(h->conn, WS_CLOSE_INTERNAL, "could not take over the socket");
+	}
+}
+
+int http_reply_websocket(struct http_request *req, const struct ws_conn_ops *ops, void *userdata,
+			 struct ws_conn **ret)
+{
+	struct http_server *s = req->server;
+	struct http_websocket *h;
+	struct MHD_Response *resp;
+	int r;
+
+	if (!req->websocket || req->replied)
+		return -EINVAL;
+	h = calloc(1, sizeof *h);
+	if (!h)
+		return -ENOMEM;
+	r = ws_conn_new(s->loop, &s->cfg.ws, &websocket_ops, h, &h->conn);
+	if (r < 0) {
+		free(h);
+		return r;
+	}
+	resp = MHD_create_response_for_upgrade(on_upgrade, s);
+	r = resp ? 0 : -ENOMEM;
+	if (r >= 0 && (MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "websocket") != MHD_YES ||
+		       MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "Upgrade") != MHD_YES ||
+		       MHD_add_response_header(resp, "Sec-WebSocket-Accept", req->ws_accept) != MHD_YES))
+		r = -ENOMEM;
+	if (r >= 0)
+		r = http_reply_response(req, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+	if (resp)
+		MHD_destroy_response(resp);
+	if (r < 0) {
+		ws_conn_free(h->conn);
+		free(h);
+		return r;
+	}
+	h->server = s;
+	h->req = req;
+	h->ops = ops;
+	h->userdata = userdata;
+	h->next = s->websockets;
+	if (s->websockets)
+		s->websockets->prev = h;
+	s->websockets = h;
+	s->n_websockets++;
+	req->ws = h;
+	*ret = h->conn;
+	return 0;
+}
+
 /* ---- request life ------------------------------------------------------------------------- */
 
 static void request_free(struct http_request *req)
@@ -291,6 +524,11 @@ static void request_free(struct http_request *req)
 
 	request_free_state(req);
 	event_source_free(req->hangup);
+	if (req->ws) { /* a 101 that never went out */
+		req->ws->req = NULL;
+		ws_conn_abort(req->ws->conn, WS_CLOSE_ABNORMAL, "the upgrade did not complete");
+		req->ws = NULL;
+	}
 	if (req->prev)
 		req->prev->next = req->next;
 	else
@@ -390,7 +628,8 @@ static const char *method_message(const char *method, const char *url, const cha
 }
 
 /* The first call, with the headers: everything that can be refused before the body is read. */
-static int request_check_headers(struct http_request *req, const char *url, const char *method)
+static int request_check_headers(struct http_request *req, const char *url, const char *method,
+				 const char *version)
 {
 	struct http_server *s = req->server;
 	struct query_check q = {};
@@ -418,7 +657,7 @@ static int request_check_headers(struct http_request *req, const char *url, cons
 					 (unsigned long long)s->cfg.max_body_bytes);
 	if (len > 0 && req->endpoint->body && !validate_content_type(content_type(req)))
 		return reply_unsupported_media(req);
-	return 0;
+	return request_check_upgrade(req, version);
 }
 
 /* Keeps at most max_body_bytes; beyond that the rest is read and dropped (413 at the end). */
@@ -461,7 +700,7 @@ static int request_dispatch(struct http_request *req)
 		return http_reply_status(req, 500, NULL, "out of memory reading the request body");
 	if (req->body_len > 0 && req->endpoint->body && !validate_content_type(content_type(req)))
 		return reply_unsupported_media(req);
-	return req->endpoint->fn(req);
+	return req->websocket ? req->endpoint->ws(req) : req->endpoint->fn(req);
 }
 
 static enum MHD_Result request_result(struct http_request *req, int r)
@@ -492,7 +731,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
 		if (!req)
 			return MHD_NO;
 		*con_cls = req;
-		r = request_check_headers(req, url, method);
+		r = request_check_headers(req, url, method, version);
 		return r < 0 && r != -EALREADY ? MHD_NO : MHD_YES;
 	}
 	if (*data_size > 0) {
@@ -565,8 +804,8 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 
 static struct MHD_Daemon *server_start_mhd(struct http_server *s, int fd)
 {
-	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO |
-			 MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
+			 MHD_USE_TURBO | MHD_USE_ERROR_LOG;
 
 	/* clang-format off */
 	return MHD_start_daemon(flags, 0, NULL, NULL, on_access, s,
@@ -589,6 +828,9 @@ static void config_defaults(struct http_config *cfg)
 		cfg->max_wait_ms = HTTP_DEFAULT_MAX_WAIT_MS;
 	if (cfg->max_connections == 0)
 		cfg->max_connections = HTTP_DEFAULT_MAX_CONNECTIONS;
+	if (cfg->max_websockets == 0)
+		cfg->max_websockets = HTTP_DEFAULT_MAX_WEBSOCKETS;
+	ws_limits_defaults(&cfg->ws);
 }
 
 static int server_attach(struct http_server *s)
@@ -649,6 +891,9 @@ void http_server_free(struct http_server *s)
 {
 	if (!s)
 		return;
+	/* Upgraded sockets go back to MHD first, and their endpoints hear of it (1001). */
+	while (s->websockets)
+		ws_conn_shutdown(s->websockets->conn);
 	/* MHD must not be stopped with suspended connections: release their waits and hand
 	 * them back; MHD_stop_daemon() closes them and reports each one completed. */
 	for (struct http_request *req = s->requests; req; req = req->next) {

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "basic/error.h"
+#include "daemon/ws.h"
 
 struct event_loop;
 struct manager;
@@ -27,6 +28,8 @@ struct http_config {
 	uint64_t max_body_bytes;  /* 2 MiB; 0: the default */
 	uint64_t max_wait_ms;	  /* 60000; 0: the default */
 	unsigned max_connections; /* 1024; 0: the default */
+	unsigned max_websockets;  /* upgraded or upgrading, 256; 0: the default */
+	struct ws_limits ws;	  /* zero fields: the defaults of ws.h */
 };
 
 /* Serves the API on listen_fd, a listening stream socket (unix or TCP). On success the server
@@ -37,8 +40,8 @@ struct http_config {
 int http_server_new(struct event_loop *loop, struct manager *m, int listen_fd,
 		    const struct http_config *cfg, struct http_server **ret);
 /* Releases every long-poll and live-output watch, closes every connection (their requests get
- * no response), stops MHD and closes its listening socket. Call before manager_free(). NULL is
- * fine. */
+ * no response; WebSockets get a close frame, 1001, and their closed() callbacks), stops MHD and
+ * closes its listening socket. Call before manager_free(). NULL is fine. */
 void http_server_free(struct http_server *s);
 
 /* ---- For the endpoint handlers (api-*.c, sse.c), not for main.c ---------------------------- */
@@ -67,6 +70,19 @@ int http_reply_status(struct http_request *req, unsigned status, const char *fie
 /* Queues r (the request keeps its own reference; the caller still destroys r). */
 int http_reply_response(struct http_request *req, unsigned status, struct MHD_Response *r);
 
+/* WebSocket (RFC 6455). An endpoint with a WebSocket handler (http.c's table) gets requests
+ * carrying "Upgrade: websocket" there, their handshake already checked: HTTP/1.1, "Connection:
+ * Upgrade", "Sec-WebSocket-Version: 13" (else 426), a Sec-WebSocket-Key of 16 bytes (else 400),
+ * under max_websockets (else 429), and the bearer token like any request. An endpoint without
+ * one answers such a request 400; a WebSocket-only endpoint answers plain requests 426.
+ *
+ * Answers req with 101 Switching Protocols and returns the connection at once: sends queue
+ * until libmicrohttpd hands over the socket, after the 101 went out. From a successful call on,
+ * ops->closed() is called exactly once, also when the upgrade never completes (1006). On
+ * failure nothing was queued and no callback will come. */
+int http_reply_websocket(struct http_request *req, const struct ws_conn_ops *ops, void *userdata,
+			 struct ws_conn **ret);
+
 /* State a handler keeps across a suspension. free_fn runs once: when the request completes,
  * when its client goes away while suspended (releasing waits at once), or at server shutdown.
  * Replaces (and frees) earlier state. */
@@ -83,7 +99,7 @@ void http_request_resume(struct http_request *req);
 /* The client hung up (the request will be closed without a response). */
 bool http_request_gone(struct http_request *req);
 
-/* Endpoint handlers: api-system.c, api-workspaces.c, api-commands.c. */
+/* Endpoint handlers: api-system.c, api-workspaces.c, api-commands.c, api-images.c. */
 int api_ready(struct http_request *req);
 int api_worker(struct http_request *req);
 int api_workspace_list(struct http_request *req);
@@ -96,6 +112,11 @@ int api_command_start(struct http_request *req);
 int api_command_get(struct http_request *req);
 int api_command_cancel(struct http_request *req);
 int api_command_output(struct http_request *req);
+int api_command_output_ws(struct http_request *req); /* ws-output.c */
+int api_image_list(struct http_request *req);	     /* api-images.c */
+int api_image_create(struct http_request *req);
+int api_image_get(struct http_request *req);
+int api_image_delete(struct http_request *req);
 
 /* Shared by the handlers: {"key":[…]} from a list the manager returned as an array (an object
  * passes through); NULL when out of memory. */

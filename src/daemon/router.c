@@ -7,7 +7,8 @@
 
 #include "basic/cleanup.h"
 
-/* '*' in a pattern is one id segment; the first is the workspace, the second the run. */
+/* '*' in a pattern is one id segment, the first the workspace, the second the run; '@' is an
+ * image digest segment. */
 struct route {
 	const char *pattern;
 	const char *allow;
@@ -33,6 +34,10 @@ static const struct route routes[] = {
 	{ "/v1/workspaces/*/commands/*", "GET", { { "GET", EP_COMMAND_GET } } },
 	{ "/v1/workspaces/*/commands/*/cancel", "POST", { { "POST", EP_COMMAND_CANCEL } } },
 	{ "/v1/workspaces/*/commands/*/output", "GET", { { "GET", EP_COMMAND_OUTPUT } } },
+	{ "/v1/images", "GET, POST", { { "GET", EP_IMAGE_LIST }, { "POST", EP_IMAGE_CREATE } } },
+	{ "/v1/images/@",
+	  "GET, DELETE",
+	  { { "GET", EP_IMAGE_GET }, { "DELETE", EP_IMAGE_DELETE } } },
 };
 
 static const char *const endpoint_names[_EP_MAX] = {
@@ -48,6 +53,10 @@ static const char *const endpoint_names[_EP_MAX] = {
 	[EP_COMMAND_GET] = "command-get",
 	[EP_COMMAND_CANCEL] = "command-cancel",
 	[EP_COMMAND_OUTPUT] = "command-output",
+	[EP_IMAGE_LIST] = "image-list",
+	[EP_IMAGE_CREATE] = "image-create",
+	[EP_IMAGE_GET] = "image-get",
+	[EP_IMAGE_DELETE] = "image-delete",
 };
 
 const char *endpoint_to_string(enum endpoint ep)
@@ -84,13 +93,40 @@ static bool take_id(const char **path, char ret[ROUTE_ID_MAX + 1])
 	return true;
 }
 
+/* Copies the digest segment at *path ("sha256:" and 64 lower-case hex) into ret and advances
+ * *path past it. */
+static bool take_digest(const char **path, char ret[ROUTE_IMAGE_MAX + 1])
+{
+	static const char prefix[] = "sha256:";
+	const char *p = *path;
+	size_t n = strlen(prefix);
+
+	if (strncmp(p, prefix, n) != 0)
+		return false;
+	for (; n < ROUTE_IMAGE_MAX; n++)
+		if (!((p[n] >= '0' && p[n] <= '9') || (p[n] >= 'a' && p[n] <= 'f')))
+			return false;
+	if (p[n] != '\0' && p[n] != '/')
+		return false;
+	memcpy(ret, p, n);
+	ret[n] = '\0';
+	*path = p + n;
+	return true;
+}
+
 static bool match_pattern(const char *pattern, const char *path, struct route_match *ret)
 {
 	char *ids[] = { ret->ws_id, ret->run_id };
 	size_t n_ids = 0;
 
-	ret->ws_id[0] = ret->run_id[0] = '\0';
+	ret->ws_id[0] = ret->run_id[0] = ret->image[0] = '\0';
 	while (*pattern) {
+		if (*pattern == '@') {
+			if (!take_digest(&path, ret->image))
+				return false;
+			pattern++;
+			continue;
+		}
 		if (*pattern == '*') {
 			if (n_ids >= ELEMENTSOF(ids) || !take_id(&path, ids[n_ids++]))
 				return false;

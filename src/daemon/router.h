@@ -4,11 +4,13 @@
 /* Maps a request's method and path to one endpoint of docs/api.md and captures the ids in the
  * path. Pure string work: no MHD, no manager, so it is unit-tested on its own. An id segment is
  * 1-64 characters of [A-Za-z0-9._-] not starting with '.'; anything else cannot name a
- * workspace or a run and is an unknown path. */
+ * workspace or a run and is an unknown path. An image segment is a digest, "sha256:" and 64
+ * lower-case hex digits. */
 
 #include <stddef.h>
 
 #define ROUTE_ID_MAX 64
+#define ROUTE_IMAGE_MAX 71 /* "sha256:" + 64 hex */
 
 enum endpoint {
 	EP_READY,
@@ -23,6 +25,10 @@ enum endpoint {
 	EP_COMMAND_GET,
 	EP_COMMAND_CANCEL,
 	EP_COMMAND_OUTPUT,
+	EP_IMAGE_LIST,
+	EP_IMAGE_CREATE,
+	EP_IMAGE_GET,
+	EP_IMAGE_DELETE,
 	_EP_MAX,
 };
 
@@ -30,6 +36,7 @@ struct route_match {
 	enum endpoint endpoint;
 	char ws_id[ROUTE_ID_MAX + 1]; /* "" when the path has none */
 	char run_id[ROUTE_ID_MAX + 1];
+	char image[ROUTE_IMAGE_MAX + 1]; /* "" when the path has none */
 };
 
 /* Returns 1 with *ret filled when method and path name an endpoint; 0 when the path is known

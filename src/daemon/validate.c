@@ -7,6 +7,7 @@
 
 #include "basic/cleanup.h"
 #include "basic/util.h"
+#include "image/image.h"
 
 static const char *json_type_name(const json_t *v)
 {
@@ -214,30 +215,105 @@ static int get_cpus(json_t *body, double *ret, struct station_error *e)
 	return 0;
 }
 
-static int check_adapter(json_t *body, const char **ret, struct station_error *e)
+static const char *const container_fields[] = { "image", "seccompProfile", "network", NULL };
+
+/* Absent: the manager picks its default adapter, and the container fields may be given. */
+static int get_adapter(json_t *body, const char **ret, struct station_error *e)
 {
-	static const char *const container_only[] = { "image", "seccompProfile", "network", NULL };
 	const char *adapter = NULL;
 	int r;
 
 	r = get_string(body, "adapter", 64, false, &adapter, NULL, e);
-	if (r < 0)
+	if (r <= 0)
 		return r;
-	if (adapter && strcmp(adapter, "container") == 0)
-		return station_error_set(e, -ENOTSUP, "adapter",
-					 "adapter \"container\" is not available in this build");
-	if (adapter && strcmp(adapter, "host") != 0)
+	if (strcmp(adapter, "host") != 0 && strcmp(adapter, "container") != 0)
 		return station_error_set(e, -EINVAL, "adapter",
-					 "unknown adapter \"%.64s\" (this build has \"host\")",
+					 "unknown adapter \"%.64s\" (this build has \"host\" and "
+					 "\"container\")",
 					 adapter);
-	for (const char *const *f = container_only; *f; f++)
-		if (json_object_get(body, *f))
-			return station_error_set(e, -EINVAL, *f,
-						 "field \"%s\" belongs to the container adapter, "
-						 "not to \"host\"",
-						 *f);
+	if (strcmp(adapter, "host") == 0)
+		for (const char *const *f = container_fields; *f; f++)
+			if (json_object_get(body, *f))
+				return station_error_set(e, -EINVAL, *f,
+							 "field \"%s\" belongs to the container "
+							 "adapter, not to \"host\"",
+							 *f);
 	*ret = adapter;
 	return 0;
+}
+
+/* An image reference pinned by digest (image_ref_parse()); with need_name, a bare digest is
+ * refused (a pull needs a repository). */
+static int get_image_ref(json_t *body, const char *field, bool need_name, const char **ret,
+			 struct station_error *e)
+{
+	struct station_error ref_error = {};
+	struct image_ref ref;
+	const char *s = NULL;
+	int r;
+
+	r = get_string(body, field, API_MAX_IMAGE_REF_BYTES, false, &s, NULL, e);
+	if (r <= 0)
+		return r;
+	r = image_ref_parse(s, &ref, &ref_error);
+	if (r < 0)
+		return station_error_set(e, r, field, "field \"%s\": %s", field, ref_error.message);
+	if (need_name && ref.name[0] == '\0')
+		return station_error_set(e, -EINVAL, field,
+					 "field \"%s\" is a bare digest: a pull needs the "
+					 "repository too (name@sha256:<64 hex>)",
+					 field);
+	*ret = s;
+	return 0;
+}
+
+static int get_absolute_path(json_t *body, const char *field, const char **ret,
+			     struct station_error *e)
+{
+	const char *s = NULL;
+	int r;
+
+	r = get_string(body, field, API_MAX_PATH_BYTES, false, &s, NULL, e);
+	if (r <= 0)
+		return r;
+	if (s[0] != '/')
+		return station_error_set(e, -EINVAL, field,
+					 "field \"%s\" must be an absolute path, not \"%.200s\"",
+					 field, s);
+	*ret = s;
+	return 0;
+}
+
+static int get_network(json_t *body, const char **ret, struct station_error *e)
+{
+	const char *s = NULL;
+	int r;
+
+	r = get_string(body, "network", 64, false, &s, NULL, e);
+	if (r <= 0)
+		return r;
+	if (strcmp(s, "bridge") == 0 || strcmp(s, "restricted") == 0)
+		return station_error_set(e, -ENOTSUP, "network",
+					 "network \"%s\" is not implemented yet (only \"none\")",
+					 s);
+	if (strcmp(s, "none") != 0)
+		return station_error_set(e, -EINVAL, "network",
+					 "unknown network \"%.64s\" (this build has \"none\")", s);
+	*ret = s;
+	return 0;
+}
+
+static int get_container_fields(json_t *body, struct workspace_spec *w, struct station_error *e)
+{
+	int r;
+
+	r = get_image_ref(body, "image", false, &w->image, e);
+	if (r < 0)
+		return r;
+	r = get_absolute_path(body, "seccompProfile", &w->seccomp_profile, e);
+	if (r < 0)
+		return r;
+	return get_network(body, &w->network, e);
 }
 
 int validate_workspace_spec(json_t *body, struct workspace_spec *ret, struct station_error *e)
@@ -251,7 +327,7 @@ int validate_workspace_spec(json_t *body, struct workspace_spec *ret, struct sta
 	r = check_known_fields(body, known, e);
 	if (r < 0)
 		return r;
-	r = check_adapter(body, &w.adapter, e);
+	r = get_adapter(body, &w.adapter, e);
 	if (r < 0)
 		return r;
 	r = get_env(body, &w.env, e);
@@ -266,7 +342,124 @@ int validate_workspace_spec(json_t *body, struct workspace_spec *ret, struct sta
 	r = get_uint(body, "pidsLimit", 0, API_MAX_PIDS_LIMIT, &w.pids_limit, e);
 	if (r < 0)
 		return r;
+	r = get_container_fields(body, &w, e);
+	if (r < 0)
+		return r;
 	*ret = w;
+	return 0;
+}
+
+static bool is_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* A label for listings: a repository-like name ("busybox", "station/tools:1"). */
+static int get_image_name(json_t *body, const char **ret, struct station_error *e)
+{
+	const char *s = NULL;
+	int r;
+
+	r = get_string(body, "name", API_MAX_IMAGE_NAME_BYTES, false, &s, NULL, e);
+	if (r <= 0)
+		return r;
+	if (!is_alnum(s[0]) ||
+	    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/:-") !=
+		    strlen(s))
+		return station_error_set(e, -EINVAL, "name",
+					 "field \"name\" must be [A-Za-z0-9._/:-] starting with a "
+					 "letter or digit, like \"busybox\" or \"station/tools\"");
+	*ret = s;
+	return 0;
+}
+
+/* "host" or "host:port": letters, digits, '.', '-', a port of 1-5 digits. */
+static bool registry_is_valid(const char *s)
+{
+	size_t host = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-");
+	size_t port;
+
+	if (host == 0 || !is_alnum(s[0]))
+		return false;
+	if (s[host] == '\0')
+		return true;
+	if (s[host] != ':')
+		return false;
+	port = strspn(s + host + 1, "0123456789");
+	return port >= 1 && port <= 5 && s[host + 1 + port] == '\0';
+}
+
+static int get_pull_fields(json_t *body, struct image_request *req, struct station_error *e)
+{
+	json_t *plain = json_object_get(body, "plainHttp");
+	int r;
+
+	r = get_image_ref(body, "reference", true, &req->reference, e);
+	if (r < 0)
+		return r;
+	r = get_string(body, "registry", API_MAX_REGISTRY_BYTES, false, &req->registry, NULL, e);
+	if (r < 0)
+		return r;
+	if (req->registry && !registry_is_valid(req->registry))
+		return station_error_set(e, -EINVAL, "registry",
+					 "field \"registry\" must be host or host:port, not "
+					 "\"%.200s\"",
+					 req->registry);
+	if (plain && !json_is_boolean(plain))
+		return type_error(e, "plainHttp", "a boolean", plain);
+	req->plain_http = json_is_true(plain);
+	return 0;
+}
+
+/* Exactly one of path (import) and reference (pull), and only the fields of that one. */
+static int check_image_request_kind(json_t *body, bool *ret_pull, struct station_error *e)
+{
+	static const char *const import_only[] = { "name", NULL };
+	static const char *const pull_only[] = { "registry", "plainHttp", NULL };
+	bool path = json_object_get(body, "path"), ref = json_object_get(body, "reference");
+
+	if (path && ref)
+		return station_error_set(e, -EINVAL, NULL,
+					 "fields \"path\" (import) and \"reference\" (pull) "
+					 "exclude each other: give one");
+	if (!path && !ref)
+		return station_error_set(e, -EINVAL, NULL,
+					 "field \"path\" (import) or \"reference\" (pull) is "
+					 "required");
+	for (const char *const *f = path ? pull_only : import_only; *f; f++)
+		if (json_object_get(body, *f))
+			return station_error_set(e, -EINVAL, *f,
+						 "field \"%s\" belongs to %s, not to %s", *f,
+						 path ? "a pull" : "an import",
+						 path ? "an import" : "a pull");
+	*ret_pull = ref;
+	return 0;
+}
+
+int validate_image_request(json_t *body, struct image_request *ret, struct station_error *e)
+{
+	static const char *const known[] = { "path",	 "name",      "reference",
+					     "registry", "plainHttp", NULL };
+	struct image_request req = {};
+	bool pull = false;
+	int r;
+
+	r = check_known_fields(body, known, e);
+	if (r < 0)
+		return r;
+	r = check_image_request_kind(body, &pull, e);
+	if (r < 0)
+		return r;
+	if (pull) {
+		r = get_pull_fields(body, &req, e);
+	} else {
+		r = get_absolute_path(body, "path", &req.path, e);
+		if (r >= 0)
+			r = get_image_name(body, &req.name, e);
+	}
+	if (r < 0)
+		return r;
+	*ret = req;
 	return 0;
 }
 

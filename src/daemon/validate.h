@@ -35,14 +35,32 @@
 #define API_MAX_PIDS_LIMIT 4194304u
 #define API_MAX_LIST_LIMIT 1000u
 #define API_DEFAULT_LIST_LIMIT 100u
+#define API_MAX_IMAGE_REF_BYTES 512u
+#define API_MAX_PATH_BYTES 4096u
+#define API_MAX_IMAGE_NAME_BYTES 255u
+#define API_MAX_REGISTRY_BYTES 255u
 
 /* Parses a request body. An empty body is {} when allow_empty, else an error. *ret is a new
  * reference to an object. */
 int validate_body(const void *data, size_t n, bool allow_empty, json_t **ret,
 		  struct station_error *e);
 
-/* Fills *ret from a POST /v1/workspaces body; strings stay owned by body. */
+/* Fills *ret from a POST /v1/workspaces body; strings stay owned by body. adapter "host" and
+ * "container" are accepted (absent: the manager's default); image, seccompProfile and network
+ * are refused only next to an explicit "host". network "bridge" and "restricted" are -ENOTSUP. */
 int validate_workspace_spec(json_t *body, struct workspace_spec *ret, struct station_error *e);
+
+/* A POST /v1/images body: an import (path, name) or a pull (reference, registry, plainHttp),
+ * exactly one of path and reference. Strings stay owned by the body. */
+struct image_request {
+	const char *path;      /* import: absolute path of an OCI layout directory or tar */
+	const char *name;      /* import: recorded for listings, NULL when not given */
+	const char *reference; /* pull: "name@sha256:<64 hex>" */
+	const char *registry;  /* pull: "host[:port]", NULL: the reference's host part */
+	bool plain_http;
+};
+
+int validate_image_request(json_t *body, struct image_request *ret, struct station_error *e);
 
 /* Fills *ret from a POST …/commands body; strings stay owned by body. stdin given as base64 is
  * decoded into *ret_stdin (malloc'd, the caller frees it; NULL when stdin points into body). */

@@ -112,10 +112,20 @@ json_t *manager_worker(struct manager *m)
 	return json_pack("{s:s, s:{s:i}}", "name", "w1", "limits", "maxWorkspaces", 1000);
 }
 
+/* Echoes the container fields so a test sees what reached the manager. */
 int manager_workspace_create(struct manager *m, const struct workspace_spec *spec, json_t **ret,
 			     struct station_error *e)
 {
-	*ret = ws_json("w1-new");
+	json_t *ws = ws_json("w1-new");
+
+	json_object_set_new(ws, "adapter", json_string(spec->adapter ? spec->adapter : "host"));
+	if (spec->image)
+		json_object_set_new(ws, "image", json_string(spec->image));
+	if (spec->seccomp_profile)
+		json_object_set_new(ws, "seccompProfile", json_string(spec->seccomp_profile));
+	if (spec->network)
+		json_object_set_new(ws, "network", json_string(spec->network));
+	*ret = ws;
 	return 0;
 }
 
@@ -313,4 +323,50 @@ void manager_run_unwatch(struct run_watch *w)
 	w->used = false;
 	event_source_free(w->timer);
 	w->timer = NULL;
+}
+
+/* ---- images: FAKE_IMAGE_USED (used by w1-test) and FAKE_IMAGE_FREE are in the store -------- */
+
+static json_t *image_json(const char *digest, const char *name, const char *used_by)
+{
+	json_t *users = used_by ? json_pack("[s]", used_by) : json_array();
+
+	return json_pack("{s:s, s:s?, s:I, s:i, s:s, s:o}", "digest", digest, "name", name, "size",
+			 (json_int_t)1234567, "layers", 1, "createdAt", "2026-11-29T10:40:07.123Z",
+			 "usedBy", users);
+}
+
+int manager_image_import(struct manager *m, const char *path, const char *name, json_t **ret,
+			 struct station_error *e)
+{
+	if (strcmp(path, "/missing") == 0)
+		return station_error_set(e, -ENOENT, "path", "no OCI layout at \"%s\"", path);
+	*ret = image_json(FAKE_IMAGE_IMPORTED, name, NULL);
+	return 0;
+}
+
+int manager_image_pull(struct manager *m, const char *ref, const char *registry, bool plain_http,
+		       json_t **ret, struct station_error *e)
+{
+	const char *at = strchr(ref, '@');
+
+	*ret = image_json(at ? at + 1 : ref, registry, plain_http ? "plain" : NULL);
+	return 0;
+}
+
+int manager_image_list(struct manager *m, json_t **ret, struct station_error *e)
+{
+	*ret = json_pack("[o, o]", image_json(FAKE_IMAGE_USED, "busybox", "w1-test"),
+			 image_json(FAKE_IMAGE_FREE, NULL, NULL));
+	return 0;
+}
+
+int manager_image_remove(struct manager *m, const char *ref, struct station_error *e)
+{
+	if (strcmp(ref, FAKE_IMAGE_USED) == 0)
+		return station_error_set(e, -EBUSY, NULL, "image %s is used by workspace w1-test",
+					 ref);
+	if (strcmp(ref, FAKE_IMAGE_FREE) != 0)
+		return station_error_set(e, -ENOENT, NULL, "image %s not in store", ref);
+	return 0;
 }

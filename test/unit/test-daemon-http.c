@@ -361,8 +361,22 @@ Test(http, workspace_create_is_201)
 	r = post_json("/v1/workspaces", "{\"adapter\":\"host\",\"env\":{\"A\":\"b\"}}");
 	cr_assert_eq(r.status, 201, "%s", r.body);
 	reply_done(&r);
-	r = post_json("/v1/workspaces", "{\"adapter\":\"container\"}");
-	assert_error(&r, 501, "not_implemented", "adapter");
+	r = post_json("/v1/workspaces", "{\"network\":\"bridge\"}");
+	assert_error(&r, 501, "not_implemented", "network");
+	reply_done(&r);
+	r = post_json("/v1/workspaces", "{\"adapter\":\"host\",\"image\":\"" FAKE_IMAGE_USED "\"}");
+	assert_error(&r, 400, "invalid_argument", "image");
+	reply_done(&r);
+	r = post_json("/v1/workspaces",
+		      "{\"adapter\":\"container\",\"image\":\"busybox@" FAKE_IMAGE_USED
+		      "\",\"seccompProfile\":\"/p.json\",\"network\":\"none\"}");
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	j = body_json(&r);
+	cr_assert_str_eq(string_at(j, "adapter"), "container");
+	cr_assert_str_eq(string_at(j, "image"), "busybox@" FAKE_IMAGE_USED);
+	cr_assert_str_eq(string_at(j, "seccompProfile"), "/p.json");
+	cr_assert_str_eq(string_at(j, "network"), "none");
+	json_decref(j);
 	reply_done(&r);
 	r = http("DELETE", "/v1/workspaces/w1-test", NULL);
 	cr_assert_eq(r.status, 200);
@@ -404,6 +418,81 @@ Test(http, bad_bodies)
 	reply_done(&r);
 	r = post_json("/v1/workspaces/w1-down/commands", "{\"command\":\"true\"}");
 	assert_error(&r, 503, "unavailable", NULL);
+	reply_done(&r);
+	stop_server();
+}
+
+/* ---- images ------------------------------------------------------------------------------- */
+
+Test(http, images)
+{
+	struct reply r;
+	json_t *j;
+
+	start_default();
+	r = http("GET", "/v1/images", NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	j = body_json(&r);
+	cr_assert_eq(json_array_size(json_object_get(j, "images")), 2, "%s", r.body);
+	json_decref(j);
+	reply_done(&r);
+
+	r = http("GET", "/v1/images/" FAKE_IMAGE_FREE, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	j = body_json(&r);
+	cr_assert_str_eq(string_at(j, "digest"), FAKE_IMAGE_FREE);
+	json_decref(j);
+	reply_done(&r);
+	r = http("GET", "/v1/images/" FAKE_IMAGE_IMPORTED, NULL);
+	assert_error(&r, 404, "not_found", NULL);
+	cr_assert(strstr(r.body, "image import"), "%s", r.body);
+	reply_done(&r);
+	r = http("GET", "/v1/images/busybox", NULL);
+	assert_error(&r, 404, "not_found", NULL);
+	reply_done(&r);
+
+	r = post_json("/v1/images", "{\"path\":\"/srv/oci\",\"name\":\"busybox\"}");
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	j = body_json(&r);
+	cr_assert_str_eq(string_at(j, "digest"), FAKE_IMAGE_IMPORTED);
+	cr_assert_str_eq(string_at(j, "name"), "busybox");
+	json_decref(j);
+	reply_done(&r);
+	r = post_json("/v1/images", "{\"path\":\"/missing\"}");
+	assert_error(&r, 404, "not_found", "path");
+	reply_done(&r);
+	r = post_json("/v1/images", "{\"reference\":\"busybox@" FAKE_IMAGE_FREE
+				    "\",\"registry\":\"127.0.0.1:5000\",\"plainHttp\":true}");
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	j = body_json(&r);
+	cr_assert_str_eq(string_at(j, "digest"), FAKE_IMAGE_FREE);
+	cr_assert_str_eq(string_at(j, "name"), "127.0.0.1:5000");
+	cr_assert_str_eq(json_string_value(json_array_get(json_object_get(j, "usedBy"), 0)),
+			 "plain");
+	json_decref(j);
+	reply_done(&r);
+	r = post_json("/v1/images", "{\"reference\":\"busybox:latest\"}");
+	assert_error(&r, 400, "invalid_argument", "reference");
+	cr_assert(strstr(r.body, "pinned by digest"), "%s", r.body);
+	reply_done(&r);
+	r = post_json("/v1/images",
+		      "{\"path\":\"/x\",\"reference\":\"busybox@" FAKE_IMAGE_FREE "\"}");
+	assert_error(&r, 400, "invalid_argument", NULL);
+	reply_done(&r);
+	r = http("POST", "/v1/images", NULL);
+	assert_error(&r, 400, "invalid_argument", NULL);
+	reply_done(&r);
+
+	r = http("DELETE", "/v1/images/" FAKE_IMAGE_USED, NULL);
+	assert_error(&r, 409, "conflict", NULL);
+	cr_assert(strstr(r.body, "w1-test"), "%s", r.body);
+	reply_done(&r);
+	r = http("DELETE", "/v1/images/" FAKE_IMAGE_FREE, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_str_eq(r.body, "{\"digest\":\"" FAKE_IMAGE_FREE "\",\"removed\":true}");
+	reply_done(&r);
+	r = http("DELETE", "/v1/images/" FAKE_IMAGE_IMPORTED, NULL);
+	assert_error(&r, 404, "not_found", NULL);
 	reply_done(&r);
 	stop_server();
 }

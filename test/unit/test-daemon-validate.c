@@ -146,6 +146,9 @@ Test(workspace, empty_body_is_defaults)
 	cr_assert_eq(w.cpus, 0.0);
 	cr_assert_eq(w.memory_mb, 0);
 	cr_assert_eq(w.pids_limit, 0);
+	cr_assert_null(w.image);
+	cr_assert_null(w.seccomp_profile);
+	cr_assert_null(w.network);
 	json_decref(v);
 }
 
@@ -185,22 +188,179 @@ Test(workspace, unknown_field)
 	ws_bad("{\"Env\":{}}", -EINVAL, "Env");
 }
 
+#define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define DIGEST "sha256:" HEX64
+
+/* A workspace body that validates; *body keeps the strings *w points into. */
+static void ws_ok(const char *text, struct workspace_spec *w, json_t **body)
+{
+	struct station_error e = {};
+
+	*body = body_ok(text);
+	cr_assert_eq(validate_workspace_spec(*body, w, &e), 0, "%s: %s", text, e.message);
+}
+
 Test(workspace, adapter)
 {
-	ws_bad("{\"adapter\":\"container\"}", -ENOTSUP, "adapter");
+	struct workspace_spec w;
+	json_t *v;
+
 	ws_bad("{\"adapter\":\"vm\"}", -EINVAL, "adapter");
 	ws_bad("{\"adapter\":\"\"}", -EINVAL, "adapter");
+	ws_bad("{\"adapter\":\"Container\"}", -EINVAL, "adapter");
 	ws_bad("{\"adapter\":1}", -EINVAL, "adapter");
 	ws_bad("{\"adapter\":null}", -EINVAL, "adapter");
+	/* the manager decides whether it can run containers */
+	ws_ok("{\"adapter\":\"container\"}", &w, &v);
+	cr_assert_str_eq(w.adapter, "container");
+	cr_assert_null(w.image);
+	cr_assert_null(w.seccomp_profile);
+	cr_assert_null(w.network);
+	json_decref(v);
+	ws_ok("{\"adapter\":\"host\"}", &w, &v);
+	cr_assert_str_eq(w.adapter, "host");
+	json_decref(v);
+}
+
+Test(workspace, container_fields)
+{
+	struct workspace_spec w;
+	json_t *v;
+
+	ws_ok("{\"adapter\":\"container\",\"image\":\"busybox@" DIGEST "\","
+	      "\"seccompProfile\":\"/usr/share/containers/seccomp.json\",\"network\":\"none\","
+	      "\"cpus\":0.5,\"memoryMb\":256,\"pidsLimit\":64}",
+	      &w, &v);
+	cr_assert_str_eq(w.adapter, "container");
+	cr_assert_str_eq(w.image, "busybox@" DIGEST);
+	cr_assert_str_eq(w.seccomp_profile, "/usr/share/containers/seccomp.json");
+	cr_assert_str_eq(w.network, "none");
+	cr_assert_eq(w.cpus, 0.5);
+	cr_assert_eq(w.memory_mb, 256);
+	cr_assert_eq(w.pids_limit, 64);
+	json_decref(v);
+	/* without an adapter the server picks the default: the fields pass to the manager */
+	ws_ok("{\"image\":\"" DIGEST "\"}", &w, &v);
+	cr_assert_null(w.adapter);
+	cr_assert_str_eq(w.image, DIGEST);
+	json_decref(v);
 }
 
 Test(workspace, container_fields_on_host)
 {
-	ws_bad("{\"image\":\"x@sha256:00\"}", -EINVAL, "image");
-	ws_bad("{\"adapter\":\"host\",\"seccompProfile\":\"default\"}", -EINVAL, "seccompProfile");
-	ws_bad("{\"network\":\"none\"}", -EINVAL, "network");
-	/* container is refused as not implemented before its fields are looked at */
-	ws_bad("{\"adapter\":\"container\",\"image\":\"x\"}", -ENOTSUP, "adapter");
+	ws_bad("{\"adapter\":\"host\",\"image\":\"x@" DIGEST "\"}", -EINVAL, "image");
+	ws_bad("{\"adapter\":\"host\",\"seccompProfile\":\"/p.json\"}", -EINVAL, "seccompProfile");
+	ws_bad("{\"adapter\":\"host\",\"network\":\"none\"}", -EINVAL, "network");
+	/* positive control: the same fields without "host" */
+	{
+		struct workspace_spec w;
+		json_t *v;
+
+		ws_ok("{\"seccompProfile\":\"/p.json\",\"network\":\"none\"}", &w, &v);
+		json_decref(v);
+	}
+}
+
+/* The message of a refused workspace body must contain part. */
+static void ws_bad_says(const char *text, int err, const char *field, const char *part)
+{
+	struct station_error e = {};
+	struct workspace_spec w;
+	json_t *v = body_ok(text);
+
+	cr_assert_eq(validate_workspace_spec(v, &w, &e), err, "%s", text);
+	cr_assert_str_eq(e.field, field, "%s: field \"%s\"", text, e.field);
+	cr_assert(strstr(e.message, part), "%s: message \"%s\" lacks \"%s\"", text, e.message,
+		  part);
+	json_decref(v);
+}
+
+Test(workspace, image_reference_shapes)
+{
+	static const char *const good[] = {
+		DIGEST,
+		"busybox@" DIGEST,
+		"library/busybox@" DIGEST,
+		"127.0.0.1:5000/station/tools@" DIGEST,
+		"localhost/busybox@" DIGEST,
+	};
+	char body[700];
+
+	for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+		struct workspace_spec w;
+		json_t *v;
+
+		snprintf(body, sizeof body, "{\"image\":\"%s\"}", good[i]);
+		ws_ok(body, &w, &v);
+		cr_assert_str_eq(w.image, good[i]);
+		json_decref(v);
+	}
+	ws_bad_says("{\"image\":\"busybox:latest\"}", -EINVAL, "image", "pinned by digest");
+	ws_bad_says("{\"image\":\"busybox\"}", -EINVAL, "image", "pinned by digest");
+	ws_bad_says("{\"image\":\"busybox:1.36@" DIGEST "\"}", -EINVAL, "image",
+		    "pinned by digest");
+	ws_bad("{\"image\":\"busybox@sha256:0123\"}", -EINVAL, "image");
+	ws_bad("{\"image\":\"busybox@sha256:" HEX64 "0\"}", -EINVAL, "image");
+	ws_bad("{\"image\":\"sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef\"}",
+	       -EINVAL, "image");
+	ws_bad("{\"image\":\"busybox@sha512:" HEX64 "\"}", -EINVAL, "image");
+	ws_bad("{\"image\":\"BusyBox@" DIGEST "\"}", -EINVAL, "image");
+	ws_bad("{\"image\":\"@" DIGEST "\"}", -EINVAL, "image");
+	ws_bad("{\"image\":\"\"}", -EINVAL, "image");
+	ws_bad("{\"image\":1}", -EINVAL, "image");
+	ws_bad("{\"image\":null}", -EINVAL, "image");
+	ws_bad("{\"image\":\"busybox\\u0000@" DIGEST "\"}", -EINVAL, "image");
+}
+
+Test(workspace, image_reference_size)
+{
+	char body[1024];
+	char name[600];
+
+	memset(name, 'a', sizeof name - 1);
+	name[sizeof name - 1] = '\0';
+	/* 513 bytes in all: over the field's cap */
+	snprintf(body, sizeof body, "{\"image\":\"%.*s@" DIGEST "\"}", 513 - 72, name);
+	ws_bad_says(body, -EINVAL, "image", "more than the maximum 512");
+}
+
+Test(workspace, seccomp_profile)
+{
+	struct workspace_spec w;
+	char body[4200];
+	size_t n;
+	json_t *v;
+
+	ws_bad_says("{\"seccompProfile\":\"profiles/default.json\"}", -EINVAL, "seccompProfile",
+		    "absolute path");
+	ws_bad("{\"seccompProfile\":\"\"}", -EINVAL, "seccompProfile");
+	ws_bad("{\"seccompProfile\":\"/a\\u0000b\"}", -EINVAL, "seccompProfile");
+	ws_bad("{\"seccompProfile\":[\"/a\"]}", -EINVAL, "seccompProfile");
+	strcpy(body, "{\"seccompProfile\":\"/");
+	n = strlen(body);
+	memset(body + n, 'p', 4095);
+	strcpy(body + n + 4095, "\"}");
+	ws_ok(body, &w, &v); /* 4096 bytes: the maximum */
+	cr_assert_eq(strlen(w.seccomp_profile), 4096);
+	json_decref(v);
+	strcpy(body + n + 4095, "q\"}");
+	ws_bad(body, -EINVAL, "seccompProfile");
+}
+
+Test(workspace, network)
+{
+	struct workspace_spec w;
+	json_t *v;
+
+	ws_ok("{\"network\":\"none\"}", &w, &v);
+	cr_assert_str_eq(w.network, "none");
+	json_decref(v);
+	ws_bad_says("{\"network\":\"bridge\"}", -ENOTSUP, "network", "not implemented yet");
+	ws_bad_says("{\"network\":\"restricted\"}", -ENOTSUP, "network", "not implemented yet");
+	ws_bad("{\"network\":\"host\"}", -EINVAL, "network");
+	ws_bad("{\"network\":\"None\"}", -EINVAL, "network");
+	ws_bad("{\"network\":\"\"}", -EINVAL, "network");
+	ws_bad("{\"network\":false}", -EINVAL, "network");
 }
 
 Test(workspace, limits_out_of_range)
@@ -645,6 +805,98 @@ Test(errors, validation_errors_map_to_400)
 	json_decref(v);
 }
 
+/* ---- images ------------------------------------------------------------------------------- */
+
+static void img_bad(const char *text, const char *field, const char *part)
+{
+	struct station_error e = {};
+	struct image_request req = { .path = "untouched" };
+	json_t *v = body_ok(text);
+
+	cr_assert_eq(validate_image_request(v, &req, &e), -EINVAL, "accepted: %s", text);
+	cr_assert_eq(e.err, -EINVAL);
+	cr_assert_str_eq(e.field, field, "%s: field \"%s\" (%s)", text, e.field, e.message);
+	cr_assert(strstr(e.message, part), "%s: message \"%s\" lacks \"%s\"", text, e.message,
+		  part);
+	cr_assert_str_eq(req.path, "untouched");
+	json_decref(v);
+}
+
+static void img_ok(const char *text, struct image_request *req, json_t **body)
+{
+	struct station_error e = {};
+
+	*body = body_ok(text);
+	cr_assert_eq(validate_image_request(*body, req, &e), 0, "%s: %s", text, e.message);
+}
+
+Test(images, import)
+{
+	struct image_request req;
+	json_t *v;
+
+	img_ok("{\"path\":\"/srv/busybox-oci\"}", &req, &v);
+	cr_assert_str_eq(req.path, "/srv/busybox-oci");
+	cr_assert_null(req.name);
+	cr_assert_null(req.reference);
+	json_decref(v);
+	img_ok("{\"path\":\"/srv/tools.tar\",\"name\":\"station/tools\"}", &req, &v);
+	cr_assert_str_eq(req.path, "/srv/tools.tar");
+	cr_assert_str_eq(req.name, "station/tools");
+	json_decref(v);
+	img_bad("{\"path\":\"busybox-oci\"}", "path", "absolute path");
+	img_bad("{\"path\":\"\"}", "path", "absolute path");
+	img_bad("{\"path\":\"/a\\u0000b\"}", "path", "NUL");
+	img_bad("{\"path\":7}", "path", "must be a string");
+	img_bad("{\"path\":\"/x\",\"name\":\"\"}", "name", "letter or digit");
+	img_bad("{\"path\":\"/x\",\"name\":\"a b\"}", "name", "letter or digit");
+	img_bad("{\"path\":\"/x\",\"name\":\"-x\"}", "name", "letter or digit");
+	img_bad("{\"path\":\"/x\",\"registry\":\"r:5000\"}", "registry", "belongs to a pull");
+	img_bad("{\"path\":\"/x\",\"plainHttp\":true}", "plainHttp", "belongs to a pull");
+}
+
+Test(images, pull)
+{
+	struct image_request req;
+	json_t *v;
+
+	img_ok("{\"reference\":\"127.0.0.1:5000/busybox@" DIGEST "\"}", &req, &v);
+	cr_assert_str_eq(req.reference, "127.0.0.1:5000/busybox@" DIGEST);
+	cr_assert_null(req.registry);
+	cr_assert_not(req.plain_http);
+	cr_assert_null(req.path);
+	json_decref(v);
+	img_ok("{\"reference\":\"busybox@" DIGEST "\",\"registry\":\"127.0.0.1:5000\","
+	       "\"plainHttp\":true}",
+	       &req, &v);
+	cr_assert_str_eq(req.registry, "127.0.0.1:5000");
+	cr_assert(req.plain_http);
+	json_decref(v);
+	img_bad("{\"reference\":\"busybox:latest\"}", "reference", "pinned by digest");
+	img_bad("{\"reference\":\"" DIGEST "\"}", "reference", "repository");
+	img_bad("{\"reference\":\"busybox@sha256:00\"}", "reference", "64");
+	img_bad("{\"reference\":\"busybox@" DIGEST "\",\"registry\":\"http://r\"}", "registry",
+		"host:port");
+	img_bad("{\"reference\":\"busybox@" DIGEST "\",\"registry\":\"r:\"}", "registry",
+		"host:port");
+	img_bad("{\"reference\":\"busybox@" DIGEST "\",\"registry\":\"r:123456\"}", "registry",
+		"host:port");
+	img_bad("{\"reference\":\"busybox@" DIGEST "\",\"plainHttp\":\"yes\"}", "plainHttp",
+		"a boolean");
+	img_bad("{\"reference\":\"busybox@" DIGEST "\",\"plainHttp\":null}", "plainHttp",
+		"a boolean");
+	img_bad("{\"reference\":\"busybox@" DIGEST "\",\"name\":\"b\"}", "name",
+		"belongs to an import");
+}
+
+Test(images, exactly_one_of_path_and_reference)
+{
+	img_bad("{\"path\":\"/x\",\"reference\":\"busybox@" DIGEST "\"}", "", "exclude each other");
+	img_bad("{}", "", "is required");
+	img_bad("{\"name\":\"busybox\"}", "", "is required");
+	img_bad("{\"path\":\"/x\",\"tag\":\"latest\"}", "tag", "unknown field");
+}
+
 /* ---- routing ------------------------------------------------------------------------------ */
 
 static void route_ok(const char *method, const char *path, enum endpoint ep, const char *ws,
@@ -699,6 +951,35 @@ Test(router, every_endpoint)
 	route_ok("POST", p, EP_COMMAND_CANCEL, ws, run);
 	snprintf(p, sizeof p, "/v1/workspaces/%s/commands/%s/output", ws, run);
 	route_ok("GET", p, EP_COMMAND_OUTPUT, ws, run);
+	route_ok("GET", "/v1/images", EP_IMAGE_LIST, "", "");
+	route_ok("POST", "/v1/images", EP_IMAGE_CREATE, "", "");
+	route_ok("GET", "/v1/images/" DIGEST, EP_IMAGE_GET, "", "");
+	route_ok("DELETE", "/v1/images/" DIGEST, EP_IMAGE_DELETE, "", "");
+}
+
+Test(router, image_segments)
+{
+	struct route_match m;
+	const char *allow = NULL;
+
+	cr_assert_eq(router_match("DELETE", "/v1/images/" DIGEST, &m, &allow), 1);
+	cr_assert_str_eq(m.image, DIGEST);
+	cr_assert_eq(router_match("GET", "/v1/workspaces/w1-x", &m, &allow), 1);
+	cr_assert_str_eq(m.image, "");
+	route_405("PUT", "/v1/images/" DIGEST, "GET, DELETE");
+	route_405("DELETE", "/v1/images", "GET, POST");
+	route_404("/v1/images/");
+	route_404("/v1/images/busybox");
+	route_404("/v1/images/busybox@" DIGEST);
+	route_404("/v1/images/" HEX64);
+	route_404("/v1/images/sha256:0123");
+	route_404("/v1/images/" DIGEST "0");
+	route_404("/v1/images/" DIGEST "/");
+	route_404(
+		"/v1/images/sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef");
+	route_404("/v1/images/sha512:" HEX64);
+	/* a digest is no workspace id, and a workspace id no image */
+	route_404("/v1/workspaces/" DIGEST);
 }
 
 Test(router, wrong_method)

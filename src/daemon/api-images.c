@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/* /v1/images: import or pull, list, get, remove. */
+#include <errno.h>
+#include <string.h>
+
+#include "daemon/http.h"
+#include "daemon/manager.h"
+#include "daemon/router.h"
+#include "daemon/validate.h"
+
+int api_image_list(struct http_request *req)
+{
+	struct station_error e = {};
+	json_t *list = NULL;
+	int r;
+
+	r = manager_image_list(http_request_manager(req), &list, &e);
+	if (r >= 0)
+		list = api_wrap_list(list, "images");
+	return api_reply_result(req, r, 200, list, &e);
+}
+
+/* Import (path) or pull (reference): both block the loop for the transfer (manager.h). */
+int api_image_create(struct http_request *req)
+{
+	struct manager *m = http_request_manager(req);
+	struct station_error e = {};
+	struct image_request ir = {};
+	json_t *body = NULL, *image = NULL;
+	const void *data;
+	size_t n;
+	int r;
+
+	data = http_request_body(req, &n);
+	r = validate_body(data, n, false, &body, &e);
+	if (r >= 0)
+		r = validate_image_request(body, &ir, &e);
+	if (r >= 0 && ir.path)
+		r = manager_image_import(m, ir.path, ir.name, &image, &e);
+	else if (r >= 0)
+		r = manager_image_pull(m, ir.reference, ir.registry, ir.plain_http, &image, &e);
+	json_decref(body);
+	return api_reply_result(req, r, 201, image, &e);
+}
+
+/* The image of the list (either shape manager_image_list() may return) with this digest; a
+ * new reference, or NULL. */
+static json_t *image_find(json_t *list, const char *digest)
+{
+	json_t *images = json_is_array(list) ? list : json_object_get(list, "images");
+	json_t *img;
+	size_t i;
+
+	json_array_foreach(images, i, img) {
+		const char *d = json_string_value(json_object_get(img, "digest"));
+
+		if (d && strcmp(d, digest) == 0)
+			return json_incref(img);
+	}
+	return NULL;
+}
+
+int api_image_get(struct http_request *req)
+{
+	const struct route_match *match = http_request_route(req);
+	struct station_error e = {};
+	json_t *list = NULL, *image = NULL;
+	int r;
+
+	r = manager_image_list(http_request_manager(req), &list, &e);
+	if (r < 0)
+		return http_reply_error(req, &e);
+	image = image_find(list, match->image);
+	json_decref(list);
+	if (!image)
+		return http_reply_status(
+			req, 404, NULL,
+			"image %s not in store (import it with 'station-sandbox "
+			"image import' or pull it with 'station-sandbox image pull')",
+			match->image);
+	return http_reply_json(req, 200, image);
+}
+
+int api_image_delete(struct http_request *req)
+{
+	const struct route_match *match = http_request_route(req);
+	struct station_error e = {};
+	json_t *result = NULL;
+	int r;
+
+	r = manager_image_remove(http_request_manager(req), match->image, &e);
+	if (r >= 0)
+		result = json_pack("{s:s, s:b}", "digest", match->image, "removed", 1);
+	return api_reply_result(req, r, 200, result, &e);
+}
