@@ -96,9 +96,32 @@ static int load_profile(const struct adapter_context *ctx, const json_t *spec, j
 	return 0;
 }
 
+/* Container root is an unprivileged host uid: it must be able to search every directory
+ * above the workspace, or the runtime cannot mount its rootfs. */
+static int check_traversable(const char *root, struct station_error *e)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s", root);
+	for (;;) {
+		struct stat st;
+		if (stat(path, &st) == 0 && !(st.st_mode & S_IXOTH))
+			return station_error_set(e, -EACCES, NULL, "directory \"%s\" is not "
+						 "searchable by others (mode %o): container "
+						 "workspaces under it cannot start; chmod o+x it",
+						 path, st.st_mode & 07777);
+		char *slash = strrchr(path, '/');
+		if (!slash || slash == path)
+			return 0;
+		*slash = 0;
+	}
+}
+
 static int container_check(const struct adapter_context *ctx, json_t *spec,
 			   struct station_error *e)
 {
+	int k = check_traversable(ctx->root, e);
+	if (k < 0)
+		return e ? (e->err = -EHOSTDOWN) : -EHOSTDOWN;
 	const char *network = json_string_value(json_object_get(spec, "network"));
 	if (network && strcmp(network, "none") != 0)
 		return station_error_set(e, -ENOTSUP, "network", "network \"%s\" is not available "

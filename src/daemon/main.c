@@ -481,6 +481,10 @@ static int daemon_setup(struct daemon *d, struct options *o)
 	d->lock_fd = take_lock(o->root);
 	if (d->lock_fd < 0)
 		return d->lock_fd;
+	/* Searchable, not listable, by others: a container's mapped root must reach its
+	 * workspace's rootfs and HOME. What is secret in here is 0600 on its own. */
+	if (chmod(o->root, 0711) < 0)
+		fprintf(stderr, "station-sandboxd: chmod \"%s\": %m\n", o->root);
 	snprintf(path, sizeof path, "%s/station.db", o->root);
 	r = store_open(path, &d->store);
 	if (r < 0) {

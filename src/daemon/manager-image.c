@@ -102,6 +102,22 @@ static json_t *image_to_json(struct manager *m, const struct image *img)
 	return o;
 }
 
+/* What the client sent was wrong (a bad layout, a digest mismatch, a refused layer entry, a
+ * missing path): 400. The store's own failures keep their errno. */
+static int image_error(int r, const char *field, struct station_error *e)
+{
+	static const int client_errors[] = { -EBADMSG, -EPERM, -ENOENT, -ENOTDIR, -EINVAL,
+					     -EPROTO, -ENOTSUP };
+	for (size_t i = 0; i < ELEMENTSOF(client_errors); i++)
+		if (r == client_errors[i] && e && e->err != -EHOSTDOWN) {
+			e->err = -EINVAL;
+			if (!e->field[0])
+				snprintf(e->field, sizeof e->field, "%s", field);
+			return -EINVAL;
+		}
+	return r;
+}
+
 static int images_available(struct manager *m, struct station_error *e)
 {
 	if (!m->actx.images)
@@ -117,7 +133,7 @@ int manager_image_import(struct manager *m, const char *path, const char *name, 
 	if (r >= 0)
 		r = image_import_layout(m->actx.images, path, name, &img, e);
 	if (r < 0)
-		return r;
+		return image_error(r, "path", e);
 	log_info("image imported", "digest", img->digest, "path", path, NULL);
 	*ret = image_to_json(m, img);
 	image_free(img);
@@ -133,7 +149,7 @@ int manager_image_pull(struct manager *m, const char *ref, const char *registry,
 	if (r >= 0)
 		r = image_pull(m->actx.images, ref, &o, &img, e);
 	if (r < 0)
-		return r;
+		return image_error(r, "reference", e);
 	log_info("image pulled", "digest", img->digest, "reference", ref, NULL);
 	*ret = image_to_json(m, img);
 	image_free(img);
