@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -281,22 +282,49 @@ static int exec_load_stdin(struct exec_args *a)
 	return 0;
 }
 
+/* A slow terminal falls behind a fast command again and again: missed bytes are added up and
+ * reported at most once a second (and at the end), not once per gap. */
+struct follow_state {
+	int write_error;
+	uint64_t missed[2];
+	struct timespec last_report;
+};
+
+static void report_missed(struct follow_state *f, bool force)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (!force && now.tv_sec - f->last_report.tv_sec < 1)
+		return;
+	for (int i = 0; i < 2; i++) {
+		if (!f->missed[i])
+			continue;
+		dprintf(STDERR_FILENO, "[station-sandbox: %" PRIu64 " bytes of %s not shown]\n",
+			f->missed[i], station_stream_to_string(i ? STATION_STREAM_STDERR
+								  : STATION_STREAM_STDOUT));
+		f->missed[i] = 0;
+	}
+	f->last_report = now;
+}
+
 static int follow_output(enum station_stream s, uint64_t offset, const void *data, size_t len,
 			 void *userdata)
 {
-	int *write_error = userdata;
+	struct follow_state *f = userdata;
 	int r;
 
+	report_missed(f, false);
 	r = output_write(s == STATION_STREAM_STDERR ? STDERR_FILENO : STDOUT_FILENO, data, len);
 	if (r < 0)
-		*write_error = r;
+		f->write_error = r;
 	return r;
 }
 
 static int follow_gap(enum station_stream s, uint64_t offset, uint64_t bytes, void *userdata)
 {
-	dprintf(STDERR_FILENO, "[station-sandbox: %" PRIu64 " bytes of %s not shown]\n", bytes,
-		station_stream_to_string(s));
+	struct follow_state *f = userdata;
+
+	f->missed[s == STATION_STREAM_STDERR] += bytes;
 	return 0;
 }
 
@@ -322,20 +350,23 @@ static int exec_finish(struct cli *cli, const struct exec_args *a, const char *r
 		.on_gap = follow_gap,
 	};
 	struct station_client *c = cli->client;
-	int r = -EINTR, write_error = 0;
+	struct follow_state f = { 0 };
+	int r = -EINTR;
 
+	clock_gettime(CLOCK_MONOTONIC, &f.last_report);
 	station_client_set_interrupt(c, interrupt_check, NULL);
 	if (!interrupted && a->json)
 		r = station_run_wait(c, a->ws, run, -1, ret);
 	else if (!interrupted)
-		r = station_run_follow(c, a->ws, run, &cb, &write_error, ret);
+		r = station_run_follow(c, a->ws, run, &cb, &f, ret);
 	station_client_set_interrupt(c, NULL, NULL);
+	report_missed(&f, true);
 	if (r == -EINTR && interrupted) {
 		r = exec_cancel(c, a->ws, run, ret);
-	} else if (r < 0 && write_error < 0) {
+	} else if (r < 0 && f.write_error < 0) {
 		/* The run goes on: its timeout bounds it, and `status` shows how it ended. */
 		fprintf(stderr, "station-sandbox: cannot write the output of run %s: %s\n", run,
-			strerror(-write_error));
+			strerror(-f.write_error));
 		return EXIT_FAILED;
 	}
 	return r < 0 ? cli_fail(cli, r) : 0;
