@@ -216,9 +216,13 @@ static void agent_lost(struct workspace *ws, const char *reason)
 	log_warn("workspace agent gone", "workspace", ws->row.id, "reason", reason, NULL);
 	runs_lose_all(ws, reason);
 	agent_forget(ws);
-	/* Lost runs must not leave processes behind: nothing supervises them any more. */
+	/* Lost runs must not leave processes behind: nothing supervises them any more. The
+	 * container (runtime state, mounts) goes too; restart makes it anew with HOME kept. */
 	if (ws->cgroup)
 		cgroup_kill(ws->cgroup);
+	struct adapter_workspace aw;
+	adapter_ws(ws, &aw);
+	ws->adapter->stop(&aw);
 	workspace_set_state(ws, "stopped", reason);
 }
 
