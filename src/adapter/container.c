@@ -119,17 +119,12 @@ static int check_traversable(const char *root, struct station_error *e)
 static int container_check(const struct adapter_context *ctx, json_t *spec,
 			   struct station_error *e)
 {
-	int k = check_traversable(ctx->root, e);
-	if (k < 0)
-		return e ? (e->err = -EHOSTDOWN) : -EHOSTDOWN;
+	/* what the request names first (400), then what the worker must provide (503) */
 	const char *network = json_string_value(json_object_get(spec, "network"));
 	if (network && strcmp(network, "none") != 0)
 		return station_error_set(e, -ENOTSUP, "network", "network \"%s\" is not available "
 					 "yet; use \"none\"", network);
-	int r = check_runtime(ctx, e);
-	if (r < 0)
-		return r;
-	r = check_image(ctx, spec, e);
+	int r = check_image(ctx, spec, e);
 	if (r < 0)
 		return r;
 	json_t *profile = NULL;
@@ -138,6 +133,11 @@ static int container_check(const struct adapter_context *ctx, json_t *spec,
 	if (r < 0)
 		return r;
 	json_decref(profile);
+	r = check_runtime(ctx, e);
+	if (r < 0)
+		return r;
+	if (check_traversable(ctx->root, e) < 0)
+		return e ? (e->err = -EHOSTDOWN) : -EHOSTDOWN;
 	const char *path = json_string_value(json_object_get(spec, "seccompProfile"));
 	json_object_set_new(spec, "seccompProfile", json_string(path ? path : ctx->default_seccomp));
 	json_object_set_new(spec, "seccompDigest", json_string(digest));

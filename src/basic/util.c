@@ -337,6 +337,107 @@ void sha256_hex(const void *data, size_t n, char ret[65])
 	hex_encode(d, sizeof(d), ret);
 }
 
+/* SHA-1, FIPS 180-4. */
+
+static inline uint32_t rol32(uint32_t x, unsigned n)
+{
+	return x << n | x >> (32 - n);
+}
+
+static uint32_t sha1_f(int i, uint32_t b, uint32_t c, uint32_t d)
+{
+	if (i < 20)
+		return ((b & c) | (~b & d)) + 0x5a827999;
+	if (i < 40)
+		return (b ^ c ^ d) + 0x6ed9eba1;
+	if (i < 60)
+		return ((b & c) | (b & d) | (c & d)) + 0x8f1bbcdc;
+	return (b ^ c ^ d) + 0xca62c1d6;
+}
+
+static void sha1_block(struct sha1_ctx *c, const uint8_t *p)
+{
+	uint32_t w[80], s[5];
+
+	for (int i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (int i = 16; i < 80; i++)
+		w[i] = rol32(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
+	memcpy(s, c->h, sizeof(s));
+	for (int i = 0; i < 80; i++) {
+		uint32_t t = rol32(s[0], 5) + sha1_f(i, s[1], s[2], s[3]) + s[4] + w[i];
+
+		s[4] = s[3];
+		s[3] = s[2];
+		s[2] = rol32(s[1], 30);
+		s[1] = s[0];
+		s[0] = t;
+	}
+	for (int i = 0; i < 5; i++)
+		c->h[i] += s[i];
+}
+
+void sha1_init(struct sha1_ctx *c)
+{
+	static const uint32_t iv[5] = { 0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476,
+					0xc3d2e1f0 };
+
+	memcpy(c->h, iv, sizeof(iv));
+	c->len = 0;
+	c->buf_len = 0;
+}
+
+void sha1_update(struct sha1_ctx *c, const void *data, size_t n)
+{
+	const uint8_t *p = data;
+
+	c->len += n;
+	if (c->buf_len > 0) {
+		size_t k = MIN(n, 64 - c->buf_len);
+		memcpy(c->buf + c->buf_len, p, k);
+		c->buf_len += k;
+		p += k;
+		n -= k;
+		if (c->buf_len < 64)
+			return;
+		sha1_block(c, c->buf);
+		c->buf_len = 0;
+	}
+	for (; n >= 64; p += 64, n -= 64)
+		sha1_block(c, p);
+	memcpy(c->buf, p, n);
+	c->buf_len = n;
+}
+
+void sha1_final(struct sha1_ctx *c, uint8_t out[20])
+{
+	uint64_t bits = c->len * 8;
+	uint8_t pad[72] = { 0x80 };
+	size_t padlen = (c->buf_len < 56 ? 56 : 120) - c->buf_len;
+
+	for (int i = 0; i < 8; i++)
+		pad[padlen + i] = (uint8_t)(bits >> (56 - 8 * i));
+	sha1_update(c, pad, padlen + 8);
+	for (int i = 0; i < 5; i++) {
+		out[4 * i] = (uint8_t)(c->h[i] >> 24);
+		out[4 * i + 1] = (uint8_t)(c->h[i] >> 16);
+		out[4 * i + 2] = (uint8_t)(c->h[i] >> 8);
+		out[4 * i + 3] = (uint8_t)c->h[i];
+	}
+}
+
+void sha1_hex(const void *data, size_t n, char ret[41])
+{
+	struct sha1_ctx c;
+	uint8_t d[20];
+
+	sha1_init(&c);
+	sha1_update(&c, data, n);
+	sha1_final(&c, d);
+	hex_encode(d, sizeof(d), ret);
+}
+
 bool memeq_consttime(const void *a, const void *b, size_t n)
 {
 	const volatile uint8_t *x = a, *y = b;

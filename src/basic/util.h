@@ -41,6 +41,18 @@ void sha256_update(struct sha256_ctx *c, const void *data, size_t n);
 void sha256_final(struct sha256_ctx *c, uint8_t out[32]);
 void sha256_hex(const void *data, size_t n, char ret[65]);
 
+/* SHA-1, for protocols that name it (the WebSocket handshake); never for integrity. */
+struct sha1_ctx {
+	uint32_t h[5];
+	uint64_t len;
+	uint8_t buf[64];
+	size_t buf_len;
+};
+void sha1_init(struct sha1_ctx *c);
+void sha1_update(struct sha1_ctx *c, const void *data, size_t n);
+void sha1_final(struct sha1_ctx *c, uint8_t out[20]);
+void sha1_hex(const void *data, size_t n, char ret[41]);
+
 /* Constant-time comparison of n bytes. */
 bool memeq_consttime(const void *a, const void *b, size_t n);
 

@@ -469,6 +469,19 @@ static void on_upgrade(void *cls, struct MHD_Connection *connection, void *con_c
 	}
 }
 
+static struct MHD_Response *websocket_response(struct http_request *req)
+{
+	struct MHD_Response *r = MHD_create_response_for_upgrade(on_upgrade, req->server);
+
+	if (r && MHD_add_response_header(r, MHD_HTTP_HEADER_UPGRADE, "websocket") == MHD_YES &&
+	    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "Upgrade") == MHD_YES &&
+	    MHD_add_response_header(r, "Sec-WebSocket-Accept", req->ws_accept) == MHD_YES)
+		return r;
+	if (r)
+		MHD_destroy_response(r);
+	return NULL;
+}
+
 int http_reply_websocket(struct http_request *req, const struct ws_conn_ops *ops, void *userdata,
 			 struct ws_conn **ret)
 {
@@ -487,14 +500,8 @@ int http_reply_websocket(struct http_request *req, const struct ws_conn_ops *ops
 		free(h);
 		return r;
 	}
-	resp = MHD_create_response_for_upgrade(on_upgrade, s);
-	r = resp ? 0 : -ENOMEM;
-	if (r >= 0 && (MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "websocket") != MHD_YES ||
-		       MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "Upgrade") != MHD_YES ||
-		       MHD_add_response_header(resp, "Sec-WebSocket-Accept", req->ws_accept) != MHD_YES))
-		r = -ENOMEM;
-	if (r >= 0)
-		r = http_reply_response(req, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+	resp = websocket_response(req);
+	r = resp ? http_reply_response(req, MHD_HTTP_SWITCHING_PROTOCOLS, resp) : -ENOMEM;
 	if (resp)
 		MHD_destroy_response(resp);
 	if (r < 0) {

@@ -182,6 +182,45 @@ Test(sha256, million_a_at_once)
 	cr_assert_str_eq(h, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
+/* sha1 */
+
+Test(sha1, vectors)
+{
+	char h[41];
+
+	sha1_hex("", 0, h);
+	cr_assert_str_eq(h, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+	sha1_hex("abc", 3, h);
+	cr_assert_str_eq(h, "a9993e364706816aba3e25717850c26c9cd0d89d");
+	sha1_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, h);
+	cr_assert_str_eq(h, "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
+	/* 64 bytes: the padding spills into a second block. */
+	sha1_hex("0123456701234567012345670123456701234567012345670123456701234567", 64, h);
+	cr_assert_str_eq(h, "e0c094e867ef46c350ef54a7f59dd60bed92ae83");
+	/* The RFC 6455 handshake example: key + GUID. */
+	sha1_hex("dGhlIHNhbXBsZSBub25jZQ==258EAFA5-E914-47DA-95CA-C5AB0DC85B11", 60, h);
+	cr_assert_str_eq(h, "b37a4f2cc0624f1690f64606cf385945b2bec4ea");
+}
+
+Test(sha1, million_a_in_odd_chunks)
+{
+	struct sha1_ctx c;
+	uint8_t d[20];
+	char chunk[997], h[41];
+	size_t left = 1000000;
+
+	memset(chunk, 'a', sizeof(chunk));
+	sha1_init(&c);
+	while (left > 0) {
+		size_t k = left < sizeof(chunk) ? left : sizeof(chunk);
+		sha1_update(&c, chunk, k);
+		left -= k;
+	}
+	sha1_final(&c, d);
+	hex_encode(d, 20, h);
+	cr_assert_str_eq(h, "34aa973cd4c4daa4f61eeb2bdbad27316534016f");
+}
+
 /* misc */
 
 Test(memeq, consttime)

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/* GET …/commands/{run}/output upgraded to a WebSocket (docs/api.md "WebSocket"): the events of
+ * the SSE variant (sse.c) as messages. Binary: 1 byte stream (1 stdout, 2 stderr), 8 bytes
+ * big-endian offset, the data. Text: {"type":"gap",…}, then {"type":"end","run":{…}} and a
+ * normal close. A client that does not keep up never slows the run: what does not fit in the
+ * connection's queue is counted and announced as a gap once the queue has drained. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/cleanup.h"
+#include "daemon/http.h"
+#include "daemon/manager.h"
+#include "daemon/router.h"
+#include "daemon/validate.h"
+#include "daemon/ws.h"
+#include "proto/agent-proto.h"
+
+/* Data bytes per binary message. */
+#define WS_OUTPUT_CHUNK (64u * 1024)
+#define WS_OUTPUT_PREFIX 9u
+#define WS_GAP_MESSAGE_MAX 128u
+
+struct ws_output_stream {
+	uint64_t next;	     /* offset after the last byte sent or counted missing */
+	uint64_t gap_offset; /* missed bytes not yet announced: [gap_offset, next) */
+	uint64_t gap_bytes;
+};
+
+struct ws_output {
+	struct ws_conn *conn;
+	struct manager *manager;
+	struct run_watch *watch;
+	char ws_id[ROUTE_ID_MAX + 1];
+	char run_id[ROUTE_ID_MAX + 1];
+	struct ws_output_stream streams[2];
+	bool blocked; /* a send was refused: everything is counted missing until drain() */
+	bool done;    /* the manager has nothing more */
+	bool ended;   /* the end message is queued and the close begun */
+};
+
+static const char *const stream_names[2] = { "stdout", "stderr" };
+
+static int stream_index(int stream)
+{
+	switch (stream) {
+	case RUN_STREAM_STDOUT:
+		return 0;
+	case RUN_STREAM_STDERR:
+		return 1;
+	default:
+		return -1;
+	}
+}
+
+static void count_missed(struct ws_output_stream *st, uint64_t offset, uint64_t n)
+{
+	if (st->gap_bytes == 0)
+		st->gap_offset = offset;
+	st->gap_bytes += n;
+}
+
+/* 0 when announced (or nothing to announce), -EAGAIN and friends when it did not fit. */
+static int send_gap(struct ws_output *o, int idx)
+{
+	struct ws_output_stream *st = &o->streams[idx];
+	char text[WS_GAP_MESSAGE_MAX];
+	int n, r;
+
+	if (st->gap_bytes == 0)
+		return 0;
+	n = snprintf(text, sizeof text,
+		     "{\"type\":\"gap\",\"stream\":\"%s\",\"offset\":%" PRIu64 ",\"bytes\":%" PRIu64
+		     "}",
+		     stream_names[idx], st->gap_offset, st->gap_bytes);
+	r = ws_send_text(o->conn, text, (size_t)n);
+	if (r >= 0)
+		st->gap_bytes = 0;
+	return r;
+}
+
+static int send_chunk(struct ws_output *o, int idx, uint64_t offset, const void *data, size_t n)
+{
+	uint8_t prefix[WS_OUTPUT_PREFIX];
+	struct iovec iov[2] = { { prefix, sizeof prefix }, { (void *)data, n } };
+
+	prefix[0] = (uint8_t)(idx + 1);
+	for (int i = 0; i < 8; i++)
+		prefix[1 + i] = (uint8_t)(offset >> (56 - 8 * i));
+	return ws_send_binaryv(o->conn, iov, 2);
+}
+
+/* Sends one piece, or counts it missing when the client is too far behind. A pending gap of
+ * this stream goes first, so the client always learns of it before the bytes after it. Once a
+ * send is refused, nothing is tried until the queue has drained to half: one gap per stall,
+ * not a gap message between every two refused pieces. */
+static void take_piece(struct ws_output *o, int idx, uint64_t offset, const void *data, size_t n)
+{
+	struct ws_output_stream *st = &o->streams[idx];
+	int r = -EAGAIN;
+
+	st->next = offset + n;
+	if (!o->blocked) {
+		r = send_gap(o, idx);
+		if (r >= 0)
+			r = send_chunk(o, idx, offset, data, n);
+	}
+	if (r == -EAGAIN)
+		o->blocked = true;
+	if (r < 0)
+		count_missed(st, offset, n);
+}
+
+static void on_output(void *userdata, int stream, uint64_t offset, const void *data, size_t n)
+{
+	struct ws_output *o = userdata;
+	const uint8_t *p = data;
+	int idx = stream_index(stream);
+	struct ws_output_stream *st;
+
+	if (idx < 0 || o->ended)
+		return;
+	st = &o->streams[idx];
+	if (offset < st->next) { /* already sent or counted */
+		uint64_t skip = st->next - offset;
+
+		if (skip >= n)
+			return;
+		p += skip;
+		n -= skip;
+		offset = st->next;
+	}
+	if (offset > st->next)
+		count_missed(st, st->next, offset - st->next);
+	while (n > 0) {
+		size_t piece = MIN(n, (size_t)WS_OUTPUT_CHUNK);
+
+		take_piece(o, idx, offset, p, piece);
+		offset += piece;
+		p += piece;
+		n -= piece;
+	}
+}
+
+static json_t *error_message(const struct station_error *e)
+{
+	json_t *body = error_json(error_http_status(e->err), e->message, e->field);
+	json_t *err = json_incref(json_object_get(body, "error"));
+
+	json_decref(body);
+	return err ? json_pack("{s:s,s:o}", "type", "error", "error", err) : NULL;
+}
+
+/* The run as GET returns it, without its output: those bytes came as binary messages. */
+static json_t *end_message(struct ws_output *o, bool *ret_ok)
+{
+	static const char *const output_keys[] = { "stdout", "stderr", "stdoutTail", "stderrTail",
+						   "encoding" };
+	struct station_error e = {};
+	json_t *run = NULL;
+	int r;
+
+	r = manager_run_get(o->manager, o->ws_id, o->run_id, &run, &e);
+	*ret_ok = r >= 0;
+	if (r < 0)
+		return error_message(&e);
+	for (size_t i = 0; i < ELEMENTSOF(output_keys); i++)
+		json_object_del(run, output_keys[i]);
+	return json_pack("{s:s,s:o}", "type", "end", "run", run);
+}
+
+/* Once the manager is done: the gaps still owed, then `end`, then a normal close. Retried from
+ * drain() while the queue has no room. */
+static void try_finish(struct ws_output *o)
+{
+	_cleanup_free_ char *text = NULL;
+	json_t *msg;
+	bool ok;
+	int r;
+
+	if (!o->done || o->ended)
+		return;
+	for (int i = 0; i < 2; i++)
+		if (send_gap(o, i) < 0)
+			return;
+	msg = end_message(o, &ok);
+	text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+	json_decref(msg);
+	r = text ? ws_send_text(o->conn, text, strlen(text)) : -ENOMEM;
+	if (r == -EAGAIN)
+		return;
+	o->ended = true;
+	if (r < 0)
+		ok = false;
+	(void)ws_close(o->conn, ok ? WS_CLOSE_NORMAL : WS_CLOSE_INTERNAL,
+		       ok ? "run finished" : "run unavailable");
+}
+
+static void on_done(void *userdata)
+{
+	struct ws_output *o = userdata;
+
+	o->watch = NULL; /* gone once done() is called */
+	o->done = true;
+	try_finish(o);
+}
+
+static const struct run_watch_ops ws_output_watch_ops = {
+	.output = on_output,
+	.done = on_done,
+};
+
+static void on_drain(void *userdata, struct ws_conn *c)
+{
+	struct ws_output *o = userdata;
+
+	o->blocked = false;
+	for (int i = 0; i < 2; i++)
+		if (send_gap(o, i) < 0)
+			return;
+	try_finish(o);
+}
+
+static void on_closed(void *userdata, struct ws_conn *c, uint16_t code, const char *reason)
+{
+	struct ws_output *o = userdata;
+
+	if (o->watch)
+		manager_run_unwatch(o->watch);
+	free(o);
+}
+
+/* Messages from the client mean nothing here. */
+static void on_message(void *userdata, struct ws_conn *c, enum ws_opcode op, const void *data,
+		       size_t n)
+{
+}
+
+static const struct ws_conn_ops ws_output_conn_ops = {
+	.message = on_message,
+	.drain = on_drain,
+	.closed = on_closed,
+};
+
+int api_command_output_ws(struct http_request *req)
+{
+	const struct route_match *m = http_request_route(req);
+	struct station_error e = {};
+	struct ws_output *o;
+	int r;
+
+	o = calloc(1, sizeof *o);
+	if (!o)
+		return http_reply_status(req, 500, NULL, "out of memory");
+	o->manager = http_request_manager(req);
+	snprintf(o->ws_id, sizeof o->ws_id, "%s", m->ws_id);
+	snprintf(o->run_id, sizeof o->run_id, "%s", m->run_id);
+	/* The watch checks the run exists (404 before any upgrade); its callbacks come later
+	 * from the loop, by when the connection below exists and queues what they send. */
+	r = manager_run_watch(o->manager, m->ws_id, m->run_id, &ws_output_watch_ops, o, &o->watch,
+			      &e);
+	if (r < 0) {
+		free(o);
+		return http_reply_error(req, &e);
+	}
+	r = http_reply_websocket(req, &ws_output_conn_ops, o, &o->conn);
+	if (r < 0) {
+		manager_run_unwatch(o->watch);
+		free(o);
+		return http_reply_status(req, 500, NULL, "could not upgrade to a WebSocket");
+	}
+	return 0;
+}
