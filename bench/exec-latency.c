@@ -46,7 +46,9 @@ int main(int argc, char **argv)
 		const char *status = run ? json_string_value(json_object_get(run, "status")) : NULL;
 		if (r < 0 || !status || strcmp(status, "exited") != 0) {
 			fprintf(stderr, "exec-latency: run %d failed: %s\n", i,
-				r < 0 ? station_client_last_error(c) : status ? status : "?");
+				r < 0  ? station_client_last_error(c) :
+				status ? status :
+					 "?");
 			return 1;
 		}
 		json_decref(run);

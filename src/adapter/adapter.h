@@ -18,21 +18,21 @@ struct image_store;
 struct adapter_context {
 	const char *root;
 	const char *agent_path;
-	struct runtime *runtime;      /* NULL: the container adapter is unavailable */
-	char runtime_error[512];      /* why, when runtime is NULL */
-	struct image_store *images;   /* NULL: no image store */
-	const char *default_image;    /* NULL: a container workspace must name its image */
-	const char *default_seccomp;  /* path of the worker's default profile */
-	uint32_t id_base;             /* host uid/gid of container root; ids base..base+65535 */
+	struct runtime *runtime;     /* NULL: the container adapter is unavailable */
+	char runtime_error[512];     /* why, when runtime is NULL */
+	struct image_store *images;  /* NULL: no image store */
+	const char *default_image;   /* NULL: a container workspace must name its image */
+	const char *default_seccomp; /* path of the worker's default profile */
+	uint32_t id_base;	     /* host uid/gid of container root; ids base..base+65535 */
 };
 
 struct adapter_workspace {
 	const struct adapter_context *ctx;
 	const char *id;
-	const char *dir;             /* <root>/workspaces/<id> */
+	const char *dir;	     /* <root>/workspaces/<id> */
 	const struct cgroup *cgroup; /* the workspace cgroup, created by the caller */
-	char *const *env;            /* workspace env, KEY=VALUE, NULL-terminated; may be NULL */
-	json_t *spec;                /* the workspace spec (adapter fields are resolved into it) */
+	char *const *env;	     /* workspace env, KEY=VALUE, NULL-terminated; may be NULL */
+	json_t *spec;		     /* the workspace spec (adapter fields are resolved into it) */
 };
 
 struct adapter_ops {

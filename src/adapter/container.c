@@ -43,8 +43,8 @@ static int check_runtime(const struct adapter_context *ctx, struct station_error
 	if (!ctx->runtime)
 		return station_error_set(e, -EHOSTDOWN, NULL, "container runtime unavailable: %s",
 					 ctx->runtime_error);
-	return runtime_probe(ctx->runtime, NULL, e) < 0 ? (e ? (e->err = -EHOSTDOWN) : -EHOSTDOWN)
-							: 0;
+	return runtime_probe(ctx->runtime, NULL, e) < 0 ? (e ? (e->err = -EHOSTDOWN) : -EHOSTDOWN) :
+							  0;
 }
 
 static int check_image(const struct adapter_context *ctx, json_t *spec, struct station_error *e)
@@ -53,8 +53,10 @@ static int check_image(const struct adapter_context *ctx, json_t *spec, struct s
 	if (!ref)
 		ref = ctx->default_image;
 	if (!ref)
-		return station_error_set(e, -EINVAL, "image", "no image: name one with \"image\" "
-					 "(name@sha256:…) or start the worker with --default-image");
+		return station_error_set(
+			e, -EINVAL, "image",
+			"no image: name one with \"image\" "
+			"(name@sha256:…) or start the worker with --default-image");
 	if (!ctx->images)
 		return station_error_set(e, -EHOSTDOWN, "image", "the image store is unavailable");
 	struct image *img = NULL;
@@ -84,7 +86,8 @@ static int load_profile(const struct adapter_context *ctx, const json_t *spec, j
 	if (!path)
 		path = ctx->default_seccomp;
 	if (!path)
-		return station_error_set(e, -EINVAL, "seccompProfile", "no seccomp profile: name one "
+		return station_error_set(e, -EINVAL, "seccompProfile",
+					 "no seccomp profile: name one "
 					 "with \"seccompProfile\" or start the worker with "
 					 "--seccomp-profile");
 	int r = seccomp_profile_load(path, &target, ret, digest, e);
@@ -105,7 +108,8 @@ static int check_traversable(const char *root, struct station_error *e)
 	for (;;) {
 		struct stat st;
 		if (stat(path, &st) == 0 && !(st.st_mode & S_IXOTH))
-			return station_error_set(e, -EACCES, NULL, "directory \"%s\" is not "
+			return station_error_set(e, -EACCES, NULL,
+						 "directory \"%s\" is not "
 						 "searchable by others (mode %o): container "
 						 "workspaces under it cannot start; chmod o+x it",
 						 path, st.st_mode & 07777);
@@ -116,14 +120,15 @@ static int check_traversable(const char *root, struct station_error *e)
 	}
 }
 
-static int container_check(const struct adapter_context *ctx, json_t *spec,
-			   struct station_error *e)
+static int container_check(const struct adapter_context *ctx, json_t *spec, struct station_error *e)
 {
 	/* what the request names first (400), then what the worker must provide (503) */
 	const char *network = json_string_value(json_object_get(spec, "network"));
 	if (network && strcmp(network, "none") != 0)
-		return station_error_set(e, -ENOTSUP, "network", "network \"%s\" is not available "
-					 "yet; use \"none\"", network);
+		return station_error_set(e, -ENOTSUP, "network",
+					 "network \"%s\" is not available "
+					 "yet; use \"none\"",
+					 network);
 	int r = check_image(ctx, spec, e);
 	if (r < 0)
 		return r;
@@ -139,7 +144,8 @@ static int container_check(const struct adapter_context *ctx, json_t *spec,
 	if (check_traversable(ctx->root, e) < 0)
 		return e ? (e->err = -EHOSTDOWN) : -EHOSTDOWN;
 	const char *path = json_string_value(json_object_get(spec, "seccompProfile"));
-	json_object_set_new(spec, "seccompProfile", json_string(path ? path : ctx->default_seccomp));
+	json_object_set_new(spec, "seccompProfile",
+			    json_string(path ? path : ctx->default_seccomp));
 	json_object_set_new(spec, "seccompDigest", json_string(digest));
 	json_object_set_new(spec, "network", json_string("none"));
 	json_object_set_new(spec, "runtime", json_string(ctx->runtime->name));
@@ -196,7 +202,8 @@ static int make_dir(const char *dir, const char *sub, mode_t mode, int owner,
 	if (r >= 0 && owner >= 0 && chown(path, (uid_t)owner, (gid_t)owner) < 0)
 		r = negative_errno();
 	if (r < 0)
-		return station_error_set(e, r, NULL, "cannot create \"%s\": %s", path, strerror(-r));
+		return station_error_set(e, r, NULL, "cannot create \"%s\": %s", path,
+					 strerror(-r));
 	return 0;
 }
 
@@ -250,7 +257,8 @@ static int mount_rootfs(const struct adapter_workspace *ws, const struct image *
 	umount2(rootfs, MNT_DETACH);
 	int r = rm_rf(upper);
 	if (r < 0 && r != -ENOENT)
-		return station_error_set(e, r, NULL, "cannot reset \"%s\": %s", upper, strerror(-r));
+		return station_error_set(e, r, NULL, "cannot reset \"%s\": %s", upper,
+					 strerror(-r));
 	uint32_t root = ws->ctx->id_base;
 	if ((r = make_dir(ws->dir, "upper/upper", 0755, (int)root, e)) < 0 ||
 	    (r = make_dir(ws->dir, "upper/work", 0700, -1, e)) < 0 ||
@@ -281,7 +289,8 @@ static int prepare_home(const struct adapter_workspace *ws, uid_t uid, gid_t gid
 		snprintf(path, sizeof path, "%s/%s", ws->dir, subs[i]);
 		/* a fresh HOME goes to the image user; an existing one keeps its owners */
 		if (stat(path, &st) == 0 && st.st_uid == 0 && chown(path, huid, hgid) < 0)
-			return station_error_set(e, negative_errno(), NULL, "chown \"%s\": %m", path);
+			return station_error_set(e, negative_errno(), NULL, "chown \"%s\": %m",
+						 path);
 	}
 	return 0;
 }
@@ -307,7 +316,8 @@ static int prepare_run_dir(const struct adapter_workspace *ws, size_t n_cgroups,
 	snprintf(path, sizeof path, "%s/run/agent/station-agent", ws->dir);
 	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
 	if (fd < 0)
-		return station_error_set(e, negative_errno(), NULL, "cannot create \"%s\": %m", path);
+		return station_error_set(e, negative_errno(), NULL, "cannot create \"%s\": %m",
+					 path);
 	return 0;
 }
 
@@ -316,7 +326,8 @@ static int lookup_image(const struct adapter_workspace *ws, struct image **ret,
 {
 	const char *ref = json_string_value(json_object_get(ws->spec, "image"));
 	if (!ref || !ws->ctx->images)
-		return station_error_set(e, -EINVAL, "image", "workspace \"%s\" has no image", ws->id);
+		return station_error_set(e, -EINVAL, "image", "workspace \"%s\" has no image",
+					 ws->id);
 	return image_lookup(ws->ctx->images, ref, ret, e);
 }
 
@@ -334,8 +345,10 @@ static int container_prepare(const struct adapter_workspace *ws, struct station_
 		r = mount_rootfs(ws, img, e);
 	snprintf(rootfs, sizeof rootfs, "%s/rootfs", ws->dir);
 	if (r >= 0 && resolve_user(rootfs, img->config.user, &uid, &gid) < 0)
-		r = station_error_set(e, -EINVAL, "image", "image user \"%s\" is not in the image's "
-				      "/etc/passwd", img->config.user);
+		r = station_error_set(e, -EINVAL, "image",
+				      "image user \"%s\" is not in the image's "
+				      "/etc/passwd",
+				      img->config.user);
 	if (r >= 0)
 		r = prepare_home(ws, uid, gid, NULL, e);
 	if (r >= 0)
@@ -425,8 +438,8 @@ static int build_agent_args(const struct adapter_workspace *ws, const struct ima
 	return 0;
 }
 
-static int write_bundle(const struct adapter_workspace *ws, const struct cgroup *c,
-			char **argv, json_t *seccomp, struct station_error *e)
+static int write_bundle(const struct adapter_workspace *ws, const struct cgroup *c, char **argv,
+			json_t *seccomp, struct station_error *e)
 {
 	char rootfs[PATH_MAX], home[PATH_MAX], run[PATH_MAX], bundle[PATH_MAX];
 	_cleanup_free_ char *cg_path = NULL;
@@ -475,14 +488,19 @@ static int run_container(const struct adapter_workspace *ws, const uint8_t *secr
 	_cleanup_close_ int secret_fd = adapter_secret_pipe(secret, secret_len);
 	_cleanup_close_ int log_fd = open_log(ws);
 	if (listen_fd < 0 || secret_fd < 0 || log_fd < 0)
-		return station_error_set(e, listen_fd < 0 ? listen_fd : secret_fd < 0 ? secret_fd
-										     : log_fd,
+		return station_error_set(e,
+					 listen_fd < 0 ? listen_fd :
+					 secret_fd < 0 ? secret_fd :
+							 log_fd,
 					 NULL, "cannot set up the agent's socket, secret or log");
 	/* the agent, as container root, accepts on it; others inside cannot pass the secret */
 	if (chown(sock, ws->ctx->id_base, ws->ctx->id_base) < 0)
 		return station_error_set(e, negative_errno(), NULL, "chown \"%s\": %m", sock);
 	int extra[] = { secret_fd, listen_fd };
-	struct runtime_io io = { .in = -1, .out = log_fd, .err = log_fd, .extra_fds = extra,
+	struct runtime_io io = { .in = -1,
+				 .out = log_fd,
+				 .err = log_fd,
+				 .extra_fds = extra,
 				 .n_extra_fds = ELEMENTSOF(extra) };
 	runtime_delete(ws->ctx->runtime, ws->id, NULL);
 	pid_t pid;
@@ -550,8 +568,7 @@ static int container_remove(const struct adapter_workspace *ws, struct station_e
 	return 0;
 }
 
-static int container_paths(const struct adapter_workspace *ws, char **ret_home,
-			   char **ret_workdir)
+static int container_paths(const struct adapter_workspace *ws, char **ret_home, char **ret_workdir)
 {
 	const char *wd = json_string_value(json_object_get(ws->spec, "workdir"));
 	*ret_home = strdup(OCI_HOME_DIR);

@@ -84,9 +84,9 @@ static void agent_exec(const struct adapter_workspace *ws, const struct cgroup *
 	if (r >= 0 && agent_cg)
 		r = cgroup_attach(agent_cg, 0);
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (r >= 0 && (devnull < 0 || dup2(devnull, 0) < 0 || dup2(log_fd, 1) < 0 ||
-		       dup2(log_fd, 2) < 0 || dup2(secret_fd, AGENT_SECRET_FD) < 0 ||
-		       dup2(listen_fd, AGENT_LISTEN_FD) < 0))
+	if (r >= 0 &&
+	    (devnull < 0 || dup2(devnull, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0 ||
+	     dup2(secret_fd, AGENT_SECRET_FD) < 0 || dup2(listen_fd, AGENT_LISTEN_FD) < 0))
 		r = negative_errno();
 	if (r >= 0) {
 		int keep[] = { AGENT_SECRET_FD, AGENT_LISTEN_FD, err_fd };
@@ -152,7 +152,8 @@ static int host_start_agent(const struct adapter_workspace *ws, const uint8_t *s
 					 strerror(-listen_fd));
 	_cleanup_close_ int secret_fd = adapter_secret_pipe(secret, secret_len);
 	if (secret_fd < 0)
-		return station_error_set(e, secret_fd, NULL, "secret pipe: %s", strerror(-secret_fd));
+		return station_error_set(e, secret_fd, NULL, "secret pipe: %s",
+					 strerror(-secret_fd));
 	_cleanup_close_ int log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (log_fd < 0)
 		return station_error_set(e, negative_errno(), NULL, "agent log \"%s\": %m", log);

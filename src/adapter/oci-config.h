@@ -60,10 +60,10 @@ struct oci_config {
 	const char *hostname; /* NULL: none set */
 	struct oci_id_map uid_map; /* size 0: refused (a user namespace is required) */
 	struct oci_id_map gid_map;
-	const char *home_dir;	 /* host dir bound rw at home_target; NULL: no HOME mount */
-	const char *home_target; /* NULL: OCI_HOME_DIR */
-	const char *agent_path;	 /* host path bound ro at OCI_AGENT_PATH; NULL: none */
-	const char *run_dir;	 /* host dir bound rw at OCI_RUN_DIR (mounted before the agent) */
+	const char *home_dir;	   /* host dir bound rw at home_target; NULL: no HOME mount */
+	const char *home_target;   /* NULL: OCI_HOME_DIR */
+	const char *agent_path;	   /* host path bound ro at OCI_AGENT_PATH; NULL: none */
+	const char *run_dir;	   /* host dir bound rw at OCI_RUN_DIR (mounted before the agent) */
 	char *const *cgroup_binds; /* host cgroup dirs delegated to the agent, bound rw at
 				    * OCI_RUN_DIR "/cgroup/<i>" in this order */
 	size_t n_cgroup_binds;

@@ -11,8 +11,8 @@
 #include <stdarg.h>
 
 struct station_error {
-	int err;           /* -errno; 0 when unset */
-	char field[64];    /* "" when not about a request field */
+	int err;	/* -errno; 0 when unset */
+	char field[64]; /* "" when not about a request field */
 	char message[512];
 };
 

@@ -27,9 +27,9 @@ struct cgroup {
 };
 
 struct cgroup_limits {
-	double cpus;           /* 0: unlimited; else quota = cpus * period (period 100 ms) */
+	double cpus;	       /* 0: unlimited; else quota = cpus * period (period 100 ms) */
 	uint64_t memory_bytes; /* 0: unlimited; swap is limited to the same value where possible */
-	uint64_t pids;         /* 0: unlimited */
+	uint64_t pids;	       /* 0: unlimited */
 };
 
 struct cgroup_stats {

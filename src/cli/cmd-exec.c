@@ -300,8 +300,9 @@ static void report_missed(struct follow_state *f, bool force)
 		if (!f->missed[i])
 			continue;
 		dprintf(STDERR_FILENO, "[station-sandbox: %" PRIu64 " bytes of %s not shown]\n",
-			f->missed[i], station_stream_to_string(i ? STATION_STREAM_STDERR
-								  : STATION_STREAM_STDOUT));
+			f->missed[i],
+			station_stream_to_string(i ? STATION_STREAM_STDERR :
+						     STATION_STREAM_STDOUT));
 		f->missed[i] = 0;
 	}
 	f->last_report = now;

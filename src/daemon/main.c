@@ -90,8 +90,8 @@ static int parse_number(const char *opt, const char *arg, uint64_t max, uint64_t
 {
 	int r = parse_u64(arg, max, ret);
 	if (r < 0)
-		fprintf(stderr, "station-sandboxd: %s: \"%s\" is not a number from 0 to %llu\n", opt,
-			arg, (unsigned long long)max);
+		fprintf(stderr, "station-sandboxd: %s: \"%s\" is not a number from 0 to %llu\n",
+			opt, arg, (unsigned long long)max);
 	return r;
 }
 
@@ -139,9 +139,23 @@ static char *default_seccomp_path(void)
 }
 
 enum {
-	OPT_ROOT = 256, OPT_LISTEN, OPT_WORKER, OPT_AGENT, OPT_LOG_FORMAT, OPT_LOG_LEVEL,
-	OPT_MAX_WAIT, OPT_MAX_RUNNING, OPT_MAX_WORKSPACES, OPT_DEFAULT_TIMEOUT, OPT_MAX_TIMEOUT,
-	OPT_MAX_OUTPUT, OPT_MAX_BODY, OPT_RUNTIME, OPT_DEFAULT_IMAGE, OPT_SECCOMP, OPT_ADAPTER,
+	OPT_ROOT = 256,
+	OPT_LISTEN,
+	OPT_WORKER,
+	OPT_AGENT,
+	OPT_LOG_FORMAT,
+	OPT_LOG_LEVEL,
+	OPT_MAX_WAIT,
+	OPT_MAX_RUNNING,
+	OPT_MAX_WORKSPACES,
+	OPT_DEFAULT_TIMEOUT,
+	OPT_MAX_TIMEOUT,
+	OPT_MAX_OUTPUT,
+	OPT_MAX_BODY,
+	OPT_RUNTIME,
+	OPT_DEFAULT_IMAGE,
+	OPT_SECCOMP,
+	OPT_ADAPTER,
 	OPT_USERNS_BASE,
 };
 
@@ -161,8 +175,8 @@ static int parse_option(struct options *o, int c, const char *arg)
 		return 0;
 	case OPT_WORKER:
 		if (!worker_valid(arg)) {
-			fprintf(stderr, "station-sandboxd: --worker \"%s\": use 1-32 of [a-z0-9-]\n",
-				arg);
+			fprintf(stderr,
+				"station-sandboxd: --worker \"%s\": use 1-32 of [a-z0-9-]\n", arg);
 			return -EINVAL;
 		}
 		snprintf(o->worker, sizeof o->worker, "%s", arg);
@@ -204,7 +218,8 @@ static int parse_option(struct options *o, int c, const char *arg)
 		return 0;
 	case OPT_ADAPTER:
 		if (strcmp(arg, "host") && strcmp(arg, "container")) {
-			fprintf(stderr, "station-sandboxd: --default-adapter is host or container\n");
+			fprintf(stderr,
+				"station-sandboxd: --default-adapter is host or container\n");
 			return -EINVAL;
 		}
 		o->mc.default_adapter = arg;
@@ -305,9 +320,10 @@ static int take_lock(const char *root)
 		owner[n > 0 ? n : 0] = 0;
 		owner[strcspn(owner, "\n")] = 0;
 		if (err == EWOULDBLOCK)
-			fprintf(stderr, "station-sandboxd: root \"%s\" is owned by another controller "
-				"(pid %s); two controllers must not share a root\n", root,
-				owner[0] ? owner : "unknown");
+			fprintf(stderr,
+				"station-sandboxd: root \"%s\" is owned by another controller "
+				"(pid %s); two controllers must not share a root\n",
+				root, owner[0] ? owner : "unknown");
 		else
 			fprintf(stderr, "station-sandboxd: cannot lock \"%s\": %s\n", path,
 				strerror(err));
@@ -454,8 +470,11 @@ static int add_listener(struct daemon *d, const struct options *o, const char *s
 		return fd;
 	}
 	struct http_config hc = {
-		.require_token = tcp, .check_token = check_token, .token_userdata = d->store,
-		.max_body_bytes = o->max_body, .max_wait_ms = o->max_wait_ms,
+		.require_token = tcp,
+		.check_token = check_token,
+		.token_userdata = d->store,
+		.max_body_bytes = o->max_body,
+		.max_wait_ms = o->max_wait_ms,
 		.max_connections = 1024,
 	};
 	int r = http_server_new(d->loop, d->manager, fd, &hc, &d->servers[d->n_servers]);

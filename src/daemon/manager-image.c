@@ -21,8 +21,10 @@ void manager_adapters_init(struct manager *m)
 	struct station_error e = { 0 };
 	char state[PATH_MAX];
 	m->actx = (struct adapter_context){
-		.root = m->cfg.root, .agent_path = m->cfg.agent_path,
-		.default_image = m->cfg.default_image, .default_seccomp = m->cfg.default_seccomp,
+		.root = m->cfg.root,
+		.agent_path = m->cfg.agent_path,
+		.default_image = m->cfg.default_image,
+		.default_seccomp = m->cfg.default_seccomp,
 		.id_base = m->cfg.id_base,
 	};
 	snprintf(state, sizeof state, "%s/runtime", m->cfg.root);
@@ -47,22 +49,23 @@ bool manager_ready_container(struct manager *m, json_t *checks)
 	struct station_error e = { 0 };
 	_cleanup_free_ char *version = NULL;
 	bool ok = m->actx.runtime && runtime_probe(m->actx.runtime, &version, &e) >= 0;
-	json_array_append_new(checks, check_json("runtime", ok, ok ? version
-								     : m->actx.runtime
-									       ? e.message
-									       : m->actx.runtime_error));
+	json_array_append_new(checks, check_json("runtime", ok,
+						 ok		 ? version :
+						 m->actx.runtime ? e.message :
+								   m->actx.runtime_error));
 	bool all = ok;
 	json_array_append_new(checks, check_json("images", m->actx.images != NULL,
-						 m->actx.images ? "image store open"
-								: "image store unavailable"));
+						 m->actx.images ? "image store open" :
+								  "image store unavailable"));
 	all &= m->actx.images != NULL;
 	if (m->cfg.default_image) {
 		struct image *img = NULL;
 		e = (struct station_error){ 0 };
-		ok = m->actx.images && image_lookup(m->actx.images, m->cfg.default_image, &img, &e) >= 0;
+		ok = m->actx.images &&
+		     image_lookup(m->actx.images, m->cfg.default_image, &img, &e) >= 0;
 		image_free(img);
-		json_array_append_new(checks, check_json("image", ok, ok ? m->cfg.default_image
-									 : e.message));
+		json_array_append_new(checks, check_json("image", ok,
+							 ok ? m->cfg.default_image : e.message));
 		all &= ok;
 	}
 	json_t *profile = NULL;
@@ -72,9 +75,9 @@ bool manager_ready_container(struct manager *m, json_t *checks)
 	     seccomp_profile_load(m->cfg.default_seccomp, &target, &profile, NULL, &e) >= 0;
 	json_decref(profile);
 	json_array_append_new(checks, check_json("seccompProfile", ok,
-						 ok ? m->cfg.default_seccomp
-						    : m->cfg.default_seccomp ? e.message
-									     : "no default profile"));
+						 ok			? m->cfg.default_seccomp :
+						 m->cfg.default_seccomp ? e.message :
+									  "no default profile"));
 	return all && ok;
 }
 
@@ -95,8 +98,8 @@ static json_t *image_to_json(struct manager *m, const struct image *img)
 	json_t *o = json_pack("{s:s,s:s?,s:s,s:I,s:I,s:{s:s?,s:o,s:s?},s:o}", "digest", img->digest,
 			      "name", img->name, "reference", ref, "size", (json_int_t)img->size,
 			      "layers", (json_int_t)img->n_layers, "config", "user",
-			      img->config.user, "env", env, "workdir", img->config.workdir, "usedBy",
-			      used);
+			      img->config.user, "env", env, "workdir", img->config.workdir,
+			      "usedBy", used);
 	if (o)
 		json_set_time(o, "createdAt", img->created);
 	return o;
@@ -106,8 +109,8 @@ static json_t *image_to_json(struct manager *m, const struct image *img)
  * missing path): 400. The store's own failures keep their errno. */
 static int image_error(int r, const char *field, struct station_error *e)
 {
-	static const int client_errors[] = { -EBADMSG, -EPERM, -ENOENT, -ENOTDIR, -EINVAL,
-					     -EPROTO, -ENOTSUP };
+	static const int client_errors[] = { -EBADMSG, -EPERM,	-ENOENT, -ENOTDIR,
+					     -EINVAL,  -EPROTO, -ENOTSUP };
 	for (size_t i = 0; i < ELEMENTSOF(client_errors); i++)
 		if (r == client_errors[i] && e && e->err != -EHOSTDOWN) {
 			e->err = -EINVAL;
@@ -194,4 +197,3 @@ int manager_image_remove(struct manager *m, const char *ref, struct station_erro
 	image_free(img);
 	return r;
 }
-

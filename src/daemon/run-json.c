@@ -79,9 +79,10 @@ json_t *run_to_json(const struct run_row *r, bool with_output)
 	json_object_set_new(o, "command", json_string(r->command ? r->command : ""));
 	json_object_set_new(o, "cwd", nullable_str(r->cwd));
 	json_object_set_new(o, "status", json_string(run_status_to_string(r->status)));
-	json_object_set_new(o, "exitCode", r->status == RUN_EXITED && r->exit_code >= 0
-						   ? json_integer(r->exit_code)
-						   : json_null());
+	json_object_set_new(o, "exitCode",
+			    r->status == RUN_EXITED && r->exit_code >= 0 ?
+				    json_integer(r->exit_code) :
+				    json_null());
 	json_object_set_new(o, "signal", r->signal > 0 ? json_integer(r->signal) : json_null());
 	json_object_set_new(o, "oomKilled", json_boolean(r->oom_killed));
 	json_object_set_new(o, "reason", nullable_str(r->reason));
@@ -101,12 +102,14 @@ json_t *run_to_json(const struct run_row *r, bool with_output)
 	json_set_time(o, "startedAt", r->started_at);
 	json_set_time(o, "endedAt", done ? r->ended_at : 0);
 	bool timed = done && r->started_at && r->ended_at >= r->started_at;
-	json_object_set_new(o, "durationMs",
-			    timed ? json_integer((json_int_t)((r->ended_at - r->started_at) / 1000))
-				  : json_null());
+	json_object_set_new(
+		o, "durationMs",
+		timed ? json_integer((json_int_t)((r->ended_at - r->started_at) / 1000)) :
+			json_null());
 	bool measured = done && r->status != RUN_LOST && r->status != RUN_FAILED_TO_START;
 	json_object_set_new(o, "cpuMs",
-			    measured ? json_integer((json_int_t)(r->cpu_usec / 1000)) : json_null());
+			    measured ? json_integer((json_int_t)(r->cpu_usec / 1000)) :
+				       json_null());
 	json_object_set_new(o, "peakMemoryBytes",
 			    measured ? json_integer((json_int_t)r->peak_memory) : json_null());
 	return o;

@@ -17,10 +17,10 @@ struct event_source {
 	struct event_loop *loop;
 	enum source_type type;
 	bool dead;
-	int fd;              /* io: the caller's fd; signal: our signalfd */
+	int fd; /* io: the caller's fd; signal: our signalfd */
 	int signo;
-	uint64_t time;       /* timer: absolute, UINT64_MAX when disarmed */
-	size_t heap_index;   /* timer: position in loop->heap, SIZE_MAX when not queued */
+	uint64_t time;	   /* timer: absolute, UINT64_MAX when disarmed */
+	size_t heap_index; /* timer: position in loop->heap, SIZE_MAX when not queued */
 	union {
 		event_io_fn io;
 		event_timer_fn timer;
@@ -326,8 +326,8 @@ int event_loop_run_once(struct event_loop *loop, int timeout_ms)
 	struct epoll_event events[64];
 	bool infinite;
 	struct timespec ts = wait_timeout(loop, timeout_ms, &infinite);
-	int n = epoll_pwait2(loop->epoll_fd, events, (int)ELEMENTSOF(events),
-			     infinite ? NULL : &ts, NULL);
+	int n = epoll_pwait2(loop->epoll_fd, events, (int)ELEMENTSOF(events), infinite ? NULL : &ts,
+			     NULL);
 	if (n < 0)
 		return errno == EINTR ? 0 : negative_errno();
 

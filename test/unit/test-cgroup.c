@@ -291,14 +291,14 @@ Test(cgroup, relative_path_refuses_disagreeing_hierarchies)
 	struct cgroup *cg = NULL;
 	char *rel = NULL;
 
-	cr_assert_eq(cgroup_from_string("v1:/sys/fs/cgroup/memory/a/b:/sys/fs/cgroup/pids/a/b", &cg),
-		     0);
+	cr_assert_eq(
+		cgroup_from_string("v1:/sys/fs/cgroup/memory/a/b:/sys/fs/cgroup/pids/a/b", &cg), 0);
 	cr_assert_eq(cgroup_relative_path(cg, &rel), 0);
 	cr_assert_str_eq(rel, "/a/b");
 	free(rel);
 	cgroup_free(cg);
-	cr_assert_eq(cgroup_from_string("v1:/sys/fs/cgroup/memory/a/b:/sys/fs/cgroup/pids/x/b", &cg),
-		     0);
+	cr_assert_eq(
+		cgroup_from_string("v1:/sys/fs/cgroup/memory/a/b:/sys/fs/cgroup/pids/x/b", &cg), 0);
 	cr_assert_eq(cgroup_relative_path(cg, &rel), -EINVAL);
 	cgroup_free(cg);
 }
