@@ -549,11 +549,25 @@ static int container_start_agent(const struct adapter_workspace *ws, const uint8
 	return r;
 }
 
+/* The runtime made the container's group in every hierarchy, ours or not: remove sub (and
+ * then the workspace group) there too, once the runtime has let go of it. */
+static void remove_runtime_cgroups(const struct adapter_workspace *ws, bool workspace_too)
+{
+	_cleanup_free_ char *rel = NULL, *c = NULL;
+	if (!ws->cgroup || cgroup_relative_path(ws->cgroup, &rel) < 0 ||
+	    asprintf(&c, "%s/c", rel) < 0)
+		return;
+	cgroup_remove_in_all_hierarchies(c);
+	if (workspace_too)
+		cgroup_remove_in_all_hierarchies(rel);
+}
+
 static void container_stop(const struct adapter_workspace *ws)
 {
 	char rootfs[PATH_MAX];
 	if (ws->ctx->runtime)
 		runtime_delete(ws->ctx->runtime, ws->id, NULL);
+	remove_runtime_cgroups(ws, false);
 	snprintf(rootfs, sizeof rootfs, "%s/rootfs", ws->dir);
 	umount2(rootfs, MNT_DETACH);
 }
@@ -561,6 +575,7 @@ static void container_stop(const struct adapter_workspace *ws)
 static int container_remove(const struct adapter_workspace *ws, struct station_error *e)
 {
 	container_stop(ws);
+	remove_runtime_cgroups(ws, true);
 	int r = rm_rf(ws->dir);
 	if (r < 0 && r != -ENOENT)
 		return station_error_set(e, r, NULL, "cannot remove \"%s\": %s", ws->dir,

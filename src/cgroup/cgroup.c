@@ -591,3 +591,24 @@ int cgroup_relative_path(const struct cgroup *cg, char **ret)
 	*ret = s;
 	return 0;
 }
+
+void cgroup_remove_in_all_hierarchies(const char *relative)
+{
+	_cleanup_free_ char *mountinfo = NULL;
+	if (read_file("/proc/self/mountinfo", CGROUP_FILE_MAX, &mountinfo, NULL) < 0)
+		return;
+	for (char *line = mountinfo, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		const char *sep = strstr(line, " - ");
+		if (!sep || (strncmp(sep, " - cgroup ", 10) != 0 && strncmp(sep, " - cgroup2 ", 11)))
+			continue;
+		/* fields: id parent major:minor root mount-point … */
+		char mp[PATH_MAX], path[PATH_MAX];
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 || strchr(mp, '\\'))
+			continue;
+		snprintf(path, sizeof path, "%s%s", mp, relative);
+		(void)rmdir(path);
+	}
+}

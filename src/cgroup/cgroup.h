@@ -84,3 +84,8 @@ int cgroup_from_string(const char *s, struct cgroup **ret);
  * OCI runtime's linux.cgroupsPath takes. -EINVAL when the hierarchies disagree or a dir is not
  * under /sys/fs/cgroup. */
 int cgroup_relative_path(const struct cgroup *cg, char **ret);
+
+/* rmdir "<mount point><relative>" in every cgroup hierarchy mounted on this host, not only the
+ * ones we manage: an OCI runtime creates its cgroupsPath in all of them (blkio, devices,
+ * name=systemd, …). Missing or busy directories are skipped. */
+void cgroup_remove_in_all_hierarchies(const char *relative);
