@@ -18,7 +18,7 @@ CLI    = $(BUILD)/src/cli/station-sandbox
 NEEDED_TOOLS = cc meson ninja pkg-config
 NEEDED_PKGS  = jansson sqlite3 libmicrohttpd libcurl libarchive criterion
 
-.PHONY: all build deps run test test-asan format-check format clean
+.PHONY: all build deps run tools-image test test-asan format-check format clean
 
 all: build
 
@@ -41,15 +41,56 @@ endef
 build:
 	$(call build_in,$(BUILD),)
 
+# make run: the controller in the foreground, container adapter by default, on the tools image
+# (scripts/build-tools-image, built once into TOOLS_IMAGE, reused while its inputs are unchanged)
+# imported into the controller's store through its socket once the socket answers.
+TOOLS_IMAGE      ?= $(BUILD)/tools-image
+TOOLS_IMAGE_NAME ?= node-tools
+SOCKET            = $(ROOT)/station.sock
+
+tools-image:
+	scripts/build-tools-image $(TOOLS_IMAGE)
+
 run: build
-	@echo "station-sandboxd: root $(ROOT)"
-	@echo "  unix socket:  $(ROOT)/station.sock"
-	@echo "  admin token:  $(ROOT)/admin.token (for --listen tcp:HOST:PORT)"
-	@echo "  try:          ./$(CLI) --socket $(ROOT)/station.sock create"
-	@echo "                ./$(CLI) --socket $(ROOT)/station.sock exec WORKSPACE -- 'echo hi'"
-	@echo "  (or export STATION_SOCKET=$(ROOT)/station.sock); stop with Ctrl-C"
-	@mkdir -p $(ROOT)
-	exec ./$(DAEMON) --root $(ROOT) --log-format text
+	@digest=$$(scripts/build-tools-image $(TOOLS_IMAGE) | tail -n 1) && [ -n "$$digest" ] || exit 1; \
+	image=$(TOOLS_IMAGE_NAME)@$$digest; \
+	mkdir -p $(ROOT) || exit 1; \
+	./$(DAEMON) --root $(ROOT) --default-adapter container --log-format text \
+		--default-image $$image & pid=$$!; \
+	trap 'kill -TERM $$pid 2>/dev/null' INT TERM; \
+	n=0; until ./$(CLI) --socket $(SOCKET) worker >/dev/null 2>&1; do \
+		kill -0 $$pid 2>/dev/null || { wait $$pid; exit $$?; }; \
+		n=$$((n + 1)); [ $$n -lt 300 ] || { echo "make run: no answer on $(SOCKET)" >&2; \
+			kill -TERM $$pid; wait $$pid; exit 1; }; \
+		sleep 0.1; \
+	done; \
+	if ./$(CLI) image import --help >/dev/null 2>&1; then \
+		./$(CLI) --socket $(SOCKET) image import $(abspath $(TOOLS_IMAGE)) \
+			--name $(TOOLS_IMAGE_NAME) >/dev/null; \
+	else \
+		curl -sS --fail-with-body --unix-socket $(SOCKET) -o /dev/null \
+			-H 'Content-Type: application/json' http://localhost/v1/images \
+			-d '{"path":"$(abspath $(TOOLS_IMAGE))","name":"$(TOOLS_IMAGE_NAME)"}'; \
+	fi || { echo "make run: importing $(TOOLS_IMAGE) failed" >&2; kill -TERM $$pid; \
+		wait $$pid; exit 1; }; \
+	echo "station-sandboxd: root $(ROOT), container adapter, image $$image"; \
+	echo "  unix socket:  $(SOCKET)"; \
+	echo "  admin token:  $(ROOT)/admin.token (for --listen tcp:HOST:PORT)"; \
+	echo "  try:          export STATION_SOCKET=$(SOCKET)"; \
+	echo "                ws=\$$(./$(CLI) create)  # container, $(TOOLS_IMAGE_NAME), no net"; \
+	echo "                ./$(CLI) exec \$$ws -- 'node --version && pwd'"; \
+	echo "                ./$(CLI) exec \$$ws -- 'npm config get prefix; id'"; \
+	echo "                ./$(CLI) create --adapter host   # a host workspace instead"; \
+	echo "  stop with Ctrl-C"; \
+	while :; do wait $$pid; status=$$?; kill -0 $$pid 2>/dev/null || exit $$status; done
+
+# make bench: builds (its output on stderr, so that `BENCH_ARGS=--json` leaves stdout to the
+# result), then bench/run: its own controllers on a temporary root, one table. BENCH_ARGS passes
+# options (--quick, --json, --runs N, --reps N, --only GROUPS; bench/run --help). BENCHMARKS.md.
+.PHONY: bench
+bench:
+	@$(MAKE) --no-print-directory build >&2
+	@bench/run --build $(BUILD) $(BENCH_ARGS)
 
 test: build
 	test/run-all $(BUILD)
