@@ -11,6 +11,7 @@
  * container's group, delegated to container root (chowned), bound into the container, where
  * the agent makes one group per run. Nothing inside can change W's limits. */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -274,13 +275,121 @@ static int mount_rootfs(const struct adapter_workspace *ws, const struct image *
 	return 0;
 }
 
+#define HOME_SEED_MAX_ENTRIES 10000
+#define HOME_SEED_MAX_BYTES (256ull << 20)
+
+struct seed_budget {
+	size_t entries;
+	uint64_t bytes;
+};
+
+static int copy_file_at(int sfd, int dfd, const char *name, const struct stat *st,
+			struct seed_budget *b)
+{
+	_cleanup_close_ int in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int out =
+		in < 0 ? -1 :
+			 openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+				0600);
+	if (in < 0 || out < 0)
+		return negative_errno();
+	char buf[64 * 1024];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof buf)) > 0) {
+		if ((b->bytes += (uint64_t)n) > HOME_SEED_MAX_BYTES)
+			return -EFBIG;
+		int r = write_all(out, buf, (size_t)n);
+		if (r < 0)
+			return r;
+	}
+	if (n < 0 || fchown(out, st->st_uid, st->st_gid) < 0 ||
+	    fchmod(out, st->st_mode & 07777) < 0)
+		return negative_errno();
+	return 0;
+}
+
+/* Copies the image's /home/node into a new HOME, owners kept (they are mapped already), like
+ * a volume's first mount: dot files and tool settings the image put there stay visible. */
+static int seed_tree(int sfd, int dfd, struct seed_budget *b)
+{
+	_cleanup_close_ int dup_fd = dup(sfd);
+	DIR *d = dup_fd < 0 ? NULL : fdopendir(dup_fd);
+	if (!d)
+		return negative_errno();
+	dup_fd = -1;
+	int r = 0;
+	struct dirent *de;
+	while (r >= 0 && (de = readdir(d))) {
+		struct stat st;
+		const char *n = de->d_name;
+		if (!strcmp(n, ".") || !strcmp(n, "..") ||
+		    fstatat(sfd, n, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		if (++b->entries > HOME_SEED_MAX_ENTRIES) {
+			r = -E2BIG;
+		} else if (S_ISDIR(st.st_mode)) {
+			_cleanup_close_ int s2 = -1, d2 = -1;
+			if (mkdirat(dfd, n, 0700) < 0 && errno != EEXIST)
+				r = negative_errno();
+			else if ((s2 = openat(sfd, n,
+					      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
+					 0 ||
+				 (d2 = openat(dfd, n,
+					      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+				r = negative_errno();
+			else if ((r = seed_tree(s2, d2, b)) >= 0 &&
+				 (fchown(d2, st.st_uid, st.st_gid) < 0 ||
+				  fchmod(d2, st.st_mode & 07777) < 0))
+				r = negative_errno();
+		} else if (S_ISREG(st.st_mode)) {
+			r = copy_file_at(sfd, dfd, n, &st, b);
+		} else if (S_ISLNK(st.st_mode)) {
+			char target[PATH_MAX];
+			ssize_t k = readlinkat(sfd, n, target, sizeof target - 1);
+			if (k < 0)
+				continue;
+			target[k] = 0;
+			if (symlinkat(target, dfd, n) < 0 ||
+			    fchownat(dfd, n, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0)
+				r = negative_errno();
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+static int seed_home(const struct adapter_workspace *ws, struct station_error *e)
+{
+	char src[PATH_MAX], dst[PATH_MAX];
+	snprintf(src, sizeof src, "%s/rootfs" OCI_HOME_DIR, ws->dir);
+	snprintf(dst, sizeof dst, "%s/home", ws->dir);
+	_cleanup_close_ int sfd = open(src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0)
+		return 0; /* the image has no /home/node */
+	_cleanup_close_ int dfd = open(dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct seed_budget b = { 0 };
+	int r = dfd < 0 ? negative_errno() : seed_tree(sfd, dfd, &b);
+	if (r < 0)
+		return station_error_set(e, r, NULL,
+					 "cannot copy the image's " OCI_HOME_DIR
+					 " into the new HOME: %s",
+					 strerror(-r));
+	return 0;
+}
+
 static int prepare_home(const struct adapter_workspace *ws, uid_t uid, gid_t gid,
-			const char *workdir, struct station_error *e)
+			struct station_error *e)
 {
 	char path[PATH_MAX];
 	uid_t huid = ws->ctx->id_base + uid;
 	gid_t hgid = ws->ctx->id_base + gid;
-	int r = make_dir(ws->dir, "home/workspace", 0755, -1, e);
+	snprintf(path, sizeof path, "%s/home", ws->dir);
+	bool fresh = access(path, F_OK) < 0;
+	int r = make_dir(ws->dir, "home", 0755, -1, e);
+	if (r >= 0 && fresh)
+		r = seed_home(ws, e);
+	if (r >= 0)
+		r = make_dir(ws->dir, "home/workspace", 0755, -1, e);
 	if (r < 0)
 		return r;
 	static const char *const subs[] = { "home", "home/workspace" };
@@ -350,7 +459,7 @@ static int container_prepare(const struct adapter_workspace *ws, struct station_
 				      "/etc/passwd",
 				      img->config.user);
 	if (r >= 0)
-		r = prepare_home(ws, uid, gid, NULL, e);
+		r = prepare_home(ws, uid, gid, e);
 	if (r >= 0)
 		r = prepare_run_dir(ws, ws->cgroup ? ws->cgroup->n_dirs : 0, e);
 	image_free(img);
