@@ -236,6 +236,115 @@ int station_run_follow(struct station_client *c, const char *ws, const char *run
 int station_run_output(const json_t *run, enum station_stream s, bool tail, char **ret,
 		       size_t *ret_len);
 
+/* ---- Services ---------------------------------------------------------------------------- */
+
+/* A service is {"name","command","state","reason","restartCount","nextRestartAt","mainPid",
+ * "attempts":[…],…} (docs/api.md, "Services"); state is starting, running, backoff, stopped,
+ * failed or exhausted. Names are [a-z0-9][a-z0-9._-]{0,62}. */
+
+struct station_service_options {
+	const char *name;	     /* required */
+	const char *command;	     /* required: run as /bin/sh -c COMMAND, in the foreground */
+	const char *cwd;	     /* NULL: the workspace directory */
+	char *const *env;	     /* NULL-terminated "KEY=VALUE" strings, or NULL */
+	const char *restart_policy;  /* "no", "on-failure", "always"; NULL: the server's ("no") */
+	int64_t max_restarts;	     /* < 0: the server's default (5) */
+	int64_t delay_ms;	     /* < 0: the server's default (1000) */
+	double backoff_multiplier;   /* 0: no backoff; else 1-100 */
+	int64_t max_delay_ms;	     /* with backoff; < 0: the server's default */
+	const char *stop_signal;     /* "SIGTERM", "SIGINT", …; NULL: SIGTERM */
+	int64_t stop_timeout_ms;     /* < 0: the server's default (10000) */
+	bool autostart;		     /* start again after the workspace restarts */
+};
+
+/* POST /v1/workspaces/{ws}/services; *ret is the new service. -EBUSY when the name is taken. */
+int station_service_start(struct station_client *c, const char *ws,
+			  const struct station_service_options *opts, json_t **ret);
+
+/* GET …/services; *ret is the array of services (attempts without output). */
+int station_service_list(struct station_client *c, const char *ws, json_t **ret);
+
+/* GET …/services/{name}: with every kept attempt and its output. */
+int station_service_get(struct station_client *c, const char *ws, const char *name, json_t **ret);
+
+/* POST …/services/{name}/stop and …/restart; *ret (optional) is the service as it is right
+ * after the request (a stop completes when state becomes "stopped"). */
+int station_service_stop(struct station_client *c, const char *ws, const char *name, json_t **ret);
+int station_service_restart(struct station_client *c, const char *ws, const char *name,
+			    json_t **ret);
+
+/* DELETE …/services/{name}: stops it and forgets it. */
+int station_service_delete(struct station_client *c, const char *ws, const char *name,
+			   json_t **ret);
+
+/* GET …/services/{name}/logs: with follow, the current attempt's output live until it ends;
+ * without (or with no current attempt), the newest finished attempt's output. cb as for
+ * station_run_follow(); on_end gets the service. */
+int station_service_logs(struct station_client *c, const char *ws, const char *name, bool follow,
+			 const struct station_follow_callbacks *cb, void *userdata, json_t **ret);
+
+/* ---- Terminals --------------------------------------------------------------------------- */
+
+/* A terminal is {"id","command","cols","rows","state","exitCode","signal",…} (docs/api.md,
+ * "Terminals"); state is starting, running, exited, closed, failed or lost. */
+
+struct station_terminal_options {
+	const char *command; /* NULL: the user's login shell */
+	const char *cwd;     /* NULL: the workspace directory */
+	char *const *env;    /* NULL-terminated "KEY=VALUE" strings, or NULL */
+	unsigned cols;	     /* 0: 80 */
+	unsigned rows;	     /* 0: 24 */
+};
+
+/* POST /v1/workspaces/{ws}/terminals; *ret is the terminal once it runs (or failed). opts may
+ * be NULL. */
+int station_terminal_open(struct station_client *c, const char *ws,
+			  const struct station_terminal_options *opts, json_t **ret);
+/* GET …/terminals; *ret is the array of terminals, oldest first. */
+int station_terminal_list(struct station_client *c, const char *ws, json_t **ret);
+int station_terminal_get(struct station_client *c, const char *ws, const char *term,
+			 json_t **ret);
+/* POST …/terminals/{t}/resize. *ret optional. */
+int station_terminal_resize(struct station_client *c, const char *ws, const char *term,
+			    unsigned cols, unsigned rows, json_t **ret);
+/* DELETE …/terminals/{t}: kills the terminal's processes; *ret (optional) is the terminal as it
+ * ended. */
+int station_terminal_close(struct station_client *c, const char *ws, const char *term,
+			   json_t **ret);
+
+/* Attaching: a WebSocket of its own (GET …/terminals/{t}/attach), over the client's endpoint
+ * and token. First the terminal's scrollback arrives, then live output. A connection is used
+ * from one thread; its fd may be polled for input. */
+struct station_term;
+
+/* read_only: what is sent is ignored by the controller. Errors as for the requests (-ENOENT for
+ * an unknown terminal, …), with station_client_last_error() set on c. */
+int station_term_attach(struct station_client *c, const char *ws, const char *term,
+			bool read_only, struct station_term **ret);
+/* Sends a close (1000) and frees. NULL is fine. */
+void station_term_free(struct station_term *t);
+/* The socket, to wait for with poll(2) (POLLIN: call station_term_pump()). */
+int station_term_fd(const struct station_term *t);
+/* Keystrokes, as one binary message (blocking write). */
+int station_term_send(struct station_term *t, const void *data, size_t n);
+int station_term_resize(struct station_term *t, unsigned cols, unsigned rows);
+
+struct station_term_callbacks {
+	/* Output bytes, in order. */
+	void (*output)(const void *data, size_t n, void *userdata);
+	/* bytes the client will never see (it fell behind further than the scrollback). */
+	void (*gap)(uint64_t bytes, void *userdata);
+	/* The terminal ended: exit_code or signal, -1 when none. */
+	void (*exit)(int exit_code, int signal, void *userdata);
+};
+
+/* Reads what the socket has (without blocking) and calls cb for what it carried. Returns 0 to
+ * go on, 1 once the connection has closed (after an exit, or the controller went away), < 0
+ * on a protocol or I/O error. Call it once right after the attach, before waiting on the fd:
+ * the first output may have arrived with the handshake. */
+int station_term_pump(struct station_term *t, const struct station_term_callbacks *cb,
+		      void *userdata);
+
 #ifdef __cplusplus
 }
 #endif

@@ -37,7 +37,8 @@ struct conn {
 struct done {
 	struct done *next;
 	uint64_t seq;
-	char *run_id;
+	uint16_t type; /* MSG_RUN_DONE, MSG_SERVICE_STATE, ... */
+	char *run_id;  /* the key: a run id, or a service name */
 	struct buf frame;
 };
 
@@ -137,7 +138,8 @@ static int send_hello_ok(struct channel *c, struct conn *k)
 		r = c->ops->hello_fields(c, &k->out, c->userdata);
 	/* Finished runs awaiting ACK are known too: the controller must not call them lost. */
 	for (struct done *d = c->done_first; r >= 0 && d; d = d->next)
-		r = frame_put_str(&k->out, TAG_RUN_ID, d->run_id);
+		if (d->type == MSG_RUN_DONE)
+			r = frame_put_str(&k->out, TAG_RUN_ID, d->run_id);
 	if (r >= 0)
 		r = frame_end(&k->out, start);
 	for (struct done *d = c->done_first; r >= 0 && d; d = d->next)
@@ -498,16 +500,23 @@ uint64_t channel_next_seq(struct channel *c)
 
 int channel_submit_done(struct channel *c, uint64_t seq, const char *run_id, struct buf *frame)
 {
+	return channel_submit_held(c, seq, MSG_RUN_DONE, run_id, frame);
+}
+
+int channel_submit_held(struct channel *c, uint64_t seq, uint16_t type, const char *key,
+			struct buf *frame)
+{
 	struct done *d = calloc(1, sizeof *d);
 
 	if (!d)
 		return -ENOMEM;
-	d->run_id = strdup(run_id);
+	d->run_id = strdup(key);
 	if (!d->run_id) {
 		free(d);
 		return -ENOMEM;
 	}
 	d->seq = seq;
+	d->type = type;
 	d->frame = *frame;
 	*frame = (struct buf){ 0 };
 	if (c->done_last)
@@ -529,7 +538,38 @@ int channel_submit_done(struct channel *c, uint64_t seq, const char *run_id, str
 bool channel_done_pending(const struct channel *c, const char *run_id)
 {
 	for (const struct done *d = c->done_first; d; d = d->next)
-		if (strcmp(d->run_id, run_id) == 0)
+		if (d->type == MSG_RUN_DONE && strcmp(d->run_id, run_id) == 0)
+			return true;
+	return false;
+}
+
+void channel_drop_held(struct channel *c, uint16_t type, const char *key)
+{
+	for (struct done *d = c->done_first, *next; d; d = next) {
+		next = d->next;
+		if (d->type == type && strcmp(d->run_id, key) == 0)
+			channel_ack(c, d->seq);
+	}
+}
+
+void channel_trim_held(struct channel *c, uint16_t type, const char *key, size_t keep,
+		       int (*strip)(struct buf *frame))
+{
+	size_t n = 0;
+
+	for (struct done *d = c->done_first; d; d = d->next)
+		n += d->type == type && strcmp(d->run_id, key) == 0;
+	for (struct done *d = c->done_first; d && n > keep; d = d->next)
+		if (d->type == type && strcmp(d->run_id, key) == 0) {
+			(void)strip(&d->frame);
+			n--;
+		}
+}
+
+bool channel_held_pending(const struct channel *c, uint16_t type, const char *key)
+{
+	for (const struct done *d = c->done_first; d; d = d->next)
+		if (d->type == type && strcmp(d->run_id, key) == 0)
 			return true;
 	return false;
 }

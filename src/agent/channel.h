@@ -53,3 +53,17 @@ uint64_t channel_next_seq(struct channel *c);
 int channel_submit_done(struct channel *c, uint64_t seq, const char *run_id, struct buf *frame);
 /* Whether an unacknowledged RUN_DONE for run_id is held. */
 bool channel_done_pending(const struct channel *c, const char *run_id);
+
+/* Any sequenced frame kept until ACK like RUN_DONE (service states and attempt results): type
+ * and key (a service name) let later calls find it; only RUN_DONE keys are listed in HELLO_OK
+ * as RUN_ID. */
+int channel_submit_held(struct channel *c, uint64_t seq, uint16_t type, const char *key,
+			struct buf *frame);
+/* Forgets every held frame of this type and key (superseded by a newer one). */
+void channel_drop_held(struct channel *c, uint16_t type, const char *key);
+/* Keeps the newest `keep` held frames of this type and key as they are and passes every older
+ * one to strip(), which rewrites the frame in place (e.g. without its output). */
+void channel_trim_held(struct channel *c, uint16_t type, const char *key, size_t keep,
+		       int (*strip)(struct buf *frame));
+/* Whether a held frame of this type and key awaits its ACK. */
+bool channel_held_pending(const struct channel *c, uint16_t type, const char *key);

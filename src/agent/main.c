@@ -16,7 +16,9 @@
 #include <unistd.h>
 
 #include "agent/channel.h"
+#include "agent/pty.h"
 #include "agent/run.h"
+#include "agent/service.h"
 #include "basic/cleanup.h"
 #include "basic/log.h"
 #include "basic/util.h"
@@ -45,6 +47,8 @@ struct agent {
 	struct event_source *signals[3];
 	struct channel *channel;
 	struct run_manager *runs;
+	struct service_manager *services;
+	struct term_manager *terms;
 };
 
 static int usage_error(const char *what, const char *value)
@@ -215,7 +219,10 @@ static int check_listen_fd(int fd)
 
 static void agent_shutdown(struct agent *a)
 {
+	service_manager_kill_all(a->services);
+	term_manager_kill_all(a->terms);
 	run_manager_shutdown(a->runs);
+	service_manager_shutdown(a->services);
 	event_loop_exit(a->loop, 0);
 }
 
@@ -235,6 +242,8 @@ static int on_sigchld(struct event_source *s, int signo, void *userdata)
 		if (pid <= 0)
 			break;
 		run_manager_child_exited(a->runs, pid, status, &ru);
+		service_manager_child_exited(a->services, pid, status);
+		term_manager_child_exited(a->terms, pid, status);
 	}
 	return 0;
 }
@@ -253,6 +262,10 @@ static int on_message(struct channel *c, const struct frame *f, void *userdata)
 		agent_shutdown(a);
 		return 0;
 	}
+	if (f->type >= MSG_SERVICE_START && f->type <= MSG_SERVICE_REMOVE)
+		return service_manager_message(a->services, f);
+	if (f->type >= MSG_TERM_OPEN && f->type <= MSG_TERM_EXIT)
+		return term_manager_message(a->terms, f);
 	return run_manager_message(a->runs, f);
 }
 
@@ -260,7 +273,11 @@ static int on_hello_fields(struct channel *c, struct buf *b, void *userdata)
 {
 	struct agent *a = userdata;
 
-	return run_manager_hello_fields(a->runs, b);
+	int r = run_manager_hello_fields(a->runs, b);
+
+	if (r >= 0)
+		r = term_manager_hello_fields(a->terms, b);
+	return r < 0 ? r : service_manager_hello_fields(a->services, b);
 }
 
 static void on_disconnected(struct channel *c, void *userdata)
@@ -268,6 +285,8 @@ static void on_disconnected(struct channel *c, void *userdata)
 	struct agent *a = userdata;
 
 	run_manager_disconnected(a->runs);
+	service_manager_disconnected(a->services);
+	term_manager_disconnected(a->terms);
 }
 
 static const struct channel_ops channel_ops = {
@@ -303,6 +322,10 @@ static int agent_setup(struct agent *a, const struct args *args, const uint8_t *
 				&a->channel);
 	if (r >= 0)
 		r = run_manager_new(a->loop, a->channel, &config, &a->runs);
+	if (r >= 0)
+		r = service_manager_new(a->loop, a->channel, &config, &a->services);
+	if (r >= 0)
+		r = term_manager_new(a->loop, a->channel, &config, &a->terms);
 	return r;
 }
 
@@ -310,6 +333,8 @@ static void agent_free(struct agent *a)
 {
 	channel_free(a->channel);
 	run_manager_free(a->runs);
+	service_manager_free(a->services);
+	term_manager_free(a->terms);
 	for (size_t i = 0; i < ELEMENTSOF(a->signals); i++)
 		event_source_free(a->signals[i]);
 	if (a->loop)

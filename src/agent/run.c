@@ -2,7 +2,6 @@
 #include "agent/run.h"
 
 #include <errno.h>
-#include <grp.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -14,34 +13,17 @@
 #include <unistd.h>
 
 #include "agent/output.h"
+#include "agent/spawn.h"
 #include "basic/cleanup.h"
 #include "basic/log.h"
 #include "basic/util.h"
 #include "proto/agent-proto.h"
 
-#define RUN_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-#define RUN_SHELL "/bin/sh"
 #define READ_CHUNK (64 * 1024)
 #define DRAIN_USEC 1000000ull
 #define REMOVE_RETRY_USEC 20000ull
 #define REMOVE_TRIES 100
 #define SHUTDOWN_USEC 5000000ull
-
-/* Where a child failed before exec; sent with errno through the CLOEXEC pipe. */
-enum start_stage {
-	STAGE_CGROUP = 1,
-	STAGE_SETPGID,
-	STAGE_STDIO,
-	STAGE_FDS,
-	STAGE_CWD,
-	STAGE_EXEC,
-	STAGE_USER,
-};
-
-struct start_error {
-	int stage;
-	int err;
-};
 
 struct run_pipe {
 	struct run *run;
@@ -596,56 +578,39 @@ static void pipe_close(struct run_pipe *p)
 	close_source(&p->io, &p->fd);
 }
 
-static int set_reason(struct run *r, const char *what, const char *arg, int err)
+static void reason_set(struct run *r, char *s)
 {
-	char *s;
-	int n;
-
 	r->failed_start = true;
-	n = arg ? asprintf(&s, "%s \"%s\": %s", what, arg, strerror(err)) :
-		  asprintf(&s, "%s: %s", what, strerror(err));
-	if (n < 0)
-		return -ENOMEM;
+	if (!s)
+		return;
 	free(r->reason);
 	r->reason = s;
-	return 0;
 }
 
-static void start_failed(struct run *r, const struct start_error *e)
+static int set_reason(struct run *r, const char *what, const char *arg, int err)
 {
-	switch (e->stage) {
-	case STAGE_CGROUP:
-		(void)set_reason(r, "cgroup attach", NULL, e->err);
-		break;
-	case STAGE_CWD:
-		(void)set_reason(r, "cwd", r->cwd, e->err);
-		break;
-	case STAGE_EXEC:
-		(void)set_reason(r, "exec", RUN_SHELL, e->err);
-		break;
-	case STAGE_USER:
-		(void)set_reason(r, "switch user", NULL, e->err);
-		break;
-	default:
-		(void)set_reason(r, "child setup", NULL, e->err);
-		break;
-	}
+	char *s = spawn_reason(what, arg, err);
+
+	reason_set(r, s);
+	return s ? 0 : -ENOMEM;
+}
+
+static void start_failed(struct run *r, const struct spawn_error *e)
+{
+	reason_set(r, spawn_error_reason(e, r->cwd));
 	log_info("run failed to start", "run", r->id, "reason", r->reason ? r->reason : "", NULL);
 }
 
-/* Reads the child's verdict: a start_error, or EOF once exec closed the CLOEXEC pipe. */
+/* Reads the child's verdict: a spawn_error, or EOF once exec closed the CLOEXEC pipe. */
 static void errpipe_read(struct run *r)
 {
-	struct start_error e;
-	ssize_t n;
+	struct spawn_error e;
+	int n = spawn_errpipe_read(r->errpipe_fd, &e);
 
-	do
-		n = read(r->errpipe_fd, &e, sizeof e);
-	while (n < 0 && errno == EINTR);
-	if (n < 0 && errno == EAGAIN)
+	if (n == -EAGAIN)
 		return;
 	close_source(&r->errpipe_io, &r->errpipe_fd);
-	if (n == (ssize_t)sizeof e) {
+	if (n == 0) {
 		start_failed(r, &e);
 		return;
 	}
@@ -811,91 +776,12 @@ void run_manager_child_exited(struct run_manager *m, pid_t pid, int status, cons
 
 /* ---- starting ------------------------------------------------------------------------------ */
 
-struct child_setup {
-	const struct cgroup *cg;
-	bool set_user;
-	uid_t uid;
-	gid_t gid;
-	int stdio[3];
-	int errpipe;
-	const char *cwd;
-	char *argv[4];
-	char **envp;
-};
-
-static _Noreturn void child_fail(int fd, int stage, int err)
-{
-	struct start_error e = { .stage = stage, .err = err };
-
-	(void)!write(fd, &e, sizeof e);
-	_exit(127);
-}
-
-/* In the forked child: only system calls and the cgroup write, nothing that logs. */
-static _Noreturn void child_exec(const struct child_setup *c)
-{
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
-	sigset_t none;
-	int k;
-
-	if (c->cg && (k = cgroup_attach(c->cg, 0)) < 0)
-		child_fail(c->errpipe, STAGE_CGROUP, -k);
-	if (c->set_user && (setgroups(0, NULL) < 0 || setgid(c->gid) < 0 || setuid(c->uid) < 0))
-		child_fail(c->errpipe, STAGE_USER, errno);
-	if (setpgid(0, 0) < 0)
-		child_fail(c->errpipe, STAGE_SETPGID, errno);
-	for (int sig = 1; sig < _NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			(void)sigaction(sig, &dfl, NULL);
-	sigemptyset(&none);
-	(void)sigprocmask(SIG_SETMASK, &none, NULL);
-	for (int i = 0; i < 3; i++)
-		if (dup2(c->stdio[i], i) < 0)
-			child_fail(c->errpipe, STAGE_STDIO, errno);
-	k = close_all_fds_except(&c->errpipe, 1);
-	if (k < 0)
-		child_fail(c->errpipe, STAGE_FDS, -k);
-	if (chdir(c->cwd) < 0)
-		child_fail(c->errpipe, STAGE_CWD, errno);
-	execve(RUN_SHELL, c->argv, c->envp);
-	child_fail(c->errpipe, STAGE_EXEC, errno);
-}
-
-static void env_put(char **envp, size_t *n, char *entry)
-{
-	size_t key = strcspn(entry, "=") + 1;
-
-	for (size_t i = 0; i < *n; i++)
-		if (strncmp(envp[i], entry, key) == 0) {
-			envp[i] = entry; /* later wins, in the earlier one's place */
-			return;
-		}
-	envp[(*n)++] = entry;
-}
-
 /* PATH, HOME, PWD, then --env, then the run's ENV. Entries point into m, q and *ret_pwd. */
 static int build_env(struct run_manager *m, const struct run *r, const struct run_request *q,
 		     char ***ret, char **ret_pwd)
 {
-	_cleanup_free_ char *pwd = NULL;
-	char **envp;
-	size_t n = 0;
-
-	if (asprintf(&pwd, "PWD=%s", r->cwd) < 0)
-		return -ENOMEM;
-	envp = calloc(3 + m->n_env + q->n_env + 1, sizeof *envp);
-	if (!envp)
-		return -ENOMEM;
-	env_put(envp, &n, (char *)RUN_PATH);
-	env_put(envp, &n, m->home_entry);
-	env_put(envp, &n, pwd);
-	for (size_t i = 0; i < m->n_env; i++)
-		env_put(envp, &n, m->env[i]);
-	for (size_t i = 0; i < q->n_env; i++)
-		env_put(envp, &n, q->env[i]);
-	*ret = envp;
-	*ret_pwd = TAKE_PTR(pwd);
-	return 0;
+	return spawn_build_env(m->env, m->n_env, m->home_entry, r->cwd, q->env, q->n_env, ret,
+			       ret_pwd);
 }
 
 static void close_pair(int p[2])
@@ -939,16 +825,16 @@ static int watch_pipes(struct run *r)
 static int run_fork(struct run *r, const struct run_request *q, char **envp)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, ep[2] = { -1, -1 };
-	struct child_setup c = {
+	struct spawn_child c = {
 		.cg = r->cg,
 		.set_user = r->m->set_user,
 		.uid = r->m->uid,
 		.gid = r->m->gid,
 		.cwd = r->cwd,
-		.argv = { (char *)"sh", (char *)"-c", (char *)q->command, NULL },
+		.command = q->command,
 		.envp = envp,
 	};
-	pid_t pid;
+	pid_t pid = -1;
 	int k;
 
 	k = open_pipes(in, out, err, ep, q->has_stdin);
@@ -960,11 +846,8 @@ static int run_fork(struct run *r, const struct run_request *q, char **envp)
 	c.stdio[1] = out[1];
 	c.stdio[2] = err[1];
 	c.errpipe = ep[1];
-	pid = fork();
-	if (pid == 0)
-		child_exec(&c);
-	if (pid < 0) {
-		k = -errno;
+	k = spawn_fork(&c, &pid);
+	if (k < 0) {
 		(void)set_reason(r, "fork", NULL, -k);
 		goto fail;
 	}

@@ -32,6 +32,8 @@ extern const struct cli_command cli_cmd_ready, cli_cmd_worker;
 extern const struct cli_command cli_cmd_create, cli_cmd_ls, cli_cmd_rm, cli_cmd_restart;
 extern const struct cli_command cli_cmd_exec, cli_cmd_status, cli_cmd_cancel, cli_cmd_runs;
 extern const struct cli_command cli_cmd_image;
+extern const struct cli_command cli_cmd_service;
+extern const struct cli_command cli_cmd_attach, cli_cmd_terminal;
 
 /* Prints "station-sandbox NAME: <message>" and the usage line to stderr; returns EXIT_USAGE. */
 int cli_usage(const struct cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

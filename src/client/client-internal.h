@@ -41,6 +41,12 @@ int client_path(struct station_client *c, const char *ws, const char *run, const
  * when env is NULL. -EINVAL for an entry without '=' or with an empty key. */
 int client_put_env(struct station_client *c, json_t *o, char *const *env);
 
+/* Follows the server-sent output events at path (output, gap, end) the way station_run_follow()
+ * does; what names the stream in errors. With any_end, any JSON object ends the stream (not
+ * only a terminal run). */
+int client_follow(struct station_client *c, const char *path, const char *what, bool any_end,
+		  const struct station_follow_callbacks *cb, void *userdata, json_t **ret);
+
 /* Sets o[key] to value unless value is NULL. A value that cannot be sent (not UTF-8) is -EINVAL
  * rather than a field silently left out. */
 int client_put_string(struct station_client *c, json_t *o, const char *key, const char *value);

@@ -365,6 +365,7 @@ struct follow {
 	uint64_t seen[2]; /* per stream: bytes delivered or announced missing */
 	json_t *end;	  /* the terminal run, once its event came */
 	bool done;	  /* the end event was handled; the transfer is being stopped */
+	bool any_end;	  /* any object ends the stream, not only a terminal run */
 };
 
 static int buf_append(char **p, size_t *len, size_t *cap, const void *data, size_t n)
@@ -460,7 +461,7 @@ static int follow_gap(struct follow *f, json_t *doc)
 
 static int follow_end(struct follow *f, json_t *doc)
 {
-	if (!json_is_object(doc) || !station_run_is_terminal(doc))
+	if (!json_is_object(doc) || (!f->any_end && !station_run_is_terminal(doc)))
 		return follow_protocol_error(f, "end event without a finished run");
 	f->end = json_incref(doc);
 	return f->cb->on_end ? f->cb->on_end(doc, f->userdata) : 0;
@@ -563,21 +564,31 @@ static void follow_reset(struct follow *f)
 int station_run_follow(struct station_client *c, const char *ws, const char *run,
 		       const struct station_follow_callbacks *cb, void *userdata, json_t **ret)
 {
-	static const struct station_follow_callbacks none = {};
-	struct follow f = { .c = c, .cb = cb ? cb : &none, .userdata = userdata };
 	_cleanup_free_ char *path = NULL;
+	char what[96];
 	int r;
 
 	r = run_path(c, ws, run, "/output", &path);
 	if (r < 0)
 		return r;
+	snprintf(what, sizeof(what), "run %s", run);
+	return client_follow(c, path, what, false, cb, userdata, ret);
+}
+
+int client_follow(struct station_client *c, const char *path, const char *what, bool any_end,
+		  const struct station_follow_callbacks *cb, void *userdata, json_t **ret)
+{
+	static const struct station_follow_callbacks none = {};
+	struct follow f = { .c = c, .cb = cb ? cb : &none, .userdata = userdata, .any_end = any_end };
+	int r;
+
 	for (unsigned attempt = 0;; attempt++) {
 		r = station_request_stream(c, path, follow_data, &f);
 		if (f.done || (r == 0 && f.end))
 			r = 0;
 		else if (r == 0)
-			r = client_error(c, -ECONNRESET, "output stream of run %s ended early",
-					 run);
+			r = client_error(c, -ECONNRESET, "output stream of %s ended early",
+					 what);
 		if (r != -ECONNRESET || attempt == FOLLOW_RETRIES)
 			break;
 		follow_reset(&f);

@@ -84,8 +84,8 @@ static int parse_hello(struct agentlink *l, const struct frame *f)
 	const uint8_t *v;
 	size_t n;
 	uint64_t pid = 0;
-	char **ids = NULL;
-	size_t n_ids = 0;
+	char **ids = NULL, **names = NULL;
+	size_t n_ids = 0, n_names = 0;
 	int r;
 
 	frame_iter_init(&it, f);
@@ -102,15 +102,32 @@ static int parse_hello(struct agentlink *l, const struct frame *f)
 				if (r >= 0)
 					n_ids++;
 			}
+		} else if (tag == TAG_SERVICE_NAME) {
+			char **t = n_names < MAX_HELLO_IDS ? realloc(names, (n_names + 1) * sizeof *names)
+							   : NULL;
+			r = t ? 0 : -E2BIG;
+			if (t) {
+				names = t;
+				r = get_str(v, n, PROTO_MAX_ID, &names[n_names]);
+				if (r >= 0)
+					n_names++;
+			}
 		}
 		if (r < 0)
 			break;
 	}
+	if (r >= 0 && l->ops->service_hello)
+		l->ops->service_hello(l->userdata, names, n_names);
 	if (r >= 0)
 		l->ops->hello(l->userdata, pid, ids, n_ids);
+	if (r >= 0 && !l->closing)
+		r = agentlink_terminal_dispatch(l->ops, l->userdata, f);
 	for (size_t i = 0; i < n_ids; i++)
 		free(ids[i]);
 	free(ids);
+	for (size_t i = 0; i < n_names; i++)
+		free(names[i]);
+	free(names);
 	return r;
 }
 
@@ -262,7 +279,7 @@ static int parse_id_and(struct agentlink *l, const struct frame *f)
 	uint16_t tag;
 	const uint8_t *v;
 	size_t n;
-	_cleanup_free_ char *id = NULL, *reason = NULL;
+	_cleanup_free_ char *id = NULL, *reason = NULL, *service = NULL;
 	uint64_t started = 0;
 	int r;
 
@@ -274,12 +291,16 @@ static int parse_id_and(struct agentlink *l, const struct frame *f)
 			r = get_str(v, n, 1024, &reason);
 		else if (tag == TAG_STARTED_AT)
 			r = frame_val_u64(v, n, &started);
+		else if (tag == TAG_SERVICE_NAME && !service)
+			r = get_str(v, n, PROTO_MAX_ID, &service);
 		if (r < 0)
 			return r;
 	}
 	if (r < 0)
 		return r;
-	if (f->type == MSG_RUN_STARTED && id)
+	if (f->type == MSG_ERROR && service && l->ops->service_error)
+		l->ops->service_error(l->userdata, service, reason ? reason : "unknown error");
+	else if (f->type == MSG_RUN_STARTED && id)
 		l->ops->run_started(l->userdata, id, started);
 	else if (f->type == MSG_ERROR)
 		l->ops->run_error(l->userdata, id, reason ? reason : "unknown error");
@@ -298,6 +319,15 @@ static int link_dispatch(struct agentlink *l, const struct frame *f)
 		return parse_output(l, f);
 	case MSG_RUN_DONE:
 		return parse_done(l, f);
+	case MSG_SERVICE_STATE:
+	case MSG_SERVICE_ATTEMPT_DONE:
+	case MSG_SERVICE_OUTPUT:
+		return agentlink_service_dispatch(l->ops, l->userdata, f);
+	case MSG_TERM_OPENED:
+	case MSG_TERM_OUTPUT:
+	case MSG_TERM_REPLAY:
+	case MSG_TERM_EXIT:
+		return agentlink_terminal_dispatch(l->ops, l->userdata, f);
 	default:
 		return -EBADMSG;
 	}
@@ -434,6 +464,11 @@ static int send_simple(struct agentlink *l, uint16_t type, uint64_t seq, const c
 		return r;
 	}
 	return link_send(l, &b);
+}
+
+int agentlink_send_buf(struct agentlink *l, struct buf *frame)
+{
+	return link_send(l, frame);
 }
 
 int agentlink_send_cancel(struct agentlink *l, const char *run_id)

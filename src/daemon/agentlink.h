@@ -13,6 +13,35 @@
 
 struct agentlink;
 struct event_loop;
+struct buf;
+struct frame;
+
+/* A SERVICE_STATE from the agent, checked; strings borrowed for the call. */
+struct agentlink_service_state {
+	const char *name;
+	const char *id;
+	int state; /* enum service_state */
+	uint64_t restart_count;
+	uint64_t attempt; /* the newest attempt's number, 0 before the first */
+	uint64_t pid;	  /* 0 unless an attempt's main process runs */
+	uint64_t started_at;
+	uint64_t next_restart_at;
+	bool stopping;
+	const char *reason; /* NULL when none */
+};
+
+/* A TERM_EXIT from the agent, checked; strings borrowed for the call. */
+struct agentlink_terminal_exit {
+	const char *id;
+	int status;	    /* RUN_EXITED, RUN_KILLED or RUN_FAILED_TO_START */
+	int64_t exit_code;  /* -1 unless exited */
+	int64_t signal;	    /* 0 unless killed */
+	bool forced;	    /* ended by TERM_CLOSE */
+	const char *reason; /* failed to start: why; else NULL */
+	uint64_t started_at;
+	uint64_t ended_at;
+	uint64_t output_bytes;
+};
 
 struct agentlink_ops {
 	/* ids: every run the agent knows (running or with an unacknowledged result). */
@@ -28,6 +57,29 @@ struct agentlink_ops {
 	/* The connection is gone (err < 0: protocol error or I/O failure, 0: EOF). The link must
 	 * be freed by the receiver; nothing else is called afterwards. */
 	void (*closed)(void *userdata, int err);
+	/* Services (agentlink-service.c); each may be NULL. service_hello comes just before hello
+	 * with the name of every service the agent knows. service_state and service_attempt are
+	 * sequenced: the receiver acknowledges seq once stored. */
+	void (*service_hello)(void *userdata, char **names, size_t n_names);
+	void (*service_state)(void *userdata, uint64_t seq,
+			      const struct agentlink_service_state *state);
+	void (*service_attempt)(void *userdata, uint64_t seq, const char *name,
+				const struct service_attempt_row *attempt);
+	void (*service_output)(void *userdata, const char *name, uint64_t attempt, int stream,
+			       uint64_t offset, const uint8_t *data, size_t n);
+	void (*service_error)(void *userdata, const char *name, const char *reason);
+	/* Terminals (agentlink-terminal.c); each may be NULL. terminal_hello comes right after
+	 * hello with every terminal the agent knows (live, or ended with an unacknowledged
+	 * TERM_EXIT). terminal_exit is sequenced: the receiver acknowledges seq once stored. */
+	void (*terminal_hello)(void *userdata, char **ids, size_t n_ids);
+	void (*terminal_opened)(void *userdata, const char *id, uint64_t pid, uint64_t started_at,
+				const char *command);
+	void (*terminal_output)(void *userdata, const char *id, uint64_t offset,
+				const uint8_t *data, size_t n);
+	void (*terminal_replay)(void *userdata, const char *id, uint64_t request, uint64_t offset,
+				const uint8_t *data, size_t n);
+	void (*terminal_exit)(void *userdata, uint64_t seq,
+			      const struct agentlink_terminal_exit *x);
 };
 
 int agentlink_connect(struct event_loop *loop, const char *socket_path, const uint8_t *secret,
@@ -53,3 +105,57 @@ int agentlink_send_cancel(struct agentlink *l, const char *run_id);
 int agentlink_send_watch(struct agentlink *l, const char *run_id, bool watch);
 int agentlink_send_ack(struct agentlink *l, uint64_t seq);
 int agentlink_send_shutdown(struct agentlink *l);
+
+/* Queues a finished frame (*frame is emptied). */
+int agentlink_send_buf(struct agentlink *l, struct buf *frame);
+
+/* SERVICE_START (agentlink-service.c). */
+struct agentlink_service {
+	const char *name;
+	const char *id;
+	const char *command;
+	const char *cwd;
+	char *const *env; /* KEY=VALUE, NULL-terminated, may be NULL */
+	int policy;	  /* enum service_policy */
+	uint64_t max_restarts;
+	uint64_t delay_ms;
+	uint64_t backoff_permille;
+	uint64_t max_delay_ms;
+	int stop_signal;
+	uint64_t stop_timeout_ms;
+	uint64_t head_bytes;
+	uint64_t tail_bytes;
+	uint64_t first_attempt;
+};
+
+int agentlink_send_service_start(struct agentlink *l, const struct agentlink_service *svc);
+/* SERVICE_STOP, SERVICE_RESTART, SERVICE_REMOVE (watch < 0) or SERVICE_WATCH (watch 0/1). */
+int agentlink_send_service(struct agentlink *l, uint16_t type, const char *name, int watch);
+/* For agentlink.c's dispatch: SERVICE_STATE, SERVICE_ATTEMPT_DONE, SERVICE_OUTPUT. */
+int agentlink_service_dispatch(const struct agentlink_ops *ops, void *userdata,
+			       const struct frame *f);
+
+/* Terminals (agentlink-terminal.c). */
+struct agentlink_terminal {
+	const char *id;
+	const char *command; /* NULL: the user's login shell */
+	const char *cwd;
+	char *const *env; /* KEY=VALUE, NULL-terminated, may be NULL */
+	uint64_t cols;
+	uint64_t rows;
+	uint64_t scrollback_bytes;
+};
+
+int agentlink_send_terminal_open(struct agentlink *l, const struct agentlink_terminal *t);
+/* In TERM_INPUT frames of at most PROTO_MAX_TERM_INPUT bytes. */
+int agentlink_send_terminal_input(struct agentlink *l, const char *id, const void *data,
+				  size_t n);
+int agentlink_send_terminal_resize(struct agentlink *l, const char *id, uint64_t cols,
+				   uint64_t rows);
+/* watch: the agent answers TERM_REPLAY with request, then sends live output; !watch: stop. */
+int agentlink_send_terminal_attach(struct agentlink *l, const char *id, bool watch,
+				   uint64_t request);
+int agentlink_send_terminal_close(struct agentlink *l, const char *id);
+/* For agentlink.c: HELLO_OK (its TERM_IDs), TERM_OPENED, TERM_OUTPUT, TERM_REPLAY, TERM_EXIT. */
+int agentlink_terminal_dispatch(const struct agentlink_ops *ops, void *userdata,
+				const struct frame *f);

@@ -25,6 +25,10 @@
 #define HTTP_IDLE_TIMEOUT_SEC 60u
 /* Per-connection MHD memory: request headers and the I/O buffers. */
 #define HTTP_CONNECTION_MEMORY (64u * 1024)
+/* WebSocket subprotocols: ours, and the bearer token of a client that cannot send headers. */
+#define WS_PROTOCOL_HEADER "Sec-WebSocket-Protocol"
+#define WS_PROTOCOL "station-sandbox"
+#define WS_BEARER_PREFIX "bearer."
 
 struct endpoint_info {
 	http_handler_fn fn;	  /* NULL: WebSocket only */
@@ -36,6 +40,8 @@ struct endpoint_info {
 static const char *const query_none[] = { NULL };
 static const char *const query_wait[] = { "waitMs", NULL };
 static const char *const query_limit[] = { "limit", NULL };
+static const char *const query_follow[] = { "follow", NULL };
+static const char *const query_read_only[] = { "readOnly", NULL };
 
 static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_READY] = { api_ready, false, query_none },
@@ -54,6 +60,19 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_IMAGE_CREATE] = { api_image_create, true, query_none },
 	[EP_IMAGE_GET] = { api_image_get, false, query_none },
 	[EP_IMAGE_DELETE] = { api_image_delete, false, query_none },
+	[EP_SERVICE_LIST] = { api_service_list, false, query_none },
+	[EP_SERVICE_CREATE] = { api_service_create, true, query_none },
+	[EP_SERVICE_GET] = { api_service_get, false, query_none },
+	[EP_SERVICE_DELETE] = { api_service_delete, false, query_none },
+	[EP_SERVICE_STOP] = { api_service_stop, false, query_none },
+	[EP_SERVICE_RESTART] = { api_service_restart, false, query_none },
+	[EP_SERVICE_LOGS] = { api_service_logs, false, query_follow },
+	[EP_TERMINAL_LIST] = { api_terminal_list, false, query_none },
+	[EP_TERMINAL_CREATE] = { api_terminal_create, true, query_none },
+	[EP_TERMINAL_GET] = { api_terminal_get, false, query_none },
+	[EP_TERMINAL_DELETE] = { api_terminal_delete, false, query_none },
+	[EP_TERMINAL_ATTACH] = { NULL, false, query_read_only, api_terminal_attach },
+	[EP_TERMINAL_RESIZE] = { api_terminal_resize, true, query_none },
 };
 
 struct http_server {
@@ -469,13 +488,40 @@ static void on_upgrade(void *cls, struct MHD_Connection *connection, void *con_c
 	}
 }
 
+/* The subprotocol to select, when the client offered any (a browser fails the connection
+ * unless one of its offers is selected): WS_PROTOCOL, else the offered bearer token as is.
+ * NULL when none; malloc'd. */
+static char *websocket_protocol(struct http_request *req)
+{
+	const char *v = request_header(req, WS_PROTOCOL_HEADER);
+	char *bearer = NULL;
+
+	while (v && *v) {
+		size_t k;
+
+		v += strspn(v, " \t,");
+		k = strcspn(v, " \t,");
+		if (k == strlen(WS_PROTOCOL) && strncmp(v, WS_PROTOCOL, k) == 0) {
+			free(bearer);
+			return strdup(WS_PROTOCOL);
+		}
+		if (!bearer && k > 0 && strncmp(v, WS_BEARER_PREFIX, strlen(WS_BEARER_PREFIX)) == 0)
+			bearer = strndup(v, k);
+		v += k;
+	}
+	return bearer;
+}
+
 static struct MHD_Response *websocket_response(struct http_request *req)
 {
 	struct MHD_Response *r = MHD_create_response_for_upgrade(on_upgrade, req->server);
+	_cleanup_free_ char *protocol = websocket_protocol(req);
 
 	if (r && MHD_add_response_header(r, MHD_HTTP_HEADER_UPGRADE, "websocket") == MHD_YES &&
 	    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "Upgrade") == MHD_YES &&
-	    MHD_add_response_header(r, "Sec-WebSocket-Accept", req->ws_accept) == MHD_YES)
+	    MHD_add_response_header(r, "Sec-WebSocket-Accept", req->ws_accept) == MHD_YES &&
+	    (!protocol ||
+	     MHD_add_response_header(r, WS_PROTOCOL_HEADER, protocol) == MHD_YES))
 		return r;
 	if (r)
 		MHD_destroy_response(r);
@@ -561,14 +607,47 @@ static struct http_request *request_new(struct http_server *s, struct MHD_Connec
 	return req;
 }
 
+/* Browsers cannot set Authorization on a WebSocket: an upgrade may instead offer the token as
+ * a subprotocol "bearer.<token>" (docs/api.md, "Authentication"). Copies the first such
+ * offer's token into ret; false when there is none (or it does not fit). */
+static bool websocket_bearer(struct MHD_Connection *c, char *ret, size_t size)
+{
+	const char *upgrade = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+							   MHD_HTTP_HEADER_UPGRADE);
+	const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, WS_PROTOCOL_HEADER);
+
+	if (!upgrade || !header_has_token(upgrade, "websocket"))
+		return false;
+	while (v && *v) {
+		size_t k;
+
+		v += strspn(v, " \t,");
+		k = strcspn(v, " \t,");
+		if (k > strlen(WS_BEARER_PREFIX) && k - strlen(WS_BEARER_PREFIX) < size &&
+		    strncmp(v, WS_BEARER_PREFIX, strlen(WS_BEARER_PREFIX)) == 0) {
+			k -= strlen(WS_BEARER_PREFIX);
+			memcpy(ret, v + strlen(WS_BEARER_PREFIX), k);
+			ret[k] = '\0';
+			return true;
+		}
+		v += k;
+	}
+	return false;
+}
+
 static bool request_authorized(struct http_server *s, struct MHD_Connection *c)
 {
 	const char *h =
 		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	char token[256];
 
 	if (!s->cfg.require_token)
 		return true;
-	if (!h || strncasecmp(h, "Bearer ", 7) != 0 || !s->cfg.check_token)
+	if (!s->cfg.check_token)
+		return false;
+	if (!h && websocket_bearer(c, token, sizeof token))
+		return s->cfg.check_token(s->cfg.token_userdata, token);
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
 		return false;
 	h += 7;
 	while (*h == ' ')

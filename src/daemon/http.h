@@ -117,6 +117,19 @@ int api_image_list(struct http_request *req);	     /* api-images.c */
 int api_image_create(struct http_request *req);
 int api_image_get(struct http_request *req);
 int api_image_delete(struct http_request *req);
+int api_service_list(struct http_request *req); /* api-services.c */
+int api_service_create(struct http_request *req);
+int api_service_get(struct http_request *req);
+int api_service_delete(struct http_request *req);
+int api_service_stop(struct http_request *req);
+int api_service_restart(struct http_request *req);
+int api_service_logs(struct http_request *req);
+int api_terminal_list(struct http_request *req); /* api-terminals.c */
+int api_terminal_create(struct http_request *req);
+int api_terminal_get(struct http_request *req);
+int api_terminal_delete(struct http_request *req);
+int api_terminal_resize(struct http_request *req);
+int api_terminal_attach(struct http_request *req); /* WebSocket only */
 
 /* Shared by the handlers: {"key":[…]} from a list the manager returned as an array (an object
  * passes through); NULL when out of memory. */

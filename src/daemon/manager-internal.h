@@ -12,6 +12,10 @@
 
 struct cgroup;
 struct agentlink;
+struct agentlink_service_state;
+struct agentlink_terminal_exit;
+struct terminal;
+struct service;
 struct event_source;
 struct adapter_ops;
 
@@ -62,6 +66,11 @@ struct workspace {
 	unsigned reconnects;
 	struct run_state *runs;
 	size_t n_running;
+	struct service *services; /* manager-service.c */
+	size_t n_services;
+	bool agent_fresh; /* the agent was just started: it runs no service yet */
+	struct terminal *terminals; /* manager-terminal.c: the live ones */
+	size_t n_terminals;
 };
 
 struct manager {
@@ -102,3 +111,40 @@ void run_on_output(struct workspace *ws, const char *run_id, int stream, uint64_
 json_t *run_to_json(const struct run_row *r, bool with_output);
 json_t *workspace_to_json(const struct workspace *ws);
 void json_set_time(json_t *o, const char *key, uint64_t usec);
+
+/* manager-service.c */
+/* The workspace's services from the store (controller start). */
+void services_load(struct workspace *ws);
+/* A new agent runs no service: its HELLO starts the autostart ones. */
+void services_on_agent_started(struct workspace *ws);
+/* The agent and every process are gone: running attempts end `lost`, services stop. */
+void services_lose_all(struct workspace *ws, const char *reason);
+void services_free_all(struct workspace *ws);
+/* agentlink ops; userdata is the workspace. */
+void services_on_hello(void *userdata, char **names, size_t n_names);
+void services_on_state(void *userdata, uint64_t seq, const struct agentlink_service_state *st);
+void services_on_attempt(void *userdata, uint64_t seq, const char *name,
+			 const struct service_attempt_row *a);
+void services_on_output(void *userdata, const char *name, uint64_t attempt, int stream,
+			uint64_t offset, const uint8_t *data, size_t n);
+void services_on_error(void *userdata, const char *name, const char *reason);
+
+/* run-json.c: stdout, stderr, their tails and byte counts, encoding and truncated, the way a
+ * run shows them. */
+void output_to_json(json_t *o, const struct run_output out[2]);
+
+/* manager-terminal.c */
+/* The workspace's live terminals from the store (controller start). */
+void terminals_load(struct workspace *ws);
+/* The agent and every process are gone: live terminals end `lost` with reason. */
+void terminals_lose_all(struct workspace *ws, const char *reason);
+void terminals_free_all(struct workspace *ws);
+/* agentlink ops; userdata is the workspace. */
+void terminals_on_hello(void *userdata, char **ids, size_t n_ids);
+void terminals_on_opened(void *userdata, const char *id, uint64_t pid, uint64_t started_at,
+			 const char *command);
+void terminals_on_output(void *userdata, const char *id, uint64_t offset, const uint8_t *data,
+			 size_t n);
+void terminals_on_replay(void *userdata, const char *id, uint64_t request, uint64_t offset,
+			 const uint8_t *data, size_t n);
+void terminals_on_exit(void *userdata, uint64_t seq, const struct agentlink_terminal_exit *x);

@@ -80,6 +80,8 @@ static void workspace_free(struct workspace *ws)
 	if (!ws)
 		return;
 	runs_free_all(ws);
+	services_free_all(ws);
+	terminals_free_all(ws);
 	agentlink_free(ws->link);
 	event_source_free(ws->link_timer);
 	event_source_free(ws->agent_watch);
@@ -215,6 +217,8 @@ static void agent_lost(struct workspace *ws, const char *reason)
 {
 	log_warn("workspace agent gone", "workspace", ws->row.id, "reason", reason, NULL);
 	runs_lose_all(ws, reason);
+	services_lose_all(ws, reason);
+	terminals_lose_all(ws, reason);
 	agent_forget(ws);
 	/* Lost runs must not leave processes behind: nothing supervises them any more. The
 	 * container (runtime state, mounts) goes too; restart makes it anew with HOME kept. */
@@ -274,6 +278,7 @@ static int agent_start(struct workspace *ws, struct station_error *e)
 	if (r < 0)
 		return station_error_set(e, r, NULL, "cannot reach the new agent: %s", strerror(-r));
 	ws->reconnects = 0;
+	services_on_agent_started(ws);
 	return 0;
 }
 
@@ -394,6 +399,16 @@ static const struct agentlink_ops link_ops = {
 	.run_done = on_run_done,
 	.run_error = on_run_error,
 	.closed = on_link_closed,
+	.service_hello = services_on_hello,
+	.service_state = services_on_state,
+	.service_attempt = services_on_attempt,
+	.service_output = services_on_output,
+	.service_error = services_on_error,
+	.terminal_hello = terminals_on_hello,
+	.terminal_opened = terminals_on_opened,
+	.terminal_output = terminals_on_output,
+	.terminal_replay = terminals_on_replay,
+	.terminal_exit = terminals_on_exit,
 };
 
 /* --- the API --- */
@@ -556,6 +571,8 @@ int manager_workspace_delete(struct manager *m, const char *id, struct station_e
 		return r;
 	workspace_set_state(ws, "deleting", NULL);
 	runs_lose_all(ws, "workspace deleted");
+	services_lose_all(ws, "workspace deleted");
+	terminals_lose_all(ws, "workspace deleted");
 	r = workspace_kill_all(ws);
 	if (r < 0)
 		return station_error_set(e, r, NULL, "cannot stop the processes of workspace "
@@ -586,6 +603,8 @@ int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,
 		return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is %s", id,
 					 ws->row.state);
 	runs_lose_all(ws, "workspace restarted");
+	services_lose_all(ws, "workspace restarted");
+	terminals_lose_all(ws, "workspace restarted");
 	r = workspace_kill_all(ws);
 	if (r >= 0 && ws->cgroup) {
 		struct cgroup_limits limits = {
@@ -709,6 +728,7 @@ static void workspace_adopt(struct workspace *ws)
 	}
 	if (strcmp(ws->row.state, "ready") != 0) {
 		runs_lose_all(ws, "the workspace was not ready when the controller started");
+		terminals_lose_all(ws, "the workspace was not ready when the controller started");
 		return;
 	}
 	ws->agent_pid = (pid_t)ws->row.agent_pid;
@@ -741,6 +761,8 @@ int manager_start(struct manager *m)
 			continue;
 		}
 		workspace_link(m, ws);
+		services_load(ws);
+		terminals_load(ws);
 		workspace_adopt(ws);
 	}
 	free(rows);

@@ -123,3 +123,116 @@ int manager_image_pull(struct manager *m, const char *ref, const char *registry,
 int manager_image_list(struct manager *m, json_t **ret, struct station_error *e);
 /* -EBUSY while a workspace uses it. */
 int manager_image_remove(struct manager *m, const char *ref, struct station_error *e);
+
+/* Services (manager-service.c): foreground commands the workspace's agent supervises under a
+ * restart policy. Service JSON and its attempts: docs/api.md, "Services". Names are unique
+ * per workspace (-EBUSY, 409, for a taken one); at most MANAGER_MAX_SERVICES per workspace. */
+#define MANAGER_MAX_SERVICES 32
+
+struct service_spec {
+	const char *name;    /* [a-z0-9][a-z0-9._-]{0,62} */
+	const char *command;
+	const char *cwd;     /* NULL: the workspace directory */
+	json_t *env;         /* borrowed; NULL or an object of string values, validated */
+	const char *policy;  /* "no", "on-failure", "always" */
+	uint64_t max_restarts;
+	uint64_t delay_ms;
+	uint64_t backoff_permille; /* 0: none; else >= 1000 (the delay multiplier x1000) */
+	uint64_t max_delay_ms;
+	int stop_signal;
+	uint64_t stop_timeout_ms;
+	bool autostart;      /* start again after the workspace restarts */
+};
+
+int manager_service_start(struct manager *m, const char *ws_id, const struct service_spec *spec,
+			  json_t **ret, struct station_error *e);
+int manager_service_list(struct manager *m, const char *ws_id, json_t **ret,
+			 struct station_error *e);
+int manager_service_get(struct manager *m, const char *ws_id, const char *name, json_t **ret,
+			struct station_error *e);
+/* stopSignal to the current attempt's processes, SIGKILL after stopTimeoutMs, no restart; a
+ * pending restart is cancelled. *ret is the service as it is now (the stop completes later). */
+int manager_service_stop(struct manager *m, const char *ws_id, const char *name, json_t **ret,
+			 struct station_error *e);
+/* A fresh attempt: the current one is stopped first. */
+int manager_service_restart(struct manager *m, const char *ws_id, const char *name, json_t **ret,
+			    struct station_error *e);
+/* Stops it and forgets it, attempts included. */
+int manager_service_delete(struct manager *m, const char *ws_id, const char *name,
+			   struct station_error *e);
+
+/* Output of a service, with the callbacks of run watches. follow: the current attempt, live,
+ * until it ends; otherwise (or with no current attempt) the newest finished attempt's stored
+ * output. done() comes once, after the last output(). Never called from inside the call. */
+struct service_watch;
+int manager_service_watch(struct manager *m, const char *ws_id, const char *name, bool follow,
+			  const struct run_watch_ops *ops, void *userdata,
+			  struct service_watch **ret, struct station_error *e);
+/* Before done(); afterwards the watch is gone. */
+void manager_service_unwatch(struct service_watch *w);
+
+/* Terminals (manager-terminal.c): PTY sessions run by the workspace's agent. Terminal JSON:
+ * docs/api.md, "Terminals". At most MANAGER_MAX_TERMINALS live ones per workspace (-EAGAIN,
+ * 429). A terminal outlives its attachers and the controller; it ends when its command exits
+ * or it is force-closed. */
+#define MANAGER_MAX_TERMINALS 16
+#define MANAGER_TERMINAL_SCROLLBACK (256u * 1024)
+
+struct terminal_spec {
+	const char *command; /* NULL: the user's login shell */
+	const char *cwd;     /* NULL: the workspace directory */
+	json_t *env;         /* borrowed; NULL or an object of string values, validated */
+	unsigned cols;       /* 1-10000 */
+	unsigned rows;
+};
+
+/* *ret is the terminal (state "starting": the agent reports it running or failed soon). */
+int manager_terminal_open(struct manager *m, const char *ws_id, const struct terminal_spec *spec,
+			  json_t **ret, struct station_error *e);
+int manager_terminal_list(struct manager *m, const char *ws_id, json_t **ret,
+			  struct station_error *e);
+int manager_terminal_get(struct manager *m, const char *ws_id, const char *term_id, json_t **ret,
+			 struct station_error *e);
+/* -EBUSY when the terminal has ended. *ret (optional) is the terminal. */
+int manager_terminal_resize(struct manager *m, const char *ws_id, const char *term_id,
+			    unsigned cols, unsigned rows, json_t **ret, struct station_error *e);
+/* Force-close: the agent kills the terminal's process tree (its cgroup) and nothing else. The
+ * end is reported later (manager_terminal_wait(TERMINAL_WAIT_ENDED)). 1 when it had already
+ * ended. */
+int manager_terminal_close(struct manager *m, const char *ws_id, const char *term_id,
+			   struct station_error *e);
+
+enum terminal_wait {
+	TERMINAL_WAIT_STARTED, /* running, or ended */
+	TERMINAL_WAIT_ENDED,
+};
+/* Calls fn once when the terminal reaches what. 0 with *ret when registered, 1 when it already
+ * has (nothing registered), < 0 for an unknown workspace or terminal. Never called from inside
+ * the call. */
+struct terminal_waiter;
+int manager_terminal_wait(struct manager *m, const char *ws_id, const char *term_id,
+			  enum terminal_wait what, run_waiter_fn fn, void *userdata,
+			  struct terminal_waiter **ret, struct station_error *e);
+/* Before fn was called; afterwards the waiter is gone. */
+void manager_terminal_waiter_cancel(struct terminal_waiter *w);
+
+/* An attacher: first the scrollback (from its oldest kept byte), then live output. output()
+ * gets bytes with their stream offset; an offset beyond the previous chunk's end is a gap.
+ * ended() comes once, last, with the terminal (borrowed); the attach is gone afterwards. An
+ * attach to an ended terminal gets ended() at once (from the loop). */
+struct terminal_attach;
+struct terminal_attach_ops {
+	void (*output)(void *userdata, uint64_t offset, const void *data, size_t n);
+	void (*ended)(void *userdata, json_t *terminal);
+};
+int manager_terminal_attach(struct manager *m, const char *ws_id, const char *term_id,
+			    const struct terminal_attach_ops *ops, void *userdata,
+			    struct terminal_attach **ret, struct station_error *e);
+/* Before ended(); the terminal keeps running. */
+void manager_terminal_detach(struct terminal_attach *a);
+/* Keystrokes to the terminal; dropped once it has ended. */
+int manager_terminal_input(struct terminal_attach *a, const void *data, size_t n);
+int manager_terminal_attach_resize(struct terminal_attach *a, unsigned cols, unsigned rows);
+/* For an attacher that fell behind and dropped output: from now on it gets the scrollback
+ * from stream offset `from` (or its oldest kept byte, if later), then live output again. */
+int manager_terminal_resync(struct terminal_attach *a, uint64_t from);

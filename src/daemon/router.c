@@ -7,8 +7,8 @@
 
 #include "basic/cleanup.h"
 
-/* '*' in a pattern is one id segment, the first the workspace, the second the run; '@' is an
- * image digest segment. */
+/* '*' in a pattern is one id segment, the first the workspace, the second the run (or the
+ * service); '@' is an image digest segment. */
 struct route {
 	const char *pattern;
 	const char *allow;
@@ -38,6 +38,23 @@ static const struct route routes[] = {
 	{ "/v1/images/@",
 	  "GET, DELETE",
 	  { { "GET", EP_IMAGE_GET }, { "DELETE", EP_IMAGE_DELETE } } },
+	{ "/v1/workspaces/*/services",
+	  "GET, POST",
+	  { { "GET", EP_SERVICE_LIST }, { "POST", EP_SERVICE_CREATE } } },
+	{ "/v1/workspaces/*/services/*",
+	  "GET, DELETE",
+	  { { "GET", EP_SERVICE_GET }, { "DELETE", EP_SERVICE_DELETE } } },
+	{ "/v1/workspaces/*/services/*/stop", "POST", { { "POST", EP_SERVICE_STOP } } },
+	{ "/v1/workspaces/*/services/*/restart", "POST", { { "POST", EP_SERVICE_RESTART } } },
+	{ "/v1/workspaces/*/services/*/logs", "GET", { { "GET", EP_SERVICE_LOGS } } },
+	{ "/v1/workspaces/*/terminals",
+	  "GET, POST",
+	  { { "GET", EP_TERMINAL_LIST }, { "POST", EP_TERMINAL_CREATE } } },
+	{ "/v1/workspaces/*/terminals/*",
+	  "GET, DELETE",
+	  { { "GET", EP_TERMINAL_GET }, { "DELETE", EP_TERMINAL_DELETE } } },
+	{ "/v1/workspaces/*/terminals/*/attach", "GET", { { "GET", EP_TERMINAL_ATTACH } } },
+	{ "/v1/workspaces/*/terminals/*/resize", "POST", { { "POST", EP_TERMINAL_RESIZE } } },
 };
 
 static const char *const endpoint_names[_EP_MAX] = {
@@ -57,6 +74,19 @@ static const char *const endpoint_names[_EP_MAX] = {
 	[EP_IMAGE_CREATE] = "image-create",
 	[EP_IMAGE_GET] = "image-get",
 	[EP_IMAGE_DELETE] = "image-delete",
+	[EP_SERVICE_LIST] = "service-list",
+	[EP_SERVICE_CREATE] = "service-create",
+	[EP_SERVICE_GET] = "service-get",
+	[EP_SERVICE_DELETE] = "service-delete",
+	[EP_SERVICE_STOP] = "service-stop",
+	[EP_SERVICE_RESTART] = "service-restart",
+	[EP_SERVICE_LOGS] = "service-logs",
+	[EP_TERMINAL_LIST] = "terminal-list",
+	[EP_TERMINAL_CREATE] = "terminal-create",
+	[EP_TERMINAL_GET] = "terminal-get",
+	[EP_TERMINAL_DELETE] = "terminal-delete",
+	[EP_TERMINAL_ATTACH] = "terminal-attach",
+	[EP_TERMINAL_RESIZE] = "terminal-resize",
 };
 
 const char *endpoint_to_string(enum endpoint ep)

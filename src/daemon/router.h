@@ -29,13 +29,26 @@ enum endpoint {
 	EP_IMAGE_CREATE,
 	EP_IMAGE_GET,
 	EP_IMAGE_DELETE,
+	EP_SERVICE_LIST,
+	EP_SERVICE_CREATE,
+	EP_SERVICE_GET,
+	EP_SERVICE_DELETE,
+	EP_SERVICE_STOP,
+	EP_SERVICE_RESTART,
+	EP_SERVICE_LOGS,
+	EP_TERMINAL_LIST,
+	EP_TERMINAL_CREATE,
+	EP_TERMINAL_GET,
+	EP_TERMINAL_DELETE,
+	EP_TERMINAL_ATTACH,
+	EP_TERMINAL_RESIZE,
 	_EP_MAX,
 };
 
 struct route_match {
 	enum endpoint endpoint;
 	char ws_id[ROUTE_ID_MAX + 1]; /* "" when the path has none */
-	char run_id[ROUTE_ID_MAX + 1];
+	char run_id[ROUTE_ID_MAX + 1]; /* the run, the service name or the terminal */
 	char image[ROUTE_IMAGE_MAX + 1]; /* "" when the path has none */
 };
 

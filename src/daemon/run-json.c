@@ -148,3 +148,18 @@ json_t *workspace_to_json(const struct workspace *ws)
 	json_set_time(o, "updatedAt", r->updated_at);
 	return o;
 }
+
+void output_to_json(json_t *o, const struct run_output out[2])
+{
+	bool base64 = false, truncated = false;
+
+	for (int i = 0; i < 2; i++) {
+		base64 |= !utf8_is_valid(out[i].head, out[i].head_len) ||
+			  !utf8_is_valid(out[i].tail, out[i].tail_len);
+		truncated |= out[i].head_len + out[i].tail_len < out[i].total;
+	}
+	set_stream(o, "stdout", &out[0], base64);
+	set_stream(o, "stderr", &out[1], base64);
+	json_object_set_new(o, "encoding", json_string(base64 ? "base64" : "utf-8"));
+	json_object_set_new(o, "truncated", json_boolean(truncated));
+}

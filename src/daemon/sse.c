@@ -29,7 +29,8 @@ struct sse_stream {
 
 struct sse {
 	struct http_request *req;
-	struct run_watch *watch;
+	const struct sse_source *src;
+	void *watch;
 	char *buf;
 	size_t start, len, alloc;
 	struct sse_stream streams[2];
@@ -212,7 +213,6 @@ static const struct run_watch_ops sse_watch_ops = {
 /* The announcements still owed, then `end` with the run as it is now. */
 static int sse_finish(struct sse *sse)
 {
-	const struct route_match *m = http_request_route(sse->req);
 	struct station_error e = {};
 	_cleanup_free_ char *text = NULL;
 	const char *event = "end";
@@ -224,7 +224,7 @@ static int sse_finish(struct sse *sse)
 		if (r < 0)
 			return r;
 	}
-	r = manager_run_get(http_request_manager(sse->req), m->ws_id, m->run_id, &run, &e);
+	r = sse->src->end(sse->req, &run, &e);
 	if (r < 0) {
 		event = "error";
 		run = error_json(error_http_status(e.err), e.message, e.field);
@@ -274,7 +274,7 @@ static void sse_free(void *userdata)
 	struct sse *sse = userdata;
 
 	if (sse->watch)
-		manager_run_unwatch(sse->watch);
+		sse->src->unwatch(sse->watch);
 	free(sse->buf);
 	free(sse);
 }
@@ -295,7 +295,7 @@ static int sse_reply(struct http_request *req)
 	return ret;
 }
 
-int sse_start(struct http_request *req, const char *ws_id, const char *run_id)
+int sse_start_source(struct http_request *req, const struct sse_source *src, const char *label)
 {
 	struct station_error e = {};
 	struct sse *sse;
@@ -305,8 +305,8 @@ int sse_start(struct http_request *req, const char *ws_id, const char *run_id)
 	if (!sse)
 		return http_reply_status(req, 500, NULL, "out of memory");
 	sse->req = req;
-	r = manager_run_watch(http_request_manager(req), ws_id, run_id, &sse_watch_ops, sse,
-			      &sse->watch, &e);
+	sse->src = src;
+	r = src->watch(req, &sse_watch_ops, sse, &sse->watch, &e);
 	if (r < 0) {
 		free(sse);
 		return http_reply_error(req, &e);
@@ -314,7 +314,7 @@ int sse_start(struct http_request *req, const char *ws_id, const char *run_id)
 	http_request_set_state(req, sse, sse_free);
 	/* A comment first: MHD sends the headers with the first bytes of the body, and a client
 	 * should see the stream open before the run's first output. */
-	r = buf_printf(sse, 96, ": run %s\n\n", run_id);
+	r = buf_printf(sse, 160, ": %s\n\n", label);
 	if (r >= 0)
 		r = sse_reply(req);
 	if (r < 0) {
@@ -322,4 +322,43 @@ int sse_start(struct http_request *req, const char *ws_id, const char *run_id)
 		return http_reply_status(req, 500, NULL, "could not start the event stream");
 	}
 	return 0;
+}
+
+static int run_watch(struct http_request *req, const struct run_watch_ops *ops, void *userdata,
+		     void **ret, struct station_error *e)
+{
+	const struct route_match *m = http_request_route(req);
+	struct run_watch *w = NULL;
+	int r = manager_run_watch(http_request_manager(req), m->ws_id, m->run_id, ops, userdata,
+				  &w, e);
+
+	if (r >= 0)
+		*ret = w;
+	return r;
+}
+
+static void run_unwatch(void *watch)
+{
+	manager_run_unwatch(watch);
+}
+
+static int run_end(struct http_request *req, json_t **ret, struct station_error *e)
+{
+	const struct route_match *m = http_request_route(req);
+
+	return manager_run_get(http_request_manager(req), m->ws_id, m->run_id, ret, e);
+}
+
+static const struct sse_source run_source = {
+	.watch = run_watch,
+	.unwatch = run_unwatch,
+	.end = run_end,
+};
+
+int sse_start(struct http_request *req, const char *ws_id, const char *run_id)
+{
+	char label[96];
+
+	snprintf(label, sizeof label, "run %s", run_id);
+	return sse_start_source(req, &run_source, label);
 }

@@ -11,8 +11,23 @@
  * fetched when everything before it has been sent. */
 
 #include "daemon/http.h"
+#include "daemon/manager.h"
 
 #define SSE_BUFFER_BYTES (1024u * 1024)
 
-/* Replies with an error when the workspace or run is unknown. */
+/* Replies with an error when the workspace or run is unknown. ws_id and run_id must be the
+ * request's route ids. */
 int sse_start(struct http_request *req, const char *ws_id, const char *run_id);
+
+/* The same stream for another source of output (a service's logs). */
+struct sse_source {
+	/* Starts delivering to ops; *ret_watch goes to unwatch() unless done() came first. */
+	int (*watch)(struct http_request *req, const struct run_watch_ops *ops, void *userdata,
+		     void **ret_watch, struct station_error *e);
+	void (*unwatch)(void *watch);
+	/* The document of the `end` event, fetched once everything before it is sent. */
+	int (*end)(struct http_request *req, json_t **ret, struct station_error *e);
+};
+
+/* label goes into the opening comment line. */
+int sse_start_source(struct http_request *req, const struct sse_source *src, const char *label);

@@ -2,6 +2,8 @@
 #include "validate.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -588,6 +590,63 @@ int validate_run_spec(json_t *body, struct run_spec *ret, uint8_t **ret_stdin,
 	return 0;
 }
 
+static int get_terminal_size(json_t *body, unsigned *ret_cols, unsigned *ret_rows,
+			     struct station_error *e)
+{
+	uint64_t cols = 0, rows = 0;
+	int r;
+
+	if (!json_object_get(body, "cols"))
+		return station_error_set(e, -EINVAL, "cols", "field \"cols\" is required");
+	if (!json_object_get(body, "rows"))
+		return station_error_set(e, -EINVAL, "rows", "field \"rows\" is required");
+	r = get_uint(body, "cols", 1, API_MAX_TERMINAL_SIZE, &cols, e);
+	if (r >= 0)
+		r = get_uint(body, "rows", 1, API_MAX_TERMINAL_SIZE, &rows, e);
+	if (r < 0)
+		return r;
+	*ret_cols = (unsigned)cols;
+	*ret_rows = (unsigned)rows;
+	return 0;
+}
+
+int validate_terminal_size(json_t *body, const char *known_extra, unsigned *ret_cols,
+			   unsigned *ret_rows, struct station_error *e)
+{
+	const char *const known[] = { "cols", "rows", known_extra, NULL };
+	int r = check_known_fields(body, known, e);
+
+	return r < 0 ? r : get_terminal_size(body, ret_cols, ret_rows, e);
+}
+
+int validate_terminal_spec(json_t *body, struct terminal_spec *ret, struct station_error *e)
+{
+	static const char *const known[] = { "command", "cols", "rows", "cwd", "env", NULL };
+	struct terminal_spec spec = {};
+	int r;
+
+	r = check_known_fields(body, known, e);
+	if (r >= 0)
+		r = get_terminal_size(body, &spec.cols, &spec.rows, e);
+	if (r >= 0)
+		r = get_string(body, "command", API_MAX_COMMAND_BYTES, false, &spec.command, NULL, e);
+	if (r >= 0 && spec.command && !spec.command[0])
+		r = station_error_set(e, -EINVAL, "command",
+				      "field \"command\" is empty (omit it for the login shell)");
+	if (r >= 0)
+		r = get_string(body, "cwd", API_MAX_CWD_BYTES, false, &spec.cwd, NULL, e);
+	if (r >= 0 && spec.cwd && !spec.cwd[0])
+		r = station_error_set(e, -EINVAL, "cwd",
+				      "field \"cwd\" is empty (omit it for the workspace "
+				      "directory)");
+	if (r >= 0)
+		r = get_env(body, &spec.env, e);
+	if (r < 0)
+		return r;
+	*ret = spec;
+	return 0;
+}
+
 int validate_query_u64(const char *name, const char *value, uint64_t min, uint64_t max,
 		       uint64_t *ret, struct station_error *e)
 {
@@ -730,4 +789,216 @@ json_t *error_json(unsigned status, const char *message, const char *field)
 	if (field && *field)
 		json_object_set_new(err, "field", json_string_lossy(field));
 	return body;
+}
+
+/* ---- services ------------------------------------------------------------------------------ */
+
+static bool service_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > API_MAX_SERVICE_NAME_BYTES)
+		return false;
+	if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
+		return false;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+/* An integer member key of obj in [min, max], named label in errors; absent leaves *ret. */
+static int get_uint_in(json_t *obj, const char *key, const char *label, uint64_t min,
+		       uint64_t max, uint64_t *ret, struct station_error *e)
+{
+	json_t *v = json_object_get(obj, key);
+	json_int_t i;
+
+	if (!v)
+		return 0;
+	if (!json_is_integer(v))
+		return type_error(e, label, "an integer", v);
+	i = json_integer_value(v);
+	if (i < 0 || (uint64_t)i < min || (uint64_t)i > max)
+		return station_error_set(e, -EINVAL, label,
+					 "field \"%s\" is %lld, out of range %llu-%llu", label,
+					 (long long)i, (unsigned long long)min,
+					 (unsigned long long)max);
+	*ret = (uint64_t)i;
+	return 1;
+}
+
+static int check_known_in(json_t *obj, const char *parent, const char *const *known,
+			  struct station_error *e)
+{
+	const char *key;
+	json_t *v;
+	char label[64];
+
+	json_object_foreach(obj, key, v)
+		if (!str_in(key, known)) {
+			snprintf(label, sizeof label, "%s.%.40s", parent, key);
+			return station_error_set(e, -EINVAL, label, "unknown field \"%s\"", label);
+		}
+	return 0;
+}
+
+static int get_backoff(json_t *restart, struct service_spec *s, struct station_error *e)
+{
+	static const char *const known[] = { "multiplier", "maxDelayMs", NULL };
+	json_t *b = json_object_get(restart, "backoff"), *mult;
+	double d = 2.0;
+	int r;
+
+	if (!b)
+		return 0;
+	if (!json_is_object(b))
+		return type_error(e, "restart.backoff", "an object", b);
+	r = check_known_in(b, "restart.backoff", known, e);
+	if (r < 0)
+		return r;
+	mult = json_object_get(b, "multiplier");
+	if (mult && !json_is_number(mult))
+		return type_error(e, "restart.backoff.multiplier", "a number", mult);
+	if (mult)
+		d = json_number_value(mult);
+	if (!(d >= 1.0 && d <= 100.0))
+		return station_error_set(e, -EINVAL, "restart.backoff.multiplier",
+					 "field \"restart.backoff.multiplier\" is %g, out of range "
+					 "1-100",
+					 d);
+	s->backoff_permille = (uint64_t)(d * 1000.0 + 0.5);
+	s->max_delay_ms = API_DEFAULT_SERVICE_MAX_DELAY_MS;
+	r = get_uint_in(b, "maxDelayMs", "restart.backoff.maxDelayMs", 0,
+			API_MAX_SERVICE_DELAY_MS, &s->max_delay_ms, e);
+	return r < 0 ? r : 0;
+}
+
+static int get_restart(json_t *body, struct service_spec *s, struct station_error *e)
+{
+	static const char *const known[] = { "policy", "maxRestarts", "delayMs", "backoff", NULL };
+	static const char *const policies[] = { "no", "on-failure", "always", NULL };
+	json_t *restart = json_object_get(body, "restart"), *policy;
+	int r;
+
+	s->policy = "no";
+	s->max_restarts = API_DEFAULT_SERVICE_MAX_RESTARTS;
+	s->delay_ms = API_DEFAULT_SERVICE_DELAY_MS;
+	if (!restart)
+		return 0;
+	if (!json_is_object(restart))
+		return type_error(e, "restart", "an object", restart);
+	r = check_known_in(restart, "restart", known, e);
+	if (r < 0)
+		return r;
+	policy = json_object_get(restart, "policy");
+	if (policy && !json_is_string(policy))
+		return type_error(e, "restart.policy", "a string", policy);
+	if (policy && (has_nul(policy) || !str_in(json_string_value(policy), policies)))
+		return station_error_set(e, -EINVAL, "restart.policy",
+					 "field \"restart.policy\" must be \"no\", \"on-failure\" "
+					 "or \"always\"");
+	if (policy)
+		s->policy = json_string_value(policy);
+	r = get_uint_in(restart, "maxRestarts", "restart.maxRestarts", 0,
+			API_MAX_SERVICE_RESTARTS, &s->max_restarts, e);
+	if (r >= 0)
+		r = get_uint_in(restart, "delayMs", "restart.delayMs", 0, API_MAX_SERVICE_DELAY_MS,
+				&s->delay_ms, e);
+	if (r >= 0)
+		r = get_backoff(restart, s, e);
+	return r < 0 ? r : 0;
+}
+
+/* "SIGTERM", "TERM" or a number from 1 to 64. */
+static int get_stop_signal(json_t *body, int *ret, struct station_error *e)
+{
+	json_t *v = json_object_get(body, "stopSignal");
+	const char *name;
+
+	*ret = SIGTERM;
+	if (!v)
+		return 0;
+	if (json_is_integer(v)) {
+		if (json_integer_value(v) < 1 || json_integer_value(v) > 64)
+			return station_error_set(e, -EINVAL, "stopSignal",
+						 "field \"stopSignal\" is %lld, out of range 1-64",
+						 (long long)json_integer_value(v));
+		*ret = (int)json_integer_value(v);
+		return 0;
+	}
+	if (!json_is_string(v))
+		return type_error(e, "stopSignal", "a signal name or number", v);
+	name = json_string_value(v);
+	if (strncmp(name, "SIG", 3) == 0)
+		name += 3;
+	for (int sig = 1; sig < NSIG && !has_nul(v); sig++) {
+		const char *abbrev = sigabbrev_np(sig);
+
+		if (abbrev && strcmp(abbrev, name) == 0) {
+			*ret = sig;
+			return 0;
+		}
+	}
+	return station_error_set(e, -EINVAL, "stopSignal",
+				 "field \"stopSignal\" is not a signal name (like \"SIGTERM\" or "
+				 "\"SIGINT\")");
+}
+
+static int get_service_strings(json_t *body, struct service_spec *s, struct station_error *e)
+{
+	int r;
+
+	if (!json_object_get(body, "name"))
+		return station_error_set(e, -EINVAL, "name", "field \"name\" is required");
+	r = get_string(body, "name", 256, false, &s->name, NULL, e);
+	if (r < 0)
+		return r;
+	if (!service_name_ok(s->name))
+		return station_error_set(e, -EINVAL, "name",
+					 "field \"name\" must match [a-z0-9][a-z0-9._-]{0,62}, not "
+					 "\"%.64s\"",
+					 s->name);
+	if (!json_object_get(body, "command"))
+		return station_error_set(e, -EINVAL, "command", "field \"command\" is required");
+	r = get_string(body, "command", API_MAX_COMMAND_BYTES, false, &s->command, NULL, e);
+	if (r < 0)
+		return r;
+	if (s->command[0] == '\0')
+		return station_error_set(e, -EINVAL, "command", "field \"command\" is empty");
+	r = get_string(body, "cwd", API_MAX_CWD_BYTES, false, &s->cwd, NULL, e);
+	if (r < 0)
+		return r;
+	if (s->cwd && s->cwd[0] == '\0')
+		return station_error_set(e, -EINVAL, "cwd",
+					 "field \"cwd\" is empty (omit it for the workspace "
+					 "directory)");
+	return 0;
+}
+
+int validate_service_spec(json_t *body, struct service_spec *ret, struct station_error *e)
+{
+	static const char *const known[] = { "name",	     "command",	      "cwd",
+					     "env",	     "restart",	      "stopSignal",
+					     "stopTimeoutMs", "autostart", NULL };
+	struct service_spec s = { .stop_timeout_ms = API_DEFAULT_SERVICE_STOP_TIMEOUT_MS };
+	json_t *autostart = json_object_get(body, "autostart");
+	int r;
+
+	r = check_known_fields(body, known, e);
+	if (r >= 0)
+		r = get_service_strings(body, &s, e);
+	if (r >= 0)
+		r = get_env(body, &s.env, e);
+	if (r >= 0)
+		r = get_restart(body, &s, e);
+	if (r >= 0)
+		r = get_stop_signal(body, &s.stop_signal, e);
+	if (r >= 0)
+		r = get_uint(body, "stopTimeoutMs", 0, API_MAX_SERVICE_STOP_TIMEOUT_MS,
+			     &s.stop_timeout_ms, e);
+	if (r >= 0 && autostart && !json_is_boolean(autostart))
+		r = type_error(e, "autostart", "a boolean", autostart);
+	if (r < 0)
+		return r;
+	s.autostart = json_is_true(autostart);
+	*ret = s;
+	return 0;
 }

@@ -40,6 +40,16 @@
 #define API_MAX_IMAGE_NAME_BYTES 255u
 #define API_MAX_REGISTRY_BYTES 255u
 
+/* Services (docs/api.md, "Services"). */
+#define API_MAX_SERVICE_NAME_BYTES 63u
+#define API_MAX_SERVICE_RESTARTS 1000000u
+#define API_MAX_SERVICE_DELAY_MS 3600000u
+#define API_MAX_SERVICE_STOP_TIMEOUT_MS 3600000u
+#define API_DEFAULT_SERVICE_MAX_RESTARTS 5u
+#define API_DEFAULT_SERVICE_DELAY_MS 1000u
+#define API_DEFAULT_SERVICE_MAX_DELAY_MS 300000u
+#define API_DEFAULT_SERVICE_STOP_TIMEOUT_MS 10000u
+
 /* Parses a request body. An empty body is {} when allow_empty, else an error. *ret is a new
  * reference to an object. */
 int validate_body(const void *data, size_t n, bool allow_empty, json_t **ret,
@@ -66,6 +76,21 @@ int validate_image_request(json_t *body, struct image_request *ret, struct stati
  * decoded into *ret_stdin (malloc'd, the caller frees it; NULL when stdin points into body). */
 int validate_run_spec(json_t *body, struct run_spec *ret, uint8_t **ret_stdin,
 		      struct station_error *e);
+
+/* Fills *ret from a POST …/services body, defaults applied; strings stay owned by body.
+ * Errors name the field, nested ones with a dot ("restart.policy"). */
+int validate_service_spec(json_t *body, struct service_spec *ret, struct station_error *e);
+
+/* Terminals (docs/api.md, "Terminals"): cols and rows 1-10000. */
+#define API_MAX_TERMINAL_SIZE 10000u
+
+/* Fills *ret from a POST …/terminals body (command?, cols, rows, cwd?, env?); strings stay
+ * owned by body. */
+int validate_terminal_spec(json_t *body, struct terminal_spec *ret, struct station_error *e);
+/* cols and rows, both required (POST …/resize, and the attach's resize message where
+ * known_extra is "type"). */
+int validate_terminal_size(json_t *body, const char *known_extra, unsigned *ret_cols,
+			   unsigned *ret_rows, struct station_error *e);
 
 /* An env object: at most 256 entries, keys [A-Za-z_][A-Za-z0-9_]*, string values without NUL.
  * field names the request field in errors. */

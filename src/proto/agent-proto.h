@@ -21,10 +21,14 @@
 #define PROTO_MAX_ENV 256
 #define PROTO_MAX_STDIN (1024u * 1024)
 #define PROTO_MAX_SECRET 64
+#define PROTO_MAX_TERMINALS 16			 /* live terminals per agent */
+#define PROTO_MAX_SCROLLBACK (4u * 1024 * 1024) /* a terminal's ring */
+#define PROTO_MAX_TERM_INPUT (64u * 1024)	 /* one TERM_INPUT */
+#define PROTO_MAX_TERM_SIZE 10000		 /* cols and rows */
 
 enum msg_type {
 	MSG_HELLO = 1,       /* C->A: SECRET, VERSION */
-	MSG_HELLO_OK = 2,    /* A->C: VERSION, PID, RUN_ID* (runs still running) */
+	MSG_HELLO_OK = 2,    /* A->C: VERSION, PID, RUN_ID* (runs still running), TERM_ID* */
 	MSG_RUN_START = 10,  /* C->A: RUN_ID, COMMAND, CWD, ENV*, STDIN?, TIMEOUT_MS, HEAD_BYTES,
 				TAIL_BYTES, WATCH? */
 	MSG_RUN_STARTED = 11, /* A->C: RUN_ID, PID, STARTED_AT */
@@ -36,7 +40,27 @@ enum msg_type {
 	MSG_SHUTDOWN = 20,    /* C->A: kill every run, remove run cgroups, exit 0 */
 	MSG_ERROR = 30,       /* A->C: RUN_ID?, REASON */
 	/* 40-49: terminals (docs/agent-protocol.md, "Terminals") */
+	MSG_TERM_OPEN = 40,   /* C->A: TERM_ID, COMMAND?, CWD?, ENV*, COLS, ROWS, SCROLLBACK_BYTES? */
+	MSG_TERM_OPENED = 41, /* A->C: TERM_ID, PID, STARTED_AT, COMMAND (what runs) */
+	MSG_TERM_OUTPUT = 42, /* A->C: TERM_ID, OFFSET, DATA (dropped over the unsent cap: a gap) */
+	MSG_TERM_INPUT = 43,  /* C->A: TERM_ID, DATA */
+	MSG_TERM_RESIZE = 44, /* C->A: TERM_ID, COLS, ROWS */
+	MSG_TERM_ATTACH = 45, /* C->A: TERM_ID, WATCH (1: REQUEST, replay then live; 0: stop) */
+	MSG_TERM_REPLAY = 46, /* A->C: TERM_ID, REQUEST, OFFSET, DATA (the scrollback ring) */
+	MSG_TERM_CLOSE = 47,  /* C->A: TERM_ID: kill the terminal's cgroup */
+	MSG_TERM_EXIT = 48,   /* A->C, sequenced, acked: TERM_ID, STATUS, EXIT_CODE | SIGNAL,
+				 FORCED?, REASON?, STARTED_AT, ENDED_AT, OFFSET (bytes written) */
 	/* 50-59: services (docs/agent-protocol.md, "Services") */
+	MSG_SERVICE_START = 50,   /* C->A: SERVICE_NAME, SERVICE_ID, COMMAND, CWD, ENV*, RESTART_POLICY,
+				     MAX_RESTARTS, DELAY_MS, BACKOFF_PERMILLE?, MAX_DELAY_MS?,
+				     STOP_SIGNAL, STOP_TIMEOUT_MS, HEAD_BYTES, TAIL_BYTES, ATTEMPT */
+	MSG_SERVICE_STOP = 51,    /* C->A: SERVICE_NAME */
+	MSG_SERVICE_RESTART = 52, /* C->A: SERVICE_NAME */
+	MSG_SERVICE_STATE = 53,   /* A->C, sequenced, acked: SERVICE_NAME, SERVICE_ID, SERVICE_STATE, ... */
+	MSG_SERVICE_ATTEMPT_DONE = 54, /* A->C, sequenced, acked: SERVICE_NAME, ATTEMPT, ... */
+	MSG_SERVICE_OUTPUT = 55,  /* A->C: SERVICE_NAME, ATTEMPT, STREAM, OFFSET, DATA */
+	MSG_SERVICE_WATCH = 56,   /* C->A: SERVICE_NAME, WATCH (1 start, 0 stop) */
+	MSG_SERVICE_REMOVE = 57,  /* C->A: SERVICE_NAME: stop it and forget it */
 };
 
 /* Tags 100-149 are for terminals, 150-199 for services. */
@@ -72,6 +96,61 @@ enum msg_tag {
 	TAG_STDERR_BYTES = 28,
 	TAG_CPU_USEC = 29,
 	TAG_PEAK_MEMORY = 30,
+	/* 100-149: terminals */
+	TAG_TERM_ID = 100,
+	TAG_COLS = 101,
+	TAG_ROWS = 102,
+	TAG_SCROLLBACK_BYTES = 103,
+	TAG_REQUEST = 104, /* TERM_ATTACH's number, echoed by its TERM_REPLAY */
+	TAG_FORCED = 105,  /* TERM_EXIT: ended by TERM_CLOSE */
+	/* 150-199: services */
+	TAG_SERVICE_NAME = 150,
+	TAG_SERVICE_ID = 151,       /* the controller's id of this definition */
+	TAG_RESTART_POLICY = 152,   /* enum service_policy */
+	TAG_MAX_RESTARTS = 153,
+	TAG_DELAY_MS = 154,
+	TAG_BACKOFF_PERMILLE = 155, /* delay multiplier per restart, x1000 (2000: doubles) */
+	TAG_MAX_DELAY_MS = 156,
+	TAG_STOP_SIGNAL = 157,
+	TAG_STOP_TIMEOUT_MS = 158,
+	TAG_ATTEMPT = 159,          /* attempt number (START: the number of the first attempt) */
+	TAG_SERVICE_STATE = 160,    /* enum service_state */
+	TAG_RESTART_COUNT = 161,
+	TAG_NEXT_RESTART_AT = 162,  /* CLOCK_REALTIME microseconds, in backoff */
+	TAG_END_REASON = 163,       /* enum attempt_end */
+	TAG_DAEMONIZED = 164,
+	TAG_OUTPUT_DROPPED = 165,   /* the agent no longer had this attempt's output */
+	TAG_STOPPING = 166,         /* a stop or restart is under way */
+};
+
+/* Service restart policies, states and attempt ends (docs/agent-protocol.md, "Services"). */
+enum service_policy {
+	SERVICE_POLICY_NO = 0,
+	SERVICE_POLICY_ON_FAILURE = 1,
+	SERVICE_POLICY_ALWAYS = 2,
+	_SERVICE_POLICY_MAX,
+};
+
+enum service_state {
+	SERVICE_STARTING = 0,
+	SERVICE_RUNNING = 1,
+	SERVICE_BACKOFF = 2,
+	SERVICE_STOPPED = 3,
+	SERVICE_FAILED = 4,
+	SERVICE_EXHAUSTED = 5,
+	_SERVICE_STATE_MAX,
+};
+
+/* Why an attempt ended. ATTEMPT_LOST is decided by the controller, never sent by the agent. */
+enum attempt_end {
+	ATTEMPT_EXITED = 0,
+	ATTEMPT_KILLED = 1,	     /* by a signal nobody asked for */
+	ATTEMPT_STOPPED = 2,	     /* stop (or remove) */
+	ATTEMPT_RESTARTED = 3,       /* restart */
+	ATTEMPT_FAILED_TO_START = 4,
+	ATTEMPT_DAEMONIZED = 5,      /* the main process exited, leaving processes behind */
+	ATTEMPT_LOST = 6,
+	_ATTEMPT_END_MAX,
 };
 
 enum run_stream {
@@ -93,3 +172,10 @@ enum run_status {
 
 const char *run_status_to_string(enum run_status s);
 int run_status_from_string(const char *s);
+
+const char *service_policy_to_string(enum service_policy p);
+int service_policy_from_string(const char *s);
+const char *service_state_to_string(enum service_state s);
+int service_state_from_string(const char *s);
+const char *attempt_end_to_string(enum attempt_end e);
+int attempt_end_from_string(const char *s);

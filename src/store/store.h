@@ -101,3 +101,105 @@ int store_token_insert(struct store *s, const char *name, const char *hash_hex);
 /* 1 when a token with this hash exists, else 0. */
 int store_token_check(struct store *s, const char *hash_hex);
 int store_token_count(struct store *s, size_t *ret);
+
+/* Services (store-service.c). A definition with its current state; names are unique per
+ * workspace. Strings as in the API (state "running", restart_policy "on-failure"). */
+struct service_row {
+	char *id;
+	char *workspace_id;
+	char *name;
+	char *command;
+	char *cwd;	/* NULL: the workspace directory */
+	char *env_json; /* JSON object; NULL when none */
+	char *restart_policy;
+	uint64_t max_restarts;
+	uint64_t delay_ms;
+	uint64_t backoff_permille; /* 0: no backoff */
+	uint64_t max_delay_ms;
+	int64_t stop_signal;
+	uint64_t stop_timeout_ms;
+	bool autostart;
+	uint64_t max_output_bytes; /* per stream, head + tail */
+	char *state;
+	char *reason;
+	uint64_t restart_count;
+	uint64_t next_restart_at;
+	int64_t main_pid;	    /* 0 when none */
+	uint64_t current_attempt;   /* 0 when none runs */
+	uint64_t attempt_started_at;
+	uint64_t next_attempt;	    /* number the next attempt gets */
+	bool stopping;
+	uint64_t created_at;
+	uint64_t updated_at;
+};
+void service_row_free(struct service_row *r);
+
+/* -EEXIST when the workspace already has a service of that name. */
+int store_service_insert(struct store *s, const struct service_row *r);
+/* The state columns: state, reason, restart_count, next_restart_at, main_pid, current_attempt,
+ * attempt_started_at, next_attempt, stopping, updated_at. -ENOENT when absent. */
+int store_service_update(struct store *s, const struct service_row *r);
+int store_service_delete(struct store *s, const char *id); /* its attempts go too */
+/* Every service of a workspace, oldest first. */
+int store_service_list(struct store *s, const char *workspace_id, struct service_row **ret,
+		       size_t *ret_n);
+
+/* One finished attempt of a service. */
+struct service_attempt_row {
+	char *service_id;
+	uint64_t number;
+	uint64_t started_at;
+	uint64_t ended_at;
+	int64_t exit_code; /* -1 when none */
+	int64_t signal;	   /* 0 when none */
+	char *end_reason;  /* exited, killed, stopped, restarted, failed_to_start, daemonized, lost */
+	char *reason;
+	bool daemonized;
+	bool output_dropped;
+	struct run_output out[2];
+};
+void service_attempt_row_free(struct service_attempt_row *r);
+
+/* Returns 1 when recorded, 0 when that attempt was recorded before (a re-sent result). Keeps
+ * only the newest `keep` attempts of the service. */
+int store_attempt_insert(struct store *s, const struct service_attempt_row *r, size_t keep);
+/* Oldest first. */
+int store_attempt_list(struct store *s, const char *service_id, bool with_output,
+		       struct service_attempt_row **ret, size_t *ret_n);
+/* number 0: the newest. -ENOENT when there is none. */
+int store_attempt_get(struct store *s, const char *service_id, uint64_t number,
+		      struct service_attempt_row *ret);
+
+/* Terminals (store-terminal.c). state is the API string: starting, running, exited, closed,
+ * failed, lost. */
+struct terminal_row {
+	char *id;
+	char *workspace_id;
+	char *command;	/* what runs; NULL until known (the login shell) */
+	char *cwd;	/* NULL: the workspace directory */
+	char *env_json; /* JSON object; NULL when none */
+	uint64_t cols;
+	uint64_t rows;
+	char *state;
+	char *reason;
+	int64_t pid;	   /* 0 when none */
+	int64_t exit_code; /* -1 when none */
+	int64_t signal;	   /* 0 when none */
+	uint64_t output_bytes;
+	uint64_t created_at;
+	uint64_t started_at;
+	uint64_t ended_at;
+};
+void terminal_row_free(struct terminal_row *r);
+
+/* Then drops the ended terminals of the workspace beyond the newest keep_ended (0: none). */
+int store_terminal_insert(struct store *s, const struct terminal_row *r, size_t keep_ended);
+/* command, cols, rows, state, reason, pid, exit_code, signal, output_bytes, started_at,
+ * ended_at of the row with r->id. -ENOENT when absent. */
+int store_terminal_update(struct store *s, const struct terminal_row *r);
+/* -ENOENT unless the terminal exists and belongs to workspace_id. */
+int store_terminal_get(struct store *s, const char *workspace_id, const char *id,
+		       struct terminal_row *ret);
+/* Every terminal of a workspace, oldest first. */
+int store_terminal_list(struct store *s, const char *workspace_id, struct terminal_row **ret,
+			size_t *ret_n);

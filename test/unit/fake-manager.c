@@ -370,3 +370,131 @@ int manager_image_remove(struct manager *m, const char *ref, struct station_erro
 		return station_error_set(e, -ENOENT, NULL, "image %s not in store", ref);
 	return 0;
 }
+
+/* Services: not faked; every call answers 404 (the HTTP layer's routing is what is tested). */
+static int no_service(const char *name, struct station_error *e)
+{
+	return station_error_set(e, -ENOENT, NULL, "service \"%s\" not found", name);
+}
+
+int manager_service_start(struct manager *m, const char *ws_id, const struct service_spec *spec,
+			  json_t **ret, struct station_error *e)
+{
+	return no_service(spec->name, e);
+}
+
+int manager_service_list(struct manager *m, const char *ws_id, json_t **ret,
+			 struct station_error *e)
+{
+	*ret = json_pack("{s:[]}", "services");
+	return 0;
+}
+
+int manager_service_get(struct manager *m, const char *ws_id, const char *name, json_t **ret,
+			struct station_error *e)
+{
+	return no_service(name, e);
+}
+
+int manager_service_stop(struct manager *m, const char *ws_id, const char *name, json_t **ret,
+			 struct station_error *e)
+{
+	return no_service(name, e);
+}
+
+int manager_service_restart(struct manager *m, const char *ws_id, const char *name, json_t **ret,
+			    struct station_error *e)
+{
+	return no_service(name, e);
+}
+
+int manager_service_delete(struct manager *m, const char *ws_id, const char *name,
+			   struct station_error *e)
+{
+	return no_service(name, e);
+}
+
+int manager_service_watch(struct manager *m, const char *ws_id, const char *name, bool follow,
+			  const struct run_watch_ops *ops, void *userdata,
+			  struct service_watch **ret, struct station_error *e)
+{
+	return no_service(name, e);
+}
+
+void manager_service_unwatch(struct service_watch *w)
+{
+}
+
+/* Terminals: not faked either; every call about one answers 404. */
+static int no_terminal(const char *id, struct station_error *e)
+{
+	return station_error_set(e, -ENOENT, NULL, "terminal \"%s\" not found", id);
+}
+
+int manager_terminal_open(struct manager *m, const char *ws_id, const struct terminal_spec *spec,
+			  json_t **ret, struct station_error *e)
+{
+	return no_terminal("new", e);
+}
+
+int manager_terminal_list(struct manager *m, const char *ws_id, json_t **ret,
+			  struct station_error *e)
+{
+	*ret = json_pack("{s:[]}", "terminals");
+	return 0;
+}
+
+int manager_terminal_get(struct manager *m, const char *ws_id, const char *term_id, json_t **ret,
+			 struct station_error *e)
+{
+	return no_terminal(term_id, e);
+}
+
+int manager_terminal_resize(struct manager *m, const char *ws_id, const char *term_id,
+			    unsigned cols, unsigned rows, json_t **ret, struct station_error *e)
+{
+	return no_terminal(term_id, e);
+}
+
+int manager_terminal_close(struct manager *m, const char *ws_id, const char *term_id,
+			   struct station_error *e)
+{
+	return no_terminal(term_id, e);
+}
+
+int manager_terminal_wait(struct manager *m, const char *ws_id, const char *term_id,
+			  enum terminal_wait what, run_waiter_fn fn, void *userdata,
+			  struct terminal_waiter **ret, struct station_error *e)
+{
+	return no_terminal(term_id, e);
+}
+
+void manager_terminal_waiter_cancel(struct terminal_waiter *w)
+{
+}
+
+int manager_terminal_attach(struct manager *m, const char *ws_id, const char *term_id,
+			    const struct terminal_attach_ops *ops, void *userdata,
+			    struct terminal_attach **ret, struct station_error *e)
+{
+	return no_terminal(term_id, e);
+}
+
+void manager_terminal_detach(struct terminal_attach *a)
+{
+}
+
+int manager_terminal_input(struct terminal_attach *a, const void *data, size_t n)
+{
+	return -ENOTCONN;
+}
+
+int manager_terminal_attach_resize(struct terminal_attach *a, unsigned cols, unsigned rows)
+{
+	return -ENOTCONN;
+}
+
+int manager_terminal_resync(struct terminal_attach *a, uint64_t from)
+{
+	return -ENOTCONN;
+}

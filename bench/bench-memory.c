@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: MIT */
+/* Host memory of idle host workspaces: o->count of them are created, left idle, measured from
+ * their cgroups and from /proc, and deleted. Rows (o->id as prefix):
+ *   .cgroup      per workspace: the workspace cgroup's usage minus page cache
+ *                (v1: memory.usage_in_bytes - total_cache; v2: memory.current - file)
+ *   .agent       per workspace: the agent's RSS (PSS and anonymous RSS in extra)
+ *   .system      (MemTotal - MemFree - Buffers - Cached - SReclaimable) after - before, / count:
+ *                everything, cgroup structures and other kernel objects included; noisy when
+ *                other work runs on the machine
+ *   .controller  the controller's RSS with the workspaces, and before them in extra */
+
+#include <dirent.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define ID_MAX 128
+
+struct ws_mem {
+	char id[ID_MAX];
+	pid_t agent;
+	double cgroup_kib, kmem_kib, rss_kib, pss_kib, anon_kib;
+	bool measured;
+};
+
+static int64_t meminfo_used(void)
+{
+	static const char *const keys[] = { "MemFree", "Buffers", "Cached", "SReclaimable" };
+	char line[256];
+	int64_t total = -1, sub = 0;
+	FILE *f = fopen("/proc/meminfo", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof line, f)) {
+		long long v;
+		char key[64];
+		if (sscanf(line, "%63[^:]: %lld", key, &v) != 2)
+			continue;
+		if (strcmp(key, "MemTotal") == 0)
+			total = v * 1024;
+		for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+			if (strcmp(key, keys[i]) == 0)
+				sub += v * 1024;
+	}
+	fclose(f);
+	return total < 0 ? -EIO : total - sub;
+}
+
+/* The workspace id in an agent's command line: its --home is <root>/workspaces/<id>/home. */
+static bool agent_workspace(pid_t pid, char *ret, size_t size)
+{
+	char path[64], buf[8192];
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *base = strrchr(buf, '/');
+	if (strcmp(base ? base + 1 : buf, "station-agent") != 0)
+		return false;
+	for (size_t off = 0; off < n; off += strlen(buf + off) + 1) {
+		const char *w = strstr(buf + off, "/workspaces/");
+		if (!w)
+			continue;
+		w += strlen("/workspaces/");
+		size_t len = strcspn(w, "/");
+		if (len == 0 || len >= size)
+			continue;
+		memcpy(ret, w, len);
+		ret[len] = '\0';
+		return true;
+	}
+	return false;
+}
+
+static void find_agents(struct ws_mem *ws, int n)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	char id[ID_MAX];
+	while (d && (de = readdir(d))) {
+		pid_t pid = (pid_t)atoi(de->d_name);
+		if (pid <= 0 || !agent_workspace(pid, id, sizeof id))
+			continue;
+		for (int i = 0; i < n; i++)
+			if (strcmp(ws[i].id, id) == 0)
+				ws[i].agent = pid;
+	}
+	if (d)
+		closedir(d);
+}
+
+/* The agent's memory cgroup, walked up to the directory named after the workspace. */
+static int workspace_cgroup(const struct ws_mem *w, char *ret, size_t size, int *ret_version)
+{
+	char path[64], line[1024], rel[1024] = "";
+	snprintf(path, sizeof path, "/proc/%d/cgroup", (int)w->agent);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	*ret_version = 0;
+	while (fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = '\0';
+		char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+		if (!b)
+			continue;
+		if (strncmp(a + 1, "memory:", 7) == 0) {
+			snprintf(rel, sizeof rel, "%s", b + 1);
+			*ret_version = 1;
+		} else if (*ret_version == 0 && strncmp(line, "0::", 3) == 0) {
+			snprintf(rel, sizeof rel, "%s", b + 1);
+			*ret_version = 2;
+		}
+	}
+	fclose(f);
+	if (*ret_version == 0)
+		return -ENOENT;
+	struct stat st;
+	const char *mnt = *ret_version == 1			   ? "/sys/fs/cgroup/memory" :
+			  stat("/sys/fs/cgroup/unified", &st) == 0 ? "/sys/fs/cgroup/unified" :
+								     "/sys/fs/cgroup";
+	for (int up = 0; up < 4; up++) {
+		char *slash = strrchr(rel, '/');
+		if (slash && strcmp(slash + 1, w->id) == 0)
+			break;
+		if (!slash || slash == rel)
+			return -ENOENT;
+		*slash = '\0';
+	}
+	snprintf(ret, size, "%s%s", mnt, rel);
+	return 0;
+}
+
+static int64_t read_u64_file(const char *dir, const char *name)
+{
+	char path[1200];
+	long long v;
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	int k = fscanf(f, "%lld", &v);
+	fclose(f);
+	return k == 1 ? v : -EIO;
+}
+
+static int64_t read_stat_key(const char *dir, const char *key)
+{
+	char path[1200], name[128];
+	long long v;
+	snprintf(path, sizeof path, "%s/memory.stat", dir);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	int64_t found = -ENOENT;
+	while (fscanf(f, "%127s %lld", name, &v) == 2)
+		if (strcmp(name, key) == 0) {
+			found = v;
+			break;
+		}
+	fclose(f);
+	return found;
+}
+
+static int measure_one(struct ws_mem *w, int *ret_version)
+{
+	char dir[1100];
+	int r = workspace_cgroup(w, dir, sizeof dir, ret_version);
+	if (r < 0)
+		return r;
+	bool v1 = *ret_version == 1;
+	int64_t usage = read_u64_file(dir, v1 ? "memory.usage_in_bytes" : "memory.current");
+	int64_t cache = read_stat_key(dir, v1 ? "total_cache" : "file");
+	int64_t kmem = v1 ? read_u64_file(dir, "memory.kmem.usage_in_bytes") :
+			    read_stat_key(dir, "kernel");
+	if (usage < 0 || cache < 0)
+		return -EIO;
+	w->cgroup_kib = (double)(usage - cache) / 1024;
+	w->kmem_kib = kmem >= 0 ? (double)kmem / 1024 : 0;
+	w->rss_kib = (double)bench_proc_kb_field(w->agent, "status", "VmRSS") / 1024;
+	w->anon_kib = (double)bench_proc_kb_field(w->agent, "status", "RssAnon") / 1024;
+	w->pss_kib = (double)bench_proc_kb_field(w->agent, "smaps_rollup", "Pss") / 1024;
+	w->measured = true;
+	return 0;
+}
+
+static struct bench_opts row_opts(const struct bench_opts *o, const char *suffix, char *buf,
+				  size_t size)
+{
+	struct bench_opts r = *o;
+	snprintf(buf, size, "%s.%s", o->id, suffix);
+	r.id = buf;
+	return r;
+}
+
+/* Stats of one field over the measured workspaces. */
+static void field_stats(const struct ws_mem *ws, int n, size_t offset, struct bench_stats *ret)
+{
+	double *v = calloc((size_t)n + 1, sizeof *v);
+	size_t k = 0;
+	for (int i = 0; v && i < n; i++)
+		if (ws[i].measured)
+			v[k++] = *(const double *)((const char *)&ws[i] + offset);
+	bench_stats_compute(v, v ? k : 0, ret);
+	free(v);
+}
+
+static int emit_rows(const struct bench_opts *o, struct ws_mem *ws, int n, int version, double rss0,
+		     double rss1, double used_delta, double create_ms, double delete_ms)
+{
+	char id[160];
+	struct bench_opts ro;
+	struct bench_stats s, kmem, pss, anon, one;
+	double per_ws_kib = (rss1 - rss0) / 1024 / n, x[1];
+	field_stats(ws, n, offsetof(struct ws_mem, cgroup_kib), &s);
+	field_stats(ws, n, offsetof(struct ws_mem, kmem_kib), &kmem);
+	ro = row_opts(o, "cgroup", id, sizeof id);
+	bench_emit(&ro, "KiB", &s,
+		   json_pack("{si si sf sf sf}", "workspaces", n, "cgroupVersion", version,
+			     "kmemMedianKiB", kmem.median, "createMedianMs", create_ms,
+			     "deleteMedianMs", delete_ms));
+	field_stats(ws, n, offsetof(struct ws_mem, rss_kib), &s);
+	field_stats(ws, n, offsetof(struct ws_mem, pss_kib), &pss);
+	field_stats(ws, n, offsetof(struct ws_mem, anon_kib), &anon);
+	ro = row_opts(o, "agent", id, sizeof id);
+	bench_emit(&ro, "KiB", &s,
+		   json_pack("{si sf sf sf sf}", "workspaces", n, "pssMedianKiB", pss.median,
+			     "pssMeanKiB", pss.mean, "anonMedianKiB", anon.median, "anonMeanKiB",
+			     anon.mean));
+	x[0] = used_delta / 1024 / n;
+	bench_stats_compute(x, 1, &one);
+	ro = row_opts(o, "system", id, sizeof id);
+	bench_emit(&ro, "KiB", &one, json_pack("{si}", "workspaces", n));
+	x[0] = rss1 / (1 << 20);
+	bench_stats_compute(x, 1, &one);
+	ro = row_opts(o, "controller", id, sizeof id);
+	return bench_emit(&ro, "MiB", &one,
+			  json_pack("{si sf sf sf}", "workspaces", n, "rssBeforeMiB",
+				    rss0 / (1 << 20), "perWorkspaceKiB", per_ws_kib,
+				    "extrapolated1000MiB",
+				    (rss0 + (rss1 - rss0) * 1000.0 / n) / (1 << 20)));
+}
+
+static double median_of(double *v, int n)
+{
+	struct bench_stats s;
+	bench_stats_compute(v, (size_t)n, &s);
+	return s.median;
+}
+
+int cmd_memory(const struct bench_opts *o)
+{
+	struct station_client *c = NULL;
+	int n = o->count, made = 0, version = 0, r = bench_client(o, &c);
+	struct ws_mem *ws = calloc((size_t)n, sizeof *ws);
+	double *create_ms = calloc((size_t)n, sizeof(double));
+	double *delete_ms = calloc((size_t)n, sizeof(double));
+	char error[600] = "";
+	if (r < 0 || !ws || !create_ms || !delete_ms)
+		return bench_emit_fail(o, "client: %s", strerror(r < 0 ? -r : ENOMEM));
+	json_t *worker = NULL; /* the connection, before the first RSS reading */
+	if (station_worker(c, &worker) >= 0)
+		json_decref(worker);
+	double rss0 = (double)bench_proc_kb_field(o->controller_pid, "status", "VmRSS");
+	double used0 = (double)meminfo_used();
+	struct station_workspace_options wo = { .adapter = "host" };
+	for (; made < n; made++) {
+		json_t *w = NULL;
+		double start = bench_now_ms();
+		if (station_workspace_create(c, &wo, &w) < 0) {
+			snprintf(error, sizeof error, "create workspace %d of %d: %s", made + 1, n,
+				 station_client_last_error(c));
+			break;
+		}
+		create_ms[made] = bench_now_ms() - start;
+		snprintf(ws[made].id, ID_MAX, "%s", json_string_value(json_object_get(w, "id")));
+		json_decref(w);
+	}
+	bench_log("%s: %d idle host workspaces made, settling 2 s", o->id, made);
+	sleep(2);
+	double rss1 = (double)bench_proc_kb_field(o->controller_pid, "status", "VmRSS");
+	double used1 = (double)meminfo_used();
+	find_agents(ws, made);
+	int measured = 0;
+	for (int i = 0; i < made; i++)
+		if (ws[i].agent > 0 && measure_one(&ws[i], &version) >= 0)
+			measured++;
+	if (!error[0] && measured < made)
+		snprintf(error, sizeof error,
+			 "measured %d of %d workspaces (agent or cgroup not "
+			 "found)",
+			 measured, made);
+	double create_med = median_of(create_ms, made);
+	for (int i = 0; i < made; i++) {
+		double start = bench_now_ms();
+		if (station_workspace_delete(c, ws[i].id, NULL) < 0 && !error[0])
+			snprintf(error, sizeof error, "delete %s: %s", ws[i].id,
+				 station_client_last_error(c));
+		delete_ms[i] = bench_now_ms() - start;
+	}
+	if (error[0])
+		r = bench_emit_fail(o, "%s", error);
+	else
+		r = emit_rows(o, ws, made, version, rss0, rss1, used1 - used0, create_med,
+			      median_of(delete_ms, made));
+	station_client_free(c);
+	free(ws), free(create_ms), free(delete_ms);
+	return r;
+}

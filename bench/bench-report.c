@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: MIT */
+/* station-bench report FILE [--json] [--wall SECONDS] [--settings TEXT]: the one table (or the
+ * same as JSON) from the rows the measuring subcommands wrote. Labels, order, same-run ratios
+ * and the DESIGN §11 budget verdicts are defined here, by row id. */
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define CGROUP2_MAGIC 0x63677270
+
+struct verdict {
+	char text[160];
+	int met; /* 1 met, 0 not met, -1 no budget */
+};
+
+struct row_spec;
+typedef void (*budget_fn)(const struct row_spec *spec, json_t *row, json_t *ref,
+			  struct verdict *ret);
+
+struct row_spec {
+	const char *id;
+	const char *group; /* printed above the first row of its group */
+	const char *label;
+	const char *ref;      /* the same-run reference for the ratio, or NULL */
+	const char *ref_name; /* how the ratio names it */
+	bool inverse; /* ratio is this/ref (slower baseline) rather than ref… see ratio() */
+	budget_fn budget;
+};
+
+static double num(json_t *row, const char *key)
+{
+	json_t *v = json_object_get(row, key);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static double extra(json_t *row, const char *key)
+{
+	return num(json_object_get(row, "extra"), key);
+}
+
+static const char *yes(bool met)
+{
+	return met ? "met" : "NOT met";
+}
+
+static void budget_exec(const struct row_spec *s, json_t *row, json_t *ref, struct verdict *v)
+{
+	double p50 = num(row, "median"), p99 = num(row, "p99");
+	v->met = p50 <= 1.5 && p99 <= 5;
+	snprintf(v->text, sizeof v->text, "p50 <= 1.5, p99 <= 5 ms: %s", yes(v->met));
+}
+
+static void budget_faster(const struct row_spec *s, json_t *row, json_t *ref, struct verdict *v,
+			  double factor)
+{
+	double ratio = num(row, "median") / num(ref, "median");
+	if (!ref || isnan(ratio)) {
+		v->met = -1;
+		snprintf(v->text, sizeof v->text, "ours >= %gx faster: no result", factor);
+		return;
+	}
+	v->met = ratio >= factor;
+	snprintf(v->text, sizeof v->text, "ours >= %gx faster: %s", factor, yes(v->met));
+}
+
+static void budget_runc(const struct row_spec *s, json_t *row, json_t *ref, struct verdict *v)
+{
+	budget_faster(s, row, ref, v, 20);
+}
+
+static void budget_crun(const struct row_spec *s, json_t *row, json_t *ref, struct verdict *v)
+{
+	budget_faster(s, row, ref, v, 5);
+}
+
+static void budget_create(const struct row_spec *s, json_t *row, json_t *ref, struct verdict *v)
+{
+	double ratio = num(row, "median") / num(ref, "median");
+	if (!ref || isnan(ratio)) {
+		v->met = -1;
+		snprintf(v->text, sizeof v->text, "<= 1.5x %s: no result", s->ref_name);
+		return;
+	}
+	v->met = ratio <= 1.5;
+	snprintf(v->text, sizeof v->text, "<= 1.5x %s: %s", s->ref_name, yes(v->met));
+}
+
+static void budget_rate(const struct row_spec *s, json_t *row, json_t *ref, struct verdict *v)
+{
+	v->met = num(row, "median") >= 1000;
+	snprintf(v->text, sizeof v->text, ">= 1,000/s: %s", yes(v->met));
+}
+
+static void budget_mem(const struct row_spec *s, json_t *row, json_t *ref, struct verdict *v)
+{
+	v->met = num(row, "mean") <= 2048;
+	snprintf(v->text, sizeof v->text, "mean <= 2 MiB: %s", yes(v->met));
+}
+
+static void budget_controller(const struct row_spec *s, json_t *row, json_t *ref, struct verdict *v)
+{
+	double n = extra(row, "workspaces");
+	if (n >= 1000) {
+		v->met = num(row, "median") <= 100;
+		snprintf(v->text, sizeof v->text, "<= 100 MiB with 1,000: %s", yes(v->met));
+		return;
+	}
+	double x = extra(row, "extrapolated1000MiB");
+	v->met = x <= 100;
+	snprintf(v->text, sizeof v->text, "<= 100 MiB at 1,000 (extrapolated %.0f): %s", x,
+		 yes(v->met));
+}
+
+static void budget_output(const struct row_spec *s, json_t *row, json_t *ref, struct verdict *v)
+{
+	v->met = num(row, "median") >= 300;
+	snprintf(v->text, sizeof v->text, ">= 300 MB/s: %s", yes(v->met));
+}
+
+#define G_EXEC "exec round trip of `true`, client → result"
+#define G_CREATE "workspace create → first exec possible (network none)"
+#define G_RATE "execs per second, one host workspace, N clients (one handle each)"
+#define G_MEM "idle host workspaces, all held at once"
+#define G_OUT "output streamed to a client: head -c N /dev/zero"
+#define G_POLL "API status polls: GET of a finished run"
+
+/* The ratio shown is this median / the ref's median: "2.41x floor"; for a baseline slower than
+ * us (inverse) the same number reads "ours/ctr 14.0x faster" (ours = the container workspace). */
+static const struct row_spec specs[] = {
+	{ "exec.floor", G_EXEC, "floor: posix_spawn + wait of /bin/sh -c true" },
+	{ "exec.host", G_EXEC, "ours: host workspace (API, keep-alive)", "exec.floor", "floor",
+	  false, budget_exec },
+	{ "exec.container", G_EXEC, "ours: container workspace (busybox, runc)", "exec.floor",
+	  "floor", false, budget_exec },
+	{ "exec.runc", G_EXEC, "runc exec into a running busybox container", "exec.container",
+	  "ours/ctr", true, budget_runc },
+	{ "exec.crun", G_EXEC, "crun exec into a running busybox container", "exec.container",
+	  "ours/ctr", true, budget_crun },
+	{ "exec.podman", G_EXEC, "podman exec into a running busybox container", "exec.container",
+	  "ours/ctr", true },
+	{ "create.runc", G_CREATE, "ours, runc: create + first `true`", "run.runc", "runc run",
+	  false, budget_create },
+	{ "run.runc", G_CREATE, "runc run /bin/true, same image and config" },
+	{ "create.crun", G_CREATE, "ours, crun: create + first `true`", "run.crun", "crun run",
+	  false, budget_create },
+	{ "run.crun", G_CREATE, "crun run /bin/true, same image and config" },
+	{ "rate.1", G_RATE, "1 client" },
+	{ "rate.4", G_RATE, "4 clients", "rate.1", "1 client" },
+	{ "rate.16", G_RATE, "16 clients", "rate.1", "1 client", false, budget_rate },
+	{ "mem.cgroup", G_MEM, "per workspace: cgroup memory minus page cache", NULL, NULL, false,
+	  budget_mem },
+	{ "mem.agent", G_MEM, "per workspace: agent RSS (/proc)" },
+	{ "mem.system", G_MEM, "per workspace: host used-memory delta / count" },
+	{ "mem.controller", G_MEM, "controller RSS with them", NULL, NULL, false,
+	  budget_controller },
+	{ "output.sse", G_OUT, "SSE via station_run_follow, MB/s delivered", NULL, NULL, false,
+	  budget_output },
+	{ "output.ws", G_OUT, "WebSocket (binary messages), MB/s delivered", "output.sse", "SSE",
+	  false, budget_output },
+	{ "polls.wrk", G_POLL, "wrk, 64 connections, TCP + bearer token" },
+};
+
+/* --- machine --- */
+
+static void first_line(const char *cmd, char *buf, size_t size)
+{
+	FILE *p = popen(cmd, "r");
+	buf[0] = '\0';
+	if (p) {
+		if (!fgets(buf, (int)size, p))
+			buf[0] = '\0';
+		pclose(p);
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+static const char *cgroup_layout(void)
+{
+	struct statfs root, unified;
+	if (statfs("/sys/fs/cgroup", &root) < 0)
+		return "none";
+	if ((unsigned long)root.f_type == CGROUP2_MAGIC)
+		return "v2";
+	if (statfs("/sys/fs/cgroup/unified", &unified) == 0 &&
+	    (unsigned long)unified.f_type == CGROUP2_MAGIC)
+		return "hybrid (v1 controllers + v2 at /sys/fs/cgroup/unified)";
+	return "v1";
+}
+
+static json_t *machine(void)
+{
+	struct utsname u;
+	char cpu[256] = "", runc[128], crun[128], mem[64] = "";
+	FILE *f = fopen("/proc/cpuinfo", "re");
+	char line[512];
+	while (f && fgets(line, sizeof line, f))
+		if (strncmp(line, "model name", 10) == 0) {
+			snprintf(cpu, sizeof cpu, "%s", strchr(line, ':') + 2);
+			cpu[strcspn(cpu, "\n")] = '\0';
+			break;
+		}
+	if (f)
+		fclose(f);
+	uname(&u);
+	first_line("runc --version 2>/dev/null", runc, sizeof runc);
+	first_line("crun --version 2>/dev/null", crun, sizeof crun);
+	double gib = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE) / (1 << 30);
+	snprintf(mem, sizeof mem, "%.1f GiB", gib);
+	return json_pack("{sI ss ss ss ss ss ss ss}", "nproc",
+			 (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "cpu", cpu, "memory", mem,
+			 "kernel", u.release, "arch", u.machine, "cgroup", cgroup_layout(), "runc",
+			 runc[0] ? runc : "not installed", "crun",
+			 crun[0] ? crun : "not installed");
+}
+
+/* --- rows --- */
+
+static json_t *load_rows(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	json_t *rows = json_object();
+	char *line = NULL;
+	size_t cap = 0;
+	if (!f) {
+		fprintf(stderr, "station-bench report: %s: %s\n", path, strerror(errno));
+		json_decref(rows);
+		return NULL;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		json_t *row = json_loads(line, 0, NULL);
+		const char *id = json_string_value(json_object_get(row, "id"));
+		if (id)
+			json_object_set(rows, id, row); /* the last row of an id wins */
+		json_decref(row);
+	}
+	free(line);
+	fclose(f);
+	return rows;
+}
+
+static const struct row_spec *spec_of(const char *id)
+{
+	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+		if (strcmp(specs[i].id, id) == 0)
+			return &specs[i];
+	return NULL;
+}
+
+/* The ratio text, or "" when there is none. */
+static double ratio(const struct row_spec *s, json_t *row, json_t *ref, char *buf, size_t size)
+{
+	double r = ref ? num(row, "median") / num(ref, "median") : NAN;
+	buf[0] = '\0';
+	if (isnan(r) || isinf(r))
+		return NAN;
+	if (s->inverse)
+		snprintf(buf, size, "%s %.1fx faster", s->ref_name, r);
+	else
+		snprintf(buf, size, "%.2fx %s", r, s->ref_name);
+	return r;
+}
+
+static void fmt_value(double v, const char *unit, char *buf, size_t size)
+{
+	if (isnan(v))
+		snprintf(buf, size, "—");
+	else if (strcmp(unit, "ms") == 0)
+		snprintf(buf, size, v < 10 ? "%.2f" : v < 100 ? "%.1f" : "%.0f", v);
+	else if (strcmp(unit, "MiB") == 0)
+		snprintf(buf, size, "%.1f", v);
+	else
+		snprintf(buf, size, "%.0f", v);
+}
+
+static void fmt_cell(double v, const char *unit, char *buf, size_t size)
+{
+	char n[24];
+	fmt_value(v, unit, n, sizeof n);
+	if (isnan(v))
+		snprintf(buf, size, "—");
+	else
+		snprintf(buf, size, "%s %s", n, unit);
+}
+
+/* Notes beside the ratio for rows whose extra matters to a reader. */
+static void row_note(const char *id, json_t *row, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	if (strncmp(id, "mem.", 4) == 0 && strcmp(id, "mem.controller") != 0 &&
+	    strcmp(id, "mem.system") != 0)
+		snprintf(buf, size, "mean %.0f KiB", num(row, "mean"));
+	if (strcmp(id, "mem.agent") == 0)
+		snprintf(buf, size, "mean %.0f, PSS mean %.0f KiB", num(row, "mean"),
+			 extra(row, "pssMeanKiB"));
+	if (strcmp(id, "mem.controller") == 0)
+		snprintf(buf, size, "%.1f MiB before, +%.1f KiB/ws", extra(row, "rssBeforeMiB"),
+			 extra(row, "perWorkspaceKiB"));
+	if (strncmp(id, "output.", 7) == 0)
+		snprintf(buf, size, "%.1f%% lost to gaps; producer %.0f MB/s",
+			 100 * extra(row, "gapFractionMedian"), extra(row, "producerMBsMedian"));
+	if (strcmp(id, "polls.wrk") == 0 || strncmp(id, "rate.", 5) == 0)
+		snprintf(buf, size, "latency p50 %.2f p99 %.2f ms", extra(row, "latencyP50Ms"),
+			 extra(row, "latencyP99Ms"));
+	if (strncmp(id, "create.", 7) == 0)
+		snprintf(buf, size,
+			 "create alone %.0f ms; first exec refused %.0f times with 503 (agent "
+			 "not connected), %.0f with 409",
+			 extra(row, "createMedianMs"), extra(row, "firstExecRefused503"),
+			 extra(row, "firstExecRefused409"));
+}
+
+struct report {
+	json_t *rows;
+	bool json;
+	double wall;
+	const char *settings;
+	json_t *out; /* the JSON form */
+};
+
+static void print_header(const struct report *rp, json_t *m)
+{
+	printf("station-sandbox bench: %lld CPUs (%s), %s, Linux %s %s, cgroup %s\n",
+	       (long long)json_integer_value(json_object_get(m, "nproc")),
+	       json_string_value(json_object_get(m, "cpu")),
+	       json_string_value(json_object_get(m, "memory")),
+	       json_string_value(json_object_get(m, "kernel")),
+	       json_string_value(json_object_get(m, "arch")),
+	       json_string_value(json_object_get(m, "cgroup")));
+	printf("%s; %s\n", json_string_value(json_object_get(m, "runc")),
+	       json_string_value(json_object_get(m, "crun")));
+	if (rp->settings)
+		printf("settings: %s\n", rp->settings);
+	printf("every row: median, p99 and min-max of its samples (latencies) or of its "
+	       "repetitions (rates); ratios are of medians measured in this run\n\n");
+	printf("%-46s %6s %11s %11s  %-20s %-24s %s\n", "", "n", "median", "p99", "min-max",
+	       "ratio (same run)", "budget (DESIGN §11)");
+}
+
+static void print_row(const struct row_spec *s, const char *id, json_t *row, const char *ratio_s,
+		      const char *note, const struct verdict *v)
+{
+	const char *label = s ? s->label : id;
+	const char *skipped = json_string_value(json_object_get(row, "skipped"));
+	const char *failed = json_string_value(json_object_get(row, "failed"));
+	if (skipped || failed) {
+		if (skipped)
+			printf("  %-44s skipped: %s\n", label, skipped);
+		if (failed)
+			printf("  %-44s FAILED: %s\n", label, failed);
+		return;
+	}
+	const char *unit = json_string_value(json_object_get(row, "unit"));
+	char med[48], p99[48], lo[32], hi[32], range[80];
+	fmt_cell(num(row, "median"), unit, med, sizeof med);
+	fmt_cell(num(row, "p99"), unit, p99, sizeof p99);
+	fmt_value(num(row, "min"), unit, lo, 20);
+	fmt_value(num(row, "max"), unit, hi, 20);
+	snprintf(range, sizeof range, "%s-%s %s", lo, hi, unit);
+	char line[512];
+	int n = snprintf(line, sizeof line, "  %-44s %6lld %11s %11s  %-20s %-24s %s", label,
+			 (long long)json_integer_value(json_object_get(row, "n")), med, p99, range,
+			 ratio_s, v->met >= 0 ? v->text : "");
+	while (n > 0 && (size_t)n < sizeof line && line[n - 1] == ' ')
+		line[--n] = '\0';
+	puts(line);
+	if (note[0])
+		printf("      %s\n", note);
+}
+
+static void report_row(struct report *rp, const struct row_spec *s, const char *id,
+		       const char **group)
+{
+	json_t *row = json_object_get(rp->rows, id);
+	json_t *ref = s && s->ref ? json_object_get(rp->rows, s->ref) : NULL;
+	char ratio_s[96], note[128];
+	struct verdict v = { "", -1 };
+	if (!row)
+		return;
+	if (ref && (json_object_get(ref, "skipped") || json_object_get(ref, "failed")))
+		ref = NULL;
+	bool measured = !json_object_get(row, "skipped") && !json_object_get(row, "failed");
+	double r = measured && s ? ratio(s, row, ref, ratio_s, sizeof ratio_s) : NAN;
+	if (!measured || !s)
+		ratio_s[0] = '\0';
+	row_note(id, row, note, sizeof note);
+	if (measured && s && s->budget)
+		s->budget(s, row, ref, &v);
+	if (!rp->json && s && (!*group || strcmp(*group, s->group) != 0)) {
+		if (strcmp(s->group, G_MEM) == 0)
+			printf("%s: %.0f (budget: >= 1,000 with controller RSS <= 100 MiB)\n",
+			       s->group, extra(row, "workspaces"));
+		else
+			printf("%s\n", s->group);
+	}
+	if (s)
+		*group = s->group;
+	if (!rp->json) {
+		print_row(s, id, row, ratio_s, note, &v);
+		return;
+	}
+	json_t *o = json_deep_copy(row);
+	json_object_set_new(o, "group", json_string(s ? s->group : ""));
+	json_object_set_new(o, "label", json_string(s ? s->label : id));
+	if (!isnan(r))
+		json_object_set_new(o, "ratio",
+				    json_pack("{sf ss ss}", "value", r, "to", s->ref, "text",
+					      ratio_s));
+	if (v.met >= 0)
+		json_object_set_new(o, "budget",
+				    json_pack("{ss sb}", "text", v.text, "met", v.met));
+	json_array_append_new(json_object_get(rp->out, "rows"), o);
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report rp = { .wall = NAN };
+	const char *path = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			rp.json = true;
+		else if (strcmp(argv[i], "--wall") == 0 && i + 1 < argc)
+			rp.wall = atof(argv[++i]);
+		else if (strcmp(argv[i], "--settings") == 0 && i + 1 < argc)
+			rp.settings = argv[++i];
+		else
+			path = argv[i];
+	}
+	if (!path || !(rp.rows = load_rows(path)))
+		return -EINVAL;
+	json_t *m = machine();
+	rp.out = json_pack("{so s[]}", "machine", json_incref(m), "rows");
+	if (rp.settings)
+		json_object_set_new(rp.out, "settings", json_string(rp.settings));
+	if (!rp.json)
+		print_header(&rp, m);
+	const char *group = NULL, *id;
+	json_t *row;
+	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+		report_row(&rp, &specs[i], specs[i].id, &group);
+	json_object_foreach(rp.rows, id, row)
+		if (!spec_of(id))
+			report_row(&rp, NULL, id, &group);
+	if (!isnan(rp.wall))
+		json_object_set_new(rp.out, "wallSeconds", json_real(rp.wall));
+	if (rp.json) {
+		json_dumpf(rp.out, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+		putchar('\n');
+	} else if (!isnan(rp.wall)) {
+		printf("\nwall time: %dm%02ds\n", (int)rp.wall / 60, (int)rp.wall % 60);
+	}
+	json_decref(m);
+	json_decref(rp.out);
+	json_decref(rp.rows);
+	return 0;
+}

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/* The WebSocket variant of live output (GET …/commands/{run}/output with Upgrade), read by a
+ * minimal client of our own over the unix socket: the client library has no WebSocket reader.
+ * It only reads: binary messages (1 byte stream, 8 bytes offset, data), text messages (gap, end,
+ * error) and a close. */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "bench-ws.h"
+
+#define BUF_SIZE (4u << 20)
+
+struct ws_reader {
+	int fd;
+	unsigned char *buf;
+	size_t len, pos; /* bytes in buf, bytes consumed */
+};
+
+static int ws_connect(const char *endpoint)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = strncmp(endpoint, "unix:", 5) == 0 ? endpoint + 5 : endpoint;
+	if (path[0] != '/' || strlen(path) >= sizeof sa.sun_path)
+		return -EINVAL;
+	strcpy(sa.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* Makes at least need bytes available from pos. */
+static int ws_fill(struct ws_reader *w, size_t need)
+{
+	if (w->len - w->pos >= need)
+		return 0;
+	if (need > BUF_SIZE)
+		return -E2BIG;
+	memmove(w->buf, w->buf + w->pos, w->len - w->pos);
+	w->len -= w->pos;
+	w->pos = 0;
+	while (w->len < need) {
+		ssize_t n = read(w->fd, w->buf + w->len, BUF_SIZE - w->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -ECONNRESET;
+		w->len += (size_t)n;
+	}
+	return 0;
+}
+
+static int ws_handshake(struct ws_reader *w, const char *ws, const char *run)
+{
+	char req[1024];
+	int n = snprintf(
+		req, sizeof req,
+		"GET /v1/workspaces/%s/commands/%s/output HTTP/1.1\r\nHost: station\r\n"
+		"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+		ws, run);
+	if (write(w->fd, req, (size_t)n) != n)
+		return -EIO;
+	for (;;) { /* headers end with an empty line */
+		unsigned char *end = memmem(w->buf, w->len, "\r\n\r\n", 4);
+		if (end) {
+			if (w->len < 12 || memcmp(w->buf + 9, "101", 3) != 0)
+				return -EPROTO;
+			w->pos = (size_t)(end + 4 - w->buf);
+			return 0;
+		}
+		int r = ws_fill(w, w->len - w->pos + 1);
+		if (r < 0)
+			return r;
+	}
+}
+
+/* One frame: opcode and payload (pointing into buf, valid until the next call). */
+static int ws_frame(struct ws_reader *w, int *ret_op, const unsigned char **ret_data,
+		    size_t *ret_len)
+{
+	int r = ws_fill(w, 2);
+	if (r < 0)
+		return r;
+	const unsigned char *h = w->buf + w->pos;
+	size_t hlen = 2;
+	uint64_t len = h[1] & 0x7f;
+	if (len == 126)
+		hlen = 4;
+	else if (len == 127)
+		hlen = 10;
+	if ((r = ws_fill(w, hlen)) < 0)
+		return r;
+	h = w->buf + w->pos;
+	if (hlen == 4)
+		len = (uint64_t)h[2] << 8 | h[3];
+	else if (hlen == 10)
+		for (int i = 0; i < 8; i++)
+			len = len << 8 | h[2 + i];
+	if (len > BUF_SIZE - hlen || (r = ws_fill(w, hlen + len)) < 0)
+		return r < 0 ? r : -E2BIG;
+	*ret_op = w->buf[w->pos] & 0x0f;
+	*ret_data = w->buf + w->pos + hlen;
+	*ret_len = (size_t)len;
+	w->pos += hlen + len;
+	return 0;
+}
+
+/* A text message: gap (counted) or end (returns 1) or error. */
+static int ws_text(const unsigned char *data, size_t len, struct ws_count *ret)
+{
+	json_t *j = json_loadb((const char *)data, len, 0, NULL);
+	const char *type = json_string_value(json_object_get(j, "type"));
+	int r = 0;
+	if (type && strcmp(type, "gap") == 0) {
+		ret->gaps += (uint64_t)json_integer_value(json_object_get(j, "bytes"));
+	} else if (type && strcmp(type, "end") == 0) {
+		json_t *run = json_object_get(j, "run");
+		ret->stdout_bytes =
+			(uint64_t)json_integer_value(json_object_get(run, "stdoutBytes"));
+		ret->duration_ms = (double)json_integer_value(json_object_get(run, "durationMs"));
+		r = 1;
+	} else {
+		r = -EPROTO;
+	}
+	json_decref(j);
+	return r;
+}
+
+int bench_ws_follow(const char *endpoint, const char *ws, const char *run, struct ws_count *ret)
+{
+	struct ws_reader w = { .fd = ws_connect(endpoint), .buf = malloc(BUF_SIZE) };
+	int r = w.fd < 0 ? w.fd : w.buf ? ws_handshake(&w, ws, run) : -ENOMEM;
+	*ret = (struct ws_count){ 0 };
+	while (r == 0) {
+		int op;
+		const unsigned char *data;
+		size_t len;
+		r = ws_frame(&w, &op, &data, &len);
+		if (r < 0)
+			break;
+		if (op == 0x2 && len >= 9)
+			ret->delivered += len - 9;
+		else if (op == 0x1)
+			r = ws_text(data, len, ret);
+		else if (op == 0x8)
+			r = -ECONNRESET; /* closed before the end message */
+	}
+	if (w.fd >= 0)
+		close(w.fd);
+	free(w.buf);
+	return r == 1 ? 0 : r;
+}

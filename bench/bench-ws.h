@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <jansson.h>
+#include <stdint.h>
+
+struct ws_count {
+	uint64_t delivered, gaps; /* data bytes received, bytes announced as missed */
+	uint64_t stdout_bytes;	  /* from the end message */
+	double duration_ms;
+};
+
+/* Follows a run's output over WebSocket on the unix socket endpoint ("unix:/path" or a path)
+ * until the end message. 0, or -errno (-EPROTO for an answer that is not the protocol's). */
+int bench_ws_follow(const char *endpoint, const char *ws, const char *run, struct ws_count *ret);

@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/* The controller's service requests, checked field by field: SERVICE_START into a struct
+ * service_def, and the name (and watch flag) of the others. */
+
+#include "agent/service.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/cleanup.h"
+
+void service_def_done(struct service_def *d)
+{
+	free(d->name);
+	free(d->id);
+	free(d->command);
+	free(d->cwd);
+	for (size_t i = 0; i < d->n_env; i++)
+		free(d->env[i]);
+	free(d->env);
+	*d = (struct service_def){ 0 };
+}
+
+/* A SERVICE_START being parsed. */
+struct start_request {
+	struct service_def *svc;
+	uint64_t seen; /* bit per tag: tag < 32 as is, 150… from bit 32 */
+	uint64_t policy;
+};
+
+static int tag_bit(uint16_t tag)
+{
+	if (tag < 32)
+		return tag;
+	if (tag >= 150 && tag < 150 + 32)
+		return 32 + (tag - 150);
+	return -1;
+}
+
+static bool id_valid(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+		      (*s >= '0' && *s <= '9') || strchr("._:-", *s)))
+			return false;
+	return true;
+}
+
+static int read_name(const uint8_t *val, size_t len, char **ret)
+{
+	char *s;
+	int k = frame_val_strdup(val, len, SERVICE_NAME_MAX, &s);
+
+	if (k < 0)
+		return k;
+	if (!service_name_valid(s)) {
+		free(s);
+		return -EBADMSG;
+	}
+	*ret = s;
+	return 0;
+}
+
+static int read_id(const uint8_t *val, size_t len, char **ret)
+{
+	char *s;
+	int k = frame_val_strdup(val, len, PROTO_MAX_ID, &s);
+
+	if (k < 0)
+		return k;
+	if (!id_valid(s)) {
+		free(s);
+		return -EBADMSG;
+	}
+	*ret = s;
+	return 0;
+}
+
+static int add_env(struct service_def *svc, const uint8_t *val, size_t len)
+{
+	char *s, **env;
+	int k;
+
+	if (svc->n_env >= PROTO_MAX_ENV)
+		return -E2BIG;
+	k = frame_val_strdup(val, len, PROTO_MAX_ENV_ENTRY, &s);
+	if (k < 0)
+		return k;
+	if (!run_env_entry_valid(s)) {
+		free(s);
+		return -EBADMSG;
+	}
+	env = realloc(svc->env, (svc->n_env + 1) * sizeof *env);
+	if (!env) {
+		free(s);
+		return -ENOMEM;
+	}
+	svc->env = env;
+	svc->env[svc->n_env++] = s;
+	return 0;
+}
+
+static int read_u64_max(const uint8_t *val, size_t len, uint64_t max, uint64_t *ret)
+{
+	uint64_t v;
+	int k = frame_val_u64(val, len, &v);
+
+	if (k < 0)
+		return k;
+	if (v > max)
+		return -EBADMSG;
+	*ret = v;
+	return 0;
+}
+
+static int start_field(struct start_request *q, uint16_t tag, const uint8_t *val, size_t len)
+{
+	struct service_def *svc = q->svc;
+	uint64_t v = 0;
+	int bit, k;
+
+	if (tag == TAG_ENV)
+		return add_env(svc, val, len);
+	bit = tag_bit(tag);
+	if (bit < 0 || (q->seen & (1ull << bit)))
+		return -EBADMSG; /* unknown or repeated */
+	q->seen |= 1ull << bit;
+	switch (tag) {
+	case TAG_SERVICE_NAME:
+		return read_name(val, len, &svc->name);
+	case TAG_SERVICE_ID:
+		return read_id(val, len, &svc->id);
+	case TAG_COMMAND:
+		return frame_val_strdup(val, len, PROTO_MAX_COMMAND, &svc->command);
+	case TAG_CWD:
+		return frame_val_strdup(val, len, PROTO_MAX_PATH, &svc->cwd);
+	case TAG_RESTART_POLICY:
+		return read_u64_max(val, len, _SERVICE_POLICY_MAX - 1, &q->policy);
+	case TAG_MAX_RESTARTS:
+		return frame_val_u64(val, len, &svc->restart.max_restarts);
+	case TAG_DELAY_MS:
+		return read_u64_max(val, len, UINT32_MAX, &svc->restart.delay_ms);
+	case TAG_BACKOFF_PERMILLE:
+		return read_u64_max(val, len, SERVICE_MAX_BACKOFF_PERMILLE,
+				    &svc->restart.backoff_permille);
+	case TAG_MAX_DELAY_MS:
+		return read_u64_max(val, len, UINT32_MAX, &svc->restart.max_delay_ms);
+	case TAG_STOP_SIGNAL:
+		k = read_u64_max(val, len, _NSIG - 1, &v);
+		svc->stop_signal = (int)v;
+		return k < 0 || v == 0 ? -EBADMSG : 0;
+	case TAG_STOP_TIMEOUT_MS:
+		return read_u64_max(val, len, UINT32_MAX, &svc->stop_timeout_ms);
+	case TAG_HEAD_BYTES:
+		return frame_val_u64(val, len, &svc->head);
+	case TAG_TAIL_BYTES:
+		return frame_val_u64(val, len, &svc->tail);
+	case TAG_ATTEMPT:
+		k = frame_val_u64(val, len, &svc->first_attempt);
+		return k < 0 || svc->first_attempt == 0 ? -EBADMSG : 0;
+	default:
+		return -EBADMSG;
+	}
+}
+
+static int start_parse(const struct frame *f, struct start_request *q)
+{
+	static const uint16_t required[] = { TAG_SERVICE_NAME,	 TAG_SERVICE_ID,  TAG_COMMAND,
+					     TAG_RESTART_POLICY, TAG_STOP_SIGNAL, TAG_HEAD_BYTES,
+					     TAG_TAIL_BYTES,	 TAG_ATTEMPT };
+	struct service_def *svc = q->svc;
+	struct frame_iter it;
+	const uint8_t *val;
+	uint16_t tag;
+	size_t len;
+	int k;
+
+	frame_iter_init(&it, f);
+	while ((k = frame_iter_next(&it, &tag, &val, &len)) > 0) {
+		k = start_field(q, tag, val, len);
+		if (k < 0)
+			return k;
+	}
+	if (k < 0)
+		return k;
+	for (size_t i = 0; i < ELEMENTSOF(required); i++)
+		if (!(q->seen & (1ull << tag_bit(required[i]))))
+			return -EBADMSG;
+	if (svc->cwd && svc->cwd[0] != '/')
+		return -EBADMSG;
+	if (svc->restart.backoff_permille && svc->restart.backoff_permille < 1000)
+		return -EBADMSG;
+	if (svc->head > AGENT_MAX_OUTPUT_BYTES || svc->tail > AGENT_MAX_OUTPUT_BYTES - svc->head)
+		return -E2BIG;
+	svc->restart.policy = (enum service_policy)q->policy;
+	return 0;
+}
+
+/* SERVICE_STOP, _RESTART, _REMOVE (SERVICE_NAME) and _WATCH (SERVICE_NAME, WATCH). */
+int service_parse_name(const struct frame *f, bool want_flag, char **ret_name, bool *ret_flag)
+{
+	_cleanup_free_ char *name = NULL;
+	struct frame_iter it;
+	const uint8_t *val;
+	bool have_flag = false;
+	uint16_t tag;
+	uint64_t v = 0;
+	size_t len;
+	int k;
+
+	frame_iter_init(&it, f);
+	while ((k = frame_iter_next(&it, &tag, &val, &len)) > 0) {
+		if (tag == TAG_SERVICE_NAME && !name)
+			k = read_name(val, len, &name);
+		else if (tag == TAG_WATCH && want_flag && !have_flag) {
+			k = read_u64_max(val, len, 1, &v);
+			*ret_flag = v;
+			have_flag = true;
+		} else
+			k = -EBADMSG;
+		if (k < 0)
+			return k;
+	}
+	if (k < 0)
+		return k;
+	if (!name || have_flag != want_flag)
+		return -EBADMSG;
+	*ret_name = TAKE_PTR(name);
+	return 0;
+}
+
+int service_def_parse(const struct frame *f, struct service_def *ret)
+{
+	struct start_request q = { .svc = ret };
+
+	*ret = (struct service_def){ .stop_timeout_ms = 10000 };
+	return start_parse(f, &q);
+}

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+#include "agent/spawn.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "basic/cleanup.h"
+#include "basic/util.h"
+
+#define PROCS_MAX (1024u * 1024)
+
+static _Noreturn void child_fail(int fd, int stage, int err)
+{
+	struct spawn_error e = { .stage = stage, .err = err };
+
+	(void)!write(fd, &e, sizeof e);
+	_exit(127);
+}
+
+/* In the forked child: only system calls and the cgroup write, nothing that logs. */
+static _Noreturn void child_exec(const struct spawn_child *c)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	char *argv[] = { (char *)"sh", (char *)"-c", (char *)c->command, NULL };
+	sigset_t none;
+	int k;
+
+	if (c->cg && (k = cgroup_attach(c->cg, 0)) < 0)
+		child_fail(c->errpipe, SPAWN_STAGE_CGROUP, -k);
+	if (c->set_user && (setgroups(0, NULL) < 0 || setgid(c->gid) < 0 || setuid(c->uid) < 0))
+		child_fail(c->errpipe, SPAWN_STAGE_USER, errno);
+	if (c->session ? setsid() < 0 : setpgid(0, 0) < 0)
+		child_fail(c->errpipe, SPAWN_STAGE_SETPGID, errno);
+	for (int sig = 1; sig < _NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			(void)sigaction(sig, &dfl, NULL);
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	for (int i = 0; i < 3; i++)
+		if (dup2(c->stdio[i], i) < 0)
+			child_fail(c->errpipe, SPAWN_STAGE_STDIO, errno);
+	if (c->session && ioctl(0, TIOCSCTTY, 0) < 0)
+		child_fail(c->errpipe, SPAWN_STAGE_STDIO, errno);
+	k = close_all_fds_except(&c->errpipe, 1);
+	if (k < 0)
+		child_fail(c->errpipe, SPAWN_STAGE_FDS, -k);
+	if (chdir(c->cwd) < 0)
+		child_fail(c->errpipe, SPAWN_STAGE_CWD, errno);
+	if (c->path && c->argv)
+		execve(c->path, c->argv, c->envp);
+	else
+		execve(SPAWN_SHELL, argv, c->envp);
+	child_fail(c->errpipe, SPAWN_STAGE_EXEC, errno);
+}
+
+int spawn_fork(const struct spawn_child *c, pid_t *ret_pid)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		child_exec(c);
+	if (pid < 0)
+		return -errno;
+	*ret_pid = pid;
+	return 0;
+}
+
+int spawn_errpipe_read(int fd, struct spawn_error *ret)
+{
+	struct spawn_error e;
+	ssize_t n;
+
+	do
+		n = read(fd, &e, sizeof e);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return -EAGAIN;
+	if (n == (ssize_t)sizeof e) {
+		*ret = e;
+		return 0;
+	}
+	return 1;
+}
+
+char *spawn_reason(const char *what, const char *arg, int err)
+{
+	char *s;
+	int n = arg ? asprintf(&s, "%s \"%s\": %s", what, arg, strerror(err)) :
+		      asprintf(&s, "%s: %s", what, strerror(err));
+
+	return n < 0 ? NULL : s;
+}
+
+char *spawn_error_reason(const struct spawn_error *e, const char *cwd)
+{
+	switch (e->stage) {
+	case SPAWN_STAGE_CGROUP:
+		return spawn_reason("cgroup attach", NULL, e->err);
+	case SPAWN_STAGE_CWD:
+		return spawn_reason("cwd", cwd, e->err);
+	case SPAWN_STAGE_EXEC:
+		return spawn_reason("exec", SPAWN_SHELL, e->err);
+	case SPAWN_STAGE_USER:
+		return spawn_reason("switch user", NULL, e->err);
+	default:
+		return spawn_reason("child setup", NULL, e->err);
+	}
+}
+
+static void env_put(char **envp, size_t *n, char *entry)
+{
+	size_t key = strcspn(entry, "=") + 1;
+
+	for (size_t i = 0; i < *n; i++)
+		if (strncmp(envp[i], entry, key) == 0) {
+			envp[i] = entry; /* later wins, in the earlier one's place */
+			return;
+		}
+	envp[(*n)++] = entry;
+}
+
+int spawn_build_env(char *const *base, size_t n_base, const char *home_entry, const char *cwd,
+		    char *const *extra, size_t n_extra, char ***ret, char **ret_pwd)
+{
+	_cleanup_free_ char *pwd = NULL;
+	char **envp;
+	size_t n = 0;
+
+	if (asprintf(&pwd, "PWD=%s", cwd) < 0)
+		return -ENOMEM;
+	envp = calloc(3 + n_base + n_extra + 1, sizeof *envp);
+	if (!envp)
+		return -ENOMEM;
+	env_put(envp, &n, (char *)SPAWN_PATH_ENTRY);
+	env_put(envp, &n, (char *)home_entry);
+	env_put(envp, &n, pwd);
+	for (size_t i = 0; i < n_base; i++)
+		env_put(envp, &n, base[i]);
+	for (size_t i = 0; i < n_extra; i++)
+		env_put(envp, &n, extra[i]);
+	*ret = envp;
+	*ret_pwd = TAKE_PTR(pwd);
+	return 0;
+}
+
+int spawn_cgroup_new(const struct cgroup *parent, const char *name, struct cgroup **ret)
+{
+	struct cgroup *cg = NULL;
+	int k = cgroup_child(parent, name, &cg);
+
+	if (k >= 0)
+		k = cgroup_create(cg);
+	if (k < 0) {
+		if (cg)
+			cgroup_free(cg);
+		return k;
+	}
+	*ret = cg;
+	return 0;
+}
+
+/* A process that has exited but is not reaped yet still shows in cgroup.procs on some
+ * kernels: it counts as gone. */
+static bool pid_alive(pid_t pid)
+{
+	char path[64], *s = NULL, *p;
+	size_t n;
+	bool alive;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (read_file(path, 4096, &s, &n) < 0)
+		return false;
+	p = strrchr(s, ')');
+	alive = p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+	free(s);
+	return alive;
+}
+
+/* Signals (sig > 0) and counts every live process of the group; returns the count or -errno. */
+static int cgroup_foreach(const struct cgroup *cg, int sig)
+{
+	_cleanup_free_ char *s = NULL;
+	char path[4200], *save = NULL;
+	size_t len;
+	int k, count = 0;
+
+	if (!cg || cg->n_dirs == 0)
+		return -EINVAL;
+	snprintf(path, sizeof path, "%s/cgroup.procs", cg->dirs[0]);
+	k = read_file(path, PROCS_MAX, &s, &len);
+	if (k < 0)
+		return k;
+	for (char *l = strtok_r(s, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		uint64_t pid;
+
+		if (parse_u64(l, INT32_MAX, &pid) < 0 || pid == 0 || !pid_alive((pid_t)pid))
+			continue;
+		if (sig > 0 && kill((pid_t)pid, sig) < 0)
+			continue;
+		count++;
+	}
+	return count;
+}
+
+int spawn_cgroup_signal(const struct cgroup *cg, int sig)
+{
+	return sig > 0 ? cgroup_foreach(cg, sig) : -EINVAL;
+}
+
+int spawn_cgroup_count(const struct cgroup *cg)
+{
+	return cgroup_foreach(cg, 0);
+}

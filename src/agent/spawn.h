@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Forking a command for the agent: `/bin/sh -c COMMAND` in its own child cgroup of the
+ * workspace cgroup, its own process group, stdio on the caller's fds, every other fd closed,
+ * signals reset, cwd and environment set. A failure before exec is reported through a CLOEXEC
+ * pipe (stage + errno). Shared by runs, service attempts and terminals. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "cgroup/cgroup.h"
+
+#define SPAWN_SHELL "/bin/sh"
+#define SPAWN_PATH_ENTRY "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* Where a child failed before exec; sent with errno through the CLOEXEC pipe. */
+enum spawn_stage {
+	SPAWN_STAGE_CGROUP = 1,
+	SPAWN_STAGE_SETPGID,
+	SPAWN_STAGE_STDIO,
+	SPAWN_STAGE_FDS,
+	SPAWN_STAGE_CWD,
+	SPAWN_STAGE_EXEC,
+	SPAWN_STAGE_USER,
+};
+
+struct spawn_error {
+	int stage;
+	int err;
+};
+
+struct spawn_child {
+	const struct cgroup *cg; /* joined first; NULL: not placed */
+	bool set_user;		 /* drop to uid:gid, no supplementary groups */
+	uid_t uid;
+	gid_t gid;
+	int stdio[3]; /* become 0, 1 and 2 (blocking fds, CLOEXEC in the parent) */
+	int errpipe;  /* write end of a CLOEXEC pipe: a struct spawn_error on failure */
+	const char *cwd;
+	const char *command; /* run as SPAWN_SHELL -c command */
+	char *const *envp;
+	/* Terminals: setsid() instead of setpgid(), and stdio[0] (a PTY) becomes the controlling
+	 * terminal. */
+	bool session;
+	/* With argv: exec path with argv instead of SPAWN_SHELL -c command (a login shell). */
+	const char *path;
+	char *const *argv;
+};
+
+/* Forks the child, which sets itself up and execs, or writes a struct spawn_error to errpipe
+ * and _exit(127)s. -errno when fork() failed. */
+int spawn_fork(const struct spawn_child *c, pid_t *ret_pid);
+
+/* Reads the child's verdict from the parent's (non-blocking) end of the error pipe: 1 when
+ * exec happened (EOF), 0 with *ret filled when the child failed, -EAGAIN when not known yet. */
+int spawn_errpipe_read(int fd, struct spawn_error *ret);
+
+/* The reason for a failed start, e.g. `cwd "/nope": No such file or directory` or
+ * `exec "/bin/sh": No such file or directory`. malloc'd; NULL when out of memory. */
+char *spawn_error_reason(const struct spawn_error *e, const char *cwd);
+
+/* "what \"arg\": strerror(err)" (or "what: strerror(err)" when arg is NULL), malloc'd. */
+char *spawn_reason(const char *what, const char *arg, int err);
+
+/* The environment of a child: PATH, home_entry ("HOME=…"), PWD=cwd, then base (--env), then
+ * extra; a later entry replaces an earlier one of the same name, in its place. The array's
+ * entries point into the arguments and *ret_pwd; free() the array and *ret_pwd. */
+int spawn_build_env(char *const *base, size_t n_base, const char *home_entry, const char *cwd,
+		    char *const *extra, size_t n_extra, char ***ret, char **ret_pwd);
+
+/* The child group "<parent>/<name>", created. */
+int spawn_cgroup_new(const struct cgroup *parent, const char *name, struct cgroup **ret);
+
+/* Sends sig to every process in cg. Returns how many were signalled, or -errno. */
+int spawn_cgroup_signal(const struct cgroup *cg, int sig);
+
+/* How many processes in cg are still alive (zombies not counted), or -errno. */
+int spawn_cgroup_count(const struct cgroup *cg);

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/* /v1/workspaces/{id}/services: create, list, get, stop, restart, delete, logs (SSE). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/http.h"
+#include "daemon/manager.h"
+#include "daemon/router.h"
+#include "daemon/sse.h"
+#include "daemon/validate.h"
+
+int api_service_create(struct http_request *req)
+{
+	const struct route_match *m = http_request_route(req);
+	struct station_error e = {};
+	struct service_spec spec = {};
+	json_t *body = NULL, *svc = NULL;
+	const void *data;
+	size_t n;
+	int r;
+
+	data = http_request_body(req, &n);
+	r = validate_body(data, n, false, &body, &e);
+	if (r >= 0)
+		r = validate_service_spec(body, &spec, &e);
+	if (r >= 0)
+		r = manager_service_start(http_request_manager(req), m->ws_id, &spec, &svc, &e);
+	json_decref(body);
+	return api_reply_result(req, r, 201, svc, &e);
+}
+
+int api_service_list(struct http_request *req)
+{
+	const struct route_match *m = http_request_route(req);
+	struct station_error e = {};
+	json_t *list = NULL;
+	int r;
+
+	r = manager_service_list(http_request_manager(req), m->ws_id, &list, &e);
+	if (r >= 0)
+		list = api_wrap_list(list, "services");
+	return api_reply_result(req, r, 200, list, &e);
+}
+
+typedef int (*service_call_fn)(struct manager *m, const char *ws_id, const char *name, json_t **ret,
+			       struct station_error *e);
+
+static int service_call(struct http_request *req, service_call_fn fn)
+{
+	const struct route_match *m = http_request_route(req);
+	struct station_error e = {};
+	json_t *svc = NULL;
+	int r;
+
+	r = fn(http_request_manager(req), m->ws_id, m->run_id, &svc, &e);
+	return api_reply_result(req, r, 200, svc, &e);
+}
+
+int api_service_get(struct http_request *req)
+{
+	return service_call(req, manager_service_get);
+}
+
+int api_service_stop(struct http_request *req)
+{
+	return service_call(req, manager_service_stop);
+}
+
+int api_service_restart(struct http_request *req)
+{
+	return service_call(req, manager_service_restart);
+}
+
+int api_service_delete(struct http_request *req)
+{
+	const struct route_match *m = http_request_route(req);
+	struct station_error e = {};
+	int r;
+
+	r = manager_service_delete(http_request_manager(req), m->ws_id, m->run_id, &e);
+	if (r < 0)
+		return http_reply_error(req, &e);
+	return http_reply_json(req, 200, json_pack("{s:s,s:b}", "name", m->run_id, "deleted", 1));
+}
+
+/* ---- logs ---------------------------------------------------------------------------------- */
+
+static int logs_watch(struct http_request *req, bool follow, const struct run_watch_ops *ops,
+		      void *userdata, void **ret, struct station_error *e)
+{
+	const struct route_match *m = http_request_route(req);
+	struct service_watch *w = NULL;
+	int r = manager_service_watch(http_request_manager(req), m->ws_id, m->run_id, follow, ops,
+				      userdata, &w, e);
+
+	if (r >= 0)
+		*ret = w;
+	return r;
+}
+
+static int logs_watch_follow(struct http_request *req, const struct run_watch_ops *ops,
+			     void *userdata, void **ret, struct station_error *e)
+{
+	return logs_watch(req, true, ops, userdata, ret, e);
+}
+
+static int logs_watch_once(struct http_request *req, const struct run_watch_ops *ops,
+			   void *userdata, void **ret, struct station_error *e)
+{
+	return logs_watch(req, false, ops, userdata, ret, e);
+}
+
+static void logs_unwatch(void *watch)
+{
+	manager_service_unwatch(watch);
+}
+
+static int logs_end(struct http_request *req, json_t **ret, struct station_error *e)
+{
+	const struct route_match *m = http_request_route(req);
+
+	return manager_service_get(http_request_manager(req), m->ws_id, m->run_id, ret, e);
+}
+
+static const struct sse_source follow_source = {
+	.watch = logs_watch_follow,
+	.unwatch = logs_unwatch,
+	.end = logs_end,
+};
+
+static const struct sse_source once_source = {
+	.watch = logs_watch_once,
+	.unwatch = logs_unwatch,
+	.end = logs_end,
+};
+
+/* ?follow=1: the current attempt, live; absent or 0: the newest finished attempt. */
+int api_service_logs(struct http_request *req)
+{
+	const struct route_match *m = http_request_route(req);
+	struct station_error e = {};
+	uint64_t follow = 0;
+	bool present;
+	const char *v = http_request_query(req, "follow", &present);
+	char label[128];
+
+	if (present && validate_query_u64("follow", v, 0, 1, &follow, &e) < 0)
+		return http_reply_error(req, &e);
+	snprintf(label, sizeof label, "service %s", m->run_id);
+	return sse_start_source(req, follow ? &follow_source : &once_source, label);
+}

@@ -1,0 +1,930 @@
+/* SPDX-License-Identifier: MIT */
+/* Services: definitions in the store, their state as the agent reports it, attempts recorded
+ * once each, resync after a controller or workspace restart, and live logs. The agent
+ * supervises; this file keeps the books (docs/agent-protocol.md, "Services"). */
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agentlink.h"
+#include "basic/cleanup.h"
+#include "basic/log.h"
+#include "basic/util.h"
+#include "event/event.h"
+#include "manager-internal.h"
+
+/* Finished attempts the store keeps per service. */
+#define SERVICE_KEEP_ATTEMPTS 100
+
+struct service {
+	struct service *prev, *next; /* in workspace->services */
+	struct workspace *ws;
+	struct service_row row;
+	struct service_watch *watches;
+};
+
+struct service_watch {
+	struct service_watch *prev, *next;
+	struct service *svc; /* NULL while replaying a stored attempt */
+	struct manager *m;
+	const struct run_watch_ops *ops;
+	void *userdata;
+	uint64_t attempt; /* the attempt followed */
+	uint64_t next_offset[2];
+	struct service_attempt_row *replay;
+	struct event_source *timer;
+};
+
+#define LIST_REMOVE(head, node)                                                                    \
+	do {                                                                                       \
+		if ((node)->prev)                                                                  \
+			(node)->prev->next = (node)->next;                                         \
+		else                                                                               \
+			*(head) = (node)->next;                                                    \
+		if ((node)->next)                                                                  \
+			(node)->next->prev = (node)->prev;                                         \
+		(node)->prev = (node)->next = NULL;                                                \
+	} while (0)
+
+#define LIST_APPEND(head, node)                                                                    \
+	do {                                                                                       \
+		__typeof__(node) _last = *(head);                                                  \
+		(node)->next = NULL;                                                               \
+		while (_last && _last->next)                                                       \
+			_last = _last->next;                                                       \
+		(node)->prev = _last;                                                              \
+		if (_last)                                                                         \
+			_last->next = (node);                                                      \
+		else                                                                               \
+			*(head) = (node);                                                          \
+	} while (0)
+
+static bool state_active(const char *state)
+{
+	return strcmp(state, "starting") == 0 || strcmp(state, "running") == 0 ||
+	       strcmp(state, "backoff") == 0;
+}
+
+static struct service *service_find(struct workspace *ws, const char *name)
+{
+	for (struct service *s = ws->services; s; s = s->next)
+		if (strcmp(s->row.name, name) == 0)
+			return s;
+	return NULL;
+}
+
+static int set_str(char **dst, const char *s)
+{
+	char *c = s ? strdup(s) : NULL;
+
+	if (s && !c)
+		return -ENOMEM;
+	free(*dst);
+	*dst = c;
+	return 0;
+}
+
+static void service_save(struct service *svc)
+{
+	int r;
+
+	svc->row.updated_at = realtime_usec();
+	r = store_service_update(svc->ws->m->store, &svc->row);
+	if (r < 0)
+		log_error("cannot record service state", "workspace", svc->ws->row.id, "service",
+			  svc->row.name, "error", strerror(-r), NULL);
+}
+
+/* A state the controller decides (no agent involved). */
+static void service_set_state(struct service *svc, const char *state, const char *reason)
+{
+	(void)set_str(&svc->row.state, state);
+	(void)set_str(&svc->row.reason, reason);
+	svc->row.main_pid = 0;
+	svc->row.current_attempt = 0;
+	svc->row.next_restart_at = 0;
+	svc->row.stopping = false;
+	service_save(svc);
+	log_info("service state", "workspace", svc->ws->row.id, "service", svc->row.name, "state",
+		 state, "reason", reason ? reason : "", NULL);
+}
+
+/* ---- watches ------------------------------------------------------------------------------- */
+
+static void watch_free(struct service_watch *w)
+{
+	event_source_free(w->timer);
+	if (w->replay) {
+		service_attempt_row_free(w->replay);
+		free(w->replay);
+	}
+	free(w);
+}
+
+static void watch_deliver(struct service_watch *w, int stream, uint64_t offset, const uint8_t *data,
+			  size_t n)
+{
+	uint64_t *next = &w->next_offset[stream - 1];
+
+	if (offset + n <= *next)
+		return;
+	if (offset < *next) {
+		size_t skip = (size_t)(*next - offset);
+
+		data += skip;
+		n -= skip;
+		offset = *next;
+	}
+	w->ops->output(w->userdata, stream, offset, data, n);
+	*next = offset + n;
+}
+
+static void watch_deliver_result(struct service_watch *w, const struct service_attempt_row *a)
+{
+	for (int s = 0; s < 2; s++) {
+		const struct run_output *o = &a->out[s];
+
+		watch_deliver(w, s + 1, 0, o->head, o->head_len);
+		watch_deliver(w, s + 1, o->total - o->tail_len, o->tail, o->tail_len);
+	}
+}
+
+static void agent_watch(struct service *svc, bool on)
+{
+	struct workspace *ws = svc->ws;
+
+	if (ws->link)
+		(void)agentlink_send_service(ws->link, MSG_SERVICE_WATCH, svc->row.name, on);
+}
+
+/* Ends the watches of svc that follow `attempt` (every one when attempt is 0). */
+static void watches_end(struct service *svc, uint64_t attempt,
+			const struct service_attempt_row *result)
+{
+	for (struct service_watch *w = svc->watches, *next; w; w = next) {
+		next = w->next;
+		if (attempt && w->attempt != attempt)
+			continue;
+		LIST_REMOVE(&svc->watches, w);
+		if (result)
+			watch_deliver_result(w, result);
+		w->ops->done(w->userdata);
+		watch_free(w);
+	}
+	if (!svc->watches && attempt)
+		agent_watch(svc, false);
+}
+
+/* ---- definitions ---------------------------------------------------------------------------- */
+
+static void service_free(struct service *svc)
+{
+	while (svc->watches) {
+		struct service_watch *w = svc->watches;
+
+		LIST_REMOVE(&svc->watches, w);
+		watch_free(w);
+	}
+	service_row_free(&svc->row);
+	free(svc);
+}
+
+static void service_unlink(struct service *svc)
+{
+	LIST_REMOVE(&svc->ws->services, svc);
+	svc->ws->n_services--;
+}
+
+static void service_link(struct workspace *ws, struct service *svc)
+{
+	svc->ws = ws;
+	LIST_APPEND(&ws->services, svc);
+	ws->n_services++;
+}
+
+void services_load(struct workspace *ws)
+{
+	struct service_row *rows = NULL;
+	size_t n = 0;
+	int r = store_service_list(ws->m->store, ws->row.id, &rows, &n);
+
+	if (r < 0) {
+		log_error("cannot load services", "workspace", ws->row.id, "error", strerror(-r),
+			  NULL);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct service *svc = calloc(1, sizeof *svc);
+
+		if (!svc) {
+			service_row_free(&rows[i]);
+			continue;
+		}
+		svc->row = rows[i];
+		service_link(ws, svc);
+	}
+	free(rows);
+}
+
+void services_free_all(struct workspace *ws)
+{
+	while (ws->services) {
+		struct service *svc = ws->services;
+
+		service_unlink(svc);
+		service_free(svc);
+	}
+}
+
+void services_on_agent_started(struct workspace *ws)
+{
+	ws->agent_fresh = true;
+}
+
+/* The attempt that was running when the agent went away ends `lost`. */
+static void record_lost_attempt(struct service *svc, const char *reason)
+{
+	struct service_attempt_row a = {
+		.service_id = svc->row.id,
+		.number = svc->row.current_attempt,
+		.started_at = svc->row.attempt_started_at,
+		.ended_at = realtime_usec(),
+		.exit_code = -1,
+		.end_reason = (char *)"lost",
+		.reason = (char *)reason,
+	};
+	int r = store_attempt_insert(svc->ws->m->store, &a, SERVICE_KEEP_ATTEMPTS);
+
+	if (r < 0)
+		log_error("cannot record a lost service attempt", "service", svc->row.name, "error",
+			  strerror(-r), NULL);
+	if (svc->row.next_attempt <= a.number)
+		svc->row.next_attempt = a.number + 1;
+	watches_end(svc, 0, &a);
+}
+
+void services_lose_all(struct workspace *ws, const char *reason)
+{
+	for (struct service *svc = ws->services; svc; svc = svc->next) {
+		if (svc->row.current_attempt > 0)
+			record_lost_attempt(svc, reason);
+		watches_end(svc, 0, NULL);
+		if (state_active(svc->row.state))
+			service_set_state(svc, "stopped", reason);
+	}
+}
+
+/* ---- talking to the agent ------------------------------------------------------------------ */
+
+static int env_strv(const char *env_json, char ***ret)
+{
+	json_t *env = env_json ? json_loads(env_json, 0, NULL) : NULL;
+	size_t n = json_object_size(env), i = 0;
+	const char *key;
+	json_t *v;
+	char **strv = calloc(n + 1, sizeof *strv);
+
+	if (!strv) {
+		json_decref(env);
+		return -ENOMEM;
+	}
+	json_object_foreach(env, key, v) {
+		if (asprintf(&strv[i], "%s=%s", key, json_string_value(v)) < 0)
+			break;
+		i++;
+	}
+	json_decref(env);
+	if (i < n) {
+		for (size_t j = 0; j < i; j++)
+			free(strv[j]);
+		free(strv);
+		return -ENOMEM;
+	}
+	*ret = strv;
+	return 0;
+}
+
+static void strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static char *service_cwd(const struct workspace *ws, const char *cwd)
+{
+	char *s = NULL;
+
+	if (!cwd)
+		return strdup(ws->workdir);
+	if (cwd[0] == '/')
+		return strdup(cwd);
+	return asprintf(&s, "%s/%s", ws->workdir, cwd) < 0 ? NULL : s;
+}
+
+/* SERVICE_START with the whole definition: a fresh run of the service. */
+static int service_send_start(struct service *svc)
+{
+	struct workspace *ws = svc->ws;
+	const struct service_row *r = &svc->row;
+	_cleanup_free_ char *cwd = service_cwd(ws, r->cwd);
+	char **env = NULL;
+	int k;
+
+	if (!ws->link)
+		return -ENOTCONN;
+	if (!cwd || env_strv(r->env_json, &env) < 0)
+		return -ENOMEM;
+	struct agentlink_service as = {
+		.name = r->name,
+		.id = r->id,
+		.command = r->command,
+		.cwd = cwd,
+		.env = env,
+		.policy = service_policy_from_string(r->restart_policy),
+		.max_restarts = r->max_restarts,
+		.delay_ms = r->delay_ms,
+		.backoff_permille = r->backoff_permille,
+		.max_delay_ms = r->max_delay_ms,
+		.stop_signal = (int)r->stop_signal,
+		.stop_timeout_ms = r->stop_timeout_ms,
+		.head_bytes = r->max_output_bytes / 2,
+		.tail_bytes = r->max_output_bytes / 2,
+		.first_attempt = r->next_attempt ? r->next_attempt : 1,
+	};
+	k = agentlink_send_service_start(ws->link, &as);
+	strv_free(env);
+	if (k < 0)
+		return k;
+	svc->row.restart_count = 0;
+	service_set_state(svc, "starting", NULL);
+	return 0;
+}
+
+static void resync_one(struct service *svc, bool known, bool fresh)
+{
+	if (fresh) {
+		if (svc->row.autostart) {
+			if (service_send_start(svc) < 0)
+				service_set_state(svc, "failed", "the agent could not be reached");
+		} else
+			service_set_state(svc, "stopped", "workspace restarted");
+		return;
+	}
+	if (!known && state_active(svc->row.state)) {
+		if (svc->row.current_attempt > 0)
+			record_lost_attempt(svc, "the agent has no record of the service");
+		service_set_state(svc, "failed", "the agent has no record of the service");
+		return;
+	}
+	if (known && svc->watches)
+		agent_watch(svc, true);
+}
+
+void services_on_hello(void *userdata, char **names, size_t n_names)
+{
+	struct workspace *ws = userdata;
+	bool fresh = ws->agent_fresh;
+
+	ws->agent_fresh = false;
+	for (struct service *svc = ws->services; svc; svc = svc->next) {
+		bool known = false;
+
+		for (size_t i = 0; i < n_names && !known; i++)
+			known = strcmp(names[i], svc->row.name) == 0;
+		resync_one(svc, known, fresh);
+	}
+}
+
+/* The service a report is about: the same name and the same definition. */
+static struct service *service_of_report(struct workspace *ws, const char *name, const char *id)
+{
+	struct service *svc = service_find(ws, name);
+
+	return svc && strcmp(svc->row.id, id) == 0 ? svc : NULL;
+}
+
+void services_on_state(void *userdata, uint64_t seq, const struct agentlink_service_state *st)
+{
+	struct workspace *ws = userdata;
+	struct service *svc = service_of_report(ws, st->name, st->id);
+	const char *state = service_state_to_string(st->state);
+	bool live = st->state == SERVICE_STARTING || st->state == SERVICE_RUNNING;
+
+	if (svc) {
+		(void)set_str(&svc->row.state, state);
+		(void)set_str(&svc->row.reason, st->reason);
+		svc->row.restart_count = st->restart_count;
+		svc->row.next_restart_at = st->state == SERVICE_BACKOFF ? st->next_restart_at : 0;
+		svc->row.main_pid = live ? (int64_t)st->pid : 0;
+		svc->row.current_attempt = live ? st->attempt : 0;
+		svc->row.attempt_started_at = live ? st->started_at : 0;
+		svc->row.stopping = live && st->stopping;
+		if (svc->row.next_attempt <= st->attempt)
+			svc->row.next_attempt = st->attempt + 1;
+		service_save(svc);
+	}
+	if (ws->link)
+		agentlink_send_ack(ws->link, seq);
+}
+
+void services_on_attempt(void *userdata, uint64_t seq, const char *name,
+			 const struct service_attempt_row *a)
+{
+	struct workspace *ws = userdata;
+	struct service *svc = service_of_report(ws, name, a->service_id);
+	int r = 0;
+
+	if (svc) {
+		r = store_attempt_insert(ws->m->store, a, SERVICE_KEEP_ATTEMPTS);
+		if (r < 0) {
+			log_error("cannot record service attempt", "workspace", ws->row.id,
+				  "service", name, "error", strerror(-r), NULL);
+			return; /* not acknowledged: the agent sends it again */
+		}
+		if (r > 0)
+			log_info("service attempt recorded", "workspace", ws->row.id, "service",
+				 name, "end", a->end_reason, NULL);
+		if (svc->row.next_attempt <= a->number) {
+			svc->row.next_attempt = a->number + 1;
+			service_save(svc);
+		}
+		watches_end(svc, a->number, a);
+	}
+	if (ws->link)
+		agentlink_send_ack(ws->link, seq);
+}
+
+void services_on_output(void *userdata, const char *name, uint64_t attempt, int stream,
+			uint64_t offset, const uint8_t *data, size_t n)
+{
+	struct service *svc = service_find(userdata, name);
+
+	if (!svc)
+		return;
+	for (struct service_watch *w = svc->watches; w; w = w->next)
+		if (w->attempt == attempt)
+			watch_deliver(w, stream, offset, data, n);
+}
+
+void services_on_error(void *userdata, const char *name, const char *reason)
+{
+	struct workspace *ws = userdata;
+
+	log_warn("agent refused a service request", "workspace", ws->row.id, "service", name,
+		 "reason", reason, NULL);
+}
+
+/* ---- JSON ---------------------------------------------------------------------------------- */
+
+static json_t *nullable_str(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static json_t *signal_json(int64_t sig)
+{
+	const char *abbrev = sig > 0 && sig < NSIG ? sigabbrev_np((int)sig) : NULL;
+	char buf[32];
+
+	if (!abbrev)
+		return json_integer(sig);
+	snprintf(buf, sizeof buf, "SIG%s", abbrev);
+	return json_string(buf);
+}
+
+static json_t *attempt_to_json(const struct service_attempt_row *a, bool with_output)
+{
+	json_t *o = json_object();
+	bool timed = a->started_at && a->ended_at >= a->started_at;
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "number", json_integer((json_int_t)a->number));
+	json_set_time(o, "startedAt", a->started_at);
+	json_set_time(o, "endedAt", a->ended_at);
+	json_object_set_new(
+		o, "durationMs",
+		timed ? json_integer((json_int_t)((a->ended_at - a->started_at) / 1000)) :
+			json_null());
+	json_object_set_new(o, "exitCode",
+			    a->exit_code >= 0 ? json_integer(a->exit_code) : json_null());
+	json_object_set_new(o, "signal", a->signal > 0 ? json_integer(a->signal) : json_null());
+	json_object_set_new(o, "endReason", json_string(a->end_reason));
+	json_object_set_new(o, "reason", nullable_str(a->reason));
+	json_object_set_new(o, "daemonized", json_boolean(a->daemonized));
+	json_object_set_new(o, "outputDropped", json_boolean(a->output_dropped));
+	if (with_output) {
+		output_to_json(o, a->out);
+	} else {
+		json_object_set_new(o, "stdoutBytes", json_integer((json_int_t)a->out[0].total));
+		json_object_set_new(o, "stderrBytes", json_integer((json_int_t)a->out[1].total));
+	}
+	return o;
+}
+
+static json_t *restart_json(const struct service_row *r)
+{
+	json_t *o = json_pack("{s:s,s:I,s:I}", "policy", r->restart_policy, "maxRestarts",
+			      (json_int_t)r->max_restarts, "delayMs", (json_int_t)r->delay_ms);
+
+	if (o && r->backoff_permille)
+		json_object_set_new(o, "backoff",
+				    json_pack("{s:f,s:I}", "multiplier",
+					      (double)r->backoff_permille / 1000.0, "maxDelayMs",
+					      (json_int_t)r->max_delay_ms));
+	return o;
+}
+
+static void definition_json(json_t *o, const struct service_row *r)
+{
+	json_t *env = r->env_json ? json_loads(r->env_json, 0, NULL) : NULL;
+
+	json_object_set_new(o, "id", json_string(r->id));
+	json_object_set_new(o, "workspaceId", json_string(r->workspace_id));
+	json_object_set_new(o, "name", json_string(r->name));
+	json_object_set_new(o, "command", json_string(r->command ? r->command : ""));
+	json_object_set_new(o, "cwd", nullable_str(r->cwd));
+	json_object_set_new(o, "env", env ? env : json_object());
+	json_object_set_new(o, "restart", restart_json(r));
+	json_object_set_new(o, "stopSignal", signal_json(r->stop_signal));
+	json_object_set_new(o, "stopTimeoutMs", json_integer((json_int_t)r->stop_timeout_ms));
+	json_object_set_new(o, "autostart", json_boolean(r->autostart));
+	json_object_set_new(o, "maxOutputBytes", json_integer((json_int_t)r->max_output_bytes));
+}
+
+static void state_json(json_t *o, const struct service_row *r)
+{
+	json_object_set_new(o, "state", json_string(r->state));
+	json_object_set_new(o, "reason", nullable_str(r->reason));
+	json_object_set_new(o, "stopping", json_boolean(r->stopping));
+	json_object_set_new(o, "restartCount", json_integer((json_int_t)r->restart_count));
+	json_set_time(o, "nextRestartAt", r->next_restart_at);
+	json_object_set_new(o, "mainPid",
+			    r->main_pid > 0 ? json_integer(r->main_pid) : json_null());
+	json_object_set_new(o, "currentAttempt",
+			    r->current_attempt ? json_integer((json_int_t)r->current_attempt) :
+						 json_null());
+	json_set_time(o, "currentAttemptStartedAt", r->attempt_started_at);
+	json_set_time(o, "createdAt", r->created_at);
+	json_set_time(o, "updatedAt", r->updated_at);
+}
+
+static json_t *service_to_json(struct service *svc, bool with_output)
+{
+	struct service_attempt_row *rows = NULL;
+	json_t *o = json_object(), *attempts = json_array();
+	size_t n = 0;
+	int r;
+
+	if (!o || !attempts) {
+		json_decref(o);
+		json_decref(attempts);
+		return NULL;
+	}
+	definition_json(o, &svc->row);
+	state_json(o, &svc->row);
+	r = store_attempt_list(svc->ws->m->store, svc->row.id, with_output, &rows, &n);
+	if (r < 0)
+		log_error("cannot read service attempts", "service", svc->row.name, "error",
+			  strerror(-r), NULL);
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(attempts, attempt_to_json(&rows[i], with_output));
+		service_attempt_row_free(&rows[i]);
+	}
+	free(rows);
+	json_object_set_new(o, "attempts", attempts);
+	return o;
+}
+
+/* ---- the API ------------------------------------------------------------------------------- */
+
+static int service_lookup(struct manager *m, const char *ws_id, const char *name,
+			  struct service **ret, struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	struct service *svc;
+	int r = workspace_lookup(m, ws_id, &ws, e);
+
+	if (r < 0)
+		return r;
+	svc = service_find(ws, name);
+	if (!svc)
+		return station_error_set(e, -ENOENT, NULL,
+					 "service \"%s\" not found in workspace \"%s\"", name,
+					 ws_id);
+	*ret = svc;
+	return 0;
+}
+
+static int check_agent(struct workspace *ws, struct station_error *e)
+{
+	if (strcmp(ws->row.state, "ready") != 0)
+		return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is %s, not ready%s%s",
+					 ws->row.id, ws->row.state, ws->row.reason ? ": " : "",
+					 ws->row.reason ? ws->row.reason : "");
+	if (!ws->link || !ws->link_ready)
+		return station_error_set(e, -ENOTCONN, NULL,
+					 "the agent of workspace \"%s\" is not connected",
+					 ws->row.id);
+	return 0;
+}
+
+static int reply_service(struct service *svc, json_t **ret, struct station_error *e)
+{
+	*ret = service_to_json(svc, true);
+	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
+}
+
+static int service_row_new(struct workspace *ws, const struct service_spec *spec,
+			   struct service_row *row)
+{
+	char id[PROTO_MAX_ID + 1];
+
+	random_id("svc-", 22, id, sizeof id);
+	*row = (struct service_row){
+		.id = strdup(id),
+		.workspace_id = strdup(ws->row.id),
+		.name = strdup(spec->name),
+		.command = strdup(spec->command),
+		.cwd = spec->cwd ? strdup(spec->cwd) : NULL,
+		.env_json = spec->env ? json_dumps(spec->env, JSON_COMPACT) : NULL,
+		.restart_policy = strdup(spec->policy),
+		.max_restarts = spec->max_restarts,
+		.delay_ms = spec->delay_ms,
+		.backoff_permille = spec->backoff_permille,
+		.max_delay_ms = spec->max_delay_ms,
+		.stop_signal = spec->stop_signal,
+		.stop_timeout_ms = spec->stop_timeout_ms,
+		.autostart = spec->autostart,
+		.max_output_bytes = ws->m->cfg.default_output_bytes,
+		.state = strdup("starting"),
+		.next_attempt = 1,
+		.created_at = realtime_usec(),
+	};
+	row->updated_at = row->created_at;
+	if (!row->id || !row->workspace_id || !row->name || !row->command || !row->restart_policy ||
+	    !row->state || (spec->cwd && !row->cwd) || (spec->env && !row->env_json)) {
+		service_row_free(row);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int service_create(struct workspace *ws, const struct service_spec *spec,
+			  struct service **ret, struct station_error *e)
+{
+	struct service *svc = calloc(1, sizeof *svc);
+	int r;
+
+	if (!svc || service_row_new(ws, spec, &svc->row) < 0) {
+		free(svc);
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	}
+	r = store_service_insert(ws->m->store, &svc->row);
+	if (r < 0) {
+		service_free(svc);
+		if (r == -EEXIST)
+			return station_error_set(e, -EBUSY, "name",
+						 "a service named \"%s\" already exists in "
+						 "workspace \"%s\"",
+						 spec->name, ws->row.id);
+		return station_error_set(e, r, NULL, "cannot record the service: %s", strerror(-r));
+	}
+	service_link(ws, svc);
+	*ret = svc;
+	return 0;
+}
+
+int manager_service_start(struct manager *m, const char *ws_id, const struct service_spec *spec,
+			  json_t **ret, struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	struct service *svc = NULL;
+	int r = workspace_lookup(m, ws_id, &ws, e);
+
+	if (r >= 0)
+		r = check_agent(ws, e);
+	if (r < 0)
+		return r;
+	if (service_find(ws, spec->name))
+		return station_error_set(
+			e, -EBUSY, "name",
+			"a service named \"%s\" already exists in workspace \"%s\"", spec->name,
+			ws_id);
+	if (ws->n_services >= MANAGER_MAX_SERVICES)
+		return station_error_set(e, -EAGAIN, NULL,
+					 "workspace \"%s\" already has %d services (the limit)",
+					 ws_id, MANAGER_MAX_SERVICES);
+	r = service_create(ws, spec, &svc, e);
+	if (r < 0)
+		return r;
+	r = service_send_start(svc);
+	if (r < 0) {
+		service_set_state(svc, "failed", "the agent could not be reached");
+		return station_error_set(e, -ENOTCONN, NULL,
+					 "the agent of workspace \"%s\" could not be reached: %s",
+					 ws_id, strerror(-r));
+	}
+	log_info("service created", "workspace", ws_id, "service", spec->name, NULL);
+	return reply_service(svc, ret, e);
+}
+
+int manager_service_list(struct manager *m, const char *ws_id, json_t **ret,
+			 struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	json_t *a;
+	int r = workspace_lookup(m, ws_id, &ws, e);
+
+	if (r < 0)
+		return r;
+	a = json_array();
+	if (!a)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	for (struct service *svc = ws->services; svc; svc = svc->next)
+		json_array_append_new(a, service_to_json(svc, false));
+	*ret = json_pack("{s:o}", "services", a);
+	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
+}
+
+int manager_service_get(struct manager *m, const char *ws_id, const char *name, json_t **ret,
+			struct station_error *e)
+{
+	struct service *svc = NULL;
+	int r = service_lookup(m, ws_id, name, &svc, e);
+
+	return r < 0 ? r : reply_service(svc, ret, e);
+}
+
+static int send_named(struct service *svc, uint16_t type, struct station_error *e)
+{
+	int r = check_agent(svc->ws, e);
+
+	if (r < 0)
+		return r;
+	r = agentlink_send_service(svc->ws->link, type, svc->row.name, -1);
+	if (r < 0)
+		return station_error_set(e, -ENOTCONN, NULL,
+					 "the agent of workspace \"%s\" could not be reached: %s",
+					 svc->ws->row.id, strerror(-r));
+	return 0;
+}
+
+int manager_service_stop(struct manager *m, const char *ws_id, const char *name, json_t **ret,
+			 struct station_error *e)
+{
+	struct service *svc = NULL;
+	int r = service_lookup(m, ws_id, name, &svc, e);
+
+	if (r < 0)
+		return r;
+	if (state_active(svc->row.state)) {
+		r = send_named(svc, MSG_SERVICE_STOP, e);
+		if (r < 0)
+			return r;
+		svc->row.stopping = strcmp(svc->row.state, "backoff") != 0;
+		log_info("service stop requested", "workspace", ws_id, "service", name, NULL);
+	}
+	return reply_service(svc, ret, e);
+}
+
+int manager_service_restart(struct manager *m, const char *ws_id, const char *name, json_t **ret,
+			    struct station_error *e)
+{
+	struct service *svc = NULL;
+	int r = service_lookup(m, ws_id, name, &svc, e);
+
+	if (r < 0)
+		return r;
+	if (state_active(svc->row.state)) {
+		r = send_named(svc, MSG_SERVICE_RESTART, e);
+		if (r < 0)
+			return r;
+		svc->row.stopping = svc->row.current_attempt > 0;
+	} else {
+		/* The agent may not know it (a new agent): the whole definition goes again. */
+		r = check_agent(svc->ws, e);
+		if (r >= 0 && (r = service_send_start(svc)) < 0)
+			return station_error_set(e, -ENOTCONN, NULL,
+						 "the agent of workspace \"%s\" could not be "
+						 "reached: %s",
+						 ws_id, strerror(-r));
+		if (r < 0)
+			return r;
+	}
+	log_info("service restart requested", "workspace", ws_id, "service", name, NULL);
+	return reply_service(svc, ret, e);
+}
+
+int manager_service_delete(struct manager *m, const char *ws_id, const char *name,
+			   struct station_error *e)
+{
+	struct service *svc = NULL;
+	struct workspace *ws;
+	int r = service_lookup(m, ws_id, name, &svc, e);
+
+	if (r < 0)
+		return r;
+	ws = svc->ws;
+	if (ws->link && ws->link_ready)
+		r = agentlink_send_service(ws->link, MSG_SERVICE_REMOVE, name, -1);
+	else if (state_active(svc->row.state) && strcmp(ws->row.state, "ready") == 0)
+		r = -ENOTCONN;
+	if (r < 0)
+		return station_error_set(e, -ENOTCONN, NULL,
+					 "the agent of workspace \"%s\" is not connected", ws_id);
+	r = store_service_delete(m->store, svc->row.id);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot forget service \"%s\": %s", name,
+					 strerror(-r));
+	log_info("service deleted", "workspace", ws_id, "service", name, NULL);
+	watches_end(svc, 0, NULL);
+	service_unlink(svc);
+	service_free(svc);
+	return 0;
+}
+
+/* ---- watches ------------------------------------------------------------------------------- */
+
+static int on_replay(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct service_watch *w = userdata;
+
+	if (w->replay)
+		watch_deliver_result(w, w->replay);
+	w->ops->done(w->userdata);
+	watch_free(w);
+	return 0;
+}
+
+/* The newest finished attempt's output (none: nothing), then done(), from a timer. */
+static int watch_replay(struct service *svc, struct service_watch *w)
+{
+	struct service_attempt_row a = {};
+	int r = store_attempt_get(svc->ws->m->store, svc->row.id, 0, &a);
+
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (r >= 0) {
+		w->replay = malloc(sizeof *w->replay);
+		if (!w->replay) {
+			service_attempt_row_free(&a);
+			return -ENOMEM;
+		}
+		*w->replay = a;
+	}
+	return event_add_timer(w->m->loop, &w->timer, 0, on_replay, w);
+}
+
+int manager_service_watch(struct manager *m, const char *ws_id, const char *name, bool follow,
+			  const struct run_watch_ops *ops, void *userdata,
+			  struct service_watch **ret, struct station_error *e)
+{
+	struct service *svc = NULL;
+	struct service_watch *w;
+	int r = service_lookup(m, ws_id, name, &svc, e);
+
+	if (r < 0)
+		return r;
+	w = calloc(1, sizeof *w);
+	if (!w)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	*w = (struct service_watch){ .m = m, .ops = ops, .userdata = userdata };
+	if (follow && svc->row.current_attempt > 0 && svc->ws->link && svc->ws->link_ready) {
+		bool first = !svc->watches;
+
+		w->svc = svc;
+		w->attempt = svc->row.current_attempt;
+		LIST_APPEND(&svc->watches, w);
+		if (first)
+			agent_watch(svc, true);
+	} else {
+		r = watch_replay(svc, w);
+		if (r < 0) {
+			watch_free(w);
+			return station_error_set(e, r, NULL, "cannot read the service's output: %s",
+						 strerror(-r));
+		}
+	}
+	*ret = w;
+	return 0;
+}
+
+void manager_service_unwatch(struct service_watch *w)
+{
+	struct service *svc;
+
+	if (!w)
+		return;
+	svc = w->svc;
+	if (svc) {
+		LIST_REMOVE(&svc->watches, w);
+		if (!svc->watches)
+			agent_watch(svc, false);
+	}
+	watch_free(w);
+}

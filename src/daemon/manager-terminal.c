@@ -1,0 +1,791 @@
+/* SPDX-License-Identifier: MIT */
+/* Terminals: opening them through the agent, their attachers (scrollback replay, then live
+ * output), input and resize, force-close, and the one recorded end of each. The agent owns the
+ * PTY and its scrollback; this file keeps a record per live terminal, the store keeps all. */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agentlink.h"
+#include "basic/cleanup.h"
+#include "basic/log.h"
+#include "basic/util.h"
+#include "event/event.h"
+#include "manager-internal.h"
+
+/* Ended terminals kept in the store per workspace, beyond the live ones. */
+#define TERMINALS_KEEP_ENDED 100
+
+struct terminal {
+	struct terminal *prev, *next; /* in workspace->terminals */
+	struct workspace *ws;
+	struct terminal_row row;
+	struct terminal_attach *attaches;
+	struct terminal_waiter *waiters;
+	uint64_t next_request;
+};
+
+struct terminal_attach {
+	struct terminal_attach *prev, *next;
+	struct terminal *t; /* NULL once ended (ended() pending on the timer) */
+	const struct terminal_attach_ops *ops;
+	void *userdata;
+	uint64_t request; /* the TERM_REPLAY it waits for; 0: live */
+	uint64_t next_offset; /* stream offset after the last byte delivered */
+	bool fresh;	  /* nothing delivered yet: the replay sets where it starts */
+	struct event_source *timer;
+	json_t *final;
+};
+
+struct terminal_waiter {
+	struct terminal_waiter *prev, *next;
+	struct terminal *t; /* NULL once due (fn pending on the timer) */
+	enum terminal_wait what;
+	run_waiter_fn fn;
+	void *userdata;
+	struct event_source *timer;
+};
+
+#define LIST_REMOVE(head, node)                                                                    \
+	do {                                                                                       \
+		if ((node)->prev)                                                                  \
+			(node)->prev->next = (node)->next;                                         \
+		else                                                                               \
+			*(head) = (node)->next;                                                    \
+		if ((node)->next)                                                                  \
+			(node)->next->prev = (node)->prev;                                         \
+		(node)->prev = (node)->next = NULL;                                                \
+	} while (0)
+
+#define LIST_PREPEND(head, node)                                                                   \
+	do {                                                                                       \
+		(node)->prev = NULL;                                                               \
+		(node)->next = *(head);                                                            \
+		if (*(head))                                                                       \
+			(*(head))->prev = (node);                                                  \
+		*(head) = (node);                                                                  \
+	} while (0)
+
+/* ---- JSON ---------------------------------------------------------------------------------- */
+
+static bool state_live(const char *state)
+{
+	return strcmp(state, "starting") == 0 || strcmp(state, "running") == 0;
+}
+
+static json_t *terminal_to_json(const struct terminal_row *r)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "id", json_string(r->id));
+	json_object_set_new(o, "command", r->command ? json_string(r->command) : json_null());
+	if (r->cwd)
+		json_object_set_new(o, "cwd", json_string(r->cwd));
+	json_object_set_new(o, "cols", json_integer((json_int_t)r->cols));
+	json_object_set_new(o, "rows", json_integer((json_int_t)r->rows));
+	json_object_set_new(o, "state", json_string(r->state));
+	if (r->reason)
+		json_object_set_new(o, "reason", json_string(r->reason));
+	json_object_set_new(o, "pid", r->pid > 0 ? json_integer(r->pid) : json_null());
+	json_object_set_new(o, "exitCode",
+			    r->exit_code >= 0 ? json_integer(r->exit_code) : json_null());
+	json_object_set_new(o, "signal", r->signal > 0 ? json_integer(r->signal) : json_null());
+	json_object_set_new(o, "outputBytes", json_integer((json_int_t)r->output_bytes));
+	json_set_time(o, "createdAt", r->created_at);
+	json_set_time(o, "startedAt", r->started_at);
+	json_set_time(o, "endedAt", r->ended_at);
+	return o;
+}
+
+/* ---- records ------------------------------------------------------------------------------- */
+
+static struct terminal *terminal_find(struct workspace *ws, const char *id)
+{
+	for (struct terminal *t = ws->terminals; t; t = t->next)
+		if (strcmp(t->row.id, id) == 0)
+			return t;
+	return NULL;
+}
+
+/* Takes the row's strings. */
+static int terminal_add(struct workspace *ws, struct terminal_row *row, struct terminal **ret)
+{
+	struct terminal *t = calloc(1, sizeof *t);
+
+	if (!t)
+		return -ENOMEM;
+	t->ws = ws;
+	t->row = *row;
+	*row = (struct terminal_row){ 0 };
+	LIST_PREPEND(&ws->terminals, t);
+	ws->n_terminals++;
+	if (ret)
+		*ret = t;
+	return 0;
+}
+
+static void terminal_store(struct terminal *t)
+{
+	int r = store_terminal_update(t->ws->m->store, &t->row);
+
+	if (r < 0)
+		log_error("cannot record terminal", "workspace", t->ws->row.id, "terminal",
+			  t->row.id, "error", strerror(-r), NULL);
+}
+
+static int set_str(char **dst, const char *s)
+{
+	char *c = s ? strdup(s) : NULL;
+
+	if (s && !c)
+		return -ENOMEM;
+	free(*dst);
+	*dst = c;
+	return 0;
+}
+
+/* ---- waiters ------------------------------------------------------------------------------- */
+
+static void waiter_free(struct terminal_waiter *w)
+{
+	if (w->t)
+		LIST_REMOVE(&w->t->waiters, w);
+	event_source_free(w->timer);
+	free(w);
+}
+
+static int on_waiter_due(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct terminal_waiter *w = userdata;
+	run_waiter_fn fn = w->fn;
+	void *data = w->userdata;
+
+	waiter_free(w);
+	fn(data);
+	return 0;
+}
+
+/* Every waiter for what (TERMINAL_WAIT_ENDED: all of them) fires from a zero-delay timer. */
+static void waiters_fire(struct terminal *t, bool ended)
+{
+	struct manager *m = t->ws->m;
+
+	for (struct terminal_waiter *w = t->waiters, *next; w; w = next) {
+		next = w->next;
+		if (!ended && w->what != TERMINAL_WAIT_STARTED)
+			continue;
+		LIST_REMOVE(&t->waiters, w);
+		w->t = NULL;
+		if (event_add_timer(m->loop, &w->timer, 0, on_waiter_due, w) < 0)
+			on_waiter_due(NULL, 0, w);
+	}
+}
+
+void manager_terminal_waiter_cancel(struct terminal_waiter *w)
+{
+	if (w)
+		waiter_free(w);
+}
+
+/* ---- attachers ----------------------------------------------------------------------------- */
+
+static void attach_free(struct terminal_attach *a)
+{
+	if (a->t)
+		LIST_REMOVE(&a->t->attaches, a);
+	event_source_free(a->timer);
+	json_decref(a->final);
+	free(a);
+}
+
+static void attach_deliver(struct terminal_attach *a, uint64_t offset, const uint8_t *data,
+			   size_t n)
+{
+	if (offset + n <= a->next_offset || n == 0)
+		return;
+	if (offset < a->next_offset) {
+		size_t skip = (size_t)(a->next_offset - offset);
+
+		data += skip;
+		n -= skip;
+		offset = a->next_offset;
+	}
+	a->next_offset = offset + n;
+	a->ops->output(a->userdata, offset, data, n);
+}
+
+static int on_attach_ended(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct terminal_attach *a = userdata;
+	const struct terminal_attach_ops *ops = a->ops;
+	json_t *final = json_incref(a->final);
+	void *data = a->userdata;
+
+	attach_free(a);
+	ops->ended(data, final);
+	json_decref(final);
+	return 0;
+}
+
+/* The terminal has ended: every attacher hears it from a zero-delay timer. */
+static void attaches_end(struct terminal *t)
+{
+	struct manager *m = t->ws->m;
+
+	while (t->attaches) {
+		struct terminal_attach *a = t->attaches;
+
+		LIST_REMOVE(&t->attaches, a);
+		a->t = NULL;
+		a->final = terminal_to_json(&t->row);
+		if (event_add_timer(m->loop, &a->timer, 0, on_attach_ended, a) < 0)
+			on_attach_ended(NULL, 0, a);
+	}
+}
+
+static bool link_up(const struct workspace *ws)
+{
+	return ws->link && ws->link_ready;
+}
+
+/* Asks the agent for the scrollback and live output for every attacher still waiting. */
+static void terminal_request_replay(struct terminal *t)
+{
+	uint64_t request = ++t->next_request;
+
+	for (struct terminal_attach *a = t->attaches; a; a = a->next)
+		a->request = request;
+	if (link_up(t->ws))
+		(void)agentlink_send_terminal_attach(t->ws->link, t->row.id, true, request);
+}
+
+/* ---- ending -------------------------------------------------------------------------------- */
+
+static void terminal_free(struct terminal *t)
+{
+	LIST_REMOVE(&t->ws->terminals, t);
+	t->ws->n_terminals--;
+	while (t->attaches)
+		attach_free(t->attaches);
+	while (t->waiters)
+		waiter_free(t->waiters);
+	terminal_row_free(&t->row);
+	free(t);
+}
+
+static void terminal_end(struct terminal *t)
+{
+	log_info("terminal ended", "workspace", t->ws->row.id, "terminal", t->row.id, "state",
+		 t->row.state, NULL);
+	waiters_fire(t, true);
+	attaches_end(t);
+	terminal_free(t);
+}
+
+static void terminal_lose(struct terminal *t, const char *reason)
+{
+	(void)set_str(&t->row.state, "lost");
+	(void)set_str(&t->row.reason, reason);
+	t->row.ended_at = realtime_usec();
+	terminal_store(t);
+	terminal_end(t);
+}
+
+void terminals_lose_all(struct workspace *ws, const char *reason)
+{
+	while (ws->terminals)
+		terminal_lose(ws->terminals, reason);
+}
+
+void terminals_free_all(struct workspace *ws)
+{
+	while (ws->terminals)
+		terminal_free(ws->terminals);
+}
+
+void terminals_load(struct workspace *ws)
+{
+	struct terminal_row *rows = NULL;
+	size_t n = 0;
+	int r = store_terminal_list(ws->m->store, ws->row.id, &rows, &n);
+
+	if (r < 0) {
+		log_error("cannot load terminals", "workspace", ws->row.id, "error", strerror(-r),
+			  NULL);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (state_live(rows[i].state) && terminal_add(ws, &rows[i], NULL) < 0)
+			log_error("cannot load a terminal", "workspace", ws->row.id, NULL);
+		terminal_row_free(&rows[i]);
+	}
+	free(rows);
+}
+
+/* ---- from the agent ------------------------------------------------------------------------ */
+
+void terminals_on_hello(void *userdata, char **ids, size_t n_ids)
+{
+	struct workspace *ws = userdata;
+
+	for (struct terminal *t = ws->terminals, *next; t; t = next) {
+		bool known = false;
+
+		next = t->next;
+		for (size_t i = 0; i < n_ids && !known; i++)
+			known = strcmp(ids[i], t->row.id) == 0;
+		if (!known)
+			terminal_lose(t, "the agent has no record of the terminal");
+		else if (t->attaches)
+			terminal_request_replay(t); /* the agent forgot its watchers */
+	}
+}
+
+void terminals_on_opened(void *userdata, const char *id, uint64_t pid, uint64_t started_at,
+			 const char *command)
+{
+	struct terminal *t = terminal_find(userdata, id);
+
+	if (!t)
+		return;
+	(void)set_str(&t->row.state, "running");
+	(void)set_str(&t->row.command, command);
+	t->row.pid = (int64_t)pid;
+	t->row.started_at = started_at;
+	terminal_store(t);
+	waiters_fire(t, false);
+}
+
+void terminals_on_output(void *userdata, const char *id, uint64_t offset, const uint8_t *data,
+			 size_t n)
+{
+	struct terminal *t = terminal_find(userdata, id);
+
+	if (!t)
+		return;
+	t->row.output_bytes = MAX(t->row.output_bytes, offset + n);
+	/* Attachers still waiting for their replay get these bytes from it. */
+	for (struct terminal_attach *a = t->attaches, *next; a; a = next) {
+		next = a->next;
+		if (a->request == 0)
+			attach_deliver(a, offset, data, n);
+	}
+}
+
+void terminals_on_replay(void *userdata, const char *id, uint64_t request, uint64_t offset,
+			 const uint8_t *data, size_t n)
+{
+	struct terminal *t = terminal_find(userdata, id);
+
+	if (!t)
+		return;
+	for (struct terminal_attach *a = t->attaches, *next; a; a = next) {
+		next = a->next;
+		if (a->request == 0 || a->request > request)
+			continue;
+		a->request = 0;
+		if (a->fresh) {
+			a->fresh = false;
+			a->next_offset = offset;
+		}
+		attach_deliver(a, offset, data, n);
+	}
+}
+
+static const char *exit_state(const struct agentlink_terminal_exit *x)
+{
+	if (x->status == RUN_FAILED_TO_START)
+		return "failed";
+	return x->forced ? "closed" : "exited";
+}
+
+static void row_set_exit(struct terminal_row *row, const struct agentlink_terminal_exit *x)
+{
+	(void)set_str(&row->state, exit_state(x));
+	(void)set_str(&row->reason, x->reason);
+	row->exit_code = x->exit_code;
+	row->signal = x->signal;
+	row->ended_at = x->ended_at ? x->ended_at : realtime_usec();
+	row->output_bytes = MAX(row->output_bytes, x->output_bytes);
+	if (!row->started_at)
+		row->started_at = x->started_at;
+}
+
+void terminals_on_exit(void *userdata, uint64_t seq, const struct agentlink_terminal_exit *x)
+{
+	struct workspace *ws = userdata;
+	struct terminal *t = terminal_find(ws, x->id);
+	struct terminal_row row = { 0 };
+	int r;
+
+	if (t) {
+		row_set_exit(&t->row, x);
+		r = store_terminal_update(ws->m->store, &t->row);
+	} else {
+		/* Already given up on (lost): the agent's word is better. */
+		r = store_terminal_get(ws->m->store, ws->row.id, x->id, &row);
+		if (r >= 0 && (state_live(row.state) || strcmp(row.state, "lost") == 0)) {
+			row_set_exit(&row, x);
+			r = store_terminal_update(ws->m->store, &row);
+		}
+		terminal_row_free(&row);
+	}
+	if (r < 0 && r != -ENOENT) {
+		log_error("cannot record terminal end", "workspace", ws->row.id, "terminal", x->id,
+			  "error", strerror(-r), NULL);
+		return; /* no ACK: the agent sends it again after the next HELLO */
+	}
+	if (ws->link)
+		agentlink_send_ack(ws->link, seq);
+	if (t)
+		terminal_end(t);
+}
+
+/* ---- the API ------------------------------------------------------------------------------- */
+
+static int terminal_lookup(struct manager *m, const char *ws_id, const char *term_id,
+			   struct workspace **ret_ws, struct terminal_row *ret_row,
+			   struct station_error *e)
+{
+	int r = workspace_lookup(m, ws_id, ret_ws, e);
+
+	if (r < 0)
+		return r;
+	r = store_terminal_get(m->store, ws_id, term_id, ret_row);
+	if (r == -ENOENT)
+		return station_error_set(e, -ENOENT, NULL,
+					 "terminal \"%s\" not found in workspace \"%s\"", term_id,
+					 ws_id);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot read terminal \"%s\": %s", term_id,
+					 strerror(-r));
+	return 0;
+}
+
+static int check_workspace(struct workspace *ws, struct station_error *e)
+{
+	if (strcmp(ws->row.state, "ready") != 0)
+		return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is %s, not ready",
+					 ws->row.id, ws->row.state);
+	if (!link_up(ws))
+		return station_error_set(e, -ENOTCONN, NULL,
+					 "the agent of workspace \"%s\" is not connected",
+					 ws->row.id);
+	if (ws->n_terminals >= MANAGER_MAX_TERMINALS)
+		return station_error_set(e, -EAGAIN, NULL,
+					 "workspace \"%s\" already has %d terminals (the limit)",
+					 ws->row.id, MANAGER_MAX_TERMINALS);
+	return 0;
+}
+
+static char **env_strv(json_t *env)
+{
+	size_t n = env ? json_object_size(env) : 0, i = 0;
+	char **v = calloc(n + 1, sizeof *v);
+	const char *key;
+	json_t *val;
+
+	if (!v)
+		return NULL;
+	json_object_foreach(env, key, val) {
+		if (asprintf(&v[i], "%s=%s", key, json_string_value(val)) < 0) {
+			while (i > 0)
+				free(v[--i]);
+			free(v);
+			return NULL;
+		}
+		i++;
+	}
+	return v;
+}
+
+static void strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static char *absolute_cwd(const struct workspace *ws, const char *cwd)
+{
+	char *s = NULL;
+
+	if (!cwd)
+		return strdup(ws->workdir);
+	if (cwd[0] == '/')
+		return strdup(cwd);
+	return asprintf(&s, "%s/%s", ws->workdir, cwd) < 0 ? NULL : s;
+}
+
+static int terminal_send_open(struct workspace *ws, const struct terminal_row *row,
+			      const struct terminal_spec *spec)
+{
+	_cleanup_free_ char *cwd = absolute_cwd(ws, spec->cwd);
+	char **env = env_strv(spec->env);
+	struct agentlink_terminal at = {
+		.id = row->id, .command = spec->command, .cwd = cwd, .env = env,
+		.cols = spec->cols, .rows = spec->rows,
+		.scrollback_bytes = MANAGER_TERMINAL_SCROLLBACK,
+	};
+	int r = cwd && env ? agentlink_send_terminal_open(ws->link, &at) : -ENOMEM;
+
+	strv_free(env);
+	return r;
+}
+
+int manager_terminal_open(struct manager *m, const char *ws_id, const struct terminal_spec *spec,
+			  json_t **ret, struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	_cleanup_free_ char *env_json = NULL;
+	char id[PROTO_MAX_ID + 1];
+	struct terminal_row row;
+	struct terminal *t;
+	int r = workspace_lookup(m, ws_id, &ws, e);
+
+	if (r >= 0)
+		r = check_workspace(ws, e);
+	if (r < 0)
+		return r;
+	random_id("t-", 26, id, sizeof id);
+	env_json = spec->env ? json_dumps(spec->env, JSON_COMPACT) : NULL;
+	row = (struct terminal_row){
+		.id = strdup(id), .workspace_id = strdup(ws->row.id),
+		.command = spec->command ? strdup(spec->command) : NULL,
+		.cwd = spec->cwd ? strdup(spec->cwd) : NULL, .env_json = TAKE_PTR(env_json),
+		.cols = spec->cols, .rows = spec->rows, .state = strdup("starting"),
+		.exit_code = -1, .created_at = realtime_usec(),
+	};
+	if (!row.id || !row.workspace_id || !row.state || (spec->command && !row.command)) {
+		terminal_row_free(&row);
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	}
+	r = store_terminal_insert(m->store, &row, TERMINALS_KEEP_ENDED);
+	if (r < 0) {
+		terminal_row_free(&row);
+		return station_error_set(e, r, NULL, "cannot record the terminal: %s",
+					 strerror(-r));
+	}
+	r = terminal_add(ws, &row, &t);
+	if (r < 0) {
+		terminal_row_free(&row);
+		return station_error_set(e, r, NULL, "out of memory");
+	}
+	r = terminal_send_open(ws, &t->row, spec);
+	*ret = terminal_to_json(&t->row);
+	if (r < 0) {
+		terminal_lose(t, "the agent could not be reached");
+		json_decref(*ret);
+		return station_error_set(e, -ENOTCONN, NULL,
+					 "the agent of workspace \"%s\" could not be reached: %s",
+					 ws_id, strerror(-r));
+	}
+	log_info("terminal opening", "workspace", ws_id, "terminal", id, NULL);
+	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
+}
+
+int manager_terminal_list(struct manager *m, const char *ws_id, json_t **ret,
+			  struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	struct terminal_row *rows = NULL;
+	size_t n = 0;
+	json_t *a;
+	int r = workspace_lookup(m, ws_id, &ws, e);
+
+	if (r < 0)
+		return r;
+	r = store_terminal_list(m->store, ws_id, &rows, &n);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot list terminals: %s", strerror(-r));
+	a = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(a, terminal_to_json(&rows[i]));
+		terminal_row_free(&rows[i]);
+	}
+	free(rows);
+	*ret = json_pack("{s:o}", "terminals", a);
+	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
+}
+
+int manager_terminal_get(struct manager *m, const char *ws_id, const char *term_id, json_t **ret,
+			 struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	struct terminal_row row = { 0 };
+	int r = terminal_lookup(m, ws_id, term_id, &ws, &row, e);
+
+	if (r < 0)
+		return r;
+	*ret = terminal_to_json(&row);
+	terminal_row_free(&row);
+	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
+}
+
+/* The live terminal, or an error naming why there is none. */
+static int live_lookup(struct manager *m, const char *ws_id, const char *term_id,
+		       struct terminal **ret, struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	struct terminal_row row = { 0 };
+	int r = terminal_lookup(m, ws_id, term_id, &ws, &row, e);
+
+	if (r < 0)
+		return r;
+	*ret = terminal_find(ws, term_id);
+	if (!*ret)
+		r = station_error_set(e, -EBUSY, NULL, "terminal \"%s\" has ended (%s)", term_id,
+				      row.state);
+	terminal_row_free(&row);
+	return r;
+}
+
+static int terminal_resize(struct terminal *t, unsigned cols, unsigned rows)
+{
+	t->row.cols = cols;
+	t->row.rows = rows;
+	terminal_store(t);
+	if (!link_up(t->ws))
+		return -ENOTCONN;
+	return agentlink_send_terminal_resize(t->ws->link, t->row.id, cols, rows);
+}
+
+int manager_terminal_resize(struct manager *m, const char *ws_id, const char *term_id,
+			    unsigned cols, unsigned rows, json_t **ret, struct station_error *e)
+{
+	struct terminal *t = NULL;
+	int r = live_lookup(m, ws_id, term_id, &t, e);
+
+	if (r < 0)
+		return r;
+	r = terminal_resize(t, cols, rows);
+	if (r < 0)
+		return station_error_set(e, -ENOTCONN, NULL,
+					 "the agent of workspace \"%s\" is not connected", ws_id);
+	if (ret)
+		*ret = terminal_to_json(&t->row);
+	return 0;
+}
+
+int manager_terminal_close(struct manager *m, const char *ws_id, const char *term_id,
+			   struct station_error *e)
+{
+	struct terminal *t = NULL;
+	int r = live_lookup(m, ws_id, term_id, &t, e);
+
+	if (r == -EBUSY)
+		return 1;
+	if (r < 0)
+		return r;
+	if (!link_up(t->ws) || agentlink_send_terminal_close(t->ws->link, term_id) < 0)
+		return station_error_set(e, -ENOTCONN, NULL,
+					 "the agent of workspace \"%s\" is not connected", ws_id);
+	log_info("terminal force-close", "workspace", ws_id, "terminal", term_id, NULL);
+	return 0;
+}
+
+int manager_terminal_wait(struct manager *m, const char *ws_id, const char *term_id,
+			  enum terminal_wait what, run_waiter_fn fn, void *userdata,
+			  struct terminal_waiter **ret, struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	struct terminal_row row = { 0 };
+	struct terminal_waiter *w;
+	struct terminal *t;
+	int r = terminal_lookup(m, ws_id, term_id, &ws, &row, e);
+
+	terminal_row_free(&row);
+	if (r < 0)
+		return r;
+	t = terminal_find(ws, term_id);
+	if (!t || (what == TERMINAL_WAIT_STARTED && strcmp(t->row.state, "starting") != 0))
+		return 1;
+	w = calloc(1, sizeof *w);
+	if (!w)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	*w = (struct terminal_waiter){ .t = t, .what = what, .fn = fn, .userdata = userdata };
+	LIST_PREPEND(&t->waiters, w);
+	*ret = w;
+	return 0;
+}
+
+int manager_terminal_attach(struct manager *m, const char *ws_id, const char *term_id,
+			    const struct terminal_attach_ops *ops, void *userdata,
+			    struct terminal_attach **ret, struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	struct terminal_row row = { 0 };
+	struct terminal_attach *a;
+	struct terminal *t;
+	int r = terminal_lookup(m, ws_id, term_id, &ws, &row, e);
+
+	if (r < 0)
+		return r;
+	a = calloc(1, sizeof *a);
+	if (!a) {
+		terminal_row_free(&row);
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	}
+	*a = (struct terminal_attach){ .ops = ops, .userdata = userdata, .fresh = true };
+	t = terminal_find(ws, term_id);
+	if (t) {
+		a->t = t;
+		LIST_PREPEND(&t->attaches, a);
+		a->request = ++t->next_request;
+		if (link_up(ws))
+			(void)agentlink_send_terminal_attach(ws->link, term_id, true, a->request);
+	} else {
+		a->final = terminal_to_json(&row);
+		if (!a->final || event_add_timer(m->loop, &a->timer, 0, on_attach_ended, a) < 0) {
+			attach_free(a);
+			terminal_row_free(&row);
+			return station_error_set(e, -ENOMEM, NULL, "out of memory");
+		}
+	}
+	terminal_row_free(&row);
+	*ret = a;
+	return 0;
+}
+
+void manager_terminal_detach(struct terminal_attach *a)
+{
+	struct terminal *t;
+
+	if (!a)
+		return;
+	t = a->t;
+	attach_free(a);
+	if (t && !t->attaches && link_up(t->ws))
+		(void)agentlink_send_terminal_attach(t->ws->link, t->row.id, false, 0);
+}
+
+int manager_terminal_input(struct terminal_attach *a, const void *data, size_t n)
+{
+	struct terminal *t = a->t;
+
+	if (!t || !link_up(t->ws))
+		return -ENOTCONN;
+	return agentlink_send_terminal_input(t->ws->link, t->row.id, data, n);
+}
+
+int manager_terminal_attach_resize(struct terminal_attach *a, unsigned cols, unsigned rows)
+{
+	return a->t ? terminal_resize(a->t, cols, rows) : -ENOTCONN;
+}
+
+int manager_terminal_resync(struct terminal_attach *a, uint64_t from)
+{
+	struct terminal *t = a->t;
+
+	if (!t)
+		return -ENOTCONN;
+	a->fresh = false;
+	a->next_offset = from;
+	a->request = ++t->next_request;
+	if (!link_up(t->ws))
+		return 0; /* the next HELLO asks for every attacher's replay */
+	return agentlink_send_terminal_attach(t->ws->link, t->row.id, true, a->request);
+}
