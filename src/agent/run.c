@@ -871,9 +871,7 @@ static int run_cgroup_create(struct run *r)
 	int k;
 
 	snprintf(name, sizeof name, "r-%" PRIu64, ++r->m->next_cgroup);
-	k = cgroup_child(r->m->cgroup, name, &r->cg);
-	if (k >= 0)
-		k = cgroup_create(r->cg);
+	k = spawn_cgroup_new(r->m->cgroup, name, &r->cg);
 	if (k < 0)
 		(void)set_reason(r, "cgroup", name, -k);
 	return k;

@@ -152,7 +152,7 @@ int spawn_build_env(char *const *base, size_t n_base, const char *home_entry, co
 int spawn_cgroup_new(const struct cgroup *parent, const char *name, struct cgroup **ret)
 {
 	struct cgroup *cg = NULL;
-	int k = cgroup_child(parent, name, &cg);
+	int k = cgroup_child_leaf(parent, name, &cg);
 
 	if (k >= 0)
 		k = cgroup_create(cg);

@@ -354,7 +354,18 @@ int cgroup_open_base(const char *name, struct cgroup **ret)
 	return (v == CGROUP_V2 ? &cgroup_v2_ops : &cgroup_v1_ops)->open_base(name, ret);
 }
 
-int cgroup_child(const struct cgroup *cg, const char *name, struct cgroup **ret)
+/* A v1 hierarchy a leaf needs: the one that measures CPU, memory, or freezes for the kill. */
+static bool v1_leaf_hierarchy(const char *dir)
+{
+	static const char *const files[] = { "cpuacct.usage", "memory.max_usage_in_bytes",
+					     "freezer.state" };
+	for (size_t i = 0; i < ELEMENTSOF(files); i++)
+		if (cg_file_exists(dir, files[i]))
+			return true;
+	return false;
+}
+
+static int child_of(const struct cgroup *cg, const char *name, bool leaf, struct cgroup **ret)
 {
 	struct cgroup *c;
 	char suffix[66];
@@ -368,13 +379,26 @@ int cgroup_child(const struct cgroup *cg, const char *name, struct cgroup **ret)
 	suffix[0] = '/';
 	strcpy(suffix + 1, name);
 	for (size_t i = 0; i < cg->n_dirs && r >= 0; i++)
-		r = cg_add_dir(c, cg->dirs[i], suffix);
+		if (!leaf || cg->version != CGROUP_V1 || v1_leaf_hierarchy(cg->dirs[i]))
+			r = cg_add_dir(c, cg->dirs[i], suffix);
+	if (r >= 0 && c->n_dirs == 0)
+		r = -EOPNOTSUPP;
 	if (r < 0) {
 		cgroup_free(c);
 		return r;
 	}
 	*ret = c;
 	return 0;
+}
+
+int cgroup_child(const struct cgroup *cg, const char *name, struct cgroup **ret)
+{
+	return child_of(cg, name, false, ret);
+}
+
+int cgroup_child_leaf(const struct cgroup *cg, const char *name, struct cgroup **ret)
+{
+	return child_of(cg, name, true, ret);
 }
 
 int cgroup_create(const struct cgroup *cg)

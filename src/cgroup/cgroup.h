@@ -49,6 +49,12 @@ int cgroup_open_base(const char *name, struct cgroup **ret);
 /* The child group "<cg>/<name>" (paths only, nothing created). name: [A-Za-z0-9._-]{1,64}. */
 int cgroup_child(const struct cgroup *cg, const char *name, struct cgroup **ret);
 
+/* A child for one command (run, service attempt, terminal): on v1 only in the hierarchies
+ * that account for it and kill it (cpuacct, memory, freezer); for the others it stays in the
+ * parent's group, whose limits hold it all the same. Each hierarchy is a mkdir, an attach and
+ * an rmdir per command: fewer is faster. On v2 the same as cgroup_child(). */
+int cgroup_child_leaf(const struct cgroup *cg, const char *name, struct cgroup **ret);
+
 /* mkdir in every hierarchy (existing is fine). v2: the parent's subtree_control gets the
  * controllers first. */
 int cgroup_create(const struct cgroup *cg);

@@ -2,6 +2,7 @@
 #include "agentlink.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -25,6 +26,7 @@ struct agentlink {
 	const struct agentlink_ops *ops;
 	void *userdata;
 	bool closing;
+	bool hello_seen;
 };
 
 static void link_update_events(struct agentlink *l)
@@ -118,8 +120,10 @@ static int parse_hello(struct agentlink *l, const struct frame *f)
 	}
 	if (r >= 0 && l->ops->service_hello)
 		l->ops->service_hello(l->userdata, names, n_names);
-	if (r >= 0)
+	if (r >= 0) {
+		l->hello_seen = true;
 		l->ops->hello(l->userdata, pid, ids, n_ids);
+	}
 	if (r >= 0 && !l->closing)
 		r = agentlink_terminal_dispatch(l->ops, l->userdata, f);
 	for (size_t i = 0; i < n_ids; i++)
@@ -433,6 +437,26 @@ int agentlink_connect(struct event_loop *loop, const char *socket_path, const ui
 	}
 	*ret = l;
 	return 0;
+}
+
+int agentlink_wait_hello(struct agentlink *l, int timeout_ms)
+{
+	uint64_t deadline = now_usec() + (uint64_t)timeout_ms * 1000;
+	while (!l->hello_seen && !l->closing) {
+		uint64_t now = now_usec();
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		struct pollfd p = { .fd = l->fd, .events = POLLIN };
+		int n = poll(&p, 1, (int)((deadline - now + 999) / 1000));
+		if (n < 0 && errno != EINTR)
+			return negative_errno();
+		if (n <= 0)
+			continue;
+		int r = link_read(l);
+		if (r < 0)
+			return r; /* the loop's next look at the socket closes the link */
+	}
+	return l->hello_seen ? 0 : -ECONNRESET;
 }
 
 void agentlink_free(struct agentlink *l)

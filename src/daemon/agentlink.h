@@ -87,6 +87,11 @@ int agentlink_connect(struct event_loop *loop, const char *socket_path, const ui
 		      struct agentlink **ret);
 void agentlink_free(struct agentlink *l);
 
+/* Blocks (at most timeout_ms) until the agent's HELLO_OK has been handled: for a freshly
+ * started agent, which answers at once, so a new workspace is ready when it is reported.
+ * Frames that arrive meanwhile are dispatched as usual. */
+int agentlink_wait_hello(struct agentlink *l, int timeout_ms);
+
 struct agentlink_run {
 	const char *id;
 	const char *command;

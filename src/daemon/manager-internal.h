@@ -24,6 +24,7 @@ struct run_state {
 	struct workspace *ws;
 	char id[PROTO_MAX_ID + 1];
 	uint64_t started_at;
+	unsigned link_gen; /* the agent connection it was sent on */
 	struct run_waiter *waiters;
 	struct run_watch *watches;
 };
@@ -61,7 +62,8 @@ struct workspace {
 	int agent_pidfd;
 	struct event_source *agent_watch;
 	struct agentlink *link;
-	bool link_ready; /* HELLO_OK received */
+	bool link_ready;   /* HELLO_OK received */
+	unsigned link_gen; /* counts connections: requests queue behind HELLO on a new one */
 	struct event_source *link_timer; /* reconnect, or free a closed link */
 	unsigned reconnects;
 	struct run_state *runs;

@@ -275,7 +275,8 @@ static int run_check_workspace(struct workspace *ws, struct station_error *e)
 		return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is %s, not ready%s%s",
 					 ws->row.id, ws->row.state, ws->row.reason ? ": " : "",
 					 ws->row.reason ? ws->row.reason : "");
-	if (!ws->link || !ws->link_ready)
+	/* a new connection's HELLO goes first: requests queue behind it */
+	if (!ws->link)
 		return station_error_set(e, -ENOTCONN, NULL,
 					 "the agent of workspace \"%s\" is not connected",
 					 ws->row.id);
@@ -327,8 +328,11 @@ int manager_run_start(struct manager *m, const char *ws_id, const struct run_spe
 	};
 	r = agentlink_send_run_start(ws->link, &ar);
 	strv_free(env);
+	struct run_state *rs = NULL;
 	if (r >= 0)
-		r = run_state_add(ws, id, NULL);
+		r = run_state_add(ws, id, &rs);
+	if (r >= 0)
+		rs->link_gen = ws->link_gen;
 	if (r < 0) {
 		row.status = RUN_LOST;
 		row.reason = (char *)"the agent could not be reached";
@@ -407,7 +411,7 @@ int manager_run_cancel(struct manager *m, const char *ws_id, const char *run_id,
 	if (status != RUN_RUNNING)
 		return station_error_set(e, -EBUSY, NULL, "run \"%s\" already finished (%s)", run_id,
 					 run_status_to_string(status));
-	if (!ws->link || !ws->link_ready || agentlink_send_cancel(ws->link, run_id) < 0)
+	if (!ws->link || agentlink_send_cancel(ws->link, run_id) < 0)
 		return station_error_set(e, -ENOTCONN, NULL,
 					 "the agent of workspace \"%s\" is not connected", ws_id);
 	return 0;

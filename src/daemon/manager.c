@@ -28,6 +28,7 @@
 #define WORKSPACE_CGROUP_DESTROY_MS 5000
 #define RECONNECT_DELAY_USEC 200000
 #define MAX_RECONNECTS 5
+#define AGENT_HELLO_TIMEOUT_MS 10000
 #define PRUNE_INTERVAL_USEC (60ull * 1000000)
 
 int manager_runs_init(struct manager *m);
@@ -251,6 +252,7 @@ static int agent_watch(struct workspace *ws)
 static int agent_connect(struct workspace *ws)
 {
 	ws->link_ready = false;
+	ws->link_gen++;
 	return agentlink_connect(ws->m->loop, ws->socket_path, ws->secret, SECRET_BYTES, &link_ops,
 				 ws, &ws->link);
 }
@@ -275,6 +277,8 @@ static int agent_start(struct workspace *ws, struct station_error *e)
 	r = agent_watch(ws);
 	if (r >= 0)
 		r = agent_connect(ws);
+	if (r >= 0)
+		r = agentlink_wait_hello(ws->link, AGENT_HELLO_TIMEOUT_MS);
 	if (r < 0)
 		return station_error_set(e, r, NULL, "cannot reach the new agent: %s", strerror(-r));
 	ws->reconnects = 0;
@@ -310,6 +314,9 @@ static void on_hello(void *userdata, uint64_t agent_pid, char **ids, size_t n_id
 	ws->reconnects = 0;
 	for (struct run_state *r = ws->runs, *next; r; r = next) {
 		next = r->next;
+		/* sent behind this HELLO: the agent had not seen it when it answered */
+		if (r->link_gen == ws->link_gen)
+			continue;
 		bool known = false;
 		for (size_t i = 0; i < n_ids && !known; i++)
 			known = strcmp(ids[i], r->id) == 0;
