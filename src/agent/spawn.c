@@ -37,9 +37,8 @@ static _Noreturn void child_exec(const struct spawn_child *c)
 		child_fail(c->errpipe, SPAWN_STAGE_USER, errno);
 	if (c->session ? setsid() < 0 : setpgid(0, 0) < 0)
 		child_fail(c->errpipe, SPAWN_STAGE_SETPGID, errno);
-	for (int sig = 1; sig < _NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			(void)sigaction(sig, &dfl, NULL);
+	/* exec resets handled signals by itself; only what the agent ignores is inherited */
+	(void)sigaction(SIGPIPE, &dfl, NULL);
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 	for (int i = 0; i < 3; i++)

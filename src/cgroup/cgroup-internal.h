@@ -29,6 +29,21 @@ extern const struct cgroup_ops cgroup_v2_ops;
 #define CGROUP_MOUNT_ROOT "/sys/fs/cgroup"
 #define CGROUP_FILE_MAX (1024 * 1024)
 
+/* v1: the controllers of a dir's hierarchy, probed once through its control files. */
+enum {
+	CG_ROLE_KNOWN = 1u << 0,
+	CG_ROLE_CPU = 1u << 1,
+	CG_ROLE_CPUACCT = 1u << 2,
+	CG_ROLE_MEMORY = 1u << 3,
+	CG_ROLE_PIDS = 1u << 4,
+	CG_ROLE_FREEZER = 1u << 5,
+};
+/* Probes dir i of cg (its parent's dir when it does not exist yet is the caller's business:
+ * children copy their parent's roles). */
+unsigned cg_roles(struct cgroup *cg, size_t i);
+/* The role a control file belongs to ("memory.max_usage_in_bytes" → CG_ROLE_MEMORY). */
+unsigned cg_role_of_file(const char *file);
+
 /* Allocation. */
 struct cgroup *cg_new(enum cgroup_version version);
 /* Appends "<prefix><suffix>" (suffix may be NULL) as the next dir. */

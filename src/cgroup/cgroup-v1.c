@@ -166,9 +166,11 @@ static int v1_create(const struct cgroup *cg)
 /* The directory of cg whose hierarchy has the control file, NULL when none has. */
 static const char *v1_dir_with(const struct cgroup *cg, const char *file)
 {
-	for (size_t i = 0; i < cg->n_dirs; i++)
-		if (cg_file_exists(cg->dirs[i], file))
-			return cg->dirs[i];
+	struct cgroup *c = (struct cgroup *)cg; /* only the role cache changes */
+	unsigned role = cg_role_of_file(file);
+	for (size_t i = 0; i < c->n_dirs; i++)
+		if (role ? cg_roles(c, i) & role : cg_file_exists(c->dirs[i], file))
+			return c->dirs[i];
 	return NULL;
 }
 

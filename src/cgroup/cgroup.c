@@ -30,6 +30,38 @@ struct cgroup *cg_new(enum cgroup_version version)
 	return cg;
 }
 
+static const struct {
+	const char *prefix;
+	const char *probe;
+	unsigned role;
+} cg_role_table[] = {
+	{ "cpuacct.", "cpuacct.usage", CG_ROLE_CPUACCT },
+	{ "cpu.", "cpu.cfs_quota_us", CG_ROLE_CPU },
+	{ "memory.", "memory.limit_in_bytes", CG_ROLE_MEMORY },
+	{ "pids.", "pids.max", CG_ROLE_PIDS },
+	{ "freezer.", "freezer.state", CG_ROLE_FREEZER },
+};
+
+unsigned cg_role_of_file(const char *file)
+{
+	for (size_t i = 0; i < ELEMENTSOF(cg_role_table); i++)
+		if (!strncmp(file, cg_role_table[i].prefix, strlen(cg_role_table[i].prefix)))
+			return cg_role_table[i].role;
+	return 0;
+}
+
+unsigned cg_roles(struct cgroup *cg, size_t i)
+{
+	if (!(cg->roles[i] & CG_ROLE_KNOWN)) {
+		unsigned roles = CG_ROLE_KNOWN;
+		for (size_t j = 0; j < ELEMENTSOF(cg_role_table); j++)
+			if (cg_file_exists(cg->dirs[i], cg_role_table[j].probe))
+				roles |= cg_role_table[j].role;
+		cg->roles[i] = roles;
+	}
+	return cg->roles[i];
+}
+
 int cg_add_dir(struct cgroup *cg, const char *prefix, const char *suffix)
 {
 	size_t a = strlen(prefix), b = suffix ? strlen(suffix) : 0;
@@ -355,14 +387,9 @@ int cgroup_open_base(const char *name, struct cgroup **ret)
 }
 
 /* A v1 hierarchy a leaf needs: the one that measures CPU, memory, or freezes for the kill. */
-static bool v1_leaf_hierarchy(const char *dir)
+static bool v1_leaf_hierarchy(struct cgroup *cg, size_t i)
 {
-	static const char *const files[] = { "cpuacct.usage", "memory.max_usage_in_bytes",
-					     "freezer.state" };
-	for (size_t i = 0; i < ELEMENTSOF(files); i++)
-		if (cg_file_exists(dir, files[i]))
-			return true;
-	return false;
+	return cg_roles(cg, i) & (CG_ROLE_CPUACCT | CG_ROLE_MEMORY | CG_ROLE_FREEZER);
 }
 
 static int child_of(const struct cgroup *cg, const char *name, bool leaf, struct cgroup **ret)
@@ -378,9 +405,16 @@ static int child_of(const struct cgroup *cg, const char *name, bool leaf, struct
 		return -ENOMEM;
 	suffix[0] = '/';
 	strcpy(suffix + 1, name);
-	for (size_t i = 0; i < cg->n_dirs && r >= 0; i++)
-		if (!leaf || cg->version != CGROUP_V1 || v1_leaf_hierarchy(cg->dirs[i]))
-			r = cg_add_dir(c, cg->dirs[i], suffix);
+	/* the roles are the parent's: a child dir need not exist yet */
+	struct cgroup *parent = (struct cgroup *)cg;
+	for (size_t i = 0; i < cg->n_dirs && r >= 0; i++) {
+		bool v1 = cg->version == CGROUP_V1;
+		if (leaf && v1 && !v1_leaf_hierarchy(parent, i))
+			continue;
+		r = cg_add_dir(c, cg->dirs[i], suffix);
+		if (r >= 0 && v1)
+			c->roles[c->n_dirs - 1] = cg_roles(parent, i);
+	}
 	if (r >= 0 && c->n_dirs == 0)
 		r = -EOPNOTSUPP;
 	if (r < 0) {

@@ -24,6 +24,8 @@ struct cgroup {
 	enum cgroup_version version;
 	size_t n_dirs;
 	char *dirs[CGROUP_MAX_DIRS]; /* absolute paths */
+	unsigned roles[CGROUP_MAX_DIRS]; /* v1: which controllers each dir's hierarchy has, learnt
+					  * once (0: not yet); internal to the backends */
 };
 
 struct cgroup_limits {
