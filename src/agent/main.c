@@ -342,9 +342,15 @@ static void agent_free(struct agent *a)
 }
 
 /* Non-dumpable (no ptrace, no /proc/<pid>/mem or environ for the commands we run), reaper of
- * every orphan below us, and deaf to SIGPIPE. */
+ * every orphan below us, and deaf to SIGPIPE. Signals ignored by whoever started us (a shell
+ * ignores SIGINT for background jobs) go back to their defaults here, once, so the commands we
+ * fork inherit nothing but our own SIGPIPE, which the child resets. */
 static int harden(void)
 {
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	for (int sig = 1; sig < _NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			(void)sigaction(sig, &dfl, NULL);
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		return -errno;
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)

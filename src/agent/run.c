@@ -560,10 +560,12 @@ static void run_free(struct run *r)
 
 static void run_finish(struct run *r)
 {
+	struct run_manager *m = r->m;
 	report_done(r);
 	if (r->cg)
-		remove_cgroup(r->m, TAKE_PTR(r->cg));
+		remove_cgroup(m, TAKE_PTR(r->cg));
 	run_free(r);
+	spawn_cgroup_pool_fill(m->cgroup);
 }
 
 /* The run ends once its main process is reaped, its start is known and both pipes are done. */

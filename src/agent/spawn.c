@@ -2,6 +2,7 @@
 #include "agent/spawn.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -148,7 +149,49 @@ int spawn_build_env(char *const *base, size_t n_base, const char *home_entry, co
 	return 0;
 }
 
+#define SPAWN_POOL_SIZE 2
+
+/* The agent has one workspace group: one pool, for that parent. */
+static struct {
+	const struct cgroup *parent;
+	struct cgroup *items[SPAWN_POOL_SIZE];
+	size_t n;
+	uint64_t next;
+} pool;
+
+static int cgroup_make(const struct cgroup *parent, const char *name, struct cgroup **ret);
+
+void spawn_cgroup_pool_fill(const struct cgroup *parent)
+{
+	if (!parent)
+		return;
+	if (pool.parent != parent) {
+		while (pool.n > 0) {
+			struct cgroup *cg = pool.items[--pool.n];
+			(void)cgroup_remove(cg);
+			cgroup_free(cg);
+		}
+		pool.parent = parent;
+	}
+	while (pool.n < SPAWN_POOL_SIZE) {
+		char name[32];
+		snprintf(name, sizeof name, "p-%" PRIu64, ++pool.next);
+		if (cgroup_make(parent, name, &pool.items[pool.n]) < 0)
+			return;
+		pool.n++;
+	}
+}
+
 int spawn_cgroup_new(const struct cgroup *parent, const char *name, struct cgroup **ret)
+{
+	if (pool.parent == parent && pool.n > 0) {
+		*ret = pool.items[--pool.n];
+		return 0;
+	}
+	return cgroup_make(parent, name, ret);
+}
+
+static int cgroup_make(const struct cgroup *parent, const char *name, struct cgroup **ret)
 {
 	struct cgroup *cg = NULL;
 	int k = cgroup_child_leaf(parent, name, &cg);

@@ -70,8 +70,13 @@ char *spawn_reason(const char *what, const char *arg, int err);
 int spawn_build_env(char *const *base, size_t n_base, const char *home_entry, const char *cwd,
 		    char *const *extra, size_t n_extra, char ***ret, char **ret_pwd);
 
-/* The child group "<parent>/<name>", created. */
+/* A child group of parent for one command, created: taken from the pool of groups made ahead
+ * of time when it has one (then named "p-<n>", not name), else "<parent>/<name>" made now. */
 int spawn_cgroup_new(const struct cgroup *parent, const char *name, struct cgroup **ret);
+
+/* Tops the pool up: mkdir is a good part of a command's start, so it is done between commands,
+ * after a result went out. */
+void spawn_cgroup_pool_fill(const struct cgroup *parent);
 
 /* Sends sig to every process in cg. Returns how many were signalled, or -errno. */
 int spawn_cgroup_signal(const struct cgroup *cg, int sig);
