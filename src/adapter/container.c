@@ -39,13 +39,18 @@
 
 /* --- check: fail closed, naming the missing piece --- */
 
+/* Cheap, for every create: the binary is there and executable. Whether it works is what
+ * ready() probes (`--version`), and a runtime that fails to start the container says why. */
 static int check_runtime(const struct adapter_context *ctx, struct station_error *e)
 {
 	if (!ctx->runtime)
 		return station_error_set(e, -EHOSTDOWN, NULL, "container runtime unavailable: %s",
 					 ctx->runtime_error);
-	return runtime_probe(ctx->runtime, NULL, e) < 0 ? (e ? (e->err = -EHOSTDOWN) : -EHOSTDOWN) :
-							  0;
+	if (access(ctx->runtime->path, X_OK) < 0)
+		return station_error_set(e, -EHOSTDOWN, NULL,
+					 "container runtime \"%s\" unusable: %m",
+					 ctx->runtime->path);
+	return 0;
 }
 
 static int check_image(const struct adapter_context *ctx, json_t *spec, struct station_error *e)
@@ -611,13 +616,19 @@ static int run_container(const struct adapter_workspace *ws, const uint8_t *secr
 				 .err = log_fd,
 				 .extra_fds = extra,
 				 .n_extra_fds = ELEMENTSOF(extra) };
-	runtime_delete(ws->ctx->runtime, ws->id, NULL);
+	char state[PATH_MAX];
+	snprintf(state, sizeof state, "%s/%s", ws->ctx->runtime->root, ws->id);
+	if (access(state, F_OK) == 0) /* a container left from before (a crash, a restart) */
+		runtime_delete(ws->ctx->runtime, ws->id, NULL);
 	pid_t pid;
-	int r = runtime_create(ws->ctx->runtime, ws->id, bundle, &io, &pid, e);
-	if (r >= 0)
-		r = runtime_start(ws->ctx->runtime, ws->id, e);
-	if (r < 0)
-		return r;
+	int r = runtime_run_detached(ws->ctx->runtime, ws->id, bundle, &io, &pid, e);
+	if (r < 0) {
+		/* a runtime broken as a whole says so best when asked for its version */
+		struct station_error probe = { 0 };
+		if (runtime_probe(ws->ctx->runtime, NULL, &probe) < 0 && e)
+			*e = probe;
+		return e ? (e->err = -EHOSTDOWN) : -EHOSTDOWN; /* the worker's runtime failed */
+	}
 	*ret_pid = pid;
 	return 0;
 }

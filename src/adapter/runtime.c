@@ -655,8 +655,23 @@ static int create_result(const struct runtime *rt, struct call *c, const char *l
 	return call_result(rt, c, text ? text : "", len, e);
 }
 
+static int create_or_run(const struct runtime *rt, bool run, const char *id, const char *bundle,
+			 const struct runtime_io *io, pid_t *ret_pid, struct station_error *e);
+
 int runtime_create(const struct runtime *rt, const char *id, const char *bundle,
 		   const struct runtime_io *io, pid_t *ret_pid, struct station_error *e)
+{
+	return create_or_run(rt, false, id, bundle, io, ret_pid, e);
+}
+
+int runtime_run_detached(const struct runtime *rt, const char *id, const char *bundle,
+			 const struct runtime_io *io, pid_t *ret_pid, struct station_error *e)
+{
+	return create_or_run(rt, true, id, bundle, io, ret_pid, e);
+}
+
+static int create_or_run(const struct runtime *rt, bool run, const char *id, const char *bundle,
+			 const struct runtime_io *io, pid_t *ret_pid, struct station_error *e)
 {
 	static const struct runtime_io none = { -1, -1, -1, NULL, 0 };
 	char log[PATH_MAX], log_arg[PATH_MAX + 8], pid_file[PATH_MAX], n_fds[32];
@@ -676,8 +691,10 @@ int runtime_create(const struct runtime *rt, const char *id, const char *bundle,
 	(void)unlink(log);
 	(void)unlink(pid_file);
 
-	call_init(&c, rt, "create", id, log_arg);
+	call_init(&c, rt, run ? "run" : "create", id, log_arg);
 	c.io = io;
+	if (run)
+		call_push(&c, "--detach");
 	call_push(&c, "--bundle");
 	call_push(&c, bundle);
 	call_push(&c, "--pid-file");

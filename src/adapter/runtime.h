@@ -86,6 +86,9 @@ int runtime_probe(const struct runtime *rt, char **ret_version, struct station_e
  * ret_pid (may be NULL) gets the container init's host pid. */
 int runtime_create(const struct runtime *rt, const char *id, const char *bundle,
 		   const struct runtime_io *io, pid_t *ret_pid, struct station_error *e);
+/* create and start in one invocation: `run --detach`, with the same arguments and errors. */
+int runtime_run_detached(const struct runtime *rt, const char *id, const char *bundle,
+			 const struct runtime_io *io, pid_t *ret_pid, struct station_error *e);
 int runtime_start(const struct runtime *rt, const char *id, struct station_error *e);
 /* -ENOENT when the runtime does not know the container. */
 int runtime_state(const struct runtime *rt, const char *id, struct runtime_state *ret,

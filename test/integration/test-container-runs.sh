@@ -32,10 +32,10 @@ t_environment() {
 
 # The command's processes are the container's: on the host they run as the mapped uid.
 t_runs_inside() {
-	run_start "$WS" "$(json_cmd 'sleep 1000.71')" || return 1
+	run_start "$WS" "$(json_cmd 'sleep 1000.7391')" || return 1
 	local run=$RUN pid
-	wait_for -t 5 pgrep -f 'sleep 1000.71' >/dev/null || _fail "the command never started"
-	pid=$(pgrep -f 'sleep 1000.71' | head -n 1)
+	wait_for -t 5 pgrep -f 'sleep 1000.7391' >/dev/null || _fail "the command never started"
+	pid=$(pgrep -f 'sleep 1000.7391' | head -n 1)
 	assert_eq "$HOST_ID_BASE" "$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")" "host uid of the command"
 	grep -qF "$WS" "/proc/$pid/cgroup" || _fail "the command is not in the workspace's cgroup: $(tr '\n' ' ' <"/proc/$pid/cgroup")"
 	api -q POST "/v1/workspaces/$WS/commands/$run/cancel"
