@@ -177,8 +177,8 @@ static int request_field(struct term_request *q, uint16_t tag, const uint8_t *va
 	case TAG_TERM_ID:
 		return read_id(val, len, &q->id);
 	case TAG_COMMAND:
-		return q->command ? -EBADMSG
-				  : frame_val_strdup(val, len, PROTO_MAX_COMMAND, &q->command);
+		return q->command ? -EBADMSG :
+				    frame_val_strdup(val, len, PROTO_MAX_COMMAND, &q->command);
 	case TAG_CWD:
 		return q->cwd ? -EBADMSG : frame_val_strdup(val, len, PROTO_MAX_PATH, &q->cwd);
 	case TAG_ENV:
@@ -354,9 +354,9 @@ static int send_replay(struct term *t, uint64_t request)
 
 static int put_status(struct buf *b, const struct term *t)
 {
-	enum run_status status = t->failed			? RUN_FAILED_TO_START
-				 : WIFSIGNALED(t->wait_status) ? RUN_KILLED
-							       : RUN_EXITED;
+	enum run_status status = t->failed		     ? RUN_FAILED_TO_START :
+				 WIFSIGNALED(t->wait_status) ? RUN_KILLED :
+							       RUN_EXITED;
 	int k = frame_put_str(b, TAG_TERM_ID, t->id);
 
 	if (k >= 0)
@@ -513,9 +513,9 @@ static void errpipe_read(struct term *t)
 		return;
 	close_source(&t->errpipe_io, &t->errpipe_fd);
 	if (n == 0) {
-		set_reason(t, e.stage == SPAWN_STAGE_EXEC && t->login_shell
-				      ? spawn_reason("exec", t->command, e.err)
-				      : spawn_error_reason(&e, t->cwd));
+		set_reason(t, e.stage == SPAWN_STAGE_EXEC && t->login_shell ?
+				      spawn_reason("exec", t->command, e.err) :
+				      spawn_error_reason(&e, t->cwd));
 		log_info("terminal failed to start", "terminal", t->id, "reason",
 			 t->reason ? t->reason : "", NULL);
 		return;
@@ -697,8 +697,7 @@ static int term_resize(struct term *t, uint64_t cols, uint64_t rows)
 }
 
 /* TERM, SHELL (login shell only), then the request's ENV: a later entry wins. */
-static int extra_env(struct term *t, const struct term_request *q, char **shell_entry,
-		     char ***ret)
+static int extra_env(struct term *t, const struct term_request *q, char **shell_entry, char ***ret)
 {
 	char **v = calloc(q->n_env + 3, sizeof *v);
 	size_t n = 0;
@@ -837,7 +836,10 @@ static int term_new(struct term_manager *m, struct term_request *q, struct term 
 
 	if (!t)
 		return -ENOMEM;
-	*t = (struct term){ .m = m, .pid = -1, .master = -1, .errpipe_fd = -1,
+	*t = (struct term){ .m = m,
+			    .pid = -1,
+			    .master = -1,
+			    .errpipe_fd = -1,
 			    .started_at = realtime_usec() };
 	t->cwd = q->cwd ? TAKE_PTR(q->cwd) : strdup(m->workdir);
 	t->command = q->command ? strdup(q->command) : pty_login_shell("/etc/passwd", uid);
@@ -884,7 +886,10 @@ static int send_error(struct term_manager *m, const char *reason)
  * the controller's record ends. */
 static void refuse(struct term_manager *m, struct term_request *q, const char *reason)
 {
-	struct term t = { .m = m, .id = q->id, .failed = true, .reason = (char *)reason,
+	struct term t = { .m = m,
+			  .id = q->id,
+			  .failed = true,
+			  .reason = (char *)reason,
 			  .started_at = realtime_usec() };
 
 	log_warn("terminal refused", "terminal", q->id, "reason", reason, NULL);

@@ -30,8 +30,8 @@
 struct pty_ring {
 	uint8_t *mem;
 	size_t cap;
-	size_t len;   /* bytes kept, <= cap */
-	size_t next;  /* where the next byte goes; the oldest kept byte once full */
+	size_t len;  /* bytes kept, <= cap */
+	size_t next; /* where the next byte goes; the oldest kept byte once full */
 	uint64_t total;
 };
 

@@ -37,7 +37,7 @@ static void on_quit(int sig)
 struct attach_state {
 	const char *ws;
 	const char *term;
-	bool prefix;	 /* Ctrl-] seen, the next key decides */
+	bool prefix; /* Ctrl-] seen, the next key decides */
 	bool detached;
 	bool exited;
 	int exit_code;
@@ -209,13 +209,15 @@ static void install_signals(void)
 static int report_end(const struct cli *cli, const struct attach_state *s, int r)
 {
 	if (s->gap)
-		fprintf(stderr, "[%llu bytes of output were skipped: this terminal fell behind]\r\n",
+		fprintf(stderr,
+			"[%llu bytes of output were skipped: this terminal fell behind]\r\n",
 			(unsigned long long)s->gap);
 	if (s->exited) {
 		if (s->signal > 0)
 			fprintf(stderr, "[terminal %s ended: signal %d]\n", s->term, s->signal);
 		else
-			fprintf(stderr, "[terminal %s exited with code %d]\n", s->term, s->exit_code);
+			fprintf(stderr, "[terminal %s exited with code %d]\n", s->term,
+				s->exit_code);
 		return s->exit_code > 0 ? s->exit_code : s->signal > 0 ? 128 + s->signal : 0;
 	}
 	if (s->detached || got_quit) {
@@ -226,7 +228,8 @@ static int report_end(const struct cli *cli, const struct attach_state *s, int r
 	if (r < 0)
 		fprintf(stderr, "station-sandbox: terminal connection failed: %s\n", strerror(-r));
 	else
-		fprintf(stderr, "[connection to the controller closed; the terminal keeps running]\n");
+		fprintf(stderr,
+			"[connection to the controller closed; the terminal keeps running]\n");
 	return EXIT_FAILED;
 }
 

@@ -51,8 +51,8 @@ static bool term_id_valid(const char *s)
 }
 
 /* "/v1/workspaces/{ws}/terminals[/{term}][suffix]" */
-static int term_path(struct station_client *c, const char *ws, const char *term,
-		     const char *suffix, char **ret)
+static int term_path(struct station_client *c, const char *ws, const char *term, const char *suffix,
+		     char **ret)
 {
 	_cleanup_free_ char *tail = NULL;
 
@@ -108,8 +108,7 @@ int station_terminal_list(struct station_client *c, const char *ws, json_t **ret
 	return 0;
 }
 
-int station_terminal_get(struct station_client *c, const char *ws, const char *term,
-			 json_t **ret)
+int station_terminal_get(struct station_client *c, const char *ws, const char *term, json_t **ret)
 {
 	_cleanup_free_ char *path = NULL;
 	int r = term_path(c, ws, term, NULL, &path);
@@ -121,8 +120,8 @@ int station_terminal_resize(struct station_client *c, const char *ws, const char
 			    unsigned cols, unsigned rows, json_t **ret)
 {
 	_cleanup_free_ char *path = NULL;
-	_cleanup_json_ json_t *body = json_pack("{s:I,s:I}", "cols", (json_int_t)cols, "rows",
-						(json_int_t)rows);
+	_cleanup_json_ json_t *body =
+		json_pack("{s:I,s:I}", "cols", (json_int_t)cols, "rows", (json_int_t)rows);
 	int r = term_path(c, ws, term, "/resize", &path);
 
 	if (r < 0)
@@ -132,8 +131,7 @@ int station_terminal_resize(struct station_client *c, const char *ws, const char
 	return station_request_json(c, "POST", path, body, ret);
 }
 
-int station_terminal_close(struct station_client *c, const char *ws, const char *term,
-			   json_t **ret)
+int station_terminal_close(struct station_client *c, const char *ws, const char *term, json_t **ret)
 {
 	_cleanup_free_ char *path = NULL;
 	int r = term_path(c, ws, term, NULL, &path);
@@ -337,8 +335,8 @@ static int read_head(int fd, char *buf, size_t size, size_t *ret_len, size_t *re
 }
 
 /* A refused upgrade: the API's error message from the body. */
-static int handshake_refused(struct station_client *c, int fd, char *buf, size_t len,
-			     size_t head, long status)
+static int handshake_refused(struct station_client *c, int fd, char *buf, size_t len, size_t head,
+			     long status)
 {
 	_cleanup_free_ char *cl = head_header(buf, "Content-Length");
 	size_t want = cl ? (size_t)strtoul(cl, NULL, 10) : 0, have = len - head;
@@ -471,8 +469,8 @@ static const struct ws_parser_ops parser_ops = {
 
 /* ---- the API ------------------------------------------------------------------------------- */
 
-int station_term_attach(struct station_client *c, const char *ws, const char *term,
-			bool read_only, struct station_term **ret)
+int station_term_attach(struct station_client *c, const char *ws, const char *term, bool read_only,
+			struct station_term **ret)
 {
 	_cleanup_free_ char *path = NULL;
 	struct station_term *t;
@@ -487,8 +485,8 @@ int station_term_attach(struct station_client *c, const char *ws, const char *te
 	r = c->socket_path ? connect_unix(c, &t->fd) : connect_tcp(c, &t->fd);
 	if (r >= 0)
 		r = handshake(c, t, path);
-	if (r >= 0 && ws_parser_new(WS_ROLE_CLIENT, TERM_MAX_MESSAGE, TERM_MAX_MESSAGE,
-				    &parser_ops, t, &t->parser) < 0)
+	if (r >= 0 && ws_parser_new(WS_ROLE_CLIENT, TERM_MAX_MESSAGE, TERM_MAX_MESSAGE, &parser_ops,
+				    t, &t->parser) < 0)
 		r = client_error(c, -ENOMEM, "out of memory");
 	if (r < 0) {
 		station_term_free(t);

@@ -47,7 +47,8 @@ static int term_field(struct term_fields *t, uint16_t tag, const uint8_t *v, siz
 	case TAG_TERM_ID:
 		return t->id ? -EBADMSG : frame_val_strdup(v, n, PROTO_MAX_ID, &t->id);
 	case TAG_COMMAND:
-		return t->command ? -EBADMSG : frame_val_strdup(v, n, PROTO_MAX_COMMAND, &t->command);
+		return t->command ? -EBADMSG :
+				    frame_val_strdup(v, n, PROTO_MAX_COMMAND, &t->command);
 	case TAG_REASON:
 		return t->reason ? -EBADMSG : frame_val_strdup(v, n, REASON_MAX, &t->reason);
 	case TAG_DATA:
@@ -101,8 +102,10 @@ static int term_parse(const struct frame *f, struct term_fields *t)
 
 static int exit_check(const struct term_fields *t, struct agentlink_terminal_exit *x)
 {
-	*x = (struct agentlink_terminal_exit){ .id = t->id, .status = (int)t->status,
-					       .exit_code = -1, .forced = t->forced != 0,
+	*x = (struct agentlink_terminal_exit){ .id = t->id,
+					       .status = (int)t->status,
+					       .exit_code = -1,
+					       .forced = t->forced != 0,
 					       .started_at = t->started_at,
 					       .ended_at = t->ended_at,
 					       .output_bytes = t->offset };
@@ -125,8 +128,8 @@ static int exit_check(const struct term_fields *t, struct agentlink_terminal_exi
 	}
 }
 
-static int dispatch_fields(const struct agentlink_ops *ops, void *userdata,
-			   const struct frame *f, const struct term_fields *t)
+static int dispatch_fields(const struct agentlink_ops *ops, void *userdata, const struct frame *f,
+			   const struct term_fields *t)
 {
 	struct agentlink_terminal_exit x;
 	int r;
@@ -246,8 +249,7 @@ int agentlink_send_terminal_open(struct agentlink *l, const struct agentlink_ter
 	return send_frame(l, &b, start, r);
 }
 
-int agentlink_send_terminal_input(struct agentlink *l, const char *id, const void *data,
-				  size_t n)
+int agentlink_send_terminal_input(struct agentlink *l, const char *id, const void *data, size_t n)
 {
 	const uint8_t *p = data;
 	int r = 0;

@@ -106,8 +106,8 @@ static int term_poll_begin(struct http_request *req, unsigned status, const char
 	r = manager_terminal_wait(http_request_manager(req), m->ws_id, term_id, what, on_term_due,
 				  p, &p->waiter, &e);
 	if (r == 0)
-		r = event_add_timer(http_request_loop(req), &p->timer,
-				    now_usec() + wait_ms * 1000, on_term_poll_timeout, p);
+		r = event_add_timer(http_request_loop(req), &p->timer, now_usec() + wait_ms * 1000,
+				    on_term_poll_timeout, p);
 	if (r != 0) {
 		term_poll_free(p);
 		return reply_terminal(req, status, term_id);
@@ -203,11 +203,11 @@ struct term_ws {
 	struct ws_conn *conn;
 	struct terminal_attach *attach;
 	bool read_only;
-	bool started;	   /* next is known */
-	uint64_t next;	   /* stream offset after the last byte sent */
-	bool blocked;	   /* a send was refused: nothing is sent until drain() */
-	json_t *final;	   /* the ended terminal, its exit not yet sent */
-	bool ended;	   /* exit sent, closing */
+	bool started;  /* next is known */
+	uint64_t next; /* stream offset after the last byte sent */
+	bool blocked;  /* a send was refused: nothing is sent until drain() */
+	json_t *final; /* the ended terminal, its exit not yet sent */
+	bool ended;    /* exit sent, closing */
 };
 
 /* Bytes between what the client has and offset: announced as a gap. */
@@ -266,8 +266,8 @@ static json_t *exit_message(json_t *t)
 {
 	json_t *code = json_object_get(t, "exitCode"), *sig = json_object_get(t, "signal");
 
-	return json_pack("{s:s,s:O,s:O,s:O}", "type", "exit", "exitCode",
-			 code ? code : json_null(), "signal", sig ? sig : json_null(), "state",
+	return json_pack("{s:s,s:O,s:O,s:O}", "type", "exit", "exitCode", code ? code : json_null(),
+			 "signal", sig ? sig : json_null(), "state",
 			 json_object_get(t, "state") ?: json_null());
 }
 
@@ -325,7 +325,8 @@ static void send_error(struct term_ws *o, const struct station_error *e)
 {
 	json_t *body = error_json(error_http_status(e->err), e->message, e->field);
 	json_t *msg = body ? json_pack("{s:s,s:O}", "type", "error", "error",
-				       json_object_get(body, "error")) : NULL;
+				       json_object_get(body, "error")) :
+			     NULL;
 	_cleanup_free_ char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
 
 	if (text)
@@ -414,8 +415,8 @@ int api_terminal_attach(struct http_request *req)
 	/* The attach checks the terminal exists (404 before any upgrade); its callbacks come
 	 * later from the loop, by when the connection below exists and queues what they send. */
 	if (r >= 0)
-		r = manager_terminal_attach(mgr, m->ws_id, m->run_id, &term_attach_ops, o, &o->attach,
-					    &e);
+		r = manager_terminal_attach(mgr, m->ws_id, m->run_id, &term_attach_ops, o,
+					    &o->attach, &e);
 	if (r < 0) {
 		free(o);
 		return http_reply_error(req, &e);

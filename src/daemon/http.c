@@ -520,8 +520,7 @@ static struct MHD_Response *websocket_response(struct http_request *req)
 	if (r && MHD_add_response_header(r, MHD_HTTP_HEADER_UPGRADE, "websocket") == MHD_YES &&
 	    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "Upgrade") == MHD_YES &&
 	    MHD_add_response_header(r, "Sec-WebSocket-Accept", req->ws_accept) == MHD_YES &&
-	    (!protocol ||
-	     MHD_add_response_header(r, WS_PROTOCOL_HEADER, protocol) == MHD_YES))
+	    (!protocol || MHD_add_response_header(r, WS_PROTOCOL_HEADER, protocol) == MHD_YES))
 		return r;
 	if (r)
 		MHD_destroy_response(r);
@@ -612,8 +611,8 @@ static struct http_request *request_new(struct http_server *s, struct MHD_Connec
  * offer's token into ret; false when there is none (or it does not fit). */
 static bool websocket_bearer(struct MHD_Connection *c, char *ret, size_t size)
 {
-	const char *upgrade = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-							   MHD_HTTP_HEADER_UPGRADE);
+	const char *upgrade =
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
 	const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, WS_PROTOCOL_HEADER);
 
 	if (!upgrade || !header_has_token(upgrade, "websocket"))

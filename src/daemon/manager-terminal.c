@@ -31,9 +31,9 @@ struct terminal_attach {
 	struct terminal *t; /* NULL once ended (ended() pending on the timer) */
 	const struct terminal_attach_ops *ops;
 	void *userdata;
-	uint64_t request; /* the TERM_REPLAY it waits for; 0: live */
+	uint64_t request;     /* the TERM_REPLAY it waits for; 0: live */
 	uint64_t next_offset; /* stream offset after the last byte delivered */
-	bool fresh;	  /* nothing delivered yet: the replay sets where it starts */
+	bool fresh;	      /* nothing delivered yet: the replay sets where it starts */
 	struct event_source *timer;
 	json_t *final;
 };
@@ -526,8 +526,12 @@ static int terminal_send_open(struct workspace *ws, const struct terminal_row *r
 	_cleanup_free_ char *cwd = absolute_cwd(ws, spec->cwd);
 	char **env = env_strv(spec->env);
 	struct agentlink_terminal at = {
-		.id = row->id, .command = spec->command, .cwd = cwd, .env = env,
-		.cols = spec->cols, .rows = spec->rows,
+		.id = row->id,
+		.command = spec->command,
+		.cwd = cwd,
+		.env = env,
+		.cols = spec->cols,
+		.rows = spec->rows,
 		.scrollback_bytes = MANAGER_TERMINAL_SCROLLBACK,
 	};
 	int r = cwd && env ? agentlink_send_terminal_open(ws->link, &at) : -ENOMEM;
@@ -553,11 +557,16 @@ int manager_terminal_open(struct manager *m, const char *ws_id, const struct ter
 	random_id("t-", 26, id, sizeof id);
 	env_json = spec->env ? json_dumps(spec->env, JSON_COMPACT) : NULL;
 	row = (struct terminal_row){
-		.id = strdup(id), .workspace_id = strdup(ws->row.id),
+		.id = strdup(id),
+		.workspace_id = strdup(ws->row.id),
 		.command = spec->command ? strdup(spec->command) : NULL,
-		.cwd = spec->cwd ? strdup(spec->cwd) : NULL, .env_json = TAKE_PTR(env_json),
-		.cols = spec->cols, .rows = spec->rows, .state = strdup("starting"),
-		.exit_code = -1, .created_at = realtime_usec(),
+		.cwd = spec->cwd ? strdup(spec->cwd) : NULL,
+		.env_json = TAKE_PTR(env_json),
+		.cols = spec->cols,
+		.rows = spec->rows,
+		.state = strdup("starting"),
+		.exit_code = -1,
+		.created_at = realtime_usec(),
 	};
 	if (!row.id || !row.workspace_id || !row.state || (spec->command && !row.command)) {
 		terminal_row_free(&row);

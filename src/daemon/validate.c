@@ -629,7 +629,8 @@ int validate_terminal_spec(json_t *body, struct terminal_spec *ret, struct stati
 	if (r >= 0)
 		r = get_terminal_size(body, &spec.cols, &spec.rows, e);
 	if (r >= 0)
-		r = get_string(body, "command", API_MAX_COMMAND_BYTES, false, &spec.command, NULL, e);
+		r = get_string(body, "command", API_MAX_COMMAND_BYTES, false, &spec.command, NULL,
+			       e);
 	if (r >= 0 && spec.command && !spec.command[0])
 		r = station_error_set(e, -EINVAL, "command",
 				      "field \"command\" is empty (omit it for the login shell)");

@@ -83,8 +83,9 @@ int store_terminal_insert(struct store *s, const struct terminal_row *r, size_t 
 
 	if (!s || !r || !r->id || !r->workspace_id || !r->state)
 		return -EINVAL;
-	k = store_prepare(s, "INSERT INTO terminals (" TERMINAL_COLUMNS ") VALUES (?, ?, ?, ?, ?, "
-			     "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	k = store_prepare(s,
+			  "INSERT INTO terminals (" TERMINAL_COLUMNS ") VALUES (?, ?, ?, ?, ?, "
+			  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 			  &st);
 	if (k < 0)
 		return k;

@@ -1013,8 +1013,21 @@ Test(router, unknown_paths)
 	route_404("/v1/workspaces/w1-x/commands/r-y/");
 	route_404("/v1/workspaces/w1-x/commands/r-y/kill");
 	route_404("/v1/workspaces/w1-x/commands/r-y/output/more");
-	route_404("/v1/workspaces/w1-x/terminals");
+	route_404("/v1/workspaces/w1-x/terminals/");
+	route_404("/v1/workspaces/w1-x/terminals/t-y/kill");
 	route_404("/V1/ready");
+}
+
+Test(router, terminals)
+{
+	route_ok("GET", "/v1/workspaces/w1-x/terminals", EP_TERMINAL_LIST, "w1-x", "");
+	route_ok("POST", "/v1/workspaces/w1-x/terminals", EP_TERMINAL_CREATE, "w1-x", "");
+	route_ok("GET", "/v1/workspaces/w1-x/terminals/t-y", EP_TERMINAL_GET, "w1-x", "t-y");
+	route_ok("DELETE", "/v1/workspaces/w1-x/terminals/t-y", EP_TERMINAL_DELETE, "w1-x", "t-y");
+	route_ok("GET", "/v1/workspaces/w1-x/terminals/t-y/attach", EP_TERMINAL_ATTACH, "w1-x",
+		 "t-y");
+	route_ok("POST", "/v1/workspaces/w1-x/terminals/t-y/resize", EP_TERMINAL_RESIZE, "w1-x",
+		 "t-y");
 }
 
 Test(router, id_segments)
@@ -1038,4 +1051,65 @@ Test(router, id_segments)
 		snprintf(p, sizeof p, "/v1/workspaces/%sa", long_id);
 		route_404(p);
 	}
+}
+
+/* ---- terminals ----------------------------------------------------------------------------- */
+
+static void terminal_bad(const char *text, const char *field)
+{
+	struct station_error e = {};
+	struct terminal_spec spec = { .cols = 7 };
+	json_t *v = body_ok(text);
+
+	cr_assert_eq(validate_terminal_spec(v, &spec, &e), -EINVAL, "accepted: %.200s", text);
+	cr_assert_str_eq(e.field, field, "%.200s: field \"%s\" (%s)", text, e.field, e.message);
+	cr_assert_eq(spec.cols, 7, "untouched on failure");
+	json_decref(v);
+}
+
+Test(terminal, every_field)
+{
+	struct station_error e = {};
+	struct terminal_spec spec = {};
+	json_t *v = body_ok("{\"command\":\"top\",\"cols\":132,\"rows\":43,\"cwd\":\"sub\","
+			    "\"env\":{\"TERM\":\"vt100\"}}");
+
+	cr_assert_eq(validate_terminal_spec(v, &spec, &e), 0, "%s", e.message);
+	cr_assert_str_eq(spec.command, "top");
+	cr_assert_eq(spec.cols, 132);
+	cr_assert_eq(spec.rows, 43);
+	cr_assert_str_eq(spec.cwd, "sub");
+	cr_assert_str_eq(json_string_value(json_object_get(spec.env, "TERM")), "vt100");
+	json_decref(v);
+	v = body_ok("{\"cols\":1,\"rows\":10000}");
+	cr_assert_eq(validate_terminal_spec(v, &spec, &e), 0, "%s", e.message);
+	cr_assert_null(spec.command, "absent: the login shell");
+	json_decref(v);
+}
+
+Test(terminal, refused)
+{
+	terminal_bad("{\"rows\":24}", "cols");
+	terminal_bad("{\"cols\":80}", "rows");
+	terminal_bad("{\"cols\":0,\"rows\":24}", "cols");
+	terminal_bad("{\"cols\":80,\"rows\":10001}", "rows");
+	terminal_bad("{\"cols\":\"80\",\"rows\":24}", "cols");
+	terminal_bad("{\"cols\":80,\"rows\":24,\"command\":\"\"}", "command");
+	terminal_bad("{\"cols\":80,\"rows\":24,\"command\":null}", "command");
+	terminal_bad("{\"cols\":80,\"rows\":24,\"cwd\":\"\"}", "cwd");
+	terminal_bad("{\"cols\":80,\"rows\":24,\"env\":{\"1A\":\"x\"}}", "env");
+	terminal_bad("{\"cols\":80,\"rows\":24,\"shell\":\"x\"}", "shell");
+}
+
+Test(terminal, size)
+{
+	struct station_error e = {};
+	unsigned cols = 0, rows = 0;
+	json_t *v = body_ok("{\"type\":\"resize\",\"cols\":100,\"rows\":30}");
+
+	cr_assert_eq(validate_terminal_size(v, "type", &cols, &rows, &e), 0, "%s", e.message);
+	cr_assert_eq(cols, 100);
+	cr_assert_eq(rows, 30);
+	cr_assert_eq(validate_terminal_size(v, NULL, &cols, &rows, &e), -EINVAL, "type unknown");
+	json_decref(v);
 }
