@@ -43,6 +43,7 @@ struct run {
 	bool exited;
 	int wait_status;
 	struct rusage ru;
+	struct cgroup_stats stats; /* as reported, for recycling the group */
 	enum run_status forced; /* RUN_TIMED_OUT or RUN_CANCELLED once we killed it */
 	bool failed_start;
 	char *reason; /* why it failed to start; NULL when even that could not be allocated */
@@ -441,6 +442,7 @@ static void report_done(struct run *r)
 	int k;
 
 	run_stats(r, &st);
+	r->stats = st;
 	k = build_done(r, seq, &st, ended, true, &b);
 	if (k < 0) {
 		/* Out of memory for the output: the status must still get through. */
@@ -562,6 +564,9 @@ static void run_finish(struct run *r)
 {
 	struct run_manager *m = r->m;
 	report_done(r);
+	/* an emptied group is reused: cgroup v1 mkdir and rmdir cost more than the run itself */
+	if (r->cg && spawn_cgroup_recycle(m->cgroup, r->cg, &r->stats))
+		r->cg = NULL;
 	if (r->cg)
 		remove_cgroup(m, TAKE_PTR(r->cg));
 	run_free(r);

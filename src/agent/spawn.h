@@ -78,6 +78,11 @@ int spawn_cgroup_new(const struct cgroup *parent, const char *name, struct cgrou
  * after a result went out. */
 void spawn_cgroup_pool_fill(const struct cgroup *parent);
 
+/* Takes a finished command's group back into the pool when it can pass for new: empty, no OOM
+ * kill in it, counters reset (cgroup v1). True when taken; else the caller removes it. */
+bool spawn_cgroup_recycle(const struct cgroup *parent, struct cgroup *cg,
+			  const struct cgroup_stats *stats);
+
 /* Sends sig to every process in cg. Returns how many were signalled, or -errno. */
 int spawn_cgroup_signal(const struct cgroup *cg, int sig);
 

@@ -395,6 +395,21 @@ static int v1_get_stats(const struct cgroup *cg, struct cgroup_stats *ret)
 	return 0;
 }
 
+static int v1_reset_stats(const struct cgroup *cg)
+{
+	const char *cpuacct = v1_dir_with(cg, "cpuacct.usage");
+	const char *mem = v1_dir_with(cg, "memory.max_usage_in_bytes");
+	uint64_t usage = 0;
+	/* page cache the last command left stays charged here: the next one's peak would carry
+	 * it, so only a group holding (almost) nothing is reused */
+	if (mem && (cg_read_u64(mem, "memory.usage_in_bytes", &usage) < 0 || usage > (1u << 20)))
+		return -EBUSY;
+	int r = cpuacct ? cg_write(cpuacct, "cpuacct.usage", "0") : 0;
+	if (r >= 0 && mem)
+		r = cg_write(mem, "memory.max_usage_in_bytes", "0");
+	return r;
+}
+
 const struct cgroup_ops cgroup_v1_ops = {
 	.open_base = v1_open_base,
 	.create = v1_create,
@@ -403,4 +418,5 @@ const struct cgroup_ops cgroup_v1_ops = {
 	.kill = v1_kill,
 	.is_empty = v1_is_empty,
 	.get_stats = v1_get_stats,
+	.reset_stats = v1_reset_stats,
 };

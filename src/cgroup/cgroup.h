@@ -75,6 +75,11 @@ int cgroup_kill(const struct cgroup *cg);
 int cgroup_is_empty(const struct cgroup *cg);
 
 int cgroup_get_stats(const struct cgroup *cg, struct cgroup_stats *ret);
+/* Starts CPU time and peak memory over from zero, so an empty group can serve again (v1:
+ * cpuacct.usage and memory.max_usage_in_bytes take a 0). -EOPNOTSUPP where the counters
+ * cannot be reset (v2, whose memory.peak resets only per open file on new kernels). OOM-kill
+ * counts never reset: a group that saw one is not reused. */
+int cgroup_reset_stats(const struct cgroup *cg);
 
 /* rmdir in every hierarchy; missing is fine; -EBUSY while processes remain. */
 int cgroup_remove(const struct cgroup *cg);
