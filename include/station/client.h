@@ -243,18 +243,18 @@ int station_run_output(const json_t *run, enum station_stream s, bool tail, char
  * failed or exhausted. Names are [a-z0-9][a-z0-9._-]{0,62}. */
 
 struct station_service_options {
-	const char *name;	     /* required */
-	const char *command;	     /* required: run as /bin/sh -c COMMAND, in the foreground */
-	const char *cwd;	     /* NULL: the workspace directory */
-	char *const *env;	     /* NULL-terminated "KEY=VALUE" strings, or NULL */
-	const char *restart_policy;  /* "no", "on-failure", "always"; NULL: the server's ("no") */
-	int64_t max_restarts;	     /* < 0: the server's default (5) */
-	int64_t delay_ms;	     /* < 0: the server's default (1000) */
-	double backoff_multiplier;   /* 0: no backoff; else 1-100 */
-	int64_t max_delay_ms;	     /* with backoff; < 0: the server's default */
-	const char *stop_signal;     /* "SIGTERM", "SIGINT", …; NULL: SIGTERM */
-	int64_t stop_timeout_ms;     /* < 0: the server's default (10000) */
-	bool autostart;		     /* start again after the workspace restarts */
+	const char *name;	    /* required */
+	const char *command;	    /* required: run as /bin/sh -c COMMAND, in the foreground */
+	const char *cwd;	    /* NULL: the workspace directory */
+	char *const *env;	    /* NULL-terminated "KEY=VALUE" strings, or NULL */
+	const char *restart_policy; /* "no", "on-failure", "always"; NULL: the server's ("no") */
+	int64_t max_restarts;	    /* < 0: the server's default (5) */
+	int64_t delay_ms;	    /* < 0: the server's default (1000) */
+	double backoff_multiplier;  /* 0: no backoff; else 1-100 */
+	int64_t max_delay_ms;	    /* with backoff; < 0: the server's default */
+	const char *stop_signal;    /* "SIGTERM", "SIGINT", …; NULL: SIGTERM */
+	int64_t stop_timeout_ms;    /* < 0: the server's default (10000) */
+	bool autostart;		    /* start again after the workspace restarts */
 };
 
 /* POST /v1/workspaces/{ws}/services; *ret is the new service. -EBUSY when the name is taken. */
@@ -302,8 +302,7 @@ int station_terminal_open(struct station_client *c, const char *ws,
 			  const struct station_terminal_options *opts, json_t **ret);
 /* GET …/terminals; *ret is the array of terminals, oldest first. */
 int station_terminal_list(struct station_client *c, const char *ws, json_t **ret);
-int station_terminal_get(struct station_client *c, const char *ws, const char *term,
-			 json_t **ret);
+int station_terminal_get(struct station_client *c, const char *ws, const char *term, json_t **ret);
 /* POST …/terminals/{t}/resize. *ret optional. */
 int station_terminal_resize(struct station_client *c, const char *ws, const char *term,
 			    unsigned cols, unsigned rows, json_t **ret);
@@ -319,8 +318,8 @@ struct station_term;
 
 /* read_only: what is sent is ignored by the controller. Errors as for the requests (-ENOENT for
  * an unknown terminal, …), with station_client_last_error() set on c. */
-int station_term_attach(struct station_client *c, const char *ws, const char *term,
-			bool read_only, struct station_term **ret);
+int station_term_attach(struct station_client *c, const char *ws, const char *term, bool read_only,
+			struct station_term **ret);
 /* Sends a close (1000) and frees. NULL is fine. */
 void station_term_free(struct station_term *t);
 /* The socket, to wait for with poll(2) (POLLIN: call station_term_pump()). */

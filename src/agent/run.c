@@ -44,7 +44,7 @@ struct run {
 	int wait_status;
 	struct rusage ru;
 	struct cgroup_stats stats; /* as reported, for recycling the group */
-	enum run_status forced; /* RUN_TIMED_OUT or RUN_CANCELLED once we killed it */
+	enum run_status forced;	   /* RUN_TIMED_OUT or RUN_CANCELLED once we killed it */
 	bool failed_start;
 	char *reason; /* why it failed to start; NULL when even that could not be allocated */
 	int errpipe_fd;

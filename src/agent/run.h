@@ -25,7 +25,7 @@ struct run_config {
 	size_t n_env;
 	const char *home;
 	const char *workdir; /* cwd of a run that names none */
-	bool set_user;       /* runs drop to uid:gid (and no supplementary groups) */
+	bool set_user;	     /* runs drop to uid:gid (and no supplementary groups) */
 	uid_t uid;
 	gid_t gid;
 };

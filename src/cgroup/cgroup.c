@@ -665,7 +665,8 @@ void cgroup_remove_in_all_hierarchies(const char *relative)
 		if (next)
 			*next++ = 0;
 		const char *sep = strstr(line, " - ");
-		if (!sep || (strncmp(sep, " - cgroup ", 10) != 0 && strncmp(sep, " - cgroup2 ", 11)))
+		if (!sep ||
+		    (strncmp(sep, " - cgroup ", 10) != 0 && strncmp(sep, " - cgroup2 ", 11)))
 			continue;
 		/* fields: id parent major:minor root mount-point … */
 		char mp[PATH_MAX], path[PATH_MAX];

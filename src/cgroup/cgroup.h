@@ -23,7 +23,7 @@ enum cgroup_version {
 struct cgroup {
 	enum cgroup_version version;
 	size_t n_dirs;
-	char *dirs[CGROUP_MAX_DIRS]; /* absolute paths */
+	char *dirs[CGROUP_MAX_DIRS];	 /* absolute paths */
 	unsigned roles[CGROUP_MAX_DIRS]; /* v1: which controllers each dir's hierarchy has, learnt
 					  * once (0: not yet); internal to the backends */
 };

@@ -579,7 +579,10 @@ int client_follow(struct station_client *c, const char *path, const char *what, 
 		  const struct station_follow_callbacks *cb, void *userdata, json_t **ret)
 {
 	static const struct station_follow_callbacks none = {};
-	struct follow f = { .c = c, .cb = cb ? cb : &none, .userdata = userdata, .any_end = any_end };
+	struct follow f = { .c = c,
+			    .cb = cb ? cb : &none,
+			    .userdata = userdata,
+			    .any_end = any_end };
 	int r;
 
 	for (unsigned attempt = 0;; attempt++) {
@@ -587,8 +590,7 @@ int client_follow(struct station_client *c, const char *path, const char *what, 
 		if (f.done || (r == 0 && f.end))
 			r = 0;
 		else if (r == 0)
-			r = client_error(c, -ECONNRESET, "output stream of %s ended early",
-					 what);
+			r = client_error(c, -ECONNRESET, "output stream of %s ended early", what);
 		if (r != -ECONNRESET || attempt == FOLLOW_RETRIES)
 			break;
 		follow_reset(&f);

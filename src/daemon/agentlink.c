@@ -95,8 +95,8 @@ static int parse_hello(struct agentlink *l, const struct frame *f)
 		if (tag == TAG_PID) {
 			r = frame_val_u64(v, n, &pid);
 		} else if (tag == TAG_RUN_ID) {
-			char **t = n_ids < MAX_HELLO_IDS ? realloc(ids, (n_ids + 1) * sizeof *ids)
-							 : NULL;
+			char **t = n_ids < MAX_HELLO_IDS ? realloc(ids, (n_ids + 1) * sizeof *ids) :
+							   NULL;
 			r = t ? 0 : -E2BIG;
 			if (t) {
 				ids = t;
@@ -105,8 +105,9 @@ static int parse_hello(struct agentlink *l, const struct frame *f)
 					n_ids++;
 			}
 		} else if (tag == TAG_SERVICE_NAME) {
-			char **t = n_names < MAX_HELLO_IDS ? realloc(names, (n_names + 1) * sizeof *names)
-							   : NULL;
+			char **t = n_names < MAX_HELLO_IDS ?
+					   realloc(names, (n_names + 1) * sizeof *names) :
+					   NULL;
 			r = t ? 0 : -E2BIG;
 			if (t) {
 				names = t;
@@ -270,7 +271,8 @@ static int parse_done(struct agentlink *l, const struct frame *f)
 		r = -EBADMSG;
 	if (r >= 0) {
 		for (int i = 0; i < 2; i++)
-			row.truncated |= row.out[i].head_len + row.out[i].tail_len < row.out[i].total;
+			row.truncated |= row.out[i].head_len + row.out[i].tail_len <
+					 row.out[i].total;
 		l->ops->run_done(l->userdata, f->seq, &row);
 	}
 	run_row_free(&row);
@@ -347,8 +349,8 @@ static int link_read(struct agentlink *l)
 		int r = buf_reserve(&l->in, READ_CHUNK);
 		if (r < 0)
 			return r;
-		ssize_t n = recv(l->fd, l->in.data + l->in.len, l->in.cap - l->in.len,
-				 MSG_DONTWAIT);
+		ssize_t n =
+			recv(l->fd, l->in.data + l->in.len, l->in.cap - l->in.len, MSG_DONTWAIT);
 		if (n < 0)
 			return errno == EAGAIN ? 0 : errno == EINTR ? 1 : negative_errno();
 		if (n == 0)

@@ -153,8 +153,7 @@ struct agentlink_terminal {
 
 int agentlink_send_terminal_open(struct agentlink *l, const struct agentlink_terminal *t);
 /* In TERM_INPUT frames of at most PROTO_MAX_TERM_INPUT bytes. */
-int agentlink_send_terminal_input(struct agentlink *l, const char *id, const void *data,
-				  size_t n);
+int agentlink_send_terminal_input(struct agentlink *l, const char *id, const void *data, size_t n);
 int agentlink_send_terminal_resize(struct agentlink *l, const char *id, uint64_t cols,
 				   uint64_t rows);
 /* watch: the agent answers TERM_REPLAY with request, then sends live output; !watch: stop. */

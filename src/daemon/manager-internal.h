@@ -53,8 +53,8 @@ struct workspace {
 	struct manager *m;
 	struct workspace_row row;
 	const struct adapter_ops *adapter;
-	json_t *spec;  /* parsed row.spec_json */
-	char **env;    /* KEY=VALUE from spec.env, NULL-terminated */
+	json_t *spec; /* parsed row.spec_json */
+	char **env;   /* KEY=VALUE from spec.env, NULL-terminated */
 	char *dir, *home, *workdir, *socket_path;
 	struct cgroup *cgroup;
 	uint8_t secret[SECRET_BYTES];
@@ -70,7 +70,7 @@ struct workspace {
 	size_t n_running;
 	struct service *services; /* manager-service.c */
 	size_t n_services;
-	bool agent_fresh; /* the agent was just started: it runs no service yet */
+	bool agent_fresh;	    /* the agent was just started: it runs no service yet */
 	struct terminal *terminals; /* manager-terminal.c: the live ones */
 	size_t n_terminals;
 };

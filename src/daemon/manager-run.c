@@ -311,9 +311,15 @@ int manager_run_start(struct manager *m, const char *ws_id, const struct run_spe
 		return station_error_set(e, -ENOMEM, NULL, "out of memory");
 
 	struct run_row row = {
-		.id = id, .workspace_id = ws->row.id, .command = (char *)spec->command,
-		.cwd = (char *)spec->cwd, .env_json = env_json, .timeout_ms = timeout,
-		.max_output_bytes = output, .status = RUN_RUNNING, .exit_code = -1,
+		.id = id,
+		.workspace_id = ws->row.id,
+		.command = (char *)spec->command,
+		.cwd = (char *)spec->cwd,
+		.env_json = env_json,
+		.timeout_ms = timeout,
+		.max_output_bytes = output,
+		.status = RUN_RUNNING,
+		.exit_code = -1,
 		.created_at = realtime_usec(),
 	};
 	r = store_run_insert(m->store, &row);
@@ -322,9 +328,15 @@ int manager_run_start(struct manager *m, const char *ws_id, const struct run_spe
 		return station_error_set(e, r, NULL, "cannot record the run: %s", strerror(-r));
 	}
 	struct agentlink_run ar = {
-		.id = id, .command = spec->command, .cwd = cwd, .env = env,
-		.stdin_data = spec->stdin_data, .stdin_len = spec->stdin_len,
-		.timeout_ms = timeout, .head_bytes = output / 2, .tail_bytes = output / 2,
+		.id = id,
+		.command = spec->command,
+		.cwd = cwd,
+		.env = env,
+		.stdin_data = spec->stdin_data,
+		.stdin_len = spec->stdin_len,
+		.timeout_ms = timeout,
+		.head_bytes = output / 2,
+		.tail_bytes = output / 2,
 	};
 	r = agentlink_send_run_start(ws->link, &ar);
 	strv_free(env);
@@ -338,8 +350,10 @@ int manager_run_start(struct manager *m, const char *ws_id, const struct run_spe
 		row.reason = (char *)"the agent could not be reached";
 		row.ended_at = realtime_usec();
 		store_run_finish(m->store, &row);
-		return station_error_set(e, -ENOTCONN, NULL, "the agent of workspace \"%s\" "
-					 "could not be reached: %s", ws->row.id, strerror(-r));
+		return station_error_set(e, -ENOTCONN, NULL,
+					 "the agent of workspace \"%s\" "
+					 "could not be reached: %s",
+					 ws->row.id, strerror(-r));
 	}
 	*ret = run_to_json(&row, true);
 	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
@@ -353,8 +367,8 @@ static int run_lookup(struct manager *m, const char *ws_id, const char *run_id,
 		return r;
 	r = store_run_get(m->store, ws_id, run_id, ret_row);
 	if (r == -ENOENT)
-		return station_error_set(e, -ENOENT, NULL, "run \"%s\" not found in workspace \"%s\"",
-					 run_id, ws_id);
+		return station_error_set(e, -ENOENT, NULL,
+					 "run \"%s\" not found in workspace \"%s\"", run_id, ws_id);
 	if (r < 0)
 		return station_error_set(e, r, NULL, "cannot read run \"%s\": %s", run_id,
 					 strerror(-r));
@@ -409,8 +423,8 @@ int manager_run_cancel(struct manager *m, const char *ws_id, const char *run_id,
 	int status = row.status;
 	run_row_free(&row);
 	if (status != RUN_RUNNING)
-		return station_error_set(e, -EBUSY, NULL, "run \"%s\" already finished (%s)", run_id,
-					 run_status_to_string(status));
+		return station_error_set(e, -EBUSY, NULL, "run \"%s\" already finished (%s)",
+					 run_id, run_status_to_string(status));
 	if (!ws->link || agentlink_send_cancel(ws->link, run_id) < 0)
 		return station_error_set(e, -ENOTCONN, NULL,
 					 "the agent of workspace \"%s\" is not connected", ws_id);
@@ -500,8 +514,8 @@ void manager_run_unwatch(struct run_watch *w)
 	if (!w)
 		return;
 	if (w->head) {
-		struct run_state *rs = (struct run_state *)((char *)w->head -
-							    offsetof(struct run_state, watches));
+		struct run_state *rs =
+			(struct run_state *)((char *)w->head - offsetof(struct run_state, watches));
 		LIST_REMOVE(w->head, w);
 		if (!rs->watches && rs->ws->link)
 			agentlink_send_watch(rs->ws->link, rs->id, false);

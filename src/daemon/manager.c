@@ -104,8 +104,12 @@ static void workspace_free(struct workspace *ws)
 static void adapter_ws(const struct workspace *ws, struct adapter_workspace *ret)
 {
 	*ret = (struct adapter_workspace){
-		.ctx = &ws->m->actx, .id = ws->row.id, .dir = ws->dir, .cgroup = ws->cgroup,
-		.env = ws->env, .spec = ws->spec,
+		.ctx = &ws->m->actx,
+		.id = ws->row.id,
+		.dir = ws->dir,
+		.cgroup = ws->cgroup,
+		.env = ws->env,
+		.spec = ws->spec,
 	};
 }
 
@@ -133,8 +137,8 @@ static int workspace_load_spec(struct workspace *ws)
 	const char *key;
 	json_t *v;
 	json_object_foreach(env, key, v) {
-		if (!json_is_string(v) || asprintf(&ws->env[i], "%s=%s", key,
-						   json_string_value(v)) < 0)
+		if (!json_is_string(v) ||
+		    asprintf(&ws->env[i], "%s=%s", key, json_string_value(v)) < 0)
 			return -EINVAL;
 		i++;
 	}
@@ -280,7 +284,8 @@ static int agent_start(struct workspace *ws, struct station_error *e)
 	if (r >= 0)
 		r = agentlink_wait_hello(ws->link, AGENT_HELLO_TIMEOUT_MS);
 	if (r < 0)
-		return station_error_set(e, r, NULL, "cannot reach the new agent: %s", strerror(-r));
+		return station_error_set(e, r, NULL, "cannot reach the new agent: %s",
+					 strerror(-r));
 	ws->reconnects = 0;
 	services_on_agent_started(ws);
 	return 0;
@@ -322,7 +327,9 @@ static void on_hello(void *userdata, uint64_t agent_pid, char **ids, size_t n_id
 			known = strcmp(ids[i], r->id) == 0;
 		if (known)
 			continue;
-		struct run_row lost = { .id = r->id, .status = RUN_LOST, .exit_code = -1,
+		struct run_row lost = { .id = r->id,
+					.status = RUN_LOST,
+					.exit_code = -1,
 					.reason = (char *)"the agent has no record of the run",
 					.ended_at = realtime_usec() };
 		run_finish(ws, &lost);
@@ -360,8 +367,10 @@ static void on_run_error(void *userdata, const char *run_id, const char *reason)
 		 "reason", reason, NULL);
 	if (!run_id || !run_state_find(ws, run_id))
 		return;
-	struct run_row failed = { .id = (char *)run_id, .status = RUN_FAILED_TO_START,
-				  .exit_code = -1, .reason = (char *)reason,
+	struct run_row failed = { .id = (char *)run_id,
+				  .status = RUN_FAILED_TO_START,
+				  .exit_code = -1,
+				  .reason = (char *)reason,
 				  .ended_at = realtime_usec() };
 	run_finish(ws, &failed);
 }
@@ -472,20 +481,22 @@ static void workspace_teardown(struct workspace *ws)
 }
 
 static const struct adapter_ops *spec_adapter(struct manager *m, const struct workspace_spec *spec,
-					     struct station_error *e)
+					      struct station_error *e)
 {
 	const char *name = spec->adapter ? spec->adapter : m->cfg.default_adapter;
 	const struct adapter_ops *ops = adapter_find(name);
 	if (!ops) {
-		station_error_set(e, -EINVAL, "adapter", "unknown adapter \"%s\" (host or container)",
-				  name);
+		station_error_set(e, -EINVAL, "adapter",
+				  "unknown adapter \"%s\" (host or container)", name);
 		return NULL;
 	}
 	if (ops == &adapter_host && (spec->image || spec->seccomp_profile || spec->network)) {
-		station_error_set(e, -EINVAL, spec->image ? "image" : spec->seccomp_profile
-									 ? "seccompProfile"
-									 : "network",
-				  "image, seccompProfile and network belong to the container adapter");
+		station_error_set(
+			e, -EINVAL,
+			spec->image	      ? "image" :
+			spec->seccomp_profile ? "seccompProfile" :
+						"network",
+			"image, seccompProfile and network belong to the container adapter");
 		return NULL;
 	}
 	return ops;
@@ -497,8 +508,11 @@ static int workspace_row_new(struct manager *m, const struct adapter_ops *ops, j
 	char id[128];
 	random_id("", 26, id + snprintf(id, sizeof id, "%s-", m->cfg.worker), 64);
 	struct workspace_row row = {
-		.id = strdup(id), .worker = strdup(m->cfg.worker), .adapter = strdup(ops->name),
-		.state = strdup("creating"), .spec_json = json_dumps(spec, JSON_COMPACT),
+		.id = strdup(id),
+		.worker = strdup(m->cfg.worker),
+		.adapter = strdup(ops->name),
+		.state = strdup("creating"),
+		.spec_json = json_dumps(spec, JSON_COMPACT),
 		.created_at = realtime_usec(),
 	};
 	row.updated_at = row.created_at;
@@ -525,8 +539,10 @@ int manager_workspace_create(struct manager *m, const struct workspace_spec *spe
 		return station_error_set(e, m->cgroup_error, NULL, "cgroups are unavailable: %s",
 					 strerror(-m->cgroup_error));
 	if (m->n_workspaces >= m->cfg.max_workspaces)
-		return station_error_set(e, -EAGAIN, NULL, "this worker already has %zu workspaces "
-					 "(the limit)", m->n_workspaces);
+		return station_error_set(e, -EAGAIN, NULL,
+					 "this worker already has %zu workspaces "
+					 "(the limit)",
+					 m->n_workspaces);
 	json_t *spec_json = spec_to_json(spec);
 	int r = ops->check(&m->actx, spec_json, e);
 	struct workspace *ws = NULL;
@@ -559,8 +575,7 @@ int manager_workspace_list(struct manager *m, json_t **ret, struct station_error
 	return 0;
 }
 
-int manager_workspace_get(struct manager *m, const char *id, json_t **ret,
-			  struct station_error *e)
+int manager_workspace_get(struct manager *m, const char *id, json_t **ret, struct station_error *e)
 {
 	struct workspace *ws = NULL;
 	int r = workspace_lookup(m, id, &ws, e);
@@ -582,8 +597,10 @@ int manager_workspace_delete(struct manager *m, const char *id, struct station_e
 	terminals_lose_all(ws, "workspace deleted");
 	r = workspace_kill_all(ws);
 	if (r < 0)
-		return station_error_set(e, r, NULL, "cannot stop the processes of workspace "
-					 "\"%s\": %s", id, strerror(-r));
+		return station_error_set(e, r, NULL,
+					 "cannot stop the processes of workspace "
+					 "\"%s\": %s",
+					 id, strerror(-r));
 	struct adapter_workspace aw;
 	adapter_ws(ws, &aw);
 	r = ws->adapter->remove(&aw, e);
@@ -616,9 +633,11 @@ int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,
 	if (r >= 0 && ws->cgroup) {
 		struct cgroup_limits limits = {
 			.cpus = json_number_value(json_object_get(ws->spec, "cpus")),
-			.memory_bytes = (uint64_t)json_integer_value(
-						json_object_get(ws->spec, "memoryMb")) << 20,
-			.pids = (uint64_t)json_integer_value(json_object_get(ws->spec, "pidsLimit")),
+			.memory_bytes =
+				(uint64_t)json_integer_value(json_object_get(ws->spec, "memoryMb"))
+				<< 20,
+			.pids = (uint64_t)json_integer_value(
+				json_object_get(ws->spec, "pidsLimit")),
 		};
 		r = cgroup_create(ws->cgroup);
 		if (r >= 0)
@@ -648,12 +667,12 @@ json_t *manager_ready(struct manager *m)
 	char msg[PATH_MAX + 64];
 	json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "store", "ok", 1,
 						"message", "metadata store open"));
-	snprintf(msg, sizeof msg, "%s", m->base_cgroup ? "workspace cgroups available"
-						       : strerror(-m->cgroup_error));
+	snprintf(msg, sizeof msg, "%s",
+		 m->base_cgroup ? "workspace cgroups available" : strerror(-m->cgroup_error));
 	json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "cgroup", "ok",
 						m->base_cgroup != NULL, "message", msg));
-	snprintf(msg, sizeof msg, "%s \"%s\"", agent_ok ? "agent binary" : "agent binary missing:",
-		 m->cfg.agent_path);
+	snprintf(msg, sizeof msg, "%s \"%s\"",
+		 agent_ok ? "agent binary" : "agent binary missing:", m->cfg.agent_path);
 	json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "agent", "ok", agent_ok,
 						"message", msg));
 	bool ready = agent_ok && m->base_cgroup;
@@ -671,7 +690,9 @@ json_t *manager_worker(struct manager *m)
 	return json_pack("{s:s,s:s,s:[s,s],s:s?,s:s,s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I}}", "name",
 			 m->cfg.worker, "version", STATION_VERSION, "adapters", "host", "container",
 			 "runtime", m->actx.runtime ? m->actx.runtime->name : NULL, "cgroup",
-			 v == CGROUP_V2 ? "v2" : v == CGROUP_V1 ? "v1" : "unavailable",
+			 v == CGROUP_V2 ? "v2" :
+			 v == CGROUP_V1 ? "v1" :
+					  "unavailable",
 			 "workspaces", (json_int_t)m->n_workspaces, "limits", "maxWorkspaces",
 			 (json_int_t)m->cfg.max_workspaces, "maxRunningPerWorkspace",
 			 (json_int_t)m->cfg.max_running_per_workspace, "defaultTimeoutMs",
@@ -739,9 +760,9 @@ static void workspace_adopt(struct workspace *ws)
 		return;
 	}
 	ws->agent_pid = (pid_t)ws->row.agent_pid;
-	int r = ws->row.agent_secret && ws->agent_pid > 0
-			? hex_decode(ws->row.agent_secret, ws->secret, SECRET_BYTES)
-			: -ENOENT;
+	int r = ws->row.agent_secret && ws->agent_pid > 0 ?
+			hex_decode(ws->row.agent_secret, ws->secret, SECRET_BYTES) :
+			-ENOENT;
 	if (r >= 0)
 		r = agent_watch(ws);
 	if (r >= 0)

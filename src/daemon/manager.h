@@ -20,20 +20,20 @@ struct store;
 struct manager_config {
 	const char *root;
 	const char *worker;
-	const char *agent_path;          /* station-agent binary */
-	uint64_t default_timeout_ms;     /* 60000 */
-	uint64_t max_timeout_ms;         /* 24 h */
-	uint64_t default_output_bytes;   /* per stream kept: head + tail, 128 KiB */
-	uint64_t max_output_bytes;       /* cap for a per-run override, 8 MiB (≤ AGENT_MAX_OUTPUT_BYTES) */
+	const char *agent_path;	       /* station-agent binary */
+	uint64_t default_timeout_ms;   /* 60000 */
+	uint64_t max_timeout_ms;       /* 24 h */
+	uint64_t default_output_bytes; /* per stream kept: head + tail, 128 KiB */
+	uint64_t max_output_bytes; /* cap for a per-run override, 8 MiB (≤ AGENT_MAX_OUTPUT_BYTES) */
 	size_t max_running_per_workspace; /* 64 */
-	size_t max_workspaces;           /* 1000 */
-	uint64_t retention_usec;         /* finished runs kept this long, 24 h */
-	size_t retention_runs;           /* and at most this many per workspace, 1000 */
-	const char *default_adapter;     /* "host" or "container" */
-	const char *runtime;             /* OCI runtime: runc, crun, runsc or a path */
-	const char *default_image;       /* NULL: container workspaces must name one */
-	const char *default_seccomp;     /* the worker's default seccomp profile (path) */
-	uint32_t id_base;                /* host uid/gid of container root (range of 65536) */
+	size_t max_workspaces;		  /* 1000 */
+	uint64_t retention_usec;	  /* finished runs kept this long, 24 h */
+	size_t retention_runs;		  /* and at most this many per workspace, 1000 */
+	const char *default_adapter;	  /* "host" or "container" */
+	const char *runtime;		  /* OCI runtime: runc, crun, runsc or a path */
+	const char *default_image;	  /* NULL: container workspaces must name one */
+	const char *default_seccomp;	  /* the worker's default seccomp profile (path) */
+	uint32_t id_base;		  /* host uid/gid of container root (range of 65536) */
 };
 
 int manager_new(struct event_loop *loop, struct store *store, const struct manager_config *cfg,
@@ -43,17 +43,17 @@ int manager_start(struct manager *m);
 /* Closes agent connections without stopping agents or their runs. */
 void manager_free(struct manager *m);
 
-json_t *manager_ready(struct manager *m);  /* {"ready":bool,"checks":[{"name","ok","message"}]} */
+json_t *manager_ready(struct manager *m); /* {"ready":bool,"checks":[{"name","ok","message"}]} */
 json_t *manager_worker(struct manager *m);
 
 struct workspace_spec {
 	const char *adapter; /* NULL: "host" */
-	json_t *env;         /* borrowed; NULL or an object of string values, validated */
-	const char *image;           /* container: "name@sha256:…" or "sha256:…"; NULL: default */
+	json_t *env;	     /* borrowed; NULL or an object of string values, validated */
+	const char *image;   /* container: "name@sha256:…" or "sha256:…"; NULL: default */
 	const char *seccomp_profile; /* container: absolute path of a Docker-format profile; NULL:
 				      * the worker's default profile */
-	const char *network;         /* container: "none" (NULL: "none") */
-	double cpus;         /* 0: unlimited (docs/api.md ranges, validated by the API layer) */
+	const char *network;	     /* container: "none" (NULL: "none") */
+	double cpus;	     /* 0: unlimited (docs/api.md ranges, validated by the API layer) */
 	uint64_t memory_mb;  /* 0: unlimited */
 	uint64_t pids_limit; /* 0: unlimited */
 };
@@ -61,19 +61,18 @@ struct workspace_spec {
 int manager_workspace_create(struct manager *m, const struct workspace_spec *spec, json_t **ret,
 			     struct station_error *e);
 int manager_workspace_list(struct manager *m, json_t **ret, struct station_error *e);
-int manager_workspace_get(struct manager *m, const char *id, json_t **ret,
-			  struct station_error *e);
+int manager_workspace_get(struct manager *m, const char *id, json_t **ret, struct station_error *e);
 int manager_workspace_delete(struct manager *m, const char *id, struct station_error *e);
 int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,
 			      struct station_error *e);
 
 struct run_spec {
 	const char *command;
-	const char *cwd;         /* NULL: the workspace directory */
-	json_t *env;             /* borrowed; NULL or an object of string values, validated */
+	const char *cwd; /* NULL: the workspace directory */
+	json_t *env;	 /* borrowed; NULL or an object of string values, validated */
 	const uint8_t *stdin_data;
 	size_t stdin_len;
-	uint64_t timeout_ms;     /* 0: default */
+	uint64_t timeout_ms;	   /* 0: default */
 	uint64_t max_output_bytes; /* 0: default */
 };
 
@@ -130,18 +129,18 @@ int manager_image_remove(struct manager *m, const char *ref, struct station_erro
 #define MANAGER_MAX_SERVICES 32
 
 struct service_spec {
-	const char *name;    /* [a-z0-9][a-z0-9._-]{0,62} */
+	const char *name; /* [a-z0-9][a-z0-9._-]{0,62} */
 	const char *command;
-	const char *cwd;     /* NULL: the workspace directory */
-	json_t *env;         /* borrowed; NULL or an object of string values, validated */
-	const char *policy;  /* "no", "on-failure", "always" */
+	const char *cwd;    /* NULL: the workspace directory */
+	json_t *env;	    /* borrowed; NULL or an object of string values, validated */
+	const char *policy; /* "no", "on-failure", "always" */
 	uint64_t max_restarts;
 	uint64_t delay_ms;
 	uint64_t backoff_permille; /* 0: none; else >= 1000 (the delay multiplier x1000) */
 	uint64_t max_delay_ms;
 	int stop_signal;
 	uint64_t stop_timeout_ms;
-	bool autostart;      /* start again after the workspace restarts */
+	bool autostart; /* start again after the workspace restarts */
 };
 
 int manager_service_start(struct manager *m, const char *ws_id, const struct service_spec *spec,
@@ -181,8 +180,8 @@ void manager_service_unwatch(struct service_watch *w);
 struct terminal_spec {
 	const char *command; /* NULL: the user's login shell */
 	const char *cwd;     /* NULL: the workspace directory */
-	json_t *env;         /* borrowed; NULL or an object of string values, validated */
-	unsigned cols;       /* 1-10000 */
+	json_t *env;	     /* borrowed; NULL or an object of string values, validated */
+	unsigned cols;	     /* 1-10000 */
 	unsigned rows;
 };
 

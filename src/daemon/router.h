@@ -47,8 +47,8 @@ enum endpoint {
 
 struct route_match {
 	enum endpoint endpoint;
-	char ws_id[ROUTE_ID_MAX + 1]; /* "" when the path has none */
-	char run_id[ROUTE_ID_MAX + 1]; /* the run, the service name or the terminal */
+	char ws_id[ROUTE_ID_MAX + 1];	 /* "" when the path has none */
+	char run_id[ROUTE_ID_MAX + 1];	 /* the run, the service name or the terminal */
 	char image[ROUTE_IMAGE_MAX + 1]; /* "" when the path has none */
 };
 

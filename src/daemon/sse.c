@@ -329,8 +329,8 @@ static int run_watch(struct http_request *req, const struct run_watch_ops *ops, 
 {
 	const struct route_match *m = http_request_route(req);
 	struct run_watch *w = NULL;
-	int r = manager_run_watch(http_request_manager(req), m->ws_id, m->run_id, ops, userdata,
-				  &w, e);
+	int r = manager_run_watch(http_request_manager(req), m->ws_id, m->run_id, ops, userdata, &w,
+				  e);
 
 	if (r >= 0)
 		*ret = w;

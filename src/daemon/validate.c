@@ -806,8 +806,8 @@ static bool service_name_ok(const char *s)
 }
 
 /* An integer member key of obj in [min, max], named label in errors; absent leaves *ret. */
-static int get_uint_in(json_t *obj, const char *key, const char *label, uint64_t min,
-		       uint64_t max, uint64_t *ret, struct station_error *e)
+static int get_uint_in(json_t *obj, const char *key, const char *label, uint64_t min, uint64_t max,
+		       uint64_t *ret, struct station_error *e)
 {
 	json_t *v = json_object_get(obj, key);
 	json_int_t i;
@@ -867,8 +867,8 @@ static int get_backoff(json_t *restart, struct service_spec *s, struct station_e
 					 d);
 	s->backoff_permille = (uint64_t)(d * 1000.0 + 0.5);
 	s->max_delay_ms = API_DEFAULT_SERVICE_MAX_DELAY_MS;
-	r = get_uint_in(b, "maxDelayMs", "restart.backoff.maxDelayMs", 0,
-			API_MAX_SERVICE_DELAY_MS, &s->max_delay_ms, e);
+	r = get_uint_in(b, "maxDelayMs", "restart.backoff.maxDelayMs", 0, API_MAX_SERVICE_DELAY_MS,
+			&s->max_delay_ms, e);
 	return r < 0 ? r : 0;
 }
 
@@ -898,8 +898,8 @@ static int get_restart(json_t *body, struct service_spec *s, struct station_erro
 					 "or \"always\"");
 	if (policy)
 		s->policy = json_string_value(policy);
-	r = get_uint_in(restart, "maxRestarts", "restart.maxRestarts", 0,
-			API_MAX_SERVICE_RESTARTS, &s->max_restarts, e);
+	r = get_uint_in(restart, "maxRestarts", "restart.maxRestarts", 0, API_MAX_SERVICE_RESTARTS,
+			&s->max_restarts, e);
 	if (r >= 0)
 		r = get_uint_in(restart, "delayMs", "restart.delayMs", 0, API_MAX_SERVICE_DELAY_MS,
 				&s->delay_ms, e);
@@ -976,8 +976,8 @@ static int get_service_strings(json_t *body, struct service_spec *s, struct stat
 
 int validate_service_spec(json_t *body, struct service_spec *ret, struct station_error *e)
 {
-	static const char *const known[] = { "name",	     "command",	      "cwd",
-					     "env",	     "restart",	      "stopSignal",
+	static const char *const known[] = { "name",	      "command",   "cwd",
+					     "env",	      "restart",   "stopSignal",
 					     "stopTimeoutMs", "autostart", NULL };
 	struct service_spec s = { .stop_timeout_ms = API_DEFAULT_SERVICE_STOP_TIMEOUT_MS };
 	json_t *autostart = json_object_get(body, "autostart");

@@ -21,26 +21,26 @@
 #define PROTO_MAX_ENV 256
 #define PROTO_MAX_STDIN (1024u * 1024)
 #define PROTO_MAX_SECRET 64
-#define PROTO_MAX_TERMINALS 16			 /* live terminals per agent */
+#define PROTO_MAX_TERMINALS 16			/* live terminals per agent */
 #define PROTO_MAX_SCROLLBACK (4u * 1024 * 1024) /* a terminal's ring */
-#define PROTO_MAX_TERM_INPUT (64u * 1024)	 /* one TERM_INPUT */
-#define PROTO_MAX_TERM_SIZE 10000		 /* cols and rows */
+#define PROTO_MAX_TERM_INPUT (64u * 1024)	/* one TERM_INPUT */
+#define PROTO_MAX_TERM_SIZE 10000		/* cols and rows */
 
 enum msg_type {
-	MSG_HELLO = 1,       /* C->A: SECRET, VERSION */
-	MSG_HELLO_OK = 2,    /* A->C: VERSION, PID, RUN_ID* (runs still running), TERM_ID* */
-	MSG_RUN_START = 10,  /* C->A: RUN_ID, COMMAND, CWD, ENV*, STDIN?, TIMEOUT_MS, HEAD_BYTES,
+	MSG_HELLO = 1,	      /* C->A: SECRET, VERSION */
+	MSG_HELLO_OK = 2,     /* A->C: VERSION, PID, RUN_ID* (runs still running), TERM_ID* */
+	MSG_RUN_START = 10,   /* C->A: RUN_ID, COMMAND, CWD, ENV*, STDIN?, TIMEOUT_MS, HEAD_BYTES,
 				TAIL_BYTES, WATCH? */
 	MSG_RUN_STARTED = 11, /* A->C: RUN_ID, PID, STARTED_AT */
 	MSG_RUN_OUTPUT = 12,  /* A->C: RUN_ID, STREAM, OFFSET, DATA */
 	MSG_RUN_DONE = 13,    /* A->C, header seq = completion sequence: RUN_ID, STATUS, ... */
-	MSG_ACK = 14,         /* C->A, header seq = the completion sequence being acknowledged */
+	MSG_ACK = 14,	      /* C->A, header seq = the completion sequence being acknowledged */
 	MSG_RUN_CANCEL = 15,  /* C->A: RUN_ID */
 	MSG_RUN_WATCH = 16,   /* C->A: RUN_ID, WATCH (1 start, 0 stop) */
 	MSG_SHUTDOWN = 20,    /* C->A: kill every run, remove run cgroups, exit 0 */
-	MSG_ERROR = 30,       /* A->C: RUN_ID?, REASON */
+	MSG_ERROR = 30,	      /* A->C: RUN_ID?, REASON */
 	/* 40-49: terminals (docs/agent-protocol.md, "Terminals") */
-	MSG_TERM_OPEN = 40,   /* C->A: TERM_ID, COMMAND?, CWD?, ENV*, COLS, ROWS, SCROLLBACK_BYTES? */
+	MSG_TERM_OPEN = 40, /* C->A: TERM_ID, COMMAND?, CWD?, ENV*, COLS, ROWS, SCROLLBACK_BYTES? */
 	MSG_TERM_OPENED = 41, /* A->C: TERM_ID, PID, STARTED_AT, COMMAND (what runs) */
 	MSG_TERM_OUTPUT = 42, /* A->C: TERM_ID, OFFSET, DATA (dropped over the unsent cap: a gap) */
 	MSG_TERM_INPUT = 43,  /* C->A: TERM_ID, DATA */
@@ -51,16 +51,18 @@ enum msg_type {
 	MSG_TERM_EXIT = 48,   /* A->C, sequenced, acked: TERM_ID, STATUS, EXIT_CODE | SIGNAL,
 				 FORCED?, REASON?, STARTED_AT, ENDED_AT, OFFSET (bytes written) */
 	/* 50-59: services (docs/agent-protocol.md, "Services") */
-	MSG_SERVICE_START = 50,   /* C->A: SERVICE_NAME, SERVICE_ID, COMMAND, CWD, ENV*, RESTART_POLICY,
+	MSG_SERVICE_START =
+		50, /* C->A: SERVICE_NAME, SERVICE_ID, COMMAND, CWD, ENV*, RESTART_POLICY,
 				     MAX_RESTARTS, DELAY_MS, BACKOFF_PERMILLE?, MAX_DELAY_MS?,
 				     STOP_SIGNAL, STOP_TIMEOUT_MS, HEAD_BYTES, TAIL_BYTES, ATTEMPT */
-	MSG_SERVICE_STOP = 51,    /* C->A: SERVICE_NAME */
+	MSG_SERVICE_STOP = 51,	  /* C->A: SERVICE_NAME */
 	MSG_SERVICE_RESTART = 52, /* C->A: SERVICE_NAME */
-	MSG_SERVICE_STATE = 53,   /* A->C, sequenced, acked: SERVICE_NAME, SERVICE_ID, SERVICE_STATE, ... */
+	MSG_SERVICE_STATE =
+		53, /* A->C, sequenced, acked: SERVICE_NAME, SERVICE_ID, SERVICE_STATE, ... */
 	MSG_SERVICE_ATTEMPT_DONE = 54, /* A->C, sequenced, acked: SERVICE_NAME, ATTEMPT, ... */
-	MSG_SERVICE_OUTPUT = 55,  /* A->C: SERVICE_NAME, ATTEMPT, STREAM, OFFSET, DATA */
-	MSG_SERVICE_WATCH = 56,   /* C->A: SERVICE_NAME, WATCH (1 start, 0 stop) */
-	MSG_SERVICE_REMOVE = 57,  /* C->A: SERVICE_NAME: stop it and forget it */
+	MSG_SERVICE_OUTPUT = 55,       /* A->C: SERVICE_NAME, ATTEMPT, STREAM, OFFSET, DATA */
+	MSG_SERVICE_WATCH = 56,	       /* C->A: SERVICE_NAME, WATCH (1 start, 0 stop) */
+	MSG_SERVICE_REMOVE = 57,       /* C->A: SERVICE_NAME: stop it and forget it */
 };
 
 /* Tags 100-149 are for terminals, 150-199 for services. */
@@ -72,18 +74,18 @@ enum msg_tag {
 	TAG_RUN_ID = 4,
 	TAG_COMMAND = 5,
 	TAG_CWD = 6,
-	TAG_ENV = 7,          /* "KEY=VALUE", repeated */
+	TAG_ENV = 7, /* "KEY=VALUE", repeated */
 	TAG_STDIN = 8,
 	TAG_TIMEOUT_MS = 9,
-	TAG_HEAD_BYTES = 10,  /* per stream */
-	TAG_TAIL_BYTES = 11,  /* per stream */
+	TAG_HEAD_BYTES = 10, /* per stream */
+	TAG_TAIL_BYTES = 11, /* per stream */
 	TAG_WATCH = 12,
-	TAG_STARTED_AT = 13,  /* CLOCK_REALTIME, microseconds */
+	TAG_STARTED_AT = 13, /* CLOCK_REALTIME, microseconds */
 	TAG_ENDED_AT = 14,
-	TAG_STREAM = 15,      /* enum run_stream */
-	TAG_OFFSET = 16,      /* byte offset of DATA within the stream */
+	TAG_STREAM = 15, /* enum run_stream */
+	TAG_OFFSET = 16, /* byte offset of DATA within the stream */
 	TAG_DATA = 17,
-	TAG_STATUS = 18,      /* enum run_status */
+	TAG_STATUS = 18, /* enum run_status */
 	TAG_EXIT_CODE = 19,
 	TAG_SIGNAL = 20,
 	TAG_OOM_KILLED = 21,
@@ -105,22 +107,22 @@ enum msg_tag {
 	TAG_FORCED = 105,  /* TERM_EXIT: ended by TERM_CLOSE */
 	/* 150-199: services */
 	TAG_SERVICE_NAME = 150,
-	TAG_SERVICE_ID = 151,       /* the controller's id of this definition */
-	TAG_RESTART_POLICY = 152,   /* enum service_policy */
+	TAG_SERVICE_ID = 151,	  /* the controller's id of this definition */
+	TAG_RESTART_POLICY = 152, /* enum service_policy */
 	TAG_MAX_RESTARTS = 153,
 	TAG_DELAY_MS = 154,
 	TAG_BACKOFF_PERMILLE = 155, /* delay multiplier per restart, x1000 (2000: doubles) */
 	TAG_MAX_DELAY_MS = 156,
 	TAG_STOP_SIGNAL = 157,
 	TAG_STOP_TIMEOUT_MS = 158,
-	TAG_ATTEMPT = 159,          /* attempt number (START: the number of the first attempt) */
-	TAG_SERVICE_STATE = 160,    /* enum service_state */
+	TAG_ATTEMPT = 159,	 /* attempt number (START: the number of the first attempt) */
+	TAG_SERVICE_STATE = 160, /* enum service_state */
 	TAG_RESTART_COUNT = 161,
-	TAG_NEXT_RESTART_AT = 162,  /* CLOCK_REALTIME microseconds, in backoff */
-	TAG_END_REASON = 163,       /* enum attempt_end */
+	TAG_NEXT_RESTART_AT = 162, /* CLOCK_REALTIME microseconds, in backoff */
+	TAG_END_REASON = 163,	   /* enum attempt_end */
 	TAG_DAEMONIZED = 164,
-	TAG_OUTPUT_DROPPED = 165,   /* the agent no longer had this attempt's output */
-	TAG_STOPPING = 166,         /* a stop or restart is under way */
+	TAG_OUTPUT_DROPPED = 165, /* the agent no longer had this attempt's output */
+	TAG_STOPPING = 166,	  /* a stop or restart is under way */
 };
 
 /* Service restart policies, states and attempt ends (docs/agent-protocol.md, "Services"). */
@@ -144,11 +146,11 @@ enum service_state {
 /* Why an attempt ended. ATTEMPT_LOST is decided by the controller, never sent by the agent. */
 enum attempt_end {
 	ATTEMPT_EXITED = 0,
-	ATTEMPT_KILLED = 1,	     /* by a signal nobody asked for */
-	ATTEMPT_STOPPED = 2,	     /* stop (or remove) */
-	ATTEMPT_RESTARTED = 3,       /* restart */
+	ATTEMPT_KILLED = 1,    /* by a signal nobody asked for */
+	ATTEMPT_STOPPED = 2,   /* stop (or remove) */
+	ATTEMPT_RESTARTED = 3, /* restart */
 	ATTEMPT_FAILED_TO_START = 4,
-	ATTEMPT_DAEMONIZED = 5,      /* the main process exited, leaving processes behind */
+	ATTEMPT_DAEMONIZED = 5, /* the main process exited, leaving processes behind */
 	ATTEMPT_LOST = 6,
 	_ATTEMPT_END_MAX,
 };

@@ -26,13 +26,13 @@ int store_rollback(struct store *s);
 struct workspace_row {
 	char *id;
 	char *worker;
-	char *adapter;       /* "host" */
-	char *state;         /* creating | ready | stopped | failed | deleting */
-	char *reason;        /* why the state was entered; NULL when none */
-	char *spec_json;     /* the create request after defaults, as JSON */
-	char *cgroup;        /* cgroup_to_string() of the workspace cgroup; NULL before made */
-	char *agent_secret;  /* hex; NULL when no agent */
-	int64_t agent_pid;   /* 0 when none */
+	char *adapter;	    /* "host" */
+	char *state;	    /* creating | ready | stopped | failed | deleting */
+	char *reason;	    /* why the state was entered; NULL when none */
+	char *spec_json;    /* the create request after defaults, as JSON */
+	char *cgroup;	    /* cgroup_to_string() of the workspace cgroup; NULL before made */
+	char *agent_secret; /* hex; NULL when no agent */
+	int64_t agent_pid;  /* 0 when none */
 	uint64_t created_at;
 	uint64_t updated_at;
 };
@@ -59,16 +59,16 @@ struct run_row {
 	char *id;
 	char *workspace_id;
 	char *command;
-	char *cwd;          /* NULL: the workspace default */
-	char *env_json;     /* JSON object of the run's own variables; NULL when none */
+	char *cwd;	/* NULL: the workspace default */
+	char *env_json; /* JSON object of the run's own variables; NULL when none */
 	uint64_t timeout_ms;
 	uint64_t max_output_bytes; /* per stream */
-	int status;         /* enum run_status */
-	int64_t exit_code;  /* -1 when none */
-	int64_t signal;     /* 0 when none */
+	int status;		   /* enum run_status */
+	int64_t exit_code;	   /* -1 when none */
+	int64_t signal;		   /* 0 when none */
 	bool oom_killed;
 	bool truncated;
-	char *reason;       /* failed_to_start / lost reason; NULL when none */
+	char *reason;		  /* failed_to_start / lost reason; NULL when none */
 	struct run_output out[2]; /* [0] stdout, [1] stderr */
 	uint64_t created_at;
 	uint64_t started_at; /* 0 until the agent reports */
@@ -124,10 +124,10 @@ struct service_row {
 	char *reason;
 	uint64_t restart_count;
 	uint64_t next_restart_at;
-	int64_t main_pid;	    /* 0 when none */
-	uint64_t current_attempt;   /* 0 when none runs */
+	int64_t main_pid;	  /* 0 when none */
+	uint64_t current_attempt; /* 0 when none runs */
 	uint64_t attempt_started_at;
-	uint64_t next_attempt;	    /* number the next attempt gets */
+	uint64_t next_attempt; /* number the next attempt gets */
 	bool stopping;
 	uint64_t created_at;
 	uint64_t updated_at;
@@ -152,7 +152,7 @@ struct service_attempt_row {
 	uint64_t ended_at;
 	int64_t exit_code; /* -1 when none */
 	int64_t signal;	   /* 0 when none */
-	char *end_reason;  /* exited, killed, stopped, restarted, failed_to_start, daemonized, lost */
+	char *end_reason; /* exited, killed, stopped, restarted, failed_to_start, daemonized, lost */
 	char *reason;
 	bool daemonized;
 	bool output_dropped;

@@ -32,9 +32,17 @@
 #include <unistd.h>
 
 static const char *const masked_paths[] = {
-	"/proc/acpi",	     "/proc/asound",	  "/proc/kcore",	   "/proc/keys",
-	"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",	   "/proc/sched_debug",
-	"/proc/scsi",	     "/sys/firmware",	  "/sys/devices/virtual/powercap",
+	"/proc/acpi",
+	"/proc/asound",
+	"/proc/kcore",
+	"/proc/keys",
+	"/proc/latency_stats",
+	"/proc/timer_list",
+	"/proc/timer_stats",
+	"/proc/sched_debug",
+	"/proc/scsi",
+	"/sys/firmware",
+	"/sys/devices/virtual/powercap",
 };
 
 static const char *const readonly_paths[] = {
@@ -42,8 +50,8 @@ static const char *const readonly_paths[] = {
 };
 
 static const char *const mount_points[] = {
-	"/", "/tmp", "/home/node", "/run/station", "/run/station/agent/station-agent", "/proc",
-	"/sys", "/dev",
+	"/",	 "/tmp", "/home/node", "/run/station", "/run/station/agent/station-agent",
+	"/proc", "/sys", "/dev",
 };
 
 static bool want(int argc, char **argv, const char *group)
@@ -82,7 +90,7 @@ static void print_map(const char *key, const char *path)
 
 static void print_status(void)
 {
-	static const char *const keys[] = { "CapInh", "CapPrm", "CapEff", "CapBnd",
+	static const char *const keys[] = { "CapInh", "CapPrm",	    "CapEff", "CapBnd",
 					    "CapAmb", "NoNewPrivs", "Seccomp" };
 	char line[512];
 	FILE *f = fopen("/proc/self/status", "re");
