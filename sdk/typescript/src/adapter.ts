@@ -1,0 +1,289 @@
+// The seed's high-level API: an adapter creates workspaces of one kind (host or container) and
+// runs commands and services in them. Output is decoded: text as strings, binary as Buffers.
+
+import { StationClient, type ConnectionOptions } from "./client.js";
+import { StationError } from "./errors.js";
+import type {
+  AdapterKind,
+  AttemptInfo,
+  CreateWorkspaceRequest,
+  DeletedService,
+  DeletedWorkspace,
+  OutputGap,
+  ReadyReport,
+  Run,
+  RunInfo,
+  Service,
+  StartCommandRequest,
+  StartServiceRequest,
+  WireOutput,
+  Workspace,
+} from "./types.js";
+
+/** Output that was valid UTF-8 (without NUL): strings. */
+export interface TextOutput {
+  encoding: "utf-8";
+  stdout: string;
+  stderr: string;
+  stdoutTail?: string;
+  stderrTail?: string;
+}
+
+/** Output that was not valid UTF-8: the exact bytes as Buffers. */
+export interface BinaryOutput {
+  encoding: "base64";
+  stdout: Buffer;
+  stderr: Buffer;
+  stdoutTail?: Buffer;
+  stderrTail?: Buffer;
+}
+
+/**
+ * A run with its output decoded. Narrow on `encoding`: `"utf-8"` gives strings, `"base64"`
+ * (the output was binary) gives Buffers holding the exact bytes. `stdoutTail`/`stderrTail`
+ * exist only when `truncated` is true and that stream overflowed.
+ */
+export type SandboxRun = RunInfo & (TextOutput | BinaryOutput);
+
+/** An attempt of a service; output (decoded like a run's) only when fetched singly. */
+export type SandboxAttempt = AttemptInfo & { truncated?: boolean } & (Partial<TextOutput> | Partial<BinaryOutput>);
+
+/**
+ * A service as the adapter returns it: `id` is the service's name (what the API's paths take,
+ * so `stopService(workspace.id, service.id)` works); the controller's own `svc-…` id is
+ * `serviceId`.
+ */
+export type SandboxService = Omit<Service, "id" | "attempts"> & {
+  id: string;
+  serviceId: string;
+  attempts: SandboxAttempt[];
+};
+
+export interface ExecOptions {
+  /** Runs as `/bin/sh -c COMMAND`. */
+  command: string;
+  /** Absolute, or relative to the workspace directory. */
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Text, or bytes (sent base64). At most 1 MiB. */
+  stdin?: string | Uint8Array;
+  /** 1-86400000, default 60000; then the run ends `timed_out`. */
+  timeoutMs?: number;
+  /** Even, 2-8388608, default 131072: per stream, head and tail of half each are kept. */
+  maxOutputBytes?: number;
+}
+
+export interface FollowOptions {
+  onStdout?: (data: Buffer, offset: number) => void;
+  onStderr?: (data: Buffer, offset: number) => void;
+  onGap?: (gap: OutputGap) => void;
+  /** Stops following; the promise then rejects with an AbortError. */
+  signal?: AbortSignal;
+}
+
+/** Limits and environment of the workspaces an adapter creates. */
+export interface WorkspaceOptions {
+  /** Added to every command's environment. */
+  env?: Record<string, string>;
+  /** CPUs (0-1024, fractions allowed); 0 or absent: unlimited. */
+  cpus?: number;
+  /** Memory limit in MiB; 0 or absent: unlimited. */
+  memoryMb?: number;
+  /** Process limit; 0 or absent: unlimited. */
+  pidsLimit?: number;
+}
+
+export interface AdapterOptions extends ConnectionOptions, WorkspaceOptions {
+  /** Use this client rather than one made from the connection options. */
+  client?: StationClient;
+}
+
+const TERMINAL_WAIT_CAP_MS = 60_000;
+const CONTAINER_CHECKS = new Set(["runtime", "images", "image", "seccompProfile"]);
+
+function decodePart(encoding: string | undefined, s: string): string | Buffer {
+  return encoding === "base64" ? Buffer.from(s, "base64") : s;
+}
+
+/** Decodes the output fields of a run or an attempt per its `encoding`. */
+export function decodeOutput<T extends Partial<WireOutput>>(
+  x: T,
+): Omit<T, keyof WireOutput> & (TextOutput | BinaryOutput) {
+  const out: Record<string, unknown> = { ...x };
+  for (const k of ["stdout", "stderr", "stdoutTail", "stderrTail"] as const) {
+    const v = x[k];
+    if (typeof v === "string") out[k] = decodePart(x.encoding, v);
+  }
+  return out as never;
+}
+
+function defined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+export function isTerminal(run: { status: string }): boolean {
+  return run.status !== "running";
+}
+
+/** What HostSandboxAdapter and ContainerSandboxAdapter share. */
+export abstract class SandboxAdapter {
+  /** The low-level client, for endpoints the adapter does not wrap (images, terminals, …). */
+  readonly client: StationClient;
+  abstract readonly adapter: AdapterKind;
+  protected readonly workspaceOptions: WorkspaceOptions;
+
+  protected constructor(options: AdapterOptions) {
+    const { client, socketPath, url, rootDir, token, env, cpus, memoryMb, pidsLimit } = options;
+    this.client = client ?? new StationClient(defined({ socketPath, url, rootDir, token }));
+    this.workspaceOptions = defined({ env, cpus, memoryMb, pidsLimit });
+  }
+
+  /** The create body of this adapter's workspaces. */
+  protected abstract createRequest(overrides: WorkspaceOptions): CreateWorkspaceRequest;
+
+  /** Whether a check of GET /v1/ready matters to this adapter. */
+  protected abstract checkMatters(name: string): boolean;
+
+  /** Extra checks this adapter makes (e.g. that its image is in the store); failures as text. */
+  protected async extraChecks(): Promise<string[]> {
+    return [];
+  }
+
+  /**
+   * Resolves to the worker's ready report when this adapter can create workspaces; else throws
+   * a StationError (status 503, code `unavailable`) whose message names every failing check.
+   */
+  async ready(): Promise<ReadyReport> {
+    const report = await this.client.ready();
+    const failing = report.checks.filter((c) => !c.ok && this.checkMatters(c.name)).map((c) => `${c.name}: ${c.message}`);
+    failing.push(...(await this.extraChecks()));
+    if (failing.length) {
+      throw new StationError(
+        503,
+        "unavailable",
+        `worker at ${this.client.endpoint} is not ready for ${this.adapter} workspaces: ${failing.join("; ")}`,
+      );
+    }
+    return report;
+  }
+
+  // -- workspaces -------------------------------------------------------------------------
+
+  /** Creates a workspace (state `ready`). Keep its id: later calls need it. */
+  create(overrides: WorkspaceOptions = {}): Promise<Workspace> {
+    return this.client.createWorkspace(this.createRequest(overrides));
+  }
+
+  workspace(workspaceId: string): Promise<Workspace> {
+    return this.client.workspace(workspaceId);
+  }
+
+  /** Kills every run and service, removes the workspace and its files. */
+  delete(workspaceId: string): Promise<DeletedWorkspace> {
+    return this.client.deleteWorkspace(workspaceId);
+  }
+
+  /** Stops the workspace's agent (its runs end `lost`) and starts a new one; HOME is kept. */
+  restart(workspaceId: string): Promise<Workspace> {
+    return this.client.restartWorkspace(workspaceId);
+  }
+
+  // -- commands ---------------------------------------------------------------------------
+
+  /**
+   * Starts a command and returns its run handle at once (`status: "running"`). A run id is not
+   * success: read `command()` or `wait()` until the status is terminal, then check
+   * `status`, `exitCode` and `truncated`.
+   */
+  async exec(workspaceId: string, options: ExecOptions): Promise<SandboxRun> {
+    const { stdin, ...rest } = options;
+    const req: StartCommandRequest = defined({ ...rest });
+    if (typeof stdin === "string") req.stdin = stdin;
+    else if (stdin !== undefined) {
+      req.stdin = Buffer.from(stdin).toString("base64");
+      req.stdinEncoding = "base64";
+    }
+    return decodeOutput(await this.client.startCommand(workspaceId, req));
+  }
+
+  /** The run now; with `waitMs`, waits (server-capped at 60 s) until it is terminal. */
+  async command(workspaceId: string, runId: string, options: { waitMs?: number } = {}): Promise<SandboxRun> {
+    return decodeOutput(await this.client.command(workspaceId, runId, options));
+  }
+
+  /**
+   * Long-polls until the run is terminal. With `timeoutMs`, gives up after that long and
+   * resolves with the run as it is then (still `running`): check `status`.
+   */
+  async wait(workspaceId: string, runId: string, options: { timeoutMs?: number } = {}): Promise<SandboxRun> {
+    const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
+    for (;;) {
+      const left = deadline - Date.now();
+      const waitMs = Math.max(0, Math.min(TERMINAL_WAIT_CAP_MS, Math.ceil(left)));
+      const run = await this.client.command(workspaceId, runId, waitMs > 0 ? { waitMs } : {});
+      if (isTerminal(run) || Date.now() >= deadline) return decodeOutput(run);
+    }
+  }
+
+  /** Kills the run's whole process tree; resolves with the run (`cancelled`). 409 when it had finished. */
+  async cancel(workspaceId: string, runId: string): Promise<SandboxRun> {
+    return decodeOutput(await this.client.cancelCommand(workspaceId, runId));
+  }
+
+  /**
+   * Streams the run's output as it is produced (chunks are raw bytes; a multi-byte character
+   * may span two chunks) and resolves with the final run when it ends.
+   */
+  async followOutput(workspaceId: string, runId: string, options: FollowOptions = {}): Promise<SandboxRun> {
+    const { onStdout, onStderr, onGap, signal } = options;
+    const run: Run = await this.client.followOutput(
+      workspaceId,
+      runId,
+      defined({
+        onOutput: (c: { stream: string; offset: number; data: Buffer }) =>
+          (c.stream === "stdout" ? onStdout : onStderr)?.(c.data, c.offset),
+        onGap,
+        signal,
+      }),
+    );
+    return decodeOutput(run);
+  }
+
+  // -- services ---------------------------------------------------------------------------
+
+  /** Starts a supervised foreground service. The result's `id` is its name. */
+  async startService(workspaceId: string, request: StartServiceRequest): Promise<SandboxService> {
+    return toService(await this.client.startService(workspaceId, request));
+  }
+
+  /** The service with every attempt and its output (`serviceId` is the service's name). */
+  async service(workspaceId: string, serviceId: string): Promise<SandboxService> {
+    return toService(await this.client.service(workspaceId, serviceId));
+  }
+
+  async services(workspaceId: string): Promise<SandboxService[]> {
+    return (await this.client.services(workspaceId)).map(toService);
+  }
+
+  /** Stops it deliberately: no restart follows. Answers at once with `stopping: true`. */
+  async stopService(workspaceId: string, serviceId: string): Promise<SandboxService> {
+    return toService(await this.client.stopService(workspaceId, serviceId));
+  }
+
+  /** A fresh attempt (after stopping the running one); resets `restartCount`. */
+  async restartService(workspaceId: string, serviceId: string): Promise<SandboxService> {
+    return toService(await this.client.restartService(workspaceId, serviceId));
+  }
+
+  /** Stops the service and forgets it and its attempts. */
+  deleteService(workspaceId: string, serviceId: string): Promise<DeletedService> {
+    return this.client.deleteService(workspaceId, serviceId);
+  }
+}
+
+function toService(s: Service): SandboxService {
+  const { id, attempts, ...rest } = s;
+  return { ...rest, id: s.name, serviceId: id, attempts: attempts.map((a) => decodeOutput(a) as SandboxAttempt) };
+}
+
+export { CONTAINER_CHECKS };

@@ -1,0 +1,319 @@
+// StationClient: one typed method per endpoint of docs/api.md, objects exactly as the API
+// sends them (run output stays as the wire has it: text or base64 per `encoding`).
+
+import { StationError } from "./errors.js";
+import { Transport, type ConnectionOptions, type SseEvent } from "./transport.js";
+import { WsConnection } from "./websocket.js";
+import type {
+  CreateTerminalRequest,
+  CreateWorkspaceRequest,
+  DeletedImage,
+  DeletedService,
+  DeletedWorkspace,
+  Image,
+  ImportImageRequest,
+  OutputChunk,
+  OutputGap,
+  PullImageRequest,
+  ReadyReport,
+  Run,
+  RunSummary,
+  Service,
+  StartCommandRequest,
+  StartServiceRequest,
+  StreamName,
+  Terminal,
+  TerminalExit,
+  WorkerInfo,
+  Workspace,
+} from "./types.js";
+
+export type { ConnectionOptions } from "./transport.js";
+
+/** Callbacks of an output stream (a run's output, a service's logs). */
+export interface OutputHandlers {
+  /** A chunk of output, in order per stream; `offset` is its position in the stream. */
+  onOutput?: (chunk: OutputChunk) => void;
+  /** Bytes this watcher missed (before the watch began beyond the kept head, or fell behind). */
+  onGap?: (gap: OutputGap) => void;
+  /** Stops following; the promise then rejects with an AbortError. */
+  signal?: AbortSignal;
+}
+
+export interface AttachHandlers {
+  /** Raw terminal output: the scrollback first, then live output. */
+  onData?: (data: Buffer) => void;
+  /** `bytes` bytes of output this attacher will never see. */
+  onGap?: (bytes: number) => void;
+  /** The terminal ended (the connection closes after this). */
+  onExit?: (exit: TerminalExit) => void;
+  /** Keystrokes and resizes are ignored by the server. */
+  readOnly?: boolean;
+}
+
+/** A live attach to a terminal (WebSocket). Closing it leaves the terminal running. */
+export interface TerminalSession {
+  /** Keystrokes, written to the PTY. */
+  write(data: string | Uint8Array): void;
+  resize(cols: number, rows: number): void;
+  /** Detaches (the terminal keeps running). */
+  close(): void;
+  /** Resolves when the connection is closed: with the exit when the terminal ended, else null. */
+  readonly closed: Promise<TerminalExit | null>;
+}
+
+const STATUS_OF_CODE: Record<string, number> = {
+  invalid_argument: 400,
+  unauthorized: 401,
+  not_found: 404,
+  conflict: 409,
+  unavailable: 503,
+  internal: 500,
+};
+
+/** A path segment: ids, names and `sha256:<hex>` digests. */
+function seg(s: string): string {
+  if (typeof s !== "string" || s === "") throw new TypeError(`expected a non-empty id, got ${JSON.stringify(s)}`);
+  return encodeURIComponent(s).replace(/%3A/gi, ":");
+}
+
+function query(params: Record<string, number | boolean | undefined>): string {
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(params)) {
+    if (v === undefined || v === false) continue;
+    parts.push(`${k}=${v === true ? 1 : v}`);
+  }
+  return parts.length ? `?${parts.join("&")}` : "";
+}
+
+function abortError(): Error {
+  return new DOMException("the stream was aborted", "AbortError");
+}
+
+export class StationClient {
+  private readonly t: Transport;
+
+  constructor(options: ConnectionOptions = {}) {
+    this.t = new Transport(options);
+  }
+
+  /** `unix:/path/station.sock` or the URL this client talks to. */
+  get endpoint(): string {
+    return this.t.where;
+  }
+
+  // -- worker -----------------------------------------------------------------------------
+
+  /** `GET /v1/ready`: the report, also when the worker is not ready (HTTP 503). */
+  ready(): Promise<ReadyReport> {
+    return this.t.json<ReadyReport>("GET", "/v1/ready", undefined, (s) => s === 200 || s === 503);
+  }
+
+  worker(): Promise<WorkerInfo> {
+    return this.t.json("GET", "/v1/worker");
+  }
+
+  // -- workspaces -------------------------------------------------------------------------
+
+  async workspaces(): Promise<Workspace[]> {
+    return (await this.t.json<{ workspaces: Workspace[] }>("GET", "/v1/workspaces")).workspaces;
+  }
+
+  workspace(id: string): Promise<Workspace> {
+    return this.t.json("GET", `/v1/workspaces/${seg(id)}`);
+  }
+
+  createWorkspace(request: CreateWorkspaceRequest = {}): Promise<Workspace> {
+    return this.t.json("POST", "/v1/workspaces", request);
+  }
+
+  deleteWorkspace(id: string): Promise<DeletedWorkspace> {
+    return this.t.json("DELETE", `/v1/workspaces/${seg(id)}`);
+  }
+
+  restartWorkspace(id: string): Promise<Workspace> {
+    return this.t.json("POST", `/v1/workspaces/${seg(id)}/restart`);
+  }
+
+  // -- commands ---------------------------------------------------------------------------
+
+  /** Starts a command. With `waitMs` the answer waits until the run is terminal or waitMs passed. */
+  startCommand(workspaceId: string, request: StartCommandRequest, options: { waitMs?: number } = {}): Promise<Run> {
+    return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/commands${query(options)}`, request);
+  }
+
+  /** Newest first, without output fields. */
+  async commands(workspaceId: string, options: { limit?: number } = {}): Promise<RunSummary[]> {
+    const path = `/v1/workspaces/${seg(workspaceId)}/commands${query(options)}`;
+    return (await this.t.json<{ commands: RunSummary[] }>("GET", path)).commands;
+  }
+
+  /** A run; with `waitMs`, long-polls until it is terminal or waitMs passed (server cap 60 s). */
+  command(workspaceId: string, runId: string, options: { waitMs?: number } = {}): Promise<Run> {
+    return this.t.json("GET", `/v1/workspaces/${seg(workspaceId)}/commands/${seg(runId)}${query(options)}`);
+  }
+
+  /** Kills the run's process tree; resolves with the run (`cancelled`); 409 when already finished. */
+  cancelCommand(workspaceId: string, runId: string): Promise<Run> {
+    return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/commands/${seg(runId)}/cancel`);
+  }
+
+  /**
+   * Follows a run's output (server-sent events) until the run ends; resolves with the final run
+   * (the `end` event). A finished run replays its kept head and tail first.
+   */
+  followOutput(workspaceId: string, runId: string, handlers: OutputHandlers = {}): Promise<Run> {
+    return this.stream<Run>(`/v1/workspaces/${seg(workspaceId)}/commands/${seg(runId)}/output`, handlers);
+  }
+
+  // -- images -----------------------------------------------------------------------------
+
+  async images(): Promise<Image[]> {
+    return (await this.t.json<{ images: Image[] }>("GET", "/v1/images")).images;
+  }
+
+  image(digest: string): Promise<Image> {
+    return this.t.json("GET", `/v1/images/${seg(digest)}`);
+  }
+
+  /** Imports an OCI image layout (directory or tar) at an absolute path on the worker. */
+  importImage(request: ImportImageRequest): Promise<Image> {
+    return this.t.json("POST", "/v1/images", request);
+  }
+
+  /** Pulls `registry/name@sha256:…` (never by tag). */
+  pullImage(request: PullImageRequest): Promise<Image> {
+    return this.t.json("POST", "/v1/images", request);
+  }
+
+  deleteImage(digest: string): Promise<DeletedImage> {
+    return this.t.json("DELETE", `/v1/images/${seg(digest)}`);
+  }
+
+  // -- services (named by `name` in paths) --------------------------------------------------
+
+  /** Attempts in the list carry no output. */
+  async services(workspaceId: string): Promise<Service[]> {
+    const path = `/v1/workspaces/${seg(workspaceId)}/services`;
+    return (await this.t.json<{ services: Service[] }>("GET", path)).services;
+  }
+
+  service(workspaceId: string, name: string): Promise<Service> {
+    return this.t.json("GET", `/v1/workspaces/${seg(workspaceId)}/services/${seg(name)}`);
+  }
+
+  startService(workspaceId: string, request: StartServiceRequest): Promise<Service> {
+    return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/services`, request);
+  }
+
+  /** Answers at once with `stopping: true`; the state becomes `stopped` when the attempt ended. */
+  stopService(workspaceId: string, name: string): Promise<Service> {
+    return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/services/${seg(name)}/stop`);
+  }
+
+  restartService(workspaceId: string, name: string): Promise<Service> {
+    return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/services/${seg(name)}/restart`);
+  }
+
+  deleteService(workspaceId: string, name: string): Promise<DeletedService> {
+    return this.t.json("DELETE", `/v1/workspaces/${seg(workspaceId)}/services/${seg(name)}`);
+  }
+
+  /**
+   * A service's output (server-sent events). With `follow`, the current attempt's output live
+   * until it ends; without, the newest finished attempt's stored output. Resolves with the
+   * service (the `end` event).
+   */
+  serviceLogs(workspaceId: string, name: string, options: OutputHandlers & { follow?: boolean } = {}): Promise<Service> {
+    const path = `/v1/workspaces/${seg(workspaceId)}/services/${seg(name)}/logs${query({ follow: options.follow })}`;
+    return this.stream<Service>(path, options);
+  }
+
+  // -- terminals --------------------------------------------------------------------------
+
+  async terminals(workspaceId: string): Promise<Terminal[]> {
+    const path = `/v1/workspaces/${seg(workspaceId)}/terminals`;
+    return (await this.t.json<{ terminals: Terminal[] }>("GET", path)).terminals;
+  }
+
+  terminal(workspaceId: string, terminalId: string): Promise<Terminal> {
+    return this.t.json("GET", `/v1/workspaces/${seg(workspaceId)}/terminals/${seg(terminalId)}`);
+  }
+
+  createTerminal(workspaceId: string, request: CreateTerminalRequest): Promise<Terminal> {
+    return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/terminals`, request);
+  }
+
+  resizeTerminal(workspaceId: string, terminalId: string, size: { cols: number; rows: number }): Promise<Terminal> {
+    return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/terminals/${seg(terminalId)}/resize`, size);
+  }
+
+  /** Force-close: kills the terminal's process tree; resolves once its end is recorded. */
+  closeTerminal(workspaceId: string, terminalId: string): Promise<Terminal> {
+    return this.t.json("DELETE", `/v1/workspaces/${seg(workspaceId)}/terminals/${seg(terminalId)}`);
+  }
+
+  /** Attaches to a terminal over WebSocket (the bearer token goes in the Authorization header). */
+  async attachTerminal(workspaceId: string, terminalId: string, handlers: AttachHandlers = {}): Promise<TerminalSession> {
+    const q = query({ readOnly: handlers.readOnly });
+    const path = `/v1/workspaces/${seg(workspaceId)}/terminals/${seg(terminalId)}/attach${q}`;
+    const up = await this.t.upgrade(path, ["station-sandbox"]);
+    let exit: TerminalExit | null = null;
+    let resolveClosed!: (e: TerminalExit | null) => void;
+    const closed = new Promise<TerminalExit | null>((r) => (resolveClosed = r));
+    const ws = new WsConnection(up.socket, up.head, {
+      onBinary: (d) => handlers.onData?.(d),
+      onText: (text) => {
+        let m: { type?: string; bytes?: number } & Partial<TerminalExit>;
+        try {
+          m = JSON.parse(text);
+        } catch {
+          return;
+        }
+        if (m.type === "gap" && typeof m.bytes === "number") handlers.onGap?.(m.bytes);
+        else if (m.type === "exit") {
+          exit = { exitCode: m.exitCode ?? null, signal: m.signal ?? null, state: m.state ?? "exited" };
+          handlers.onExit?.(exit);
+        }
+      },
+      onClose: () => resolveClosed(exit),
+    });
+    return {
+      write: (data) => ws.sendBinary(data),
+      resize: (cols, rows) => ws.sendText(JSON.stringify({ type: "resize", cols, rows })),
+      close: () => ws.close(1000),
+      closed,
+    };
+  }
+
+  // -- shared -----------------------------------------------------------------------------
+
+  private async stream<End>(path: string, h: OutputHandlers): Promise<End> {
+    let end: End | undefined;
+    let failure: StationError | undefined;
+    await this.t.events(
+      path,
+      (e: SseEvent) => {
+        if (e.event === "output" || e.event === "gap") {
+          const d = JSON.parse(e.data) as { stream: StreamName; offset: number; data?: string; bytes?: number };
+          if (e.event === "output") {
+            h.onOutput?.({ stream: d.stream, offset: d.offset, data: Buffer.from(d.data ?? "", "base64") });
+          } else {
+            h.onGap?.({ stream: d.stream, offset: d.offset, bytes: d.bytes ?? 0 });
+          }
+        } else if (e.event === "end") {
+          end = JSON.parse(e.data) as End;
+        } else if (e.event === "error") {
+          const b = JSON.parse(e.data) as { error?: { code?: string; message?: string; field?: string } };
+          const code = b.error?.code ?? "internal";
+          failure = new StationError(STATUS_OF_CODE[code] ?? 500, code, b.error?.message ?? "stream error", b.error?.field);
+        }
+      },
+      h.signal,
+    );
+    if (failure) throw failure;
+    if (end !== undefined) return end;
+    if (h.signal?.aborted) throw abortError();
+    throw new StationError(0, "protocol_error", `GET ${path}: the stream ended without an end event`);
+  }
+}

@@ -1,0 +1,18 @@
+// What every entry point exports besides its adapter.
+export { StationClient } from "./client.js";
+export type { AttachHandlers, ConnectionOptions, OutputHandlers, TerminalSession } from "./client.js";
+export { StationError } from "./errors.js";
+export type { ClientErrorCode } from "./errors.js";
+export { SandboxAdapter, decodeOutput, isTerminal } from "./adapter.js";
+export type {
+  AdapterOptions,
+  BinaryOutput,
+  ExecOptions,
+  FollowOptions,
+  SandboxAttempt,
+  SandboxRun,
+  SandboxService,
+  TextOutput,
+  WorkspaceOptions,
+} from "./adapter.js";
+export type * from "./types.js";

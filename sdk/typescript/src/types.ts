@@ -1,0 +1,387 @@
+// The objects of the station-sandbox HTTP API (docs/api.md), exactly as the controller sends
+// them. Timestamps are RFC 3339 strings ("2026-11-29T10:40:07.123Z"); a field documented as
+// "null until known" is `T | null`; a field that is sometimes absent is optional.
+
+/** `{"error":{"code","message","field"}}`: the body of every error answer. */
+export type ErrorCode =
+  | "invalid_argument"
+  | "unauthorized"
+  | "not_found"
+  | "method_not_allowed"
+  | "conflict"
+  | "payload_too_large"
+  | "unsupported_media_type"
+  | "upgrade_required"
+  | "too_many_requests"
+  | "not_implemented"
+  | "unavailable"
+  | "insufficient_storage"
+  | "internal";
+
+export interface ErrorBody {
+  error: { code: ErrorCode | (string & {}); message: string; field?: string };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Worker
+
+export interface ReadyCheck {
+  /** `store`, `cgroup`, `agent`, `runtime`, `images`, `image`, `seccompProfile`, … */
+  name: string;
+  ok: boolean;
+  message: string;
+}
+
+/** `GET /v1/ready` (200 when ready, else 503 with the same body). */
+export interface ReadyReport {
+  ready: boolean;
+  defaultAdapter: AdapterKind;
+  checks: ReadyCheck[];
+}
+
+export interface WorkerLimits {
+  maxWorkspaces: number;
+  maxRunningPerWorkspace: number;
+  defaultTimeoutMs: number;
+  maxTimeoutMs: number;
+  defaultOutputBytes: number;
+  maxOutputBytes: number;
+  maxWaitMs: number;
+  maxBodyBytes: number;
+}
+
+/** `GET /v1/worker`. */
+export interface WorkerInfo {
+  name: string;
+  version: string;
+  adapters: AdapterKind[];
+  runtime: string;
+  cgroup: string;
+  workspaces: number;
+  limits: WorkerLimits;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workspaces
+
+export type AdapterKind = "host" | "container";
+export type WorkspaceState = "creating" | "ready" | "stopped" | "failed" | "deleting";
+export type NetworkMode = "none" | "bridge" | "restricted";
+
+interface WorkspaceBase {
+  /** `<worker>-<26 chars of [a-z2-7]>`. */
+  id: string;
+  worker: string;
+  state: WorkspaceState;
+  reason: string | null;
+  home: string;
+  workdir: string;
+  env: Record<string, string>;
+  /** 0 means unlimited. */
+  cpus: number;
+  memoryMb: number;
+  pidsLimit: number;
+  /** Commands running now (sent by the controller, not listed in docs/api.md). */
+  runningCommands?: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface HostWorkspace extends WorkspaceBase {
+  adapter: "host";
+}
+
+export interface ContainerWorkspace extends WorkspaceBase {
+  adapter: "container";
+  /** The digest reference it runs, `name@sha256:<hex>`. */
+  image: string;
+  seccompProfile: string;
+  seccompDigest: string;
+  network: NetworkMode;
+  runtime: string;
+}
+
+export type Workspace = HostWorkspace | ContainerWorkspace;
+
+/** `POST /v1/workspaces`. `image`, `seccompProfile`, `network` only for the container adapter. */
+export interface CreateWorkspaceRequest {
+  adapter?: AdapterKind;
+  image?: string;
+  seccompProfile?: string;
+  network?: NetworkMode;
+  env?: Record<string, string>;
+  cpus?: number;
+  memoryMb?: number;
+  pidsLimit?: number;
+}
+
+/** `DELETE /v1/workspaces/{id}`. */
+export interface DeletedWorkspace {
+  id: string;
+  state: "deleted";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runs
+
+export type RunStatus =
+  | "running"
+  | "exited"
+  | "killed"
+  | "timed_out"
+  | "cancelled"
+  | "failed_to_start"
+  | "lost";
+
+export type OutputEncoding = "utf-8" | "base64";
+
+/** The fields of a run that are not its output. */
+export interface RunInfo {
+  /** `r-<26 chars>`. */
+  id: string;
+  workspaceId: string;
+  command: string;
+  cwd: string | null;
+  status: RunStatus;
+  exitCode: number | null;
+  signal: number | null;
+  oomKilled: boolean;
+  reason: string | null;
+  stdoutBytes: number;
+  stderrBytes: number;
+  truncated: boolean;
+  timeoutMs: number;
+  maxOutputBytes: number;
+  createdAt: string;
+  startedAt: string | null;
+  endedAt: string | null;
+  durationMs: number | null;
+  cpuMs: number | null;
+  peakMemoryBytes: number | null;
+}
+
+/**
+ * Output parts as the API sends them: text when `encoding` is `utf-8`, base64 when `base64`.
+ * `stdoutTail`/`stderrTail` exist only when that stream overflowed its head.
+ */
+export interface WireOutput {
+  stdout: string;
+  stderr: string;
+  stdoutTail?: string;
+  stderrTail?: string;
+  encoding: OutputEncoding;
+}
+
+/** A run as `GET /v1/workspaces/{id}/commands/{run}` sends it. */
+export type Run = RunInfo & WireOutput;
+
+/** `GET /v1/workspaces/{id}/commands` lists runs without output fields. */
+export type RunSummary = RunInfo;
+
+/** `POST /v1/workspaces/{id}/commands`. */
+export interface StartCommandRequest {
+  command: string;
+  cwd?: string;
+  env?: Record<string, string>;
+  stdin?: string;
+  stdinEncoding?: OutputEncoding;
+  timeoutMs?: number;
+  maxOutputBytes?: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output streams (SSE on …/commands/{run}/output and …/services/{name}/logs)
+
+export type StreamName = "stdout" | "stderr";
+
+/** `event: output`; `data` is base64 on the wire, a Buffer here. */
+export interface OutputChunk {
+  stream: StreamName;
+  offset: number;
+  data: Buffer;
+}
+
+/** `event: gap`: `bytes` bytes of `stream` at `offset` this watcher will never see. */
+export interface OutputGap {
+  stream: StreamName;
+  offset: number;
+  bytes: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Images
+
+export interface ImageConfig {
+  user: string;
+  env: string[];
+  workdir: string;
+}
+
+export interface Image {
+  /** `sha256:<64 hex>`, the manifest's digest. */
+  digest: string;
+  name: string | null;
+  reference: string;
+  size: number;
+  layers: number;
+  config: ImageConfig;
+  usedBy: string[];
+  createdAt: string;
+}
+
+/** `POST /v1/images` importing an OCI layout (a directory or a tar) on the worker. */
+export interface ImportImageRequest {
+  path: string;
+  name?: string;
+}
+
+/** `POST /v1/images` pulling `registry/name@sha256:…`. */
+export interface PullImageRequest {
+  reference: string;
+  registry?: string;
+  plainHttp?: boolean;
+}
+
+export interface DeletedImage {
+  digest: string;
+  removed: true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Services
+
+export type RestartPolicyName = "no" | "on-failure" | "always";
+
+export interface Backoff {
+  multiplier: number;
+  maxDelayMs: number;
+}
+
+export interface RestartPolicy {
+  policy: RestartPolicyName;
+  maxRestarts: number;
+  delayMs: number;
+  /** Present only when the service was created with one. */
+  backoff?: Backoff;
+}
+
+export type ServiceState = "starting" | "running" | "backoff" | "stopped" | "failed" | "exhausted";
+
+export type AttemptEndReason =
+  | "exited"
+  | "killed"
+  | "stopped"
+  | "restarted"
+  | "failed_to_start"
+  | "daemonized"
+  | "lost";
+
+/** One run of a service. In lists an attempt carries only the byte counts (no output). */
+export interface AttemptInfo {
+  number: number;
+  startedAt: string;
+  endedAt: string | null;
+  durationMs: number | null;
+  exitCode: number | null;
+  signal: number | null;
+  endReason: AttemptEndReason | null;
+  reason: string | null;
+  daemonized: boolean;
+  outputDropped: boolean;
+  stdoutBytes: number;
+  stderrBytes: number;
+}
+
+/** An attempt as `GET …/services/{name}` sends it: with its output. */
+export type Attempt = AttemptInfo & Partial<WireOutput> & { truncated?: boolean };
+
+export interface Service {
+  /** `svc-…`, the controller's id. Paths name a service by `name`, not by this id. */
+  id: string;
+  workspaceId: string;
+  name: string;
+  command: string;
+  cwd: string | null;
+  env: Record<string, string>;
+  restart: RestartPolicy;
+  stopSignal: string | number;
+  stopTimeoutMs: number;
+  autostart: boolean;
+  maxOutputBytes: number;
+  state: ServiceState;
+  reason: string | null;
+  stopping: boolean;
+  restartCount: number;
+  nextRestartAt: string | null;
+  mainPid: number | null;
+  currentAttempt: number | null;
+  currentAttemptStartedAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+  attempts: Attempt[];
+}
+
+/** `POST /v1/workspaces/{id}/services`. */
+export interface StartServiceRequest {
+  /** `[a-z0-9][a-z0-9._-]{0,62}`, unique in the workspace. */
+  name: string;
+  /** Runs as `/bin/sh -c` in the foreground: do not append `&` or daemonize. */
+  command: string;
+  cwd?: string;
+  env?: Record<string, string>;
+  restart?: {
+    policy?: RestartPolicyName;
+    maxRestarts?: number;
+    delayMs?: number;
+    backoff?: { multiplier?: number; maxDelayMs?: number };
+  };
+  /** A name (`"SIGTERM"`, `"TERM"`) or a number 1-64. */
+  stopSignal?: string | number;
+  stopTimeoutMs?: number;
+  autostart?: boolean;
+}
+
+export interface DeletedService {
+  name: string;
+  deleted: true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Terminals
+
+export type TerminalState = "starting" | "running" | "exited" | "closed" | "failed" | "lost";
+
+export interface Terminal {
+  /** `t-…`. */
+  id: string;
+  command: string;
+  cwd?: string | null;
+  cols: number;
+  rows: number;
+  state: TerminalState;
+  reason?: string | null;
+  pid: number | null;
+  exitCode: number | null;
+  signal: number | null;
+  outputBytes: number;
+  createdAt: string;
+  startedAt: string | null;
+  endedAt: string | null;
+}
+
+/** `POST /v1/workspaces/{id}/terminals`. */
+export interface CreateTerminalRequest {
+  /** Absent: the login shell of the workspace's user. */
+  command?: string;
+  cols: number;
+  rows: number;
+  cwd?: string;
+  env?: Record<string, string>;
+}
+
+/** The `exit` message of a terminal attach. */
+export interface TerminalExit {
+  exitCode: number | null;
+  signal: number | null;
+  state: TerminalState;
+}

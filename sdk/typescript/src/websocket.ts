@@ -1,0 +1,160 @@
+// A minimal RFC 6455 client endpoint over a socket node's http module has upgraded: masked
+// frames out, unmasked frames in, fragments joined, pings answered, the closing handshake.
+// Enough for the API's terminal attach; not a general-purpose WebSocket.
+
+import { randomBytes } from "node:crypto";
+import type { Duplex } from "node:stream";
+
+export interface WsHandlers {
+  onText?: (text: string) => void;
+  onBinary?: (data: Buffer) => void;
+  onClose?: (code: number | null, reason: string) => void;
+}
+
+const OP_CONT = 0x0,
+  OP_TEXT = 0x1,
+  OP_BINARY = 0x2,
+  OP_CLOSE = 0x8,
+  OP_PING = 0x9,
+  OP_PONG = 0xa;
+
+export class WsConnection {
+  private buf: Buffer;
+  private fragments: Buffer[] = [];
+  private fragOpcode = 0;
+  private closeSent = false;
+  private closed = false;
+
+  constructor(
+    private readonly socket: Duplex,
+    head: Buffer,
+    private readonly handlers: WsHandlers,
+  ) {
+    this.buf = head;
+    socket.on("data", (c: Buffer) => {
+      this.buf = this.buf.length ? Buffer.concat([this.buf, c]) : c;
+      this.parse();
+    });
+    socket.on("close", () => this.finish(1006, "connection closed"));
+    socket.on("error", () => this.finish(1006, "connection error"));
+    if (head.length) queueMicrotask(() => this.parse());
+  }
+
+  sendText(text: string): void {
+    this.send(OP_TEXT, Buffer.from(text, "utf8"));
+  }
+
+  sendBinary(data: Buffer | Uint8Array | string): void {
+    this.send(OP_BINARY, typeof data === "string" ? Buffer.from(data, "utf8") : Buffer.from(data));
+  }
+
+  /** Starts the closing handshake; the socket ends when the server answers (or after 5 s). */
+  close(code = 1000, reason = ""): void {
+    if (this.closeSent || this.closed) return;
+    const r = Buffer.from(reason, "utf8");
+    const p = Buffer.alloc(2 + r.length);
+    p.writeUInt16BE(code, 0);
+    r.copy(p, 2);
+    this.send(OP_CLOSE, p);
+    this.closeSent = true;
+    setTimeout(() => this.socket.destroy(), 5000).unref();
+  }
+
+  private send(opcode: number, payload: Buffer): void {
+    if (this.closeSent || this.closed) return;
+    const len = payload.length;
+    const hlen = len < 126 ? 2 : len < 65536 ? 4 : 10;
+    const frame = Buffer.alloc(hlen + 4 + len);
+    frame[0] = 0x80 | opcode;
+    if (len < 126) frame[1] = 0x80 | len;
+    else if (len < 65536) {
+      frame[1] = 0x80 | 126;
+      frame.writeUInt16BE(len, 2);
+    } else {
+      frame[1] = 0x80 | 127;
+      frame.writeBigUInt64BE(BigInt(len), 2);
+    }
+    const mask = randomBytes(4);
+    mask.copy(frame, hlen);
+    for (let i = 0; i < len; i++) frame[hlen + 4 + i] = payload[i]! ^ mask[i & 3]!;
+    this.socket.write(frame);
+  }
+
+  private parse(): void {
+    for (;;) {
+      const b = this.buf;
+      if (b.length < 2) return;
+      const fin = (b[0]! & 0x80) !== 0;
+      const opcode = b[0]! & 0x0f;
+      const masked = (b[1]! & 0x80) !== 0;
+      let len = b[1]! & 0x7f;
+      let off = 2;
+      if (len === 126) {
+        if (b.length < 4) return;
+        len = b.readUInt16BE(2);
+        off = 4;
+      } else if (len === 127) {
+        if (b.length < 10) return;
+        len = Number(b.readBigUInt64BE(2));
+        off = 10;
+      }
+      const maskOff = off;
+      if (masked) off += 4;
+      if (b.length < off + len) return;
+      const payload = Buffer.from(b.subarray(off, off + len));
+      if (masked) for (let i = 0; i < len; i++) payload[i] = payload[i]! ^ b[maskOff + (i & 3)]!;
+      this.buf = b.subarray(off + len);
+      this.frame(fin, opcode, payload);
+      if (this.closed) return;
+    }
+  }
+
+  private frame(fin: boolean, opcode: number, payload: Buffer): void {
+    switch (opcode) {
+      case OP_PING:
+        this.send(OP_PONG, payload);
+        return;
+      case OP_PONG:
+        return;
+      case OP_CLOSE: {
+        const code = payload.length >= 2 ? payload.readUInt16BE(0) : null;
+        const reason = payload.length > 2 ? payload.subarray(2).toString("utf8") : "";
+        if (!this.closeSent) {
+          const echo = code === null ? Buffer.alloc(0) : payload.subarray(0, 2);
+          this.send(OP_CLOSE, echo);
+          this.closeSent = true;
+        }
+        this.socket.end(); // flushes the echo; the server closes the TCP connection
+        this.finish(code, reason, false);
+        return;
+      }
+      case OP_CONT:
+        this.fragments.push(payload);
+        if (fin) {
+          const whole = Buffer.concat(this.fragments);
+          this.fragments = [];
+          this.message(this.fragOpcode, whole);
+        }
+        return;
+      default:
+        if (!fin) {
+          this.fragOpcode = opcode;
+          this.fragments = [payload];
+          return;
+        }
+        this.message(opcode, payload);
+    }
+  }
+
+  private message(opcode: number, payload: Buffer): void {
+    if (opcode === OP_TEXT) this.handlers.onText?.(payload.toString("utf8"));
+    else if (opcode === OP_BINARY) this.handlers.onBinary?.(payload);
+  }
+
+  private finish(code: number | null, reason: string, destroy = true): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (destroy) this.socket.destroy();
+    this.handlers.onClose?.(code, reason);
+  }
+}
