@@ -257,15 +257,33 @@ static int run_check_limits(struct manager *m, const struct run_spec *spec, uint
 	return 0;
 }
 
+/* "." and "./" components add nothing but noise to PWD. */
+static void path_drop_dots(char *p)
+{
+	char *w = p;
+	for (char *r = p; *r;) {
+		if (r[0] == '/' && r[1] == '.' && (r[2] == '/' || r[2] == 0)) {
+			r += 2;
+			continue;
+		}
+		*w++ = *r++;
+	}
+	*w = 0;
+	if (!p[0])
+		strcpy(p, "/");
+}
+
 static char *run_cwd(const struct workspace *ws, const char *cwd)
 {
 	char *s = NULL;
 	if (!cwd)
 		return strdup(ws->workdir);
 	if (cwd[0] == '/')
-		return strdup(cwd);
-	if (asprintf(&s, "%s/%s", ws->workdir, cwd) < 0)
-		return NULL;
+		s = strdup(cwd);
+	else if (asprintf(&s, "%s/%s", ws->workdir, cwd) < 0)
+		s = NULL;
+	if (s)
+		path_drop_dots(s);
 	return s;
 }
 

@@ -612,6 +612,10 @@ static int service_lookup(struct manager *m, const char *ws_id, const char *name
 	if (r < 0)
 		return r;
 	svc = service_find(ws, name);
+	/* a path names a service by its name or by its id (the SDK's stopService(ws, svc.id)) */
+	for (struct service *s = ws->services; !svc && s; s = s->next)
+		if (strcmp(s->row.id, name) == 0)
+			svc = s;
 	if (!svc)
 		return station_error_set(e, -ENOENT, NULL,
 					 "service \"%s\" not found in workspace \"%s\"", name,
