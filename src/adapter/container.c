@@ -9,7 +9,14 @@
  *
  * Cgroups: the workspace group W carries the limits and stays root-owned; its child W/c is the
  * container's group, delegated to container root (chowned), bound into the container, where
- * the agent makes one group per run. Nothing inside can change W's limits. */
+ * the agent makes one group per run. Nothing inside can change W's limits.
+ *
+ * runsc (gVisor) differs (docs/operations.md, "runsc (gVisor)"): it passes no fds beyond stdio,
+ * so the secret comes on the agent's stdin and the agent binds its own socket (runsc's
+ * --host-uds=create makes it a host socket); host cgroupfs dirs bound into the sandbox would
+ * not be cgroupfs there, so W/c is not delegated: runsc puts the whole sandbox (sentry, gofer)
+ * in W/c, W's limits hold it, and the agent makes its run groups in the sandbox's own emulated
+ * cgroupfs (memory hierarchy; no freezer: a kill is a kill-every-member loop). */
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,11 +24,14 @@
 #include <ftw.h>
 #include <limits.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "adapter.h"
@@ -36,6 +46,23 @@
 #define ID_RANGE 65536u
 #define DEFAULT_WORKDIR OCI_HOME_DIR "/workspace"
 #define MAX_AGENT_ARGS (2 * 512 + 32)
+/* runsc: the sandbox's own cgroupfs (--cgroupfs mounts cpu and memory; only memory is a
+ * per-run hierarchy), and how long the agent may take to bind its socket after `run`. */
+#define RUNSC_AGENT_CGROUP "v1:/sys/fs/cgroup/memory"
+#define RUNSC_SOCKET_WAIT_MS 10000
+/* runsc: pidsLimit counts the sandbox's own processes (RLIMIT_NPROC, which the sentry enforces
+ * per sandbox: every process there is one uid). The host pids.max of W then bounds the
+ * sandbox's host tasks: the sentry's and gofer's threads (about 40 to 100 idle) and, on the
+ * ptrace platform, about 10 per sandbox process (measured: 20 sleepers took 209 more). A host
+ * limit at pidsLimit itself would kill the sentry (Go: "failed to create new OS thread"), and
+ * the whole workspace with it, long before pidsLimit processes ran. */
+#define RUNSC_HOST_TASKS_BASE 256
+#define RUNSC_HOST_TASKS_PER_PROC 12
+
+static bool is_runsc(const struct adapter_context *ctx)
+{
+	return ctx->runtime && ctx->runtime->kind == RUNTIME_RUNSC;
+}
 
 /* --- check: fail closed, naming the missing piece --- */
 
@@ -421,7 +448,7 @@ static int prepare_run_dir(const struct adapter_workspace *ws, size_t n_cgroups,
 		snprintf(path, sizeof path, "run/cgroup/%zu", i);
 		r = make_dir(ws->dir, path, 0755, root, e);
 	}
-	if (r >= 0)
+	if (r >= 0 && n_cgroups > 0)
 		r = make_dir(ws->dir, "run/cgroup", 0755, root, e);
 	if (r >= 0)
 		r = make_dir(ws->dir, "bundle", 0700, -1, e);
@@ -466,7 +493,8 @@ static int container_prepare(const struct adapter_workspace *ws, struct station_
 	if (r >= 0)
 		r = prepare_home(ws, uid, gid, e);
 	if (r >= 0)
-		r = prepare_run_dir(ws, ws->cgroup ? ws->cgroup->n_dirs : 0, e);
+		r = prepare_run_dir(ws, ws->cgroup && !is_runsc(ws->ctx) ? ws->cgroup->n_dirs : 0,
+				    e);
 	image_free(img);
 	return r;
 }
@@ -485,7 +513,8 @@ static int delegate_cgroup(const struct adapter_workspace *ws, struct cgroup **r
 	int r = cgroup_child(ws->cgroup, "c", &c);
 	if (r >= 0)
 		r = cgroup_create(c);
-	for (size_t i = 0; r >= 0 && i < c->n_dirs; i++) {
+	/* runsc: W/c holds the sandbox's host processes; nothing inside reaches it */
+	for (size_t i = 0; r >= 0 && !is_runsc(ws->ctx) && i < c->n_dirs; i++) {
 		if (chown(c->dirs[i], root, root) < 0) {
 			r = negative_errno();
 			break;
@@ -527,8 +556,14 @@ static int build_agent_args(const struct adapter_workspace *ws, const struct ima
 					":" OCI_CGROUP_DIR "/%zu", i);
 	snprintf(a->user, sizeof a->user, "%u:%u", (unsigned)uid, (unsigned)gid);
 	a->argv[n++] = (char *)OCI_AGENT_PATH;
-	a->argv[n++] = (char *)"--listen-fd=4";
-	a->argv[n++] = (char *)"--secret-fd=3";
+	if (is_runsc(ws->ctx)) {
+		snprintf(a->cgroup, sizeof a->cgroup, "%s", RUNSC_AGENT_CGROUP);
+		a->argv[n++] = (char *)"--listen=" OCI_RUN_DIR "/agent.sock";
+		a->argv[n++] = (char *)"--secret-fd=0";
+	} else {
+		a->argv[n++] = (char *)"--listen-fd=4";
+		a->argv[n++] = (char *)"--secret-fd=3";
+	}
 	a->argv[n++] = (char *)"--workdir";
 	a->argv[n++] = a->workdir;
 	a->argv[n++] = (char *)"--home";
@@ -549,6 +584,32 @@ static int build_agent_args(const struct adapter_workspace *ws, const struct ima
 			a->argv[n++] = lists[l][i];
 		}
 	a->argv[n] = NULL;
+	return 0;
+}
+
+static uint64_t spec_pids_limit(const struct adapter_workspace *ws)
+{
+	json_int_t v = json_integer_value(json_object_get(ws->spec, "pidsLimit"));
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+/* runsc: W's host pids.max becomes the sandbox's host task budget (see above); the manager set
+ * it to pidsLimit, which the sentry's own threads would exhaust. cpus and memory stay. */
+static int runsc_host_limits(const struct adapter_workspace *ws, struct station_error *e)
+{
+	uint64_t pids = spec_pids_limit(ws);
+	if (!pids || !ws->cgroup)
+		return 0;
+	struct cgroup_limits limits = {
+		.cpus = json_number_value(json_object_get(ws->spec, "cpus")),
+		.memory_bytes = (uint64_t)json_integer_value(json_object_get(ws->spec, "memoryMb"))
+				<< 20,
+		.pids = RUNSC_HOST_TASKS_BASE + RUNSC_HOST_TASKS_PER_PROC * pids,
+	};
+	int r = cgroup_set_limits(ws->cgroup, &limits);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot set the sandbox's host limits: %s",
+					 strerror(-r));
 	return 0;
 }
 
@@ -577,9 +638,10 @@ static int write_bundle(const struct adapter_workspace *ws, const struct cgroup 
 		.agent_path = ws->ctx->agent_path,
 		.run_dir = run,
 		.cgroup_binds = c->dirs,
-		.n_cgroup_binds = c->n_dirs,
+		.n_cgroup_binds = is_runsc(ws->ctx) ? 0 : c->n_dirs,
 		.cgroups_path = cg_path,
 		.seccomp = seccomp,
+		.nproc = is_runsc(ws->ctx) ? spec_pids_limit(ws) : 0,
 	};
 	return oci_config_write(&cfg, bundle, e);
 }
@@ -592,12 +654,112 @@ static int open_log(const struct adapter_workspace *ws)
 	return fd < 0 ? negative_errno() : fd;
 }
 
+/* An error naming what failed and the last line of agent.log (the agent's own words). */
+static int agent_log_error(const struct adapter_workspace *ws, int err, const char *what,
+			   struct station_error *e)
+{
+	char path[PATH_MAX];
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	snprintf(path, sizeof path, "%s/agent.log", ws->dir);
+	if (read_file(path, 1 << 20, &text, &len) < 0)
+		len = 0;
+	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
+		len--;
+	size_t start = len;
+	while (start > 0 && text[start - 1] != '\n')
+		start--;
+	return station_error_set(e, err, NULL, "%s: %s: %.*s", ws->ctx->runtime->name, what,
+				 (int)MIN(len - start, 400),
+				 len ? text + start : "agent.log is empty");
+}
+
+static void remove_stale_state(const struct adapter_workspace *ws)
+{
+	char state[PATH_MAX];
+	snprintf(state, sizeof state, "%s/%s", ws->ctx->runtime->root, ws->id);
+	if (access(state, F_OK) == 0) /* a container left from before (a crash, a restart) */
+		runtime_delete(ws->ctx->runtime, ws->id, NULL);
+}
+
+static int start_runtime(const struct adapter_workspace *ws, const char *bundle,
+			 const struct runtime_io *io, pid_t *ret_pid, struct station_error *e)
+{
+	pid_t pid;
+	int r = runtime_run_detached(ws->ctx->runtime, ws->id, bundle, io, &pid, e);
+	if (r < 0) {
+		/* a runtime broken as a whole says so best when asked for its version */
+		struct station_error probe = { 0 };
+		if (runtime_probe(ws->ctx->runtime, NULL, &probe) < 0 && e)
+			*e = probe;
+		return e ? (e->err = -EHOSTDOWN) : -EHOSTDOWN; /* the worker's runtime failed */
+	}
+	*ret_pid = pid;
+	return 0;
+}
+
+/* runsc: the agent binds run/agent.sock itself. Waits, bounded, until a connection to it
+ * succeeds (the agent drops a connection that closes before HELLO without a word); the sandbox
+ * dying first ends the wait. */
+static int wait_agent_socket(const struct adapter_workspace *ws, const char *sock, pid_t pid,
+			     struct station_error *e)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(sock) >= sizeof sa.sun_path)
+		return station_error_set(e, -ENAMETOOLONG, NULL, "socket path \"%s\" too long",
+					 sock);
+	strcpy(sa.sun_path, sock);
+	for (unsigned waited = 0, delay = 1;; waited += delay, delay = MIN(delay * 2, 20u)) {
+		_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return station_error_set(e, negative_errno(), NULL, "socket: %m");
+		if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+			return 0;
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			return agent_log_error(ws, -EHOSTDOWN,
+					       "the sandbox exited before the agent "
+					       "listened",
+					       e);
+		if (waited >= RUNSC_SOCKET_WAIT_MS)
+			return agent_log_error(ws, -ETIMEDOUT, "the agent did not listen in time",
+					       e);
+		usleep(delay * 1000);
+	}
+}
+
+/* runsc: stdin is the secret pipe, stdout and stderr the log, no other fd. */
+static int run_sandbox(const struct adapter_workspace *ws, const char *sock, const char *bundle,
+		       const uint8_t *secret, size_t secret_len, pid_t *ret_pid,
+		       struct station_error *e)
+{
+	if (unlink(sock) < 0 && errno != ENOENT)
+		return station_error_set(e, negative_errno(), NULL, "cannot remove \"%s\": %m",
+					 sock);
+	_cleanup_close_ int secret_fd = adapter_secret_pipe(secret, secret_len);
+	_cleanup_close_ int log_fd = open_log(ws);
+	if (secret_fd < 0 || log_fd < 0)
+		return station_error_set(e, secret_fd < 0 ? secret_fd : log_fd, NULL,
+					 "cannot set up the agent's secret or log");
+	struct runtime_io io = { .in = secret_fd, .out = log_fd, .err = log_fd };
+	remove_stale_state(ws);
+	pid_t pid = 0;
+	int r = start_runtime(ws, bundle, &io, &pid, e);
+	if (r >= 0)
+		r = wait_agent_socket(ws, sock, pid, e);
+	if (r < 0)
+		return r;
+	*ret_pid = pid;
+	return 0;
+}
+
 static int run_container(const struct adapter_workspace *ws, const uint8_t *secret,
 			 size_t secret_len, pid_t *ret_pid, struct station_error *e)
 {
 	char sock[PATH_MAX], bundle[PATH_MAX];
 	snprintf(sock, sizeof sock, "%s/run/agent.sock", ws->dir);
 	snprintf(bundle, sizeof bundle, "%s/bundle", ws->dir);
+	if (is_runsc(ws->ctx))
+		return run_sandbox(ws, sock, bundle, secret, secret_len, ret_pid, e);
 	_cleanup_close_ int listen_fd = adapter_listen_unix(sock);
 	_cleanup_close_ int secret_fd = adapter_secret_pipe(secret, secret_len);
 	_cleanup_close_ int log_fd = open_log(ws);
@@ -616,21 +778,8 @@ static int run_container(const struct adapter_workspace *ws, const uint8_t *secr
 				 .err = log_fd,
 				 .extra_fds = extra,
 				 .n_extra_fds = ELEMENTSOF(extra) };
-	char state[PATH_MAX];
-	snprintf(state, sizeof state, "%s/%s", ws->ctx->runtime->root, ws->id);
-	if (access(state, F_OK) == 0) /* a container left from before (a crash, a restart) */
-		runtime_delete(ws->ctx->runtime, ws->id, NULL);
-	pid_t pid;
-	int r = runtime_run_detached(ws->ctx->runtime, ws->id, bundle, &io, &pid, e);
-	if (r < 0) {
-		/* a runtime broken as a whole says so best when asked for its version */
-		struct station_error probe = { 0 };
-		if (runtime_probe(ws->ctx->runtime, NULL, &probe) < 0 && e)
-			*e = probe;
-		return e ? (e->err = -EHOSTDOWN) : -EHOSTDOWN; /* the worker's runtime failed */
-	}
-	*ret_pid = pid;
-	return 0;
+	remove_stale_state(ws);
+	return start_runtime(ws, bundle, &io, ret_pid, e);
 }
 
 static int container_start_agent(const struct adapter_workspace *ws, const uint8_t *secret,
@@ -654,6 +803,8 @@ static int container_start_agent(const struct adapter_workspace *ws, const uint8
 				      img->config.user);
 	if (r >= 0)
 		r = load_profile(ws->ctx, ws->spec, &seccomp, digest, e);
+	if (r >= 0 && is_runsc(ws->ctx))
+		r = runsc_host_limits(ws, e);
 	if (r >= 0)
 		r = delegate_cgroup(ws, &c, e);
 	if (r >= 0 && build_agent_args(ws, img, c, uid, gid, args) < 0)

@@ -171,12 +171,16 @@ static json_t *build_rlimits(const struct oci_config *c)
 					 core.rlim_max == RLIM_INFINITY ? (uint64_t)INT64_MAX :
 									  core.rlim_max) :
 			    NULL;
-	if (!a || !n || !k) {
-		json_decref(a), json_decref(n), json_decref(k);
+	json_t *p = c->nproc ? rlimit_entry("RLIMIT_NPROC", RLIMIT_NPROC, c->nproc, c->nproc) :
+			       NULL;
+	if (!a || !n || !k || (c->nproc && !p)) {
+		json_decref(a), json_decref(n), json_decref(k), json_decref(p);
 		return NULL;
 	}
 	json_array_append_new(a, n);
 	json_array_append_new(a, k);
+	if (p)
+		json_array_append_new(a, p);
 	return a;
 }
 

@@ -18,8 +18,8 @@
  *  - net.ipv4.ping_group_range covers every mapped gid: ping works through ICMP datagram
  *    sockets without CAP_NET_RAW (new network namespace only: the creator of a joined
  *    netns_path sets it, in host gids, since the container's user namespace does not own it);
- *  - rlimits: NOFILE and CORE, never above the caller's current hard limits (root has no
- *    CAP_SYS_RESOURCE on our workers). */
+ *  - rlimits: NOFILE and CORE (and NPROC when nproc is set), never above the caller's current
+ *    hard limits (root has no CAP_SYS_RESOURCE on our workers). */
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -76,6 +76,9 @@ struct oci_config {
 	uint64_t memory_bytes;	  /* 0: unlimited; swap (memory+swap) set to the same value */
 	uint64_t pids;		  /* 0: unlimited */
 	uint64_t nofile;	  /* RLIMIT_NOFILE wanted; 0: OCI_NOFILE_DEFAULT; clamped */
+	uint64_t nproc;		  /* RLIMIT_NPROC, soft = hard; 0: not set. Only where it counts
+				   * one container's processes (runsc: per sandbox); under runc
+				   * it would count every container of the shared host uid. */
 	const char *const *caps;  /* NULL: oci_default_caps */
 	const json_t *seccomp;	  /* linux.seccomp from seccomp_profile_load() */
 	bool seccomp_unconfined;  /* must be set for seccomp == NULL to be accepted */

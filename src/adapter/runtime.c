@@ -95,7 +95,16 @@ static void call_push(struct call *c, const char *arg)
 	c->argv[c->argc] = NULL;
 }
 
-/* argv: name [--log=FILE] --root ROOT [--log-format=json] WHAT */
+/* runsc's global flags (see runtime.h): every call gets them, so that what `create` stored and
+ * what later calls assume never differ. */
+static const char *const runsc_flags[] = {
+	"--network=none",    /* netstack loopback only; "sandbox" wants a prepared netns */
+	"--oci-seccomp",     /* else runsc ignores linux.seccomp */
+	"--cgroupfs",	     /* the sandbox's own cgroupfs at /sys/fs/cgroup, for the agent */
+	"--host-uds=create", /* the agent binds its socket in /run/station (no fd passing) */
+};
+
+/* argv: name [--log=FILE] --root ROOT [--log-format=json] [runsc flags] WHAT */
 static void call_init(struct call *c, const struct runtime *rt, const char *what, const char *id,
 		      const char *log_arg)
 {
@@ -105,8 +114,10 @@ static void call_init(struct call *c, const struct runtime *rt, const char *what
 		call_push(c, log_arg);
 	call_push(c, "--root");
 	call_push(c, rt->root);
-	if (rt->kind == RUNTIME_RUNC || rt->kind == RUNTIME_CRUN)
+	if (rt->kind != RUNTIME_OTHER)
 		call_push(c, "--log-format=json");
+	for (size_t i = 0; rt->kind == RUNTIME_RUNSC && i < ELEMENTSOF(runsc_flags); i++)
+		call_push(c, runsc_flags[i]);
 	call_push(c, what);
 }
 
@@ -683,6 +694,11 @@ static int create_or_run(const struct runtime *rt, bool run, const char *id, con
 		io = &none;
 	if (io->n_extra_fds > RUNTIME_EXTRA_FDS_MAX)
 		return station_error_set(e, -E2BIG, NULL, "too many fds for the container");
+	if (io->n_extra_fds > 0 && rt->kind == RUNTIME_RUNSC)
+		return station_error_set(e, -EOPNOTSUPP, NULL,
+					 "%s passes no file descriptors beyond stdio "
+					 "(it has no --preserve-fds)",
+					 rt->name);
 	if (snprintf(log, sizeof log, "%s/%s.create.log", rt->root, id) >= (int)sizeof log ||
 	    snprintf(pid_file, sizeof pid_file, "%s/container.pid", bundle) >= (int)sizeof pid_file)
 		return station_error_set(e, -ENAMETOOLONG, NULL, "bundle or state path too long");

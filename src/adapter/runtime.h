@@ -13,7 +13,13 @@
  * crun refuses hybrid cgroup hosts (v1 controllers plus a cgroup2 mount at
  * /sys/fs/cgroup/unified). On such a host every crun call runs in a private mount namespace
  * without that mount: the child unshares CLONE_NEWNS, makes / recursively private and detaches
- * the unified mount before exec; the host's mounts are not touched. */
+ * the unified mount before exec; the host's mounts are not touched.
+ *
+ * runsc (gVisor) gets its own global flags on every call: --network=none (the sandbox's
+ * netstack with loopback only), --oci-seccomp (else linux.seccomp is ignored), --cgroupfs (the
+ * sandbox's emulated cgroupfs at /sys/fs/cgroup: cpu and memory) and --host-uds=create (a
+ * socket bound inside a bind mount is a host socket: runsc cannot pass fds beyond stdio, so the
+ * agent makes its own). It has no --preserve-fds: create with extra_fds is refused. */
 
 #include <stdbool.h>
 #include <stddef.h>

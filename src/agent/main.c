@@ -12,6 +12,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,9 +29,11 @@
 #include "proto/agent-proto.h"
 
 #define SECRET_MIN 16
+#define SUN_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
 
 struct args {
 	int listen_fd;
+	const char *listen_path; /* --listen: the agent makes the socket (runsc passes no fds) */
 	int secret_fd;
 	const char *workdir;
 	const char *home;
@@ -55,7 +59,8 @@ static int usage_error(const char *what, const char *value)
 {
 	log_error("bad arguments", "problem", what, "value", value ? value : "", NULL);
 	fprintf(stderr,
-		"usage: station-agent --listen-fd N --secret-fd M --workdir DIR --home DIR\n"
+		"usage: station-agent --listen-fd N | --listen PATH --secret-fd M --workdir DIR\n"
+		"                     --home DIR\n"
 		"                     [--cgroup v1:/a:/b | v2:/dir] [--env KEY=VALUE]...\n"
 		"                     [--user UID:GID] [--log-format json|text]\n");
 	return -EINVAL;
@@ -92,7 +97,8 @@ static int parse_user(struct args *a, const char *s)
 		return -EINVAL;
 	memcpy(buf, s, (size_t)(colon - s));
 	buf[colon - s] = 0;
-	if (parse_u64(buf, UINT32_MAX - 1, &uid) < 0 || parse_u64(colon + 1, UINT32_MAX - 1, &gid) < 0)
+	if (parse_u64(buf, UINT32_MAX - 1, &uid) < 0 ||
+	    parse_u64(colon + 1, UINT32_MAX - 1, &gid) < 0)
 		return -EINVAL;
 	a->set_user = true;
 	a->uid = (uid_t)uid;
@@ -105,7 +111,15 @@ static int parse_option(struct args *a, int c, const char *v)
 	switch (c) {
 	case 'l':
 		return parse_fd(v, &a->listen_fd) < 0 ? usage_error("bad --listen-fd", v) : 0;
+	case 'p':
+		a->listen_path = v;
+		return 0;
 	case 's':
+		/* 0: the secret comes on stdin (runsc passes no fd beyond stdio) */
+		if (strcmp(v, "0") == 0) {
+			a->secret_fd = 0;
+			return 0;
+		}
 		return parse_fd(v, &a->secret_fd) < 0 ? usage_error("bad --secret-fd", v) : 0;
 	case 'w':
 		a->workdir = v;
@@ -137,6 +151,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option options[] = {
 		{ "listen-fd", required_argument, NULL, 'l' },
+		{ "listen", required_argument, NULL, 'p' },
 		{ "secret-fd", required_argument, NULL, 's' },
 		{ "workdir", required_argument, NULL, 'w' },
 		{ "home", required_argument, NULL, 'h' },
@@ -159,8 +174,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument", argv[optind]);
-	if (a->listen_fd < 0 || a->secret_fd < 0 || a->listen_fd == a->secret_fd)
-		return usage_error("--listen-fd and --secret-fd are required and distinct", NULL);
+	if ((a->listen_fd < 0) == !a->listen_path || a->secret_fd < 0 ||
+	    a->listen_fd == a->secret_fd)
+		return usage_error("one of --listen-fd and --listen, and a distinct --secret-fd, "
+				   "are required",
+				   NULL);
+	if (a->listen_path && (a->listen_path[0] != '/' || strlen(a->listen_path) >= SUN_PATH_MAX))
+		return usage_error("bad --listen", a->listen_path);
 	if (!a->workdir || a->workdir[0] != '/' || !a->home || a->home[0] != '/')
 		return usage_error("--workdir and --home must be absolute paths", NULL);
 	return 0;
@@ -203,6 +223,27 @@ static int read_secret(int fd, uint8_t *secret, size_t *ret_len)
 		return -EINVAL;
 	*ret_len = len;
 	return 0;
+}
+
+/* --listen: the controller connects once it accepts. */
+static int listen_path(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+	(void)unlink(path);
+	mode_t old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 16) < 0)
+		r = -errno;
+	umask(old);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
 }
 
 static int check_listen_fd(int fd)
@@ -388,9 +429,13 @@ int main(int argc, char **argv)
 		return fail("cannot close inherited fds", r);
 	r = read_secret(args.secret_fd, secret, &secret_len);
 	close(args.secret_fd);
+	ensure_stdio(); /* the secret may have come on stdin */
 	if (r < 0)
 		return fail("cannot read the secret (16 to 64 bytes expected)", r);
-	r = check_listen_fd(args.listen_fd);
+	if (args.listen_path && (args.listen_fd = listen_path(args.listen_path)) < 0)
+		return fail("cannot listen on --listen", args.listen_fd);
+	/* one we made ourselves listens (gVisor does not answer SO_ACCEPTCONN for it) */
+	r = args.listen_path ? 0 : check_listen_fd(args.listen_fd);
 	if (r < 0)
 		return fail("--listen-fd is not a listening socket", r);
 	if (args.cgroup && (r = cgroup_from_string(args.cgroup, &cg)) < 0)
