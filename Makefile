@@ -47,6 +47,8 @@ build:
 TOOLS_IMAGE      ?= $(BUILD)/tools-image
 TOOLS_IMAGE_NAME ?= node-tools
 SOCKET            = $(ROOT)/station.sock
+# The dashboard and the TCP API (bearer token: $(ROOT)/admin.token), on loopback only.
+PORT             ?= 8080
 
 tools-image:
 	scripts/build-tools-image $(TOOLS_IMAGE)
@@ -56,7 +58,7 @@ run: build
 	image=$(TOOLS_IMAGE_NAME)@$$digest; \
 	mkdir -p $(ROOT) || exit 1; \
 	./$(DAEMON) --root $(ROOT) --default-adapter container --log-format text \
-		--default-image $$image & pid=$$!; \
+		--default-image $$image --listen tcp:127.0.0.1:$(PORT) & pid=$$!; \
 	trap 'kill -TERM $$pid 2>/dev/null' INT TERM; \
 	n=0; until ./$(CLI) --socket $(SOCKET) worker >/dev/null 2>&1; do \
 		kill -0 $$pid 2>/dev/null || { wait $$pid; exit $$?; }; \
@@ -74,8 +76,9 @@ run: build
 	fi || { echo "make run: importing $(TOOLS_IMAGE) failed" >&2; kill -TERM $$pid; \
 		wait $$pid; exit 1; }; \
 	echo "station-sandboxd: root $(ROOT), container adapter, image $$image"; \
+	echo "  dashboard:    http://127.0.0.1:$(PORT)/  (sign in with the admin token)"; \
+	echo "  admin token:  $(ROOT)/admin.token (also the bearer token of the TCP API)"; \
 	echo "  unix socket:  $(SOCKET)"; \
-	echo "  admin token:  $(ROOT)/admin.token (for --listen tcp:HOST:PORT)"; \
 	echo "  try:          export STATION_SOCKET=$(SOCKET)"; \
 	echo "                ws=\$$(./$(CLI) create)  # container, $(TOOLS_IMAGE_NAME), no net"; \
 	echo "                ./$(CLI) exec \$$ws -- 'node --version && pwd'"; \

@@ -15,6 +15,7 @@
 #include "basic/log.h"
 #include "daemon/router.h"
 #include "daemon/validate.h"
+#include "daemon/web.h"
 #include "event/event.h"
 
 #define HTTP_DEFAULT_MAX_BODY_BYTES (2u * 1024 * 1024)
@@ -348,6 +349,11 @@ void http_request_resume(struct http_request *req)
 static const char *request_header(struct http_request *req, const char *name)
 {
 	return MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, name);
+}
+
+const char *http_request_header(struct http_request *req, const char *name)
+{
+	return request_header(req, name);
 }
 
 /* token is one of the comma-separated, case-insensitive elements of value. */
@@ -712,6 +718,13 @@ static const char *method_message(const char *method, const char *url, const cha
 	return buf;
 }
 
+int http_reply_method_not_allowed(struct http_request *req, const char *method, const char *url,
+				  const char *allow)
+{
+	return reply_error_with(req, 405, method_message(method, url, allow), NULL,
+				MHD_HTTP_HEADER_ALLOW, allow);
+}
+
 /* The first call, with the headers: everything that can be refused before the body is read. */
 static int request_check_headers(struct http_request *req, const char *url, const char *method,
 				 const char *version)
@@ -722,6 +735,9 @@ static int request_check_headers(struct http_request *req, const char *url, cons
 	uint64_t len;
 	int r;
 
+	/* The dashboard's static files hold no data: no token (its API calls carry one). */
+	if (web_path(url))
+		return web_reply(req, method, url);
 	if (!request_authorized(s, req->connection))
 		return http_reply_status(req, 401, NULL, "a valid bearer token is required");
 	r = router_match(method, url, &req->route, &allow);
@@ -729,8 +745,7 @@ static int request_check_headers(struct http_request *req, const char *url, cons
 		return http_reply_status(req, 404, NULL, "no such endpoint or id: %s %.200s",
 					 method, url);
 	if (r == 0)
-		return reply_error_with(req, 405, method_message(method, url, allow), NULL,
-					MHD_HTTP_HEADER_ALLOW, allow);
+		return http_reply_method_not_allowed(req, method, url, allow);
 	req->endpoint = &endpoints[req->route.endpoint];
 	q.known = req->endpoint->query;
 	MHD_get_connection_values(req->connection, MHD_GET_ARGUMENT_KIND, query_check_one, &q);

@@ -69,6 +69,11 @@ int http_reply_status(struct http_request *req, unsigned status, const char *fie
 		      ...) __attribute__((format(printf, 4, 5)));
 /* Queues r (the request keeps its own reference; the caller still destroys r). */
 int http_reply_response(struct http_request *req, unsigned status, struct MHD_Response *r);
+/* 405 with the Allow header: "method M is not allowed on URL (allowed: ALLOW)". */
+int http_reply_method_not_allowed(struct http_request *req, const char *method, const char *url,
+				  const char *allow);
+/* A request header; NULL when absent. */
+const char *http_request_header(struct http_request *req, const char *name);
 
 /* WebSocket (RFC 6455). An endpoint with a WebSocket handler (http.c's table) gets requests
  * carrying "Upgrade: websocket" there, their handshake already checked: HTTP/1.1, "Connection:

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+// The HTTP API (docs/api.md) from the page: every call carries the bearer token, kept in this
+// tab's sessionStorage (never in a URL). A 401 anywhere sends the page back to its login.
+
+const TOKEN_KEY = 'station.token';
+
+export function getToken() {
+	return sessionStorage.getItem(TOKEN_KEY);
+}
+
+export function setToken(t) {
+	if (t) sessionStorage.setItem(TOKEN_KEY, t);
+	else sessionStorage.removeItem(TOKEN_KEY);
+}
+
+export class ApiError extends Error {
+	constructor(status, code, message, field) {
+		super(message);
+		this.status = status;
+		this.code = code;
+		this.field = field;
+	}
+}
+
+// Called with the ApiError of every 401; app.js shows the login.
+let onUnauthorized = () => {};
+export function setUnauthorizedHandler(fn) {
+	onUnauthorized = fn;
+}
+
+function headers(extra) {
+	const hd = { ...extra };
+	const t = getToken();
+	if (t) hd.Authorization = 'Bearer ' + t;
+	return hd;
+}
+
+async function errorOf(res, quiet401) {
+	let code = null, message = `HTTP ${res.status} ${res.statusText}`, field = null;
+	try {
+		const j = await res.json();
+		if (j && j.error) {
+			code = j.error.code ?? null;
+			message = j.error.message || message;
+			field = j.error.field ?? null;
+		}
+	} catch {}
+	const e = new ApiError(res.status, code, message, field);
+	if (res.status === 401 && !quiet401) onUnauthorized(e);
+	return e;
+}
+
+// api('GET', '/v1/worker') → parsed JSON; throws ApiError. okStatuses: more statuses whose body
+// is returned rather than thrown (GET /v1/ready answers 503 with its checks).
+// quiet401: a 401 is only thrown (the login itself checks a token that way).
+export async function api(method, path, body, { signal, okStatuses = [], quiet401 = false } = {}) {
+	const init = { method, headers: headers(), signal, cache: 'no-store' };
+	if (body !== undefined) {
+		init.headers['Content-Type'] = 'application/json';
+		init.body = JSON.stringify(body);
+	}
+	let res;
+	try {
+		res = await fetch(path, init);
+	} catch (e) {
+		if (e.name === 'AbortError') throw e;
+		throw new ApiError(0, 'network', `cannot reach the controller: ${e.message}`);
+	}
+	if (!res.ok && !okStatuses.includes(res.status)) throw await errorOf(res, quiet401);
+	return res.status === 204 ? null : res.json();
+}
+
+export const enc = encodeURIComponent;
+
+export function wsUrl(path) {
+	return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + path;
+}
+
+// A WebSocket with the token as a subprotocol (browsers cannot set Authorization on one).
+export function openSocket(path) {
+	const protocols = ['station-sandbox'];
+	const t = getToken();
+	if (t) protocols.push('bearer.' + t);
+	const ws = new WebSocket(wsUrl(path), protocols);
+	ws.binaryType = 'arraybuffer';
+	return ws;
+}
+
+// Server-sent events read with fetch (EventSource cannot send Authorization). Calls
+// onEvent(name, data) per event; resolves when the stream ends; abort with signal.
+export async function readEvents(path, onEvent, signal) {
+	const res = await fetch(path, { headers: headers({ Accept: 'text/event-stream' }), signal, cache: 'no-store' });
+	if (!res.ok) throw await errorOf(res);
+	const reader = res.body.getReader();
+	const dec = new TextDecoder();
+	let buf = '';
+	for (;;) {
+		const { value, done } = await reader.read();
+		if (done) break;
+		buf += dec.decode(value, { stream: true });
+		let i;
+		while ((i = buf.search(/\r?\n\r?\n/)) >= 0) {
+			const block = buf.slice(0, i);
+			buf = buf.slice(i + (buf[i] === '\r' ? 4 : 2));
+			let name = 'message';
+			const data = [];
+			for (const line of block.split(/\r?\n/)) {
+				if (line.startsWith(':')) continue;
+				const c = line.indexOf(':');
+				const k = c < 0 ? line : line.slice(0, c);
+				const v = c < 0 ? '' : line.slice(c + 1).replace(/^ /, '');
+				if (k === 'event') name = v;
+				else if (k === 'data') data.push(v);
+			}
+			if (data.length) onEvent(name, data.join('\n'));
+		}
+	}
+}
+
+export function b64decode(s) {
+	const bin = atob(s);
+	return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+}

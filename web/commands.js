@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: MIT
+// Commands: run one, follow its output live over the output WebSocket, the history.
+import { api, enc, openSocket } from './api.js';
+import { h, replace, append, badge, fmtTime, fmtMs, fmtBytes, field, showError, outputBlock } from './dom.js';
+
+const TERMINAL = ['exited', 'killed', 'timed_out', 'cancelled', 'failed_to_start', 'lost'];
+
+function statusKey(run) {
+	if (run.status === 'exited') return run.exitCode === 0 ? 'exited-0' : 'exited-bad';
+	return run.status;
+}
+
+// The facts of a finished (or running) run, as a definition list.
+export function runFacts(run) {
+	return h('dl.kv.facts',
+		h('dt', 'Status'), h('dd', badge(run.status, statusKey(run))),
+		h('dt', 'Exit code'), h('dd#run-exit', run.exitCode ?? '—'),
+		run.signal !== null && run.signal !== undefined ? [h('dt', 'Signal'), h('dd', String(run.signal) + (run.oomKilled ? ' (OOM killed)' : ''))] : null,
+		run.reason ? [h('dt', 'Reason'), h('dd', run.reason)] : null,
+		h('dt', 'Duration'), h('dd', fmtMs(run.durationMs)),
+		h('dt', 'CPU'), h('dd', fmtMs(run.cpuMs)),
+		h('dt', 'Peak memory'), h('dd', fmtBytes(run.peakMemoryBytes)),
+		h('dt', 'Output'), h('dd', `stdout ${fmtBytes(run.stdoutBytes)}, stderr ${fmtBytes(run.stderrBytes)}${run.truncated ? ' (truncated: head and tail kept)' : ''}`),
+		h('dt', 'Started'), h('dd', fmtTime(run.startedAt || run.createdAt)));
+}
+
+export function commandsTab(root, ctx, wsPath) {
+	const command = h('textarea#cmd', { rows: 2, placeholder: 'echo hello  (Ctrl+Enter runs)', spellcheck: 'false', required: true });
+	const cwd = h('input#cmd-cwd', { type: 'text', placeholder: 'workspace directory', spellcheck: 'false' });
+	const timeout = h('input#cmd-timeout', { type: 'number', min: 1, max: 86400000, placeholder: '60000' });
+	const stdin = h('input#cmd-stdin', { type: 'text', placeholder: 'none', spellcheck: 'false' });
+	const ferr = h('div.error', { hidden: true, role: 'alert' });
+	const runBtn = h('button.primary#run', { type: 'submit' }, 'Run');
+	const form = h('form.card#cmd-form', { on: { submit: (ev) => { ev.preventDefault(); start(); } } },
+		h('h2', 'Run a command'),
+		field('Command (/bin/sh -c)', command),
+		h('div.row', field('Working directory', cwd), field('Timeout (ms)', timeout), field('stdin', stdin)),
+		ferr,
+		h('div.actions', runBtn));
+	command.addEventListener('keydown', (ev) => {
+		if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) {
+			ev.preventDefault();
+			start();
+		}
+	});
+	const detail = h('section.card#run-detail', { hidden: true });
+	const herr = h('div.error', { hidden: true, role: 'alert' });
+	const history = h('div#history', h('p.muted', 'Loading…'));
+	replace(root, form, detail,
+		h('section.card', h('div.card-head', h('h2', 'History'),
+			h('button#history-refresh', { type: 'button', on: { click: () => loadHistory() } }, 'Refresh')), herr, history));
+
+	let selected = null; // run id shown in detail
+	let socket = null;
+	const closeSocket = () => {
+		if (socket) {
+			socket.onclose = socket.onmessage = socket.onerror = null;
+			try { socket.close(1000); } catch {}
+			socket = null;
+		}
+	};
+	ctx.onClose(closeSocket);
+
+	async function start() {
+		const body = { command: command.value };
+		if (!body.command.trim()) return;
+		if (cwd.value.trim()) body.cwd = cwd.value.trim();
+		if (timeout.value !== '') body.timeoutMs = Number(timeout.value);
+		if (stdin.value !== '') body.stdin = stdin.value;
+		runBtn.disabled = true;
+		try {
+			const run = await api('POST', wsPath + '/commands', body);
+			showError(ferr, null);
+			show(run);
+			loadHistory();
+		} catch (e) {
+			showError(ferr, e);
+		} finally {
+			runBtn.disabled = false;
+		}
+	}
+
+	// Shows a run: live when running, its stored output when finished.
+	function show(run) {
+		closeSocket();
+		selected = run.id;
+		detail.hidden = false;
+		if (TERMINAL.includes(run.status) && run.stdout !== undefined) renderFinished(run);
+		else if (TERMINAL.includes(run.status)) fetchAndRender(run.id);
+		else follow(run);
+	}
+
+	function header(run, extra) {
+		return h('div.card-head',
+			h('h2', 'Run ', h('span.mono', run.id)),
+			h('div.actions', extra));
+	}
+
+	async function fetchAndRender(id) {
+		try {
+			const run = await api('GET', wsPath + '/commands/' + enc(id), undefined, { signal: ctx.signal });
+			if (selected === id) renderFinished(run);
+		} catch (e) {
+			if (e.name !== 'AbortError') replace(detail, h('div.error', e.message));
+		}
+	}
+
+	function renderFinished(run) {
+		replace(detail,
+			header(run, null),
+			h('pre.cmdline', '$ ' + run.command),
+			h('div#run-status', { 'data-status': run.status }, runFacts(run)),
+			h('h3', 'stdout'), outputBlock(run, 'stdout'),
+			h('h3', 'stderr'), outputBlock(run, 'stderr'));
+	}
+
+	function follow(run) {
+		const out = h('pre.output.live#run-output');
+		const facts = h('div#run-status', { 'data-status': run.status }, runFacts(run));
+		const state = h('span.muted', 'connecting…');
+		const cancel = h('button.danger#cancel', {
+			type: 'button',
+			on: {
+				click: async () => {
+					cancel.disabled = true;
+					try {
+						const r = await api('POST', wsPath + '/commands/' + enc(run.id) + '/cancel');
+						replace(facts, runFacts(r));
+						facts.dataset.status = r.status;
+					} catch (e) {
+						append(out, h('span.gap', `\n[cancel: ${e.message}]\n`));
+					}
+				},
+			},
+		}, 'Cancel');
+		replace(detail, header(run, [state, ' ', cancel]), h('pre.cmdline', '$ ' + run.command), facts, h('h3', 'Output'), out);
+		const decoders = { 1: new TextDecoder(), 2: new TextDecoder() };
+		const ws = (socket = openSocket(wsPath + '/commands/' + enc(run.id) + '/output'));
+		let ended = false;
+		ws.onopen = () => replace(state, 'live');
+		ws.onmessage = (m) => {
+			if (typeof m.data === 'string') {
+				let msg;
+				try { msg = JSON.parse(m.data); } catch { return; }
+				if (msg.type === 'gap') {
+					append(out, h('span.gap', `\n[${fmtBytes(msg.bytes)} of ${msg.stream} not shown]\n`));
+				} else if (msg.type === 'end') {
+					ended = true;
+					for (const [s, d] of Object.entries(decoders)) {
+						const rest = d.decode();
+						if (rest) append(out, s === '2' ? h('span.stderr', rest) : rest);
+					}
+					replace(facts, runFacts(msg.run));
+					facts.dataset.status = msg.run.status;
+					replace(state, 'finished');
+					cancel.remove();
+					loadHistory();
+				} else if (msg.type === 'error') {
+					append(out, h('span.gap', `\n[${msg.error?.message || 'error'}]\n`));
+				}
+				return;
+			}
+			const b = new Uint8Array(m.data);
+			if (b.length < 9) return;
+			const stream = b[0];
+			const text = (decoders[stream] || decoders[1]).decode(b.subarray(9), { stream: true });
+			const atBottom = out.scrollTop + out.clientHeight >= out.scrollHeight - 4;
+			append(out, stream === 2 ? h('span.stderr', text) : text);
+			if (atBottom) out.scrollTop = out.scrollHeight;
+		};
+		ws.onclose = (ev) => {
+			if (socket === ws) socket = null;
+			if (ended) return;
+			replace(state, `live output closed (${ev.code}); waiting for the result…`);
+			waitFinal(run.id, facts, state, cancel);
+		};
+	}
+
+	// Without the socket: long-poll the run until it is terminal.
+	async function waitFinal(id, facts, state, cancel) {
+		while (ctx.alive && selected === id) {
+			try {
+				const r = await api('GET', wsPath + '/commands/' + enc(id) + '?waitMs=30000', undefined, { signal: ctx.signal });
+				if (TERMINAL.includes(r.status)) {
+					if (selected === id) renderFinished(r);
+					loadHistory();
+					return;
+				}
+			} catch (e) {
+				if (e.name === 'AbortError') return;
+				replace(state, e.message);
+				return;
+			}
+		}
+	}
+
+	async function loadHistory() {
+		let runs;
+		try {
+			runs = (await api('GET', wsPath + '/commands?limit=50', undefined, { signal: ctx.signal })).commands || [];
+			showError(herr, null);
+		} catch (e) {
+			if (e.name !== 'AbortError') showError(herr, e);
+			return;
+		}
+		if (!runs.length) {
+			replace(history, h('p.muted', 'No commands yet.'));
+			return;
+		}
+		replace(history, h('table.list#history-table',
+			h('thead', h('tr', ['Command', 'Status', 'Exit', 'Started', 'Duration', 'CPU', ''].map((t) => h('th', t)))),
+			h('tbody', runs.map((r) => h('tr', { 'data-id': r.id, class: r.id === selected ? 'selected' : '' },
+				h('td.mono.cmd', { title: r.command }, r.command.length > 80 ? r.command.slice(0, 80) + '…' : r.command),
+				h('td', badge(r.status, statusKey(r))),
+				h('td', r.exitCode ?? (r.signal ? 'sig ' + r.signal : '—')),
+				h('td', fmtTime(r.startedAt || r.createdAt)),
+				h('td', fmtMs(r.durationMs)),
+				h('td', fmtMs(r.cpuMs)),
+				h('td.actions',
+					h('button', { type: 'button', on: { click: () => show(r) } }, 'Output'),
+					r.status === 'running' ? h('button.danger', {
+						type: 'button',
+						on: {
+							click: async () => {
+								try {
+									await api('POST', wsPath + '/commands/' + enc(r.id) + '/cancel');
+								} catch (e) {
+									showError(herr, e);
+								}
+								loadHistory();
+							},
+						},
+					}, 'Cancel') : null))))));
+	}
+
+	loadHistory();
+	ctx.every(5000, loadHistory);
+}

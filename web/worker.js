@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+// The worker page: what the worker is, whether it is ready (each check), its workspaces.
+import { api, enc } from './api.js';
+import { h, replace, badge, fmtTime, field, showError } from './dom.js';
+
+function limitsText(ws) {
+	const p = [];
+	p.push(ws.cpus ? `${ws.cpus} CPU` : 'CPU ∞');
+	p.push(ws.memoryMb ? `${ws.memoryMb} MB` : 'mem ∞');
+	p.push(ws.pidsLimit ? `${ws.pidsLimit} pids` : 'pids ∞');
+	return p.join(' · ');
+}
+
+function shortImage(ref) {
+	if (!ref) return '—';
+	const m = /^(.*@sha256:)([0-9a-f]{12})[0-9a-f]+$/.exec(ref);
+	return m ? m[1] + m[2] + '…' : ref;
+}
+
+export function workerView(root, ctx) {
+	ctx.setCrumbs([]);
+	const info = h('section.card#worker-info', h('p.muted', 'Loading the worker…'));
+	const checks = h('section.card#ready', h('p.muted', 'Checking…'));
+	const err = h('div.error', { hidden: true, role: 'alert' });
+	const list = h('div#workspaces', h('p.muted', 'Loading workspaces…'));
+	const createBox = h('div#create-box');
+	replace(root,
+		h('div.grid2', info, checks),
+		h('section.card',
+			h('div.card-head', h('h2', 'Workspaces'),
+				h('button#refresh', { type: 'button', on: { click: () => refresh() } }, 'Refresh')),
+			err, list),
+		createBox);
+
+	let worker = null, images = [], ready = null, formBuilt = false;
+
+	async function loadWorker() {
+		try {
+			[worker, ready] = await Promise.all([
+				api('GET', '/v1/worker', undefined, { signal: ctx.signal }),
+				api('GET', '/v1/ready', undefined, { signal: ctx.signal, okStatuses: [503] }),
+			]);
+		} catch (e) {
+			if (e.name !== 'AbortError') replace(info, h('div.error', e.message));
+			return;
+		}
+		try {
+			images = (await api('GET', '/v1/images', undefined, { signal: ctx.signal })).images || [];
+		} catch (e) {
+			if (e.name === 'AbortError') return;
+			images = [];
+		}
+		renderWorker();
+		if (!formBuilt) {
+			formBuilt = true;
+			replace(createBox, createForm());
+		}
+	}
+
+	function renderWorker() {
+		const l = worker.limits || {};
+		replace(info,
+			h('h2', 'Worker ', h('span#worker-name', worker.name)),
+			h('dl.kv',
+				h('dt', 'Version'), h('dd', worker.version ?? '—'),
+				h('dt', 'Adapters'), h('dd', (worker.adapters || []).join(', ') || '—'),
+				h('dt', 'Default adapter'), h('dd', ready?.defaultAdapter ?? '—'),
+				h('dt', 'OCI runtime'), h('dd', worker.runtime ?? '—'),
+				h('dt', 'cgroup'), h('dd', worker.cgroup ?? '—'),
+				h('dt', 'Workspaces'), h('dd', `${worker.workspaces ?? '—'} of ${l.maxWorkspaces ?? '—'}`),
+				h('dt', 'Commands'), h('dd', `timeout ${l.defaultTimeoutMs ?? '—'} ms by default, ${l.maxRunningPerWorkspace ?? '—'} running per workspace`)));
+		replace(checks,
+			h('h2', 'Ready ', badge(ready.ready ? 'ready' : 'not ready', ready.ready ? 'ok' : 'error')),
+			h('ul.checks', (ready.checks || []).map((c) =>
+				h('li.check', { 'data-check': c.name, class: c.ok ? 'ok' : 'bad' },
+					h('span.mark', c.ok ? '✓' : '✗'),
+					h('span.name', c.name),
+					h('span.msg', c.message ?? '')))));
+	}
+
+	async function refresh() {
+		let wss;
+		try {
+			wss = (await api('GET', '/v1/workspaces', undefined, { signal: ctx.signal })).workspaces || [];
+			showError(err, null);
+		} catch (e) {
+			if (e.name !== 'AbortError') showError(err, e);
+			return;
+		}
+		if (!ctx.alive) return;
+		if (!wss.length) {
+			replace(list, h('p.muted', 'No workspaces yet: create one below.'));
+			return;
+		}
+		replace(list, h('table.list#ws-table',
+			h('thead', h('tr', ['Workspace', 'State', 'Adapter', 'Image', 'Limits', 'Created', ''].map((t) => h('th', t)))),
+			h('tbody', wss.map((ws) => h('tr', { 'data-id': ws.id },
+				h('td', h('a.mono', { href: '#/w/' + enc(ws.id) }, ws.id)),
+				h('td', badge(ws.state), ws.reason ? h('div.reason', ws.reason) : null),
+				h('td', ws.adapter),
+				h('td.mono', { title: ws.image || '' }, ws.adapter === 'container' ? shortImage(ws.image) : '—'),
+				h('td', limitsText(ws)),
+				h('td', fmtTime(ws.createdAt)),
+				h('td.actions',
+					h('button', { type: 'button', on: { click: () => act(ws, 'restart') } }, 'Restart'),
+					h('button.danger', { type: 'button', on: { click: () => act(ws, 'delete') } }, 'Delete')))))));
+	}
+
+	async function act(ws, what) {
+		if (what === 'delete' && !confirm(`Delete workspace ${ws.id}? Its HOME and every run go with it.`)) return;
+		try {
+			if (what === 'delete') await api('DELETE', '/v1/workspaces/' + enc(ws.id));
+			else await api('POST', '/v1/workspaces/' + enc(ws.id) + '/restart');
+			showError(err, null);
+		} catch (e) {
+			showError(err, e);
+		}
+		refresh();
+	}
+
+	function createForm() {
+		const adapters = worker.adapters || ['host'];
+		const adapter = h('select#new-adapter', { name: 'adapter' },
+			adapters.map((a) => h('option', { value: a, selected: a === ready?.defaultAdapter }, a)));
+		const image = h('select#new-image', { name: 'image' },
+			h('option', { value: '' }, 'worker default'),
+			images.map((im) => h('option', { value: im.reference || im.digest }, `${im.name || '(unnamed)'} — ${im.digest.slice(0, 19)}…`)));
+		const network = h('select#new-network', { name: 'network' }, h('option', { value: 'none' }, 'none (loopback only)'));
+		const cpus = h('input#new-cpus', { type: 'number', min: 0, max: 1024, step: 'any', placeholder: 'unlimited' });
+		const mem = h('input#new-memory', { type: 'number', min: 0, max: 1048576, step: 1, placeholder: 'unlimited' });
+		const pids = h('input#new-pids', { type: 'number', min: 0, max: 4194304, step: 1, placeholder: 'unlimited' });
+		const env = h('textarea#new-env', { rows: 2, placeholder: 'KEY=value, one a line', spellcheck: 'false' });
+		const cerr = h('div.error', { hidden: true, role: 'alert' });
+		const button = h('button.primary#create', { type: 'submit' }, 'Create workspace');
+		const containerOnly = h('div.row.container-only', field('Image', image), field('Network', network));
+		const sync = () => { containerOnly.hidden = adapter.value !== 'container'; };
+		adapter.addEventListener('change', sync);
+		sync();
+		return h('form.card#create-form', {
+			on: {
+				submit: async (ev) => {
+					ev.preventDefault();
+					const body = { adapter: adapter.value };
+					if (adapter.value === 'container') {
+						if (image.value) body.image = image.value;
+						body.network = network.value;
+					}
+					if (cpus.value !== '') body.cpus = Number(cpus.value);
+					if (mem.value !== '') body.memoryMb = Number(mem.value);
+					if (pids.value !== '') body.pidsLimit = Number(pids.value);
+					try {
+						const e = parseEnv(env.value);
+						if (e) body.env = e;
+					} catch (e) {
+						showError(cerr, e);
+						return;
+					}
+					button.disabled = true;
+					replace(button, 'Creating…');
+					try {
+						const ws = await api('POST', '/v1/workspaces', body);
+						showError(cerr, null);
+						location.hash = '#/w/' + enc(ws.id);
+					} catch (e) {
+						showError(cerr, e);
+					} finally {
+						button.disabled = false;
+						replace(button, 'Create workspace');
+					}
+				},
+			},
+		},
+		h('h2', 'New workspace'),
+		h('div.row', field('Adapter', adapter)),
+		containerOnly,
+		h('div.row', field('CPUs', cpus), field('Memory (MB)', mem), field('Processes', pids)),
+		field('Environment', env),
+		cerr,
+		h('div.actions', button));
+	}
+
+	loadWorker();
+	refresh();
+	ctx.every(5000, refresh);
+}
+
+export function parseEnv(text) {
+	const out = {};
+	let n = 0;
+	for (const raw of text.split('\n')) {
+		const line = raw.trim();
+		if (!line || line.startsWith('#')) continue;
+		const i = line.indexOf('=');
+		if (i <= 0) throw new Error(`environment line "${line}" is not KEY=value`);
+		out[line.slice(0, i)] = line.slice(i + 1);
+		n++;
+	}
+	return n ? out : null;
+}

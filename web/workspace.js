@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+// A workspace: its summary and tabs for commands, services and terminals.
+import { api, enc } from './api.js';
+import { h, replace, badge, fmtTime, showError } from './dom.js';
+import { commandsTab } from './commands.js';
+import { servicesTab } from './services.js';
+import { terminalsTab, terminalView } from './terminals.js';
+
+const TABS = [['commands', 'Commands'], ['services', 'Services'], ['terminals', 'Terminals']];
+
+export function workspaceView(root, ctx, id, tab, sub) {
+	if (!TABS.some(([t]) => t === tab)) tab = 'commands';
+	const base = '#/w/' + enc(id);
+	const crumbs = [[id, base]];
+	if (tab === 'terminals' && sub) crumbs.push(['Terminals', base + '/terminals'], [sub, null]);
+	else crumbs.push([TABS.find(([t]) => t === tab)[1], null]);
+	ctx.setCrumbs(crumbs);
+
+	const summary = h('section.card#ws-summary', h('p.muted', 'Loading the workspace…'));
+	const err = h('div.error', { hidden: true, role: 'alert' });
+	const body = h('div.tab-body');
+	replace(root,
+		summary,
+		h('nav.tabs', { role: 'tablist' }, TABS.map(([t, label]) =>
+			h('a.tab', { href: base + '/' + t, role: 'tab', 'aria-selected': String(t === tab), class: t === tab ? 'active' : '', 'data-tab': t }, label))),
+		err,
+		body);
+
+	let ws = null;
+	async function load() {
+		try {
+			ws = await api('GET', '/v1/workspaces/' + enc(id), undefined, { signal: ctx.signal });
+		} catch (e) {
+			if (e.name === 'AbortError') return;
+			showError(err, e);
+			if (e.status === 404) replace(summary, h('p', 'This workspace does not exist (any more). ', h('a', { href: '#/' }, 'Back to the worker')));
+			return;
+		}
+		showError(err, null);
+		render();
+	}
+
+	async function act(what) {
+		if (what === 'delete' && !confirm(`Delete workspace ${id}? Its HOME and every run go with it.`)) return;
+		try {
+			if (what === 'delete') {
+				await api('DELETE', '/v1/workspaces/' + enc(id));
+				location.hash = '#/';
+				return;
+			}
+			ws = await api('POST', '/v1/workspaces/' + enc(id) + '/restart');
+			showError(err, null);
+			render();
+		} catch (e) {
+			showError(err, e);
+		}
+	}
+
+	function render() {
+		const limits = [ws.cpus ? `${ws.cpus} CPU` : 'CPU unlimited', ws.memoryMb ? `${ws.memoryMb} MB` : 'memory unlimited',
+			ws.pidsLimit ? `${ws.pidsLimit} processes` : 'processes unlimited'].join(' · ');
+		replace(summary,
+			h('div.card-head',
+				h('h2', 'Workspace ', h('span.mono#ws-id', ws.id), ' ', badge(ws.state)),
+				h('div.actions',
+					h('button#ws-restart', { type: 'button', on: { click: () => act('restart') } }, 'Restart'),
+					h('button.danger#ws-delete', { type: 'button', on: { click: () => act('delete') } }, 'Delete'))),
+			ws.reason ? h('div.reason', ws.reason) : null,
+			h('dl.kv',
+				h('dt', 'Adapter'), h('dd#ws-adapter', ws.adapter),
+				ws.adapter === 'container' ? [
+					h('dt', 'Image'), h('dd.mono', ws.image ?? '—'),
+					h('dt', 'Runtime'), h('dd', ws.runtime ?? '—'),
+					h('dt', 'Network'), h('dd', ws.network ?? '—'),
+					h('dt', 'Seccomp'), h('dd.mono', ws.seccompProfile ?? '—'),
+				] : null,
+				h('dt', 'Limits'), h('dd', limits),
+				h('dt', 'Working dir'), h('dd.mono', ws.workdir ?? '—'),
+				h('dt', 'Created'), h('dd', fmtTime(ws.createdAt))));
+	}
+
+	load();
+	ctx.every(5000, load);
+	const wsPath = '/v1/workspaces/' + enc(id);
+	if (tab === 'commands') commandsTab(body, ctx, wsPath);
+	else if (tab === 'services') servicesTab(body, ctx, wsPath);
+	else if (sub) terminalView(body, ctx, wsPath, sub, base);
+	else terminalsTab(body, ctx, wsPath, base);
+}
