@@ -171,7 +171,13 @@ runtime_cli() {
 
 # runtime_knows ID: the runtime's state root lists the container.
 runtime_knows() {
-	runtime_cli list -q 2>/dev/null | grep -qxF -- "$1"
+	# `list` can fail on a busy machine (runsc's, notably): ask up to three times
+	local i
+	for i in 1 2 3; do
+		runtime_cli list "${RUNTIME_LIST_QUIET:--q}" 2>/dev/null | grep -qxF -- "$1" && return 0
+		sleep 0.2
+	done
+	return 1
 }
 
 # ws_mounts ID: mountinfo lines of this mount namespace that name the workspace's directory.

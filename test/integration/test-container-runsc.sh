@@ -11,9 +11,7 @@ CONTAINER_RUNTIME=${STATION_TEST_RUNSC:-runsc}
 . "$(dirname "$0")/container-lib.sh"
 
 # runsc's flags are Go flags: `list -q` is not one of them.
-runtime_knows() {
-	runtime_cli list -quiet 2>/dev/null | grep -qxF -- "$1"
-}
+RUNTIME_LIST_QUIET=-quiet
 
 require_container_controller
 new_cws WS '{"cpus":1,"memoryMb":256,"pidsLimit":128}' || exit 1
