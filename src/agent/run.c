@@ -21,8 +21,6 @@
 
 #define READ_CHUNK (64 * 1024)
 #define DRAIN_USEC 1000000ull
-#define REMOVE_RETRY_USEC 20000ull
-#define REMOVE_TRIES 100
 #define SHUTDOWN_USEC 5000000ull
 
 struct run_pipe {
@@ -62,15 +60,6 @@ struct run {
 	uint64_t started_at;
 };
 
-/* A run cgroup that was still busy when its run ended. */
-struct removal {
-	struct run_manager *m;
-	struct removal *next;
-	struct cgroup *cg;
-	struct event_source *timer;
-	unsigned tries;
-};
-
 struct run_manager {
 	struct event_loop *loop;
 	struct channel *channel;
@@ -84,7 +73,6 @@ struct run_manager {
 	gid_t gid;
 	struct run *runs;
 	size_t n_runs;
-	struct removal *removals;
 	uint64_t next_cgroup;
 };
 
@@ -457,65 +445,6 @@ static void report_done(struct run *r)
 	log_info("run finished", "run", r->id, "status", run_status_to_string(run_status(r)), NULL);
 }
 
-/* ---- run cgroup removal -------------------------------------------------------------------- */
-
-static void removal_free(struct removal *rm)
-{
-	for (struct removal **p = &rm->m->removals; *p; p = &(*p)->next)
-		if (*p == rm) {
-			*p = rm->next;
-			break;
-		}
-	event_source_free(rm->timer);
-	cgroup_free(rm->cg);
-	free(rm);
-}
-
-static int on_removal_retry(struct event_source *s, uint64_t now, void *userdata)
-{
-	struct removal *rm = userdata;
-	int k = cgroup_remove(rm->cg);
-
-	if (k == -EBUSY && ++rm->tries < REMOVE_TRIES) {
-		if (rm->tries % 10 == 0)
-			(void)cgroup_kill(rm->cg);
-		(void)event_source_set_time(rm->timer, now + REMOVE_RETRY_USEC);
-		return 0;
-	}
-	if (k < 0)
-		log_warn("cannot remove run cgroup", "cgroup", rm->cg->dirs[0], "error",
-			 strerror(-k), NULL);
-	removal_free(rm);
-	return 0;
-}
-
-/* Killed processes take a moment to leave the group: retry from a timer, never block. */
-static void remove_cgroup(struct run_manager *m, struct cgroup *cg)
-{
-	struct removal *rm;
-	int k = cgroup_remove(cg);
-
-	if (k != -EBUSY) {
-		if (k < 0)
-			log_warn("cannot remove run cgroup", "cgroup", cg->dirs[0], "error",
-				 strerror(-k), NULL);
-		cgroup_free(cg);
-		return;
-	}
-	rm = calloc(1, sizeof *rm);
-	if (!rm || event_add_timer(m->loop, &rm->timer, now_usec() + REMOVE_RETRY_USEC,
-				   on_removal_retry, rm) < 0) {
-		log_warn("cannot remove run cgroup", "cgroup", cg->dirs[0], NULL);
-		free(rm);
-		cgroup_free(cg);
-		return;
-	}
-	rm->m = m;
-	rm->cg = cg;
-	rm->next = m->removals;
-	m->removals = rm;
-}
-
 /* ---- run lifecycle ------------------------------------------------------------------------- */
 
 static void close_source(struct event_source **s, int *fd)
@@ -568,7 +497,7 @@ static void run_finish(struct run *r)
 	if (r->cg && spawn_cgroup_recycle(m->cgroup, r->cg, &r->stats))
 		r->cg = NULL;
 	if (r->cg)
-		remove_cgroup(m, TAKE_PTR(r->cg));
+		spawn_cgroup_release(m->loop, TAKE_PTR(r->cg));
 	run_free(r);
 	spawn_cgroup_pool_fill(m->cgroup);
 }
@@ -1126,8 +1055,7 @@ void run_manager_free(struct run_manager *m)
 		return;
 	while (m->runs)
 		run_free(m->runs);
-	while (m->removals)
-		removal_free(m->removals);
+	spawn_cgroup_release_free();
 	free(m->home_entry);
 	free(m->workdir);
 	free(m);
@@ -1152,10 +1080,7 @@ static bool all_runs_gone(struct run_manager *m)
 			    r->pid > 0 && (kill(-r->pid, 0) == 0 || errno != ESRCH))
 			return false;
 	}
-	for (struct removal *rm = m->removals; rm; rm = rm->next)
-		if (cgroup_is_empty(rm->cg) == 0)
-			return false;
-	return true;
+	return spawn_cgroup_release_empty();
 }
 
 void run_manager_shutdown(struct run_manager *m)
@@ -1165,8 +1090,7 @@ void run_manager_shutdown(struct run_manager *m)
 	log_info("shutting down", NULL);
 	for (struct run *r = m->runs; r; r = r->next)
 		kill_run_tree(r);
-	for (struct removal *rm = m->removals; rm; rm = rm->next)
-		(void)cgroup_kill(rm->cg);
+	spawn_cgroup_release_kill();
 	for (;;) {
 		/* Reap here: the loop is not running any more. */
 		while (waitpid(-1, NULL, WNOHANG) > 0)
@@ -1178,6 +1102,5 @@ void run_manager_shutdown(struct run_manager *m)
 	for (struct run *r = m->runs; r; r = r->next)
 		if (r->cg && cgroup_remove(r->cg) < 0)
 			log_warn("cannot remove run cgroup", "run", r->id, NULL);
-	for (struct removal *rm = m->removals; rm; rm = rm->next)
-		(void)cgroup_remove(rm->cg);
+	spawn_cgroup_release_remove();
 }

@@ -24,8 +24,6 @@
 
 #define READ_CHUNK (64 * 1024)
 #define DRAIN_USEC 1000000ull
-#define REMOVE_RETRY_USEC 20000ull
-#define REMOVE_TRIES 100
 #define SHUTDOWN_USEC 2000000ull
 #define REASON_MAX 1024
 
@@ -76,15 +74,6 @@ struct service {
 	bool remove; /* forget it once the attempt has ended */
 };
 
-/* An attempt cgroup that was still busy when its attempt ended. */
-struct removal {
-	struct service_manager *m;
-	struct removal *next;
-	struct cgroup *cg;
-	struct event_source *timer;
-	unsigned tries;
-};
-
 struct service_manager {
 	struct event_loop *loop;
 	struct channel *channel;
@@ -98,7 +87,6 @@ struct service_manager {
 	gid_t gid;
 	struct service *services;
 	size_t n_services;
-	struct removal *removals;
 	uint64_t next_cgroup;
 };
 
@@ -401,65 +389,6 @@ static void send_snapshot(struct service *svc, struct attempt *a)
 	}
 }
 
-/* ---- attempt cgroup removal ---------------------------------------------------------------- */
-
-static void removal_free(struct removal *rm)
-{
-	for (struct removal **p = &rm->m->removals; *p; p = &(*p)->next)
-		if (*p == rm) {
-			*p = rm->next;
-			break;
-		}
-	event_source_free(rm->timer);
-	cgroup_free(rm->cg);
-	free(rm);
-}
-
-static int on_removal_retry(struct event_source *s, uint64_t now, void *userdata)
-{
-	struct removal *rm = userdata;
-	int k = cgroup_remove(rm->cg);
-
-	if (k == -EBUSY && ++rm->tries < REMOVE_TRIES) {
-		if (rm->tries % 10 == 0)
-			(void)cgroup_kill(rm->cg);
-		(void)event_source_set_time(rm->timer, now + REMOVE_RETRY_USEC);
-		return 0;
-	}
-	if (k < 0)
-		log_warn("cannot remove service cgroup", "cgroup", rm->cg->dirs[0], "error",
-			 strerror(-k), NULL);
-	removal_free(rm);
-	return 0;
-}
-
-/* Killed processes take a moment to leave the group: retry from a timer, never block. */
-static void remove_cgroup(struct service_manager *m, struct cgroup *cg)
-{
-	struct removal *rm;
-	int k = cgroup_remove(cg);
-
-	if (k != -EBUSY) {
-		if (k < 0)
-			log_warn("cannot remove service cgroup", "cgroup", cg->dirs[0], "error",
-				 strerror(-k), NULL);
-		cgroup_free(cg);
-		return;
-	}
-	rm = calloc(1, sizeof *rm);
-	if (!rm || event_add_timer(m->loop, &rm->timer, now_usec() + REMOVE_RETRY_USEC,
-				   on_removal_retry, rm) < 0) {
-		log_warn("cannot remove service cgroup", "cgroup", cg->dirs[0], NULL);
-		free(rm);
-		cgroup_free(cg);
-		return;
-	}
-	rm->m = m;
-	rm->cg = cg;
-	rm->next = m->removals;
-	m->removals = rm;
-}
-
 /* ---- attempts ------------------------------------------------------------------------------- */
 
 static void close_source(struct event_source **s, int *fd)
@@ -564,7 +493,7 @@ static void attempt_finish(struct service *svc)
 	log_info("service attempt ended", "service", svc->def.name, "end",
 		 attempt_end_to_string(end), NULL);
 	if (a->cg)
-		remove_cgroup(svc->m, TAKE_PTR(a->cg));
+		spawn_cgroup_release(svc->m->loop, TAKE_PTR(a->cg));
 	if (svc->remove) {
 		attempt_free(a);
 		service_free(svc);
@@ -1109,8 +1038,7 @@ void service_manager_free(struct service_manager *m)
 		attempt_free(TAKE_PTR(m->services->attempt));
 		service_free(m->services);
 	}
-	while (m->removals)
-		removal_free(m->removals);
+	spawn_cgroup_release_free();
 	free(m->home_entry);
 	free(m->workdir);
 	free(m);
@@ -1121,8 +1049,7 @@ void service_manager_kill_all(struct service_manager *m)
 	for (struct service *s = m->services; s; s = s->next)
 		if (s->attempt)
 			attempt_kill(s->attempt);
-	for (struct removal *rm = m->removals; rm; rm = rm->next)
-		(void)cgroup_kill(rm->cg);
+	spawn_cgroup_release_kill();
 }
 
 static bool all_gone(struct service_manager *m)
@@ -1134,10 +1061,7 @@ static bool all_gone(struct service_manager *m)
 				  a->pid > 0 && (kill(-a->pid, 0) == 0 || errno != ESRCH)))
 			return false;
 	}
-	for (struct removal *rm = m->removals; rm; rm = rm->next)
-		if (cgroup_is_empty(rm->cg) == 0)
-			return false;
-	return true;
+	return spawn_cgroup_release_empty();
 }
 
 void service_manager_shutdown(struct service_manager *m)
@@ -1155,6 +1079,5 @@ void service_manager_shutdown(struct service_manager *m)
 	for (struct service *s = m->services; s; s = s->next)
 		if (s->attempt && s->attempt->cg && cgroup_remove(s->attempt->cg) < 0)
 			log_warn("cannot remove service cgroup", "service", s->def.name, NULL);
-	for (struct removal *rm = m->removals; rm; rm = rm->next)
-		(void)cgroup_remove(rm->cg);
+	spawn_cgroup_release_remove();
 }

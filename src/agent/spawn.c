@@ -14,6 +14,8 @@
 
 #include "basic/cleanup.h"
 #include "basic/util.h"
+#include "basic/log.h"
+#include "event/event.h"
 
 #define PROCS_MAX (1024u * 1024)
 
@@ -205,6 +207,99 @@ void spawn_cgroup_pool_fill(const struct cgroup *parent)
 			return;
 		pool.n++;
 	}
+}
+
+#define RELEASE_RETRY_USEC 20000ull
+#define RELEASE_TRIES 100
+
+struct release {
+	struct release *next;
+	struct cgroup *cg;
+	struct event_source *timer;
+	unsigned tries;
+};
+
+static struct release *releases;
+
+static void release_free(struct release *rl)
+{
+	for (struct release **p = &releases; *p; p = &(*p)->next)
+		if (*p == rl) {
+			*p = rl->next;
+			break;
+		}
+	event_source_free(rl->timer);
+	cgroup_free(rl->cg);
+	free(rl);
+}
+
+static int on_release_retry(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct release *rl = userdata;
+	int k = cgroup_remove(rl->cg);
+
+	if (k == -EBUSY && ++rl->tries < RELEASE_TRIES) {
+		if (rl->tries % 10 == 0)
+			(void)cgroup_kill(rl->cg);
+		(void)event_source_set_time(rl->timer, now + RELEASE_RETRY_USEC);
+		return 0;
+	}
+	if (k < 0)
+		log_warn("cannot remove a command cgroup", "cgroup", rl->cg->dirs[0], "error",
+			 strerror(-k), NULL);
+	release_free(rl);
+	return 0;
+}
+
+void spawn_cgroup_release(struct event_loop *loop, struct cgroup *cg)
+{
+	struct release *rl;
+	int k = cgroup_remove(cg);
+
+	if (k != -EBUSY) {
+		if (k < 0)
+			log_warn("cannot remove a command cgroup", "cgroup", cg->dirs[0], "error",
+				 strerror(-k), NULL);
+		cgroup_free(cg);
+		return;
+	}
+	rl = calloc(1, sizeof *rl);
+	if (!rl || event_add_timer(loop, &rl->timer, now_usec() + RELEASE_RETRY_USEC,
+				   on_release_retry, rl) < 0) {
+		log_warn("cannot remove a command cgroup", "cgroup", cg->dirs[0], NULL);
+		free(rl);
+		cgroup_free(cg);
+		return;
+	}
+	rl->cg = cg;
+	rl->next = releases;
+	releases = rl;
+}
+
+void spawn_cgroup_release_kill(void)
+{
+	for (struct release *rl = releases; rl; rl = rl->next)
+		(void)cgroup_kill(rl->cg);
+}
+
+bool spawn_cgroup_release_empty(void)
+{
+	for (struct release *rl = releases; rl; rl = rl->next)
+		if (cgroup_is_empty(rl->cg) == 0)
+			return false;
+	return true;
+}
+
+void spawn_cgroup_release_remove(void)
+{
+	for (struct release *rl = releases; rl; rl = rl->next)
+		(void)cgroup_remove(rl->cg);
+}
+
+void spawn_cgroup_release_free(void)
+{
+	while (releases)
+		release_free(releases);
 }
 
 bool spawn_cgroup_recycle(const struct cgroup *parent, struct cgroup *cg,

@@ -12,6 +12,8 @@
 
 #include "cgroup/cgroup.h"
 
+struct event_loop;
+
 #define SPAWN_SHELL "/bin/sh"
 #define SPAWN_PATH_ENTRY "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -77,6 +79,17 @@ int spawn_cgroup_new(const struct cgroup *parent, const char *name, struct cgrou
 /* Tops the pool up: mkdir is a good part of a command's start, so it is done between commands,
  * after a result went out. */
 void spawn_cgroup_pool_fill(const struct cgroup *parent);
+
+/* Removes a finished command's group. Killed processes take a moment to leave: when the group
+ * is still busy it is retried from a timer (never blocking the loop), killed again now and
+ * then, and given up after a while. */
+void spawn_cgroup_release(struct event_loop *loop, struct cgroup *cg);
+/* For shutdown: kill what is left in the groups being released; whether they are all empty;
+ * rmdir them; forget them. */
+void spawn_cgroup_release_kill(void);
+bool spawn_cgroup_release_empty(void);
+void spawn_cgroup_release_remove(void);
+void spawn_cgroup_release_free(void);
 
 /* Takes a finished command's group back into the pool when it can pass for new: empty, no OOM
  * kill in it, counters reset (cgroup v1). True when taken; else the caller removes it. */
