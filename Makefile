@@ -9,7 +9,7 @@ MESON_OPTS ?=
 comma := ,
 # GCC's sanitizer instrumentation makes some warnings misfire (-Wformat-overflow,
 # -Wmaybe-uninitialized); the regular build keeps -Werror, this one is about run-time checks.
-ASAN_MESON_OPTS = -Db_sanitize=address$(comma)undefined -Dstatic_agent=false -Dwerror=false
+ASAN_MESON_OPTS = -Db_sanitize=address$(comma)undefined -Dwerror=false
 
 DAEMON = $(BUILD)/src/daemon/station-sandboxd
 CLI    = $(BUILD)/src/cli/station-sandbox

@@ -149,26 +149,7 @@ static int read_size(const uint8_t *val, size_t len, uint64_t *ret, bool *seen)
 
 static int request_add_env(struct term_request *q, const uint8_t *val, size_t len)
 {
-	char *s, **env;
-	int r;
-
-	if (q->n_env >= PROTO_MAX_ENV)
-		return -E2BIG;
-	r = frame_val_strdup(val, len, PROTO_MAX_ENV_ENTRY, &s);
-	if (r < 0)
-		return r;
-	if (!strchr(s, '=') || !run_env_entry_valid(s)) {
-		free(s);
-		return -EBADMSG;
-	}
-	env = realloc(q->env, (q->n_env + 1) * sizeof *env);
-	if (!env) {
-		free(s);
-		return -ENOMEM;
-	}
-	q->env = env;
-	q->env[q->n_env++] = s;
-	return 0;
+	return spawn_env_append(&q->env, &q->n_env, val, len);
 }
 
 static int request_field(struct term_request *q, uint16_t tag, const uint8_t *val, size_t len)

@@ -158,26 +158,7 @@ static int read_flag(const uint8_t *val, size_t len, bool *ret)
 
 static int request_add_env(struct run_request *q, const uint8_t *val, size_t len)
 {
-	char *s, **env;
-	int r;
-
-	if (q->n_env >= PROTO_MAX_ENV)
-		return -E2BIG;
-	r = frame_val_strdup(val, len, PROTO_MAX_ENV_ENTRY, &s);
-	if (r < 0)
-		return r;
-	if (!run_env_entry_valid(s)) {
-		free(s);
-		return -EBADMSG;
-	}
-	env = realloc(q->env, (q->n_env + 1) * sizeof *env);
-	if (!env) {
-		free(s);
-		return -ENOMEM;
-	}
-	q->env = env;
-	q->env[q->n_env++] = s;
-	return 0;
+	return spawn_env_append(&q->env, &q->n_env, val, len);
 }
 
 static int request_set_stdin(struct run_request *q, const uint8_t *val, size_t len)

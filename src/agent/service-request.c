@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/spawn.h"
 #include "basic/cleanup.h"
 
 void service_def_done(struct service_def *d)
@@ -82,26 +83,7 @@ static int read_id(const uint8_t *val, size_t len, char **ret)
 
 static int add_env(struct service_def *svc, const uint8_t *val, size_t len)
 {
-	char *s, **env;
-	int k;
-
-	if (svc->n_env >= PROTO_MAX_ENV)
-		return -E2BIG;
-	k = frame_val_strdup(val, len, PROTO_MAX_ENV_ENTRY, &s);
-	if (k < 0)
-		return k;
-	if (!run_env_entry_valid(s)) {
-		free(s);
-		return -EBADMSG;
-	}
-	env = realloc(svc->env, (svc->n_env + 1) * sizeof *env);
-	if (!env) {
-		free(s);
-		return -ENOMEM;
-	}
-	svc->env = env;
-	svc->env[svc->n_env++] = s;
-	return 0;
+	return spawn_env_append(&svc->env, &svc->n_env, val, len);
 }
 
 static int read_u64_max(const uint8_t *val, size_t len, uint64_t max, uint64_t *ret)

@@ -16,6 +16,9 @@
 #include "basic/util.h"
 #include "basic/log.h"
 #include "event/event.h"
+#include "agent/run.h"
+#include "proto/agent-proto.h"
+#include "proto/frame.h"
 
 #define PROCS_MAX (1024u * 1024)
 
@@ -207,6 +210,30 @@ void spawn_cgroup_pool_fill(const struct cgroup *parent)
 			return;
 		pool.n++;
 	}
+}
+
+int spawn_env_append(char ***env, size_t *n, const uint8_t *val, size_t len)
+{
+	char *s, **e;
+	int r;
+
+	if (*n >= PROTO_MAX_ENV)
+		return -E2BIG;
+	r = frame_val_strdup(val, len, PROTO_MAX_ENV_ENTRY, &s);
+	if (r < 0)
+		return r;
+	if (!strchr(s, '=') || !run_env_entry_valid(s)) {
+		free(s);
+		return -EBADMSG;
+	}
+	e = realloc(*env, (*n + 1) * sizeof *e);
+	if (!e) {
+		free(s);
+		return -ENOMEM;
+	}
+	*env = e;
+	e[(*n)++] = s;
+	return 0;
 }
 
 #define RELEASE_RETRY_USEC 20000ull

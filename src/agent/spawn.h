@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "cgroup/cgroup.h"
@@ -79,6 +80,10 @@ int spawn_cgroup_new(const struct cgroup *parent, const char *name, struct cgrou
 /* Tops the pool up: mkdir is a good part of a command's start, so it is done between commands,
  * after a result went out. */
 void spawn_cgroup_pool_fill(const struct cgroup *parent);
+
+/* Appends a frame's "KEY=VALUE" entry (ENV tag) to *env (n entries): at most PROTO_MAX_ENV of
+ * PROTO_MAX_ENV_ENTRY bytes each, with a valid name. -E2BIG, -EBADMSG, -ENOMEM. */
+int spawn_env_append(char ***env, size_t *n, const uint8_t *val, size_t len);
 
 /* Removes a finished command's group. Killed processes take a moment to leave: when the group
  * is still busy it is retried from a timer (never blocking the loop), killed again now and
