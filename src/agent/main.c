@@ -269,7 +269,7 @@ static void agent_shutdown(struct agent *a)
 
 /* Reaps every zombie, ours and reparented orphans alike; main processes of runs go to their
  * run. */
-static int on_sigchld(struct event_source *s, int signo, void *userdata)
+static int on_sigchld(struct event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct agent *a = userdata;
 
@@ -289,8 +289,16 @@ static int on_sigchld(struct event_source *s, int signo, void *userdata)
 	return 0;
 }
 
-static int on_sigterm(struct event_source *s, int signo, void *userdata)
+static int on_sigterm(struct event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
+	/* As a container's PID 1, a signal from inside our pid namespace comes from a command
+	 * (ssi_pid set): it must not stop the workspace. The runtime's come from outside (0). */
+	if (getpid() == 1 && si->ssi_pid != 0) {
+		char pid[16];
+		snprintf(pid, sizeof pid, "%u", si->ssi_pid);
+		log_warn("ignored a signal sent from inside the sandbox", "pid", pid, NULL);
+		return 0;
+	}
 	agent_shutdown(userdata);
 	return 0;
 }

@@ -423,10 +423,10 @@ static bool check_token(void *userdata, const char *token)
 	return store_token_check(userdata, hash) == 1;
 }
 
-static int on_terminate(struct event_source *s, int signo, void *userdata)
+static int on_terminate(struct event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	log_info("shutting down; agents and their runs keep going", "signal",
-		 signo == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
+		 si->ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
 	event_loop_exit(userdata, 0);
 	return 0;
 }

@@ -289,7 +289,7 @@ static int dispatch_signal(struct event_source *s)
 			return errno == EAGAIN || errno == EINTR ? 0 : negative_errno();
 		if (n != sizeof si)
 			return 0;
-		int r = s->fn.signal(s, (int)si.ssi_signo, s->userdata);
+		int r = s->fn.signal(s, &si, s->userdata);
 		if (r < 0 || s->dead)
 			return r;
 	}

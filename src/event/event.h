@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/epoll.h>
+#include <sys/signalfd.h>
 
 struct event_loop;
 struct event_source;
@@ -15,7 +16,9 @@ struct event_source;
 /* Return < 0 to stop the loop with that error (event_loop_run returns it). */
 typedef int (*event_io_fn)(struct event_source *s, int fd, uint32_t revents, void *userdata);
 typedef int (*event_timer_fn)(struct event_source *s, uint64_t now_usec, void *userdata);
-typedef int (*event_signal_fn)(struct event_source *s, int signo, void *userdata);
+/* si says who sent it: ssi_pid is 0 when the sender is outside our pid namespace. */
+typedef int (*event_signal_fn)(struct event_source *s, const struct signalfd_siginfo *si,
+			       void *userdata);
 
 int event_loop_new(struct event_loop **ret);
 void event_loop_free(struct event_loop *loop);

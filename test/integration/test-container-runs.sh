@@ -138,6 +138,28 @@ t_accounting() {
 	note "busy loop: durationMs=$(j .durationMs) cpuMs=$(j .cpuMs) peakMemoryBytes=$(j .peakMemoryBytes)"
 }
 
+# A command (root in the container) signalling PID 1 cannot stop the agent; the runtime, from
+# outside the sandbox, still can (positive control).
+t_agent_ignores_inside_signals() {
+	local ws
+	new_cws ws || return 1
+	run_cmd "$ws" 'kill -TERM 1; kill -INT 1; echo sent' || return 1
+	assert_eq exited "$(j .status)" "status of the killing command"
+	assert_eq 'sent' "$(j .stdout | tr -d '\n')" stdout
+	run_cmd "$ws" 'echo still here' || return 1
+	assert_eq 'still here' "$(j .stdout | tr -d '\n')" "the agent still answers"
+	api -q GET "/v1/workspaces/$ws"
+	assert_eq ready "$(j .state)" "workspace state"
+	runtime_cli kill "$ws" TERM || return 1
+	wait_for -t 10 ws_state_is "$ws" stopped || _fail "SIGTERM from the runtime did not stop it"
+	api -q DELETE "/v1/workspaces/$ws"
+}
+
+ws_state_is() {
+	api -q GET "/v1/workspaces/$1"
+	[[ $(j .state) == "$2" ]]
+}
+
 run_test "exited with its code and both streams" t_exited_both_streams
 run_test "HOME, working directory, PATH, uid 0 inside" t_environment
 run_test "a command runs as the mapped uid in the workspace cgroup" t_runs_inside
@@ -147,3 +169,4 @@ run_test "leftovers of a finished command are killed" t_exit_kills_leftovers
 run_test "cancel kills the tree" t_cancel
 run_test "failed_to_start for a missing cwd" t_failed_to_start
 run_test "cpuMs and peakMemoryBytes reported" t_accounting
+run_test "signals from inside the sandbox cannot stop the agent (PID 1)" t_agent_ignores_inside_signals
