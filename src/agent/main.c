@@ -29,6 +29,8 @@
 #include "proto/agent-proto.h"
 
 #define SECRET_MIN 16
+#define AGENT_LOG_LINES_PER_MINUTE 600
+#define AGENT_LOG_MAX_BYTES (64ull << 20)
 #define SUN_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
 
 struct args {
@@ -429,6 +431,9 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &args) < 0)
 		return EXIT_FAILURE;
 	log_setup(STDERR_FILENO, args.log_format, LOG_LEVEL_INFO, "station-agent");
+	/* our log is a file on the host, and commands can provoke lines (bad connections to our
+	 * socket, signals): bounded in rate and size */
+	log_set_limits(AGENT_LOG_LINES_PER_MINUTE, AGENT_LOG_MAX_BYTES);
 	r = harden();
 	if (r < 0)
 		return fail("cannot protect the agent", r);

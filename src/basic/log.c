@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "log.h"
 
+#include <sys/stat.h>
+
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -216,6 +218,52 @@ static void line_finish(struct line *l)
 	l->len += strlen(tail);
 }
 
+/* Optional bounds (the agent's log is a file on the host that a sandbox can make it write):
+ * lines per minute, and the size of a regular-file log past which only errors are written. */
+static unsigned limit_per_minute;
+static uint64_t limit_file_bytes;
+static uint64_t window_start_usec, window_lines, suppressed;
+
+void log_set_limits(unsigned lines_per_minute, uint64_t max_file_bytes)
+{
+	limit_per_minute = lines_per_minute;
+	limit_file_bytes = max_file_bytes;
+}
+
+static uint64_t monotonic_usec(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static bool log_allowed(enum log_level level)
+{
+	struct stat st;
+	if (limit_file_bytes && level < LOG_LEVEL_ERROR && fstat(log_fd, &st) == 0 &&
+	    S_ISREG(st.st_mode) && (uint64_t)st.st_size > limit_file_bytes)
+		return false;
+	if (!limit_per_minute)
+		return true;
+	uint64_t now = monotonic_usec();
+	if (now - window_start_usec >= 60ull * 1000000) {
+		uint64_t dropped = suppressed;
+		window_start_usec = now;
+		window_lines = 0;
+		suppressed = 0;
+		if (dropped) {
+			char n[24];
+			snprintf(n, sizeof n, "%llu", (unsigned long long)dropped);
+			log_fields(LOG_LEVEL_WARN, "log lines suppressed (rate limit)", "count", n,
+				   NULL);
+		}
+	}
+	if (++window_lines <= limit_per_minute)
+		return true;
+	suppressed++;
+	return false;
+}
+
 void log_fields(enum log_level level, const char *msg, ...)
 {
 	struct line l = { .cap = sizeof(l.stack) };
@@ -224,7 +272,7 @@ void log_fields(enum log_level level, const char *msg, ...)
 
 	if ((unsigned)level > LOG_LEVEL_ERROR)
 		level = LOG_LEVEL_ERROR;
-	if (level < log_min_level || log_fd < 0)
+	if (level < log_min_level || log_fd < 0 || !log_allowed(level))
 		return;
 	l.p = l.stack;
 	line_start(&l, level, msg ? msg : "");

@@ -8,12 +8,18 @@
  * JSON lines by default ({"ts":"…","level":"info","msg":"…","workspace":"…"}), or text. */
 
 #include <stdbool.h>
+#include <stdint.h>
 
 enum log_level { LOG_LEVEL_DEBUG, LOG_LEVEL_INFO, LOG_LEVEL_WARN, LOG_LEVEL_ERROR };
 enum log_format { LOG_FORMAT_JSON, LOG_FORMAT_TEXT };
 
 void log_setup(int fd, enum log_format format, enum log_level min_level, const char *program);
 void log_fields(enum log_level level, const char *msg, ...) __attribute__((sentinel));
+
+/* Bounds for a log that others can make us write: at most lines_per_minute lines (0: no
+ * limit; the rest are counted and reported once the minute is over), and when the log is a
+ * regular file larger than max_file_bytes (0: no limit), only errors. */
+void log_set_limits(unsigned lines_per_minute, uint64_t max_file_bytes);
 
 #define log_debug(...) log_fields(LOG_LEVEL_DEBUG, __VA_ARGS__)
 #define log_info(...) log_fields(LOG_LEVEL_INFO, __VA_ARGS__)

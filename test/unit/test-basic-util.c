@@ -590,3 +590,52 @@ Test(log, oversized_field_is_dropped_and_marked)
 	cr_assert_not_null(rest);
 	cr_assert_str_eq(rest, "\"msg\":\"big\",\"small\":\"1\",\"truncated\":\"true\"}\n");
 }
+
+static size_t count_lines(const char *s)
+{
+	size_t n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+static void emit_ten(void)
+{
+	for (int i = 0; i < 10; i++)
+		log_info("again", NULL);
+}
+
+Test(log, rate_limit_keeps_the_first_lines_of_a_minute)
+{
+	log_set_limits(3, 0);
+	_cleanup_free_ char *s = log_capture(LOG_FORMAT_TEXT, emit_ten);
+	log_set_limits(0, 0);
+	cr_assert_eq(count_lines(s), 3, "%s", s);
+	/* control: without a limit every line is written */
+	_cleanup_free_ char *all = log_capture(LOG_FORMAT_TEXT, emit_ten);
+	cr_assert_eq(count_lines(all), 10);
+}
+
+Test(log, a_log_file_over_its_size_takes_errors_only)
+{
+	char path[] = "/tmp/test-log-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	unlink(path);
+	cr_assert_eq(ftruncate(fd, 4096), 0);
+	log_setup(fd, LOG_FORMAT_TEXT, LOG_LEVEL_INFO, "test");
+	log_set_limits(0, 1024);
+	log_info("dropped", NULL);
+	log_error("kept", NULL);
+	log_set_limits(0, 0);
+	log_info("kept too", NULL);
+	log_setup(2, LOG_FORMAT_JSON, LOG_LEVEL_INFO, "test");
+	char buf[8192];
+	ssize_t n = pread(fd, buf, sizeof buf - 1, 0); /* written from offset 0 on */
+	close(fd);
+	cr_assert_gt(n, 0);
+	buf[n] = 0;
+	cr_assert_null(strstr(buf, "dropped"), "%s", buf);
+	cr_assert_not_null(strstr(buf, " error kept"), "%s", buf);
+	cr_assert_not_null(strstr(buf, " info kept too"), "%s", buf);
+}
