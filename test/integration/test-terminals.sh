@@ -155,6 +155,12 @@ service_pid() {
 	j .mainPid
 }
 
+# For wait_for, which runs its arguments again on every try: "$(service_pid …)" as an argument
+# would be expanded once, before the first try.
+service_has_pid() {
+	[[ $(service_pid "$1") != null ]]
+}
+
 t_force_close() {
 	local T service=0 svc_pid=
 	run_start "$WS" "$(json_cmd 'sleep 3')" || return 1
@@ -163,7 +169,7 @@ t_force_close() {
 	if [[ $STATUS == 200 ]]; then
 		api -q POST "/v1/workspaces/$WS/services" \
 			'{"name":"keeper","command":"exec sleep 1000.92","restart":{"policy":"no"}}'
-		if [[ $STATUS == 201 ]] && wait_for -t 10 test "$(service_pid keeper)" != null; then
+		if [[ $STATUS == 201 ]] && wait_for -t 10 service_has_pid keeper; then
 			service=1
 			svc_pid=$(service_pid keeper)
 		else
