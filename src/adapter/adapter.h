@@ -61,7 +61,7 @@ extern const struct adapter_ops adapter_container;
 
 const struct adapter_ops *adapter_find(const char *name);
 
-/* Shared by the adapters: a listening unix socket at path (0600), the read end of a pipe
- * holding the secret. */
-int adapter_listen_unix(const char *path);
+/* Shared by the adapters: a listening unix socket at name in the directory dfd (0600, an entry
+ * there replaced, a symlink never followed), the read end of a pipe holding the secret. */
+int adapter_listen_unix(int dfd, const char *name);
 int adapter_secret_pipe(const uint8_t *secret, size_t len);

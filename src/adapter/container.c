@@ -36,6 +36,7 @@
 
 #include "adapter.h"
 #include "basic/cleanup.h"
+#include "basic/safe-fs.h"
 #include "basic/util.h"
 #include "cgroup/cgroup.h"
 #include "image/image.h"
@@ -224,26 +225,72 @@ static int layers_shift(const struct image *img, uint32_t base, struct station_e
 	return 0;
 }
 
-static int make_dir(const char *dir, const char *sub, mode_t mode, int owner,
-		    struct station_error *e)
+/* The workspace's host uid/gid base: its own range ("idBase" in the spec, given at create),
+ * or the worker's single base for a workspace created before ranges were per workspace. */
+static uint32_t ws_base(const struct adapter_workspace *ws)
 {
-	char path[PATH_MAX];
-	snprintf(path, sizeof path, "%s/%s", dir, sub);
-	int r = mkdir_p(path, mode);
-	if (r >= 0 && chmod(path, mode) < 0)
+	json_int_t v = json_integer_value(json_object_get(ws->spec, "idBase"));
+	return v > 0 ? (uint32_t)v : ws->ctx->id_base;
+}
+
+/* <root>/workspaces/<id>, made and opened by the controller: root:<container root's gid>
+ * 0710, so only this workspace's container root (for the runtime, which mounts its rootfs as
+ * that uid) passes through it, and no one lists it. Everything below is reached through the
+ * returned fd (safe-fs.h). */
+static int open_ws_dir(const struct adapter_workspace *ws, struct station_error *e)
+{
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof parent, "%s/workspaces", ws->ctx->root);
+	int r = mkdir_p(parent, 0711);
+	if (r >= 0 && mkdir(ws->dir, 0710) < 0 && errno != EEXIST)
 		r = negative_errno();
-	if (r >= 0 && owner >= 0 && chown(path, (uid_t)owner, (gid_t)owner) < 0)
+	_cleanup_close_ int fd =
+		r < 0 ? r : open(ws->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && r >= 0)
+		r = negative_errno();
+	if (r >= 0 && (fchown(fd, 0, ws_base(ws)) < 0 || fchmod(fd, 0710) < 0))
 		r = negative_errno();
 	if (r < 0)
-		return station_error_set(e, r, NULL, "cannot create \"%s\": %s", path,
+		return station_error_set(e, r, NULL, "cannot create \"%s\": %s", ws->dir,
 					 strerror(-r));
+	return TAKE_FD(fd);
+}
+
+/* mkdir or open sub beneath dfd (the directory dir names), mode and owner set through its fd;
+ * a symlink or file planted there is refused (safe_mkdir_open). Returns the fd. */
+static int make_dir_fd(int dfd, const char *dir, const char *sub, mode_t mode, int owner,
+		       struct station_error *e)
+{
+	int fd = safe_mkdir_open(dfd, sub, mode, owner >= 0 ? (uid_t)owner : (uid_t)-1,
+				 owner >= 0 ? (gid_t)owner : (gid_t)-1);
+	if (fd < 0)
+		return station_error_set(e, fd, NULL, "cannot create \"%s/%s\": %s%s", dir, sub,
+					 strerror(-fd),
+					 fd == -ELOOP || fd == -ENOTDIR ?
+						 " (something other than a directory is there)" :
+						 "");
+	return fd;
+}
+
+static int make_dir(int dfd, const char *dir, const char *sub, mode_t mode, int owner,
+		    struct station_error *e)
+{
+	int fd = make_dir_fd(dfd, dir, sub, mode, owner, e);
+	if (fd < 0)
+		return fd;
+	close(fd);
 	return 0;
 }
 
-/* "name", "uid", "uid:gid" or "name:group" against the image's /etc/passwd. */
-static int resolve_user(const char *rootfs, const char *user, uid_t *ret_uid, gid_t *ret_gid)
+#define PASSWD_MAX (4u << 20)
+
+/* "name", "uid", "uid:gid" or "name:group" against the image's /etc/passwd, read beneath the
+ * rootfs fd (safe-fs.h: in the image's root, a regular file, O_NONBLOCK, at most 4 MiB). An
+ * image without one resolves numeric users only. */
+static int resolve_user(int rootfd, const char *user, uid_t *ret_uid, gid_t *ret_gid,
+			struct station_error *e)
 {
-	char name[256] = "", path[PATH_MAX];
+	char name[256] = "";
 	uint64_t uid = 0, gid = 0;
 	bool have_gid = false;
 	if (!user || !user[0]) {
@@ -256,14 +303,25 @@ static int resolve_user(const char *rootfs, const char *user, uid_t *ret_uid, gi
 	if (colon) {
 		*colon = 0;
 		if (parse_u64(colon + 1, ID_RANGE - 1, &gid) < 0)
-			return -EINVAL;
+			return station_error_set(e, -EINVAL, "image",
+						 "image user \"%s\": bad group", user);
 		have_gid = true;
 	}
 	bool numeric = parse_u64(name, ID_RANGE - 1, &uid) >= 0;
-	snprintf(path, sizeof path, "%s/etc/passwd", rootfs);
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r = safe_read_file(rootfd, "etc/passwd", SAFE_IN_ROOT, PASSWD_MAX, &text, &len);
+	if (r < 0 && r != -ENOENT)
+		return station_error_set(e, -EINVAL, "image",
+					 "image user \"%s\": cannot read the image's /etc/passwd: "
+					 "%s",
+					 user,
+					 r == -EINVAL ? "not a regular file" :
+					 r == -ELOOP  ? "a symlink" :
+							strerror(-r));
+	_cleanup_fclose_ FILE *f = text ? fmemopen(text, len ? len : 1, "r") : NULL;
 	struct passwd *pw;
-	while (f && (pw = fgetpwent(f))) {
+	while (f && len && (pw = fgetpwent(f))) {
 		if (numeric ? pw->pw_uid == uid : strcmp(pw->pw_name, name) == 0) {
 			uid = pw->pw_uid;
 			if (!have_gid)
@@ -274,13 +332,26 @@ static int resolve_user(const char *rootfs, const char *user, uid_t *ret_uid, gi
 		}
 	}
 	if (!numeric || uid >= ID_RANGE || gid >= ID_RANGE)
-		return -ENOENT;
+		return station_error_set(e, -EINVAL, "image",
+					 "image user \"%s\" is not in the image's /etc/passwd",
+					 user);
 	*ret_uid = (uid_t)uid;
 	*ret_gid = (gid_t)(have_gid ? gid : uid);
 	return 0;
 }
 
-static int mount_rootfs(const struct adapter_workspace *ws, const struct image *img,
+static int open_rootfs(const struct adapter_workspace *ws, struct station_error *e)
+{
+	char rootfs[PATH_MAX];
+	snprintf(rootfs, sizeof rootfs, "%s/rootfs", ws->dir);
+	int fd = open(rootfs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return station_error_set(e, negative_errno(), NULL, "cannot open \"%s\": %m",
+					 rootfs);
+	return fd;
+}
+
+static int mount_rootfs(const struct adapter_workspace *ws, int wfd, const struct image *img,
 			struct station_error *e)
 {
 	char rootfs[PATH_MAX], upper[PATH_MAX];
@@ -292,16 +363,18 @@ static int mount_rootfs(const struct adapter_workspace *ws, const struct image *
 	if (r < 0 && r != -ENOENT)
 		return station_error_set(e, r, NULL, "cannot reset \"%s\": %s", upper,
 					 strerror(-r));
-	uint32_t root = ws->ctx->id_base;
-	if ((r = make_dir(ws->dir, "upper/upper", 0755, (int)root, e)) < 0 ||
-	    (r = make_dir(ws->dir, "upper/work", 0700, -1, e)) < 0 ||
-	    (r = make_dir(ws->dir, "rootfs", 0755, -1, e)) < 0)
+	uint32_t root = ws_base(ws);
+	if ((r = make_dir(wfd, ws->dir, "upper", 0700, -1, e)) < 0 ||
+	    (r = make_dir(wfd, ws->dir, "upper/upper", 0755, (int)root, e)) < 0 ||
+	    (r = make_dir(wfd, ws->dir, "upper/work", 0700, -1, e)) < 0 ||
+	    (r = make_dir(wfd, ws->dir, "rootfs", 0755, -1, e)) < 0)
 		return r;
 	r = image_overlay_lowerdir(img, &lower);
 	if (r < 0 || asprintf(&opts, "lowerdir=%s,upperdir=%s/upper,workdir=%s/work", lower, upper,
 			      upper) < 0)
 		return station_error_set(e, -ENOMEM, NULL, "out of memory");
-	if (mount("overlay", rootfs, "overlay", MS_NODEV, opts) < 0)
+	/* nosuid: a setuid file of the image never raises privileges, inside or on the host */
+	if (mount("overlay", rootfs, "overlay", MS_NODEV | MS_NOSUID, opts) < 0)
 		return station_error_set(e, negative_errno(), NULL,
 					 "cannot mount the root filesystem at \"%s\": %m", rootfs);
 	return 0;
@@ -318,13 +391,13 @@ struct seed_budget {
 static int copy_file_at(int sfd, int dfd, const char *name, const struct stat *st,
 			struct seed_budget *b)
 {
-	_cleanup_close_ int in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* a regular file both sides, whatever was swapped in since the fstatat */
+	_cleanup_close_ int in = safe_open_file(sfd, name, O_RDONLY, 0, SAFE_BENEATH);
 	_cleanup_close_ int out =
-		in < 0 ? -1 :
-			 openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-				0600);
+		in < 0 ? in :
+			 safe_open_file(dfd, name, O_WRONLY | O_CREAT | O_EXCL, 0600, SAFE_BENEATH);
 	if (in < 0 || out < 0)
-		return negative_errno();
+		return in < 0 ? in : out;
 	char buf[64 * 1024];
 	ssize_t n;
 	while ((n = read(in, buf, sizeof buf)) > 0) {
@@ -363,12 +436,9 @@ static int seed_tree(int sfd, int dfd, struct seed_budget *b)
 			_cleanup_close_ int s2 = -1, d2 = -1;
 			if (mkdirat(dfd, n, 0700) < 0 && errno != EEXIST)
 				r = negative_errno();
-			else if ((s2 = openat(sfd, n,
-					      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
-					 0 ||
-				 (d2 = openat(dfd, n,
-					      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-				r = negative_errno();
+			else if ((s2 = safe_open_dir(sfd, n, SAFE_BENEATH)) < 0 ||
+				 (d2 = safe_open_dir(dfd, n, SAFE_BENEATH)) < 0)
+				r = s2 < 0 ? s2 : d2;
 			else if ((r = seed_tree(s2, d2, b)) >= 0 &&
 				 (fchown(d2, st.st_uid, st.st_gid) < 0 ||
 				  fchmod(d2, st.st_mode & 07777) < 0))
@@ -390,17 +460,15 @@ static int seed_tree(int sfd, int dfd, struct seed_budget *b)
 	return r;
 }
 
-static int seed_home(const struct adapter_workspace *ws, struct station_error *e)
+/* The image's /home/node is looked up inside the image's root (RESOLVE_IN_ROOT): a symlink
+ * there, or at /home, leads to the image's own directories, never to the host's. */
+static int seed_home(int rootfd, int hfd, struct station_error *e)
 {
-	char src[PATH_MAX], dst[PATH_MAX];
-	snprintf(src, sizeof src, "%s/rootfs" OCI_HOME_DIR, ws->dir);
-	snprintf(dst, sizeof dst, "%s/home", ws->dir);
-	_cleanup_close_ int sfd = open(src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (sfd < 0)
+	_cleanup_close_ int sfd = safe_open_dir(rootfd, OCI_HOME_DIR, SAFE_IN_ROOT);
+	if (sfd == -ENOENT || sfd == -ENOTDIR)
 		return 0; /* the image has no /home/node */
-	_cleanup_close_ int dfd = open(dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct seed_budget b = { 0 };
-	int r = dfd < 0 ? negative_errno() : seed_tree(sfd, dfd, &b);
+	int r = sfd < 0 ? sfd : seed_tree(sfd, hfd, &b);
 	if (r < 0)
 		return station_error_set(e, r, NULL,
 					 "cannot copy the image's " OCI_HOME_DIR
@@ -409,57 +477,101 @@ static int seed_home(const struct adapter_workspace *ws, struct station_error *e
 	return 0;
 }
 
-static int prepare_home(const struct adapter_workspace *ws, uid_t uid, gid_t gid,
-			struct station_error *e)
+/* home/ (bound at /home/node) and home/workspace. A fresh HOME is seeded from the image and
+ * goes to the image user; an existing one keeps its owners. Below home/ the sandbox writes:
+ * a symlink or file it put at workspace is its own business, left as it is. */
+static int prepare_home(const struct adapter_workspace *ws, int wfd, int rootfd, uid_t uid,
+			gid_t gid, struct station_error *e)
 {
-	char path[PATH_MAX];
-	uid_t huid = ws->ctx->id_base + uid;
-	gid_t hgid = ws->ctx->id_base + gid;
-	snprintf(path, sizeof path, "%s/home", ws->dir);
-	bool fresh = access(path, F_OK) < 0;
-	int r = make_dir(ws->dir, "home", 0755, -1, e);
-	if (r >= 0 && fresh)
-		r = seed_home(ws, e);
-	if (r >= 0)
-		r = make_dir(ws->dir, "home/workspace", 0755, -1, e);
+	uid_t huid = ws_base(ws) + uid;
+	gid_t hgid = ws_base(ws) + gid;
+	struct stat st;
+	bool fresh = fstatat(wfd, "home", &st, AT_SYMLINK_NOFOLLOW) < 0;
+	_cleanup_close_ int hfd = make_dir_fd(wfd, ws->dir, "home", 0755, -1, e);
+	if (hfd < 0)
+		return hfd;
+	int r = fresh ? seed_home(rootfd, hfd, e) : 0;
 	if (r < 0)
 		return r;
-	static const char *const subs[] = { "home", "home/workspace" };
-	for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
-		struct stat st;
-		snprintf(path, sizeof path, "%s/%s", ws->dir, subs[i]);
-		/* a fresh HOME goes to the image user; an existing one keeps its owners */
-		if (stat(path, &st) == 0 && st.st_uid == 0 && chown(path, huid, hgid) < 0)
-			return station_error_set(e, negative_errno(), NULL, "chown \"%s\": %m",
-						 path);
+	_cleanup_close_ int wsfd = safe_mkdir_open(hfd, "workspace", 0755, (uid_t)-1, (gid_t)-1);
+	if (wsfd < 0 && wsfd != -ELOOP && wsfd != -ENOTDIR)
+		return station_error_set(e, wsfd, NULL, "cannot create \"%s/home/workspace\": %s",
+					 ws->dir, strerror(-wsfd));
+	int fds[] = { hfd, wsfd };
+	for (size_t i = 0; i < ELEMENTSOF(fds); i++) {
+		if (fds[i] < 0)
+			continue;
+		if (fstat(fds[i], &st) == 0 && st.st_uid == 0 && fchown(fds[i], huid, hgid) < 0)
+			return station_error_set(e, negative_errno(), NULL, "chown \"%s/%s\": %m",
+						 ws->dir, i ? "home/workspace" : "home");
 	}
 	return 0;
 }
 
-static int prepare_run_dir(const struct adapter_workspace *ws, size_t n_cgroups,
+/* A directory of run/ (container root's): whatever else container root left at that name (a
+ * symlink, a file, a FIFO) is removed, not followed, and the directory made. */
+static int run_dir(int rfd, const char *dir, const char *sub, int root, struct station_error *e)
+{
+	int fd = safe_mkdir_open(rfd, sub, 0755, (uid_t)root, (gid_t)root);
+	if (fd == -ELOOP || fd == -ENOTDIR) {
+		if (unlinkat(rfd, sub, 0) < 0 && errno != ENOENT)
+			return station_error_set(e, negative_errno(), NULL,
+						 "cannot remove \"%s/%s\": %m", dir, sub);
+		fd = safe_mkdir_open(rfd, sub, 0755, (uid_t)root, (gid_t)root);
+	}
+	if (fd < 0)
+		return station_error_set(e, fd, NULL, "cannot create \"%s/%s\": %s", dir, sub,
+					 strerror(-fd));
+	return fd;
+}
+
+/* run/agent/station-agent, the agent binary's mount point: a regular file, or made one. */
+static int agent_mount_point(int afd, const char *dir, struct station_error *e)
+{
+	static const char name[] = "station-agent";
+	int fd = safe_open_file(afd, name, O_WRONLY | O_CREAT, 0755, SAFE_BENEATH);
+	if (fd < 0 && fd != -ENOMEM) {
+		if (unlinkat(afd, name, 0) < 0 && errno != ENOENT && errno != EISDIR)
+			return station_error_set(e, negative_errno(), NULL,
+						 "cannot remove \"%s/%s\": %m", dir, name);
+		fd = safe_open_file(afd, name, O_WRONLY | O_CREAT, 0755, SAFE_BENEATH);
+	}
+	if (fd < 0)
+		return station_error_set(e, fd, NULL, "cannot create \"%s/%s\": %s", dir, name,
+					 strerror(-fd));
+	close(fd);
+	return 0;
+}
+
+static int prepare_run_dir(const struct adapter_workspace *ws, int wfd, size_t n_cgroups,
 			   struct station_error *e)
 {
-	int root = (int)ws->ctx->id_base;
-	char path[PATH_MAX];
-	int r = make_dir(ws->dir, "run", 0700, root, e);
-	if (r >= 0)
-		r = make_dir(ws->dir, "run/agent", 0755, root, e);
-	for (size_t i = 0; r >= 0 && i < n_cgroups; i++) {
-		snprintf(path, sizeof path, "run/cgroup/%zu", i);
-		r = make_dir(ws->dir, path, 0755, root, e);
+	int root = (int)ws_base(ws);
+	char path[PATH_MAX + 16], dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/run", ws->dir);
+	_cleanup_close_ int rfd = make_dir_fd(wfd, ws->dir, "run", 0700, root, e);
+	if (rfd < 0)
+		return rfd;
+	_cleanup_close_ int afd = run_dir(rfd, dir, "agent", root, e);
+	if (afd < 0)
+		return afd;
+	_cleanup_close_ int cfd = n_cgroups > 0 ? run_dir(rfd, dir, "cgroup", root, e) : -1;
+	if (n_cgroups > 0 && cfd < 0)
+		return cfd;
+	snprintf(path, sizeof path, "%s/cgroup", dir);
+	for (size_t i = 0; i < n_cgroups; i++) {
+		char sub[32];
+		snprintf(sub, sizeof sub, "%zu", i);
+		int fd = run_dir(cfd, path, sub, root, e);
+		if (fd < 0)
+			return fd;
+		close(fd);
 	}
-	if (r >= 0 && n_cgroups > 0)
-		r = make_dir(ws->dir, "run/cgroup", 0755, root, e);
-	if (r >= 0)
-		r = make_dir(ws->dir, "bundle", 0700, -1, e);
+	int r = make_dir(wfd, ws->dir, "bundle", 0700, -1, e);
 	if (r < 0)
 		return r;
-	snprintf(path, sizeof path, "%s/run/agent/station-agent", ws->dir);
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
-	if (fd < 0)
-		return station_error_set(e, negative_errno(), NULL, "cannot create \"%s\": %m",
-					 path);
-	return 0;
+	snprintf(path, sizeof path, "%s/agent", dir);
+	return agent_mount_point(afd, path, e);
 }
 
 static int lookup_image(const struct adapter_workspace *ws, struct image **ret,
@@ -477,26 +589,25 @@ static int container_prepare(const struct adapter_workspace *ws, struct station_
 	struct image *img = NULL;
 	uid_t uid;
 	gid_t gid;
-	char rootfs[PATH_MAX];
+	_cleanup_close_ int wfd = -1, rootfd = -1;
 	int r = lookup_image(ws, &img, e);
-	if (r < 0)
-		return r;
-	r = layers_shift(img, ws->ctx->id_base, e);
 	if (r >= 0)
-		r = mount_rootfs(ws, img, e);
-	snprintf(rootfs, sizeof rootfs, "%s/rootfs", ws->dir);
-	if (r >= 0 && resolve_user(rootfs, img->config.user, &uid, &gid) < 0)
-		r = station_error_set(e, -EINVAL, "image",
-				      "image user \"%s\" is not in the image's "
-				      "/etc/passwd",
-				      img->config.user);
+		r = wfd = open_ws_dir(ws, e);
 	if (r >= 0)
-		r = prepare_home(ws, uid, gid, e);
+		r = layers_shift(img, ws->ctx->id_base, e);
 	if (r >= 0)
-		r = prepare_run_dir(ws, ws->cgroup && !is_runsc(ws->ctx) ? ws->cgroup->n_dirs : 0,
-				    e);
+		r = mount_rootfs(ws, wfd, img, e);
+	if (r >= 0)
+		r = rootfd = open_rootfs(ws, e);
+	if (r >= 0)
+		r = resolve_user(rootfd, img->config.user, &uid, &gid, e);
+	if (r >= 0)
+		r = prepare_home(ws, wfd, rootfd, uid, gid, e);
+	if (r >= 0)
+		r = prepare_run_dir(ws, wfd,
+				    ws->cgroup && !is_runsc(ws->ctx) ? ws->cgroup->n_dirs : 0, e);
 	image_free(img);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 /* --- start --- */
@@ -509,7 +620,7 @@ static int delegate_cgroup(const struct adapter_workspace *ws, struct cgroup **r
 	static const char *const files[] = { "cgroup.procs", "cgroup.subtree_control",
 					     "cgroup.threads", "tasks" };
 	struct cgroup *c = NULL;
-	uid_t root = ws->ctx->id_base;
+	uid_t root = ws_base(ws);
 	int r = cgroup_child(ws->cgroup, "c", &c);
 	if (r >= 0)
 		r = cgroup_create(c);
@@ -618,7 +729,7 @@ static int write_bundle(const struct adapter_workspace *ws, const struct cgroup 
 {
 	char rootfs[PATH_MAX], home[PATH_MAX], run[PATH_MAX], bundle[PATH_MAX];
 	_cleanup_free_ char *cg_path = NULL;
-	uint32_t base = ws->ctx->id_base;
+	uint32_t base = ws_base(ws);
 	snprintf(rootfs, sizeof rootfs, "%s/rootfs", ws->dir);
 	snprintf(home, sizeof home, "%s/home", ws->dir);
 	snprintf(run, sizeof run, "%s/run", ws->dir);
@@ -648,10 +759,10 @@ static int write_bundle(const struct adapter_workspace *ws, const struct cgroup 
 
 static int open_log(const struct adapter_workspace *ws)
 {
-	char path[PATH_MAX];
-	snprintf(path, sizeof path, "%s/agent.log", ws->dir);
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	return fd < 0 ? negative_errno() : fd;
+	_cleanup_close_ int wfd = open(ws->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (wfd < 0)
+		return negative_errno();
+	return safe_open_file(wfd, "agent.log", O_WRONLY | O_CREAT | O_APPEND, 0600, SAFE_BENEATH);
 }
 
 /* An error naming what failed and the last line of agent.log (the agent's own words). */
@@ -662,7 +773,8 @@ static int agent_log_error(const struct adapter_workspace *ws, int err, const ch
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
 	snprintf(path, sizeof path, "%s/agent.log", ws->dir);
-	if (read_file(path, 1 << 20, &text, &len) < 0)
+	_cleanup_close_ int wfd = open(ws->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (wfd < 0 || safe_read_file(wfd, "agent.log", SAFE_BENEATH, 1 << 20, &text, &len) < 0)
 		len = 0;
 	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
 		len--;
@@ -704,16 +816,12 @@ static int start_runtime(const struct adapter_workspace *ws, const char *bundle,
 static int wait_agent_socket(const struct adapter_workspace *ws, const char *sock, pid_t pid,
 			     struct station_error *e)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(sock) >= sizeof sa.sun_path)
-		return station_error_set(e, -ENAMETOOLONG, NULL, "socket path \"%s\" too long",
-					 sock);
-	strcpy(sa.sun_path, sock);
 	for (unsigned waited = 0, delay = 1;; waited += delay, delay = MIN(delay * 2, 20u)) {
 		_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return station_error_set(e, negative_errno(), NULL, "socket: %m");
-		if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+		/* a socket at run/agent.sock, not a symlink container root put there */
+		if (safe_connect_unix(fd, sock) == 0)
 			return 0;
 		if (kill(pid, 0) < 0 && errno == ESRCH)
 			return agent_log_error(ws, -EHOSTDOWN,
@@ -732,7 +840,7 @@ static int run_sandbox(const struct adapter_workspace *ws, const char *sock, con
 		       const uint8_t *secret, size_t secret_len, pid_t *ret_pid,
 		       struct station_error *e)
 {
-	if (unlink(sock) < 0 && errno != ENOENT)
+	if (unlink(sock) < 0 && errno != ENOENT) /* run/ is ours; unlink never follows */
 		return station_error_set(e, negative_errno(), NULL, "cannot remove \"%s\": %m",
 					 sock);
 	_cleanup_close_ int secret_fd = adapter_secret_pipe(secret, secret_len);
@@ -760,7 +868,10 @@ static int run_container(const struct adapter_workspace *ws, const uint8_t *secr
 	snprintf(bundle, sizeof bundle, "%s/bundle", ws->dir);
 	if (is_runsc(ws->ctx))
 		return run_sandbox(ws, sock, bundle, secret, secret_len, ret_pid, e);
-	_cleanup_close_ int listen_fd = adapter_listen_unix(sock);
+	_cleanup_close_ int wfd = open(ws->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int rfd = wfd < 0 ? negative_errno() :
+					    safe_open_dir(wfd, "run", SAFE_BENEATH);
+	_cleanup_close_ int listen_fd = rfd < 0 ? rfd : adapter_listen_unix(rfd, "agent.sock");
 	_cleanup_close_ int secret_fd = adapter_secret_pipe(secret, secret_len);
 	_cleanup_close_ int log_fd = open_log(ws);
 	if (listen_fd < 0 || secret_fd < 0 || log_fd < 0)
@@ -770,8 +881,10 @@ static int run_container(const struct adapter_workspace *ws, const uint8_t *secr
 							 log_fd,
 					 NULL, "cannot set up the agent's socket, secret or log");
 	/* the agent, as container root, accepts on it; others inside cannot pass the secret */
-	if (chown(sock, ws->ctx->id_base, ws->ctx->id_base) < 0)
-		return station_error_set(e, negative_errno(), NULL, "chown \"%s\": %m", sock);
+	uint32_t root = ws_base(ws);
+	int r = safe_chown_at(rfd, "agent.sock", S_IFSOCK, root, root, (mode_t)-1);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "chown \"%s\": %s", sock, strerror(-r));
 	int extra[] = { secret_fd, listen_fd };
 	struct runtime_io io = { .in = -1,
 				 .out = log_fd,
@@ -788,19 +901,20 @@ static int container_start_agent(const struct adapter_workspace *ws, const uint8
 	struct image *img = NULL;
 	struct cgroup *c = NULL;
 	json_t *seccomp = NULL;
-	char digest[SECCOMP_DIGEST_SIZE], rootfs[PATH_MAX];
+	char digest[SECCOMP_DIGEST_SIZE];
+	_cleanup_close_ int rootfd = -1;
 	uid_t uid = 0;
 	gid_t gid = 0;
 	struct agent_args *args = calloc(1, sizeof *args);
 	if (!args)
 		return station_error_set(e, -ENOMEM, NULL, "out of memory");
-	snprintf(rootfs, sizeof rootfs, "%s/rootfs", ws->dir);
 	int r = check_runtime(ws->ctx, e);
 	if (r >= 0)
 		r = lookup_image(ws, &img, e);
-	if (r >= 0 && resolve_user(rootfs, img->config.user, &uid, &gid) < 0)
-		r = station_error_set(e, -EINVAL, "image", "image user \"%s\" is unknown",
-				      img->config.user);
+	if (r >= 0)
+		r = rootfd = open_rootfs(ws, e);
+	if (r >= 0)
+		r = resolve_user(rootfd, img->config.user, &uid, &gid, e);
 	if (r >= 0)
 		r = load_profile(ws->ctx, ws->spec, &seccomp, digest, e);
 	if (r >= 0 && is_runsc(ws->ctx))

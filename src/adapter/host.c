@@ -16,46 +16,50 @@
 
 #include "adapter.h"
 #include "basic/cleanup.h"
+#include "basic/safe-fs.h"
 #include "basic/util.h"
 #include "cgroup/cgroup.h"
 
 enum { AGENT_SECRET_FD = 3, AGENT_LISTEN_FD = 4, MAX_AGENT_ARGS = 2 * 256 + 16 };
 
+/* home/workspace and run/ through the workspace directory's fd (safe-fs.h): whatever was
+ * planted below is refused, never followed. */
 static int host_prepare(const struct adapter_workspace *ws, struct station_error *e)
 {
-	char path[PATH_MAX];
+	int r = mkdir_p(ws->dir, 0755);
+	_cleanup_close_ int wfd =
+		r < 0 ? r : open(ws->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (wfd < 0)
+		return station_error_set(e, r < 0 ? r : negative_errno(), NULL,
+					 "cannot create \"%s\": %s", ws->dir,
+					 strerror(r < 0 ? -r : errno));
 	static const struct {
 		const char *sub;
 		mode_t mode;
-	} dirs[] = { { "home/workspace", 0755 }, { "run", 0700 } };
-
+	} dirs[] = { { "home", 0755 }, { "home/workspace", 0755 }, { "run", 0700 } };
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
-		snprintf(path, sizeof path, "%s/%s", ws->dir, dirs[i].sub);
-		int r = mkdir_p(path, dirs[i].mode);
+		r = safe_mkdir(wfd, dirs[i].sub, dirs[i].mode, (uid_t)-1, (gid_t)-1);
 		if (r < 0)
-			return station_error_set(e, r, NULL, "cannot create \"%s\": %s", path,
-						 strerror(-r));
+			return station_error_set(e, r, NULL, "cannot create \"%s/%s\": %s", ws->dir,
+						 dirs[i].sub, strerror(-r));
 	}
-	snprintf(path, sizeof path, "%s/run", ws->dir);
-	if (chmod(path, 0700) < 0)
-		return station_error_set(e, negative_errno(), NULL, "chmod \"%s\": %m", path);
 	return 0;
 }
 
-int adapter_listen_unix(const char *path)
+int adapter_listen_unix(int dfd, const char *name)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof sa.sun_path)
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return negative_errno();
-	if (unlink(path) < 0 && errno != ENOENT)
+	if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
 		return negative_errno();
-	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
-		return negative_errno();
-	if (chmod(path, 0600) < 0 || listen(fd, 64) < 0)
+	int r = safe_bind_unix(fd, dfd, name);
+	if (r < 0)
+		return r;
+	r = safe_chown_at(dfd, name, S_IFSOCK, 0, 0, 0600);
+	if (r < 0)
+		return r;
+	if (listen(fd, 64) < 0)
 		return negative_errno();
 	return TAKE_FD(fd);
 }
@@ -142,21 +146,24 @@ static int wait_exec(pid_t pid, int err_fd)
 static int host_start_agent(const struct adapter_workspace *ws, const uint8_t *secret,
 			    size_t secret_len, pid_t *ret_pid, struct station_error *e)
 {
-	char sock[PATH_MAX], log[PATH_MAX];
+	char sock[PATH_MAX];
 	snprintf(sock, sizeof sock, "%s/run/agent.sock", ws->dir);
-	snprintf(log, sizeof log, "%s/agent.log", ws->dir);
-
-	_cleanup_close_ int listen_fd = adapter_listen_unix(sock);
-	if (listen_fd < 0)
-		return station_error_set(e, listen_fd, NULL, "agent socket \"%s\": %s", sock,
-					 strerror(-listen_fd));
+	_cleanup_close_ int wfd = open(ws->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int rfd = wfd < 0 ? -1 : safe_open_dir(wfd, "run", SAFE_BENEATH);
+	_cleanup_close_ int listen_fd = rfd < 0 ? rfd : adapter_listen_unix(rfd, "agent.sock");
+	if (wfd < 0 || listen_fd < 0)
+		return station_error_set(e, wfd < 0 ? -errno : listen_fd, NULL,
+					 "agent socket \"%s\": %s", sock,
+					 strerror(wfd < 0 ? errno : -listen_fd));
 	_cleanup_close_ int secret_fd = adapter_secret_pipe(secret, secret_len);
 	if (secret_fd < 0)
 		return station_error_set(e, secret_fd, NULL, "secret pipe: %s",
 					 strerror(-secret_fd));
-	_cleanup_close_ int log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	_cleanup_close_ int log_fd =
+		safe_open_file(wfd, "agent.log", O_WRONLY | O_CREAT | O_APPEND, 0600, SAFE_BENEATH);
 	if (log_fd < 0)
-		return station_error_set(e, negative_errno(), NULL, "agent log \"%s\": %m", log);
+		return station_error_set(e, log_fd, NULL, "agent log \"%s/agent.log\": %s", ws->dir,
+					 strerror(-log_fd));
 
 	struct cgroup *agent_cg = NULL;
 	_cleanup_free_ char *cgroup_str = NULL;

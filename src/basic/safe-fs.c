@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -157,4 +159,28 @@ int safe_chown_at(int dfd, const char *name, mode_t type, uid_t uid, gid_t gid, 
 			return negative_errno();
 	}
 	return 0;
+}
+
+int safe_connect_unix(int fd, const char *path)
+{
+	_cleanup_close_ int p = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (p < 0)
+		return negative_errno();
+	int r = check_type(p, S_IFSOCK);
+	if (r < 0)
+		return r == -EINVAL ? -ENOTSOCK : r;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d", p);
+	return connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ? negative_errno() : 0;
+}
+
+int safe_bind_unix(int fd, int dfd, const char *name)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (!name || !*name || strchr(name, '/') || strcmp(name, "..") == 0)
+		return -EINVAL;
+	if ((size_t)snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", dfd, name) >=
+	    sizeof sa.sun_path)
+		return -ENAMETOOLONG;
+	return bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ? negative_errno() : 0;
 }

@@ -59,3 +59,12 @@ int safe_read_file(int dfd, const char *path, enum safe_resolve how, size_t max,
 /* fchown + fchmod of the entry name in dfd (one component, no symlink) after checking its
  * type is `type` (S_IFSOCK, S_IFREG, S_IFDIR). mode (mode_t)-1 leaves the mode. */
 int safe_chown_at(int dfd, const char *name, mode_t type, uid_t uid, gid_t gid, mode_t mode);
+
+/* connect(2) the unix stream socket fd to the socket at path, whose directories the caller
+ * trusts (its last component may be planted): that component must be a socket, not a symlink
+ * to one elsewhere. Connects through /proc/self/fd of an O_PATH fd to the checked inode. */
+int safe_connect_unix(int fd, const char *path);
+
+/* bind(2) fd to name in the directory dfd (through /proc/self/fd/<dfd>/name); name is one
+ * component. An entry there already (a planted symlink included) fails with -EADDRINUSE. */
+int safe_bind_unix(int fd, int dfd, const char *name);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "basic/cleanup.h"
+#include "basic/safe-fs.h"
 #include "event/event.h"
 #include "proto/agent-proto.h"
 #include "proto/frame.h"
@@ -410,22 +411,20 @@ int agentlink_connect(struct event_loop *loop, const char *socket_path, const ui
 		      size_t secret_len, const struct agentlink_ops *ops, void *userdata,
 		      struct agentlink **ret)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(socket_path) >= sizeof sa.sun_path)
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, socket_path);
-
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return negative_errno();
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
-		return negative_errno();
+	/* the socket lives in run/, which container root owns: a symlink it put there in place
+	 * of the socket is refused, not followed to another socket on the host */
+	int r = safe_connect_unix(fd, socket_path);
+	if (r < 0)
+		return r;
 
 	struct agentlink *l = calloc(1, sizeof *l);
 	if (!l)
 		return -ENOMEM;
 	*l = (struct agentlink){ .loop = loop, .fd = fd, .ops = ops, .userdata = userdata };
-	int r = event_add_io(loop, &l->io, fd, EPOLLIN, on_io, l);
+	r = event_add_io(loop, &l->io, fd, EPOLLIN, on_io, l);
 	if (r < 0) {
 		free(l);
 		return r;
