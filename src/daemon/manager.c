@@ -529,6 +529,31 @@ static int workspace_row_new(struct manager *m, const struct adapter_ops *ops, j
 	return 0;
 }
 
+/* A container workspace's host uids and gids: a range of 65536 of its own, so that nothing
+ * one workspace's ids own is another's. base = the worker's --userns-base + slot * 65536, the
+ * lowest slot no workspace holds; recorded in the spec ("idBase") so it outlives the
+ * controller. A workspace from before ranges were per workspace has no idBase: it holds slot 0
+ * (the worker's base), which all such workspaces share. */
+static int alloc_id_base(struct manager *m, json_t *spec_json, struct station_error *e)
+{
+	const uint64_t range = 65536, pool = m->cfg.id_base;
+	uint64_t max_slots = (UINT32_MAX - range - pool) / range + 1;
+	for (uint64_t slot = 0; slot < max_slots; slot++) {
+		uint64_t base = pool + slot * range;
+		bool used = false;
+		for (struct workspace *ws = m->workspaces; ws && !used; ws = ws->next) {
+			if (ws->adapter != &adapter_container)
+				continue;
+			json_int_t b = json_integer_value(json_object_get(ws->spec, "idBase"));
+			used = (uint64_t)(b > 0 ? (uint64_t)b : pool) == base;
+		}
+		if (!used)
+			return json_object_set_new(spec_json, "idBase",
+						   json_integer((json_int_t)base));
+	}
+	return station_error_set(e, -EAGAIN, NULL, "no host uid range left for a new workspace");
+}
+
 int manager_workspace_create(struct manager *m, const struct workspace_spec *spec, json_t **ret,
 			     struct station_error *e)
 {
@@ -545,6 +570,8 @@ int manager_workspace_create(struct manager *m, const struct workspace_spec *spe
 					 m->n_workspaces);
 	json_t *spec_json = spec_to_json(spec);
 	int r = ops->check(&m->actx, spec_json, e);
+	if (r >= 0 && ops == &adapter_container)
+		r = alloc_id_base(m, spec_json, e);
 	struct workspace *ws = NULL;
 	if (r >= 0)
 		r = workspace_row_new(m, ops, spec_json, &ws, e);
