@@ -4,6 +4,7 @@
  *
  *   uid_map=0 300000 65536        gid_map=…        (every line of the map, joined by ";")
  *   uid=0 gid=0
+ *   euid=0 egid=0                                                      (group "euid" only)
  *   CapInh= CapPrm= CapEff= CapBnd= CapAmb=  NoNewPrivs=  Seccomp=   (from /proc/self/status)
  *   mount./=overlay  mount./tmp=tmpfs  mount./home/node=ext4 …         (top mount's fs type)
  *   mountroot./home/node=<the bind's source path>                      (mountinfo field 4)
@@ -354,6 +355,8 @@ int main(int argc, char **argv)
 		print_map("gid_map", "/proc/self/gid_map");
 		printf("uid=%u\ngid=%u\n", (unsigned)getuid(), (unsigned)getgid());
 	}
+	if (argc > 1 && want(argc, argv, "euid"))
+		printf("euid=%u\negid=%u\n", (unsigned)geteuid(), (unsigned)getegid());
 	if (want(argc, argv, "caps"))
 		print_status();
 	if (want(argc, argv, "mounts"))

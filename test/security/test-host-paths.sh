@@ -41,34 +41,6 @@ detector_control() {
 	assert_eq "$before" "$(victim_state "$v")" "victim restored"
 }
 
-# build_image NAME USER [PY]: a busybox image whose extra layer is made by the Python lines PY
-# (a tarfile `tf` and helpers add(name, kind, **kw) are in scope); imported as NAME. Sets IMG.
-IMG=
-build_image() {
-	local name=$1 user=$2 py=${3:-} dir=$TMP/img-$1 tar=$TMP/layer-$1.tar out
-	python3 - "$tar" <<EOF || return 1
-import io, sys, tarfile
-tf = tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT)
-def add(name, kind, data=b"", mode=0o644, target="", uid=0, gid=0):
-    ti = tarfile.TarInfo(name)
-    ti.mtime, ti.uid, ti.gid, ti.mode, ti.type = 1700000000, uid, gid, mode, kind
-    ti.linkname = target
-    ti.size = len(data) if kind == tarfile.REGTYPE else 0
-    tf.addfile(ti, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
-D, R, S, F = tarfile.DIRTYPE, tarfile.REGTYPE, tarfile.SYMTYPE, tarfile.FIFOTYPE
-$py
-tf.close()
-EOF
-	out=$(python3 "$MAKE_IMAGE" "$dir" --extra-layer "$TMP/extra.tar" --extra-layer "$tar" \
-		--user "$user") || return 1
-	api -q POST /v1/images "$(jq -nc --arg p "$dir" --arg n "$name" '{path: $p, name: $n}')"
-	[[ $STATUS == 201 ]] || {
-		diag "import $name: HTTP $STATUS $(_short "$BODY")"
-		return 1
-	}
-	IMG=$name@$(j .digest)
-}
-
 # An image whose user is node (1000:1000) with a /home/node of its own.
 build_image node 1000:1000 'add("home", D, mode=0o755)
 add("home/node", D, mode=0o755, uid=1000, gid=1000)' || exit 1
