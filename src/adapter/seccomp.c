@@ -329,6 +329,9 @@ static int convert_arg(const struct conv *c, const json_t *arg, const char *wher
 		return conv_fail(c, where, "\"index\" must be 0 to 5");
 	if (!op || !in_list(op, operators, ELEMENTSOF(operators)))
 		return conv_fail(c, where, "unknown operator \"%s\"", op ? op : "");
+	/* libseccomp ignores it for the other operators; runsc refuses the config */
+	if (has_two && value_two != 0 && strcmp(op, "SCMP_CMP_MASKED_EQ") != 0)
+		return conv_fail(c, where, "\"valueTwo\" is only valid with SCMP_CMP_MASKED_EQ");
 	*ret = json_pack("{sI sI sI ss}", "index", (json_int_t)index, "value", (json_int_t)value,
 			 "valueTwo", (json_int_t)value_two, "op", op);
 	return *ret ? 0 : -ENOMEM;
@@ -345,12 +348,25 @@ static int convert_args(const struct conv *c, const json_t *rule, const char *wh
 		return r;
 	}
 	_cleanup_json_ json_t *out = json_array();
+	bool seen[6] = {};
 	json_array_foreach(args, i, v) {
 		json_t *a = NULL;
 		snprintf(w, sizeof w, "%s.args[%zu]", where, i);
 		r = convert_arg(c, v, w, &a);
 		if (r < 0)
 			return r;
+		json_int_t index = json_integer_value(json_object_get(a, "index"));
+		if (seen[index]) {
+			json_decref(a);
+			return conv_fail(
+				c, w,
+				"a second condition on argument %d: runtimes disagree on "
+				"what that means (runc and runsc make each condition a rule "
+				"of its own, an OR; libseccomp refuses it); write one rule per "
+				"condition",
+				(int)index);
+		}
+		seen[index] = true;
 		json_array_append_new(out, a);
 	}
 	*ret = TAKE_PTR(out);

@@ -14,9 +14,12 @@
  * Docker writes them; uname and SCMP_ARCH_ names are accepted too.
  *
  * Stricter than Docker: an unknown action or comparison operator, a wrong JSON type, an errnoRet
- * on an action that has none, SCMP_ACT_NOTIFY (no seccomp agent here), duplicate keys and
- * syscall names that cannot be syscall names are errors. Every error message names the profile
- * and the place in it: `seccomp profile "/p.json": syscalls[3].action: unknown action "X"`. */
+ * on an action that has none, SCMP_ACT_NOTIFY (no seccomp agent here), duplicate keys, syscall
+ * names that cannot be syscall names, two conditions on the same argument in one rule (runc and
+ * runsc make each condition a rule of its own, an OR; libseccomp refuses such a rule) and a
+ * valueTwo with an operator other than SCMP_CMP_MASKED_EQ are errors. Argument values are at
+ * most 2^63-1 (JSON integers as jansson reads them). Every error message names the profile and
+ * the place in it: `seccomp profile "/p.json": syscalls[3].action: unknown action "X"`. */
 
 #include <jansson.h>
 
