@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "adapter/oci-config.h"
@@ -506,4 +507,82 @@ Test(seccomp, default_profile_socket_families)
 	}
 	cr_assert_null(action_of(def, "socketcall"));
 	json_decref(def);
+}
+
+/* Profiles from the configured directories only: by name, by a path beneath one of them; no
+ * path elsewhere, no symlink, no "..", no FIFO or directory. */
+Test(seccomp, profile_directories)
+{
+	char dir[256], other[256], path[512], want[512], msg[2048];
+	const char text[] = "{\"defaultAction\":\"SCMP_ACT_ALLOW\"}";
+	snprintf(dir, sizeof dir, "%s/profiles", tmpdir);
+	snprintf(other, sizeof other, "%s/other", tmpdir);
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	cr_assert_eq(mkdir(other, 0755), 0);
+	const char *const dirs[] = { dir, NULL };
+	write_profile("profiles/strict.json", text, path, sizeof path);
+	write_profile("other/evil.json", text, path, sizeof path);
+	struct station_error e = {};
+	json_t *out = NULL;
+	char *got = NULL;
+	char digest[SECCOMP_DIGEST_SIZE];
+
+	/* by name, with or without .json, and by path: the control */
+	snprintf(want, sizeof want, "%s/strict.json", dir);
+	const char *const ok[] = { "strict", "strict.json", want };
+	for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
+		cr_assert_eq(seccomp_profile_load_from(dirs, ok[i], &x86_old, &out, &got, digest,
+						       &e),
+			     0, "%s: %s", ok[i], e.message);
+		cr_assert_str_eq(got, want);
+		json_decref(TAKE_PTR(out));
+		free(got);
+	}
+
+	/* a path outside every directory, with the same content */
+	snprintf(path, sizeof path, "%s/evil.json", other);
+	cr_assert_eq(seccomp_profile_load_from(dirs, path, &x86_old, &out, NULL, NULL, &e), -EPERM);
+	snprintf(msg, sizeof msg,
+		 "seccomp profile \"%s\" is not in a profile directory (\"%s\"); the worker's "
+		 "--seccomp-dir adds one",
+		 path, dir);
+	cr_assert_str_eq(e.message, msg);
+	cr_assert_str_eq(e.field, "seccompProfile");
+
+	/* a symlink in the directory to that file, by name and by path */
+	snprintf(want, sizeof want, "%s/link.json", dir);
+	cr_assert_eq(symlink(path, want), 0);
+	cr_assert_eq(seccomp_profile_load_from(dirs, "link", &x86_old, &out, NULL, NULL, &e),
+		     -ELOOP, "%s", e.message);
+	cr_assert_eq(seccomp_profile_load_from(dirs, want, &x86_old, &out, NULL, NULL, &e), -ELOOP,
+		     "%s", e.message);
+	/* a symlinked directory on the way */
+	snprintf(want, sizeof want, "%s/sub", dir);
+	cr_assert_eq(symlink(other, want), 0);
+	snprintf(want, sizeof want, "%s/sub/evil.json", dir);
+	cr_assert_eq(seccomp_profile_load_from(dirs, want, &x86_old, &out, NULL, NULL, &e), -ELOOP,
+		     "%s", e.message);
+
+	/* ".." and names that are not names */
+	snprintf(want, sizeof want, "%s/../other/evil.json", dir);
+	cr_assert_eq(seccomp_profile_load_from(dirs, want, &x86_old, &out, NULL, NULL, &e),
+		     -EINVAL);
+	cr_assert(strstr(e.message, "\"..\""), "%s", e.message);
+	cr_assert_eq(seccomp_profile_load_from(dirs, "..", &x86_old, &out, NULL, NULL, &e),
+		     -EINVAL);
+	cr_assert_eq(seccomp_profile_load_from(dirs, "nope", &x86_old, &out, NULL, NULL, &e),
+		     -ENOENT);
+
+	/* a FIFO (opened without blocking) and a directory are not profiles */
+	snprintf(want, sizeof want, "%s/fifo.json", dir);
+	cr_assert_eq(mkfifo(want, 0644), 0);
+	cr_assert_eq(seccomp_profile_load_from(dirs, "fifo", &x86_old, &out, NULL, NULL, &e),
+		     -EINVAL);
+	snprintf(msg, sizeof msg, "seccomp profile \"%s\" is not a regular file", want);
+	cr_assert_str_eq(e.message, msg);
+	snprintf(want, sizeof want, "%s/d.json", dir);
+	cr_assert_eq(mkdir(want, 0755), 0);
+	cr_assert_eq(seccomp_profile_load_from(dirs, want, &x86_old, &out, NULL, NULL, &e),
+		     -EINVAL);
+	cr_assert_null(out);
 }
