@@ -23,7 +23,10 @@ struct adapter_context {
 	struct image_store *images;  /* NULL: no image store */
 	const char *default_image;   /* NULL: a container workspace must name its image */
 	const char *default_seccomp; /* path of the worker's default profile */
-	uint32_t id_base;	     /* host uid/gid of container root; ids base..base+65535 */
+	/* where profiles may come from: the shipped profiles/ and each --seccomp-dir (absolute,
+	 * canonical, NULL-terminated; NULL: none) */
+	const char *const *seccomp_dirs;
+	uint32_t id_base; /* host uid/gid of container root; ids base..base+65535 */
 };
 
 struct adapter_workspace {

@@ -115,24 +115,41 @@ static int check_image(const struct adapter_context *ctx, json_t *spec, struct s
 	return 0;
 }
 
-static int load_profile(const struct adapter_context *ctx, const json_t *spec, json_t **ret,
+/* The workspace's profile, from the worker's profile directories only (seccomp.h). At create
+ * (want_digest NULL) the request's name or path, else the worker's default; at every start the
+ * path recorded at create, whose digest must still be the one recorded (want_digest): a profile
+ * edited since fails the start, and nothing runs. */
+static int load_profile(const struct adapter_context *ctx, const json_t *spec,
+			const char *want_digest, json_t **ret, char **ret_path,
 			char digest[SECCOMP_DIGEST_SIZE], struct station_error *e)
 {
-	const char *path = json_string_value(json_object_get(spec, "seccompProfile"));
+	const char *name = json_string_value(json_object_get(spec, "seccompProfile"));
 	struct seccomp_target target = { .caps = oci_default_caps };
-	if (!path)
-		path = ctx->default_seccomp;
-	if (!path)
+	_cleanup_free_ char *path = NULL;
+	if (!name)
+		name = ctx->default_seccomp;
+	if (!name)
 		return station_error_set(e, -EINVAL, "seccompProfile",
 					 "no seccomp profile: name one "
 					 "with \"seccompProfile\" or start the worker with "
 					 "--seccomp-profile");
-	int r = seccomp_profile_load(path, &target, ret, digest, e);
+	int r = seccomp_profile_load_from(ctx->seccomp_dirs, name, &target, ret, &path, digest, e);
+	if (r >= 0 && want_digest && strcmp(want_digest, digest) != 0) {
+		json_decref(*ret);
+		*ret = NULL;
+		r = station_error_set(
+			e, -EINVAL, "seccompProfile",
+			"seccomp profile \"%s\" changed since the workspace was created "
+			"(%s then, %s now); nothing was started",
+			path, want_digest, digest);
+	}
 	if (r < 0) {
 		if (e)
 			snprintf(e->field, sizeof e->field, "seccompProfile");
 		return e ? (e->err = -EINVAL) : -EINVAL;
 	}
+	if (ret_path)
+		*ret_path = TAKE_PTR(path);
 	return 0;
 }
 
@@ -170,8 +187,9 @@ static int container_check(const struct adapter_context *ctx, json_t *spec, stru
 	if (r < 0)
 		return r;
 	json_t *profile = NULL;
+	_cleanup_free_ char *profile_path = NULL;
 	char digest[SECCOMP_DIGEST_SIZE];
-	r = load_profile(ctx, spec, &profile, digest, e);
+	r = load_profile(ctx, spec, NULL, &profile, &profile_path, digest, e);
 	if (r < 0)
 		return r;
 	json_decref(profile);
@@ -180,9 +198,7 @@ static int container_check(const struct adapter_context *ctx, json_t *spec, stru
 		return r;
 	if (check_traversable(ctx->root, e) < 0)
 		return e ? (e->err = -EHOSTDOWN) : -EHOSTDOWN;
-	const char *path = json_string_value(json_object_get(spec, "seccompProfile"));
-	json_object_set_new(spec, "seccompProfile",
-			    json_string(path ? path : ctx->default_seccomp));
+	json_object_set_new(spec, "seccompProfile", json_string(profile_path));
 	json_object_set_new(spec, "seccompDigest", json_string(digest));
 	json_object_set_new(spec, "network", json_string("none"));
 	json_object_set_new(spec, "runtime", json_string(ctx->runtime->name));
@@ -1060,7 +1076,9 @@ static int container_start_agent(const struct adapter_workspace *ws, const uint8
 	if (r >= 0)
 		r = resolve_user(rootfd, img->config.user, &uid, &gid, e);
 	if (r >= 0)
-		r = load_profile(ws->ctx, ws->spec, &seccomp, digest, e);
+		r = load_profile(ws->ctx, ws->spec,
+				 json_string_value(json_object_get(ws->spec, "seccompDigest")),
+				 &seccomp, NULL, digest, e);
 	if (r >= 0 && is_runsc(ws->ctx))
 		r = runsc_host_limits(ws, e);
 	if (r >= 0)

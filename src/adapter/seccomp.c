@@ -3,12 +3,17 @@
  * seccomp.h; this file only walks the JSON and refuses what it does not understand. */
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include "basic/cleanup.h"
 #include "basic/util.h"
@@ -329,6 +334,9 @@ static int convert_arg(const struct conv *c, const json_t *arg, const char *wher
 		return conv_fail(c, where, "\"index\" must be 0 to 5");
 	if (!op || !in_list(op, operators, ELEMENTSOF(operators)))
 		return conv_fail(c, where, "unknown operator \"%s\"", op ? op : "");
+	/* libseccomp ignores it for the other operators; runsc refuses the config */
+	if (has_two && value_two != 0 && strcmp(op, "SCMP_CMP_MASKED_EQ") != 0)
+		return conv_fail(c, where, "\"valueTwo\" is only valid with SCMP_CMP_MASKED_EQ");
 	*ret = json_pack("{sI sI sI ss}", "index", (json_int_t)index, "value", (json_int_t)value,
 			 "valueTwo", (json_int_t)value_two, "op", op);
 	return *ret ? 0 : -ENOMEM;
@@ -345,12 +353,25 @@ static int convert_args(const struct conv *c, const json_t *rule, const char *wh
 		return r;
 	}
 	_cleanup_json_ json_t *out = json_array();
+	bool seen[6] = {};
 	json_array_foreach(args, i, v) {
 		json_t *a = NULL;
 		snprintf(w, sizeof w, "%s.args[%zu]", where, i);
 		r = convert_arg(c, v, w, &a);
 		if (r < 0)
 			return r;
+		json_int_t index = json_integer_value(json_object_get(a, "index"));
+		if (seen[index]) {
+			json_decref(a);
+			return conv_fail(
+				c, w,
+				"a second condition on argument %d: runtimes disagree on "
+				"what that means (runc and runsc make each condition a rule "
+				"of its own, an OR; libseccomp refuses it); write one rule per "
+				"condition",
+				(int)index);
+		}
+		seen[index] = true;
 		json_array_append_new(out, a);
 	}
 	*ret = TAKE_PTR(out);
@@ -624,24 +645,54 @@ static int load_json(const char *path, const char *data, size_t len, json_t **re
 	return 0;
 }
 
-int seccomp_profile_load(const char *path, const struct seccomp_target *t, json_t **ret,
-			 char ret_digest[SECCOMP_DIGEST_SIZE], struct station_error *e)
+static int read_profile_fd(int fd, const char *path, char **ret, size_t *ret_len,
+			   struct station_error *e)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return station_error_set(e, negative_errno(), "seccompProfile",
+					 "cannot read seccomp profile \"%s\": %m", path);
+	if (!S_ISREG(st.st_mode))
+		return station_error_set(e, -EINVAL, "seccompProfile",
+					 "seccomp profile \"%s\" is not a regular file", path);
+	if (st.st_size > SECCOMP_PROFILE_MAX)
+		return station_error_set(e, -EFBIG, "seccompProfile",
+					 "seccomp profile \"%s\" is larger than %d bytes", path,
+					 SECCOMP_PROFILE_MAX);
+	_cleanup_free_ char *buf = malloc(SECCOMP_PROFILE_MAX + 2);
+	size_t len = 0;
+	if (!buf)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	for (;;) {
+		ssize_t k = read(fd, buf + len, SECCOMP_PROFILE_MAX + 1 - len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return station_error_set(e, negative_errno(), "seccompProfile",
+						 "cannot read seccomp profile \"%s\": %m", path);
+		if (k == 0)
+			break;
+		len += (size_t)k;
+		if (len > SECCOMP_PROFILE_MAX)
+			return station_error_set(e, -EFBIG, "seccompProfile",
+						 "seccomp profile \"%s\" is larger than %d bytes",
+						 path, SECCOMP_PROFILE_MAX);
+	}
+	buf[len] = '\0';
+	*ret = TAKE_PTR(buf);
+	*ret_len = len;
+	return 0;
+}
+
+static int load_fd(int fd, const char *path, const struct seccomp_target *t, json_t **ret,
+		   char ret_digest[SECCOMP_DIGEST_SIZE], struct station_error *e)
 {
 	_cleanup_free_ char *data = NULL;
 	_cleanup_json_ json_t *profile = NULL;
-	size_t len;
-	int r = read_file(path, SECCOMP_PROFILE_MAX, &data, &len);
-	if (r == -ENOENT)
-		return station_error_set(e, r, "seccompProfile", "seccomp profile \"%s\" not found",
-					 path);
-	if (r == -EFBIG)
-		return station_error_set(e, r, "seccompProfile",
-					 "seccomp profile \"%s\" is larger than %d bytes", path,
-					 SECCOMP_PROFILE_MAX);
+	size_t len = 0;
+	int r = read_profile_fd(fd, path, &data, &len, e);
 	if (r < 0)
-		return station_error_set(e, r, "seccompProfile",
-					 "cannot read seccomp profile \"%s\": %s", path,
-					 strerror(-r));
+		return r;
 	r = load_json(path, data, len, &profile, e);
 	if (r < 0)
 		return r;
@@ -655,5 +706,156 @@ int seccomp_profile_load(const char *path, const struct seccomp_target *t, json_
 		snprintf(ret_digest, SECCOMP_DIGEST_SIZE, "sha256:%s", hex);
 	}
 	*ret = out;
+	return 0;
+}
+
+int seccomp_profile_load(const char *path, const struct seccomp_target *t, json_t **ret,
+			 char ret_digest[SECCOMP_DIGEST_SIZE], struct station_error *e)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return station_error_set(e, -ENOENT, "seccompProfile",
+					 "seccomp profile \"%s\" not found", path);
+	if (fd < 0)
+		return station_error_set(e, negative_errno(), "seccompProfile",
+					 "cannot read seccomp profile \"%s\": %m", path);
+	return load_fd(fd, path, t, ret, ret_digest, e);
+}
+
+/* A profile name: "default" or "default.json"; letters, digits, '.', '_', '-', not starting
+ * with '.'. */
+static bool profile_name_valid(const char *s)
+{
+	size_t n = strlen(s);
+	return n > 0 && n <= 128 && s[0] != '.' &&
+	       strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+/* Every component of rel is a plain name: no "", ".", "..". */
+static bool components_plain(const char *rel)
+{
+	for (const char *p = rel; *p;) {
+		size_t n = strcspn(p, "/");
+		if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		p += n;
+		if (*p == '/' && !*++p)
+			return false;
+	}
+	return *rel != '\0';
+}
+
+static int open_beneath(const char *dir, const char *rel, int *ret_fd)
+{
+	_cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return negative_errno();
+	struct open_how how = {
+		.flags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof how);
+	if (fd < 0)
+		return negative_errno();
+	*ret_fd = fd;
+	return 0;
+}
+
+static void list_dirs(const char *const *dirs, char *buf, size_t size)
+{
+	size_t off = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; dirs && dirs[i] && off < size; i++)
+		off += (size_t)snprintf(buf + off, size - off, "%s\"%s\"", i ? ", " : "", dirs[i]);
+	if (!dirs || !dirs[0])
+		snprintf(buf, size, "(none)");
+}
+
+int seccomp_profile_open(const char *const *dirs, const char *name, char **ret_path, int *ret_fd,
+			 struct station_error *e)
+{
+	char allowed[1024];
+	int r;
+	list_dirs(dirs, allowed, sizeof allowed);
+	if (name[0] != '/') {
+		if (!profile_name_valid(name))
+			return station_error_set(e, -EINVAL, "seccompProfile",
+						 "seccomp profile \"%.200s\": give a profile name "
+						 "(\"default\") or an absolute path in a profile "
+						 "directory (%s)",
+						 name, allowed);
+		size_t n = strlen(name);
+		bool ext = n > 5 && strcmp(name + n - 5, ".json") == 0;
+		for (size_t i = 0; dirs && dirs[i]; i++) {
+			_cleanup_free_ char *path = NULL;
+			int fd = -1;
+			if (asprintf(&path, "%s/%s%s", dirs[i], name, ext ? "" : ".json") < 0)
+				return station_error_set(e, -ENOMEM, NULL, "out of memory");
+			r = open_beneath(dirs[i], path + strlen(dirs[i]) + 1, &fd);
+			if (r == -ENOENT)
+				continue;
+			if (r < 0)
+				return station_error_set(e, r, "seccompProfile",
+							 "seccomp profile \"%s\" cannot be opened "
+							 "(symlinks are refused): %s",
+							 path, strerror(-r));
+			*ret_fd = fd;
+			*ret_path = TAKE_PTR(path);
+			return 0;
+		}
+		return station_error_set(e, -ENOENT, "seccompProfile",
+					 "seccomp profile \"%s\" not found in the profile "
+					 "directories (%s)",
+					 name, allowed);
+	}
+	for (size_t i = 0; dirs && dirs[i]; i++) {
+		size_t n = strlen(dirs[i]);
+		if (strncmp(name, dirs[i], n) != 0 || name[n] != '/')
+			continue;
+		const char *rel = name + n + 1;
+		if (!components_plain(rel))
+			return station_error_set(e, -EINVAL, "seccompProfile",
+						 "seccomp profile \"%.200s\": \".\", \"..\" and "
+						 "empty path components are refused",
+						 name);
+		int fd = -1;
+		r = open_beneath(dirs[i], rel, &fd);
+		if (r == -ENOENT)
+			return station_error_set(e, r, "seccompProfile",
+						 "seccomp profile \"%s\" not found", name);
+		if (r < 0)
+			return station_error_set(
+				e, r, "seccompProfile",
+				"seccomp profile \"%s\" cannot be opened (symlinks "
+				"are refused): %s",
+				name, strerror(-r));
+		*ret_path = strdup(name);
+		if (!*ret_path) {
+			close(fd);
+			return station_error_set(e, -ENOMEM, NULL, "out of memory");
+		}
+		*ret_fd = fd;
+		return 0;
+	}
+	return station_error_set(e, -EPERM, "seccompProfile",
+				 "seccomp profile \"%.200s\" is not in a profile directory (%s); "
+				 "the worker's --seccomp-dir adds one",
+				 name, allowed);
+}
+
+int seccomp_profile_load_from(const char *const *dirs, const char *name,
+			      const struct seccomp_target *t, json_t **ret, char **ret_path,
+			      char ret_digest[SECCOMP_DIGEST_SIZE], struct station_error *e)
+{
+	_cleanup_free_ char *path = NULL;
+	_cleanup_close_ int fd = -1;
+	int r = seccomp_profile_open(dirs, name, &path, &fd, e);
+	if (r < 0)
+		return r;
+	r = load_fd(fd, path, t, ret, ret_digest, e);
+	if (r < 0)
+		return r;
+	if (ret_path)
+		*ret_path = TAKE_PTR(path);
 	return 0;
 }

@@ -14,9 +14,12 @@
  * Docker writes them; uname and SCMP_ARCH_ names are accepted too.
  *
  * Stricter than Docker: an unknown action or comparison operator, a wrong JSON type, an errnoRet
- * on an action that has none, SCMP_ACT_NOTIFY (no seccomp agent here), duplicate keys and
- * syscall names that cannot be syscall names are errors. Every error message names the profile
- * and the place in it: `seccomp profile "/p.json": syscalls[3].action: unknown action "X"`. */
+ * on an action that has none, SCMP_ACT_NOTIFY (no seccomp agent here), duplicate keys, syscall
+ * names that cannot be syscall names, two conditions on the same argument in one rule (runc and
+ * runsc make each condition a rule of its own, an OR; libseccomp refuses such a rule) and a
+ * valueTwo with an operator other than SCMP_CMP_MASKED_EQ are errors. Argument values are at
+ * most 2^63-1 (JSON integers as jansson reads them). Every error message names the profile and
+ * the place in it: `seccomp profile "/p.json": syscalls[3].action: unknown action "X"`. */
 
 #include <jansson.h>
 
@@ -34,12 +37,29 @@ struct seccomp_target {
 	unsigned kernel_minor;
 };
 
-/* Reads the profile at path (at most SECCOMP_PROFILE_MAX bytes) and converts it. On success
+/* Reads the profile at path (any path: for tests and the worker's own checks; a request's
+ * profile goes through seccomp_profile_load_from()) and converts it. On success
  * *ret is a new reference to the OCI object and ret_digest (may be NULL) holds
  * "sha256:<hex>" of the file's bytes. Errors: -ENOENT (no such file), -EINVAL (not a valid
  * profile), -EFBIG, -ENOTSUP (architecture unknown to us), other -errno from reading. */
 int seccomp_profile_load(const char *path, const struct seccomp_target *t, json_t **ret,
 			 char ret_digest[SECCOMP_DIGEST_SIZE], struct station_error *e);
+
+/* Profiles from configured directories only (dirs: absolute, canonical directory paths,
+ * NULL-terminated; the shipped profiles/ and each --seccomp-dir). name is either a profile name
+ * ("default" or "default.json": [A-Za-z0-9._-], not starting with '.'), looked up in dirs in
+ * order, or an absolute path that lies lexically beneath one of dirs and has no "", "." or ".."
+ * component. The file is opened from the directory's fd with openat2(RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS), O_NOFOLLOW | O_NONBLOCK, and must be a regular
+ * file of at most SECCOMP_PROFILE_MAX bytes. *ret_path is the profile's absolute path (what the
+ * workspace records). Errors name the field "seccompProfile": -EINVAL (not a name or path we
+ * take), -EPERM (outside every directory), -ENOENT, -ELOOP (a symlink on the way), -EFBIG. */
+int seccomp_profile_open(const char *const *dirs, const char *name, char **ret_path, int *ret_fd,
+			 struct station_error *e);
+/* seccomp_profile_open() + read + convert; ret_path may be NULL. */
+int seccomp_profile_load_from(const char *const *dirs, const char *name,
+			      const struct seccomp_target *t, json_t **ret, char **ret_path,
+			      char ret_digest[SECCOMP_DIGEST_SIZE], struct station_error *e);
 
 /* Converts a parsed profile; origin names it in error messages (usually its path). */
 int seccomp_profile_convert(const json_t *profile, const char *origin,

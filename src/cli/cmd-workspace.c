@@ -13,7 +13,7 @@
 struct create_args {
 	struct station_workspace_options ws;
 	char **env;
-	char *seccomp_profile; /* made absolute */
+	char *seccomp_profile; /* a name, or a path made absolute */
 	bool json;
 };
 
@@ -51,6 +51,10 @@ static int create_option(struct cli *cli, int opt, char **argv, struct create_ar
 	case 's':
 		free(a->seccomp_profile);
 		a->seccomp_profile = NULL;
+		if (!strchr(optarg, '/')) { /* a profile name, looked up by the controller */
+			a->seccomp_profile = strdup(optarg);
+			return a->seccomp_profile ? 0 : -ENOMEM;
+		}
 		return cli_absolute_path(cli, "--seccomp-profile", optarg, &a->seccomp_profile);
 	case 'n':
 		a->ws.network = optarg;
@@ -225,13 +229,16 @@ static int cmd_restart(struct cli *cli, int argc, char **argv)
 
 const struct cli_command cli_cmd_create = {
 	.name = "create",
-	.args = "[--adapter host|container] [--image REF] [--seccomp-profile PATH] [--network none] "
+	.args = "[--adapter host|container] [--image REF] [--seccomp-profile NAME|PATH] "
+		"[--network none] "
 		"[--env K=V]... [--cpus N] [--memory-mb N] [--pids-limit N] [--json]",
 	.summary = "create a workspace and print its id",
 	.help = "  --adapter A            host or container (default: the controller's)\n"
 		"  --image REF            container image, pinned by digest: name@sha256:<64 hex>\n"
 		"                         or sha256:<64 hex> (default: the controller's)\n"
-		"  --seccomp-profile PATH Docker-format seccomp profile for a container\n"
+		"  --seccomp-profile NAME|PATH\n"
+		"                         Docker-format seccomp profile for a container: a name\n"
+		"                         or a path in the controller's profile directories\n"
 		"                         (default: the controller's)\n"
 		"  --network none         a container's network (only \"none\" so far)\n"
 		"  --env K=V              set an environment variable for every command (repeatable)\n"

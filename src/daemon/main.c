@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "adapter/seccomp.h"
 #include "basic/cleanup.h"
 #include "basic/log.h"
 #include "basic/util.h"
@@ -28,6 +29,8 @@
 #define DEFAULT_ROOT "/var/lib/station-sandbox"
 #define MAX_LISTENERS 8
 
+#define MAX_SECCOMP_DIRS 16
+
 struct options {
 	const char *root;
 	const char *listen[MAX_LISTENERS];
@@ -39,6 +42,8 @@ struct options {
 	uint64_t max_wait_ms;
 	uint64_t max_body;
 	struct manager_config mc;
+	const char *seccomp_dirs[MAX_SECCOMP_DIRS]; /* --seccomp-dir, as given */
+	size_t n_seccomp_dirs;
 };
 
 static void usage(FILE *f)
@@ -51,7 +56,8 @@ static void usage(FILE *f)
 		"                        [--default-timeout-ms N] [--max-timeout-ms N]\n"
 		"                        [--max-output-bytes N] [--max-body-bytes N]\n"
 		"                        [--default-adapter host|container] [--runtime runc|crun|PATH]\n"
-		"                        [--default-image NAME@sha256:…] [--seccomp-profile PATH]\n"
+		"                        [--default-image NAME@sha256:…] [--seccomp-profile NAME|PATH]\n"
+		"                        [--seccomp-dir DIR]...\n"
 		"                        [--userns-base UID]\n"
 		"\n"
 		"The unix socket <root>/station.sock (mode 0600) is always served. TCP listeners\n"
@@ -138,6 +144,49 @@ static char *default_seccomp_path(void)
 	return find_beside_self(candidates, ELEMENTSOF(candidates));
 }
 
+static void free_seccomp_dirs(char *(*dirs)[MAX_SECCOMP_DIRS + 2])
+{
+	for (size_t i = 0; (*dirs)[i]; i++)
+		free((*dirs)[i]);
+}
+
+/* The profile directories: the shipped profiles/ (where default.json is), then each
+ * --seccomp-dir, canonical. The default profile (--seccomp-profile, a name or a path) must be
+ * in one of them, like any profile a request names: seccomp.h. */
+static int setup_seccomp(struct options *o, char *dirs[MAX_SECCOMP_DIRS + 2], char **ret_default)
+{
+	size_t n = 0;
+	_cleanup_free_ char *shipped = default_seccomp_path();
+	char *slash = shipped ? strrchr(shipped, '/') : NULL;
+	if (slash && access(shipped, F_OK) == 0) {
+		*slash = '\0';
+		dirs[n++] = strdup(shipped);
+	}
+	for (size_t i = 0; i < o->n_seccomp_dirs; i++) {
+		struct stat st;
+		char *real = realpath(o->seccomp_dirs[i], NULL);
+		if (!real || stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "station-sandboxd: --seccomp-dir \"%s\": %s\n",
+				o->seccomp_dirs[i], real ? "not a directory" : strerror(errno));
+			free(real);
+			return -EINVAL;
+		}
+		dirs[n++] = real;
+	}
+	dirs[n] = NULL;
+	o->mc.seccomp_dirs = (const char *const *)dirs;
+	const char *name = o->mc.default_seccomp ? o->mc.default_seccomp : "default";
+	struct station_error e = {};
+	_cleanup_close_ int fd = -1;
+	int r = seccomp_profile_open((const char *const *)dirs, name, ret_default, &fd, &e);
+	if (r < 0 && o->mc.default_seccomp) {
+		fprintf(stderr, "station-sandboxd: --seccomp-profile: %s\n", e.message);
+		return r;
+	}
+	o->mc.default_seccomp = r < 0 ? NULL : *ret_default;
+	return 0;
+}
+
 enum {
 	OPT_ROOT = 256,
 	OPT_LISTEN,
@@ -155,6 +204,7 @@ enum {
 	OPT_RUNTIME,
 	OPT_DEFAULT_IMAGE,
 	OPT_SECCOMP,
+	OPT_SECCOMP_DIR,
 	OPT_ADAPTER,
 	OPT_USERNS_BASE,
 };
@@ -210,11 +260,16 @@ static int parse_option(struct options *o, int c, const char *arg)
 		o->mc.default_image = arg;
 		return 0;
 	case OPT_SECCOMP:
-		if (arg[0] != '/') {
-			fprintf(stderr, "station-sandboxd: --seccomp-profile must be absolute\n");
+		o->mc.default_seccomp = arg; /* resolved in the profile directories by main() */
+		return 0;
+	case OPT_SECCOMP_DIR:
+		if (arg[0] != '/' || o->n_seccomp_dirs == MAX_SECCOMP_DIRS) {
+			fprintf(stderr,
+				"station-sandboxd: --seccomp-dir must be absolute, at most %d\n",
+				MAX_SECCOMP_DIRS);
 			return -EINVAL;
 		}
-		o->mc.default_seccomp = arg;
+		o->seccomp_dirs[o->n_seccomp_dirs++] = arg;
 		return 0;
 	case OPT_ADAPTER:
 		if (strcmp(arg, "host") && strcmp(arg, "container")) {
@@ -276,6 +331,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "runtime", required_argument, NULL, OPT_RUNTIME },
 		{ "default-image", required_argument, NULL, OPT_DEFAULT_IMAGE },
 		{ "seccomp-profile", required_argument, NULL, OPT_SECCOMP },
+		{ "seccomp-dir", required_argument, NULL, OPT_SECCOMP_DIR },
 		{ "default-adapter", required_argument, NULL, OPT_ADAPTER },
 		{ "userns-base", required_argument, NULL, OPT_USERNS_BASE },
 		{ "help", no_argument, NULL, 'h' },
@@ -565,9 +621,10 @@ int main(int argc, char **argv)
 		return 64;
 	}
 	_cleanup_free_ char *agent = o.agent ? strdup(o.agent) : default_agent_path();
-	_cleanup_free_ char *seccomp = o.mc.default_seccomp ? NULL : default_seccomp_path();
-	if (seccomp)
-		o.mc.default_seccomp = seccomp;
+	_cleanup_(free_seccomp_dirs) char *seccomp_dirs[MAX_SECCOMP_DIRS + 2] = {};
+	_cleanup_free_ char *seccomp = NULL;
+	if (setup_seccomp(&o, seccomp_dirs, &seccomp) < 0)
+		return 64;
 	char root[PATH_MAX];
 	if (!agent || !realpath(o.root, root)) {
 		if (mkdir_p(o.root, 0700) < 0 || !realpath(o.root, root)) {

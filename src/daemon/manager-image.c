@@ -25,6 +25,7 @@ void manager_adapters_init(struct manager *m)
 		.agent_path = m->cfg.agent_path,
 		.default_image = m->cfg.default_image,
 		.default_seccomp = m->cfg.default_seccomp,
+		.seccomp_dirs = m->cfg.seccomp_dirs,
 		.id_base = m->cfg.id_base,
 	};
 	snprintf(state, sizeof state, "%s/runtime", m->cfg.root);

@@ -33,6 +33,7 @@ struct manager_config {
 	const char *runtime;		  /* OCI runtime: runc, crun, runsc or a path */
 	const char *default_image;	  /* NULL: container workspaces must name one */
 	const char *default_seccomp;	  /* the worker's default seccomp profile (path) */
+	const char *const *seccomp_dirs;  /* profile directories, NULL-terminated (adapter.h) */
 	uint32_t id_base;		  /* host uid/gid of container root (range of 65536) */
 };
 

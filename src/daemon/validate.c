@@ -286,6 +286,26 @@ static int get_absolute_path(json_t *body, const char *field, const char **ret,
 	return 0;
 }
 
+/* A seccomp profile: a name ("default") or an absolute path; where it may come from is the
+ * container adapter's check (the worker's profile directories). */
+static int get_profile_ref(json_t *body, const char *field, const char **ret,
+			   struct station_error *e)
+{
+	const char *s = NULL;
+	int r;
+
+	r = get_string(body, field, API_MAX_PATH_BYTES, false, &s, NULL, e);
+	if (r <= 0)
+		return r;
+	if (!s[0] || (s[0] != '/' && strchr(s, '/')))
+		return station_error_set(e, -EINVAL, field,
+					 "field \"%s\" must be a profile name (\"default\") or an "
+					 "absolute path, not \"%.200s\"",
+					 field, s);
+	*ret = s;
+	return 0;
+}
+
 static int get_network(json_t *body, const char **ret, struct station_error *e)
 {
 	const char *s = NULL;
@@ -312,7 +332,7 @@ static int get_container_fields(json_t *body, struct workspace_spec *w, struct s
 	r = get_image_ref(body, "image", false, &w->image, e);
 	if (r < 0)
 		return r;
-	r = get_absolute_path(body, "seccompProfile", &w->seccomp_profile, e);
+	r = get_profile_ref(body, "seccompProfile", &w->seccomp_profile, e);
 	if (r < 0)
 		return r;
 	return get_network(body, &w->network, e);

@@ -3,8 +3,10 @@
  * sees, and our default and Debian's (containers-common) profiles as real inputs. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "adapter/oci-config.h"
@@ -240,6 +242,57 @@ Test(seccomp, wrong_types)
 		      "a kernel version");
 }
 
+/* Argument conditions reach the OCI object as they are written (index, value, valueTwo, op;
+ * MASKED_EQ: value is the mask, valueTwo the result, as runc, crun and runsc read them), and
+ * the forms the runtimes read differently are refused. */
+Test(seccomp, argument_conditions)
+{
+	_cleanup_free_ char *s = convert(
+		"{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"socket\"],"
+		"\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":0,\"value\":16,"
+		"\"op\":\"SCMP_CMP_EQ\"},{\"index\":2,\"value\":0,\"valueTwo\":0,"
+		"\"op\":\"SCMP_CMP_EQ\"}]},{\"names\":[\"socket\"],\"action\":\"SCMP_ACT_ERRNO\","
+		"\"errnoRet\":97,\"args\":[{\"index\":0,\"value\":17,\"op\":\"SCMP_CMP_GE\"}]},"
+		"{\"names\":[\"ioctl\"],\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":1,"
+		"\"value\":4294967295,\"valueTwo\":21505,\"op\":\"SCMP_CMP_MASKED_EQ\"}]}]}",
+		&x86_old);
+	cr_assert_str_eq(s,
+			 "{\"architectures\":[],\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":["
+			 "{\"action\":\"SCMP_ACT_ALLOW\",\"args\":["
+			 "{\"index\":0,\"op\":\"SCMP_CMP_EQ\",\"value\":16,\"valueTwo\":0},"
+			 "{\"index\":2,\"op\":\"SCMP_CMP_EQ\",\"value\":0,\"valueTwo\":0}],"
+			 "\"names\":[\"socket\"]},"
+			 "{\"action\":\"SCMP_ACT_ERRNO\",\"args\":["
+			 "{\"index\":0,\"op\":\"SCMP_CMP_GE\",\"value\":17,\"valueTwo\":0}],"
+			 "\"errnoRet\":97,\"names\":[\"socket\"]},"
+			 "{\"action\":\"SCMP_ACT_ALLOW\",\"args\":["
+			 "{\"index\":1,\"op\":\"SCMP_CMP_MASKED_EQ\",\"value\":4294967295,"
+			 "\"valueTwo\":21505}],\"names\":[\"ioctl\"]}]}");
+
+	convert_fails(
+		"{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"socket\"],"
+		"\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":0,\"value\":2,"
+		"\"op\":\"SCMP_CMP_GE\"},{\"index\":0,\"value\":10,\"op\":\"SCMP_CMP_LE\"}]}]}",
+		-EINVAL,
+		"seccomp profile \"%s\": syscalls[0].args[1]: a second condition on argument "
+		"0: runtimes disagree on what that means (runc and runsc make each "
+		"condition a rule of its own, an OR; libseccomp refuses it); write one rule "
+		"per condition");
+	convert_fails(
+		"{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"socket\"],"
+		"\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":0,\"value\":2,"
+		"\"valueTwo\":3,\"op\":\"SCMP_CMP_EQ\"}]}]}",
+		-EINVAL,
+		"seccomp profile \"%s\": syscalls[0].args[0]: \"valueTwo\" is only valid with "
+		"SCMP_CMP_MASKED_EQ");
+	convert_fails("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"socket\"],"
+		      "\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":0,\"value\":-1,"
+		      "\"op\":\"SCMP_CMP_EQ\"}]}]}",
+		      -EINVAL,
+		      "seccomp profile \"%s\": syscalls[0].args[0]: \"value\" must be a "
+		      "non-negative integer");
+}
+
 Test(seccomp, missing_file_names_the_path)
 {
 	char path[256];
@@ -342,7 +395,8 @@ Test(seccomp, default_profile)
 	cr_assert_eq(json_integer_value(json_object_get(def, "defaultErrnoRet")), 1);
 	_cleanup_free_ char *arches =
 		json_dumps(json_object_get(def, "architectures"), JSON_COMPACT);
-	cr_assert_str_eq(arches, "[\"SCMP_ARCH_X86_64\",\"SCMP_ARCH_X86\",\"SCMP_ARCH_X32\"]");
+	/* no x86: libseccomp would turn the socket rules into socketcall(SYS_SOCKET) allowed */
+	cr_assert_str_eq(arches, "[\"SCMP_ARCH_X86_64\",\"SCMP_ARCH_X32\"]");
 	for (size_t i = 0; i < ELEMENTSOF(never); i++) {
 		const char *a = action_of(def, never[i]), *b = action_of(all, never[i]);
 		cr_assert(!a || strcmp(a, "SCMP_ACT_ALLOW") != 0, "%s allowed", never[i]);
@@ -373,4 +427,162 @@ Test(seccomp, debian_containers_common_profile)
 	cr_assert_str_eq(action_of(out, "modify_ldt"), "SCMP_ACT_ALLOW"); /* arches amd64 */
 	cr_assert_null(action_of(out, "s390_pci_mmio_read"));
 	json_decref(out);
+}
+
+/* The decision the converted default profile makes for socket(family, type, protocol) and
+ * socketpair: the action and errno of the one rule that matches, "default" when none does.
+ * More than one matching rule is a failure: the runtimes resolve overlaps differently (runsc:
+ * the first rule; libseccomp: by its own priorities), so the profile must not have any. */
+static bool cond_holds(const json_t *a, uint64_t args[6])
+{
+	uint64_t v = (uint64_t)json_integer_value(json_object_get(a, "value"));
+	uint64_t two = (uint64_t)json_integer_value(json_object_get(a, "valueTwo"));
+	uint64_t x = args[json_integer_value(json_object_get(a, "index"))];
+	const char *op = json_string_value(json_object_get(a, "op"));
+	if (strcmp(op, "SCMP_CMP_EQ") == 0)
+		return x == v;
+	if (strcmp(op, "SCMP_CMP_NE") == 0)
+		return x != v;
+	if (strcmp(op, "SCMP_CMP_LT") == 0)
+		return x < v;
+	if (strcmp(op, "SCMP_CMP_LE") == 0)
+		return x <= v;
+	if (strcmp(op, "SCMP_CMP_GT") == 0)
+		return x > v;
+	if (strcmp(op, "SCMP_CMP_GE") == 0)
+		return x >= v;
+	return (x & v) == two;
+}
+
+static void decide(const json_t *oci, const char *name, uint64_t args[6], char *ret, size_t size)
+{
+	const json_t *rule, *n, *a;
+	size_t i, j, k, matched = 0;
+	snprintf(ret, size, "default");
+	json_array_foreach(json_object_get(oci, "syscalls"), i, rule) {
+		bool named = false, holds = true;
+		json_array_foreach(json_object_get(rule, "names"), j, n)
+			named |= strcmp(json_string_value(n), name) == 0;
+		if (!named)
+			continue;
+		json_array_foreach(json_object_get(rule, "args"), k, a)
+			holds &= cond_holds(a, args);
+		if (!holds)
+			continue;
+		matched++;
+		const char *act = json_string_value(json_object_get(rule, "action"));
+		json_t *err = json_object_get(rule, "errnoRet");
+		snprintf(ret, size, "%s%s%s", act, err ? ":" : "",
+			 err ? strerrorname_np((int)json_integer_value(err)) : "");
+	}
+	cr_assert_leq(matched, 1, "%s(%llu, %llu, %llu): %zu rules match", name,
+		      (unsigned long long)args[0], (unsigned long long)args[1],
+		      (unsigned long long)args[2], matched);
+}
+
+Test(seccomp, default_profile_socket_families)
+{
+	json_t *def = load_default(oci_default_caps);
+	static const uint64_t protocols[] = { 0, 4 /* SOCK_DIAG */, 9 /* AUDIT */, 15, 1ull << 32 };
+	static const uint64_t high[] = { 46, 255, 1ull << 31, (1ull << 32) | 1, UINT64_MAX >> 1 };
+	char got[64];
+	for (uint64_t fam = 0; fam < 64 + ELEMENTSOF(high); fam++) {
+		uint64_t f = fam < 64 ? fam : high[fam - 64];
+		for (size_t p = 0; p < ELEMENTSOF(protocols); p++) {
+			uint64_t args[6] = { f, 1 /* SOCK_STREAM */, protocols[p] };
+			const char *want = "SCMP_ACT_ERRNO:EAFNOSUPPORT";
+			if (f == 1 || f == 2 || f == 10)
+				want = "SCMP_ACT_ALLOW";
+			else if (f == 16)
+				want = protocols[p] == 0 ? "SCMP_ACT_ALLOW" :
+							   "SCMP_ACT_ERRNO:EPROTONOSUPPORT";
+			decide(def, "socket", args, got, sizeof got);
+			cr_assert_str_eq(got, want, "socket(%llu, 1, %llu)", (unsigned long long)f,
+					 (unsigned long long)protocols[p]);
+		}
+		uint64_t args[6] = { f, 1, 0 };
+		decide(def, "socketpair", args, got, sizeof got);
+		cr_assert_str_eq(got, f == 1 ? "SCMP_ACT_ALLOW" : "SCMP_ACT_ERRNO:EAFNOSUPPORT",
+				 "socketpair(%llu)", (unsigned long long)f);
+	}
+	cr_assert_null(action_of(def, "socketcall"));
+	json_decref(def);
+}
+
+/* Profiles from the configured directories only: by name, by a path beneath one of them; no
+ * path elsewhere, no symlink, no "..", no FIFO or directory. */
+Test(seccomp, profile_directories)
+{
+	char dir[256], other[256], path[512], want[512], msg[2048];
+	const char text[] = "{\"defaultAction\":\"SCMP_ACT_ALLOW\"}";
+	snprintf(dir, sizeof dir, "%s/profiles", tmpdir);
+	snprintf(other, sizeof other, "%s/other", tmpdir);
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	cr_assert_eq(mkdir(other, 0755), 0);
+	const char *const dirs[] = { dir, NULL };
+	write_profile("profiles/strict.json", text, path, sizeof path);
+	write_profile("other/evil.json", text, path, sizeof path);
+	struct station_error e = {};
+	json_t *out = NULL;
+	char *got = NULL;
+	char digest[SECCOMP_DIGEST_SIZE];
+
+	/* by name, with or without .json, and by path: the control */
+	snprintf(want, sizeof want, "%s/strict.json", dir);
+	const char *const ok[] = { "strict", "strict.json", want };
+	for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
+		cr_assert_eq(seccomp_profile_load_from(dirs, ok[i], &x86_old, &out, &got, digest,
+						       &e),
+			     0, "%s: %s", ok[i], e.message);
+		cr_assert_str_eq(got, want);
+		json_decref(TAKE_PTR(out));
+		free(got);
+	}
+
+	/* a path outside every directory, with the same content */
+	snprintf(path, sizeof path, "%s/evil.json", other);
+	cr_assert_eq(seccomp_profile_load_from(dirs, path, &x86_old, &out, NULL, NULL, &e), -EPERM);
+	snprintf(msg, sizeof msg,
+		 "seccomp profile \"%s\" is not in a profile directory (\"%s\"); the worker's "
+		 "--seccomp-dir adds one",
+		 path, dir);
+	cr_assert_str_eq(e.message, msg);
+	cr_assert_str_eq(e.field, "seccompProfile");
+
+	/* a symlink in the directory to that file, by name and by path */
+	snprintf(want, sizeof want, "%s/link.json", dir);
+	cr_assert_eq(symlink(path, want), 0);
+	cr_assert_eq(seccomp_profile_load_from(dirs, "link", &x86_old, &out, NULL, NULL, &e),
+		     -ELOOP, "%s", e.message);
+	cr_assert_eq(seccomp_profile_load_from(dirs, want, &x86_old, &out, NULL, NULL, &e), -ELOOP,
+		     "%s", e.message);
+	/* a symlinked directory on the way */
+	snprintf(want, sizeof want, "%s/sub", dir);
+	cr_assert_eq(symlink(other, want), 0);
+	snprintf(want, sizeof want, "%s/sub/evil.json", dir);
+	cr_assert_eq(seccomp_profile_load_from(dirs, want, &x86_old, &out, NULL, NULL, &e), -ELOOP,
+		     "%s", e.message);
+
+	/* ".." and names that are not names */
+	snprintf(want, sizeof want, "%s/../other/evil.json", dir);
+	cr_assert_eq(seccomp_profile_load_from(dirs, want, &x86_old, &out, NULL, NULL, &e),
+		     -EINVAL);
+	cr_assert(strstr(e.message, "\"..\""), "%s", e.message);
+	cr_assert_eq(seccomp_profile_load_from(dirs, "..", &x86_old, &out, NULL, NULL, &e),
+		     -EINVAL);
+	cr_assert_eq(seccomp_profile_load_from(dirs, "nope", &x86_old, &out, NULL, NULL, &e),
+		     -ENOENT);
+
+	/* a FIFO (opened without blocking) and a directory are not profiles */
+	snprintf(want, sizeof want, "%s/fifo.json", dir);
+	cr_assert_eq(mkfifo(want, 0644), 0);
+	cr_assert_eq(seccomp_profile_load_from(dirs, "fifo", &x86_old, &out, NULL, NULL, &e),
+		     -EINVAL);
+	snprintf(msg, sizeof msg, "seccomp profile \"%s\" is not a regular file", want);
+	cr_assert_str_eq(e.message, msg);
+	snprintf(want, sizeof want, "%s/d.json", dir);
+	cr_assert_eq(mkdir(want, 0755), 0);
+	cr_assert_eq(seccomp_profile_load_from(dirs, want, &x86_old, &out, NULL, NULL, &e),
+		     -EINVAL);
+	cr_assert_null(out);
 }

@@ -14,10 +14,15 @@
  *   ifaces=lo                                                          (sorted, comma-separated)
  *   unshare_user=ok|<errno name>                                       (unshare(CLONE_NEWUSER))
  *   proc1_environ=denied|readable                                      (the agent is PID 1)
+ *   socket.vsock=ok|<errno name>   socketpair.unix=…   socket32.vsock=…   socketcall.vsock=…
+ *                  (socket(2) per family or netlink protocol; socket32 and socketcall: the
+ *                  i386 entry points through int 0x80, x86-64 only, printed
+ *                  when they ran: compat32=ok, else compat32=signal:SEGV (no IA-32 emulation in
+ *                  the kernel) or signal:SYS (a seccomp filter without the x86 ABI))
  *   hostname=…
  *
  * Without arguments it prints everything; with arguments only the named groups (uid, caps,
- * mounts, masked, fds, ifaces, unshare, proc1, hostname). Exit status 0. */
+ * mounts, masked, fds, ifaces, unshare, proc1, hostname, sockets). Exit status 0. */
 
 #include <dirent.h>
 #include <errno.h>
@@ -28,7 +33,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/netlink.h>
+#include <stdint.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -347,6 +356,126 @@ static void print_proc1(void)
 	printf("proc1_environ=%s\n", k < 0 ? "denied" : "readable");
 }
 
+/* The families and netlink protocols the socket test tries, each with a type it accepts. */
+struct sock_try {
+	const char *name;
+	long family; /* long: "hibits" variants set bits above the int the kernel reads */
+	int type, protocol;
+};
+
+static const struct sock_try sock_tries[] = {
+	{ "unix", AF_UNIX, SOCK_STREAM, 0 },
+	{ "inet", AF_INET, SOCK_STREAM, 0 },
+	{ "inet6", AF_INET6, SOCK_DGRAM, 0 },
+	{ "netlink_route", AF_NETLINK, SOCK_RAW, NETLINK_ROUTE },
+	{ "netlink_sock_diag", AF_NETLINK, SOCK_RAW, NETLINK_SOCK_DIAG },
+	{ "netlink_audit", AF_NETLINK, SOCK_RAW, NETLINK_AUDIT },
+	{ "netlink_uevent", AF_NETLINK, SOCK_DGRAM, NETLINK_KOBJECT_UEVENT },
+	{ "netlink_netfilter", AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER },
+	{ "unspec", AF_UNSPEC, SOCK_STREAM, 0 },
+	{ "vsock", AF_VSOCK, SOCK_STREAM, 0 },
+	{ "alg", AF_ALG, SOCK_SEQPACKET, 0 },
+	{ "packet", AF_PACKET, SOCK_DGRAM, 0 },
+	{ "key", AF_KEY, SOCK_RAW, 2 /* PF_KEY_V2 */ },
+	{ "bluetooth", AF_BLUETOOTH, SOCK_SEQPACKET, 0 },
+	{ "xdp", AF_XDP, SOCK_RAW, 0 },
+	{ "max", AF_MAX, SOCK_STREAM, 0 },
+	{ "unix_hibits", (1L << 32) | AF_UNIX, SOCK_STREAM, 0 },
+	{ "vsock_hibits", (1L << 32) | AF_VSOCK, SOCK_STREAM, 0 },
+};
+
+static const char *sock_result(long r)
+{
+	if (r >= 0) {
+		close((int)r);
+		return "ok";
+	}
+	return errname(errno);
+}
+
+#ifdef __x86_64__
+/* The i386 system call entry from a 64-bit process: the kernel (and seccomp) sees the x86
+ * ABI, where socket is 359 and socketcall 102 with its arguments in memory. */
+/* int $0x80 clobbers r8-r11 of a 64-bit caller. */
+static long int80(long nr, long a, long b, long c)
+{
+	long r;
+	__asm__ volatile("int $0x80"
+			 : "=a"(r)
+			 : "a"(nr), "b"(a), "c"(b), "d"(c)
+			 : "memory", "r8", "r9", "r10", "r11", "cc");
+	return r;
+}
+
+static uint32_t socketcall_args[3];
+
+static void print_sockets_i386(const char *name, int family, int type)
+{
+	long r = int80(359, family, type, 0);
+	printf("socket32.%s=%s\n", name, r >= 0 ? "ok" : errname((int)-r));
+	if (r >= 0)
+		close((int)r);
+	if ((uintptr_t)socketcall_args > UINT32_MAX) {
+		printf("socketcall.%s=skip\n", name);
+		return;
+	}
+	socketcall_args[0] = (uint32_t)family;
+	socketcall_args[1] = (uint32_t)type;
+	socketcall_args[2] = 0;
+	r = int80(102, 1 /* SYS_SOCKET */, (long)(uintptr_t)socketcall_args, 0);
+	printf("socketcall.%s=%s\n", name, r >= 0 ? "ok" : errname((int)-r));
+	if (r >= 0)
+		close((int)r);
+}
+
+/* In a child: a kernel without IA-32 emulation answers int 0x80 with SIGSEGV, a seccomp filter
+ * without the x86 ABI kills at the first call (SIGSYS). compat32=ok|signal:<name>. */
+static void print_sockets_compat(void)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		print_sockets_i386("unix", AF_UNIX, SOCK_STREAM);
+		print_sockets_i386("vsock", AF_VSOCK, SOCK_STREAM);
+		printf("compat32=ok\n");
+		fflush(stdout);
+		_exit(0);
+	}
+	int status = 0;
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		printf("compat32=error:%s\n", errname(errno));
+	else if (WIFSIGNALED(status))
+		printf("compat32=signal:%s\n", sigabbrev_np(WTERMSIG(status)) ?: "?");
+}
+#endif
+
+static void print_sockets(void)
+{
+	for (size_t i = 0; i < sizeof sock_tries / sizeof sock_tries[0]; i++) {
+		const struct sock_try *t = &sock_tries[i];
+		long r = syscall(SYS_socket, t->family, t->type | SOCK_CLOEXEC, t->protocol);
+		printf("socket.%s=%s\n", t->name, sock_result(r));
+	}
+	static const struct {
+		const char *name;
+		int family, type;
+	} pairs[] = { { "unix", AF_UNIX, SOCK_STREAM },
+		      { "inet", AF_INET, SOCK_STREAM },
+		      { "vsock", AF_VSOCK, SOCK_STREAM } };
+	for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+		int sv[2];
+		int r = socketpair(pairs[i].family, pairs[i].type | SOCK_CLOEXEC, 0, sv);
+		printf("socketpair.%s=%s\n", pairs[i].name, r == 0 ? "ok" : errname(errno));
+		if (r == 0) {
+			close(sv[0]);
+			close(sv[1]);
+		}
+	}
+#ifdef __x86_64__
+	print_sockets_compat();
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
@@ -371,6 +500,8 @@ int main(int argc, char **argv)
 		print_unshare();
 	if (want(argc, argv, "proc1"))
 		print_proc1();
+	if (want(argc, argv, "sockets"))
+		print_sockets();
 	if (want(argc, argv, "hostname")) {
 		char h[256] = "";
 		gethostname(h, sizeof h - 1);

@@ -17,6 +17,10 @@ RUNTIME_BIN=$(command -v "$RUNTIME" 2>/dev/null || true)
 PROBE_BIN=$BUILD/test/helpers/posture-probe
 MAKE_IMAGE=$SRC/test/helpers/make-busybox-image
 DEFAULT_PROFILE=$SRC/profiles/default.json
+# The profile directory (--seccomp-dir) of this script's controllers: a workspace's profile
+# other than the shipped ones must be written here.
+PROFILES=$TMP/profiles
+mkdir -p "$PROFILES"
 HOST_ID_BASE=300000
 # A worker name of this script's own: every workspace id starts with it, so what a workspace
 # leaves on the host (cgroups, processes, mounts) is told apart from other controllers'.
@@ -117,9 +121,10 @@ EOF
 # ---------------------------------------------------------------------------------------------
 # The controller
 
-# start_container_controller [FLAGS...]: a controller on this script's worker with the runtime.
+# start_container_controller [FLAGS...]: a controller on this script's worker with the runtime
+# and PROFILES as a profile directory.
 start_container_controller() {
-	start_controller --worker "$WORKER" --runtime "$RUNTIME" "$@"
+	start_controller --worker "$WORKER" --runtime "$RUNTIME" --seccomp-dir "$PROFILES" "$@"
 }
 
 # require_container_controller [FLAGS...]: checks the prerequisites, builds and imports the

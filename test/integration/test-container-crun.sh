@@ -75,7 +75,7 @@ t_posture() {
 
 # Control for the posture's seccomp denial, with crun.
 t_unconfined_control() {
-	local ws prof=$TMP/unconfined.json
+	local ws prof=$PROFILES/unconfined.json
 	echo '{"defaultAction":"SCMP_ACT_ALLOW"}' >"$prof"
 	new_cws ws "$(jq -nc --arg p "$prof" '{seccompProfile: $p}')" || return 1
 	probe "$ws" unshare || return 1

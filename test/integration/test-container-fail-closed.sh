@@ -144,26 +144,26 @@ refuse_profile() {
 }
 
 t_profile_missing() {
-	refuse_profile "$TMP/no-such-profile.json" "$TMP/no-such-profile.json"
+	refuse_profile "$PROFILES/no-such-profile.json" "$PROFILES/no-such-profile.json"
 }
 
 # Root reads a mode-000 file (CAP_DAC_OVERRIDE), so "unreadable" is a path that cannot be read
 # as a file by anyone: a directory.
 t_profile_unreadable() {
-	mkdir -p "$TMP/profile-dir.json"
-	refuse_profile "$TMP/profile-dir.json" "$TMP/profile-dir.json"
+	mkdir -p "$PROFILES/profile-dir.json"
+	refuse_profile "$PROFILES/profile-dir.json" "$PROFILES/profile-dir.json"
 }
 
 t_profile_invalid_json() {
-	printf '{"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [' >"$TMP/truncated.json"
-	refuse_profile "$TMP/truncated.json" "$TMP/truncated.json"
+	printf '{"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [' >"$PROFILES/truncated.json"
+	refuse_profile "$PROFILES/truncated.json" "$PROFILES/truncated.json"
 }
 
 t_profile_unknown_action() {
-	echo '{"defaultAction":"SCMP_ACT_BOGUS"}' >"$TMP/bogus-default.json"
-	refuse_profile "$TMP/bogus-default.json" SCMP_ACT_BOGUS
-	jq -c '.syscalls[0].action = "SCMP_ACT_NOPE"' "$DEFAULT_PROFILE" >"$TMP/bogus-rule.json"
-	refuse_profile "$TMP/bogus-rule.json" SCMP_ACT_NOPE
+	echo '{"defaultAction":"SCMP_ACT_BOGUS"}' >"$PROFILES/bogus-default.json"
+	refuse_profile "$PROFILES/bogus-default.json" SCMP_ACT_BOGUS
+	jq -c '.syscalls[0].action = "SCMP_ACT_NOPE"' "$DEFAULT_PROFILE" >"$PROFILES/bogus-rule.json"
+	refuse_profile "$PROFILES/bogus-rule.json" SCMP_ACT_NOPE
 }
 
 t_profile_relative() {
@@ -177,7 +177,7 @@ t_profile_relative() {
 # fails naming it and leaves the workspace failed with nothing running — it never starts
 # without its filter. Putting the profile back and restarting again works (the control).
 t_profile_gone_at_restart() {
-	local ws prof=$TMP/vanishing.json
+	local ws prof=$PROFILES/vanishing.json
 	cp "$DEFAULT_PROFILE" "$prof"
 	new_cws ws "$(jq -nc --arg p "$prof" '{seccompProfile: $p}')" || return 1
 	rm "$prof"

@@ -135,7 +135,7 @@ t_userns_denied() {
 # it, so /proc says Seccomp 2; only a config without a seccomp section gives 0, and the API
 # has no way to ask for one (a missing profile is a startup failure, DESIGN §6).
 t_unconfined_control() {
-	local ws prof=$TMP/unconfined.json
+	local ws prof=$PROFILES/unconfined.json
 	echo '{"defaultAction":"SCMP_ACT_ALLOW"}' >"$prof"
 	new_cws ws "$(jq -nc --arg p "$prof" '{seccompProfile: $p}')" || return 1
 	probe "$ws" caps unshare || return 1
@@ -153,11 +153,12 @@ t_unconfined_control() {
 # A second outside profile: Debian's containers-common, converted — a filter is on, and it
 # allows unshare (so a Seccomp 2 filter is not by itself what denies it).
 t_debian_profile() {
-	local ws prof=/usr/share/containers/seccomp.json
-	if [[ ! -r $prof ]]; then
-		skip "Debian's containers-common profile" "$prof missing (golang-github-containers-common)"
+	local ws deb=/usr/share/containers/seccomp.json prof=$PROFILES/containers-common.json
+	if [[ ! -r $deb ]]; then
+		skip "Debian's containers-common profile" "$deb missing (golang-github-containers-common)"
 		return 0
 	fi
+	cp "$deb" "$prof"
 	new_cws ws "$(jq -nc --arg p "$prof" '{seccompProfile: $p}')" || return 1
 	probe "$ws" caps unshare || return 1
 	assert_probe Seccomp 2

@@ -333,7 +333,13 @@ Test(workspace, seccomp_profile)
 
 	ws_bad_says("{\"seccompProfile\":\"profiles/default.json\"}", -EINVAL, "seccompProfile",
 		    "absolute path");
+	ws_bad_says("{\"seccompProfile\":\"../outside\"}", -EINVAL, "seccompProfile",
+		    "profile name");
 	ws_bad("{\"seccompProfile\":\"\"}", -EINVAL, "seccompProfile");
+	/* a name: looked up in the worker's profile directories by the container adapter */
+	ws_ok("{\"seccompProfile\":\"default\"}", &w, &v);
+	cr_assert_str_eq(w.seccomp_profile, "default");
+	json_decref(v);
 	ws_bad("{\"seccompProfile\":\"/a\\u0000b\"}", -EINVAL, "seccompProfile");
 	ws_bad("{\"seccompProfile\":[\"/a\"]}", -EINVAL, "seccompProfile");
 	strcpy(body, "{\"seccompProfile\":\"/");

@@ -9,7 +9,8 @@ import type { CreateWorkspaceRequest } from "./types.js";
 export interface ContainerSandboxAdapterOptions extends AdapterOptions {
   /** `name@sha256:<64 hex>` or `sha256:<64 hex>`, already in the worker's image store. */
   image: string;
-  /** Absolute path on the worker of a Docker-format seccomp profile; default: the worker's. */
+  /** A Docker-format seccomp profile in the worker's profile directories: a name ("default")
+   * or an absolute path beneath one of them; default: the worker's. */
   seccompProfile?: string;
   /** `none` (the default): a private network namespace with loopback only. */
   network?: "none";
