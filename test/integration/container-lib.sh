@@ -88,9 +88,10 @@ container_import_image() {
 # ---------------------------------------------------------------------------------------------
 # The controller
 
-# start_container_controller [FLAGS...]: a controller on this script's worker with the runtime.
+# start_container_controller [FLAGS...]: a controller on this script's worker with the runtime,
+# importing image layouts from beneath $TMP.
 start_container_controller() {
-	start_controller --worker "$WORKER" --runtime "$RUNTIME" "$@"
+	start_controller --worker "$WORKER" --runtime "$RUNTIME" --import-dir "$TMP" "$@"
 }
 
 # require_container_controller [FLAGS...]: checks the prerequisites, builds and imports the
