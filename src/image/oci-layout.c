@@ -300,6 +300,9 @@ static int layout_dir_fetch(struct blob_source *src, struct image_store *s, stru
 	if (fd == -ENOENT)
 		return station_error_set(e, -ENOENT, NULL, "%s: blob %s is missing", src->what,
 					 dshort);
+	if (fd == -EXDEV)
+		return station_error_set(e, -EPERM, NULL, "%s: blob %s leads out of the layout",
+					 src->what, dshort);
 	if (fd < 0)
 		return station_error_set(e, fd, NULL, "%s: blob %s: cannot open: %s", src->what,
 					 dshort, strerror(-fd));
@@ -314,6 +317,9 @@ static int layout_file_read(int dfd, const char *name, const char *what, char **
 	size_t len = 0;
 	ssize_t n;
 
+	if (fd == -EXDEV)
+		return station_error_set(e, -EPERM, NULL, "%s: %s leads out of the layout", what,
+					 name);
 	if (fd < 0)
 		return station_error_set(e, fd == -ENOENT ? -EINVAL : fd, NULL,
 					 "%s: cannot read %s: %s (not an OCI image layout?)", what,

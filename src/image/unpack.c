@@ -628,6 +628,12 @@ int layer_unpack(struct image_store *s, struct image_txn *t, const struct oci_de
 	r = blob_path(s, d->digest, blob);
 	if (r >= 0)
 		r = layer_diff_id(blob, layer, lim.max_bytes, actual, &size, e);
+	if (r == -EFBIG && image_bound)
+		return station_error_set(
+			e, -EFBIG, NULL,
+			"layer %s: the image's layers decompress to more than %llu "
+			"bytes, %s",
+			layer, (unsigned long long)l->max_image_bytes, lim.bytes_what);
 	if (r == -EFBIG)
 		return station_error_set(e, -EFBIG, NULL,
 					 "layer %s: decompresses to more than %llu bytes, %s",
