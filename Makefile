@@ -43,7 +43,8 @@ build:
 
 # make run: the controller in the foreground, container adapter by default, on the tools image
 # (scripts/build-tools-image, built once into TOOLS_IMAGE, reused while its inputs are unchanged)
-# imported into the controller's store through its socket once the socket answers.
+# imported into the controller's store through its socket once the socket answers (TOOLS_IMAGE
+# is the controller's only --import-dir).
 TOOLS_IMAGE      ?= $(BUILD)/tools-image
 TOOLS_IMAGE_NAME ?= node-tools
 SOCKET            = $(ROOT)/station.sock
@@ -58,7 +59,8 @@ run: build
 	image=$(TOOLS_IMAGE_NAME)@$$digest; \
 	mkdir -p $(ROOT) || exit 1; \
 	./$(DAEMON) --root $(ROOT) --default-adapter container --log-format text \
-		--default-image $$image --listen tcp:127.0.0.1:$(PORT) & pid=$$!; \
+		--default-image $$image --listen tcp:127.0.0.1:$(PORT) \
+		--import-dir $(abspath $(TOOLS_IMAGE)) & pid=$$!; \
 	trap 'kill -TERM $$pid 2>/dev/null' INT TERM; \
 	n=0; until ./$(CLI) --socket $(SOCKET) worker >/dev/null 2>&1; do \
 		kill -0 $$pid 2>/dev/null || { wait $$pid; exit $$?; }; \

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* /v1/images: import or pull, list, get, remove. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "basic/cleanup.h"
 #include "daemon/http.h"
 #include "daemon/manager.h"
 #include "daemon/router.h"
@@ -20,13 +22,59 @@ int api_image_list(struct http_request *req)
 	return api_reply_result(req, r, 200, list, &e);
 }
 
-/* Import (path) or pull (reference): both block the loop for the transfer (manager.h). */
+/* Import (path) or pull (reference) run as a job off the loop (manager.h); the request waits
+ * suspended, like a long-poll, and is answered when the job reports. */
+struct image_wait {
+	struct http_request *req;
+	struct image_job *job; /* NULL once it reported */
+	int r;
+	json_t *image;
+	struct station_error e;
+};
+
+static void image_wait_free(void *state)
+{
+	struct image_wait *w = state;
+
+	manager_image_job_forget(w->job); /* the client went away: the job runs on unheard */
+	json_decref(w->image);
+	free(w);
+}
+
+static void on_image_job_done(void *userdata, int r, json_t *image, const struct station_error *e)
+{
+	struct image_wait *w = userdata;
+
+	w->job = NULL;
+	w->r = r;
+	w->image = image;
+	w->e = *e;
+	http_request_resume(w->req);
+}
+
+static int image_create_resumed(struct http_request *req)
+{
+	struct image_wait *w = http_request_state(req);
+	struct station_error e;
+	json_t *image;
+	int r;
+
+	if (!w || w->job)
+		return http_reply_status(req, 500, NULL, "the image import was lost");
+	r = w->r;
+	e = w->e;
+	image = TAKE_PTR(w->image);
+	http_request_set_state(req, NULL, NULL);
+	return api_reply_result(req, r, 201, image, &e);
+}
+
 int api_image_create(struct http_request *req)
 {
 	struct manager *m = http_request_manager(req);
 	struct station_error e = {};
 	struct image_request ir = {};
-	json_t *body = NULL, *image = NULL;
+	struct image_wait *w = NULL;
+	json_t *body = NULL;
 	const void *data;
 	size_t n;
 	int r;
@@ -35,12 +83,30 @@ int api_image_create(struct http_request *req)
 	r = validate_body(data, n, false, &body, &e);
 	if (r >= 0)
 		r = validate_image_request(body, &ir, &e);
-	if (r >= 0 && ir.path)
-		r = manager_image_import(m, ir.path, ir.name, &image, &e);
-	else if (r >= 0)
-		r = manager_image_pull(m, ir.reference, ir.registry, ir.plain_http, &image, &e);
+	if (r >= 0 && !(w = calloc(1, sizeof *w)))
+		r = -ENOMEM;
+	if (r >= 0) {
+		w->req = req;
+		if (ir.path)
+			r = manager_image_import(m, ir.path, ir.name, on_image_job_done, w, &w->job,
+						 &e);
+		else
+			r = manager_image_pull(m, ir.reference, ir.registry, ir.plain_http,
+					       on_image_job_done, w, &w->job, &e);
+	}
 	json_decref(body);
-	return api_reply_result(req, r, 201, image, &e);
+	if (r < 0) {
+		free(w);
+		return api_reply_result(req, r, 201, NULL, &e);
+	}
+	http_request_set_state(req, w, image_wait_free);
+	r = http_request_suspend(req, image_create_resumed);
+	if (r < 0) {
+		http_request_set_state(req, NULL, NULL);
+		return http_reply_status(req, 500, NULL, "cannot wait for the image import: %s",
+					 strerror(-r));
+	}
+	return 0;
 }
 
 /* The image of the list (either shape manager_image_list() may return) with this digest; a

@@ -28,6 +28,7 @@
 
 #define DEFAULT_ROOT "/var/lib/station-sandbox"
 #define MAX_LISTENERS 8
+#define MAX_IMPORT_DIRS 16
 
 #define MAX_SECCOMP_DIRS 16
 
@@ -44,6 +45,7 @@ struct options {
 	struct manager_config mc;
 	const char *seccomp_dirs[MAX_SECCOMP_DIRS]; /* --seccomp-dir, as given */
 	size_t n_seccomp_dirs;
+	const char *import_dirs[MAX_IMPORT_DIRS];
 };
 
 static void usage(FILE *f)
@@ -59,6 +61,8 @@ static void usage(FILE *f)
 		"                        [--default-image NAME@sha256:…] [--seccomp-profile NAME|PATH]\n"
 		"                        [--seccomp-dir DIR]...\n"
 		"                        [--userns-base UID]\n"
+		"                        [--import-dir DIR]... [--max-layer-bytes N]\n"
+		"                        [--max-image-bytes N] [--max-image-entries N]\n"
 		"\n"
 		"The unix socket <root>/station.sock (mode 0600) is always served. TCP listeners\n"
 		"need the bearer token written to <root>/admin.token on first start.\n");
@@ -207,7 +211,41 @@ enum {
 	OPT_SECCOMP_DIR,
 	OPT_ADAPTER,
 	OPT_USERNS_BASE,
+	OPT_IMPORT_DIR,
+	OPT_MAX_LAYER_BYTES,
+	OPT_MAX_IMAGE_BYTES,
+	OPT_MAX_IMAGE_ENTRIES,
 };
+
+/* Image imports: where layouts may come from, and how large an image may unpack. */
+static int parse_image_option(struct options *o, int c, const char *arg)
+{
+	struct image_limits *l = &o->mc.image_limits;
+
+	switch (c) {
+	case OPT_IMPORT_DIR:
+		if (arg[0] != '/') {
+			fprintf(stderr, "station-sandboxd: --import-dir must be absolute\n");
+			return -EINVAL;
+		}
+		if (o->mc.n_import_dirs == MAX_IMPORT_DIRS) {
+			fprintf(stderr, "station-sandboxd: at most %d --import-dir\n",
+				MAX_IMPORT_DIRS);
+			return -EINVAL;
+		}
+		o->import_dirs[o->mc.n_import_dirs++] = arg;
+		o->mc.import_dirs = o->import_dirs;
+		return 0;
+	case OPT_MAX_LAYER_BYTES:
+		return parse_number("--max-layer-bytes", arg, UINT64_MAX, &l->max_layer_bytes);
+	case OPT_MAX_IMAGE_BYTES:
+		return parse_number("--max-image-bytes", arg, UINT64_MAX, &l->max_image_bytes);
+	case OPT_MAX_IMAGE_ENTRIES:
+		return parse_number("--max-image-entries", arg, UINT64_MAX, &l->max_image_entries);
+	default:
+		return -EINVAL;
+	}
+}
 
 static int parse_option(struct options *o, int c, const char *arg)
 {
@@ -307,6 +345,11 @@ static int parse_option(struct options *o, int c, const char *arg)
 	case OPT_MAX_OUTPUT:
 		return parse_number("--max-output-bytes", arg, 2ull * AGENT_MAX_OUTPUT_BYTES,
 				    &o->mc.max_output_bytes);
+	case OPT_IMPORT_DIR:
+	case OPT_MAX_LAYER_BYTES:
+	case OPT_MAX_IMAGE_BYTES:
+	case OPT_MAX_IMAGE_ENTRIES:
+		return parse_image_option(o, c, arg);
 	default:
 		return -EINVAL;
 	}
@@ -334,6 +377,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "seccomp-dir", required_argument, NULL, OPT_SECCOMP_DIR },
 		{ "default-adapter", required_argument, NULL, OPT_ADAPTER },
 		{ "userns-base", required_argument, NULL, OPT_USERNS_BASE },
+		{ "import-dir", required_argument, NULL, OPT_IMPORT_DIR },
+		{ "max-layer-bytes", required_argument, NULL, OPT_MAX_LAYER_BYTES },
+		{ "max-image-bytes", required_argument, NULL, OPT_MAX_IMAGE_BYTES },
+		{ "max-image-entries", required_argument, NULL, OPT_MAX_IMAGE_ENTRIES },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};

@@ -3,16 +3,27 @@
  * image API. */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "adapter/oci-config.h"
 #include "adapter/runtime.h"
 #include "adapter/seccomp.h"
 #include "basic/cleanup.h"
 #include "basic/log.h"
+#include "basic/util.h"
+#include "event/event.h"
 #include "image/image.h"
 #include "manager-internal.h"
 
@@ -37,6 +48,8 @@ void manager_adapters_init(struct manager *m)
 	e = (struct station_error){ 0 };
 	if (image_store_open(m->cfg.root, &m->actx.images, &e) < 0)
 		log_warn("image store unavailable", "error", e.message, NULL);
+	else
+		image_store_set_limits(m->actx.images, &m->cfg.image_limits);
 }
 
 static json_t *check_json(const char *name, bool ok, const char *message)
@@ -107,11 +120,16 @@ static json_t *image_to_json(struct manager *m, const struct image *img)
 }
 
 /* What the client sent was wrong (a bad layout, a digest mismatch, a refused layer entry, a
- * missing path): 400. The store's own failures keep their errno. */
+ * missing path): 400. An image past the worker's limits: 413. The store's own failures keep
+ * their errno. */
 static int image_error(int r, const char *field, struct station_error *e)
 {
 	static const int client_errors[] = { -EBADMSG, -EPERM,	-ENOENT, -ENOTDIR,
 					     -EINVAL,  -EPROTO, -ENOTSUP };
+	if (r == -EFBIG && e) {
+		e->err = -E2BIG;
+		return -E2BIG;
+	}
 	for (size_t i = 0; i < ELEMENTSOF(client_errors); i++)
 		if (r == client_errors[i] && e && e->err != -EHOSTDOWN) {
 			e->err = -EINVAL;
@@ -129,35 +147,407 @@ static int images_available(struct manager *m, struct station_error *e)
 	return 0;
 }
 
-int manager_image_import(struct manager *m, const char *path, const char *name, json_t **ret,
-			 struct station_error *e)
+/* ---- import paths ----------------------------------------------------------------------- */
+
+/* The configured directory path lies beneath, and the rest of path; NULL when none. */
+static const char *import_dir_match(struct manager *m, const char *path, const char **ret_rel)
 {
-	struct image *img = NULL;
-	int r = images_available(m, e);
-	if (r >= 0)
-		r = image_import_layout(m->actx.images, path, name, &img, e);
-	if (r < 0)
-		return image_error(r, "path", e);
-	log_info("image imported", "digest", img->digest, "path", path, NULL);
-	*ret = image_to_json(m, img);
-	image_free(img);
+	for (size_t i = 0; i < m->cfg.n_import_dirs; i++) {
+		const char *dir = m->cfg.import_dirs[i];
+		size_t n = strlen(dir);
+
+		while (n > 1 && dir[n - 1] == '/')
+			n--;
+		if (n == 1 && dir[0] == '/')
+			n = 0;
+		if (strncmp(path, dir, n) != 0 || (path[n] != '/' && path[n] != '\0'))
+			continue;
+		path += n;
+		path += strspn(path, "/");
+		*ret_rel = *path ? path : ".";
+		return dir;
+	}
+	return NULL;
+}
+
+static int import_dirs_list(struct manager *m, char *buf, size_t size)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < m->cfg.n_import_dirs && used < size; i++)
+		used += snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
+				 m->cfg.import_dirs[i]);
 	return 0;
 }
 
-int manager_image_pull(struct manager *m, const char *ref, const char *registry, bool plain_http,
-		       json_t **ret, struct station_error *e)
+/* Opens the layout at path for reading, resolved beneath its import directory's fd without
+ * following any symlink or leaving it through "..". */
+static int import_path_open(struct manager *m, const char *path, int *ret, struct station_error *e)
 {
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	_cleanup_close_ int dfd = -1, fd = -1;
+	const char *dir, *rel = NULL;
+	char dirs[512], proc[64];
+	struct stat st;
+
+	if (m->cfg.n_import_dirs == 0)
+		return station_error_set(e, -EINVAL, "path",
+					 "importing an image from a path is not enabled on this "
+					 "worker: start station-sandboxd with --import-dir DIR and "
+					 "put the layout beneath DIR (or pull the image from a "
+					 "registry)");
+	dir = import_dir_match(m, path, &rel);
+	if (!dir) {
+		import_dirs_list(m, dirs, sizeof dirs);
+		return station_error_set(e, -EINVAL, "path",
+					 "layout \"%s\" is not beneath an import directory of this "
+					 "worker (--import-dir: %s)",
+					 path, dirs);
+	}
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return station_error_set(e, negative_errno(), NULL,
+					 "import directory \"%s\": cannot open: %m", dir);
+	fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof how);
+	if (fd < 0 && errno == ELOOP)
+		return station_error_set(e, -EINVAL, "path",
+					 "layout \"%s\": goes through a symlink, which is not "
+					 "followed beneath import directory %s",
+					 path, dir);
+	if (fd < 0 && errno == EXDEV)
+		return station_error_set(e, -EINVAL, "path",
+					 "layout \"%s\": leaves import directory %s", path, dir);
+	if (fd < 0)
+		return station_error_set(e, errno == ENOTDIR ? -ENOENT : negative_errno(), "path",
+					 "layout \"%s\": %m", path);
+	if (fstat(fd, &st) < 0)
+		return negative_errno();
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return station_error_set(e, -EINVAL, "path",
+					 "layout \"%s\": neither a directory nor a tar", path);
+	/* The file just checked, now open for reading (no FIFO or device can be it). */
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	*ret = open(proc, O_RDONLY | O_CLOEXEC);
+	if (*ret < 0)
+		return station_error_set(e, negative_errno(), NULL,
+					 "layout \"%s\": cannot open: %m", path);
+	return 0;
+}
+
+/* ---- jobs: import and pull in a child process ---------------------------------------------
+ *
+ * Why a process and not a thread: the layout or registry is hostile input, parsed by
+ * libarchive, zlib, zstd, jansson and libcurl; in a child, a bug there cannot corrupt or crash
+ * the controller, and the child can be killed at shutdown without leaving a thread holding the
+ * loop's memory. What runs where: the child opens its own image store (its own images/lock open
+ * file description, so flock() excludes it from other jobs and from the loop's removals) and
+ * does every write of the import there, under images/lock, rolled back on failure. It touches
+ * nothing else: not the SQLite store, not the loop, not an HTTP connection (every other fd is
+ * closed). It reports one line of JSON on a pipe: the image's digest, or the error. The loop
+ * then reads the image's record (written atomically, last) to answer. Two jobs for the same
+ * digest run one after the other under the lock; the second finds the image there. */
+
+struct image_job {
+	struct manager *m;
+	struct image_job *next;
+	pid_t pid;
+	int fd; /* the result pipe */
+	struct event_source *watch;
+	char out[1024];
+	size_t out_len;
+	const char *field; /* the request field an error is about */
+	char what[IMAGE_NAME_MAX + 64];
+	image_job_done_fn done;
+	void *userdata;
+};
+
+struct job_request {
+	int layout_fd; /* import: the layout, open for reading; -1 for a pull */
+	const char *path, *name;
+	const char *ref, *registry;
+	bool plain_http;
+};
+
+static void fds_close_except(int a, int b)
+{
+	int lo = a < b ? a : b, hi = a < b ? b : a;
+	unsigned from = 3;
+
+	if (lo >= (int)from) {
+		close_range(from, lo - 1, 0);
+		from = lo + 1;
+	}
+	if (hi >= (int)from) {
+		if (hi > (int)from)
+			close_range(from, hi - 1, 0);
+		from = hi + 1;
+	}
+	close_range(from, ~0u, 0);
+}
+
+static void job_result_write(int fd, int r, const struct image *img, const struct station_error *e)
+{
+	json_t *o = json_pack("{s:i,s:s,s:s,s:s}", "r", r, "digest", img ? img->digest : "",
+			      "field", e->field, "message", e->message);
+	_cleanup_free_ char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	json_decref(o);
+	if (text)
+		(void)write_all(fd, text, strlen(text));
+}
+
+static _Noreturn void job_child(struct manager *m, int out, const struct job_request *jr)
+{
+	struct station_error e = {};
+	struct image_store *s = NULL;
 	struct image *img = NULL;
-	struct image_pull_options o = { .registry = registry, .plain_http = plain_http };
-	int r = images_available(m, e);
+	sigset_t none;
+	int r;
+
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL); /* the loop's signalfd signals were blocked */
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	fds_close_except(out, jr->layout_fd);
+	r = image_store_open(m->cfg.root, &s, &e);
+	if (r >= 0) {
+		image_store_set_limits(s, &m->cfg.image_limits);
+		if (jr->layout_fd >= 0) {
+			r = image_import_layout_fd(s, jr->layout_fd, jr->path, jr->name, &img, &e);
+		} else {
+			struct image_pull_options o = { .registry = jr->registry,
+							.plain_http = jr->plain_http };
+			r = image_pull(s, jr->ref, &o, &img, &e);
+		}
+	}
+	if (r < 0 && !e.message[0])
+		station_error_set(&e, r, NULL, "%s", strerror(-r));
+	job_result_write(out, r, r >= 0 ? img : NULL, &e);
+	_exit(0);
+}
+
+static void job_unlink(struct image_job *j)
+{
+	struct manager *m = j->m;
+
+	for (struct image_job **p = &m->image_jobs; *p; p = &(*p)->next)
+		if (*p == j) {
+			*p = j->next;
+			m->n_image_jobs--;
+			break;
+		}
+}
+
+static void job_free(struct image_job *j)
+{
+	event_source_free(j->watch);
+	if (j->fd >= 0)
+		close(j->fd);
+	free(j);
+}
+
+/* The child's report, or why there is none. */
+static int job_result(struct image_job *j, int status, char *digest, struct station_error *e)
+{
+	json_t *o = json_loadb(j->out, j->out_len, 0, NULL);
+	const char *d = json_string_value(json_object_get(o, "digest"));
+	const char *field = json_string_value(json_object_get(o, "field"));
+	const char *message = json_string_value(json_object_get(o, "message"));
+	json_t *rv = json_object_get(o, "r");
+	int r;
+
+	if (!json_is_integer(rv)) {
+		json_decref(o);
+		if (WIFSIGNALED(status))
+			return station_error_set(e, -EIO, NULL,
+						 "%s: the import process was killed by signal %d",
+						 j->what, WTERMSIG(status));
+		return station_error_set(e, -EIO, NULL,
+					 "%s: the import process ended (status %d) without a "
+					 "result",
+					 j->what, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	}
+	r = (int)json_integer_value(rv);
+	if (r < 0) {
+		station_error_set(e, r, field && *field ? field : NULL, "%s",
+				  message && *message ? message : strerror(-r));
+	} else if (!d || !image_digest_is_valid(d)) {
+		r = station_error_set(e, -EIO, NULL, "%s: the import process gave no image",
+				      j->what);
+	} else {
+		snprintf(digest, IMAGE_DIGEST_MAX, "%s", d);
+	}
+	json_decref(o);
+	return r;
+}
+
+static void job_finish(struct image_job *j)
+{
+	struct station_error e = {};
+	char digest[IMAGE_DIGEST_MAX] = "";
+	struct image *img = NULL;
+	json_t *image = NULL;
+	int status = 0, r;
+
+	while (waitpid(j->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	job_unlink(j);
+	r = job_result(j, status, digest, &e);
 	if (r >= 0)
-		r = image_pull(m->actx.images, ref, &o, &img, e);
+		r = image_lookup(j->m->actx.images, digest, &img, &e);
+	if (r >= 0) {
+		log_info("image stored", "digest", img->digest, "from", j->what, NULL);
+		image = image_to_json(j->m, img);
+		image_free(img);
+	} else {
+		r = image_error(r, j->field, &e);
+		log_info("image import failed", "from", j->what, "error", e.message, NULL);
+	}
+	if (j->done)
+		j->done(j->userdata, r, image, &e);
+	else
+		json_decref(image);
+	job_free(j);
+}
+
+static int on_job_output(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct image_job *j = userdata;
+	ssize_t n;
+
+	for (;;) {
+		char *at = j->out + j->out_len;
+		size_t room = sizeof j->out - j->out_len;
+		char sink[256];
+
+		n = read(fd, room ? at : sink, room ? room : sizeof sink);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0)
+			break;
+		if (room)
+			j->out_len += n;
+	}
+	job_finish(j);
+	return 0;
+}
+
+static int job_start(struct manager *m, const struct job_request *jr, const char *field,
+		     image_job_done_fn done, void *userdata, struct image_job **ret,
+		     struct station_error *e)
+{
+	_cleanup_free_ struct image_job *j = NULL;
+	int p[2], r;
+
+	if (m->n_image_jobs >= MANAGER_MAX_IMAGE_JOBS)
+		return station_error_set(
+			e, -EAGAIN, NULL,
+			"%zu image imports and pulls are in progress, the most "
+			"this worker runs at once; try again when one has finished",
+			m->n_image_jobs);
+	j = calloc(1, sizeof *j);
+	if (!j)
+		return -ENOMEM;
+	*j = (struct image_job){ .m = m,
+				 .fd = -1,
+				 .field = field,
+				 .done = done,
+				 .userdata = userdata };
+	if (jr->layout_fd >= 0)
+		snprintf(j->what, sizeof j->what, "layout \"%s\"", jr->path);
+	else
+		snprintf(j->what, sizeof j->what, "%s", jr->ref);
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return station_error_set(e, negative_errno(), NULL, "cannot start the import: %m");
+	j->pid = fork();
+	if (j->pid < 0) {
+		r = negative_errno();
+		close(p[0]);
+		close(p[1]);
+		return station_error_set(e, r, NULL, "cannot start the import: %s", strerror(-r));
+	}
+	if (j->pid == 0) {
+		close(p[0]);
+		job_child(m, p[1], jr);
+	}
+	close(p[1]);
+	j->fd = p[0];
+	(void)fcntl(j->fd, F_SETFL, O_NONBLOCK);
+	r = event_add_io(m->loop, &j->watch, j->fd, EPOLLIN, on_job_output, j);
+	if (r < 0) {
+		kill(j->pid, SIGKILL);
+		waitpid(j->pid, NULL, 0);
+		job_free(TAKE_PTR(j));
+		return station_error_set(e, r, NULL, "cannot start the import: %s", strerror(-r));
+	}
+	j->next = m->image_jobs;
+	m->image_jobs = j;
+	m->n_image_jobs++;
+	if (ret)
+		*ret = j;
+	TAKE_PTR(j);
+	return 0;
+}
+
+int manager_image_import(struct manager *m, const char *path, const char *name,
+			 image_job_done_fn done, void *userdata, struct image_job **ret,
+			 struct station_error *e)
+{
+	_cleanup_close_ int fd = -1;
+	struct job_request jr = { .layout_fd = -1, .path = path, .name = name };
+	int r = images_available(m, e);
+
+	if (r >= 0)
+		r = import_path_open(m, path, &fd, e);
+	if (r < 0)
+		return image_error(r, "path", e);
+	jr.layout_fd = fd;
+	return job_start(m, &jr, "path", done, userdata, ret, e);
+}
+
+int manager_image_pull(struct manager *m, const char *ref, const char *registry, bool plain_http,
+		       image_job_done_fn done, void *userdata, struct image_job **ret,
+		       struct station_error *e)
+{
+	struct job_request jr = { .layout_fd = -1,
+				  .ref = ref,
+				  .registry = registry,
+				  .plain_http = plain_http };
+	struct image_ref parsed;
+	int r = images_available(m, e);
+
+	if (r >= 0)
+		r = image_ref_parse(ref, &parsed, e);
 	if (r < 0)
 		return image_error(r, "reference", e);
-	log_info("image pulled", "digest", img->digest, "reference", ref, NULL);
-	*ret = image_to_json(m, img);
-	image_free(img);
-	return 0;
+	return job_start(m, &jr, "reference", done, userdata, ret, e);
+}
+
+void manager_image_job_forget(struct image_job *j)
+{
+	if (j)
+		j->done = NULL;
+}
+
+void manager_image_jobs_free(struct manager *m)
+{
+	while (m->image_jobs) {
+		struct image_job *j = m->image_jobs;
+
+		m->image_jobs = j->next;
+		kill(j->pid, SIGKILL);
+		while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		job_free(j);
+	}
+	m->n_image_jobs = 0;
 }
 
 int manager_image_list(struct manager *m, json_t **ret, struct station_error *e)

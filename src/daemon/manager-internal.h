@@ -87,6 +87,8 @@ struct manager {
 	struct run_waiter *fire_queue; /* waiters whose run ended, fired by fire_timer */
 	struct event_source *fire_timer;
 	struct event_source *prune_timer;
+	struct image_job *image_jobs; /* imports and pulls under way (manager-image.c) */
+	size_t n_image_jobs;
 };
 
 struct workspace *workspace_find(struct manager *m, const char *id);
@@ -97,6 +99,8 @@ int workspace_lookup(struct manager *m, const char *id, struct workspace **ret,
 void manager_adapters_init(struct manager *m);
 /* Appends the container adapter's checks; true when all pass. */
 bool manager_ready_container(struct manager *m, json_t *checks);
+/* Kills the jobs still running (controller shutdown); their callers are not called. */
+void manager_image_jobs_free(struct manager *m);
 
 /* manager-run.c */
 struct run_state *run_state_find(struct workspace *ws, const char *id);

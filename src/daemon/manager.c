@@ -837,6 +837,7 @@ void manager_free(struct manager *m)
 		manager_run_waiter_cancel(m->fire_queue);
 	event_source_free(m->fire_timer);
 	event_source_free(m->prune_timer);
+	manager_image_jobs_free(m);
 	cgroup_free(m->base_cgroup);
 	runtime_free(m->actx.runtime);
 	image_store_close(m->actx.images);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "basic/error.h"
+#include "image/image.h"
 
 struct manager;
 struct event_loop;
@@ -35,6 +36,11 @@ struct manager_config {
 	const char *default_seccomp;	  /* the worker's default seccomp profile (path) */
 	const char *const *seccomp_dirs;  /* profile directories, NULL-terminated (adapter.h) */
 	uint32_t id_base;		  /* host uid/gid of container root (range of 65536) */
+	/* Image imports (manager-image.c): layouts only from beneath these directories
+	 * (--import-dir; none: path imports are refused), within these limits (0: defaults). */
+	const char *const *import_dirs;
+	size_t n_import_dirs;
+	struct image_limits image_limits;
 };
 
 int manager_new(struct event_loop *loop, struct store *store, const struct manager_config *cfg,
@@ -115,11 +121,24 @@ void manager_run_unwatch(struct run_watch *w);
 
 /* Images (the container adapter's image store). Image JSON: {"digest","name","reference",
  * "size","layers","config":{"user","env","workdir"},"createdAt","usedBy":[workspace ids]}.
- * Import and pull block the loop while they run (a local layout or registry: seconds). */
-int manager_image_import(struct manager *m, const char *path, const char *name, json_t **ret,
+ *
+ * Import and pull run in a child process (a job), never on the loop: done() is called once,
+ * from the loop, with the result (r < 0: e says why; else the image JSON, which done() takes).
+ * At most MANAGER_MAX_IMAGE_JOBS run at once (-EAGAIN beyond). The path of an import must lie
+ * beneath one of cfg.import_dirs, and is resolved there without following symlinks. */
+#define MANAGER_MAX_IMAGE_JOBS 4
+struct image_job;
+typedef void (*image_job_done_fn)(void *userdata, int r, json_t *image,
+				  const struct station_error *e);
+int manager_image_import(struct manager *m, const char *path, const char *name,
+			 image_job_done_fn done, void *userdata, struct image_job **ret,
 			 struct station_error *e);
 int manager_image_pull(struct manager *m, const char *ref, const char *registry, bool plain_http,
-		       json_t **ret, struct station_error *e);
+		       image_job_done_fn done, void *userdata, struct image_job **ret,
+		       struct station_error *e);
+/* The caller no longer wants the result: done() will not be called. The job itself runs to its
+ * end (its own timeouts bound it), so the store is left as a whole import or none. */
+void manager_image_job_forget(struct image_job *j);
 int manager_image_list(struct manager *m, json_t **ret, struct station_error *e);
 /* -EBUSY while a workspace uses it. */
 int manager_image_remove(struct manager *m, const char *ref, struct station_error *e);

@@ -90,6 +90,7 @@ struct image_store {
 	char *layers; /* <root>/images/layers */
 	char *index;  /* <root>/images/index */
 	int lock_fd;
+	struct image_limits limits;
 };
 
 /* What one import or pull has added so far, removed again when it fails. */
@@ -102,6 +103,8 @@ void image_txn_done(struct image_txn *t);
 
 /* Exclusive lock on images/lock for the duration of a writing operation. */
 int image_store_lock(struct image_store *s);
+/* The same without waiting: -EBUSY while another operation holds it. */
+int image_store_trylock(struct image_store *s);
 void image_store_unlock(struct image_store *s);
 
 int blob_path(const struct image_store *s, const char *digest, char ret[PATH_MAX]);
@@ -155,15 +158,37 @@ int image_record_write(struct image_store *s, const char *digest, const char *in
 		       const char *name, const struct oci_manifest *m, char *const *diff_ids,
 		       uint64_t size, struct station_error *e);
 
-/* The digest of the uncompressed tar of a layer blob ("sha256:<hex>"). */
-int layer_diff_id(const char *blob, const char *layer, char ret[IMAGE_DIGEST_MAX],
-		  struct station_error *e);
+/* Layer file owners are kept only inside the container id range (unpack.c). */
+#define LAYER_ID_RANGE 65536
+#define LAYER_ID_OVERFLOW 65534
+
+/* Bounds on one layer's unpacking; what names each limit in messages ("the per-layer limit
+ * (--max-layer-bytes)"). 0: no bound. */
+struct layer_limits {
+	uint64_t max_bytes;   /* decompressed tar stream, and the sum of regular file sizes */
+	uint64_t max_entries; /* tar entries */
+	const char *bytes_what, *entries_what;
+};
+
+/* The digest of the uncompressed tar of a layer blob ("sha256:<hex>") and its size. -EFBIG,
+ * with *e left for the caller to fill, once the decompressed stream passes max_bytes (0: no
+ * bound): nothing more is decompressed. */
+int layer_diff_id(const char *blob, const char *layer, uint64_t max_bytes,
+		  char ret[IMAGE_DIGEST_MAX], uint64_t *ret_size, struct station_error *e);
 /* Unpacks a layer tar (plain, gzip or zstd; detected from content) into dest, which must not
  * exist: entries go to a temporary dir beside it that is renamed to dest at the end, and is
- * removed when an entry is refused. layer names the layer in messages. */
+ * removed when an entry is refused or a limit of lim (NULL: none) is passed. layer names the
+ * layer in messages. *ret_entries (may be NULL) gets the number of entries. */
 int layer_unpack_file(const char *blob, const char *dest, const char *layer,
+		      const struct layer_limits *lim, uint64_t *ret_entries,
 		      struct station_error *e);
+
+/* What the layers of one import have used so far, against the store's limits. */
+struct image_budget {
+	uint64_t bytes;
+	uint64_t entries;
+};
 /* Unpacks the layer blob with this digest into images/layers/<diff id hex>/ unless there,
- * after checking the blob's diff id. */
+ * after checking the blob's diff id, within the store's limits (adding to *b). */
 int layer_unpack(struct image_store *s, struct image_txn *t, const struct oci_descriptor *d,
-		 const char *diff_id, struct station_error *e);
+		 const char *diff_id, struct image_budget *b, struct station_error *e);

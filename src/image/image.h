@@ -13,8 +13,10 @@
  *                                written atomically last: an image exists once it is there
  *   images/lock                  flock()ed by every operation that writes
  *
- * images/ is mode 0700: unpacked layers keep the owners and modes of the image (setuid
- * binaries included), which must not be reachable by unprivileged host users.
+ * images/ is mode 0700: unpacked layers keep the modes of the image (setuid binaries included)
+ * and its owners within the container range (ids of 65536 and up become 65534), which must not
+ * be reachable by unprivileged host users; file capabilities and all but user.* xattrs are
+ * dropped (unpack.c states the whole contract).
  *
  * A failed import or pull leaves nothing behind: the blobs and layers it added are removed.
  *
@@ -75,15 +77,36 @@ void image_free_array(struct image *imgs, size_t n);
 
 struct image_store;
 
-/* Opens (creating when missing) the store under <root>/images. */
+/* Opens (creating when missing) the store under <root>/images, with the default limits. */
 int image_store_open(const char *root, struct image_store **ret, struct station_error *e);
 void image_store_close(struct image_store *s);
+
+/* Bounds on what one import or pull may unpack; passing one aborts it (nothing left behind)
+ * with -EFBIG and a message naming the layer and the limit. 0: the default. Defaults: 8 GiB a
+ * layer and 16 GiB an image decompressed (the largest images in common use, CUDA and ML
+ * toolchains, are 10-15 GB unpacked with single layers of a few GB), 1 Mi entries an image (a
+ * full Debian with compilers has ~100k files). Layers already in the store are not counted
+ * again. Compressed layer blobs are held to the same byte limits before they are fetched. */
+#define IMAGE_MAX_LAYER_BYTES_DEFAULT (8ull << 30)
+#define IMAGE_MAX_IMAGE_BYTES_DEFAULT (16ull << 30)
+#define IMAGE_MAX_ENTRIES_DEFAULT (1ull << 20)
+struct image_limits {
+	uint64_t max_layer_bytes;
+	uint64_t max_image_bytes;
+	uint64_t max_image_entries;
+};
+void image_store_set_limits(struct image_store *s, const struct image_limits *l);
 
 /* Imports the image of an OCI image layout, a directory or a tar of one. index.json must list
  * exactly one manifest, or an image index with a linux/<this machine's architecture> entry.
  * name (may be NULL) is recorded for `image ls`. *ret (may be NULL) gets the image. */
 int image_import_layout(struct image_store *s, const char *path, const char *name,
 			struct image **ret, struct station_error *e);
+/* The same from an fd open on the layout directory or tar (O_RDONLY; for a tar, at its
+ * start); path only names it in messages. Nothing is opened by path: the layout's files are
+ * opened beneath fd (RESOLVE_BENEATH), and must be regular files. */
+int image_import_layout_fd(struct image_store *s, int fd, const char *path, const char *name,
+			   struct image **ret, struct station_error *e);
 
 struct image_pull_options {
 	const char *registry; /* "host[:port]"; NULL: the host part of the reference's name */

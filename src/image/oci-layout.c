@@ -133,11 +133,44 @@ static int manifest_and_config_fetch(struct blob_source *src, struct image_store
 	return 0;
 }
 
+/* A compressed blob larger than the decompressed limits cannot unpack within them: refused
+ * before it is fetched. */
+static int layer_blobs_check(const struct image_store *s, const struct ingest *g,
+			     struct station_error *e)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < g->manifest.n_layers; i++) {
+		const struct oci_descriptor *d = &g->manifest.layers[i];
+		char layer[DIGEST_SHORT_LEN];
+
+		digest_short(d->digest, layer);
+		sum += d->size;
+		if (d->size > s->limits.max_layer_bytes)
+			return station_error_set(e, -EFBIG, NULL,
+						 "layer %s: its blob is %llu bytes, more than the "
+						 "limit for a layer (--max-layer-bytes) of %llu",
+						 layer, (unsigned long long)d->size,
+						 (unsigned long long)s->limits.max_layer_bytes);
+		if (sum > s->limits.max_image_bytes)
+			return station_error_set(
+				e, -EFBIG, NULL,
+				"layer %s: the layer blobs add up to more than the "
+				"limit for the image's layers (--max-image-bytes) "
+				"of %llu bytes",
+				layer, (unsigned long long)s->limits.max_image_bytes);
+	}
+	return 0;
+}
+
 static int layers_fetch_and_unpack(struct blob_source *src, struct image_store *s,
 				   struct image_txn *t, struct ingest *g, struct station_error *e)
 {
-	int r;
+	struct image_budget b = {};
+	int r = layer_blobs_check(s, g, e);
 
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < g->manifest.n_layers; i++) {
 		r = fetch(src, s, t, &g->manifest.layers[i], e);
 		if (r < 0)
@@ -145,7 +178,7 @@ static int layers_fetch_and_unpack(struct blob_source *src, struct image_store *
 		g->size += g->manifest.layers[i].size;
 	}
 	for (size_t i = 0; i < g->manifest.n_layers; i++) {
-		r = layer_unpack(s, t, &g->manifest.layers[i], g->diff_ids[i], e);
+		r = layer_unpack(s, t, &g->manifest.layers[i], g->diff_ids[i], &b, e);
 		if (r < 0)
 			return r;
 	}
@@ -196,15 +229,24 @@ struct layout_dir {
 	int fd;
 };
 
+/* A regular file beneath the layout dir (a FIFO or device there must not block or be read);
+ * -EINVAL when it is something else. */
 static int open_beneath(int dfd, const char *path, int flags)
 {
-	struct open_how how = { .flags = flags | O_CLOEXEC,
+	struct open_how how = { .flags = flags | O_CLOEXEC | O_NONBLOCK,
 				.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
 	int fd = syscall(SYS_openat2, dfd, path, &how, sizeof how);
+	struct stat st;
 
 	if (fd < 0 && (errno == ENOSYS || errno == EPERM))
-		fd = openat(dfd, path, flags | O_CLOEXEC | O_NOFOLLOW);
-	return fd < 0 ? negative_errno() : fd;
+		fd = openat(dfd, path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return negative_errno();
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
 }
 
 static int blob_copy_fd(struct image_store *s, struct image_txn *t, int fd,
@@ -258,6 +300,9 @@ static int layout_dir_fetch(struct blob_source *src, struct image_store *s, stru
 	if (fd == -ENOENT)
 		return station_error_set(e, -ENOENT, NULL, "%s: blob %s is missing", src->what,
 					 dshort);
+	if (fd == -EXDEV)
+		return station_error_set(e, -EPERM, NULL, "%s: blob %s leads out of the layout",
+					 src->what, dshort);
 	if (fd < 0)
 		return station_error_set(e, fd, NULL, "%s: blob %s: cannot open: %s", src->what,
 					 dshort, strerror(-fd));
@@ -272,6 +317,9 @@ static int layout_file_read(int dfd, const char *name, const char *what, char **
 	size_t len = 0;
 	ssize_t n;
 
+	if (fd == -EXDEV)
+		return station_error_set(e, -EPERM, NULL, "%s: %s leads out of the layout", what,
+					 name);
 	if (fd < 0)
 		return station_error_set(e, fd == -ENOENT ? -EINVAL : fd, NULL,
 					 "%s: cannot read %s: %s (not an OCI image layout?)", what,
@@ -322,7 +370,7 @@ static int layout_top_pick(const char *index, size_t len, const char *what,
 	return r;
 }
 
-static int layout_dir_import(struct image_store *s, struct image_txn *t, const char *path,
+static int layout_dir_import(struct image_store *s, struct image_txn *t, int fd, const char *path,
 			     const char *name, struct image **ret, struct station_error *e)
 {
 	_cleanup_free_ char *layout = NULL, *index = NULL;
@@ -333,7 +381,7 @@ static int layout_dir_import(struct image_store *s, struct image_txn *t, const c
 	int r;
 
 	snprintf(what, sizeof what, "layout \"%s\"", path);
-	l.fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	l.fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (l.fd < 0)
 		return station_error_set(e, negative_errno(), NULL, "%s: cannot open: %m", what);
 	r = layout_file_read(l.fd, "oci-layout", what, &layout, &llen, LAYOUT_FILE_MAX, e);
@@ -455,8 +503,8 @@ static int tar_entry_ingest(struct image_store *s, struct image_txn *t, struct l
 	return tar_blob_ingest(s, t, a, ent, digest, l->src.what, e);
 }
 
-static int layout_tar_read(struct image_store *s, struct image_txn *t, const char *path,
-			   struct layout_tar *l, struct station_error *e)
+static int layout_tar_read(struct image_store *s, struct image_txn *t, int fd, struct layout_tar *l,
+			   struct station_error *e)
 {
 	_cleanup_archive_ struct archive *a = archive_read_new();
 	struct archive_entry *ent;
@@ -467,7 +515,7 @@ static int layout_tar_read(struct image_store *s, struct image_txn *t, const cha
 	archive_read_support_filter_gzip(a);
 	archive_read_support_filter_zstd(a);
 	archive_read_support_format_tar(a);
-	if (archive_read_open_filename(a, path, COPY_BLOCK) != ARCHIVE_OK)
+	if (archive_read_open_fd(a, fd, COPY_BLOCK) != ARCHIVE_OK)
 		return station_error_set(e, -EINVAL, NULL, "%s: cannot read as a tar: %s",
 					 l->src.what, archive_error_string(a));
 	while ((r = archive_read_next_header(a, &ent)) != ARCHIVE_EOF) {
@@ -485,7 +533,7 @@ static int layout_tar_read(struct image_store *s, struct image_txn *t, const cha
 	return 0;
 }
 
-static int layout_tar_import(struct image_store *s, struct image_txn *t, const char *path,
+static int layout_tar_import(struct image_store *s, struct image_txn *t, int fd, const char *path,
 			     const char *name, struct image **ret, struct station_error *e)
 {
 	char what[PATH_MAX + 16];
@@ -494,7 +542,7 @@ static int layout_tar_import(struct image_store *s, struct image_txn *t, const c
 	int r;
 
 	snprintf(what, sizeof what, "layout \"%s\"", path);
-	r = layout_tar_read(s, t, path, &l, e);
+	r = layout_tar_read(s, t, fd, &l, e);
 	if (r >= 0)
 		r = oci_layout_check(l.layout, l.layout_len, what, e);
 	if (r >= 0)
@@ -506,14 +554,14 @@ static int layout_tar_import(struct image_store *s, struct image_txn *t, const c
 	return r;
 }
 
-int image_import_layout(struct image_store *s, const char *path, const char *name,
-			struct image **ret, struct station_error *e)
+int image_import_layout_fd(struct image_store *s, int fd, const char *path, const char *name,
+			   struct image **ret, struct station_error *e)
 {
 	struct image_txn t = {};
 	struct stat st;
 	int r;
 
-	if (stat(path, &st) < 0)
+	if (fstat(fd, &st) < 0)
 		return station_error_set(e, negative_errno(), "path", "layout \"%s\": %m", path);
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 		return station_error_set(e, -EINVAL, "path",
@@ -522,9 +570,9 @@ int image_import_layout(struct image_store *s, const char *path, const char *nam
 	if (r < 0)
 		return station_error_set(e, r, NULL, "image store: cannot lock: %s", strerror(-r));
 	if (S_ISDIR(st.st_mode))
-		r = layout_dir_import(s, &t, path, name, ret, e);
+		r = layout_dir_import(s, &t, fd, path, name, ret, e);
 	else
-		r = layout_tar_import(s, &t, path, name, ret, e);
+		r = layout_tar_import(s, &t, fd, path, name, ret, e);
 	if (r < 0)
 		image_txn_rollback(&t);
 	else if (S_ISREG(st.st_mode))
@@ -532,4 +580,19 @@ int image_import_layout(struct image_store *s, const char *path, const char *nam
 	image_txn_done(&t);
 	image_store_unlock(s);
 	return r;
+}
+
+int image_import_layout(struct image_store *s, const char *path, const char *name,
+			struct image **ret, struct station_error *e)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return station_error_set(e, negative_errno(), "path", "layout \"%s\": %m", path);
+	if (fstat(fd, &st) < 0)
+		return negative_errno();
+	if (S_ISREG(st.st_mode) && fcntl(fd, F_SETFL, 0) < 0)
+		return negative_errno();
+	return image_import_layout_fd(s, fd, path, name, ret, e);
 }

@@ -69,6 +69,7 @@ int image_store_open(const char *root, struct image_store **ret, struct station_
 	if (!s)
 		return -ENOMEM;
 	s->lock_fd = -1;
+	image_store_set_limits(s, NULL);
 	if (path_join(&s->root, root, "images") < 0 ||
 	    path_join(&s->blobs, s->root, "blobs/sha256") < 0 ||
 	    path_join(&s->layers, s->root, "layers") < 0 ||
@@ -83,6 +84,26 @@ int image_store_open(const char *root, struct image_store **ret, struct station_
 		return station_error_set(e, negative_errno(), NULL,
 					 "image store \"%s\": cannot open its lock: %m", s->root);
 	*ret = TAKE_PTR(s);
+	return 0;
+}
+
+void image_store_set_limits(struct image_store *s, const struct image_limits *l)
+{
+	s->limits = (struct image_limits){
+		.max_layer_bytes = l && l->max_layer_bytes ? l->max_layer_bytes :
+							     IMAGE_MAX_LAYER_BYTES_DEFAULT,
+		.max_image_bytes = l && l->max_image_bytes ? l->max_image_bytes :
+							     IMAGE_MAX_IMAGE_BYTES_DEFAULT,
+		.max_image_entries = l && l->max_image_entries ? l->max_image_entries :
+								 IMAGE_MAX_ENTRIES_DEFAULT,
+	};
+}
+
+int image_store_trylock(struct image_store *s)
+{
+	while (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0)
+		if (errno != EINTR)
+			return errno == EWOULDBLOCK ? -EBUSY : negative_errno();
 	return 0;
 }
 
@@ -648,7 +669,14 @@ int image_remove(struct image_store *s, const char *ref, struct station_error *e
 
 	if (r < 0)
 		return r;
-	r = image_store_lock(s);
+	/* Never waits: the caller is the event loop, and an import or pull holds the lock for
+	 * its whole transfer. */
+	r = image_store_trylock(s);
+	if (r == -EBUSY)
+		return station_error_set(e, r, NULL,
+					 "image %s: the image store is busy with an import or "
+					 "pull; remove it when that has finished",
+					 ref);
 	if (r < 0)
 		return station_error_set(e, r, NULL, "image store: cannot lock: %s", strerror(-r));
 	r = image_record_find(s, parsed.digest, &path);

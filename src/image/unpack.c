@@ -1,11 +1,38 @@
 /* SPDX-License-Identifier: MIT */
-/* Layer tars unpacked into overlayfs lower dirs. Every entry is written through directory fds
- * opened one component at a time beneath the layer root (openat2 RESOLVE_BENEATH |
- * RESOLVE_NO_SYMLINKS, O_NOFOLLOW without it), so no entry can reach outside the layer:
- * absolute paths, ".." components, paths through symlinks, device nodes and hard links to
- * targets outside the layer are refused, and a refused entry aborts the whole layer. OCI
- * whiteouts become overlay whiteouts: ".wh.NAME" a 0/0 char device, ".wh..wh..opq" the
- * trusted.overlay.opaque=y xattr of its directory. */
+/* Layer tars unpacked into overlayfs lower dirs. The security contract, for a layer crafted by
+ * an attacker:
+ *
+ * Paths. Every entry is written through directory fds opened one component at a time beneath
+ * the layer root (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, O_NOFOLLOW without it), so no
+ * entry can reach outside the layer: absolute paths, ".." components, paths through symlinks,
+ * device nodes and hard links to targets outside the layer are refused, and a refused entry
+ * aborts the whole layer (nothing of it is left). OCI whiteouts become overlay whiteouts:
+ * ".wh.NAME" a 0/0 char device, ".wh..wh..opq" the trusted.overlay.opaque=y xattr of its
+ * directory.
+ *
+ * Owners. Layers keep the image's own ids, to be mapped into each workspace's range when
+ * mounted; every uid and gid must therefore lie in the 65536-id container range: an id of
+ * 65536 or more becomes 65534 (the overflow "nobody"), so no file is ever left owned by a host
+ * id (a setuid file owned 0:70000 comes out 0:65534, not owned by a host group).
+ *
+ * Modes. Permission bits are kept as the image has them, setuid and setgid included: they are
+ * applied after the owner (chown clears them) and mean nothing on the host, since images/ is
+ * 0700 and the container's rootfs overlay is mounted nosuid.
+ *
+ * Extended attributes. Only user.* xattrs are restored. security.* (security.capability, file
+ * capabilities, above all; SELinux and IMA labels too) and every other namespace (system.*,
+ * POSIX ACLs) are dropped; trusted.overlay.* and user.overlay.*, which would steer the overlay
+ * mount, refuse the layer; other trusted.* are dropped.
+ *
+ * Nothing else. Entries are written by this file, not by archive_write_disk(), so libarchive
+ * restores no ACLs, file flags (chattr), xattrs or owners of its own: no ARCHIVE_EXTRACT_*
+ * flag applies. What is written is the type, owner (as above), mode, mtime, file data and
+ * user.* xattrs.
+ *
+ * Bounds. The decompressed size of a layer (the whole tar stream) and the number of entries are
+ * bounded by the caller's limits, checked while the stream is read (layer_diff_id(), which runs
+ * before anything is unpacked) and while entries are applied; going past one aborts the layer
+ * with a message naming the layer and the limit. */
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -37,11 +64,29 @@ struct unpack {
 	const char *root;  /* its path */
 	const char *layer; /* names the layer in messages */
 	const char *entry; /* the entry being applied, as the tar names it */
+	const struct layer_limits *lim;
+	uint64_t entries, file_bytes;
 	struct station_error *e;
 };
 
 static int refuse(struct unpack *u, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* An id of the image, kept only when it lies in the container range (see above). */
+static uint32_t id_contain(la_int64_t id)
+{
+	return id >= 0 && id < LAYER_ID_RANGE ? (uint32_t)id : LAYER_ID_OVERFLOW;
+}
+
+static uid_t entry_uid(struct archive_entry *ent)
+{
+	return id_contain(archive_entry_uid(ent));
+}
+
+static gid_t entry_gid(struct archive_entry *ent)
+{
+	return id_contain(archive_entry_gid(ent));
+}
 
 static int refuse(struct unpack *u, int err, const char *fmt, ...)
 {
@@ -175,13 +220,16 @@ static int xattrs_apply(struct unpack *u, int fd, struct archive_entry *ent)
 	archive_entry_xattr_reset(ent);
 	while (archive_entry_xattr_next(ent, &name, &value, &size) == ARCHIVE_OK) {
 		/* trusted.overlay.* and user.overlay.* would steer the overlay mount */
-		if (strncmp(name, "trusted.", 8) == 0 || strncmp(name, "user.overlay.", 13) == 0)
+		if (strncmp(name, "trusted.overlay.", 16) == 0 ||
+		    strncmp(name, "user.overlay.", 13) == 0)
 			return refuse(u, -EPERM,
 				      "sets xattr \"%s\", which is not allowed in a "
 				      "layer",
 				      name);
-		if (strncmp(name, "user.", 5) != 0 && strcmp(name, "security.capability") != 0)
-			continue; /* other namespaces mean nothing inside a container */
+		/* security.capability (file capabilities), other security.*, trusted.*, system.*:
+		 * dropped (see the top of this file) */
+		if (strncmp(name, "user.", 5) != 0)
+			continue;
 		if (fsetxattr(fd, name, value, size, 0) < 0)
 			return refuse(u, negative_errno(), "cannot set xattr: %s", strerror(errno));
 	}
@@ -197,7 +245,7 @@ static int metadata_apply(struct unpack *u, int fd, struct archive_entry *ent, b
 		{ archive_entry_mtime(ent), archive_entry_mtime_nsec(ent) },
 	};
 
-	if (fchown(fd, archive_entry_uid(ent), archive_entry_gid(ent)) < 0 ||
+	if (fchown(fd, entry_uid(ent), entry_gid(ent)) < 0 ||
 	    fchmod(fd, archive_entry_perm(ent) & 07777) < 0)
 		return refuse(u, negative_errno(), "cannot set owner or mode: %s", strerror(errno));
 	if (times && futimens(fd, ts) < 0)
@@ -235,10 +283,18 @@ static int file_data_copy(struct unpack *u, struct archive *a, int fd, struct ar
 static int file_create(struct unpack *u, struct archive *a, struct archive_entry *ent, int dfd,
 		       const char *name)
 {
-	_cleanup_close_ int fd =
-		openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	_cleanup_close_ int fd = -1;
+	la_int64_t size = archive_entry_size(ent);
 	int r;
 
+	/* Sparse entries make files larger than the stream: their sizes count too. */
+	u->file_bytes += size > 0 ? (uint64_t)size : 0;
+	if (u->lim && u->lim->max_bytes && u->file_bytes > u->lim->max_bytes)
+		return station_error_set(u->e, -EFBIG, NULL,
+					 "layer %s: its files add up to more than %llu bytes, %s",
+					 u->layer, (unsigned long long)u->lim->max_bytes,
+					 u->lim->bytes_what);
+	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return refuse(u, negative_errno(), "cannot create: %s", strerror(errno));
 	r = file_data_copy(u, a, fd, ent);
@@ -271,8 +327,7 @@ static int symlink_create(struct unpack *u, struct archive_entry *ent, int dfd, 
 	if (!target || !*target)
 		return refuse(u, -EPERM, "%s", "symlink without a target");
 	if (symlinkat(target, dfd, name) < 0 ||
-	    fchownat(dfd, name, archive_entry_uid(ent), archive_entry_gid(ent),
-		     AT_SYMLINK_NOFOLLOW) < 0 ||
+	    fchownat(dfd, name, entry_uid(ent), entry_gid(ent), AT_SYMLINK_NOFOLLOW) < 0 ||
 	    utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW) < 0)
 		return refuse(u, negative_errno(), "cannot create symlink: %s", strerror(errno));
 	return 0;
@@ -287,7 +342,7 @@ static int fifo_create(struct unpack *u, struct archive_entry *ent, int dfd, con
 	fd = openat_beneath(dfd, name, O_PATH);
 	if (fd < 0)
 		return fd;
-	if (fchownat(fd, "", archive_entry_uid(ent), archive_entry_gid(ent), AT_EMPTY_PATH) < 0 ||
+	if (fchownat(fd, "", entry_uid(ent), entry_gid(ent), AT_EMPTY_PATH) < 0 ||
 	    fchmodat(dfd, name, archive_entry_perm(ent) & 0777, 0) < 0)
 		return refuse(u, negative_errno(), "cannot set owner or mode: %s", strerror(errno));
 	return 0;
@@ -451,6 +506,11 @@ static int entries_apply(struct unpack *u, struct archive *a)
 		if (r < ARCHIVE_WARN)
 			return station_error_set(u->e, -EBADMSG, NULL, "layer %s: corrupt tar: %s",
 						 u->layer, archive_error_string(a));
+		if (u->lim && u->lim->max_entries && ++u->entries > u->lim->max_entries)
+			return station_error_set(u->e, -EFBIG, NULL,
+						 "layer %s: more than %llu entries, %s", u->layer,
+						 (unsigned long long)u->lim->max_entries,
+						 u->lim->entries_what);
 		r = entry_apply(u, a, ent);
 		if (r < 0)
 			return r;
@@ -458,11 +518,12 @@ static int entries_apply(struct unpack *u, struct archive *a)
 }
 
 static int unpack_into(const char *blob, const char *tmp, const char *layer,
+		       const struct layer_limits *lim, uint64_t *ret_entries,
 		       struct station_error *e)
 {
 	_cleanup_archive_ struct archive *a = NULL;
 	_cleanup_close_ int root_fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct unpack u = { .root = tmp, .layer = layer, .e = e };
+	struct unpack u = { .root = tmp, .layer = layer, .lim = lim, .e = e };
 	int r;
 
 	if (root_fd < 0 || fchmod(root_fd, 0755) < 0)
@@ -474,10 +535,13 @@ static int unpack_into(const char *blob, const char *tmp, const char *layer,
 	r = entries_apply(&u, a);
 	if (r >= 0 && syncfs(root_fd) < 0)
 		r = negative_errno();
+	if (r >= 0 && ret_entries)
+		*ret_entries = u.entries;
 	return r;
 }
 
 int layer_unpack_file(const char *blob, const char *dest, const char *layer,
+		      const struct layer_limits *lim, uint64_t *ret_entries,
 		      struct station_error *e)
 {
 	char tmp[PATH_MAX];
@@ -488,7 +552,7 @@ int layer_unpack_file(const char *blob, const char *dest, const char *layer,
 	if (!mkdtemp(tmp))
 		return station_error_set(e, negative_errno(), NULL,
 					 "layer %s: cannot create \"%s\": %m", layer, tmp);
-	r = unpack_into(blob, tmp, layer, e);
+	r = unpack_into(blob, tmp, layer, lim, ret_entries, e);
 	if (r >= 0 && rename(tmp, dest) < 0)
 		r = station_error_set(e, negative_errno(), NULL,
 				      "layer %s: cannot move into place at \"%s\": %m", layer,
@@ -500,8 +564,8 @@ int layer_unpack_file(const char *blob, const char *dest, const char *layer,
 	return 0;
 }
 
-int layer_diff_id(const char *blob, const char *layer, char ret[IMAGE_DIGEST_MAX],
-		  struct station_error *e)
+int layer_diff_id(const char *blob, const char *layer, uint64_t max_bytes,
+		  char ret[IMAGE_DIGEST_MAX], uint64_t *ret_size, struct station_error *e)
 {
 	_cleanup_archive_ struct archive *a = NULL;
 	struct archive_entry *ent;
@@ -509,15 +573,20 @@ int layer_diff_id(const char *blob, const char *layer, char ret[IMAGE_DIGEST_MAX
 	char buf[READ_BLOCK];
 	uint8_t sum[32];
 	char hex[65];
-	la_ssize_t n;
+	la_ssize_t n = 0;
+	uint64_t total = 0;
 	int r = archive_open_layer(blob, true, layer, &a, e);
 
 	if (r < 0)
 		return r;
 	sha256_init(&sha);
 	r = archive_read_next_header(a, &ent);
-	while (r == ARCHIVE_OK && (n = archive_read_data(a, buf, sizeof buf)) > 0)
+	while (r == ARCHIVE_OK && (n = archive_read_data(a, buf, sizeof buf)) > 0) {
+		total += n;
+		if (max_bytes && total > max_bytes)
+			return -EFBIG;
 		sha256_update(&sha, buf, n);
+	}
 	if (r != ARCHIVE_OK || n < 0)
 		return station_error_set(
 			e, -EBADMSG, NULL, "layer %s: cannot decompress: %s", layer,
@@ -525,13 +594,30 @@ int layer_diff_id(const char *blob, const char *layer, char ret[IMAGE_DIGEST_MAX
 	sha256_final(&sha, sum);
 	hex_encode(sum, sizeof sum, hex);
 	snprintf(ret, IMAGE_DIGEST_MAX, "sha256:%s", hex);
+	if (ret_size)
+		*ret_size = total;
 	return 0;
 }
 
+static uint64_t budget_left(uint64_t max, uint64_t used)
+{
+	return used >= max ? 1 : max - used; /* 1: the next byte or entry is over */
+}
+
 int layer_unpack(struct image_store *s, struct image_txn *t, const struct oci_descriptor *d,
-		 const char *diff_id, struct station_error *e)
+		 const char *diff_id, struct image_budget *b, struct station_error *e)
 {
 	char blob[PATH_MAX], dest[PATH_MAX], actual[IMAGE_DIGEST_MAX], layer[DIGEST_SHORT_LEN];
+	const struct image_limits *l = &s->limits;
+	uint64_t image_left = budget_left(l->max_image_bytes, b->bytes), size = 0, entries = 0;
+	bool image_bound = image_left < l->max_layer_bytes;
+	struct layer_limits lim = {
+		.max_bytes = image_bound ? image_left : l->max_layer_bytes,
+		.max_entries = budget_left(l->max_image_entries, b->entries),
+		.bytes_what = image_bound ? "the limit for the image's layers (--max-image-bytes)" :
+					    "the limit for a layer (--max-layer-bytes)",
+		.entries_what = "the limit for the image's layers (--max-image-entries)",
+	};
 	struct stat st;
 	int r;
 
@@ -541,7 +627,17 @@ int layer_unpack(struct image_store *s, struct image_txn *t, const struct oci_de
 		return 0;
 	r = blob_path(s, d->digest, blob);
 	if (r >= 0)
-		r = layer_diff_id(blob, layer, actual, e);
+		r = layer_diff_id(blob, layer, lim.max_bytes, actual, &size, e);
+	if (r == -EFBIG && image_bound)
+		return station_error_set(
+			e, -EFBIG, NULL,
+			"layer %s: the image's layers decompress to more than %llu "
+			"bytes, %s",
+			layer, (unsigned long long)l->max_image_bytes, lim.bytes_what);
+	if (r == -EFBIG)
+		return station_error_set(e, -EFBIG, NULL,
+					 "layer %s: decompresses to more than %llu bytes, %s",
+					 layer, (unsigned long long)lim.max_bytes, lim.bytes_what);
 	if (r < 0)
 		return r;
 	if (strcmp(actual, diff_id) != 0)
@@ -549,8 +645,10 @@ int layer_unpack(struct image_store *s, struct image_txn *t, const struct oci_de
 					 "layer %s: diff id mismatch: the uncompressed tar has "
 					 "%.19s, the image config says %.19s",
 					 layer, actual, diff_id);
-	r = layer_unpack_file(blob, dest, layer, e);
+	r = layer_unpack_file(blob, dest, layer, &lim, &entries, e);
 	if (r < 0)
 		return r;
+	b->bytes += size;
+	b->entries += entries;
 	return image_txn_add(t, dest);
 }

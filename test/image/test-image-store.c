@@ -360,3 +360,66 @@ Test(store, overlay_mount_merges_layers)
 	cr_assert_eq(umount(mnt), 0);
 	image_free(img);
 }
+
+/* A layer that decompresses past the store's limits: refused naming the layer and the limit,
+ * nothing left; the same layout under larger limits imports (the control). */
+Test(store, decompression_bomb_leaves_nothing)
+{
+	struct station_error e = {};
+	char bomb_layout[PATH_MAX], bomb_manifest[80], tar[PATH_MAX], opts[PATH_MAX + 32];
+	struct tar_entry t[] = { { "zeros", 'f', NULL, 0644, .zeros = 24u << 20 } };
+	struct image_limits layer = { .max_layer_bytes = 16u << 20 };
+	struct image_limits image = { .max_image_bytes = 20u << 20 };
+	struct image_limits entries = { .max_image_entries = 4 };
+	struct image_limits roomy = { .max_layer_bytes = 32u << 20 };
+
+	snprintf(tar, sizeof tar, "%s/bomb.tar.gz", dir);
+	tar_write(tar, t, ELEMENTSOF(t), true);
+	snprintf(opts, sizeof opts, "--extra-layer '%s'", tar);
+	snprintf(bomb_layout, sizeof bomb_layout, "%s/bomb", dir);
+	busybox_layout(bomb_layout, false, opts, bomb_manifest, NULL);
+
+	image_store_set_limits(store, &layer);
+	cr_assert_eq(image_import_layout(store, bomb_layout, NULL, NULL, &e), -EFBIG);
+	cr_assert(strncmp(e.message, "layer sha256:", 13) == 0, "%s", e.message);
+	cr_assert(strstr(e.message, ": decompresses to more than 16777216 bytes, the limit for a "
+				    "layer (--max-layer-bytes)"),
+		  "%s", e.message);
+	assert_store_empty();
+
+	image_store_set_limits(store, &image);
+	cr_assert_eq(image_import_layout(store, bomb_layout, NULL, NULL, &e), -EFBIG);
+	cr_assert(strstr(e.message, ": the image's layers decompress to more than 20971520 "
+				    "bytes, the limit for the image's layers (--max-image-bytes)"),
+		  "%s", e.message);
+	assert_store_empty();
+
+	image_store_set_limits(store, &entries);
+	cr_assert_eq(image_import_layout(store, bomb_layout, NULL, NULL, &e), -EFBIG);
+	cr_assert(strstr(e.message, " entries, the limit for the image's layers "
+				    "(--max-image-entries)"),
+		  "%s", e.message);
+	assert_store_empty();
+
+	image_store_set_limits(store, &roomy);
+	cr_assert_eq(image_import_layout(store, bomb_layout, NULL, NULL, &e), 0, "%s", e.message);
+}
+
+/* Removal never waits for an import in progress (its caller is the event loop): -EBUSY while
+ * another handle holds the lock, and the same removal goes through once it is released. */
+Test(store, remove_while_locked_is_busy)
+{
+	struct station_error e = {};
+	struct image_store *other = NULL;
+
+	cr_assert_eq(image_import_layout(store, layout, NULL, NULL, &e), 0, "%s", e.message);
+	cr_assert_eq(image_store_open(root, &other, &e), 0, "%s", e.message);
+	cr_assert_eq(image_store_lock(other), 0);
+	cr_assert_eq(image_remove(store, manifest, &e), -EBUSY);
+	cr_assert(strstr(e.message, "the image store is busy with an import or pull"), "%s",
+		  e.message);
+	image_store_unlock(other);
+	image_store_close(other);
+	cr_assert_eq(image_remove(store, manifest, &e), 0, "%s", e.message);
+	assert_store_empty();
+}

@@ -81,7 +81,11 @@ struct tar_entry {
 	char type;
 	const char *data;
 	mode_t mode;
-	const char *xattr; /* name of an xattr to set to "1", or NULL */
+	const char *xattr; /* name of an xattr to set to "1" (or xattr_value), or NULL */
+	unsigned uid, gid;
+	const void *xattr_value; /* xattr_len bytes */
+	size_t xattr_len;
+	size_t zeros; /* 'f' without data: this many zero bytes */
 };
 
 static inline void tar_write(const char *path, const struct tar_entry *ents, size_t n, bool gzip)
@@ -96,7 +100,9 @@ static inline void tar_write(const char *path, const struct tar_entry *ents, siz
 	for (size_t i = 0; i < n; i++) {
 		struct archive_entry *e = archive_entry_new();
 		const struct tar_entry *t = &ents[i];
-		size_t len = t->type == 'f' && t->data ? strlen(t->data) : 0;
+		size_t len = t->type == 'f' && t->data ? strlen(t->data) :
+			     t->type == 'f'	       ? t->zeros :
+							 0;
 		mode_t type = t->type == 'd' ? AE_IFDIR :
 			      t->type == 'l' ? AE_IFLNK :
 			      t->type == 'c' ? AE_IFCHR :
@@ -115,12 +121,25 @@ static inline void tar_write(const char *path, const struct tar_entry *ents, siz
 		if (t->type == 'c' || t->type == 'b')
 			archive_entry_set_rdev(e, makedev(1, 3));
 		if (t->xattr)
-			archive_entry_xattr_add_entry(e, t->xattr, "1", 1);
+			archive_entry_xattr_add_entry(e, t->xattr, t->xattr_value ?: "1",
+						      t->xattr_value ? t->xattr_len : 1);
+		archive_entry_set_uid(e, t->uid);
+		archive_entry_set_gid(e, t->gid);
 		archive_entry_set_size(e, len);
 		cr_assert_eq(archive_write_header(a, e), ARCHIVE_OK, "%s: %s", t->path,
 			     archive_error_string(a));
-		if (len)
+		if (len && t->data) {
 			cr_assert_eq(archive_write_data(a, t->data, len), (la_ssize_t)len);
+		} else if (len) {
+			static const char zero[65536];
+
+			for (size_t done = 0; done < len;) {
+				size_t k = len - done < sizeof zero ? len - done : sizeof zero;
+
+				cr_assert_eq(archive_write_data(a, zero, k), (la_ssize_t)k);
+				done += k;
+			}
+		}
 		archive_entry_free(e);
 	}
 	cr_assert_eq(archive_write_close(a), ARCHIVE_OK);

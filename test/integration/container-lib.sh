@@ -121,10 +121,10 @@ EOF
 # ---------------------------------------------------------------------------------------------
 # The controller
 
-# start_container_controller [FLAGS...]: a controller on this script's worker with the runtime
-# and PROFILES as a profile directory.
+# start_container_controller [FLAGS...]: a controller on this script's worker with the runtime,
+# PROFILES as a profile directory, importing image layouts from beneath $TMP.
 start_container_controller() {
-	start_controller --worker "$WORKER" --runtime "$RUNTIME" --seccomp-dir "$PROFILES" "$@"
+	start_controller --worker "$WORKER" --runtime "$RUNTIME" --seccomp-dir "$PROFILES" --import-dir "$TMP" "$@"
 }
 
 # require_container_controller [FLAGS...]: checks the prerequisites, builds and imports the

@@ -46,7 +46,7 @@ ready_check() {
 # --- the runtime ---
 
 t_runtime_absent() {
-	start_controller --worker "$WORKER" --runtime /nonexistent/runc || return 1
+	start_controller --worker "$WORKER" --runtime /nonexistent/runc --import-dir "$TMP" || return 1
 	api -q GET /v1/ready
 	assert_eq false "$(ready_check runtime ok)" "ready: runtime check ok"
 	assert_contains /nonexistent/runc "$(ready_check runtime message)" "ready: runtime message"
