@@ -61,7 +61,10 @@ extern const struct adapter_ops adapter_container;
 
 const struct adapter_ops *adapter_find(const char *name);
 
-/* Shared by the adapters: a listening unix socket at path (0600), the read end of a pipe
- * holding the secret. */
+/* Shared by the adapters: a listening unix socket at path (0600); the fd the agent reads its
+ * start block from (proto/agent-start.h: the secret, env, and workdir unless NULL), which is
+ * how anything secret or from the workspace's spec reaches the agent: never on a command
+ * line. */
 int adapter_listen_unix(const char *path);
-int adapter_secret_pipe(const uint8_t *secret, size_t len);
+int adapter_start_fd(const uint8_t *secret, size_t secret_len, const char *workdir,
+		     char *const *env);
