@@ -292,14 +292,59 @@ static int on_sigchld(struct event_source *s, const struct signalfd_siginfo *si,
 	return 0;
 }
 
+/* Whether process pid descends from us: its parent chain reaches us (orphans of our commands
+ * are reparented to us, the subreaper). False when it cannot be told (it is gone). */
+static bool from_our_tree(pid_t pid)
+{
+	pid_t self = getpid();
+
+	for (int depth = 0; pid > 1 && depth < 256; depth++) {
+		char path[32], buf[512];
+		snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return false;
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			return false;
+		buf[n] = 0;
+		/* "pid (comm) state ppid ...": comm may hold anything, the last ')' ends it */
+		char *paren = strrchr(buf, ')');
+		int ppid;
+		if (!paren || sscanf(paren + 1, " %*c %d", &ppid) != 1)
+			return false;
+		if (ppid == self)
+			return true;
+		pid = ppid;
+	}
+	return false;
+}
+
+/* A stopping signal counts only from the kernel or from outside the sandbox. A negative si_code
+ * (SI_QUEUE, SI_TKILL, SI_MESGQ...) is what rt_sigqueueinfo() lets any process put in, with any
+ * si_pid, 0 included: nobody stops us that way. kill() gives SI_USER and the sender's pid in
+ * our pid namespace, 0 when it is outside: as a container's PID 1, only 0 (the runtime, the
+ * host). On the host (the host adapter) a sender outside our tree counts; our commands run
+ * with our rights and could kill us anyway, but a stray `pkill` among them must not stop the
+ * workspace. */
+static bool stop_signal_allowed(const struct signalfd_siginfo *si)
+{
+	if (si->ssi_code != SI_USER && si->ssi_code != SI_KERNEL)
+		return false;
+	if (getpid() == 1)
+		return si->ssi_pid == 0;
+	return si->ssi_pid == 0 || !from_our_tree((pid_t)si->ssi_pid);
+}
+
 static int on_sigterm(struct event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
-	/* As a container's PID 1, a signal from inside our pid namespace comes from a command
-	 * (ssi_pid set): it must not stop the workspace. The runtime's come from outside (0). */
-	if (getpid() == 1 && si->ssi_pid != 0) {
-		char pid[16];
+	if (!stop_signal_allowed(si)) {
+		char pid[16], code[16];
 		snprintf(pid, sizeof pid, "%u", si->ssi_pid);
-		log_warn("ignored a signal sent from inside the sandbox", "pid", pid, NULL);
+		snprintf(code, sizeof code, "%d", si->ssi_code);
+		log_warn("ignored a stop signal from inside the sandbox or forged", "signal",
+			 strsignal((int)si->ssi_signo), "pid", pid, "code", code, NULL);
 		return 0;
 	}
 	agent_shutdown(userdata);
