@@ -65,6 +65,9 @@ extern const struct adapter_ops adapter_container;
 const struct adapter_ops *adapter_find(const char *name);
 
 /* Shared by the adapters: a listening unix socket at name in the directory dfd (0600, an entry
- * there replaced, a symlink never followed), the read end of a pipe holding the secret. */
+ * there replaced, a symlink never followed); the fd the agent reads its start block from
+ * (proto/agent-start.h: the secret, env, and workdir unless NULL), which is how anything secret
+ * or from the workspace's spec reaches the agent: never on a command line. */
 int adapter_listen_unix(int dfd, const char *name);
-int adapter_secret_pipe(const uint8_t *secret, size_t len);
+int adapter_start_fd(const uint8_t *secret, size_t secret_len, const char *workdir,
+		     char *const *env);

@@ -44,12 +44,13 @@
 #include "cgroup/cgroup.h"
 #include "image/image.h"
 #include "oci-config.h"
+#include "proto/agent-start.h"
 #include "runtime.h"
 #include "seccomp.h"
 
 #define ID_RANGE 65536u
 #define DEFAULT_WORKDIR OCI_HOME_DIR "/workspace"
-#define MAX_AGENT_ARGS (2 * 512 + 32)
+#define MAX_AGENT_ARGS 16
 /* runsc: the sandbox's own cgroupfs (--cgroupfs mounts cpu and memory; only memory is a
  * per-run hierarchy), and how long the agent may take to bind its socket after `run`. */
 #define RUNSC_AGENT_CGROUP "v1:/sys/fs/cgroup/memory"
@@ -808,12 +809,36 @@ static int delegate_cgroup(const struct adapter_workspace *ws, struct cgroup **r
 	return 0;
 }
 
+/* What the agent starts with. Its command line is readable by every host user (the container's
+ * PID 1 is a host process too) and lands in config.json: only our own settings go there. The
+ * environment (the image's, then the workspace's) and the workdir (the spec's or the image's)
+ * go in the start block, through the secret fd. */
 struct agent_args {
 	char *argv[MAX_AGENT_ARGS];
 	char cgroup[256];
 	char user[32];
 	char workdir[PATH_MAX];
+	char **env; /* borrowed from the image and the workspace, NULL-terminated */
 };
+
+/* The image's env without HOME (the persistent one we mount wins), then the workspace's. */
+static int build_agent_env(const struct adapter_workspace *ws, const struct image *img,
+			   struct agent_args *a)
+{
+	char *const *lists[] = { img->config.env, ws->env };
+	size_t n = 0, total = 0;
+	for (size_t l = 0; l < ELEMENTSOF(lists); l++)
+		for (size_t i = 0; lists[l] && lists[l][i]; i++)
+			total++;
+	a->env = calloc(total + 1, sizeof *a->env);
+	if (!a->env)
+		return -ENOMEM;
+	for (size_t l = 0; l < ELEMENTSOF(lists); l++)
+		for (size_t i = 0; lists[l] && lists[l][i]; i++)
+			if (l != 0 || strncmp(lists[l][i], "HOME=", 5) != 0)
+				a->env[n++] = lists[l][i];
+	return 0;
+}
 
 static int build_agent_args(const struct adapter_workspace *ws, const struct image *img,
 			    const struct cgroup *c, uid_t uid, gid_t gid, struct agent_args *a)
@@ -835,27 +860,14 @@ static int build_agent_args(const struct adapter_workspace *ws, const struct ima
 		a->argv[n++] = (char *)"--listen-fd=4";
 		a->argv[n++] = (char *)"--secret-fd=3";
 	}
-	a->argv[n++] = (char *)"--workdir";
-	a->argv[n++] = a->workdir;
 	a->argv[n++] = (char *)"--home";
 	a->argv[n++] = (char *)OCI_HOME_DIR;
 	a->argv[n++] = (char *)"--cgroup";
 	a->argv[n++] = a->cgroup;
 	a->argv[n++] = (char *)"--user";
 	a->argv[n++] = a->user;
-	char *const *lists[] = { img->config.env, ws->env };
-	for (size_t l = 0; l < ELEMENTSOF(lists); l++)
-		for (size_t i = 0; lists[l] && lists[l][i]; i++) {
-			if (n + 3 >= MAX_AGENT_ARGS)
-				return -E2BIG;
-			/* HOME is the persistent one we mount, whatever the image says */
-			if (l == 0 && strncmp(lists[l][i], "HOME=", 5) == 0)
-				continue;
-			a->argv[n++] = (char *)"--env";
-			a->argv[n++] = lists[l][i];
-		}
 	a->argv[n] = NULL;
-	return 0;
+	return build_agent_env(ws, img, a);
 }
 
 static uint64_t spec_pids_limit(const struct adapter_workspace *ws)
@@ -995,19 +1007,38 @@ static int wait_agent_socket(const struct adapter_workspace *ws, const char *soc
 	}
 }
 
-/* runsc: stdin is the secret pipe, stdout and stderr the log, no other fd. */
+/* The fd of the agent's start block, or a station error naming why (E2BIG: the image's and the
+ * workspace's env together exceed what the agent takes). */
+static int open_start_block(const struct agent_args *args, const uint8_t *secret, size_t secret_len,
+			    struct station_error *e)
+{
+	int fd = adapter_start_fd(secret, secret_len, args->workdir, args->env);
+	if (fd == -E2BIG)
+		return station_error_set(e, fd, "env",
+					 "the image's and the workspace's env together have more "
+					 "than %u entries",
+					 PROTO_MAX_START_ENV);
+	if (fd < 0)
+		return station_error_set(e, fd, NULL, "cannot hand the agent its start block: %s",
+					 strerror(-fd));
+	return fd;
+}
+
+/* runsc: stdin is the start block, stdout and stderr the log, no other fd. */
 static int run_sandbox(const struct adapter_workspace *ws, const char *sock, const char *bundle,
-		       const uint8_t *secret, size_t secret_len, pid_t *ret_pid,
-		       struct station_error *e)
+		       const struct agent_args *args, const uint8_t *secret, size_t secret_len,
+		       pid_t *ret_pid, struct station_error *e)
 {
 	if (unlink(sock) < 0 && errno != ENOENT) /* run/ is ours; unlink never follows */
 		return station_error_set(e, negative_errno(), NULL, "cannot remove \"%s\": %m",
 					 sock);
-	_cleanup_close_ int secret_fd = adapter_secret_pipe(secret, secret_len);
+	_cleanup_close_ int secret_fd = open_start_block(args, secret, secret_len, e);
+	if (secret_fd < 0)
+		return secret_fd;
 	_cleanup_close_ int log_fd = open_log(ws);
-	if (secret_fd < 0 || log_fd < 0)
-		return station_error_set(e, secret_fd < 0 ? secret_fd : log_fd, NULL,
-					 "cannot set up the agent's secret or log");
+	if (log_fd < 0)
+		return station_error_set(e, log_fd, NULL, "cannot open the agent's log: %s",
+					 strerror(-log_fd));
 	struct runtime_io io = { .in = secret_fd, .out = log_fd, .err = log_fd };
 	remove_stale_state(ws);
 	pid_t pid = 0;
@@ -1020,26 +1051,26 @@ static int run_sandbox(const struct adapter_workspace *ws, const char *sock, con
 	return 0;
 }
 
-static int run_container(const struct adapter_workspace *ws, const uint8_t *secret,
-			 size_t secret_len, pid_t *ret_pid, struct station_error *e)
+static int run_container(const struct adapter_workspace *ws, const struct agent_args *args,
+			 const uint8_t *secret, size_t secret_len, pid_t *ret_pid,
+			 struct station_error *e)
 {
 	char sock[PATH_MAX], bundle[PATH_MAX];
 	snprintf(sock, sizeof sock, "%s/run/agent.sock", ws->dir);
 	snprintf(bundle, sizeof bundle, "%s/bundle", ws->dir);
 	if (is_runsc(ws->ctx))
-		return run_sandbox(ws, sock, bundle, secret, secret_len, ret_pid, e);
+		return run_sandbox(ws, sock, bundle, args, secret, secret_len, ret_pid, e);
+	_cleanup_close_ int secret_fd = open_start_block(args, secret, secret_len, e);
+	if (secret_fd < 0)
+		return secret_fd;
 	_cleanup_close_ int wfd = open(ws->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	_cleanup_close_ int rfd = wfd < 0 ? negative_errno() :
 					    safe_open_dir(wfd, "run", SAFE_BENEATH);
 	_cleanup_close_ int listen_fd = rfd < 0 ? rfd : adapter_listen_unix(rfd, "agent.sock");
-	_cleanup_close_ int secret_fd = adapter_secret_pipe(secret, secret_len);
 	_cleanup_close_ int log_fd = open_log(ws);
-	if (listen_fd < 0 || secret_fd < 0 || log_fd < 0)
-		return station_error_set(e,
-					 listen_fd < 0 ? listen_fd :
-					 secret_fd < 0 ? secret_fd :
-							 log_fd,
-					 NULL, "cannot set up the agent's socket, secret or log");
+	if (listen_fd < 0 || log_fd < 0)
+		return station_error_set(e, listen_fd < 0 ? listen_fd : log_fd, NULL,
+					 "cannot set up the agent's socket or log");
 	/* the agent, as container root, accepts on it; others inside cannot pass the secret */
 	uint32_t root = ws_base(ws);
 	int r = safe_chown_at(rfd, "agent.sock", S_IFSOCK, root, root, (mode_t)-1);
@@ -1084,14 +1115,15 @@ static int container_start_agent(const struct adapter_workspace *ws, const uint8
 	if (r >= 0)
 		r = delegate_cgroup(ws, &c, e);
 	if (r >= 0 && build_agent_args(ws, img, c, uid, gid, args) < 0)
-		r = station_error_set(e, -E2BIG, "env", "too many environment entries");
+		r = station_error_set(e, -ENOMEM, NULL, "out of memory");
 	if (r >= 0)
 		r = write_bundle(ws, c, args->argv, seccomp, e);
 	if (r >= 0)
-		r = run_container(ws, secret, secret_len, ret_pid, e);
+		r = run_container(ws, args, secret, secret_len, ret_pid, e);
 	json_decref(seccomp);
 	cgroup_free(c);
 	image_free(img);
+	free(args->env);
 	free(args);
 	return r;
 }

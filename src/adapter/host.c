@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -19,8 +20,9 @@
 #include "basic/safe-fs.h"
 #include "basic/util.h"
 #include "cgroup/cgroup.h"
+#include "proto/agent-start.h"
 
-enum { AGENT_SECRET_FD = 3, AGENT_LISTEN_FD = 4, MAX_AGENT_ARGS = 2 * 256 + 16 };
+enum { AGENT_SECRET_FD = 3, AGENT_LISTEN_FD = 4, MAX_AGENT_ARGS = 16 };
 
 /* home/workspace and run/ through the workspace directory's fd (safe-fs.h): whatever was
  * planted below is refused, never followed. */
@@ -64,18 +66,27 @@ int adapter_listen_unix(int dfd, const char *name)
 	return TAKE_FD(fd);
 }
 
-int adapter_secret_pipe(const uint8_t *secret, size_t len)
+/* A memfd, not a pipe: the block can be megabytes (256 env entries of 32 KiB each, and the
+ * image's), and a pipe written before the agent runs holds 64 KiB. Sealed, and at offset 0. */
+int adapter_start_fd(const uint8_t *secret, size_t secret_len, const char *workdir,
+		     char *const *env)
 {
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return negative_errno();
-	int r = write_all(p[1], secret, len);
-	close(p[1]);
-	if (r < 0) {
-		close(p[0]);
-		return r;
-	}
-	return p[0];
+	struct buf b = { 0 };
+	int r = agent_start_encode(&b, secret, secret_len, workdir, env);
+	_cleanup_close_ int fd =
+		r < 0 ? -1 : memfd_create("station-agent-start", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (r >= 0 && fd < 0)
+		r = negative_errno();
+	if (r >= 0)
+		r = write_all(fd, b.data, b.len);
+	if (r >= 0 &&
+	    (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
+	     lseek(fd, 0, SEEK_SET) < 0))
+		r = negative_errno();
+	if (b.data)
+		explicit_bzero(b.data, b.len);
+	buf_free(&b);
+	return r < 0 ? r : TAKE_FD(fd);
 }
 
 /* Runs in the forked child: never returns. Reports errno through err_fd on failure. */
@@ -119,12 +130,7 @@ static int build_argv(const struct adapter_workspace *ws, const char *cgroup_str
 		argv[n++] = (char *)"--cgroup";
 		argv[n++] = (char *)cgroup_str;
 	}
-	for (size_t i = 0; ws->env && ws->env[i]; i++) {
-		if (n + 3 >= MAX_AGENT_ARGS)
-			return -E2BIG;
-		argv[n++] = (char *)"--env";
-		argv[n++] = ws->env[i];
-	}
+	/* the workspace env goes in the start block (adapter_start_fd), never here */
 	argv[n] = NULL;
 	return 0;
 }
@@ -155,9 +161,9 @@ static int host_start_agent(const struct adapter_workspace *ws, const uint8_t *s
 		return station_error_set(e, wfd < 0 ? -errno : listen_fd, NULL,
 					 "agent socket \"%s\": %s", sock,
 					 strerror(wfd < 0 ? errno : -listen_fd));
-	_cleanup_close_ int secret_fd = adapter_secret_pipe(secret, secret_len);
+	_cleanup_close_ int secret_fd = adapter_start_fd(secret, secret_len, NULL, ws->env);
 	if (secret_fd < 0)
-		return station_error_set(e, secret_fd, NULL, "secret pipe: %s",
+		return station_error_set(e, secret_fd, "env", "the agent's start block: %s",
 					 strerror(-secret_fd));
 	_cleanup_close_ int log_fd =
 		safe_open_file(wfd, "agent.log", O_WRONLY | O_CREAT | O_APPEND, 0600, SAFE_BENEATH);

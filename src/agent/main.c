@@ -27,8 +27,8 @@
 #include "cgroup/cgroup.h"
 #include "event/event.h"
 #include "proto/agent-proto.h"
+#include "proto/agent-start.h"
 
-#define SECRET_MIN 16
 #define AGENT_LOG_LINES_PER_MINUTE 600
 #define AGENT_LOG_MAX_BYTES (64ull << 20)
 #define SUN_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
@@ -43,8 +43,6 @@ struct args {
 	bool set_user;
 	uid_t uid;
 	gid_t gid;
-	char **env;
-	size_t n_env;
 	enum log_format log_format;
 };
 
@@ -61,10 +59,11 @@ static int usage_error(const char *what, const char *value)
 {
 	log_error("bad arguments", "problem", what, "value", value ? value : "", NULL);
 	fprintf(stderr,
-		"usage: station-agent --listen-fd N | --listen PATH --secret-fd M --workdir DIR\n"
-		"                     --home DIR\n"
-		"                     [--cgroup v1:/a:/b | v2:/dir] [--env KEY=VALUE]...\n"
-		"                     [--user UID:GID] [--log-format json|text]\n");
+		"usage: station-agent --listen-fd N | --listen PATH --secret-fd M [--workdir DIR]\n"
+		"                     --home DIR [--cgroup v1:/a:/b | v2:/dir]\n"
+		"                     [--user UID:GID] [--log-format json|text]\n"
+		"The secret, the environment and the workdir (unless --workdir) come on the\n"
+		"--secret-fd, never on the command line (docs/agent-protocol.md).\n");
 	return -EINVAL;
 }
 
@@ -75,15 +74,6 @@ static int parse_fd(const char *s, int *ret)
 	if (parse_u64(s, INT32_MAX, &v) < 0 || v < 3)
 		return -EINVAL;
 	*ret = (int)v;
-	return 0;
-}
-
-static int parse_env(struct args *a, const char *s)
-{
-	if (a->n_env >= PROTO_MAX_ENV || strlen(s) > PROTO_MAX_ENV_ENTRY || !strchr(s, '=') ||
-	    !run_env_entry_valid(s))
-		return -EINVAL;
-	a->env[a->n_env++] = (char *)s;
 	return 0;
 }
 
@@ -132,8 +122,6 @@ static int parse_option(struct args *a, int c, const char *v)
 	case 'c':
 		a->cgroup = v;
 		return 0;
-	case 'e':
-		return parse_env(a, v) < 0 ? usage_error("bad --env", v) : 0;
 	case 'u':
 		return parse_user(a, v) < 0 ? usage_error("bad --user", v) : 0;
 	case 'f':
@@ -158,7 +146,6 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "workdir", required_argument, NULL, 'w' },
 		{ "home", required_argument, NULL, 'h' },
 		{ "cgroup", required_argument, NULL, 'c' },
-		{ "env", required_argument, NULL, 'e' },
 		{ "user", required_argument, NULL, 'u' },
 		{ "log-format", required_argument, NULL, 'f' },
 		{},
@@ -166,9 +153,6 @@ static int parse_args(int argc, char **argv, struct args *a)
 	int c, r;
 
 	*a = (struct args){ .listen_fd = -1, .secret_fd = -1, .log_format = LOG_FORMAT_JSON };
-	a->env = calloc((size_t)argc + 1, sizeof *a->env);
-	if (!a->env)
-		return -ENOMEM;
 	while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
 		r = parse_option(a, c, optarg);
 		if (r < 0)
@@ -183,7 +167,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 				   NULL);
 	if (a->listen_path && (a->listen_path[0] != '/' || strlen(a->listen_path) >= SUN_PATH_MAX))
 		return usage_error("bad --listen", a->listen_path);
-	if (!a->workdir || a->workdir[0] != '/' || !a->home || a->home[0] != '/')
+	if ((a->workdir && a->workdir[0] != '/') || !a->home || a->home[0] != '/')
 		return usage_error("--workdir and --home must be absolute paths", NULL);
 	return 0;
 }
@@ -202,28 +186,45 @@ static void ensure_stdio(void)
 		}
 }
 
-static int read_secret(int fd, uint8_t *secret, size_t *ret_len)
+/* The start block (proto/agent-start.h), read to EOF: a sealed memfd or a pipe. */
+static int read_start(int fd, struct agent_start *ret)
 {
-	uint8_t extra;
-	size_t len = 0;
+	struct buf b = { 0 };
+	int r = 0;
 
 	for (;;) {
-		ssize_t n = read(fd, len < PROTO_MAX_SECRET ? secret + len : &extra,
-				 len < PROTO_MAX_SECRET ? PROTO_MAX_SECRET - len : 1);
-
+		r = buf_reserve(&b, 64 * 1024);
+		if (r < 0)
+			break;
+		ssize_t n = read(fd, b.data + b.len, b.cap - b.len);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
+		if (n <= 0) {
+			r = n < 0 ? -errno : 0;
 			break;
-		if (len >= PROTO_MAX_SECRET)
-			return -E2BIG;
-		len += (size_t)n;
+		}
+		b.len += (size_t)n;
+		if (b.len > PROTO_MAX_START_BYTES) {
+			r = -E2BIG;
+			break;
+		}
 	}
-	if (len < SECRET_MIN)
+	if (r >= 0)
+		r = agent_start_decode(b.data, b.len, ret);
+	if (b.data)
+		explicit_bzero(b.data, b.len);
+	buf_free(&b);
+	return r;
+}
+
+/* The workdir from exactly one place; environment names as runs accept them. */
+static int check_start(const struct args *args, const struct agent_start *st)
+{
+	if (!args->workdir == !st->workdir)
 		return -EINVAL;
-	*ret_len = len;
+	for (size_t i = 0; i < st->n_env; i++)
+		if (!run_env_entry_valid(st->env[i]))
+			return -EINVAL;
 	return 0;
 }
 
@@ -291,14 +292,59 @@ static int on_sigchld(struct event_source *s, const struct signalfd_siginfo *si,
 	return 0;
 }
 
+/* Whether process pid descends from us: its parent chain reaches us (orphans of our commands
+ * are reparented to us, the subreaper). False when it cannot be told (it is gone). */
+static bool from_our_tree(pid_t pid)
+{
+	pid_t self = getpid();
+
+	for (int depth = 0; pid > 1 && depth < 256; depth++) {
+		char path[32], buf[512];
+		snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return false;
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			return false;
+		buf[n] = 0;
+		/* "pid (comm) state ppid ...": comm may hold anything, the last ')' ends it */
+		char *paren = strrchr(buf, ')');
+		int ppid;
+		if (!paren || sscanf(paren + 1, " %*c %d", &ppid) != 1)
+			return false;
+		if (ppid == self)
+			return true;
+		pid = ppid;
+	}
+	return false;
+}
+
+/* A stopping signal counts only from the kernel or from outside the sandbox. A negative si_code
+ * (SI_QUEUE, SI_TKILL, SI_MESGQ...) is what rt_sigqueueinfo() lets any process put in, with any
+ * si_pid, 0 included: nobody stops us that way. kill() gives SI_USER and the sender's pid in
+ * our pid namespace, 0 when it is outside: as a container's PID 1, only 0 (the runtime, the
+ * host). On the host (the host adapter) a sender outside our tree counts; our commands run
+ * with our rights and could kill us anyway, but a stray `pkill` among them must not stop the
+ * workspace. */
+static bool stop_signal_allowed(const struct signalfd_siginfo *si)
+{
+	if (si->ssi_code != SI_USER && si->ssi_code != SI_KERNEL)
+		return false;
+	if (getpid() == 1)
+		return si->ssi_pid == 0;
+	return si->ssi_pid == 0 || !from_our_tree((pid_t)si->ssi_pid);
+}
+
 static int on_sigterm(struct event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
-	/* As a container's PID 1, a signal from inside our pid namespace comes from a command
-	 * (ssi_pid set): it must not stop the workspace. The runtime's come from outside (0). */
-	if (getpid() == 1 && si->ssi_pid != 0) {
-		char pid[16];
+	if (!stop_signal_allowed(si)) {
+		char pid[16], code[16];
 		snprintf(pid, sizeof pid, "%u", si->ssi_pid);
-		log_warn("ignored a signal sent from inside the sandbox", "pid", pid, NULL);
+		snprintf(code, sizeof code, "%d", si->ssi_code);
+		log_warn("ignored a stop signal from inside the sandbox or forged", "signal",
+			 strsignal((int)si->ssi_signo), "pid", pid, "code", code, NULL);
 		return 0;
 	}
 	agent_shutdown(userdata);
@@ -346,15 +392,15 @@ static const struct channel_ops channel_ops = {
 	.disconnected = on_disconnected,
 };
 
-static int agent_setup(struct agent *a, const struct args *args, const uint8_t *secret,
-		       size_t secret_len, const struct cgroup *cg)
+static int agent_setup(struct agent *a, const struct args *args, const struct agent_start *st,
+		       const struct cgroup *cg)
 {
 	const struct run_config config = {
 		.cgroup = cg,
-		.env = args->env,
-		.n_env = args->n_env,
+		.env = st->env,
+		.n_env = st->n_env,
 		.home = args->home,
-		.workdir = args->workdir,
+		.workdir = args->workdir ? args->workdir : st->workdir,
 		.set_user = args->set_user,
 		.uid = args->uid,
 		.gid = args->gid,
@@ -369,8 +415,8 @@ static int agent_setup(struct agent *a, const struct args *args, const uint8_t *
 	if (r >= 0)
 		r = event_add_signal(a->loop, &a->signals[2], SIGINT, on_sigterm, a);
 	if (r >= 0)
-		r = channel_new(a->loop, args->listen_fd, secret, secret_len, &channel_ops, a,
-				&a->channel);
+		r = channel_new(a->loop, args->listen_fd, st->secret, st->secret_len, &channel_ops,
+				a, &a->channel);
 	if (r >= 0)
 		r = run_manager_new(a->loop, a->channel, &config, &a->runs);
 	if (r >= 0)
@@ -419,11 +465,10 @@ static int fail(const char *what, int r)
 
 int main(int argc, char **argv)
 {
-	uint8_t secret[PROTO_MAX_SECRET];
+	struct agent_start start = { 0 };
 	struct cgroup *cg = NULL;
 	struct agent a = { 0 };
 	struct args args;
-	size_t secret_len = 0;
 	int r;
 
 	ensure_stdio();
@@ -440,11 +485,15 @@ int main(int argc, char **argv)
 	r = close_all_fds_except((const int[]){ args.listen_fd, args.secret_fd }, 2);
 	if (r < 0)
 		return fail("cannot close inherited fds", r);
-	r = read_secret(args.secret_fd, secret, &secret_len);
+	r = read_start(args.secret_fd, &start);
 	close(args.secret_fd);
-	ensure_stdio(); /* the secret may have come on stdin */
+	ensure_stdio(); /* the block may have come on stdin */
 	if (r < 0)
-		return fail("cannot read the secret (16 to 64 bytes expected)", r);
+		return fail("cannot read the start block on --secret-fd", r);
+	r = check_start(&args, &start);
+	if (r < 0)
+		return fail("bad start block (the workdir from it or --workdir, valid env names)",
+			    r);
 	if (args.listen_path && (args.listen_fd = listen_path(args.listen_path)) < 0)
 		return fail("cannot listen on --listen", args.listen_fd);
 	/* one we made ourselves listens (gVisor does not answer SO_ACCEPTCONN for it) */
@@ -455,17 +504,17 @@ int main(int argc, char **argv)
 		return fail("bad --cgroup", r);
 	if (chdir("/") < 0)
 		return fail("cannot chdir to /", -errno);
-	r = agent_setup(&a, &args, secret, secret_len, cg);
-	explicit_bzero(secret, sizeof secret);
+	r = agent_setup(&a, &args, &start, cg);
+	explicit_bzero(start.secret, sizeof start.secret); /* the channel has its copy */
 	if (r < 0)
 		return fail("cannot set up the agent", r);
-	log_info("agent started", "workdir", args.workdir, "cgroup", args.cgroup ? args.cgroup : "",
-		 NULL);
+	log_info("agent started", "workdir", args.workdir ? args.workdir : start.workdir, "cgroup",
+		 args.cgroup ? args.cgroup : "", NULL);
 	r = event_loop_run(a.loop);
 	agent_free(&a);
 	if (cg)
 		cgroup_free(cg);
-	free(args.env);
+	agent_start_free(&start);
 	if (r < 0)
 		return fail("event loop failed", r);
 	return EXIT_SUCCESS;

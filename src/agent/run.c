@@ -693,7 +693,7 @@ void run_manager_child_exited(struct run_manager *m, pid_t pid, int status, cons
 
 /* ---- starting ------------------------------------------------------------------------------ */
 
-/* PATH, HOME, PWD, then --env, then the run's ENV. Entries point into m, q and *ret_pwd. */
+/* PATH, HOME, PWD, then the workspace env, then the run's ENV. Entries point into m, q and *ret_pwd. */
 static int build_env(struct run_manager *m, const struct run *r, const struct run_request *q,
 		     char ***ret, char **ret_pwd)
 {

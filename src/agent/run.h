@@ -21,7 +21,7 @@ struct run_manager;
 
 struct run_config {
 	const struct cgroup *cgroup; /* the workspace cgroup; NULL: runs are not placed */
-	char *const *env; /* --env KEY=VALUE entries, valid names (run_env_entry_valid) */
+	char *const *env; /* the start block's KEY=VALUE entries, valid names (run_env_entry_valid) */
 	size_t n_env;
 	const char *home;
 	const char *workdir; /* cwd of a run that names none */

@@ -73,6 +73,8 @@ struct workspace {
 	bool agent_fresh;	    /* the agent was just started: it runs no service yet */
 	struct terminal *terminals; /* manager-terminal.c: the live ones */
 	size_t n_terminals;
+	uint64_t ignored_logged_at; /* agent_report_ignored(): the last line, CLOCK_MONOTONIC */
+	unsigned ignored_unlogged;  /* reports ignored since that line */
 };
 
 struct manager {
@@ -92,6 +94,10 @@ struct manager {
 };
 
 struct workspace *workspace_find(struct manager *m, const char *id);
+/* The workspace's agent reported about a run, terminal or service (what) that the workspace
+ * does not have (another workspace's, or none): the report was ignored. Logged at most once a
+ * minute per workspace, with the count of those not logged: every agent frame is hostile. */
+void agent_report_ignored(struct workspace *ws, const char *what, const char *id);
 int workspace_lookup(struct manager *m, const char *id, struct workspace **ret,
 		     struct station_error *e);
 

@@ -130,8 +130,10 @@ void run_on_output(struct workspace *ws, const char *run_id, int stream, uint64_
 		   const uint8_t *data, size_t n)
 {
 	struct run_state *r = run_state_find(ws, run_id);
-	if (!r)
+	if (!r) {
+		agent_report_ignored(ws, "run output", run_id);
 		return;
+	}
 	for (struct run_watch *w = r->watches; w; w = w->next)
 		watch_deliver(w, stream, offset, data, n);
 }
@@ -154,7 +156,9 @@ static void run_state_end(struct workspace *ws, struct run_state *r, const struc
 
 int run_finish(struct workspace *ws, const struct run_row *result)
 {
-	int r = store_run_finish(ws->m->store, result);
+	struct run_row scoped = *result;
+	scoped.workspace_id = ws->row.id; /* only this workspace's run, whatever the report says */
+	int r = store_run_finish(ws->m->store, &scoped);
 	if (r < 0 && r != -ENOENT) {
 		log_error("cannot record run result", "workspace", ws->row.id, "run", result->id,
 			  "error", strerror(-r), NULL);

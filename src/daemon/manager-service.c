@@ -399,12 +399,16 @@ void services_on_hello(void *userdata, char **names, size_t n_names)
 	}
 }
 
-/* The service a report is about: the same name and the same definition. */
+/* The service a report is about: this workspace's, with the same name and the same definition;
+ * NULL (the report is ignored) for anything else. */
 static struct service *service_of_report(struct workspace *ws, const char *name, const char *id)
 {
 	struct service *svc = service_find(ws, name);
 
-	return svc && strcmp(svc->row.id, id) == 0 ? svc : NULL;
+	if (svc && strcmp(svc->row.id, id) == 0)
+		return svc;
+	agent_report_ignored(ws, "service", id);
+	return NULL;
 }
 
 void services_on_state(void *userdata, uint64_t seq, const struct agentlink_service_state *st)
@@ -463,8 +467,10 @@ void services_on_output(void *userdata, const char *name, uint64_t attempt, int 
 {
 	struct service *svc = service_find(userdata, name);
 
-	if (!svc)
+	if (!svc) {
+		agent_report_ignored(userdata, "service output", name);
 		return;
+	}
 	for (struct service_watch *w = svc->watches; w; w = w->next)
 		if (w->attempt == attempt)
 			watch_deliver(w, stream, offset, data, n);

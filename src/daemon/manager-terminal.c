@@ -110,6 +110,16 @@ static struct terminal *terminal_find(struct workspace *ws, const char *id)
 	return NULL;
 }
 
+/* The terminal an agent's report is about; NULL (ignored, logged) unless this workspace's. */
+static struct terminal *terminal_of_report(struct workspace *ws, const char *id, const char *what)
+{
+	struct terminal *t = terminal_find(ws, id);
+
+	if (!t)
+		agent_report_ignored(ws, what, id);
+	return t;
+}
+
 /* Takes the row's strings. */
 static int terminal_add(struct workspace *ws, struct terminal_row *row, struct terminal **ret)
 {
@@ -347,7 +357,7 @@ void terminals_on_hello(void *userdata, char **ids, size_t n_ids)
 void terminals_on_opened(void *userdata, const char *id, uint64_t pid, uint64_t started_at,
 			 const char *command)
 {
-	struct terminal *t = terminal_find(userdata, id);
+	struct terminal *t = terminal_of_report(userdata, id, "terminal start");
 
 	if (!t)
 		return;
@@ -362,7 +372,7 @@ void terminals_on_opened(void *userdata, const char *id, uint64_t pid, uint64_t 
 void terminals_on_output(void *userdata, const char *id, uint64_t offset, const uint8_t *data,
 			 size_t n)
 {
-	struct terminal *t = terminal_find(userdata, id);
+	struct terminal *t = terminal_of_report(userdata, id, "terminal output");
 
 	if (!t)
 		return;
@@ -378,7 +388,7 @@ void terminals_on_output(void *userdata, const char *id, uint64_t offset, const 
 void terminals_on_replay(void *userdata, const char *id, uint64_t request, uint64_t offset,
 			 const uint8_t *data, size_t n)
 {
-	struct terminal *t = terminal_find(userdata, id);
+	struct terminal *t = terminal_of_report(userdata, id, "terminal replay");
 
 	if (!t)
 		return;
@@ -425,8 +435,11 @@ void terminals_on_exit(void *userdata, uint64_t seq, const struct agentlink_term
 		row_set_exit(&t->row, x);
 		r = store_terminal_update(ws->m->store, &t->row);
 	} else {
-		/* Already given up on (lost): the agent's word is better. */
+		/* Already given up on (lost): the agent's word is better. Only this workspace's
+		 * terminal: another's is -ENOENT here. */
 		r = store_terminal_get(ws->m->store, ws->row.id, x->id, &row);
+		if (r == -ENOENT)
+			agent_report_ignored(ws, "terminal exit", x->id);
 		if (r >= 0 && (state_live(row.state) || strcmp(row.state, "lost") == 0)) {
 			row_set_exit(&row, x);
 			r = store_terminal_update(ws->m->store, &row);

@@ -30,6 +30,7 @@
 #define MAX_RECONNECTS 5
 #define AGENT_HELLO_TIMEOUT_MS 10000
 #define PRUNE_INTERVAL_USEC (60ull * 1000000)
+#define IGNORED_LOG_INTERVAL_USEC (60ull * 1000000)
 
 int manager_runs_init(struct manager *m);
 
@@ -41,6 +42,21 @@ struct workspace *workspace_find(struct manager *m, const char *id)
 		if (strcmp(ws->row.id, id) == 0)
 			return ws;
 	return NULL;
+}
+
+void agent_report_ignored(struct workspace *ws, const char *what, const char *id)
+{
+	uint64_t now = now_usec();
+	if (ws->ignored_logged_at && now - ws->ignored_logged_at < IGNORED_LOG_INTERVAL_USEC) {
+		ws->ignored_unlogged++;
+		return;
+	}
+	char more[16];
+	snprintf(more, sizeof more, "%u", ws->ignored_unlogged);
+	log_warn("ignored an agent report about something the workspace does not have", "workspace",
+		 ws->row.id, "about", what, "id", id ? id : "", "unlogged_before", more, NULL);
+	ws->ignored_logged_at = now;
+	ws->ignored_unlogged = 0;
 }
 
 int workspace_lookup(struct manager *m, const char *id, struct workspace **ret,
@@ -342,6 +358,8 @@ static void on_run_started(void *userdata, const char *run_id, uint64_t started_
 	struct run_state *r = run_state_find(userdata, run_id);
 	if (r)
 		r->started_at = started_at;
+	else
+		agent_report_ignored(userdata, "run start", run_id);
 }
 
 static void on_run_output(void *userdata, const char *run_id, int stream, uint64_t offset,
@@ -353,9 +371,9 @@ static void on_run_output(void *userdata, const char *run_id, int stream, uint64
 static void on_run_done(void *userdata, uint64_t seq, const struct run_row *result)
 {
 	struct workspace *ws = userdata;
-	struct run_row row = *result;
-	row.workspace_id = ws->row.id;
-	int r = run_finish(ws, &row);
+	int r = run_finish(ws, result); /* keyed by ws: another workspace's run is -ENOENT */
+	if (r == -ENOENT)
+		agent_report_ignored(ws, "run completion", result->id);
 	if (r >= 0 || r == -ENOENT)
 		agentlink_send_ack(ws->link, seq);
 }
@@ -363,10 +381,12 @@ static void on_run_done(void *userdata, uint64_t seq, const struct run_row *resu
 static void on_run_error(void *userdata, const char *run_id, const char *reason)
 {
 	struct workspace *ws = userdata;
-	log_warn("agent refused a request", "workspace", ws->row.id, "run", run_id ? run_id : "",
-		 "reason", reason, NULL);
-	if (!run_id || !run_state_find(ws, run_id))
+	if (!run_id || !run_state_find(ws, run_id)) {
+		agent_report_ignored(ws, "run error", run_id);
 		return;
+	}
+	log_warn("agent refused a request", "workspace", ws->row.id, "run", run_id, "reason",
+		 reason, NULL);
 	struct run_row failed = { .id = (char *)run_id,
 				  .status = RUN_FAILED_TO_START,
 				  .exit_code = -1,

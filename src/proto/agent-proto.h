@@ -29,6 +29,8 @@
 enum msg_type {
 	MSG_HELLO = 1,	      /* C->A: SECRET, VERSION */
 	MSG_HELLO_OK = 2,     /* A->C: VERSION, PID, RUN_ID* (runs still running), TERM_ID* */
+	MSG_AGENT_START = 3,  /* C->A on the start fd, not the socket: SECRET, CWD?, ENV*
+				 (agent-start.h) */
 	MSG_RUN_START = 10,   /* C->A: RUN_ID, COMMAND, CWD, ENV*, STDIN?, TIMEOUT_MS, HEAD_BYTES,
 				TAIL_BYTES, WATCH? */
 	MSG_RUN_STARTED = 11, /* A->C: RUN_ID, PID, STARTED_AT */

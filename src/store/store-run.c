@@ -101,26 +101,29 @@ int store_run_insert(struct store *s, const struct run_row *r)
 	return store_step_done(st);
 }
 
-/* Whether a run with this id exists: 1, 0, or -errno. */
-static int run_exists(struct store *s, const char *id)
+/* Whether the workspace has a run with this id: 1, 0, or -errno. */
+static int run_exists(struct store *s, const char *workspace_id, const char *id)
 {
 	_cleanup_stmt_reset_ sqlite3_stmt *st = NULL;
 	struct store_binder b;
 	int k;
 
-	k = store_stmt(s, STORE_STMT_RUN_EXISTS, "SELECT 1 FROM runs WHERE id = ?", &st);
+	k = store_stmt(s, STORE_STMT_RUN_EXISTS,
+		       "SELECT 1 FROM runs WHERE id = ? AND workspace_id = ?", &st);
 	if (k < 0)
 		return k;
 	b = STORE_BINDER(st);
 	store_bind_text(&b, id);
+	store_bind_text(&b, workspace_id);
 	k = store_bind_result(&b);
 	if (k < 0)
 		return k;
 	return store_step_row(st);
 }
 
-/* Only a running row changes, so a duplicate completion report cannot overwrite the first.
- * A started_at of 0 keeps the time store_run_set_started() recorded. */
+/* Only a running row of the workspace changes, so a duplicate completion report cannot
+ * overwrite the first, nor a report about another workspace's run touch it. A started_at of 0
+ * keeps the time store_run_set_started() recorded. */
 static int run_finish_update(struct store *s, const struct run_row *r)
 {
 	_cleanup_stmt_reset_ sqlite3_stmt *st = NULL;
@@ -132,13 +135,15 @@ static int run_finish_update(struct store *s, const struct run_row *r)
 		       "truncated = ?, reason = ?, stdout_total = ?, stderr_total = ?, "
 		       "started_at = coalesce(nullif(?, 0), started_at), ended_at = ?, "
 		       "cpu_usec = ?, peak_memory = ?, stdout_head = ?, stdout_tail = ?, "
-		       "stderr_head = ?, stderr_tail = ? WHERE id = ? AND status = 0",
+		       "stderr_head = ?, stderr_tail = ? "
+		       "WHERE id = ? AND workspace_id = ? AND status = 0",
 		       &st);
 	if (k < 0)
 		return k;
 	b = STORE_BINDER(st);
 	bind_result(&b, r);
 	store_bind_text(&b, r->id);
+	store_bind_text(&b, r->workspace_id);
 	k = store_bind_result(&b);
 	if (k < 0)
 		return k;
@@ -152,12 +157,12 @@ int store_run_finish(struct store *s, const struct run_row *r)
 {
 	int k;
 
-	if (!s || !r || !r->id || r->status == RUN_RUNNING)
+	if (!s || !r || !r->id || !r->workspace_id || r->status == RUN_RUNNING)
 		return -EINVAL;
 	k = run_finish_update(s, r);
 	if (k != 0)
 		return k;
-	k = run_exists(s, r->id);
+	k = run_exists(s, r->workspace_id, r->id);
 	if (k < 0)
 		return k;
 	return k ? 0 : -ENOENT;

@@ -80,8 +80,10 @@ void run_row_free(struct run_row *r);
 
 /* Inserts with the row's status (running). */
 int store_run_insert(struct store *s, const struct run_row *r);
-/* Records the final result: UPDATE … WHERE id = r->id AND status = running. Returns 1 when the
- * row changed, 0 when it was already terminal (a duplicate completion), -ENOENT when absent. */
+/* Records the final result: UPDATE … WHERE id = r->id AND workspace_id = r->workspace_id AND
+ * status = running (a report about another workspace's run touches nothing). Returns 1 when the
+ * row changed, 0 when it was already terminal (a duplicate completion), -ENOENT when the
+ * workspace has no such run, -EINVAL without an id or a workspace id. */
 int store_run_finish(struct store *s, const struct run_row *r);
 int store_run_set_started(struct store *s, const char *id, uint64_t started_at);
 /* -ENOENT unless the run exists and belongs to workspace_id. */

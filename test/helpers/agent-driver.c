@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* agent-driver: starts a station-agent the way the controller does (listening socket, secret
- * pipe) and speaks the agent protocol from a line script, for tests without a controller.
+/* agent-driver: starts a station-agent the way the controller does (listening socket, start
+ * block with the secret and the --env entries in a memfd) and speaks the agent protocol from a line script, for tests without a controller.
  *
  *   agent-driver [--cgroup CG] [--env KEY=VALUE]... AGENT_BINARY < script
  *
@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -31,6 +32,7 @@
 
 #include "basic/util.h"
 #include "proto/agent-proto.h"
+#include "proto/agent-start.h"
 #include "proto/frame.h"
 
 #define WAIT_MS 30000
@@ -326,12 +328,14 @@ static void run_line(char *line)
 		die("bad script line");
 }
 
-/* argv: AGENT --listen-fd _ --secret-fd _ ...; the two fd values are filled in here. */
-static pid_t start_agent(char **agent_argv)
+/* argv: AGENT --listen-fd _ --secret-fd _ ...; the two fd values are filled in here. env: the
+ * workspace environment, for the start block. */
+static pid_t start_agent(char **agent_argv, char **env)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	static char lfd[16], sfd[16];
-	int ls, sp[2];
+	struct buf block = { 0 };
+	int ls, sp;
 	pid_t pid;
 
 	if (!mkdtemp(dir) || random_bytes(secret, sizeof secret) < 0)
@@ -339,12 +343,14 @@ static pid_t start_agent(char **agent_argv)
 	snprintf(sock_path, sizeof sock_path, "%s/agent.sock", dir);
 	memcpy(sa.sun_path, sock_path, sizeof sock_path);
 	ls = socket(AF_UNIX, SOCK_STREAM, 0);
+	sp = memfd_create("agent-start", 0);
 	if (ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(ls, 16) < 0 ||
-	    pipe(sp) < 0 || write_all(sp[1], secret, sizeof secret) < 0)
+	    sp < 0 || agent_start_encode(&block, secret, sizeof secret, NULL, env) < 0 ||
+	    write_all(sp, block.data, block.len) < 0 || lseek(sp, 0, SEEK_SET) < 0)
 		die("setup failed");
-	close(sp[1]);
+	buf_free(&block);
 	snprintf(lfd, sizeof lfd, "%d", ls);
-	snprintf(sfd, sizeof sfd, "%d", sp[0]);
+	snprintf(sfd, sizeof sfd, "%d", sp);
 	agent_argv[2] = lfd;
 	agent_argv[4] = sfd;
 	pid = fork();
@@ -353,7 +359,7 @@ static pid_t start_agent(char **agent_argv)
 		_exit(127);
 	}
 	close(ls);
-	close(sp[0]);
+	close(sp);
 	return pid;
 }
 
@@ -362,11 +368,12 @@ int main(int argc, char **argv)
 	static const char *const fixed[] = { "--workdir", "/tmp",	  "--home",
 					     "/root",	  "--log-format", "text" };
 	char **agent_argv = calloc((size_t)argc + 16, sizeof(char *));
+	char **env = calloc((size_t)argc + 1, sizeof(char *));
 	static char line[PROTO_MAX_COMMAND + 1024];
-	int n = 0, status;
+	int n = 0, n_env = 0, status;
 	pid_t pid;
 
-	if (argc < 2 || !agent_argv) {
+	if (argc < 2 || !agent_argv || !env) {
 		fprintf(stderr,
 			"usage: agent-driver [--cgroup CG] [--env K=V]... AGENT < script\n");
 		return 2;
@@ -377,11 +384,15 @@ int main(int argc, char **argv)
 	agent_argv[n++] = NULL;
 	agent_argv[n++] = (char *)"--secret-fd";
 	agent_argv[n++] = NULL;
-	for (int i = 1; i < argc - 1; i++)
-		agent_argv[n++] = argv[i];
+	for (int i = 1; i < argc - 1; i++) {
+		if (strcmp(argv[i], "--env") == 0 && i + 1 < argc - 1)
+			env[n_env++] = argv[++i];
+		else
+			agent_argv[n++] = argv[i];
+	}
 	for (size_t i = 0; i < ELEMS(fixed); i++)
 		agent_argv[n++] = (char *)fixed[i];
-	pid = start_agent(agent_argv);
+	pid = start_agent(agent_argv, env);
 	while (fgets(line, sizeof line, stdin)) {
 		line[strcspn(line, "\n")] = 0;
 		run_line(line);

@@ -8,13 +8,15 @@
 # before sourcing this file.
 #
 # The image: make-busybox-image plus one extra layer of ours holding the static posture probe
-# (/usr/local/bin/posture-probe) and the busybox applets the tests need beyond the image's own.
+# (/usr/local/bin/posture-probe), the signal probe (/usr/local/bin/signal-probe) and the
+# busybox applets the tests need beyond the image's own.
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 RUNTIME=${CONTAINER_RUNTIME:-${STATION_TEST_RUNTIME:-runc}}
 RUNTIME_BIN=$(command -v "$RUNTIME" 2>/dev/null || true)
 PROBE_BIN=$BUILD/test/helpers/posture-probe
+SIGNAL_PROBE_BIN=$BUILD/test/helpers/signal-probe
 MAKE_IMAGE=$SRC/test/helpers/make-busybox-image
 DEFAULT_PROFILE=$SRC/profiles/default.json
 # The profile directory (--seccomp-dir) of this script's controllers: a workspace's profile
@@ -60,6 +62,9 @@ container_build_image() {
 		mkdir -p "$extra/usr/local/bin" "$extra/bin"
 		cp "$PROBE_BIN" "$extra/usr/local/bin/posture-probe"
 		chmod 0755 "$extra/usr/local/bin/posture-probe"
+		if [[ -x $SIGNAL_PROBE_BIN ]]; then
+			cp "$SIGNAL_PROBE_BIN" "$extra/usr/local/bin/signal-probe"
+		fi
 		for a in "${EXTRA_APPLETS[@]}"; do
 			ln -sf busybox "$extra/bin/$a"
 		done

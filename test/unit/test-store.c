@@ -425,6 +425,38 @@ Test(store, run_finish_binary_output_and_idempotence)
 	run_row_free(&got);
 }
 
+/* A completion is keyed by the workspace: another workspace's report about a run changes
+ * nothing (an agent reports only for the workspace it serves). */
+Test(store, run_finish_scoped_by_workspace)
+{
+	struct run_row got = { 0 };
+
+	insert_ws("w1-a", 1);
+	insert_ws("w1-b", 1);
+	insert_run("r-1", "w1-a", 1);
+
+	struct run_row forged = run("r-1", "w1-b", 1);
+	forged.status = RUN_EXITED;
+	forged.exit_code = 77;
+	forged.ended_at = 5;
+	cr_assert_eq(store_run_finish(store, &forged), -ENOENT);
+	cr_assert_eq(store_run_get(store, "w1-a", "r-1", &got), 0);
+	cr_assert_eq(got.status, RUN_RUNNING);
+	cr_assert_eq(got.exit_code, -1);
+	run_row_free(&got);
+
+	forged.workspace_id = NULL;
+	cr_assert_eq(store_run_finish(store, &forged), -EINVAL, "no workspace: refused");
+
+	/* Positive control: the same report from the run's own workspace is recorded. */
+	forged.workspace_id = "w1-a";
+	cr_assert_eq(store_run_finish(store, &forged), 1);
+	cr_assert_eq(store_run_get(store, "w1-a", "r-1", &got), 0);
+	cr_assert_eq(got.status, RUN_EXITED);
+	cr_assert_eq(got.exit_code, 77);
+	run_row_free(&got);
+}
+
 Test(store, run_not_found)
 {
 	struct run_row r = run("r-nope", "w1-a", 1), got = { .exit_code = 77 };

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/* agent-impostor: a hostile agent for tests of what the controller believes on an agent's word
+ * (container root may control its agent connection). The controller starts it as its agent
+ * (--agent PATH, host adapter). It reads the start block (proto/agent-start.h); unless the
+ * workspace's env has STATION_TEST_IMPOSTOR=1 it rewinds the block and execs the real agent
+ * named by $STATION_TEST_REAL_AGENT, so other workspaces of the controller are real.
+ *
+ * As the impostor it accepts the controller, answers HELLO with HELLO_OK and turns every
+ * RUN_START into reports:
+ *   COMMAND "forge run ID":  RUN_DONE for run ID (exited 77, stdout "forged")
+ *   COMMAND "forge term ID": TERM_EXIT for terminal ID (exited 77)
+ * then, either way, RUN_DONE for the RUN_START's own run (exited 0, stdout "reported"). */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "basic/util.h"
+#include "proto/agent-proto.h"
+#include "proto/agent-start.h"
+#include "proto/frame.h"
+
+enum { START_FD = 3, LISTEN_FD = 4 };
+
+static int conn = -1;
+static uint64_t seq;
+
+static _Noreturn void die(const char *what)
+{
+	fprintf(stderr, "agent-impostor: %s\n", what);
+	exit(1);
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static void send_buf(struct buf *b)
+{
+	if (write_all(conn, b->data, b->len) < 0)
+		die("send failed");
+	buf_free(b);
+}
+
+static void send_done(const char *run_id, uint64_t code, const char *out)
+{
+	struct buf b = { 0 };
+	size_t st;
+	uint64_t now = now_us();
+	frame_begin(&b, &st, MSG_RUN_DONE, ++seq);
+	frame_put_str(&b, TAG_RUN_ID, run_id);
+	frame_put_u64(&b, TAG_STATUS, RUN_EXITED);
+	frame_put_u64(&b, TAG_EXIT_CODE, code);
+	frame_put_str(&b, TAG_STDOUT_HEAD, out);
+	frame_put_u64(&b, TAG_STDOUT_BYTES, strlen(out));
+	frame_put_u64(&b, TAG_STDERR_BYTES, 0);
+	frame_put_u64(&b, TAG_STARTED_AT, now);
+	frame_put_u64(&b, TAG_ENDED_AT, now);
+	frame_end(&b, st);
+	send_buf(&b);
+}
+
+static void send_term_exit(const char *term_id)
+{
+	struct buf b = { 0 };
+	size_t st;
+	uint64_t now = now_us();
+	frame_begin(&b, &st, MSG_TERM_EXIT, ++seq);
+	frame_put_str(&b, TAG_TERM_ID, term_id);
+	frame_put_u64(&b, TAG_STATUS, RUN_EXITED);
+	frame_put_u64(&b, TAG_EXIT_CODE, 77);
+	frame_put_u64(&b, TAG_STARTED_AT, now);
+	frame_put_u64(&b, TAG_ENDED_AT, now);
+	frame_put_u64(&b, TAG_OFFSET, 0);
+	frame_end(&b, st);
+	send_buf(&b);
+}
+
+static void on_run_start(const struct frame *f)
+{
+	char *id = NULL, *cmd = NULL;
+	struct frame_iter it;
+	uint16_t tag;
+	const uint8_t *v;
+	size_t n;
+	frame_iter_init(&it, f);
+	while (frame_iter_next(&it, &tag, &v, &n) > 0) {
+		if (tag == TAG_RUN_ID && !id)
+			frame_val_strdup(v, n, PROTO_MAX_ID, &id);
+		else if (tag == TAG_COMMAND && !cmd)
+			frame_val_strdup(v, n, PROTO_MAX_COMMAND, &cmd);
+	}
+	if (!id || !cmd)
+		die("RUN_START without id or command");
+	if (strncmp(cmd, "forge run ", 10) == 0)
+		send_done(cmd + 10, 77, "forged");
+	else if (strncmp(cmd, "forge term ", 11) == 0)
+		send_term_exit(cmd + 11);
+	send_done(id, 0, "reported");
+	free(id);
+	free(cmd);
+}
+
+static void send_hello_ok(void)
+{
+	struct buf b = { 0 };
+	size_t st;
+	frame_begin(&b, &st, MSG_HELLO_OK, 0);
+	frame_put_u64(&b, TAG_VERSION, PROTO_VERSION);
+	frame_put_u64(&b, TAG_PID, (uint64_t)getpid());
+	frame_end(&b, st);
+	send_buf(&b);
+}
+
+/* One controller connection after another, for the agent's whole life. */
+static void impostor(void)
+{
+	struct buf in = { 0 };
+	for (;;) {
+		conn = accept(LISTEN_FD, NULL, NULL);
+		if (conn < 0)
+			die("accept failed");
+		in.len = 0;
+		for (;;) {
+			struct frame f;
+			long k = frame_parse(in.data, in.len, PROTO_MAX_PAYLOAD, &f);
+			if (k < 0)
+				die("bad frame");
+			if (k > 0) {
+				if (f.type == MSG_HELLO)
+					send_hello_ok();
+				else if (f.type == MSG_RUN_START)
+					on_run_start(&f);
+				buf_consume(&in, (size_t)k);
+				continue;
+			}
+			if (buf_reserve(&in, 1 << 16) < 0)
+				die("out of memory");
+			ssize_t got = read(conn, in.data + in.len, 1 << 16);
+			if (got <= 0)
+				break;
+			in.len += (size_t)got;
+		}
+		close(conn);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct buf block = { 0 };
+	struct agent_start st;
+	ssize_t got;
+	do {
+		if (buf_reserve(&block, 1 << 16) < 0)
+			die("out of memory");
+		got = read(START_FD, block.data + block.len, 1 << 16);
+		if (got > 0)
+			block.len += (size_t)got;
+	} while (got > 0);
+	if (got < 0 || agent_start_decode(block.data, block.len, &st) < 0)
+		die("cannot read the start block");
+	for (size_t i = 0; i < st.n_env; i++)
+		if (strcmp(st.env[i], "STATION_TEST_IMPOSTOR=1") == 0)
+			impostor();
+	const char *real = getenv("STATION_TEST_REAL_AGENT");
+	if (!real || lseek(START_FD, 0, SEEK_SET) < 0)
+		die("STATION_TEST_REAL_AGENT unset or the start block not seekable");
+	argv[0] = (char *)real;
+	execv(real, argv);
+	die("cannot exec the real agent");
+	(void)argc;
+}
