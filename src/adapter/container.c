@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "adapter.h"
+#include "home-limit.h"
 #include "basic/cleanup.h"
 #include "basic/util.h"
 #include "cgroup/cgroup.h"
@@ -493,6 +494,8 @@ static int container_prepare(const struct adapter_workspace *ws, struct station_
 	if (r >= 0)
 		r = prepare_home(ws, uid, gid, e);
 	if (r >= 0)
+		r = home_limit_mount(ws, e);
+	if (r >= 0)
 		r = prepare_run_dir(ws, ws->cgroup && !is_runsc(ws->ctx) ? ws->cgroup->n_dirs : 0,
 				    e);
 	image_free(img);
@@ -841,6 +844,7 @@ static void container_stop(const struct adapter_workspace *ws)
 	remove_runtime_cgroups(ws, false);
 	snprintf(rootfs, sizeof rootfs, "%s/rootfs", ws->dir);
 	umount2(rootfs, MNT_DETACH);
+	home_limit_unmount(ws);
 }
 
 static int container_remove(const struct adapter_workspace *ws, struct station_error *e)
