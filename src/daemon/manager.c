@@ -519,7 +519,7 @@ static const struct adapter_ops *spec_adapter(struct manager *m, const struct wo
 		return NULL;
 	}
 	if (!adapter_allowed(m, ops)) {
-		station_error_set(e, -EPERM, "adapter",
+		station_error_set(e, -EINVAL, "adapter",
 				  ops == &adapter_host ?
 					  "the host adapter is not enabled on this worker: it runs "
 					  "commands on the host without isolation (an operator "

@@ -701,8 +701,6 @@ unsigned error_http_status(int err)
 		return 400;
 	case -EACCES:
 		return 401;
-	case -EPERM:
-		return 403;
 	case -ENOENT:
 		return 404;
 	case -EBUSY:
@@ -733,8 +731,6 @@ const char *error_http_code(unsigned status)
 		return "invalid_argument";
 	case 401:
 		return "unauthorized";
-	case 403:
-		return "forbidden";
 	case 404:
 		return "not_found";
 	case 405:

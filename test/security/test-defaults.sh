@@ -155,7 +155,7 @@ t_host_off_by_default() {
 	api -q GET /v1/ready
 	assert_eq '["container"]' "$(j .adapters)" "ready's adapters"
 	api -q POST /v1/workspaces '{"adapter":"host"}'
-	assert_status 403 "host create"
+	assert_status 400 "host create"
 	assert_eq adapter "$(j .error.field)" "error field"
 	assert_contains "--adapters host,container" "$(j .error.message)" "error message"
 	api -q GET /v1/workspaces
@@ -186,7 +186,7 @@ t_default_must_be_allowed() {
 	assert_contains 'unknown adapter "vm"' "$out" "unknown adapter"
 }
 
-run_test "without --adapters a host workspace is refused (403, field adapter)" \
+run_test "without --adapters a host workspace is refused (400, field adapter)" \
 	t_host_off_by_default
 run_test "control: with --adapters host,container a host workspace is created" t_host_enabled
 run_test "a --default-adapter that is not allowed is a startup error" t_default_must_be_allowed
