@@ -216,6 +216,18 @@ t_host_user() {
 	assert_eq $'65534\n65534' "$(j .stdout | head -n 2)" "owners of HOME and the workdir"
 	api -q GET /v1/worker
 	assert_eq 65534 "$(j .hostUser.uid)" "worker's hostUser"
+	# a terminal opens a shell for the user although its passwd entry says nologin
+	api -q POST "/v1/workspaces/$ws/terminals" '{"cols":80,"rows":24}'
+	assert_status 201 "open a terminal" || return 1
+	HOST_TERM="/v1/workspaces/$ws/terminals/$(j .id)"
+	wait_for -t 10 terminal_opened || _fail "terminal still starting: $(_short "$BODY")"
+	assert_eq /bin/sh "$(j .command)" "terminal's shell (nobody's is nologin)"
+	assert_eq running "$(j .state)" "terminal state"
+}
+
+terminal_opened() {
+	api -q GET "$HOST_TERM"
+	[[ $(j .state) != starting ]]
 }
 
 t_host_root_control() {
