@@ -28,6 +28,26 @@
 #define HOME_IMAGE "home.img"
 #define LOOP_ATTEMPTS 8
 
+static const char *const mke2fs_paths[] = { "/usr/sbin/mke2fs", "/sbin/mke2fs" };
+
+bool home_limit_probe(char *msg, size_t n)
+{
+	const char *mkfs = NULL;
+	for (size_t i = 0; i < ELEMENTSOF(mke2fs_paths) && !mkfs; i++)
+		if (access(mke2fs_paths[i], X_OK) == 0)
+			mkfs = mke2fs_paths[i];
+	if (!mkfs) {
+		snprintf(msg, n, "mke2fs not found in /usr/sbin or /sbin (install e2fsprogs)");
+		return false;
+	}
+	if (access("/dev/loop-control", R_OK | W_OK) < 0) {
+		snprintf(msg, n, "no loop devices: /dev/loop-control: %s", strerror(errno));
+		return false;
+	}
+	snprintf(msg, n, "HOME images by %s on loop devices", mkfs);
+	return true;
+}
+
 static uint64_t home_size_mb(const struct adapter_workspace *ws)
 {
 	json_t *v = json_object_get(ws->spec, "homeSizeMb");
@@ -69,10 +89,9 @@ static int run_mkfs(const char *image, const char *src, const struct stat *st,
 		    dup2(p[1], 2) < 0)
 			_exit(127);
 		close_all_fds_except(NULL, 0);
-		execv("/usr/sbin/mke2fs", (char **)argv);
-		execv("/sbin/mke2fs", (char **)argv);
-		execvp("mke2fs", (char **)argv);
-		dprintf(2, "mke2fs not found (install e2fsprogs): %m");
+		for (size_t i = 0; i < ELEMENTSOF(mke2fs_paths); i++)
+			execv(mke2fs_paths[i], (char **)argv);
+		dprintf(2, "mke2fs not found in /usr/sbin or /sbin (install e2fsprogs)");
 		_exit(127);
 	}
 	int err = pid < 0 ? negative_errno() : 0;

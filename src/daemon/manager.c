@@ -22,6 +22,7 @@
 #include "event/event.h"
 #include "adapter/oci-config.h"
 #include "adapter/seccomp.h"
+#include "adapter/home-limit.h"
 #include "image/image.h"
 #include "manager-internal.h"
 
@@ -722,6 +723,12 @@ json_t *manager_ready(struct manager *m)
 	bool ready = agent_ok && m->base_cgroup;
 	bool container = strcmp(m->cfg.default_adapter, "container") == 0;
 	bool container_ok = manager_ready_container(m, checks);
+	if (m->cfg.home_size_mb > 0) {
+		bool ok = home_limit_probe(msg, sizeof msg);
+		json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "homeSize", "ok",
+							ok, "message", msg));
+		container_ok &= ok;
+	}
 	if (container)
 		ready &= container_ok;
 	return json_pack("{s:b,s:s,s:o,s:o}", "ready", ready, "defaultAdapter",

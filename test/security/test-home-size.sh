@@ -51,6 +51,7 @@ t_home_full() {
 	assert_eq ready "$(j .state)" "workspace state"
 	api -q GET /v1/ready
 	assert_status 200 "worker ready"
+	assert_eq true "$(j '.checks[] | select(.name == "homeSize") | .ok')" "ready's homeSize check"
 	assert_eq 16 "$(api -q GET /v1/worker; j .limits.homeSizeMb)" "worker's homeSizeMb"
 }
 
