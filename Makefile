@@ -41,7 +41,7 @@ endef
 build:
 	$(call build_in,$(BUILD),)
 
-# make run: the controller in the foreground, container adapter by default, on the tools image
+# make run: the controller in the foreground, container adapter only, on the tools image
 # (scripts/build-tools-image, built once into TOOLS_IMAGE, reused while its inputs are unchanged)
 # imported into the controller's store through its socket once the socket answers (TOOLS_IMAGE
 # is the controller's only --import-dir).
@@ -58,7 +58,7 @@ run: build
 	@digest=$$(scripts/build-tools-image $(TOOLS_IMAGE) | tail -n 1) && [ -n "$$digest" ] || exit 1; \
 	image=$(TOOLS_IMAGE_NAME)@$$digest; \
 	mkdir -p $(ROOT) || exit 1; \
-	./$(DAEMON) --root $(ROOT) --default-adapter container --log-format text \
+	./$(DAEMON) --root $(ROOT) --adapters container --log-format text \
 		--default-image $$image --listen tcp:127.0.0.1:$(PORT) \
 		--import-dir $(abspath $(TOOLS_IMAGE)) & pid=$$!; \
 	trap 'kill -TERM $$pid 2>/dev/null' INT TERM; \

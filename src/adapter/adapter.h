@@ -5,6 +5,7 @@
  * happens in steps; teardown is idempotent and removes whatever exists. */
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -27,6 +28,8 @@ struct adapter_context {
 	 * canonical, NULL-terminated; NULL: none) */
 	const char *const *seccomp_dirs;
 	uint32_t id_base; /* host uid/gid of container root; ids base..base+65535 */
+	bool host_user_set;	     /* host adapter: commands run as host_uid:host_gid, */
+	uint32_t host_uid, host_gid; /* no supplementary groups; else as root */
 };
 
 struct adapter_workspace {

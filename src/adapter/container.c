@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "adapter.h"
+#include "home-limit.h"
 #include "basic/cleanup.h"
 #include "basic/safe-fs.h"
 #include "basic/util.h"
@@ -765,6 +766,8 @@ static int container_prepare(const struct adapter_workspace *ws, struct station_
 	if (r >= 0)
 		r = prepare_home(ws, wfd, rootfd, uid, gid, e);
 	if (r >= 0)
+		r = home_limit_mount(ws, e);
+	if (r >= 0)
 		r = prepare_run_dir(ws, wfd,
 				    ws->cgroup && !is_runsc(ws->ctx) ? ws->cgroup->n_dirs : 0, e);
 	image_free(img);
@@ -1150,6 +1153,7 @@ static void container_stop(const struct adapter_workspace *ws)
 	snprintf(rootfs, sizeof rootfs, "%s/rootfs", ws->dir);
 	umount2(rootfs, MNT_DETACH);
 	detach_lowers(ws);
+	home_limit_unmount(ws);
 }
 
 static int container_remove(const struct adapter_workspace *ws, struct station_error *e)

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/openat2.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -24,8 +26,42 @@
 
 enum { AGENT_SECRET_FD = 3, AGENT_LISTEN_FD = 4, MAX_AGENT_ARGS = 16 };
 
-/* home/workspace and run/ through the workspace directory's fd (safe-fs.h): whatever was
- * planted below is refused, never followed. */
+/* Beneath dfd, no symlink anywhere on the way: HOME's contents belong to the commands. */
+static int open_beneath(int dfd, const char *name)
+{
+	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH };
+	int fd = (int)syscall(SYS_openat2, dfd, name, &how, sizeof how);
+	return fd < 0 ? negative_errno() : fd;
+}
+
+/* HOME and its workspace directory to the configured user, while the controller still owns
+ * them (made just now): what the user changed since stays the user's. */
+static int give_home(const struct adapter_workspace *ws, struct station_error *e)
+{
+	static const char *const subs[] = { "home", "home/workspace" };
+	_cleanup_close_ int dfd = open(ws->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return station_error_set(e, negative_errno(), NULL, "cannot open \"%s\": %m",
+					 ws->dir);
+	for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
+		struct stat st;
+		_cleanup_close_ int fd = open_beneath(dfd, subs[i]);
+		if (fd == -ELOOP || fd == -ENOTDIR || fd == -ENOENT)
+			continue; /* the user replaced it: theirs */
+		if (fd < 0 || fstat(fd, &st) < 0 ||
+		    (st.st_uid == 0 && fchown(fd, ws->ctx->host_uid, ws->ctx->host_gid) < 0))
+			return station_error_set(e, fd < 0 ? fd : negative_errno(), NULL,
+						 "cannot give \"%s/%s\" to uid %u: %s", ws->dir,
+						 subs[i], ws->ctx->host_uid,
+						 strerror(fd < 0 ? -fd : errno));
+		if (i == 0 && st.st_uid == 0 && fchmod(fd, 0700) < 0)
+			return station_error_set(e, negative_errno(), NULL, "chmod \"%s/home\": %m",
+						 ws->dir);
+	}
+	return 0;
+}
+
 static int host_prepare(const struct adapter_workspace *ws, struct station_error *e)
 {
 	int r = mkdir_p(ws->dir, 0755);
@@ -45,7 +81,7 @@ static int host_prepare(const struct adapter_workspace *ws, struct station_error
 			return station_error_set(e, r, NULL, "cannot create \"%s/%s\": %s", ws->dir,
 						 dirs[i].sub, strerror(-r));
 	}
-	return 0;
+	return ws->ctx->host_user_set ? give_home(ws, e) : 0;
 }
 
 int adapter_listen_unix(int dfd, const char *name)
@@ -120,6 +156,13 @@ static int build_argv(const struct adapter_workspace *ws, const char *cgroup_str
 	snprintf(bufs[0], PATH_MAX, "%s/home/workspace", ws->dir);
 	snprintf(bufs[1], PATH_MAX, "%s/home", ws->dir);
 	argv[n++] = (char *)"station-agent";
+	/* The agent stays root (it makes a cgroup per command and keeps its socket and log out
+	 * of the user's reach); every run, service and terminal drops to the user. */
+	if (ws->ctx->host_user_set) {
+		snprintf(bufs[2], PATH_MAX, "%u:%u", ws->ctx->host_uid, ws->ctx->host_gid);
+		argv[n++] = (char *)"--user";
+		argv[n++] = bufs[2];
+	}
 	argv[n++] = (char *)"--listen-fd=4";
 	argv[n++] = (char *)"--secret-fd=3";
 	argv[n++] = (char *)"--workdir";
@@ -187,7 +230,7 @@ static int host_start_agent(const struct adapter_workspace *ws, const uint8_t *s
 	}
 
 	char *argv[MAX_AGENT_ARGS];
-	char bufs[2][PATH_MAX];
+	char bufs[3][PATH_MAX];
 	r = build_argv(ws, cgroup_str, argv, bufs);
 	if (r < 0) {
 		cgroup_free(agent_cg);

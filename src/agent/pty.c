@@ -616,6 +616,14 @@ void term_manager_child_exited(struct term_manager *m, pid_t pid, int status)
 
 /* ---- starting ----------------------------------------------------------------------------- */
 
+/* nologin and false: an account kept from interactive logins (a system user such as nobody,
+ * what a host workspace's --host-user often is) still gets a shell in a terminal we open. */
+static bool shell_refuses(const char *shell)
+{
+	const char *base = strrchr(shell, '/') + 1;
+	return strcmp(base, "nologin") == 0 || strcmp(base, "false") == 0;
+}
+
 char *pty_login_shell(const char *passwd_path, uid_t uid)
 {
 	_cleanup_free_ char *s = NULL;
@@ -636,7 +644,7 @@ char *pty_login_shell(const char *passwd_path, uid_t uid)
 			}
 			if (i < 7 || parse_u64(f[2], UINT32_MAX, &u) < 0 || u != (uint64_t)uid)
 				continue;
-			if (f[6][0] == '/' && access(f[6], X_OK) == 0)
+			if (f[6][0] == '/' && access(f[6], X_OK) == 0 && !shell_refuses(f[6]))
 				return strdup(f[6]);
 			break;
 		}

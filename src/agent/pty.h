@@ -70,5 +70,5 @@ void term_manager_child_exited(struct term_manager *m, pid_t pid, int status);
 void term_manager_kill_all(struct term_manager *m);
 
 /* The login shell of uid from passwd_path (an /etc/passwd), when it names an executable
- * file; else "/bin/sh". malloc'd, NULL when out of memory. */
+ * file other than nologin or false; else "/bin/sh". malloc'd, NULL when out of memory. */
 char *pty_login_shell(const char *passwd_path, uid_t uid);

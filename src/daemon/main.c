@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <netdb.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include "manager.h"
 #include "proto/agent-proto.h"
 #include "store/store.h"
+#include "validate.h"
 
 #define DEFAULT_ROOT "/var/lib/station-sandbox"
 #define MAX_LISTENERS 8
@@ -63,6 +65,9 @@ static void usage(FILE *f)
 		"                        [--userns-base UID]\n"
 		"                        [--import-dir DIR]... [--max-layer-bytes N]\n"
 		"                        [--max-image-bytes N] [--max-image-entries N]\n"
+		"                        [--adapters host,container] [--host-user NAME|UID[:GID]]\n"
+		"                        [--default-pids-limit N] [--default-memory-mb N]\n"
+		"                        [--home-size-mb N]\n"
 		"\n"
 		"The unix socket <root>/station.sock (mode 0600) is always served. TCP listeners\n"
 		"need the bearer token written to <root>/admin.token on first start.\n");
@@ -215,6 +220,11 @@ enum {
 	OPT_MAX_LAYER_BYTES,
 	OPT_MAX_IMAGE_BYTES,
 	OPT_MAX_IMAGE_ENTRIES,
+	OPT_ADAPTERS,
+	OPT_HOST_USER,
+	OPT_DEFAULT_PIDS,
+	OPT_DEFAULT_MEMORY,
+	OPT_HOME_SIZE,
 };
 
 /* Image imports: where layouts may come from, and how large an image may unpack. */
@@ -242,6 +252,102 @@ static int parse_image_option(struct options *o, int c, const char *arg)
 		return parse_number("--max-image-bytes", arg, UINT64_MAX, &l->max_image_bytes);
 	case OPT_MAX_IMAGE_ENTRIES:
 		return parse_number("--max-image-entries", arg, UINT64_MAX, &l->max_image_entries);
+	default:
+		return -EINVAL;
+	}
+}
+
+/* "host", "container" or both, comma-separated: the adapters the API may create. */
+static int parse_adapters(struct manager_config *mc, const char *arg)
+{
+	_cleanup_free_ char *copy = strdup(arg);
+	char *save = NULL;
+	if (!copy)
+		return -ENOMEM;
+	mc->allow_host = mc->allow_container = false;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (strcmp(t, "host") == 0)
+			mc->allow_host = true;
+		else if (strcmp(t, "container") == 0)
+			mc->allow_container = true;
+		else {
+			fprintf(stderr,
+				"station-sandboxd: --adapters \"%s\": unknown adapter \"%s\" "
+				"(host, container)\n",
+				arg, t);
+			return -EINVAL;
+		}
+	}
+	if (!mc->allow_host && !mc->allow_container) {
+		fprintf(stderr, "station-sandboxd: --adapters names no adapter\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A user name from the host's passwd (its uid and primary gid), or UID[:GID] (GID defaults
+ * to UID). Root is refused: leaving the flag out means root. */
+static int parse_host_user(struct manager_config *mc, const char *arg)
+{
+	uint64_t uid, gid;
+	const struct passwd *pw = getpwnam(arg);
+	if (pw) {
+		uid = pw->pw_uid;
+		gid = pw->pw_gid;
+	} else {
+		_cleanup_free_ char *copy = strdup(arg);
+		if (!copy)
+			return -ENOMEM;
+		char *colon = strchr(copy, ':');
+		if (colon)
+			*colon = 0;
+		if (parse_u64(copy, UINT32_MAX - 1, &uid) < 0 ||
+		    (colon && parse_u64(colon + 1, UINT32_MAX - 1, &gid) < 0)) {
+			fprintf(stderr,
+				"station-sandboxd: --host-user \"%s\": not a user of this host "
+				"nor UID[:GID]\n",
+				arg);
+			return -EINVAL;
+		}
+		if (!colon)
+			gid = uid;
+	}
+	if (uid == 0 || gid == 0) {
+		fprintf(stderr,
+			"station-sandboxd: --host-user \"%s\" is root (uid or gid 0): leave the "
+			"flag out to run host commands as root\n",
+			arg);
+		return -EINVAL;
+	}
+	mc->host_user_set = true;
+	mc->host_uid = (uint32_t)uid;
+	mc->host_gid = (uint32_t)gid;
+	return 0;
+}
+
+/* The options that loosen or tighten what a workspace may do on this worker. */
+static int parse_safety_option(struct options *o, int c, const char *arg)
+{
+	switch (c) {
+	case OPT_ADAPTERS:
+		return parse_adapters(&o->mc, arg);
+	case OPT_HOST_USER:
+		return parse_host_user(&o->mc, arg);
+	case OPT_DEFAULT_PIDS:
+		return parse_number("--default-pids-limit", arg, API_MAX_PIDS_LIMIT,
+				    &o->mc.default_pids_limit);
+	case OPT_DEFAULT_MEMORY:
+		return parse_number("--default-memory-mb", arg, API_MAX_MEMORY_MB,
+				    &o->mc.default_memory_mb);
+	case OPT_HOME_SIZE:
+		if (parse_number("--home-size-mb", arg, 1u << 30, &o->mc.home_size_mb) < 0)
+			return -EINVAL;
+		if (o->mc.home_size_mb > 0 && o->mc.home_size_mb < 8) {
+			fprintf(stderr, "station-sandboxd: --home-size-mb is 0 (none) or at least "
+					"8 (an ext4 filesystem with its journal)\n");
+			return -EINVAL;
+		}
+		return 0;
 	default:
 		return -EINVAL;
 	}
@@ -351,8 +457,26 @@ static int parse_option(struct options *o, int c, const char *arg)
 	case OPT_MAX_IMAGE_ENTRIES:
 		return parse_image_option(o, c, arg);
 	default:
-		return -EINVAL;
+		return parse_safety_option(o, c, arg);
 	}
+}
+
+/* The default adapter is one the API may create: container when allowed, else host. */
+static int check_adapters(struct manager_config *mc)
+{
+	if (!mc->default_adapter)
+		mc->default_adapter = mc->allow_container ? "container" : "host";
+	bool host = strcmp(mc->default_adapter, "host") == 0;
+	if (host ? mc->allow_host : mc->allow_container)
+		return 0;
+	fprintf(stderr,
+		"station-sandboxd: --default-adapter %s is not among the allowed adapters "
+		"(--adapters %s%s%s); allow it with --adapters %s\n",
+		mc->default_adapter, mc->allow_host ? "host" : "",
+		mc->allow_host && mc->allow_container ? "," : "",
+		mc->allow_container ? "container" : "",
+		host ? (mc->allow_container ? "host,container" : "host") : "host,container");
+	return -EINVAL;
 }
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -381,6 +505,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "max-layer-bytes", required_argument, NULL, OPT_MAX_LAYER_BYTES },
 		{ "max-image-bytes", required_argument, NULL, OPT_MAX_IMAGE_BYTES },
 		{ "max-image-entries", required_argument, NULL, OPT_MAX_IMAGE_ENTRIES },
+		{ "adapters", required_argument, NULL, OPT_ADAPTERS },
+		{ "host-user", required_argument, NULL, OPT_HOST_USER },
+		{ "default-pids-limit", required_argument, NULL, OPT_DEFAULT_PIDS },
+		{ "default-memory-mb", required_argument, NULL, OPT_DEFAULT_MEMORY },
+		{ "home-size-mb", required_argument, NULL, OPT_HOME_SIZE },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -403,7 +532,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		fprintf(stderr, "station-sandboxd: inconsistent timeout or output limits\n");
 		return -EINVAL;
 	}
-	return 0;
+	return check_adapters(&o->mc);
 }
 
 /* Exclusive ownership of the root: a second controller learns the owner's pid. */
@@ -657,7 +786,9 @@ int main(int argc, char **argv)
 			.max_workspaces = 1000,
 			.retention_usec = 24ull * 3600 * 1000000,
 			.retention_runs = 1000,
-			.default_adapter = "host",
+			.allow_container = true,
+			.default_pids_limit = 1024,
+			.default_memory_mb = 2048,
 			.runtime = "runc",
 			.id_base = 300000,
 		},

@@ -38,6 +38,9 @@ void manager_adapters_init(struct manager *m)
 		.default_seccomp = m->cfg.default_seccomp,
 		.seccomp_dirs = m->cfg.seccomp_dirs,
 		.id_base = m->cfg.id_base,
+		.host_user_set = m->cfg.host_user_set,
+		.host_uid = m->cfg.host_uid,
+		.host_gid = m->cfg.host_gid,
 	};
 	snprintf(state, sizeof state, "%s/runtime", m->cfg.root);
 	if (runtime_new(m->cfg.runtime, state, &m->actx.runtime, &e) < 0) {

@@ -22,6 +22,7 @@
 #include "event/event.h"
 #include "adapter/oci-config.h"
 #include "adapter/seccomp.h"
+#include "adapter/home-limit.h"
 #include "image/image.h"
 #include "manager-internal.h"
 
@@ -500,6 +501,34 @@ static void workspace_teardown(struct workspace *ws)
 	ws->adapter->remove(&aw, NULL);
 }
 
+static bool adapter_allowed(const struct manager *m, const struct adapter_ops *ops)
+{
+	return ops == &adapter_host ? m->cfg.allow_host : m->cfg.allow_container;
+}
+
+static json_t *adapters_json(const struct manager *m)
+{
+	json_t *a = json_array();
+	if (m->cfg.allow_host)
+		json_array_append_new(a, json_string("host"));
+	if (m->cfg.allow_container)
+		json_array_append_new(a, json_string("container"));
+	return a;
+}
+
+/* The spec as created: limits the request left at 0 get the worker's defaults, so that a
+ * workspace never runs without the limits the operator chose, and its JSON shows them. */
+static struct workspace_spec spec_effective(const struct manager *m,
+					    const struct workspace_spec *spec)
+{
+	struct workspace_spec eff = *spec;
+	if (eff.pids_limit == 0)
+		eff.pids_limit = m->cfg.default_pids_limit;
+	if (eff.memory_mb == 0)
+		eff.memory_mb = m->cfg.default_memory_mb;
+	return eff;
+}
+
 static const struct adapter_ops *spec_adapter(struct manager *m, const struct workspace_spec *spec,
 					      struct station_error *e)
 {
@@ -508,6 +537,18 @@ static const struct adapter_ops *spec_adapter(struct manager *m, const struct wo
 	if (!ops) {
 		station_error_set(e, -EINVAL, "adapter",
 				  "unknown adapter \"%s\" (host or container)", name);
+		return NULL;
+	}
+	if (!adapter_allowed(m, ops)) {
+		station_error_set(e, -EINVAL, "adapter",
+				  ops == &adapter_host ?
+					  "the host adapter is not enabled on this worker: it runs "
+					  "commands on the host without isolation (an operator "
+					  "enables it with 'station-sandboxd --adapters "
+					  "host,container')" :
+					  "the container adapter is not enabled on this worker (an "
+					  "operator enables it with 'station-sandboxd --adapters "
+					  "host,container')");
 		return NULL;
 	}
 	if (ops == &adapter_host && (spec->image || spec->seccomp_profile || spec->network)) {
@@ -574,12 +615,13 @@ static int alloc_id_base(struct manager *m, json_t *spec_json, struct station_er
 	return station_error_set(e, -EAGAIN, NULL, "no host uid range left for a new workspace");
 }
 
-int manager_workspace_create(struct manager *m, const struct workspace_spec *spec, json_t **ret,
+int manager_workspace_create(struct manager *m, const struct workspace_spec *req, json_t **ret,
 			     struct station_error *e)
 {
-	const struct adapter_ops *ops = spec_adapter(m, spec, e);
+	const struct adapter_ops *ops = spec_adapter(m, req, e);
 	if (!ops)
 		return e->err;
+	const struct workspace_spec eff = spec_effective(m, req), *spec = &eff;
 	if (!m->base_cgroup)
 		return station_error_set(e, m->cgroup_error, NULL, "cgroups are unavailable: %s",
 					 strerror(-m->cgroup_error));
@@ -589,6 +631,9 @@ int manager_workspace_create(struct manager *m, const struct workspace_spec *spe
 					 "(the limit)",
 					 m->n_workspaces);
 	json_t *spec_json = spec_to_json(spec);
+	if (ops == &adapter_container && m->cfg.home_size_mb > 0)
+		json_object_set_new(spec_json, "homeSizeMb",
+				    json_integer((json_int_t)m->cfg.home_size_mb));
 	int r = ops->check(&m->actx, spec_json, e);
 	if (r >= 0 && ops == &adapter_container)
 		r = alloc_id_base(m, spec_json, e);
@@ -725,28 +770,48 @@ json_t *manager_ready(struct manager *m)
 	bool ready = agent_ok && m->base_cgroup;
 	bool container = strcmp(m->cfg.default_adapter, "container") == 0;
 	bool container_ok = manager_ready_container(m, checks);
+	if (m->cfg.home_size_mb > 0) {
+		bool ok = home_limit_probe(msg, sizeof msg);
+		json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "homeSize", "ok",
+							ok, "message", msg));
+		container_ok &= ok;
+	}
 	if (container)
 		ready &= container_ok;
-	return json_pack("{s:b,s:s,s:o}", "ready", ready, "defaultAdapter", m->cfg.default_adapter,
-			 "checks", checks);
+	return json_pack("{s:b,s:s,s:o,s:o}", "ready", ready, "defaultAdapter",
+			 m->cfg.default_adapter, "adapters", adapters_json(m), "checks", checks);
 }
 
 json_t *manager_worker(struct manager *m)
 {
 	enum cgroup_version v = m->base_cgroup ? m->base_cgroup->version : 0;
-	return json_pack("{s:s,s:s,s:[s,s],s:s?,s:s,s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I}}", "name",
-			 m->cfg.worker, "version", STATION_VERSION, "adapters", "host", "container",
-			 "runtime", m->actx.runtime ? m->actx.runtime->name : NULL, "cgroup",
-			 v == CGROUP_V2 ? "v2" :
-			 v == CGROUP_V1 ? "v1" :
-					  "unavailable",
-			 "workspaces", (json_int_t)m->n_workspaces, "limits", "maxWorkspaces",
-			 (json_int_t)m->cfg.max_workspaces, "maxRunningPerWorkspace",
-			 (json_int_t)m->cfg.max_running_per_workspace, "defaultTimeoutMs",
-			 (json_int_t)m->cfg.default_timeout_ms, "maxTimeoutMs",
-			 (json_int_t)m->cfg.max_timeout_ms, "defaultOutputBytes",
-			 (json_int_t)m->cfg.default_output_bytes, "maxOutputBytes",
-			 (json_int_t)m->cfg.max_output_bytes);
+	json_t *o = json_pack("{s:s,s:s,s:o,s:s,s:s?,s:s,s:I}", "name", m->cfg.worker, "version",
+			      STATION_VERSION, "adapters", adapters_json(m), "defaultAdapter",
+			      m->cfg.default_adapter, "runtime",
+			      m->actx.runtime ? m->actx.runtime->name : NULL, "cgroup",
+			      v == CGROUP_V2 ? "v2" :
+			      v == CGROUP_V1 ? "v1" :
+					       "unavailable",
+			      "workspaces", (json_int_t)m->n_workspaces);
+	json_t *limits = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "maxWorkspaces",
+				   (json_int_t)m->cfg.max_workspaces, "maxRunningPerWorkspace",
+				   (json_int_t)m->cfg.max_running_per_workspace, "defaultTimeoutMs",
+				   (json_int_t)m->cfg.default_timeout_ms, "maxTimeoutMs",
+				   (json_int_t)m->cfg.max_timeout_ms, "defaultOutputBytes",
+				   (json_int_t)m->cfg.default_output_bytes, "maxOutputBytes",
+				   (json_int_t)m->cfg.max_output_bytes, "defaultPidsLimit",
+				   (json_int_t)m->cfg.default_pids_limit, "defaultMemoryMb",
+				   (json_int_t)m->cfg.default_memory_mb, "homeSizeMb",
+				   (json_int_t)m->cfg.home_size_mb);
+	json_object_set_new(o, "limits", limits);
+	if (m->cfg.allow_host)
+		json_object_set_new(o, "hostUser",
+				    m->cfg.host_user_set ?
+					    json_pack("{s:I,s:I}", "uid",
+						      (json_int_t)m->cfg.host_uid, "gid",
+						      (json_int_t)m->cfg.host_gid) :
+					    json_pack("{s:i,s:i}", "uid", 0, "gid", 0));
+	return o;
 }
 
 /* --- start and stop --- */

@@ -30,12 +30,19 @@ struct manager_config {
 	size_t max_workspaces;		  /* 1000 */
 	uint64_t retention_usec;	  /* finished runs kept this long, 24 h */
 	size_t retention_runs;		  /* and at most this many per workspace, 1000 */
-	const char *default_adapter;	  /* "host" or "container" */
-	const char *runtime;		  /* OCI runtime: runc, crun, runsc or a path */
-	const char *default_image;	  /* NULL: container workspaces must name one */
-	const char *default_seccomp;	  /* the worker's default seccomp profile (path) */
+	const char *default_adapter;	  /* "host" or "container", one of the allowed ones */
+	bool allow_host;		  /* --adapters: what the API may create */
+	bool allow_container;
+	uint64_t default_pids_limit; /* for workspaces that name none; 0: unlimited */
+	uint64_t default_memory_mb;  /* likewise */
+	uint64_t home_size_mb;	     /* container HOME size limit for new workspaces; 0: none */
+	bool host_user_set;	     /* --host-user: host workspaces run commands as */
+	uint32_t host_uid, host_gid; /* this uid and gid, with no supplementary groups */
+	const char *runtime;	     /* OCI runtime: runc, crun, runsc or a path */
+	const char *default_image;   /* NULL: container workspaces must name one */
+	const char *default_seccomp; /* the worker's default seccomp profile (path) */
+	uint32_t id_base;	     /* host uid/gid of container root (range of 65536) */
 	const char *const *seccomp_dirs;  /* profile directories, NULL-terminated (adapter.h) */
-	uint32_t id_base;		  /* host uid/gid of container root (range of 65536) */
 	/* Image imports (manager-image.c): layouts only from beneath these directories
 	 * (--import-dir; none: path imports are refused), within these limits (0: defaults). */
 	const char *const *import_dirs;
@@ -54,15 +61,15 @@ json_t *manager_ready(struct manager *m); /* {"ready":bool,"checks":[{"name","ok
 json_t *manager_worker(struct manager *m);
 
 struct workspace_spec {
-	const char *adapter; /* NULL: "host" */
+	const char *adapter; /* NULL: the worker's default adapter */
 	json_t *env;	     /* borrowed; NULL or an object of string values, validated */
 	const char *image;   /* container: "name@sha256:…" or "sha256:…"; NULL: default */
 	const char *seccomp_profile; /* container: absolute path of a Docker-format profile; NULL:
 				      * the worker's default profile */
 	const char *network;	     /* container: "none" (NULL: "none") */
 	double cpus;	     /* 0: unlimited (docs/api.md ranges, validated by the API layer) */
-	uint64_t memory_mb;  /* 0: unlimited */
-	uint64_t pids_limit; /* 0: unlimited */
+	uint64_t memory_mb;  /* 0: the worker's default (--default-memory-mb) */
+	uint64_t pids_limit; /* 0: the worker's default (--default-pids-limit) */
 };
 
 int manager_workspace_create(struct manager *m, const struct workspace_spec *spec, json_t **ret,

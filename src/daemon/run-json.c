@@ -136,8 +136,8 @@ json_t *workspace_to_json(const struct workspace *ws)
 		else
 			json_object_set_new(o, keys[i], i == 0 ? json_object() : json_integer(0));
 	}
-	static const char *const container_keys[] = { "image", "seccompProfile", "seccompDigest",
-						      "network", "runtime" };
+	static const char *const container_keys[] = { "image",	 "seccompProfile", "seccompDigest",
+						      "network", "runtime",	   "homeSizeMb" };
 	for (size_t i = 0; i < ELEMENTSOF(container_keys); i++) {
 		json_t *v = json_object_get(ws->spec, container_keys[i]);
 		if (v)

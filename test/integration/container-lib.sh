@@ -149,7 +149,7 @@ require_container_controller() {
 # start_controller_any [FLAGS...]: like start_controller, but waits only until GET /v1/ready
 # answers at all (a controller that is deliberately not ready answers 503).
 start_controller_any() {
-	CONTROLLER_FLAGS=(--worker "$WORKER" "$@")
+	mapfile -d '' -t CONTROLLER_FLAGS < <(adapter_flags --worker "$WORKER" "$@")
 	echo "=== start $(date +%T.%N) ${CONTROLLER_FLAGS[*]}" >>"$CONTROLLER_LOG"
 	"$DAEMON" --root "$ROOT" --worker test --log-format text "${CONTROLLER_FLAGS[@]}" \
 		>>"$CONTROLLER_LOG" 2>&1 </dev/null &

@@ -172,12 +172,31 @@ wait_for() {
 # ---------------------------------------------------------------------------------------------
 # The controller
 
+# adapter_flags [DAEMON FLAGS...]: the flags with both adapters allowed and host the default,
+# unless they choose (--adapters): most tests drive host workspaces, which a worker does not
+# allow unless told.
+adapter_flags() {
+	local f has_adapters=0 has_default=0 pre=()
+	for f in "$@"; do
+		case $f in
+		--adapters | --adapters=*) has_adapters=1 ;;
+		--default-adapter | --default-adapter=*) has_default=1 ;;
+		esac
+	done
+	if ((!has_adapters)); then
+		pre=(--adapters host,container)
+		((has_default)) || pre+=(--default-adapter host)
+	fi
+	printf '%s\0' "${pre[@]}" "$@"
+}
+
 # start_controller [DAEMON FLAGS...]: starts station-sandboxd on ROOT in the background and
 # waits (10 s at most) until GET /v1/ready answers 200. Extra flags are remembered so a restart
-# uses the same ones.
+# uses the same ones. Without --adapters among them, both adapters are allowed (adapter_flags).
 CONTROLLER_FLAGS=()
 start_controller() {
-	CONTROLLER_FLAGS=("$@")
+	mapfile -d '' -t CONTROLLER_FLAGS < <(adapter_flags "$@")
+	set -- "${CONTROLLER_FLAGS[@]}"
 	if [[ ! -x $DAEMON ]]; then
 		diag "controller binary $DAEMON not built"
 		return 1

@@ -16,7 +16,8 @@ t_create() {
 	assert_eq "$ROOT/workspaces/$ws/home" "$(j .home)" home
 	assert_eq "$ROOT/workspaces/$ws/home/workspace" "$(j .workdir)" workdir
 	assert_eq '{"FOO":"bar"}' "$(j .env)" env
-	assert_eq '0 0 0' "$(j '"\(.cpus) \(.memoryMb) \(.pidsLimit)"')" "limits default to 0"
+	assert_eq '0 2048 1024' "$(j '"\(.cpus) \(.memoryMb) \(.pidsLimit)"')" \
+		"limits default to the worker's (cpus unlimited)"
 	assert_ne null "$(j .createdAt)" createdAt
 	[[ -d $ROOT/workspaces/$ws/home/workspace ]] || _fail "workdir not made"
 	local created=$BODY
