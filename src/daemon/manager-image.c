@@ -173,7 +173,7 @@ static const char *import_dir_match(struct manager *m, const char *path, const c
 	return NULL;
 }
 
-static int import_dirs_list(struct manager *m, char *buf, size_t size)
+static void import_dirs_list(struct manager *m, char *buf, size_t size)
 {
 	size_t used = 0;
 
@@ -181,7 +181,6 @@ static int import_dirs_list(struct manager *m, char *buf, size_t size)
 	for (size_t i = 0; i < m->cfg.n_import_dirs && used < size; i++)
 		used += snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
 				 m->cfg.import_dirs[i]);
-	return 0;
 }
 
 /* Opens the layout at path for reading, resolved beneath its import directory's fd without

@@ -147,7 +147,7 @@ int manager_image_pull(struct manager *m, const char *ref, const char *registry,
  * end (its own timeouts bound it), so the store is left as a whole import or none. */
 void manager_image_job_forget(struct image_job *j);
 int manager_image_list(struct manager *m, json_t **ret, struct station_error *e);
-/* -EBUSY while a workspace uses it. */
+/* -EBUSY while a workspace uses it, or while an import or pull holds the store (never waits). */
 int manager_image_remove(struct manager *m, const char *ref, struct station_error *e);
 
 /* Services (manager-service.c): foreground commands the workspace's agent supervises under a
