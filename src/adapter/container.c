@@ -226,6 +226,8 @@ static int open_ws_dir(const struct adapter_workspace *ws, struct station_error 
 	char parent[PATH_MAX];
 	snprintf(parent, sizeof parent, "%s/workspaces", ws->ctx->root);
 	int r = mkdir_p(parent, 0711);
+	if (r >= 0 && chmod(parent, 0711) < 0) /* searchable, not listable, by others */
+		r = negative_errno();
 	if (r >= 0 && mkdir(ws->dir, 0710) < 0 && errno != EEXIST)
 		r = negative_errno();
 	_cleanup_close_ int fd =
@@ -692,7 +694,7 @@ static int agent_mount_point(int afd, const char *dir, struct station_error *e)
 {
 	static const char name[] = "station-agent";
 	int fd = safe_open_file(afd, name, O_WRONLY | O_CREAT, 0755, SAFE_BENEATH);
-	if (fd < 0 && fd != -ENOMEM) {
+	if (fd == -ELOOP || fd == -EINVAL || fd == -ENXIO) { /* a symlink, FIFO, socket */
 		if (unlinkat(afd, name, 0) < 0 && errno != ENOENT && errno != EISDIR)
 			return station_error_set(e, negative_errno(), NULL,
 						 "cannot remove \"%s/%s\": %m", dir, name);

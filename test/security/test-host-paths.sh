@@ -93,6 +93,48 @@ resolves_to() {
 	[[ $(readlink -f "$1" 2>/dev/null) == "$2" ]]
 }
 
+# Container root replaces run/agent.sock with a symlink to another socket on the host; a
+# controller restart reconnects to the workspace's socket and must not follow it there (the
+# controller would speak, as root, to whatever listens: here a listener that records it).
+t_agent_socket_symlink() {
+	local ws sock=$TMP/victim.sock log=$TMP/victim-sock.log
+	: >"$log"
+	cat >"$TMP/listener.py" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(8)
+while True:
+    c, _ = s.accept()
+    with open(sys.argv[2], "a") as f:
+        f.write("connected\n")
+    c.close()
+EOF
+	python3 "$TMP/listener.py" "$sock" "$log" </dev/null &
+	local listener=$!
+	wait_for -t 30 test -S "$sock" || {
+		_fail "the victim socket never appeared"
+		kill "$listener"
+		return 1
+	}
+	new_cws ws || return 1
+	run_cmd "$ws" "rm /run/station/agent.sock && ln -s $sock /run/station/agent.sock && echo planted" "$CWD" ||
+		return 1
+	assert_eq planted "$(j .stdout | tr -d '\n')" planted
+	# positive control: a connection through the planted path reaches the victim listener
+	python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' \
+		"$ROOT/workspaces/$ws/run/agent.sock"
+	wait_for -t 5 grep -q connected "$log" || _fail "control: the listener saw no connection"
+	: >"$log"
+	restart_controller || return 1
+	api -q GET "/v1/workspaces/$ws"
+	diag "workspace after the controller restart: $(j '{state, reason}' | tr -d '\n')"
+	assert_eq "" "$(cat "$log")" "connections the controller made to the victim socket"
+	kill "$listener"
+	wait "$listener" 2>/dev/null
+	return 0
+}
+
 # A loop in the sandbox swaps ~/workspace between a directory and a symlink to the victim while
 # the test restarts the workspace again and again: whatever state the restart finds, the victim
 # never changes.
@@ -225,6 +267,7 @@ t_passwd_regular_control() {
 
 run_test "restart: ~/workspace -> host dir, planted as the sandbox user, is not followed" t_restart_workspace_symlink_as_user
 run_test "restart: run/agent -> host dir, planted as container root, is not followed" t_restart_run_symlinks_as_root
+run_test "controller restart: run/agent.sock -> a host socket is not connected to" t_agent_socket_symlink
 run_test "restart: ~/workspace swapped dir/symlink in a loop, the victim never changes" t_restart_swap_loop
 run_test "delete: symlinks in HOME and run/ are removed, their targets kept" t_delete_with_symlinks
 run_test "create: the image's /home/node/workspace -> host dir is not followed" t_create_image_workspace_symlink
