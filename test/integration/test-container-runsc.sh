@@ -87,7 +87,10 @@ t_timeout_tree() {
 	run_start "$WS" "$(json_cmd 'setsid sh -c "sleep 1000.88" & sleep 1000.88' '.timeoutMs = 3000')" ||
 		return 1
 	run=$RUN
-	assert_eq 2 "$(in_ws_count "$WS" 'sleep 1000.88')" "'sleep 1000.88' processes before the timeout"
+	# both sleeps (the daemonized one and the main one) are there to find: waited for, as the
+	# run is reported started before its processes have exec'd
+	wait_for -t 5 eval '[[ $(in_ws_count "$WS" "sleep 1000.88") == 2 ]]' ||
+		_fail "'sleep 1000.88' processes before the timeout: $(in_ws_count "$WS" 'sleep 1000.88'), not 2"
 	run_wait "$WS" "$run" 20 || return 1
 	assert_eq timed_out "$(j .status)" status
 	wait_for -t 3 in_ws_none "$WS" 'sleep 1000.88' ||
