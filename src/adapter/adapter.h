@@ -27,7 +27,7 @@ struct adapter_context {
 	/* where profiles may come from: the shipped profiles/ and each --seccomp-dir (absolute,
 	 * canonical, NULL-terminated; NULL: none) */
 	const char *const *seccomp_dirs;
-	uint32_t id_base; /* host uid/gid of container root; ids base..base+65535 */
+	uint32_t id_base;	     /* host uid/gid of container root; ids base..base+65535 */
 	bool host_user_set;	     /* host adapter: commands run as host_uid:host_gid, */
 	uint32_t host_uid, host_gid; /* no supplementary groups; else as root */
 };

@@ -9,9 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <linux/openat2.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -26,27 +24,14 @@
 
 enum { AGENT_SECRET_FD = 3, AGENT_LISTEN_FD = 4, MAX_AGENT_ARGS = 16 };
 
-/* Beneath dfd, no symlink anywhere on the way: HOME's contents belong to the commands. */
-static int open_beneath(int dfd, const char *name)
-{
-	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH };
-	int fd = (int)syscall(SYS_openat2, dfd, name, &how, sizeof how);
-	return fd < 0 ? negative_errno() : fd;
-}
-
 /* HOME and its workspace directory to the configured user, while the controller still owns
  * them (made just now): what the user changed since stays the user's. */
-static int give_home(const struct adapter_workspace *ws, struct station_error *e)
+static int give_home(const struct adapter_workspace *ws, int dfd, struct station_error *e)
 {
 	static const char *const subs[] = { "home", "home/workspace" };
-	_cleanup_close_ int dfd = open(ws->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
-		return station_error_set(e, negative_errno(), NULL, "cannot open \"%s\": %m",
-					 ws->dir);
 	for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
 		struct stat st;
-		_cleanup_close_ int fd = open_beneath(dfd, subs[i]);
+		_cleanup_close_ int fd = safe_open_dir(dfd, subs[i], SAFE_BENEATH);
 		if (fd == -ELOOP || fd == -ENOTDIR || fd == -ENOENT)
 			continue; /* the user replaced it: theirs */
 		if (fd < 0 || fstat(fd, &st) < 0 ||
@@ -81,7 +66,12 @@ static int host_prepare(const struct adapter_workspace *ws, struct station_error
 			return station_error_set(e, r, NULL, "cannot create \"%s/%s\": %s", ws->dir,
 						 dirs[i].sub, strerror(-r));
 	}
-	return ws->ctx->host_user_set ? give_home(ws, e) : 0;
+	/* root's, searchable only by the group commands run as (none: root alone) */
+	gid_t group = ws->ctx->host_user_set ? ws->ctx->host_gid : 0;
+	if (fchown(wfd, 0, group) < 0 || fchmod(wfd, 0710) < 0)
+		return station_error_set(e, negative_errno(), NULL, "cannot secure \"%s\": %m",
+					 ws->dir);
+	return ws->ctx->host_user_set ? give_home(ws, wfd, e) : 0;
 }
 
 int adapter_listen_unix(int dfd, const char *name)

@@ -33,16 +33,16 @@ struct manager_config {
 	const char *default_adapter;	  /* "host" or "container", one of the allowed ones */
 	bool allow_host;		  /* --adapters: what the API may create */
 	bool allow_container;
-	uint64_t default_pids_limit; /* for workspaces that name none; 0: unlimited */
-	uint64_t default_memory_mb;  /* likewise */
-	uint64_t home_size_mb;	     /* container HOME size limit for new workspaces; 0: none */
-	bool host_user_set;	     /* --host-user: host workspaces run commands as */
-	uint32_t host_uid, host_gid; /* this uid and gid, with no supplementary groups */
-	const char *runtime;	     /* OCI runtime: runc, crun, runsc or a path */
-	const char *default_image;   /* NULL: container workspaces must name one */
-	const char *default_seccomp; /* the worker's default seccomp profile (path) */
-	uint32_t id_base;	     /* host uid/gid of container root (range of 65536) */
-	const char *const *seccomp_dirs;  /* profile directories, NULL-terminated (adapter.h) */
+	uint64_t default_pids_limit;	 /* for workspaces that name none; 0: unlimited */
+	uint64_t default_memory_mb;	 /* likewise */
+	uint64_t home_size_mb;		 /* container HOME size limit for new workspaces; 0: none */
+	bool host_user_set;		 /* --host-user: host workspaces run commands as */
+	uint32_t host_uid, host_gid;	 /* this uid and gid, with no supplementary groups */
+	const char *runtime;		 /* OCI runtime: runc, crun, runsc or a path */
+	const char *default_image;	 /* NULL: container workspaces must name one */
+	const char *default_seccomp;	 /* the worker's default seccomp profile (path) */
+	uint32_t id_base;		 /* host uid/gid of container root (range of 65536) */
+	const char *const *seccomp_dirs; /* profile directories, NULL-terminated (adapter.h) */
 	/* Image imports (manager-image.c): layouts only from beneath these directories
 	 * (--import-dir; none: path imports are refused), within these limits (0: defaults). */
 	const char *const *import_dirs;
