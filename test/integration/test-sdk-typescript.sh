@@ -59,7 +59,7 @@ else
 	chmod 0755 "$TMP"
 	if python3 "$SRC/test/helpers/make-busybox-image" "$TMP/image" >"$TMP/image.log" 2>&1; then
 		IMAGE_LAYOUT=$TMP/image
-		CONTROLLER_ARGS+=(--runtime "$RUNTIME")
+		CONTROLLER_ARGS+=(--runtime "$RUNTIME" --import-dir "$TMP")
 	else
 		not_ok "busybox test image builds" "$(tail -n 1 "$TMP/image.log")"
 		exit 1
