@@ -474,6 +474,13 @@ int fd_set_cloexec(int fd, bool on)
 
 static void close_fd_range(unsigned first, unsigned last)
 {
+	/* No fd is above INT_MAX. Linux takes ~0U for "to the end", but gVisor's close_range
+	 * (runsc 20221219) answers EINVAL to any last above INT_MAX, and the loop below then
+	 * closes up to RLIMIT_NOFILE fds one by one (seconds under ptrace, in a vfork child). */
+	if (last > INT_MAX)
+		last = INT_MAX;
+	if (first > last)
+		return;
 	if (close_range(first, last, 0) == 0)
 		return;
 	/* no close_range (ENOSYS) or it failed: close one by one up to the fd limit */
