@@ -21,11 +21,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <glob.h>
 #include <limits.h>
 #include <pwd.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,11 +31,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "adapter.h"
 #include "home-limit.h"
+#include "layers.h"
 #include "basic/cleanup.h"
 #include "basic/safe-fs.h"
 #include "basic/util.h"
@@ -268,182 +265,6 @@ static int make_dir(int dfd, const char *dir, const char *sub, mode_t mode, int 
 	return 0;
 }
 
-/* Layers are stored with the image's own owners and shown to each workspace through idmapped
- * mounts of its own range. A store from before kept one range chowned on disk, with a marker
- * "<layer>.ids-<base>" beside each layer: those are shifted back, once, the first time a
- * workspace starts on them (a container of the old kind still running on such a layer sees
- * its image files as nobody until it restarts). */
-static uint32_t unshift_base;
-
-static int unshift_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	uint32_t b = unshift_base;
-	bool u = st->st_uid >= b && st->st_uid - b < ID_RANGE;
-	bool g = st->st_gid >= b && st->st_gid - b < ID_RANGE;
-	if (!u && !g)
-		return 0;
-	if (lchown(path, u ? st->st_uid - b : (uid_t)-1, g ? st->st_gid - b : (gid_t)-1) < 0)
-		return -1;
-	/* chown clears setuid and setgid: put them back */
-	if (S_ISREG(st->st_mode) && (st->st_mode & (S_ISUID | S_ISGID)) &&
-	    chmod(path, st->st_mode & 07777) < 0)
-		return -1;
-	return 0;
-}
-
-static int layers_unshift(const struct image *img, struct station_error *e)
-{
-	for (size_t i = 0; i < img->n_layers; i++) {
-		char pattern[PATH_MAX];
-		glob_t g = { 0 };
-		snprintf(pattern, sizeof pattern, "%s.ids-*", img->layers[i]);
-		if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
-			continue;
-		int r = 0;
-		for (size_t k = 0; r >= 0 && k < g.gl_pathc; k++) {
-			uint64_t b;
-			const char *tail = strrchr(g.gl_pathv[k], '-') + 1;
-			if (parse_u64(tail, UINT32_MAX - ID_RANGE, &b) < 0 || b < ID_RANGE)
-				continue;
-			unshift_base = (uint32_t)b;
-			if (nftw(img->layers[i], unshift_one, 64, FTW_PHYS | FTW_MOUNT) != 0)
-				r = station_error_set(
-					e, negative_errno(), NULL,
-					"cannot restore the owners of layer \"%s\": %m",
-					img->layers[i]);
-			else if (unlink(g.gl_pathv[k]) < 0)
-				r = station_error_set(e, negative_errno(), NULL,
-						      "cannot remove \"%s\": %m", g.gl_pathv[k]);
-		}
-		globfree(&g);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* A user namespace mapping ids 0..65535 to base..: what the lower layers are idmapped with. A
- * child unshares it and waits while we write its maps and open it. */
-static int idmap_userns(uint32_t base)
-{
-	int ready[2] = { -1, -1 }, hold[2] = { -1, -1 }, fd = -EIO;
-	if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(hold, O_CLOEXEC) < 0) {
-		fd = negative_errno();
-		goto out;
-	}
-	pid_t pid = fork();
-	if (pid < 0) {
-		fd = negative_errno();
-		goto out;
-	}
-	if (pid == 0) {
-		char c = unshare(CLONE_NEWUSER) == 0;
-		(void)!write(ready[1], &c, 1);
-		(void)!read(hold[0], &c, 1);
-		_exit(0);
-	}
-	char c = 0, path[64], map[64];
-	if (read(ready[0], &c, 1) != 1 || !c) {
-		fd = -EPERM;
-	} else {
-		snprintf(map, sizeof map, "0 %u %u\n", base, ID_RANGE);
-		static const char *const files[] = { "uid_map", "gid_map" };
-		fd = 0;
-		for (size_t i = 0; fd >= 0 && i < ELEMENTSOF(files); i++) {
-			snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, files[i]);
-			_cleanup_close_ int m = open(path, O_WRONLY | O_CLOEXEC);
-			if (m < 0 || write(m, map, strlen(map)) < 0)
-				fd = negative_errno();
-		}
-		snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
-		if (fd >= 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-			fd = negative_errno();
-	}
-	close(hold[1]);
-	hold[1] = -1;
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-out:
-	for (int i = 0; i < 2; i++) {
-		if (ready[i] >= 0)
-			close(ready[i]);
-		if (hold[i] >= 0)
-			close(hold[i]);
-	}
-	return fd;
-}
-
-#define LOWER_MAX 128
-
-/* Detaches what lower/<i> holds (left by a start that failed before it detached them). */
-static void detach_lowers(const struct adapter_workspace *ws)
-{
-	for (int i = 0; i < LOWER_MAX; i++) {
-		char path[PATH_MAX];
-		snprintf(path, sizeof path, "%s/lower/%d", ws->dir, i);
-		if (access(path, F_OK) < 0)
-			break;
-		while (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
-			;
-	}
-}
-
-static int idmap_error(const struct image *img, size_t i, int r, struct station_error *e)
-{
-	return station_error_set(
-		e, r == -EINVAL || r == -ENOSYS || r == -EPERM || r == -EOPNOTSUPP ? -EHOSTDOWN : r,
-		NULL,
-		"cannot make an idmapped mount of layer \"%s\": %s (needs Linux "
-		">= 5.19 and a filesystem supporting idmapped mounts for the "
-		"image store)",
-		img->layers[i], strerror(-r));
-}
-
-/* lower/<i>: layer i, idmapped to the workspace's range, read-only, nosuid, nodev; the overlay
- * is mounted on these, and then they are detached (the overlay keeps its own references). */
-static int mount_lowers(const struct adapter_workspace *ws, int wfd, const struct image *img,
-			uint32_t base, char **ret_lowerdir, struct station_error *e)
-{
-	if (img->n_layers == 0 || img->n_layers > LOWER_MAX)
-		return station_error_set(e, -E2BIG, "image", "image has %zu layers (at most %d)",
-					 img->n_layers, LOWER_MAX);
-	detach_lowers(ws);
-	_cleanup_close_ int ns = idmap_userns(base);
-	if (ns < 0)
-		return idmap_error(img, 0, ns, e);
-	size_t len = 1;
-	for (size_t i = 0; i < img->n_layers; i++)
-		len += strlen(ws->dir) + 32;
-	_cleanup_free_ char *lowerdir = calloc(1, len);
-	if (!lowerdir)
-		return station_error_set(e, -ENOMEM, NULL, "out of memory");
-	for (size_t i = 0; i < img->n_layers; i++) {
-		char sub[32], path[PATH_MAX];
-		snprintf(sub, sizeof sub, "lower/%zu", i);
-		int r = make_dir(wfd, ws->dir, sub, 0700, 0, e);
-		if (r < 0)
-			return r;
-		snprintf(path, sizeof path, "%s/%s", ws->dir, sub);
-		_cleanup_close_ int t =
-			open_tree(AT_FDCWD, img->layers[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-		struct mount_attr attr = {
-			.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-				    MOUNT_ATTR_NODEV,
-			.userns_fd = (uint64_t)ns,
-		};
-		if (t < 0 || mount_setattr(t, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0 ||
-		    move_mount(t, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-			return idmap_error(img, i, negative_errno(), e);
-	}
-	/* overlay's lowerdir lists the top layer first */
-	for (size_t i = img->n_layers; i > 0; i--) {
-		size_t n = strlen(lowerdir);
-		snprintf(lowerdir + n, len - n, "%s%s/lower/%zu", n ? ":" : "", ws->dir, i - 1);
-	}
-	*ret_lowerdir = TAKE_PTR(lowerdir);
-	return 0;
-}
-
 #define PASSWD_MAX (4u << 20)
 
 /* "name", "uid", "uid:gid" or "name:group" against the image's /etc/passwd, read beneath the
@@ -532,7 +353,7 @@ static int mount_rootfs(const struct adapter_workspace *ws, int wfd, const struc
 	    (r = make_dir(wfd, ws->dir, "rootfs", 0755, -1, e)) < 0 ||
 	    (r = make_dir(wfd, ws->dir, "lower", 0700, 0, e)) < 0)
 		return r;
-	r = mount_lowers(ws, wfd, img, root, &lower, e);
+	r = layers_mount_idmapped(wfd, ws->dir, img, root, &lower, e);
 	if (r >= 0 && asprintf(&opts, "lowerdir=%s,upperdir=%s/upper,workdir=%s/work", lower, upper,
 			       upper) < 0)
 		r = station_error_set(e, -ENOMEM, NULL, "out of memory");
@@ -540,7 +361,7 @@ static int mount_rootfs(const struct adapter_workspace *ws, int wfd, const struc
 	if (r >= 0 && mount("overlay", rootfs, "overlay", MS_NODEV | MS_NOSUID, opts) < 0)
 		r = station_error_set(e, negative_errno(), NULL,
 				      "cannot mount the root filesystem at \"%s\": %m", rootfs);
-	detach_lowers(ws);
+	layers_detach(ws->dir);
 	return r;
 }
 
@@ -1154,7 +975,7 @@ static void container_stop(const struct adapter_workspace *ws)
 	remove_runtime_cgroups(ws, false);
 	snprintf(rootfs, sizeof rootfs, "%s/rootfs", ws->dir);
 	umount2(rootfs, MNT_DETACH);
-	detach_lowers(ws);
+	layers_detach(ws->dir);
 	home_limit_unmount(ws);
 }
 
