@@ -10,18 +10,17 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/loop.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "basic/cleanup.h"
+#include "basic/safe-fs.h"
 #include "basic/util.h"
 #include "home-limit.h"
 
@@ -53,14 +52,6 @@ static uint64_t home_size_mb(const struct adapter_workspace *ws)
 	json_t *v = json_object_get(ws->spec, "homeSizeMb");
 	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) :
 								 0;
-}
-
-static int open_home(int dfd)
-{
-	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH };
-	int fd = (int)syscall(SYS_openat2, dfd, "home", &how, sizeof how);
-	return fd < 0 ? negative_errno() : fd;
 }
 
 /* HOME is a mount point already (a start after a start without a stop in between). */
@@ -123,7 +114,7 @@ static int image_create(const struct adapter_workspace *ws, int dfd, uint64_t si
 	struct stat st;
 	snprintf(image, sizeof image, "%s/" HOME_IMAGE, ws->dir);
 	snprintf(home, sizeof home, "%s/home", ws->dir);
-	_cleanup_close_ int hfd = open_home(dfd);
+	_cleanup_close_ int hfd = safe_open_dir(dfd, "home", SAFE_BENEATH);
 	if (hfd < 0 || fstat(hfd, &st) < 0)
 		return station_error_set(e, hfd < 0 ? hfd : negative_errno(), NULL,
 					 "cannot open \"%s\": %s", home,
@@ -188,7 +179,7 @@ static int image_mount(const struct adapter_workspace *ws, int dfd, struct stati
 		return station_error_set(e, loop, NULL,
 					 "no loop device for \"%s/" HOME_IMAGE "\": %s", ws->dir,
 					 strerror(-loop));
-	_cleanup_close_ int hfd = open_home(dfd);
+	_cleanup_close_ int hfd = safe_open_dir(dfd, "home", SAFE_BENEATH);
 	if (hfd < 0)
 		return station_error_set(e, hfd, NULL, "cannot open \"%s/home\": %s", ws->dir,
 					 strerror(-hfd));
@@ -209,7 +200,7 @@ int home_limit_mount(const struct adapter_workspace *ws, struct station_error *e
 	if (dfd < 0)
 		return station_error_set(e, negative_errno(), NULL, "cannot open \"%s\": %m",
 					 ws->dir);
-	_cleanup_close_ int hfd = open_home(dfd);
+	_cleanup_close_ int hfd = safe_open_dir(dfd, "home", SAFE_BENEATH);
 	if (hfd >= 0 && home_mounted(dfd, hfd))
 		return 0;
 	int r = 0;

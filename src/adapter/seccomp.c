@@ -4,18 +4,17 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include "basic/cleanup.h"
+#include "basic/safe-fs.h"
 #include "basic/util.h"
 #include "seccomp.h"
 
@@ -750,13 +749,9 @@ static int open_beneath(const char *dir, const char *rel, int *ret_fd)
 	_cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return negative_errno();
-	struct open_how how = {
-		.flags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	int fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof how);
+	int fd = safe_openat(dfd, rel, O_RDONLY | O_NONBLOCK | O_NOFOLLOW, 0, SAFE_BENEATH);
 	if (fd < 0)
-		return negative_errno();
+		return fd;
 	*ret_fd = fd;
 	return 0;
 }

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +12,6 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +20,7 @@
 #include "adapter/seccomp.h"
 #include "basic/cleanup.h"
 #include "basic/log.h"
+#include "basic/safe-fs.h"
 #include "basic/util.h"
 #include "event/event.h"
 #include "image/image.h"
@@ -187,10 +186,6 @@ static void import_dirs_list(struct manager *m, char *buf, size_t size)
  * following any symlink or leaving it through "..". */
 static int import_path_open(struct manager *m, const char *path, int *ret, struct station_error *e)
 {
-	struct open_how how = {
-		.flags = O_PATH | O_CLOEXEC,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
 	_cleanup_close_ int dfd = -1, fd = -1;
 	const char *dir, *rel = NULL;
 	char dirs[512], proc[64];
@@ -214,7 +209,9 @@ static int import_path_open(struct manager *m, const char *path, int *ret, struc
 	if (dfd < 0)
 		return station_error_set(e, negative_errno(), NULL,
 					 "import directory \"%s\": cannot open: %m", dir);
-	fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof how);
+	fd = safe_openat(dfd, rel, O_PATH, 0, SAFE_BENEATH);
+	if (fd < 0)
+		errno = -fd;
 	if (fd < 0 && errno == ELOOP)
 		return station_error_set(e, -EINVAL, "path",
 					 "layout \"%s\": goes through a symlink, which is not "
@@ -274,23 +271,6 @@ struct job_request {
 	bool plain_http;
 };
 
-static void fds_close_except(int a, int b)
-{
-	int lo = a < b ? a : b, hi = a < b ? b : a;
-	unsigned from = 3;
-
-	if (lo >= (int)from) {
-		close_range(from, lo - 1, 0);
-		from = lo + 1;
-	}
-	if (hi >= (int)from) {
-		if (hi > (int)from)
-			close_range(from, hi - 1, 0);
-		from = hi + 1;
-	}
-	close_range(from, ~0u, 0);
-}
-
 static void job_result_write(int fd, int r, const struct image *img, const struct station_error *e)
 {
 	json_t *o = json_pack("{s:i,s:s,s:s,s:s}", "r", r, "digest", img ? img->digest : "",
@@ -315,7 +295,7 @@ static _Noreturn void job_child(struct manager *m, int out, const struct job_req
 	sigprocmask(SIG_SETMASK, &none, NULL); /* the loop's signalfd signals were blocked */
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
-	fds_close_except(out, jr->layout_fd);
+	close_all_fds_except((const int[]){ out, jr->layout_fd }, 2);
 	r = image_store_open(m->cfg.root, &s, &e);
 	if (r >= 0) {
 		image_store_set_limits(s, &m->cfg.image_limits);
