@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Terminals: the requests (through libcurl like every other call) and attaching, a WebSocket
  * client of its own over the client's endpoint (unix socket or TCP): the opening handshake
- * with the bearer token, masked frames out, and the RFC 6455 codec of src/daemon/ws.c (client
+ * with the bearer token, masked frames out, and the RFC 6455 codec of src/proto/ws-codec.c (client
  * role) for what comes in. */
 
 #include <errno.h>
@@ -18,7 +18,7 @@
 
 #include "basic/util.h"
 #include "client-internal.h"
-#include "daemon/ws.h"
+#include "proto/ws-codec.h"
 
 #define HANDSHAKE_MAX (16u * 1024)
 #define ERROR_BODY_MAX (64u * 1024)

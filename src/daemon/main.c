@@ -22,11 +22,11 @@
 #include "basic/log.h"
 #include "basic/util.h"
 #include "event/event.h"
-#include "http.h"
+#include "api/http.h"
 #include "manager.h"
 #include "proto/agent-proto.h"
 #include "store/store.h"
-#include "validate.h"
+#include "api/validate.h"
 
 #define DEFAULT_ROOT "/var/lib/station-sandbox"
 #define MAX_LISTENERS 8

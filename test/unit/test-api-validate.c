@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "basic/cleanup.h"
-#include "daemon/router.h"
-#include "daemon/validate.h"
+#include "api/router.h"
+#include "api/validate.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "basic/error.h"
-#include "daemon/ws.h"
+#include "api/ws-conn.h"
 
 struct event_loop;
 struct manager;

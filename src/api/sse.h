@@ -10,7 +10,7 @@
  * manager delivers more output or the end. The `end` event carries the run as GET returns it,
  * fetched when everything before it has been sent. */
 
-#include "daemon/http.h"
+#include "api/http.h"
 #include "daemon/manager.h"
 
 #define SSE_BUFFER_BYTES (1024u * 1024)

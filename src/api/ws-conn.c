@@ -3,7 +3,7 @@
  * reads and writes on our loop, a bounded queue of whole frames, the closing handshake, pongs,
  * our own pings and the idle timeout. User callbacks run from our io and timer sources, closed()
  * always from the timer (or ws_conn_shutdown()), so no ws_*() call ever re-enters its caller. */
-#include "ws.h"
+#include "ws-conn.h"
 
 #include <errno.h>
 #include <stdio.h>

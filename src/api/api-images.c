@@ -5,10 +5,10 @@
 #include <string.h>
 
 #include "basic/cleanup.h"
-#include "daemon/http.h"
+#include "api/http.h"
 #include "daemon/manager.h"
-#include "daemon/router.h"
-#include "daemon/validate.h"
+#include "api/router.h"
+#include "api/validate.h"
 
 int api_image_list(struct http_request *req)
 {

@@ -5,7 +5,7 @@
 #include <microhttpd.h>
 #include <string.h>
 
-#include "daemon/http.h"
+#include "api/http.h"
 
 /* Scripts only from our own files (no inline script, no eval); API calls and WebSockets to
  * this origin. Inline styles are allowed: xterm.js sizes its DOM renderer through <style>

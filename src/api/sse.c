@@ -12,8 +12,8 @@
 #include "basic/cleanup.h"
 #include "basic/util.h"
 #include "daemon/manager.h"
-#include "daemon/router.h"
-#include "daemon/validate.h"
+#include "api/router.h"
+#include "api/validate.h"
 #include "proto/agent-proto.h"
 
 /* Raw bytes per output event (64 KiB once in base64), and MHD's read size. */

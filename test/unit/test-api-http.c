@@ -19,7 +19,7 @@
 
 #include "basic/cleanup.h"
 #include "basic/util.h"
-#include "daemon/http.h"
+#include "api/http.h"
 #include "event/event.h"
 #include "fake-manager.h"
 

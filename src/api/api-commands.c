@@ -5,11 +5,11 @@
 #include <string.h>
 
 #include "basic/cleanup.h"
-#include "daemon/http.h"
+#include "api/http.h"
 #include "daemon/manager.h"
-#include "daemon/router.h"
-#include "daemon/sse.h"
-#include "daemon/validate.h"
+#include "api/router.h"
+#include "api/sse.h"
+#include "api/validate.h"
 #include "event/event.h"
 
 /* Cancel answers once the run is terminal, or after this long with the run as it is. */

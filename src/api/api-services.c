@@ -4,11 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon/http.h"
+#include "api/http.h"
 #include "daemon/manager.h"
-#include "daemon/router.h"
-#include "daemon/sse.h"
-#include "daemon/validate.h"
+#include "api/router.h"
+#include "api/sse.h"
+#include "api/validate.h"
 
 int api_service_create(struct http_request *req)
 {

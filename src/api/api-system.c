@@ -2,7 +2,7 @@
 /* GET /v1/ready, GET /v1/worker. */
 #include <errno.h>
 
-#include "daemon/http.h"
+#include "api/http.h"
 #include "daemon/manager.h"
 
 int api_ready(struct http_request *req)

@@ -14,11 +14,11 @@
 #include <string.h>
 
 #include "basic/cleanup.h"
-#include "daemon/http.h"
+#include "api/http.h"
 #include "daemon/manager.h"
-#include "daemon/router.h"
-#include "daemon/validate.h"
-#include "daemon/ws.h"
+#include "api/router.h"
+#include "api/validate.h"
+#include "api/ws-conn.h"
 #include "event/event.h"
 
 /* POST answers once the agent reports the terminal running (or failed), at most after this. */

@@ -2,10 +2,10 @@
 /* /v1/workspaces: list, create, get, delete, restart. */
 #include <errno.h>
 
-#include "daemon/http.h"
+#include "api/http.h"
 #include "daemon/manager.h"
-#include "daemon/router.h"
-#include "daemon/validate.h"
+#include "api/router.h"
+#include "api/validate.h"
 
 /* Wraps what the manager lists (an array, or already {"key":[…]}) as {"key":[…]}. */
 json_t *api_wrap_list(json_t *list, const char *key)

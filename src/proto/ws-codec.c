@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The RFC 6455 codec: handshake key, frame headers, masking, UTF-8, the frame parser. Pure: no
  * I/O. The connection that drives it on a socket is ws-conn.c. */
-#include "ws.h"
+#include "proto/ws-codec.h"
 
 #include <errno.h>
 #include <stdlib.h>

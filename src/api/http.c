@@ -13,9 +13,9 @@
 
 #include "basic/cleanup.h"
 #include "basic/log.h"
-#include "daemon/router.h"
-#include "daemon/validate.h"
-#include "daemon/web.h"
+#include "api/router.h"
+#include "api/validate.h"
+#include "api/web.h"
 #include "event/event.h"
 
 #define HTTP_DEFAULT_MAX_BODY_BYTES (2u * 1024 * 1024)

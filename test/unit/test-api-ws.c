@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "basic/cleanup.h"
-#include "daemon/ws.h"
+#include "api/ws-conn.h"
 #include "event/event.h"
 
 static const uint8_t KEY[4] = { 0x37, 0xfa, 0x21, 0x3d };
