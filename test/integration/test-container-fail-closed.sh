@@ -115,7 +115,7 @@ t_digest_mismatch() {
 	# the message names the blob by its first 12 hex digits
 	expect_refusal 400 "sha256:$(cut -c8-19 <<<"$digest")" "digest mismatch"
 	[[ $STATUS == 500 ]] && diag "BUG: -EBADMSG from the image store is answered 500 internal" \
-		"(src/daemon/validate.c error_http_status has no case for it)"
+		"(src/api/validate.c error_http_status has no case for it)"
 	api -q GET /v1/images
 	assert_eq '[]' "$(j '.images')" "images in the store"
 	left=$(find "$ROOT/images" -mindepth 1 ! -type d ! -name lock | sort)

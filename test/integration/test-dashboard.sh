@@ -1,6 +1,6 @@
 #!/bin/bash
 # The dashboard the controller serves at / (web/, embedded by scripts/embed-web, served by
-# src/daemon/web.c): its static responses (no token, strict CSP, caching), then a person's
+# src/api/web.c): its static responses (no token, strict CSP, caching), then a person's
 # session in headless Chromium (Debian's, driven by npm's playwright-core; dashboard.mjs):
 # sign in with the admin token, the worker, a host workspace, a command with its output and
 # exit code, a terminal, a service; the tab closes and the service keeps running.
