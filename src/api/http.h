@@ -29,7 +29,7 @@ struct http_config {
 	uint64_t max_wait_ms;	  /* 60000; 0: the default */
 	unsigned max_connections; /* 1024; 0: the default */
 	unsigned max_websockets;  /* upgraded or upgrading, 256; 0: the default */
-	struct ws_limits ws;	  /* zero fields: the defaults of ws.h */
+	struct ws_limits ws;	  /* zero fields: the defaults of ws-conn.h */
 };
 
 /* Serves the API on listen_fd, a listening stream socket (unix or TCP). On success the server

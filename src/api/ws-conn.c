@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* A WebSocket connection on a socket handed over after the HTTP upgrade (ws.h): non-blocking
- * reads and writes on our loop, a bounded queue of whole frames, the closing handshake, pongs,
- * our own pings and the idle timeout. User callbacks run from our io and timer sources, closed()
- * always from the timer (or ws_conn_shutdown()), so no ws_*() call ever re-enters its caller. */
+/* A WebSocket connection on a socket handed over after the HTTP upgrade (ws-conn.h):
+ * non-blocking reads and writes on our loop, a bounded queue of whole frames, the closing
+ * handshake, pongs, our own pings and the idle timeout. User callbacks run from our io and
+ * timer sources, closed() always from the timer (or ws_conn_shutdown()), so no ws_*() call ever
+ * re-enters its caller. */
 #include "ws-conn.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* RFC 6455: the codec (ws.c) byte by byte, every rule with its exact close code and a positive
- * control beside it; then the connection (ws-conn.c) on a socketpair, the test playing the
- * client with its own parser in client role. */
+/* RFC 6455: the codec (proto/ws-codec.c) byte by byte, every rule with its exact close code and
+ * a positive control beside it; then the connection (api/ws-conn.c) on a socketpair, the test
+ * playing the client with its own parser in client role. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
