@@ -97,6 +97,8 @@ bench:
 	@$(MAKE) --no-print-directory build >&2
 	@bench/run --build $(BUILD) $(BENCH_ARGS)
 
+# scripts/check-layers first (one test of the count), then every unit, integration and security
+# test: test/run-all.
 test: build
 	test/run-all $(BUILD)
 

@@ -60,12 +60,33 @@ struct adapter_ops {
 	int (*remove)(const struct adapter_workspace *ws, struct station_error *e);
 	/* HOME and the default working directory as commands see them. */
 	int (*paths)(const struct adapter_workspace *ws, char **ret_home, char **ret_workdir);
+	/* The worker-wide pieces the adapter needs, each appended to checks as {name, ok,
+	 * message}; true when all of them are there. NULL: the adapter needs none. */
+	bool (*ready)(const struct adapter_context *ctx, json_t *checks);
 };
 
 extern const struct adapter_ops adapter_host;
 extern const struct adapter_ops adapter_container;
 
 const struct adapter_ops *adapter_find(const char *name);
+
+/* The container runtime named name (runtime.h: "runc", "crun", "runsc" or an absolute path),
+ * its state under <ctx->root>/runtime, into ctx->runtime. On failure ctx->runtime stays NULL,
+ * ctx->runtime_error and e say why: the container adapter is then unavailable. */
+int adapter_runtime_open(struct adapter_context *ctx, const char *name, struct station_error *e);
+void adapter_runtime_close(struct adapter_context *ctx);
+/* The runtime's name ("runc", ...); NULL when none is open. */
+const char *adapter_runtime_name(const struct adapter_context *ctx);
+
+/* Finds the seccomp profile name (a name or an absolute path) in dirs the way a request's
+ * profile is found, and checks that it opens: *ret_path is its absolute path. Errors and their
+ * messages as seccomp_profile_open() in seccomp.h. */
+int adapter_seccomp_find(const char *const *dirs, const char *name, char **ret_path,
+			 struct station_error *e);
+
+/* Whether this worker can make size-limited HOMEs (mke2fs, loop devices); false with why in
+ * msg. */
+bool adapter_home_limit_probe(char *msg, size_t n);
 
 /* Shared by the adapters: a listening unix socket at name in the directory dfd (0600, an entry
  * there replaced, a symlink never followed); the fd the agent reads its start block from

@@ -204,6 +204,50 @@ static int container_check(const struct adapter_context *ctx, json_t *spec, stru
 	return 0;
 }
 
+/* --- ready: the worker-wide pieces, each named --- */
+
+static json_t *check_json(const char *name, bool ok, const char *message)
+{
+	return json_pack("{s:s,s:b,s:s}", "name", name, "ok", ok, "message", message);
+}
+
+/* Runtime, image store, default image, default profile. */
+static bool container_ready(const struct adapter_context *ctx, json_t *checks)
+{
+	struct station_error e = { 0 };
+	_cleanup_free_ char *version = NULL;
+	bool ok = ctx->runtime && runtime_probe(ctx->runtime, &version, &e) >= 0;
+	json_array_append_new(checks, check_json("runtime", ok,
+						 ok	      ? version :
+						 ctx->runtime ? e.message :
+								ctx->runtime_error));
+	bool all = ok;
+	json_array_append_new(checks, check_json("images", ctx->images != NULL,
+						 ctx->images ? "image store open" :
+							       "image store unavailable"));
+	all &= ctx->images != NULL;
+	if (ctx->default_image) {
+		struct image *img = NULL;
+		e = (struct station_error){ 0 };
+		ok = ctx->images && image_lookup(ctx->images, ctx->default_image, &img, &e) >= 0;
+		image_free(img);
+		json_array_append_new(checks,
+				      check_json("image", ok, ok ? ctx->default_image : e.message));
+		all &= ok;
+	}
+	json_t *profile = NULL;
+	struct seccomp_target target = { .caps = oci_default_caps };
+	e = (struct station_error){ 0 };
+	ok = ctx->default_seccomp &&
+	     seccomp_profile_load(ctx->default_seccomp, &target, &profile, NULL, &e) >= 0;
+	json_decref(profile);
+	json_array_append_new(checks, check_json("seccompProfile", ok,
+						 ok		      ? ctx->default_seccomp :
+						 ctx->default_seccomp ? e.message :
+									"no default profile"));
+	return all && ok;
+}
+
 /* --- prepare --- */
 
 /* The workspace's host uid/gid base: its own range ("idBase" in the spec, given at create),
@@ -1011,4 +1055,5 @@ const struct adapter_ops adapter_container = {
 	.stop = container_stop,
 	.remove = container_remove,
 	.paths = container_paths,
+	.ready = container_ready,
 };

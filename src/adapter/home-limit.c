@@ -29,7 +29,7 @@
 
 static const char *const mke2fs_paths[] = { "/usr/sbin/mke2fs", "/sbin/mke2fs" };
 
-bool home_limit_probe(char *msg, size_t n)
+bool adapter_home_limit_probe(char *msg, size_t n)
 {
 	const char *mkfs = NULL;
 	for (size_t i = 0; i < ELEMENTSOF(mke2fs_paths) && !mkfs; i++)

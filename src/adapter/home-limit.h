@@ -11,8 +11,6 @@
 
 #include "adapter.h"
 
-/* Whether this worker can make limited HOMEs (mke2fs, loop devices); false with why in msg. */
-bool home_limit_probe(char *msg, size_t n);
 /* After HOME was prepared: on first use makes the image from HOME's seeded contents, then
  * mounts it over <dir>/home. Nothing when the workspace has no limit or HOME is mounted
  * already. */

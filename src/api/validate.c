@@ -209,10 +209,10 @@ static int get_cpus(json_t *body, double *ret, struct station_error *e)
 	if (!json_is_number(v))
 		return type_error(e, "cpus", "a number", v);
 	d = json_number_value(v);
-	if (!(d >= 0.0 && d <= API_MAX_CPUS))
+	if (!(d >= 0.0 && d <= WORKSPACE_MAX_CPUS))
 		return station_error_set(e, -EINVAL, "cpus",
 					 "field \"cpus\" is %g, out of range 0-%g", d,
-					 API_MAX_CPUS);
+					 WORKSPACE_MAX_CPUS);
 	*ret = d;
 	return 0;
 }
@@ -358,10 +358,10 @@ int validate_workspace_spec(json_t *body, struct workspace_spec *ret, struct sta
 	r = get_cpus(body, &w.cpus, e);
 	if (r < 0)
 		return r;
-	r = get_uint(body, "memoryMb", 0, API_MAX_MEMORY_MB, &w.memory_mb, e);
+	r = get_uint(body, "memoryMb", 0, WORKSPACE_MAX_MEMORY_MB, &w.memory_mb, e);
 	if (r < 0)
 		return r;
-	r = get_uint(body, "pidsLimit", 0, API_MAX_PIDS_LIMIT, &w.pids_limit, e);
+	r = get_uint(body, "pidsLimit", 0, WORKSPACE_MAX_PIDS_LIMIT, &w.pids_limit, e);
 	if (r < 0)
 		return r;
 	r = get_container_fields(body, &w, e);

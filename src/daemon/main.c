@@ -17,7 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "adapter/seccomp.h"
+#include "adapter/adapter.h"
 #include "basic/cleanup.h"
 #include "basic/log.h"
 #include "basic/util.h"
@@ -26,7 +26,6 @@
 #include "manager.h"
 #include "proto/agent-proto.h"
 #include "store/store.h"
-#include "api/validate.h"
 
 #define DEFAULT_ROOT "/var/lib/station-sandbox"
 #define MAX_LISTENERS 8
@@ -161,7 +160,7 @@ static void free_seccomp_dirs(char *(*dirs)[MAX_SECCOMP_DIRS + 2])
 
 /* The profile directories: the shipped profiles/ (where default.json is), then each
  * --seccomp-dir, canonical. The default profile (--seccomp-profile, a name or a path) must be
- * in one of them, like any profile a request names: seccomp.h. */
+ * in one of them, like any profile a request names: adapter.h. */
 static int setup_seccomp(struct options *o, char *dirs[MAX_SECCOMP_DIRS + 2], char **ret_default)
 {
 	size_t n = 0;
@@ -186,8 +185,7 @@ static int setup_seccomp(struct options *o, char *dirs[MAX_SECCOMP_DIRS + 2], ch
 	o->mc.seccomp_dirs = (const char *const *)dirs;
 	const char *name = o->mc.default_seccomp ? o->mc.default_seccomp : "default";
 	struct station_error e = {};
-	_cleanup_close_ int fd = -1;
-	int r = seccomp_profile_open((const char *const *)dirs, name, ret_default, &fd, &e);
+	int r = adapter_seccomp_find((const char *const *)dirs, name, ret_default, &e);
 	if (r < 0 && o->mc.default_seccomp) {
 		fprintf(stderr, "station-sandboxd: --seccomp-profile: %s\n", e.message);
 		return r;
@@ -334,10 +332,10 @@ static int parse_safety_option(struct options *o, int c, const char *arg)
 	case OPT_HOST_USER:
 		return parse_host_user(&o->mc, arg);
 	case OPT_DEFAULT_PIDS:
-		return parse_number("--default-pids-limit", arg, API_MAX_PIDS_LIMIT,
+		return parse_number("--default-pids-limit", arg, WORKSPACE_MAX_PIDS_LIMIT,
 				    &o->mc.default_pids_limit);
 	case OPT_DEFAULT_MEMORY:
-		return parse_number("--default-memory-mb", arg, API_MAX_MEMORY_MB,
+		return parse_number("--default-memory-mb", arg, WORKSPACE_MAX_MEMORY_MB,
 				    &o->mc.default_memory_mb);
 	case OPT_HOME_SIZE:
 		if (parse_number("--home-size-mb", arg, 1u << 30, &o->mc.home_size_mb) < 0)

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The container adapter's worker-wide pieces (runtime, image store, default profile) and the
- * image API. */
+/* The adapters' worker-wide pieces (runtime, image store) and the image API. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,9 +14,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "adapter/oci-config.h"
-#include "adapter/runtime.h"
-#include "adapter/seccomp.h"
 #include "basic/cleanup.h"
 #include "basic/log.h"
 #include "basic/safe-fs.h"
@@ -29,7 +25,6 @@
 void manager_adapters_init(struct manager *m)
 {
 	struct station_error e = { 0 };
-	char state[PATH_MAX];
 	m->actx = (struct adapter_context){
 		.root = m->cfg.root,
 		.agent_path = m->cfg.agent_path,
@@ -41,60 +36,14 @@ void manager_adapters_init(struct manager *m)
 		.host_uid = m->cfg.host_uid,
 		.host_gid = m->cfg.host_gid,
 	};
-	snprintf(state, sizeof state, "%s/runtime", m->cfg.root);
-	if (runtime_new(m->cfg.runtime, state, &m->actx.runtime, &e) < 0) {
-		snprintf(m->actx.runtime_error, sizeof m->actx.runtime_error, "%s", e.message);
+	if (adapter_runtime_open(&m->actx, m->cfg.runtime, &e) < 0)
 		log_warn("container runtime unavailable", "runtime", m->cfg.runtime, "error",
 			 e.message, NULL);
-	}
 	e = (struct station_error){ 0 };
 	if (image_store_open(m->cfg.root, &m->actx.images, &e) < 0)
 		log_warn("image store unavailable", "error", e.message, NULL);
 	else
 		image_store_set_limits(m->actx.images, &m->cfg.image_limits);
-}
-
-static json_t *check_json(const char *name, bool ok, const char *message)
-{
-	return json_pack("{s:s,s:b,s:s}", "name", name, "ok", ok, "message", message);
-}
-
-/* The container adapter's pieces, each named: runtime, image store, default image, profile. */
-bool manager_ready_container(struct manager *m, json_t *checks)
-{
-	struct station_error e = { 0 };
-	_cleanup_free_ char *version = NULL;
-	bool ok = m->actx.runtime && runtime_probe(m->actx.runtime, &version, &e) >= 0;
-	json_array_append_new(checks, check_json("runtime", ok,
-						 ok		 ? version :
-						 m->actx.runtime ? e.message :
-								   m->actx.runtime_error));
-	bool all = ok;
-	json_array_append_new(checks, check_json("images", m->actx.images != NULL,
-						 m->actx.images ? "image store open" :
-								  "image store unavailable"));
-	all &= m->actx.images != NULL;
-	if (m->cfg.default_image) {
-		struct image *img = NULL;
-		e = (struct station_error){ 0 };
-		ok = m->actx.images &&
-		     image_lookup(m->actx.images, m->cfg.default_image, &img, &e) >= 0;
-		image_free(img);
-		json_array_append_new(checks, check_json("image", ok,
-							 ok ? m->cfg.default_image : e.message));
-		all &= ok;
-	}
-	json_t *profile = NULL;
-	struct seccomp_target target = { .caps = oci_default_caps };
-	e = (struct station_error){ 0 };
-	ok = m->cfg.default_seccomp &&
-	     seccomp_profile_load(m->cfg.default_seccomp, &target, &profile, NULL, &e) >= 0;
-	json_decref(profile);
-	json_array_append_new(checks, check_json("seccompProfile", ok,
-						 ok			? m->cfg.default_seccomp :
-						 m->cfg.default_seccomp ? e.message :
-									  "no default profile"));
-	return all && ok;
 }
 
 static json_t *image_to_json(struct manager *m, const struct image *img)

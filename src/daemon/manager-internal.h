@@ -103,8 +103,6 @@ int workspace_lookup(struct manager *m, const char *id, struct workspace **ret,
 
 /* manager-image.c */
 void manager_adapters_init(struct manager *m);
-/* Appends the container adapter's checks; true when all pass. */
-bool manager_ready_container(struct manager *m, json_t *checks);
 /* Kills the jobs still running (controller shutdown); their callers are not called. */
 void manager_image_jobs_free(struct manager *m);
 

@@ -18,11 +18,7 @@
 #include "basic/log.h"
 #include "basic/util.h"
 #include "cgroup/cgroup.h"
-#include "adapter/runtime.h"
 #include "event/event.h"
-#include "adapter/oci-config.h"
-#include "adapter/seccomp.h"
-#include "adapter/home-limit.h"
 #include "image/image.h"
 #include "manager-internal.h"
 
@@ -769,9 +765,9 @@ json_t *manager_ready(struct manager *m)
 						"message", msg));
 	bool ready = agent_ok && m->base_cgroup;
 	bool container = strcmp(m->cfg.default_adapter, "container") == 0;
-	bool container_ok = manager_ready_container(m, checks);
+	bool container_ok = adapter_container.ready(&m->actx, checks);
 	if (m->cfg.home_size_mb > 0) {
-		bool ok = home_limit_probe(msg, sizeof msg);
+		bool ok = adapter_home_limit_probe(msg, sizeof msg);
 		json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "homeSize", "ok",
 							ok, "message", msg));
 		container_ok &= ok;
@@ -787,8 +783,8 @@ json_t *manager_worker(struct manager *m)
 	enum cgroup_version v = m->base_cgroup ? m->base_cgroup->version : 0;
 	json_t *o = json_pack("{s:s,s:s,s:o,s:s,s:s?,s:s,s:I}", "name", m->cfg.worker, "version",
 			      STATION_VERSION, "adapters", adapters_json(m), "defaultAdapter",
-			      m->cfg.default_adapter, "runtime",
-			      m->actx.runtime ? m->actx.runtime->name : NULL, "cgroup",
+			      m->cfg.default_adapter, "runtime", adapter_runtime_name(&m->actx),
+			      "cgroup",
 			      v == CGROUP_V2 ? "v2" :
 			      v == CGROUP_V1 ? "v1" :
 					       "unavailable",
@@ -924,7 +920,7 @@ void manager_free(struct manager *m)
 	event_source_free(m->prune_timer);
 	manager_image_jobs_free(m);
 	cgroup_free(m->base_cgroup);
-	runtime_free(m->actx.runtime);
+	adapter_runtime_close(&m->actx);
 	image_store_close(m->actx.images);
 	free(m);
 }

@@ -60,6 +60,12 @@ void manager_free(struct manager *m);
 json_t *manager_ready(struct manager *m); /* {"ready":bool,"checks":[{"name","ok","message"}]} */
 json_t *manager_worker(struct manager *m);
 
+/* A workspace's limits (docs/api.md), which the API and the worker's defaults
+ * (--default-memory-mb, --default-pids-limit) both stay within. */
+#define WORKSPACE_MAX_CPUS 1024.0
+#define WORKSPACE_MAX_MEMORY_MB 1048576u
+#define WORKSPACE_MAX_PIDS_LIMIT 4194304u
+
 struct workspace_spec {
 	const char *adapter; /* NULL: the worker's default adapter */
 	json_t *env;	     /* borrowed; NULL or an object of string values, validated */
