@@ -293,9 +293,10 @@ static char *run_cwd(const struct workspace *ws, const char *cwd)
 
 static int run_check_workspace(struct workspace *ws, struct station_error *e)
 {
-	if (strcmp(ws->row.state, "ready") != 0)
+	if (ws->row.state != WORKSPACE_READY)
 		return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is %s, not ready%s%s",
-					 ws->row.id, ws->row.state, ws->row.reason ? ": " : "",
+					 ws->row.id, workspace_state_to_string(ws->row.state),
+					 ws->row.reason ? ": " : "",
 					 ws->row.reason ? ws->row.reason : "");
 	/* a new connection's HELLO goes first: requests queue behind it */
 	if (!ws->link)
