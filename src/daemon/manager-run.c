@@ -8,30 +8,11 @@
 
 #include "agentlink.h"
 #include "basic/cleanup.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/util.h"
 #include "event/event.h"
 #include "manager-internal.h"
-
-#define LIST_REMOVE(head, node)                                                                    \
-	do {                                                                                       \
-		if ((node)->prev)                                                                  \
-			(node)->prev->next = (node)->next;                                         \
-		else                                                                               \
-			*(head) = (node)->next;                                                    \
-		if ((node)->next)                                                                  \
-			(node)->next->prev = (node)->prev;                                         \
-		(node)->prev = (node)->next = NULL;                                                \
-	} while (0)
-
-#define LIST_PREPEND(head, node)                                                                   \
-	do {                                                                                       \
-		(node)->prev = NULL;                                                               \
-		(node)->next = *(head);                                                            \
-		if (*(head))                                                                       \
-			(*(head))->prev = (node);                                                  \
-		*(head) = (node);                                                                  \
-	} while (0)
 
 struct run_state *run_state_find(struct workspace *ws, const char *id)
 {

@@ -11,6 +11,7 @@
 
 #include "agentlink.h"
 #include "basic/cleanup.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/util.h"
 #include "event/event.h"
@@ -37,30 +38,6 @@ struct service_watch {
 	struct service_attempt_row *replay;
 	struct event_source *timer;
 };
-
-#define LIST_REMOVE(head, node)                                                                    \
-	do {                                                                                       \
-		if ((node)->prev)                                                                  \
-			(node)->prev->next = (node)->next;                                         \
-		else                                                                               \
-			*(head) = (node)->next;                                                    \
-		if ((node)->next)                                                                  \
-			(node)->next->prev = (node)->prev;                                         \
-		(node)->prev = (node)->next = NULL;                                                \
-	} while (0)
-
-#define LIST_APPEND(head, node)                                                                    \
-	do {                                                                                       \
-		__typeof__(node) _last = *(head);                                                  \
-		(node)->next = NULL;                                                               \
-		while (_last && _last->next)                                                       \
-			_last = _last->next;                                                       \
-		(node)->prev = _last;                                                              \
-		if (_last)                                                                         \
-			_last->next = (node);                                                      \
-		else                                                                               \
-			*(head) = (node);                                                          \
-	} while (0)
 
 static struct service *service_find(struct workspace *ws, const char *name)
 {

@@ -9,6 +9,7 @@
 
 #include "agentlink.h"
 #include "basic/cleanup.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/util.h"
 #include "event/event.h"
@@ -46,26 +47,6 @@ struct terminal_waiter {
 	void *userdata;
 	struct event_source *timer;
 };
-
-#define LIST_REMOVE(head, node)                                                                    \
-	do {                                                                                       \
-		if ((node)->prev)                                                                  \
-			(node)->prev->next = (node)->next;                                         \
-		else                                                                               \
-			*(head) = (node)->next;                                                    \
-		if ((node)->next)                                                                  \
-			(node)->next->prev = (node)->prev;                                         \
-		(node)->prev = (node)->next = NULL;                                                \
-	} while (0)
-
-#define LIST_PREPEND(head, node)                                                                   \
-	do {                                                                                       \
-		(node)->prev = NULL;                                                               \
-		(node)->next = *(head);                                                            \
-		if (*(head))                                                                       \
-			(*(head))->prev = (node);                                                  \
-		*(head) = (node);                                                                  \
-	} while (0)
 
 /* ---- JSON ---------------------------------------------------------------------------------- */
 

@@ -15,6 +15,7 @@
 #include "adapter/adapter.h"
 #include "agentlink.h"
 #include "basic/cleanup.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/util.h"
 #include "cgroup/cgroup.h"
@@ -187,21 +188,13 @@ static int workspace_new(struct manager *m, struct workspace_row *row, struct wo
 
 static void workspace_link(struct manager *m, struct workspace *ws)
 {
-	ws->next = m->workspaces;
-	if (m->workspaces)
-		m->workspaces->prev = ws;
-	m->workspaces = ws;
+	LIST_PREPEND(&m->workspaces, ws);
 	m->n_workspaces++;
 }
 
 static void workspace_unlink(struct manager *m, struct workspace *ws)
 {
-	if (ws->prev)
-		ws->prev->next = ws->next;
-	else
-		m->workspaces = ws->next;
-	if (ws->next)
-		ws->next->prev = ws->prev;
+	LIST_REMOVE(&m->workspaces, ws);
 	m->n_workspaces--;
 }
 
