@@ -43,6 +43,9 @@ int store_errno(int rc);
 int store_stmt(struct store *s, enum store_stmt_id id, const char *sql, sqlite3_stmt **ret);
 /* A one-off statement; the caller finalizes it (_cleanup_stmt_finalize_). */
 int store_prepare(struct store *s, const char *sql, sqlite3_stmt **ret);
+/* The same with key bound to its first parameter (nothing bound when key is NULL); key must
+ * outlive the statement's steps. */
+int store_prepare_key(struct store *s, const char *sql, const char *key, sqlite3_stmt **ret);
 
 /* Steps a statement that returns no rows: 0, or -errno. */
 int store_step_done(sqlite3_stmt *st);
@@ -114,6 +117,19 @@ struct store_row_type {
 	int (*read)(sqlite3_stmt *st, void *userdata, void *ret);
 	void (*free)(void *row);
 };
+
+/* Defines `static const struct store_row_type name` for elements of `type`, read by read_fn and
+ * emptied by free_fn (a function taking a pointer to the element). */
+#define STORE_ROW_TYPE(name, type, read_fn, free_fn)                                               \
+	static void name##_free_one(void *row)                                                     \
+	{                                                                                          \
+		free_fn(row);                                                                      \
+	}                                                                                          \
+	static const struct store_row_type name = {                                                \
+		.size = sizeof(type),                                                              \
+		.read = read_fn,                                                                   \
+		.free = name##_free_one,                                                           \
+	}
 
 /* Steps a prepared, bound statement to its end, reading every row into a growing array, which
  * ends with one zeroed element past *ret_n (a NULL after the last pointer of an array of

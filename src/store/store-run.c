@@ -258,16 +258,7 @@ static int64_t sql_limit(size_t n)
 	return n > INT64_MAX ? -1 : (int64_t)n;
 }
 
-static void run_row_free_one(void *row)
-{
-	run_row_free(row);
-}
-
-static const struct store_row_type run_rows = {
-	.size = sizeof(struct run_row),
-	.read = run_read,
-	.free = run_row_free_one,
-};
+STORE_ROW_TYPE(run_rows, struct run_row, run_read, run_row_free);
 
 int store_run_list(struct store *s, const char *workspace_id, size_t limit, struct run_row **ret,
 		   size_t *ret_n)
@@ -307,16 +298,12 @@ static int run_read_id(sqlite3_stmt *st, void *userdata, void *ret)
 	return 0;
 }
 
-static void id_free(void *row)
+static void id_free(char **id)
 {
-	free(*(char **)row);
+	free(*id);
 }
 
-static const struct store_row_type run_ids = {
-	.size = sizeof(char *),
-	.read = run_read_id,
-	.free = id_free,
-};
+STORE_ROW_TYPE(run_ids, char *, run_read_id, id_free);
 
 /* The array is also NULL-terminated (store_list_rows() ends it with a zeroed element). */
 int store_run_list_running(struct store *s, const char *workspace_id, char ***ret_ids,

@@ -124,28 +124,15 @@ int store_service_update(struct store *s, const struct service_row *r)
 	return store_changes(s) > 0 ? 0 : -ENOENT;
 }
 
-static int exec_with_text(struct store *s, const char *sql, const char *arg)
-{
-	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
-	struct store_binder b;
-	int k;
-
-	k = store_prepare(s, sql, &st);
-	if (k < 0)
-		return k;
-	b = STORE_BINDER(st);
-	store_bind_text(&b, arg);
-	k = store_bind_result(&b);
-	if (k < 0)
-		return k;
-	return store_step_done(st);
-}
-
 int store_service_delete(struct store *s, const char *id)
 {
+	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
+	int k;
+
 	if (!s || !id)
 		return -EINVAL;
-	return exec_with_text(s, "DELETE FROM services WHERE id = ?", id);
+	k = store_prepare_key(s, "DELETE FROM services WHERE id = ?", id, &st);
+	return k < 0 ? k : store_step_done(st);
 }
 
 static int service_read(sqlite3_stmt *st, void *userdata, void *ret)
@@ -187,16 +174,7 @@ static int service_read(sqlite3_stmt *st, void *userdata, void *ret)
 	return 0;
 }
 
-static void service_row_free_one(void *row)
-{
-	service_row_free(row);
-}
-
-static const struct store_row_type service_rows = {
-	.size = sizeof(struct service_row),
-	.read = service_read,
-	.free = service_row_free_one,
-};
+STORE_ROW_TYPE(service_rows, struct service_row, service_read, service_row_free);
 
 int store_service_list(struct store *s, const char *workspace_id, struct service_row **ret,
 		       size_t *ret_n)
@@ -312,16 +290,7 @@ static int attempt_read(sqlite3_stmt *st, void *userdata, void *ret)
 	return 0;
 }
 
-static void attempt_row_free_one(void *row)
-{
-	service_attempt_row_free(row);
-}
-
-static const struct store_row_type attempt_rows = {
-	.size = sizeof(struct service_attempt_row),
-	.read = attempt_read,
-	.free = attempt_row_free_one,
-};
+STORE_ROW_TYPE(attempt_rows, struct service_attempt_row, attempt_read, service_attempt_row_free);
 
 int store_attempt_list(struct store *s, const char *service_id, bool with_output,
 		       struct service_attempt_row **ret, size_t *ret_n)

@@ -175,16 +175,7 @@ int store_terminal_get(struct store *s, const char *workspace_id, const char *id
 	return k < 0 ? k : terminal_read(st, NULL, ret);
 }
 
-static void terminal_row_free_one(void *row)
-{
-	terminal_row_free(row);
-}
-
-static const struct store_row_type terminal_rows = {
-	.size = sizeof(struct terminal_row),
-	.read = terminal_read,
-	.free = terminal_row_free_one,
-};
+STORE_ROW_TYPE(terminal_rows, struct terminal_row, terminal_read, terminal_row_free);
 
 int store_terminal_list(struct store *s, const char *workspace_id, struct terminal_row **ret,
 			size_t *ret_n)

@@ -93,17 +93,11 @@ int store_workspace_update(struct store *s, const struct workspace_row *r)
 int store_workspace_delete(struct store *s, const char *id)
 {
 	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
-	struct store_binder b;
 	int k;
 
 	if (!s || !id)
 		return -EINVAL;
-	k = store_prepare(s, "DELETE FROM workspaces WHERE id = ?", &st);
-	if (k < 0)
-		return k;
-	b = STORE_BINDER(st);
-	store_bind_text(&b, id);
-	k = store_bind_result(&b);
+	k = store_prepare_key(s, "DELETE FROM workspaces WHERE id = ?", id, &st);
 	if (k < 0)
 		return k;
 	k = store_step_done(st);
@@ -140,17 +134,12 @@ static int workspace_read(sqlite3_stmt *st, void *userdata, void *ret)
 int store_workspace_get(struct store *s, const char *id, struct workspace_row *ret)
 {
 	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
-	struct store_binder b;
 	int k;
 
 	if (!s || !id || !ret)
 		return -EINVAL;
-	k = store_prepare(s, "SELECT " WORKSPACE_COLUMNS " FROM workspaces WHERE id = ?", &st);
-	if (k < 0)
-		return k;
-	b = STORE_BINDER(st);
-	store_bind_text(&b, id);
-	k = store_bind_result(&b);
+	k = store_prepare_key(s, "SELECT " WORKSPACE_COLUMNS " FROM workspaces WHERE id = ?", id,
+			      &st);
 	if (k < 0)
 		return k;
 	k = store_step_row(st);
@@ -159,16 +148,7 @@ int store_workspace_get(struct store *s, const char *id, struct workspace_row *r
 	return workspace_read(st, NULL, ret);
 }
 
-static void workspace_row_free_one(void *row)
-{
-	workspace_row_free(row);
-}
-
-static const struct store_row_type workspace_rows = {
-	.size = sizeof(struct workspace_row),
-	.read = workspace_read,
-	.free = workspace_row_free_one,
-};
+STORE_ROW_TYPE(workspace_rows, struct workspace_row, workspace_read, workspace_row_free);
 
 int store_workspace_list(struct store *s, struct workspace_row **ret, size_t *ret_n)
 {

@@ -65,6 +65,22 @@ int store_prepare(struct store *s, const char *sql, sqlite3_stmt **ret)
 	return rc == SQLITE_OK ? 0 : store_errno(rc);
 }
 
+int store_prepare_key(struct store *s, const char *sql, const char *key, sqlite3_stmt **ret)
+{
+	sqlite3_stmt *st = NULL;
+	int k;
+
+	k = store_prepare(s, sql, &st);
+	if (k >= 0 && key)
+		k = store_errno(sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC));
+	if (k < 0) {
+		sqlite3_finalize(st);
+		return k;
+	}
+	*ret = st;
+	return 0;
+}
+
 int store_step_done(sqlite3_stmt *st)
 {
 	int rc = sqlite3_step(st);
@@ -150,16 +166,9 @@ int store_list(struct store *s, const char *sql, const char *key, const struct s
 	       void *userdata, void **ret, size_t *ret_n)
 {
 	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
-	struct store_binder b;
 	int k;
 
-	k = store_prepare(s, sql, &st);
-	if (k < 0)
-		return k;
-	b = STORE_BINDER(st);
-	if (key)
-		store_bind_text(&b, key);
-	k = store_bind_result(&b);
+	k = store_prepare_key(s, sql, key, &st);
 	if (k < 0)
 		return k;
 	return store_list_rows(st, t, userdata, ret, ret_n);
