@@ -52,7 +52,8 @@ static int terminal_read(sqlite3_stmt *st, void *userdata, void *ret)
 	return 0;
 }
 
-/* Ended terminals beyond the newest `keep` of the workspace go. */
+/* Ended terminals beyond the newest `keep` of the workspace go. The two states spelled below are
+ * the live ones, terminal_state_is_live(). */
 static int terminal_prune(struct store *s, const char *workspace_id, size_t keep)
 {
 	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
