@@ -219,7 +219,7 @@ int api_command_start(struct http_request *req)
 		return http_reply_error(req, &e);
 	id = json_string_value(json_object_get(run, "id"));
 	status = json_string_value(json_object_get(run, "status"));
-	if (wait_ms == 0 || !id || (status && strcmp(status, "running") != 0))
+	if (wait_ms == 0 || !id || (status && run_status_from_string(status) != RUN_RUNNING))
 		return api_reply_result(req, 0, 201, run, &e);
 	r = run_poll_begin(req, 201, id, wait_ms, run);
 	json_decref(run);

@@ -895,11 +895,10 @@ static int get_backoff(json_t *restart, struct service_spec *s, struct station_e
 static int get_restart(json_t *body, struct service_spec *s, struct station_error *e)
 {
 	static const char *const known[] = { "policy", "maxRestarts", "delayMs", "backoff", NULL };
-	static const char *const policies[] = { "no", "on-failure", "always", NULL };
 	json_t *restart = json_object_get(body, "restart"), *policy;
 	int r;
 
-	s->policy = "no";
+	s->policy = SERVICE_POLICY_NO;
 	s->max_restarts = API_DEFAULT_SERVICE_MAX_RESTARTS;
 	s->delay_ms = API_DEFAULT_SERVICE_DELAY_MS;
 	if (!restart)
@@ -912,12 +911,13 @@ static int get_restart(json_t *body, struct service_spec *s, struct station_erro
 	policy = json_object_get(restart, "policy");
 	if (policy && !json_is_string(policy))
 		return type_error(e, "restart.policy", "a string", policy);
-	if (policy && (has_nul(policy) || !str_in(json_string_value(policy), policies)))
+	if (policy &&
+	    (has_nul(policy) || service_policy_from_string(json_string_value(policy)) < 0))
 		return station_error_set(e, -EINVAL, "restart.policy",
 					 "field \"restart.policy\" must be \"no\", \"on-failure\" "
 					 "or \"always\"");
 	if (policy)
-		s->policy = json_string_value(policy);
+		s->policy = service_policy_from_string(json_string_value(policy));
 	r = get_uint_in(restart, "maxRestarts", "restart.maxRestarts", 0, API_MAX_SERVICE_RESTARTS,
 			&s->max_restarts, e);
 	if (r >= 0)

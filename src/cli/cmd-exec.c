@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "domain/state.h"
 #include "output.h"
 
 #define STDIN_MAX (1024 * 1024) /* the controller's limit on stdin */
@@ -109,11 +110,10 @@ static int run_exit_status(const json_t *run, bool quiet)
 	const char *status = json_string_value(json_object_get(run, "status"));
 	FILE *f = quiet ? NULL : stderr;
 
-	if (!status)
-		status = "unknown";
-	if (strcmp(status, "exited") == 0)
+	switch (run_status_from_string(status)) {
+	case RUN_EXITED:
 		return json_int(run, "exitCode", 0) & 0xff;
-	if (strcmp(status, "killed") == 0) {
+	case RUN_KILLED: {
 		bool oom = json_is_true(json_object_get(run, "oomKilled"));
 		int sig = run_signal(run);
 
@@ -122,29 +122,29 @@ static int run_exit_status(const json_t *run, bool quiet)
 				oom ? " (out of memory)" : "");
 		return (EXIT_SIGNAL_BASE + sig) & 0xff;
 	}
-	if (strcmp(status, "timed_out") == 0) {
+	case RUN_TIMED_OUT:
 		if (f)
 			fprintf(f, "station-sandbox: timed out after %d ms\n",
 				json_int(run, "timeoutMs", 0));
 		return EXIT_TIMED_OUT;
-	}
-	if (strcmp(status, "cancelled") == 0) {
+	case RUN_CANCELLED:
 		if (f)
 			fprintf(f, "station-sandbox: cancelled\n");
 		return EXIT_CANCELLED;
-	}
-	if (strcmp(status, "failed_to_start") == 0) {
+	case RUN_FAILED_TO_START:
 		if (f)
 			fprintf(f, "station-sandbox: failed to start: %s\n", run_reason(run));
 		return EXIT_FAILED_TO_START;
-	}
-	if (strcmp(status, "lost") == 0) {
+	case RUN_LOST:
 		if (f)
 			fprintf(f, "station-sandbox: run lost: %s\n", run_reason(run));
 		return EXIT_LOST;
+	default: /* running, or a status this CLI does not know */
+		break;
 	}
 	if (f)
-		fprintf(f, "station-sandbox: run ended with unknown status '%s'\n", status);
+		fprintf(f, "station-sandbox: run ended with unknown status '%s'\n",
+			status ? status : "unknown");
 	return EXIT_FAILED;
 }
 
@@ -418,17 +418,24 @@ static void run_print_line(const json_t *run)
 	json_t *duration = json_object_get(run, "durationMs");
 
 	printf("%s %s", json_string_value(json_object_get(run, "id")), status ? status : "?");
-	if (!status)
-		status = "";
-	if (strcmp(status, "exited") == 0)
+	switch (run_status_from_string(status)) {
+	case RUN_EXITED:
 		printf(" exit=%d", json_int(run, "exitCode", -1));
-	else if (strcmp(status, "killed") == 0)
+		break;
+	case RUN_KILLED:
 		printf(" signal=%d%s", run_signal(run),
 		       json_is_true(json_object_get(run, "oomKilled")) ? " oom" : "");
-	else if (strcmp(status, "timed_out") == 0)
+		break;
+	case RUN_TIMED_OUT:
 		printf(" timeout=%dms", json_int(run, "timeoutMs", 0));
-	else if (strcmp(status, "failed_to_start") == 0 || strcmp(status, "lost") == 0)
+		break;
+	case RUN_FAILED_TO_START:
+	case RUN_LOST:
 		printf(" reason=\"%s\"", run_reason(run));
+		break;
+	default:
+		break;
+	}
 	if (json_is_integer(duration))
 		printf(" duration=%" JSON_INTEGER_FORMAT "ms", json_integer_value(duration));
 	printf("\n");
@@ -536,13 +543,16 @@ static const char *run_exit_cell(const json_t *run, char *buf, size_t size)
 {
 	const char *status = json_string_value(json_object_get(run, "status"));
 
-	if (status && strcmp(status, "exited") == 0)
+	switch (run_status_from_string(status)) {
+	case RUN_EXITED:
 		snprintf(buf, size, "%d", json_int(run, "exitCode", -1));
-	else if (status && strcmp(status, "killed") == 0)
+		return buf;
+	case RUN_KILLED:
 		snprintf(buf, size, "sig%d", run_signal(run));
-	else
+		return buf;
+	default:
 		return NULL;
-	return buf;
+	}
 }
 
 static int runs_print(const json_t *list)

@@ -78,7 +78,7 @@ static int parse_state(const struct agentlink_ops *ops, void *userdata, const st
 		struct agentlink_service_state st = {
 			.name = s.name,
 			.id = s.id,
-			.state = (int)s.state,
+			.state = (enum service_state)s.state,
 			.restart_count = s.restart_count,
 			.attempt = s.attempt,
 			.pid = s.pid,
@@ -143,9 +143,8 @@ static int attempt_field(struct service_attempt_row *a, char **name, uint16_t ta
 	case TAG_END_REASON:
 		if (u >= _ATTEMPT_END_MAX || u == ATTEMPT_LOST)
 			return -EBADMSG;
-		free(a->end_reason);
-		a->end_reason = strdup(attempt_end_to_string((enum attempt_end)u));
-		return a->end_reason ? 0 : -ENOMEM;
+		a->end_reason = (enum attempt_end)u;
+		break;
 	case TAG_EXIT_CODE:
 		a->exit_code = u <= 255 ? (int64_t)u : -1;
 		break;
@@ -178,7 +177,7 @@ static int attempt_field(struct service_attempt_row *a, char **name, uint16_t ta
 
 static bool attempt_consistent(const struct service_attempt_row *a, const char *name)
 {
-	if (!name || !a->service_id || !a->end_reason || a->number == 0)
+	if (!name || !a->service_id || a->end_reason == ATTEMPT_LOST || a->number == 0)
 		return false;
 	for (int i = 0; i < 2; i++)
 		if (a->out[i].head_len + a->out[i].tail_len > a->out[i].total)
@@ -188,7 +187,8 @@ static bool attempt_consistent(const struct service_attempt_row *a, const char *
 
 static int parse_attempt(const struct agentlink_ops *ops, void *userdata, const struct frame *f)
 {
-	struct service_attempt_row a = { .exit_code = -1 };
+	/* ATTEMPT_LOST until TAG_END_REASON names the end: the agent never sends it. */
+	struct service_attempt_row a = { .exit_code = -1, .end_reason = ATTEMPT_LOST };
 	_cleanup_free_ char *name = NULL;
 	struct frame_iter it;
 	const uint8_t *v;

@@ -20,7 +20,7 @@ struct frame;
 struct agentlink_service_state {
 	const char *name;
 	const char *id;
-	int state; /* enum service_state */
+	enum service_state state;
 	uint64_t restart_count;
 	uint64_t attempt; /* the newest attempt's number, 0 before the first */
 	uint64_t pid;	  /* 0 unless an attempt's main process runs */

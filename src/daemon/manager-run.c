@@ -8,30 +8,11 @@
 
 #include "agentlink.h"
 #include "basic/cleanup.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/util.h"
 #include "event/event.h"
 #include "manager-internal.h"
-
-#define LIST_REMOVE(head, node)                                                                    \
-	do {                                                                                       \
-		if ((node)->prev)                                                                  \
-			(node)->prev->next = (node)->next;                                         \
-		else                                                                               \
-			*(head) = (node)->next;                                                    \
-		if ((node)->next)                                                                  \
-			(node)->next->prev = (node)->prev;                                         \
-		(node)->prev = (node)->next = NULL;                                                \
-	} while (0)
-
-#define LIST_PREPEND(head, node)                                                                   \
-	do {                                                                                       \
-		(node)->prev = NULL;                                                               \
-		(node)->next = *(head);                                                            \
-		if (*(head))                                                                       \
-			(*(head))->prev = (node);                                                  \
-		*(head) = (node);                                                                  \
-	} while (0)
 
 struct run_state *run_state_find(struct workspace *ws, const char *id)
 {
@@ -293,9 +274,10 @@ static char *run_cwd(const struct workspace *ws, const char *cwd)
 
 static int run_check_workspace(struct workspace *ws, struct station_error *e)
 {
-	if (strcmp(ws->row.state, "ready") != 0)
+	if (ws->row.state != WORKSPACE_READY)
 		return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is %s, not ready%s%s",
-					 ws->row.id, ws->row.state, ws->row.reason ? ": " : "",
+					 ws->row.id, workspace_state_to_string(ws->row.state),
+					 ws->row.reason ? ": " : "",
 					 ws->row.reason ? ws->row.reason : "");
 	/* a new connection's HELLO goes first: requests queue behind it */
 	if (!ws->link)

@@ -11,6 +11,7 @@
 
 #include "agentlink.h"
 #include "basic/cleanup.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/util.h"
 #include "event/event.h"
@@ -37,36 +38,6 @@ struct service_watch {
 	struct service_attempt_row *replay;
 	struct event_source *timer;
 };
-
-#define LIST_REMOVE(head, node)                                                                    \
-	do {                                                                                       \
-		if ((node)->prev)                                                                  \
-			(node)->prev->next = (node)->next;                                         \
-		else                                                                               \
-			*(head) = (node)->next;                                                    \
-		if ((node)->next)                                                                  \
-			(node)->next->prev = (node)->prev;                                         \
-		(node)->prev = (node)->next = NULL;                                                \
-	} while (0)
-
-#define LIST_APPEND(head, node)                                                                    \
-	do {                                                                                       \
-		__typeof__(node) _last = *(head);                                                  \
-		(node)->next = NULL;                                                               \
-		while (_last && _last->next)                                                       \
-			_last = _last->next;                                                       \
-		(node)->prev = _last;                                                              \
-		if (_last)                                                                         \
-			_last->next = (node);                                                      \
-		else                                                                               \
-			*(head) = (node);                                                          \
-	} while (0)
-
-static bool state_active(const char *state)
-{
-	return strcmp(state, "starting") == 0 || strcmp(state, "running") == 0 ||
-	       strcmp(state, "backoff") == 0;
-}
 
 static struct service *service_find(struct workspace *ws, const char *name)
 {
@@ -99,9 +70,9 @@ static void service_save(struct service *svc)
 }
 
 /* A state the controller decides (no agent involved). */
-static void service_set_state(struct service *svc, const char *state, const char *reason)
+static void service_set_state(struct service *svc, enum service_state state, const char *reason)
 {
-	(void)set_str(&svc->row.state, state);
+	svc->row.state = state;
 	(void)set_str(&svc->row.reason, reason);
 	svc->row.main_pid = 0;
 	svc->row.current_attempt = 0;
@@ -109,7 +80,7 @@ static void service_set_state(struct service *svc, const char *state, const char
 	svc->row.stopping = false;
 	service_save(svc);
 	log_info("service state", "workspace", svc->ws->row.id, "service", svc->row.name, "state",
-		 state, "reason", reason ? reason : "", NULL);
+		 service_state_to_string(state), "reason", reason ? reason : "", NULL);
 }
 
 /* ---- watches ------------------------------------------------------------------------------- */
@@ -253,7 +224,7 @@ static void record_lost_attempt(struct service *svc, const char *reason)
 		.started_at = svc->row.attempt_started_at,
 		.ended_at = realtime_usec(),
 		.exit_code = -1,
-		.end_reason = (char *)"lost",
+		.end_reason = ATTEMPT_LOST,
 		.reason = (char *)reason,
 	};
 	int r = store_attempt_insert(svc->ws->m->store, &a, SERVICE_KEEP_ATTEMPTS);
@@ -272,8 +243,8 @@ void services_lose_all(struct workspace *ws, const char *reason)
 		if (svc->row.current_attempt > 0)
 			record_lost_attempt(svc, reason);
 		watches_end(svc, 0, NULL);
-		if (state_active(svc->row.state))
-			service_set_state(svc, "stopped", reason);
+		if (service_state_is_active(svc->row.state))
+			service_set_state(svc, SERVICE_STOPPED, reason);
 	}
 }
 
@@ -344,7 +315,7 @@ static int service_send_start(struct service *svc)
 		.command = r->command,
 		.cwd = cwd,
 		.env = env,
-		.policy = service_policy_from_string(r->restart_policy),
+		.policy = r->restart_policy,
 		.max_restarts = r->max_restarts,
 		.delay_ms = r->delay_ms,
 		.backoff_permille = r->backoff_permille,
@@ -360,7 +331,7 @@ static int service_send_start(struct service *svc)
 	if (k < 0)
 		return k;
 	svc->row.restart_count = 0;
-	service_set_state(svc, "starting", NULL);
+	service_set_state(svc, SERVICE_STARTING, NULL);
 	return 0;
 }
 
@@ -369,15 +340,16 @@ static void resync_one(struct service *svc, bool known, bool fresh)
 	if (fresh) {
 		if (svc->row.autostart) {
 			if (service_send_start(svc) < 0)
-				service_set_state(svc, "failed", "the agent could not be reached");
+				service_set_state(svc, SERVICE_FAILED,
+						  "the agent could not be reached");
 		} else
-			service_set_state(svc, "stopped", "workspace restarted");
+			service_set_state(svc, SERVICE_STOPPED, "workspace restarted");
 		return;
 	}
-	if (!known && state_active(svc->row.state)) {
+	if (!known && service_state_is_active(svc->row.state)) {
 		if (svc->row.current_attempt > 0)
 			record_lost_attempt(svc, "the agent has no record of the service");
-		service_set_state(svc, "failed", "the agent has no record of the service");
+		service_set_state(svc, SERVICE_FAILED, "the agent has no record of the service");
 		return;
 	}
 	if (known && svc->watches)
@@ -415,11 +387,10 @@ void services_on_state(void *userdata, uint64_t seq, const struct agentlink_serv
 {
 	struct workspace *ws = userdata;
 	struct service *svc = service_of_report(ws, st->name, st->id);
-	const char *state = service_state_to_string(st->state);
 	bool live = st->state == SERVICE_STARTING || st->state == SERVICE_RUNNING;
 
 	if (svc) {
-		(void)set_str(&svc->row.state, state);
+		svc->row.state = st->state;
 		(void)set_str(&svc->row.reason, st->reason);
 		svc->row.restart_count = st->restart_count;
 		svc->row.next_restart_at = st->state == SERVICE_BACKOFF ? st->next_restart_at : 0;
@@ -451,7 +422,7 @@ void services_on_attempt(void *userdata, uint64_t seq, const char *name,
 		}
 		if (r > 0)
 			log_info("service attempt recorded", "workspace", ws->row.id, "service",
-				 name, "end", a->end_reason, NULL);
+				 name, "end", attempt_end_to_string(a->end_reason), NULL);
 		if (svc->row.next_attempt <= a->number) {
 			svc->row.next_attempt = a->number + 1;
 			service_save(svc);
@@ -519,7 +490,7 @@ static json_t *attempt_to_json(const struct service_attempt_row *a, bool with_ou
 	json_object_set_new(o, "exitCode",
 			    a->exit_code >= 0 ? json_integer(a->exit_code) : json_null());
 	json_object_set_new(o, "signal", a->signal > 0 ? json_integer(a->signal) : json_null());
-	json_object_set_new(o, "endReason", json_string(a->end_reason));
+	json_object_set_new(o, "endReason", json_string(attempt_end_to_string(a->end_reason)));
 	json_object_set_new(o, "reason", nullable_str(a->reason));
 	json_object_set_new(o, "daemonized", json_boolean(a->daemonized));
 	json_object_set_new(o, "outputDropped", json_boolean(a->output_dropped));
@@ -534,7 +505,8 @@ static json_t *attempt_to_json(const struct service_attempt_row *a, bool with_ou
 
 static json_t *restart_json(const struct service_row *r)
 {
-	json_t *o = json_pack("{s:s,s:I,s:I}", "policy", r->restart_policy, "maxRestarts",
+	json_t *o = json_pack("{s:s,s:I,s:I}", "policy",
+			      service_policy_to_string(r->restart_policy), "maxRestarts",
 			      (json_int_t)r->max_restarts, "delayMs", (json_int_t)r->delay_ms);
 
 	if (o && r->backoff_permille)
@@ -564,7 +536,7 @@ static void definition_json(json_t *o, const struct service_row *r)
 
 static void state_json(json_t *o, const struct service_row *r)
 {
-	json_object_set_new(o, "state", json_string(r->state));
+	json_object_set_new(o, "state", json_string(service_state_to_string(r->state)));
 	json_object_set_new(o, "reason", nullable_str(r->reason));
 	json_object_set_new(o, "stopping", json_boolean(r->stopping));
 	json_object_set_new(o, "restartCount", json_integer((json_int_t)r->restart_count));
@@ -632,9 +604,10 @@ static int service_lookup(struct manager *m, const char *ws_id, const char *name
 
 static int check_agent(struct workspace *ws, struct station_error *e)
 {
-	if (strcmp(ws->row.state, "ready") != 0)
+	if (ws->row.state != WORKSPACE_READY)
 		return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is %s, not ready%s%s",
-					 ws->row.id, ws->row.state, ws->row.reason ? ": " : "",
+					 ws->row.id, workspace_state_to_string(ws->row.state),
+					 ws->row.reason ? ": " : "",
 					 ws->row.reason ? ws->row.reason : "");
 	if (!ws->link || !ws->link_ready)
 		return station_error_set(e, -ENOTCONN, NULL,
@@ -662,7 +635,7 @@ static int service_row_new(struct workspace *ws, const struct service_spec *spec
 		.command = strdup(spec->command),
 		.cwd = spec->cwd ? strdup(spec->cwd) : NULL,
 		.env_json = spec->env ? json_dumps(spec->env, JSON_COMPACT) : NULL,
-		.restart_policy = strdup(spec->policy),
+		.restart_policy = spec->policy,
 		.max_restarts = spec->max_restarts,
 		.delay_ms = spec->delay_ms,
 		.backoff_permille = spec->backoff_permille,
@@ -671,13 +644,13 @@ static int service_row_new(struct workspace *ws, const struct service_spec *spec
 		.stop_timeout_ms = spec->stop_timeout_ms,
 		.autostart = spec->autostart,
 		.max_output_bytes = ws->m->cfg.default_output_bytes,
-		.state = strdup("starting"),
+		.state = SERVICE_STARTING,
 		.next_attempt = 1,
 		.created_at = realtime_usec(),
 	};
 	row->updated_at = row->created_at;
-	if (!row->id || !row->workspace_id || !row->name || !row->command || !row->restart_policy ||
-	    !row->state || (spec->cwd && !row->cwd) || (spec->env && !row->env_json)) {
+	if (!row->id || !row->workspace_id || !row->name || !row->command ||
+	    (spec->cwd && !row->cwd) || (spec->env && !row->env_json)) {
 		service_row_free(row);
 		return -ENOMEM;
 	}
@@ -734,7 +707,7 @@ int manager_service_start(struct manager *m, const char *ws_id, const struct ser
 		return r;
 	r = service_send_start(svc);
 	if (r < 0) {
-		service_set_state(svc, "failed", "the agent could not be reached");
+		service_set_state(svc, SERVICE_FAILED, "the agent could not be reached");
 		return station_error_set(e, -ENOTCONN, NULL,
 					 "the agent of workspace \"%s\" could not be reached: %s",
 					 ws_id, strerror(-r));
@@ -792,11 +765,11 @@ int manager_service_stop(struct manager *m, const char *ws_id, const char *name,
 
 	if (r < 0)
 		return r;
-	if (state_active(svc->row.state)) {
+	if (service_state_is_active(svc->row.state)) {
 		r = send_named(svc, MSG_SERVICE_STOP, e);
 		if (r < 0)
 			return r;
-		svc->row.stopping = strcmp(svc->row.state, "backoff") != 0;
+		svc->row.stopping = svc->row.state != SERVICE_BACKOFF;
 		log_info("service stop requested", "workspace", ws_id, "service", name, NULL);
 	}
 	return reply_service(svc, ret, e);
@@ -810,7 +783,7 @@ int manager_service_restart(struct manager *m, const char *ws_id, const char *na
 
 	if (r < 0)
 		return r;
-	if (state_active(svc->row.state)) {
+	if (service_state_is_active(svc->row.state)) {
 		r = send_named(svc, MSG_SERVICE_RESTART, e);
 		if (r < 0)
 			return r;
@@ -842,7 +815,7 @@ int manager_service_delete(struct manager *m, const char *ws_id, const char *nam
 	ws = svc->ws;
 	if (ws->link && ws->link_ready)
 		r = agentlink_send_service(ws->link, MSG_SERVICE_REMOVE, name, -1);
-	else if (state_active(svc->row.state) && strcmp(ws->row.state, "ready") == 0)
+	else if (service_state_is_active(svc->row.state) && ws->row.state == WORKSPACE_READY)
 		r = -ENOTCONN;
 	if (r < 0)
 		return station_error_set(e, -ENOTCONN, NULL,

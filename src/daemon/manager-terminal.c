@@ -9,6 +9,7 @@
 
 #include "agentlink.h"
 #include "basic/cleanup.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/util.h"
 #include "event/event.h"
@@ -47,32 +48,7 @@ struct terminal_waiter {
 	struct event_source *timer;
 };
 
-#define LIST_REMOVE(head, node)                                                                    \
-	do {                                                                                       \
-		if ((node)->prev)                                                                  \
-			(node)->prev->next = (node)->next;                                         \
-		else                                                                               \
-			*(head) = (node)->next;                                                    \
-		if ((node)->next)                                                                  \
-			(node)->next->prev = (node)->prev;                                         \
-		(node)->prev = (node)->next = NULL;                                                \
-	} while (0)
-
-#define LIST_PREPEND(head, node)                                                                   \
-	do {                                                                                       \
-		(node)->prev = NULL;                                                               \
-		(node)->next = *(head);                                                            \
-		if (*(head))                                                                       \
-			(*(head))->prev = (node);                                                  \
-		*(head) = (node);                                                                  \
-	} while (0)
-
 /* ---- JSON ---------------------------------------------------------------------------------- */
-
-static bool state_live(const char *state)
-{
-	return strcmp(state, "starting") == 0 || strcmp(state, "running") == 0;
-}
 
 static json_t *terminal_to_json(const struct terminal_row *r)
 {
@@ -86,7 +62,7 @@ static json_t *terminal_to_json(const struct terminal_row *r)
 		json_object_set_new(o, "cwd", json_string(r->cwd));
 	json_object_set_new(o, "cols", json_integer((json_int_t)r->cols));
 	json_object_set_new(o, "rows", json_integer((json_int_t)r->rows));
-	json_object_set_new(o, "state", json_string(r->state));
+	json_object_set_new(o, "state", json_string(terminal_state_to_string(r->state)));
 	if (r->reason)
 		json_object_set_new(o, "reason", json_string(r->reason));
 	json_object_set_new(o, "pid", r->pid > 0 ? json_integer(r->pid) : json_null());
@@ -289,7 +265,7 @@ static void terminal_free(struct terminal *t)
 static void terminal_end(struct terminal *t)
 {
 	log_info("terminal ended", "workspace", t->ws->row.id, "terminal", t->row.id, "state",
-		 t->row.state, NULL);
+		 terminal_state_to_string(t->row.state), NULL);
 	waiters_fire(t, true);
 	attaches_end(t);
 	terminal_free(t);
@@ -297,7 +273,7 @@ static void terminal_end(struct terminal *t)
 
 static void terminal_lose(struct terminal *t, const char *reason)
 {
-	(void)set_str(&t->row.state, "lost");
+	t->row.state = TERMINAL_LOST;
 	(void)set_str(&t->row.reason, reason);
 	t->row.ended_at = realtime_usec();
 	terminal_store(t);
@@ -328,7 +304,7 @@ void terminals_load(struct workspace *ws)
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (state_live(rows[i].state) && terminal_add(ws, &rows[i], NULL) < 0)
+		if (terminal_state_is_live(rows[i].state) && terminal_add(ws, &rows[i], NULL) < 0)
 			log_error("cannot load a terminal", "workspace", ws->row.id, NULL);
 		terminal_row_free(&rows[i]);
 	}
@@ -361,7 +337,7 @@ void terminals_on_opened(void *userdata, const char *id, uint64_t pid, uint64_t 
 
 	if (!t)
 		return;
-	(void)set_str(&t->row.state, "running");
+	t->row.state = TERMINAL_RUNNING;
 	(void)set_str(&t->row.command, command);
 	t->row.pid = (int64_t)pid;
 	t->row.started_at = started_at;
@@ -405,16 +381,16 @@ void terminals_on_replay(void *userdata, const char *id, uint64_t request, uint6
 	}
 }
 
-static const char *exit_state(const struct agentlink_terminal_exit *x)
+static enum terminal_state exit_state(const struct agentlink_terminal_exit *x)
 {
 	if (x->status == RUN_FAILED_TO_START)
-		return "failed";
-	return x->forced ? "closed" : "exited";
+		return TERMINAL_FAILED;
+	return x->forced ? TERMINAL_CLOSED : TERMINAL_EXITED;
 }
 
 static void row_set_exit(struct terminal_row *row, const struct agentlink_terminal_exit *x)
 {
-	(void)set_str(&row->state, exit_state(x));
+	row->state = exit_state(x);
 	(void)set_str(&row->reason, x->reason);
 	row->exit_code = x->exit_code;
 	row->signal = x->signal;
@@ -440,7 +416,7 @@ void terminals_on_exit(void *userdata, uint64_t seq, const struct agentlink_term
 		r = store_terminal_get(ws->m->store, ws->row.id, x->id, &row);
 		if (r == -ENOENT)
 			agent_report_ignored(ws, "terminal exit", x->id);
-		if (r >= 0 && (state_live(row.state) || strcmp(row.state, "lost") == 0)) {
+		if (r >= 0 && (terminal_state_is_live(row.state) || row.state == TERMINAL_LOST)) {
 			row_set_exit(&row, x);
 			r = store_terminal_update(ws->m->store, &row);
 		}
@@ -480,9 +456,9 @@ static int terminal_lookup(struct manager *m, const char *ws_id, const char *ter
 
 static int check_workspace(struct workspace *ws, struct station_error *e)
 {
-	if (strcmp(ws->row.state, "ready") != 0)
+	if (ws->row.state != WORKSPACE_READY)
 		return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is %s, not ready",
-					 ws->row.id, ws->row.state);
+					 ws->row.id, workspace_state_to_string(ws->row.state));
 	if (!link_up(ws))
 		return station_error_set(e, -ENOTCONN, NULL,
 					 "the agent of workspace \"%s\" is not connected",
@@ -577,11 +553,11 @@ int manager_terminal_open(struct manager *m, const char *ws_id, const struct ter
 		.env_json = TAKE_PTR(env_json),
 		.cols = spec->cols,
 		.rows = spec->rows,
-		.state = strdup("starting"),
+		.state = TERMINAL_STARTING,
 		.exit_code = -1,
 		.created_at = realtime_usec(),
 	};
-	if (!row.id || !row.workspace_id || !row.state || (spec->command && !row.command)) {
+	if (!row.id || !row.workspace_id || (spec->command && !row.command)) {
 		terminal_row_free(&row);
 		return station_error_set(e, -ENOMEM, NULL, "out of memory");
 	}
@@ -660,7 +636,7 @@ static int live_lookup(struct manager *m, const char *ws_id, const char *term_id
 	*ret = terminal_find(ws, term_id);
 	if (!*ret)
 		r = station_error_set(e, -EBUSY, NULL, "terminal \"%s\" has ended (%s)", term_id,
-				      row.state);
+				      terminal_state_to_string(row.state));
 	terminal_row_free(&row);
 	return r;
 }
@@ -723,7 +699,7 @@ int manager_terminal_wait(struct manager *m, const char *ws_id, const char *term
 	if (r < 0)
 		return r;
 	t = terminal_find(ws, term_id);
-	if (!t || (what == TERMINAL_WAIT_STARTED && strcmp(t->row.state, "starting") != 0))
+	if (!t || (what == TERMINAL_WAIT_STARTED && t->row.state != TERMINAL_STARTING))
 		return 1;
 	w = calloc(1, sizeof *w);
 	if (!w)

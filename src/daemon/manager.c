@@ -15,6 +15,7 @@
 #include "adapter/adapter.h"
 #include "agentlink.h"
 #include "basic/cleanup.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/util.h"
 #include "cgroup/cgroup.h"
@@ -66,25 +67,22 @@ int workspace_lookup(struct manager *m, const char *id, struct workspace **ret,
 	return 0;
 }
 
-static int workspace_set_state(struct workspace *ws, const char *state, const char *reason)
+static int workspace_set_state(struct workspace *ws, enum workspace_state state, const char *reason)
 {
-	char *s = strdup(state), *rs = reason ? strdup(reason) : NULL;
-	if (!s || (reason && !rs)) {
-		free(s);
-		free(rs);
+	const char *name = workspace_state_to_string(state);
+	char *rs = reason ? strdup(reason) : NULL;
+	if (reason && !rs)
 		return -ENOMEM;
-	}
-	free(ws->row.state);
 	free(ws->row.reason);
-	ws->row.state = s;
+	ws->row.state = state;
 	ws->row.reason = rs;
 	ws->row.updated_at = realtime_usec();
 	int r = store_workspace_update(ws->m->store, &ws->row);
 	if (r < 0)
-		log_error("cannot record workspace state", "workspace", ws->row.id, "state", state,
+		log_error("cannot record workspace state", "workspace", ws->row.id, "state", name,
 			  "error", strerror(-r), NULL);
 	else
-		log_info("workspace state", "workspace", ws->row.id, "state", state, "reason",
+		log_info("workspace state", "workspace", ws->row.id, "state", name, "reason",
 			 reason ? reason : "", NULL);
 	return r;
 }
@@ -186,21 +184,13 @@ static int workspace_new(struct manager *m, struct workspace_row *row, struct wo
 
 static void workspace_link(struct manager *m, struct workspace *ws)
 {
-	ws->next = m->workspaces;
-	if (m->workspaces)
-		m->workspaces->prev = ws;
-	m->workspaces = ws;
+	LIST_PREPEND(&m->workspaces, ws);
 	m->n_workspaces++;
 }
 
 static void workspace_unlink(struct manager *m, struct workspace *ws)
 {
-	if (ws->prev)
-		ws->prev->next = ws->next;
-	else
-		m->workspaces = ws->next;
-	if (ws->next)
-		ws->next->prev = ws->prev;
+	LIST_REMOVE(&m->workspaces, ws);
 	m->n_workspaces--;
 }
 
@@ -245,7 +235,7 @@ static void agent_lost(struct workspace *ws, const char *reason)
 	struct adapter_workspace aw;
 	adapter_ws(ws, &aw);
 	ws->adapter->stop(&aw);
-	workspace_set_state(ws, "stopped", reason);
+	workspace_set_state(ws, WORKSPACE_STOPPED, reason);
 }
 
 static int on_agent_exit(struct event_source *s, int fd, uint32_t revents, void *userdata)
@@ -568,7 +558,7 @@ static int workspace_row_new(struct manager *m, const struct adapter_ops *ops, j
 		.id = strdup(id),
 		.worker = strdup(m->cfg.worker),
 		.adapter = strdup(ops->name),
-		.state = strdup("creating"),
+		.state = WORKSPACE_CREATING,
 		.spec_json = json_dumps(spec, JSON_COMPACT),
 		.created_at = realtime_usec(),
 	};
@@ -649,7 +639,7 @@ int manager_workspace_create(struct manager *m, const struct workspace_spec *req
 		return r;
 	}
 	workspace_link(m, ws);
-	workspace_set_state(ws, "ready", NULL);
+	workspace_set_state(ws, WORKSPACE_READY, NULL);
 	*ret = workspace_to_json(ws);
 	return 0;
 }
@@ -679,7 +669,7 @@ int manager_workspace_delete(struct manager *m, const char *id, struct station_e
 	int r = workspace_lookup(m, id, &ws, e);
 	if (r < 0)
 		return r;
-	workspace_set_state(ws, "deleting", NULL);
+	workspace_set_state(ws, WORKSPACE_DELETING, NULL);
 	runs_lose_all(ws, "workspace deleted");
 	services_lose_all(ws, "workspace deleted");
 	terminals_lose_all(ws, "workspace deleted");
@@ -711,9 +701,9 @@ int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,
 	int r = workspace_lookup(m, id, &ws, e);
 	if (r < 0)
 		return r;
-	if (strcmp(ws->row.state, "deleting") == 0 || strcmp(ws->row.state, "creating") == 0)
+	if (ws->row.state == WORKSPACE_DELETING || ws->row.state == WORKSPACE_CREATING)
 		return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is %s", id,
-					 ws->row.state);
+					 workspace_state_to_string(ws->row.state));
 	runs_lose_all(ws, "workspace restarted");
 	services_lose_all(ws, "workspace restarted");
 	terminals_lose_all(ws, "workspace restarted");
@@ -740,10 +730,10 @@ int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,
 	if (r >= 0)
 		r = agent_start(ws, e);
 	if (r < 0) {
-		workspace_set_state(ws, "failed", e->message);
+		workspace_set_state(ws, WORKSPACE_FAILED, e->message);
 		return r;
 	}
-	workspace_set_state(ws, "ready", NULL);
+	workspace_set_state(ws, WORKSPACE_READY, NULL);
 	*ret = workspace_to_json(ws);
 	return 0;
 }
@@ -862,7 +852,7 @@ static void workspace_adopt(struct workspace *ws)
 		}
 		free(ids);
 	}
-	if (strcmp(ws->row.state, "ready") != 0) {
+	if (ws->row.state != WORKSPACE_READY) {
 		runs_lose_all(ws, "the workspace was not ready when the controller started");
 		terminals_lose_all(ws, "the workspace was not ready when the controller started");
 		return;

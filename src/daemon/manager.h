@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "basic/error.h"
+#include "domain/state.h"
 #include "image/image.h"
 
 struct manager;
@@ -164,9 +165,9 @@ int manager_image_remove(struct manager *m, const char *ref, struct station_erro
 struct service_spec {
 	const char *name; /* [a-z0-9][a-z0-9._-]{0,62} */
 	const char *command;
-	const char *cwd;    /* NULL: the workspace directory */
-	json_t *env;	    /* borrowed; NULL or an object of string values, validated */
-	const char *policy; /* "no", "on-failure", "always" */
+	const char *cwd; /* NULL: the workspace directory */
+	json_t *env;	 /* borrowed; NULL or an object of string values, validated */
+	enum service_policy policy;
 	uint64_t max_restarts;
 	uint64_t delay_ms;
 	uint64_t backoff_permille; /* 0: none; else >= 1000 (the delay multiplier x1000) */

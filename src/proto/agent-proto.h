@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "domain/state.h"
+
 #define PROTO_VERSION 1
 
 /* Largest payload either side accepts. Sized for a RUN_DONE carrying head and tail of two
@@ -126,60 +128,3 @@ enum msg_tag {
 	TAG_OUTPUT_DROPPED = 165, /* the agent no longer had this attempt's output */
 	TAG_STOPPING = 166,	  /* a stop or restart is under way */
 };
-
-/* Service restart policies, states and attempt ends (docs/agent-protocol.md, "Services"). */
-enum service_policy {
-	SERVICE_POLICY_NO = 0,
-	SERVICE_POLICY_ON_FAILURE = 1,
-	SERVICE_POLICY_ALWAYS = 2,
-	_SERVICE_POLICY_MAX,
-};
-
-enum service_state {
-	SERVICE_STARTING = 0,
-	SERVICE_RUNNING = 1,
-	SERVICE_BACKOFF = 2,
-	SERVICE_STOPPED = 3,
-	SERVICE_FAILED = 4,
-	SERVICE_EXHAUSTED = 5,
-	_SERVICE_STATE_MAX,
-};
-
-/* Why an attempt ended. ATTEMPT_LOST is decided by the controller, never sent by the agent. */
-enum attempt_end {
-	ATTEMPT_EXITED = 0,
-	ATTEMPT_KILLED = 1,    /* by a signal nobody asked for */
-	ATTEMPT_STOPPED = 2,   /* stop (or remove) */
-	ATTEMPT_RESTARTED = 3, /* restart */
-	ATTEMPT_FAILED_TO_START = 4,
-	ATTEMPT_DAEMONIZED = 5, /* the main process exited, leaving processes behind */
-	ATTEMPT_LOST = 6,
-	_ATTEMPT_END_MAX,
-};
-
-enum run_stream {
-	RUN_STREAM_STDOUT = 1,
-	RUN_STREAM_STDERR = 2,
-};
-
-/* Terminal statuses. RUN_LOST is decided by the controller, never sent by the agent. */
-enum run_status {
-	RUN_RUNNING = 0,
-	RUN_EXITED = 1,
-	RUN_KILLED = 2,
-	RUN_TIMED_OUT = 3,
-	RUN_CANCELLED = 4,
-	RUN_FAILED_TO_START = 5,
-	RUN_LOST = 6,
-	_RUN_STATUS_MAX,
-};
-
-const char *run_status_to_string(enum run_status s);
-int run_status_from_string(const char *s);
-
-const char *service_policy_to_string(enum service_policy p);
-int service_policy_from_string(const char *s);
-const char *service_state_to_string(enum service_state s);
-int service_state_from_string(const char *s);
-const char *attempt_end_to_string(enum attempt_end e);
-int attempt_end_from_string(const char *s);

@@ -43,6 +43,9 @@ int store_errno(int rc);
 int store_stmt(struct store *s, enum store_stmt_id id, const char *sql, sqlite3_stmt **ret);
 /* A one-off statement; the caller finalizes it (_cleanup_stmt_finalize_). */
 int store_prepare(struct store *s, const char *sql, sqlite3_stmt **ret);
+/* The same with key bound to its first parameter (nothing bound when key is NULL); key must
+ * outlive the statement's steps. */
+int store_prepare_key(struct store *s, const char *sql, const char *key, sqlite3_stmt **ret);
 
 /* Steps a statement that returns no rows: 0, or -errno. */
 int store_step_done(sqlite3_stmt *st);
@@ -102,5 +105,38 @@ void store_read_blob(struct store_reader *rd, uint8_t **ret, size_t *ret_len);
 int64_t store_read_i64(struct store_reader *rd);
 uint64_t store_read_u64(struct store_reader *rd);
 
-/* Makes room for one more element in a growing array of `size`-byte elements. */
-int store_grow(void **array, size_t *allocated, size_t n, size_t size);
+/* Reads a text column naming an enum value, through the enum's from_string(): the value, or 0
+ * with -EIO in err for SQL NULL or a string this binary does not know. */
+int store_read_enum(struct store_reader *rd, int (*from_string)(const char *s));
+
+/* What a list query reads: elements of `size` bytes, each filled by read() from the current
+ * row (untouched on failure; userdata is the caller's) and emptied by free(), which releases
+ * what the element owns but not the element. */
+struct store_row_type {
+	size_t size;
+	int (*read)(sqlite3_stmt *st, void *userdata, void *ret);
+	void (*free)(void *row);
+};
+
+/* Defines `static const struct store_row_type name` for elements of `type`, read by read_fn and
+ * emptied by free_fn (a function taking a pointer to the element). */
+#define STORE_ROW_TYPE(name, type, read_fn, free_fn)                                               \
+	static void name##_free_one(void *row)                                                     \
+	{                                                                                          \
+		free_fn(row);                                                                      \
+	}                                                                                          \
+	static const struct store_row_type name = {                                                \
+		.size = sizeof(type),                                                              \
+		.read = read_fn,                                                                   \
+		.free = name##_free_one,                                                           \
+	}
+
+/* Steps a prepared, bound statement to its end, reading every row into a growing array, which
+ * ends with one zeroed element past *ret_n (a NULL after the last pointer of an array of
+ * strings). On failure the rows read so far are freed and *ret, *ret_n untouched. */
+int store_list_rows(sqlite3_stmt *st, const struct store_row_type *t, void *userdata, void **ret,
+		    size_t *ret_n);
+/* Prepares sql, binds key to its first parameter unless key is NULL, and reads the rows as
+ * store_list_rows() does. */
+int store_list(struct store *s, const char *sql, const char *key, const struct store_row_type *t,
+	       void *userdata, void **ret, size_t *ret_n);

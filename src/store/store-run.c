@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include "proto/agent-proto.h"
 #include "store/store-internal.h"
 
 /* The SQL below spells "status = 0" for a running run. */
@@ -37,13 +36,6 @@ void run_row_free(struct run_row *r)
 	run_output_free(&r->out[0]);
 	run_output_free(&r->out[1]);
 	*r = (struct run_row){};
-}
-
-static void run_rows_free(struct run_row *rows, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		run_row_free(&rows[i]);
-	free(rows);
 }
 
 /* The result columns, in the order insert and finish both name them. */
@@ -192,10 +184,11 @@ int store_run_set_started(struct store *s, const char *id, uint64_t started_at)
 	return store_changes(s) > 0 ? 0 : -ENOENT;
 }
 
-/* Reads RUN_META_COLUMNS, then RUN_OUTPUT_COLUMNS when with_output, into *ret (untouched on
- * failure). */
-static int run_read(sqlite3_stmt *st, bool with_output, struct run_row *ret)
+/* Reads RUN_META_COLUMNS, then RUN_OUTPUT_COLUMNS when the bool at userdata is true, into *ret
+ * (untouched on failure). */
+static int run_read(sqlite3_stmt *st, void *userdata, void *ret)
 {
+	bool with_output = *(const bool *)userdata;
 	struct store_reader rd = STORE_READER(st);
 	struct run_row r = {};
 
@@ -206,7 +199,7 @@ static int run_read(sqlite3_stmt *st, bool with_output, struct run_row *ret)
 	store_read_text(&rd, &r.env_json);
 	r.timeout_ms = store_read_u64(&rd);
 	r.max_output_bytes = store_read_u64(&rd);
-	r.status = (int)store_read_i64(&rd);
+	r.status = (enum run_status)store_read_i64(&rd);
 	r.exit_code = store_read_i64(&rd);
 	r.signal = store_read_i64(&rd);
 	r.oom_killed = store_read_i64(&rd) != 0;
@@ -229,7 +222,7 @@ static int run_read(sqlite3_stmt *st, bool with_output, struct run_row *ret)
 		run_row_free(&r);
 		return rd.err;
 	}
-	*ret = r;
+	*(struct run_row *)ret = r;
 	return 0;
 }
 
@@ -256,7 +249,7 @@ int store_run_get(struct store *s, const char *workspace_id, const char *id, str
 	k = store_step_row(st);
 	if (k <= 0)
 		return k < 0 ? k : -ENOENT;
-	return run_read(st, true, ret);
+	return run_read(st, &(bool){ true }, ret);
 }
 
 /* SQLite's LIMIT is signed: a limit beyond it means no limit. */
@@ -265,12 +258,12 @@ static int64_t sql_limit(size_t n)
 	return n > INT64_MAX ? -1 : (int64_t)n;
 }
 
+STORE_ROW_TYPE(run_rows, struct run_row, run_read, run_row_free);
+
 int store_run_list(struct store *s, const char *workspace_id, size_t limit, struct run_row **ret,
 		   size_t *ret_n)
 {
 	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
-	struct run_row *rows = NULL;
-	size_t n = 0, allocated = 0;
 	struct store_binder b;
 	int k;
 
@@ -286,82 +279,42 @@ int store_run_list(struct store *s, const char *workspace_id, size_t limit, stru
 	store_bind_text(&b, workspace_id);
 	store_bind_i64(&b, sql_limit(limit));
 	k = store_bind_result(&b);
-	while (k >= 0) {
-		k = store_step_row(st);
-		if (k <= 0)
-			break;
-		k = store_grow((void **)&rows, &allocated, n, sizeof(*rows));
-		if (k >= 0)
-			k = run_read(st, false, &rows[n]);
-		if (k >= 0)
-			n++;
-	}
-	if (k < 0) {
-		run_rows_free(rows, n);
+	if (k < 0)
 		return k;
-	}
-	*ret = rows;
-	*ret_n = n;
+	return store_list_rows(st, &run_rows, &(bool){ false }, (void **)ret, ret_n);
+}
+
+static int run_read_id(sqlite3_stmt *st, void *userdata, void *ret)
+{
+	struct store_reader rd = STORE_READER(st);
+	char *id;
+
+	store_read_text(&rd, &id);
+	if (rd.err < 0)
+		return rd.err;
+	if (!id)
+		return -EIO;
+	*(char **)ret = id;
 	return 0;
 }
 
-static void ids_free(char **ids, size_t n)
+static void id_free(char **id)
 {
-	for (size_t i = 0; i < n; i++)
-		free(ids[i]);
-	free(ids);
+	free(*id);
 }
 
-static int run_read_id(sqlite3_stmt *st, char **ret)
-{
-	struct store_reader rd = STORE_READER(st);
+STORE_ROW_TYPE(run_ids, char *, run_read_id, id_free);
 
-	store_read_text(&rd, ret);
-	if (rd.err < 0)
-		return rd.err;
-	return *ret ? 0 : -EIO;
-}
-
-/* The array is also NULL-terminated. */
+/* The array is also NULL-terminated (store_list_rows() ends it with a zeroed element). */
 int store_run_list_running(struct store *s, const char *workspace_id, char ***ret_ids,
 			   size_t *ret_n)
 {
-	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
-	char **ids = NULL;
-	size_t n = 0, allocated = 0;
-	struct store_binder b;
-	int k;
-
 	if (!s || !workspace_id || !ret_ids || !ret_n)
 		return -EINVAL;
-	k = store_prepare(s,
+	return store_list(s,
 			  "SELECT id FROM runs WHERE workspace_id = ? AND status = 0 "
 			  "ORDER BY created_at, rowid",
-			  &st);
-	if (k < 0)
-		return k;
-	b = STORE_BINDER(st);
-	store_bind_text(&b, workspace_id);
-	k = store_bind_result(&b);
-	while (k >= 0) {
-		k = store_grow((void **)&ids, &allocated, n, sizeof(*ids)); /* room for NULL */
-		if (k < 0)
-			break;
-		ids[n] = NULL;
-		k = store_step_row(st);
-		if (k <= 0)
-			break;
-		k = run_read_id(st, &ids[n]);
-		if (k >= 0)
-			n++;
-	}
-	if (k < 0) {
-		ids_free(ids, n);
-		return k;
-	}
-	*ret_ids = ids;
-	*ret_n = n;
-	return 0;
+			  workspace_id, &run_ids, NULL, (void **)ret_ids, ret_n);
 }
 
 static int prune_exec(struct store *s, const char *sql, int64_t arg, int64_t *deleted)

@@ -26,8 +26,6 @@ void service_row_free(struct service_row *r)
 	free(r->command);
 	free(r->cwd);
 	free(r->env_json);
-	free(r->restart_policy);
-	free(r->state);
 	free(r->reason);
 	*r = (struct service_row){};
 }
@@ -37,7 +35,6 @@ void service_attempt_row_free(struct service_attempt_row *r)
 	if (!r)
 		return;
 	free(r->service_id);
-	free(r->end_reason);
 	free(r->reason);
 	for (int i = 0; i < 2; i++) {
 		free(r->out[i].head);
@@ -49,7 +46,7 @@ void service_attempt_row_free(struct service_attempt_row *r)
 /* The state columns, in the order insert and update both name them. */
 static void bind_state(struct store_binder *b, const struct service_row *r)
 {
-	store_bind_text(b, r->state);
+	store_bind_text(b, service_state_to_string(r->state));
 	store_bind_text(b, r->reason);
 	store_bind_u64(b, r->restart_count);
 	store_bind_u64(b, r->next_restart_at);
@@ -67,7 +64,7 @@ int store_service_insert(struct store *s, const struct service_row *r)
 	struct store_binder b;
 	int k;
 
-	if (!s || !r || !r->id || !r->workspace_id || !r->name || !r->state)
+	if (!s || !r || !r->id || !r->workspace_id || !r->name)
 		return -EINVAL;
 	k = store_prepare(s,
 			  "INSERT INTO services (" SERVICE_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, "
@@ -82,7 +79,7 @@ int store_service_insert(struct store *s, const struct service_row *r)
 	store_bind_text(&b, r->command);
 	store_bind_text(&b, r->cwd);
 	store_bind_text(&b, r->env_json);
-	store_bind_text(&b, r->restart_policy);
+	store_bind_text(&b, service_policy_to_string(r->restart_policy));
 	store_bind_u64(&b, r->max_restarts);
 	store_bind_u64(&b, r->delay_ms);
 	store_bind_u64(&b, r->backoff_permille);
@@ -105,7 +102,7 @@ int store_service_update(struct store *s, const struct service_row *r)
 	struct store_binder b;
 	int k;
 
-	if (!s || !r || !r->id || !r->state)
+	if (!s || !r || !r->id)
 		return -EINVAL;
 	k = store_prepare(s,
 			  "UPDATE services SET state = ?, reason = ?, restart_count = ?, "
@@ -127,31 +124,18 @@ int store_service_update(struct store *s, const struct service_row *r)
 	return store_changes(s) > 0 ? 0 : -ENOENT;
 }
 
-static int exec_with_text(struct store *s, const char *sql, const char *arg)
-{
-	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
-	struct store_binder b;
-	int k;
-
-	k = store_prepare(s, sql, &st);
-	if (k < 0)
-		return k;
-	b = STORE_BINDER(st);
-	store_bind_text(&b, arg);
-	k = store_bind_result(&b);
-	if (k < 0)
-		return k;
-	return store_step_done(st);
-}
-
 int store_service_delete(struct store *s, const char *id)
 {
+	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
+	int k;
+
 	if (!s || !id)
 		return -EINVAL;
-	return exec_with_text(s, "DELETE FROM services WHERE id = ?", id);
+	k = store_prepare_key(s, "DELETE FROM services WHERE id = ?", id, &st);
+	return k < 0 ? k : store_step_done(st);
 }
 
-static int service_read(sqlite3_stmt *st, struct service_row *ret)
+static int service_read(sqlite3_stmt *st, void *userdata, void *ret)
 {
 	struct store_reader rd = STORE_READER(st);
 	struct service_row r = {};
@@ -162,7 +146,7 @@ static int service_read(sqlite3_stmt *st, struct service_row *ret)
 	store_read_text(&rd, &r.command);
 	store_read_text(&rd, &r.cwd);
 	store_read_text(&rd, &r.env_json);
-	store_read_text(&rd, &r.restart_policy);
+	r.restart_policy = store_read_enum(&rd, service_policy_from_string);
 	r.max_restarts = store_read_u64(&rd);
 	r.delay_ms = store_read_u64(&rd);
 	r.backoff_permille = store_read_u64(&rd);
@@ -172,7 +156,7 @@ static int service_read(sqlite3_stmt *st, struct service_row *ret)
 	r.autostart = store_read_i64(&rd) != 0;
 	r.max_output_bytes = store_read_u64(&rd);
 	r.created_at = store_read_u64(&rd);
-	store_read_text(&rd, &r.state);
+	r.state = store_read_enum(&rd, service_state_from_string);
 	store_read_text(&rd, &r.reason);
 	r.restart_count = store_read_u64(&rd);
 	r.next_restart_at = store_read_u64(&rd);
@@ -182,53 +166,25 @@ static int service_read(sqlite3_stmt *st, struct service_row *ret)
 	r.next_attempt = store_read_u64(&rd);
 	r.stopping = store_read_i64(&rd) != 0;
 	r.updated_at = store_read_u64(&rd);
-	if (rd.err < 0 || !r.id || !r.name || !r.state || !r.restart_policy) {
+	if (rd.err < 0 || !r.id || !r.name) {
 		service_row_free(&r);
 		return rd.err < 0 ? rd.err : -EIO;
 	}
-	*ret = r;
+	*(struct service_row *)ret = r;
 	return 0;
 }
+
+STORE_ROW_TYPE(service_rows, struct service_row, service_read, service_row_free);
 
 int store_service_list(struct store *s, const char *workspace_id, struct service_row **ret,
 		       size_t *ret_n)
 {
-	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
-	struct service_row *rows = NULL;
-	size_t n = 0, allocated = 0;
-	struct store_binder b;
-	int k;
-
 	if (!s || !workspace_id || !ret || !ret_n)
 		return -EINVAL;
-	k = store_prepare(s,
+	return store_list(s,
 			  "SELECT " SERVICE_COLUMNS " FROM services WHERE workspace_id = ? "
 			  "ORDER BY created_at, rowid",
-			  &st);
-	if (k < 0)
-		return k;
-	b = STORE_BINDER(st);
-	store_bind_text(&b, workspace_id);
-	k = store_bind_result(&b);
-	while (k >= 0) {
-		k = store_step_row(st);
-		if (k <= 0)
-			break;
-		k = store_grow((void **)&rows, &allocated, n, sizeof(*rows));
-		if (k >= 0)
-			k = service_read(st, &rows[n]);
-		if (k >= 0)
-			n++;
-	}
-	if (k < 0) {
-		for (size_t i = 0; i < n; i++)
-			service_row_free(&rows[i]);
-		free(rows);
-		return k;
-	}
-	*ret = rows;
-	*ret_n = n;
-	return 0;
+			  workspace_id, &service_rows, NULL, (void **)ret, ret_n);
 }
 
 /* ---- attempts ------------------------------------------------------------------------------ */
@@ -262,7 +218,7 @@ int store_attempt_insert(struct store *s, const struct service_attempt_row *r, s
 	struct store_binder b;
 	int k;
 
-	if (!s || !r || !r->service_id || !r->end_reason)
+	if (!s || !r || !r->service_id)
 		return -EINVAL;
 	k = store_prepare(s,
 			  "INSERT OR IGNORE INTO service_attempts (" ATTEMPT_META_COLUMNS
@@ -279,7 +235,7 @@ int store_attempt_insert(struct store *s, const struct service_attempt_row *r, s
 	store_bind_u64(&b, r->ended_at);
 	store_bind_i64(&b, r->exit_code);
 	store_bind_i64(&b, r->signal);
-	store_bind_text(&b, r->end_reason);
+	store_bind_text(&b, attempt_end_to_string(r->end_reason));
 	store_bind_text(&b, r->reason);
 	store_bind_i64(&b, r->daemonized);
 	store_bind_i64(&b, r->output_dropped);
@@ -301,8 +257,10 @@ int store_attempt_insert(struct store *s, const struct service_attempt_row *r, s
 	return k < 0 ? k : 1;
 }
 
-static int attempt_read(sqlite3_stmt *st, bool with_output, struct service_attempt_row *ret)
+/* userdata: a bool, whether to read the output columns too. */
+static int attempt_read(sqlite3_stmt *st, void *userdata, void *ret)
 {
+	bool with_output = *(const bool *)userdata;
 	struct store_reader rd = STORE_READER(st);
 	struct service_attempt_row r = {};
 
@@ -312,7 +270,7 @@ static int attempt_read(sqlite3_stmt *st, bool with_output, struct service_attem
 	r.ended_at = store_read_u64(&rd);
 	r.exit_code = store_read_i64(&rd);
 	r.signal = store_read_i64(&rd);
-	store_read_text(&rd, &r.end_reason);
+	r.end_reason = store_read_enum(&rd, attempt_end_from_string);
 	store_read_text(&rd, &r.reason);
 	r.daemonized = store_read_i64(&rd) != 0;
 	r.output_dropped = store_read_i64(&rd) != 0;
@@ -328,52 +286,24 @@ static int attempt_read(sqlite3_stmt *st, bool with_output, struct service_attem
 		service_attempt_row_free(&r);
 		return rd.err;
 	}
-	*ret = r;
+	*(struct service_attempt_row *)ret = r;
 	return 0;
 }
+
+STORE_ROW_TYPE(attempt_rows, struct service_attempt_row, attempt_read, service_attempt_row_free);
 
 int store_attempt_list(struct store *s, const char *service_id, bool with_output,
 		       struct service_attempt_row **ret, size_t *ret_n)
 {
-	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
-	struct service_attempt_row *rows = NULL;
-	size_t n = 0, allocated = 0;
-	struct store_binder b;
-	int k;
-
 	if (!s || !service_id || !ret || !ret_n)
 		return -EINVAL;
-	k = store_prepare(s,
+	return store_list(s,
 			  with_output ?
 				  "SELECT " ATTEMPT_META_COLUMNS ", " ATTEMPT_OUTPUT_COLUMNS
 				  " FROM service_attempts WHERE service_id = ? ORDER BY number" :
 				  "SELECT " ATTEMPT_META_COLUMNS
 				  " FROM service_attempts WHERE service_id = ? ORDER BY number",
-			  &st);
-	if (k < 0)
-		return k;
-	b = STORE_BINDER(st);
-	store_bind_text(&b, service_id);
-	k = store_bind_result(&b);
-	while (k >= 0) {
-		k = store_step_row(st);
-		if (k <= 0)
-			break;
-		k = store_grow((void **)&rows, &allocated, n, sizeof(*rows));
-		if (k >= 0)
-			k = attempt_read(st, with_output, &rows[n]);
-		if (k >= 0)
-			n++;
-	}
-	if (k < 0) {
-		for (size_t i = 0; i < n; i++)
-			service_attempt_row_free(&rows[i]);
-		free(rows);
-		return k;
-	}
-	*ret = rows;
-	*ret_n = n;
-	return 0;
+			  service_id, &attempt_rows, &with_output, (void **)ret, ret_n);
 }
 
 int store_attempt_get(struct store *s, const char *service_id, uint64_t number,
@@ -402,5 +332,5 @@ int store_attempt_get(struct store *s, const char *service_id, uint64_t number,
 	k = store_step_row(st);
 	if (k <= 0)
 		return k < 0 ? k : -ENOENT;
-	return attempt_read(st, true, ret);
+	return attempt_read(st, &(bool){ true }, ret);
 }

@@ -19,12 +19,11 @@ void terminal_row_free(struct terminal_row *r)
 	free(r->command);
 	free(r->cwd);
 	free(r->env_json);
-	free(r->state);
 	free(r->reason);
 	*r = (struct terminal_row){};
 }
 
-static int terminal_read(sqlite3_stmt *st, struct terminal_row *ret)
+static int terminal_read(sqlite3_stmt *st, void *userdata, void *ret)
 {
 	struct store_reader rd = STORE_READER(st);
 	struct terminal_row r = {};
@@ -36,7 +35,7 @@ static int terminal_read(sqlite3_stmt *st, struct terminal_row *ret)
 	store_read_text(&rd, &r.env_json);
 	r.cols = store_read_u64(&rd);
 	r.rows = store_read_u64(&rd);
-	store_read_text(&rd, &r.state);
+	r.state = store_read_enum(&rd, terminal_state_from_string);
 	store_read_text(&rd, &r.reason);
 	r.pid = store_read_i64(&rd);
 	r.exit_code = store_read_i64(&rd);
@@ -45,15 +44,16 @@ static int terminal_read(sqlite3_stmt *st, struct terminal_row *ret)
 	r.created_at = store_read_u64(&rd);
 	r.started_at = store_read_u64(&rd);
 	r.ended_at = store_read_u64(&rd);
-	if (rd.err < 0 || !r.id || !r.workspace_id || !r.state) {
+	if (rd.err < 0 || !r.id || !r.workspace_id) {
 		terminal_row_free(&r);
 		return rd.err < 0 ? rd.err : -EIO;
 	}
-	*ret = r;
+	*(struct terminal_row *)ret = r;
 	return 0;
 }
 
-/* Ended terminals beyond the newest `keep` of the workspace go. */
+/* Ended terminals beyond the newest `keep` of the workspace go. The two states spelled below are
+ * the live ones, terminal_state_is_live(). */
 static int terminal_prune(struct store *s, const char *workspace_id, size_t keep)
 {
 	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
@@ -81,7 +81,7 @@ int store_terminal_insert(struct store *s, const struct terminal_row *r, size_t 
 	struct store_binder b;
 	int k;
 
-	if (!s || !r || !r->id || !r->workspace_id || !r->state)
+	if (!s || !r || !r->id || !r->workspace_id)
 		return -EINVAL;
 	k = store_prepare(s,
 			  "INSERT INTO terminals (" TERMINAL_COLUMNS ") VALUES (?, ?, ?, ?, ?, "
@@ -97,7 +97,7 @@ int store_terminal_insert(struct store *s, const struct terminal_row *r, size_t 
 	store_bind_text(&b, r->env_json);
 	store_bind_u64(&b, r->cols);
 	store_bind_u64(&b, r->rows);
-	store_bind_text(&b, r->state);
+	store_bind_text(&b, terminal_state_to_string(r->state));
 	store_bind_text(&b, r->reason);
 	store_bind_i64(&b, r->pid);
 	store_bind_i64(&b, r->exit_code);
@@ -120,7 +120,7 @@ int store_terminal_update(struct store *s, const struct terminal_row *r)
 	struct store_binder b;
 	int k;
 
-	if (!s || !r || !r->id || !r->state)
+	if (!s || !r || !r->id)
 		return -EINVAL;
 	k = store_prepare(s,
 			  "UPDATE terminals SET command = ?, cols = ?, rows = ?, state = ?, "
@@ -133,7 +133,7 @@ int store_terminal_update(struct store *s, const struct terminal_row *r)
 	store_bind_text(&b, r->command);
 	store_bind_u64(&b, r->cols);
 	store_bind_u64(&b, r->rows);
-	store_bind_text(&b, r->state);
+	store_bind_text(&b, terminal_state_to_string(r->state));
 	store_bind_text(&b, r->reason);
 	store_bind_i64(&b, r->pid);
 	store_bind_i64(&b, r->exit_code);
@@ -173,46 +173,18 @@ int store_terminal_get(struct store *s, const char *workspace_id, const char *id
 		k = store_step_row(st);
 	if (k == 0)
 		return -ENOENT;
-	return k < 0 ? k : terminal_read(st, ret);
+	return k < 0 ? k : terminal_read(st, NULL, ret);
 }
+
+STORE_ROW_TYPE(terminal_rows, struct terminal_row, terminal_read, terminal_row_free);
 
 int store_terminal_list(struct store *s, const char *workspace_id, struct terminal_row **ret,
 			size_t *ret_n)
 {
-	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
-	struct terminal_row *rows = NULL;
-	size_t n = 0, allocated = 0;
-	struct store_binder b;
-	int k;
-
 	if (!s || !workspace_id || !ret || !ret_n)
 		return -EINVAL;
-	k = store_prepare(s,
+	return store_list(s,
 			  "SELECT " TERMINAL_COLUMNS " FROM terminals WHERE workspace_id = ? "
 			  "ORDER BY created_at, rowid",
-			  &st);
-	if (k < 0)
-		return k;
-	b = STORE_BINDER(st);
-	store_bind_text(&b, workspace_id);
-	k = store_bind_result(&b);
-	while (k >= 0) {
-		k = store_step_row(st);
-		if (k <= 0)
-			break;
-		k = store_grow((void **)&rows, &allocated, n, sizeof(*rows));
-		if (k >= 0)
-			k = terminal_read(st, &rows[n]);
-		if (k >= 0)
-			n++;
-	}
-	if (k < 0) {
-		for (size_t i = 0; i < n; i++)
-			terminal_row_free(&rows[i]);
-		free(rows);
-		return k;
-	}
-	*ret = rows;
-	*ret_n = n;
-	return 0;
+			  workspace_id, &terminal_rows, NULL, (void **)ret, ret_n);
 }

@@ -17,7 +17,6 @@ void workspace_row_free(struct workspace_row *r)
 	free(r->id);
 	free(r->worker);
 	free(r->adapter);
-	free(r->state);
 	free(r->reason);
 	free(r->spec_json);
 	free(r->cgroup);
@@ -28,7 +27,7 @@ void workspace_row_free(struct workspace_row *r)
 /* Binds the mutable columns in the order both insert and update name them. */
 static void bind_mutable(struct store_binder *b, const struct workspace_row *r)
 {
-	store_bind_text(b, r->state);
+	store_bind_text(b, workspace_state_to_string(r->state));
 	store_bind_text(b, r->reason);
 	store_bind_text(b, r->spec_json);
 	store_bind_text(b, r->cgroup);
@@ -94,17 +93,11 @@ int store_workspace_update(struct store *s, const struct workspace_row *r)
 int store_workspace_delete(struct store *s, const char *id)
 {
 	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
-	struct store_binder b;
 	int k;
 
 	if (!s || !id)
 		return -EINVAL;
-	k = store_prepare(s, "DELETE FROM workspaces WHERE id = ?", &st);
-	if (k < 0)
-		return k;
-	b = STORE_BINDER(st);
-	store_bind_text(&b, id);
-	k = store_bind_result(&b);
+	k = store_prepare_key(s, "DELETE FROM workspaces WHERE id = ?", id, &st);
 	if (k < 0)
 		return k;
 	k = store_step_done(st);
@@ -114,7 +107,7 @@ int store_workspace_delete(struct store *s, const char *id)
 }
 
 /* Reads the current row (WORKSPACE_COLUMNS) into *ret, untouched on failure. */
-static int workspace_read(sqlite3_stmt *st, struct workspace_row *ret)
+static int workspace_read(sqlite3_stmt *st, void *userdata, void *ret)
 {
 	struct store_reader rd = STORE_READER(st);
 	struct workspace_row w = {};
@@ -122,7 +115,7 @@ static int workspace_read(sqlite3_stmt *st, struct workspace_row *ret)
 	store_read_text(&rd, &w.id);
 	store_read_text(&rd, &w.worker);
 	store_read_text(&rd, &w.adapter);
-	store_read_text(&rd, &w.state);
+	w.state = store_read_enum(&rd, workspace_state_from_string);
 	store_read_text(&rd, &w.reason);
 	store_read_text(&rd, &w.spec_json);
 	store_read_text(&rd, &w.cgroup);
@@ -134,67 +127,34 @@ static int workspace_read(sqlite3_stmt *st, struct workspace_row *ret)
 		workspace_row_free(&w);
 		return rd.err;
 	}
-	*ret = w;
+	*(struct workspace_row *)ret = w;
 	return 0;
 }
 
 int store_workspace_get(struct store *s, const char *id, struct workspace_row *ret)
 {
 	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
-	struct store_binder b;
 	int k;
 
 	if (!s || !id || !ret)
 		return -EINVAL;
-	k = store_prepare(s, "SELECT " WORKSPACE_COLUMNS " FROM workspaces WHERE id = ?", &st);
-	if (k < 0)
-		return k;
-	b = STORE_BINDER(st);
-	store_bind_text(&b, id);
-	k = store_bind_result(&b);
+	k = store_prepare_key(s, "SELECT " WORKSPACE_COLUMNS " FROM workspaces WHERE id = ?", id,
+			      &st);
 	if (k < 0)
 		return k;
 	k = store_step_row(st);
 	if (k <= 0)
 		return k < 0 ? k : -ENOENT;
-	return workspace_read(st, ret);
+	return workspace_read(st, NULL, ret);
 }
 
-static void workspace_rows_free(struct workspace_row *rows, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		workspace_row_free(&rows[i]);
-	free(rows);
-}
+STORE_ROW_TYPE(workspace_rows, struct workspace_row, workspace_read, workspace_row_free);
 
 int store_workspace_list(struct store *s, struct workspace_row **ret, size_t *ret_n)
 {
-	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
-	struct workspace_row *rows = NULL;
-	size_t n = 0, allocated = 0;
-	int k;
-
 	if (!s || !ret || !ret_n)
 		return -EINVAL;
-	k = store_prepare(s,
-			  "SELECT " WORKSPACE_COLUMNS " FROM workspaces "
-			  "ORDER BY created_at, rowid",
-			  &st);
-	while (k >= 0) {
-		k = store_step_row(st);
-		if (k <= 0)
-			break;
-		k = store_grow((void **)&rows, &allocated, n, sizeof(*rows));
-		if (k >= 0)
-			k = workspace_read(st, &rows[n]);
-		if (k >= 0)
-			n++;
-	}
-	if (k < 0) {
-		workspace_rows_free(rows, n);
-		return k;
-	}
-	*ret = rows;
-	*ret_n = n;
-	return 0;
+	return store_list(s,
+			  "SELECT " WORKSPACE_COLUMNS " FROM workspaces ORDER BY created_at, rowid",
+			  NULL, &workspace_rows, NULL, (void **)ret, ret_n);
 }

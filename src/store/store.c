@@ -65,6 +65,22 @@ int store_prepare(struct store *s, const char *sql, sqlite3_stmt **ret)
 	return rc == SQLITE_OK ? 0 : store_errno(rc);
 }
 
+int store_prepare_key(struct store *s, const char *sql, const char *key, sqlite3_stmt **ret)
+{
+	sqlite3_stmt *st = NULL;
+	int k;
+
+	k = store_prepare(s, sql, &st);
+	if (k >= 0 && key)
+		k = store_errno(sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC));
+	if (k < 0) {
+		sqlite3_finalize(st);
+		return k;
+	}
+	*ret = st;
+	return 0;
+}
+
 int store_step_done(sqlite3_stmt *st)
 {
 	int rc = sqlite3_step(st);
@@ -93,7 +109,8 @@ int64_t store_changes(struct store *s)
 	return sqlite3_changes64(s->db);
 }
 
-int store_grow(void **array, size_t *allocated, size_t n, size_t size)
+/* Makes room for element n of a growing array of `size`-byte elements. */
+static int array_grow(uint8_t **array, size_t *allocated, size_t n, size_t size)
 {
 	size_t k;
 	void *p;
@@ -107,6 +124,54 @@ int store_grow(void **array, size_t *allocated, size_t n, size_t size)
 	*array = p;
 	*allocated = k;
 	return 0;
+}
+
+static void rows_free(uint8_t *rows, size_t n, const struct store_row_type *t)
+{
+	for (size_t i = 0; i < n; i++)
+		t->free(rows + i * t->size);
+	free(rows);
+}
+
+int store_list_rows(sqlite3_stmt *st, const struct store_row_type *t, void *userdata, void **ret,
+		    size_t *ret_n)
+{
+	uint8_t *rows = NULL;
+	size_t n = 0, allocated = 0;
+	int k;
+
+	for (;;) {
+		k = array_grow(&rows, &allocated, n, t->size); /* also the zeroed end */
+		if (k < 0)
+			break;
+		k = store_step_row(st);
+		if (k <= 0)
+			break;
+		k = t->read(st, userdata, rows + n * t->size);
+		if (k < 0)
+			break;
+		n++;
+	}
+	if (k < 0) {
+		rows_free(rows, n, t);
+		return k;
+	}
+	memset(rows + n * t->size, 0, t->size);
+	*ret = rows;
+	*ret_n = n;
+	return 0;
+}
+
+int store_list(struct store *s, const char *sql, const char *key, const struct store_row_type *t,
+	       void *userdata, void **ret, size_t *ret_n)
+{
+	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
+	int k;
+
+	k = store_prepare_key(s, sql, key, &st);
+	if (k < 0)
+		return k;
+	return store_list_rows(st, t, userdata, ret, ret_n);
 }
 
 /* Runs a cached statement without parameters or rows. */
@@ -400,4 +465,20 @@ int64_t store_read_i64(struct store_reader *rd)
 uint64_t store_read_u64(struct store_reader *rd)
 {
 	return (uint64_t)store_read_i64(rd);
+}
+
+int store_read_enum(struct store_reader *rd, int (*from_string)(const char *s))
+{
+	const unsigned char *t;
+	int v;
+
+	t = sqlite3_column_text(rd->st, rd->idx++);
+	if (rd->err < 0)
+		return 0;
+	v = from_string((const char *)t);
+	if (v < 0) {
+		rd->err = -EIO;
+		return 0;
+	}
+	return v;
 }

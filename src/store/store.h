@@ -6,13 +6,17 @@
  * build time and applied in order inside a transaction; PRAGMA user_version records the last.
  * A database newer than this binary is refused (-EPROTONOSUPPORT).
  *
- * Strings in rows are malloc'd and owned by the row; *_row_free() releases them. Times are
+ * Strings in rows are malloc'd and owned by the row; *_row_free() releases them. States are
+ * enums (domain/state.h), stored as their X_to_string() text (a run's status as its number);
+ * a row whose text this binary does not know reads as -EIO. Times are
  * CLOCK_REALTIME microseconds. Functions return -errno; SQLite failures map to -EIO
  * (SQLITE_FULL to -ENOSPC, SQLITE_BUSY to -EBUSY). */
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "domain/state.h"
 
 struct store;
 
@@ -26,8 +30,8 @@ int store_rollback(struct store *s);
 struct workspace_row {
 	char *id;
 	char *worker;
-	char *adapter;	    /* "host" */
-	char *state;	    /* creating | ready | stopped | failed | deleting */
+	char *adapter; /* "host" */
+	enum workspace_state state;
 	char *reason;	    /* why the state was entered; NULL when none */
 	char *spec_json;    /* the create request after defaults, as JSON */
 	char *cgroup;	    /* cgroup_to_string() of the workspace cgroup; NULL before made */
@@ -63,9 +67,9 @@ struct run_row {
 	char *env_json; /* JSON object of the run's own variables; NULL when none */
 	uint64_t timeout_ms;
 	uint64_t max_output_bytes; /* per stream */
-	int status;		   /* enum run_status */
-	int64_t exit_code;	   /* -1 when none */
-	int64_t signal;		   /* 0 when none */
+	enum run_status status;
+	int64_t exit_code; /* -1 when none */
+	int64_t signal;	   /* 0 when none */
 	bool oom_killed;
 	bool truncated;
 	char *reason;		  /* failed_to_start / lost reason; NULL when none */
@@ -105,7 +109,8 @@ int store_token_check(struct store *s, const char *hash_hex);
 int store_token_count(struct store *s, size_t *ret);
 
 /* Services (store-service.c). A definition with its current state; names are unique per
- * workspace. Strings as in the API (state "running", restart_policy "on-failure"). */
+ * workspace. The enums are stored as their API strings (state "running", restart_policy
+ * "on-failure"). */
 struct service_row {
 	char *id;
 	char *workspace_id;
@@ -113,7 +118,7 @@ struct service_row {
 	char *command;
 	char *cwd;	/* NULL: the workspace directory */
 	char *env_json; /* JSON object; NULL when none */
-	char *restart_policy;
+	enum service_policy restart_policy;
 	uint64_t max_restarts;
 	uint64_t delay_ms;
 	uint64_t backoff_permille; /* 0: no backoff */
@@ -122,7 +127,7 @@ struct service_row {
 	uint64_t stop_timeout_ms;
 	bool autostart;
 	uint64_t max_output_bytes; /* per stream, head + tail */
-	char *state;
+	enum service_state state;
 	char *reason;
 	uint64_t restart_count;
 	uint64_t next_restart_at;
@@ -154,7 +159,7 @@ struct service_attempt_row {
 	uint64_t ended_at;
 	int64_t exit_code; /* -1 when none */
 	int64_t signal;	   /* 0 when none */
-	char *end_reason; /* exited, killed, stopped, restarted, failed_to_start, daemonized, lost */
+	enum attempt_end end_reason;
 	char *reason;
 	bool daemonized;
 	bool output_dropped;
@@ -172,8 +177,7 @@ int store_attempt_list(struct store *s, const char *service_id, bool with_output
 int store_attempt_get(struct store *s, const char *service_id, uint64_t number,
 		      struct service_attempt_row *ret);
 
-/* Terminals (store-terminal.c). state is the API string: starting, running, exited, closed,
- * failed, lost. */
+/* Terminals (store-terminal.c). The state is stored as its API string. */
 struct terminal_row {
 	char *id;
 	char *workspace_id;
@@ -182,7 +186,7 @@ struct terminal_row {
 	char *env_json; /* JSON object; NULL when none */
 	uint64_t cols;
 	uint64_t rows;
-	char *state;
+	enum terminal_state state;
 	char *reason;
 	int64_t pid;	   /* 0 when none */
 	int64_t exit_code; /* -1 when none */

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proto/agent-proto.h"
+#include "domain/state.h"
 #include "store/store-internal.h"
 
 static char dir[] = "/tmp/test-store-XXXXXX";
@@ -73,7 +73,7 @@ static struct workspace_row ws(char *id, uint64_t created_at)
 		.id = id,
 		.worker = "w1",
 		.adapter = "host",
-		.state = "creating",
+		.state = WORKSPACE_CREATING,
 		.spec_json = "{\"cpus\":0}",
 		.created_at = created_at,
 		.updated_at = created_at,
@@ -150,7 +150,7 @@ Test(store, migrations_applied_and_reopen_is_noop)
 	cr_assert_eq(sql_int("PRAGMA user_version"), (int64_t)store_n_migrations);
 	cr_assert_eq(sql_int("SELECT count(*) FROM sqlite_schema"), objects);
 	cr_assert_eq(store_workspace_get(store, "w1-a", &w), 0);
-	cr_assert_str_eq(w.state, "creating");
+	cr_assert_eq(w.state, WORKSPACE_CREATING);
 	workspace_row_free(&w);
 
 	cr_assert_eq(stat(db_path, &stbuf), 0);
@@ -224,7 +224,7 @@ Test(store, workspace_insert_get_update)
 	cr_assert_str_eq(got.id, "w1-a");
 	cr_assert_str_eq(got.worker, "w1");
 	cr_assert_str_eq(got.adapter, "host");
-	cr_assert_str_eq(got.state, "creating");
+	cr_assert_eq(got.state, WORKSPACE_CREATING);
 	cr_assert_null(got.reason);
 	cr_assert_str_eq(got.spec_json, "{\"cpus\":0}");
 	cr_assert_str_eq(got.cgroup, "v1:station/w1-a");
@@ -235,7 +235,7 @@ Test(store, workspace_insert_get_update)
 	workspace_row_free(&got);
 	cr_assert_null(got.id);
 
-	w.state = "stopped";
+	w.state = WORKSPACE_STOPPED;
 	w.reason = "agent exited";
 	w.cgroup = NULL;
 	w.agent_secret = "00ff";
@@ -245,7 +245,8 @@ Test(store, workspace_insert_get_update)
 	w.created_at = 99;
 	cr_assert_eq(store_workspace_update(store, &w), 0);
 	cr_assert_eq(store_workspace_get(store, "w1-a", &got), 0);
-	cr_assert_str_eq(got.state, "stopped");
+	cr_assert_eq(got.state, WORKSPACE_STOPPED);
+	cr_assert_eq(sql_int("SELECT count(*) FROM workspaces WHERE state = 'stopped'"), 1);
 	cr_assert_str_eq(got.reason, "agent exited");
 	cr_assert_null(got.cgroup);
 	cr_assert_str_eq(got.agent_secret, "00ff");
@@ -267,10 +268,10 @@ Test(store, workspace_duplicate_id)
 	struct workspace_row w = ws("w1-a", 10), got = {};
 
 	cr_assert_eq(store_workspace_insert(store, &w), 0);
-	w.state = "ready";
+	w.state = WORKSPACE_READY;
 	cr_assert_eq(store_workspace_insert(store, &w), -EEXIST);
 	cr_assert_eq(store_workspace_get(store, "w1-a", &got), 0);
-	cr_assert_str_eq(got.state, "creating");
+	cr_assert_eq(got.state, WORKSPACE_CREATING);
 	workspace_row_free(&got);
 }
 
@@ -513,6 +514,99 @@ Test(store, run_list_newest_first_without_output)
 	cr_assert_eq(store_run_list(store, "w1-a", 0, &rows, &n), 0);
 	cr_assert_eq(n, 0);
 	free(rows);
+}
+
+Test(store, workspace_unknown_state_is_eio)
+{
+	struct workspace_row got = { .agent_pid = 77 }, *rows = NULL;
+	size_t n = 99;
+
+	insert_ws("w1-a", 1);
+	sql_exec("UPDATE workspaces SET state = 'paused'");
+	cr_assert_eq(store_workspace_get(store, "w1-a", &got), -EIO);
+	cr_assert_eq(got.agent_pid, 77, "ret touched on failure");
+	cr_assert_eq(store_workspace_list(store, &rows, &n), -EIO);
+	cr_assert_null(rows);
+	cr_assert_eq(n, 99);
+}
+
+Test(store, terminal_state_stored_as_text)
+{
+	struct terminal_row t = {
+		.id = "t-1",
+		.workspace_id = "w1-a",
+		.state = TERMINAL_CLOSED,
+		.exit_code = -1,
+	};
+	struct terminal_row *rows = NULL;
+	size_t n = 0;
+
+	insert_ws("w1-a", 1);
+	cr_assert_eq(store_terminal_insert(store, &t, 0), 0);
+	t.id = "t-2";
+	t.state = TERMINAL_RUNNING;
+	t.created_at = 2;
+	cr_assert_eq(store_terminal_insert(store, &t, 0), 0);
+	cr_assert_eq(
+		sql_int("SELECT count(*) FROM terminals WHERE id = 't-1' AND state = 'closed'"), 1);
+	cr_assert_eq(store_terminal_list(store, "w1-a", &rows, &n), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_str_eq(rows[0].id, "t-1");
+	cr_assert_eq(rows[0].state, TERMINAL_CLOSED);
+	cr_assert_eq(rows[1].state, TERMINAL_RUNNING);
+	cr_assert_null(rows[2].id, "the array ends with a zeroed row");
+	for (size_t i = 0; i < n; i++)
+		terminal_row_free(&rows[i]);
+	free(rows);
+
+	t.state = _TERMINAL_STATE_MAX;
+	cr_assert_eq(store_terminal_update(store, &t), -EINVAL, "a state without a name");
+}
+
+Test(store, service_and_attempt_enums_stored_as_text)
+{
+	struct service_row svc = {
+		.id = "svc-1",
+		.workspace_id = "w1-a",
+		.name = "web",
+		.command = "httpd",
+		.restart_policy = SERVICE_POLICY_ON_FAILURE,
+		.state = SERVICE_BACKOFF,
+	};
+	struct service_attempt_row a = {
+		.service_id = "svc-1",
+		.number = 1,
+		.exit_code = 3,
+		.end_reason = ATTEMPT_FAILED_TO_START,
+	};
+	struct service_row *rows = NULL;
+	struct service_attempt_row *attempts = NULL;
+	size_t n = 0;
+
+	insert_ws("w1-a", 1);
+	cr_assert_eq(store_service_insert(store, &svc), 0);
+	cr_assert_eq(store_attempt_insert(store, &a, 10), 1);
+	cr_assert_eq(sql_int("SELECT count(*) FROM services WHERE restart_policy = 'on-failure' "
+			     "AND state = 'backoff'"),
+		     1);
+	cr_assert_eq(sql_int("SELECT count(*) FROM service_attempts WHERE "
+			     "end_reason = 'failed_to_start'"),
+		     1);
+	cr_assert_eq(store_service_list(store, "w1-a", &rows, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(rows[0].restart_policy, SERVICE_POLICY_ON_FAILURE);
+	cr_assert_eq(rows[0].state, SERVICE_BACKOFF);
+	service_row_free(&rows[0]);
+	free(rows);
+	cr_assert_eq(store_attempt_list(store, "svc-1", false, &attempts, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(attempts[0].end_reason, ATTEMPT_FAILED_TO_START);
+	cr_assert_eq(attempts[0].exit_code, 3);
+	service_attempt_row_free(&attempts[0]);
+	free(attempts);
+
+	sql_exec("UPDATE service_attempts SET end_reason = 'vanished'");
+	cr_assert_eq(store_attempt_list(store, "svc-1", true, &attempts, &n), -EIO);
 }
 
 Test(store, run_list_running)

@@ -14,7 +14,7 @@ CREATE TABLE workspaces (
 	updated_at INTEGER NOT NULL
 ) STRICT;
 
--- status is enum run_status (src/proto/agent-proto.h), 0 = running. The output blobs come
+-- status is enum run_status (src/domain/state.h), 0 = running. The output blobs come
 -- last so reading the other columns never walks their overflow pages.
 CREATE TABLE runs (
 	id TEXT PRIMARY KEY NOT NULL,
