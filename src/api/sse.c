@@ -174,15 +174,8 @@ static void on_output(void *userdata, int stream, uint64_t offset, const void *d
 	if (idx < 0)
 		return;
 	st = &sse->streams[idx];
-	if (offset < st->next) { /* already sent or counted */
-		uint64_t skip = st->next - offset;
-
-		if (skip >= n)
-			return;
-		p += skip;
-		n -= skip;
-		offset = st->next;
-	}
+	if (!output_skip_seen(st->next, &offset, &p, &n)) /* already sent or counted */
+		return;
 	if (offset > st->next)
 		count_missed(st, st->next, offset - st->next);
 	while (n > 0) {

@@ -95,14 +95,9 @@ static void watch_deliver(struct run_watch *w, int stream, uint64_t offset, cons
 			  size_t n)
 {
 	uint64_t *next = &w->next_offset[stream - 1];
-	if (offset + n <= *next)
+
+	if (!output_skip_seen(*next, &offset, &data, &n))
 		return;
-	if (offset < *next) {
-		size_t skip = (size_t)(*next - offset);
-		data += skip;
-		n -= skip;
-		offset = *next;
-	}
 	w->ops->output(w->userdata, stream, offset, data, n);
 	*next = offset + n;
 }

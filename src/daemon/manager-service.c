@@ -129,15 +129,8 @@ static void watch_deliver(struct service_watch *w, int stream, uint64_t offset, 
 {
 	uint64_t *next = &w->next_offset[stream - 1];
 
-	if (offset + n <= *next)
+	if (!output_skip_seen(*next, &offset, &data, &n))
 		return;
-	if (offset < *next) {
-		size_t skip = (size_t)(*next - offset);
-
-		data += skip;
-		n -= skip;
-		offset = *next;
-	}
 	w->ops->output(w->userdata, stream, offset, data, n);
 	*next = offset + n;
 }
