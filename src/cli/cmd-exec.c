@@ -462,39 +462,13 @@ static int run_print_stream(const json_t *run, enum station_stream s, int fd)
 	return r;
 }
 
-/* Returns < 0 to go on with argv[optind] and argv[optind + 1] as WS and RUN, else the exit
- * status. */
-static int parse_ws_run(struct cli *cli, int argc, char **argv, bool *json)
-{
-	static const struct option options[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
-	int opt;
-
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
-		if (opt == 'h')
-			return cli_help(cli);
-		if (opt != 'j')
-			return cli_option_error(cli, argv, opt);
-		*json = true;
-	}
-	if (argc - optind < 2)
-		return cli_usage(cli, "WS and RUN are needed");
-	if (argc - optind > 2)
-		return cli_usage(cli, "unexpected argument '%s'", argv[optind + 2]);
-	return -1;
-}
-
 static int cmd_status(struct cli *cli, int argc, char **argv)
 {
 	_cleanup_json_ json_t *run = NULL;
 	bool json = false;
 	int r;
 
-	r = parse_ws_run(cli, argc, argv, &json);
+	r = cli_parse_ws_and(cli, argc, argv, "RUN", &json);
 	if (r >= 0)
 		return r;
 	r = station_run_get(cli->client, argv[optind], argv[optind + 1], 0, &run);
@@ -519,7 +493,7 @@ static int cmd_cancel(struct cli *cli, int argc, char **argv)
 	bool json = false;
 	int r;
 
-	r = parse_ws_run(cli, argc, argv, &json);
+	r = cli_parse_ws_and(cli, argc, argv, "RUN", &json);
 	if (r >= 0)
 		return r;
 	r = station_run_cancel(cli->client, argv[optind], argv[optind + 1], &run);
