@@ -60,6 +60,10 @@ int cli_parse_json_args(const struct cli *cli, int argc, char **argv, bool *json
  * argv[optind + 1], else the exit status. */
 int cli_parse_ws_and(const struct cli *cli, int argc, char **argv, const char *what, bool *json);
 
+/* The n words joined with single spaces (free()), the way a shell command line reads; NULL when
+ * out of memory. */
+char *cli_words_join(char *const *words, int n);
+
 /* Parses a non-negative decimal integer given to option name. Returns 0, or EXIT_USAGE after
  * printing the usage error. */
 int cli_parse_u64(const struct cli *cli, const char *name, const char *s, uint64_t *ret);

@@ -179,25 +179,6 @@ static int read_stdin_file(const char *path, char **ret, size_t *ret_len)
 	return 0;
 }
 
-static char *words_join(char **words, int n)
-{
-	size_t len = 1;
-	char *s, *p;
-
-	for (int i = 0; i < n; i++)
-		len += strlen(words[i]) + 1;
-	s = p = malloc(len);
-	if (!s)
-		return NULL;
-	for (int i = 0; i < n; i++) {
-		if (i > 0)
-			*p++ = ' ';
-		p = stpcpy(p, words[i]);
-	}
-	*p = '\0';
-	return s;
-}
-
 static int exec_option(struct cli *cli, int opt, struct exec_args *a)
 {
 	switch (opt) {
@@ -259,7 +240,7 @@ static int exec_parse(struct cli *cli, int argc, char **argv, struct exec_args *
 	n = dashdash ? argc - dashdash - 1 : argc - optind - 1;
 	if (n == 0)
 		return cli_usage(cli, "no command given");
-	a->command = words_join(argv + argc - n, n);
+	a->command = cli_words_join(argv + argc - n, n);
 	a->run.command = a->command;
 	a->run.env = a->env;
 	return a->command ? -1 : EXIT_FAILED;

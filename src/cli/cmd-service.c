@@ -157,25 +157,6 @@ static int start_option(struct cli *cli, int opt, char **argv, struct start_args
 	}
 }
 
-static int join_words(char **words, int n, char **ret)
-{
-	size_t len = 1;
-	char *s;
-
-	for (int i = 0; i < n; i++)
-		len += strlen(words[i]) + 1;
-	s = calloc(1, len);
-	if (!s)
-		return -ENOMEM;
-	for (int i = 0; i < n; i++) {
-		if (i)
-			strcat(s, " ");
-		strcat(s, words[i]);
-	}
-	*ret = s;
-	return 0;
-}
-
 /* Returns < 0 to go on, else the exit status. */
 static int start_parse(struct cli *cli, int argc, char **argv, struct start_args *a)
 {
@@ -206,7 +187,8 @@ static int start_parse(struct cli *cli, int argc, char **argv, struct start_args
 		return cli_usage(cli, "WS and NAME are needed");
 	if (argc - optind < 3)
 		return cli_usage(cli, "no command given (put it after --)");
-	if (join_words(argv + optind + 2, argc - optind - 2, &a->command) < 0) {
+	a->command = cli_words_join(argv + optind + 2, argc - optind - 2);
+	if (!a->command) {
 		fprintf(stderr, "station-sandbox: out of memory\n");
 		return EXIT_FAILED;
 	}

@@ -106,6 +106,27 @@ int cli_parse_ws_and(const struct cli *cli, int argc, char **argv, const char *w
 	return -1;
 }
 
+char *cli_words_join(char *const *words, int n)
+{
+	size_t len = 1, k;
+	char *s, *p;
+
+	for (int i = 0; i < n; i++)
+		len += strlen(words[i]) + 1;
+	s = p = malloc(len);
+	if (!s)
+		return NULL;
+	for (int i = 0; i < n; i++) {
+		if (i > 0)
+			*p++ = ' ';
+		k = strlen(words[i]);
+		memcpy(p, words[i], k);
+		p += k;
+	}
+	*p = '\0';
+	return s;
+}
+
 int cli_parse_u64(const struct cli *cli, const char *name, const char *s, uint64_t *ret)
 {
 	unsigned long long v;
