@@ -575,9 +575,8 @@ static int take_lock(const char *root)
 static int listen_unix(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof sa.sun_path)
+	if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path) >= (int)sizeof sa.sun_path)
 		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
@@ -633,7 +632,7 @@ static int ensure_admin_token(struct store *store, const char *root)
 	if (r < 0 || n > 0)
 		return r;
 	uint8_t raw[32];
-	char token[80], hex[65], hash[65], path[PATH_MAX];
+	char token[80], line[sizeof token + 1], hex[65], hash[65], path[PATH_MAX];
 	r = random_bytes(raw, sizeof raw);
 	if (r < 0)
 		return r;
@@ -641,8 +640,8 @@ static int ensure_admin_token(struct store *store, const char *root)
 	snprintf(token, sizeof token, "sst_%s", hex);
 	sha256_hex(token, strlen(token), hash);
 	snprintf(path, sizeof path, "%s/admin.token", root);
-	strcat(token, "\n");
-	r = write_file_atomic(path, token, strlen(token), 0600);
+	snprintf(line, sizeof line, "%s\n", token);
+	r = write_file_atomic(path, line, strlen(line), 0600);
 	if (r < 0)
 		return r;
 	return store_token_insert(store, "admin", hash);

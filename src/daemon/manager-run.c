@@ -43,13 +43,14 @@ struct run_state *run_state_find(struct workspace *ws, const char *id)
 
 int run_state_add(struct workspace *ws, const char *id, struct run_state **ret)
 {
-	if (strlen(id) > PROTO_MAX_ID)
+	size_t len = strlen(id);
+	if (len > PROTO_MAX_ID)
 		return -EINVAL;
 	struct run_state *r = calloc(1, sizeof *r);
 	if (!r)
 		return -ENOMEM;
 	r->ws = ws;
-	strcpy(r->id, id);
+	memcpy(r->id, id, len + 1);
 	LIST_PREPEND(&ws->runs, r);
 	ws->n_running++;
 	if (ret)
@@ -268,8 +269,10 @@ static void path_drop_dots(char *p)
 		*w++ = *r++;
 	}
 	*w = 0;
-	if (!p[0])
-		strcpy(p, "/");
+	if (!p[0]) { /* it held "/." at least */
+		p[0] = '/';
+		p[1] = 0;
+	}
 }
 
 static char *run_cwd(const struct workspace *ws, const char *cwd)
