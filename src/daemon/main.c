@@ -479,6 +479,8 @@ static int check_adapters(struct manager_config *mc)
 	return -EINVAL;
 }
 
+/* Returns 0 to go on, 1 when --help printed the usage (main() then exits 0), or -EINVAL after
+ * saying why on stderr. */
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
@@ -517,7 +519,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) >= 0) {
 		if (c == 'h') {
 			usage(stdout);
-			exit(0);
+			return 1;
 		}
 		if (c == '?' || parse_option(o, c, optarg) < 0)
 			return -EINVAL;
@@ -793,10 +795,13 @@ int main(int argc, char **argv)
 		},
 	};
 	default_worker(o.worker, sizeof o.worker);
-	if (parse_args(argc, argv, &o) < 0) {
+	int r = parse_args(argc, argv, &o);
+	if (r < 0) {
 		usage(stderr);
 		return 64;
 	}
+	if (r > 0)
+		return 0;
 	_cleanup_free_ char *agent = o.agent ? strdup(o.agent) : default_agent_path();
 	_cleanup_(free_seccomp_dirs) char *seccomp_dirs[MAX_SECCOMP_DIRS + 2] = {};
 	_cleanup_free_ char *seccomp = NULL;
@@ -817,7 +822,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	struct daemon d = { .lock_fd = -1 };
-	int r = daemon_setup(&d, &o);
+	r = daemon_setup(&d, &o);
 	if (r >= 0) {
 		log_info("controller started", "root", root, "worker", o.worker, "agent", agent,
 			 NULL);
