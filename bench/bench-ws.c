@@ -26,9 +26,9 @@ static int ws_connect(const char *endpoint)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *path = strncmp(endpoint, "unix:", 5) == 0 ? endpoint + 5 : endpoint;
-	if (path[0] != '/' || strlen(path) >= sizeof sa.sun_path)
+	if (path[0] != '/' ||
+	    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path) >= (int)sizeof sa.sun_path)
 		return -EINVAL;
-	strcpy(sa.sun_path, path);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;

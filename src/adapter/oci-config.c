@@ -10,10 +10,9 @@
 #include <sys/resource.h>
 
 #include "basic/cleanup.h"
+#include "basic/json-util.h"
 #include "basic/util.h"
 #include "oci-config.h"
-
-#define _cleanup_json_ _cleanup_(json_decrefp)
 
 const char *const oci_default_caps[] = { OCI_DEFAULT_CAPS, NULL };
 

@@ -20,10 +20,9 @@
 #include <unistd.h>
 
 #include "basic/cleanup.h"
+#include "basic/json-util.h"
 #include "basic/util.h"
 #include "runtime.h"
-
-#define _cleanup_json_ _cleanup_(json_decrefp)
 
 #define UNIFIED_MOUNT "/sys/fs/cgroup/unified"
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -14,12 +14,10 @@
 #include <unistd.h>
 
 #include "basic/cleanup.h"
+#include "basic/json-util.h"
 #include "basic/safe-fs.h"
 #include "basic/util.h"
 #include "seccomp.h"
-
-/* jansson.h defines json_decrefp() */
-#define _cleanup_json_ _cleanup_(json_decrefp)
 
 struct arch_info {
 	const char *machine; /* uname -m */

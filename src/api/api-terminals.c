@@ -240,13 +240,8 @@ static void on_term_output(void *userdata, uint64_t offset, const void *data, si
 		o->started = true;
 		o->next = offset;
 	}
-	if (offset + n <= o->next)
+	if (!output_skip_seen(o->next, &offset, &p, &n))
 		return;
-	if (offset < o->next) {
-		p += o->next - offset;
-		n -= (size_t)(o->next - offset);
-		offset = o->next;
-	}
 	r = send_gap(o, offset); /* the agent dropped them */
 	while (r >= 0 && n > 0) {
 		size_t piece = MIN(n, (size_t)WS_TERM_CHUNK);

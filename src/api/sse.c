@@ -12,6 +12,7 @@
 #include "basic/cleanup.h"
 #include "basic/util.h"
 #include "daemon/manager.h"
+#include "api/output-cursor.h"
 #include "api/router.h"
 #include "api/validate.h"
 #include "proto/agent-proto.h"
@@ -21,36 +22,18 @@
 #define SSE_BLOCK_BYTES (64u * 1024)
 #define SSE_GAP_EVENT_MAX 128u
 
-struct sse_stream {
-	uint64_t next;	     /* offset after the last byte sent or counted missing */
-	uint64_t gap_offset; /* missed bytes not yet announced: [gap_offset, next) */
-	uint64_t gap_bytes;
-};
-
 struct sse {
 	struct http_request *req;
 	const struct sse_source *src;
 	void *watch;
 	char *buf;
 	size_t start, len, alloc;
-	struct sse_stream streams[2];
+	struct output_cursor streams[2];
 	bool done;     /* the manager has nothing more */
 	bool finished; /* the end event is in buf */
 };
 
 static const char *const stream_names[2] = { "stdout", "stderr" };
-
-static int stream_index(int stream)
-{
-	switch (stream) {
-	case RUN_STREAM_STDOUT:
-		return 0;
-	case RUN_STREAM_STDERR:
-		return 1;
-	default:
-		return -1;
-	}
-}
 
 static int buf_reserve(struct sse *sse, size_t n)
 {
@@ -105,7 +88,7 @@ static int buf_append(struct sse *sse, const char *data, size_t n)
 
 static int append_gap(struct sse *sse, int idx)
 {
-	struct sse_stream *st = &sse->streams[idx];
+	struct output_cursor *st = &sse->streams[idx];
 	int r;
 
 	if (st->gap_bytes == 0)
@@ -144,47 +127,27 @@ static size_t output_event_size(size_t n)
 	return SSE_GAP_EVENT_MAX + (n + 2) / 3 * 4 + 4;
 }
 
-static void count_missed(struct sse_stream *st, uint64_t offset, uint64_t n)
-{
-	if (st->gap_bytes == 0)
-		st->gap_offset = offset;
-	st->gap_bytes += n;
-}
-
 /* Sends one piece, or counts it missing when the client is too far behind. */
 static void take_piece(struct sse *sse, int idx, uint64_t offset, const uint8_t *data, size_t n)
 {
-	struct sse_stream *st = &sse->streams[idx];
+	struct output_cursor *st = &sse->streams[idx];
 	size_t need = output_event_size(n) + (st->gap_bytes ? SSE_GAP_EVENT_MAX : 0);
 
 	st->next = offset + n;
 	if (sse->len + need <= SSE_BUFFER_BYTES && append_gap(sse, idx) >= 0 &&
 	    append_output(sse, idx, offset, data, n) >= 0)
 		return;
-	count_missed(st, offset, n);
+	output_cursor_miss(st, offset, n);
 }
 
 static void on_output(void *userdata, int stream, uint64_t offset, const void *data, size_t n)
 {
 	struct sse *sse = userdata;
 	const uint8_t *p = data;
-	int idx = stream_index(stream);
-	struct sse_stream *st;
+	int idx = output_cursor_index(stream);
 
-	if (idx < 0)
+	if (idx < 0 || !output_cursor_take(&sse->streams[idx], &offset, &p, &n))
 		return;
-	st = &sse->streams[idx];
-	if (offset < st->next) { /* already sent or counted */
-		uint64_t skip = st->next - offset;
-
-		if (skip >= n)
-			return;
-		p += skip;
-		n -= skip;
-		offset = st->next;
-	}
-	if (offset > st->next)
-		count_missed(st, st->next, offset - st->next);
 	while (n > 0) {
 		size_t piece = MIN(n, (size_t)SSE_CHUNK_BYTES);
 

@@ -12,6 +12,7 @@
 
 #include "basic/cleanup.h"
 #include "api/http.h"
+#include "api/output-cursor.h"
 #include "daemon/manager.h"
 #include "api/router.h"
 #include "api/validate.h"
@@ -23,19 +24,13 @@
 #define WS_OUTPUT_PREFIX 9u
 #define WS_GAP_MESSAGE_MAX 128u
 
-struct ws_output_stream {
-	uint64_t next;	     /* offset after the last byte sent or counted missing */
-	uint64_t gap_offset; /* missed bytes not yet announced: [gap_offset, next) */
-	uint64_t gap_bytes;
-};
-
 struct ws_output {
 	struct ws_conn *conn;
 	struct manager *manager;
 	struct run_watch *watch;
 	char ws_id[ROUTE_ID_MAX + 1];
 	char run_id[ROUTE_ID_MAX + 1];
-	struct ws_output_stream streams[2];
+	struct output_cursor streams[2];
 	bool blocked; /* a send was refused: everything is counted missing until drain() */
 	bool done;    /* the manager has nothing more */
 	bool ended;   /* the end message is queued and the close begun */
@@ -43,29 +38,10 @@ struct ws_output {
 
 static const char *const stream_names[2] = { "stdout", "stderr" };
 
-static int stream_index(int stream)
-{
-	switch (stream) {
-	case RUN_STREAM_STDOUT:
-		return 0;
-	case RUN_STREAM_STDERR:
-		return 1;
-	default:
-		return -1;
-	}
-}
-
-static void count_missed(struct ws_output_stream *st, uint64_t offset, uint64_t n)
-{
-	if (st->gap_bytes == 0)
-		st->gap_offset = offset;
-	st->gap_bytes += n;
-}
-
 /* 0 when announced (or nothing to announce), -EAGAIN and friends when it did not fit. */
 static int send_gap(struct ws_output *o, int idx)
 {
-	struct ws_output_stream *st = &o->streams[idx];
+	struct output_cursor *st = &o->streams[idx];
 	char text[WS_GAP_MESSAGE_MAX];
 	int n, r;
 
@@ -98,7 +74,7 @@ static int send_chunk(struct ws_output *o, int idx, uint64_t offset, const void 
  * not a gap message between every two refused pieces. */
 static void take_piece(struct ws_output *o, int idx, uint64_t offset, const void *data, size_t n)
 {
-	struct ws_output_stream *st = &o->streams[idx];
+	struct output_cursor *st = &o->streams[idx];
 	int r = -EAGAIN;
 
 	st->next = offset + n;
@@ -110,30 +86,17 @@ static void take_piece(struct ws_output *o, int idx, uint64_t offset, const void
 	if (r == -EAGAIN)
 		o->blocked = true;
 	if (r < 0)
-		count_missed(st, offset, n);
+		output_cursor_miss(st, offset, n);
 }
 
 static void on_output(void *userdata, int stream, uint64_t offset, const void *data, size_t n)
 {
 	struct ws_output *o = userdata;
 	const uint8_t *p = data;
-	int idx = stream_index(stream);
-	struct ws_output_stream *st;
+	int idx = output_cursor_index(stream);
 
-	if (idx < 0 || o->ended)
+	if (idx < 0 || o->ended || !output_cursor_take(&o->streams[idx], &offset, &p, &n))
 		return;
-	st = &o->streams[idx];
-	if (offset < st->next) { /* already sent or counted */
-		uint64_t skip = st->next - offset;
-
-		if (skip >= n)
-			return;
-		p += skip;
-		n -= skip;
-		offset = st->next;
-	}
-	if (offset > st->next)
-		count_missed(st, st->next, offset - st->next);
 	while (n > 0) {
 		size_t piece = MIN(n, (size_t)WS_OUTPUT_CHUNK);
 

@@ -130,13 +130,13 @@ static bool v1_has_dir(const struct cgroup *cg, const char *dir, size_t name_len
 static int v1_base_paths(const char *name, struct cgroup *cg)
 {
 	_cleanup_free_ char *mountinfo = NULL;
-	char suffix[66] = "/";
+	char suffix[66];
 	int r;
 
 	r = read_file("/proc/self/mountinfo", MOUNTINFO_MAX, &mountinfo, NULL);
 	if (r < 0)
 		return r;
-	strcat(suffix, name);
+	snprintf(suffix, sizeof suffix, "/%s", name); /* a valid name fits */
 	for (size_t i = 0; i < ELEMENTSOF(v1_controllers); i++) {
 		_cleanup_free_ char *dir = NULL, *root = NULL;
 		r = cg_parse_mountinfo(mountinfo, v1_controllers[i], &dir, &root);
@@ -232,7 +232,7 @@ static int v1_set_memory(const struct cgroup *cg, uint64_t bytes)
 	if (bytes > 0)
 		snprintf(value, sizeof(value), "%llu", (unsigned long long)bytes);
 	else
-		strcpy(value, "-1");
+		snprintf(value, sizeof(value), "-1");
 	/* memsw must stay >= memory: raising needs memsw first, lowering memory first */
 	r = v1_set_memsw(dir, value);
 	if (r < 0)

@@ -34,7 +34,8 @@ static int v2_enable_controllers(const char *dir)
 {
 	_cleanup_free_ char *avail = NULL, *enabled = NULL;
 	char req[64] = "";
-	int r;
+	size_t len = 0;
+	int n, r;
 
 	r = cg_read(dir, "cgroup.controllers", &avail);
 	if (r < 0)
@@ -46,10 +47,12 @@ static int v2_enable_controllers(const char *dir)
 		const char *c = v2_controllers[i];
 		if (!word_list_has(avail, c) || word_list_has(enabled, c))
 			continue;
-		strcat(req, *req ? " +" : "+");
-		strcat(req, c);
+		n = snprintf(req + len, sizeof req - len, "%s+%s", len ? " " : "", c);
+		if (n < 0 || (size_t)n >= sizeof req - len)
+			return -ENAMETOOLONG; /* the list of wanted controllers fits */
+		len += (size_t)n;
 	}
-	return *req ? cg_write(dir, "cgroup.subtree_control", req) : 0;
+	return len ? cg_write(dir, "cgroup.subtree_control", req) : 0;
 }
 
 /* Best effort, top-down from the mount root to (excluding) own: a wanted controller missing
@@ -129,7 +132,7 @@ static int v2_own_dir(char **ret)
 static int v2_open_base(const char *name, struct cgroup **ret)
 {
 	_cleanup_free_ char *own = NULL;
-	char suffix[66] = "/";
+	char suffix[66];
 	struct cgroup *cg;
 	int r;
 
@@ -144,7 +147,8 @@ static int v2_open_base(const char *name, struct cgroup **ret)
 	cg = cg_new(CGROUP_V2);
 	if (!cg)
 		return -ENOMEM;
-	r = cg_add_dir(cg, own, strcat(suffix, name));
+	snprintf(suffix, sizeof suffix, "/%s", name); /* a valid name fits */
+	r = cg_add_dir(cg, own, suffix);
 	if (r >= 0)
 		r = cg_mkdir(cg->dirs[0]);
 	if (r < 0) {

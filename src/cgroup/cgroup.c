@@ -403,8 +403,7 @@ static int child_of(const struct cgroup *cg, const char *name, bool leaf, struct
 	c = cg_new(cg->version);
 	if (!c)
 		return -ENOMEM;
-	suffix[0] = '/';
-	strcpy(suffix + 1, name);
+	snprintf(suffix, sizeof suffix, "/%s", name); /* a valid name fits */
 	/* the roles are the parent's: a child dir need not exist yet */
 	struct cgroup *parent = (struct cgroup *)cg;
 	for (size_t i = 0; i < cg->n_dirs && r >= 0; i++) {

@@ -4,6 +4,7 @@
 /* What main.c shares with the command files: the command table's entry type, exit statuses and
  * the argument helpers every command uses. */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "station/client.h"
@@ -48,6 +49,20 @@ int cli_option_error(const struct cli *cli, char **argv, int opt);
 /* Reports a failed client call r and returns the exit status: EXIT_NO_CONTROLLER with a hint
  * when nothing answered, else EXIT_FAILED with the client's message. */
 int cli_fail(const struct cli *cli, int r);
+
+/* Parses "[--json] ARG..." and --help: --json sets *json, and is an unknown option when json is
+ * NULL; the arguments start at argv[optind]. Returns < 0 to go on, else the exit status (after
+ * the help or a usage error). */
+int cli_parse_json_args(const struct cli *cli, int argc, char **argv, bool *json);
+
+/* Parses "[--json] WS X": cli_parse_json_args(), then exactly two arguments, the second called
+ * what ("RUN", "NAME") in the usage error. Returns < 0 to go on with argv[optind] and
+ * argv[optind + 1], else the exit status. */
+int cli_parse_ws_and(const struct cli *cli, int argc, char **argv, const char *what, bool *json);
+
+/* The n words joined with single spaces (free()), the way a shell command line reads; NULL when
+ * out of memory. */
+char *cli_words_join(char *const *words, int n);
 
 /* Parses a non-negative decimal integer given to option name. Returns 0, or EXIT_USAGE after
  * printing the usage error. */

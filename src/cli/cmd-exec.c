@@ -179,25 +179,6 @@ static int read_stdin_file(const char *path, char **ret, size_t *ret_len)
 	return 0;
 }
 
-static char *words_join(char **words, int n)
-{
-	size_t len = 1;
-	char *s, *p;
-
-	for (int i = 0; i < n; i++)
-		len += strlen(words[i]) + 1;
-	s = p = malloc(len);
-	if (!s)
-		return NULL;
-	for (int i = 0; i < n; i++) {
-		if (i > 0)
-			*p++ = ' ';
-		p = stpcpy(p, words[i]);
-	}
-	*p = '\0';
-	return s;
-}
-
 static int exec_option(struct cli *cli, int opt, struct exec_args *a)
 {
 	switch (opt) {
@@ -259,7 +240,7 @@ static int exec_parse(struct cli *cli, int argc, char **argv, struct exec_args *
 	n = dashdash ? argc - dashdash - 1 : argc - optind - 1;
 	if (n == 0)
 		return cli_usage(cli, "no command given");
-	a->command = words_join(argv + argc - n, n);
+	a->command = cli_words_join(argv + argc - n, n);
 	a->run.command = a->command;
 	a->run.env = a->env;
 	return a->command ? -1 : EXIT_FAILED;
@@ -469,39 +450,13 @@ static int run_print_stream(const json_t *run, enum station_stream s, int fd)
 	return r;
 }
 
-/* Returns < 0 to go on with argv[optind] and argv[optind + 1] as WS and RUN, else the exit
- * status. */
-static int parse_ws_run(struct cli *cli, int argc, char **argv, bool *json)
-{
-	static const struct option options[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
-	int opt;
-
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
-		if (opt == 'h')
-			return cli_help(cli);
-		if (opt != 'j')
-			return cli_option_error(cli, argv, opt);
-		*json = true;
-	}
-	if (argc - optind < 2)
-		return cli_usage(cli, "WS and RUN are needed");
-	if (argc - optind > 2)
-		return cli_usage(cli, "unexpected argument '%s'", argv[optind + 2]);
-	return -1;
-}
-
 static int cmd_status(struct cli *cli, int argc, char **argv)
 {
 	_cleanup_json_ json_t *run = NULL;
 	bool json = false;
 	int r;
 
-	r = parse_ws_run(cli, argc, argv, &json);
+	r = cli_parse_ws_and(cli, argc, argv, "RUN", &json);
 	if (r >= 0)
 		return r;
 	r = station_run_get(cli->client, argv[optind], argv[optind + 1], 0, &run);
@@ -526,7 +481,7 @@ static int cmd_cancel(struct cli *cli, int argc, char **argv)
 	bool json = false;
 	int r;
 
-	r = parse_ws_run(cli, argc, argv, &json);
+	r = cli_parse_ws_and(cli, argc, argv, "RUN", &json);
 	if (r >= 0)
 		return r;
 	r = station_run_cancel(cli->client, argv[optind], argv[optind + 1], &run);

@@ -37,31 +37,6 @@ static const char *json_str(const json_t *o, const char *key)
 	return json_string_value(json_object_get(o, key));
 }
 
-/* Parses "[--json] WS NAME". Returns < 0 to go on, else the exit status. */
-static int parse_ws_name(struct cli *cli, int argc, char **argv, bool *json)
-{
-	static const struct option options[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
-	int opt;
-
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
-		if (opt == 'h')
-			return cli_help(cli);
-		if (opt != 'j')
-			return cli_option_error(cli, argv, opt);
-		*json = true;
-	}
-	if (argc - optind < 2)
-		return cli_usage(cli, "WS and NAME are needed");
-	if (argc - optind > 2)
-		return cli_usage(cli, "unexpected argument '%s'", argv[optind + 2]);
-	return -1;
-}
-
 /* "web running attempt=3 pid=1234 restarts=2": the service in one line. */
 static void service_print_line(const json_t *svc)
 {
@@ -182,25 +157,6 @@ static int start_option(struct cli *cli, int opt, char **argv, struct start_args
 	}
 }
 
-static int join_words(char **words, int n, char **ret)
-{
-	size_t len = 1;
-	char *s;
-
-	for (int i = 0; i < n; i++)
-		len += strlen(words[i]) + 1;
-	s = calloc(1, len);
-	if (!s)
-		return -ENOMEM;
-	for (int i = 0; i < n; i++) {
-		if (i)
-			strcat(s, " ");
-		strcat(s, words[i]);
-	}
-	*ret = s;
-	return 0;
-}
-
 /* Returns < 0 to go on, else the exit status. */
 static int start_parse(struct cli *cli, int argc, char **argv, struct start_args *a)
 {
@@ -231,7 +187,8 @@ static int start_parse(struct cli *cli, int argc, char **argv, struct start_args
 		return cli_usage(cli, "WS and NAME are needed");
 	if (argc - optind < 3)
 		return cli_usage(cli, "no command given (put it after --)");
-	if (join_words(argv + optind + 2, argc - optind - 2, &a->command) < 0) {
+	a->command = cli_words_join(argv + optind + 2, argc - optind - 2);
+	if (!a->command) {
 		fprintf(stderr, "station-sandbox: out of memory\n");
 		return EXIT_FAILED;
 	}
@@ -296,23 +253,13 @@ static int services_print(const json_t *list)
 
 static int cmd_service_ls(struct cli *cli, int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
 	_cleanup_json_ json_t *list = NULL;
 	bool json = false;
-	int opt, r;
+	int r;
 
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
-		if (opt == 'h')
-			return cli_help(cli);
-		if (opt != 'j')
-			return cli_option_error(cli, argv, opt);
-		json = true;
-	}
+	r = cli_parse_json_args(cli, argc, argv, &json);
+	if (r >= 0)
+		return r;
 	if (argc - optind != 1)
 		return cli_usage(cli,
 				 argc == optind ? "no workspace given" : "one workspace at a time");
@@ -332,7 +279,7 @@ static int service_simple(struct cli *cli, int argc, char **argv, service_fn fn,
 	bool json = false;
 	int r;
 
-	r = parse_ws_name(cli, argc, argv, &json);
+	r = cli_parse_ws_and(cli, argc, argv, "NAME", &json);
 	if (r >= 0)
 		return r;
 	r = fn(cli->client, argv[optind], argv[optind + 1], &svc);

@@ -12,22 +12,10 @@
  * Returns < 0 to go on, else the exit status. */
 static int parse_plain(struct cli *cli, int argc, char **argv, bool *json)
 {
-	static const struct option options[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "json", no_argument, NULL, 'j' },
-		{},
-	};
-	int opt;
+	int r = cli_parse_json_args(cli, argc, argv, json);
 
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
-		if (opt == 'h')
-			return cli_help(cli);
-		if (opt == 'j' && json)
-			*json = true;
-		else
-			return cli_option_error(cli, argv, opt == 'j' ? '?' : opt);
-	}
+	if (r >= 0)
+		return r;
 	if (optind < argc)
 		return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
 	return -1;

@@ -121,28 +121,6 @@ static int cmd_create(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
-/* Parses "[--json] ARG..." into *json and the index of the first argument. Returns < 0 to go
- * on, else the exit status. */
-static int parse_json_args(struct cli *cli, int argc, char **argv, bool *json)
-{
-	static const struct option options[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
-	int opt;
-
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
-		if (opt == 'h')
-			return cli_help(cli);
-		if (opt != 'j' || !json)
-			return cli_option_error(cli, argv, opt == 'j' ? '?' : opt);
-		*json = true;
-	}
-	return -1;
-}
-
 static int ls_print(json_t *list)
 {
 	static const char *const header[] = { "ID", "STATE", "ADAPTER", "CREATED" };
@@ -172,7 +150,7 @@ static int cmd_ls(struct cli *cli, int argc, char **argv)
 	bool json = false;
 	int r;
 
-	r = parse_json_args(cli, argc, argv, &json);
+	r = cli_parse_json_args(cli, argc, argv, &json);
 	if (r >= 0)
 		return r;
 	if (optind < argc)
@@ -188,7 +166,7 @@ static int cmd_rm(struct cli *cli, int argc, char **argv)
 {
 	int r, status = 0;
 
-	r = parse_json_args(cli, argc, argv, NULL);
+	r = cli_parse_json_args(cli, argc, argv, NULL);
 	if (r >= 0)
 		return r;
 	if (optind >= argc)
@@ -212,7 +190,7 @@ static int cmd_restart(struct cli *cli, int argc, char **argv)
 	bool json = false;
 	int r;
 
-	r = parse_json_args(cli, argc, argv, &json);
+	r = cli_parse_json_args(cli, argc, argv, &json);
 	if (r >= 0)
 		return r;
 	if (argc - optind != 1)

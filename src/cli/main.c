@@ -73,6 +73,60 @@ int cli_fail(const struct cli *cli, int r)
 	return EXIT_FAILED;
 }
 
+int cli_parse_json_args(const struct cli *cli, int argc, char **argv, bool *json)
+{
+	static const struct option options[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	int opt;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
+		if (opt == 'h')
+			return cli_help(cli);
+		if (opt != 'j' || !json)
+			return cli_option_error(cli, argv, opt == 'j' ? '?' : opt);
+		*json = true;
+	}
+	return -1;
+}
+
+int cli_parse_ws_and(const struct cli *cli, int argc, char **argv, const char *what, bool *json)
+{
+	int r = cli_parse_json_args(cli, argc, argv, json);
+
+	if (r >= 0)
+		return r;
+	if (argc - optind < 2)
+		return cli_usage(cli, "WS and %s are needed", what);
+	if (argc - optind > 2)
+		return cli_usage(cli, "unexpected argument '%s'", argv[optind + 2]);
+	return -1;
+}
+
+char *cli_words_join(char *const *words, int n)
+{
+	size_t len = 1, k;
+	char *s, *p;
+
+	for (int i = 0; i < n; i++)
+		len += strlen(words[i]) + 1;
+	s = p = malloc(len);
+	if (!s)
+		return NULL;
+	for (int i = 0; i < n; i++) {
+		if (i > 0)
+			*p++ = ' ';
+		k = strlen(words[i]);
+		memcpy(p, words[i], k);
+		p += k;
+	}
+	*p = '\0';
+	return s;
+}
+
 int cli_parse_u64(const struct cli *cli, const char *name, const char *s, uint64_t *ret)
 {
 	unsigned long long v;

@@ -7,9 +7,7 @@
 #include <stddef.h>
 
 #include "basic/cleanup.h"
-
-/* jansson's own json_decrefp() accepts NULL. */
-#define _cleanup_json_ _cleanup_(json_decrefp)
+#include "basic/json-util.h"
 
 /* Pretty JSON (2-space indent, keys in order) and a newline to stdout. */
 int output_json(const json_t *doc);

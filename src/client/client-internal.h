@@ -7,10 +7,8 @@
 #include <curl/curl.h>
 
 #include "basic/cleanup.h"
+#include "basic/json-util.h"
 #include "station/client.h"
-
-/* jansson's own json_decrefp() accepts NULL. */
-#define _cleanup_json_ _cleanup_(json_decrefp)
 
 struct station_client {
 	CURL *curl;

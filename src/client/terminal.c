@@ -146,9 +146,9 @@ static int connect_unix(struct station_client *c, int *ret)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd;
 
-	if (strlen(c->socket_path) >= sizeof sa.sun_path)
+	if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s", c->socket_path) >=
+	    (int)sizeof sa.sun_path)
 		return client_error(c, -ENAMETOOLONG, "socket path too long: %s", c->socket_path);
-	strcpy(sa.sun_path, c->socket_path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return client_error(c, -errno, "socket: %s", strerror(errno));
@@ -194,11 +194,8 @@ static int split_url(struct station_client *c, char *host, size_t host_size, cha
 	n = colon ? (size_t)(end - colon - 1) : 2;
 	if (n == 0 || n >= port_size)
 		return client_error(c, -EINVAL, "bad URL %s", c->endpoint);
-	if (colon) {
-		memcpy(port, colon + 1, n);
-		port[n] = '\0';
-	} else
-		strcpy(port, "80");
+	memcpy(port, colon ? colon + 1 : "80", n);
+	port[n] = '\0';
 	return 0;
 }
 

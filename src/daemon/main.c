@@ -477,6 +477,8 @@ static int check_adapters(struct manager_config *mc)
 	return -EINVAL;
 }
 
+/* Returns 0 to go on, 1 when --help printed the usage (main() then exits 0), or -EINVAL after
+ * saying why on stderr. */
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
@@ -515,7 +517,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) >= 0) {
 		if (c == 'h') {
 			usage(stdout);
-			exit(0);
+			return 1;
 		}
 		if (c == '?' || parse_option(o, c, optarg) < 0)
 			return -EINVAL;
@@ -573,9 +575,8 @@ static int take_lock(const char *root)
 static int listen_unix(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof sa.sun_path)
+	if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path) >= (int)sizeof sa.sun_path)
 		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
@@ -631,7 +632,7 @@ static int ensure_admin_token(struct store *store, const char *root)
 	if (r < 0 || n > 0)
 		return r;
 	uint8_t raw[32];
-	char token[80], hex[65], hash[65], path[PATH_MAX];
+	char token[80], line[sizeof token + 1], hex[65], hash[65], path[PATH_MAX];
 	r = random_bytes(raw, sizeof raw);
 	if (r < 0)
 		return r;
@@ -639,8 +640,8 @@ static int ensure_admin_token(struct store *store, const char *root)
 	snprintf(token, sizeof token, "sst_%s", hex);
 	sha256_hex(token, strlen(token), hash);
 	snprintf(path, sizeof path, "%s/admin.token", root);
-	strcat(token, "\n");
-	r = write_file_atomic(path, token, strlen(token), 0600);
+	snprintf(line, sizeof line, "%s\n", token);
+	r = write_file_atomic(path, line, strlen(line), 0600);
 	if (r < 0)
 		return r;
 	return store_token_insert(store, "admin", hash);
@@ -792,10 +793,13 @@ int main(int argc, char **argv)
 		},
 	};
 	default_worker(o.worker, sizeof o.worker);
-	if (parse_args(argc, argv, &o) < 0) {
+	int r = parse_args(argc, argv, &o);
+	if (r < 0) {
 		usage(stderr);
 		return 64;
 	}
+	if (r > 0)
+		return 0;
 	_cleanup_free_ char *agent = o.agent ? strdup(o.agent) : default_agent_path();
 	_cleanup_(free_seccomp_dirs) char *seccomp_dirs[MAX_SECCOMP_DIRS + 2] = {};
 	_cleanup_free_ char *seccomp = NULL;
@@ -816,7 +820,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	struct daemon d = { .lock_fd = -1 };
-	int r = daemon_setup(&d, &o);
+	r = daemon_setup(&d, &o);
 	if (r >= 0) {
 		log_info("controller started", "root", root, "worker", o.worker, "agent", agent,
 			 NULL);

@@ -19,6 +19,14 @@ struct service;
 struct event_source;
 struct adapter_ops;
 
+/* A follower of the stdout and stderr of a run or a service attempt: gets each byte once and in
+ * order, live or from the stored head and tail. */
+struct output_follower {
+	const struct run_watch_ops *ops;
+	void *userdata;
+	uint64_t next_offset[2]; /* per stream: it has every byte before */
+};
+
 struct run_state {
 	struct run_state *prev, *next; /* in workspace->runs */
 	struct workspace *ws;
@@ -41,9 +49,7 @@ struct run_watch {
 	struct run_watch *prev, *next;
 	struct run_watch **head;
 	struct manager *m;
-	const struct run_watch_ops *ops;
-	void *userdata;
-	uint64_t next_offset[2];
+	struct output_follower follower;
 	struct run_row *replay; /* a finished run's stored output, replayed by a timer */
 	struct event_source *timer;
 };
@@ -100,6 +106,12 @@ struct workspace *workspace_find(struct manager *m, const char *id);
 void agent_report_ignored(struct workspace *ws, const char *what, const char *id);
 int workspace_lookup(struct manager *m, const char *id, struct workspace **ret,
 		     struct station_error *e);
+
+/* manager-run.c: output for f, without what it already has. */
+void output_follower_deliver(struct output_follower *f, int stream, uint64_t offset,
+			     const uint8_t *data, size_t n);
+/* The stored output out[2] (NULL: none), what f does not have of it, then done(). */
+void output_follower_finish(struct output_follower *f, const struct run_output *out);
 
 /* manager-image.c */
 void manager_adapters_init(struct manager *m);

@@ -24,13 +24,14 @@ struct run_state *run_state_find(struct workspace *ws, const char *id)
 
 int run_state_add(struct workspace *ws, const char *id, struct run_state **ret)
 {
-	if (strlen(id) > PROTO_MAX_ID)
+	size_t len = strlen(id);
+	if (len > PROTO_MAX_ID)
 		return -EINVAL;
 	struct run_state *r = calloc(1, sizeof *r);
 	if (!r)
 		return -ENOMEM;
 	r->ws = ws;
-	strcpy(r->id, id);
+	memcpy(r->id, id, len + 1);
 	LIST_PREPEND(&ws->runs, r);
 	ws->n_running++;
 	if (ret)
@@ -71,30 +72,25 @@ void manager_run_waiter_cancel(struct run_waiter *w)
 	free(w);
 }
 
-/* Delivers data at offset to one watch, skipping what it already has. */
-static void watch_deliver(struct run_watch *w, int stream, uint64_t offset, const uint8_t *data,
-			  size_t n)
+void output_follower_deliver(struct output_follower *f, int stream, uint64_t offset,
+			     const uint8_t *data, size_t n)
 {
-	uint64_t *next = &w->next_offset[stream - 1];
-	if (offset + n <= *next)
+	uint64_t *next = &f->next_offset[stream - 1];
+
+	if (!output_skip_seen(*next, &offset, &data, &n))
 		return;
-	if (offset < *next) {
-		size_t skip = (size_t)(*next - offset);
-		data += skip;
-		n -= skip;
-		offset = *next;
-	}
-	w->ops->output(w->userdata, stream, offset, data, n);
+	f->ops->output(f->userdata, stream, offset, data, n);
 	*next = offset + n;
 }
 
-static void watch_deliver_result(struct run_watch *w, const struct run_row *r)
+void output_follower_finish(struct output_follower *f, const struct run_output *out)
 {
-	for (int s = 0; s < 2; s++) {
-		const struct run_output *o = &r->out[s];
-		watch_deliver(w, s + 1, 0, o->head, o->head_len);
-		watch_deliver(w, s + 1, o->total - o->tail_len, o->tail, o->tail_len);
+	for (int s = 0; out && s < 2; s++) {
+		const struct run_output *o = &out[s];
+		output_follower_deliver(f, s + 1, 0, o->head, o->head_len);
+		output_follower_deliver(f, s + 1, o->total - o->tail_len, o->tail, o->tail_len);
 	}
+	f->ops->done(f->userdata);
 }
 
 static void watch_free(struct run_watch *w)
@@ -116,7 +112,7 @@ void run_on_output(struct workspace *ws, const char *run_id, int stream, uint64_
 		return;
 	}
 	for (struct run_watch *w = r->watches; w; w = w->next)
-		watch_deliver(w, stream, offset, data, n);
+		output_follower_deliver(&w->follower, stream, offset, data, n);
 }
 
 static void run_state_end(struct workspace *ws, struct run_state *r, const struct run_row *res)
@@ -126,8 +122,7 @@ static void run_state_end(struct workspace *ws, struct run_state *r, const struc
 	while (r->watches) {
 		struct run_watch *w = r->watches;
 		LIST_REMOVE(&r->watches, w);
-		watch_deliver_result(w, res);
-		w->ops->done(w->userdata);
+		output_follower_finish(&w->follower, res->out);
 		watch_free(w);
 	}
 	LIST_REMOVE(&ws->runs, r);
@@ -254,8 +249,10 @@ static void path_drop_dots(char *p)
 		*w++ = *r++;
 	}
 	*w = 0;
-	if (!p[0])
-		strcpy(p, "/");
+	if (!p[0]) { /* it held "/." at least */
+		p[0] = '/';
+		p[1] = 0;
+	}
 }
 
 static char *run_cwd(const struct workspace *ws, const char *cwd)
@@ -463,8 +460,7 @@ int manager_run_wait(struct manager *m, const char *ws_id, const char *run_id, r
 static int on_replay(struct event_source *s, uint64_t now, void *userdata)
 {
 	struct run_watch *w = userdata;
-	watch_deliver_result(w, w->replay);
-	w->ops->done(w->userdata);
+	output_follower_finish(&w->follower, w->replay->out);
 	watch_free(w);
 	return 0;
 }
@@ -493,7 +489,7 @@ int manager_run_watch(struct manager *m, const char *ws_id, const char *run_id,
 		run_row_free(&row);
 		return station_error_set(e, -ENOMEM, NULL, "out of memory");
 	}
-	*w = (struct run_watch){ .m = m, .ops = ops, .userdata = userdata };
+	*w = (struct run_watch){ .m = m, .follower = { .ops = ops, .userdata = userdata } };
 	struct run_state *rs = row.status == RUN_RUNNING ? run_state_find(ws, run_id) : NULL;
 	if (rs) {
 		run_row_free(&row);

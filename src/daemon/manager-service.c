@@ -31,10 +31,8 @@ struct service_watch {
 	struct service_watch *prev, *next;
 	struct service *svc; /* NULL while replaying a stored attempt */
 	struct manager *m;
-	const struct run_watch_ops *ops;
-	void *userdata;
+	struct output_follower follower;
 	uint64_t attempt; /* the attempt followed */
-	uint64_t next_offset[2];
 	struct service_attempt_row *replay;
 	struct event_source *timer;
 };
@@ -95,34 +93,6 @@ static void watch_free(struct service_watch *w)
 	free(w);
 }
 
-static void watch_deliver(struct service_watch *w, int stream, uint64_t offset, const uint8_t *data,
-			  size_t n)
-{
-	uint64_t *next = &w->next_offset[stream - 1];
-
-	if (offset + n <= *next)
-		return;
-	if (offset < *next) {
-		size_t skip = (size_t)(*next - offset);
-
-		data += skip;
-		n -= skip;
-		offset = *next;
-	}
-	w->ops->output(w->userdata, stream, offset, data, n);
-	*next = offset + n;
-}
-
-static void watch_deliver_result(struct service_watch *w, const struct service_attempt_row *a)
-{
-	for (int s = 0; s < 2; s++) {
-		const struct run_output *o = &a->out[s];
-
-		watch_deliver(w, s + 1, 0, o->head, o->head_len);
-		watch_deliver(w, s + 1, o->total - o->tail_len, o->tail, o->tail_len);
-	}
-}
-
 static void agent_watch(struct service *svc, bool on)
 {
 	struct workspace *ws = svc->ws;
@@ -140,9 +110,7 @@ static void watches_end(struct service *svc, uint64_t attempt,
 		if (attempt && w->attempt != attempt)
 			continue;
 		LIST_REMOVE(&svc->watches, w);
-		if (result)
-			watch_deliver_result(w, result);
-		w->ops->done(w->userdata);
+		output_follower_finish(&w->follower, result ? result->out : NULL);
 		watch_free(w);
 	}
 	if (!svc->watches && attempt)
@@ -444,7 +412,7 @@ void services_on_output(void *userdata, const char *name, uint64_t attempt, int 
 	}
 	for (struct service_watch *w = svc->watches; w; w = w->next)
 		if (w->attempt == attempt)
-			watch_deliver(w, stream, offset, data, n);
+			output_follower_deliver(&w->follower, stream, offset, data, n);
 }
 
 void services_on_error(void *userdata, const char *name, const char *reason)
@@ -837,9 +805,7 @@ static int on_replay(struct event_source *s, uint64_t now, void *userdata)
 {
 	struct service_watch *w = userdata;
 
-	if (w->replay)
-		watch_deliver_result(w, w->replay);
-	w->ops->done(w->userdata);
+	output_follower_finish(&w->follower, w->replay ? w->replay->out : NULL);
 	watch_free(w);
 	return 0;
 }
@@ -876,7 +842,7 @@ int manager_service_watch(struct manager *m, const char *ws_id, const char *name
 	w = calloc(1, sizeof *w);
 	if (!w)
 		return station_error_set(e, -ENOMEM, NULL, "out of memory");
-	*w = (struct service_watch){ .m = m, .ops = ops, .userdata = userdata };
+	*w = (struct service_watch){ .m = m, .follower = { .ops = ops, .userdata = userdata } };
 	if (follow && svc->row.current_attempt > 0 && svc->ws->link && svc->ws->link_ready) {
 		bool first = !svc->watches;
 

@@ -190,15 +190,8 @@ static void attach_free(struct terminal_attach *a)
 static void attach_deliver(struct terminal_attach *a, uint64_t offset, const uint8_t *data,
 			   size_t n)
 {
-	if (offset + n <= a->next_offset || n == 0)
+	if (n == 0 || !output_skip_seen(a->next_offset, &offset, &data, &n))
 		return;
-	if (offset < a->next_offset) {
-		size_t skip = (size_t)(a->next_offset - offset);
-
-		data += skip;
-		n -= skip;
-		offset = a->next_offset;
-	}
 	a->next_offset = offset + n;
 	a->ops->output(a->userdata, offset, data, n);
 }

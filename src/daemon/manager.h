@@ -118,6 +118,26 @@ int manager_run_wait(struct manager *m, const char *ws_id, const char *run_id, r
 /* Before fn was called; afterwards the waiter is gone and must not be touched. */
 void manager_run_waiter_cancel(struct run_waiter *w);
 
+/* For a follower of an output stream (run, service attempt, terminal) that has every byte
+ * before next: drops from the chunk at *offset (*data, *n bytes) what it already has, since a
+ * replay of stored output may overlap live output. Returns false when nothing new is left;
+ * otherwise *offset > next means the follower missed the bytes in between (a gap). */
+static inline bool output_skip_seen(uint64_t next, uint64_t *offset, const uint8_t **data,
+				    size_t *n)
+{
+	size_t seen;
+
+	if (*offset + *n <= next)
+		return false;
+	if (*offset < next) {
+		seen = (size_t)(next - *offset);
+		*data += seen;
+		*n -= seen;
+		*offset = next;
+	}
+	return true;
+}
+
 /* Live output. output() receives bytes with their offset in the stream; an offset beyond the
  * previous chunk's end is a gap (bytes the watcher missed). done() is called once, after the
  * last output(), when the run is terminal. A finished run replays its stored head and tail and

@@ -9,12 +9,11 @@
 #include <sys/utsname.h>
 
 #include "basic/cleanup.h"
+#include "basic/json-util.h"
 #include "image/image-internal.h"
 
 #define LAYERS_MAX 256
 #define INDEX_ENTRIES_MAX 1024
-
-#define _cleanup_json_ _cleanup_(json_decrefp)
 
 void strv_free(char **l)
 {

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "basic/cleanup.h"
+#include "basic/json-util.h"
 #include "image/image-internal.h"
 
 #define ERROR_BODY_MAX (64u << 10)
@@ -210,8 +211,8 @@ static int token_url(struct registry *reg, const char *challenge, char **ret)
 
 static int token_parse(struct response *resp, char **ret)
 {
-	_cleanup_(json_decrefp)
-		json_t *j = json_loadb(resp->body ? resp->body : "", resp->body_len, 0, NULL);
+	_cleanup_json_ json_t *j =
+		json_loadb(resp->body ? resp->body : "", resp->body_len, 0, NULL);
 	json_t *t = json_object_get(j, "token");
 
 	if (!json_is_string(t))
@@ -269,8 +270,8 @@ static int registry_get(struct registry *reg, const char *url, const char *accep
 /* "CODE: message" of the first error in a registry's error body, or "". */
 static void registry_error_text(const struct response *resp, char *buf, size_t size)
 {
-	_cleanup_(json_decrefp)
-		json_t *j = resp->body ? json_loadb(resp->body, resp->body_len, 0, NULL) : NULL;
+	_cleanup_json_ json_t *j = resp->body ? json_loadb(resp->body, resp->body_len, 0, NULL) :
+						NULL;
 	json_t *err = json_array_get(json_object_get(j, "errors"), 0);
 	const char *code = json_string_value(json_object_get(err, "code"));
 	const char *msg = json_string_value(json_object_get(err, "message"));

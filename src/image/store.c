@@ -15,13 +15,12 @@
 #include <unistd.h>
 
 #include "basic/cleanup.h"
+#include "basic/json-util.h"
 #include "image/image-internal.h"
 
 #define RECORD_MAX (1u << 20)
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
-#define _cleanup_json_ _cleanup_(json_decrefp)
-
 static const char *digest_hex(const char *digest)
 {
 	return digest + strlen("sha256:");

@@ -118,9 +118,11 @@ Test(oci_config, golden_fields)
 	json_t *m, *mounts = json_object_get(root, "mounts");
 	size_t i;
 	char dests[1024] = "";
+	size_t len = 0;
 	json_array_foreach(mounts, i, m) {
-		strcat(dests, json_string_value(json_object_get(m, "destination")));
-		strcat(dests, " ");
+		len += (size_t)snprintf(dests + len, sizeof dests - len, "%s ",
+					json_string_value(json_object_get(m, "destination")));
+		cr_assert_lt(len, sizeof dests);
 	}
 	cr_assert_str_eq(dests, "/proc /dev /dev/pts /dev/shm /dev/mqueue /sys /sys/fs/cgroup /tmp "
 				"/home/node /run/station /run/station/agent/station-agent "

@@ -209,6 +209,14 @@ t_tcp_url_token() {
 	assert_ne 0 "$?" "TCP without a token fails"
 }
 
+# The library the CLI links exports its API and nothing of what it is built from.
+t_library_exports() {
+	local syms
+	syms=$(nm -D --defined-only "$BUILD/src/client/libstation-client.so" | awk '{ print $3 }')
+	assert_contains station_client_new "$syms" "the API is exported"
+	assert_eq '' "$(grep -v '^station_' <<<"$syms")" "nothing else is exported"
+}
+
 run_test "no controller: message and exit 2" t_no_controller
 run_test "exec prints both streams and exits 3" t_acceptance
 run_test "exec exits 0" t_exit_zero
@@ -226,3 +234,4 @@ run_test "create, ls, restart, rm" t_workspace_commands
 run_test "status and runs" t_status_and_runs
 run_test "ready and worker" t_ready_worker
 run_test "--url and --token over TCP" t_tcp_url_token
+run_test "libstation-client exports station_* only" t_library_exports

@@ -40,7 +40,7 @@ static void start_server(const struct http_config *cfg)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd;
 
-	strcpy(dir, "/tmp/test-http-XXXXXX");
+	snprintf(dir, sizeof dir, "/tmp/test-http-XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(sock_path, sizeof sock_path, "%s/station.sock", dir);
 	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock_path);

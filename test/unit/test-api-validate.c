@@ -342,14 +342,13 @@ Test(workspace, seccomp_profile)
 	json_decref(v);
 	ws_bad("{\"seccompProfile\":\"/a\\u0000b\"}", -EINVAL, "seccompProfile");
 	ws_bad("{\"seccompProfile\":[\"/a\"]}", -EINVAL, "seccompProfile");
-	strcpy(body, "{\"seccompProfile\":\"/");
-	n = strlen(body);
+	n = (size_t)snprintf(body, sizeof body, "{\"seccompProfile\":\"/");
 	memset(body + n, 'p', 4095);
-	strcpy(body + n + 4095, "\"}");
+	snprintf(body + n + 4095, sizeof body - n - 4095, "\"}");
 	ws_ok(body, &w, &v); /* 4096 bytes: the maximum */
 	cr_assert_eq(strlen(w.seccomp_profile), 4096);
 	json_decref(v);
-	strcpy(body + n + 4095, "q\"}");
+	snprintf(body + n + 4095, sizeof body - n - 4095, "q\"}");
 	ws_bad(body, -EINVAL, "seccompProfile");
 }
 
@@ -404,10 +403,10 @@ static char *env_body(unsigned entries)
 	char *s = malloc(size), *p = s;
 
 	cr_assert_not_null(s);
-	p += sprintf(p, "{\"env\":{");
+	p += snprintf(p, size, "{\"env\":{");
 	for (unsigned i = 0; i < entries; i++)
-		p += sprintf(p, "%s\"K%u\":\"v\"", i ? "," : "", i);
-	sprintf(p, "}}");
+		p += snprintf(p, size - (size_t)(p - s), "%s\"K%u\":\"v\"", i ? "," : "", i);
+	snprintf(p, size - (size_t)(p - s), "}}");
 	return s;
 }
 
@@ -529,13 +528,14 @@ Test(run, stdin_encoding)
 
 static char *big_string_body(const char *field, size_t n, const char *extra)
 {
-	char *s = malloc(n + 128), *p = s;
+	size_t size = n + 128;
+	char *s = malloc(size), *p = s;
 
 	cr_assert_not_null(s);
-	p += sprintf(p, "{\"command\":\"x\",%s\"%s\":\"", extra, field);
+	p += snprintf(p, size, "{\"command\":\"x\",%s\"%s\":\"", extra, field);
 	memset(p, 'a', n);
 	p += n;
-	sprintf(p, "\"}");
+	snprintf(p, size - (size_t)(p - s), "\"}");
 	return s;
 }
 
@@ -578,12 +578,12 @@ Test(run, command_size)
 	ok = malloc(256 * 1024 + 32);
 	bad = malloc(256 * 1024 + 32);
 	cr_assert(ok && bad);
-	strcpy(ok, "{\"command\":\"");
+	memcpy(ok, "{\"command\":\"", 12);
 	memset(ok + 12, 'a', 256 * 1024);
-	strcpy(ok + 12 + 256 * 1024, "\"}");
-	strcpy(bad, "{\"command\":\"");
+	memcpy(ok + 12 + 256 * 1024, "\"}", 3);
+	memcpy(bad, "{\"command\":\"", 12);
 	memset(bad + 12, 'a', 256 * 1024 + 1);
-	strcpy(bad + 12 + 256 * 1024 + 1, "\"}");
+	memcpy(bad + 12 + 256 * 1024 + 1, "\"}", 3);
 	run_ok(ok, &spec, &buf, &v);
 	cr_assert_eq(strlen(spec.command), 256 * 1024);
 	json_decref(v);
@@ -651,14 +651,15 @@ Test(run, env_refused)
 Test(run, env_entry_size)
 {
 	/* "K=" plus the value must fit 32 KiB */
-	_cleanup_free_ char *s = malloc(40 * 1024);
+	const size_t size = 40 * 1024;
+	_cleanup_free_ char *s = malloc(size);
 	char *p = s;
 
 	cr_assert_not_null(s);
-	p += sprintf(p, "{\"command\":\"x\",\"env\":{\"K\":\"");
+	p += snprintf(p, size, "{\"command\":\"x\",\"env\":{\"K\":\"");
 	memset(p, 'v', 32 * 1024 - 1);
 	p += 32 * 1024 - 1;
-	sprintf(p, "\"}}");
+	snprintf(p, size - (size_t)(p - s), "\"}}");
 	run_bad(s, "env");
 }
 

@@ -271,7 +271,7 @@ Test(codec, close_payload_cuts_at_a_character)
 	cr_assert(n == 5 && p[0] == 0x03 && p[1] == 0xe8 && memcmp(p + 2, "bye", 3) == 0);
 	/* 122 ASCII bytes then a 2-byte character: it does not fit in 123 and is left out. */
 	memset(reason, 'a', 122);
-	strcpy(reason + 122, "\xc3\xa9tail");
+	snprintf(reason + 122, sizeof reason - 122, "\xc3\xa9tail");
 	n = ws_close_payload(p, 1001, reason);
 	cr_assert_eq(n, 2 + 122);
 }

@@ -251,7 +251,7 @@ Test(random_id, charset_and_length)
 	cr_assert_eq(random_id("ws-", 20, id2, sizeof(id2)), 0);
 	cr_assert_str_neq(id, id2);
 
-	strcpy(id, "untouched");
+	snprintf(id, sizeof id, "untouched");
 	cr_assert_eq(random_id("ws-", 20, id, 23), -ENOBUFS);
 	cr_assert_str_eq(id, "untouched");
 	cr_assert_eq(random_id("", 53, id, sizeof(id)), -EINVAL);
@@ -316,7 +316,7 @@ static char tmpdir[64];
 
 static void tmp_setup(void)
 {
-	strcpy(tmpdir, "/tmp/test-basic-util.XXXXXX");
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/test-basic-util.XXXXXX");
 	cr_assert_not_null(mkdtemp(tmpdir));
 }
 
