@@ -31,6 +31,12 @@ static inline int output_cursor_index(int stream)
 	}
 }
 
+/* "stdout" or "stderr" for a cursor's index. */
+static inline const char *output_cursor_stream_name(int idx)
+{
+	return run_stream_to_string(idx == 0 ? RUN_STREAM_STDOUT : RUN_STREAM_STDERR);
+}
+
 static inline void output_cursor_miss(struct output_cursor *c, uint64_t offset, uint64_t n)
 {
 	if (c->gap_bytes == 0)

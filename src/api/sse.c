@@ -33,8 +33,6 @@ struct sse {
 	bool finished; /* the end event is in buf */
 };
 
-static const char *const stream_names[2] = { "stdout", "stderr" };
-
 static int buf_reserve(struct sse *sse, size_t n)
 {
 	size_t want;
@@ -96,7 +94,7 @@ static int append_gap(struct sse *sse, int idx)
 	r = buf_printf(sse, SSE_GAP_EVENT_MAX,
 		       "event: gap\ndata: {\"stream\":\"%s\",\"offset\":%" PRIu64
 		       ",\"bytes\":%" PRIu64 "}\n\n",
-		       stream_names[idx], st->gap_offset, st->gap_bytes);
+		       output_cursor_stream_name(idx), st->gap_offset, st->gap_bytes);
 	if (r >= 0)
 		st->gap_bytes = 0;
 	return r;
@@ -112,7 +110,7 @@ static int append_output(struct sse *sse, int idx, uint64_t offset, const void *
 		return -ENOMEM;
 	r = buf_printf(sse, SSE_GAP_EVENT_MAX,
 		       "event: output\ndata: {\"stream\":\"%s\",\"offset\":%" PRIu64 ",\"data\":\"",
-		       stream_names[idx], offset);
+		       output_cursor_stream_name(idx), offset);
 	if (r >= 0)
 		r = buf_append(sse, b64, strlen(b64));
 	if (r >= 0)

@@ -36,8 +36,6 @@ struct ws_output {
 	bool ended;   /* the end message is queued and the close begun */
 };
 
-static const char *const stream_names[2] = { "stdout", "stderr" };
-
 /* 0 when announced (or nothing to announce), -EAGAIN and friends when it did not fit. */
 static int send_gap(struct ws_output *o, int idx)
 {
@@ -50,7 +48,7 @@ static int send_gap(struct ws_output *o, int idx)
 	n = snprintf(text, sizeof text,
 		     "{\"type\":\"gap\",\"stream\":\"%s\",\"offset\":%" PRIu64 ",\"bytes\":%" PRIu64
 		     "}",
-		     stream_names[idx], st->gap_offset, st->gap_bytes);
+		     output_cursor_stream_name(idx), st->gap_offset, st->gap_bytes);
 	r = ws_send_text(o->conn, text, (size_t)n);
 	if (r >= 0)
 		st->gap_bytes = 0;

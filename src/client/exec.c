@@ -9,6 +9,7 @@
 
 #include "basic/cleanup.h"
 #include "client-internal.h"
+#include "domain/state.h"
 
 /* One event's data is at most a whole run (the end event): far below this. */
 #define EVENT_MAX (64u * 1024 * 1024)
@@ -298,7 +299,7 @@ bool station_run_is_terminal(const json_t *run)
 {
 	const char *status = json_string_value(json_object_get(run, "status"));
 
-	return status && strcmp(status, "running") != 0;
+	return status && run_status_from_string(status) != RUN_RUNNING;
 }
 
 const char *station_stream_to_string(enum station_stream s)
