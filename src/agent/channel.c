@@ -493,6 +493,20 @@ int channel_end(struct channel *c, size_t start, int r)
 	return 0;
 }
 
+int channel_send_error(struct channel *c, uint16_t tag, const char *key, const char *reason)
+{
+	struct buf *b;
+	size_t start;
+	int r = channel_begin(c, MSG_ERROR, &b, &start);
+
+	if (r < 0)
+		return r;
+	r = tag && key ? frame_put_str(b, tag, key) : 0;
+	if (r >= 0)
+		r = frame_put_str(b, TAG_REASON, reason);
+	return channel_end(c, start, r);
+}
+
 uint64_t channel_next_seq(struct channel *c)
 {
 	return c->next_seq++;

@@ -47,6 +47,9 @@ bool channel_output_ok(const struct channel *c);
 int channel_begin(struct channel *c, uint16_t type, struct buf **ret_buf, size_t *ret_start);
 int channel_end(struct channel *c, size_t start, int r);
 
+/* ERROR with tag (RUN_ID, SERVICE_NAME; 0: none) = key unless key is NULL, and REASON. */
+int channel_send_error(struct channel *c, uint16_t tag, const char *key, const char *reason);
+
 /* RUN_DONE: channel_next_seq() gives the frame's seq; channel_submit_done() takes the finished
  * frame (*frame is emptied), keeps it until ACK and sends it when a controller is connected. */
 uint64_t channel_next_seq(struct channel *c);

@@ -21,6 +21,7 @@
 #include "agent/pty.h"
 #include "agent/run.h"
 #include "agent/service.h"
+#include "agent/spawn.h"
 #include "basic/cleanup.h"
 #include "basic/log.h"
 #include "basic/util.h"
@@ -223,7 +224,7 @@ static int check_start(const struct args *args, const struct agent_start *st)
 	if (!args->workdir == !st->workdir)
 		return -EINVAL;
 	for (size_t i = 0; i < st->n_env; i++)
-		if (!run_env_entry_valid(st->env[i]))
+		if (!spawn_env_entry_valid(st->env[i]))
 			return -EINVAL;
 	return 0;
 }
@@ -395,7 +396,7 @@ static const struct channel_ops channel_ops = {
 static int agent_setup(struct agent *a, const struct args *args, const struct agent_start *st,
 		       const struct cgroup *cg)
 {
-	const struct run_config config = {
+	const struct child_config config = {
 		.cgroup = cg,
 		.env = st->env,
 		.n_env = st->n_env,

@@ -21,8 +21,6 @@
 #include "basic/util.h"
 #include "proto/agent-proto.h"
 
-#define READ_CHUNK (64 * 1024)
-#define DRAIN_USEC 1000000ull
 #define REMOVE_RETRY_USEC 20000ull
 #define REMOVE_TRIES 100
 #define PASSWD_MAX (4u * 1024 * 1024)
@@ -32,29 +30,16 @@ struct term {
 	struct term *next;
 	char *id;
 	char *command; /* what runs: the command, or the login shell's path */
-	bool login_shell;
 	char *cwd;
-	struct cgroup *cg;
-	pid_t pid;
-	int master;
-	struct event_source *io;
+	struct child child; /* its output is the PTY master */
 	uint32_t events;
-	int errpipe_fd;
-	struct event_source *errpipe_io;
 	struct pty_ring ring;
 	uint8_t *in; /* input not yet written to the PTY */
 	size_t in_len;
 	uint64_t in_dropped;
-	bool watch;
-	bool exited;
-	int wait_status;
 	bool forced;
-	bool failed;
-	char *reason;
-	bool opened_sent;
-	struct event_source *timer; /* output drain after exit, then cgroup removal */
+	struct event_source *remove_timer;
 	unsigned remove_tries;
-	uint64_t started_at;
 };
 
 /* An ended terminal whose TERM_EXIT the channel holds until ACK. */
@@ -64,20 +49,10 @@ struct term_ended {
 };
 
 struct term_manager {
-	struct event_loop *loop;
-	struct channel *channel;
-	struct cgroup *cgroup;
-	char **env;
-	size_t n_env;
-	char *home_entry;
-	char *workdir;
-	bool set_user;
-	uid_t uid;
-	gid_t gid;
+	struct child_base base;
 	struct term *terms;
 	size_t n_terms;
 	struct term_ended *ended;
-	uint64_t next_cgroup;
 };
 
 /* The parsed TERM_OPEN. */
@@ -103,33 +78,9 @@ static void request_done(struct term_request *q)
 
 /* ---- parsing ------------------------------------------------------------------------------ */
 
-static bool term_id_valid(const char *s)
-{
-	if (!*s)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-		      (*s >= '0' && *s <= '9') || strchr("._:-", *s)))
-			return false;
-	return true;
-}
-
 static int read_id(const uint8_t *val, size_t len, char **ret)
 {
-	char *s;
-	int r;
-
-	if (*ret)
-		return -EBADMSG; /* repeated */
-	r = frame_val_strdup(val, len, PROTO_MAX_ID, &s);
-	if (r < 0)
-		return r;
-	if (!term_id_valid(s)) {
-		free(s);
-		return -EBADMSG;
-	}
-	*ret = s;
-	return 0;
+	return *ret ? -EBADMSG /* repeated */ : proto_id_read(val, len, ret);
 }
 
 static int read_size(const uint8_t *val, size_t len, uint64_t *ret, bool *seen)
@@ -266,47 +217,28 @@ static int small_parse(const struct frame *f, struct term_small *s)
 
 /* ---- reporting ---------------------------------------------------------------------------- */
 
-static void send_opened(struct term *t)
+static int put_term_id(const struct child *c, struct buf *b)
 {
+	return frame_put_str(b, TAG_TERM_ID, container_of(c, struct term, child)->id);
+}
+
+static void send_opened(struct child *c)
+{
+	struct term *t = container_of(c, struct term, child);
 	struct buf *b;
 	size_t start;
 	int k;
 
-	if (channel_begin(t->m->channel, MSG_TERM_OPENED, &b, &start) < 0)
+	if (channel_begin(t->m->base.channel, MSG_TERM_OPENED, &b, &start) < 0)
 		return;
 	k = frame_put_str(b, TAG_TERM_ID, t->id);
 	if (k >= 0)
-		k = frame_put_u64(b, TAG_PID, (uint64_t)t->pid);
+		k = frame_put_u64(b, TAG_PID, (uint64_t)c->pid);
 	if (k >= 0)
-		k = frame_put_u64(b, TAG_STARTED_AT, t->started_at);
+		k = frame_put_u64(b, TAG_STARTED_AT, c->started_at);
 	if (k >= 0)
 		k = frame_put_str(b, TAG_COMMAND, t->command);
-	(void)channel_end(t->m->channel, start, k);
-}
-
-/* TERM_OUTPUT in frames of at most READ_CHUNK; each is dropped while the queue is over its
- * cap (the controller sees the offset jump as a gap). */
-static void send_output(struct term *t, uint64_t offset, const uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		size_t len = MIN(n, (size_t)READ_CHUNK);
-		struct buf *b;
-		size_t start;
-		int k;
-
-		if (!channel_output_ok(t->m->channel) ||
-		    channel_begin(t->m->channel, MSG_TERM_OUTPUT, &b, &start) < 0)
-			return;
-		k = frame_put_str(b, TAG_TERM_ID, t->id);
-		if (k >= 0)
-			k = frame_put_u64(b, TAG_OFFSET, offset);
-		if (k >= 0)
-			k = frame_put_bytes(b, TAG_DATA, p, len);
-		(void)channel_end(t->m->channel, start, k);
-		offset += len;
-		p += len;
-		n -= len;
-	}
+	(void)channel_end(t->m->base.channel, start, k);
 }
 
 static int send_replay(struct term *t, uint64_t request)
@@ -320,7 +252,7 @@ static int send_replay(struct term *t, uint64_t request)
 	if (!data)
 		return -ENOMEM;
 	n = pty_ring_read(&t->ring, 0, data, t->ring.len, &offset);
-	k = channel_begin(t->m->channel, MSG_TERM_REPLAY, &b, &start);
+	k = channel_begin(t->m->base.channel, MSG_TERM_REPLAY, &b, &start);
 	if (k < 0)
 		return k;
 	k = frame_put_str(b, TAG_TERM_ID, t->id);
@@ -330,26 +262,22 @@ static int send_replay(struct term *t, uint64_t request)
 		k = frame_put_u64(b, TAG_OFFSET, offset);
 	if (k >= 0)
 		k = frame_put_bytes(b, TAG_DATA, data, n);
-	return channel_end(t->m->channel, start, k);
+	return channel_end(t->m->base.channel, start, k);
 }
 
 static int put_status(struct buf *b, const struct term *t)
 {
-	enum run_status status = t->failed		     ? RUN_FAILED_TO_START :
-				 WIFSIGNALED(t->wait_status) ? RUN_KILLED :
-							       RUN_EXITED;
+	enum run_status status = child_status(&t->child);
 	int k = frame_put_str(b, TAG_TERM_ID, t->id);
 
 	if (k >= 0)
 		k = frame_put_u64(b, TAG_STATUS, status);
-	if (k >= 0 && status == RUN_EXITED)
-		k = frame_put_u64(b, TAG_EXIT_CODE, (uint64_t)WEXITSTATUS(t->wait_status));
-	if (k >= 0 && status == RUN_KILLED)
-		k = frame_put_u64(b, TAG_SIGNAL, (uint64_t)WTERMSIG(t->wait_status));
+	if (k >= 0)
+		k = child_put_exit(&t->child, b);
 	if (k >= 0 && t->forced)
 		k = frame_put_u64(b, TAG_FORCED, 1);
 	if (k >= 0 && status == RUN_FAILED_TO_START)
-		k = frame_put_str(b, TAG_REASON, t->reason ? t->reason : "failed to start");
+		k = frame_put_str(b, TAG_REASON, t->child.reason ?: "failed to start");
 	return k;
 }
 
@@ -368,7 +296,7 @@ static int remember_ended(struct term_manager *m, const char *id)
 
 static void report_exit(struct term *t)
 {
-	struct channel *c = t->m->channel;
+	struct channel *c = t->m->base.channel;
 	uint64_t seq = channel_next_seq(c);
 	struct buf b = { 0 };
 	size_t start;
@@ -378,7 +306,7 @@ static void report_exit(struct term *t)
 	if (k >= 0)
 		k = put_status(&b, t);
 	if (k >= 0)
-		k = frame_put_u64(&b, TAG_STARTED_AT, t->started_at);
+		k = frame_put_u64(&b, TAG_STARTED_AT, t->child.started_at);
 	if (k >= 0)
 		k = frame_put_u64(&b, TAG_ENDED_AT, realtime_usec());
 	if (k >= 0)
@@ -393,19 +321,10 @@ static void report_exit(struct term *t)
 		log_error("cannot record terminal exit", "terminal", t->id, "error", strerror(-k),
 			  NULL);
 	buf_free(&b);
-	log_info("terminal ended", "terminal", t->id, "reason", t->reason ? t->reason : "", NULL);
+	log_info("terminal ended", "terminal", t->id, "reason", t->child.reason ?: "", NULL);
 }
 
 /* ---- terminal lifecycle ------------------------------------------------------------------- */
-
-static void close_source(struct event_source **s, int *fd)
-{
-	event_source_free(*s);
-	*s = NULL;
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
 
 static void term_free(struct term *t)
 {
@@ -417,42 +336,34 @@ static void term_free(struct term *t)
 			m->n_terms--;
 			break;
 		}
-	close_source(&t->io, &t->master);
-	close_source(&t->errpipe_io, &t->errpipe_fd);
-	event_source_free(t->timer);
+	child_done(&t->child);
+	event_source_free(t->remove_timer);
 	pty_ring_done(&t->ring);
-	cgroup_free(t->cg);
 	free(t->in);
-	free(t->reason);
 	free(t->cwd);
 	free(t->command);
 	free(t->id);
 	free(t);
 }
 
-static int on_timer(struct event_source *s, uint64_t now, void *userdata);
+static int on_remove_retry(struct event_source *s, uint64_t now, void *userdata);
 
-static bool term_arm_timer(struct term *t, uint64_t when)
+/* The terminal's cgroup is removed once its killed processes have left (retried from a timer,
+ * never blocking); then TERM_EXIT goes out and the terminal is forgotten. */
+static void term_remove(struct term *t)
 {
-	if (t->timer)
-		return event_source_set_time(t->timer, when) >= 0;
-	return event_add_timer(t->m->loop, &t->timer, when, on_timer, t) >= 0;
-}
-
-/* The terminal's cgroup is removed once its killed processes have left (retried from the
- * timer, never blocking); then TERM_EXIT goes out and the terminal is forgotten. */
-static void term_maybe_finish(struct term *t)
-{
+	struct cgroup *cg = t->child.cg;
+	uint64_t when = now_usec() + REMOVE_RETRY_USEC;
 	int k;
 
-	if (!t->exited || t->errpipe_fd >= 0 || t->master >= 0)
-		return;
-	if (t->cg) {
-		k = cgroup_remove(t->cg);
+	if (cg) {
+		k = cgroup_remove(cg);
 		if (k == -EBUSY && ++t->remove_tries < REMOVE_TRIES) {
 			if (t->remove_tries % 10 == 0)
-				(void)cgroup_kill(t->cg);
-			if (term_arm_timer(t, now_usec() + REMOVE_RETRY_USEC))
+				(void)cgroup_kill(cg);
+			if (t->remove_timer ? event_source_set_time(t->remove_timer, when) >= 0 :
+					      event_add_timer(t->m->base.loop, &t->remove_timer,
+							      when, on_remove_retry, t) >= 0)
 				return;
 		}
 		if (k < 0)
@@ -463,69 +374,32 @@ static void term_maybe_finish(struct term *t)
 	term_free(t);
 }
 
-static int on_timer(struct event_source *s, uint64_t now, void *userdata)
+static int on_remove_retry(struct event_source *s, uint64_t now, void *userdata)
 {
-	struct term *t = userdata;
-
-	if (t->master >= 0) {
-		log_warn("terminal output still open after its process exited, closing it",
-			 "terminal", t->id, NULL);
-		close_source(&t->io, &t->master);
-	}
-	term_maybe_finish(t);
+	term_remove(userdata);
 	return 0;
 }
 
-static void set_reason(struct term *t, char *s)
+static void term_finish(struct child *c)
 {
-	t->failed = true;
-	if (!s)
-		return;
-	free(t->reason);
-	t->reason = s;
-}
-
-static void errpipe_read(struct term *t)
-{
-	struct spawn_error e;
-	int n = spawn_errpipe_read(t->errpipe_fd, &e);
-
-	if (n == -EAGAIN)
-		return;
-	close_source(&t->errpipe_io, &t->errpipe_fd);
-	if (n == 0) {
-		set_reason(t, e.stage == SPAWN_STAGE_EXEC && t->login_shell ?
-				      spawn_reason("exec", t->command, e.err) :
-				      spawn_error_reason(&e, t->cwd));
-		log_info("terminal failed to start", "terminal", t->id, "reason",
-			 t->reason ? t->reason : "", NULL);
-		return;
-	}
-	t->opened_sent = true;
-	send_opened(t);
-}
-
-static int on_errpipe(struct event_source *s, int fd, uint32_t revents, void *userdata)
-{
-	struct term *t = userdata;
-
-	errpipe_read(t);
-	term_maybe_finish(t);
-	return 0;
+	term_remove(container_of(c, struct term, child));
 }
 
 static void term_set_events(struct term *t)
 {
 	uint32_t events = EPOLLIN | (t->in_len > 0 ? EPOLLOUT : 0);
+	struct event_source *io = t->child.out[0].io;
 
-	if (t->io && events != t->events && event_source_set_io_events(t->io, events) >= 0)
+	if (io && events != t->events && event_source_set_io_events(io, events) >= 0)
 		t->events = events;
 }
 
 static void input_write(struct term *t)
 {
-	while (t->in_len > 0 && t->master >= 0) {
-		ssize_t n = write(t->master, t->in, t->in_len);
+	int fd = t->child.out[0].fd;
+
+	while (t->in_len > 0 && fd >= 0) {
+		ssize_t n = write(fd, t->in, t->in_len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -541,77 +415,28 @@ static void input_write(struct term *t)
 	term_set_events(t);
 }
 
-static void output_read(struct term *t)
+static void term_writable(struct child *c)
 {
-	static uint8_t chunk[READ_CHUNK];
-	uint64_t offset;
-	ssize_t n;
-
-	do
-		n = read(t->master, chunk, sizeof chunk);
-	while (n < 0 && errno == EINTR);
-	if (n < 0 && errno == EAGAIN)
-		return;
-	if (n <= 0) { /* EIO: no process has the terminal open any more */
-		close_source(&t->io, &t->master);
-		term_maybe_finish(t);
-		return;
-	}
-	offset = t->ring.total;
-	pty_ring_append(&t->ring, chunk, (size_t)n);
-	if (t->watch)
-		send_output(t, offset, chunk, (size_t)n);
+	input_write(container_of(c, struct term, child));
 }
 
-static int on_master(struct event_source *s, int fd, uint32_t revents, void *userdata)
+static void term_output(struct child *c, const uint8_t *p, size_t n)
 {
-	struct term *t = userdata;
+	struct term *t = container_of(c, struct term, child);
+	uint64_t offset = t->ring.total;
 
-	if (revents & EPOLLOUT)
-		input_write(t);
-	if (t->master >= 0 && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
-		output_read(t);
-	return 0;
-}
-
-/* Kills every process of the terminal: its cgroup, or without one its session. */
-static void term_kill_tree(struct term *t)
-{
-	int k;
-
-	if (t->pid <= 0)
-		return;
-	if (t->cg) {
-		k = cgroup_kill(t->cg);
-		if (k < 0)
-			log_warn("cannot kill terminal cgroup", "terminal", t->id, "error",
-				 strerror(-k), NULL);
-	} else
-		(void)kill(-t->pid, SIGKILL);
-	/* Not reaped yet, so the pid is still ours even if it has not joined its group. */
-	if (!t->exited)
-		(void)kill(t->pid, SIGKILL);
+	pty_ring_append(&t->ring, p, n);
+	if (c->watch)
+		child_send_output(c, 0, offset, p, n);
 }
 
 void term_manager_child_exited(struct term_manager *m, pid_t pid, int status)
 {
-	struct term *t;
-
-	for (t = m->terms; t; t = t->next)
-		if (t->pid == pid && !t->exited)
-			break;
-	if (!t)
-		return;
-	t->exited = true;
-	t->wait_status = status;
-	if (t->errpipe_fd >= 0)
-		errpipe_read(t);
-	/* The session is over: what it left behind goes too, so the PTY reaches EOF. */
-	if (!t->cg || cgroup_is_empty(t->cg) != 1)
-		term_kill_tree(t);
-	if (t->master >= 0 && !term_arm_timer(t, now_usec() + DRAIN_USEC))
-		close_source(&t->io, &t->master);
-	term_maybe_finish(t);
+	for (struct term *t = m->terms; t; t = t->next)
+		if (t->child.pid == pid && !t->child.exited) {
+			child_exited(&t->child, status);
+			return;
+		}
 }
 
 /* ---- starting ----------------------------------------------------------------------------- */
@@ -676,13 +501,13 @@ static int pty_open(int *ret_master, int *ret_slave)
 	return 0;
 }
 
-static int term_resize(struct term *t, uint64_t cols, uint64_t rows)
+static int pty_resize(int master, uint64_t cols, uint64_t rows)
 {
 	struct winsize w = { .ws_col = (unsigned short)cols, .ws_row = (unsigned short)rows };
 
-	if (t->master < 0)
+	if (master < 0)
 		return 0;
-	return ioctl(t->master, TIOCSWINSZ, &w) < 0 ? -errno : 0;
+	return ioctl(master, TIOCSWINSZ, &w) < 0 ? -errno : 0;
 }
 
 /* TERM, SHELL (login shell only), then the request's ENV: a later entry wins. */
@@ -707,133 +532,66 @@ static int extra_env(struct term *t, const struct term_request *q, char **shell_
 	return (int)n;
 }
 
-static int term_fork(struct term *t, const struct term_request *q, char **envp, int slave)
+/* The PTY, its size and owner, the environment, then the child; < 0 when nothing was forked. */
+static int term_spawn(struct term *t, const struct term_request *q)
 {
-	int ep[2] = { -1, -1 };
+	_cleanup_free_ char **extra = NULL;
+	_cleanup_free_ char *shell_entry = NULL, *argv0 = NULL;
+	_cleanup_close_ int slave = -1;
 	const char *base = strrchr(t->command, '/');
-	_cleanup_free_ char *argv0 = NULL;
 	char *argv[2] = { NULL, NULL };
-	struct spawn_child c = {
-		.cg = t->cg,
-		.set_user = t->m->set_user,
-		.uid = t->m->uid,
-		.gid = t->m->gid,
-		.stdio = { slave, slave, slave },
-		.cwd = t->cwd,
-		.command = t->command,
-		.envp = envp,
-		.session = true,
-	};
-	int k;
+	struct child_cmd cmd = { .cwd = t->cwd, .command = t->command, .pty_master = -1 };
+	int k, n_extra;
 
+	k = pty_open(&cmd.pty_master, &slave);
+	if (k < 0)
+		return child_fail_start(&t->child, spawn_reason("open a PTY", NULL, -k)), k;
+	t->child.out[0].fd = cmd.pty_master; /* the child's from here on */
+	cmd.pty_slave = slave;
+	if (t->m->base.set_user && fchown(slave, t->m->base.uid, t->m->base.gid) < 0)
+		log_debug("cannot hand the PTY to the user", "terminal", t->id, NULL);
+	(void)pty_resize(cmd.pty_master, q->cols, q->rows);
+	n_extra = extra_env(t, q, &shell_entry, &extra);
+	if (n_extra < 0)
+		return child_fail_start(&t->child, spawn_reason("environment", NULL, ENOMEM)),
+		       -ENOMEM;
+	cmd.env = extra;
+	cmd.n_env = (size_t)n_extra;
 	/* A login shell: argv[0] is "-" and its name. */
 	if (!q->command) {
 		if (asprintf(&argv0, "-%s", base ? base + 1 : t->command) < 0)
-			return -ENOMEM;
+			return child_fail_start(&t->child, spawn_reason("fork", NULL, ENOMEM)),
+			       -ENOMEM;
 		argv[0] = argv0;
-		c.path = t->command;
-		c.argv = argv;
+		cmd.path = t->command;
+		cmd.argv = argv;
 	}
-	if (pipe2(ep, O_CLOEXEC) < 0)
-		return -errno;
-	c.errpipe = ep[1];
-	k = spawn_fork(&c, &t->pid);
-	close(ep[1]);
-	if (k < 0) {
-		close(ep[0]);
-		return k;
-	}
-	t->errpipe_fd = ep[0];
-	return 0;
-}
-
-static int term_watch_fds(struct term *t)
-{
-	int k;
-
-	if (fd_set_nonblock(t->errpipe_fd, true) < 0)
-		return -errno;
-	k = event_add_io(t->m->loop, &t->io, t->master, EPOLLIN, on_master, t);
-	t->events = EPOLLIN;
-	if (k >= 0)
-		k = event_add_io(t->m->loop, &t->errpipe_io, t->errpipe_fd, EPOLLIN, on_errpipe, t);
-	return k;
-}
-
-/* Owns the PTY's slave end only for the fork. */
-static int term_spawn(struct term *t, const struct term_request *q)
-{
-	_cleanup_free_ char **envp = NULL, **extra = NULL;
-	_cleanup_free_ char *pwd = NULL, *shell_entry = NULL;
-	_cleanup_close_ int slave = -1;
-	int k, n_extra;
-
-	k = pty_open(&t->master, &slave);
-	if (k < 0)
-		return set_reason(t, spawn_reason("open a PTY", NULL, -k)), k;
-	if (t->m->set_user && fchown(slave, t->m->uid, t->m->gid) < 0)
-		log_debug("cannot hand the PTY to the user", "terminal", t->id, NULL);
-	(void)term_resize(t, q->cols, q->rows);
-	n_extra = extra_env(t, q, &shell_entry, &extra);
-	if (n_extra < 0 || spawn_build_env(t->m->env, t->m->n_env, t->m->home_entry, t->cwd, extra,
-					   (size_t)n_extra, &envp, &pwd) < 0)
-		return set_reason(t, spawn_reason("environment", NULL, ENOMEM)), -ENOMEM;
-	k = term_fork(t, q, envp, slave);
-	if (k < 0)
-		return set_reason(t, spawn_reason("fork", NULL, -k)), k;
-	k = term_watch_fds(t);
-	if (k < 0) {
-		set_reason(t, spawn_reason("event loop", NULL, -k));
-		(void)kill(t->pid, SIGKILL);
-		close_source(&t->errpipe_io, &t->errpipe_fd);
-		close_source(&t->io, &t->master);
-	}
-	return 0;
-}
-
-static int term_cgroup_create(struct term *t)
-{
-	char name[32];
-	int k;
-
-	snprintf(name, sizeof name, "t-%" PRIu64, ++t->m->next_cgroup);
-	k = spawn_cgroup_new(t->m->cgroup, name, &t->cg);
-	if (k < 0)
-		set_reason(t, spawn_reason("cgroup", name, -k));
-	return k;
+	return child_start(&t->child, &cmd);
 }
 
 static void term_start(struct term *t, const struct term_request *q)
 {
-	if (t->m->cgroup && term_cgroup_create(t) < 0)
-		goto fail;
-	if (term_spawn(t, q) < 0)
-		goto fail;
+	if (term_spawn(t, q) < 0) {
+		child_maybe_finish(&t->child);
+		return;
+	}
 	log_info("terminal started", "terminal", t->id, "command", t->command, NULL);
-	return;
-fail:
-	close_source(&t->io, &t->master);
-	if (t->pid <= 0)
-		t->exited = true; /* nothing to wait for */
-	term_maybe_finish(t);
 }
 
 static int term_new(struct term_manager *m, struct term_request *q, struct term **ret)
 {
 	struct term *t = calloc(1, sizeof *t);
-	uid_t uid = m->set_user ? m->uid : getuid();
+	uid_t uid = m->base.set_user ? m->base.uid : getuid();
 
 	if (!t)
 		return -ENOMEM;
-	*t = (struct term){ .m = m,
-			    .pid = -1,
-			    .master = -1,
-			    .errpipe_fd = -1,
-			    .started_at = realtime_usec() };
-	t->cwd = q->cwd ? TAKE_PTR(q->cwd) : strdup(m->workdir);
+	t->m = m;
+	t->events = EPOLLIN;
+	t->cwd = q->cwd ? TAKE_PTR(q->cwd) : strdup(m->base.workdir);
 	t->command = q->command ? strdup(q->command) : pty_login_shell("/etc/passwd", uid);
-	t->login_shell = !q->command;
-	if (!t->cwd || !t->command || pty_ring_init(&t->ring, q->scrollback) < 0) {
+	if (!t->cwd || !t->command || pty_ring_init(&t->ring, q->scrollback) < 0 ||
+	    child_init(&t->child, &m->base, q->id, 0, 0) < 0) {
+		pty_ring_done(&t->ring);
 		free(t->cwd);
 		free(t->command);
 		free(t);
@@ -857,18 +615,7 @@ static struct term *term_find(struct term_manager *m, const char *id)
 
 static bool term_known(struct term_manager *m, const char *id)
 {
-	return term_find(m, id) || channel_held_pending(m->channel, MSG_TERM_EXIT, id);
-}
-
-static int send_error(struct term_manager *m, const char *reason)
-{
-	struct buf *b;
-	size_t start;
-	int r = channel_begin(m->channel, MSG_ERROR, &b, &start);
-
-	if (r < 0)
-		return r;
-	return channel_end(m->channel, start, frame_put_str(b, TAG_REASON, reason));
+	return term_find(m, id) || channel_held_pending(m->base.channel, MSG_TERM_EXIT, id);
 }
 
 /* A TERM_OPEN refused before anything started: a TERM_EXIT failed_to_start all the same, so
@@ -877,9 +624,9 @@ static void refuse(struct term_manager *m, struct term_request *q, const char *r
 {
 	struct term t = { .m = m,
 			  .id = q->id,
-			  .failed = true,
-			  .reason = (char *)reason,
-			  .started_at = realtime_usec() };
+			  .child = { .failed_start = true,
+				     .reason = (char *)reason,
+				     .started_at = realtime_usec() } };
 
 	log_warn("terminal refused", "terminal", q->id, "reason", reason, NULL);
 	report_exit(&t);
@@ -894,7 +641,7 @@ static int handle_open(struct term_manager *m, const struct frame *f)
 	if (k < 0)
 		goto out;
 	if (term_known(m, q.id))
-		(void)send_error(m, "duplicate terminal id");
+		(void)channel_send_error(m->base.channel, 0, NULL, "duplicate terminal id");
 	else if (m->n_terms >= PROTO_MAX_TERMINALS)
 		refuse(m, &q, "too many terminals (16 per workspace)");
 	else if (term_new(m, &q, &t) < 0)
@@ -910,7 +657,7 @@ static void handle_input(struct term *t, const uint8_t *data, size_t n)
 {
 	size_t room = PTY_MAX_INPUT_QUEUE - t->in_len;
 
-	if (t->master < 0 || t->exited)
+	if (t->child.out[0].fd < 0 || t->child.exited)
 		return;
 	if (n > room) {
 		t->in_dropped += n - room;
@@ -946,17 +693,17 @@ static int handle_small(struct term_manager *m, const struct frame *f)
 		handle_input(t, s.data, s.data_len);
 		break;
 	case MSG_TERM_RESIZE:
-		(void)term_resize(t, s.cols, s.rows);
+		(void)pty_resize(t->child.out[0].fd, s.cols, s.rows);
 		break;
 	case MSG_TERM_ATTACH:
-		t->watch = s.watch;
+		t->child.watch = s.watch;
 		if (s.watch)
 			(void)send_replay(t, s.request);
 		break;
 	case MSG_TERM_CLOSE:
 		log_info("terminal force-closed", "terminal", t->id, NULL);
 		t->forced = true;
-		term_kill_tree(t);
+		child_kill(&t->child);
 		break;
 	}
 out:
@@ -988,7 +735,7 @@ int term_manager_hello_fields(struct term_manager *m, struct buf *b)
 	for (struct term_ended **p = &m->ended; *p && k >= 0;) {
 		struct term_ended *e = *p;
 
-		if (!channel_held_pending(m->channel, MSG_TERM_EXIT, e->id)) {
+		if (!channel_held_pending(m->base.channel, MSG_TERM_EXIT, e->id)) {
 			*p = e->next; /* acknowledged: forget it */
 			free(e->id);
 			free(e);
@@ -1003,37 +750,37 @@ int term_manager_hello_fields(struct term_manager *m, struct buf *b)
 void term_manager_disconnected(struct term_manager *m)
 {
 	for (struct term *t = m->terms; t; t = t->next)
-		t->watch = false;
+		t->child.watch = false;
 }
 
 void term_manager_kill_all(struct term_manager *m)
 {
 	for (struct term *t = m->terms; t; t = t->next)
-		term_kill_tree(t);
+		child_kill(&t->child);
 }
 
 /* ---- the manager -------------------------------------------------------------------------- */
 
+static const struct child_ops term_ops = {
+	.kind = "terminal",
+	.what = "terminal",
+	.cgroup_prefix = "t",
+	.output_type = MSG_TERM_OUTPUT,
+	.put_ids = put_term_id,
+	.output = term_output,
+	.writable = term_writable,
+	.started = send_opened,
+	.finish = term_finish,
+};
+
 int term_manager_new(struct event_loop *loop, struct channel *channel,
-		     const struct run_config *config, struct term_manager **ret)
+		     const struct child_config *config, struct term_manager **ret)
 {
 	struct term_manager *m = calloc(1, sizeof *m);
 
 	if (!m)
 		return -ENOMEM;
-	*m = (struct term_manager){
-		.loop = loop,
-		.channel = channel,
-		.cgroup = (struct cgroup *)config->cgroup,
-		.env = (char **)config->env,
-		.n_env = config->n_env,
-		.set_user = config->set_user,
-		.uid = config->uid,
-		.gid = config->gid,
-	};
-	m->workdir = strdup(config->workdir);
-	if (!m->workdir || asprintf(&m->home_entry, "HOME=%s", config->home) < 0) {
-		free(m->workdir);
+	if (child_base_init(&m->base, &term_ops, loop, channel, config) < 0) {
 		free(m);
 		return -ENOMEM;
 	}
@@ -1054,7 +801,6 @@ void term_manager_free(struct term_manager *m)
 		free(e->id);
 		free(e);
 	}
-	free(m->home_entry);
-	free(m->workdir);
+	child_base_done(&m->base);
 	free(m);
 }

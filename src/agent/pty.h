@@ -15,7 +15,7 @@
 #include <sys/types.h>
 
 #include "agent/channel.h"
-#include "agent/run.h"
+#include "agent/child.h"
 #include "event/event.h"
 #include "proto/frame.h"
 
@@ -51,9 +51,9 @@ size_t pty_ring_read(const struct pty_ring *r, uint64_t from, void *out, size_t 
 
 struct term_manager;
 
-/* config is the runs' (run.h): the same cgroup, environment, home, workdir and user. */
+/* config as for runs (child.h): the same cgroup, environment, home, workdir and user. */
 int term_manager_new(struct event_loop *loop, struct channel *channel,
-		     const struct run_config *config, struct term_manager **ret);
+		     const struct child_config *config, struct term_manager **ret);
 /* Frees every terminal without reporting it and without touching its processes. */
 void term_manager_free(struct term_manager *m);
 

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "agent/channel.h"
+#include "agent/child.h"
 #include "cgroup/cgroup.h"
 #include "event/event.h"
 #include "proto/frame.h"
@@ -19,20 +20,9 @@
 
 struct run_manager;
 
-struct run_config {
-	const struct cgroup *cgroup; /* the workspace cgroup; NULL: runs are not placed */
-	char *const *env; /* the start block's KEY=VALUE entries, valid names (run_env_entry_valid) */
-	size_t n_env;
-	const char *home;
-	const char *workdir; /* cwd of a run that names none */
-	bool set_user;	     /* runs drop to uid:gid (and no supplementary groups) */
-	uid_t uid;
-	gid_t gid;
-};
-
-/* The config is copied. */
+/* The config is copied (its env array is borrowed). */
 int run_manager_new(struct event_loop *loop, struct channel *channel,
-		    const struct run_config *config, struct run_manager **ret);
+		    const struct child_config *config, struct run_manager **ret);
 /* Frees every run without reporting it and without touching its processes. */
 void run_manager_free(struct run_manager *m);
 
@@ -50,6 +40,3 @@ void run_manager_child_exited(struct run_manager *m, pid_t pid, int status,
 
 /* SHUTDOWN: kills every run, waits for them (bounded, 5 s), removes the run cgroups. Blocks. */
 void run_manager_shutdown(struct run_manager *m);
-
-/* "KEY=VALUE" with KEY matching [A-Za-z_][A-Za-z0-9_]*. */
-bool run_env_entry_valid(const char *s);

@@ -40,17 +40,6 @@ static int tag_bit(uint16_t tag)
 	return -1;
 }
 
-static bool id_valid(const char *s)
-{
-	if (!*s)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-		      (*s >= '0' && *s <= '9') || strchr("._:-", *s)))
-			return false;
-	return true;
-}
-
 static int read_name(const uint8_t *val, size_t len, char **ret)
 {
 	char *s;
@@ -59,21 +48,6 @@ static int read_name(const uint8_t *val, size_t len, char **ret)
 	if (k < 0)
 		return k;
 	if (!service_name_valid(s)) {
-		free(s);
-		return -EBADMSG;
-	}
-	*ret = s;
-	return 0;
-}
-
-static int read_id(const uint8_t *val, size_t len, char **ret)
-{
-	char *s;
-	int k = frame_val_strdup(val, len, PROTO_MAX_ID, &s);
-
-	if (k < 0)
-		return k;
-	if (!id_valid(s)) {
 		free(s);
 		return -EBADMSG;
 	}
@@ -115,7 +89,7 @@ static int start_field(struct start_request *q, uint16_t tag, const uint8_t *val
 	case TAG_SERVICE_NAME:
 		return read_name(val, len, &svc->name);
 	case TAG_SERVICE_ID:
-		return read_id(val, len, &svc->id);
+		return proto_id_read(val, len, &svc->id);
 	case TAG_COMMAND:
 		return frame_val_strdup(val, len, PROTO_MAX_COMMAND, &svc->command);
 	case TAG_CWD:

@@ -5,57 +5,30 @@
 #include "agent/service.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "agent/output.h"
-#include "agent/spawn.h"
 #include "basic/cleanup.h"
 #include "basic/log.h"
 #include "basic/util.h"
 
-#define READ_CHUNK (64 * 1024)
-#define DRAIN_USEC 1000000ull
 #define SHUTDOWN_USEC 2000000ull
 #define REASON_MAX 1024
 
 struct service;
 
-struct service_pipe {
-	struct service *svc;
-	enum run_stream stream;
-	int fd;
-	struct event_source *io;
-};
-
 /* One run of the command. */
 struct attempt {
+	struct service *svc;
 	uint64_t number;
-	pid_t pid;
-	struct cgroup *cg;
-	int errpipe_fd;
-	struct event_source *errpipe_io;
-	struct service_pipe out;
-	struct service_pipe err;
-	struct output_buffer buf[2]; /* [0] stdout, [1] stderr */
-	struct event_source *drain_timer;
+	struct child child;
 	struct event_source *stop_timer;
-	bool exec_done;
-	bool exited;
-	int wait_status;
-	bool failed_start;
 	bool daemonized;
-	char *reason; /* failed start or daemonized */
-	int forced;   /* ATTEMPT_STOPPED or ATTEMPT_RESTARTED once asked to end, else -1 */
-	uint64_t started_at;
+	int forced; /* ATTEMPT_STOPPED or ATTEMPT_RESTARTED once asked to end, else -1 */
 };
 
 struct service {
@@ -75,22 +48,11 @@ struct service {
 };
 
 struct service_manager {
-	struct event_loop *loop;
-	struct channel *channel;
-	const struct cgroup *cgroup;
-	char *const *env;
-	size_t n_env;
-	char *home_entry;
-	char *workdir;
-	bool set_user;
-	uid_t uid;
-	gid_t gid;
+	struct child_base base;
 	struct service *services;
 	size_t n_services;
-	uint64_t next_cgroup;
 };
 
-static void attempt_maybe_finish(struct service *svc);
 static void service_start_attempt(struct service *svc);
 
 /* ---- definitions ---------------------------------------------------------------------------- */
@@ -150,18 +112,8 @@ static void service_clear_reason(struct service *svc)
 
 static int send_error(struct service_manager *m, const char *name, const char *reason)
 {
-	struct buf *b;
-	size_t start;
-	int r;
-
 	log_warn("service request refused", "service", name ? name : "", "reason", reason, NULL);
-	r = channel_begin(m->channel, MSG_ERROR, &b, &start);
-	if (r < 0)
-		return r;
-	r = name ? frame_put_str(b, TAG_SERVICE_NAME, name) : 0;
-	if (r >= 0)
-		r = frame_put_str(b, TAG_REASON, reason);
-	return channel_end(m->channel, start, r);
+	return channel_send_error(m->base.channel, TAG_SERVICE_NAME, name, reason);
 }
 
 static int put_ids(struct buf *b, const struct service *svc)
@@ -188,10 +140,10 @@ static int build_state(const struct service *svc, uint64_t seq, struct buf *b)
 		k = frame_put_u64(b, TAG_RESTART_COUNT, svc->restart_count);
 	if (k >= 0)
 		k = frame_put_u64(b, TAG_ATTEMPT, svc->last_attempt);
-	if (k >= 0 && a && a->pid > 0 && !a->exited)
-		k = frame_put_u64(b, TAG_PID, (uint64_t)a->pid);
+	if (k >= 0 && a && a->child.pid > 0 && !a->child.exited)
+		k = frame_put_u64(b, TAG_PID, (uint64_t)a->child.pid);
 	if (k >= 0 && a)
-		k = frame_put_u64(b, TAG_STARTED_AT, a->started_at);
+		k = frame_put_u64(b, TAG_STARTED_AT, a->child.started_at);
 	if (k >= 0 && a && a->forced >= 0)
 		k = frame_put_u64(b, TAG_STOPPING, 1);
 	if (k >= 0 && svc->state == SERVICE_BACKOFF)
@@ -206,7 +158,7 @@ static int build_state(const struct service *svc, uint64_t seq, struct buf *b)
 /* The newest state replaces any older one still held: only the latest matters. */
 static void report_state(struct service *svc)
 {
-	struct channel *c = svc->m->channel;
+	struct channel *c = svc->m->base.channel;
 	struct buf b = { 0 };
 	uint64_t seq = channel_next_seq(c);
 	int k;
@@ -224,44 +176,23 @@ static void report_state(struct service *svc)
 		 NULL);
 }
 
-static int put_stream(struct buf *b, struct output_buffer *o, uint16_t tag_head)
-{
-	const uint8_t *head, *tail;
-	size_t head_len, tail_len;
-	uint64_t offset;
-	int k;
-
-	output_buffer_head(o, &head, &head_len);
-	output_buffer_tail(o, &tail, &tail_len, &offset);
-	/* TAG_*_HEAD, TAG_*_TAIL and TAG_*_BYTES are consecutive for both streams. */
-	k = frame_put_bytes(b, tag_head, head, head_len);
-	if (k >= 0)
-		k = frame_put_bytes(b, tag_head + 1, tail, tail_len);
-	if (k >= 0)
-		k = frame_put_u64(b, tag_head + 2, output_buffer_total(o));
-	return k;
-}
-
 static int put_end(struct buf *b, const struct attempt *a, enum attempt_end end)
 {
 	int k = frame_put_u64(b, TAG_END_REASON, end);
 
-	if (k >= 0 && a->exited && !a->failed_start && WIFEXITED(a->wait_status))
-		k = frame_put_u64(b, TAG_EXIT_CODE, (uint64_t)WEXITSTATUS(a->wait_status));
-	if (k >= 0 && a->exited && !a->failed_start && WIFSIGNALED(a->wait_status))
-		k = frame_put_u64(b, TAG_SIGNAL, (uint64_t)WTERMSIG(a->wait_status));
+	if (k >= 0)
+		k = child_put_exit(&a->child, b);
 	if (k >= 0)
 		k = frame_put_u64(b, TAG_DAEMONIZED, a->daemonized);
-	if (k >= 0 && a->reason)
-		k = frame_put_str(b, TAG_REASON, a->reason);
+	if (k >= 0 && a->child.reason)
+		k = frame_put_str(b, TAG_REASON, a->child.reason);
 	return k;
 }
 
 static int build_done(const struct service *svc, struct attempt *a, enum attempt_end end,
 		      uint64_t seq, uint64_t ended, struct buf *b)
 {
-	size_t kept =
-		a->buf[0].head_len + a->buf[0].tail_len + a->buf[1].head_len + a->buf[1].tail_len;
+	size_t kept = child_output_kept(&a->child);
 	size_t start;
 	int k;
 
@@ -275,11 +206,9 @@ static int build_done(const struct service *svc, struct attempt *a, enum attempt
 	if (k >= 0)
 		k = put_end(b, a, end);
 	if (k >= 0)
-		k = put_stream(b, &a->buf[0], TAG_STDOUT_HEAD);
+		k = child_put_output(&a->child, b, true);
 	if (k >= 0)
-		k = put_stream(b, &a->buf[1], TAG_STDERR_HEAD);
-	if (k >= 0)
-		k = frame_put_u64(b, TAG_STARTED_AT, a->started_at);
+		k = frame_put_u64(b, TAG_STARTED_AT, a->child.started_at);
 	if (k >= 0)
 		k = frame_put_u64(b, TAG_ENDED_AT, ended);
 	if (k >= 0)
@@ -329,7 +258,7 @@ static int strip_output(struct buf *frame)
 
 static void report_done(struct service *svc, struct attempt *a, enum attempt_end end)
 {
-	struct channel *c = svc->m->channel;
+	struct channel *c = svc->m->base.channel;
 	struct buf b = { 0 };
 	uint64_t seq = channel_next_seq(c);
 	int k;
@@ -345,112 +274,56 @@ static void report_done(struct service *svc, struct attempt *a, enum attempt_end
 			  strip_output);
 }
 
-/* SERVICE_OUTPUT in frames of at most READ_CHUNK; dropped while the queue is over its cap. */
-static void send_output(struct service *svc, const struct attempt *a, enum run_stream stream,
-			uint64_t offset, const uint8_t *p, size_t n)
+static int put_output_ids(const struct child *c, struct buf *b)
 {
-	struct channel *c = svc->m->channel;
+	const struct attempt *a = container_of(c, struct attempt, child);
+	int k = frame_put_str(b, TAG_SERVICE_NAME, a->svc->def.name);
 
-	while (n > 0) {
-		size_t len = MIN(n, (size_t)READ_CHUNK);
-		struct buf *b;
-		size_t start;
-		int k;
-
-		if (!channel_output_ok(c) || channel_begin(c, MSG_SERVICE_OUTPUT, &b, &start) < 0)
-			return; /* a gap the controller sees in the offsets */
-		k = frame_put_str(b, TAG_SERVICE_NAME, svc->def.name);
-		if (k >= 0)
-			k = frame_put_u64(b, TAG_ATTEMPT, a->number);
-		if (k >= 0)
-			k = frame_put_u64(b, TAG_STREAM, stream);
-		if (k >= 0)
-			k = frame_put_u64(b, TAG_OFFSET, offset);
-		if (k >= 0)
-			k = frame_put_bytes(b, TAG_DATA, p, len);
-		(void)channel_end(c, start, k);
-		offset += len;
-		p += len;
-		n -= len;
-	}
-}
-
-static void send_snapshot(struct service *svc, struct attempt *a)
-{
-	for (int i = 0; i < 2; i++) {
-		const uint8_t *data;
-		uint64_t offset;
-		size_t len;
-
-		output_buffer_head(&a->buf[i], &data, &len);
-		send_output(svc, a, i + 1, 0, data, len);
-		output_buffer_tail(&a->buf[i], &data, &len, &offset);
-		send_output(svc, a, i + 1, offset, data, len);
-	}
+	if (k >= 0)
+		k = frame_put_u64(b, TAG_ATTEMPT, a->number);
+	return k;
 }
 
 /* ---- attempts ------------------------------------------------------------------------------- */
-
-static void close_source(struct event_source **s, int *fd)
-{
-	event_source_free(*s);
-	*s = NULL;
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
 
 static void attempt_free(struct attempt *a)
 {
 	if (!a)
 		return;
-	close_source(&a->errpipe_io, &a->errpipe_fd);
-	close_source(&a->out.io, &a->out.fd);
-	close_source(&a->err.io, &a->err.fd);
-	output_buffer_done(&a->buf[0]);
-	output_buffer_done(&a->buf[1]);
-	event_source_free(a->drain_timer);
+	child_done(&a->child);
 	event_source_free(a->stop_timer);
-	if (a->cg)
-		cgroup_free(a->cg);
-	free(a->reason);
 	free(a);
 }
 
 static enum attempt_end attempt_end_of(const struct attempt *a)
 {
-	if (a->failed_start)
+	if (a->child.failed_start)
 		return ATTEMPT_FAILED_TO_START;
 	if (a->forced >= 0)
 		return (enum attempt_end)a->forced;
 	if (a->daemonized)
 		return ATTEMPT_DAEMONIZED;
-	if (WIFSIGNALED(a->wait_status))
+	if (WIFSIGNALED(a->child.wait_status))
 		return ATTEMPT_KILLED;
 	return ATTEMPT_EXITED;
-}
-
-static int exit_code_of(const struct attempt *a)
-{
-	return a->exited && !a->failed_start && WIFEXITED(a->wait_status) ?
-		       WEXITSTATUS(a->wait_status) :
-		       -1;
 }
 
 /* The service's reason after an attempt ended this way. */
 static void describe_end(struct service *svc, const struct attempt *a, enum attempt_end end,
 			 const char *prefix)
 {
-	if (a->reason)
-		service_set_reason(svc, "%s%s", prefix, a->reason);
+	int status = a->child.wait_status;
+
+	if (a->child.reason)
+		service_set_reason(svc, "%s%s", prefix, a->child.reason);
 	else if (end == ATTEMPT_STOPPED)
 		service_set_reason(svc, "stopped on request");
-	else if (WIFSIGNALED(a->wait_status))
-		service_set_reason(svc, "%skilled by signal %d (SIG%s)", prefix,
-				   WTERMSIG(a->wait_status),
-				   sigabbrev_np(WTERMSIG(a->wait_status)) ?: "?");
+	else if (WIFSIGNALED(status))
+		service_set_reason(svc, "%skilled by signal %d (SIG%s)", prefix, WTERMSIG(status),
+				   sigabbrev_np(WTERMSIG(status)) ?: "?");
 	else
-		service_set_reason(svc, "%sexited with code %d", prefix, exit_code_of(a));
+		service_set_reason(svc, "%sexited with code %d", prefix,
+				   child_exit_code(&a->child));
 }
 
 static int on_restart_timer(struct event_source *s, uint64_t now, void *userdata)
@@ -473,7 +346,7 @@ static void enter_backoff(struct service *svc, uint64_t delay_ms)
 	if (svc->restart_timer)
 		k = event_source_set_time(svc->restart_timer, now_usec() + delay_usec);
 	else
-		k = event_add_timer(svc->m->loop, &svc->restart_timer, now_usec() + delay_usec,
+		k = event_add_timer(svc->m->base.loop, &svc->restart_timer, now_usec() + delay_usec,
 				    on_restart_timer, svc);
 	if (k < 0) {
 		log_error("cannot arm service restart timer", "service", svc->def.name, NULL);
@@ -483,23 +356,25 @@ static void enter_backoff(struct service *svc, uint64_t delay_ms)
 }
 
 /* The attempt is over: report it, then follow the policy. */
-static void attempt_finish(struct service *svc)
+static void attempt_finish(struct child *c)
 {
-	struct attempt *a = TAKE_PTR(svc->attempt);
+	struct attempt *a = container_of(c, struct attempt, child);
+	struct service *svc = a->svc;
 	enum attempt_end end = attempt_end_of(a);
 	struct service_next next;
 
 	report_done(svc, a, end);
 	log_info("service attempt ended", "service", svc->def.name, "end",
 		 attempt_end_to_string(end), NULL);
-	if (a->cg)
-		spawn_cgroup_release(svc->m->loop, TAKE_PTR(a->cg));
+	svc->attempt = NULL;
+	if (c->cg)
+		spawn_cgroup_release(svc->m->base.loop, TAKE_PTR(c->cg));
 	if (svc->remove) {
 		attempt_free(a);
 		service_free(svc);
 		return;
 	}
-	next = service_policy_next(&svc->def.restart, svc->restart_count, end, exit_code_of(a));
+	next = service_policy_next(&svc->def.restart, svc->restart_count, end, child_exit_code(c));
 	switch (next.state) {
 	case SERVICE_STARTING:
 		attempt_free(a);
@@ -523,105 +398,16 @@ static void attempt_finish(struct service *svc)
 	report_state(svc);
 }
 
-static void attempt_maybe_finish(struct service *svc)
+/* The command was executed: the service runs, unless it already ended or is stopping. */
+static void attempt_started(struct child *c)
 {
-	struct attempt *a = svc->attempt;
+	struct service *svc = container_of(c, struct attempt, child)->svc;
 
-	if (a && a->exited && a->errpipe_fd < 0 && a->out.fd < 0 && a->err.fd < 0)
-		attempt_finish(svc);
-}
-
-static void pipe_close(struct service_pipe *p)
-{
-	close_source(&p->io, &p->fd);
-}
-
-static void errpipe_read(struct service *svc)
-{
-	struct attempt *a = svc->attempt;
-	struct spawn_error e;
-	int n = spawn_errpipe_read(a->errpipe_fd, &e);
-
-	if (n == -EAGAIN)
-		return;
-	close_source(&a->errpipe_io, &a->errpipe_fd);
-	if (n == 0) {
-		a->failed_start = true;
-		a->reason = spawn_error_reason(&e, svc->def.cwd);
-		log_info("service attempt failed to start", "service", svc->def.name, "reason",
-			 a->reason ? a->reason : "", NULL);
-		return;
-	}
-	a->exec_done = true;
-	if (a->exited || svc->state != SERVICE_STARTING)
+	if (c->exited || svc->state != SERVICE_STARTING)
 		return;
 	svc->state = SERVICE_RUNNING;
 	service_clear_reason(svc);
 	report_state(svc);
-}
-
-static int on_errpipe(struct event_source *s, int fd, uint32_t revents, void *userdata)
-{
-	struct service *svc = userdata;
-
-	errpipe_read(svc);
-	attempt_maybe_finish(svc);
-	return 0;
-}
-
-static int on_pipe(struct event_source *s, int fd, uint32_t revents, void *userdata)
-{
-	static uint8_t chunk[READ_CHUNK];
-	struct service_pipe *p = userdata;
-	struct service *svc = p->svc;
-	struct attempt *a = svc->attempt;
-	struct output_buffer *o = &a->buf[p->stream - 1];
-	uint64_t offset;
-	ssize_t n;
-
-	do
-		n = read(fd, chunk, sizeof chunk);
-	while (n < 0 && errno == EINTR);
-	if (n < 0 && errno == EAGAIN)
-		return 0;
-	if (n <= 0) {
-		pipe_close(p);
-		attempt_maybe_finish(svc);
-		return 0;
-	}
-	offset = output_buffer_total(o);
-	output_buffer_append(o, chunk, (size_t)n);
-	if (svc->watch)
-		send_output(svc, a, p->stream, offset, chunk, (size_t)n);
-	return 0;
-}
-
-static int on_drain_timeout(struct event_source *s, uint64_t now, void *userdata)
-{
-	struct service *svc = userdata;
-
-	log_warn("output pipes still open after the attempt ended, closing them", "service",
-		 svc->def.name, NULL);
-	pipe_close(&svc->attempt->out);
-	pipe_close(&svc->attempt->err);
-	attempt_maybe_finish(svc);
-	return 0;
-}
-
-/* SIGKILL for the attempt's whole tree. */
-static void attempt_kill(struct attempt *a)
-{
-	int k;
-
-	if (a->cg) {
-		k = cgroup_kill(a->cg);
-		if (k < 0)
-			log_warn("cannot kill service cgroup", "error", strerror(-k), NULL);
-	} else if (a->pid > 0)
-		(void)kill(-a->pid, SIGKILL);
-	/* The main process may not have joined its group yet; it is ours and not reaped. */
-	if (a->pid > 0 && !a->exited)
-		(void)kill(a->pid, SIGKILL);
 }
 
 /* The main process exited while others stayed: services must run in the foreground. */
@@ -629,49 +415,37 @@ static void check_daemonized(struct service *svc, struct attempt *a)
 {
 	int n;
 
-	if (!a->cg || a->failed_start || a->forced >= 0)
+	if (!a->child.cg || a->child.failed_start || a->forced >= 0)
 		return;
-	n = spawn_cgroup_count(a->cg);
+	n = spawn_cgroup_count(a->child.cg);
 	if (n <= 0)
 		return;
 	a->daemonized = true;
-	free(a->reason);
-	if (asprintf(&a->reason,
+	free(a->child.reason);
+	if (asprintf(&a->child.reason,
 		     "the main process exited while %d process%s still running; services must "
 		     "run in the foreground",
 		     n, n == 1 ? " was" : "es were") < 0)
-		a->reason = NULL;
+		a->child.reason = NULL;
 	log_warn("service daemonized", "service", svc->def.name, NULL);
+}
+
+static void attempt_exited(struct child *c)
+{
+	struct attempt *a = container_of(c, struct attempt, child);
+
+	event_source_free(a->stop_timer);
+	a->stop_timer = NULL;
+	check_daemonized(a->svc, a);
 }
 
 void service_manager_child_exited(struct service_manager *m, pid_t pid, int status)
 {
-	struct service *svc;
-	struct attempt *a = NULL;
-
-	for (svc = m->services; svc; svc = svc->next)
-		if (svc->attempt && svc->attempt->pid == pid && !svc->attempt->exited) {
-			a = svc->attempt;
-			break;
+	for (struct service *svc = m->services; svc; svc = svc->next)
+		if (svc->attempt && svc->attempt->child.pid == pid && !svc->attempt->child.exited) {
+			child_exited(&svc->attempt->child, status);
+			return;
 		}
-	if (!a)
-		return;
-	a->exited = true;
-	a->wait_status = status;
-	event_source_free(a->stop_timer);
-	a->stop_timer = NULL;
-	if (a->errpipe_fd >= 0)
-		errpipe_read(svc);
-	check_daemonized(svc, a);
-	if (a->cg ? cgroup_is_empty(a->cg) != 1 : true)
-		attempt_kill(a); /* whatever is left goes, so the pipes reach EOF */
-	if ((a->out.fd >= 0 || a->err.fd >= 0) &&
-	    event_add_timer(m->loop, &a->drain_timer, now_usec() + DRAIN_USEC, on_drain_timeout,
-			    svc) < 0) {
-		pipe_close(&a->out);
-		pipe_close(&a->err);
-	}
-	attempt_maybe_finish(svc);
 }
 
 static int on_stop_timeout(struct event_source *s, uint64_t now, void *userdata)
@@ -682,7 +456,7 @@ static int on_stop_timeout(struct event_source *s, uint64_t now, void *userdata)
 	log_info("service did not stop in time, killing it", "service", svc->def.name, NULL);
 	event_source_free(a->stop_timer);
 	a->stop_timer = NULL;
-	attempt_kill(a);
+	child_kill(&a->child);
 	return 0;
 }
 
@@ -691,92 +465,15 @@ static void attempt_stop(struct service *svc, enum attempt_end why)
 {
 	struct attempt *a = svc->attempt;
 	bool first = a->forced < 0;
-	int n = 0;
 
 	a->forced = why;
-	if (!first || a->exited)
+	if (!first || a->child.exited)
 		return;
-	if (a->cg)
-		n = spawn_cgroup_signal(a->cg, svc->def.stop_signal);
-	else if (a->pid > 0 && kill(-a->pid, svc->def.stop_signal) == 0)
-		n = 1;
-	if (n <= 0 && a->pid > 0)
-		(void)kill(a->pid, svc->def.stop_signal);
-	if (event_add_timer(svc->m->loop, &a->stop_timer,
+	child_signal(&a->child, svc->def.stop_signal);
+	if (event_add_timer(svc->m->base.loop, &a->stop_timer,
 			    now_usec() + svc->def.stop_timeout_ms * 1000, on_stop_timeout, svc) < 0)
-		attempt_kill(a);
+		child_kill(&a->child);
 	report_state(svc);
-}
-
-static int open_pipes(int in[2], int out[2], int err[2], int ep[2])
-{
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0)
-		return -errno;
-	in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	return in[0] < 0 ? -errno : 0;
-}
-
-static void close_pair(int p[2])
-{
-	for (int i = 0; i < 2; i++)
-		if (p[i] >= 0) {
-			close(p[i]);
-			p[i] = -1;
-		}
-}
-
-static int attempt_fork(struct service *svc, struct attempt *a, char **envp)
-{
-	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, ep[2] = { -1, -1 };
-	struct spawn_child c = {
-		.cg = a->cg,
-		.set_user = svc->m->set_user,
-		.uid = svc->m->uid,
-		.gid = svc->m->gid,
-		.cwd = svc->def.cwd,
-		.command = svc->def.command,
-		.envp = envp,
-	};
-	int k = open_pipes(in, out, err, ep);
-
-	if (k < 0) {
-		a->reason = spawn_reason("pipe", NULL, -k);
-		goto out;
-	}
-	c.stdio[0] = in[0];
-	c.stdio[1] = out[1];
-	c.stdio[2] = err[1];
-	c.errpipe = ep[1];
-	k = spawn_fork(&c, &a->pid);
-	if (k < 0) {
-		a->reason = spawn_reason("fork", NULL, -k);
-		goto out;
-	}
-	a->out.fd = TAKE_FD(out[0]);
-	a->err.fd = TAKE_FD(err[0]);
-	a->errpipe_fd = TAKE_FD(ep[0]);
-out:
-	close_pair(in);
-	close_pair(out);
-	close_pair(err);
-	close_pair(ep);
-	return k;
-}
-
-static int watch_pipes(struct service *svc, struct attempt *a)
-{
-	struct event_loop *loop = svc->m->loop;
-	int k;
-
-	if (fd_set_nonblock(a->out.fd, true) < 0 || fd_set_nonblock(a->err.fd, true) < 0 ||
-	    fd_set_nonblock(a->errpipe_fd, true) < 0)
-		return -errno;
-	k = event_add_io(loop, &a->out.io, a->out.fd, EPOLLIN, on_pipe, &a->out);
-	if (k >= 0)
-		k = event_add_io(loop, &a->err.io, a->err.fd, EPOLLIN, on_pipe, &a->err);
-	if (k >= 0)
-		k = event_add_io(loop, &a->errpipe_io, a->errpipe_fd, EPOLLIN, on_errpipe, svc);
-	return k;
 }
 
 static int attempt_new(struct service *svc, struct attempt **ret)
@@ -785,59 +482,14 @@ static int attempt_new(struct service *svc, struct attempt **ret)
 
 	if (!a)
 		return -ENOMEM;
-	*a = (struct attempt){
-		.number = svc->next_attempt++,
-		.pid = -1,
-		.errpipe_fd = -1,
-		.out = { .svc = svc, .stream = RUN_STREAM_STDOUT, .fd = -1 },
-		.err = { .svc = svc, .stream = RUN_STREAM_STDERR, .fd = -1 },
-		.forced = -1,
-		.started_at = realtime_usec(),
-	};
-	if (output_buffer_init(&a->buf[0], svc->def.head, svc->def.tail) < 0 ||
-	    output_buffer_init(&a->buf[1], svc->def.head, svc->def.tail) < 0) {
-		output_buffer_done(&a->buf[0]);
+	*a = (struct attempt){ .svc = svc, .number = svc->next_attempt++, .forced = -1 };
+	if (child_init(&a->child, &svc->m->base, svc->def.name, svc->def.head, svc->def.tail) < 0) {
 		free(a);
 		return -ENOMEM;
 	}
+	a->child.watch = svc->watch;
 	*ret = a;
 	return 0;
-}
-
-/* Cgroup, environment, fork, pipes; a failure makes it a failed start. */
-static void attempt_launch(struct service *svc, struct attempt *a)
-{
-	struct service_manager *m = svc->m;
-	_cleanup_free_ char **envp = NULL;
-	_cleanup_free_ char *pwd = NULL;
-	char name[32];
-	int k;
-
-	snprintf(name, sizeof name, "s-%" PRIu64, ++m->next_cgroup);
-	if (m->cgroup && (k = spawn_cgroup_new(m->cgroup, name, &a->cg)) < 0) {
-		a->reason = spawn_reason("cgroup", name, -k);
-		goto fail;
-	}
-	if (spawn_build_env(m->env, m->n_env, m->home_entry, svc->def.cwd, svc->def.env,
-			    svc->def.n_env, &envp, &pwd) < 0) {
-		a->reason = spawn_reason("environment", NULL, ENOMEM);
-		goto fail;
-	}
-	if (attempt_fork(svc, a, envp) < 0)
-		goto fail;
-	k = watch_pipes(svc, a);
-	if (k < 0) {
-		a->reason = spawn_reason("event loop", NULL, -k);
-		a->failed_start = true;
-		(void)kill(a->pid, SIGKILL);
-		close_source(&a->errpipe_io, &a->errpipe_fd);
-		pipe_close(&a->out);
-		pipe_close(&a->err);
-	}
-	return;
-fail:
-	a->failed_start = true;
-	a->exited = true; /* nothing to wait for */
 }
 
 static void service_start_attempt(struct service *svc)
@@ -856,10 +508,14 @@ static void service_start_attempt(struct service *svc)
 	svc->attempt = a;
 	svc->last_attempt = a->number;
 	svc->state = SERVICE_STARTING;
-	attempt_launch(svc, a);
+	(void)child_start(&a->child, &(const struct child_cmd){ .cwd = svc->def.cwd,
+								.command = svc->def.command,
+								.env = svc->def.env,
+								.n_env = svc->def.n_env,
+								.pty_master = -1 });
 	log_info("service attempt starting", "service", svc->def.name, NULL);
 	report_state(svc);
-	attempt_maybe_finish(svc);
+	child_maybe_finish(&a->child);
 }
 
 /* ---- requests ------------------------------------------------------------------------------ */
@@ -873,7 +529,7 @@ static int handle_start(struct service_manager *m, const struct frame *f)
 		return -ENOMEM;
 	svc->m = m;
 	k = service_def_parse(f, &svc->def);
-	if (k >= 0 && !svc->def.cwd && !(svc->def.cwd = strdup(m->workdir)))
+	if (k >= 0 && !svc->def.cwd && !(svc->def.cwd = strdup(m->base.workdir)))
 		k = -ENOMEM;
 	if (k < 0) {
 		service_free(svc);
@@ -937,6 +593,14 @@ static void service_remove(struct service *svc)
 	service_free(svc);
 }
 
+/* Watching a service is watching each of its attempts. */
+static void service_watch(struct service *svc, bool on)
+{
+	svc->watch = on;
+	if (svc->attempt)
+		svc->attempt->child.watch = on;
+}
+
 static int handle_named(struct service_manager *m, const struct frame *f)
 {
 	_cleanup_free_ char *name = NULL;
@@ -963,9 +627,9 @@ static int handle_named(struct service_manager *m, const struct frame *f)
 		service_remove(svc);
 		break;
 	default:
-		svc->watch = watch;
+		service_watch(svc, watch);
 		if (watch && svc->attempt)
-			send_snapshot(svc, svc->attempt);
+			child_send_snapshot(&svc->attempt->child);
 		break;
 	}
 	return 0;
@@ -998,31 +662,30 @@ int service_manager_hello_fields(struct service_manager *m, struct buf *b)
 void service_manager_disconnected(struct service_manager *m)
 {
 	for (struct service *s = m->services; s; s = s->next)
-		s->watch = false;
+		service_watch(s, false);
 }
 
 /* ---- the manager --------------------------------------------------------------------------- */
 
+static const struct child_ops attempt_ops = {
+	.kind = "service",
+	.what = "service attempt",
+	.cgroup_prefix = "s",
+	.output_type = MSG_SERVICE_OUTPUT,
+	.put_ids = put_output_ids,
+	.started = attempt_started,
+	.exited = attempt_exited,
+	.finish = attempt_finish,
+};
+
 int service_manager_new(struct event_loop *loop, struct channel *channel,
-			const struct run_config *config, struct service_manager **ret)
+			const struct child_config *config, struct service_manager **ret)
 {
 	struct service_manager *m = calloc(1, sizeof *m);
 
 	if (!m)
 		return -ENOMEM;
-	*m = (struct service_manager){
-		.loop = loop,
-		.channel = channel,
-		.cgroup = config->cgroup,
-		.env = config->env,
-		.n_env = config->n_env,
-		.set_user = config->set_user,
-		.uid = config->uid,
-		.gid = config->gid,
-	};
-	m->workdir = strdup(config->workdir);
-	if (!m->workdir || asprintf(&m->home_entry, "HOME=%s", config->home) < 0) {
-		free(m->workdir);
+	if (child_base_init(&m->base, &attempt_ops, loop, channel, config) < 0) {
 		free(m);
 		return -ENOMEM;
 	}
@@ -1039,8 +702,7 @@ void service_manager_free(struct service_manager *m)
 		service_free(m->services);
 	}
 	spawn_cgroup_release_free();
-	free(m->home_entry);
-	free(m->workdir);
+	child_base_done(&m->base);
 	free(m);
 }
 
@@ -1048,36 +710,26 @@ void service_manager_kill_all(struct service_manager *m)
 {
 	for (struct service *s = m->services; s; s = s->next)
 		if (s->attempt)
-			attempt_kill(s->attempt);
+			child_kill(&s->attempt->child);
 	spawn_cgroup_release_kill();
 }
 
-static bool all_gone(struct service_manager *m)
+static bool all_gone(void *userdata)
 {
-	for (struct service *s = m->services; s; s = s->next) {
-		struct attempt *a = s->attempt;
+	struct service_manager *m = userdata;
 
-		if (a && (a->cg ? cgroup_is_empty(a->cg) == 0 :
-				  a->pid > 0 && (kill(-a->pid, 0) == 0 || errno != ESRCH)))
+	for (struct service *s = m->services; s; s = s->next)
+		if (s->attempt && !child_gone(&s->attempt->child))
 			return false;
-	}
 	return spawn_cgroup_release_empty();
 }
 
 void service_manager_shutdown(struct service_manager *m)
 {
-	uint64_t deadline = now_usec() + SHUTDOWN_USEC;
-
 	service_manager_kill_all(m);
-	for (;;) {
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			;
-		if (all_gone(m) || now_usec() >= deadline)
-			break;
-		(void)nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
-	}
+	child_reap_until(all_gone, m, SHUTDOWN_USEC);
 	for (struct service *s = m->services; s; s = s->next)
-		if (s->attempt && s->attempt->cg && cgroup_remove(s->attempt->cg) < 0)
+		if (s->attempt && s->attempt->child.cg && cgroup_remove(s->attempt->child.cg) < 0)
 			log_warn("cannot remove service cgroup", "service", s->def.name, NULL);
 	spawn_cgroup_release_remove();
 }

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/run.h"
+#include "agent/child.h"
 #include "proto/agent-proto.h"
 
 #define SERVICE_MAX 32		/* per agent (one workspace) */
@@ -76,9 +76,9 @@ int service_parse_name(const struct frame *f, bool want_flag, char **ret_name, b
 
 struct service_manager;
 
-/* config is the runs' (run.h): the same cgroup, environment, home, workdir and user. */
+/* config as for runs (child.h): the same cgroup, environment, home, workdir and user. */
 int service_manager_new(struct event_loop *loop, struct channel *channel,
-			const struct run_config *config, struct service_manager **ret);
+			const struct child_config *config, struct service_manager **ret);
 /* Frees every service without reporting it and without touching its processes. */
 void service_manager_free(struct service_manager *m);
 

@@ -16,7 +16,6 @@
 #include "basic/util.h"
 #include "basic/log.h"
 #include "event/event.h"
-#include "agent/run.h"
 #include "proto/agent-proto.h"
 #include "proto/frame.h"
 
@@ -127,7 +126,7 @@ char *spawn_reason(const char *what, const char *arg, int err)
 	return n < 0 ? NULL : s;
 }
 
-char *spawn_error_reason(const struct spawn_error *e, const char *cwd)
+char *spawn_error_reason(const struct spawn_error *e, const char *cwd, const char *path)
 {
 	switch (e->stage) {
 	case SPAWN_STAGE_CGROUP:
@@ -135,7 +134,7 @@ char *spawn_error_reason(const struct spawn_error *e, const char *cwd)
 	case SPAWN_STAGE_CWD:
 		return spawn_reason("cwd", cwd, e->err);
 	case SPAWN_STAGE_EXEC:
-		return spawn_reason("exec", SPAWN_SHELL, e->err);
+		return spawn_reason("exec", path ? path : SPAWN_SHELL, e->err);
 	case SPAWN_STAGE_USER:
 		return spawn_reason("switch user", NULL, e->err);
 	default:
@@ -212,6 +211,17 @@ void spawn_cgroup_pool_fill(const struct cgroup *parent)
 	}
 }
 
+bool spawn_env_entry_valid(const char *s)
+{
+	if (!(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
+		return false;
+	for (s++; *s != '='; s++)
+		if (!(*s == '_' || (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+		      (*s >= '0' && *s <= '9')))
+			return false;
+	return true;
+}
+
 int spawn_env_append(char ***env, size_t *n, const uint8_t *val, size_t len)
 {
 	char *s, **e;
@@ -222,7 +232,7 @@ int spawn_env_append(char ***env, size_t *n, const uint8_t *val, size_t len)
 	r = frame_val_strdup(val, len, PROTO_MAX_ENV_ENTRY, &s);
 	if (r < 0)
 		return r;
-	if (!strchr(s, '=') || !run_env_entry_valid(s)) {
+	if (!strchr(s, '=') || !spawn_env_entry_valid(s)) {
 		free(s);
 		return -EBADMSG;
 	}

@@ -61,8 +61,9 @@ int spawn_fork(const struct spawn_child *c, pid_t *ret_pid);
 int spawn_errpipe_read(int fd, struct spawn_error *ret);
 
 /* The reason for a failed start, e.g. `cwd "/nope": No such file or directory` or
- * `exec "/bin/sh": No such file or directory`. malloc'd; NULL when out of memory. */
-char *spawn_error_reason(const struct spawn_error *e, const char *cwd);
+ * `exec "/bin/sh": No such file or directory` (path: what was executed; NULL: SPAWN_SHELL).
+ * malloc'd; NULL when out of memory. */
+char *spawn_error_reason(const struct spawn_error *e, const char *cwd, const char *path);
 
 /* "what \"arg\": strerror(err)" (or "what: strerror(err)" when arg is NULL), malloc'd. */
 char *spawn_reason(const char *what, const char *arg, int err);
@@ -80,6 +81,9 @@ int spawn_cgroup_new(const struct cgroup *parent, const char *name, struct cgrou
 /* Tops the pool up: mkdir is a good part of a command's start, so it is done between commands,
  * after a result went out. */
 void spawn_cgroup_pool_fill(const struct cgroup *parent);
+
+/* "KEY=VALUE" with KEY matching [A-Za-z_][A-Za-z0-9_]*. */
+bool spawn_env_entry_valid(const char *s);
 
 /* Appends a frame's "KEY=VALUE" entry (ENV tag) to *env (n entries): at most PROTO_MAX_ENV of
  * PROTO_MAX_ENV_ENTRY bytes each, with a valid name. -E2BIG, -EBADMSG, -ENOMEM. */

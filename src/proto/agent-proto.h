@@ -4,6 +4,8 @@
 /* The versioned message set between station-sandboxd and station-agent. Semantics are in
  * docs/agent-protocol.md; the wire format is in frame.h. */
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "domain/state.h"
@@ -27,6 +29,12 @@
 #define PROTO_MAX_SCROLLBACK (4u * 1024 * 1024) /* a terminal's ring */
 #define PROTO_MAX_TERM_INPUT (64u * 1024)	/* one TERM_INPUT */
 #define PROTO_MAX_TERM_SIZE 10000		/* cols and rows */
+
+/* An id the controller names a run, service or terminal with: 1 to PROTO_MAX_ID characters of
+ * [A-Za-z0-9._:-]. */
+bool proto_id_valid(const char *s);
+/* A frame value that is such an id, malloc'd: -EBADMSG when not one, -ENOMEM. */
+int proto_id_read(const uint8_t *val, size_t len, char **ret);
 
 enum msg_type {
 	MSG_HELLO = 1,	      /* C->A: SECRET, VERSION */

@@ -1,0 +1,554 @@
+/* SPDX-License-Identifier: MIT */
+#include "agent/child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "basic/cleanup.h"
+#include "basic/log.h"
+#include "basic/util.h"
+
+#define READ_CHUNK (64 * 1024)
+#define DRAIN_USEC 1000000ull
+
+/* ---- the base ------------------------------------------------------------------------------ */
+
+int child_base_init(struct child_base *b, const struct child_ops *ops, struct event_loop *loop,
+		    struct channel *channel, const struct child_config *config)
+{
+	*b = (struct child_base){
+		.ops = ops,
+		.loop = loop,
+		.channel = channel,
+		.cgroup = config->cgroup,
+		.env = config->env,
+		.n_env = config->n_env,
+		.set_user = config->set_user,
+		.uid = config->uid,
+		.gid = config->gid,
+	};
+	b->workdir = strdup(config->workdir);
+	if (!b->workdir || asprintf(&b->home_entry, "HOME=%s", config->home) < 0) {
+		free(b->workdir);
+		b->workdir = NULL;
+		b->home_entry = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void child_base_done(struct child_base *b)
+{
+	free(b->home_entry);
+	free(b->workdir);
+	b->home_entry = b->workdir = NULL;
+}
+
+/* ---- the child ----------------------------------------------------------------------------- */
+
+int child_init(struct child *c, struct child_base *base, const char *name, size_t head, size_t tail)
+{
+	*c = (struct child){
+		.base = base,
+		.name = name,
+		.pid = -1,
+		.errpipe_fd = -1,
+		.stdin_fd = -1,
+		.out = { { .child = c, .stream = RUN_STREAM_STDOUT, .fd = -1 },
+			 { .child = c, .stream = RUN_STREAM_STDERR, .fd = -1 } },
+		.started_at = realtime_usec(),
+	};
+	if (output_buffer_init(&c->out[0].buf, head, tail) < 0 ||
+	    output_buffer_init(&c->out[1].buf, head, tail) < 0) {
+		output_buffer_done(&c->out[0].buf);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void close_source(struct event_source **s, int *fd)
+{
+	event_source_free(*s);
+	*s = NULL;
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static void outputs_close(struct child *c)
+{
+	for (int i = 0; i < 2; i++)
+		close_source(&c->out[i].io, &c->out[i].fd);
+}
+
+void child_done(struct child *c)
+{
+	close_source(&c->errpipe_io, &c->errpipe_fd);
+	if (c->stdin_fd >= 0)
+		close(c->stdin_fd);
+	c->stdin_fd = -1;
+	outputs_close(c);
+	for (int i = 0; i < 2; i++)
+		output_buffer_done(&c->out[i].buf);
+	event_source_free(c->drain_timer);
+	c->drain_timer = NULL;
+	cgroup_free(c->cg);
+	c->cg = NULL;
+	free(c->reason);
+	c->reason = NULL;
+}
+
+void child_maybe_finish(struct child *c)
+{
+	if (!c->exited || c->errpipe_fd >= 0 || c->out[0].fd >= 0 || c->out[1].fd >= 0)
+		return;
+	/* Nothing can call this again: every fd is closed and the drain timer goes. */
+	event_source_free(c->drain_timer);
+	c->drain_timer = NULL;
+	c->base->ops->finish(c);
+}
+
+static void fail_reason(struct child *c, char *s)
+{
+	c->failed_start = true;
+	if (!s)
+		return;
+	free(c->reason);
+	c->reason = s;
+}
+
+void child_fail_start(struct child *c, char *reason)
+{
+	fail_reason(c, reason);
+	outputs_close(c);
+	c->exited = true; /* nothing to wait for */
+}
+
+/* ---- output -------------------------------------------------------------------------------- */
+
+void child_send_output(struct child *c, int stream, uint64_t offset, const uint8_t *p, size_t n)
+{
+	struct channel *ch = c->base->channel;
+
+	while (n > 0) {
+		size_t len = MIN(n, (size_t)READ_CHUNK);
+		struct buf *b;
+		size_t start;
+		int k;
+
+		if (!channel_output_ok(ch) ||
+		    channel_begin(ch, c->base->ops->output_type, &b, &start) < 0)
+			return;
+		k = c->base->ops->put_ids(c, b);
+		if (k >= 0 && stream)
+			k = frame_put_u64(b, TAG_STREAM, (uint64_t)stream);
+		if (k >= 0)
+			k = frame_put_u64(b, TAG_OFFSET, offset);
+		if (k >= 0)
+			k = frame_put_bytes(b, TAG_DATA, p, len);
+		(void)channel_end(ch, start, k);
+		offset += len;
+		p += len;
+		n -= len;
+	}
+}
+
+void child_send_snapshot(struct child *c)
+{
+	for (int i = 0; i < 2; i++) {
+		struct child_pipe *p = &c->out[i];
+		const uint8_t *data;
+		uint64_t offset;
+		size_t len;
+
+		output_buffer_head(&p->buf, &data, &len);
+		child_send_output(c, p->stream, 0, data, len);
+		output_buffer_tail(&p->buf, &data, &len, &offset);
+		child_send_output(c, p->stream, offset, data, len);
+	}
+}
+
+size_t child_output_kept(const struct child *c)
+{
+	return c->out[0].buf.head_len + c->out[0].buf.tail_len + c->out[1].buf.head_len +
+	       c->out[1].buf.tail_len;
+}
+
+static int put_stream(struct buf *b, struct output_buffer *o, uint16_t tag_head, bool with_data)
+{
+	const uint8_t *head = NULL, *tail = NULL;
+	size_t head_len = 0, tail_len = 0;
+	uint64_t offset;
+	int k;
+
+	if (with_data) {
+		output_buffer_head(o, &head, &head_len);
+		output_buffer_tail(o, &tail, &tail_len, &offset);
+	}
+	/* TAG_*_HEAD, TAG_*_TAIL and TAG_*_BYTES are consecutive for both streams. */
+	k = frame_put_bytes(b, tag_head, head, head_len);
+	if (k >= 0)
+		k = frame_put_bytes(b, tag_head + 1, tail, tail_len);
+	if (k >= 0)
+		k = frame_put_u64(b, tag_head + 2, output_buffer_total(o));
+	return k;
+}
+
+int child_put_output(struct child *c, struct buf *b, bool with_data)
+{
+	int k = put_stream(b, &c->out[0].buf, TAG_STDOUT_HEAD, with_data);
+
+	if (k >= 0)
+		k = put_stream(b, &c->out[1].buf, TAG_STDERR_HEAD, with_data);
+	return k;
+}
+
+static void pipe_keep(struct child_pipe *p, const uint8_t *data, size_t n)
+{
+	uint64_t offset = output_buffer_total(&p->buf);
+
+	output_buffer_append(&p->buf, data, n);
+	if (p->child->watch)
+		child_send_output(p->child, p->stream, offset, data, n);
+}
+
+static void pipe_read(struct child_pipe *p)
+{
+	static uint8_t chunk[READ_CHUNK];
+	struct child *c = p->child;
+	ssize_t n;
+
+	do
+		n = read(p->fd, chunk, sizeof chunk);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return;
+	if (n <= 0) { /* a PTY says EIO once no process has it open any more */
+		close_source(&p->io, &p->fd);
+		child_maybe_finish(c);
+		return;
+	}
+	if (c->base->ops->output)
+		c->base->ops->output(c, chunk, (size_t)n);
+	else
+		pipe_keep(p, chunk, (size_t)n);
+}
+
+static int on_output(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct child_pipe *p = userdata;
+	struct child *c = p->child;
+
+	if ((revents & EPOLLOUT) && c->base->ops->writable)
+		c->base->ops->writable(c);
+	if (p->fd >= 0 && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		pipe_read(p);
+	return 0;
+}
+
+static int on_drain_timeout(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct child *c = userdata;
+	char msg[128];
+
+	snprintf(msg, sizeof msg, "output still open after the %s exited, closing it",
+		 c->base->ops->what);
+	log_warn(msg, c->base->ops->kind, c->name, NULL);
+	outputs_close(c);
+	child_maybe_finish(c);
+	return 0;
+}
+
+/* ---- start --------------------------------------------------------------------------------- */
+
+/* Reads the child's verdict: a spawn_error, or EOF once exec closed the CLOEXEC pipe. */
+static void errpipe_read(struct child *c)
+{
+	struct spawn_error e;
+	char msg[128];
+	int n = spawn_errpipe_read(c->errpipe_fd, &e);
+
+	if (n == -EAGAIN)
+		return;
+	close_source(&c->errpipe_io, &c->errpipe_fd);
+	if (n != 0) {
+		c->base->ops->started(c);
+		return;
+	}
+	fail_reason(c, spawn_error_reason(&e, c->cwd, c->path));
+	snprintf(msg, sizeof msg, "%s failed to start", c->base->ops->what);
+	log_info(msg, c->base->ops->kind, c->name, "reason", c->reason ? c->reason : "", NULL);
+}
+
+static int on_errpipe(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct child *c = userdata;
+
+	errpipe_read(c);
+	child_maybe_finish(c);
+	return 0;
+}
+
+static int child_cgroup_create(struct child *c)
+{
+	struct child_base *b = c->base;
+	char name[32];
+	int k;
+
+	snprintf(name, sizeof name, "%s-%" PRIu64, b->ops->cgroup_prefix, ++b->next_cgroup);
+	k = spawn_cgroup_new(b->cgroup, name, &c->cg);
+	if (k < 0)
+		fail_reason(c, spawn_reason("cgroup", name, -k));
+	return k;
+}
+
+static void close_pair(int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0) {
+			close(p[i]);
+			p[i] = -1;
+		}
+}
+
+/* [0] stdin, [1] stdout, [2] stderr, [3] the error pipe. Without a PTY, stdin is a pipe when
+ * the command has one, else /dev/null (read end only); with a PTY, only the error pipe. */
+static int open_pipes(int p[4][2], const struct child_cmd *cmd)
+{
+	if (pipe2(p[3], O_CLOEXEC) < 0)
+		return -errno;
+	if (cmd->pty_master >= 0)
+		return 0;
+	if (pipe2(p[1], O_CLOEXEC) < 0 || pipe2(p[2], O_CLOEXEC) < 0)
+		return -errno;
+	if (cmd->has_stdin)
+		return pipe2(p[0], O_CLOEXEC) < 0 ? -errno : 0;
+	p[0][0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return p[0][0] < 0 ? -errno : 0;
+}
+
+static int fork_with(struct child *c, const struct child_cmd *cmd, char **envp)
+{
+	int p[4][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } };
+	struct child_base *b = c->base;
+	struct spawn_child s = {
+		.cg = c->cg,
+		.set_user = b->set_user,
+		.uid = b->uid,
+		.gid = b->gid,
+		.cwd = cmd->cwd,
+		.command = cmd->command,
+		.envp = envp,
+		.session = cmd->pty_master >= 0,
+		.path = cmd->path,
+		.argv = cmd->argv,
+	};
+	int k = open_pipes(p, cmd);
+
+	if (k < 0) {
+		fail_reason(c, spawn_reason("pipe", NULL, -k));
+		goto out;
+	}
+	for (int i = 0; i < 3; i++)
+		s.stdio[i] = cmd->pty_master >= 0 ? cmd->pty_slave : p[i][i == 0 ? 0 : 1];
+	s.errpipe = p[3][1];
+	k = spawn_fork(&s, &c->pid);
+	if (k < 0) {
+		fail_reason(c, spawn_reason("fork", NULL, -k));
+		goto out;
+	}
+	c->errpipe_fd = TAKE_FD(p[3][0]);
+	if (cmd->pty_master >= 0)
+		goto out; /* out[0] is the master already */
+	c->stdin_fd = TAKE_FD(p[0][1]);
+	c->out[0].fd = TAKE_FD(p[1][0]);
+	c->out[1].fd = TAKE_FD(p[2][0]);
+out:
+	for (int i = 0; i < 4; i++)
+		close_pair(p[i]);
+	return k;
+}
+
+/* The parent's ends, non-blocking, into the loop. The child's ends stay blocking. */
+static int watch_fds(struct child *c)
+{
+	int k = 0;
+
+	if (fd_set_nonblock(c->errpipe_fd, true) < 0 ||
+	    (c->stdin_fd >= 0 && fd_set_nonblock(c->stdin_fd, true) < 0))
+		return -errno;
+	for (int i = 0; i < 2 && k >= 0; i++) {
+		struct child_pipe *p = &c->out[i];
+
+		if (p->fd < 0)
+			continue;
+		if (fd_set_nonblock(p->fd, true) < 0)
+			return -errno;
+		k = event_add_io(c->base->loop, &p->io, p->fd, EPOLLIN, on_output, p);
+	}
+	if (k >= 0)
+		k = event_add_io(c->base->loop, &c->errpipe_io, c->errpipe_fd, EPOLLIN, on_errpipe,
+				 c);
+	return k;
+}
+
+static int spawn_with_env(struct child *c, const struct child_cmd *cmd)
+{
+	struct child_base *b = c->base;
+	_cleanup_free_ char **envp = NULL;
+	_cleanup_free_ char *pwd = NULL;
+
+	if (spawn_build_env(b->env, b->n_env, b->home_entry, cmd->cwd, cmd->env, cmd->n_env, &envp,
+			    &pwd) < 0) {
+		fail_reason(c, spawn_reason("environment", NULL, ENOMEM));
+		return -ENOMEM;
+	}
+	return fork_with(c, cmd, envp);
+}
+
+int child_start(struct child *c, const struct child_cmd *cmd)
+{
+	int k;
+
+	c->cwd = cmd->cwd;
+	c->path = cmd->path;
+	if (cmd->pty_master >= 0)
+		c->out[0].fd = cmd->pty_master;
+	k = c->base->cgroup ? child_cgroup_create(c) : 0;
+	if (k >= 0)
+		k = spawn_with_env(c, cmd);
+	if (k < 0) {
+		child_fail_start(c, NULL);
+		return k;
+	}
+	k = watch_fds(c);
+	if (k < 0) {
+		/* Unwatchable: stop it; the reaper and child_maybe_finish() take it from here. */
+		fail_reason(c, spawn_reason("event loop", NULL, -k));
+		(void)kill(c->pid, SIGKILL);
+		close_source(&c->errpipe_io, &c->errpipe_fd);
+		outputs_close(c);
+		if (c->stdin_fd >= 0)
+			close(c->stdin_fd);
+		c->stdin_fd = -1;
+	}
+	return 0;
+}
+
+/* ---- the end ------------------------------------------------------------------------------- */
+
+void child_kill(struct child *c)
+{
+	char msg[64];
+	int k;
+
+	if (c->pid <= 0)
+		return;
+	if (c->cg) {
+		k = cgroup_kill(c->cg);
+		if (k < 0) {
+			snprintf(msg, sizeof msg, "cannot kill %s cgroup", c->base->ops->kind);
+			log_warn(msg, c->base->ops->kind, c->name, "error", strerror(-k), NULL);
+		}
+	} else
+		(void)kill(-c->pid, SIGKILL);
+	/* The main process may not have joined its cgroup or process group yet; it is ours and
+	 * not reaped, so its pid cannot have been reused. */
+	if (!c->exited)
+		(void)kill(c->pid, SIGKILL);
+}
+
+void child_signal(struct child *c, int sig)
+{
+	int n = 0;
+
+	if (c->cg)
+		n = spawn_cgroup_signal(c->cg, sig);
+	else if (c->pid > 0 && kill(-c->pid, sig) == 0)
+		n = 1;
+	if (n <= 0 && c->pid > 0)
+		(void)kill(c->pid, sig);
+}
+
+bool child_main_exited(const struct child *c)
+{
+	siginfo_t si = { 0 };
+
+	if (c->exited)
+		return true;
+	if (waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+		return errno == ECHILD;
+	return si.si_pid == c->pid;
+}
+
+bool child_gone(const struct child *c)
+{
+	if (c->cg)
+		return cgroup_is_empty(c->cg) != 0;
+	return !(c->pid > 0 && (kill(-c->pid, 0) == 0 || errno != ESRCH));
+}
+
+void child_reap_until(bool (*gone)(void *userdata), void *userdata, uint64_t usec)
+{
+	uint64_t deadline = now_usec() + usec;
+
+	for (;;) {
+		/* Reap here: the loop is not running any more. */
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		if (gone(userdata) || now_usec() >= deadline)
+			break;
+		(void)nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+	}
+}
+
+void child_exited(struct child *c, int status)
+{
+	c->exited = true;
+	c->wait_status = status;
+	if (c->errpipe_fd >= 0)
+		errpipe_read(c);
+	if (c->base->ops->exited)
+		c->base->ops->exited(c);
+	/* The main process is gone: whatever it left behind goes too, so the output reaches EOF. */
+	if (!c->cg || cgroup_is_empty(c->cg) != 1)
+		child_kill(c);
+	if ((c->out[0].fd >= 0 || c->out[1].fd >= 0) &&
+	    event_add_timer(c->base->loop, &c->drain_timer, now_usec() + DRAIN_USEC,
+			    on_drain_timeout, c) < 0)
+		outputs_close(c);
+	child_maybe_finish(c);
+}
+
+enum run_status child_status(const struct child *c)
+{
+	if (c->failed_start)
+		return RUN_FAILED_TO_START;
+	return WIFSIGNALED(c->wait_status) ? RUN_KILLED : RUN_EXITED;
+}
+
+int child_exit_code(const struct child *c)
+{
+	return c->exited && !c->failed_start && WIFEXITED(c->wait_status) ?
+		       WEXITSTATUS(c->wait_status) :
+		       -1;
+}
+
+int child_put_exit(const struct child *c, struct buf *b)
+{
+	if (!c->exited || c->failed_start)
+		return 0;
+	if (WIFEXITED(c->wait_status))
+		return frame_put_u64(b, TAG_EXIT_CODE, (uint64_t)WEXITSTATUS(c->wait_status));
+	if (WIFSIGNALED(c->wait_status))
+		return frame_put_u64(b, TAG_SIGNAL, (uint64_t)WTERMSIG(c->wait_status));
+	return 0;
+}
