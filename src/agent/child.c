@@ -21,9 +21,13 @@
 
 /* ---- the base ------------------------------------------------------------------------------ */
 
-int child_base_init(struct child_base *b, const struct child_ops *ops, struct event_loop *loop,
-		    struct channel *channel, const struct child_config *config)
+void *child_base_new(size_t size, const struct child_ops *ops, struct event_loop *loop,
+		     struct channel *channel, const struct child_config *config)
 {
+	struct child_base *b = calloc(1, size);
+
+	if (!b)
+		return NULL;
 	*b = (struct child_base){
 		.ops = ops,
 		.loop = loop,
@@ -38,18 +42,54 @@ int child_base_init(struct child_base *b, const struct child_ops *ops, struct ev
 	b->workdir = strdup(config->workdir);
 	if (!b->workdir || asprintf(&b->home_entry, "HOME=%s", config->home) < 0) {
 		free(b->workdir);
-		b->workdir = NULL;
-		b->home_entry = NULL;
-		return -ENOMEM;
+		free(b);
+		return NULL;
 	}
-	return 0;
+	return b;
 }
 
-void child_base_done(struct child_base *b)
+void child_base_free(struct child_base *b)
 {
 	free(b->home_entry);
 	free(b->workdir);
-	b->home_entry = b->workdir = NULL;
+	free(b);
+}
+
+struct child *child_base_find(struct child_base *b, const char *name)
+{
+	for (struct child *c = b->children; c; c = c->next)
+		if (strcmp(c->name, name) == 0)
+			return c;
+	return NULL;
+}
+
+struct child *child_base_find_pid(struct child_base *b, pid_t pid)
+{
+	for (struct child *c = b->children; c; c = c->next)
+		if (c->pid == pid && !c->exited)
+			return c;
+	return NULL;
+}
+
+int child_base_put_names(struct child_base *b, struct buf *buf)
+{
+	int k = 0;
+
+	for (struct child *c = b->children; c && k >= 0; c = c->next)
+		k = frame_put_str(buf, b->ops->name_tag, c->name);
+	return k;
+}
+
+void child_base_unwatch(struct child_base *b)
+{
+	for (struct child *c = b->children; c; c = c->next)
+		c->watch = false;
+}
+
+void child_base_kill(struct child_base *b)
+{
+	for (struct child *c = b->children; c; c = c->next)
+		child_kill(c);
 }
 
 /* ---- the child ----------------------------------------------------------------------------- */
@@ -71,6 +111,9 @@ int child_init(struct child *c, struct child_base *base, const char *name, size_
 		output_buffer_done(&c->out[0].buf);
 		return -ENOMEM;
 	}
+	c->next = base->children;
+	base->children = c;
+	base->n_children++;
 	return 0;
 }
 
@@ -91,6 +134,12 @@ static void outputs_close(struct child *c)
 
 void child_done(struct child *c)
 {
+	for (struct child **p = &c->base->children; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			c->base->n_children--;
+			break;
+		}
 	close_source(&c->errpipe_io, &c->errpipe_fd);
 	if (c->stdin_fd >= 0)
 		close(c->stdin_fd);
@@ -147,7 +196,8 @@ void child_send_output(struct child *c, int stream, uint64_t offset, const uint8
 		if (!channel_output_ok(ch) ||
 		    channel_begin(ch, c->base->ops->output_type, &b, &start) < 0)
 			return;
-		k = c->base->ops->put_ids(c, b);
+		k = c->base->ops->put_ids ? c->base->ops->put_ids(c, b) :
+					    frame_put_str(b, c->base->ops->name_tag, c->name);
 		if (k >= 0 && stream)
 			k = frame_put_u64(b, TAG_STREAM, (uint64_t)stream);
 		if (k >= 0)
@@ -489,25 +539,40 @@ bool child_main_exited(const struct child *c)
 	return si.si_pid == c->pid;
 }
 
-bool child_gone(const struct child *c)
+/* Nothing of the tree is left: its cgroup empty, or without one its process group. */
+static bool child_gone(const struct child *c)
 {
 	if (c->cg)
 		return cgroup_is_empty(c->cg) != 0;
 	return !(c->pid > 0 && (kill(-c->pid, 0) == 0 || errno != ESRCH));
 }
 
-void child_reap_until(bool (*gone)(void *userdata), void *userdata, uint64_t usec)
+static bool base_gone(const struct child_base *b)
+{
+	for (const struct child *c = b->children; c; c = c->next)
+		if (!child_gone(c))
+			return false;
+	return spawn_cgroup_release_empty();
+}
+
+void child_base_shutdown(struct child_base *b, uint64_t usec)
 {
 	uint64_t deadline = now_usec() + usec;
+	char msg[64];
 
 	for (;;) {
 		/* Reap here: the loop is not running any more. */
 		while (waitpid(-1, NULL, WNOHANG) > 0)
 			;
-		if (gone(userdata) || now_usec() >= deadline)
+		if (base_gone(b) || now_usec() >= deadline)
 			break;
 		(void)nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
 	}
+	snprintf(msg, sizeof msg, "cannot remove %s cgroup", b->ops->kind);
+	for (struct child *c = b->children; c; c = c->next)
+		if (c->cg && cgroup_remove(c->cg) < 0)
+			log_warn(msg, b->ops->kind, c->name, NULL);
+	spawn_cgroup_release_remove();
 }
 
 void child_exited(struct child *c, int status)

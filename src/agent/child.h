@@ -46,7 +46,8 @@ struct child_ops {
 	const char *what;	   /* in log messages: "run", "service attempt", "terminal" */
 	const char *cgroup_prefix; /* a child's cgroup is "<prefix>-<n>" */
 	uint16_t output_type;	   /* RUN_OUTPUT, SERVICE_OUTPUT, TERM_OUTPUT */
-	/* The fields of an output frame before STREAM (pipes) or OFFSET (a PTY). */
+	uint16_t name_tag; /* the field with a child's name: RUN_ID, SERVICE_NAME, TERM_ID */
+	/* The fields of an output frame before STREAM (pipes) or OFFSET (a PTY). NULL: the name. */
 	int (*put_ids)(const struct child *c, struct buf *b);
 	/* Bytes read from a PTY. NULL for pipes: kept in the pipe's buffer and sent while watched. */
 	void (*output)(struct child *c, const uint8_t *p, size_t n);
@@ -75,12 +76,30 @@ struct child_base {
 	uid_t uid;
 	gid_t gid;
 	uint64_t next_cgroup;
+	struct child *children; /* every child from child_init() to child_done(), newest first */
+	size_t n_children;
 };
 
-/* config is copied (its env array is borrowed). -ENOMEM. */
-int child_base_init(struct child_base *b, const struct child_ops *ops, struct event_loop *loop,
-		    struct channel *channel, const struct child_config *config);
-void child_base_done(struct child_base *b);
+/* A manager of size bytes, zeroed but for its first member, the base, made from config (copied;
+ * its env array is borrowed). NULL when out of memory. */
+void *child_base_new(size_t size, const struct child_ops *ops, struct event_loop *loop,
+		     struct channel *channel, const struct child_config *config);
+/* Frees the manager; its children must be gone (child_done()). */
+void child_base_free(struct child_base *b);
+
+/* The child of that name, or NULL. */
+struct child *child_base_find(struct child_base *b, const char *name);
+/* The child whose main process this is, not reaped yet, or NULL. */
+struct child *child_base_find_pid(struct child_base *b, pid_t pid);
+/* Every child's name (HELLO_OK). */
+int child_base_put_names(struct child_base *b, struct buf *buf);
+/* The controller went away: nobody watches any more. */
+void child_base_unwatch(struct child_base *b);
+/* child_kill() for every child. */
+void child_base_kill(struct child_base *b);
+/* SHUTDOWN, once they were killed and with the loop stopped: reaps until every child's tree and
+ * every group being released are gone (at most usec), then removes their groups. Blocks. */
+void child_base_shutdown(struct child_base *b, uint64_t usec);
 
 struct child_pipe {
 	struct child *child;
@@ -92,6 +111,7 @@ struct child_pipe {
 
 struct child {
 	struct child_base *base;
+	struct child *next;
 	const char *name; /* the owner's id or name, for logs */
 	const char *cwd;  /* for the reason of a failed start */
 	const char *path; /* what is executed; NULL: SPAWN_SHELL */
@@ -123,10 +143,11 @@ struct child_cmd {
 	int pty_slave;	/* with pty_master: stdio of the child, in a new session; borrowed */
 };
 
-/* head and tail: what each output pipe keeps (0 for a PTY). -ENOMEM. */
+/* head and tail: what each output pipe keeps (0 for a PTY). Joins base's children. -ENOMEM. */
 int child_init(struct child *c, struct child_base *base, const char *name, size_t head,
 	       size_t tail);
-/* Closes and frees what the child holds; its processes and cgroup directory are left. */
+/* Leaves base's children; closes and frees what the child holds; its processes and cgroup
+ * directory are left. */
 void child_done(struct child *c);
 
 /* Cgroup, environment, pipes, fork, watching. < 0 when nothing was forked: a failed start, and
@@ -147,10 +168,6 @@ void child_kill(struct child *c);
 void child_signal(struct child *c, int sig);
 /* The main process has exited, reaped or not (a zombie is left to the reaper). */
 bool child_main_exited(const struct child *c);
-/* Nothing of the tree is left: its cgroup empty, or without one its process group. */
-bool child_gone(const struct child *c);
-/* For shutdown, with the loop stopped: reaps every zombie until gone(userdata) or usec. */
-void child_reap_until(bool (*gone)(void *userdata), void *userdata, uint64_t usec);
 
 /* RUN_FAILED_TO_START, RUN_KILLED (by a signal) or RUN_EXITED: how it ended, requests aside. */
 enum run_status child_status(const struct child *c);

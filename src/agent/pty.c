@@ -27,7 +27,6 @@
 
 struct term {
 	struct term_manager *m;
-	struct term *next;
 	char *id;
 	char *command; /* what runs: the command, or the login shell's path */
 	char *cwd;
@@ -49,9 +48,7 @@ struct term_ended {
 };
 
 struct term_manager {
-	struct child_base base;
-	struct term *terms;
-	size_t n_terms;
+	struct child_base base; /* first (child_base_new()); its children are the terminals */
 	struct term_ended *ended;
 };
 
@@ -71,9 +68,7 @@ static void request_done(struct term_request *q)
 	free(q->id);
 	free(q->command);
 	free(q->cwd);
-	for (size_t i = 0; i < q->n_env; i++)
-		free(q->env[i]);
-	free(q->env);
+	spawn_env_free(q->env, q->n_env);
 }
 
 /* ---- parsing ------------------------------------------------------------------------------ */
@@ -103,8 +98,10 @@ static int request_add_env(struct term_request *q, const uint8_t *val, size_t le
 	return spawn_env_append(&q->env, &q->n_env, val, len);
 }
 
-static int request_field(struct term_request *q, uint16_t tag, const uint8_t *val, size_t len)
+static int request_field(void *userdata, uint16_t tag, const uint8_t *val, size_t len)
 {
+	struct term_request *q = userdata;
+
 	switch (tag) {
 	case TAG_TERM_ID:
 		return read_id(val, len, &q->id);
@@ -128,18 +125,8 @@ static int request_field(struct term_request *q, uint16_t tag, const uint8_t *va
 
 static int request_parse(const struct frame *f, struct term_request *q)
 {
-	struct frame_iter it;
-	const uint8_t *val;
-	uint16_t tag;
-	size_t len;
-	int r;
+	int r = frame_for_each_field(f, request_field, q);
 
-	frame_iter_init(&it, f);
-	while ((r = frame_iter_next(&it, &tag, &val, &len)) > 0) {
-		r = request_field(q, tag, val, len);
-		if (r < 0)
-			return r;
-	}
 	if (r < 0)
 		return r;
 	if (!q->id || !q->has_cols || !q->has_rows)
@@ -171,8 +158,10 @@ static int small_u64(const uint8_t *val, size_t len, uint64_t *ret, bool *seen)
 	return frame_val_u64(val, len, ret);
 }
 
-static int small_field(struct term_small *s, uint16_t tag, const uint8_t *val, size_t len)
+static int small_field(void *userdata, uint16_t tag, const uint8_t *val, size_t len)
 {
+	struct term_small *s = userdata;
+
 	switch (tag) {
 	case TAG_TERM_ID:
 		return read_id(val, len, &s->id);
@@ -198,29 +187,14 @@ static int small_field(struct term_small *s, uint16_t tag, const uint8_t *val, s
 
 static int small_parse(const struct frame *f, struct term_small *s)
 {
-	struct frame_iter it;
-	const uint8_t *val;
-	uint16_t tag;
-	size_t len;
-	int r;
+	int r = frame_for_each_field(f, small_field, s);
 
-	frame_iter_init(&it, f);
-	while ((r = frame_iter_next(&it, &tag, &val, &len)) > 0) {
-		r = small_field(s, tag, val, len);
-		if (r < 0)
-			return r;
-	}
 	if (r < 0)
 		return r;
 	return s->id ? 0 : -EBADMSG;
 }
 
 /* ---- reporting ---------------------------------------------------------------------------- */
-
-static int put_term_id(const struct child *c, struct buf *b)
-{
-	return frame_put_str(b, TAG_TERM_ID, container_of(c, struct term, child)->id);
-}
 
 static void send_opened(struct child *c)
 {
@@ -328,14 +302,6 @@ static void report_exit(struct term *t)
 
 static void term_free(struct term *t)
 {
-	struct term_manager *m = t->m;
-
-	for (struct term **p = &m->terms; *p; p = &(*p)->next)
-		if (*p == t) {
-			*p = t->next;
-			m->n_terms--;
-			break;
-		}
 	child_done(&t->child);
 	event_source_free(t->remove_timer);
 	pty_ring_done(&t->ring);
@@ -432,11 +398,10 @@ static void term_output(struct child *c, const uint8_t *p, size_t n)
 
 void term_manager_child_exited(struct term_manager *m, pid_t pid, int status)
 {
-	for (struct term *t = m->terms; t; t = t->next)
-		if (t->child.pid == pid && !t->child.exited) {
-			child_exited(&t->child, status);
-			return;
-		}
+	struct child *c = child_base_find_pid(&m->base, pid);
+
+	if (c)
+		child_exited(c, status);
 }
 
 /* ---- starting ----------------------------------------------------------------------------- */
@@ -598,19 +563,15 @@ static int term_new(struct term_manager *m, struct term_request *q, struct term 
 		return -ENOMEM;
 	}
 	t->id = TAKE_PTR(q->id);
-	t->next = m->terms;
-	m->terms = t;
-	m->n_terms++;
 	*ret = t;
 	return 0;
 }
 
 static struct term *term_find(struct term_manager *m, const char *id)
 {
-	for (struct term *t = m->terms; t; t = t->next)
-		if (strcmp(t->id, id) == 0)
-			return t;
-	return NULL;
+	struct child *c = child_base_find(&m->base, id);
+
+	return c ? container_of(c, struct term, child) : NULL;
 }
 
 static bool term_known(struct term_manager *m, const char *id)
@@ -642,7 +603,7 @@ static int handle_open(struct term_manager *m, const struct frame *f)
 		goto out;
 	if (term_known(m, q.id))
 		(void)channel_send_error(m->base.channel, 0, NULL, "duplicate terminal id");
-	else if (m->n_terms >= PROTO_MAX_TERMINALS)
+	else if (m->base.n_children >= PROTO_MAX_TERMINALS)
 		refuse(m, &q, "too many terminals (16 per workspace)");
 	else if (term_new(m, &q, &t) < 0)
 		refuse(m, &q, "out of memory");
@@ -728,10 +689,8 @@ int term_manager_message(struct term_manager *m, const struct frame *f)
 
 int term_manager_hello_fields(struct term_manager *m, struct buf *b)
 {
-	int k = 0;
+	int k = child_base_put_names(&m->base, b);
 
-	for (struct term *t = m->terms; t && k >= 0; t = t->next)
-		k = frame_put_str(b, TAG_TERM_ID, t->id);
 	for (struct term_ended **p = &m->ended; *p && k >= 0;) {
 		struct term_ended *e = *p;
 
@@ -749,14 +708,12 @@ int term_manager_hello_fields(struct term_manager *m, struct buf *b)
 
 void term_manager_disconnected(struct term_manager *m)
 {
-	for (struct term *t = m->terms; t; t = t->next)
-		t->child.watch = false;
+	child_base_unwatch(&m->base);
 }
 
 void term_manager_kill_all(struct term_manager *m)
 {
-	for (struct term *t = m->terms; t; t = t->next)
-		child_kill(&t->child);
+	child_base_kill(&m->base);
 }
 
 /* ---- the manager -------------------------------------------------------------------------- */
@@ -766,7 +723,7 @@ static const struct child_ops term_ops = {
 	.what = "terminal",
 	.cgroup_prefix = "t",
 	.output_type = MSG_TERM_OUTPUT,
-	.put_ids = put_term_id,
+	.name_tag = TAG_TERM_ID,
 	.output = term_output,
 	.writable = term_writable,
 	.started = send_opened,
@@ -776,14 +733,10 @@ static const struct child_ops term_ops = {
 int term_manager_new(struct event_loop *loop, struct channel *channel,
 		     const struct child_config *config, struct term_manager **ret)
 {
-	struct term_manager *m = calloc(1, sizeof *m);
+	struct term_manager *m = child_base_new(sizeof *m, &term_ops, loop, channel, config);
 
 	if (!m)
 		return -ENOMEM;
-	if (child_base_init(&m->base, &term_ops, loop, channel, config) < 0) {
-		free(m);
-		return -ENOMEM;
-	}
 	*ret = m;
 	return 0;
 }
@@ -792,8 +745,8 @@ void term_manager_free(struct term_manager *m)
 {
 	if (!m)
 		return;
-	while (m->terms)
-		term_free(m->terms);
+	while (m->base.children)
+		term_free(container_of(m->base.children, struct term, child));
 	while (m->ended) {
 		struct term_ended *e = m->ended;
 
@@ -801,6 +754,5 @@ void term_manager_free(struct term_manager *m)
 		free(e->id);
 		free(e);
 	}
-	child_base_done(&m->base);
-	free(m);
+	child_base_free(&m->base);
 }

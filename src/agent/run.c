@@ -21,7 +21,6 @@
 
 struct run {
 	struct run_manager *m;
-	struct run *next;
 	char *id;
 	char *cwd;
 	struct child child;
@@ -35,9 +34,7 @@ struct run {
 };
 
 struct run_manager {
-	struct child_base base;
-	struct run *runs;
-	size_t n_runs;
+	struct child_base base; /* first (child_base_new()); its children are the live runs */
 };
 
 /* The parsed RUN_START. */
@@ -62,9 +59,7 @@ static void request_done(struct run_request *q)
 	free(q->id);
 	free(q->command);
 	free(q->cwd);
-	for (size_t i = 0; i < q->n_env; i++)
-		free(q->env[i]);
-	free(q->env);
+	spawn_env_free(q->env, q->n_env);
 	free(q->stdin_data);
 }
 
@@ -101,8 +96,10 @@ static int request_set_stdin(struct run_request *q, const uint8_t *val, size_t l
 	return 0;
 }
 
-static int request_field(struct run_request *q, uint16_t tag, const uint8_t *val, size_t len)
+static int request_field(void *userdata, uint16_t tag, const uint8_t *val, size_t len)
 {
+	struct run_request *q = userdata;
+
 	if (tag == TAG_ENV)
 		return request_add_env(q, val, len);
 	if (tag >= 32 || (q->seen & (1u << tag)))
@@ -134,18 +131,8 @@ static int request_parse(const struct frame *f, struct run_request *q)
 {
 	const uint32_t required = 1u << TAG_RUN_ID | 1u << TAG_COMMAND | 1u << TAG_TIMEOUT_MS |
 				  1u << TAG_HEAD_BYTES | 1u << TAG_TAIL_BYTES;
-	struct frame_iter it;
-	const uint8_t *val;
-	uint16_t tag;
-	size_t len;
-	int r;
+	int r = frame_for_each_field(f, request_field, q);
 
-	frame_iter_init(&it, f);
-	while ((r = frame_iter_next(&it, &tag, &val, &len)) > 0) {
-		r = request_field(q, tag, val, len);
-		if (r < 0)
-			return r;
-	}
 	if (r < 0)
 		return r;
 	if ((q->seen & required) != required)
@@ -159,11 +146,6 @@ static int request_parse(const struct frame *f, struct run_request *q)
 }
 
 /* ---- reporting ----------------------------------------------------------------------------- */
-
-static int put_run_id(const struct child *c, struct buf *b)
-{
-	return frame_put_str(b, TAG_RUN_ID, container_of(c, struct run, child)->id);
-}
 
 static void send_started(struct child *c)
 {
@@ -292,14 +274,6 @@ static void stdin_close(struct run *r)
 /* Frees the run's memory and fds; its cgroup (if still held) is only freed, not removed. */
 static void run_free(struct run *r)
 {
-	struct run_manager *m = r->m;
-
-	for (struct run **p = &m->runs; *p; p = &(*p)->next)
-		if (*p == r) {
-			*p = r->next;
-			m->n_runs--;
-			break;
-		}
 	stdin_close(r);
 	child_done(&r->child);
 	event_source_free(r->deadline);
@@ -382,12 +356,12 @@ static void run_exited(struct child *c)
 
 void run_manager_child_exited(struct run_manager *m, pid_t pid, int status, const struct rusage *ru)
 {
-	for (struct run *r = m->runs; r; r = r->next)
-		if (r->child.pid == pid && !r->child.exited) {
-			r->ru = *ru;
-			child_exited(&r->child, status);
-			return;
-		}
+	struct child *c = child_base_find_pid(&m->base, pid);
+
+	if (!c)
+		return;
+	container_of(c, struct run, child)->ru = *ru;
+	child_exited(c, status);
 }
 
 /* ---- starting ------------------------------------------------------------------------------ */
@@ -430,10 +404,9 @@ static void run_start(struct run *r, struct run_request *q)
 
 static struct run *find_run(struct run_manager *m, const char *id)
 {
-	for (struct run *r = m->runs; r; r = r->next)
-		if (strcmp(r->id, id) == 0)
-			return r;
-	return NULL;
+	struct child *c = child_base_find(&m->base, id);
+
+	return c ? container_of(c, struct run, child) : NULL;
 }
 
 static int run_new(struct run_manager *m, struct run_request *q, struct run **ret)
@@ -451,9 +424,6 @@ static int run_new(struct run_manager *m, struct run_request *q, struct run **re
 	}
 	r->child.watch = q->watch;
 	r->id = TAKE_PTR(q->id);
-	r->next = m->runs;
-	m->runs = r;
-	m->n_runs++;
 	*ret = r;
 	return 0;
 }
@@ -469,7 +439,7 @@ static int handle_start(struct run_manager *m, const struct frame *f)
 		goto out;
 	if (find_run(m, q.id) || channel_done_pending(m->base.channel, q.id))
 		(void)channel_send_error(m->base.channel, TAG_RUN_ID, q.id, "duplicate run id");
-	else if (m->n_runs >= RUN_MAX_LIVE)
+	else if (m->base.n_children >= RUN_MAX_LIVE)
 		(void)channel_send_error(m->base.channel, TAG_RUN_ID, q.id, "too many live runs");
 	else if (run_new(m, &q, &r) < 0)
 		(void)channel_send_error(m->base.channel, TAG_RUN_ID, q.id, "out of memory");
@@ -482,42 +452,11 @@ out:
 	return k;
 }
 
-/* RUN_CANCEL (RUN_ID) and RUN_WATCH (RUN_ID, WATCH). */
-static int parse_id_flag(const struct frame *f, bool want_flag, char **ret_id, bool *ret_flag)
-{
-	_cleanup_free_ char *id = NULL;
-	struct frame_iter it;
-	const uint8_t *val;
-	bool have_flag = false;
-	uint16_t tag;
-	size_t len;
-	int k;
-
-	frame_iter_init(&it, f);
-	while ((k = frame_iter_next(&it, &tag, &val, &len)) > 0) {
-		if (tag == TAG_RUN_ID && !id)
-			k = proto_id_read(val, len, &id);
-		else if (tag == TAG_WATCH && want_flag && !have_flag) {
-			k = read_flag(val, len, ret_flag);
-			have_flag = true;
-		} else
-			k = -EBADMSG;
-		if (k < 0)
-			return k;
-	}
-	if (k < 0)
-		return k;
-	if (!id || have_flag != want_flag)
-		return -EBADMSG;
-	*ret_id = TAKE_PTR(id);
-	return 0;
-}
-
 static int handle_cancel(struct run_manager *m, const struct frame *f)
 {
 	_cleanup_free_ char *id = NULL;
 	struct run *r;
-	int k = parse_id_flag(f, false, &id, NULL);
+	int k = proto_parse_key_flag(f, TAG_RUN_ID, proto_id_read, false, &id, NULL);
 
 	if (k < 0)
 		return k;
@@ -534,7 +473,7 @@ static int handle_watch(struct run_manager *m, const struct frame *f)
 	_cleanup_free_ char *id = NULL;
 	bool on = false;
 	struct run *r;
-	int k = parse_id_flag(f, true, &id, &on);
+	int k = proto_parse_key_flag(f, TAG_RUN_ID, proto_id_read, true, &id, &on);
 
 	if (k < 0)
 		return k;
@@ -563,17 +502,12 @@ int run_manager_message(struct run_manager *m, const struct frame *f)
 
 int run_manager_hello_fields(struct run_manager *m, struct buf *b)
 {
-	int k = 0;
-
-	for (struct run *r = m->runs; r && k >= 0; r = r->next)
-		k = frame_put_str(b, TAG_RUN_ID, r->id);
-	return k;
+	return child_base_put_names(&m->base, b);
 }
 
 void run_manager_disconnected(struct run_manager *m)
 {
-	for (struct run *r = m->runs; r; r = r->next)
-		r->child.watch = false;
+	child_base_unwatch(&m->base);
 }
 
 /* ---- the manager --------------------------------------------------------------------------- */
@@ -583,7 +517,7 @@ static const struct child_ops run_ops = {
 	.what = "run",
 	.cgroup_prefix = "r",
 	.output_type = MSG_RUN_OUTPUT,
-	.put_ids = put_run_id,
+	.name_tag = TAG_RUN_ID,
 	.started = send_started,
 	.exited = run_exited,
 	.finish = run_finish,
@@ -592,14 +526,10 @@ static const struct child_ops run_ops = {
 int run_manager_new(struct event_loop *loop, struct channel *channel,
 		    const struct child_config *config, struct run_manager **ret)
 {
-	struct run_manager *m = calloc(1, sizeof *m);
+	struct run_manager *m = child_base_new(sizeof *m, &run_ops, loop, channel, config);
 
 	if (!m)
 		return -ENOMEM;
-	if (child_base_init(&m->base, &run_ops, loop, channel, config) < 0) {
-		free(m);
-		return -ENOMEM;
-	}
 	*ret = m;
 	return 0;
 }
@@ -608,46 +538,29 @@ void run_manager_free(struct run_manager *m)
 {
 	if (!m)
 		return;
-	while (m->runs)
-		run_free(m->runs);
+	while (m->base.children)
+		run_free(container_of(m->base.children, struct run, child));
 	spawn_cgroup_release_free();
-	child_base_done(&m->base);
-	free(m);
+	child_base_free(&m->base);
 }
 
-static void kill_run_tree(struct run *r)
+/* Both the cgroup and the process group: nothing of a run may outlive the agent. */
+static void kill_run_tree(struct child *c)
 {
-	pid_t pid = r->child.pid;
-
-	if (r->child.cg)
-		(void)cgroup_kill(r->child.cg);
-	if (pid > 0) {
-		(void)kill(-pid, SIGKILL);
-		if (!r->child.exited)
-			(void)kill(pid, SIGKILL);
+	if (c->cg)
+		(void)cgroup_kill(c->cg);
+	if (c->pid > 0) {
+		(void)kill(-c->pid, SIGKILL);
+		if (!c->exited)
+			(void)kill(c->pid, SIGKILL);
 	}
-}
-
-/* Everything of every run is gone: cgroups empty, or without cgroups process groups empty. */
-static bool all_runs_gone(void *userdata)
-{
-	struct run_manager *m = userdata;
-
-	for (struct run *r = m->runs; r; r = r->next)
-		if (!child_gone(&r->child))
-			return false;
-	return spawn_cgroup_release_empty();
 }
 
 void run_manager_shutdown(struct run_manager *m)
 {
 	log_info("shutting down", NULL);
-	for (struct run *r = m->runs; r; r = r->next)
-		kill_run_tree(r);
+	for (struct child *c = m->base.children; c; c = c->next)
+		kill_run_tree(c);
 	spawn_cgroup_release_kill();
-	child_reap_until(all_runs_gone, m, SHUTDOWN_USEC);
-	for (struct run *r = m->runs; r; r = r->next)
-		if (r->child.cg && cgroup_remove(r->child.cg) < 0)
-			log_warn("cannot remove run cgroup", "run", r->id, NULL);
-	spawn_cgroup_release_remove();
+	child_base_shutdown(&m->base, SHUTDOWN_USEC);
 }

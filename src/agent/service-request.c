@@ -18,9 +18,7 @@ void service_def_done(struct service_def *d)
 	free(d->id);
 	free(d->command);
 	free(d->cwd);
-	for (size_t i = 0; i < d->n_env; i++)
-		free(d->env[i]);
-	free(d->env);
+	spawn_env_free(d->env, d->n_env);
 	*d = (struct service_def){ 0 };
 }
 
@@ -73,8 +71,9 @@ static int read_u64_max(const uint8_t *val, size_t len, uint64_t max, uint64_t *
 	return 0;
 }
 
-static int start_field(struct start_request *q, uint16_t tag, const uint8_t *val, size_t len)
+static int start_field(void *userdata, uint16_t tag, const uint8_t *val, size_t len)
 {
+	struct start_request *q = userdata;
 	struct service_def *svc = q->svc;
 	uint64_t v = 0;
 	int bit, k;
@@ -129,18 +128,8 @@ static int start_parse(const struct frame *f, struct start_request *q)
 					     TAG_RESTART_POLICY, TAG_STOP_SIGNAL, TAG_HEAD_BYTES,
 					     TAG_TAIL_BYTES,	 TAG_ATTEMPT };
 	struct service_def *svc = q->svc;
-	struct frame_iter it;
-	const uint8_t *val;
-	uint16_t tag;
-	size_t len;
-	int k;
+	int k = frame_for_each_field(f, start_field, q);
 
-	frame_iter_init(&it, f);
-	while ((k = frame_iter_next(&it, &tag, &val, &len)) > 0) {
-		k = start_field(q, tag, val, len);
-		if (k < 0)
-			return k;
-	}
 	if (k < 0)
 		return k;
 	for (size_t i = 0; i < ELEMENTSOF(required); i++)
@@ -159,34 +148,7 @@ static int start_parse(const struct frame *f, struct start_request *q)
 /* SERVICE_STOP, _RESTART, _REMOVE (SERVICE_NAME) and _WATCH (SERVICE_NAME, WATCH). */
 int service_parse_name(const struct frame *f, bool want_flag, char **ret_name, bool *ret_flag)
 {
-	_cleanup_free_ char *name = NULL;
-	struct frame_iter it;
-	const uint8_t *val;
-	bool have_flag = false;
-	uint16_t tag;
-	uint64_t v = 0;
-	size_t len;
-	int k;
-
-	frame_iter_init(&it, f);
-	while ((k = frame_iter_next(&it, &tag, &val, &len)) > 0) {
-		if (tag == TAG_SERVICE_NAME && !name)
-			k = read_name(val, len, &name);
-		else if (tag == TAG_WATCH && want_flag && !have_flag) {
-			k = read_u64_max(val, len, 1, &v);
-			*ret_flag = v;
-			have_flag = true;
-		} else
-			k = -EBADMSG;
-		if (k < 0)
-			return k;
-	}
-	if (k < 0)
-		return k;
-	if (!name || have_flag != want_flag)
-		return -EBADMSG;
-	*ret_name = TAKE_PTR(name);
-	return 0;
+	return proto_parse_key_flag(f, TAG_SERVICE_NAME, read_name, want_flag, ret_name, ret_flag);
 }
 
 int service_def_parse(const struct frame *f, struct service_def *ret)

@@ -48,7 +48,7 @@ struct service {
 };
 
 struct service_manager {
-	struct child_base base;
+	struct child_base base; /* first (child_base_new()); its children are the attempts */
 	struct service *services;
 	size_t n_services;
 };
@@ -441,11 +441,10 @@ static void attempt_exited(struct child *c)
 
 void service_manager_child_exited(struct service_manager *m, pid_t pid, int status)
 {
-	for (struct service *svc = m->services; svc; svc = svc->next)
-		if (svc->attempt && svc->attempt->child.pid == pid && !svc->attempt->child.exited) {
-			child_exited(&svc->attempt->child, status);
-			return;
-		}
+	struct child *c = child_base_find_pid(&m->base, pid);
+
+	if (c)
+		child_exited(c, status);
 }
 
 static int on_stop_timeout(struct event_source *s, uint64_t now, void *userdata)
@@ -672,6 +671,7 @@ static const struct child_ops attempt_ops = {
 	.what = "service attempt",
 	.cgroup_prefix = "s",
 	.output_type = MSG_SERVICE_OUTPUT,
+	.name_tag = TAG_SERVICE_NAME,
 	.put_ids = put_output_ids,
 	.started = attempt_started,
 	.exited = attempt_exited,
@@ -681,14 +681,10 @@ static const struct child_ops attempt_ops = {
 int service_manager_new(struct event_loop *loop, struct channel *channel,
 			const struct child_config *config, struct service_manager **ret)
 {
-	struct service_manager *m = calloc(1, sizeof *m);
+	struct service_manager *m = child_base_new(sizeof *m, &attempt_ops, loop, channel, config);
 
 	if (!m)
 		return -ENOMEM;
-	if (child_base_init(&m->base, &attempt_ops, loop, channel, config) < 0) {
-		free(m);
-		return -ENOMEM;
-	}
 	*ret = m;
 	return 0;
 }
@@ -702,34 +698,17 @@ void service_manager_free(struct service_manager *m)
 		service_free(m->services);
 	}
 	spawn_cgroup_release_free();
-	child_base_done(&m->base);
-	free(m);
+	child_base_free(&m->base);
 }
 
 void service_manager_kill_all(struct service_manager *m)
 {
-	for (struct service *s = m->services; s; s = s->next)
-		if (s->attempt)
-			child_kill(&s->attempt->child);
+	child_base_kill(&m->base);
 	spawn_cgroup_release_kill();
-}
-
-static bool all_gone(void *userdata)
-{
-	struct service_manager *m = userdata;
-
-	for (struct service *s = m->services; s; s = s->next)
-		if (s->attempt && !child_gone(&s->attempt->child))
-			return false;
-	return spawn_cgroup_release_empty();
 }
 
 void service_manager_shutdown(struct service_manager *m)
 {
 	service_manager_kill_all(m);
-	child_reap_until(all_gone, m, SHUTDOWN_USEC);
-	for (struct service *s = m->services; s; s = s->next)
-		if (s->attempt && s->attempt->child.cg && cgroup_remove(s->attempt->child.cg) < 0)
-			log_warn("cannot remove service cgroup", "service", s->def.name, NULL);
-	spawn_cgroup_release_remove();
+	child_base_shutdown(&m->base, SHUTDOWN_USEC);
 }

@@ -246,6 +246,13 @@ int spawn_env_append(char ***env, size_t *n, const uint8_t *val, size_t len)
 	return 0;
 }
 
+void spawn_env_free(char **env, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(env[i]);
+	free(env);
+}
+
 #define RELEASE_RETRY_USEC 20000ull
 #define RELEASE_TRIES 100
 

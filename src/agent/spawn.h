@@ -85,6 +85,9 @@ void spawn_cgroup_pool_fill(const struct cgroup *parent);
 /* "KEY=VALUE" with KEY matching [A-Za-z_][A-Za-z0-9_]*. */
 bool spawn_env_entry_valid(const char *s);
 
+/* Frees what spawn_env_append() made. */
+void spawn_env_free(char **env, size_t n);
+
 /* Appends a frame's "KEY=VALUE" entry (ENV tag) to *env (n entries): at most PROTO_MAX_ENV of
  * PROTO_MAX_ENV_ENTRY bytes each, with a valid name. -E2BIG, -EBADMSG, -ENOMEM. */
 int spawn_env_append(char ***env, size_t *n, const uint8_t *val, size_t len);

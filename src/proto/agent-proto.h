@@ -36,6 +36,14 @@ bool proto_id_valid(const char *s);
 /* A frame value that is such an id, malloc'd: -EBADMSG when not one, -ENOMEM. */
 int proto_id_read(const uint8_t *val, size_t len, char **ret);
 
+struct frame;
+/* A message of one key (the field tag, read by read_key) and, with want_flag, one WATCH of 0 or
+ * 1 (RUN_CANCEL, RUN_WATCH, SERVICE_STOP, SERVICE_WATCH…). -EBADMSG for a missing, repeated or
+ * other field. */
+int proto_parse_key_flag(const struct frame *f, uint16_t tag,
+			 int (*read_key)(const uint8_t *val, size_t len, char **ret),
+			 bool want_flag, char **ret_key, bool *ret_flag);
+
 enum msg_type {
 	MSG_HELLO = 1,	      /* C->A: SECRET, VERSION */
 	MSG_HELLO_OK = 2,     /* A->C: VERSION, PID, RUN_ID* (runs still running), TERM_ID* */

@@ -178,3 +178,22 @@ int frame_val_strdup(const uint8_t *val, size_t len, size_t max_len, char **ret)
 	*ret = s;
 	return 0;
 }
+
+int frame_for_each_field(const struct frame *f,
+			 int (*fn)(void *userdata, uint16_t tag, const uint8_t *val, size_t len),
+			 void *userdata)
+{
+	struct frame_iter it;
+	const uint8_t *val;
+	uint16_t tag;
+	size_t len;
+	int r;
+
+	frame_iter_init(&it, f);
+	while ((r = frame_iter_next(&it, &tag, &val, &len)) > 0) {
+		r = fn(userdata, tag, val, len);
+		if (r < 0)
+			return r;
+	}
+	return r;
+}

@@ -57,6 +57,11 @@ struct frame_iter {
 void frame_iter_init(struct frame_iter *it, const struct frame *f);
 int frame_iter_next(struct frame_iter *it, uint16_t *ret_tag, const uint8_t **ret_val,
 		    size_t *ret_len);
+/* Calls fn for each field in order, up to the first that returns < 0: returns that, -EBADMSG
+ * for a malformed frame, else 0. */
+int frame_for_each_field(const struct frame *f,
+			 int (*fn)(void *userdata, uint16_t tag, const uint8_t *val, size_t len),
+			 void *userdata);
 
 /* Value decoding. A u64 field must be exactly 8 bytes (-EBADMSG otherwise). A string must be
  * free of NUL and at most max_len bytes (-EBADMSG / -E2BIG); the copy is NUL-terminated. */
