@@ -4,7 +4,8 @@
 /* Forking a command for the agent: `/bin/sh -c COMMAND` in its own child cgroup of the
  * workspace cgroup, its own process group, stdio on the caller's fds, every other fd closed,
  * signals reset, cwd and environment set. A failure before exec is reported through a CLOEXEC
- * pipe (stage + errno). Shared by runs, service attempts and terminals. */
+ * pipe (stage + errno). Below child.c, which forks runs, service attempts and terminals with
+ * it; their cgroups are made and released here. */
 
 #include <stdbool.h>
 #include <stddef.h>

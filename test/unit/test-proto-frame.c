@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "proto/agent-proto.h"
@@ -116,4 +117,87 @@ Test(run_status, names_round_trip)
 		cr_assert_eq(run_status_from_string(run_status_to_string(i)), i);
 	cr_assert_eq(run_status_from_string("finished"), -EINVAL);
 	cr_assert_str_eq(run_status_to_string(RUN_TIMED_OUT), "timed_out");
+}
+
+static int count_field(void *userdata, uint16_t tag, const uint8_t *val, size_t len)
+{
+	unsigned *n = userdata;
+
+	if (tag == TAG_DATA)
+		return -E2BIG;
+	++*n;
+	return 0;
+}
+
+Test(frame, for_each_field_stops_at_the_first_error)
+{
+	struct buf b = build(MSG_RUN_START, 1);
+	unsigned n = 0;
+	struct frame f;
+
+	cr_assert_eq(frame_parse(b.data, b.len, PROTO_MAX_PAYLOAD, &f), (long)b.len);
+	cr_assert_eq(frame_for_each_field(&f, count_field, &n), -E2BIG);
+	cr_assert_eq(n, 2, "RUN_ID and TIMEOUT_MS before DATA");
+	buf_free(&b);
+}
+
+Test(proto_id, valid_ids)
+{
+	cr_assert(proto_id_valid("r-abc"));
+	cr_assert(proto_id_valid("A.b_c:9-"));
+	cr_assert_not(proto_id_valid(""));
+	cr_assert_not(proto_id_valid("a/b"));
+	cr_assert_not(proto_id_valid("a b"));
+}
+
+Test(proto_id, read_checks_length_and_characters)
+{
+	char id[PROTO_MAX_ID + 2], *s = NULL;
+
+	memset(id, 'a', sizeof id - 1);
+	id[sizeof id - 1] = '\0';
+	cr_assert_eq(proto_id_read((const uint8_t *)id, PROTO_MAX_ID, &s), 0);
+	cr_assert_eq(strlen(s), PROTO_MAX_ID);
+	free(s);
+	cr_assert_lt(proto_id_read((const uint8_t *)id, PROTO_MAX_ID + 1, &s), 0, "too long");
+	cr_assert_eq(proto_id_read((const uint8_t *)"x/y", 3, &s), -EBADMSG);
+}
+
+static struct frame key_frame(struct buf *b, bool with_watch, uint64_t watch)
+{
+	struct frame f;
+	size_t start;
+
+	*b = (struct buf){ 0 };
+	cr_assert_eq(frame_begin(b, &start, MSG_RUN_WATCH, 0), 0);
+	cr_assert_eq(frame_put_str(b, TAG_RUN_ID, "r-1"), 0);
+	if (with_watch)
+		cr_assert_eq(frame_put_u64(b, TAG_WATCH, watch), 0);
+	cr_assert_eq(frame_end(b, start), 0);
+	cr_assert_eq(frame_parse(b->data, b->len, PROTO_MAX_PAYLOAD, &f), (long)b->len);
+	return f;
+}
+
+Test(proto_id, key_and_flag)
+{
+	struct buf b;
+	struct frame f = key_frame(&b, true, 1);
+	bool flag = false;
+	char *id = NULL;
+
+	cr_assert_eq(proto_parse_key_flag(&f, TAG_RUN_ID, proto_id_read, true, &id, &flag), 0);
+	cr_assert_str_eq(id, "r-1");
+	cr_assert(flag);
+	free(id);
+	cr_assert_eq(proto_parse_key_flag(&f, TAG_RUN_ID, proto_id_read, false, &id, NULL),
+		     -EBADMSG, "WATCH where none is wanted");
+	buf_free(&b);
+	f = key_frame(&b, false, 0);
+	cr_assert_eq(proto_parse_key_flag(&f, TAG_RUN_ID, proto_id_read, true, &id, &flag),
+		     -EBADMSG, "WATCH missing");
+	buf_free(&b);
+	f = key_frame(&b, true, 2);
+	cr_assert_eq(proto_parse_key_flag(&f, TAG_RUN_ID, proto_id_read, true, &id, &flag),
+		     -EBADMSG, "WATCH of 2");
+	buf_free(&b);
 }
