@@ -416,11 +416,11 @@ static int fork_with(struct child *c, const struct child_cmd *cmd, char **envp)
 		goto out;
 	}
 	c->errpipe_fd = TAKE_FD(p[3][0]);
-	if (cmd->pty_master >= 0)
-		goto out; /* out[0] is the master already */
-	c->stdin_fd = TAKE_FD(p[0][1]);
-	c->out[0].fd = TAKE_FD(p[1][0]);
-	c->out[1].fd = TAKE_FD(p[2][0]);
+	if (cmd->pty_master < 0) { /* with a PTY, out[0] is its master already */
+		c->stdin_fd = TAKE_FD(p[0][1]);
+		c->out[0].fd = TAKE_FD(p[1][0]);
+		c->out[1].fd = TAKE_FD(p[2][0]);
+	}
 out:
 	for (int i = 0; i < 4; i++)
 		close_pair(p[i]);
