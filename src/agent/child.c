@@ -375,7 +375,7 @@ static int open_pipes(int p[4][2], const struct child_cmd *cmd)
 {
 	if (pipe2(p[3], O_CLOEXEC) < 0)
 		return -errno;
-	if (cmd->pty_master >= 0)
+	if (cmd->pty)
 		return 0;
 	if (pipe2(p[1], O_CLOEXEC) < 0 || pipe2(p[2], O_CLOEXEC) < 0)
 		return -errno;
@@ -397,7 +397,7 @@ static int fork_with(struct child *c, const struct child_cmd *cmd, char **envp)
 		.cwd = cmd->cwd,
 		.command = cmd->command,
 		.envp = envp,
-		.session = cmd->pty_master >= 0,
+		.session = cmd->pty,
 		.path = cmd->path,
 		.argv = cmd->argv,
 	};
@@ -408,7 +408,7 @@ static int fork_with(struct child *c, const struct child_cmd *cmd, char **envp)
 		goto out;
 	}
 	for (int i = 0; i < 3; i++)
-		s.stdio[i] = cmd->pty_master >= 0 ? cmd->pty_slave : p[i][i == 0 ? 0 : 1];
+		s.stdio[i] = cmd->pty ? cmd->pty_slave : p[i][i == 0 ? 0 : 1];
 	s.errpipe = p[3][1];
 	k = spawn_fork(&s, &c->pid);
 	if (k < 0) {
@@ -416,7 +416,7 @@ static int fork_with(struct child *c, const struct child_cmd *cmd, char **envp)
 		goto out;
 	}
 	c->errpipe_fd = TAKE_FD(p[3][0]);
-	if (cmd->pty_master < 0) { /* with a PTY, out[0] is its master already */
+	if (!cmd->pty) { /* with a PTY, out[0] is its master already */
 		c->stdin_fd = TAKE_FD(p[0][1]);
 		c->out[0].fd = TAKE_FD(p[1][0]);
 		c->out[1].fd = TAKE_FD(p[2][0]);
@@ -470,7 +470,7 @@ int child_start(struct child *c, const struct child_cmd *cmd)
 
 	c->cwd = cmd->cwd;
 	c->path = cmd->path;
-	if (cmd->pty_master >= 0)
+	if (cmd->pty)
 		c->out[0].fd = cmd->pty_master;
 	k = c->base->cgroup ? child_cgroup_create(c) : 0;
 	if (k >= 0)

@@ -139,8 +139,9 @@ struct child_cmd {
 	char *const *env; /* after the base's entries; a later one wins */
 	size_t n_env;
 	bool has_stdin; /* pipes: stdin is a pipe (c->stdin_fd), else /dev/null */
-	int pty_master; /* >= 0: a PTY, taken; its output is out[0] */
-	int pty_slave;	/* with pty_master: stdio of the child, in a new session; borrowed */
+	bool pty;	/* a PTY instead of pipes: */
+	int pty_master; /* taken, its output is out[0] */
+	int pty_slave;	/* stdio of the child, in a new session; borrowed */
 };
 
 /* head and tail: what each output pipe keeps (0 for a PTY). Joins base's children. -ENOMEM. */

@@ -505,7 +505,7 @@ static int term_spawn(struct term *t, const struct term_request *q)
 	_cleanup_close_ int slave = -1;
 	const char *base = strrchr(t->command, '/');
 	char *argv[2] = { NULL, NULL };
-	struct child_cmd cmd = { .cwd = t->cwd, .command = t->command, .pty_master = -1 };
+	struct child_cmd cmd = { .cwd = t->cwd, .command = t->command, .pty = true };
 	int k, n_extra;
 
 	k = pty_open(&cmd.pty_master, &slave);

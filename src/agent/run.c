@@ -386,7 +386,6 @@ static void run_start(struct run *r, struct run_request *q)
 		.env = q->env,
 		.n_env = q->n_env,
 		.has_stdin = q->has_stdin,
-		.pty_master = -1,
 	};
 
 	if (child_start(&r->child, &cmd) < 0) {

@@ -510,8 +510,7 @@ static void service_start_attempt(struct service *svc)
 	(void)child_start(&a->child, &(const struct child_cmd){ .cwd = svc->def.cwd,
 								.command = svc->def.command,
 								.env = svc->def.env,
-								.n_env = svc->def.n_env,
-								.pty_master = -1 });
+								.n_env = svc->def.n_env });
 	log_info("service attempt starting", "service", svc->def.name, NULL);
 	report_state(svc);
 	child_maybe_finish(&a->child);

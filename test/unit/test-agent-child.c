@@ -91,7 +91,7 @@ static void run_until_finished(void)
 
 static void start(const char *command, const char *cwd)
 {
-	const struct child_cmd cmd = { .cwd = cwd, .command = command, .pty_master = -1 };
+	const struct child_cmd cmd = { .cwd = cwd, .command = command };
 
 	cr_assert_eq(child_init(&fx->child, fx->base, "c-1", 1024, 1024), 0);
 	cr_assert_eq(child_start(&fx->child, &cmd), 0);
@@ -213,7 +213,7 @@ Test(child, pty_output_goes_to_the_owner)
 {
 	struct child_ops ops = test_ops;
 	struct child_base *base;
-	struct child_cmd cmd = { .cwd = "/", .command = "echo on-the-pty" };
+	struct child_cmd cmd = { .cwd = "/", .command = "echo on-the-pty", .pty = true };
 	char name[64];
 	int slave;
 
