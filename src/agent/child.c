@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "basic/cleanup.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/util.h"
 
@@ -111,8 +112,7 @@ int child_init(struct child *c, struct child_base *base, const char *name, size_
 		output_buffer_done(&c->out[0].buf);
 		return -ENOMEM;
 	}
-	c->next = base->children;
-	base->children = c;
+	LIST_PREPEND(&base->children, c);
 	base->n_children++;
 	return 0;
 }
@@ -134,12 +134,8 @@ static void outputs_close(struct child *c)
 
 void child_done(struct child *c)
 {
-	for (struct child **p = &c->base->children; *p; p = &(*p)->next)
-		if (*p == c) {
-			*p = c->next;
-			c->base->n_children--;
-			break;
-		}
+	LIST_REMOVE(&c->base->children, c);
+	c->base->n_children--;
 	close_source(&c->errpipe_io, &c->errpipe_fd);
 	if (c->stdin_fd >= 0)
 		close(c->stdin_fd);

@@ -111,7 +111,7 @@ struct child_pipe {
 
 struct child {
 	struct child_base *base;
-	struct child *next;
+	struct child *prev, *next;
 	const char *name; /* the owner's id or name, for logs */
 	const char *cwd;  /* for the reason of a failed start */
 	const char *path; /* what is executed; NULL: SPAWN_SHELL */
@@ -147,8 +147,8 @@ struct child_cmd {
 /* head and tail: what each output pipe keeps (0 for a PTY). Joins base's children. -ENOMEM. */
 int child_init(struct child *c, struct child_base *base, const char *name, size_t head,
 	       size_t tail);
-/* Leaves base's children; closes and frees what the child holds; its processes and cgroup
- * directory are left. */
+/* After a child_init() that succeeded: leaves base's children, closes and frees what the child
+ * holds; its processes and cgroup directory are left. */
 void child_done(struct child *c);
 
 /* Cgroup, environment, pipes, fork, watching. < 0 when nothing was forked: a failed start, and
