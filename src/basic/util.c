@@ -814,3 +814,40 @@ int parse_u64(const char *s, uint64_t max, uint64_t *ret)
 	*ret = v;
 	return 0;
 }
+
+void strv_free(char **l)
+{
+	if (!l)
+		return;
+	for (char **p = l; *p; p++)
+		free(*p);
+	free(l);
+}
+
+size_t strv_length(char *const *l)
+{
+	size_t n = 0;
+
+	while (l && l[n])
+		n++;
+	return n;
+}
+
+int strv_push(char ***l, const char *s)
+{
+	size_t n = strv_length(*l);
+	char **nl;
+	char *copy = strdup(s);
+
+	if (!copy)
+		return -ENOMEM;
+	nl = realloc(*l, (n + 2) * sizeof(char *));
+	if (!nl) {
+		free(copy);
+		return -ENOMEM;
+	}
+	nl[n] = copy;
+	nl[n + 1] = NULL;
+	*l = nl;
+	return 0;
+}

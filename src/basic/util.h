@@ -78,3 +78,8 @@ void format_rfc3339(uint64_t usec, char ret[32]);
 
 /* Parses a non-negative decimal integer <= max; -EINVAL / -ERANGE. */
 int parse_u64(const char *s, uint64_t max, uint64_t *ret);
+
+/* NULL-terminated string vectors: free (NULL is fine), count, append a copy. */
+void strv_free(char **l);
+size_t strv_length(char *const *l);
+int strv_push(char ***l, const char *s);

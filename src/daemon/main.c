@@ -58,7 +58,7 @@ static void usage(FILE *f)
 		"                        [--max-running N] [--max-workspaces N]\n"
 		"                        [--default-timeout-ms N] [--max-timeout-ms N]\n"
 		"                        [--max-output-bytes N] [--max-body-bytes N]\n"
-		"                        [--default-adapter host|container] [--runtime runc|crun|PATH]\n"
+		"                        [--default-adapter host|container] [--runtime runc|crun|runsc|PATH]\n"
 		"                        [--default-image NAME@sha256:…] [--seccomp-profile NAME|PATH]\n"
 		"                        [--seccomp-dir DIR]...\n"
 		"                        [--userns-base UID]\n"

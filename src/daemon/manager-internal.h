@@ -106,6 +106,13 @@ struct workspace *workspace_find(struct manager *m, const char *id);
 void agent_report_ignored(struct workspace *ws, const char *what, const char *id);
 int workspace_lookup(struct manager *m, const char *id, struct workspace **ret,
 		     struct station_error *e);
+/* -EBUSY with "workspace "ID" is STATE, not ready[: REASON]" unless it is ready. */
+int workspace_check_ready(const struct workspace *ws, struct station_error *e);
+/* A command's working directory: the workspace's workdir, cwd when absolute, else cwd below
+ * the workdir; "." components dropped (they add nothing but noise to PWD). NULL: no memory. */
+char *workspace_cwd(const struct workspace *ws, const char *cwd);
+/* {"K":"V",…} (NULL: none) as a NULL-terminated vector of "K=V" (free with strv_free()). */
+int env_object_to_strv(json_t *env, char ***ret);
 
 /* manager-run.c: output for f, without what it already has. */
 void output_follower_deliver(struct output_follower *f, int stream, uint64_t offset,

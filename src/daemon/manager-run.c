@@ -190,36 +190,6 @@ void runs_free_all(struct workspace *ws)
 
 /* --- starting runs --- */
 
-static int env_to_strv(json_t *env, char ***ret)
-{
-	size_t n = env ? json_object_size(env) : 0, i = 0;
-	char **v = calloc(n + 1, sizeof *v);
-	if (!v)
-		return -ENOMEM;
-	const char *key;
-	json_t *val;
-	json_object_foreach(env, key, val) {
-		if (asprintf(&v[i], "%s=%s", key, json_string_value(val)) < 0)
-			break;
-		i++;
-	}
-	if (i < n) {
-		for (size_t j = 0; j < i; j++)
-			free(v[j]);
-		free(v);
-		return -ENOMEM;
-	}
-	*ret = v;
-	return 0;
-}
-
-static void strv_free(char **v)
-{
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
 static int run_check_limits(struct manager *m, const struct run_spec *spec, uint64_t *timeout,
 			    uint64_t *output, struct station_error *e)
 {
@@ -237,45 +207,12 @@ static int run_check_limits(struct manager *m, const struct run_spec *spec, uint
 	return 0;
 }
 
-/* "." and "./" components add nothing but noise to PWD. */
-static void path_drop_dots(char *p)
-{
-	char *w = p;
-	for (char *r = p; *r;) {
-		if (r[0] == '/' && r[1] == '.' && (r[2] == '/' || r[2] == 0)) {
-			r += 2;
-			continue;
-		}
-		*w++ = *r++;
-	}
-	*w = 0;
-	if (!p[0]) { /* it held "/." at least */
-		p[0] = '/';
-		p[1] = 0;
-	}
-}
-
-static char *run_cwd(const struct workspace *ws, const char *cwd)
-{
-	char *s = NULL;
-	if (!cwd)
-		return strdup(ws->workdir);
-	if (cwd[0] == '/')
-		s = strdup(cwd);
-	else if (asprintf(&s, "%s/%s", ws->workdir, cwd) < 0)
-		s = NULL;
-	if (s)
-		path_drop_dots(s);
-	return s;
-}
-
 static int run_check_workspace(struct workspace *ws, struct station_error *e)
 {
-	if (ws->row.state != WORKSPACE_READY)
-		return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is %s, not ready%s%s",
-					 ws->row.id, workspace_state_to_string(ws->row.state),
-					 ws->row.reason ? ": " : "",
-					 ws->row.reason ? ws->row.reason : "");
+	int r = workspace_check_ready(ws, e);
+
+	if (r < 0)
+		return r;
 	/* a new connection's HELLO goes first: requests queue behind it */
 	if (!ws->link)
 		return station_error_set(e, -ENOTCONN, NULL,
@@ -305,10 +242,10 @@ int manager_run_start(struct manager *m, const char *ws_id, const struct run_spe
 
 	char id[PROTO_MAX_ID + 1];
 	random_id("r-", 26, id, sizeof id);
-	_cleanup_free_ char *cwd = run_cwd(ws, spec->cwd);
+	_cleanup_free_ char *cwd = workspace_cwd(ws, spec->cwd);
 	_cleanup_free_ char *env_json = spec->env ? json_dumps(spec->env, JSON_COMPACT) : NULL;
 	char **env = NULL;
-	if (!cwd || (spec->env && !env_json) || env_to_strv(spec->env, &env) < 0)
+	if (!cwd || (spec->env && !env_json) || env_object_to_strv(spec->env, &env) < 0)
 		return station_error_set(e, -ENOMEM, NULL, "out of memory");
 
 	struct run_row row = {

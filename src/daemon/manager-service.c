@@ -11,6 +11,7 @@
 
 #include "agentlink.h"
 #include "basic/cleanup.h"
+#include "basic/json-util.h"
 #include "basic/list.h"
 #include "basic/log.h"
 #include "basic/util.h"
@@ -220,48 +221,9 @@ void services_lose_all(struct workspace *ws, const char *reason)
 
 static int env_strv(const char *env_json, char ***ret)
 {
-	json_t *env = env_json ? json_loads(env_json, 0, NULL) : NULL;
-	size_t n = json_object_size(env), i = 0;
-	const char *key;
-	json_t *v;
-	char **strv = calloc(n + 1, sizeof *strv);
+	_cleanup_json_ json_t *env = env_json ? json_loads(env_json, 0, NULL) : NULL;
 
-	if (!strv) {
-		json_decref(env);
-		return -ENOMEM;
-	}
-	json_object_foreach(env, key, v) {
-		if (asprintf(&strv[i], "%s=%s", key, json_string_value(v)) < 0)
-			break;
-		i++;
-	}
-	json_decref(env);
-	if (i < n) {
-		for (size_t j = 0; j < i; j++)
-			free(strv[j]);
-		free(strv);
-		return -ENOMEM;
-	}
-	*ret = strv;
-	return 0;
-}
-
-static void strv_free(char **v)
-{
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
-static char *service_cwd(const struct workspace *ws, const char *cwd)
-{
-	char *s = NULL;
-
-	if (!cwd)
-		return strdup(ws->workdir);
-	if (cwd[0] == '/')
-		return strdup(cwd);
-	return asprintf(&s, "%s/%s", ws->workdir, cwd) < 0 ? NULL : s;
+	return env_object_to_strv(env, ret);
 }
 
 /* SERVICE_START with the whole definition: a fresh run of the service. */
@@ -269,7 +231,7 @@ static int service_send_start(struct service *svc)
 {
 	struct workspace *ws = svc->ws;
 	const struct service_row *r = &svc->row;
-	_cleanup_free_ char *cwd = service_cwd(ws, r->cwd);
+	_cleanup_free_ char *cwd = workspace_cwd(ws, r->cwd);
 	char **env = NULL;
 	int k;
 
@@ -572,11 +534,10 @@ static int service_lookup(struct manager *m, const char *ws_id, const char *name
 
 static int check_agent(struct workspace *ws, struct station_error *e)
 {
-	if (ws->row.state != WORKSPACE_READY)
-		return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is %s, not ready%s%s",
-					 ws->row.id, workspace_state_to_string(ws->row.state),
-					 ws->row.reason ? ": " : "",
-					 ws->row.reason ? ws->row.reason : "");
+	int r = workspace_check_ready(ws, e);
+
+	if (r < 0)
+		return r;
 	if (!ws->link || !ws->link_ready)
 		return station_error_set(e, -ENOTCONN, NULL,
 					 "the agent of workspace \"%s\" is not connected",

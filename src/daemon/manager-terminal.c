@@ -449,9 +449,10 @@ static int terminal_lookup(struct manager *m, const char *ws_id, const char *ter
 
 static int check_workspace(struct workspace *ws, struct station_error *e)
 {
-	if (ws->row.state != WORKSPACE_READY)
-		return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is %s, not ready",
-					 ws->row.id, workspace_state_to_string(ws->row.state));
+	int r = workspace_check_ready(ws, e);
+
+	if (r < 0)
+		return r;
 	if (!link_up(ws))
 		return station_error_set(e, -ENOTCONN, NULL,
 					 "the agent of workspace \"%s\" is not connected",
@@ -463,61 +464,25 @@ static int check_workspace(struct workspace *ws, struct station_error *e)
 	return 0;
 }
 
-static char **env_strv(json_t *env)
-{
-	size_t n = env ? json_object_size(env) : 0, i = 0;
-	char **v = calloc(n + 1, sizeof *v);
-	const char *key;
-	json_t *val;
-
-	if (!v)
-		return NULL;
-	json_object_foreach(env, key, val) {
-		if (asprintf(&v[i], "%s=%s", key, json_string_value(val)) < 0) {
-			while (i > 0)
-				free(v[--i]);
-			free(v);
-			return NULL;
-		}
-		i++;
-	}
-	return v;
-}
-
-static void strv_free(char **v)
-{
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
-static char *absolute_cwd(const struct workspace *ws, const char *cwd)
-{
-	char *s = NULL;
-
-	if (!cwd)
-		return strdup(ws->workdir);
-	if (cwd[0] == '/')
-		return strdup(cwd);
-	return asprintf(&s, "%s/%s", ws->workdir, cwd) < 0 ? NULL : s;
-}
-
 static int terminal_send_open(struct workspace *ws, const struct terminal_row *row,
 			      const struct terminal_spec *spec)
 {
-	_cleanup_free_ char *cwd = absolute_cwd(ws, spec->cwd);
-	char **env = env_strv(spec->env);
-	struct agentlink_terminal at = {
-		.id = row->id,
-		.command = spec->command,
-		.cwd = cwd,
-		.env = env,
-		.cols = spec->cols,
-		.rows = spec->rows,
-		.scrollback_bytes = MANAGER_TERMINAL_SCROLLBACK,
-	};
-	int r = cwd && env ? agentlink_send_terminal_open(ws->link, &at) : -ENOMEM;
+	_cleanup_free_ char *cwd = workspace_cwd(ws, spec->cwd);
+	char **env = NULL;
+	int r = cwd ? env_object_to_strv(spec->env, &env) : -ENOMEM;
 
+	if (r >= 0) {
+		struct agentlink_terminal at = {
+			.id = row->id,
+			.command = spec->command,
+			.cwd = cwd,
+			.env = env,
+			.cols = spec->cols,
+			.rows = spec->rows,
+			.scrollback_bytes = MANAGER_TERMINAL_SCROLLBACK,
+		};
+		r = agentlink_send_terminal_open(ws->link, &at);
+	}
 	strv_free(env);
 	return r;
 }

@@ -42,6 +42,71 @@ struct workspace *workspace_find(struct manager *m, const char *id)
 	return NULL;
 }
 
+int workspace_check_ready(const struct workspace *ws, struct station_error *e)
+{
+	if (ws->row.state == WORKSPACE_READY)
+		return 0;
+	return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is %s, not ready%s%s",
+				 ws->row.id, workspace_state_to_string(ws->row.state),
+				 ws->row.reason ? ": " : "", ws->row.reason ? ws->row.reason : "");
+}
+
+/* "." and "./" components add nothing but noise to PWD. */
+static void path_drop_dots(char *p)
+{
+	char *w = p;
+	for (char *r = p; *r;) {
+		if (r[0] == '/' && r[1] == '.' && (r[2] == '/' || r[2] == 0)) {
+			r += 2;
+			continue;
+		}
+		*w++ = *r++;
+	}
+	*w = 0;
+	if (!p[0]) { /* it held "/." at least */
+		p[0] = '/';
+		p[1] = 0;
+	}
+}
+
+char *workspace_cwd(const struct workspace *ws, const char *cwd)
+{
+	char *s = NULL;
+
+	if (!cwd)
+		return strdup(ws->workdir);
+	if (cwd[0] == '/')
+		s = strdup(cwd);
+	else if (asprintf(&s, "%s/%s", ws->workdir, cwd) < 0)
+		s = NULL;
+	if (s)
+		path_drop_dots(s);
+	return s;
+}
+
+int env_object_to_strv(json_t *env, char ***ret)
+{
+	size_t n = env ? json_object_size(env) : 0, i = 0;
+	char **v = calloc(n + 1, sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	const char *key;
+	json_t *val;
+	json_object_foreach(env, key, val) {
+		if (asprintf(&v[i], "%s=%s", key, json_string_value(val)) < 0)
+			break;
+		i++;
+	}
+	if (i < n) {
+		for (size_t j = 0; j < i; j++)
+			free(v[j]);
+		free(v);
+		return -ENOMEM;
+	}
+	*ret = v;
+	return 0;
+}
+
 void agent_report_ignored(struct workspace *ws, const char *what, const char *id)
 {
 	uint64_t now = now_usec();

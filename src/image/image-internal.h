@@ -80,10 +80,6 @@ int image_config_parse(const char *data, size_t n, const char *digest, struct im
 /* "amd64", "arm64", … for this machine. */
 const char *host_architecture(void);
 
-void strv_free(char **l);
-size_t strv_length(char *const *l);
-int strv_push(char ***l, const char *s);
-
 struct image_store {
 	char *root;   /* <root>/images */
 	char *blobs;  /* <root>/images/blobs/sha256 */
