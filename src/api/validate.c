@@ -120,25 +120,32 @@ static int get_string(json_t *body, const char *field, size_t max, bool allow_nu
 	return 1;
 }
 
-/* An integer field in [min, max]: absent leaves *ret untouched. */
-static int get_uint(json_t *body, const char *field, uint64_t min, uint64_t max, uint64_t *ret,
-		    struct station_error *e)
+/* An integer member key of obj in [min, max], named label in errors; absent leaves *ret. */
+static int get_uint_in(json_t *obj, const char *key, const char *label, uint64_t min, uint64_t max,
+		       uint64_t *ret, struct station_error *e)
 {
-	json_t *v = json_object_get(body, field);
+	json_t *v = json_object_get(obj, key);
 	json_int_t i;
 
 	if (!v)
 		return 0;
 	if (!json_is_integer(v))
-		return type_error(e, field, "an integer", v);
+		return type_error(e, label, "an integer", v);
 	i = json_integer_value(v);
 	if (i < 0 || (uint64_t)i < min || (uint64_t)i > max)
-		return station_error_set(e, -EINVAL, field,
-					 "field \"%s\" is %lld, out of range %llu-%llu", field,
+		return station_error_set(e, -EINVAL, label,
+					 "field \"%s\" is %lld, out of range %llu-%llu", label,
 					 (long long)i, (unsigned long long)min,
 					 (unsigned long long)max);
 	*ret = (uint64_t)i;
 	return 1;
+}
+
+/* An integer field in [min, max]: absent leaves *ret untouched. */
+static int get_uint(json_t *body, const char *field, uint64_t min, uint64_t max, uint64_t *ret,
+		    struct station_error *e)
+{
+	return get_uint_in(body, field, field, min, max, ret, e);
 }
 
 bool validate_env_key(const char *key)
@@ -823,27 +830,6 @@ static bool service_name_ok(const char *s)
 	if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
 		return false;
 	return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
-}
-
-/* An integer member key of obj in [min, max], named label in errors; absent leaves *ret. */
-static int get_uint_in(json_t *obj, const char *key, const char *label, uint64_t min, uint64_t max,
-		       uint64_t *ret, struct station_error *e)
-{
-	json_t *v = json_object_get(obj, key);
-	json_int_t i;
-
-	if (!v)
-		return 0;
-	if (!json_is_integer(v))
-		return type_error(e, label, "an integer", v);
-	i = json_integer_value(v);
-	if (i < 0 || (uint64_t)i < min || (uint64_t)i > max)
-		return station_error_set(e, -EINVAL, label,
-					 "field \"%s\" is %lld, out of range %llu-%llu", label,
-					 (long long)i, (unsigned long long)min,
-					 (unsigned long long)max);
-	*ret = (uint64_t)i;
-	return 1;
 }
 
 static int check_known_in(json_t *obj, const char *parent, const char *const *known,
