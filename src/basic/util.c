@@ -851,3 +851,14 @@ int strv_push(char ***l, const char *s)
 	*l = nl;
 	return 0;
 }
+
+int free_and_strdup(char **dst, const char *s)
+{
+	char *c = s ? strdup(s) : NULL;
+
+	if (s && !c)
+		return -ENOMEM;
+	free(*dst);
+	*dst = c;
+	return 0;
+}

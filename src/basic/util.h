@@ -83,3 +83,6 @@ int parse_u64(const char *s, uint64_t max, uint64_t *ret);
 void strv_free(char **l);
 size_t strv_length(char *const *l);
 int strv_push(char ***l, const char *s);
+
+/* Replaces *dst (freed) with a copy of s (NULL: none); on -ENOMEM *dst is untouched. */
+int free_and_strdup(char **dst, const char *s);

@@ -46,17 +46,6 @@ static struct service *service_find(struct workspace *ws, const char *name)
 	return NULL;
 }
 
-static int set_str(char **dst, const char *s)
-{
-	char *c = s ? strdup(s) : NULL;
-
-	if (s && !c)
-		return -ENOMEM;
-	free(*dst);
-	*dst = c;
-	return 0;
-}
-
 static void service_save(struct service *svc)
 {
 	int r;
@@ -72,7 +61,7 @@ static void service_save(struct service *svc)
 static void service_set_state(struct service *svc, enum service_state state, const char *reason)
 {
 	svc->row.state = state;
-	(void)set_str(&svc->row.reason, reason);
+	(void)free_and_strdup(&svc->row.reason, reason);
 	svc->row.main_pid = 0;
 	svc->row.current_attempt = 0;
 	svc->row.next_restart_at = 0;
@@ -321,7 +310,7 @@ void services_on_state(void *userdata, uint64_t seq, const struct agentlink_serv
 
 	if (svc) {
 		svc->row.state = st->state;
-		(void)set_str(&svc->row.reason, st->reason);
+		(void)free_and_strdup(&svc->row.reason, st->reason);
 		svc->row.restart_count = st->restart_count;
 		svc->row.next_restart_at = st->state == SERVICE_BACKOFF ? st->next_restart_at : 0;
 		svc->row.main_pid = live ? (int64_t)st->pid : 0;

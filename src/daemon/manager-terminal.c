@@ -122,17 +122,6 @@ static void terminal_store(struct terminal *t)
 			  t->row.id, "error", strerror(-r), NULL);
 }
 
-static int set_str(char **dst, const char *s)
-{
-	char *c = s ? strdup(s) : NULL;
-
-	if (s && !c)
-		return -ENOMEM;
-	free(*dst);
-	*dst = c;
-	return 0;
-}
-
 /* ---- waiters ------------------------------------------------------------------------------- */
 
 static void waiter_free(struct terminal_waiter *w)
@@ -267,7 +256,7 @@ static void terminal_end(struct terminal *t)
 static void terminal_lose(struct terminal *t, const char *reason)
 {
 	t->row.state = TERMINAL_LOST;
-	(void)set_str(&t->row.reason, reason);
+	(void)free_and_strdup(&t->row.reason, reason);
 	t->row.ended_at = realtime_usec();
 	terminal_store(t);
 	terminal_end(t);
@@ -331,7 +320,7 @@ void terminals_on_opened(void *userdata, const char *id, uint64_t pid, uint64_t 
 	if (!t)
 		return;
 	t->row.state = TERMINAL_RUNNING;
-	(void)set_str(&t->row.command, command);
+	(void)free_and_strdup(&t->row.command, command);
 	t->row.pid = (int64_t)pid;
 	t->row.started_at = started_at;
 	terminal_store(t);
@@ -384,7 +373,7 @@ static enum terminal_state exit_state(const struct agentlink_terminal_exit *x)
 static void row_set_exit(struct terminal_row *row, const struct agentlink_terminal_exit *x)
 {
 	row->state = exit_state(x);
-	(void)set_str(&row->reason, x->reason);
+	(void)free_and_strdup(&row->reason, x->reason);
 	row->exit_code = x->exit_code;
 	row->signal = x->signal;
 	row->ended_at = x->ended_at ? x->ended_at : realtime_usec();
