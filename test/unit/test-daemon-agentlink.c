@@ -1220,3 +1220,257 @@ Test(agentlink, terminal_malformed_field)
 	end();
 	cr_assert_eq(feed(), -EBADMSG);
 }
+
+/* ---- what the controller sends, byte for byte ------------------------------------------------ */
+
+static struct buf want; /* the frames expected, built with proto/frame.h */
+
+static void want_begin(uint16_t type, uint64_t seq)
+{
+	cr_assert_eq(frame_begin(&want, &start, type, seq), 0);
+}
+
+static void want_u64(uint16_t tag, uint64_t v)
+{
+	cr_assert_eq(frame_put_u64(&want, tag, v), 0);
+}
+
+static void want_str(uint16_t tag, const char *s)
+{
+	cr_assert_eq(frame_put_str(&want, tag, s), 0);
+}
+
+static void want_bytes(uint16_t tag, const void *p, size_t n)
+{
+	cr_assert_eq(frame_put_bytes(&want, tag, p, n), 0);
+}
+
+static void want_end(void)
+{
+	cr_assert_eq(frame_end(&want, start), 0);
+}
+
+/* Reads what the link has sent since the last call and compares it with want. */
+static void check_sent(void)
+{
+	struct buf got_b = {};
+
+	for (;;) {
+		uint8_t chunk[65536];
+		ssize_t n = recv(peer, chunk, sizeof chunk, MSG_DONTWAIT);
+
+		if (n <= 0)
+			break;
+		cr_assert_eq(buf_append(&got_b, chunk, (size_t)n), 0);
+	}
+	cr_assert_eq(got_b.len, want.len);
+	cr_assert(memcmp(got_b.data, want.data, want.len) == 0);
+	buf_free(&got_b);
+	buf_free(&want);
+}
+
+static void want_hello(void)
+{
+	static const uint8_t secret[16] = { 1, 2, 3 };
+
+	want_begin(MSG_HELLO, 0);
+	want_bytes(TAG_SECRET, secret, sizeof secret);
+	want_u64(TAG_VERSION, PROTO_VERSION);
+	want_end();
+}
+
+Test(agentlink, send_hello)
+{
+	want_hello();
+	check_sent();
+}
+
+Test(agentlink, send_runs)
+{
+	char *env[] = { "A=1", "B=2", NULL };
+	struct agentlink_run run = { .id = "r1",
+				     .command = "echo hi",
+				     .cwd = "/w",
+				     .env = env,
+				     .stdin_data = (const uint8_t *)"in",
+				     .stdin_len = 2,
+				     .timeout_ms = 5,
+				     .head_bytes = 6,
+				     .tail_bytes = 7,
+				     .watch = true };
+	struct agentlink_run plain = { .id = "r2", .command = "true", .cwd = "/" };
+
+	want_hello();
+	cr_assert_eq(agentlink_send_run_start(link_, &run), 0);
+	want_begin(MSG_RUN_START, 0);
+	want_str(TAG_RUN_ID, "r1");
+	want_str(TAG_COMMAND, "echo hi");
+	want_str(TAG_CWD, "/w");
+	want_str(TAG_ENV, "A=1");
+	want_str(TAG_ENV, "B=2");
+	want_bytes(TAG_STDIN, "in", 2);
+	want_u64(TAG_TIMEOUT_MS, 5);
+	want_u64(TAG_HEAD_BYTES, 6);
+	want_u64(TAG_TAIL_BYTES, 7);
+	want_u64(TAG_WATCH, 1);
+	want_end();
+	cr_assert_eq(agentlink_send_run_start(link_, &plain), 0);
+	want_begin(MSG_RUN_START, 0);
+	want_str(TAG_RUN_ID, "r2");
+	want_str(TAG_COMMAND, "true");
+	want_str(TAG_CWD, "/");
+	want_u64(TAG_TIMEOUT_MS, 0);
+	want_u64(TAG_HEAD_BYTES, 0);
+	want_u64(TAG_TAIL_BYTES, 0);
+	want_end();
+	cr_assert_eq(agentlink_send_cancel(link_, "r1"), 0);
+	want_begin(MSG_RUN_CANCEL, 0);
+	want_str(TAG_RUN_ID, "r1");
+	want_end();
+	cr_assert_eq(agentlink_send_watch(link_, "r1", true), 0);
+	want_begin(MSG_RUN_WATCH, 0);
+	want_str(TAG_RUN_ID, "r1");
+	want_u64(TAG_WATCH, 1);
+	want_end();
+	cr_assert_eq(agentlink_send_watch(link_, "r1", false), 0);
+	want_begin(MSG_RUN_WATCH, 0);
+	want_str(TAG_RUN_ID, "r1");
+	want_u64(TAG_WATCH, 0);
+	want_end();
+	cr_assert_eq(agentlink_send_ack(link_, 77), 0);
+	want_begin(MSG_ACK, 77);
+	want_end();
+	check_sent();
+}
+
+Test(agentlink, send_services)
+{
+	char *env[] = { "A=1", NULL };
+	struct agentlink_service svc = { .name = "web",
+					 .id = "s1",
+					 .command = "serve",
+					 .cwd = "/w",
+					 .env = env,
+					 .policy = 2,
+					 .max_restarts = 3,
+					 .delay_ms = 4,
+					 .backoff_permille = 2000,
+					 .max_delay_ms = 5,
+					 .stop_signal = 15,
+					 .stop_timeout_ms = 6,
+					 .head_bytes = 7,
+					 .tail_bytes = 8,
+					 .first_attempt = 9 };
+
+	want_hello();
+	cr_assert_eq(agentlink_send_service_start(link_, &svc), 0);
+	want_begin(MSG_SERVICE_START, 0);
+	want_str(TAG_SERVICE_NAME, "web");
+	want_str(TAG_SERVICE_ID, "s1");
+	want_str(TAG_COMMAND, "serve");
+	want_str(TAG_CWD, "/w");
+	want_str(TAG_ENV, "A=1");
+	want_u64(TAG_RESTART_POLICY, 2);
+	want_u64(TAG_MAX_RESTARTS, 3);
+	want_u64(TAG_DELAY_MS, 4);
+	want_u64(TAG_BACKOFF_PERMILLE, 2000);
+	want_u64(TAG_MAX_DELAY_MS, 5);
+	want_u64(TAG_STOP_SIGNAL, 15);
+	want_u64(TAG_STOP_TIMEOUT_MS, 6);
+	want_u64(TAG_HEAD_BYTES, 7);
+	want_u64(TAG_TAIL_BYTES, 8);
+	want_u64(TAG_ATTEMPT, 9);
+	want_end();
+	svc.backoff_permille = 0;
+	svc.env = NULL;
+	cr_assert_eq(agentlink_send_service_start(link_, &svc), 0);
+	want_begin(MSG_SERVICE_START, 0);
+	want_str(TAG_SERVICE_NAME, "web");
+	want_str(TAG_SERVICE_ID, "s1");
+	want_str(TAG_COMMAND, "serve");
+	want_str(TAG_CWD, "/w");
+	want_u64(TAG_RESTART_POLICY, 2);
+	want_u64(TAG_MAX_RESTARTS, 3);
+	want_u64(TAG_DELAY_MS, 4);
+	want_u64(TAG_STOP_SIGNAL, 15);
+	want_u64(TAG_STOP_TIMEOUT_MS, 6);
+	want_u64(TAG_HEAD_BYTES, 7);
+	want_u64(TAG_TAIL_BYTES, 8);
+	want_u64(TAG_ATTEMPT, 9);
+	want_end();
+	cr_assert_eq(agentlink_send_service(link_, MSG_SERVICE_STOP, "web", -1), 0);
+	want_begin(MSG_SERVICE_STOP, 0);
+	want_str(TAG_SERVICE_NAME, "web");
+	want_end();
+	cr_assert_eq(agentlink_send_service(link_, MSG_SERVICE_WATCH, "web", 1), 0);
+	want_begin(MSG_SERVICE_WATCH, 0);
+	want_str(TAG_SERVICE_NAME, "web");
+	want_u64(TAG_WATCH, 1);
+	want_end();
+	check_sent();
+}
+
+Test(agentlink, send_terminals)
+{
+	char *env[] = { "TERM=xterm", NULL };
+	struct agentlink_terminal t = { .id = "t1",
+					.command = "sh",
+					.cwd = "/w",
+					.env = env,
+					.cols = 80,
+					.rows = 24,
+					.scrollback_bytes = 4096 };
+	struct agentlink_terminal shell = { .id = "t2", .cols = 1, .rows = 2 };
+	static uint8_t input[PROTO_MAX_TERM_INPUT + 5];
+
+	memset(input, 'i', sizeof input);
+	want_hello();
+	cr_assert_eq(agentlink_send_terminal_open(link_, &t), 0);
+	want_begin(MSG_TERM_OPEN, 0);
+	want_str(TAG_TERM_ID, "t1");
+	want_str(TAG_COMMAND, "sh");
+	want_str(TAG_CWD, "/w");
+	want_str(TAG_ENV, "TERM=xterm");
+	want_u64(TAG_COLS, 80);
+	want_u64(TAG_ROWS, 24);
+	want_u64(TAG_SCROLLBACK_BYTES, 4096);
+	want_end();
+	cr_assert_eq(agentlink_send_terminal_open(link_, &shell), 0);
+	want_begin(MSG_TERM_OPEN, 0);
+	want_str(TAG_TERM_ID, "t2");
+	want_u64(TAG_COLS, 1);
+	want_u64(TAG_ROWS, 2);
+	want_end();
+	cr_assert_eq(agentlink_send_terminal_resize(link_, "t1", 100, 30), 0);
+	want_begin(MSG_TERM_RESIZE, 0);
+	want_str(TAG_TERM_ID, "t1");
+	want_u64(TAG_COLS, 100);
+	want_u64(TAG_ROWS, 30);
+	want_end();
+	cr_assert_eq(agentlink_send_terminal_attach(link_, "t1", true, 12), 0);
+	want_begin(MSG_TERM_ATTACH, 0);
+	want_str(TAG_TERM_ID, "t1");
+	want_u64(TAG_WATCH, 1);
+	want_u64(TAG_REQUEST, 12);
+	want_end();
+	cr_assert_eq(agentlink_send_terminal_attach(link_, "t1", false, 12), 0);
+	want_begin(MSG_TERM_ATTACH, 0);
+	want_str(TAG_TERM_ID, "t1");
+	want_u64(TAG_WATCH, 0);
+	want_end();
+	cr_assert_eq(agentlink_send_terminal_close(link_, "t1"), 0);
+	want_begin(MSG_TERM_CLOSE, 0);
+	want_str(TAG_TERM_ID, "t1");
+	want_end();
+	check_sent();
+	cr_assert_eq(agentlink_send_terminal_input(link_, "t1", input, sizeof input), 0);
+	want_begin(MSG_TERM_INPUT, 0);
+	want_str(TAG_TERM_ID, "t1");
+	want_bytes(TAG_DATA, input, PROTO_MAX_TERM_INPUT);
+	want_end();
+	want_begin(MSG_TERM_INPUT, 0);
+	want_str(TAG_TERM_ID, "t1");
+	want_bytes(TAG_DATA, input, 5);
+	want_end();
+	check_sent();
+}
