@@ -11,6 +11,11 @@
 #include "proto/agent-proto.h"
 #include "proto/frame.h"
 
+int agentlink_str_once(char **dst, const uint8_t *val, size_t len, size_t max_len)
+{
+	return *dst ? -EBADMSG : frame_val_strdup(val, len, max_len, dst);
+}
+
 int agentlink_ids_push(struct agentlink_ids *ids, size_t max, const uint8_t *val, size_t len)
 {
 	char **t = ids->n < max ? realloc(ids->v, (ids->n + 1) * sizeof *ids->v) : NULL;

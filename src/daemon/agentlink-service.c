@@ -28,11 +28,11 @@ static int state_field(void *userdata, uint16_t tag, const uint8_t *v, size_t n)
 
 	switch (tag) {
 	case TAG_SERVICE_NAME:
-		return s->name ? -EBADMSG : frame_val_strdup(v, n, PROTO_MAX_ID, &s->name);
+		return agentlink_str_once(&s->name, v, n, PROTO_MAX_ID);
 	case TAG_SERVICE_ID:
-		return s->id ? -EBADMSG : frame_val_strdup(v, n, PROTO_MAX_ID, &s->id);
+		return agentlink_str_once(&s->id, v, n, PROTO_MAX_ID);
 	case TAG_REASON:
-		return s->reason ? -EBADMSG : frame_val_strdup(v, n, REASON_MAX, &s->reason);
+		return agentlink_str_once(&s->reason, v, n, REASON_MAX);
 	case TAG_SERVICE_STATE:
 		s->have_state = true;
 		return frame_val_u64(v, n, &s->state);
@@ -97,12 +97,11 @@ static int attempt_field(void *userdata, uint16_t tag, const uint8_t *v, size_t 
 	if (r != 0)
 		return r < 0 ? r : 0;
 	if (tag == TAG_SERVICE_NAME)
-		return x->name ? -EBADMSG : frame_val_strdup(v, n, PROTO_MAX_ID, &x->name);
+		return agentlink_str_once(&x->name, v, n, PROTO_MAX_ID);
 	if (tag == TAG_SERVICE_ID)
-		return a->service_id ? -EBADMSG :
-				       frame_val_strdup(v, n, PROTO_MAX_ID, &a->service_id);
+		return agentlink_str_once(&a->service_id, v, n, PROTO_MAX_ID);
 	if (tag == TAG_REASON)
-		return a->reason ? -EBADMSG : frame_val_strdup(v, n, REASON_MAX, &a->reason);
+		return agentlink_str_once(&a->reason, v, n, REASON_MAX);
 	/* unknown tags are skipped, but must be integers */
 	r = frame_val_u64(v, n, &u);
 	if (r < 0)

@@ -47,12 +47,11 @@ static int term_field(void *userdata, uint16_t tag, const uint8_t *v, size_t n)
 
 	switch (tag) {
 	case TAG_TERM_ID:
-		return t->id ? -EBADMSG : frame_val_strdup(v, n, PROTO_MAX_ID, &t->id);
+		return agentlink_str_once(&t->id, v, n, PROTO_MAX_ID);
 	case TAG_COMMAND:
-		return t->command ? -EBADMSG :
-				    frame_val_strdup(v, n, PROTO_MAX_COMMAND, &t->command);
+		return agentlink_str_once(&t->command, v, n, PROTO_MAX_COMMAND);
 	case TAG_REASON:
-		return t->reason ? -EBADMSG : frame_val_strdup(v, n, REASON_MAX, &t->reason);
+		return agentlink_str_once(&t->reason, v, n, REASON_MAX);
 	case TAG_DATA:
 		if (t->have_data)
 			return -EBADMSG;
@@ -187,14 +186,20 @@ int agentlink_terminal_dispatch(const struct agentlink_ops *ops, void *userdata,
 
 /* ---- out ----------------------------------------------------------------------------------- */
 
+/* Begins a frame about one terminal. */
+static int term_begin(struct buf *b, size_t *ret_start, uint16_t type, const char *id)
+{
+	int r = frame_begin(b, ret_start, type, 0);
+
+	return r < 0 ? r : frame_put_str(b, TAG_TERM_ID, id);
+}
+
 int agentlink_send_terminal_open(struct agentlink *l, const struct agentlink_terminal *t)
 {
 	struct buf b = { 0 };
 	size_t start;
-	int r = frame_begin(&b, &start, MSG_TERM_OPEN, 0);
+	int r = term_begin(&b, &start, MSG_TERM_OPEN, t->id);
 
-	if (r >= 0)
-		r = frame_put_str(&b, TAG_TERM_ID, t->id);
 	if (r >= 0 && t->command)
 		r = frame_put_str(&b, TAG_COMMAND, t->command);
 	if (r >= 0 && t->cwd)
@@ -220,9 +225,7 @@ int agentlink_send_terminal_input(struct agentlink *l, const char *id, const voi
 		struct buf b = { 0 };
 		size_t start;
 
-		r = frame_begin(&b, &start, MSG_TERM_INPUT, 0);
-		if (r >= 0)
-			r = frame_put_str(&b, TAG_TERM_ID, id);
+		r = term_begin(&b, &start, MSG_TERM_INPUT, id);
 		if (r >= 0)
 			r = frame_put_bytes(&b, TAG_DATA, p, piece);
 		r = agentlink_send_frame_end(l, &b, start, r);
@@ -237,10 +240,8 @@ int agentlink_send_terminal_resize(struct agentlink *l, const char *id, uint64_t
 {
 	struct buf b = { 0 };
 	size_t start;
-	int r = frame_begin(&b, &start, MSG_TERM_RESIZE, 0);
+	int r = term_begin(&b, &start, MSG_TERM_RESIZE, id);
 
-	if (r >= 0)
-		r = frame_put_str(&b, TAG_TERM_ID, id);
 	if (r >= 0)
 		r = frame_put_u64(&b, TAG_COLS, cols);
 	if (r >= 0)
@@ -253,10 +254,8 @@ int agentlink_send_terminal_attach(struct agentlink *l, const char *id, bool wat
 {
 	struct buf b = { 0 };
 	size_t start;
-	int r = frame_begin(&b, &start, MSG_TERM_ATTACH, 0);
+	int r = term_begin(&b, &start, MSG_TERM_ATTACH, id);
 
-	if (r >= 0)
-		r = frame_put_str(&b, TAG_TERM_ID, id);
 	if (r >= 0)
 		r = frame_put_u64(&b, TAG_WATCH, watch);
 	if (r >= 0 && watch)
@@ -268,9 +267,7 @@ int agentlink_send_terminal_close(struct agentlink *l, const char *id)
 {
 	struct buf b = { 0 };
 	size_t start;
-	int r = frame_begin(&b, &start, MSG_TERM_CLOSE, 0);
+	int r = term_begin(&b, &start, MSG_TERM_CLOSE, id);
 
-	if (r >= 0)
-		r = frame_put_str(&b, TAG_TERM_ID, id);
 	return agentlink_send_frame_end(l, &b, start, r);
 }

@@ -132,9 +132,9 @@ static int done_field(void *userdata, uint16_t tag, const uint8_t *v, size_t n)
 	if (r != 0)
 		return r < 0 ? r : 0;
 	if (tag == TAG_RUN_ID)
-		return row->id ? -EBADMSG : frame_val_strdup(v, n, PROTO_MAX_ID, &row->id);
+		return agentlink_str_once(&row->id, v, n, PROTO_MAX_ID);
 	if (tag == TAG_REASON)
-		return row->reason ? -EBADMSG : frame_val_strdup(v, n, REASON_MAX, &row->reason);
+		return agentlink_str_once(&row->reason, v, n, REASON_MAX);
 	/* unknown tags are skipped (newer agents may add fields), but must be integers */
 	r = frame_val_u64(v, n, &u);
 	if (r < 0)
