@@ -66,8 +66,10 @@ static void link_fail(struct agentlink *l, int err)
 /* Frames are queued whole; a failed allocation drops the frame being built. */
 static int link_send(struct agentlink *l, struct buf *frame)
 {
-	if (l->closing)
+	if (l->closing) {
+		buf_free(frame);
 		return -ENOTCONN;
+	}
 	int r = buf_append(&l->out, frame->data, frame->len);
 	buf_free(frame);
 	if (r < 0)

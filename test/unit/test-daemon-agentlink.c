@@ -275,7 +275,8 @@ static void teardown(void)
 {
 	agentlink_free(link_);
 	event_loop_free(loop);
-	close(peer);
+	if (peer >= 0)
+		close(peer);
 	buf_free(&out);
 	unlink(sock_path);
 	rmdir(dir);
@@ -1473,4 +1474,14 @@ Test(agentlink, send_terminals)
 	want_bytes(TAG_DATA, input, 5);
 	want_end();
 	check_sent();
+}
+
+Test(agentlink, send_after_close)
+{
+	close(peer);
+	peer = -1;
+	for (int i = 0; i < 100 && !got.closed; i++)
+		cr_assert_geq(event_loop_run_once(loop, 100), 0);
+	cr_assert_eq(got.closed, 1);
+	cr_assert_eq(agentlink_send_cancel(link_, "r1"), -ENOTCONN);
 }
