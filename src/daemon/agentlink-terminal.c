@@ -5,10 +5,8 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "agentlink-internal.h"
-#include "basic/cleanup.h"
 #include "proto/agent-proto.h"
 #include "proto/frame.h"
 

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
