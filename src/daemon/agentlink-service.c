@@ -5,19 +5,12 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "agentlink.h"
-#include "basic/cleanup.h"
+#include "agentlink-internal.h"
 #include "proto/agent-proto.h"
 #include "proto/frame.h"
 
 #define REASON_MAX 1024
-
-static int get_str(const uint8_t *v, size_t n, size_t max, char **ret)
-{
-	return frame_val_strdup(v, n, max, ret);
-}
 
 /* ---- in ------------------------------------------------------------------------------------ */
 
@@ -27,15 +20,17 @@ struct state_fields {
 	bool have_state;
 };
 
-static int state_field(struct state_fields *s, uint16_t tag, const uint8_t *v, size_t n)
+static int state_field(void *userdata, uint16_t tag, const uint8_t *v, size_t n)
 {
+	struct state_fields *s = userdata;
+
 	switch (tag) {
 	case TAG_SERVICE_NAME:
-		return s->name ? -EBADMSG : get_str(v, n, PROTO_MAX_ID, &s->name);
+		return agentlink_str_once(&s->name, v, n, PROTO_MAX_ID);
 	case TAG_SERVICE_ID:
-		return s->id ? -EBADMSG : get_str(v, n, PROTO_MAX_ID, &s->id);
+		return agentlink_str_once(&s->id, v, n, PROTO_MAX_ID);
 	case TAG_REASON:
-		return s->reason ? -EBADMSG : get_str(v, n, REASON_MAX, &s->reason);
+		return agentlink_str_once(&s->reason, v, n, REASON_MAX);
 	case TAG_SERVICE_STATE:
 		s->have_state = true;
 		return frame_val_u64(v, n, &s->state);
@@ -59,18 +54,8 @@ static int state_field(struct state_fields *s, uint16_t tag, const uint8_t *v, s
 static int parse_state(const struct agentlink_ops *ops, void *userdata, const struct frame *f)
 {
 	struct state_fields s = {};
-	struct frame_iter it;
-	const uint8_t *v;
-	uint16_t tag;
-	size_t n;
-	int r;
+	int r = frame_for_each_field(f, state_field, &s);
 
-	frame_iter_init(&it, f);
-	while ((r = frame_iter_next(&it, &tag, &v, &n)) > 0) {
-		r = state_field(&s, tag, v, n);
-		if (r < 0)
-			break;
-	}
 	if (r >= 0 && (!s.name || !s.id || !s.have_state || s.state >= _SERVICE_STATE_MAX ||
 		       s.pid > INT32_MAX || f->seq == 0))
 		r = -EBADMSG;
@@ -95,44 +80,27 @@ static int parse_state(const struct agentlink_ops *ops, void *userdata, const st
 	return r;
 }
 
-static int attempt_bytes(struct service_attempt_row *a, uint16_t tag, const uint8_t *v, size_t n)
-{
-	struct run_output *o = &a->out[tag == TAG_STDERR_HEAD || tag == TAG_STDERR_TAIL];
-	bool head = tag == TAG_STDOUT_HEAD || tag == TAG_STDERR_HEAD;
-	uint8_t **dst = head ? &o->head : &o->tail;
-	size_t *dst_len = head ? &o->head_len : &o->tail_len;
+struct attempt_fields {
+	struct service_attempt_row row;
+	char *name;
+};
 
-	if (n > AGENT_MAX_OUTPUT_BYTES || *dst)
-		return -EBADMSG;
-	*dst = malloc(n ? n : 1);
-	if (!*dst)
-		return -ENOMEM;
-	memcpy(*dst, v, n);
-	*dst_len = n;
-	return 0;
-}
-
-static int attempt_field(struct service_attempt_row *a, char **name, uint16_t tag, const uint8_t *v,
-			 size_t n)
+static int attempt_field(void *userdata, uint16_t tag, const uint8_t *v, size_t n)
 {
+	struct attempt_fields *x = userdata;
+	struct service_attempt_row *a = &x->row;
 	uint64_t u = 0;
-	int r;
+	int r = agentlink_end_field(&AGENTLINK_END(a), tag, v, n);
 
-	switch (tag) {
-	case TAG_SERVICE_NAME:
-		return *name ? -EBADMSG : get_str(v, n, PROTO_MAX_ID, name);
-	case TAG_SERVICE_ID:
-		return a->service_id ? -EBADMSG : get_str(v, n, PROTO_MAX_ID, &a->service_id);
-	case TAG_REASON:
-		return a->reason ? -EBADMSG : get_str(v, n, REASON_MAX, &a->reason);
-	case TAG_STDOUT_HEAD:
-	case TAG_STDOUT_TAIL:
-	case TAG_STDERR_HEAD:
-	case TAG_STDERR_TAIL:
-		return attempt_bytes(a, tag, v, n);
-	default:
-		break;
-	}
+	if (r != 0)
+		return r < 0 ? r : 0;
+	if (tag == TAG_SERVICE_NAME)
+		return agentlink_str_once(&x->name, v, n, PROTO_MAX_ID);
+	if (tag == TAG_SERVICE_ID)
+		return agentlink_str_once(&a->service_id, v, n, PROTO_MAX_ID);
+	if (tag == TAG_REASON)
+		return agentlink_str_once(&a->reason, v, n, REASON_MAX);
+	/* unknown tags are skipped, but must be integers */
 	r = frame_val_u64(v, n, &u);
 	if (r < 0)
 		return r;
@@ -145,29 +113,11 @@ static int attempt_field(struct service_attempt_row *a, char **name, uint16_t ta
 			return -EBADMSG;
 		a->end_reason = (enum attempt_end)u;
 		break;
-	case TAG_EXIT_CODE:
-		a->exit_code = u <= 255 ? (int64_t)u : -1;
-		break;
-	case TAG_SIGNAL:
-		a->signal = u < 128 ? (int64_t)u : 0;
-		break;
 	case TAG_DAEMONIZED:
 		a->daemonized = u != 0;
 		break;
 	case TAG_OUTPUT_DROPPED:
 		a->output_dropped = u != 0;
-		break;
-	case TAG_STDOUT_BYTES:
-		a->out[0].total = u;
-		break;
-	case TAG_STDERR_BYTES:
-		a->out[1].total = u;
-		break;
-	case TAG_STARTED_AT:
-		a->started_at = u;
-		break;
-	case TAG_ENDED_AT:
-		a->ended_at = u;
 		break;
 	default:
 		break;
@@ -175,74 +125,33 @@ static int attempt_field(struct service_attempt_row *a, char **name, uint16_t ta
 	return 0;
 }
 
-static bool attempt_consistent(const struct service_attempt_row *a, const char *name)
-{
-	if (!name || !a->service_id || a->end_reason == ATTEMPT_LOST || a->number == 0)
-		return false;
-	for (int i = 0; i < 2; i++)
-		if (a->out[i].head_len + a->out[i].tail_len > a->out[i].total)
-			return false;
-	return true;
-}
-
 static int parse_attempt(const struct agentlink_ops *ops, void *userdata, const struct frame *f)
 {
 	/* ATTEMPT_LOST until TAG_END_REASON names the end: the agent never sends it. */
-	struct service_attempt_row a = { .exit_code = -1, .end_reason = ATTEMPT_LOST };
-	_cleanup_free_ char *name = NULL;
-	struct frame_iter it;
-	const uint8_t *v;
-	uint16_t tag;
-	size_t n;
-	int r;
+	struct attempt_fields x = { .row = { .exit_code = -1, .end_reason = ATTEMPT_LOST } };
+	const struct service_attempt_row *a = &x.row;
+	int r = frame_for_each_field(f, attempt_field, &x);
 
-	frame_iter_init(&it, f);
-	while ((r = frame_iter_next(&it, &tag, &v, &n)) > 0) {
-		r = attempt_field(&a, &name, tag, v, n);
-		if (r < 0)
-			break;
-	}
-	if (r >= 0 && (!attempt_consistent(&a, name) || f->seq == 0))
+	if (r >= 0 && (!x.name || !a->service_id || a->end_reason == ATTEMPT_LOST ||
+		       a->number == 0 || !agentlink_end_consistent(a->out) || f->seq == 0))
 		r = -EBADMSG;
 	if (r >= 0 && ops->service_attempt)
-		ops->service_attempt(userdata, f->seq, name, &a);
-	service_attempt_row_free(&a);
+		ops->service_attempt(userdata, f->seq, x.name, a);
+	service_attempt_row_free(&x.row);
+	free(x.name);
 	return r;
 }
 
 static int parse_output(const struct agentlink_ops *ops, void *userdata, const struct frame *f)
 {
-	_cleanup_free_ char *name = NULL;
-	const uint8_t *v, *data = NULL;
-	uint64_t attempt = 0, stream = 0, offset = 0;
-	struct frame_iter it;
-	size_t n, data_len = 0;
-	uint16_t tag;
-	int r;
+	struct agentlink_output o = { .id_tag = TAG_SERVICE_NAME, .with_attempt = true };
+	int r = agentlink_output_parse(f, &o);
 
-	frame_iter_init(&it, f);
-	while ((r = frame_iter_next(&it, &tag, &v, &n)) > 0) {
-		if (tag == TAG_SERVICE_NAME && !name)
-			r = get_str(v, n, PROTO_MAX_ID, &name);
-		else if (tag == TAG_ATTEMPT)
-			r = frame_val_u64(v, n, &attempt);
-		else if (tag == TAG_STREAM)
-			r = frame_val_u64(v, n, &stream);
-		else if (tag == TAG_OFFSET)
-			r = frame_val_u64(v, n, &offset);
-		else if (tag == TAG_DATA) {
-			data = v;
-			data_len = n;
-		}
-		if (r < 0)
-			return r;
-	}
-	if (r < 0 || !name || (stream != RUN_STREAM_STDOUT && stream != RUN_STREAM_STDERR) ||
-	    offset > UINT64_MAX - data_len)
-		return -EBADMSG;
-	if (ops->service_output)
-		ops->service_output(userdata, name, attempt, (int)stream, offset, data, data_len);
-	return 0;
+	if (r >= 0 && ops->service_output)
+		ops->service_output(userdata, o.id, o.attempt, (int)o.stream, o.offset, o.data,
+				    o.data_len);
+	free(o.id);
+	return r;
 }
 
 int agentlink_service_dispatch(const struct agentlink_ops *ops, void *userdata,
@@ -305,13 +214,7 @@ int agentlink_send_service_start(struct agentlink *l, const struct agentlink_ser
 		r = frame_put_u64(&b, TAG_TAIL_BYTES, s->tail_bytes);
 	if (r >= 0)
 		r = frame_put_u64(&b, TAG_ATTEMPT, s->first_attempt);
-	if (r >= 0)
-		r = frame_end(&b, start);
-	if (r < 0) {
-		buf_free(&b);
-		return r;
-	}
-	return agentlink_send_buf(l, &b);
+	return agentlink_send_frame_end(l, &b, start, r);
 }
 
 int agentlink_send_service(struct agentlink *l, uint16_t type, const char *name, int watch)
@@ -324,11 +227,5 @@ int agentlink_send_service(struct agentlink *l, uint16_t type, const char *name,
 		r = frame_put_str(&b, TAG_SERVICE_NAME, name);
 	if (r >= 0 && watch >= 0)
 		r = frame_put_u64(&b, TAG_WATCH, (uint64_t)watch);
-	if (r >= 0)
-		r = frame_end(&b, start);
-	if (r < 0) {
-		buf_free(&b);
-		return r;
-	}
-	return agentlink_send_buf(l, &b);
+	return agentlink_send_frame_end(l, &b, start, r);
 }

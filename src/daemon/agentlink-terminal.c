@@ -5,10 +5,8 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "agentlink.h"
-#include "basic/cleanup.h"
+#include "agentlink-internal.h"
 #include "proto/agent-proto.h"
 #include "proto/frame.h"
 
@@ -41,16 +39,17 @@ static int once_u64(const uint8_t *v, size_t n, uint64_t *ret, bool *seen)
 	return frame_val_u64(v, n, ret);
 }
 
-static int term_field(struct term_fields *t, uint16_t tag, const uint8_t *v, size_t n)
+static int term_field(void *userdata, uint16_t tag, const uint8_t *v, size_t n)
 {
+	struct term_fields *t = userdata;
+
 	switch (tag) {
 	case TAG_TERM_ID:
-		return t->id ? -EBADMSG : frame_val_strdup(v, n, PROTO_MAX_ID, &t->id);
+		return agentlink_str_once(&t->id, v, n, PROTO_MAX_ID);
 	case TAG_COMMAND:
-		return t->command ? -EBADMSG :
-				    frame_val_strdup(v, n, PROTO_MAX_COMMAND, &t->command);
+		return agentlink_str_once(&t->command, v, n, PROTO_MAX_COMMAND);
 	case TAG_REASON:
-		return t->reason ? -EBADMSG : frame_val_strdup(v, n, REASON_MAX, &t->reason);
+		return agentlink_str_once(&t->reason, v, n, REASON_MAX);
 	case TAG_DATA:
 		if (t->have_data)
 			return -EBADMSG;
@@ -83,18 +82,8 @@ static int term_field(struct term_fields *t, uint16_t tag, const uint8_t *v, siz
 
 static int term_parse(const struct frame *f, struct term_fields *t)
 {
-	struct frame_iter it;
-	const uint8_t *v;
-	uint16_t tag;
-	size_t n;
-	int r;
+	int r = frame_for_each_field(f, term_field, t);
 
-	frame_iter_init(&it, f);
-	while ((r = frame_iter_next(&it, &tag, &v, &n)) > 0) {
-		r = term_field(t, tag, v, n);
-		if (r < 0)
-			return r;
-	}
 	if (r < 0)
 		return r;
 	return t->id ? 0 : -EBADMSG;
@@ -162,38 +151,19 @@ static int dispatch_fields(const struct agentlink_ops *ops, void *userdata, cons
 	}
 }
 
+static int hello_id(void *userdata, uint16_t tag, const uint8_t *v, size_t n)
+{
+	return tag == TAG_TERM_ID ? agentlink_ids_push(userdata, MAX_HELLO_TERMINALS, v, n) : 0;
+}
+
 static int parse_hello_ids(const struct agentlink_ops *ops, void *userdata, const struct frame *f)
 {
-	char **ids = NULL;
-	size_t n_ids = 0;
-	struct frame_iter it;
-	const uint8_t *v;
-	uint16_t tag;
-	size_t n;
-	int r;
+	struct agentlink_ids ids = {};
+	int r = frame_for_each_field(f, hello_id, &ids);
 
-	frame_iter_init(&it, f);
-	while ((r = frame_iter_next(&it, &tag, &v, &n)) > 0) {
-		char **t;
-
-		if (tag != TAG_TERM_ID)
-			continue;
-		t = n_ids < MAX_HELLO_TERMINALS ? realloc(ids, (n_ids + 1) * sizeof *ids) : NULL;
-		if (!t) {
-			r = -E2BIG;
-			break;
-		}
-		ids = t;
-		r = frame_val_strdup(v, n, PROTO_MAX_ID, &ids[n_ids]);
-		if (r < 0)
-			break;
-		n_ids++;
-	}
 	if (r >= 0 && ops->terminal_hello)
-		ops->terminal_hello(userdata, ids, n_ids);
-	for (size_t i = 0; i < n_ids; i++)
-		free(ids[i]);
-	free(ids);
+		ops->terminal_hello(userdata, ids.v, ids.n);
+	agentlink_ids_free(&ids);
 	return r;
 }
 
@@ -214,26 +184,20 @@ int agentlink_terminal_dispatch(const struct agentlink_ops *ops, void *userdata,
 
 /* ---- out ----------------------------------------------------------------------------------- */
 
-/* Finishes the frame in b and queues it; b is emptied either way. */
-static int send_frame(struct agentlink *l, struct buf *b, size_t start, int r)
+/* Begins a frame about one terminal. */
+static int term_begin(struct buf *b, size_t *ret_start, uint16_t type, const char *id)
 {
-	if (r >= 0)
-		r = frame_end(b, start);
-	if (r < 0) {
-		buf_free(b);
-		return r;
-	}
-	return agentlink_send_buf(l, b);
+	int r = frame_begin(b, ret_start, type, 0);
+
+	return r < 0 ? r : frame_put_str(b, TAG_TERM_ID, id);
 }
 
 int agentlink_send_terminal_open(struct agentlink *l, const struct agentlink_terminal *t)
 {
 	struct buf b = { 0 };
 	size_t start;
-	int r = frame_begin(&b, &start, MSG_TERM_OPEN, 0);
+	int r = term_begin(&b, &start, MSG_TERM_OPEN, t->id);
 
-	if (r >= 0)
-		r = frame_put_str(&b, TAG_TERM_ID, t->id);
 	if (r >= 0 && t->command)
 		r = frame_put_str(&b, TAG_COMMAND, t->command);
 	if (r >= 0 && t->cwd)
@@ -246,7 +210,7 @@ int agentlink_send_terminal_open(struct agentlink *l, const struct agentlink_ter
 		r = frame_put_u64(&b, TAG_ROWS, t->rows);
 	if (r >= 0 && t->scrollback_bytes)
 		r = frame_put_u64(&b, TAG_SCROLLBACK_BYTES, t->scrollback_bytes);
-	return send_frame(l, &b, start, r);
+	return agentlink_send_frame_end(l, &b, start, r);
 }
 
 int agentlink_send_terminal_input(struct agentlink *l, const char *id, const void *data, size_t n)
@@ -259,12 +223,10 @@ int agentlink_send_terminal_input(struct agentlink *l, const char *id, const voi
 		struct buf b = { 0 };
 		size_t start;
 
-		r = frame_begin(&b, &start, MSG_TERM_INPUT, 0);
-		if (r >= 0)
-			r = frame_put_str(&b, TAG_TERM_ID, id);
+		r = term_begin(&b, &start, MSG_TERM_INPUT, id);
 		if (r >= 0)
 			r = frame_put_bytes(&b, TAG_DATA, p, piece);
-		r = send_frame(l, &b, start, r);
+		r = agentlink_send_frame_end(l, &b, start, r);
 		p += piece;
 		n -= piece;
 	}
@@ -276,15 +238,13 @@ int agentlink_send_terminal_resize(struct agentlink *l, const char *id, uint64_t
 {
 	struct buf b = { 0 };
 	size_t start;
-	int r = frame_begin(&b, &start, MSG_TERM_RESIZE, 0);
+	int r = term_begin(&b, &start, MSG_TERM_RESIZE, id);
 
-	if (r >= 0)
-		r = frame_put_str(&b, TAG_TERM_ID, id);
 	if (r >= 0)
 		r = frame_put_u64(&b, TAG_COLS, cols);
 	if (r >= 0)
 		r = frame_put_u64(&b, TAG_ROWS, rows);
-	return send_frame(l, &b, start, r);
+	return agentlink_send_frame_end(l, &b, start, r);
 }
 
 int agentlink_send_terminal_attach(struct agentlink *l, const char *id, bool watch,
@@ -292,24 +252,20 @@ int agentlink_send_terminal_attach(struct agentlink *l, const char *id, bool wat
 {
 	struct buf b = { 0 };
 	size_t start;
-	int r = frame_begin(&b, &start, MSG_TERM_ATTACH, 0);
+	int r = term_begin(&b, &start, MSG_TERM_ATTACH, id);
 
-	if (r >= 0)
-		r = frame_put_str(&b, TAG_TERM_ID, id);
 	if (r >= 0)
 		r = frame_put_u64(&b, TAG_WATCH, watch);
 	if (r >= 0 && watch)
 		r = frame_put_u64(&b, TAG_REQUEST, request);
-	return send_frame(l, &b, start, r);
+	return agentlink_send_frame_end(l, &b, start, r);
 }
 
 int agentlink_send_terminal_close(struct agentlink *l, const char *id)
 {
 	struct buf b = { 0 };
 	size_t start;
-	int r = frame_begin(&b, &start, MSG_TERM_CLOSE, 0);
+	int r = term_begin(&b, &start, MSG_TERM_CLOSE, id);
 
-	if (r >= 0)
-		r = frame_put_str(&b, TAG_TERM_ID, id);
-	return send_frame(l, &b, start, r);
+	return agentlink_send_frame_end(l, &b, start, r);
 }

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-#include "agentlink.h"
+#include "agentlink-internal.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -15,7 +14,7 @@
 #include "proto/agent-proto.h"
 #include "proto/frame.h"
 
-enum { READ_CHUNK = 256 * 1024, MAX_HELLO_IDS = 4096 };
+enum { READ_CHUNK = 256 * 1024, MAX_HELLO_IDS = 4096, REASON_MAX = 1024 };
 
 struct agentlink {
 	struct event_loop *loop;
@@ -66,8 +65,10 @@ static void link_fail(struct agentlink *l, int err)
 /* Frames are queued whole; a failed allocation drops the frame being built. */
 static int link_send(struct agentlink *l, struct buf *frame)
 {
-	if (l->closing)
+	if (l->closing) {
+		buf_free(frame);
 		return -ENOTCONN;
+	}
 	int r = buf_append(&l->out, frame->data, frame->len);
 	buf_free(frame);
 	if (r < 0)
@@ -75,159 +76,76 @@ static int link_send(struct agentlink *l, struct buf *frame)
 	return link_flush(l);
 }
 
-static int get_str(const uint8_t *v, size_t n, size_t max, char **ret)
+struct hello_fields {
+	uint64_t pid;
+	struct agentlink_ids runs;
+	struct agentlink_ids services;
+};
+
+static int hello_field(void *userdata, uint16_t tag, const uint8_t *v, size_t n)
 {
-	return frame_val_strdup(v, n, max, ret);
+	struct hello_fields *h = userdata;
+
+	if (tag == TAG_PID)
+		return frame_val_u64(v, n, &h->pid);
+	if (tag == TAG_RUN_ID)
+		return agentlink_ids_push(&h->runs, MAX_HELLO_IDS, v, n);
+	if (tag == TAG_SERVICE_NAME)
+		return agentlink_ids_push(&h->services, MAX_HELLO_IDS, v, n);
+	return 0;
 }
 
 static int parse_hello(struct agentlink *l, const struct frame *f)
 {
-	struct frame_iter it;
-	uint16_t tag;
-	const uint8_t *v;
-	size_t n;
-	uint64_t pid = 0;
-	char **ids = NULL, **names = NULL;
-	size_t n_ids = 0, n_names = 0;
-	int r;
+	struct hello_fields h = {};
+	int r = frame_for_each_field(f, hello_field, &h);
 
-	frame_iter_init(&it, f);
-	while ((r = frame_iter_next(&it, &tag, &v, &n)) > 0) {
-		if (tag == TAG_PID) {
-			r = frame_val_u64(v, n, &pid);
-		} else if (tag == TAG_RUN_ID) {
-			char **t = n_ids < MAX_HELLO_IDS ? realloc(ids, (n_ids + 1) * sizeof *ids) :
-							   NULL;
-			r = t ? 0 : -E2BIG;
-			if (t) {
-				ids = t;
-				r = get_str(v, n, PROTO_MAX_ID, &ids[n_ids]);
-				if (r >= 0)
-					n_ids++;
-			}
-		} else if (tag == TAG_SERVICE_NAME) {
-			char **t = n_names < MAX_HELLO_IDS ?
-					   realloc(names, (n_names + 1) * sizeof *names) :
-					   NULL;
-			r = t ? 0 : -E2BIG;
-			if (t) {
-				names = t;
-				r = get_str(v, n, PROTO_MAX_ID, &names[n_names]);
-				if (r >= 0)
-					n_names++;
-			}
-		}
-		if (r < 0)
-			break;
-	}
 	if (r >= 0 && l->ops->service_hello)
-		l->ops->service_hello(l->userdata, names, n_names);
+		l->ops->service_hello(l->userdata, h.services.v, h.services.n);
 	if (r >= 0) {
 		l->hello_seen = true;
-		l->ops->hello(l->userdata, pid, ids, n_ids);
+		l->ops->hello(l->userdata, h.pid, h.runs.v, h.runs.n);
 	}
 	if (r >= 0 && !l->closing)
 		r = agentlink_terminal_dispatch(l->ops, l->userdata, f);
-	for (size_t i = 0; i < n_ids; i++)
-		free(ids[i]);
-	free(ids);
-	for (size_t i = 0; i < n_names; i++)
-		free(names[i]);
-	free(names);
+	agentlink_ids_free(&h.runs);
+	agentlink_ids_free(&h.services);
 	return r;
 }
 
 static int parse_output(struct agentlink *l, const struct frame *f)
 {
-	struct frame_iter it;
-	uint16_t tag;
-	const uint8_t *v, *data = NULL;
-	size_t n, data_len = 0;
-	uint64_t stream = 0, offset = 0;
-	_cleanup_free_ char *id = NULL;
-	int r;
+	struct agentlink_output o = { .id_tag = TAG_RUN_ID };
+	int r = agentlink_output_parse(f, &o);
 
-	frame_iter_init(&it, f);
-	while ((r = frame_iter_next(&it, &tag, &v, &n)) > 0) {
-		if (tag == TAG_RUN_ID && !id)
-			r = get_str(v, n, PROTO_MAX_ID, &id);
-		else if (tag == TAG_STREAM)
-			r = frame_val_u64(v, n, &stream);
-		else if (tag == TAG_OFFSET)
-			r = frame_val_u64(v, n, &offset);
-		else if (tag == TAG_DATA) {
-			data = v;
-			data_len = n;
-		}
-		if (r < 0)
-			return r;
-	}
-	if (r < 0 || !id || (stream != RUN_STREAM_STDOUT && stream != RUN_STREAM_STDERR) ||
-	    offset > UINT64_MAX - data_len)
-		return -EBADMSG;
-	l->ops->run_output(l->userdata, id, (int)stream, offset, data, data_len);
-	return 0;
+	if (r >= 0)
+		l->ops->run_output(l->userdata, o.id, (int)o.stream, o.offset, o.data, o.data_len);
+	free(o.id);
+	return r;
 }
 
-static int done_field(struct run_row *row, uint16_t tag, const uint8_t *v, size_t n)
+static int done_field(void *userdata, uint16_t tag, const uint8_t *v, size_t n)
 {
+	struct run_row *row = userdata;
 	uint64_t u = 0;
-	struct run_output *o = NULL;
+	int r = agentlink_end_field(&AGENTLINK_END(row), tag, v, n);
 
-	switch (tag) {
-	case TAG_RUN_ID:
-		return row->id ? -EBADMSG : get_str(v, n, PROTO_MAX_ID, &row->id);
-	case TAG_REASON:
-		return row->reason ? -EBADMSG : get_str(v, n, 1024, &row->reason);
-	case TAG_STDOUT_HEAD:
-	case TAG_STDOUT_TAIL:
-	case TAG_STDERR_HEAD:
-	case TAG_STDERR_TAIL: {
-		if (n > AGENT_MAX_OUTPUT_BYTES)
-			return -EBADMSG;
-		o = &row->out[tag == TAG_STDERR_HEAD || tag == TAG_STDERR_TAIL];
-		bool head = tag == TAG_STDOUT_HEAD || tag == TAG_STDERR_HEAD;
-		uint8_t **dst = head ? &o->head : &o->tail;
-		size_t *dst_len = head ? &o->head_len : &o->tail_len;
-		if (*dst)
-			return -EBADMSG;
-		*dst = malloc(n ? n : 1);
-		if (!*dst)
-			return -ENOMEM;
-		memcpy(*dst, v, n);
-		*dst_len = n;
-		return 0;
-	}
-	default:
-		break;
-	}
-	int r = frame_val_u64(v, n, &u);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	if (tag == TAG_RUN_ID)
+		return agentlink_str_once(&row->id, v, n, PROTO_MAX_ID);
+	if (tag == TAG_REASON)
+		return agentlink_str_once(&row->reason, v, n, REASON_MAX);
+	/* unknown tags are skipped (newer agents may add fields), but must be integers */
+	r = frame_val_u64(v, n, &u);
 	if (r < 0)
 		return r;
 	switch (tag) {
 	case TAG_STATUS:
 		row->status = u >= RUN_EXITED && u <= RUN_FAILED_TO_START ? (int)u : -1;
 		break;
-	case TAG_EXIT_CODE:
-		row->exit_code = u <= 255 ? (int64_t)u : -1;
-		break;
-	case TAG_SIGNAL:
-		row->signal = u < 128 ? (int64_t)u : 0;
-		break;
 	case TAG_OOM_KILLED:
 		row->oom_killed = u != 0;
-		break;
-	case TAG_STDOUT_BYTES:
-		row->out[0].total = u;
-		break;
-	case TAG_STDERR_BYTES:
-		row->out[1].total = u;
-		break;
-	case TAG_STARTED_AT:
-		row->started_at = u;
-		break;
-	case TAG_ENDED_AT:
-		row->ended_at = u;
 		break;
 	case TAG_CPU_USEC:
 		row->cpu_usec = u;
@@ -236,39 +154,17 @@ static int done_field(struct run_row *row, uint16_t tag, const uint8_t *v, size_
 		row->peak_memory = u;
 		break;
 	default:
-		break; /* unknown tags are skipped: newer agents may add fields */
+		break;
 	}
 	return 0;
 }
 
-static bool done_consistent(const struct run_row *row)
-{
-	if (!row->id || row->status < RUN_EXITED)
-		return false;
-	for (int i = 0; i < 2; i++) {
-		const struct run_output *o = &row->out[i];
-		if (o->head_len + o->tail_len > o->total)
-			return false;
-	}
-	return true;
-}
-
 static int parse_done(struct agentlink *l, const struct frame *f)
 {
-	struct frame_iter it;
-	uint16_t tag;
-	const uint8_t *v;
-	size_t n;
 	struct run_row row = { .exit_code = -1, .status = -1 };
-	int r;
+	int r = frame_for_each_field(f, done_field, &row);
 
-	frame_iter_init(&it, f);
-	while ((r = frame_iter_next(&it, &tag, &v, &n)) > 0) {
-		r = done_field(&row, tag, v, n);
-		if (r < 0)
-			break;
-	}
-	if (r >= 0 && !done_consistent(&row))
+	if (r >= 0 && (!row.id || row.status < RUN_EXITED || !agentlink_end_consistent(row.out)))
 		r = -EBADMSG;
 	if (r >= 0) {
 		for (int i = 0; i < 2; i++)
@@ -280,38 +176,50 @@ static int parse_done(struct agentlink *l, const struct frame *f)
 	return r;
 }
 
+struct id_fields {
+	char *id, *reason, *service;
+	uint64_t started;
+};
+
+static int id_field(void *userdata, uint16_t tag, const uint8_t *v, size_t n)
+{
+	struct id_fields *x = userdata;
+
+	if (tag == TAG_RUN_ID && !x->id)
+		return frame_val_strdup(v, n, PROTO_MAX_ID, &x->id);
+	if (tag == TAG_REASON && !x->reason)
+		return frame_val_strdup(v, n, REASON_MAX, &x->reason);
+	if (tag == TAG_STARTED_AT)
+		return frame_val_u64(v, n, &x->started);
+	if (tag == TAG_SERVICE_NAME && !x->service)
+		return frame_val_strdup(v, n, PROTO_MAX_ID, &x->service);
+	return 0;
+}
+
+static void id_dispatch(struct agentlink *l, const struct frame *f, const struct id_fields *x)
+{
+	const char *reason = x->reason ? x->reason : "unknown error";
+
+	if (f->type == MSG_ERROR && x->service && l->ops->service_error)
+		l->ops->service_error(l->userdata, x->service, reason);
+	else if (f->type == MSG_RUN_STARTED && x->id)
+		l->ops->run_started(l->userdata, x->id, x->started);
+	else if (f->type == MSG_ERROR)
+		l->ops->run_error(l->userdata, x->id, reason);
+}
+
+/* RUN_STARTED and ERROR. */
 static int parse_id_and(struct agentlink *l, const struct frame *f)
 {
-	struct frame_iter it;
-	uint16_t tag;
-	const uint8_t *v;
-	size_t n;
-	_cleanup_free_ char *id = NULL, *reason = NULL, *service = NULL;
-	uint64_t started = 0;
-	int r;
+	struct id_fields x = {};
+	int r = frame_for_each_field(f, id_field, &x);
 
-	frame_iter_init(&it, f);
-	while ((r = frame_iter_next(&it, &tag, &v, &n)) > 0) {
-		if (tag == TAG_RUN_ID && !id)
-			r = get_str(v, n, PROTO_MAX_ID, &id);
-		else if (tag == TAG_REASON && !reason)
-			r = get_str(v, n, 1024, &reason);
-		else if (tag == TAG_STARTED_AT)
-			r = frame_val_u64(v, n, &started);
-		else if (tag == TAG_SERVICE_NAME && !service)
-			r = get_str(v, n, PROTO_MAX_ID, &service);
-		if (r < 0)
-			return r;
-	}
-	if (r < 0)
-		return r;
-	if (f->type == MSG_ERROR && service && l->ops->service_error)
-		l->ops->service_error(l->userdata, service, reason ? reason : "unknown error");
-	else if (f->type == MSG_RUN_STARTED && id)
-		l->ops->run_started(l->userdata, id, started);
-	else if (f->type == MSG_ERROR)
-		l->ops->run_error(l->userdata, id, reason ? reason : "unknown error");
-	return 0;
+	if (r >= 0)
+		id_dispatch(l, f, &x);
+	free(x.id);
+	free(x.reason);
+	free(x.service);
+	return r;
 }
 
 static int link_dispatch(struct agentlink *l, const struct frame *f)
@@ -389,6 +297,17 @@ static int on_io(struct event_source *s, int fd, uint32_t revents, void *userdat
 	return 0;
 }
 
+int agentlink_send_frame_end(struct agentlink *l, struct buf *b, size_t start, int r)
+{
+	if (r >= 0)
+		r = frame_end(b, start);
+	if (r < 0) {
+		buf_free(b);
+		return r;
+	}
+	return link_send(l, b);
+}
+
 static int link_send_hello(struct agentlink *l, const uint8_t *secret, size_t secret_len)
 {
 	struct buf b = { 0 };
@@ -398,13 +317,7 @@ static int link_send_hello(struct agentlink *l, const uint8_t *secret, size_t se
 		r = frame_put_bytes(&b, TAG_SECRET, secret, secret_len);
 	if (r >= 0)
 		r = frame_put_u64(&b, TAG_VERSION, PROTO_VERSION);
-	if (r >= 0)
-		r = frame_end(&b, start);
-	if (r < 0) {
-		buf_free(&b);
-		return r;
-	}
-	return link_send(l, &b);
+	return agentlink_send_frame_end(l, &b, start, r);
 }
 
 int agentlink_connect(struct event_loop *loop, const char *socket_path, const uint8_t *secret,
@@ -482,18 +395,7 @@ static int send_simple(struct agentlink *l, uint16_t type, uint64_t seq, const c
 		r = frame_put_str(&b, TAG_RUN_ID, run_id);
 	if (r >= 0 && watch >= 0)
 		r = frame_put_u64(&b, TAG_WATCH, (uint64_t)watch);
-	if (r >= 0)
-		r = frame_end(&b, start);
-	if (r < 0) {
-		buf_free(&b);
-		return r;
-	}
-	return link_send(l, &b);
-}
-
-int agentlink_send_buf(struct agentlink *l, struct buf *frame)
-{
-	return link_send(l, frame);
+	return agentlink_send_frame_end(l, &b, start, r);
 }
 
 int agentlink_send_cancel(struct agentlink *l, const char *run_id)
@@ -509,11 +411,6 @@ int agentlink_send_watch(struct agentlink *l, const char *run_id, bool watch)
 int agentlink_send_ack(struct agentlink *l, uint64_t seq)
 {
 	return send_simple(l, MSG_ACK, seq, NULL, -1);
-}
-
-int agentlink_send_shutdown(struct agentlink *l)
-{
-	return send_simple(l, MSG_SHUTDOWN, 0, NULL, -1);
 }
 
 int agentlink_send_run_start(struct agentlink *l, const struct agentlink_run *run)
@@ -539,11 +436,5 @@ int agentlink_send_run_start(struct agentlink *l, const struct agentlink_run *ru
 		r = frame_put_u64(&b, TAG_TAIL_BYTES, run->tail_bytes);
 	if (r >= 0 && run->watch)
 		r = frame_put_u64(&b, TAG_WATCH, 1);
-	if (r >= 0)
-		r = frame_end(&b, start);
-	if (r < 0) {
-		buf_free(&b);
-		return r;
-	}
-	return link_send(l, &b);
+	return agentlink_send_frame_end(l, &b, start, r);
 }

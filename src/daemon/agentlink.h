@@ -13,8 +13,6 @@
 
 struct agentlink;
 struct event_loop;
-struct buf;
-struct frame;
 
 /* A SERVICE_STATE from the agent, checked; strings borrowed for the call. */
 struct agentlink_service_state {
@@ -109,10 +107,6 @@ int agentlink_send_run_start(struct agentlink *l, const struct agentlink_run *ru
 int agentlink_send_cancel(struct agentlink *l, const char *run_id);
 int agentlink_send_watch(struct agentlink *l, const char *run_id, bool watch);
 int agentlink_send_ack(struct agentlink *l, uint64_t seq);
-int agentlink_send_shutdown(struct agentlink *l);
-
-/* Queues a finished frame (*frame is emptied). */
-int agentlink_send_buf(struct agentlink *l, struct buf *frame);
 
 /* SERVICE_START (agentlink-service.c). */
 struct agentlink_service {
@@ -136,9 +130,6 @@ struct agentlink_service {
 int agentlink_send_service_start(struct agentlink *l, const struct agentlink_service *svc);
 /* SERVICE_STOP, SERVICE_RESTART, SERVICE_REMOVE (watch < 0) or SERVICE_WATCH (watch 0/1). */
 int agentlink_send_service(struct agentlink *l, uint16_t type, const char *name, int watch);
-/* For agentlink.c's dispatch: SERVICE_STATE, SERVICE_ATTEMPT_DONE, SERVICE_OUTPUT. */
-int agentlink_service_dispatch(const struct agentlink_ops *ops, void *userdata,
-			       const struct frame *f);
 
 /* Terminals (agentlink-terminal.c). */
 struct agentlink_terminal {
@@ -160,6 +151,3 @@ int agentlink_send_terminal_resize(struct agentlink *l, const char *id, uint64_t
 int agentlink_send_terminal_attach(struct agentlink *l, const char *id, bool watch,
 				   uint64_t request);
 int agentlink_send_terminal_close(struct agentlink *l, const char *id);
-/* For agentlink.c: HELLO_OK (its TERM_IDs), TERM_OPENED, TERM_OUTPUT, TERM_REPLAY, TERM_EXIT. */
-int agentlink_terminal_dispatch(const struct agentlink_ops *ops, void *userdata,
-				const struct frame *f);
