@@ -142,7 +142,10 @@ static int done_field(void *userdata, uint16_t tag, const uint8_t *v, size_t n)
 		return r;
 	switch (tag) {
 	case TAG_STATUS:
-		row->status = u >= RUN_EXITED && u <= RUN_FAILED_TO_START ? (int)u : -1;
+		/* RUN_RUNNING, as before any status came: refused below (the enum is unsigned,
+		 * so no negative "none" is possible) */
+		row->status = u >= RUN_EXITED && u <= RUN_FAILED_TO_START ? (enum run_status)u :
+									    RUN_RUNNING;
 		break;
 	case TAG_OOM_KILLED:
 		row->oom_killed = u != 0;
@@ -161,10 +164,10 @@ static int done_field(void *userdata, uint16_t tag, const uint8_t *v, size_t n)
 
 static int parse_done(struct agentlink *l, const struct frame *f)
 {
-	struct run_row row = { .exit_code = -1, .status = -1 };
+	struct run_row row = { .exit_code = -1, .status = RUN_RUNNING };
 	int r = frame_for_each_field(f, done_field, &row);
 
-	if (r >= 0 && (!row.id || row.status < RUN_EXITED || !agentlink_end_consistent(row.out)))
+	if (r >= 0 && (!row.id || row.status == RUN_RUNNING || !agentlink_end_consistent(row.out)))
 		r = -EBADMSG;
 	if (r >= 0) {
 		for (int i = 0; i < 2; i++)
