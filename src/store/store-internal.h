@@ -89,6 +89,9 @@ void store_bind_i64(struct store_binder *b, int64_t v);
 void store_bind_u64(struct store_binder *b, uint64_t v);
 /* 0, or -errno of the first failed bind. */
 int store_bind_result(const struct store_binder *b);
+/* Runs a bound statement that returns no row: the rows it changed (>= 0), or -errno for a
+ * failed bind or step. */
+int store_exec_bound(struct store *s, const struct store_binder *b);
 
 /* Reads columns 0, 1, … of the current row in order into malloc'd copies; the first failure
  * (-ENOMEM) sticks in err. SQL NULL reads as a NULL string or a NULL, empty blob. */

@@ -87,10 +87,8 @@ int store_run_insert(struct store *s, const struct run_row *r)
 	store_bind_u64(&b, r->timeout_ms);
 	store_bind_u64(&b, r->max_output_bytes);
 	store_bind_u64(&b, r->created_at);
-	k = store_bind_result(&b);
-	if (k < 0)
-		return k;
-	return store_step_done(st);
+	k = store_exec_bound(s, &b);
+	return k < 0 ? k : 0;
 }
 
 /* Whether the workspace has a run with this id: 1, 0, or -errno. */
@@ -136,13 +134,8 @@ static int run_finish_update(struct store *s, const struct run_row *r)
 	bind_result(&b, r);
 	store_bind_text(&b, r->id);
 	store_bind_text(&b, r->workspace_id);
-	k = store_bind_result(&b);
-	if (k < 0)
-		return k;
-	k = store_step_done(st);
-	if (k < 0)
-		return k;
-	return store_changes(s) > 0;
+	k = store_exec_bound(s, &b);
+	return k < 0 ? k : k > 0;
 }
 
 int store_run_finish(struct store *s, const struct run_row *r)
@@ -175,13 +168,10 @@ int store_run_set_started(struct store *s, const char *id, uint64_t started_at)
 	b = STORE_BINDER(st);
 	store_bind_u64(&b, started_at);
 	store_bind_text(&b, id);
-	k = store_bind_result(&b);
+	k = store_exec_bound(s, &b);
 	if (k < 0)
 		return k;
-	k = store_step_done(st);
-	if (k < 0)
-		return k;
-	return store_changes(s) > 0 ? 0 : -ENOENT;
+	return k > 0 ? 0 : -ENOENT;
 }
 
 /* Reads RUN_META_COLUMNS, then RUN_OUTPUT_COLUMNS when the bool at userdata is true, into *ret
@@ -328,13 +318,10 @@ static int prune_exec(struct store *s, const char *sql, int64_t arg, int64_t *de
 		return k;
 	b = STORE_BINDER(st);
 	store_bind_i64(&b, arg);
-	k = store_bind_result(&b);
+	k = store_exec_bound(s, &b);
 	if (k < 0)
 		return k;
-	k = store_step_done(st);
-	if (k < 0)
-		return k;
-	*deleted += store_changes(s);
+	*deleted += k;
 	return 0;
 }
 

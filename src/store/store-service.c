@@ -90,10 +90,8 @@ int store_service_insert(struct store *s, const struct service_row *r)
 	store_bind_u64(&b, r->max_output_bytes);
 	store_bind_u64(&b, r->created_at);
 	bind_state(&b, r);
-	k = store_bind_result(&b);
-	if (k < 0)
-		return k;
-	return store_step_done(st);
+	k = store_exec_bound(s, &b);
+	return k < 0 ? k : 0;
 }
 
 int store_service_update(struct store *s, const struct service_row *r)
@@ -115,13 +113,10 @@ int store_service_update(struct store *s, const struct service_row *r)
 	b = STORE_BINDER(st);
 	bind_state(&b, r);
 	store_bind_text(&b, r->id);
-	k = store_bind_result(&b);
+	k = store_exec_bound(s, &b);
 	if (k < 0)
 		return k;
-	k = store_step_done(st);
-	if (k < 0)
-		return k;
-	return store_changes(s) > 0 ? 0 : -ENOENT;
+	return k > 0 ? 0 : -ENOENT;
 }
 
 int store_service_delete(struct store *s, const char *id)
@@ -206,10 +201,8 @@ static int attempt_prune(struct store *s, const char *service_id, size_t keep)
 	b = STORE_BINDER(st);
 	store_bind_text(&b, service_id);
 	store_bind_i64(&b, (int64_t)keep);
-	k = store_bind_result(&b);
-	if (k < 0)
-		return k;
-	return store_step_done(st);
+	k = store_exec_bound(s, &b);
+	return k < 0 ? k : 0;
 }
 
 int store_attempt_insert(struct store *s, const struct service_attempt_row *r, size_t keep)
@@ -245,14 +238,9 @@ int store_attempt_insert(struct store *s, const struct service_attempt_row *r, s
 	store_bind_blob(&b, r->out[0].tail, r->out[0].tail_len);
 	store_bind_blob(&b, r->out[1].head, r->out[1].head_len);
 	store_bind_blob(&b, r->out[1].tail, r->out[1].tail_len);
-	k = store_bind_result(&b);
-	if (k < 0)
+	k = store_exec_bound(s, &b);
+	if (k <= 0)
 		return k;
-	k = store_step_done(st);
-	if (k < 0)
-		return k;
-	if (store_changes(s) == 0)
-		return 0;
 	k = attempt_prune(s, r->service_id, keep);
 	return k < 0 ? k : 1;
 }

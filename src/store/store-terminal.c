@@ -142,12 +142,10 @@ int store_terminal_update(struct store *s, const struct terminal_row *r)
 	store_bind_u64(&b, r->started_at);
 	store_bind_u64(&b, r->ended_at);
 	store_bind_text(&b, r->id);
-	k = store_bind_result(&b);
-	if (k >= 0)
-		k = store_step_done(st);
-	if (k >= 0 && store_changes(s) == 0)
-		return -ENOENT;
-	return k;
+	k = store_exec_bound(s, &b);
+	if (k < 0)
+		return k;
+	return k > 0 ? 0 : -ENOENT;
 }
 
 int store_terminal_get(struct store *s, const char *workspace_id, const char *id,

@@ -38,10 +38,8 @@ int store_token_insert(struct store *s, const char *name, const char *hash_hex)
 	store_bind_text(&b, name);
 	store_bind_text(&b, hash_hex);
 	store_bind_u64(&b, now_usec());
-	k = store_bind_result(&b);
-	if (k < 0)
-		return k;
-	return store_step_done(st);
+	k = store_exec_bound(s, &b);
+	return k < 0 ? k : 0;
 }
 
 int store_token_check(struct store *s, const char *hash_hex)

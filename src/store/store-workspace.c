@@ -57,10 +57,8 @@ int store_workspace_insert(struct store *s, const struct workspace_row *r)
 	store_bind_text(&b, r->worker);
 	store_bind_text(&b, r->adapter);
 	store_bind_u64(&b, r->created_at);
-	k = store_bind_result(&b);
-	if (k < 0)
-		return k;
-	return store_step_done(st);
+	k = store_exec_bound(s, &b);
+	return k < 0 ? k : 0;
 }
 
 int store_workspace_update(struct store *s, const struct workspace_row *r)
@@ -80,13 +78,10 @@ int store_workspace_update(struct store *s, const struct workspace_row *r)
 	b = STORE_BINDER(st);
 	bind_mutable(&b, r);
 	store_bind_text(&b, r->id);
-	k = store_bind_result(&b);
+	k = store_exec_bound(s, &b);
 	if (k < 0)
 		return k;
-	k = store_step_done(st);
-	if (k < 0)
-		return k;
-	return store_changes(s) > 0 ? 0 : -ENOENT;
+	return k > 0 ? 0 : -ENOENT;
 }
 
 /* The runs go with it through ON DELETE CASCADE. */

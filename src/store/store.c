@@ -109,6 +109,19 @@ int64_t store_changes(struct store *s)
 	return sqlite3_changes64(s->db);
 }
 
+int store_exec_bound(struct store *s, const struct store_binder *b)
+{
+	int64_t n;
+	int k = store_bind_result(b);
+
+	if (k >= 0)
+		k = store_step_done(b->st);
+	if (k < 0)
+		return k;
+	n = store_changes(s);
+	return n > INT_MAX ? INT_MAX : (int)n;
+}
+
 /* Makes room for element n of a growing array of `size`-byte elements. */
 static int array_grow(uint8_t **array, size_t *allocated, size_t n, size_t size)
 {
