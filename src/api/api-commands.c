@@ -189,12 +189,9 @@ static int start_run(struct http_request *req, json_t **ret, struct station_erro
 	_cleanup_free_ uint8_t *stdin_buf = NULL;
 	struct run_spec spec = {};
 	json_t *body = NULL;
-	const void *data;
-	size_t n;
 	int r;
 
-	data = http_request_body(req, &n);
-	r = validate_body(data, n, false, &body, e);
+	r = api_request_json(req, false, &body, e);
 	if (r < 0)
 		return r;
 	r = validate_run_spec(body, &spec, &stdin_buf, e);

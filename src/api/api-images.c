@@ -75,12 +75,9 @@ int api_image_create(struct http_request *req)
 	struct image_request ir = {};
 	struct image_wait *w = NULL;
 	json_t *body = NULL;
-	const void *data;
-	size_t n;
 	int r;
 
-	data = http_request_body(req, &n);
-	r = validate_body(data, n, false, &body, &e);
+	r = api_request_json(req, false, &body, &e);
 	if (r >= 0)
 		r = validate_image_request(body, &ir, &e);
 	if (r >= 0 && !(w = calloc(1, sizeof *w)))

@@ -16,12 +16,9 @@ int api_service_create(struct http_request *req)
 	struct station_error e = {};
 	struct service_spec spec = {};
 	json_t *body = NULL, *svc = NULL;
-	const void *data;
-	size_t n;
 	int r;
 
-	data = http_request_body(req, &n);
-	r = validate_body(data, n, false, &body, &e);
+	r = api_request_json(req, false, &body, &e);
 	if (r >= 0)
 		r = validate_service_spec(body, &spec, &e);
 	if (r >= 0)

@@ -128,12 +128,9 @@ int api_terminal_create(struct http_request *req)
 	struct terminal_spec spec = {};
 	json_t *body = NULL, *t = NULL;
 	char id[ROUTE_ID_MAX + 1];
-	const void *data;
-	size_t n;
 	int r;
 
-	data = http_request_body(req, &n);
-	r = validate_body(data, n, false, &body, &e);
+	r = api_request_json(req, false, &body, &e);
 	if (r >= 0)
 		r = validate_terminal_spec(body, &spec, &e);
 	if (r >= 0)
@@ -169,12 +166,9 @@ int api_terminal_resize(struct http_request *req)
 	struct station_error e = {};
 	json_t *body = NULL, *t = NULL;
 	unsigned cols = 0, rows = 0;
-	const void *data;
-	size_t n;
 	int r;
 
-	data = http_request_body(req, &n);
-	r = validate_body(data, n, false, &body, &e);
+	r = api_request_json(req, false, &body, &e);
 	if (r >= 0)
 		r = validate_terminal_size(body, NULL, &cols, &rows, &e);
 	if (r >= 0)

@@ -22,6 +22,15 @@ json_t *api_wrap_list(json_t *list, const char *key)
 	return o;
 }
 
+int api_request_json(struct http_request *req, bool allow_empty, json_t **ret,
+		     struct station_error *e)
+{
+	size_t n;
+	const void *data = http_request_body(req, &n);
+
+	return validate_body(data, n, allow_empty, ret, e);
+}
+
 int api_reply_result(struct http_request *req, int r, unsigned status, json_t *result,
 		     const struct station_error *e)
 {
@@ -49,12 +58,9 @@ int api_workspace_create(struct http_request *req)
 	struct station_error e = {};
 	struct workspace_spec spec = {};
 	json_t *body = NULL, *ws = NULL;
-	const void *data;
-	size_t n;
 	int r;
 
-	data = http_request_body(req, &n);
-	r = validate_body(data, n, true, &body, &e);
+	r = api_request_json(req, true, &body, &e);
 	if (r >= 0)
 		r = validate_workspace_spec(body, &spec, &e);
 	if (r >= 0)

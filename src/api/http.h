@@ -140,5 +140,9 @@ int api_terminal_attach(struct http_request *req); /* WebSocket only */
  * passes through); NULL when out of memory. */
 json_t *api_wrap_list(json_t *list, const char *key);
 /* r < 0: replies with e; else with result (NULL: out of memory). */
+/* The request's body as a JSON object (validate_body(): an empty one is {} when allow_empty).
+ * *ret is a new reference. */
+int api_request_json(struct http_request *req, bool allow_empty, json_t **ret,
+		     struct station_error *e);
 int api_reply_result(struct http_request *req, int r, unsigned status, json_t *result,
 		     const struct station_error *e);
