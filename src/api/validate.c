@@ -545,21 +545,23 @@ static int get_stdin(json_t *body, struct run_spec *spec, uint8_t **ret_buf,
 	return 0;
 }
 
-static int get_command(json_t *body, struct run_spec *spec, struct station_error *e)
+/* "command" (required, not empty) and "cwd" (optional, not empty), for runs and services. */
+static int get_command(json_t *body, const char **command, const char **cwd,
+		       struct station_error *e)
 {
 	int r;
 
 	if (!json_object_get(body, "command"))
 		return station_error_set(e, -EINVAL, "command", "field \"command\" is required");
-	r = get_string(body, "command", API_MAX_COMMAND_BYTES, false, &spec->command, NULL, e);
+	r = get_string(body, "command", API_MAX_COMMAND_BYTES, false, command, NULL, e);
 	if (r < 0)
 		return r;
-	if (spec->command[0] == '\0')
+	if ((*command)[0] == '\0')
 		return station_error_set(e, -EINVAL, "command", "field \"command\" is empty");
-	r = get_string(body, "cwd", API_MAX_CWD_BYTES, false, &spec->cwd, NULL, e);
+	r = get_string(body, "cwd", API_MAX_CWD_BYTES, false, cwd, NULL, e);
 	if (r < 0)
 		return r;
-	if (spec->cwd && spec->cwd[0] == '\0')
+	if (*cwd && (*cwd)[0] == '\0')
 		return station_error_set(e, -EINVAL, "cwd",
 					 "field \"cwd\" is empty (omit it for the workspace "
 					 "directory)");
@@ -598,7 +600,7 @@ int validate_run_spec(json_t *body, struct run_spec *ret, uint8_t **ret_stdin,
 	r = check_known_fields(body, known, e);
 	if (r < 0)
 		return r;
-	r = get_command(body, &spec, e);
+	r = get_command(body, &spec.command, &spec.cwd, e);
 	if (r < 0)
 		return r;
 	r = get_env(body, &spec.env, e);
@@ -963,21 +965,7 @@ static int get_service_strings(json_t *body, struct service_spec *s, struct stat
 					 "field \"name\" must match [a-z0-9][a-z0-9._-]{0,62}, not "
 					 "\"%.64s\"",
 					 s->name);
-	if (!json_object_get(body, "command"))
-		return station_error_set(e, -EINVAL, "command", "field \"command\" is required");
-	r = get_string(body, "command", API_MAX_COMMAND_BYTES, false, &s->command, NULL, e);
-	if (r < 0)
-		return r;
-	if (s->command[0] == '\0')
-		return station_error_set(e, -EINVAL, "command", "field \"command\" is empty");
-	r = get_string(body, "cwd", API_MAX_CWD_BYTES, false, &s->cwd, NULL, e);
-	if (r < 0)
-		return r;
-	if (s->cwd && s->cwd[0] == '\0')
-		return station_error_set(e, -EINVAL, "cwd",
-					 "field \"cwd\" is empty (omit it for the workspace "
-					 "directory)");
-	return 0;
+	return get_command(body, &s->command, &s->cwd, e);
 }
 
 int validate_service_spec(json_t *body, struct service_spec *ret, struct station_error *e)

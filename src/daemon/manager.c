@@ -98,9 +98,7 @@ int env_object_to_strv(json_t *env, char ***ret)
 		i++;
 	}
 	if (i < n) {
-		for (size_t j = 0; j < i; j++)
-			free(v[j]);
-		free(v);
+		strv_free(v);
 		return -ENOMEM;
 	}
 	*ret = v;
@@ -135,12 +133,9 @@ int workspace_lookup(struct manager *m, const char *id, struct workspace **ret,
 static int workspace_set_state(struct workspace *ws, enum workspace_state state, const char *reason)
 {
 	const char *name = workspace_state_to_string(state);
-	char *rs = reason ? strdup(reason) : NULL;
-	if (reason && !rs)
+	if (free_and_strdup(&ws->row.reason, reason) < 0)
 		return -ENOMEM;
-	free(ws->row.reason);
 	ws->row.state = state;
-	ws->row.reason = rs;
 	ws->row.updated_at = realtime_usec();
 	int r = store_workspace_update(ws->m->store, &ws->row);
 	if (r < 0)
