@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Links, addresses, routes and network namespaces through rtnetlink (libmnl): no `ip`
+ * process. Addresses are IPv4 in host byte order. Functions return -errno (the kernel's
+ * netlink error where there is one). Everything here is idempotent where the comment says so,
+ * so that a half-made workspace network can be made again or removed. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A persistent network namespace: a new one, bind-mounted at path (the file is made, mode
+ * 0444; its directory must exist). The caller's own namespace is unchanged afterwards. A path
+ * that already holds a namespace mount is left as it is (0). */
+int netns_create(const char *path);
+/* Unmounts (MNT_DETACH) and unlinks path; -ENOENT when nothing is there. */
+int netns_remove(const char *path);
+/* Opens the namespace at path (O_RDONLY | O_CLOEXEC), checking that it is a namespace file
+ * (NSFS_MAGIC): a plain file there is -EINVAL. */
+int netns_open(const char *path);
+
+/* The bridge: made when missing (type bridge, no STP), addr/prefix on it (kept when there),
+ * up. Idempotent. */
+int link_bridge_ensure(const char *name, uint32_t addr, unsigned prefix);
+/* A veth pair: host_name in the caller's namespace, a port of bridge, "isolated" (bridge port
+ * isolation: an isolated port reaches only the bridge itself, never another isolated port)
+ * unless isolated is false, up; its peer peer_name made directly in the namespace netns_fd.
+ * -EEXIST when host_name exists. */
+int link_veth_add(const char *host_name, const char *bridge, bool isolated, int netns_fd,
+		  const char *peer_name);
+/* Inside the namespace netns_fd: lo up; ifname gets addr/prefix and comes up; the default
+ * route via gateway; IPv6 disabled on every interface (net.ipv6.conf.{all,default}.
+ * disable_ipv6=1); ICMP redirects neither accepted nor sent. The caller's namespace is
+ * unchanged afterwards. Idempotent. */
+int link_netns_configure(int netns_fd, const char *ifname, uint32_t addr, unsigned prefix,
+			 uint32_t gateway);
+/* Only lo up in the namespace (what a "none" network has). */
+int link_netns_loopback(int netns_fd);
+/* Deletes the link (a veth takes its peer with it); -ENODEV when there is none. */
+int link_delete(const char *name);
+/* Names of the links whose master is bridge, into a NULL-terminated array (strv_free()). */
+int link_bridge_ports(const char *bridge, char ***ret);
+/* Whether the link exists. */
+int link_exists(const char *name);
+
+/* net.ipv4.ip_forward = 1 in the caller's namespace (idempotent). */
+int sysctl_ip_forward_enable(void);

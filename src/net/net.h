@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* A container workspace's network beyond "none" (DESIGN.md §8, docs/operations.md "Network"):
+ *
+ *   bridge      its own network namespace (made here, joined by the runtime by path), a veth
+ *               pair to the worker's bridge, one IPv4 address of the worker's range, the
+ *               default route via the bridge, the worker's resolver in /etc/resolv.conf,
+ *               outbound traffic masqueraded. It cannot reach other workspaces, the worker's own
+ *               addresses, link-local (cloud metadata) or private ranges unless the operator
+ *               opens them.
+ *   restricted  bridge, plus an egress policy (policy.h), default deny; domain rules are
+ *               enforced by DNS pinning: the resolver answers allowed names only and puts the
+ *               addresses it answered into the workspace's nftables sets for their TTL.
+ *
+ * The manager records each workspace's mode, address and policy (store: workspace_networks)
+ * and hands them back here: nothing of this module needs the database. Every kernel object is
+ * named from the workspace id and its address (netns <root>/netns/<id>, host veth
+ * "sv<8 hex of the address>", nft chain ws_<id>), so a record is all that teardown and
+ * reconcile need. */
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "basic/error.h"
+#include "net/policy.h"
+
+struct event_loop;
+struct net;
+
+enum net_mode {
+	NET_NONE,
+	NET_BRIDGE,
+	NET_RESTRICTED,
+	_NET_MODE_MAX,
+};
+
+const char *net_mode_to_string(enum net_mode m);
+int net_mode_from_string(const char *s); /* enum net_mode or -EINVAL */
+
+struct net_config {
+	const char *root;   /* netns files under <root>/netns */
+	const char *bridge; /* the bridge's name, also our nft table's (default "station0") */
+	const char *range;  /* IPv4 CIDR the workspaces' addresses come from; the first host
+			     * address is the bridge's (the gateway and resolver) */
+	const char *const *dns_upstreams; /* "a.b.c.d[:port]", NULL-terminated; NULL: the
+					   * nameservers of /etc/resolv.conf */
+	uint16_t dns_port;		  /* the resolver's port on the gateway (53) */
+	uint16_t log_group;		  /* nflog group for denials */
+	bool allow_private, allow_link_local, allow_worker, allow_workspaces;
+};
+
+/* Sets up the worker's side (bridge, ip_forward, base table, resolver, denial log). Failure
+ * leaves a net that is not ready: every create asking for bridge or restricted then fails
+ * closed with its reason, and net_ready() names it. Returns -ENOMEM only. */
+int net_new(struct event_loop *loop, const struct net_config *cfg, struct net **ret);
+/* Closes the resolver and log sockets; kernel objects stay (workspaces outlive the
+ * controller). */
+void net_free(struct net *n);
+
+/* Appends {name, ok, message} checks (bridge, nftables, ip_forward, resolver); true when all
+ * pass. */
+bool net_ready(struct net *n, json_t *checks);
+/* 0 when mode can be provided now; else why (-EHOSTDOWN, 503, with the missing piece). */
+int net_check(struct net *n, enum net_mode mode, struct station_error *e);
+
+struct net_workspace {
+	const char *id;
+	enum net_mode mode; /* NET_BRIDGE or NET_RESTRICTED */
+	uint32_t address;   /* host byte order */
+	const struct net_policy *policy; /* restricted only */
+};
+
+/* The lowest address of the range that is neither the network, the gateway, the broadcast
+ * address nor in used (n_used addresses). -EAGAIN when the range is full. */
+int net_address_alloc(struct net *n, const uint32_t *used, size_t n_used, uint32_t *ret,
+		      struct station_error *e);
+
+/* Makes every object of w, after removing whatever of it exists (so a half-made or stale
+ * network is made again): netns, veth, address, route, firewall chain, resolver entry. */
+int net_workspace_up(struct net *n, const struct net_workspace *w, struct station_error *e);
+/* Removes every object of the workspace; idempotent. */
+void net_workspace_down(struct net *n, const char *id, uint32_t address);
+/* At controller start, for a workspace whose network is recorded: the resolver knows it again
+ * (its kernel objects are left as they are: its container may be running in them). */
+int net_workspace_adopt(struct net *n, const struct net_workspace *w);
+/* At controller start, after every recorded workspace was adopted: removes netns files, bridge
+ * ports and firewall chains of ours that no recorded workspace holds. */
+void net_reconcile(struct net *n);
+
+/* <root>/netns/<id> into buf. */
+void net_netns_path(const struct net *n, const char *id, char *buf, size_t size);
+/* The resolver's address ("a.b.c.d") for the sandbox's /etc/resolv.conf. */
+const char *net_nameserver(const struct net *n);
+
+/* Replaces a restricted workspace's policy (new connections see it at once). */
+int net_policy_replace(struct net *n, const char *id, uint32_t address,
+		       const struct net_policy *policy, struct station_error *e);
+
+struct net_counters {
+	uint64_t allowed;      /* new connections accepted */
+	uint64_t denied;       /* packets dropped by the policy (or the blocked ranges) */
+	uint64_t dns_allowed;  /* queries forwarded (since the controller started) */
+	uint64_t dns_refused;  /* queries answered NXDOMAIN (since the controller started) */
+};
+int net_workspace_counters(struct net *n, const char *id, struct net_counters *ret);

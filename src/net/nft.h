@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The workspaces' firewall: one nftables table of ours, `inet <table>`, written through
+ * libnftables (no `nft` process). Every change is one transaction (nft_run_cmd_from_buffer of a
+ * batch): it applies whole or not at all.
+ *
+ * Base (nft_base_ensure), for the bridge B with gateway G and range R:
+ *   forward hook: from B (iifname B): established/related accepted; IPv6 dropped; ICMP
+ *     redirects dropped; `ip saddr vmap @workspaces` jumps to the workspace's chain; a source
+ *     no workspace holds is dropped. Towards B (oifname B) only established/related passes:
+ *     nothing outside opens a connection to a workspace.
+ *   input hook: from B: established/related accepted; udp and tcp port 53 to G (the resolver)
+ *     accepted; everything else dropped (the worker's own addresses), unless allow_worker.
+ *   postrouting (nat): from R out of any interface but B: masquerade.
+ *   Sets: blocked (flags interval): link-local 169.254.0.0/16 unless allow_link_local; private
+ *     ranges (10/8, 172.16/12, 192.168/16, 100.64/10, 0/8, 127/8, 224/4, 240/4 and R itself)
+ *     unless allow_private (R stays blocked unless allow_workspaces).
+ * Idempotent: called at every controller start; the per-workspace objects survive it.
+ *
+ * Per workspace (key: the id with '-' as '_'; chain ws_<key>, counters ws_<key>_allowed and
+ * ws_<key>_denied, sets ws_<key>_d<i> for domain rule i), entered by the vmap element
+ * <addr> : jump ws_<key>:
+ *   bridge: daddr in @blocked: counted as denied, logged, dropped; else new connections
+ *     counted as allowed and accepted.
+ *   restricted (policy): cidr rules first (proto and ports as the rule says; a listed cidr
+ *     wins over @blocked); then @blocked dropped; then each domain rule i: daddr in
+ *     @ws_<key>_d<i> (with its proto and ports) accepted; everything else counted as denied,
+ *     logged (`log group <log_group> prefix "<id> "`, rate limited) and dropped.
+ * The allowed counter counts new connections (ct state new) accepted. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "basic/error.h"
+#include "net/policy.h"
+
+struct nft;
+
+struct nft_base {
+	const char *bridge;
+	uint32_t gateway; /* host byte order */
+	uint32_t range;	  /* network address */
+	unsigned prefix;
+	uint16_t log_group;
+	bool allow_private, allow_link_local, allow_worker, allow_workspaces;
+};
+
+/* table: the name of our table (family inet). Opening does not touch the ruleset. */
+int nft_open(const char *table, struct nft **ret, struct station_error *e);
+void nft_close(struct nft *n);
+
+/* Makes or refreshes the base chains and sets (above). Error messages carry libnftables' own
+ * words (no nf_tables in the kernel, no permission). */
+int nft_base_ensure(struct nft *n, const struct nft_base *b, struct station_error *e);
+/* Removes the whole table (every workspace's objects with it). */
+int nft_base_remove(struct nft *n);
+
+/* Makes or replaces, in one transaction, the workspace's chain, counters, domain sets and vmap
+ * element. policy NULL: bridge; else restricted with that policy. Replacing keeps the counters
+ * and empties the domain sets (the resolver fills them again). */
+int nft_workspace_apply(struct nft *n, const char *id, uint32_t addr, const struct net_policy *policy,
+			struct station_error *e);
+/* Removes what nft_workspace_apply made; idempotent (absent objects are not an error). */
+int nft_workspace_remove(struct nft *n, const char *id, uint32_t addr);
+/* Adds addrs[i] to the set of domain rule rule_index with timeout ttls[i] seconds (an address
+ * already there gets the longer of the two). */
+int nft_workspace_pin(struct nft *n, const char *id, size_t rule_index, const uint32_t *addrs,
+		      const uint32_t *ttls, size_t n_addrs);
+int nft_workspace_counters(struct nft *n, const char *id, uint64_t *ret_allowed,
+			   uint64_t *ret_denied);
+/* The ids that have a chain in the table (from the chain names), NULL-terminated (strv_free()).
+ * A table that does not exist yet gives an empty list. */
+int nft_workspace_list(struct nft *n, char ***ret_ids);

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The workspaces' resolver, on the controller's event loop: UDP and TCP on the bridge's gateway
+ * address, port 53. Each query is asked of decide() (which workspace sent it, from its source
+ * address, and whether its name is allowed). A refused name gets NXDOMAIN; an AAAA question
+ * gets an empty answer (workspaces have no IPv6); an allowed one is forwarded to an upstream
+ * server (a new socket per query, a random id, the answer checked against the question asked),
+ * and before its answer is relayed, answered() receives its A records and TTLs (to pin them in
+ * the firewall). Bounded: at most RESOLVER_MAX_PENDING queries in flight (SERVFAIL beyond),
+ * RESOLVER_TIMEOUT_MS each (then SERVFAIL), TCP connections limited and timed out. */
+
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "basic/error.h"
+#include "net/dns.h"
+
+#define RESOLVER_MAX_PENDING 256
+#define RESOLVER_TIMEOUT_MS 5000
+#define RESOLVER_MAX_UPSTREAMS 4
+
+struct event_loop;
+struct resolver;
+
+enum resolver_verdict {
+	RESOLVER_UNKNOWN, /* the source is no workspace: the query is dropped, no answer */
+	RESOLVER_REFUSE,  /* NXDOMAIN, counted by the caller */
+	RESOLVER_FORWARD,
+};
+
+struct resolver_ops {
+	/* src: the sender's IPv4 address (host byte order). *ret_cookie is handed to answered(). */
+	enum resolver_verdict (*decide)(void *userdata, uint32_t src, const struct dns_question *q,
+					void **ret_cookie);
+	/* Called before the upstream's answer is relayed to src. */
+	void (*answered)(void *userdata, uint32_t src, void *cookie, const struct dns_answer *a);
+};
+
+/* listen_addr:port (host byte order; port 53 in production, any in tests); upstreams: the
+ * servers forwarded to, tried in order on timeout. */
+int resolver_new(struct event_loop *loop, uint32_t listen_addr, uint16_t port,
+		 const struct sockaddr_in *upstreams, size_t n_upstreams,
+		 const struct resolver_ops *ops, void *userdata, struct resolver **ret,
+		 struct station_error *e);
+void resolver_free(struct resolver *r);
+
+/* Reads "nameserver" lines of a resolv.conf (IPv4 only, port 53) into ret (at most max). */
+int resolver_upstreams_from_resolv_conf(const char *path, struct sockaddr_in *ret, size_t max,
+					size_t *ret_n);
+/* "a.b.c.d" or "a.b.c.d:port". */
+int resolver_parse_upstream(const char *s, struct sockaddr_in *ret);
