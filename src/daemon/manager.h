@@ -73,7 +73,9 @@ struct workspace_spec {
 	const char *image;   /* container: "name@sha256:…" or "sha256:…"; NULL: default */
 	const char *seccomp_profile; /* container: absolute path of a Docker-format profile; NULL:
 				      * the worker's default profile */
-	const char *network;	     /* container: "none" (NULL: "none") */
+	const char *network;	     /* container: "none", "bridge", "restricted" (NULL: "none") */
+	json_t *egress;		     /* borrowed; restricted: the egress policy object as the API
+				      * got it (validated by the manager: net/policy.h) */
 	double cpus;	     /* 0: unlimited (docs/api.md ranges, validated by the API layer) */
 	uint64_t memory_mb;  /* 0: the worker's default (--default-memory-mb) */
 	uint64_t pids_limit; /* 0: the worker's default (--default-pids-limit) */
@@ -84,6 +86,14 @@ int manager_workspace_create(struct manager *m, const struct workspace_spec *spe
 int manager_workspace_list(struct manager *m, json_t **ret, struct station_error *e);
 int manager_workspace_get(struct manager *m, const char *id, json_t **ret, struct station_error *e);
 int manager_workspace_delete(struct manager *m, const char *id, struct station_error *e);
+/* A workspace's network (docs/api.md, "Network"): {"mode", "address", "gateway", "egress",
+ * "counters": {"allowed", "denied", "dnsAllowed", "dnsRefused"}}; mode "none" has only "mode".
+ * set replaces a restricted workspace's egress policy (-EINVAL, field "egress", for a bad one;
+ * -EBUSY when the workspace's mode is not restricted) and answers as get. */
+int manager_workspace_network_get(struct manager *m, const char *id, json_t **ret,
+				  struct station_error *e);
+int manager_workspace_network_set(struct manager *m, const char *id, json_t *egress,
+				  json_t **ret, struct station_error *e);
 int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,
 			      struct station_error *e);
 
