@@ -102,6 +102,27 @@ int store_run_list_running(struct store *s, const char *workspace_id, char ***re
  * `keep_per_workspace` finished runs of each workspace. Returns how many were deleted. */
 int store_run_prune(struct store *s, uint64_t ended_before, size_t keep_per_workspace);
 
+/* A container workspace's network beyond "none" (src/net/net.h): one row per workspace, gone
+ * with it. address is the IPv4 lease (host byte order), unique: inserting a taken one is
+ * -EEXIST. */
+struct network_row {
+	char *workspace_id;
+	char *mode; /* "bridge" or "restricted" */
+	uint32_t address;
+	char *policy_json; /* restricted: the egress policy; NULL otherwise */
+	uint64_t created_at;
+	uint64_t updated_at;
+};
+void network_row_free(struct network_row *r);
+
+int store_network_insert(struct store *s, const struct network_row *r);
+/* -ENOENT when the workspace has no network row. */
+int store_network_set_policy(struct store *s, const char *workspace_id, const char *policy_json,
+			     uint64_t updated_at);
+int store_network_delete(struct store *s, const char *workspace_id);
+/* Every row, by address. */
+int store_network_list(struct store *s, struct network_row **ret, size_t *ret_n);
+
 /* API tokens, stored as SHA-256 hex only. */
 int store_token_insert(struct store *s, const char *name, const char *hash_hex);
 /* 1 when a token with this hash exists, else 0. */

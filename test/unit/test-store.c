@@ -749,3 +749,51 @@ Test(store, tokens)
 	hash[0] = 'A';
 	cr_assert_eq(store_token_check(store, hash), -EINVAL);
 }
+
+Test(store, network_rows)
+{
+	struct network_row a = { .workspace_id = "w1-a",
+				 .mode = "bridge",
+				 .address = 0x0ae70002,
+				 .created_at = 1,
+				 .updated_at = 1 };
+	struct network_row b = { .workspace_id = "w1-b",
+				 .mode = "restricted",
+				 .address = 0x0ae70003,
+				 .policy_json = "{\"allow\":[]}",
+				 .created_at = 2,
+				 .updated_at = 2 };
+	struct network_row *rows = NULL;
+	size_t n = 0;
+
+	cr_assert_eq(store_network_insert(store, &a), -ENOENT, "no workspace: the foreign key");
+	insert_ws("w1-a", 1);
+	insert_ws("w1-b", 2);
+	cr_assert_eq(store_network_insert(store, &a), 0);
+	b.address = a.address;
+	cr_assert_eq(store_network_insert(store, &b), -EEXIST, "the address is leased");
+	b.address = 0x0ae70003;
+	cr_assert_eq(store_network_insert(store, &b), 0);
+	cr_assert_eq(store_network_set_policy(store, "w1-b",
+					      "{\"allow\":[{\"domain\":\"x.test\"}]}", 3),
+		     0);
+	cr_assert_eq(store_network_set_policy(store, "w1-c", "{}", 3), -ENOENT);
+
+	cr_assert_eq(store_network_list(store, &rows, &n), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_str_eq(rows[0].workspace_id, "w1-a");
+	cr_assert_eq(rows[0].address, 0x0ae70002);
+	cr_assert_null(rows[0].policy_json);
+	cr_assert_str_eq(rows[1].mode, "restricted");
+	cr_assert_str_eq(rows[1].policy_json, "{\"allow\":[{\"domain\":\"x.test\"}]}");
+	cr_assert_eq(rows[1].updated_at, 3);
+	for (size_t i = 0; i < n; i++)
+		network_row_free(&rows[i]);
+	free(rows);
+
+	cr_assert_eq(store_workspace_delete(store, "w1-a"), 0);
+	cr_assert_eq(store_network_delete(store, "w1-b"), 0);
+	cr_assert_eq(store_network_list(store, &rows, &n), 0);
+	cr_assert_eq(n, 0, "one went with its workspace, the other was deleted");
+	free(rows);
+}
