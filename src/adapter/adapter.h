@@ -39,6 +39,11 @@ struct adapter_workspace {
 	const struct cgroup *cgroup; /* the workspace cgroup, created by the caller */
 	char *const *env;	     /* workspace env, KEY=VALUE, NULL-terminated; may be NULL */
 	json_t *spec;		     /* the workspace spec (adapter fields are resolved into it) */
+	/* container, network bridge or restricted: the network namespace the manager made
+	 * (net.h), which the container joins, and the resolver its /etc/resolv.conf names;
+	 * NULL: a namespace of its own with only lo */
+	const char *netns_path;
+	const char *nameserver;
 };
 
 struct adapter_ops {

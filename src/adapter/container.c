@@ -177,10 +177,12 @@ static int container_check(const struct adapter_context *ctx, json_t *spec, stru
 {
 	/* what the request names first (400), then what the worker must provide (503) */
 	const char *network = json_string_value(json_object_get(spec, "network"));
-	if (network && strcmp(network, "none") != 0)
+	if (!network)
+		network = "none";
+	if (strcmp(network, "none") != 0 && ctx->runtime && is_runsc(ctx))
 		return station_error_set(e, -ENOTSUP, "network",
-					 "network \"%s\" is not available "
-					 "yet; use \"none\"",
+					 "network \"%s\" is not available with runsc on this "
+					 "worker (runsc runs with --network=none); use \"none\"",
 					 network);
 	int r = check_image(ctx, spec, e);
 	if (r < 0)
@@ -199,7 +201,7 @@ static int container_check(const struct adapter_context *ctx, json_t *spec, stru
 		return e ? (e->err = -EHOSTDOWN) : -EHOSTDOWN;
 	json_object_set_new(spec, "seccompProfile", json_string(profile_path));
 	json_object_set_new(spec, "seccompDigest", json_string(digest));
-	json_object_set_new(spec, "network", json_string("none"));
+	json_object_set_new(spec, "network", json_string(network));
 	json_object_set_new(spec, "runtime", json_string(ctx->runtime->name));
 	return 0;
 }
@@ -766,10 +768,36 @@ static int runsc_host_limits(const struct adapter_workspace *ws, struct station_
 	return 0;
 }
 
+/* <dir>/resolv.conf and <dir>/hosts, bound read-only into a networked container: the worker's
+ * resolver is its only one. The workspace directory is root's (0710): nothing inside reaches
+ * these files but through the read-only binds. */
+static int write_net_files(const struct adapter_workspace *ws, char *resolv, char *hosts,
+			   size_t size, struct station_error *e)
+{
+	char text[256];
+	int r, n;
+
+	snprintf(resolv, size, "%s/resolv.conf", ws->dir);
+	snprintf(hosts, size, "%s/hosts", ws->dir);
+	n = snprintf(text, sizeof text, "nameserver %s\noptions edns0\n", ws->nameserver);
+	r = write_file_atomic(resolv, text, (size_t)n, 0644);
+	if (r >= 0) {
+		n = snprintf(text, sizeof text,
+			     "127.0.0.1\tlocalhost\n127.0.1.1\tworkspace\n::1\tlocalhost "
+			     "ip6-localhost ip6-loopback\n");
+		r = write_file_atomic(hosts, text, (size_t)n, 0644);
+	}
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot write \"%s\": %s", resolv,
+					 strerror(-r));
+	return 0;
+}
+
 static int write_bundle(const struct adapter_workspace *ws, const struct cgroup *c, char **argv,
 			json_t *seccomp, struct station_error *e)
 {
 	char rootfs[PATH_MAX], home[PATH_MAX], run[PATH_MAX], bundle[PATH_MAX];
+	char resolv[PATH_MAX], hosts[PATH_MAX];
 	_cleanup_free_ char *cg_path = NULL;
 	uint32_t base = ws_base(ws);
 	snprintf(rootfs, sizeof rootfs, "%s/rootfs", ws->dir);
@@ -780,6 +808,8 @@ static int write_bundle(const struct adapter_workspace *ws, const struct cgroup 
 	if (r < 0)
 		return station_error_set(e, r, NULL, "the workspace cgroup has no single path: %s",
 					 strerror(-r));
+	if (ws->netns_path && (r = write_net_files(ws, resolv, hosts, PATH_MAX, e)) < 0)
+		return r;
 	struct oci_config cfg = {
 		.rootfs = rootfs,
 		.args = argv,
@@ -795,6 +825,9 @@ static int write_bundle(const struct adapter_workspace *ws, const struct cgroup 
 		.cgroups_path = cg_path,
 		.seccomp = seccomp,
 		.nproc = is_runsc(ws->ctx) ? spec_pids_limit(ws) : 0,
+		.netns_path = ws->netns_path,
+		.resolv_conf = ws->netns_path ? resolv : NULL,
+		.hosts = ws->netns_path ? hosts : NULL,
 	};
 	return oci_config_write(&cfg, bundle, e);
 }

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "basic/cleanup.h"
 #include <sys/types.h>
 
 /* getrandom(), retried until filled. */
@@ -81,6 +83,8 @@ int parse_u64(const char *s, uint64_t max, uint64_t *ret);
 
 /* NULL-terminated string vectors: free (NULL is fine), count, append a copy. */
 void strv_free(char **l);
+DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free);
+#define _cleanup_strv_free_ _cleanup_(strv_freep)
 size_t strv_length(char *const *l);
 int strv_push(char ***l, const char *s);
 

@@ -5,6 +5,7 @@
 
 #include "adapter/adapter.h"
 #include "manager.h"
+#include "net/net.h"
 #include "proto/agent-proto.h"
 #include "store/store.h"
 
@@ -81,6 +82,10 @@ struct workspace {
 	size_t n_terminals;
 	uint64_t ignored_logged_at; /* agent_report_ignored(): the last line, CLOCK_MONOTONIC */
 	unsigned ignored_unlogged;  /* reports ignored since that line */
+	enum net_mode net_mode;	    /* manager-network.c; NET_NONE: no record */
+	uint32_t net_address;
+	struct net_policy *net_policy; /* restricted */
+	char *netns_path;	       /* bridge and restricted */
 };
 
 struct manager {
@@ -97,6 +102,7 @@ struct manager {
 	struct event_source *prune_timer;
 	struct image_job *image_jobs; /* imports and pulls under way (manager-image.c) */
 	size_t n_image_jobs;
+	struct net *net; /* NULL: networking off (manager-network.c) */
 };
 
 struct workspace *workspace_find(struct manager *m, const char *id);
@@ -177,3 +183,18 @@ void terminals_on_output(void *userdata, const char *id, uint64_t offset, const 
 void terminals_on_replay(void *userdata, const char *id, uint64_t request, uint64_t offset,
 			 const uint8_t *data, size_t n);
 void terminals_on_exit(void *userdata, uint64_t seq, const struct agentlink_terminal_exit *x);
+
+/* manager-network.c */
+void manager_network_init(struct manager *m);
+void manager_network_free(struct manager *m);
+void manager_network_start(struct manager *m);
+bool manager_network_ready(struct manager *m, json_t *checks);
+json_t *manager_network_worker_json(struct manager *m);
+int workspace_network_check(struct manager *m, const struct workspace_spec *spec,
+			    enum net_mode *ret_mode, struct net_policy **ret_policy,
+			    struct station_error *e);
+int workspace_network_create(struct workspace *ws, enum net_mode mode, struct net_policy *policy,
+			     struct station_error *e);
+int workspace_network_up(struct workspace *ws, struct station_error *e);
+void workspace_network_remove(struct workspace *ws);
+void workspace_network_free(struct workspace *ws);

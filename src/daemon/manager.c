@@ -160,6 +160,7 @@ static void workspace_free(struct workspace *ws)
 	if (ws->agent_pidfd >= 0)
 		close(ws->agent_pidfd);
 	cgroup_free(ws->cgroup);
+	workspace_network_free(ws);
 	json_decref(ws->spec);
 	for (size_t i = 0; ws->env && ws->env[i]; i++)
 		free(ws->env[i]);
@@ -181,6 +182,8 @@ static void adapter_ws(const struct workspace *ws, struct adapter_workspace *ret
 		.cgroup = ws->cgroup,
 		.env = ws->env,
 		.spec = ws->spec,
+		.netns_path = ws->net_mode != NET_NONE ? ws->netns_path : NULL,
+		.nameserver = ws->m->net ? net_nameserver(ws->m->net) : NULL,
 	};
 }
 
@@ -545,6 +548,7 @@ static void workspace_teardown(struct workspace *ws)
 	workspace_kill_all(ws);
 	adapter_ws(ws, &aw);
 	ws->adapter->remove(&aw, NULL);
+	workspace_network_remove(ws);
 }
 
 static bool adapter_allowed(const struct manager *m, const struct adapter_ops *ops)
@@ -680,16 +684,24 @@ int manager_workspace_create(struct manager *m, const struct workspace_spec *req
 	if (ops == &adapter_container && m->cfg.home_size_mb > 0)
 		json_object_set_new(spec_json, "homeSizeMb",
 				    json_integer((json_int_t)m->cfg.home_size_mb));
-	int r = ops->check(&m->actx, spec_json, e);
+	enum net_mode net_mode = NET_NONE;
+	struct net_policy *net_policy = NULL;
+	int r = workspace_network_check(m, spec, &net_mode, &net_policy, e);
+	if (r >= 0)
+		r = ops->check(&m->actx, spec_json, e);
 	if (r >= 0 && ops == &adapter_container)
 		r = alloc_id_base(m, spec_json, e);
 	struct workspace *ws = NULL;
 	if (r >= 0)
 		r = workspace_row_new(m, ops, spec_json, &ws, e);
 	json_decref(spec_json);
-	if (r < 0)
+	if (r < 0) {
+		net_policy_free(net_policy);
 		return r;
-	r = workspace_setup(ws, spec, e);
+	}
+	r = workspace_network_create(ws, net_mode, net_policy, e);
+	if (r >= 0)
+		r = workspace_setup(ws, spec, e);
 	if (r < 0) {
 		log_error("workspace setup failed", "workspace", ws->row.id, "error", e->message,
 			  NULL);
@@ -744,6 +756,7 @@ int manager_workspace_delete(struct manager *m, const char *id, struct station_e
 	r = ws->adapter->remove(&aw, e);
 	if (r < 0)
 		return r;
+	workspace_network_remove(ws);
 	r = store_workspace_delete(m->store, id);
 	if (r < 0)
 		return station_error_set(e, r, NULL, "cannot forget workspace \"%s\": %s", id,
@@ -798,7 +811,9 @@ int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,
 					 strerror(-r));
 	struct adapter_workspace aw;
 	adapter_ws(ws, &aw);
-	r = ws->adapter->prepare(&aw, e);
+	r = workspace_network_up(ws, e);
+	if (r >= 0)
+		r = ws->adapter->prepare(&aw, e);
 	if (r >= 0)
 		r = agent_start(ws, e);
 	if (r < 0) {
@@ -836,6 +851,9 @@ json_t *manager_ready(struct manager *m)
 	}
 	if (container)
 		ready &= container_ok;
+	/* named, not required: a worker whose network is broken still serves "none", and a
+	 * create asking for more fails closed with the same words */
+	manager_network_ready(m, checks);
 	return json_pack("{s:b,s:s,s:o,s:o}", "ready", ready, "defaultAdapter",
 			 m->cfg.default_adapter, "adapters", adapters_json(m), "checks", checks);
 }
@@ -862,6 +880,7 @@ json_t *manager_worker(struct manager *m)
 				   (json_int_t)m->cfg.default_memory_mb, "homeSizeMb",
 				   (json_int_t)m->cfg.home_size_mb);
 	json_object_set_new(o, "limits", limits);
+	json_object_set_new(o, "networks", manager_network_worker_json(m));
 	if (m->cfg.allow_host)
 		json_object_set_new(o, "hostUser",
 				    m->cfg.host_user_set ?
@@ -901,6 +920,7 @@ int manager_new(struct event_loop *loop, struct store *store, const struct manag
 	if (m->cgroup_error < 0)
 		log_error("cgroups unavailable", "error", strerror(-m->cgroup_error), NULL);
 	manager_adapters_init(m);
+	manager_network_init(m);
 	int r = manager_runs_init(m);
 	if (r >= 0)
 		r = event_add_timer(loop, &m->prune_timer, now_usec(), on_prune, m);
@@ -964,6 +984,7 @@ int manager_start(struct manager *m)
 		workspace_adopt(ws);
 	}
 	free(rows);
+	manager_network_start(m);
 	return 0;
 }
 
@@ -981,6 +1002,7 @@ void manager_free(struct manager *m)
 	event_source_free(m->fire_timer);
 	event_source_free(m->prune_timer);
 	manager_image_jobs_free(m);
+	manager_network_free(m);
 	cgroup_free(m->base_cgroup);
 	adapter_runtime_close(&m->actx);
 	image_store_close(m->actx.images);

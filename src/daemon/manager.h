@@ -18,6 +18,7 @@
 struct manager;
 struct event_loop;
 struct store;
+struct net_config;
 
 struct manager_config {
 	const char *root;
@@ -49,6 +50,9 @@ struct manager_config {
 	const char *const *import_dirs;
 	size_t n_import_dirs;
 	struct image_limits image_limits;
+	/* Bridge and restricted networks for container workspaces (net/net.h; root is filled
+	 * in by the manager). NULL: networking off, only "none". */
+	const struct net_config *network;
 };
 
 int manager_new(struct event_loop *loop, struct store *store, const struct manager_config *cfg,

@@ -53,10 +53,18 @@ struct net_config {
 	bool allow_private, allow_link_local, allow_worker, allow_workspaces;
 };
 
+/* A denial, for the daemon to log: what is "connection" (a packet the policy dropped; proto
+ * "tcp", "udp", "icmp" or "ip", port 0 when none) or "dns" (a name the policy does not allow:
+ * dest is the name). */
+typedef void (*net_denied_fn)(void *userdata, const char *id, const char *what, const char *dest,
+			      uint16_t port, const char *proto);
+
 /* Sets up the worker's side (bridge, ip_forward, base table, resolver, denial log). Failure
  * leaves a net that is not ready: every create asking for bridge or restricted then fails
- * closed with its reason, and net_ready() names it. Returns -ENOMEM only. */
-int net_new(struct event_loop *loop, const struct net_config *cfg, struct net **ret);
+ * closed with its reason, and net_ready() names it. One controller per bridge (a lock under
+ * /run). Returns -ENOMEM only. */
+int net_new(struct event_loop *loop, const struct net_config *cfg, net_denied_fn on_denied,
+	    void *userdata, struct net **ret);
 /* Closes the resolver and log sockets; kernel objects stay (workspaces outlive the
  * controller). */
 void net_free(struct net *n);
@@ -93,6 +101,8 @@ void net_reconcile(struct net *n);
 
 /* <root>/netns/<id> into buf. */
 void net_netns_path(const struct net *n, const char *id, char *buf, size_t size);
+/* "a.b.c.d" of a host byte order address. */
+void net_address_string(uint32_t address, char buf[16]);
 /* The resolver's address ("a.b.c.d") for the sandbox's /etc/resolv.conf. */
 const char *net_nameserver(const struct net *n);
 

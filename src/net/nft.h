@@ -62,7 +62,9 @@ int nft_base_remove(struct nft *n);
  * and empties the domain sets (the resolver fills them again). */
 int nft_workspace_apply(struct nft *n, const char *id, uint32_t addr, const struct net_policy *policy,
 			struct station_error *e);
-/* Removes what nft_workspace_apply made; idempotent (absent objects are not an error). */
+/* Removes what nft_workspace_apply made; idempotent (absent objects are not an error). addr 0:
+ * not known (reconcile of a chain no record names): the vmap element jumping to the chain is
+ * found in the map. */
 int nft_workspace_remove(struct nft *n, const char *id, uint32_t addr);
 /* Adds addrs[i] to the set of domain rule rule_index with timeout ttls[i] seconds (an address
  * already there gets the longer of the two). */
