@@ -37,6 +37,8 @@
 /* Large enough for any message of a link dump (the kernel sizes dump messages to what the
  * reader asked for, up to 32 KiB). */
 #define NL_BUFFER_SIZE 32768
+/* Our requests hold a handful of attributes. */
+#define NL_REQUEST_SIZE 1024
 
 static void mnl_socket_closep(struct mnl_socket **nl)
 {
@@ -74,7 +76,7 @@ static int nl_open(struct mnl_socket **ret)
 	return 0;
 }
 
-/* Sends the request in buf and reads answers until the ack (or NLMSG_DONE of a dump), passing
+/* Sends the request nlh and reads answers until the ack (or NLMSG_DONE of a dump), passing
  * each data message to cb. Returns 0 or the kernel's -errno. */
 static int nl_talk(struct mnl_socket *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
 {
@@ -205,7 +207,7 @@ static int link_get_cb(const struct nlmsghdr *nlh, void *data)
 /* -ENODEV when there is no such link. */
 static int link_get(struct mnl_socket *nl, const char *name, struct link_info *ret)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[NL_REQUEST_SIZE];
 	struct link_info info = { .ifindex = 0 };
 	struct nlmsghdr *nlh = nl_request(buf, RTM_GETLINK, NLM_F_ACK);
 	int r;
@@ -223,7 +225,7 @@ static int link_get(struct mnl_socket *nl, const char *name, struct link_info *r
 
 static int link_set_up(struct mnl_socket *nl, int ifindex)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[NL_REQUEST_SIZE];
 	struct nlmsghdr *nlh = nl_request(buf, RTM_NEWLINK, NLM_F_ACK);
 	struct ifinfomsg *ifi = put_ifinfo(nlh, AF_UNSPEC, ifindex);
 
@@ -235,7 +237,7 @@ static int link_set_up(struct mnl_socket *nl, int ifindex)
 /* Adds addr/prefix to the link; an address that is there already is kept (0). */
 static int addr_add(struct mnl_socket *nl, int ifindex, uint32_t addr, unsigned prefix)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[NL_REQUEST_SIZE];
 	struct nlmsghdr *nlh = nl_request(buf, RTM_NEWADDR, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL);
 	struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
 	uint32_t be = htonl(addr);
@@ -256,7 +258,7 @@ static int addr_add(struct mnl_socket *nl, int ifindex, uint32_t addr, unsigned 
 /* The default route via gateway out of ifindex, replacing any other default route. */
 static int route_default_set(struct mnl_socket *nl, int ifindex, uint32_t gateway)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[NL_REQUEST_SIZE];
 	struct nlmsghdr *nlh =
 		nl_request(buf, RTM_NEWROUTE, NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE);
 	struct rtmsg *rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
@@ -402,7 +404,7 @@ int netns_open(const char *path)
 
 static int bridge_create(struct mnl_socket *nl, const char *name)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[NL_REQUEST_SIZE];
 	struct nlmsghdr *nlh = nl_request(buf, RTM_NEWLINK, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL);
 	struct nlattr *linkinfo, *data;
 
@@ -447,7 +449,7 @@ int link_bridge_ensure(const char *name, uint32_t addr, unsigned prefix)
 static int veth_create(struct mnl_socket *nl, const char *host_name, uint32_t master, int netns_fd,
 		       const char *peer_name)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[NL_REQUEST_SIZE];
 	struct nlmsghdr *nlh = nl_request(buf, RTM_NEWLINK, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL);
 	struct nlattr *linkinfo, *data, *peer;
 
@@ -472,7 +474,7 @@ static int veth_create(struct mnl_socket *nl, const char *host_name, uint32_t ma
  * ports and the bridge itself only. */
 static int bridge_port_isolate(struct mnl_socket *nl, int ifindex)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[NL_REQUEST_SIZE];
 	struct nlmsghdr *nlh = nl_request(buf, RTM_SETLINK, NLM_F_ACK);
 	struct nlattr *protinfo;
 
@@ -485,7 +487,7 @@ static int bridge_port_isolate(struct mnl_socket *nl, int ifindex)
 
 static int link_delete_index(struct mnl_socket *nl, int ifindex)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[NL_REQUEST_SIZE];
 	struct nlmsghdr *nlh = nl_request(buf, RTM_DELLINK, NLM_F_ACK);
 
 	put_ifinfo(nlh, AF_UNSPEC, ifindex);
@@ -512,8 +514,10 @@ int link_veth_add(const char *host_name, const char *bridge, bool isolated, int 
 	if (r < 0)
 		return r;
 	r = link_get(nl, host_name, &veth);
-	if (r < 0)
+	if (r < 0) {
+		link_delete(host_name);
 		return r;
+	}
 	if (isolated) {
 		r = bridge_port_isolate(nl, veth.ifindex);
 		if (r < 0)
@@ -629,7 +633,7 @@ int link_netns_loopback(int netns_fd)
 int link_delete(const char *name)
 {
 	_cleanup_mnl_ struct mnl_socket *nl = NULL;
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[NL_REQUEST_SIZE];
 	struct nlmsghdr *nlh;
 	int r;
 
@@ -671,7 +675,7 @@ static int ports_dump_cb(const struct nlmsghdr *nlh, void *data)
 int link_bridge_ports(const char *bridge, char ***ret)
 {
 	_cleanup_mnl_ struct mnl_socket *nl = NULL;
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[NL_REQUEST_SIZE];
 	struct ports_dump d = { .names = calloc(1, sizeof(char *)) };
 	struct link_info br;
 	struct nlmsghdr *nlh;

@@ -76,7 +76,7 @@ static int nflog_talk(struct nflog *l, struct nlmsghdr *nlh)
  * binding it as the namespace's default logger would change what other users' log rules do. */
 static int nflog_bind(struct nflog *l)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[256]; /* one config request: two small attributes */
 	struct nlmsghdr *nlh = nflog_config_request(buf, l->group, (uint32_t)time(NULL));
 	struct nfulnl_msg_config_cmd cmd = { .command = NFULNL_CFG_CMD_BIND };
 	struct nfulnl_msg_config_mode mode = {

@@ -335,6 +335,8 @@ Test(net_link, netns_remove_unmounts_and_unlinks)
 	char path[128], file[128];
 	struct stat st;
 
+	ns_path(path, sizeof(path), "missing/ws1");
+	cr_assert_eq(netns_create(path), -ENOENT, "its directory must exist");
 	ns_path(path, sizeof(path), "ws1");
 	cr_assert_eq(netns_remove(path), -ENOENT);
 	cr_assert_eq(netns_create(path), 0);
