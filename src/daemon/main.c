@@ -24,6 +24,7 @@
 #include "event/event.h"
 #include "api/http.h"
 #include "manager.h"
+#include "net/net.h"
 #include "proto/agent-proto.h"
 #include "store/store.h"
 
@@ -32,6 +33,7 @@
 #define MAX_IMPORT_DIRS 16
 
 #define MAX_SECCOMP_DIRS 16
+#define MAX_DNS_UPSTREAMS 4
 
 struct options {
 	const char *root;
@@ -47,6 +49,10 @@ struct options {
 	const char *seccomp_dirs[MAX_SECCOMP_DIRS]; /* --seccomp-dir, as given */
 	size_t n_seccomp_dirs;
 	const char *import_dirs[MAX_IMPORT_DIRS];
+	struct net_config net; /* --network-*, --dns-upstream */
+	bool network_off;
+	const char *dns_upstreams[MAX_DNS_UPSTREAMS + 1];
+	size_t n_dns_upstreams;
 };
 
 static void usage(FILE *f)
@@ -67,6 +73,9 @@ static void usage(FILE *f)
 		"                        [--adapters host,container] [--host-user NAME|UID[:GID]]\n"
 		"                        [--default-pids-limit N] [--default-memory-mb N]\n"
 		"                        [--home-size-mb N]\n"
+		"                        [--network-range CIDR|none] [--network-bridge NAME]\n"
+		"                        [--dns-upstream ADDR[:PORT]]...\n"
+		"                        [--network-allow private,link-local,worker,workspaces]\n"
 		"\n"
 		"The unix socket <root>/station.sock (mode 0600) is always served. TCP listeners\n"
 		"need the bearer token written to <root>/admin.token on first start.\n");
@@ -223,6 +232,10 @@ enum {
 	OPT_DEFAULT_PIDS,
 	OPT_DEFAULT_MEMORY,
 	OPT_HOME_SIZE,
+	OPT_NETWORK_RANGE,
+	OPT_NETWORK_BRIDGE,
+	OPT_DNS_UPSTREAM,
+	OPT_NETWORK_ALLOW,
 };
 
 /* Image imports: where layouts may come from, and how large an image may unpack. */
@@ -323,10 +336,69 @@ static int parse_host_user(struct manager_config *mc, const char *arg)
 	return 0;
 }
 
+/* --network-allow: what a bridged workspace may reach beyond the outside world. */
+static int parse_network_allow(struct net_config *n, const char *arg)
+{
+	_cleanup_free_ char *copy = strdup(arg);
+	char *save = NULL;
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (strcmp(t, "private") == 0)
+			n->allow_private = true;
+		else if (strcmp(t, "link-local") == 0)
+			n->allow_link_local = true;
+		else if (strcmp(t, "worker") == 0)
+			n->allow_worker = true;
+		else if (strcmp(t, "workspaces") == 0)
+			n->allow_workspaces = true;
+		else {
+			fprintf(stderr,
+				"station-sandboxd: --network-allow: unknown \"%s\" (private, "
+				"link-local, worker, workspaces)\n",
+				t);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int parse_network_option(struct options *o, int c, const char *arg)
+{
+	switch (c) {
+	case OPT_NETWORK_RANGE:
+		o->network_off = strcmp(arg, "none") == 0;
+		o->net.range = arg;
+		return 0;
+	case OPT_NETWORK_BRIDGE:
+		o->net.bridge = arg;
+		return 0;
+	case OPT_DNS_UPSTREAM:
+		if (o->n_dns_upstreams == MAX_DNS_UPSTREAMS) {
+			fprintf(stderr, "station-sandboxd: at most %d --dns-upstream\n",
+				MAX_DNS_UPSTREAMS);
+			return -EINVAL;
+		}
+		o->dns_upstreams[o->n_dns_upstreams++] = arg;
+		o->net.dns_upstreams = o->dns_upstreams;
+		return 0;
+	case OPT_NETWORK_ALLOW:
+		return parse_network_allow(&o->net, arg);
+	default:
+		return -EINVAL;
+	}
+}
+
 /* The options that loosen or tighten what a workspace may do on this worker. */
 static int parse_safety_option(struct options *o, int c, const char *arg)
 {
 	switch (c) {
+	case OPT_NETWORK_RANGE:
+	case OPT_NETWORK_BRIDGE:
+	case OPT_DNS_UPSTREAM:
+	case OPT_NETWORK_ALLOW:
+		return parse_network_option(o, c, arg);
 	case OPT_ADAPTERS:
 		return parse_adapters(&o->mc, arg);
 	case OPT_HOST_USER:
@@ -510,6 +582,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "default-pids-limit", required_argument, NULL, OPT_DEFAULT_PIDS },
 		{ "default-memory-mb", required_argument, NULL, OPT_DEFAULT_MEMORY },
 		{ "home-size-mb", required_argument, NULL, OPT_HOME_SIZE },
+		{ "network-range", required_argument, NULL, OPT_NETWORK_RANGE },
+		{ "network-bridge", required_argument, NULL, OPT_NETWORK_BRIDGE },
+		{ "dns-upstream", required_argument, NULL, OPT_DNS_UPSTREAM },
+		{ "network-allow", required_argument, NULL, OPT_NETWORK_ALLOW },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -791,6 +867,11 @@ int main(int argc, char **argv)
 			.runtime = "runc",
 			.id_base = 300000,
 		},
+		.net = {
+			.range = "10.231.0.0/16",
+			.bridge = "station0",
+			.dns_port = 53,
+		},
 	};
 	default_worker(o.worker, sizeof o.worker);
 	int r = parse_args(argc, argv, &o);
@@ -798,6 +879,13 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 64;
 	}
+	/* the denial log's nflog group, one per bridge: controllers of different bridges on one
+	 * machine do not take each other's */
+	uint32_t h = 2166136261u;
+	for (const char *p = o.net.bridge; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	o.net.log_group = (uint16_t)(0x5300 + h % 0x100);
+	o.mc.network = o.network_off ? NULL : &o.net;
 	if (r > 0)
 		return 0;
 	_cleanup_free_ char *agent = o.agent ? strdup(o.agent) : default_agent_path();

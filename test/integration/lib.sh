@@ -174,9 +174,10 @@ wait_for() {
 
 # adapter_flags [DAEMON FLAGS...]: the flags with both adapters allowed and host the default,
 # unless they choose (--adapters): most tests drive host workspaces, which a worker does not
-# allow unless told.
+# allow unless told. Networking is off (--network-range none) unless they name a range: a
+# bridge and firewall table per test controller would collide between tests and outlive them.
 adapter_flags() {
-	local f has_adapters=0 has_default=0 pre=()
+	local f has_adapters=0 has_default=0 pre=(--network-range none)
 	for f in "$@"; do
 		case $f in
 		--adapters | --adapters=*) has_adapters=1 ;;

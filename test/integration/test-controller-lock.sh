@@ -7,7 +7,7 @@ require_controller
 
 t_second_controller_refused() {
 	local out=$TMP/second.out rc pid
-	"$DAEMON" --root "$ROOT" --worker test --log-format text >"$out" 2>&1 </dev/null &
+	"$DAEMON" --root "$ROOT" --worker test --log-format text --network-range none >"$out" 2>&1 </dev/null &
 	pid=$!
 	if ! wait_for -t 10 _pid_gone "$pid"; then
 		kill -KILL "$pid" 2>/dev/null
