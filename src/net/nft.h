@@ -52,7 +52,8 @@ int nft_open(const char *table, struct nft **ret, struct station_error *e);
 void nft_close(struct nft *n);
 
 /* Makes or refreshes the base chains and sets (above). Error messages carry libnftables' own
- * words (no nf_tables in the kernel, no permission). */
+ * words (no nf_tables in the kernel, no permission). The handle keeps b->log_group for the
+ * workspace chains it writes afterwards. */
 int nft_base_ensure(struct nft *n, const struct nft_base *b, struct station_error *e);
 /* Removes the whole table (every workspace's objects with it). */
 int nft_base_remove(struct nft *n);
@@ -64,8 +65,9 @@ int nft_workspace_apply(struct nft *n, const char *id, uint32_t addr, const stru
 			struct station_error *e);
 /* Removes what nft_workspace_apply made; idempotent (absent objects are not an error). */
 int nft_workspace_remove(struct nft *n, const char *id, uint32_t addr);
-/* Adds addrs[i] to the set of domain rule rule_index with timeout ttls[i] seconds (an address
- * already there gets the longer of the two). */
+/* Adds addrs[i] to the set of domain rule rule_index with timeout ttls[i] seconds, bounded to
+ * [30 s, 1 day] (an address already there gets the longer of the two). At most 512 addresses
+ * (-E2BIG); -ENOENT when the rule has no set. */
 int nft_workspace_pin(struct nft *n, const char *id, size_t rule_index, const uint32_t *addrs,
 		      const uint32_t *ttls, size_t n_addrs);
 int nft_workspace_counters(struct nft *n, const char *id, uint64_t *ret_allowed,
