@@ -61,8 +61,8 @@ int nft_base_remove(struct nft *n);
 /* Makes or replaces, in one transaction, the workspace's chain, counters, domain sets and vmap
  * element. policy NULL: bridge; else restricted with that policy. Replacing keeps the counters
  * and empties the domain sets (the resolver fills them again). */
-int nft_workspace_apply(struct nft *n, const char *id, uint32_t addr, const struct net_policy *policy,
-			struct station_error *e);
+int nft_workspace_apply(struct nft *n, const char *id, uint32_t addr,
+			const struct net_policy *policy, struct station_error *e);
 /* Removes what nft_workspace_apply made; idempotent (absent objects are not an error). */
 int nft_workspace_remove(struct nft *n, const char *id, uint32_t addr);
 /* Adds addrs[i] to the set of domain rule rule_index with timeout ttls[i] seconds, bounded to

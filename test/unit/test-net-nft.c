@@ -239,6 +239,29 @@ static int udp_bind(int ns, const char *addr, uint16_t port)
 	return fd;
 }
 
+static uint64_t denied_now(void)
+{
+	uint64_t allowed, denied;
+
+	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &allowed, &denied), 0);
+	return denied;
+}
+
+/* Far past the log's rate limit, every datagram is still counted and dropped: the limit guards
+ * the log only. */
+static void flood_dropped(int ufd)
+{
+	struct sockaddr_in sa = sin_of(OUTSIDE, 9000);
+	_cleanup_close_ int fd = socket_in(T.ws, SOCK_DGRAM);
+	struct pollfd p = { .fd = ufd, .events = POLLIN };
+	uint64_t before = denied_now();
+
+	for (int i = 0; i < 200; i++)
+		cr_assert_eq(sendto(fd, "x", 1, 0, (struct sockaddr *)&sa, sizeof(sa)), 1);
+	cr_assert_eq(poll(&p, 1, DROP_MS), 0, "a datagram passed");
+	cr_assert_eq(denied_now() - before, 200);
+}
+
 /* Policies */
 
 static struct net_rule cidr_rule(const char *net, unsigned prefix, enum net_proto proto,
@@ -249,7 +272,8 @@ static struct net_rule cidr_rule(const char *net, unsigned prefix, enum net_prot
 
 	cr_assert_eq(inet_pton(AF_INET, net, &a), 1);
 	r.addr = ntohl(a.s_addr);
-	memcpy(r.ports, ports, n_ports * sizeof(*ports));
+	if (n_ports > 0)
+		memcpy(r.ports, ports, n_ports * sizeof(*ports));
 	r.n_ports = n_ports;
 	return r;
 }
@@ -259,7 +283,8 @@ static struct net_rule domain_rule(const char *name, enum net_proto proto, const
 {
 	struct net_rule r = { .kind = NET_RULE_DOMAIN, .domain = (char *)name, .proto = proto };
 
-	memcpy(r.ports, ports, n_ports * sizeof(*ports));
+	if (n_ports > 0)
+		memcpy(r.ports, ports, n_ports * sizeof(*ports));
 	r.n_ports = n_ports;
 	return r;
 }
@@ -342,6 +367,37 @@ static size_t map_size(void)
 	cr_assert_not_null(items);
 	return json_array_size(
 		json_object_get(json_object_get(json_array_get(items, 1), "map"), "elem"));
+}
+
+/* The chain's denial rules log to the group, with the id as prefix, behind a limit. */
+static void assert_logged(const char *id, const char *key, int group, size_t want)
+{
+	_cleanup_json_ json_t *items = NULL;
+	char what[160], prefix[80];
+	size_t i, j, n_logs = 0;
+	json_t *item, *st;
+
+	snprintf(what, sizeof(what), "list chain inet %s ws_%s", T.table, key);
+	snprintf(prefix, sizeof(prefix), "%s ", id);
+	items = nft_json(what);
+	cr_assert_not_null(items);
+	json_array_foreach(items, i, item) {
+		json_t *expr = json_object_get(json_object_get(item, "rule"), "expr");
+		bool limited = false;
+
+		json_array_foreach(expr, j, st) {
+			json_t *log = json_object_get(st, "log");
+
+			limited = limited || json_object_get(st, "limit");
+			if (!log)
+				continue;
+			cr_assert(limited, "log without a limit before it");
+			cr_assert_str_eq(json_string_value(json_object_get(log, "prefix")), prefix);
+			cr_assert_eq(json_integer_value(json_object_get(log, "group")), group);
+			n_logs++;
+		}
+	}
+	cr_assert_eq(n_logs, want, "%zu log rules", n_logs);
 }
 
 static void assert_ids(const char *const *want, size_t n)
@@ -472,6 +528,7 @@ Test(nft_bridge, nat_blocked_worker, .init = topo_up, .fini = topo_down, .timeou
 	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &allowed, &denied), 0);
 	cr_assert_eq(allowed, 1);
 	cr_assert_geq(denied, 2);
+	assert_logged("ws-1", "ws_1", 7, 1); /* the blocked ranges */
 
 	/* Positive controls: the operator opens private ranges and the worker. The second
 	 * ensure keeps the workspace's vmap element (the outside stays reachable). */
@@ -513,6 +570,7 @@ Test(nft_restricted, cidr_ports_udp, .init = topo_up, .fini = topo_down, .timeou
 	cr_assert_eq(tcp_probe(OUTSIDE, 8081), -ETIMEDOUT);
 	cr_assert(!udp_probe(u9000, OUTSIDE, 9000), "udp passed a tcp-only policy");
 	cr_assert_eq(tcp_probe(PRIVATE, 8080), -ETIMEDOUT);
+	flood_dropped(u9000);
 
 	/* udp only, to one port; and a listed private range wins over the blocked ranges. */
 	rules[0] = cidr_rule("203.0.113.2", 32, NET_PROTO_UDP, p9000, 1);
@@ -570,6 +628,7 @@ Test(nft_restricted, domain_pin_replace_counters, .init = topo_up, .fini = topo_
 	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &a1, &d1), 0);
 	cr_assert_eq(a1, 1);
 	cr_assert_geq(d1, 3);
+	assert_logged("ws-1", "ws_1", 7, 2); /* the blocked ranges, then the default */
 
 	/* Replaced without the domain rule: new connections are refused again, its set is
 	 * gone, the counters carry on. */
