@@ -31,6 +31,8 @@
 #define NFT_LOG_LIMIT "limit rate 10/second burst 20 packets"
 /* Addresses a workspace already held elements for in the vmap: more is someone else's mess. */
 #define NFT_MAP_SCAN_MAX 64
+/* A workspace's bridge port: this and 8 hex digits of its address (net.h). */
+#define NFT_PORT_PREFIX "sv"
 
 struct nft {
 	struct nft_ctx *ctx;
@@ -338,20 +340,44 @@ static int base_check(const struct nft_base *b, struct station_error *e)
 	return 0;
 }
 
-static void put_base_sets(FILE *f, const char *t, const struct nft_base *b)
+/* The blocked ranges as address intervals; with allow_workspaces the workspaces' own range is
+ * cut out of them (it lies inside 10/8 or another private range, blocked or not). */
+static size_t blocked_intervals(const struct nft_base *b, uint32_t ret_lo[12], uint32_t ret_hi[12])
 {
 	struct cidr blocked[11];
-	size_t n = blocked_ranges(b, blocked);
+	size_t n = blocked_ranges(b, blocked), k = 0;
+	uint32_t r_lo = b->range, r_hi = b->range | ~prefix_mask(b->prefix);
+
+	for (size_t i = 0; i < n; i++) {
+		uint32_t lo = blocked[i].addr, hi = lo | ~prefix_mask(blocked[i].prefix);
+
+		if (!b->allow_workspaces || hi < r_lo || lo > r_hi) {
+			ret_lo[k] = lo, ret_hi[k++] = hi;
+			continue;
+		}
+		if (lo < r_lo)
+			ret_lo[k] = lo, ret_hi[k++] = r_lo - 1;
+		if (hi > r_hi)
+			ret_lo[k] = r_hi + 1, ret_hi[k++] = hi;
+	}
+	return k;
+}
+
+static void put_base_sets(FILE *f, const char *t, const struct nft_base *b)
+{
+	uint32_t lo[12], hi[12];
+	size_t n = blocked_intervals(b, lo, hi);
 
 	fprintf(f, "add set inet %s blocked { type ipv4_addr; flags interval; }\n", t);
 	fprintf(f, "flush set inet %s blocked\n", t);
 	if (n > 0) {
 		fprintf(f, "add element inet %s blocked {", t);
 		for (size_t i = 0; i < n; i++) {
-			char a[16];
+			char a[16], z[16];
 
-			addr_format(blocked[i].addr, a);
-			fprintf(f, "%s %s/%u", i ? "," : "", a, blocked[i].prefix);
+			addr_format(lo[i], a);
+			addr_format(hi[i], z);
+			fprintf(f, "%s %s-%s", i ? "," : "", a, z);
 		}
 		fprintf(f, " }\n");
 	}
@@ -390,6 +416,33 @@ static void put_base_chains(FILE *f, const char *t, const struct nft_base *b)
 		t, br, range, b->prefix);
 }
 
+/* The bridge itself: frames between two workspace ports never reach the inet hooks (nothing is
+ * routed), and a workspace could send with another's address (its policy would then apply).
+ * A port "sv<8 hex of the address>" (net.h) may send IPv4 from that address only, ARP for it
+ * only, nothing else; port to port is dropped unless allow_workspaces. */
+static void put_bridge(FILE *f, const char *t, const struct nft_base *b)
+{
+	fprintf(f,
+		"add table bridge %1$s\n"
+		"add set bridge %1$s bound { type ifname . ipv4_addr; }\n"
+		"add chain bridge %1$s prerouting { type filter hook prerouting priority filter; }\n"
+		"add chain bridge %1$s forward { type filter hook forward priority filter; }\n"
+		"flush chain bridge %1$s prerouting\n"
+		"add rule bridge %1$s prerouting iifname \"" NFT_PORT_PREFIX "*\" "
+		"ether type != { ip, arp } drop\n"
+		"add rule bridge %1$s prerouting iifname \"" NFT_PORT_PREFIX "*\" "
+		"iifname . ip saddr != @bound drop\n"
+		"add rule bridge %1$s prerouting iifname \"" NFT_PORT_PREFIX "*\" "
+		"iifname . arp saddr ip != @bound drop\n"
+		"flush chain bridge %1$s forward\n",
+		t);
+	if (!b->allow_workspaces)
+		fprintf(f,
+			"add rule bridge %1$s forward iifname \"" NFT_PORT_PREFIX "*\" "
+			"oifname \"" NFT_PORT_PREFIX "*\" drop\n",
+			t);
+}
+
 int nft_base_ensure(struct nft *n, const struct nft_base *b, struct station_error *e)
 {
 	struct batch batch = {};
@@ -404,6 +457,7 @@ int nft_base_ensure(struct nft *n, const struct nft_base *b, struct station_erro
 	fprintf(batch.f, "add table inet %s\n", n->table);
 	put_base_sets(batch.f, n->table, b);
 	put_base_chains(batch.f, n->table, b);
+	put_bridge(batch.f, n->table, b);
 	r = batch_run(n, &batch, e);
 	batch_done(&batch);
 	if (r < 0)
@@ -414,10 +468,13 @@ int nft_base_ensure(struct nft *n, const struct nft_base *b, struct station_erro
 
 int nft_base_remove(struct nft *n)
 {
-	char cmd[128];
+	char cmd[4 * NFT_TABLE_MAX + 96];
 
 	/* "add" first makes the delete succeed whether the table exists or not. */
-	snprintf(cmd, sizeof(cmd), "add table inet %1$s\ndelete table inet %1$s\n", n->table);
+	snprintf(cmd, sizeof(cmd),
+		 "add table inet %1$s\ndelete table inet %1$s\n"
+		 "add table bridge %1$s\ndelete table bridge %1$s\n",
+		 n->table);
 	return nft_run(n, cmd, NULL);
 }
 
@@ -653,6 +710,19 @@ static void put_domain_sets(FILE *f, const char *t, const char *key, const struc
 	}
 }
 
+/* Takes addr out of the vmap and its port's binding ("add" first: the binding may be absent). */
+static void put_unmap(FILE *f, const char *t, uint32_t addr)
+{
+	char a[16];
+
+	addr_format(addr, a);
+	fprintf(f,
+		"delete element inet %1$s workspaces { %2$s }\n"
+		"add element bridge %1$s bound { \"" NFT_PORT_PREFIX "%3$08x\" . %2$s }\n"
+		"delete element bridge %1$s bound { \"" NFT_PORT_PREFIX "%3$08x\" . %2$s }\n",
+		t, a, addr);
+}
+
 static void put_map_elements(FILE *f, const char *t, const char *key, uint32_t addr,
 			     const struct ws_inventory *inv)
 {
@@ -662,14 +732,13 @@ static void put_map_elements(FILE *f, const char *t, const char *key, uint32_t a
 	if (inv->addr_taken)
 		fprintf(f, "delete element inet %s workspaces { %s }\n", t, a);
 	for (size_t i = 0; i < inv->n_mapped; i++) {
-		char old[16];
-
 		if (inv->mapped[i] == addr)
 			continue;
-		addr_format(inv->mapped[i], old);
-		fprintf(f, "delete element inet %s workspaces { %s }\n", t, old);
+		put_unmap(f, t, inv->mapped[i]);
 	}
 	fprintf(f, "add element inet %s workspaces { %s : jump ws_%s }\n", t, a, key);
+	fprintf(f, "add element bridge %s bound { \"" NFT_PORT_PREFIX "%08x\" . %s }\n", t, addr,
+		a);
 }
 
 int nft_workspace_apply(struct nft *n, const char *id, uint32_t addr,
@@ -739,12 +808,8 @@ int nft_workspace_remove(struct nft *n, const char *id, uint32_t addr)
 		return r;
 	/* Only the elements that jump to this workspace's chain: an address given to another
 	 * workspace since is that one's. */
-	for (size_t i = 0; i < inv.n_mapped; i++) {
-		char a[16];
-
-		addr_format(inv.mapped[i], a);
-		fprintf(b.f, "delete element inet %s workspaces { %s }\n", t, a);
-	}
+	for (size_t i = 0; i < inv.n_mapped; i++)
+		put_unmap(b.f, t, inv.mapped[i]);
 	/* "add" before "delete" makes each delete succeed whether the object exists or not. */
 	fprintf(b.f,
 		"add chain inet %1$s ws_%2$s\n"

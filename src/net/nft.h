@@ -15,12 +15,17 @@
  *   postrouting (nat): from R out of any interface but B: masquerade.
  *   Sets: blocked (flags interval): link-local 169.254.0.0/16 unless allow_link_local; private
  *     ranges (10/8, 172.16/12, 192.168/16, 100.64/10, 0/8, 127/8, 224/4, 240/4 and R itself)
- *     unless allow_private (R stays blocked unless allow_workspaces).
+ *     unless allow_private (R stays blocked unless allow_workspaces, which cuts R out of the
+ *     private ranges too).
+ *   `bridge <table>`, for what never reaches the inet hooks (bridged frames): a workspace's port
+ *     (net.h's "sv<8 hex of the address>") sends IPv4 and ARP from its own address only (set
+ *     bound: ifname . ipv4_addr, one element per workspace) and nothing but IPv4 and ARP; port
+ *     to port is dropped unless allow_workspaces.
  * Idempotent: called at every controller start; the per-workspace objects survive it.
  *
  * Per workspace (key: the id with '-' as '_'; chain ws_<key>, counters ws_<key>_allowed and
  * ws_<key>_denied, sets ws_<key>_d<i> for domain rule i), entered by the vmap element
- * <addr> : jump ws_<key>:
+ * <addr> : jump ws_<key>, its port bound to <addr> in the bridge table:
  *   bridge: daddr in @blocked: counted as denied, logged, dropped; else new connections
  *     counted as allowed and accepted.
  *   restricted (policy): cidr rules first (proto and ports as the rule says; a listed cidr
@@ -55,7 +60,7 @@ void nft_close(struct nft *n);
  * words (no nf_tables in the kernel, no permission). The handle keeps b->log_group for the
  * workspace chains it writes afterwards. */
 int nft_base_ensure(struct nft *n, const struct nft_base *b, struct station_error *e);
-/* Removes the whole table (every workspace's objects with it). */
+/* Removes both tables (every workspace's objects with them); absent tables are no error. */
 int nft_base_remove(struct nft *n);
 
 /* Makes or replaces, in one transaction, the workspace's chain, counters, domain sets and vmap

@@ -3,8 +3,8 @@
  * itself into a network namespace of its own, the "router", and builds a small world there with
  * ip(8):
  *
- *   workspace ns  eth0 10.231.0.5/24, default via 10.231.0.1
- *                   | veth
+ *   workspace ns  eth0 10.231.0.5/24, default via 10.231.0.1  (second: 10.231.0.6)
+ *                   | veth (bridge ports sv0ae70005, sv0ae70006: net.h's naming)
  *   router ns     bridge br0 10.231.0.1/24;  rout 203.0.113.1/24;  rpriv 10.232.0.1/24
  *                   | veth                      | veth
  *   outside ns    eth0 203.0.113.2/24     private ns  eth0 10.232.0.2/24
@@ -31,8 +31,9 @@
 #include "basic/util.h"
 #include "net/nft.h"
 
-#define WS_ADDR 0x0ae70005u /* 10.231.0.5 */
-#define GW_ADDR 0x0ae70001u /* 10.231.0.1 */
+#define WS_ADDR 0x0ae70005u  /* 10.231.0.5 */
+#define WS2_ADDR 0x0ae70006u /* 10.231.0.6 */
+#define GW_ADDR 0x0ae70001u  /* 10.231.0.1 */
 #define OUTSIDE "203.0.113.2"
 #define PRIVATE "10.232.0.2"
 #define ROUTER "10.231.0.1"
@@ -40,12 +41,12 @@
 #define DROP_MS 400
 
 struct topo {
-	int router, ws, out, priv; /* namespace fds */
+	int router, ws, ws2, out, priv; /* namespace fds */
 	char table[32];
 	struct nft *nft;
 };
 
-static struct topo T = { -1, -1, -1, -1, "", NULL };
+static struct topo T = { -1, -1, -1, -1, -1, "", NULL };
 
 static void enter(int ns)
 {
@@ -55,13 +56,14 @@ static void enter(int ns)
 static void sh_in(int ns, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sh_in(int ns, const char *fmt, ...)
 {
-	char cmd[512];
+	char cmd[1024];
 	va_list ap;
 	int r;
 
 	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	r = vsnprintf(cmd, sizeof(cmd), fmt, ap);
 	va_end(ap);
+	cr_assert_lt(r, (int)sizeof(cmd));
 	enter(ns);
 	r = system(cmd);
 	enter(T.router);
@@ -104,21 +106,25 @@ static void topo_up(void)
 		cr_skip_test("needs root");
 	T.router = new_ns();
 	T.ws = new_ns();
+	T.ws2 = new_ns();
 	T.out = new_ns();
 	T.priv = new_ns();
 	enter(T.router);
 	sh_in(T.router,
 	      "ip link set lo up && ip link add br0 type bridge && "
 	      "ip addr add 10.231.0.1/24 dev br0 && ip link set br0 up && "
-	      "ip link add hws type veth peer name eth0 netns /proc/self/fd/%d && "
-	      "ip link set hws master br0 up && "
+	      "ip link add sv0ae70005 type veth peer name eth0 netns /proc/self/fd/%d && "
+	      "ip link set sv0ae70005 master br0 up && "
+	      "ip link add sv0ae70006 type veth peer name eth0 netns /proc/self/fd/%d && "
+	      "ip link set sv0ae70006 master br0 up && "
 	      "ip link add rout type veth peer name eth0 netns /proc/self/fd/%d && "
 	      "ip addr add 203.0.113.1/24 dev rout && ip link set rout up && "
 	      "ip link add rpriv type veth peer name eth0 netns /proc/self/fd/%d && "
 	      "ip addr add 10.232.0.1/24 dev rpriv && ip link set rpriv up && "
 	      "ip route add default via 203.0.113.2",
-	      T.ws, T.out, T.priv);
+	      T.ws, T.ws2, T.out, T.priv);
 	link_ns(T.ws, "10.231.0.5/24", ROUTER);
+	link_ns(T.ws2, "10.231.0.6/24", ROUTER);
 	link_ns(T.out, OUTSIDE "/24", NULL);
 	/* The metadata address lives outside too (the router's default route leads there). */
 	sh_in(T.out, "ip addr add 169.254.169.254/32 dev lo");
@@ -171,9 +177,9 @@ static int tcp_listen(int ns, const char *addr, uint16_t port)
 	return fd;
 }
 
-/* 0 when a TCP connection from the workspace to addr:port is established within DROP_MS,
- * else the error (-ETIMEDOUT: nothing came back). */
-static int tcp_probe(const char *addr, uint16_t port)
+/* 0 when a TCP connection from the workspace to addr:port is established within ms, else the
+ * error (-ETIMEDOUT: nothing came back). */
+static int tcp_probe_ms(const char *addr, uint16_t port, int ms)
 {
 	struct sockaddr_in sa = sin_of(addr, port);
 	_cleanup_close_ int fd = socket_in(T.ws, SOCK_STREAM);
@@ -185,10 +191,22 @@ static int tcp_probe(const char *addr, uint16_t port)
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
 		return 0;
 	cr_assert_eq(errno, EINPROGRESS);
-	if (poll(&p, 1, DROP_MS) == 0)
+	if (poll(&p, 1, ms) == 0)
 		return -ETIMEDOUT;
 	cr_assert_eq(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len), 0);
 	return -err;
+}
+
+/* A denial is a probe with no answer in DROP_MS; a success may take longer (the first ARP
+ * exchange after a binding or a policy change). */
+static int tcp_probe(const char *addr, uint16_t port)
+{
+	return tcp_probe_ms(addr, port, DROP_MS);
+}
+
+static int tcp_connects(const char *addr, uint16_t port)
+{
+	return tcp_probe_ms(addr, port, 3000);
 }
 
 /* The source address of the next connection the listener accepts. */
@@ -215,8 +233,9 @@ static void drain(int lfd)
 		close(fd);
 }
 
-/* True when a datagram from the workspace reaches the bound UDP socket ufd (addr:port). */
-static bool udp_probe(int ufd, const char *addr, uint16_t port)
+/* True when a datagram from the workspace reaches the bound UDP socket ufd (addr:port); waits
+ * longer when it is expected to. */
+static bool udp_probe(int ufd, const char *addr, uint16_t port, bool expect)
 {
 	struct sockaddr_in sa = sin_of(addr, port);
 	_cleanup_close_ int fd = socket_in(T.ws, SOCK_DGRAM);
@@ -224,6 +243,24 @@ static bool udp_probe(int ufd, const char *addr, uint16_t port)
 	char buf[16];
 
 	cr_assert_eq(sendto(fd, "ping", 4, 0, (struct sockaddr *)&sa, sizeof(sa)), 4);
+	if (poll(&p, 1, expect ? 3000 : DROP_MS) == 0)
+		return false;
+	cr_assert_eq(recv(ufd, buf, sizeof(buf), 0), 4);
+	return true;
+}
+
+/* A datagram from the workspace with another's source address (IP_TRANSPARENT: not its own). */
+static bool udp_spoof_probe(int ufd, const char *src, const char *addr, uint16_t port)
+{
+	struct sockaddr_in sa = sin_of(addr, port), from = sin_of(src, 0);
+	_cleanup_close_ int fd = socket_in(T.ws, SOCK_DGRAM);
+	struct pollfd p = { .fd = ufd, .events = POLLIN };
+	int one = 1;
+	char buf[16];
+
+	cr_assert_eq(setsockopt(fd, IPPROTO_IP, IP_TRANSPARENT, &one, sizeof(one)), 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&from, sizeof(from)), 0, "bind %s: %m", src);
+	cr_assert_eq(sendto(fd, "ping", 4, 0, (struct sockaddr *)&sa, sizeof(sa)), 4, "sendto: %m");
 	if (poll(&p, 1, DROP_MS) == 0)
 		return false;
 	cr_assert_eq(recv(ufd, buf, sizeof(buf), 0), 4);
@@ -513,17 +550,15 @@ Test(nft_bridge, nat_blocked_worker, .init = topo_up, .fini = topo_down, .timeou
 	uint64_t allowed, denied;
 
 	ensure(&b);
-	/* No workspace holds the address yet: dropped. */
-	cr_assert_eq(tcp_probe(OUTSIDE, 8080), -ETIMEDOUT);
 	apply("ws-1", WS_ADDR, NULL);
 
-	cr_assert_eq(tcp_probe(OUTSIDE, 8080), 0);
+	cr_assert_eq(tcp_connects(OUTSIDE, 8080), 0);
 	accept_peer(out, peer);
 	cr_assert_str_eq(peer, "203.0.113.1", "not masqueraded: %s", peer);
 	cr_assert_eq(tcp_probe(PRIVATE, 8080), -ETIMEDOUT, "private range reached");
 	cr_assert_eq(tcp_probe(ROUTER, 8081), -ETIMEDOUT, "worker reached");
 	cr_assert_eq(tcp_probe("169.254.169.254", 80), -ETIMEDOUT);
-	cr_assert_eq(tcp_probe(ROUTER, 53), 0, "the resolver's port is open");
+	cr_assert_eq(tcp_connects(ROUTER, 53), 0, "the resolver's port is open");
 	drain(dns);
 	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &allowed, &denied), 0);
 	cr_assert_eq(allowed, 1);
@@ -536,18 +571,51 @@ Test(nft_bridge, nat_blocked_worker, .init = topo_up, .fini = topo_down, .timeou
 	b.allow_worker = true;
 	ensure(&b);
 	cr_assert_eq(map_size(), 1);
-	cr_assert_eq(tcp_probe(PRIVATE, 8080), 0);
+	cr_assert_eq(tcp_connects(PRIVATE, 8080), 0);
 	accept_peer(priv, peer);
 	cr_assert_str_eq(peer, "10.232.0.1");
-	cr_assert_eq(tcp_probe(ROUTER, 8081), 0);
+	cr_assert_eq(tcp_connects(ROUTER, 8081), 0);
 	drain(worker);
-	cr_assert_eq(tcp_probe(OUTSIDE, 8080), 0);
+	cr_assert_eq(tcp_connects(OUTSIDE, 8080), 0);
 	drain(out);
 	cr_assert_eq(tcp_probe("169.254.169.254", 80), -ETIMEDOUT, "link-local reached");
 	b.allow_link_local = true;
 	ensure(&b);
-	cr_assert_eq(tcp_probe("169.254.169.254", 80), 0);
+	cr_assert_eq(tcp_connects("169.254.169.254", 80), 0);
 	drain(meta);
+}
+
+/* The bridge: no port to port, no address but a port's own. */
+Test(nft_bridge, ports, .init = topo_up, .fini = topo_down, .timeout = 60)
+{
+	struct nft_base b = base_default();
+	_cleanup_close_ int peer_ws = tcp_listen(T.ws2, "10.231.0.6", 8080);
+	_cleanup_close_ int u9000 = udp_bind(T.out, OUTSIDE, 9000);
+	uint64_t allowed, denied;
+
+	ensure(&b);
+	apply("ws-1", WS_ADDR, NULL);
+	apply("other-2", WS2_ADDR, NULL);
+	cr_assert(udp_probe(u9000, OUTSIDE, 9000, true), "own address refused");
+	cr_assert(!udp_spoof_probe(u9000, "10.231.0.6", OUTSIDE, 9000), "spoofed source passed");
+	cr_assert(!udp_spoof_probe(u9000, "10.231.0.77", OUTSIDE, 9000));
+	cr_assert_eq(nft_workspace_counters(T.nft, "other-2", &allowed, &denied), 0);
+	cr_assert_eq(allowed, 0, "the spoofed packet went through the other's chain");
+	cr_assert_eq(tcp_probe("10.231.0.6", 8080), -ETIMEDOUT, "workspace reached another");
+
+	/* Positive control: the operator lets workspaces talk. */
+	b.allow_workspaces = true;
+	ensure(&b);
+	cr_assert_eq(tcp_connects("10.231.0.6", 8080), 0);
+	drain(peer_ws);
+	cr_assert(!udp_spoof_probe(u9000, "10.231.0.6", OUTSIDE, 9000));
+
+	/* Removing a workspace takes its port's binding: even its own address is refused. */
+	cr_assert_eq(nft_workspace_remove(T.nft, "ws-1", WS_ADDR), 0);
+	apply("other-2", WS_ADDR, NULL); /* the vmap would let it pass: the binding decides */
+	cr_assert_eq(nft_workspace_remove(T.nft, "other-2", WS_ADDR), 0);
+	apply("other-2", WS2_ADDR, NULL);
+	cr_assert(!udp_probe(u9000, OUTSIDE, 9000, false), "unbound port sent");
 }
 
 /* restricted mode */
@@ -566,9 +634,9 @@ Test(nft_restricted, cidr_ports_udp, .init = topo_up, .fini = topo_down, .timeou
 	ensure(&b);
 	rules[0] = cidr_rule("203.0.113.0", 24, NET_PROTO_TCP, p8080, 1);
 	apply("ws-1", WS_ADDR, &p);
-	cr_assert_eq(tcp_probe(OUTSIDE, 8080), 0);
+	cr_assert_eq(tcp_connects(OUTSIDE, 8080), 0);
 	cr_assert_eq(tcp_probe(OUTSIDE, 8081), -ETIMEDOUT);
-	cr_assert(!udp_probe(u9000, OUTSIDE, 9000), "udp passed a tcp-only policy");
+	cr_assert(!udp_probe(u9000, OUTSIDE, 9000, false), "udp passed a tcp-only policy");
 	cr_assert_eq(tcp_probe(PRIVATE, 8080), -ETIMEDOUT);
 	flood_dropped(u9000);
 
@@ -577,16 +645,16 @@ Test(nft_restricted, cidr_ports_udp, .init = topo_up, .fini = topo_down, .timeou
 	rules[1] = cidr_rule("10.232.0.0", 24, NET_PROTO_TCP, NULL, 0);
 	p.n_rules = 2;
 	apply("ws-1", WS_ADDR, &p);
-	cr_assert(udp_probe(u9000, OUTSIDE, 9000));
+	cr_assert(udp_probe(u9000, OUTSIDE, 9000, true));
 	cr_assert_eq(tcp_probe(OUTSIDE, 8080), -ETIMEDOUT);
-	cr_assert_eq(tcp_probe(PRIVATE, 8080), 0);
+	cr_assert_eq(tcp_connects(PRIVATE, 8080), 0);
 
 	/* proto any with ports: tcp and udp to those ports, nothing else. */
 	rules[0] = cidr_rule("203.0.113.0", 24, NET_PROTO_ANY, mixed, 2);
 	p.n_rules = 1;
 	apply("ws-1", WS_ADDR, &p);
-	cr_assert_eq(tcp_probe(OUTSIDE, 8081), 0);
-	cr_assert(udp_probe(u9000, OUTSIDE, 9000));
+	cr_assert_eq(tcp_connects(OUTSIDE, 8081), 0);
+	cr_assert(udp_probe(u9000, OUTSIDE, 9000, true));
 	cr_assert_eq(tcp_probe(OUTSIDE, 8080), -ETIMEDOUT);
 	cr_assert_eq(tcp_probe(PRIVATE, 8080), -ETIMEDOUT);
 	drain(l8080);
@@ -617,11 +685,11 @@ Test(nft_restricted, domain_pin_replace_counters, .init = topo_up, .fini = topo_
 
 	cr_assert_eq(tcp_probe(OUTSIDE, 8080), -ETIMEDOUT, "reached before pinning");
 	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 1, &addr, &ttl, 1), 0);
-	cr_assert_eq(tcp_probe(OUTSIDE, 8080), 0, "pinned address refused");
+	cr_assert_eq(tcp_connects(OUTSIDE, 8080), 0, "pinned address refused");
 	accept_peer(out, peer);
 	cr_assert_str_eq(peer, "203.0.113.1");
 	cr_assert_eq(tcp_probe(OUTSIDE, 8081), -ETIMEDOUT, "port outside the rule");
-	cr_assert(!udp_probe(u9000, OUTSIDE, 9000), "udp to a pinned address");
+	cr_assert(!udp_probe(u9000, OUTSIDE, 9000, false), "udp to a pinned address");
 	/* Rule 0 is a cidr rule: it has no set. */
 	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &addr, &ttl, 1), -ENOENT);
 
@@ -652,7 +720,7 @@ Test(nft_restricted, domain_pin_replace_counters, .init = topo_up, .fini = topo_
 	apply("ws-1", WS_ADDR, &p);
 	cr_assert_eq(tcp_probe(OUTSIDE, 8080), -ETIMEDOUT);
 	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 1, &addr, &ttl, 1), 0);
-	cr_assert_eq(tcp_probe(OUTSIDE, 8080), 0);
+	cr_assert_eq(tcp_connects(OUTSIDE, 8080), 0);
 	drain(out);
 	drain(l8081);
 }
@@ -716,7 +784,7 @@ Test(nft_lifecycle, idempotent, .init = topo_up, .fini = topo_down, .timeout = 6
 	ensure(&b);
 	cr_assert_eq(map_size(), 2);
 	assert_ids(both, 2);
-	cr_assert_eq(tcp_probe(OUTSIDE, 8080), 0, "vmap element lost");
+	cr_assert_eq(tcp_connects(OUTSIDE, 8080), 0, "vmap element lost");
 	drain(out);
 
 	/* The address moves to another workspace: the element follows, the old chain stays. */
@@ -724,7 +792,7 @@ Test(nft_lifecycle, idempotent, .init = topo_up, .fini = topo_down, .timeout = 6
 	cr_assert_eq(map_size(), 1);
 	cr_assert_eq(tcp_probe(OUTSIDE, 8080), -ETIMEDOUT, "still the bridge chain");
 	apply("ws-1", WS_ADDR, NULL);
-	cr_assert_eq(tcp_probe(OUTSIDE, 8080), 0);
+	cr_assert_eq(tcp_connects(OUTSIDE, 8080), 0);
 	drain(out);
 
 	cr_assert_eq(nft_workspace_remove(T.nft, "ws-1", WS_ADDR), 0);
