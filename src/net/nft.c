@@ -418,28 +418,29 @@ static void put_base_chains(FILE *f, const char *t, const struct nft_base *b)
 
 /* The bridge itself: frames between two workspace ports never reach the inet hooks (nothing is
  * routed), and a workspace could send with another's address (its policy would then apply).
- * A port "sv<8 hex of the address>" (net.h) may send IPv4 from that address only, ARP for it
- * only, nothing else; port to port is dropped unless allow_workspaces. */
+ * A workspace's port (set ports, named as net.h says) may send IPv4 from its own address only
+ * (set bound), ARP for it only, nothing else; a frame from or to one of them is not bridged to
+ * another port unless allow_workspaces. Ports that are not in the set (another bridge's, or a
+ * workspace's before it is applied, when nothing runs in it yet) are left alone. */
 static void put_bridge(FILE *f, const char *t, const struct nft_base *b)
 {
 	fprintf(f,
 		"add table bridge %1$s\n"
+		"add set bridge %1$s ports { type ifname; }\n"
 		"add set bridge %1$s bound { type ifname . ipv4_addr; }\n"
 		"add chain bridge %1$s prerouting { type filter hook prerouting priority filter; }\n"
 		"add chain bridge %1$s forward { type filter hook forward priority filter; }\n"
 		"flush chain bridge %1$s prerouting\n"
-		"add rule bridge %1$s prerouting iifname \"" NFT_PORT_PREFIX "*\" "
-		"ether type != { ip, arp } drop\n"
-		"add rule bridge %1$s prerouting iifname \"" NFT_PORT_PREFIX "*\" "
-		"iifname . ip saddr != @bound drop\n"
-		"add rule bridge %1$s prerouting iifname \"" NFT_PORT_PREFIX "*\" "
-		"iifname . arp saddr ip != @bound drop\n"
+		"add rule bridge %1$s prerouting iifname @ports ether type != { ip, arp } drop\n"
+		"add rule bridge %1$s prerouting iifname @ports iifname . ip saddr != @bound drop\n"
+		"add rule bridge %1$s prerouting iifname @ports iifname . arp saddr ip != @bound "
+		"drop\n"
 		"flush chain bridge %1$s forward\n",
 		t);
 	if (!b->allow_workspaces)
 		fprintf(f,
-			"add rule bridge %1$s forward iifname \"" NFT_PORT_PREFIX "*\" "
-			"oifname \"" NFT_PORT_PREFIX "*\" drop\n",
+			"add rule bridge %1$s forward iifname @ports drop\n"
+			"add rule bridge %1$s forward oifname @ports drop\n",
 			t);
 }
 
@@ -718,6 +719,8 @@ static void put_unmap(FILE *f, const char *t, uint32_t addr)
 	addr_format(addr, a);
 	fprintf(f,
 		"delete element inet %1$s workspaces { %2$s }\n"
+		"add element bridge %1$s ports { \"" NFT_PORT_PREFIX "%3$08x\" }\n"
+		"delete element bridge %1$s ports { \"" NFT_PORT_PREFIX "%3$08x\" }\n"
 		"add element bridge %1$s bound { \"" NFT_PORT_PREFIX "%3$08x\" . %2$s }\n"
 		"delete element bridge %1$s bound { \"" NFT_PORT_PREFIX "%3$08x\" . %2$s }\n",
 		t, a, addr);
@@ -737,8 +740,10 @@ static void put_map_elements(FILE *f, const char *t, const char *key, uint32_t a
 		put_unmap(f, t, inv->mapped[i]);
 	}
 	fprintf(f, "add element inet %s workspaces { %s : jump ws_%s }\n", t, a, key);
-	fprintf(f, "add element bridge %s bound { \"" NFT_PORT_PREFIX "%08x\" . %s }\n", t, addr,
-		a);
+	fprintf(f,
+		"add element bridge %1$s ports { \"" NFT_PORT_PREFIX "%2$08x\" }\n"
+		"add element bridge %1$s bound { \"" NFT_PORT_PREFIX "%2$08x\" . %3$s }\n",
+		t, addr, a);
 }
 
 int nft_workspace_apply(struct nft *n, const char *id, uint32_t addr,

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The workspaces' firewall: one nftables table of ours, `inet <table>`, written through
- * libnftables (no `nft` process). Every change is one transaction (nft_run_cmd_from_buffer of a
+/* The workspaces' firewall: nftables tables of ours, `inet <table>` and `bridge <table>`,
+ * written through libnftables (no `nft` process). Every change is one transaction (nft_run_cmd_from_buffer of a
  * batch): it applies whole or not at all.
  *
  * Base (nft_base_ensure), for the bridge B with gateway G and range R:
@@ -18,9 +18,10 @@
  *     unless allow_private (R stays blocked unless allow_workspaces, which cuts R out of the
  *     private ranges too).
  *   `bridge <table>`, for what never reaches the inet hooks (bridged frames): a workspace's port
- *     (net.h's "sv<8 hex of the address>") sends IPv4 and ARP from its own address only (set
- *     bound: ifname . ipv4_addr, one element per workspace) and nothing but IPv4 and ARP; port
- *     to port is dropped unless allow_workspaces.
+ *     (set ports; net.h's "sv<8 hex of the address>") sends IPv4 and ARP from its own address
+ *     only (set bound: ifname . ipv4_addr) and nothing but IPv4 and ARP; frames from or to such
+ *     a port are not bridged to another port unless allow_workspaces. Other ports are left
+ *     alone.
  * Idempotent: called at every controller start; the per-workspace objects survive it.
  *
  * Per workspace (key: the id with '-' as '_'; chain ws_<key>, counters ws_<key>_allowed and
