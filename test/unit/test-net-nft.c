@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "basic/cleanup.h"
@@ -546,6 +547,38 @@ Test(nft_base, error_message, .init = topo_up, .fini = topo_down)
 	cr_assert_eq(nft_base_remove(T.nft), 0);
 	cr_assert_eq(nft_workspace_apply(T.nft, "ws-1", WS_ADDR, NULL, &e), -ENOENT);
 	cr_assert(strstr(e.message, T.table), "%s", e.message);
+}
+
+/* Without CAP_NET_ADMIN: -EPERM, and the message says so in libnftables' words. */
+Test(nft_base, no_permission, .init = topo_up, .fini = topo_down)
+{
+	struct nft_base b = base_default();
+	struct station_error e = {};
+	int pipefd[2], status;
+	pid_t pid;
+
+	cr_assert_eq(pipe2(pipefd, O_CLOEXEC), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct nft *n = NULL;
+		int r = -EIO;
+
+		if (setresgid(65534, 65534, 65534) == 0 && setresuid(65534, 65534, 65534) == 0 &&
+		    nft_open("test_nft_perm", &n, &e) == 0)
+			r = nft_base_ensure(n, &b, &e);
+		e.err = r;
+		(void)!write(pipefd[1], &e, sizeof(e));
+		_exit(0);
+	}
+	close(pipefd[1]);
+	cr_assert_eq(read(pipefd[0], &e, sizeof(e)), (ssize_t)sizeof(e));
+	close(pipefd[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert_eq(e.err, -EPERM, "%d: %s", e.err, e.message);
+	cr_assert(strstr(e.message, "Operation not permitted"), "%s", e.message);
+	/* Positive control: the same call with the capability. */
+	ensure(&b);
 }
 
 /* bridge mode */
