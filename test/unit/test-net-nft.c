@@ -178,12 +178,12 @@ static int tcp_listen(int ns, const char *addr, uint16_t port)
 	return fd;
 }
 
-/* 0 when a TCP connection from the workspace to addr:port is established within ms, else the
+/* 0 when a TCP connection from namespace ns to addr:port is established within ms, else the
  * error (-ETIMEDOUT: nothing came back). */
-static int tcp_probe_ms(const char *addr, uint16_t port, int ms)
+static int tcp_probe_from(int ns, const char *addr, uint16_t port, int ms)
 {
 	struct sockaddr_in sa = sin_of(addr, port);
-	_cleanup_close_ int fd = socket_in(T.ws, SOCK_STREAM);
+	_cleanup_close_ int fd = socket_in(ns, SOCK_STREAM);
 	struct pollfd p = { .fd = fd, .events = POLLOUT };
 	socklen_t len = sizeof(int);
 	int err = 0;
@@ -202,12 +202,12 @@ static int tcp_probe_ms(const char *addr, uint16_t port, int ms)
  * exchange after a binding or a policy change). */
 static int tcp_probe(const char *addr, uint16_t port)
 {
-	return tcp_probe_ms(addr, port, DROP_MS);
+	return tcp_probe_from(T.ws, addr, port, DROP_MS);
 }
 
 static int tcp_connects(const char *addr, uint16_t port)
 {
-	return tcp_probe_ms(addr, port, 3000);
+	return tcp_probe_from(T.ws, addr, port, 3000);
 }
 
 /* The source address of the next connection the listener accepts. */
@@ -591,6 +591,7 @@ Test(nft_bridge, nat_blocked_worker, .init = topo_up, .fini = topo_down, .timeou
 	_cleanup_close_ int worker = tcp_listen(T.router, ROUTER, 8081);
 	_cleanup_close_ int dns = tcp_listen(T.router, ROUTER, 53);
 	_cleanup_close_ int meta = tcp_listen(T.out, "169.254.169.254", 80);
+	_cleanup_close_ int inbound = -1;
 	char peer[INET_ADDRSTRLEN];
 	uint64_t allowed, denied;
 
@@ -628,6 +629,13 @@ Test(nft_bridge, nat_blocked_worker, .init = topo_up, .fini = topo_down, .timeou
 	ensure(&b);
 	cr_assert_eq(tcp_connects("169.254.169.254", 80), 0);
 	drain(meta);
+
+	/* Nothing outside opens a connection to a workspace; the worker itself can (control). */
+	sh_in(T.out, "ip route add 10.231.0.0/24 via 203.0.113.1");
+	inbound = tcp_listen(T.ws, "10.231.0.5", 8082);
+	cr_assert_eq(tcp_probe_from(T.out, "10.231.0.5", 8082, DROP_MS), -ETIMEDOUT);
+	cr_assert_eq(tcp_probe_from(T.router, "10.231.0.5", 8082, 3000), 0);
+	drain(inbound);
 }
 
 /* The bridge: no port to port, no address but a port's own. */
@@ -779,6 +787,7 @@ Test(nft_pin, longer_timeout_wins, .init = topo_up, .fini = topo_down)
 	struct net_policy p = { .rules = &rule, .n_rules = 1 };
 	uint32_t a = ip4("198.51.100.7"), c = ip4("198.51.100.8"), ttl;
 	uint32_t pair[] = { c, c }, pair_ttls[] = { 40, 500 };
+	char what[96];
 
 	ensure(&b);
 	apply("ws-1", WS_ADDR, &p);
@@ -803,9 +812,13 @@ Test(nft_pin, longer_timeout_wins, .init = topo_up, .fini = topo_down)
 	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, pair, pair_ttls, 2), 0);
 	cr_assert_eq(set_timeout("ws_ws_1_d0", "198.51.100.9"), 500);
 	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, pair, pair_ttls, 0), 0);
-	/* Replacing the policy empties the set. */
+	/* Replacing the policy empties the set; bridge mode has none. */
 	apply("ws-1", WS_ADDR, &p);
 	cr_assert_eq(set_timeout("ws_ws_1_d0", "198.51.100.7"), 0);
+	apply("ws-1", WS_ADDR, NULL);
+	snprintf(what, sizeof(what), "list set inet %s ws_ws_1_d0", T.table);
+	cr_assert_null(nft_json(what), "bridge mode kept a domain set");
+	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &a, &ttl, 1), -ENOENT);
 }
 
 /* idempotence, listing, removal */
