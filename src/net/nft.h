@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The workspaces' firewall: one nftables table of ours, `inet <table>`, written through
- * libnftables (no `nft` process). Every change is one transaction (nft_run_cmd_from_buffer of a
+/* The workspaces' firewall: nftables tables of ours, `inet <table>` and `bridge <table>`,
+ * written through libnftables (no `nft` process). Every change is one transaction (nft_run_cmd_from_buffer of a
  * batch): it applies whole or not at all.
  *
  * Base (nft_base_ensure), for the bridge B with gateway G and range R:
@@ -15,12 +15,18 @@
  *   postrouting (nat): from R out of any interface but B: masquerade.
  *   Sets: blocked (flags interval): link-local 169.254.0.0/16 unless allow_link_local; private
  *     ranges (10/8, 172.16/12, 192.168/16, 100.64/10, 0/8, 127/8, 224/4, 240/4 and R itself)
- *     unless allow_private (R stays blocked unless allow_workspaces).
+ *     unless allow_private (R stays blocked unless allow_workspaces, which cuts R out of the
+ *     private ranges too).
+ *   `bridge <table>`, for what never reaches the inet hooks (bridged frames): a workspace's port
+ *     (set ports; net.h's "sv<8 hex of the address>") sends IPv4 and ARP from its own address
+ *     only (set bound: ifname . ipv4_addr) and nothing but IPv4 and ARP; frames from or to such
+ *     a port are not bridged to another port unless allow_workspaces. Other ports are left
+ *     alone.
  * Idempotent: called at every controller start; the per-workspace objects survive it.
  *
  * Per workspace (key: the id with '-' as '_'; chain ws_<key>, counters ws_<key>_allowed and
  * ws_<key>_denied, sets ws_<key>_d<i> for domain rule i), entered by the vmap element
- * <addr> : jump ws_<key>:
+ * <addr> : jump ws_<key>, its port bound to <addr> in the bridge table:
  *   bridge: daddr in @blocked: counted as denied, logged, dropped; else new connections
  *     counted as allowed and accepted.
  *   restricted (policy): cidr rules first (proto and ports as the rule says; a listed cidr
@@ -52,22 +58,24 @@ int nft_open(const char *table, struct nft **ret, struct station_error *e);
 void nft_close(struct nft *n);
 
 /* Makes or refreshes the base chains and sets (above). Error messages carry libnftables' own
- * words (no nf_tables in the kernel, no permission). */
+ * words (no nf_tables in the kernel, no permission). The handle keeps b->log_group for the
+ * workspace chains it writes afterwards. */
 int nft_base_ensure(struct nft *n, const struct nft_base *b, struct station_error *e);
-/* Removes the whole table (every workspace's objects with it). */
+/* Removes both tables (every workspace's objects with them); absent tables are no error. */
 int nft_base_remove(struct nft *n);
 
 /* Makes or replaces, in one transaction, the workspace's chain, counters, domain sets and vmap
  * element. policy NULL: bridge; else restricted with that policy. Replacing keeps the counters
  * and empties the domain sets (the resolver fills them again). */
-int nft_workspace_apply(struct nft *n, const char *id, uint32_t addr, const struct net_policy *policy,
-			struct station_error *e);
+int nft_workspace_apply(struct nft *n, const char *id, uint32_t addr,
+			const struct net_policy *policy, struct station_error *e);
 /* Removes what nft_workspace_apply made; idempotent (absent objects are not an error). addr 0:
- * not known (reconcile of a chain no record names): the vmap element jumping to the chain is
- * found in the map. */
+ * not known (reconcile of a chain no record names): the map elements that jump to the chain
+ * are found in the map. */
 int nft_workspace_remove(struct nft *n, const char *id, uint32_t addr);
-/* Adds addrs[i] to the set of domain rule rule_index with timeout ttls[i] seconds (an address
- * already there gets the longer of the two). */
+/* Adds addrs[i] to the set of domain rule rule_index with timeout ttls[i] seconds, bounded to
+ * [30 s, 1 day] (an address already there gets the longer of the two). At most 512 addresses
+ * (-E2BIG); -ENOENT when the rule has no set. */
 int nft_workspace_pin(struct nft *n, const char *id, size_t rule_index, const uint32_t *addrs,
 		      const uint32_t *ttls, size_t n_addrs);
 int nft_workspace_counters(struct nft *n, const char *id, uint64_t *ret_allowed,
