@@ -26,7 +26,7 @@
 #define DNS_FLAG_RD 0x0100
 #define DNS_FLAG_RA 0x0080
 #define DNS_OPCODE(flags) (((flags) >> 11) & 0xf)
-#define DNS_RCODE(flags) ((flags) & 0xf)
+#define DNS_RCODE(flags) ((flags)&0xf)
 
 struct dns_header {
 	uint16_t id, flags, qdcount, ancount, nscount, arcount;

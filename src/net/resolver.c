@@ -27,8 +27,6 @@
 #include "basic/util.h"
 #include "event/event.h"
 
-#define RESOLVER_MAX_TCP 32
-#define RESOLVER_TCP_IDLE_MS 10000
 #define RESOLVER_UDP_BURST 64 /* datagrams read per wakeup, so one sender cannot starve the loop */
 #define RESOLV_CONF_MAX (64 * 1024)
 
@@ -158,7 +156,8 @@ static bool pending_answer(struct pending *p, uint8_t *msg, size_t len)
 	struct dns_answer a;
 
 	if (dns_parse_response(msg, len, &a) < 0 || a.id != p->upstream_id ||
-	    a.q.qtype != p->q.qtype || a.q.qclass != p->q.qclass || strcmp(a.q.name, p->q.name) != 0)
+	    a.q.qtype != p->q.qtype || a.q.qclass != p->q.qclass ||
+	    strcmp(a.q.name, p->q.name) != 0)
 		return false;
 	if (r->ops->answered)
 		r->ops->answered(r->userdata, p->client.src, p->cookie, &a);

@@ -20,6 +20,8 @@
 #define RESOLVER_MAX_PENDING 256
 #define RESOLVER_TIMEOUT_MS 5000
 #define RESOLVER_MAX_UPSTREAMS 4
+#define RESOLVER_MAX_TCP 32	   /* connections; more are closed when accepted */
+#define RESOLVER_TCP_IDLE_MS 10000 /* a connection waiting on its client that long is closed */
 
 struct event_loop;
 struct resolver;

@@ -25,11 +25,13 @@ static int parse_response(const uint8_t *msg, size_t len, struct dns_answer *a)
 	return dns_parse_response(copy, len, a);
 }
 
+/* Wire messages written out byte by byte, a line per field or record. */
+/* clang-format off */
 /* www.Example.COM IN A, id 0x1234, RD */
 static const uint8_t query_a[] = {
 	0x12, 0x34, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* header */
-	3,    'w',  'w',  'w',  7,    'E',  'x',  'a',  'm',  'p',  'l',  'e',  3,
-	'C',  'O',  'M',  0,    0x00, 0x01, 0x00, 0x01,
+	3, 'w', 'w', 'w', 7, 'E', 'x', 'a', 'm', 'p', 'l', 'e', 3, 'C', 'O', 'M', 0,
+	0x00, 0x01, 0x00, 0x01,
 };
 
 /* The answer to query_a: www.example.com CNAME edge.cdn.net (TTL 3600), then edge.cdn.net A
@@ -67,6 +69,8 @@ static const uint8_t response_ttls[] = {
 	/* A 198.51.100.3 TTL 0x80000000 */
 	0xc0, 0x0c, 0x00, 0x01, 0x00, 0x01, 0x80, 0x00, 0x00, 0x00, 0x00, 4, 198, 51, 100, 3,
 };
+
+/* clang-format on */
 
 /* A mutable copy of a message, to break one byte of it. */
 struct msg {
@@ -418,8 +422,8 @@ Test(dns_response, at_most_max_addrs)
 	m.b[6] = 0;
 	m.b[7] = (uint8_t)n;
 	for (unsigned i = 0; i < n; i++) {
-		uint8_t rr[] = { 0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, (uint8_t)i, 0, 4, 10, 0, 0,
-				 (uint8_t)i };
+		uint8_t rr[] = { 0xc0, 0x0c,	   0, 1, 0,  1, 0, 0,
+				 0,    (uint8_t)i, 0, 4, 10, 0, 0, (uint8_t)i };
 		memcpy(m.b + m.len, rr, sizeof(rr));
 		m.len += sizeof(rr);
 	}

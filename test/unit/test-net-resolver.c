@@ -18,7 +18,7 @@
 #include "net/resolver.h"
 
 #define LOCALHOST 0x7f000001
-#define OTHER_HOST 0x7f000002 /* a source decide() does not know */
+#define OTHER_HOST 0x7f000002	 /* a source decide() does not know */
 #define ANSWER_ADDR1 0xcb007107u /* 203.0.113.7 */
 #define ANSWER_ADDR2 0xcb007108u /* 203.0.113.8 */
 #define SPOOF_ADDR 0xc6336442u	 /* 198.51.100.66 */
@@ -199,8 +199,8 @@ static void upstream_open(struct upstream *u, enum upstream_mode mode)
 	*u = (struct upstream){ .mode = mode };
 	u->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	cr_assert_geq(u->fd, 0);
-	u->addr = (struct sockaddr_in){ .sin_family = AF_INET,
-					.sin_addr.s_addr = htonl(LOCALHOST) };
+	u->addr =
+		(struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = htonl(LOCALHOST) };
 	cr_assert_eq(bind(u->fd, (struct sockaddr *)&u->addr, sizeof(u->addr)), 0);
 	cr_assert_eq(getsockname(u->fd, (struct sockaddr *)&u->addr, &len), 0);
 	cr_assert_eq(event_add_io(f.loop, &u->io, u->fd, EPOLLIN, on_upstream, u), 0);
@@ -436,8 +436,8 @@ Test(resolver, unknown_source_gets_no_answer)
 
 Test(resolver, malformed_query_is_dropped)
 {
-	static const uint8_t junk[] = { 0x12, 0x34, 0x01, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0,
-					3,    'a',  '.',  'b',  0,    0,    1, 0, 1 };
+	static const uint8_t junk[] = { 0x12, 0x34, 0x01, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0,
+					0,    3,    'a',  '.',	'b',  0,    0, 1, 0, 1 };
 	struct sockaddr_in to;
 	struct dns_answer a;
 
@@ -445,8 +445,7 @@ Test(resolver, malformed_query_is_dropped)
 	start(1, 0);
 	to = resolver_addr();
 	f.client_fd = client_open(SOCK_DGRAM, LOCALHOST);
-	cr_assert_eq(sendto(f.client_fd, junk, sizeof(junk), 0, (struct sockaddr *)&to,
-			    sizeof(to)),
+	cr_assert_eq(sendto(f.client_fd, junk, sizeof(junk), 0, (struct sockaddr *)&to, sizeof(to)),
 		     (ssize_t)sizeof(junk));
 	cr_assert_eq(run_until_readable(f.client_fd, 300), false);
 	cr_assert_eq(f.n_decide, 0);
@@ -664,6 +663,46 @@ Test(resolver, tcp_unknown_source_and_bad_length)
 	cr_assert_eq(recv(f.client_fd, q, sizeof(q), 0), 0);
 }
 
+Test(resolver, tcp_connection_limit)
+{
+	int fds[RESOLVER_MAX_TCP];
+	_cleanup_close_ int over = -1;
+	uint8_t q[512], buf[16];
+	struct dns_answer a;
+	size_t len;
+
+	upstream_open(&f.up[0], UPSTREAM_ANSWER);
+	start(1, 0);
+	/* accepted one by one, as the listen backlog is shorter than the limit */
+	for (size_t i = 0; i < ELEMENTSOF(fds); i++) {
+		fds[i] = tcp_connect(LOCALHOST);
+		cr_assert_geq(event_loop_run_once(f.loop, 100), 0);
+	}
+	run_for(50);
+
+	/* one more: accepted and closed at once */
+	over = tcp_connect(LOCALHOST);
+	cr_assert(run_until_readable(over, 2000));
+	cr_assert_eq(recv(over, buf, sizeof(buf), 0), 0);
+
+	/* the positive control: each of the others still answers */
+	len = build_query(q, 7, "refused.test", DNS_TYPE_A);
+	for (size_t i = 0; i < ELEMENTSOF(fds); i++) {
+		tcp_send(fds[i], q, len);
+		tcp_recv_answer(fds[i], &a);
+		cr_assert_eq(a.rcode, DNS_RCODE_NXDOMAIN);
+	}
+	/* and once one is gone, a new connection is served */
+	close(fds[0]);
+	run_for(50);
+	fds[0] = tcp_connect(LOCALHOST);
+	tcp_send(fds[0], q, len);
+	tcp_recv_answer(fds[0], &a);
+	cr_assert_eq(a.id, 7);
+	for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+		close(fds[i]);
+}
+
 Test(resolver, tcp_client_gone_while_pending)
 {
 	uint8_t q[512];
@@ -730,10 +769,24 @@ Test(resolver_config, parse_upstream)
 	cr_assert_eq(ntohs(sa.sin_port), 65535);
 
 	static const char *const bad[] = {
-		"",	       "192.0.2",	"192.0.2.1.5", "192.0.2.256", "192.0.2.1:",
-		"192.0.2.1:0", "192.0.2.1:65536", "192.0.2.1:053", "192.0.2.1:5x", ":53",
-		"::1",	       "[::1]:53",	" 192.0.2.1",  "192.0.2.1 ",  "192.0.2.1:53:53",
-		"192.0.2.01",  "example.com",	"192.0.2.1:+53",
+		"",
+		"192.0.2",
+		"192.0.2.1.5",
+		"192.0.2.256",
+		"192.0.2.1:",
+		"192.0.2.1:0",
+		"192.0.2.1:65536",
+		"192.0.2.1:053",
+		"192.0.2.1:5x",
+		":53",
+		"::1",
+		"[::1]:53",
+		" 192.0.2.1",
+		"192.0.2.1 ",
+		"192.0.2.1:53:53",
+		"192.0.2.01",
+		"example.com",
+		"192.0.2.1:+53",
 	};
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++)
 		cr_assert_eq(resolver_parse_upstream(bad[i], &sa), -EINVAL, "\"%s\"", bad[i]);
