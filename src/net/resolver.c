@@ -167,18 +167,15 @@ static bool pending_answer(struct pending *p, uint8_t *msg, size_t len)
 	return true;
 }
 
-static int pending_send(struct pending *p);
+static int pending_ask(struct pending *p);
 
 /* The current upstream failed (timeout, or refused): the next one, or SERVFAIL. Called from
  * p's own events only. */
 static void pending_next(struct pending *p)
 {
-	if (p->upstream + 1 < p->r->n_upstreams) {
-		p->upstream++;
-		if (pending_send(p) >= 0)
-			return;
-	}
-	tcp_conn_free(pending_fail(p));
+	p->upstream++;
+	if (pending_ask(p) < 0)
+		tcp_conn_free(pending_fail(p));
 }
 
 static int on_upstream_io(struct event_source *s, int fd, uint32_t revents, void *userdata)
@@ -246,6 +243,19 @@ static int pending_send(struct pending *p)
 	return event_source_set_time(p->timer, now_usec() + r->timeout_usec);
 }
 
+/* Asks the upstreams from p->upstream on, until one can be sent to. */
+static int pending_ask(struct pending *p)
+{
+	int k = -ENETUNREACH;
+
+	for (; p->upstream < p->r->n_upstreams; p->upstream++) {
+		k = pending_send(p);
+		if (k >= 0)
+			return 0;
+	}
+	return k;
+}
+
 static void forward(struct resolver *r, const struct client *cl, const struct dns_question *q,
 		    const uint8_t *query, size_t len, void *cookie)
 {
@@ -268,7 +278,7 @@ static void forward(struct resolver *r, const struct client *cl, const struct dn
 	if (cl->conn)
 		cl->conn->pending = p;
 	if (event_add_timer(r->loop, &p->timer, UINT64_MAX, on_upstream_timeout, p) < 0 ||
-	    pending_send(p) < 0)
+	    pending_ask(p) < 0)
 		(void)pending_fail(p); /* a broken connection is closed by our caller */
 }
 

@@ -509,6 +509,33 @@ Test(resolver, answer_from_another_address_is_not_read)
 	cr_assert_eq(f.n_answered, 1);
 }
 
+Test(resolver, forget_drops_pending_queries)
+{
+	unsigned fds_before;
+	int other = 0;
+
+	upstream_open(&f.up[0], UPSTREAM_SILENT);
+	start(1, 100);
+	f.client_fd = client_open(SOCK_DGRAM, LOCALHOST);
+	fds_before = count_fds();
+	send_query(f.client_fd, 0x3131, "www.example.com", DNS_TYPE_A);
+	while (f.up[0].n_queries == 0)
+		cr_assert_geq(event_loop_run_once(f.loop, 100), 0);
+
+	/* another cookie: nothing dropped, the SERVFAIL still comes after the timeout */
+	resolver_forget(f.r, &other);
+	cr_assert(run_until_readable(f.client_fd, 2000));
+	cr_assert_gt(recv(f.client_fd, (char[512]){}, 512, 0), 0);
+
+	send_query(f.client_fd, 0x3232, "www.example.com", DNS_TYPE_A);
+	while (f.up[0].n_queries == 1)
+		cr_assert_geq(event_loop_run_once(f.loop, 100), 0);
+	resolver_forget(f.r, &cookie_marker);
+	cr_assert_eq(run_until_readable(f.client_fd, 300), false, "no answer once forgotten");
+	cr_assert_eq(f.n_answered, 0);
+	cr_assert_eq(count_fds(), fds_before);
+}
+
 Test(resolver, silent_upstream_gets_servfail)
 {
 	struct dns_answer a;
