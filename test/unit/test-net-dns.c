@@ -486,3 +486,39 @@ Test(dns_reply, small_buffer)
 		     (int)sizeof(buf));
 	cr_assert_eq(buf[3] & 0xf, DNS_RCODE_SERVFAIL);
 }
+
+/* Every byte of the valid messages replaced by values that mean something to the parser
+ * (pointers, label types, lengths): whatever the result, nothing is read out of bounds (the
+ * sanitized build checks) and a success returns a well-formed answer. */
+Test(dns_response, every_byte_replaced)
+{
+	static const uint8_t values[] = { 0x00, 0x01, 0x3f, 0x40, 0x80, 0xc0, 0xff };
+	const struct {
+		const uint8_t *m;
+		size_t len;
+	} msgs[] = { { response_cname, sizeof(response_cname) },
+		     { response_ttls, sizeof(response_ttls) },
+		     { query_a, sizeof(query_a) } };
+
+	for (size_t k = 0; k < ELEMENTSOF(msgs); k++)
+		for (size_t i = 0; i < msgs[k].len; i++)
+			for (size_t v = 0; v < ELEMENTSOF(values) + 1; v++) {
+				struct msg m = msg_of(msgs[k].m, msgs[k].len);
+				struct dns_answer a;
+				struct dns_question q;
+
+				m.b[i] = v < ELEMENTSOF(values) ? values[v] : (uint8_t)i;
+				if (parse_response(m.b, m.len, &a) == 0) {
+					cr_assert_leq(a.n_addrs, DNS_MAX_ADDRS);
+					cr_assert_lt(strlen(a.q.name), DNS_NAME_MAX);
+					cr_assert_leq(a.q.end, m.len);
+				}
+				if (parse_query(m.b, m.len, &q) == 0) {
+					cr_assert_lt(strlen(q.name), DNS_NAME_MAX);
+					cr_assert_leq(q.end, m.len);
+					for (const char *c = q.name; *c; c++)
+						cr_assert(*c > 0x20 && *c < 0x7f &&
+							  !(*c >= 'A' && *c <= 'Z'));
+				}
+			}
+}
