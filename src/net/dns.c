@@ -3,8 +3,8 @@
  * The security contract: msg is hostile (a sandbox's query, or an upstream's answer that may be
  * spoofed). Nothing is read at or past len. A name is at most 255 bytes in wire form, its labels
  * 1..63 bytes; a compression pointer points strictly before the start of the part of the name
- * that led to it (so the reads go ever further back and end), and at most DNS_MAX_POINTERS of
- * them are followed. The names we return (the question's) hold printable bytes other than '.'
+ * that led to it (so the reads go ever further back and end) and not into the header (whose id
+ * we rewrite when forwarding), and at most DNS_MAX_POINTERS of them are followed. The names we return (the question's) hold printable bytes other than '.'
  * only, lower-cased: the caller matches them against an allow list, so "a.b" as one label, a
  * NUL, or a control byte could otherwise name something else than what the upstream resolves.
  * The answer section is walked up to DNS_MAX_RRS records.
@@ -89,7 +89,8 @@ static int read_name(const uint8_t *msg, size_t len, size_t *pos, char *ret)
 			if (p + 1 >= len)
 				return -EBADMSG;
 			target = (size_t)(c & 0x3f) << 8 | msg[p + 1];
-			if (target >= segment_start || ++n_pointers > DNS_MAX_POINTERS)
+			if (target < DNS_HEADER_SIZE || target >= segment_start ||
+			    ++n_pointers > DNS_MAX_POINTERS)
 				return -EBADMSG;
 			if (end == 0)
 				end = p + 2;

@@ -254,6 +254,12 @@ Test(dns_query, pointers)
 	cr_assert_eq(parse_query(m.b, m.len, &q), -EBADMSG);
 	m = query_for(forward, sizeof(forward));
 	cr_assert_eq(parse_query(m.b, m.len, &q), -EBADMSG);
+
+	/* into the header, where the bytes read as a name (id 0: the root), which the upstream
+	 * would read differently once the id is rewritten */
+	m = query_for(header, sizeof(header));
+	m.b[0] = m.b[1] = 0;
+	cr_assert_eq(parse_query(m.b, m.len, &q), -EBADMSG);
 }
 
 Test(dns_response, cname_chain)
