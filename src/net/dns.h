@@ -39,7 +39,7 @@ struct dns_answer {
 	uint16_t id;
 	uint8_t rcode;
 	bool truncated;
-	struct dns_question q; /* the echoed question */
+	struct dns_question q;	       /* the echoed question */
 	uint32_t addrs[DNS_MAX_ADDRS]; /* A records in the answer section, host byte order */
 	uint32_t ttls[DNS_MAX_ADDRS];
 	size_t n_addrs;

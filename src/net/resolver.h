@@ -20,6 +20,8 @@
 #define RESOLVER_MAX_PENDING 256
 #define RESOLVER_TIMEOUT_MS 5000
 #define RESOLVER_MAX_UPSTREAMS 4
+#define RESOLVER_MAX_TCP 32	   /* connections; more are closed when accepted */
+#define RESOLVER_TCP_IDLE_MS 10000 /* a connection waiting on its client that long is closed */
 
 struct event_loop;
 struct resolver;
@@ -38,13 +40,22 @@ struct resolver_ops {
 	void (*answered)(void *userdata, uint32_t src, void *cookie, const struct dns_answer *a);
 };
 
-/* listen_addr:port (host byte order; port 53 in production, any in tests); upstreams: the
- * servers forwarded to, tried in order on timeout. */
+/* listen_addr:port (host byte order; port 53 in production; 0 picks a free port, the same for
+ * UDP and TCP, see resolver_port()); upstreams: the servers forwarded to, tried in order on
+ * timeout. */
 int resolver_new(struct event_loop *loop, uint32_t listen_addr, uint16_t port,
 		 const struct sockaddr_in *upstreams, size_t n_upstreams,
 		 const struct resolver_ops *ops, void *userdata, struct resolver **ret,
 		 struct station_error *e);
 void resolver_free(struct resolver *r);
+
+/* The port listened on (the one picked when resolver_new() was given 0). */
+uint16_t resolver_port(const struct resolver *r);
+/* The time each upstream is given (RESOLVER_TIMEOUT_MS unless set; tests make it short). */
+void resolver_set_timeout_ms(struct resolver *r, unsigned ms);
+/* Drops the queries in flight that decide() gave this cookie: answered() will not see it again
+ * (call it before freeing what the cookie points to). */
+void resolver_forget(struct resolver *r, const void *cookie);
 
 /* Reads "nameserver" lines of a resolv.conf (IPv4 only, port 53) into ret (at most max). */
 int resolver_upstreams_from_resolv_conf(const char *path, struct sockaddr_in *ret, size_t max,
