@@ -32,9 +32,19 @@
 # host, an address of WORLD_PLAY_NET, masquerade (an nft table of ours), forwarding on our two
 # veths only, and /etc/netns/<name>/resolv.conf naming WORLD_DNS; world_play CMD runs in it.
 
+# The controller's network flags (one place, should their names change).
+NET_FLAG_RANGE=--network-range
+NET_FLAG_BRIDGE=--network-bridge
+NET_FLAG_DNS=--dns-upstream
+NET_FLAG_ALLOW_PRIVATE=--network-allow-private
+
 NET_WORLD_PY=$SRC/test/helpers/net-world.py
 WORLD_ID=$$
-WORLD_NET=${WORLD_NET:-203.0.113}
+# WORLD_NET: the first three octets of a /24 of a documentation range; unset, world_up takes the
+# first of WORLD_NETS that the host does not route yet.
+WORLD_NETS=${WORLD_NETS:-203.0.113 198.51.100}
+WORLD_NET_EXPLICIT=$([[ -n ${WORLD_NET:-} ]] && echo 1 || echo 0)
+WORLD_NET=${WORLD_NET:-${WORLD_NETS%% *}}
 WORLD_NET6=${WORLD_NET6:-2001:db8:$(printf '%x' $((WORLD_ID % 65536)))}
 WORLD_PRIVATE_NET=${WORLD_PRIVATE_NET:-10.$((240 + WORLD_ID % 8)).$(((WORLD_ID / 8) % 250)).0/24}
 WORLD_PLAY_NET=${WORLD_PLAY_NET:-10.$((248 + WORLD_ID % 4)).$(((WORLD_ID / 4) % 250)).0/30}
@@ -46,12 +56,15 @@ WORLD_NFT=nw$WORLD_ID
 WORLD_TABLE=$((40000 + WORLD_ID % 20000))
 WORLD_DIR=$TMP/world
 
-WORLD_HOST=$WORLD_NET.1
-WORLD_DNS=$WORLD_NET.2
-WORLD_ECHO=$WORLD_NET.2
-WORLD_OTHER=$WORLD_NET.3
-WORLD_GIT=$WORLD_NET.4
-WORLD_REGISTRY=$WORLD_NET.5
+_world_addresses() {
+	WORLD_HOST=$WORLD_NET.1
+	WORLD_DNS=$WORLD_NET.2
+	WORLD_ECHO=$WORLD_NET.2
+	WORLD_OTHER=$WORLD_NET.3
+	WORLD_GIT=$WORLD_NET.4
+	WORLD_REGISTRY=$WORLD_NET.5
+}
+_world_addresses
 WORLD_PRIVATE=${WORLD_PRIVATE_NET%.*}.2
 WORLD_META=169.254.169.254
 WORLD_V6_HOST=$WORLD_NET6::1
@@ -116,7 +129,15 @@ _world_run() { # CMD...: runs it; on failure tells what and returns 1
 # world_up: the namespace, its link and addresses, the content, the services. 1 on failure
 # (diagnostics printed).
 world_up() {
-	local r
+	local r _explicit=${WORLD_NET_EXPLICIT:-0}
+	if ((!_explicit)) && _world_routed "$WORLD_NET.0/24"; then
+		for r in $WORLD_NETS; do
+			_world_routed "$r.0/24" && continue
+			WORLD_NET=$r
+			_world_addresses
+			break
+		done
+	fi
 	for r in "$WORLD_NET.0/24" "$WORLD_PRIVATE_NET" "$WORLD_PLAY_NET"; do
 		if _world_routed "$r"; then
 			diag "world: $r is already routed on this host: $(ip -4 route show table all match "${r%/*}" | head -n 2 | tr '\n' ';')"
@@ -327,16 +348,77 @@ world_udp_count() {
 	wc -l <"$WORLD_DIR/udp.log"
 }
 
-# Runs world_down before the cleanup that was installed when this file was sourced.
+# world_udp_more_than N: the sink has seen more than N datagrams (a wait_for predicate).
+world_udp_more_than() {
+	(($(world_udp_count) > $1))
+}
+
+# ---------------------------------------------------------------------------------------------
+# What a controller started with "$NET_FLAG_BRIDGE NET_BRIDGE" makes: the bridge, its ports, nft
+# tables named after it, netns files under ROOT/netns.
+
+NET_BRIDGE=
+
+# net_leftovers [LIVE_IDS...]: what of the controller's network is on the host, one thing a line,
+# beyond the bridge and the table themselves and the workspaces named (their netns files and
+# chains; ports are matched by the controller's naming, sv<8 hex of the address>, by the caller).
+net_ports() {
+	[[ -n $NET_BRIDGE ]] || return 0
+	ip -j link show master "$NET_BRIDGE" 2>/dev/null | jq -r '.[].ifname' 2>/dev/null
+}
+net_netns_files() {
+	[[ -d $ROOT/netns ]] || return 0
+	find "$ROOT/netns" -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | sort
+}
+net_nft_chains() {
+	[[ -n $NET_BRIDGE ]] || return 0
+	nft -j list table inet "$NET_BRIDGE" 2>/dev/null | jq -r '.nftables[] | .chain? | select(.) | .name' | sort
+}
+net_nft_sets() {
+	[[ -n $NET_BRIDGE ]] || return 0
+	nft -j list table inet "$NET_BRIDGE" 2>/dev/null | jq -r '.nftables[] | .set? | select(.) | .name' | sort
+}
+
+# net_scrub: removes whatever the controller left (after it is stopped): netns mounts, ports, the
+# bridge, its tables.
+net_scrub() {
+	[[ -n $NET_BRIDGE ]] || return 0
+	local p m fam
+	for p in $(net_ports); do
+		ip link del "$p" 2>/dev/null
+	done
+	ip link del "$NET_BRIDGE" 2>/dev/null
+	for fam in inet ip ip6 bridge netdev; do
+		nft list table $fam "$NET_BRIDGE" >/dev/null 2>&1 && nft delete table $fam "$NET_BRIDGE"
+	done
+	for m in $(awk -v t="$ROOT/netns/" 'index($5, t) == 1 {print $5}' /proc/self/mountinfo); do
+		umount -l "$m" 2>/dev/null
+	done
+	return 0
+}
+
+# Runs the cleanup that was installed when this file was sourced (in a subshell: it ends with
+# exit), then world_down and net_scrub.
 _WORLD_PREV_EXIT=$(trap -p EXIT)
 _WORLD_PREV_EXIT=${_WORLD_PREV_EXIT#trap -- \'}
 _WORLD_PREV_EXIT=${_WORLD_PREV_EXIT%\' EXIT}
 _world_exit() {
-	local rc=$?
-	world_down
+	local rc=$? mnt
+	trap - EXIT
 	if [[ -n $_WORLD_PREV_EXIT ]]; then
-		(exit "$rc")
-		eval "$_WORLD_PREV_EXIT"
+		(
+			(exit "$rc")
+			eval "$_WORLD_PREV_EXIT"
+		)
+		rc=$?
+	fi
+	world_down
+	net_scrub
+	if [[ -d $TMP ]]; then
+		for mnt in $(awk -v t="$TMP/" 'index($5, t) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
+			umount -l "$mnt" 2>/dev/null
+		done
+		rm -rf "$TMP"
 	fi
 	exit "$rc"
 }

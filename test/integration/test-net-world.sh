@@ -63,7 +63,7 @@ test_services_from_host() {
 	local before
 	before=$(world_udp_count)
 	printf 'hello sink' >"/dev/udp/$WORLD_ECHO/$WORLD_UDP_PORT"
-	wait_for -t 3 test "$(world_udp_count)" -gt "$before" || _fail "the UDP sink saw nothing"
+	wait_for -t 3 world_udp_more_than "$before" || _fail "the UDP sink saw nothing"
 	grep -q "^$WORLD_HOST 10 hello sink$" "$WORLD_DIR/udp.log" || _fail "udp.log: $(cat "$WORLD_DIR/udp.log")"
 	# The registry: a packument whose tarball URL and integrity match what it serves.
 	local doc tgz
