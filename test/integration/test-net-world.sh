@@ -109,7 +109,8 @@ test_play_workflow() {
 		return
 	fi
 	out=$(cd "$home" && world_play env -i PATH="$PATH" HOME="$home" \
-		npm_config_cache="$home/.npm" NPM_CONFIG_UPDATE_NOTIFIER=false bash -c '
+		npm_config_cache="$home/.npm" NPM_CONFIG_UPDATE_NOTIFIER=false \
+		NPM_CONFIG_REGISTRY="$WORLD_REGISTRY_URL/" bash -c '
 		set -e
 		git clone -q "$1" repo
 		cd repo
@@ -128,6 +129,37 @@ test_play_workflow() {
 		"$WORLD_DIR/http.log" || _fail "the registry did not serve the tarball: $(grep ^registry "$WORLD_DIR/http.log")"
 }
 
+# The same workflow with the tools image's own git, node and npm (npm 9: its `install --global .`
+# fetches the dependency again, from the configured registry), as user node in a chroot of its
+# rootfs inside the play namespace, when the image is built (test-network-seed builds it).
+TOOLS_IMAGE=${TOOLS_IMAGE:-$SRC/build/tools-image}
+test_tools_image_workflow() {
+	local r=$TMP/tools-rootfs manifest layer out
+	manifest=$(jq -r '.manifests[0].digest' "$TOOLS_IMAGE/index.json" | cut -d: -f2)
+	layer=$(jq -r '.layers[0].digest' "$TOOLS_IMAGE/blobs/sha256/$manifest" | cut -d: -f2)
+	mkdir -p "$r"
+	tar -xzf "$TOOLS_IMAGE/blobs/sha256/$layer" -C "$r" || _fail "unpacking the tools image" || return 1
+	printf 'nameserver %s\n' "$WORLD_DNS" >"$r/etc/resolv.conf"
+	mount --bind /dev "$r/dev" || return 1
+	mount -t proc proc "$r/proc" || return 1
+	out=$(world_play chroot --userspec=1000:1000 "$r" /usr/bin/env -i HOME=/home/node \
+		NPM_CONFIG_PREFIX=/home/node/.local NPM_CONFIG_UPDATE_NOTIFIER=false \
+		NPM_CONFIG_REGISTRY="$WORLD_REGISTRY_URL/" LANG=C.UTF-8 \
+		PATH=/home/node/.local/bin:/usr/local/bin:/usr/bin:/bin /bin/sh -c "set -e
+cd /home/node/workspace
+git clone $WORLD_GIT_URL
+cd repo
+npm ci
+npm install --global .
+command -v $WORLD_BIN
+$WORLD_BIN" 2>&1)
+	local rc=$?
+	umount "$r/proc"
+	umount "$r/dev"
+	assert_eq 0 "$rc" "the workflow with the tools image (output: $(_short "$out"))" || return 1
+	assert_eq "/home/node/.local/bin/$WORLD_BIN"$'\n'"$WORLD_BIN_TEXT" "$(tail -n 2 <<<"$out")" "command -v; the binary"
+}
+
 test_world_down_clean() {
 	local before
 	before=$(world_leftovers)
@@ -142,4 +174,11 @@ run_test net-world-dns test_dns_from_host
 run_test net-world-services test_services_from_host
 run_test net-world-git test_git_from_host
 run_test net-world-play-workflow test_play_workflow
+if [[ ! -f $TOOLS_IMAGE/index.json ]]; then
+	skip net-world-tools-image-workflow "the tools image is not built in $TOOLS_IMAGE (test-network-seed builds it)"
+elif ! command -v chroot >/dev/null; then
+	skip net-world-tools-image-workflow "chroot missing"
+else
+	run_test net-world-tools-image-workflow test_tools_image_workflow
+fi
 run_test net-world-down-clean test_world_down_clean
