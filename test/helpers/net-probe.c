@@ -11,8 +11,9 @@
  *   net-probe dns NAME [SERVER] [a|aaaa]  one query (SERVER: the first nameserver of
  *                                       /etc/resolv.conf): rcode=NOERROR|NXDOMAIN|REFUSED|…|
  *                                       timeout|<errno name>, then answer=<address> per record
- *   net-probe listen PORT TEXT          listens on 127.0.0.1:PORT, prints listening=PORT, sends
- *                                       TEXT to the first client (30 s at most), accepted=ok
+ *   net-probe listen PORT TEXT [any] [N]  listens on 127.0.0.1:PORT (any: every address),
+ *                                       prints listening=PORT, sends TEXT to each of the first
+ *                                       N clients (default 1; 30 s at most), accepted=<count>
  *   net-probe ifaces                    ifaces=<names, sorted, comma-separated>
  *
  * HOST is an IPv4 literal or a name, resolved (A) through the resolver as "dns" does, printing
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CONNECT_MS 3000
@@ -354,35 +356,46 @@ static int do_dns(int argc, char **argv)
 	return r == 0 ? 0 : 1;
 }
 
-static int do_listen(const char *port_s, const char *text)
+static int do_listen(int argc, char **argv)
 {
-	int port = parse_port(port_s), one = 1;
+	int port = parse_port(argv[1]), one = 1, want = 1, got = 0;
+	const char *text = argv[2];
 	struct sockaddr_in sa = { .sin_family = AF_INET,
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	if (port < 0)
 		return 2;
+	if (argc > 3 && strcmp(argv[3], "any") == 0)
+		sa.sin_addr.s_addr = htonl(INADDR_ANY);
+	if (argc > 4 && (want = atoi(argv[4])) < 1)
+		return 2;
 	sa.sin_port = htons((uint16_t)port);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 1) < 0) {
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 8) < 0) {
 		printf("listening=%s\n", err_name(errno));
 		return 1;
 	}
 	printf("listening=%d\n", port);
 	fflush(stdout);
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	if (poll(&pfd, 1, 30000) <= 0) {
-		printf("accepted=timeout\n");
-		return 1;
+	struct timespec end, now;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += 30;
+	while (got < want) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long left =
+			(end.tv_sec - now.tv_sec) * 1000 + (end.tv_nsec - now.tv_nsec) / 1000000;
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+			break;
+		int c = accept(fd, NULL, NULL);
+		if (c < 0)
+			continue;
+		if (write(c, text, strlen(text)) >= 0)
+			got++;
+		close(c);
 	}
-	int c = accept(fd, NULL, NULL);
-	if (c < 0 || write(c, text, strlen(text)) < 0) {
-		printf("accepted=%s\n", err_name(errno));
-		return 1;
-	}
-	close(c);
-	printf("accepted=ok\n");
-	return 0;
+	printf("accepted=%d\n", got);
+	return got == want ? 0 : 1;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -425,7 +438,7 @@ int main(int argc, char **argv)
 	else if (argc >= 3 && strcmp(argv[1], "dns") == 0)
 		r = do_dns(argc - 1, argv + 1);
 	else if (argc >= 4 && strcmp(argv[1], "listen") == 0)
-		r = do_listen(argv[2], argv[3]);
+		r = do_listen(argc - 1, argv + 1);
 	else if (argc >= 2 && strcmp(argv[1], "ifaces") == 0)
 		r = do_ifaces();
 	if (r == 2)
