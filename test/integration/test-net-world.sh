@@ -71,7 +71,8 @@ test_services_from_host() {
 	assert_eq "$WORLD_REGISTRY_URL/$WORLD_PKG/-/$WORLD_PKG-$WORLD_PKG_VERSION.tgz" \
 		"$(jq -r ".versions[\"$WORLD_PKG_VERSION\"].dist.tarball" <<<"$doc")" "dist.tarball" || return 1
 	curl -sS --max-time 5 -o "$TMP/pkg.tgz" "http://$WORLD_REGISTRY/$WORLD_PKG/-/$WORLD_PKG-$WORLD_PKG_VERSION.tgz"
-	tgz="sha512-$(openssl dgst -sha512 -binary "$TMP/pkg.tgz" | base64 -w0)"
+	tgz=$(python3 -c 'import base64, hashlib, sys
+print("sha512-" + base64.b64encode(hashlib.sha512(open(sys.argv[1], "rb").read()).digest()).decode())' "$TMP/pkg.tgz")
 	assert_eq "$tgz" "$(jq -r ".versions[\"$WORLD_PKG_VERSION\"].dist.integrity" <<<"$doc")" "dist.integrity"
 	assert_eq "$(sha1sum <"$TMP/pkg.tgz" | cut -d' ' -f1)" \
 		"$(jq -r ".versions[\"$WORLD_PKG_VERSION\"].dist.shasum" <<<"$doc")" "dist.shasum"
