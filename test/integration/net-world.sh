@@ -128,15 +128,42 @@ _world_run() { # CMD...: runs it; on failure tells what and returns 1
 
 # world_up: the namespace, its link and addresses, the content, the services. 1 on failure
 # (diagnostics printed).
+# _world_claim NET: holds a lock named after NET for the life of this shell (two worlds started
+# at once cannot both take it) and checks that the host does not route it yet.
+_WORLD_LOCK_FD=
+_world_claim() {
+	local fd
+	exec {fd}>"/run/lock/station-net-world.$1.lock" || return 1
+	if ! flock -n "$fd" || _world_routed "$1.0/24"; then
+		exec {fd}>&-
+		return 1
+	fi
+	_WORLD_LOCK_FD=$fd
+}
+
 world_up() {
 	local r _explicit=${WORLD_NET_EXPLICIT:-0}
-	if ((!_explicit)) && _world_routed "$WORLD_NET.0/24"; then
-		for r in $WORLD_NETS; do
-			_world_routed "$r.0/24" && continue
-			WORLD_NET=$r
-			_world_addresses
-			break
+	if ((_explicit)); then
+		_world_claim "$WORLD_NET" || {
+			diag "world: $WORLD_NET.0/24 is taken (routed on this host, or another world holds it)"
+			return 1
+		}
+	else
+		# Another test's world may hold them all for a while: wait (WORLD_WAIT seconds at most).
+		local end=$((SECONDS + ${WORLD_WAIT:-300})) got=
+		while [[ -z $got ]]; do
+			for r in $WORLD_NETS; do
+				_world_claim "$r" && got=$r && break
+			done
+			[[ -n $got ]] && break
+			if ((SECONDS >= end)); then
+				diag "world: every one of $WORLD_NETS stayed taken (routed here, or another world holds it)"
+				return 1
+			fi
+			sleep 1
 		done
+		WORLD_NET=$got
+		_world_addresses
 	fi
 	for r in "$WORLD_NET.0/24" "$WORLD_PRIVATE_NET" "$WORLD_PLAY_NET"; do
 		if _world_routed "$r"; then
