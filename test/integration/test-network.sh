@@ -337,7 +337,12 @@ test_restricted_counters() {
 	assert_le 1 "$(j .counters.allowed)" "counters.allowed"
 	assert_le 1 "$(j .counters.denied)" "counters.denied"
 	assert_le 1 "$(j .counters.dnsAllowed)" "counters.dnsAllowed"
-	grep -q "$WS_R" "$CONTROLLER_LOG" || _fail "no denial of $WS_R in the controller's log"
+	# Each denial is logged with the workspace, the destination and the port (the refused
+	# connection to the allowed cidr's other port, test_restricted_denied).
+	grep -F -- "$WS_R" "$CONTROLLER_LOG" | grep -i 'den' | grep -F -- "$WORLD_ECHO" |
+		grep -q -- "$WORLD_ECHO_PORT2" ||
+		_fail "no denial of $WS_R to $WORLD_ECHO port $WORLD_ECHO_PORT2 in the controller's log:" \
+			"$(grep -i 'den' "$CONTROLLER_LOG" | tail -n 3)"
 }
 
 test_restricted_replace() {
