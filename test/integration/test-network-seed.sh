@@ -67,7 +67,7 @@ tools_ws() {
 # project .npmrc), and asks no other host for npm's latest version.
 sh_cmd() {
 	run_start "$1" "$(jq -nc --arg s "$2" --arg r "$WORLD_REGISTRY_URL/" \
-		'{command: $s, env: {NPM_CONFIG_REGISTRY: $r, NPM_CONFIG_UPDATE_NOTIFIER: "false"}}')" 60000 || return 1
+		'{command: $s, timeoutMs: 230000, env: {NPM_CONFIG_REGISTRY: $r, NPM_CONFIG_UPDATE_NOTIFIER: "false"}}')" 60000 || return 1
 	[[ $(j .status) != running ]] && return 0
 	run_wait "$1" "$RUN" "${3:-240}"
 }
