@@ -344,6 +344,7 @@ world_down() {
 		nft delete table ip "$WORLD_NFT"
 	fi
 	rm -rf "/etc/netns/$WORLD_PLAY_NS"
+	rmdir /etc/netns 2>/dev/null
 	_WORLD_UP=0
 	_WORLD_PLAY=0
 	return 0
