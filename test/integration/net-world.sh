@@ -398,13 +398,20 @@ net_netns_files() {
 	[[ -d $ROOT/netns ]] || return 0
 	find "$ROOT/netns" -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | sort
 }
-net_nft_chains() {
+# net_nft_objects: per-workspace objects in the controller's tables (inet and bridge, both named
+# after the bridge), one a line: chains, sets, maps and counters named ws_*, and every element
+# of a set or map but "blocked" (the worker's own list of blocked ranges).
+net_nft_objects() {
 	[[ -n $NET_BRIDGE ]] || return 0
-	nft -j list table inet "$NET_BRIDGE" 2>/dev/null | jq -r '.nftables[] | .chain? | select(.) | .name' | sort
-}
-net_nft_sets() {
-	[[ -n $NET_BRIDGE ]] || return 0
-	nft -j list table inet "$NET_BRIDGE" 2>/dev/null | jq -r '.nftables[] | .set? | select(.) | .name' | sort
+	local fam
+	for fam in inet bridge; do
+		nft -j list table $fam "$NET_BRIDGE" 2>/dev/null | jq -r --arg fam $fam '.nftables[] | to_entries[]
+			| select(.key == "chain" or .key == "set" or .key == "map" or .key == "counter")
+			| .key as $k | .value
+			| (select(.name | startswith("ws_")) | "\($fam) \($k) \(.name)"),
+			  (select(($k == "set" or $k == "map") and .name != "blocked" and .elem != null)
+			   | "\($fam) \($k) \(.name) element \(.elem | tostring | .[0:100])")'
+	done
 }
 
 # net_scrub: removes whatever the controller left (after it is stopped): netns mounts, ports, the

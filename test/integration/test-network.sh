@@ -397,7 +397,7 @@ our_veths() {
 	net_ports
 }
 
-# net_state: ports, netns files, leases, per-workspace chains and sets, one thing a line.
+# net_state: ports, netns files, leases, per-workspace nft objects and elements, one a line.
 net_state() {
 	our_veths | sort -u | sed 's/^/port /'
 	net_netns_files | sed 's/^/netns /'
@@ -407,8 +407,7 @@ net_state() {
 	else
 		echo "lease ? (the leases cannot be read: $rows)"
 	fi
-	net_nft_chains | grep -F "$WORKER" | sed 's/^/chain /'
-	net_nft_sets | grep -F "$WORKER" | sed 's/^/set /'
+	net_nft_objects | sed 's/^/nft /'
 }
 
 # The ids of workspaces named in STATE lines.
@@ -443,6 +442,7 @@ test_lifecycle() {
 			assert_contains "netns $ws" "$state" "$mode workspace's netns file" || return 1
 			grep -q "^lease .*$ws" <<<"$state" || _fail "$mode workspace's lease: $state" || return 1
 			assert_match 'port sv' "$state" "$mode workspace's port" || return 1
+			assert_contains "inet chain ws_${ws//-/_}" "$state" "$mode workspace's chain" || return 1
 			nprobe "$ws" tcp "$WORLD_ECHO" "$WORLD_ECHO_PORT" || return 1
 			[[ $mode == bridge ]] && { expect_reach "cycle $i: bridge reaches the echo" || return 1; }
 		fi
