@@ -127,6 +127,7 @@ static void budget_output(const struct row_spec *s, json_t *row, json_t *ref, st
 
 #define G_EXEC "exec round trip of `true`, client → result"
 #define G_CREATE "workspace create → first exec possible (network none)"
+#define G_NET "workspace create → first exec by network mode (runc, one controller)"
 #define G_RATE "execs per second, one host workspace, N clients (one handle each)"
 #define G_MEM "idle host workspaces, all held at once"
 #define G_OUT "output streamed to a client: head -c N /dev/zero"
@@ -152,6 +153,10 @@ static const struct row_spec specs[] = {
 	{ "create.crun", G_CREATE, "ours, crun: create + first `true`", "run.crun", "crun run",
 	  false, budget_create },
 	{ "run.crun", G_CREATE, "crun run /bin/true, same image and config" },
+	{ "net.none", G_NET, "ours: network none" },
+	{ "net.bridge", G_NET, "ours: network bridge", "net.none", "none" },
+	{ "net.restricted", G_NET, "ours: network restricted (2-rule policy)", "net.none", "none" },
+	{ "net.ip", G_NET, "`ip`: netns, veth, port, address, route" },
 	{ "rate.1", G_RATE, "1 client" },
 	{ "rate.4", G_RATE, "4 clients", "rate.1", "1 client" },
 	{ "rate.16", G_RATE, "16 clients", "rate.1", "1 client", false, budget_rate },
@@ -290,8 +295,13 @@ static void fmt_cell(double v, const char *unit, char *buf, size_t size)
 		snprintf(buf, size, "%s %s", n, unit);
 }
 
-/* Notes beside the ratio for rows whose extra matters to a reader. */
-static void row_note(const char *id, json_t *row, char *buf, size_t size)
+static bool measured_row(json_t *row)
+{
+	return row && !json_object_get(row, "skipped") && !json_object_get(row, "failed");
+}
+
+/* Notes beside the ratio for rows whose extra matters to a reader. rows: every row, by id. */
+static void row_note(const char *id, json_t *row, json_t *rows, char *buf, size_t size)
 {
 	buf[0] = '\0';
 	if (strncmp(id, "mem.", 4) == 0 && strcmp(id, "mem.controller") != 0 &&
@@ -309,7 +319,25 @@ static void row_note(const char *id, json_t *row, char *buf, size_t size)
 	if (strcmp(id, "polls.wrk") == 0 || strncmp(id, "rate.", 5) == 0)
 		snprintf(buf, size, "latency p50 %.2f p99 %.2f ms", extra(row, "latencyP50Ms"),
 			 extra(row, "latencyP99Ms"));
-	if (strncmp(id, "create.", 7) == 0)
+	if (strcmp(id, "net.bridge") == 0 || strcmp(id, "net.restricted") == 0) {
+		/* What the network adds to a create, beside the same kernel steps done with `ip`. */
+		json_t *none = json_object_get(rows, "net.none"),
+		       *ip = json_object_get(rows, "net.ip");
+		double cost = num(row, "median") - num(none, "median");
+		if (measured_row(none) && measured_row(ip))
+			snprintf(buf, size,
+				 "network cost over none %.1f ms = %.2fx the `ip` script", cost,
+				 cost / num(ip, "median"));
+		else if (measured_row(none))
+			snprintf(buf, size, "network cost over none %.1f ms", cost);
+		return;
+	}
+	if (strcmp(id, "net.ip") == 0) {
+		snprintf(buf, size,
+			 "one shell script of 7 `ip` calls, as a whole; no nftables, no resolver");
+		return;
+	}
+	if (strncmp(id, "create.", 7) == 0 || strncmp(id, "net.", 4) == 0)
 		snprintf(buf, size,
 			 "create alone %.0f ms; first exec refused %.0f times with 503 (agent "
 			 "not connected), %.0f with 409",
@@ -390,7 +418,7 @@ static void report_row(struct report *rp, const struct row_spec *s, const char *
 	double r = measured && s ? ratio(s, row, ref, ratio_s, sizeof ratio_s) : NAN;
 	if (!measured || !s)
 		ratio_s[0] = '\0';
-	row_note(id, row, note, sizeof note);
+	row_note(id, row, rp->rows, note, sizeof note);
 	if (measured && s && s->budget)
 		s->budget(s, row, ref, &v);
 	if (!rp->json && s && (!*group || strcmp(*group, s->group) != 0)) {

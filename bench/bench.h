@@ -33,6 +33,9 @@ struct bench_opts {
 	const char *url;	/* wrk target */
 	const char *token_file; /* wrk: file holding the bearer token */
 	const char *transport;	/* output: "sse" (default) or "ws" */
+	const char *network;	/* create: the workspace's network mode; NULL: the library's
+				 * create with "none" */
+	const char *egress;	/* create: the egress policy (JSON) of a restricted workspace */
 	bool private_mntns;	/* crun on a hybrid cgroup host */
 	int runs;		/* latency samples */
 	int warmup;		/* discarded samples before them */

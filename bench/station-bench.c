@@ -21,7 +21,8 @@ static const struct {
 	  "--runtime R --state DIR --bundle DIR --runs N [--private-mntns]" },
 	{ "oci-run", cmd_oci_run,
 	  "--runtime R --state DIR --bundle DIR --runs N [--private-mntns]" },
-	{ "create", cmd_create, "--endpoint E --image REF --runs N" },
+	{ "create", cmd_create,
+	  "--endpoint E --image REF --runs N [--network none|bridge|restricted [--egress JSON]]" },
 	{ "rate", cmd_rate, "--endpoint E --workspace W --clients N --seconds S --reps N" },
 	{ "memory", cmd_memory, "--endpoint E --count N --controller-pid PID" },
 	{ "output", cmd_output,
@@ -52,6 +53,8 @@ enum {
 	OPT_BYTES,
 	OPT_CONTROLLER_PID,
 	OPT_TRANSPORT,
+	OPT_NETWORK,
+	OPT_EGRESS,
 };
 
 static const struct option options[] = {
@@ -75,6 +78,8 @@ static const struct option options[] = {
 	{ "bytes", required_argument, NULL, OPT_BYTES },
 	{ "controller-pid", required_argument, NULL, OPT_CONTROLLER_PID },
 	{ "transport", required_argument, NULL, OPT_TRANSPORT },
+	{ "network", required_argument, NULL, OPT_NETWORK },
+	{ "egress", required_argument, NULL, OPT_EGRESS },
 	{},
 };
 
@@ -150,6 +155,12 @@ static int parse_option(int opt, const char *arg, struct bench_opts *o)
 		break;
 	case OPT_TRANSPORT:
 		o->transport = arg;
+		break;
+	case OPT_NETWORK:
+		o->network = arg;
+		break;
+	case OPT_EGRESS:
+		o->egress = arg;
 		break;
 	default:
 		return -1;

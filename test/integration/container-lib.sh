@@ -8,7 +8,8 @@
 # before sourcing this file.
 #
 # The image: make-busybox-image plus one extra layer of ours holding the static posture probe
-# (/usr/local/bin/posture-probe), the signal probe (/usr/local/bin/signal-probe) and the
+# (/usr/local/bin/posture-probe), the signal probe (/usr/local/bin/signal-probe), the network
+# probe (/usr/local/bin/net-probe) and the
 # busybox applets the tests need beyond the image's own.
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -17,6 +18,7 @@ RUNTIME=${CONTAINER_RUNTIME:-${STATION_TEST_RUNTIME:-runc}}
 RUNTIME_BIN=$(command -v "$RUNTIME" 2>/dev/null || true)
 PROBE_BIN=$BUILD/test/helpers/posture-probe
 SIGNAL_PROBE_BIN=$BUILD/test/helpers/signal-probe
+NET_PROBE_BIN=$BUILD/test/helpers/net-probe
 MAKE_IMAGE=$SRC/test/helpers/make-busybox-image
 DEFAULT_PROFILE=$SRC/profiles/default.json
 # The profile directory (--seccomp-dir) of this script's controllers: a workspace's profile
@@ -64,6 +66,9 @@ container_build_image() {
 		chmod 0755 "$extra/usr/local/bin/posture-probe"
 		if [[ -x $SIGNAL_PROBE_BIN ]]; then
 			cp "$SIGNAL_PROBE_BIN" "$extra/usr/local/bin/signal-probe"
+		fi
+		if [[ -x $NET_PROBE_BIN ]]; then
+			cp "$NET_PROBE_BIN" "$extra/usr/local/bin/net-probe"
 		fi
 		for a in "${EXTRA_APPLETS[@]}"; do
 			ln -sf busybox "$extra/bin/$a"

@@ -1,0 +1,411 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The outside world of the network tests: the services of hosts that live in a network namespace
+the test made (test/integration/net-world.sh starts this inside it). Standard library only.
+
+usage: net-world.py serve [--dns ADDR:PORT --zone FILE --dns-log FILE]
+                          [--http ADDR:PORT:ROLE]... [--git-root DIR] [--registry-root DIR]
+                          [--http-log FILE] [--echo ADDR:PORT]... [--udp-sink ADDR:PORT
+                          --udp-log FILE] --ready FILE
+       net-world.py registry DIR NAME VERSION BASE_URL MESSAGE
+
+serve runs every service in one process (threads) until SIGTERM:
+  dns       an authoritative responder: A/AAAA records from FILE ("name A addr", "name AAAA
+            addr", one a line, re-read for each query), NXDOMAIN for a name it does not have,
+            NOERROR without answers for a type the name lacks; each query is logged to the log
+            file as "PEER NAME TYPE RCODE".
+  http      ROLE git: git's smart HTTP (git http-backend) for the repositories in --git-root;
+            ROLE registry: an npm registry serving <root>/<name>.json at /<name> and the tarballs
+            at /<name>/-/<file>; ROLE other (or any other word): answers 200 "ROLE host=<Host
+            header>". Each request is logged as "ROLE LOCAL PEER METHOD PATH HOST STATUS".
+  echo      TCP: sends "peer <address>\\n" (the address the connection came from) and closes.
+  udp-sink  records each datagram as "PEER LENGTH DATA" (DATA: its first 64 bytes, escaped).
+ADDR is an IPv4 address or an IPv6 one in brackets.
+
+registry writes into DIR a package NAME@VERSION whose index.js exports message() returning
+MESSAGE: the tarball <DIR>/NAME-VERSION.tgz (made here, deterministic) and the packument
+<DIR>/NAME.json with dist.tarball BASE_URL/NAME/-/NAME-VERSION.tgz, dist.shasum (sha1) and
+dist.integrity (sha512), and prints {"resolved", "integrity", "shasum"} for a package-lock.
+"""
+import argparse
+import base64
+import gzip
+import hashlib
+import io
+import json
+import os
+import signal
+import socket
+import socketserver
+import struct
+import subprocess
+import sys
+import tarfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MAX_BODY = 16 << 20
+MTIME = 1700000000
+_log_lock = threading.Lock()
+
+
+def log_line(path, line):
+    if not path:
+        return
+    with _log_lock, open(path, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+
+
+def parse_addr(s):
+    """ADDR:PORT[:ROLE] -> (family, host, port, rest)."""
+    if s.startswith("["):
+        host, _, tail = s[1:].partition("]")
+        tail = tail.lstrip(":")
+        fam = socket.AF_INET6
+    else:
+        host, _, tail = s.partition(":")
+        fam = socket.AF_INET
+    port, _, rest = tail.partition(":")
+    return fam, host, int(port), rest
+
+
+# ---------------------------------------------------------------------------------------------
+# DNS
+
+TYPES = {1: "A", 28: "AAAA", 5: "CNAME", 15: "MX", 16: "TXT", 2: "NS", 6: "SOA", 12: "PTR",
+         33: "SRV", 65: "HTTPS", 255: "ANY"}
+
+
+def read_zone(path):
+    zone = {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                p = line.split()
+                if len(p) == 3 and p[1] in ("A", "AAAA"):
+                    zone.setdefault(p[0].lower().rstrip("."), []).append((p[1], p[2]))
+    except OSError:
+        pass
+    return zone
+
+
+def dns_answer(query, zone):
+    """The response to one query datagram; None when it is not worth an answer."""
+    if len(query) < 12 or len(query) > 512:
+        return None, None, None
+    qid, flags, qd = struct.unpack("!HHH", query[:6])
+    if flags & 0x8000 or qd != 1:
+        return None, None, None
+    labels, i = [], 12
+    while True:
+        if i >= len(query):
+            return None, None, None
+        n = query[i]
+        if n == 0:
+            i += 1
+            break
+        if n & 0xC0 or i + 1 + n > len(query) or n > 63:
+            return None, None, None
+        labels.append(query[i + 1:i + 1 + n].decode("ascii", "replace"))
+        i += 1 + n
+        if sum(len(x) + 1 for x in labels) > 255:
+            return None, None, None
+    if i + 4 > len(query):
+        return None, None, None
+    qtype, qclass = struct.unpack("!HH", query[i:i + 4])
+    question = query[12:i + 4]
+    name = ".".join(labels).lower()
+    records = zone.get(name)
+    answers = []
+    if records is None:
+        rcode = 3  # NXDOMAIN
+    else:
+        rcode = 0
+        for kind, addr in records:
+            if (kind == "A" and qtype in (1, 255)) or (kind == "AAAA" and qtype in (28, 255)):
+                fam = socket.AF_INET if kind == "A" else socket.AF_INET6
+                data = socket.inet_pton(fam, addr)
+                answers.append(struct.pack("!HHHIH", 0xC00C, 1 if kind == "A" else 28, 1, 60,
+                                           len(data)) + data)
+    rflags = 0x8000 | 0x0400 | (flags & 0x0100) | rcode  # QR, AA, RD copied
+    head = struct.pack("!HHHHHH", qid, rflags, 1, len(answers), 0, 0)
+    rname = {0: "NOERROR", 3: "NXDOMAIN"}[rcode]
+    return head + question + b"".join(answers), name, f"{TYPES.get(qtype, qtype)} {rname}"
+
+
+def serve_dns(addr, zone_path, log_path):
+    fam, host, port, _ = parse_addr(addr)
+    sock = socket.socket(fam, socket.SOCK_DGRAM)
+    sock.bind((host, port))
+
+    def loop():
+        while True:
+            data, peer = sock.recvfrom(4096)
+            resp, name, what = dns_answer(data, read_zone(zone_path))
+            if resp is None:
+                log_line(log_path, f"{peer[0]} - malformed")
+                continue
+            log_line(log_path, f"{peer[0]} {name} {what}")
+            sock.sendto(resp, peer)
+
+    threading.Thread(target=loop, daemon=True).start()
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def make_http(addr, args):
+    fam, host, port, role = parse_addr(addr)
+    role = role or "other"
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "net-world"
+        timeout = 30
+
+        def log_message(self, fmt, *a):
+            pass
+
+        def answer(self, status, body, ctype="text/plain"):
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+            self.logged(status)
+
+        def logged(self, status):
+            log_line(args.http_log, f"{role} {host} {self.client_address[0]} {self.command} "
+                     f"{self.path[:200]} {self.headers.get('Host', '-')[:100]} {status}")
+
+        def body(self):
+            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                out = b""
+                while True:
+                    size = int(self.rfile.readline(64).strip().split(b";")[0] or b"0", 16)
+                    if size == 0:
+                        self.rfile.readline(64)
+                        return out
+                    out += self.rfile.read(size)
+                    self.rfile.readline(64)
+                    if len(out) > MAX_BODY:
+                        raise ValueError("body too large")
+            n = int(self.headers.get("Content-Length") or 0)
+            if n > MAX_BODY:
+                raise ValueError("body too large")
+            return self.rfile.read(n) if n else b""
+
+        def do_GET(self):
+            self.handle_any()
+
+        def do_POST(self):
+            self.handle_any()
+
+        def do_HEAD(self):
+            self.handle_any()
+
+        def handle_any(self):
+            try:
+                if role == "git":
+                    self.git()
+                elif role == "registry":
+                    self.registry()
+                else:
+                    text = f"{role} host={self.headers.get('Host', '-')[:100]}\n"
+                    self.answer(200, text.encode())
+            except (ValueError, OSError) as e:
+                self.answer(400, f"{e}\n".encode())
+
+        def registry(self):
+            path = self.path.split("?", 1)[0].lstrip("/")
+            parts = path.split("/")
+            root = args.registry_root
+            if len(parts) == 1 and parts[0] and "." not in parts[0]:
+                f = os.path.join(root, parts[0] + ".json")
+                ctype = "application/json"
+            elif len(parts) == 3 and parts[1] == "-" and parts[2].endswith(".tgz") \
+                    and "/" not in parts[2] and not parts[2].startswith("."):
+                f = os.path.join(root, parts[2])
+                ctype = "application/octet-stream"
+            else:
+                f = None
+            if f and os.path.isfile(f):
+                with open(f, "rb") as fh:
+                    self.answer(200, fh.read(), ctype)
+            else:
+                self.answer(404, b'{"error":"Not found"}', "application/json")
+
+        def git(self):
+            path, _, query = self.path.partition("?")
+            env = {
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "GIT_PROJECT_ROOT": args.git_root,
+                "GIT_HTTP_EXPORT_ALL": "1",
+                "REQUEST_METHOD": self.command,
+                "PATH_INFO": path,
+                "QUERY_STRING": query,
+                "REMOTE_ADDR": self.client_address[0],
+                "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+                "GATEWAY_INTERFACE": "CGI/1.1",
+                "SERVER_PROTOCOL": "HTTP/1.0",
+            }
+            if self.headers.get("Content-Encoding"):
+                env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
+            if self.headers.get("Git-Protocol"):
+                env["GIT_PROTOCOL"] = self.headers["Git-Protocol"]
+            data = self.body() if self.command == "POST" else b""
+            env["CONTENT_LENGTH"] = str(len(data))
+            p = subprocess.run(["git", "http-backend"], input=data, env=env,
+                               capture_output=True, timeout=60, check=False)
+            head, _, body = p.stdout.partition(b"\r\n\r\n")
+            if not _:
+                head, _, body = p.stdout.partition(b"\n\n")
+            status, headers = 200, []
+            for line in head.decode("latin-1").splitlines():
+                k, _, v = line.partition(":")
+                if k.lower() == "status":
+                    status = int(v.split()[0])
+                elif k:
+                    headers.append((k, v.strip()))
+            self.send_response(status)
+            for k, v in headers:
+                if k.lower() != "content-length":
+                    self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            self.logged(status)
+
+    Server.address_family = fam
+    srv = Server((host, port), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+
+
+# ---------------------------------------------------------------------------------------------
+# TCP echo ("who are you") and UDP sink
+
+def serve_echo(addr):
+    fam, host, port, _ = parse_addr(addr)
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self):
+            self.request.settimeout(5)
+            try:
+                self.request.sendall(f"peer {self.client_address[0]}\n".encode())
+            except OSError:
+                pass
+
+    class Srv(socketserver.ThreadingTCPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+        address_family = fam
+
+    srv = Srv((host, port), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+
+
+def serve_udp_sink(addr, log_path):
+    fam, host, port, _ = parse_addr(addr)
+    sock = socket.socket(fam, socket.SOCK_DGRAM)
+    sock.bind((host, port))
+
+    def loop():
+        while True:
+            data, peer = sock.recvfrom(65535)
+            shown = data[:64].decode("ascii", "backslashreplace").replace("\n", "\\n")
+            log_line(log_path, f"{peer[0]} {len(data)} {shown}")
+
+    threading.Thread(target=loop, daemon=True).start()
+
+
+def serve(args):
+    if args.dns:
+        serve_dns(args.dns, args.zone, args.dns_log)
+    for h in args.http:
+        make_http(h, args)
+    for e in args.echo:
+        serve_echo(e)
+    if args.udp_sink:
+        serve_udp_sink(args.udp_sink, args.udp_log)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    with open(args.ready, "w", encoding="utf-8") as f:
+        f.write(f"{os.getpid()}\n")
+    while not stop.wait(3600):
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
+# The registry's package
+
+def tar_entry(tf, name, data, mode=0o644):
+    ti = tarfile.TarInfo(name)
+    ti.mtime, ti.mode, ti.size = MTIME, mode, len(data)
+    ti.uname = ti.gname = ""
+    tf.addfile(ti, io.BytesIO(data))
+
+
+def make_registry(a):
+    os.makedirs(a.dir, exist_ok=True)
+    pkg = {"name": a.name, "version": a.version, "main": "index.js", "license": "MIT",
+           "description": "a package of the test registry"}
+    index = ("'use strict';\nexports.message = function () { return %s; };\n"
+             % json.dumps(a.message)).encode()
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+        tar_entry(tf, "package/package.json", (json.dumps(pkg, indent=2) + "\n").encode())
+        tar_entry(tf, "package/index.js", index)
+    gz = io.BytesIO()
+    with gzip.GzipFile(fileobj=gz, mode="wb", mtime=0, filename="") as g:
+        g.write(raw.getvalue())
+    tgz = gz.getvalue()
+    fname = f"{a.name}-{a.version}.tgz"
+    with open(os.path.join(a.dir, fname), "wb") as f:
+        f.write(tgz)
+    integrity = "sha512-" + base64.b64encode(hashlib.sha512(tgz).digest()).decode()
+    shasum = hashlib.sha1(tgz).hexdigest()
+    version = dict(pkg, _id=f"{a.name}@{a.version}",
+                   dist={"tarball": f"{a.base_url.rstrip('/')}/{a.name}/-/{fname}",
+                         "shasum": shasum, "integrity": integrity})
+    doc = {"_id": a.name, "name": a.name, "dist-tags": {"latest": a.version},
+           "versions": {a.version: version},
+           "time": {a.version: "2023-11-14T22:13:20.000Z"}}
+    with open(os.path.join(a.dir, a.name + ".json"), "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=2)
+    print(json.dumps({"resolved": version["dist"]["tarball"], "integrity": integrity,
+                      "shasum": shasum}))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("serve")
+    s.add_argument("--dns")
+    s.add_argument("--zone")
+    s.add_argument("--dns-log")
+    s.add_argument("--http", action="append", default=[])
+    s.add_argument("--git-root", default="/nonexistent")
+    s.add_argument("--registry-root", default="/nonexistent")
+    s.add_argument("--http-log")
+    s.add_argument("--echo", action="append", default=[])
+    s.add_argument("--udp-sink")
+    s.add_argument("--udp-log")
+    s.add_argument("--ready", required=True)
+    r = sub.add_parser("registry")
+    for k in ("dir", "name", "version", "base_url", "message"):
+        r.add_argument(k)
+    a = p.parse_args()
+    if a.cmd == "serve":
+        serve(a)
+    else:
+        make_registry(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+#!/bin/bash
+# The seed's Git workflow through a real controller, on the tools image: in a restricted
+# workspace that allows exactly the git host's and the registry's names,
+#   git clone http://git.example.test/repo.git; cd repo; npm ci; npm install --global .
+# succeeds, the package's binary is on PATH and prints its text, and still does after a
+# workspace restart. A workspace whose policy lacks the git host: the clone fails with git's
+# "Could not resolve host", its counters show the refused query, and the outside DNS was never
+# asked. The outside world: net-world.sh.
+#
+# The tools image (scripts/build-tools-image, minutes the first time) is cached in TOOLS_IMAGE
+# (default <source>/build/tools-image, shared by `make test` and `make test-asan`).
+. "$(dirname "${BASH_SOURCE[0]}")/container-lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/net-world.sh"
+
+TOOLS_IMAGE=${TOOLS_IMAGE:-$SRC/build/tools-image}
+TOOLS_IMAGE_NAME=node-tools
+# The controller's own range and bridge (unique to this script: other controllers may run).
+NET_RANGE=${NET_RANGE:-10.$((220 + $$ % 8)).$((($$ / 8) % 250)).0/24}
+NET_BRIDGE=sts$(($$ % 1000000))
+TOOLS=
+
+container_prereqs
+world_prereqs || _container_skip_all "$WORLD_WHY"
+command -v nft >/dev/null || _container_skip_all "nft missing (apt-get install nftables)"
+nft list tables >/dev/null 2>&1 || _container_skip_all "nftables unusable here: $(nft list tables 2>&1 | head -n 1)"
+if _world_routed "$NET_RANGE"; then
+	_container_skip_all "the workspace range $NET_RANGE is already routed on this host"
+fi
+
+# The tools image: built once into TOOLS_IMAGE (reused while its inputs are unchanged).
+t0=$SECONDS
+"$SRC/scripts/build-tools-image" "$TOOLS_IMAGE" >"$TMP/tools-image.out" 2>"$TMP/tools-image.log"
+TOOLS_DIGEST=$(tail -n 1 "$TMP/tools-image.out")
+if [[ ! $TOOLS_DIGEST =~ ^sha256:[0-9a-f]{64}$ ]]; then
+	not_ok "tools image builds" "$(tail -n 5 "$TMP/tools-image.log" | tr '\n' ' ')"
+	exit 1
+fi
+note "tools image $TOOLS_DIGEST ready in $((SECONDS - t0)) s ($(tail -n 1 "$TMP/tools-image.log"))"
+
+if ! world_up; then
+	not_ok "world comes up" "see the diagnostics above"
+	exit 1
+fi
+# Nothing of a workspace may ever reach the host's own link-local neighbours.
+world_route_from "$NET_RANGE" || exit 1
+
+if ! start_container_controller --import-dir "$TOOLS_IMAGE" \
+	"$NET_FLAG_RANGE" "$NET_RANGE" "$NET_FLAG_BRIDGE" "$NET_BRIDGE" "$NET_FLAG_DNS" "$WORLD_DNS:53"; then
+	not_ok "controller starts with a network range" "see the diagnostics above"
+	exit 1
+fi
+api -q POST /v1/images "$(jq -nc --arg p "$TOOLS_IMAGE" --arg n "$TOOLS_IMAGE_NAME" '{path: $p, name: $n}')"
+if [[ $STATUS != 201 || $(j .digest) != "$TOOLS_DIGEST" ]]; then
+	not_ok "tools image imports" "HTTP $STATUS $(_short "$BODY")"
+	exit 1
+fi
+TOOLS=$TOOLS_IMAGE_NAME@$TOOLS_DIGEST
+
+# tools_ws VAR ALLOW_JSON: a restricted workspace on the tools image allowing ALLOW_JSON.
+tools_ws() {
+	new_ws "$1" "$(jq -nc --arg img "$TOOLS" --argjson allow "$2" \
+		'{adapter: "container", image: $img, network: "restricted", egress: {allow: $allow}}')"
+}
+
+# sh_cmd WS SCRIPT [SECONDS]: runs SCRIPT in WS; the final run is in BODY. npm is pointed at the
+# test registry the way a user would point it at theirs (npm 9's `install --global .` reads no
+# project .npmrc), and asks no other host for npm's latest version.
+sh_cmd() {
+	run_start "$1" "$(jq -nc --arg s "$2" --arg r "$WORLD_REGISTRY_URL/" \
+		'{command: $s, timeoutMs: 230000, env: {NPM_CONFIG_REGISTRY: $r, NPM_CONFIG_UPDATE_NOTIFIER: "false"}}')" 60000 || return 1
+	[[ $(j .status) != running ]] && return 0
+	run_wait "$1" "$RUN" "${3:-240}"
+}
+
+network_get() {
+	api -q GET "/v1/workspaces/$1/network"
+	[[ $STATUS == 200 ]] || _fail "GET network: HTTP $STATUS $(_short "$BODY")"
+}
+
+WS_OK=
+
+test_seed_workflow() {
+	local allow
+	allow=$(jq -nc --arg g "$WORLD_GIT_NAME" --arg r "$WORLD_REGISTRY_NAME" '[{domain: $g}, {domain: $r}]')
+	tools_ws WS_OK "$allow" || return 1
+	network_get "$WS_OK" || return 1
+	assert_eq restricted "$(j .mode)" "network mode" || return 1
+	local t0=$SECONDS
+	sh_cmd "$WS_OK" "set -e
+git clone $WORLD_GIT_URL
+cd repo
+npm ci
+npm install --global ." || return 1
+	local out
+	out=$(j '{status, exitCode, stdout: (.stdout | .[-600:]), stderr: (.stderr | .[-1200:])}')
+	assert_eq "exited 0" "$(j '"\(.status) \(.exitCode)"')" "git clone; npm ci; npm install --global . ($out)" || return 1
+	note "clone + npm ci + npm install --global: $((SECONDS - t0)) s"
+	sh_cmd "$WS_OK" "command -v $WORLD_BIN && $WORLD_BIN" || return 1
+	assert_eq "exited 0" "$(j '"\(.status) \(.exitCode)"')" "command -v; the binary ($(j .stderr))" || return 1
+	assert_eq "/home/node/.local/bin/$WORLD_BIN"$'\n'"$WORLD_BIN_TEXT" "$(j .stdout)" "binary on PATH and its output"
+	# The traffic went where the names say: the world's DNS was asked by the controller's
+	# resolver (the workspace's only one), the registry served the tarball.
+	world_dns_asked "$WORLD_GIT_NAME" || _fail "the outside DNS was never asked for $WORLD_GIT_NAME"
+	grep -q "^registry .* GET /$WORLD_PKG/-/$WORLD_PKG-$WORLD_PKG_VERSION.tgz .* 200$" "$WORLD_DIR/http.log" ||
+		_fail "the registry did not serve the tarball: $(grep ^registry "$WORLD_DIR/http.log" | tail -n 3)"
+	network_get "$WS_OK" || return 1
+	local allowed
+	allowed=$(j .counters.allowed)
+	assert_le 2 "${allowed:-0}" "counters.allowed (git and registry connections)"
+	assert_le 2 "$(j .counters.dnsAllowed)" "counters.dnsAllowed"
+}
+
+test_seed_restart() {
+	[[ -n $WS_OK ]] || {
+		_fail "no workspace from the workflow test"
+		return 1
+	}
+	api -q POST "/v1/workspaces/$WS_OK/restart"
+	assert_status 200 "restart" || return 1
+	sh_cmd "$WS_OK" "command -v $WORLD_BIN && $WORLD_BIN" || return 1
+	assert_eq "exited 0" "$(j '"\(.status) \(.exitCode)"')" "the binary after a restart ($(j .stderr))" || return 1
+	assert_eq "$WORLD_BIN_TEXT" "$(j .stdout | tail -n 1)" "its output after a restart"
+}
+
+# After the restart the network is the same: the clone's remote still answers.
+test_seed_restart_network() {
+	[[ -n $WS_OK ]] || return 1
+	sh_cmd "$WS_OK" "cd repo && git fetch -q origin && git rev-parse --abbrev-ref HEAD" 120 || return 1
+	assert_eq "exited 0" "$(j '"\(.status) \(.exitCode)"')" "git fetch after a restart ($(j .stderr))"
+	network_get "$WS_OK" || return 1
+	assert_eq restricted "$(j .mode)" "network mode after a restart"
+}
+
+test_seed_git_host_not_allowed() {
+	local ws before allow
+	allow=$(jq -nc --arg r "$WORLD_REGISTRY_NAME" '[{domain: $r}]')
+	tools_ws ws "$allow" || return 1
+	before=$(grep -c " $WORLD_GIT_NAME " "$WORLD_DIR/dns.log")
+	# Positive control: the same workspace resolves and reaches the name it allows.
+	sh_cmd "$ws" "npm view $WORLD_PKG version" 120 || return 1
+	assert_eq "exited 0 $WORLD_PKG_VERSION" "$(j '"\(.status) \(.exitCode) \(.stdout | rtrimstr("\n"))"')" \
+		"npm view from the allowed registry ($(j .stderr | tail -c 400))"
+	sh_cmd "$ws" "git clone $WORLD_GIT_URL" 120 || return 1
+	assert_eq exited "$(j .status)" "run status" || return 1
+	assert_ne 0 "$(j .exitCode)" "git clone exit code"
+	assert_contains "Could not resolve host: $WORLD_GIT_NAME" "$(j .stderr)" "git's error"
+	network_get "$ws" || return 1
+	assert_le 1 "$(j .counters.dnsRefused)" "counters.dnsRefused"
+	assert_eq "$before" "$(grep -c " $WORLD_GIT_NAME " "$WORLD_DIR/dns.log")" \
+		"queries for $WORLD_GIT_NAME that reached the outside DNS"
+}
+
+run_test seed-workflow test_seed_workflow
+run_test seed-restart test_seed_restart
+run_test seed-restart-network test_seed_restart_network
+run_test seed-git-host-not-allowed test_seed_git_host_not_allowed
