@@ -33,11 +33,6 @@
 #define WS1 ADDR(10, 250, 0, 2)
 #define WS2 ADDR(10, 250, 0, 3)
 
-static void strv_freep(char ***l)
-{
-	strv_free(*l);
-}
-
 static char tmpdir[64];
 static char bridge[IFNAMSIZ];
 
@@ -243,7 +238,7 @@ Test(net_link, workspace_reaches_bridge)
 Test(net_link, isolated_ports_reach_only_the_bridge)
 {
 	_cleanup_close_ int ws1 = -1, ws2 = -1, srv = -1, srv1 = -1, srv2 = -1;
-	_cleanup_(strv_freep) char **ports = NULL;
+	_cleanup_strv_free_ char **ports = NULL;
 
 	cr_assert_eq(link_bridge_ensure(bridge, GATEWAY, 24), 0);
 	ws1 = workspace_make("ws1", "tv1", true, WS1);
@@ -301,7 +296,7 @@ static bool ns_has_link(int netns_fd, const char *name)
 Test(net_link, delete_removes_both_ends)
 {
 	_cleanup_close_ int ws = -1;
-	_cleanup_(strv_freep) char **ports = NULL;
+	_cleanup_strv_free_ char **ports = NULL;
 
 	cr_assert_eq(link_bridge_ensure(bridge, GATEWAY, 24), 0);
 	ws = workspace_make("ws1", "tv1", true, WS1);
