@@ -113,11 +113,14 @@ struct station_workspace_options {
 	/* The container adapter's; NULL: the server's default. */
 	const char *image;	     /* "name@sha256:<64 hex>" or "sha256:<64 hex>" */
 	const char *seccomp_profile; /* absolute path of a Docker-format profile on the server */
-	const char *network;	     /* "none" */
+	const char *network;	     /* "none", "bridge", "restricted" */
+	/* network "restricted": the egress policy as JSON text, {"allow": [...]} (docs/api.md,
+	 * "Network"); NULL: none, every destination denied. */
+	const char *egress;
 };
 
 /* POST /v1/workspaces; *ret is the new workspace. opts may be NULL. -EINVAL (without a
- * request) for an env entry without '='. */
+ * request) for an env entry without '=', or an egress that is not a JSON object. */
 int station_workspace_create(struct station_client *c, const struct station_workspace_options *opts,
 			     json_t **ret);
 
@@ -131,6 +134,18 @@ int station_workspace_delete(struct station_client *c, const char *id, json_t **
 
 /* POST /v1/workspaces/{id}/restart; *ret (optional) is the workspace. */
 int station_workspace_restart(struct station_client *c, const char *id, json_t **ret);
+
+/* GET /v1/workspaces/{id}/network; *ret is {"mode","address","gateway","egress","counters":
+ * {"allowed","denied","dnsAllowed","dnsRefused"}} (mode "none": {"mode"} only). */
+int station_workspace_network_get(struct station_client *c, const char *id, json_t **ret);
+
+/* PUT /v1/workspaces/{id}/network {"egress": …}: replaces a restricted workspace's egress
+ * policy, given as JSON text ({"allow": [...]}); *ret (optional) is the network as
+ * station_workspace_network_get() shows it. -EINVAL without a request when egress_json is not
+ * a JSON object; -EINVAL (400) for a policy the controller refuses (its message names the
+ * rule), -EBUSY (409) when the workspace's network is not "restricted". */
+int station_workspace_network_set(struct station_client *c, const char *id, const char *egress_json,
+				  json_t **ret);
 
 /* ---- Images ------------------------------------------------------------------------------ */
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* /v1/workspaces: list, create, get, delete, restart. */
+/* /v1/workspaces: list, create, get, delete, restart, network. */
 #include <errno.h>
 
 #include "api/http.h"
@@ -102,4 +102,32 @@ int api_workspace_restart(struct http_request *req)
 
 	r = manager_workspace_restart(http_request_manager(req), m->ws_id, &ws, &e);
 	return api_reply_result(req, r, 200, ws, &e);
+}
+
+int api_workspace_network_get(struct http_request *req)
+{
+	const struct route_match *m = http_request_route(req);
+	struct station_error e = {};
+	json_t *network = NULL;
+	int r;
+
+	r = manager_workspace_network_get(http_request_manager(req), m->ws_id, &network, &e);
+	return api_reply_result(req, r, 200, network, &e);
+}
+
+int api_workspace_network_set(struct http_request *req)
+{
+	const struct route_match *m = http_request_route(req);
+	struct station_error e = {};
+	json_t *body = NULL, *egress = NULL, *network = NULL;
+	int r;
+
+	r = api_request_json(req, false, &body, &e);
+	if (r >= 0)
+		r = validate_network_update(body, &egress, &e);
+	if (r >= 0)
+		r = manager_workspace_network_set(http_request_manager(req), m->ws_id, egress,
+						  &network, &e);
+	json_decref(body);
+	return api_reply_result(req, r, 200, network, &e);
 }

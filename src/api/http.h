@@ -112,6 +112,8 @@ int api_workspace_create(struct http_request *req);
 int api_workspace_get(struct http_request *req);
 int api_workspace_delete(struct http_request *req);
 int api_workspace_restart(struct http_request *req);
+int api_workspace_network_get(struct http_request *req);
+int api_workspace_network_set(struct http_request *req);
 int api_command_list(struct http_request *req);
 int api_command_start(struct http_request *req);
 int api_command_get(struct http_request *req);

@@ -224,7 +224,8 @@ static int get_cpus(json_t *body, double *ret, struct station_error *e)
 	return 0;
 }
 
-static const char *const container_fields[] = { "image", "seccompProfile", "network", NULL };
+static const char *const container_fields[] = { "image", "seccompProfile", "network", "egress",
+						NULL };
 
 /* Absent: the manager picks its default adapter, and the container fields may be given. */
 static int get_adapter(json_t *body, const char **ret, struct station_error *e)
@@ -321,14 +322,30 @@ static int get_network(json_t *body, const char **ret, struct station_error *e)
 	r = get_string(body, "network", 64, false, &s, NULL, e);
 	if (r <= 0)
 		return r;
-	if (strcmp(s, "bridge") == 0 || strcmp(s, "restricted") == 0)
-		return station_error_set(e, -ENOTSUP, "network",
-					 "network \"%s\" is not implemented yet (only \"none\")",
-					 s);
-	if (strcmp(s, "none") != 0)
+	if (strcmp(s, "none") != 0 && strcmp(s, "bridge") != 0 && strcmp(s, "restricted") != 0)
 		return station_error_set(e, -EINVAL, "network",
-					 "unknown network \"%.64s\" (this build has \"none\")", s);
+					 "unknown network \"%.64s\" (this build has \"none\", "
+					 "\"bridge\" and \"restricted\")",
+					 s);
 	*ret = s;
+	return 0;
+}
+
+/* An object whose rules the manager checks (net/policy.h); here only where it may appear. */
+static int get_egress(json_t *body, const char *network, json_t **ret, struct station_error *e)
+{
+	json_t *v = json_object_get(body, "egress");
+
+	if (!v)
+		return 0;
+	if (!json_is_object(v))
+		return type_error(e, "egress", "an object like {\"allow\": [...]}", v);
+	if (!network || strcmp(network, "restricted") != 0)
+		return station_error_set(e, -EINVAL, "egress",
+					 "field \"egress\" needs network \"restricted\" (network "
+					 "is \"%s\")",
+					 network ? network : "none");
+	*ret = v;
 	return 0;
 }
 
@@ -342,14 +359,35 @@ static int get_container_fields(json_t *body, struct workspace_spec *w, struct s
 	r = get_profile_ref(body, "seccompProfile", &w->seccomp_profile, e);
 	if (r < 0)
 		return r;
-	return get_network(body, &w->network, e);
+	r = get_network(body, &w->network, e);
+	if (r < 0)
+		return r;
+	return get_egress(body, w->network, &w->egress, e);
+}
+
+int validate_network_update(json_t *body, json_t **ret, struct station_error *e)
+{
+	static const char *const known[] = { "egress", NULL };
+	json_t *v;
+	int r;
+
+	r = check_known_fields(body, known, e);
+	if (r < 0)
+		return r;
+	v = json_object_get(body, "egress");
+	if (!v)
+		return station_error_set(e, -EINVAL, "egress", "field \"egress\" is required");
+	if (!json_is_object(v))
+		return type_error(e, "egress", "an object like {\"allow\": [...]}", v);
+	*ret = v;
+	return 0;
 }
 
 int validate_workspace_spec(json_t *body, struct workspace_spec *ret, struct station_error *e)
 {
-	static const char *const known[] = { "adapter",	       "env",	    "cpus",
-					     "memoryMb",       "pidsLimit", "image",
-					     "seccompProfile", "network",   NULL };
+	static const char *const known[] = { "adapter",	  "env",   "cpus",	     "memoryMb",
+					     "pidsLimit", "image", "seccompProfile", "network",
+					     "egress",	  NULL };
 	struct workspace_spec w = {};
 	int r;
 

@@ -54,9 +54,16 @@ int validate_body(const void *data, size_t n, bool allow_empty, json_t **ret,
 		  struct station_error *e);
 
 /* Fills *ret from a POST /v1/workspaces body; strings stay owned by body. adapter "host" and
- * "container" are accepted (absent: the manager's default); image, seccompProfile and network
- * are refused only next to an explicit "host". network "bridge" and "restricted" are -ENOTSUP. */
+ * "container" are accepted (absent: the manager's default); image, seccompProfile, network and
+ * egress are refused only next to an explicit "host". network is "none", "bridge" or
+ * "restricted" (whether this worker can provide it is the manager's answer, 503 when not).
+ * egress is an object, accepted only with network "restricted" (absent there: deny all); its
+ * rules are the manager's to check (net/policy.h). */
 int validate_workspace_spec(json_t *body, struct workspace_spec *ret, struct station_error *e);
+
+/* A PUT /v1/workspaces/{id}/network body, {"egress": {...}}: *ret borrows the egress object
+ * (its rules are the manager's to check). */
+int validate_network_update(json_t *body, json_t **ret, struct station_error *e);
 
 /* A POST /v1/images body: an import (path, name) or a pull (reference, registry, plainHttp),
  * exactly one of path and reference. Strings stay owned by the body. */

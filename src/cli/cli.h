@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "basic/json-util.h"
 #include "station/client.h"
 
 #define EXIT_FAILED 1	     /* the controller refused or failed the request */
@@ -35,6 +36,7 @@ extern const struct cli_command cli_cmd_exec, cli_cmd_status, cli_cmd_cancel, cl
 extern const struct cli_command cli_cmd_image;
 extern const struct cli_command cli_cmd_service;
 extern const struct cli_command cli_cmd_attach, cli_cmd_terminal;
+extern const struct cli_command cli_cmd_network;
 
 /* Prints "station-sandbox NAME: <message>" and the usage line to stderr; returns EXIT_USAGE. */
 int cli_usage(const struct cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -78,3 +80,26 @@ int cli_env_add(const struct cli *cli, char ***env, const char *word);
  * or EXIT_USAGE after printing the usage error naming option name, or EXIT_FAILED when out of
  * memory. */
 int cli_absolute_path(const struct cli *cli, const char *name, const char *path, char **ret);
+
+/* An egress policy from the command line (cmd-network.c): --allow rules, or a JSON file. */
+struct cli_egress {
+	json_t *allow;	  /* the --allow rules so far; NULL: none */
+	const char *file; /* a JSON file of the whole policy, "-" for stdin; NULL: none */
+	char *text;	  /* what cli_egress_text() made */
+};
+
+/* The --allow syntax, for the commands' help. */
+#define CLI_ALLOW_HELP                                                                             \
+	"                         DEST[:PORTS][/tcp|/udp], DEST a name (github.com), every\n"      \
+	"                         name below one (*.npmjs.org), an IPv4 address or network\n"      \
+	"                         (203.0.113.0/24); PORTS 443 or 443,80 (default: all);\n"         \
+	"                         protocol default: tcp for a name, both for an address\n"
+
+/* Adds one --allow RULE. Returns 0, or EXIT_USAGE after printing the usage error, or
+ * EXIT_FAILED when out of memory. */
+int cli_egress_allow(const struct cli *cli, struct cli_egress *eg, const char *rule);
+/* The policy as JSON text in *ret (owned by eg), NULL when neither --allow nor a file was given;
+ * file_option names the file's option in messages. Returns 0 or the exit status. */
+int cli_egress_text(const struct cli *cli, struct cli_egress *eg, const char *file_option,
+		    const char **ret);
+void cli_egress_done(struct cli_egress *eg);

@@ -14,6 +14,7 @@ struct create_args {
 	struct station_workspace_options ws;
 	char **env;
 	char *seccomp_profile; /* a name, or a path made absolute */
+	struct cli_egress egress;
 	bool json;
 };
 
@@ -59,6 +60,11 @@ static int create_option(struct cli *cli, int opt, char **argv, struct create_ar
 	case 'n':
 		a->ws.network = optarg;
 		return 0;
+	case 'A':
+		return cli_egress_allow(cli, &a->egress, optarg);
+	case 'E':
+		a->egress.file = optarg;
+		return 0;
 	case 'j':
 		a->json = true;
 		return 0;
@@ -81,6 +87,8 @@ static int create_parse(struct cli *cli, int argc, char **argv, struct create_ar
 		{ "image", required_argument, NULL, 'i' },
 		{ "seccomp-profile", required_argument, NULL, 's' },
 		{ "network", required_argument, NULL, 'n' },
+		{ "allow", required_argument, NULL, 'A' },
+		{ "egress", required_argument, NULL, 'E' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -97,6 +105,14 @@ static int create_parse(struct cli *cli, int argc, char **argv, struct create_ar
 	}
 	if (optind < argc)
 		return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
+	if ((a->egress.allow || a->egress.file) && !a->ws.network)
+		a->ws.network = "restricted";
+	if ((a->egress.allow || a->egress.file) && strcmp(a->ws.network, "restricted") != 0)
+		return cli_usage(cli, "--allow and --egress need --network restricted, not '%s'",
+				 a->ws.network);
+	r = cli_egress_text(cli, &a->egress, "--egress", &a->ws.egress);
+	if (r != 0)
+		return r;
 	a->ws.env = a->env;
 	a->ws.seccomp_profile = a->seccomp_profile;
 	return -1;
@@ -113,6 +129,7 @@ static int cmd_create(struct cli *cli, int argc, char **argv)
 		r = station_workspace_create(cli->client, &a.ws, &ws);
 	free(a.env);
 	free(a.seccomp_profile);
+	cli_egress_done(&a.egress);
 	if (!ws) /* help, a usage error, or a failed request */
 		return r >= 0 ? r : cli_fail(cli, r);
 	if (a.json)
@@ -208,7 +225,7 @@ static int cmd_restart(struct cli *cli, int argc, char **argv)
 const struct cli_command cli_cmd_create = {
 	.name = "create",
 	.args = "[--adapter host|container] [--image REF] [--seccomp-profile NAME|PATH] "
-		"[--network none] "
+		"[--network none|bridge|restricted] [--allow RULE... | --egress FILE|-] "
 		"[--env K=V]... [--cpus N] [--memory-mb N] [--pids-limit N] [--json]",
 	.summary = "create a workspace and print its id",
 	.help = "  --adapter A            host or container (default: the controller's)\n"
@@ -218,7 +235,13 @@ const struct cli_command cli_cmd_create = {
 		"                         Docker-format seccomp profile for a container: a name\n"
 		"                         or a path in the controller's profile directories\n"
 		"                         (default: the controller's)\n"
-		"  --network none         a container's network (only \"none\" so far)\n"
+		"  --network MODE         a container's network: none (loopback only), bridge\n"
+		"                         (outbound through NAT) or restricted (bridge with an\n"
+		"                         egress policy, default deny); default: none\n"
+		"  --allow RULE           restricted: allow a destination (repeatable; implies\n"
+		"                         --network restricted):\n" CLI_ALLOW_HELP
+		"  --egress FILE|-        restricted: the egress policy as a JSON file (- for\n"
+		"                         stdin), {\"allow\": [...]} (docs/api.md, \"Network\")\n"
 		"  --env K=V              set an environment variable for every command (repeatable)\n"
 		"  --cpus N               CPU limit, in CPUs (0: unlimited)\n"
 		"  --memory-mb N          memory limit in MiB (0: unlimited)\n"

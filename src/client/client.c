@@ -545,6 +545,27 @@ static int workspace_put_strings(struct station_client *c, json_t *spec,
 	return r;
 }
 
+/* Parses JSON text that must be an object (an egress policy), for a request body. */
+static int parse_egress(struct station_client *c, const char *text, json_t **ret)
+{
+	json_error_t je;
+	json_t *v;
+
+	if (!text)
+		return client_error(c, -EINVAL, "no egress policy given");
+	v = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+	if (!v)
+		return client_error(c, -EINVAL, "egress policy is not valid JSON: %s (line %d)",
+				    je.text, je.line);
+	if (!json_is_object(v)) {
+		json_decref(v);
+		return client_error(c, -EINVAL,
+				    "egress policy must be a JSON object like {\"allow\": [...]}");
+	}
+	*ret = v;
+	return 0;
+}
+
 static int workspace_spec(struct station_client *c, const struct station_workspace_options *o,
 			  json_t **ret)
 {
@@ -568,6 +589,15 @@ static int workspace_spec(struct station_client *c, const struct station_workspa
 	r = client_put_env(c, spec, o->env);
 	if (r < 0)
 		return r;
+	if (o->egress) {
+		json_t *egress = NULL;
+
+		r = parse_egress(c, o->egress, &egress);
+		if (r < 0)
+			return r;
+		if (json_object_set_new(spec, "egress", egress) < 0)
+			return client_error(c, -ENOMEM, "out of memory");
+	}
 	*ret = TAKE_PTR(spec);
 	return 0;
 }
@@ -625,4 +655,29 @@ int station_workspace_delete(struct station_client *c, const char *id, json_t **
 int station_workspace_restart(struct station_client *c, const char *id, json_t **ret)
 {
 	return workspace_call(c, "POST", id, "/restart", ret);
+}
+
+int station_workspace_network_get(struct station_client *c, const char *id, json_t **ret)
+{
+	return workspace_call(c, "GET", id, "/network", ret);
+}
+
+int station_workspace_network_set(struct station_client *c, const char *id, const char *egress_json,
+				  json_t **ret)
+{
+	_cleanup_json_ json_t *body = NULL;
+	_cleanup_free_ char *path = NULL;
+	json_t *egress = NULL;
+	int r;
+
+	r = parse_egress(c, egress_json, &egress);
+	if (r < 0)
+		return r;
+	body = json_pack("{s:o}", "egress", egress);
+	if (!body)
+		return client_error(c, -ENOMEM, "out of memory");
+	r = client_path(c, id, NULL, "/network", &path);
+	if (r < 0)
+		return r;
+	return station_request_json(c, "PUT", path, body, ret);
 }

@@ -125,6 +125,8 @@ int manager_workspace_create(struct manager *m, const struct workspace_spec *spe
 		json_object_set_new(ws, "seccompProfile", json_string(spec->seccomp_profile));
 	if (spec->network)
 		json_object_set_new(ws, "network", json_string(spec->network));
+	if (spec->egress)
+		json_object_set_new(ws, "egress", json_deep_copy(spec->egress));
 	*ret = ws;
 	return 0;
 }
@@ -148,6 +150,50 @@ int manager_workspace_get(struct manager *m, const char *id, json_t **ret, struc
 int manager_workspace_delete(struct manager *m, const char *id, struct station_error *e)
 {
 	return find_ws(id, e);
+}
+
+/* w1-test is restricted; "w1-bridge" exists for the network endpoints only, in mode bridge. */
+static json_t *fake_egress;
+
+int manager_workspace_network_get(struct manager *m, const char *id, json_t **ret,
+				  struct station_error *e)
+{
+	if (strcmp(id, "w1-bridge") == 0) {
+		*ret = json_pack("{s:s, s:s, s:s}", "mode", "bridge", "address", "10.200.0.3",
+				 "gateway", "10.200.0.1");
+		return 0;
+	}
+	int r = find_ws(id, e);
+	if (r < 0)
+		return r;
+	*ret = json_pack("{s:s, s:s, s:s, s:o, s:{s:i, s:i, s:i, s:i}}", "mode", "restricted",
+			 "address", "10.200.0.2", "gateway", "10.200.0.1", "egress",
+			 fake_egress ? json_deep_copy(fake_egress) : json_object(), "counters",
+			 "allowed", 1, "denied", 2, "dnsAllowed", 3, "dnsRefused", 4);
+	return 0;
+}
+
+/* The real manager checks the rules with net_policy_from_json(); here only that "allow", when
+ * given, is an array. */
+int manager_workspace_network_set(struct manager *m, const char *id, json_t *egress, json_t **ret,
+				  struct station_error *e)
+{
+	json_t *allow = json_object_get(egress, "allow");
+
+	if (strcmp(id, "w1-bridge") == 0)
+		return station_error_set(e, -EBUSY, NULL,
+					 "workspace \"%s\" has network \"bridge\", not "
+					 "\"restricted\"",
+					 id);
+	int r = find_ws(id, e);
+	if (r < 0)
+		return r;
+	if (allow && !json_is_array(allow))
+		return station_error_set(e, -EINVAL, "egress",
+					 "egress.allow must be an array of rules");
+	json_decref(fake_egress);
+	fake_egress = json_deep_copy(egress);
+	return manager_workspace_network_get(m, id, ret, e);
 }
 
 int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,

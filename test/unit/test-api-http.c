@@ -362,7 +362,19 @@ Test(http, workspace_create_is_201)
 	cr_assert_eq(r.status, 201, "%s", r.body);
 	reply_done(&r);
 	r = post_json("/v1/workspaces", "{\"network\":\"bridge\"}");
-	assert_error(&r, 501, "not_implemented", "network");
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	j = body_json(&r);
+	cr_assert_str_eq(string_at(j, "network"), "bridge");
+	json_decref(j);
+	reply_done(&r);
+	r = post_json("/v1/workspaces", "{\"network\":\"restricted\",\"egress\":{\"allow\":[{"
+					"\"domain\":\"github.com\"}]}}");
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	cr_assert(strstr(r.body, "\"egress\":{\"allow\":[{\"domain\":\"github.com\"}]}"), "%s",
+		  r.body);
+	reply_done(&r);
+	r = post_json("/v1/workspaces", "{\"network\":\"bridge\",\"egress\":{}}");
+	assert_error(&r, 400, "invalid_argument", "egress");
 	reply_done(&r);
 	r = post_json("/v1/workspaces", "{\"adapter\":\"host\",\"image\":\"" FAKE_IMAGE_USED "\"}");
 	assert_error(&r, 400, "invalid_argument", "image");
@@ -385,6 +397,64 @@ Test(http, workspace_create_is_201)
 	r = http("GET", "/v1/workspaces", NULL);
 	cr_assert_eq(r.status, 200);
 	cr_assert(strncmp(r.body, "{\"workspaces\":[", 15) == 0, "%s", r.body);
+	reply_done(&r);
+	stop_server();
+}
+
+static struct reply put_json(const char *path, const char *body)
+{
+	const char *args[] = { "-H", "Content-Type: application/json", "--data-binary", body,
+			       NULL };
+
+	return http("PUT", path, args);
+}
+
+Test(http, workspace_network)
+{
+	struct reply r;
+	json_t *j;
+
+	start_default();
+	r = http("GET", "/v1/workspaces/w1-test/network", NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	j = body_json(&r);
+	cr_assert_str_eq(string_at(j, "mode"), "restricted");
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(j, "counters"), "denied")),
+		     2);
+	json_decref(j);
+	reply_done(&r);
+
+	r = put_json("/v1/workspaces/w1-test/network",
+		     "{\"egress\":{\"allow\":[{\"cidr\":\"203.0.113.0/24\"}]}}");
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert(strstr(r.body, "\"egress\":{\"allow\":[{\"cidr\":\"203.0.113.0/24\"}]}"), "%s",
+		  r.body);
+	reply_done(&r);
+	r = http("GET", "/v1/workspaces/w1-test/network", NULL);
+	cr_assert(strstr(r.body, "203.0.113.0/24"), "%s", r.body);
+	reply_done(&r);
+
+	r = put_json("/v1/workspaces/w1-test/network", "{\"egress\":{\"allow\":{}}}");
+	assert_error(&r, 400, "invalid_argument", "egress");
+	reply_done(&r);
+	r = put_json("/v1/workspaces/w1-test/network", "{\"allow\":[]}");
+	assert_error(&r, 400, "invalid_argument", "allow");
+	reply_done(&r);
+	r = put_json("/v1/workspaces/w1-test/network", "{}");
+	assert_error(&r, 400, "invalid_argument", "egress");
+	reply_done(&r);
+	r = http("PUT", "/v1/workspaces/w1-test/network", NULL);
+	assert_error(&r, 400, "invalid_argument", NULL);
+	reply_done(&r);
+	r = put_json("/v1/workspaces/w1-bridge/network", "{\"egress\":{}}");
+	assert_error(&r, 409, "conflict", NULL);
+	reply_done(&r);
+	r = put_json("/v1/workspaces/nope/network", "{\"egress\":{}}");
+	assert_error(&r, 404, "not_found", NULL);
+	reply_done(&r);
+	r = http("POST", "/v1/workspaces/w1-test/network", NULL);
+	cr_assert_eq(r.status, 405, "%s", r.body);
+	cr_assert(strcasestr(r.headers, "Allow: GET, PUT"), "%s", r.headers);
 	reply_done(&r);
 	stop_server();
 }

@@ -149,6 +149,7 @@ Test(workspace, empty_body_is_defaults)
 	cr_assert_null(w.image);
 	cr_assert_null(w.seccomp_profile);
 	cr_assert_null(w.network);
+	cr_assert_null(w.egress);
 	json_decref(v);
 }
 
@@ -251,6 +252,7 @@ Test(workspace, container_fields_on_host)
 	ws_bad("{\"adapter\":\"host\",\"image\":\"x@" DIGEST "\"}", -EINVAL, "image");
 	ws_bad("{\"adapter\":\"host\",\"seccompProfile\":\"/p.json\"}", -EINVAL, "seccompProfile");
 	ws_bad("{\"adapter\":\"host\",\"network\":\"none\"}", -EINVAL, "network");
+	ws_bad("{\"adapter\":\"host\",\"egress\":{}}", -EINVAL, "egress");
 	/* positive control: the same fields without "host" */
 	{
 		struct workspace_spec w;
@@ -359,13 +361,73 @@ Test(workspace, network)
 
 	ws_ok("{\"network\":\"none\"}", &w, &v);
 	cr_assert_str_eq(w.network, "none");
+	cr_assert_null(w.egress);
 	json_decref(v);
-	ws_bad_says("{\"network\":\"bridge\"}", -ENOTSUP, "network", "not implemented yet");
-	ws_bad_says("{\"network\":\"restricted\"}", -ENOTSUP, "network", "not implemented yet");
-	ws_bad("{\"network\":\"host\"}", -EINVAL, "network");
+	ws_ok("{\"network\":\"bridge\"}", &w, &v);
+	cr_assert_str_eq(w.network, "bridge");
+	cr_assert_null(w.egress);
+	json_decref(v);
+	ws_ok("{\"network\":\"restricted\"}", &w, &v); /* no egress: deny all */
+	cr_assert_str_eq(w.network, "restricted");
+	cr_assert_null(w.egress);
+	json_decref(v);
+	ws_bad_says("{\"network\":\"host\"}", -EINVAL, "network",
+		    "unknown network \"host\" (this build has \"none\", \"bridge\" and "
+		    "\"restricted\")");
 	ws_bad("{\"network\":\"None\"}", -EINVAL, "network");
 	ws_bad("{\"network\":\"\"}", -EINVAL, "network");
 	ws_bad("{\"network\":false}", -EINVAL, "network");
+}
+
+/* The rules are the manager's to check (net/policy.h); the API checks where egress may be. */
+Test(workspace, egress)
+{
+	struct workspace_spec w;
+	json_t *v;
+
+	ws_ok("{\"network\":\"restricted\",\"egress\":{\"allow\":[{\"domain\":\"github.com\"}]}}",
+	      &w, &v);
+	cr_assert_str_eq(w.network, "restricted");
+	cr_assert(json_is_object(w.egress));
+	cr_assert_eq(w.egress, json_object_get(v, "egress")); /* borrowed from the body */
+	json_decref(v);
+	ws_bad_says("{\"network\":\"bridge\",\"egress\":{}}", -EINVAL, "egress",
+		    "field \"egress\" needs network \"restricted\" (network is \"bridge\")");
+	ws_bad_says("{\"network\":\"none\",\"egress\":{}}", -EINVAL, "egress",
+		    "(network is \"none\")");
+	ws_bad_says("{\"egress\":{}}", -EINVAL, "egress", "(network is \"none\")");
+	ws_bad_says("{\"network\":\"restricted\",\"egress\":[]}", -EINVAL, "egress",
+		    "field \"egress\" must be an object like {\"allow\": [...]}, not an array");
+	ws_bad("{\"network\":\"restricted\",\"egress\":null}", -EINVAL, "egress");
+	ws_bad("{\"network\":\"restricted\",\"egress\":\"github.com\"}", -EINVAL, "egress");
+}
+
+Test(workspace, network_update)
+{
+	struct station_error e = {};
+	json_t *egress = NULL, *v = body_ok("{\"egress\":{\"allow\":[]}}");
+
+	cr_assert_eq(validate_network_update(v, &egress, &e), 0, "%s", e.message);
+	cr_assert_eq(egress, json_object_get(v, "egress"));
+	json_decref(v);
+
+	const char *bad[][2] = {
+		{ "{}", "egress" },
+		{ "{\"egress\":[]}", "egress" },
+		{ "{\"egress\":null}", "egress" },
+		{ "{\"allow\":[]}", "allow" },
+		{ "{\"egress\":{},\"mode\":\"bridge\"}", "mode" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct station_error e2 = {};
+
+		egress = NULL;
+		v = body_ok(bad[i][0]);
+		cr_assert_eq(validate_network_update(v, &egress, &e2), -EINVAL, "%s", bad[i][0]);
+		cr_assert_str_eq(e2.field, bad[i][1], "%s: %s", bad[i][0], e2.field);
+		cr_assert_null(egress);
+		json_decref(v);
+	}
 }
 
 Test(workspace, limits_out_of_range)
@@ -949,6 +1011,9 @@ Test(router, every_endpoint)
 	route_ok("DELETE", p, EP_WORKSPACE_DELETE, ws, "");
 	snprintf(p, sizeof p, "/v1/workspaces/%s/restart", ws);
 	route_ok("POST", p, EP_WORKSPACE_RESTART, ws, "");
+	snprintf(p, sizeof p, "/v1/workspaces/%s/network", ws);
+	route_ok("GET", p, EP_WORKSPACE_NETWORK_GET, ws, "");
+	route_ok("PUT", p, EP_WORKSPACE_NETWORK_SET, ws, "");
 	snprintf(p, sizeof p, "/v1/workspaces/%s/commands", ws);
 	route_ok("GET", p, EP_COMMAND_LIST, ws, "");
 	route_ok("POST", p, EP_COMMAND_START, ws, "");
@@ -996,6 +1061,7 @@ Test(router, wrong_method)
 	route_405("DELETE", "/v1/workspaces", "GET, POST");
 	route_405("POST", "/v1/workspaces/w1-x", "GET, DELETE");
 	route_405("GET", "/v1/workspaces/w1-x/restart", "POST");
+	route_405("POST", "/v1/workspaces/w1-x/network", "GET, PUT");
 	route_405("PUT", "/v1/workspaces/w1-x/commands", "GET, POST");
 	route_405("DELETE", "/v1/workspaces/w1-x/commands/r-y", "GET");
 	route_405("GET", "/v1/workspaces/w1-x/commands/r-y/cancel", "POST");

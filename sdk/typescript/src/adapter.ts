@@ -9,6 +9,7 @@ import type {
   CreateWorkspaceRequest,
   DeletedService,
   DeletedWorkspace,
+  EgressPolicy,
   OutputGap,
   ReadyReport,
   Run,
@@ -18,6 +19,7 @@ import type {
   StartServiceRequest,
   WireOutput,
   Workspace,
+  WorkspaceNetwork,
 } from "./types.js";
 
 /** Output that was valid UTF-8 (without NUL): strings. */
@@ -100,6 +102,8 @@ export interface AdapterOptions extends ConnectionOptions, WorkspaceOptions {
 
 const TERMINAL_WAIT_CAP_MS = 60_000;
 const CONTAINER_CHECKS = new Set(["runtime", "images", "image", "seccompProfile"]);
+/** The worker's network checks: they matter only to bridge and restricted workspaces. */
+const NETWORK_CHECKS = new Set(["bridge", "nftables", "ip_forward", "resolver"]);
 
 function decodePart(encoding: string | undefined, s: string): string | Buffer {
   return encoding === "base64" ? Buffer.from(s, "base64") : s;
@@ -186,6 +190,23 @@ export abstract class SandboxAdapter {
   /** Stops the workspace's agent (its runs end `lost`) and starts a new one; HOME is kept. */
   restart(workspaceId: string): Promise<Workspace> {
     return this.client.restartWorkspace(workspaceId);
+  }
+
+  /**
+   * The workspace's network: mode, address, gateway, egress policy and counters. (Not
+   * `network()`: the container adapter's `network` is the mode it creates workspaces with.)
+   */
+  getNetwork(workspaceId: string): Promise<WorkspaceNetwork> {
+    return this.client.workspaceNetwork(workspaceId);
+  }
+
+  /**
+   * Replaces a restricted workspace's egress policy; new connections see it at once. Rejects
+   * with 400 (`field: "egress"`, the message names the rule) for a bad policy, 409 when the
+   * workspace is not restricted.
+   */
+  setNetwork(workspaceId: string, egress: EgressPolicy): Promise<WorkspaceNetwork> {
+    return this.client.setWorkspaceNetwork(workspaceId, egress);
   }
 
   // -- commands ---------------------------------------------------------------------------
@@ -286,4 +307,4 @@ function toService(s: Service): SandboxService {
   return { ...rest, id: s.name, serviceId: id, attempts: attempts.map((a) => decodeOutput(a) as SandboxAttempt) };
 }
 
-export { CONTAINER_CHECKS };
+export { CONTAINER_CHECKS, NETWORK_CHECKS };

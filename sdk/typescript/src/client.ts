@@ -10,6 +10,7 @@ import type {
   DeletedImage,
   DeletedService,
   DeletedWorkspace,
+  EgressPolicy,
   Image,
   ImportImageRequest,
   OutputChunk,
@@ -26,6 +27,7 @@ import type {
   TerminalExit,
   WorkerInfo,
   Workspace,
+  WorkspaceNetwork,
 } from "./types.js";
 
 export type { ConnectionOptions } from "./transport.js";
@@ -133,6 +135,16 @@ export class StationClient {
 
   restartWorkspace(id: string): Promise<Workspace> {
     return this.t.json("POST", `/v1/workspaces/${seg(id)}/restart`);
+  }
+
+  /** Mode, address, egress policy and counters. */
+  workspaceNetwork(id: string): Promise<WorkspaceNetwork> {
+    return this.t.json("GET", `/v1/workspaces/${seg(id)}/network`);
+  }
+
+  /** Replaces a restricted workspace's egress policy (409 for another mode). */
+  setWorkspaceNetwork(id: string, egress: EgressPolicy): Promise<WorkspaceNetwork> {
+    return this.t.json("PUT", `/v1/workspaces/${seg(id)}/network`, { egress });
   }
 
   // -- commands ---------------------------------------------------------------------------

@@ -2,9 +2,9 @@
 // container on an image pinned by digest, under a seccomp profile. Creation fails (it never
 // falls back to the host) when the runtime, the image or the profile is unavailable.
 
-import { SandboxAdapter, type AdapterOptions, type WorkspaceOptions } from "./adapter.js";
+import { SandboxAdapter, NETWORK_CHECKS, type AdapterOptions, type WorkspaceOptions } from "./adapter.js";
 import { StationError } from "./errors.js";
-import type { CreateWorkspaceRequest } from "./types.js";
+import type { CreateWorkspaceRequest, EgressPolicy, NetworkMode } from "./types.js";
 
 export interface ContainerSandboxAdapterOptions extends AdapterOptions {
   /** `name@sha256:<64 hex>` or `sha256:<64 hex>`, already in the worker's image store. */
@@ -12,8 +12,39 @@ export interface ContainerSandboxAdapterOptions extends AdapterOptions {
   /** A Docker-format seccomp profile in the worker's profile directories: a name ("default")
    * or an absolute path beneath one of them; default: the worker's. */
   seccompProfile?: string;
-  /** `none` (the default): a private network namespace with loopback only. */
-  network?: "none";
+  /**
+   * `none` (the default): a private network namespace with loopback only. `bridge`: outbound
+   * access through NAT (never to other workspaces, the worker, link-local or private ranges
+   * unless the operator opened them). `restricted`: bridge with an enforced egress policy,
+   * default deny.
+   */
+  network?: NetworkMode;
+  /**
+   * The seed's setting: `true` is `network: "restricted"`, and the worker enforces `egress`
+   * (nftables and DNS pinning); without `egress` every destination is denied.
+   */
+  networkRestricted?: boolean;
+  /**
+   * What a restricted workspace may reach, e.g. `{allow: [{domain: "github.com"},
+   * {domain: "*.npmjs.org", ports: [443]}, {cidr: "203.0.113.0/24", proto: "tcp"}]}`. Implies
+   * `network: "restricted"` when `network` is not given.
+   */
+  egress?: EgressPolicy;
+}
+
+/** The network mode these options ask for; a TypeError when they contradict each other. */
+function networkOf(o: ContainerSandboxAdapterOptions): NetworkMode | undefined {
+  const { network, networkRestricted, egress } = o;
+  if (network !== undefined && !["none", "bridge", "restricted"].includes(network))
+    throw new TypeError(`network must be "none", "bridge" or "restricted", not ${JSON.stringify(network)}`);
+  if (networkRestricted === true && network !== undefined && network !== "restricted")
+    throw new TypeError(`networkRestricted: true contradicts network: "${network}"`);
+  if (networkRestricted === false && network === "restricted")
+    throw new TypeError(`networkRestricted: false contradicts network: "restricted"`);
+  if (egress !== undefined && (networkRestricted === false || (network !== undefined && network !== "restricted")))
+    throw new TypeError(`egress needs network "restricted" (or networkRestricted: true)`);
+  if (networkRestricted === true || egress !== undefined) return "restricted";
+  return network;
 }
 
 const DIGEST = /(?:^|@)(sha256:[0-9a-f]{64})$/;
@@ -22,7 +53,8 @@ export class ContainerSandboxAdapter extends SandboxAdapter {
   readonly adapter = "container" as const;
   readonly image: string;
   readonly seccompProfile: string | undefined;
-  readonly network: "none" | undefined;
+  readonly network: NetworkMode | undefined;
+  readonly egress: EgressPolicy | undefined;
 
   constructor(options: ContainerSandboxAdapterOptions) {
     super(options);
@@ -30,19 +62,22 @@ export class ContainerSandboxAdapter extends SandboxAdapter {
       throw new TypeError("ContainerSandboxAdapter needs an image pinned by digest (name@sha256:…)");
     this.image = options.image;
     this.seccompProfile = options.seccompProfile;
-    this.network = options.network;
+    this.network = networkOf(options);
+    this.egress = options.egress;
   }
 
   protected createRequest(overrides: WorkspaceOptions): CreateWorkspaceRequest {
     const req: CreateWorkspaceRequest = { adapter: "container", image: this.image, ...this.workspaceOptions, ...overrides };
     if (this.seccompProfile !== undefined) req.seccompProfile = this.seccompProfile;
     if (this.network !== undefined) req.network = this.network;
+    if (this.egress !== undefined) req.egress = this.egress;
     return req;
   }
 
   protected checkMatters(name: string): boolean {
     // `image` is about the worker's default image; this adapter names its own (checked below).
-    return name !== "image";
+    if (name === "image") return false;
+    return !NETWORK_CHECKS.has(name) || (this.network !== undefined && this.network !== "none");
   }
 
   protected override async extraChecks(): Promise<string[]> {

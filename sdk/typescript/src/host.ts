@@ -1,7 +1,7 @@
 // `import { HostSandboxAdapter } from "station-sandbox/host"`: workspaces that run directly on
 // the worker (tools installed on the host), contained by cgroups but not isolated.
 
-import { SandboxAdapter, CONTAINER_CHECKS, type AdapterOptions, type WorkspaceOptions } from "./adapter.js";
+import { SandboxAdapter, CONTAINER_CHECKS, NETWORK_CHECKS, type AdapterOptions, type WorkspaceOptions } from "./adapter.js";
 import type { CreateWorkspaceRequest } from "./types.js";
 
 export type HostSandboxAdapterOptions = AdapterOptions;
@@ -18,7 +18,7 @@ export class HostSandboxAdapter extends SandboxAdapter {
   }
 
   protected checkMatters(name: string): boolean {
-    return !CONTAINER_CHECKS.has(name);
+    return !CONTAINER_CHECKS.has(name) && !NETWORK_CHECKS.has(name);
   }
 }
 

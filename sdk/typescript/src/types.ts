@@ -101,14 +101,56 @@ export interface ContainerWorkspace extends WorkspaceBase {
   runtime: string;
 }
 
+/**
+ * One rule of a restricted workspace's egress policy: a `cidr` (IPv4 address or network, host
+ * bits zero) or a `domain` (`github.com`: that name only; `*.npmjs.org`: every name below
+ * npmjs.org, not npmjs.org itself). `ports` (1-65535, at most 32; absent: every port) and
+ * `proto` (absent: tcp and udp for a cidr, tcp for a domain) narrow it.
+ */
+export type EgressRule = ({ cidr: string; domain?: never } | { domain: string; cidr?: never }) & {
+  ports?: number[];
+  proto?: "tcp" | "udp";
+};
+
+/** A restricted workspace's egress policy: default deny, at most 64 rules. */
+export interface EgressPolicy {
+  allow?: EgressRule[];
+}
+
+/** `GET /v1/workspaces/{id}/network` counters. */
+export interface NetworkCounters {
+  /** New connections the policy accepted. */
+  allowed: number;
+  /** Packets dropped by the policy or the blocked ranges. */
+  denied: number;
+  /** DNS queries answered (since the controller started). */
+  dnsAllowed: number;
+  /** DNS queries refused with NXDOMAIN (since the controller started). */
+  dnsRefused: number;
+}
+
+/** `GET|PUT /v1/workspaces/{id}/network`; mode `none` has `mode` only. */
+export interface WorkspaceNetwork {
+  mode: NetworkMode;
+  address?: string;
+  gateway?: string;
+  /** Restricted only: the policy as the controller normalised it. */
+  egress?: EgressPolicy;
+  counters?: NetworkCounters;
+}
+
 export type Workspace = HostWorkspace | ContainerWorkspace;
 
-/** `POST /v1/workspaces`. `image`, `seccompProfile`, `network` only for the container adapter. */
+/**
+ * `POST /v1/workspaces`. `image`, `seccompProfile`, `network`, `egress` only for the container
+ * adapter; `egress` only with `network: "restricted"` (absent there: every destination denied).
+ */
 export interface CreateWorkspaceRequest {
   adapter?: AdapterKind;
   image?: string;
   seccompProfile?: string;
   network?: NetworkMode;
+  egress?: EgressPolicy;
   env?: Record<string, string>;
   cpus?: number;
   memoryMb?: number;

@@ -1,7 +1,7 @@
 // Type-level checks (`npm run typecheck`, no output): the seed's example compiles as written,
 // and the result types narrow as documented.
 import { ContainerSandboxAdapter } from "station-sandbox/container";
-import { HostSandboxAdapter, type SandboxRun, type StationError } from "station-sandbox/host";
+import { HostSandboxAdapter, type EgressRule, type SandboxRun, type StationError } from "station-sandbox/host";
 
 export async function seed(): Promise<void> {
   const sandboxes = new ContainerSandboxAdapter({
@@ -32,6 +32,25 @@ export async function seed(): Promise<void> {
   // Stop deliberately with stopService(workspace.id, service.id).
   await sandboxes.stopService(workspace.id, service.id);
 }
+
+// The seed's networkRestricted, enforced: the policy is typed, and the network is readable and
+// replaceable at run time.
+export async function restricted(): Promise<number> {
+  const sandboxes = new ContainerSandboxAdapter({
+    image: "registry.example/tools@sha256:YOUR_VERIFIED_DIGEST",
+    networkRestricted: true,
+    egress: { allow: [{ domain: "github.com" }, { domain: "*.npmjs.org", ports: [443] }, { cidr: "203.0.113.0/24", proto: "tcp" }] },
+  });
+  const workspace = await sandboxes.create();
+  await sandboxes.setNetwork(workspace.id, { allow: [{ domain: "registry.npmjs.org" }] });
+  const network = await sandboxes.getNetwork(workspace.id);
+  return network.counters ? network.counters.denied : 0;
+}
+
+// @ts-expect-error: a rule is a cidr or a domain, not both
+export const both: EgressRule = { cidr: "203.0.113.0/24", domain: "github.com" };
+// @ts-expect-error: proto is tcp or udp
+export const icmp: EgressRule = { domain: "github.com", proto: "icmp" };
 
 export function narrowing(r: SandboxRun): string {
   if (r.encoding === "utf-8") return r.stdout.toUpperCase(); // string
