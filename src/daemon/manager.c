@@ -767,18 +767,6 @@ int manager_workspace_delete(struct manager *m, const char *id, struct station_e
 	return 0;
 }
 
-int manager_workspace_network_get(struct manager *m, const char *id, json_t **ret,
-				  struct station_error *e)
-{
-	return station_error_set(e, -ENOTSUP, NULL, "not implemented yet");
-}
-
-int manager_workspace_network_set(struct manager *m, const char *id, json_t *egress,
-				  json_t **ret, struct station_error *e)
-{
-	return station_error_set(e, -ENOTSUP, NULL, "not implemented yet");
-}
-
 int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,
 			      struct station_error *e)
 {
