@@ -36,7 +36,7 @@
 NET_FLAG_RANGE=--network-range
 NET_FLAG_BRIDGE=--network-bridge
 NET_FLAG_DNS=--dns-upstream
-NET_FLAG_ALLOW_PRIVATE=--network-allow-private
+NET_FLAG_ALLOW=--network-allow
 
 NET_WORLD_PY=$SRC/test/helpers/net-world.py
 WORLD_ID=$$
