@@ -39,10 +39,12 @@ struct adapter_workspace {
 	const struct cgroup *cgroup; /* the workspace cgroup, created by the caller */
 	char *const *env;	     /* workspace env, KEY=VALUE, NULL-terminated; may be NULL */
 	json_t *spec;		     /* the workspace spec (adapter fields are resolved into it) */
-	/* container, network bridge or restricted: the network namespace the manager made
-	 * (net.h), which the container joins, and the resolver its /etc/resolv.conf names;
-	 * NULL: a namespace of its own with only lo */
-	const char *netns_path;
+	/* container, network bridge or restricted: called between the runtime's create and its
+	 * start with the container's init pid, whose new network namespace it fills (net.h)
+	 * before anything of the sandbox runs; nameserver is the resolver its /etc/resolv.conf
+	 * names. NULL: the namespace keeps only lo. */
+	int (*net_attach)(void *userdata, pid_t pid, struct station_error *e);
+	void *net_userdata;
 	const char *nameserver;
 };
 

@@ -808,7 +808,7 @@ static int write_bundle(const struct adapter_workspace *ws, const struct cgroup 
 	if (r < 0)
 		return station_error_set(e, r, NULL, "the workspace cgroup has no single path: %s",
 					 strerror(-r));
-	if (ws->netns_path && (r = write_net_files(ws, resolv, hosts, PATH_MAX, e)) < 0)
+	if (ws->net_attach && (r = write_net_files(ws, resolv, hosts, PATH_MAX, e)) < 0)
 		return r;
 	struct oci_config cfg = {
 		.rootfs = rootfs,
@@ -825,9 +825,8 @@ static int write_bundle(const struct adapter_workspace *ws, const struct cgroup 
 		.cgroups_path = cg_path,
 		.seccomp = seccomp,
 		.nproc = is_runsc(ws->ctx) ? spec_pids_limit(ws) : 0,
-		.netns_path = ws->netns_path,
-		.resolv_conf = ws->netns_path ? resolv : NULL,
-		.hosts = ws->netns_path ? hosts : NULL,
+		.resolv_conf = ws->net_attach ? resolv : NULL,
+		.hosts = ws->net_attach ? hosts : NULL,
 	};
 	return oci_config_write(&cfg, bundle, e);
 }
@@ -869,11 +868,31 @@ static void remove_stale_state(const struct adapter_workspace *ws)
 		runtime_delete(ws->ctx->runtime, ws->id, NULL);
 }
 
+/* A networked workspace is created, then given its links while the container's init still waits
+ * in the runtime (nothing of the sandbox has run), then started. The namespace is the
+ * container's own, owned by its user namespace, so the runtime can mount a sysfs there (a
+ * namespace owned by the host's user namespace refuses it); its processes hold no CAP_NET_ADMIN
+ * (oci_default_caps), so they cannot change what the links were given. */
 static int start_runtime(const struct adapter_workspace *ws, const char *bundle,
 			 const struct runtime_io *io, pid_t *ret_pid, struct station_error *e)
 {
+	const struct runtime *rt = ws->ctx->runtime;
+	bool attach_failed = false;
 	pid_t pid;
-	int r = runtime_run_detached(ws->ctx->runtime, ws->id, bundle, io, &pid, e);
+	int r;
+
+	if (!ws->net_attach)
+		r = runtime_run_detached(rt, ws->id, bundle, io, &pid, e);
+	else if ((r = runtime_create(rt, ws->id, bundle, io, &pid, e)) >= 0) {
+		r = ws->net_attach(ws->net_userdata, pid, e);
+		attach_failed = r < 0;
+		if (r >= 0)
+			r = runtime_start(rt, ws->id, e);
+		if (r < 0)
+			runtime_delete(rt, ws->id, NULL);
+	}
+	if (attach_failed)
+		return r; /* the network's own failure, named by it */
 	if (r < 0) {
 		/* a runtime broken as a whole says so best when asked for its version */
 		struct station_error probe = { 0 };

@@ -85,7 +85,6 @@ struct workspace {
 	enum net_mode net_mode;	    /* manager-network.c; NET_NONE: no record */
 	uint32_t net_address;
 	struct net_policy *net_policy; /* restricted */
-	char *netns_path;	       /* bridge and restricted */
 };
 
 struct manager {
@@ -195,6 +194,6 @@ int workspace_network_check(struct manager *m, const struct workspace_spec *spec
 			    struct station_error *e);
 int workspace_network_create(struct workspace *ws, enum net_mode mode, struct net_policy *policy,
 			     struct station_error *e);
-int workspace_network_up(struct workspace *ws, struct station_error *e);
+int workspace_network_attach(void *userdata, pid_t pid, struct station_error *e);
 void workspace_network_remove(struct workspace *ws);
 void workspace_network_free(struct workspace *ws);

@@ -63,8 +63,6 @@ void workspace_network_free(struct workspace *ws)
 {
 	net_policy_free(ws->net_policy);
 	ws->net_policy = NULL;
-	free(ws->netns_path);
-	ws->netns_path = NULL;
 }
 
 static struct net_workspace net_ws(const struct workspace *ws)
@@ -135,18 +133,8 @@ static int addresses_in_use(struct manager *m, uint32_t **ret, size_t *ret_n)
 	return 0;
 }
 
-static int netns_path_set(struct workspace *ws)
-{
-	char path[PATH_MAX];
-
-	net_netns_path(ws->m->net, ws->row.id, path, sizeof path);
-	free(ws->netns_path);
-	ws->netns_path = strdup(path);
-	return ws->netns_path ? 0 : -ENOMEM;
-}
-
-/* After the workspace's row, before its container: the lease recorded, then every object
- * made. Takes policy. On failure whatever was made is gone, the record too. */
+/* After the workspace's row, before its container: the lease recorded (its links are made by
+ * workspace_network_attach when the container is created). Takes policy. */
 int workspace_network_create(struct workspace *ws, enum net_mode mode, struct net_policy *policy,
 			     struct station_error *e)
 {
@@ -187,29 +175,21 @@ int workspace_network_create(struct workspace *ws, enum net_mode mode, struct ne
 		return station_error_set(e, r, NULL, "cannot record the workspace's network: %s",
 					 strerror(-r));
 	ws->net_address = address;
-	r = netns_path_set(ws);
-	if (r < 0)
-		r = station_error_set(e, r, NULL, "out of memory");
-	if (r >= 0)
-		r = workspace_network_up(ws, e);
-	if (r < 0) {
-		store_network_delete(m->store, ws->row.id);
-		ws->net_mode = NET_NONE;
-	}
-	return r;
+	return 0;
 }
 
-int workspace_network_up(struct workspace *ws, struct station_error *e)
+/* The adapter's net_attach: the container pid's namespace gets the workspace's links. */
+int workspace_network_attach(void *userdata, pid_t pid, struct station_error *e)
 {
-	if (ws->net_mode == NET_NONE)
-		return 0;
+	struct workspace *ws = userdata;
+
 	if (!ws->m->net)
 		return station_error_set(e, -EHOSTDOWN, "network",
 					 "the workspace's network \"%s\" is not available on this "
 					 "worker: networking is off (--network-range none)",
 					 net_mode_to_string(ws->net_mode));
 	struct net_workspace w = net_ws(ws);
-	return net_workspace_up(ws->m->net, &w, e);
+	return net_workspace_up(ws->m->net, &w, pid, e);
 }
 
 void workspace_network_remove(struct workspace *ws)
@@ -241,7 +221,7 @@ void manager_network_start(struct manager *m)
 			ws->net_mode = (enum net_mode)mode;
 			ws->net_address = rows[i].address;
 			ws->net_policy = p;
-			if (m->net && netns_path_set(ws) >= 0) {
+			if (m->net) {
 				struct net_workspace w = net_ws(ws);
 				net_workspace_adopt(m->net, &w);
 			}

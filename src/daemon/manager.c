@@ -182,8 +182,9 @@ static void adapter_ws(const struct workspace *ws, struct adapter_workspace *ret
 		.cgroup = ws->cgroup,
 		.env = ws->env,
 		.spec = ws->spec,
-		.netns_path = ws->net_mode != NET_NONE ? ws->netns_path : NULL,
-		.nameserver = ws->m->net ? net_nameserver(ws->m->net) : NULL,
+		.net_attach = ws->net_mode != NET_NONE ? workspace_network_attach : NULL,
+		.net_userdata = (void *)ws,
+		.nameserver = ws->m->net ? net_nameserver(ws->m->net) : "",
 	};
 }
 
@@ -799,9 +800,7 @@ int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,
 					 strerror(-r));
 	struct adapter_workspace aw;
 	adapter_ws(ws, &aw);
-	r = workspace_network_up(ws, e);
-	if (r >= 0)
-		r = ws->adapter->prepare(&aw, e);
+	r = ws->adapter->prepare(&aw, e);
 	if (r >= 0)
 		r = agent_start(ws, e);
 	if (r < 0) {

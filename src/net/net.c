@@ -4,7 +4,6 @@
  * the manager recorded. */
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -274,17 +273,12 @@ static int lock_bridge(struct net *n)
 {
 	char path[PATH_MAX];
 
-	snprintf(path, sizeof path, "%s/netns/.lock", n->root);
-	n->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (n->lock_fd < 0)
-		return negative_errno();
 	snprintf(path, sizeof path, "/run/station-sandbox-net-%s.lock", n->bridge);
 	_cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return negative_errno();
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
 		return negative_errno();
-	close(n->lock_fd);
 	n->lock_fd = TAKE_FD(fd);
 	return 0;
 }
@@ -314,7 +308,7 @@ static int upstreams_from_config(const struct net_config *cfg, struct sockaddr_i
 static void net_setup(struct net *n, const struct net_config *cfg)
 {
 	struct station_error e = { 0 };
-	char range[64], path[PATH_MAX];
+	char range[64];
 	int r;
 
 	if (parse_range(cfg->range, &n->range, &n->prefix) < 0) {
@@ -329,10 +323,7 @@ static void net_setup(struct net *n, const struct net_config *cfg)
 	addr_string(n->range, range);
 	check_set(&n->range_check, true, "%s/%u, gateway %s", range, n->prefix, n->nameserver);
 
-	snprintf(path, sizeof path, "%s/netns", n->root);
-	r = mkdir_p(path, 0700);
-	if (r >= 0)
-		r = lock_bridge(n);
+	r = lock_bridge(n);
 	if (r < 0) {
 		check_set(&n->bridge_check, false,
 			  r == -EWOULDBLOCK ? "bridge \"%s\" is used by another controller on this "
@@ -529,11 +520,6 @@ int net_address_alloc(struct net *n, const uint32_t *used, size_t n_used, uint32
 				 n_used);
 }
 
-void net_netns_path(const struct net *n, const char *id, char *buf, size_t size)
-{
-	snprintf(buf, size, "%s/netns/%s", n->root, id);
-}
-
 const char *net_nameserver(const struct net *n)
 {
 	return n->nameserver;
@@ -546,19 +532,36 @@ static void host_link_name(uint32_t address, char buf[16])
 
 static void objects_remove(struct net *n, const char *id, uint32_t address)
 {
-	char link[16], path[PATH_MAX];
+	char link[16];
 
 	if (n->nft)
 		nft_workspace_remove(n->nft, id, address);
 	host_link_name(address, link);
 	link_delete(link);
-	net_netns_path(n, id, path, sizeof path);
-	netns_remove(path);
 }
 
-int net_workspace_up(struct net *n, const struct net_workspace *w, struct station_error *e)
+/* The network namespace of pid, refused when it is ours: links made there would be the
+ * worker's. */
+static int open_pid_netns(pid_t pid)
 {
-	char link[16], path[PATH_MAX];
+	char path[64];
+	struct stat own, st;
+
+	snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
+	_cleanup_close_ int fd = pid > 0 ? netns_open(path) : -EINVAL;
+	if (fd < 0)
+		return fd;
+	if (stat("/proc/self/ns/net", &own) < 0 || fstat(fd, &st) < 0)
+		return negative_errno();
+	if (own.st_dev == st.st_dev && own.st_ino == st.st_ino)
+		return -EEXIST;
+	return TAKE_FD(fd);
+}
+
+int net_workspace_up(struct net *n, const struct net_workspace *w, pid_t pid,
+		     struct station_error *e)
+{
+	char link[16];
 	const char *step;
 	int r = net_check(n, w->mode, e);
 
@@ -566,12 +569,9 @@ int net_workspace_up(struct net *n, const struct net_workspace *w, struct statio
 		return r;
 	objects_remove(n, w->id, w->address);
 	host_link_name(w->address, link);
-	net_netns_path(n, w->id, path, sizeof path);
-	step = "network namespace";
-	r = netns_create(path);
-	_cleanup_close_ int fd = r < 0 ? r : netns_open(path);
-	if (fd < 0)
-		r = fd;
+	step = "network namespace (the container's)";
+	_cleanup_close_ int fd = open_pid_netns(pid);
+	r = fd < 0 ? fd : 0;
 	if (r >= 0) {
 		step = "veth pair";
 		r = link_veth_add(link, n->bridge, !n->allow_workspaces, fd, NET_PEER_NAME);
@@ -608,32 +608,10 @@ int net_workspace_adopt(struct net *n, const struct net_workspace *w)
 	return entry_set(n, w);
 }
 
-/* The name of a netns file or an id in a chain name: what a workspace id can be. */
-static bool id_like(const char *s)
-{
-	size_t len = strlen(s);
-
-	return len > 0 && len <= 64 &&
-	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == len && s[0] != '-';
-}
-
 void net_reconcile(struct net *n)
 {
-	char path[PATH_MAX];
 	_cleanup_strv_free_ char **ports = NULL, **ids = NULL;
 
-	/* netns files no workspace holds */
-	snprintf(path, sizeof path, "%s/netns", n->root);
-	DIR *d = opendir(path);
-	for (struct dirent *de; d && (de = readdir(d));) {
-		if (!id_like(de->d_name) || entry_by_id(n, de->d_name))
-			continue;
-		char ns[PATH_MAX + 256];
-		snprintf(ns, sizeof ns, "%s/%s", path, de->d_name);
-		netns_remove(ns);
-	}
-	if (d)
-		closedir(d);
 	/* ports of our bridge named like ours and held by no workspace */
 	if (n->bridge_check.ok && link_bridge_ports(n->bridge, &ports) >= 0)
 		for (size_t i = 0; ports[i]; i++) {

@@ -3,8 +3,8 @@
 
 /* A container workspace's network beyond "none" (DESIGN.md §8, docs/operations.md "Network"):
  *
- *   bridge      its own network namespace (made here, joined by the runtime by path), a veth
- *               pair to the worker's bridge, one IPv4 address of the worker's range, the
+ *   bridge      its own network namespace (the container's, made by the runtime; filled here
+ *               before the container starts), a veth pair to the worker's bridge, one IPv4 address of the worker's range, the
  *               default route via the bridge, the worker's resolver in /etc/resolv.conf,
  *               outbound traffic masqueraded. It cannot reach other workspaces, the worker's own
  *               addresses, link-local (cloud metadata) or private ranges unless the operator
@@ -15,15 +15,16 @@
  *
  * The manager records each workspace's mode, address and policy (store: workspace_networks)
  * and hands them back here: nothing of this module needs the database. Every kernel object is
- * named from the workspace id and its address (netns <root>/netns/<id>, host veth
- * "sv<8 hex of the address>", nft chain ws_<id>), so a record is all that teardown and
- * reconcile need. */
+ * named from the workspace id and its address (host veth "sv<8 hex of the address>", nft
+ * chain ws_<id>), so a record is all that teardown and reconcile need; the namespace and the
+ * veth's peer end with the container. */
 
 #include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "basic/error.h"
 #include "net/policy.h"
@@ -42,7 +43,7 @@ const char *net_mode_to_string(enum net_mode m);
 int net_mode_from_string(const char *s); /* enum net_mode or -EINVAL */
 
 struct net_config {
-	const char *root;   /* netns files under <root>/netns */
+	const char *root;   /* the controller's root (its lock file) */
 	const char *bridge; /* the bridge's name, also our nft table's (default "station0") */
 	const char *range;  /* IPv4 CIDR the workspaces' addresses come from; the first host
 			     * address is the bridge's (the gateway and resolver) */
@@ -87,20 +88,22 @@ struct net_workspace {
 int net_address_alloc(struct net *n, const uint32_t *used, size_t n_used, uint32_t *ret,
 		      struct station_error *e);
 
-/* Makes every object of w, after removing whatever of it exists (so a half-made or stale
- * network is made again): netns, veth, address, route, firewall chain, resolver entry. */
-int net_workspace_up(struct net *n, const struct net_workspace *w, struct station_error *e);
+/* Fills the network namespace of process pid (a container's init that the runtime created and
+ * has not started: the namespace is the container's own) with w's links, after removing
+ * whatever of w exists (so a stale network is made again): the veth pair (its peer "eth0"
+ * inside), the address, the default route, the firewall chain, the resolver entry. A pid in
+ * the controller's own namespace is refused. */
+int net_workspace_up(struct net *n, const struct net_workspace *w, pid_t pid,
+		     struct station_error *e);
 /* Removes every object of the workspace; idempotent. */
 void net_workspace_down(struct net *n, const char *id, uint32_t address);
 /* At controller start, for a workspace whose network is recorded: the resolver knows it again
  * (its kernel objects are left as they are: its container may be running in them). */
 int net_workspace_adopt(struct net *n, const struct net_workspace *w);
-/* At controller start, after every recorded workspace was adopted: removes netns files, bridge
- * ports and firewall chains of ours that no recorded workspace holds. */
+/* At controller start, after every recorded workspace was adopted: removes the bridge ports and
+ * firewall chains of ours that no recorded workspace holds. */
 void net_reconcile(struct net *n);
 
-/* <root>/netns/<id> into buf. */
-void net_netns_path(const struct net *n, const char *id, char *buf, size_t size);
 /* "a.b.c.d" of a host byte order address. */
 void net_address_string(uint32_t address, char buf[16]);
 /* The resolver's address ("a.b.c.d") for the sandbox's /etc/resolv.conf. */
