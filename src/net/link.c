@@ -388,6 +388,33 @@ int netns_remove(const char *path)
 	return 0;
 }
 
+static int netns_check(int fd)
+{
+	struct statfs sfs;
+
+	if (fstatfs(fd, &sfs) < 0)
+		return negative_errno();
+	if (sfs.f_type != NSFS_MAGIC || ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET)
+		return -EINVAL;
+	return 0;
+}
+
+int netns_open_pid(pid_t pid)
+{
+	char path[64];
+	int r;
+
+	if (pid <= 0)
+		return -EINVAL;
+	snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
+	/* the kernel's own link to the namespace: followed, and what it leads to checked */
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return negative_errno();
+	r = netns_check(fd);
+	return r < 0 ? r : TAKE_FD(fd);
+}
+
 int netns_open(const char *path)
 {
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* A persistent network namespace: a new one, bind-mounted at path (the file is made, mode
  * 0444; its directory must exist). The caller's own namespace is unchanged afterwards. A path
@@ -19,6 +20,8 @@ int netns_remove(const char *path);
 /* Opens the namespace at path (O_RDONLY | O_CLOEXEC), checking that it is a namespace file
  * (NSFS_MAGIC): a plain file there is -EINVAL. */
 int netns_open(const char *path);
+/* The network namespace of process pid (/proc/<pid>/ns/net), checked the same way. */
+int netns_open_pid(pid_t pid);
 
 /* The bridge: made when missing (type bridge, no STP), addr/prefix on it (kept when there),
  * up. Idempotent. */

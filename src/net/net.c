@@ -544,11 +544,8 @@ static void objects_remove(struct net *n, const char *id, uint32_t address)
  * worker's. */
 static int open_pid_netns(pid_t pid)
 {
-	char path[64];
 	struct stat own, st;
-
-	snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
-	_cleanup_close_ int fd = pid > 0 ? netns_open(path) : -EINVAL;
+	_cleanup_close_ int fd = netns_open_pid(pid);
 	if (fd < 0)
 		return fd;
 	if (stat("/proc/self/ns/net", &own) < 0 || fstat(fd, &st) < 0)
