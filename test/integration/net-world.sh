@@ -394,10 +394,6 @@ net_ports() {
 	[[ -n $NET_BRIDGE ]] || return 0
 	ip -j link show master "$NET_BRIDGE" 2>/dev/null | jq -r '.[].ifname' 2>/dev/null
 }
-net_netns_files() {
-	[[ -d $ROOT/netns ]] || return 0
-	find "$ROOT/netns" -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | sort
-}
 # net_nft_objects: per-workspace objects in the controller's tables (inet and bridge, both named
 # after the bridge), one a line: chains, sets, maps and counters named ws_*, and every element
 # of a set or map but "blocked" (the worker's own list of blocked ranges).
