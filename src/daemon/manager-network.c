@@ -217,7 +217,8 @@ void manager_network_start(struct manager *m)
 		int mode = net_mode_from_string(rows[i].mode);
 		struct net_policy *p = NULL;
 		json_t *j = rows[i].policy_json ? json_loads(rows[i].policy_json, 0, NULL) : NULL;
-		if (ws && mode > NET_NONE && (mode != NET_RESTRICTED || (j && net_policy_from_json(j, &p, NULL) >= 0))) {
+		if (ws && mode > NET_NONE &&
+		    (mode != NET_RESTRICTED || (j && net_policy_from_json(j, &p, NULL) >= 0))) {
 			ws->net_mode = (enum net_mode)mode;
 			ws->net_address = rows[i].address;
 			ws->net_policy = p;
@@ -287,8 +288,8 @@ int manager_workspace_network_get(struct manager *m, const char *id, json_t **re
 	return 0;
 }
 
-int manager_workspace_network_set(struct manager *m, const char *id, json_t *egress,
-				  json_t **ret, struct station_error *e)
+int manager_workspace_network_set(struct manager *m, const char *id, json_t *egress, json_t **ret,
+				  struct station_error *e)
 {
 	struct workspace *ws = NULL;
 	struct net_policy *p = NULL;

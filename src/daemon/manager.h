@@ -96,8 +96,8 @@ int manager_workspace_delete(struct manager *m, const char *id, struct station_e
  * -EBUSY when the workspace's mode is not restricted) and answers as get. */
 int manager_workspace_network_get(struct manager *m, const char *id, json_t **ret,
 				  struct station_error *e);
-int manager_workspace_network_set(struct manager *m, const char *id, json_t *egress,
-				  json_t **ret, struct station_error *e);
+int manager_workspace_network_set(struct manager *m, const char *id, json_t *egress, json_t **ret,
+				  struct station_error *e);
 int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,
 			      struct station_error *e);
 

@@ -255,7 +255,10 @@ static void on_nflog_packet(void *userdata, const struct nflog_packet *p)
 	id[len] = 0;
 	addr_string(p->daddr, dest);
 	n->on_denied(n->userdata, id, "connection", dest, p->dport,
-		     p->proto == 6 ? "tcp" : p->proto == 17 ? "udp" : p->proto == 1 ? "icmp" : "ip");
+		     p->proto == 6  ? "tcp" :
+		     p->proto == 17 ? "udp" :
+		     p->proto == 1  ? "icmp" :
+				      "ip");
 }
 
 static int on_nflog_io(struct event_source *s, int fd, uint32_t revents, void *userdata)
@@ -312,10 +315,11 @@ static void net_setup(struct net *n, const struct net_config *cfg)
 	int r;
 
 	if (parse_range(cfg->range, &n->range, &n->prefix) < 0) {
-		check_set(&n->range_check, false,
-			  "bad network range \"%s\": an IPv4 network a.b.c.d/p with p from %d to %d "
-			  "and no host bits set",
-			  cfg->range ? cfg->range : "", NET_MIN_PREFIX, NET_MAX_PREFIX);
+		check_set(
+			&n->range_check, false,
+			"bad network range \"%s\": an IPv4 network a.b.c.d/p with p from %d to %d "
+			"and no host bits set",
+			cfg->range ? cfg->range : "", NET_MIN_PREFIX, NET_MAX_PREFIX);
 		return;
 	}
 	n->gateway = n->range + 1;
@@ -370,9 +374,10 @@ static void net_setup(struct net *n, const struct net_config *cfg)
 	if (r == -EINVAL)
 		return;
 	if (r < 0 || n_ups == 0) {
-		check_set(&n->resolver_check, false,
-			  "no DNS upstream: /etc/resolv.conf names no IPv4 nameserver (name one with "
-			  "--dns-upstream)");
+		check_set(
+			&n->resolver_check, false,
+			"no DNS upstream: /etc/resolv.conf names no IPv4 nameserver (name one with "
+			"--dns-upstream)");
 		return;
 	}
 	e = (struct station_error){ 0 };
@@ -474,7 +479,8 @@ bool net_ready(struct net *n, json_t *checks_json)
 		const struct net_check *c = check_at(n, i);
 		json_array_append_new(checks_json,
 				      json_pack("{s:s,s:b,s:s}", "name", checks[i].name, "ok",
-						c->ok || !checks[i].required, "message", c->message));
+						c->ok || !checks[i].required, "message",
+						c->message));
 		all &= c->ok || !checks[i].required;
 	}
 	return all;
@@ -635,7 +641,9 @@ int net_policy_replace(struct net *n, const char *id, uint32_t address,
 	r = nft_workspace_apply(n->nft, id, address, policy, e);
 	if (r < 0)
 		return r;
-	struct net_workspace w = { .id = id, .mode = NET_RESTRICTED, .address = address,
+	struct net_workspace w = { .id = id,
+				   .mode = NET_RESTRICTED,
+				   .address = address,
 				   .policy = policy };
 	if (!old || entry_set(n, &w) < 0)
 		return station_error_set(e, -ENOMEM, NULL, "out of memory");

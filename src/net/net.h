@@ -78,8 +78,8 @@ int net_check(struct net *n, enum net_mode mode, struct station_error *e);
 
 struct net_workspace {
 	const char *id;
-	enum net_mode mode; /* NET_BRIDGE or NET_RESTRICTED */
-	uint32_t address;   /* host byte order */
+	enum net_mode mode;		 /* NET_BRIDGE or NET_RESTRICTED */
+	uint32_t address;		 /* host byte order */
 	const struct net_policy *policy; /* restricted only */
 };
 
@@ -114,9 +114,9 @@ int net_policy_replace(struct net *n, const char *id, uint32_t address,
 		       const struct net_policy *policy, struct station_error *e);
 
 struct net_counters {
-	uint64_t allowed;      /* new connections accepted */
-	uint64_t denied;       /* packets dropped by the policy (or the blocked ranges) */
-	uint64_t dns_allowed;  /* queries forwarded (since the controller started) */
-	uint64_t dns_refused;  /* queries answered NXDOMAIN (since the controller started) */
+	uint64_t allowed;     /* new connections accepted */
+	uint64_t denied;      /* packets dropped by the policy (or the blocked ranges) */
+	uint64_t dns_allowed; /* queries forwarded (since the controller started) */
+	uint64_t dns_refused; /* queries answered NXDOMAIN (since the controller started) */
 };
 int net_workspace_counters(struct net *n, const char *id, struct net_counters *ret);

@@ -13,7 +13,7 @@ struct nflog_packet {
 	const char *prefix; /* the rule's log prefix ("" when none) */
 	uint32_t saddr;	    /* IPv4, host byte order */
 	uint32_t daddr;
-	uint8_t proto; /* IPPROTO_* */
+	uint8_t proto;	/* IPPROTO_* */
 	uint16_t dport; /* tcp and udp; 0 otherwise */
 };
 
