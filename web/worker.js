@@ -125,7 +125,15 @@ export function workerView(root, ctx) {
 		const image = h('select#new-image', { name: 'image' },
 			h('option', { value: '' }, 'worker default'),
 			images.map((im) => h('option', { value: im.reference || im.digest }, `${im.name || '(unnamed)'} — ${im.digest.slice(0, 19)}…`)));
-		const network = h('select#new-network', { name: 'network' }, h('option', { value: 'none' }, 'none (loopback only)'));
+		const network = h('select#new-network', { name: 'network' },
+			h('option', { value: 'none' }, 'none (loopback only)'),
+			h('option', { value: 'bridge' }, 'bridge (outbound through NAT)'),
+			h('option', { value: 'restricted' }, 'restricted (allow list, default deny)'));
+		const allow = h('textarea#new-allow', {
+			rows: 3, spellcheck: 'false',
+			placeholder: 'one rule a line: github.com, *.npmjs.org:443, 203.0.113.0/24:443,80/tcp (empty: nothing allowed)',
+		});
+		const allowRow = h('div.container-only#allow-row', field('Allowed destinations', allow));
 		const cpus = h('input#new-cpus', { type: 'number', min: 0, max: 1024, step: 'any', placeholder: 'unlimited' });
 		const mem = h('input#new-memory', { type: 'number', min: 0, max: 1048576, step: 1, placeholder: 'unlimited' });
 		const pids = h('input#new-pids', { type: 'number', min: 0, max: 4194304, step: 1, placeholder: 'unlimited' });
@@ -133,8 +141,12 @@ export function workerView(root, ctx) {
 		const cerr = h('div.error', { hidden: true, role: 'alert' });
 		const button = h('button.primary#create', { type: 'submit' }, 'Create workspace');
 		const containerOnly = h('div.row.container-only', field('Image', image), field('Network', network));
-		const sync = () => { containerOnly.hidden = adapter.value !== 'container'; };
+		const sync = () => {
+			containerOnly.hidden = adapter.value !== 'container';
+			allowRow.hidden = adapter.value !== 'container' || network.value !== 'restricted';
+		};
 		adapter.addEventListener('change', sync);
+		network.addEventListener('change', sync);
 		sync();
 		return h('form.card#create-form', {
 			on: {
@@ -144,6 +156,14 @@ export function workerView(root, ctx) {
 					if (adapter.value === 'container') {
 						if (image.value) body.image = image.value;
 						body.network = network.value;
+					}
+					if (body.network === 'restricted') {
+						try {
+							body.egress = { allow: parseAllow(allow.value) };
+						} catch (e) {
+							showError(cerr, e);
+							return;
+						}
 					}
 					if (cpus.value !== '') body.cpus = Number(cpus.value);
 					if (mem.value !== '') body.memoryMb = Number(mem.value);
@@ -173,6 +193,7 @@ export function workerView(root, ctx) {
 		h('h2', 'New workspace'),
 		h('div.row', field('Adapter', adapter)),
 		containerOnly,
+		allowRow,
 		h('div.row', field('CPUs', cpus), field('Memory (MB)', mem), field('Processes', pids)),
 		field('Environment', env),
 		cerr,
@@ -196,4 +217,37 @@ export function parseEnv(text) {
 		n++;
 	}
 	return n ? out : null;
+}
+
+// One egress rule a line, as the CLI's --allow takes them: DEST[:PORTS][/tcp|/udp], DEST a name,
+// "*." and a name, or an IPv4 address or network. What a DEST may be is the controller's to say.
+export function parseAllow(text) {
+	const rules = [];
+	for (const raw of text.split('\n')) {
+		const line = raw.trim();
+		if (!line || line.startsWith('#')) continue;
+		let rest = line;
+		const rule = {};
+		const proto = /\/(tcp|udp)$/.exec(rest);
+		if (proto) {
+			rule.proto = proto[1];
+			rest = rest.slice(0, -4);
+		}
+		const parts = rest.split(':');
+		if (parts.length > 2) throw new Error(`rule "${line}": IPv6 egress is not available: workspaces have no IPv6`);
+		const dest = parts[0];
+		if (!dest) throw new Error(`rule "${line}" has no destination`);
+		if (/^[0-9./]+$/.test(dest)) rule.cidr = dest;
+		else rule.domain = dest;
+		if (parts.length === 2) {
+			const ports = parts[1].split(',');
+			if (!ports.every((p) => /^[0-9]{1,5}$/.test(p) && Number(p) >= 1 && Number(p) <= 65535))
+				throw new Error(`rule "${line}": ports must be numbers from 1 to 65535`);
+			rule.ports = ports.map(Number);
+		}
+		const ordered = {};
+		for (const k of ['cidr', 'domain', 'ports', 'proto']) if (k in rule) ordered[k] = rule[k];
+		rules.push(ordered);
+	}
+	return rules;
 }

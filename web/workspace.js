@@ -26,7 +26,7 @@ export function workspaceView(root, ctx, id, tab, sub) {
 		err,
 		body);
 
-	let ws = null;
+	let ws = null, net = null;
 	async function load() {
 		try {
 			ws = await api('GET', '/v1/workspaces/' + enc(id), undefined, { signal: ctx.signal });
@@ -36,8 +36,33 @@ export function workspaceView(root, ctx, id, tab, sub) {
 			if (e.status === 404) replace(summary, h('p', 'This workspace does not exist (any more). ', h('a', { href: '#/' }, 'Back to the worker')));
 			return;
 		}
+		net = null;
+		if (ws.network === 'bridge' || ws.network === 'restricted') {
+			try {
+				net = await api('GET', '/v1/workspaces/' + enc(id) + '/network', undefined, { signal: ctx.signal });
+			} catch (e) {
+				if (e.name === 'AbortError') return;
+				net = { error: e.message };
+			}
+		}
 		showError(err, null);
 		render();
+	}
+
+	// The network row: mode, then address and counters when the worker told them.
+	function networkDetails() {
+		if (!net) return [h('dt', 'Network'), h('dd#ws-network', ws.network ?? '—')];
+		if (net.error) return [h('dt', 'Network'), h('dd#ws-network', ws.network, ' ', h('span.muted', `(${net.error})`))];
+		const c = net.counters;
+		const rules = net.egress?.allow ?? [];
+		return [
+			h('dt', 'Network'), h('dd#ws-network', net.mode, net.address ? ` · ${net.address}` : '', net.gateway ? ` via ${net.gateway}` : ''),
+			c ? [h('dt', 'Traffic'), h('dd#ws-net-counters',
+				`${c.allowed} connections allowed · ${c.denied} denied · DNS ${c.dnsAllowed} answered, ${c.dnsRefused} refused`)] : null,
+			net.mode === 'restricted' ? [h('dt', 'Allowed'), h('dd.mono#ws-net-allow', rules.length
+				? rules.map((r) => (r.cidr ?? r.domain) + (r.ports ? ':' + r.ports.join(',') : '') + (r.proto ? '/' + r.proto : '')).join('  ')
+				: 'nothing (default deny)')] : null,
+		];
 	}
 
 	async function act(what) {
@@ -71,7 +96,7 @@ export function workspaceView(root, ctx, id, tab, sub) {
 				ws.adapter === 'container' ? [
 					h('dt', 'Image'), h('dd.mono', ws.image ?? '—'),
 					h('dt', 'Runtime'), h('dd', ws.runtime ?? '—'),
-					h('dt', 'Network'), h('dd', ws.network ?? '—'),
+					networkDetails(),
 					h('dt', 'Seccomp'), h('dd.mono', ws.seccompProfile ?? '—'),
 				] : null,
 				h('dt', 'Limits'), h('dd', limits),

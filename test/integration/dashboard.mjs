@@ -81,8 +81,25 @@ try {
 	result.checks = await page.$$eval('#ready li.check', (els) => els.map((e) => e.dataset.check + ':' + e.querySelector('.msg').textContent.length));
 	result.tokenInUrl = page.url().includes(token);
 
-	step('create a host workspace');
+	step('the create form offers the network modes and an allow list for restricted');
 	await page.waitForSelector('#create-form #new-adapter', { timeout: T });
+	result.networkModes = await page.$$eval('#new-network option', (els) => els.map((e) => e.value).join(','));
+	result.allowRowHiddenForNone = await page.$eval('#allow-row', (e) => e.hidden);
+	result.allowRowShownForRestricted = await page.evaluate(() => {
+		const adapter = document.querySelector('#new-adapter'), network = document.querySelector('#new-network');
+		if (![...adapter.options].some((o) => o.value === 'container')) adapter.append(new Option('container', 'container'));
+		adapter.value = 'container';
+		network.value = 'restricted';
+		network.dispatchEvent(new Event('change'));
+		const shown = !document.querySelector('#allow-row').hidden;
+		network.value = 'none';
+		network.dispatchEvent(new Event('change'));
+		return shown && document.querySelector('#allow-row').hidden;
+	});
+	result.allowParsed = await page.evaluate(async () =>
+		JSON.stringify((await import('/ui/worker.js')).parseAllow('github.com\n*.npmjs.org:443\n203.0.113.0/24:443,80/tcp')));
+
+	step('create a host workspace');
 	await page.selectOption('#new-adapter', 'host');
 	await page.click('#create');
 	await page.waitForFunction(() => /^#\/w\//.test(location.hash), null, { timeout: T });

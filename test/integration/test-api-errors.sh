@@ -143,6 +143,27 @@ t_wrong_method() {
 	assert_match 'GET' "$(grep -i '^allow:' <<<"$headers" | tr -d '\r')" "Allow header lists GET"
 }
 
+# What the API layer refuses before the manager sees a network request.
+t_network_requests() {
+	local headers
+	api -q PUT "/v1/workspaces/$WS/network" '{"egress":[]}'
+	expect_error 400 invalid_argument egress
+	api -q PUT "/v1/workspaces/$WS/network" '{}'
+	expect_error 400 invalid_argument egress
+	assert_contains 'field "egress" is required' "$(j .error.message)" "message"
+	api -q PUT "/v1/workspaces/$WS/network" '{"egress":{},"mode":"bridge"}'
+	expect_error 400 invalid_argument mode
+	headers=$(curl -sS --unix-socket "$SOCK" -o "$TMP/body" -D - -X POST "http://station/v1/workspaces/$WS/network")
+	STATUS=$(awk 'NR == 1 {print $2}' <<<"$headers")
+	BODY=$(cat "$TMP/body")
+	expect_error 405 method_not_allowed
+	assert_eq 'Allow: GET, PUT' "$(grep -i '^allow:' <<<"$headers" | tr -d '\r')" "Allow header"
+	# positive control: a well-formed PUT reaches the manager (whatever it answers, it is not
+	# the API layer's 400)
+	api -q PUT "/v1/workspaces/$WS/network" '{"egress":{"allow":[]}}'
+	assert_ne 400 "$STATUS" "a well-formed body is not refused by the API layer"
+}
+
 t_conflict() {
 	run_cmd "$WS" 'true' || return 1
 	api -q POST "$CMDS/$RUN/cancel"
@@ -159,6 +180,14 @@ t_workspace_create_errors() {
 	expect_error 400 invalid_argument image
 	api -q POST /v1/workspaces '{"network":"none"}'
 	expect_error 400 invalid_argument network
+	api -q POST /v1/workspaces '{"network":"host"}'
+	expect_error 400 invalid_argument network
+	assert_contains '"none", "bridge" and "restricted"' "$(j .error.message)" "message lists the modes"
+	api -q POST /v1/workspaces '{"network":"bridge","egress":{"allow":[]}}'
+	expect_error 400 invalid_argument egress
+	assert_contains 'needs network "restricted"' "$(j .error.message)" "message says which mode"
+	api -q POST /v1/workspaces '{"adapter":"container","network":"restricted","egress":[]}'
+	expect_error 400 invalid_argument egress
 	api -q POST /v1/workspaces '{"cpus":-1}'
 	expect_error 400 invalid_argument cpus
 	api -q POST /v1/workspaces '{"pidsLimit":"x"}'
@@ -194,6 +223,7 @@ run_test "body over 2 MiB is 413" t_huge_body
 run_test "non-JSON content type is 415" t_wrong_content_type
 run_test "unknown workspace, run or path is 404" t_not_found
 run_test "wrong method is 405 with Allow" t_wrong_method
+run_test "network: the API layer's refusals" t_network_requests
 run_test "cancel of a finished run is 409" t_conflict
 run_test "workspace create validation" t_workspace_create_errors
 run_test "workspace limits accepted and reported" t_workspace_limits

@@ -98,6 +98,11 @@ t_browser_session() {
 	assert_eq "The controller refused this token." "$(j .wrongTokenMessage "$R")" "a wrong token is refused"
 	assert_contains 'store:' "$(j '.checks | join(",")' "$R")" "ready checks listed"
 	assert_eq false "$(j .tokenInUrl "$R")" "the token stays out of the URL"
+	assert_eq none,bridge,restricted "$(j .networkModes "$R")" "the network modes offered"
+	assert_eq true "$(j .allowRowHiddenForNone "$R")" "no allow list for network none"
+	assert_eq true "$(j .allowRowShownForRestricted "$R")" "an allow list for restricted only"
+	assert_eq '[{"domain":"github.com"},{"domain":"*.npmjs.org","ports":[443]},{"cidr":"203.0.113.0/24","ports":[443,80],"proto":"tcp"}]' \
+		"$(j .allowParsed "$R")" "allow list lines become egress rules"
 	assert_eq host "$(j .workspaceAdapter "$R")" "a host workspace"
 	assert_match '^test-[a-z2-7]{26}$' "$(j .workspace "$R")" "its id"
 	assert_eq $'hi\nerr' "$(j .runOutput "$R")" "live output, both streams"
