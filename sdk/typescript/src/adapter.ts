@@ -103,7 +103,14 @@ export interface AdapterOptions extends ConnectionOptions, WorkspaceOptions {
 const TERMINAL_WAIT_CAP_MS = 60_000;
 const CONTAINER_CHECKS = new Set(["runtime", "images", "image", "seccompProfile"]);
 /** The worker's network checks: they matter only to bridge and restricted workspaces. */
-const NETWORK_CHECKS = new Set(["bridge", "nftables", "ip_forward", "resolver"]);
+const NETWORK_CHECKS = new Set([
+  "networkRange",
+  "bridge",
+  "ipForward",
+  "nftables",
+  "resolver",
+  "denialLog",
+]);
 
 function decodePart(encoding: string | undefined, s: string): string | Buffer {
   return encoding === "base64" ? Buffer.from(s, "base64") : s;
