@@ -85,6 +85,8 @@ run: build
 	echo "                ws=\$$(./$(CLI) create)  # container, $(TOOLS_IMAGE_NAME), no net"; \
 	echo "                ./$(CLI) exec \$$ws -- 'node --version && pwd'"; \
 	echo "                ./$(CLI) exec \$$ws -- 'npm config get prefix; id'"; \
+	echo "  with a network: ./$(CLI) create --allow registry.npmjs.org --allow github.com"; \
+	echo "                (restricted: those names only; --network bridge: the outside world)"; \
 	echo "  host workspaces (no sandbox) are off: add --adapters host,container to allow them"; \
 	echo "  stop with Ctrl-C"; \
 	while :; do wait $$pid; status=$$?; kill -0 $$pid 2>/dev/null || exit $$status; done
