@@ -119,7 +119,7 @@ test_seed_restart() {
 	assert_status 200 "restart" || return 1
 	sh_cmd "$WS_OK" "command -v $WORLD_BIN && $WORLD_BIN" || return 1
 	assert_eq "exited 0" "$(j '"\(.status) \(.exitCode)"')" "the binary after a restart ($(j .stderr))" || return 1
-	assert_eq "$WORLD_BIN_TEXT" "$(j .stdout | tail -n 1)" "its output after a restart"
+	assert_eq "/home/node/.local/bin/$WORLD_BIN"$'\n'"$WORLD_BIN_TEXT" "$(j .stdout)" "binary on PATH and its output after a restart"
 }
 
 # After the restart the network is the same: the clone's remote still answers.
