@@ -26,6 +26,7 @@
 #define NET_PEER_NAME "eth0"
 #define NET_MIN_PREFIX 16 /* at most 65536 addresses: the allocator's bitmap stays small */
 #define NET_MAX_PREFIX 29
+#define NET_LOG_PER_SEC 10 /* refused names logged per workspace and second (the rest counted) */
 
 /* One workspace the resolver and the denial log know, by address. */
 struct net_entry {
@@ -35,6 +36,8 @@ struct net_entry {
 	enum net_mode mode;
 	struct net_policy *policy; /* restricted: our own copy */
 	uint64_t dns_allowed, dns_refused;
+	uint64_t log_window_usec; /* refused names logged in this second, at most NET_LOG_PER_SEC */
+	unsigned logged;
 };
 
 struct net_check {
@@ -213,7 +216,12 @@ static enum resolver_verdict on_dns_decide(void *userdata, uint32_t src,
 		return RESOLVER_UNKNOWN;
 	if (e->mode == NET_RESTRICTED && net_policy_match_domain(e->policy, q->name) == 0) {
 		e->dns_refused++;
-		if (n->on_denied)
+		uint64_t now = now_usec();
+		if (now - e->log_window_usec >= 1000000) {
+			e->log_window_usec = now;
+			e->logged = 0;
+		}
+		if (n->on_denied && e->logged++ < NET_LOG_PER_SEC)
 			n->on_denied(n->userdata, e->id, "dns", q->name, 53, "udp");
 		return RESOLVER_REFUSE;
 	}
