@@ -150,35 +150,6 @@ static int run_exit_status(const json_t *run, bool quiet)
 
 /* ---- exec -------------------------------------------------------------------------------- */
 
-static int read_stdin_file(const char *path, char **ret, size_t *ret_len)
-{
-	_cleanup_close_ int fd = -1;
-	_cleanup_free_ char *buf = malloc(STDIN_MAX + 1);
-	size_t n = 0;
-
-	if (!buf)
-		return -ENOMEM;
-	fd = strcmp(path, "-") == 0 ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while (n <= STDIN_MAX) {
-		ssize_t k = read(fd, buf + n, STDIN_MAX + 1 - n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno;
-		if (k == 0)
-			break;
-		n += (size_t)k;
-	}
-	if (n > STDIN_MAX)
-		return -EFBIG;
-	*ret = TAKE_PTR(buf);
-	*ret_len = n;
-	return 0;
-}
-
 static int exec_option(struct cli *cli, int opt, struct exec_args *a)
 {
 	switch (opt) {
@@ -253,7 +224,7 @@ static int exec_load_stdin(struct exec_args *a)
 
 	if (!a->stdin_file)
 		return 0;
-	r = read_stdin_file(a->stdin_file, &a->stdin_data, &a->run.stdin_size);
+	r = read_file_or_stdin(a->stdin_file, STDIN_MAX, &a->stdin_data, &a->run.stdin_size);
 	if (r < 0) {
 		fprintf(stderr, "station-sandbox: cannot read stdin from '%s': %s\n", a->stdin_file,
 			r == -EFBIG ? "larger than 1 MiB" : strerror(-r));

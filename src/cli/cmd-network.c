@@ -106,35 +106,6 @@ int cli_egress_allow(const struct cli *cli, struct cli_egress *eg, const char *r
 	return json_array_append_new(eg->allow, o) < 0 ? EXIT_FAILED : 0;
 }
 
-static int read_egress_file(const char *path, char **ret)
-{
-	_cleanup_close_ int fd = -1;
-	_cleanup_free_ char *buf = malloc(EGRESS_FILE_MAX + 1);
-	size_t n = 0;
-
-	if (!buf)
-		return -ENOMEM;
-	fd = strcmp(path, "-") == 0 ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while (n <= EGRESS_FILE_MAX) {
-		ssize_t k = read(fd, buf + n, EGRESS_FILE_MAX + 1 - n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno;
-		if (k == 0)
-			break;
-		n += (size_t)k;
-	}
-	if (n > EGRESS_FILE_MAX)
-		return -EFBIG;
-	buf[n] = '\0';
-	*ret = TAKE_PTR(buf);
-	return 0;
-}
-
 int cli_egress_text(const struct cli *cli, struct cli_egress *eg, const char *file_option,
 		    const char **ret)
 {
@@ -144,7 +115,7 @@ int cli_egress_text(const struct cli *cli, struct cli_egress *eg, const char *fi
 	if (eg->allow && eg->file)
 		return cli_usage(cli, "--allow and %s are exclusive", file_option);
 	if (eg->file) {
-		r = read_egress_file(eg->file, &eg->text);
+		r = read_file_or_stdin(eg->file, EGRESS_FILE_MAX, &eg->text, NULL);
 		if (r < 0) {
 			fprintf(stderr, "station-sandbox: cannot read %s '%s': %s\n", file_option,
 				eg->file, strerror(-r));

@@ -2,6 +2,8 @@
 /* JSON documents, aligned tables and raw bytes, the way the CLI prints them. */
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -132,4 +134,35 @@ const char *output_shorten(const char *s, size_t max, char *ret)
 	}
 	ret[o] = '\0';
 	return ret;
+}
+
+int read_file_or_stdin(const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *buf = malloc(max + 1);
+	size_t n = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	fd = strcmp(path, "-") == 0 ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (n <= max) {
+		ssize_t k = read(fd, buf + n, max + 1 - n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			break;
+		n += (size_t)k;
+	}
+	if (n > max)
+		return -EFBIG;
+	buf[n] = '\0';
+	*ret = TAKE_PTR(buf);
+	if (ret_len)
+		*ret_len = n;
+	return 0;
 }

@@ -15,6 +15,10 @@ int output_json(const json_t *doc);
 /* Writes all of data to fd, unbuffered, retrying short writes and EINTR. */
 int output_write(int fd, const void *data, size_t n);
 
+/* The contents of the file at path ("-": standard input), at most max bytes (-EFBIG beyond),
+ * NUL-terminated; *ret_len (when not NULL) is their length. */
+int read_file_or_stdin(const char *path, size_t max, char **ret, size_t *ret_len);
+
 /* A table: a header row, then rows; columns padded to their widest cell with two spaces
  * between them, the last column unpadded. */
 struct table;
