@@ -203,6 +203,77 @@ t_profile_gone_at_restart() {
 	assert_status 200 delete
 }
 
+# --- the network ---
+
+# start_net_controller [FLAGS...]: a controller as require_container_controller starts it,
+# with the given network flags.
+start_net_controller() {
+	start_controller --worker "$WORKER" --runtime "$RUNTIME" --seccomp-dir "$PROFILES" \
+		--import-dir "$TMP" "$@" || return 1
+	container_build_image && container_import_image
+}
+
+# net_refused EXTRA NEEDLE...: a container create with EXTRA (its network) is refused with 503
+# naming each NEEDLE and leaves nothing; a "none" workspace on the same controller runs (the
+# control: only the network is missing).
+net_refused() {
+	local extra=$1 ws
+	shift
+	api -q POST /v1/workspaces "$(cws_body "$extra")"
+	expect_refusal 503 "$@"
+	nothing_left
+	new_cws ws || return 1
+	run_cmd "$ws" 'echo inside' || return 1
+	assert_eq inside "$(j .stdout | tr -d '\n')" "the control's output"
+	api -q DELETE "/v1/workspaces/$ws"
+	assert_status 200 "delete the control"
+}
+
+t_network_off() {
+	start_net_controller --network-range none || return 1
+	api -q GET /v1/worker
+	assert_eq '["none"]' "$(j .networks)" "the worker's networks"
+	api -q POST /v1/workspaces "$(cws_body '{"network":"bridge","egress":{"allow":[]}}')"
+	assert_status 400 "an egress policy with bridge"
+	assert_eq egress "$(j .error.field)" "the field at fault"
+	net_refused '{"network":"bridge"}' 'network "bridge" is not available' 'networking is off'
+	net_refused '{"network":"restricted"}' 'network "restricted" is not available'
+	stop_controller
+}
+
+t_network_bad_range() {
+	start_net_controller --network-range 10.231.7.5/24 || return 1
+	api -q GET /v1/ready
+	assert_eq false "$(ready_check networkRange ok)" "ready: networkRange ok"
+	assert_contains 'bad network range "10.231.7.5/24"' "$(ready_check networkRange message)" \
+		"ready: networkRange message"
+	net_refused '{"network":"bridge"}' networkRange 'bad network range'
+	stop_controller
+}
+
+# Another controller holds the bridge (its lock): this one does not touch the bridge, its
+# ports or its table, says so in ready, and refuses networked creates.
+t_network_bridge_taken() {
+	local bridge=stf$(($$ % 100000)) holder
+	local lock=/run/station-sandbox-net-$bridge.lock
+	flock "$lock" sleep 600 &
+	holder=$!
+	wait_for -t 5 test -e "$lock" || _fail "no lock file" || return 1
+	start_net_controller --network-range 10.233.$(($$ % 250)).0/24 --network-bridge "$bridge" ||
+		{ kill "$holder"; return 1; }
+	api -q GET /v1/ready
+	assert_eq false "$(ready_check bridge ok)" "ready: bridge ok"
+	assert_contains "used by another controller" "$(ready_check bridge message)" \
+		"ready: bridge message"
+	net_refused '{"network":"restricted","egress":{"allow":[]}}' bridge 'another controller'
+	ip link show "$bridge" >/dev/null 2>&1 && _fail "the bridge $bridge was made"
+	nft list table inet "$bridge" >/dev/null 2>&1 && _fail "the table inet $bridge was made"
+	stop_controller
+	kill "$holder"
+	wait "$holder" 2>/dev/null
+	rm -f "$lock"
+}
+
 # --- the positive control ---
 
 t_valid_request_runs_in_a_container() {
@@ -225,6 +296,9 @@ run_test "digest mismatch: import refused naming the digest, store left empty" t
 run_test "runtime absent: ready names it, create refused naming it, nothing left" t_runtime_absent
 run_test "runtime absent with container as default adapter: not ready (503)" t_runtime_absent_not_ready
 run_test "runtime broken: its error reaches ready and create" t_runtime_broken
+run_test "networking off: bridge and restricted refused (503), none runs" t_network_off
+run_test "network range invalid: ready names it, networked creates refused" t_network_bad_range
+run_test "bridge held by another controller: ready names it, nothing made" t_network_bridge_taken
 
 require_container_controller
 run_test "image not in the store: 400 naming the digest" t_image_not_in_store
