@@ -458,6 +458,27 @@ test_lifecycle() {
 	nft list table inet "$NET_BRIDGE" >/dev/null 2>&1 || _fail "the table inet $NET_BRIDGE is gone"
 }
 
+# A controller SIGKILLed and started again: the workspace keeps its network, its resolver knows
+# it again (allowed names answered and reachable, others refused), and its policy still holds.
+test_restricted_controller_restart() {
+	local ws
+	net_ws ws restricted "$(jq -nc --arg g "$WORLD_GIT_NAME" '{allow: [{domain: $g}]}')" || return 1
+	stop_controller KILL
+	restart_controller || _fail "the controller did not start again" || return 1
+	nprobe "$ws" http "$WORLD_GIT_NAME" 80 "$WORLD_GIT_NAME" "/repo.git/info/refs?service=git-upload-pack" || return 1
+	expect_reach "after the restart: $WORLD_GIT_NAME" || return 1
+	assert_probe status 200
+	nprobe "$ws" dns "$WORLD_OTHER_NAME" || return 1
+	assert_match '^(NXDOMAIN|REFUSED)$' "$(pval rcode)" "after the restart: $WORLD_OTHER_NAME" || return 1
+	nprobe "$ws" http "$WORLD_OTHER" 80 "$WORLD_GIT_NAME" / || return 1
+	expect_blocked "after the restart: an address no allowed name resolved to" || return 1
+	network_get "$ws" || return 1
+	assert_eq restricted "$(j .mode)" "mode after the restart"
+	assert_le 1 "$(j .counters.dnsRefused)" "counters.dnsRefused after the restart"
+	api -q DELETE "/v1/workspaces/$ws"
+	assert_status 200 "DELETE $ws"
+}
+
 run_test net-none test_none
 run_test net-bridge-outside test_bridge_outside
 run_test net-bridge-udp test_bridge_udp
@@ -473,6 +494,7 @@ run_test net-restricted-ipv6 test_restricted_ipv6
 run_test net-restricted-nxdomain test_restricted_nxdomain
 run_test net-restricted-counters test_restricted_counters
 run_test net-restricted-replace test_restricted_replace
+run_test net-restricted-controller-restart test_restricted_controller_restart
 for ws in "${WORKSPACES[@]}"; do
 	api -q DELETE "/v1/workspaces/$ws"
 done
