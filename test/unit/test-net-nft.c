@@ -963,8 +963,10 @@ Test(nft_counters, missing, .init = topo_up, .fini = topo_down, .timeout = 60)
 	cr_assert_eq(denied, 8);
 
 	/* Another table's counter of that name is not ours. */
-	sh_in(T.router, "nft add table inet %1$s_x && nft add counter inet %1$s_x ws_other_2_allowed"
-			" && nft add counter inet %1$s_x ws_other_2_denied", T.table);
+	sh_in(T.router,
+	      "nft add table inet %1$s_x && nft add counter inet %1$s_x ws_other_2_allowed"
+	      " && nft add counter inet %1$s_x ws_other_2_denied",
+	      T.table);
 	cr_assert_eq(nft_workspace_counters(T.nft, "other-2", &allowed, &denied), -ENOENT);
 
 	cr_assert_eq(nft_workspace_remove(T.nft, "ws-1", WS_ADDR), 0);
