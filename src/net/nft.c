@@ -8,12 +8,19 @@
 #include "nft.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <jansson.h>
+#include <libmnl/libmnl.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <nftables/libnftables.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #include "basic/cleanup.h"
 #include "basic/json-util.h"
@@ -33,9 +40,20 @@
 #define NFT_MAP_SCAN_MAX 64
 /* A workspace's bridge port: this and 8 hex digits of its address (net.h). */
 #define NFT_PORT_PREFIX "sv"
+/* A counter object's answer: names, type, data, handle and at most 256 bytes of user data. */
+#define NFT_NL_BUFFER_SIZE 8192
+/* Our GETOBJ request: two names and the type. */
+#define NFT_NL_REQUEST_SIZE 512
+/* Stale datagrams read off the socket before a request (answers to an interrupted one). */
+#define NFT_NL_DRAIN_MAX 16
 
 struct nft {
 	struct nft_ctx *ctx;
+	/* For reading counters without libnftables' ruleset cache. Opened with the context, so
+	 * both reach the same network namespace's ruleset. */
+	struct mnl_socket *nl;
+	unsigned portid;
+	uint32_t seq;
 	char table[NFT_TABLE_MAX + 1];
 	uint16_t log_group; /* the last nft_base_ensure()'s */
 };
@@ -271,6 +289,18 @@ int nft_open(const char *table, struct nft **ret, struct station_error *e)
 		nft_ctx_free(n->ctx);
 		return station_error_set(e, -ENOMEM, NULL, "nftables: cannot buffer output");
 	}
+	n->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (!n->nl || mnl_socket_bind(n->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		int r = negative_errno();
+
+		if (n->nl)
+			mnl_socket_close(n->nl);
+		nft_ctx_free(n->ctx);
+		return station_error_set(e, r, NULL, "nftables: cannot open a netlink socket: %s",
+					 strerror(-r));
+	}
+	n->portid = mnl_socket_get_portid(n->nl);
+	n->seq = (uint32_t)time(NULL);
 	*ret = TAKE_PTR(n);
 	return 0;
 }
@@ -280,6 +310,8 @@ void nft_close(struct nft *n)
 	if (!n)
 		return;
 	nft_ctx_free(n->ctx);
+	if (n->nl)
+		mnl_socket_close(n->nl);
 	free(n);
 }
 
@@ -966,31 +998,145 @@ int nft_workspace_pin(struct nft *n, const char *id, size_t rule_index, const ui
 
 /* Counters and listing */
 
-static int counter_packets(json_t *items, const char *name, uint64_t *ret)
+/* A counter is read with one NFT_MSG_GETOBJ request over nfnetlink. libnftables (1.0.6) would
+ * read the whole ruleset into its cache first: milliseconds per workspace in the table, on the
+ * event loop. The kernel answers in the sending call (nfnetlink runs the request in sendmsg),
+ * so the non-blocking socket holds the answer and its ack by the time we read. */
+
+struct counter_answer {
+	const char *table, *name;
+	bool found;
+	uint64_t packets;
+};
+
+static int counter_data_attr_cb(const struct nlattr *a, void *data)
 {
-	size_t i;
-	json_t *item;
+	const struct nlattr **tb = data;
+	uint16_t type = mnl_attr_get_type(a);
 
-	json_array_foreach(items, i, item) {
-		json_t *c = json_object_get(item, "counter");
-		json_t *packets = json_object_get(c, "packets");
-		const char *cname = json_string_value(json_object_get(c, "name"));
-
-		if (cname && strcmp(cname, name) == 0 && json_is_integer(packets) &&
-		    json_integer_value(packets) >= 0) {
-			*ret = (uint64_t)json_integer_value(packets);
-			return 0;
-		}
+	if (type == NFTA_COUNTER_PACKETS) {
+		if (mnl_attr_validate(a, MNL_TYPE_U64) < 0)
+			return MNL_CB_ERROR;
+		tb[type] = a;
 	}
-	return -EBADMSG;
+	return MNL_CB_OK;
+}
+
+static int obj_attr_cb(const struct nlattr *a, void *data)
+{
+	const struct nlattr **tb = data;
+	uint16_t type = mnl_attr_get_type(a);
+	enum mnl_attr_data_type want;
+
+	switch (type) {
+	case NFTA_OBJ_TABLE:
+	case NFTA_OBJ_NAME:
+		want = MNL_TYPE_NUL_STRING;
+		break;
+	case NFTA_OBJ_TYPE:
+		want = MNL_TYPE_U32;
+		break;
+	case NFTA_OBJ_DATA:
+		want = MNL_TYPE_NESTED;
+		break;
+	default:
+		return MNL_CB_OK;
+	}
+	if (mnl_attr_validate(a, want) < 0)
+		return MNL_CB_ERROR;
+	tb[type] = a;
+	return MNL_CB_OK;
+}
+
+static int counter_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct counter_answer *ans = data;
+	const struct nlattr *tb[NFTA_OBJ_MAX + 1] = {}, *ctb[NFTA_COUNTER_MAX + 1] = {};
+
+	if (nlh->nlmsg_type != ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWOBJ) ||
+	    mnl_nlmsg_get_payload_len(nlh) < sizeof(struct nfgenmsg))
+		return MNL_CB_OK;
+	if (mnl_attr_parse(nlh, sizeof(struct nfgenmsg), obj_attr_cb, tb) < 0)
+		goto bad;
+	if (!tb[NFTA_OBJ_TABLE] || !tb[NFTA_OBJ_NAME] || !tb[NFTA_OBJ_TYPE] || !tb[NFTA_OBJ_DATA])
+		goto bad;
+	if (strcmp(mnl_attr_get_str(tb[NFTA_OBJ_TABLE]), ans->table) != 0 ||
+	    strcmp(mnl_attr_get_str(tb[NFTA_OBJ_NAME]), ans->name) != 0 ||
+	    ntohl(mnl_attr_get_u32(tb[NFTA_OBJ_TYPE])) != NFT_OBJECT_COUNTER)
+		goto bad;
+	if (mnl_attr_parse_nested(tb[NFTA_OBJ_DATA], counter_data_attr_cb, ctb) < 0 ||
+	    !ctb[NFTA_COUNTER_PACKETS])
+		goto bad;
+	ans->packets = be64toh(mnl_attr_get_u64(ctb[NFTA_COUNTER_PACKETS]));
+	ans->found = true;
+	return MNL_CB_OK;
+bad:
+	errno = EBADMSG;
+	return MNL_CB_ERROR;
+}
+
+/* Reads off what an earlier request left unread (it failed between its send and its ack). */
+static void nl_drain(struct nft *n, char *buf)
+{
+	for (int i = 0; i < NFT_NL_DRAIN_MAX; i++)
+		if (mnl_socket_recvfrom(n->nl, buf, NFT_NL_BUFFER_SIZE) < 0 && errno != EINTR)
+			return;
+}
+
+/* The packets of counter name in `inet <table>`: 0, or the kernel's -errno (-ENOENT: no such
+ * table or counter). */
+static int counter_packets(struct nft *n, const char *name, uint64_t *ret)
+{
+	char req[NFT_NL_REQUEST_SIZE];
+	_cleanup_free_ char *buf = malloc(NFT_NL_BUFFER_SIZE);
+	struct counter_answer ans = { .table = n->table, .name = name };
+	struct nlmsghdr *nlh;
+	struct nfgenmsg *nfg;
+	uint32_t seq;
+
+	if (!buf)
+		return -ENOMEM;
+	nl_drain(n, buf);
+	seq = ++n->seq;
+	nlh = mnl_nlmsg_put_header(req);
+	nlh->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETOBJ;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	nlh->nlmsg_seq = seq;
+	nfg = mnl_nlmsg_put_extra_header(nlh, sizeof(*nfg));
+	nfg->nfgen_family = NFPROTO_INET;
+	nfg->version = NFNETLINK_V0;
+	nfg->res_id = 0;
+	mnl_attr_put_strz(nlh, NFTA_OBJ_TABLE, n->table);
+	mnl_attr_put_strz(nlh, NFTA_OBJ_NAME, name);
+	mnl_attr_put_u32(nlh, NFTA_OBJ_TYPE, htonl(NFT_OBJECT_COUNTER));
+
+	if (mnl_socket_sendto(n->nl, nlh, nlh->nlmsg_len) < 0)
+		return negative_errno();
+	for (;;) {
+		ssize_t len = mnl_socket_recvfrom(n->nl, buf, NFT_NL_BUFFER_SIZE);
+		int r;
+
+		if (len < 0) {
+			if (errno == EINTR)
+				continue;
+			return negative_errno(); /* -EAGAIN: no answer, which the kernel never does */
+		}
+		r = mnl_cb_run(buf, (size_t)len, seq, n->portid, counter_cb, &ans);
+		if (r < 0)
+			return negative_errno();
+		if (r == MNL_CB_STOP)
+			break;
+	}
+	if (!ans.found)
+		return -EBADMSG;
+	*ret = ans.packets;
+	return 0;
 }
 
 int nft_workspace_counters(struct nft *n, const char *id, uint64_t *ret_allowed,
 			   uint64_t *ret_denied)
 {
-	_cleanup_json_ json_t *items = NULL;
 	char key[NFT_ID_MAX + 1], allowed_name[NFT_ID_MAX + 16], denied_name[NFT_ID_MAX + 16];
-	char cmd[2 * NFT_TABLE_MAX + 2 * NFT_ID_MAX + 96];
 	uint64_t allowed, denied;
 	int r;
 
@@ -998,16 +1144,10 @@ int nft_workspace_counters(struct nft *n, const char *id, uint64_t *ret_allowed,
 		return -EINVAL;
 	snprintf(allowed_name, sizeof(allowed_name), "ws_%s_allowed", key);
 	snprintf(denied_name, sizeof(denied_name), "ws_%s_denied", key);
-	/* Both in one run: each run reads the table into libnftables' cache first. */
-	snprintf(cmd, sizeof(cmd), "list counter inet %1$s %2$s; list counter inet %1$s %3$s",
-		 n->table, allowed_name, denied_name);
-	r = nft_list(n, cmd, false, &items);
+	r = counter_packets(n, allowed_name, &allowed);
 	if (r < 0)
 		return r;
-	r = counter_packets(items, allowed_name, &allowed);
-	if (r < 0)
-		return r;
-	r = counter_packets(items, denied_name, &denied);
+	r = counter_packets(n, denied_name, &denied);
 	if (r < 0)
 		return r;
 	*ret_allowed = allowed;

@@ -2,8 +2,9 @@
 #pragma once
 
 /* The workspaces' firewall: nftables tables of ours, `inet <table>` and `bridge <table>`,
- * written through libnftables (no `nft` process). Every change is one transaction (nft_run_cmd_from_buffer of a
- * batch): it applies whole or not at all.
+ * written through libnftables (no `nft` process; counters are read over nfnetlink). Every
+ * change is one transaction (nft_run_cmd_from_buffer of a batch): it applies whole or not at
+ * all.
  *
  * Base (nft_base_ensure), for the bridge B with gateway G and range R:
  *   forward hook: from B (iifname B): established/related accepted; IPv6 dropped; ICMP
@@ -78,6 +79,10 @@ int nft_workspace_remove(struct nft *n, const char *id, uint32_t addr);
  * (-E2BIG); -ENOENT when the rule has no set. */
 int nft_workspace_pin(struct nft *n, const char *id, size_t rule_index, const uint32_t *addrs,
 		      const uint32_t *ttls, size_t n_addrs);
+/* The packet counts of the workspace's counters ws_<key>_allowed and ws_<key>_denied, asked of
+ * the kernel by name (nfnetlink, not libnftables: no ruleset cache, so the cost does not grow
+ * with the table). -ENOENT when the table or the counters do not exist; the out-parameters are
+ * set on success only. */
 int nft_workspace_counters(struct nft *n, const char *id, uint64_t *ret_allowed,
 			   uint64_t *ret_denied);
 /* The ids that have a chain in the table (from the chain names), NULL-terminated (strv_free()).

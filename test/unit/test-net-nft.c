@@ -17,6 +17,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -371,6 +372,46 @@ static json_t *nft_json(const char *what)
 	return items;
 }
 
+/* The packets of a counter as `nft -j list counter` reports them. */
+static uint64_t nft_counter_packets(const char *name)
+{
+	_cleanup_json_ json_t *items = NULL;
+	char what[160];
+	json_t *item;
+	size_t i;
+
+	snprintf(what, sizeof(what), "list counter inet %s %s", T.table, name);
+	items = nft_json(what);
+	cr_assert_not_null(items, "no counter %s", name);
+	json_array_foreach(items, i, item) {
+		json_t *c = json_object_get(item, "counter");
+		json_t *packets = json_object_get(c, "packets");
+
+		if (c && strcmp(json_string_value(json_object_get(c, "name")), name) == 0) {
+			cr_assert(json_is_integer(packets));
+			return (uint64_t)json_integer_value(packets);
+		}
+	}
+	cr_assert_fail("nft listed no counter %s", name);
+	return 0;
+}
+
+/* nft_workspace_counters() reads what nft(8) reads (no traffic may run meanwhile). */
+static void assert_counters_as_nft(const char *id, const char *key, uint64_t *ret_allowed,
+				   uint64_t *ret_denied)
+{
+	char allowed_name[96], denied_name[96];
+	uint64_t allowed = UINT64_MAX, denied = UINT64_MAX;
+
+	snprintf(allowed_name, sizeof(allowed_name), "ws_%s_allowed", key);
+	snprintf(denied_name, sizeof(denied_name), "ws_%s_denied", key);
+	cr_assert_eq(nft_workspace_counters(T.nft, id, &allowed, &denied), 0);
+	cr_assert_eq(allowed, nft_counter_packets(allowed_name), "allowed %" PRIu64, allowed);
+	cr_assert_eq(denied, nft_counter_packets(denied_name), "denied %" PRIu64, denied);
+	*ret_allowed = allowed;
+	*ret_denied = denied;
+}
+
 /* The configured timeout of addr in the set, 0 when absent. */
 static long set_timeout(const char *set, const char *addr)
 {
@@ -554,7 +595,7 @@ Test(nft_base, no_permission, .init = topo_up, .fini = topo_down)
 {
 	struct nft_base b = base_default();
 	struct station_error e = {};
-	int pipefd[2], status;
+	int pipefd[2], status, rc;
 	pid_t pid;
 
 	cr_assert_eq(pipe2(pipefd, O_CLOEXEC), 0);
@@ -562,21 +603,27 @@ Test(nft_base, no_permission, .init = topo_up, .fini = topo_down)
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		struct nft *n = NULL;
-		int r = -EIO;
+		uint64_t allowed, denied;
+		int r = -EIO, rc = -EIO;
 
 		if (setresgid(65534, 65534, 65534) == 0 && setresuid(65534, 65534, 65534) == 0 &&
-		    nft_open("test_nft_perm", &n, &e) == 0)
+		    nft_open("test_nft_perm", &n, &e) == 0) {
 			r = nft_base_ensure(n, &b, &e);
+			rc = nft_workspace_counters(n, "ws-1", &allowed, &denied);
+		}
 		e.err = r;
 		(void)!write(pipefd[1], &e, sizeof(e));
+		(void)!write(pipefd[1], &rc, sizeof(rc));
 		_exit(0);
 	}
 	close(pipefd[1]);
 	cr_assert_eq(read(pipefd[0], &e, sizeof(e)), (ssize_t)sizeof(e));
+	cr_assert_eq(read(pipefd[0], &rc, sizeof(rc)), (ssize_t)sizeof(rc));
 	close(pipefd[0]);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert_eq(e.err, -EPERM, "%d: %s", e.err, e.message);
 	cr_assert(strstr(e.message, "Operation not permitted"), "%s", e.message);
+	cr_assert_eq(rc, -EPERM, "counters without the capability: %d", rc);
 	/* Positive control: the same call with the capability. */
 	ensure(&b);
 }
@@ -748,7 +795,7 @@ Test(nft_restricted, domain_pin_replace_counters, .init = topo_up, .fini = topo_
 	/* Rule 0 is a cidr rule: it has no set. */
 	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &addr, &ttl, 1), -ENOENT);
 
-	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &a1, &d1), 0);
+	assert_counters_as_nft("ws-1", "ws_1", &a1, &d1);
 	cr_assert_eq(a1, 1);
 	cr_assert_geq(d1, 3);
 	assert_logged("ws-1", "ws_1", 7, 2); /* the blocked ranges, then the default */
@@ -767,7 +814,7 @@ Test(nft_restricted, domain_pin_replace_counters, .init = topo_up, .fini = topo_
 	cr_assert_eq(a2, a1);
 	cr_assert_eq(d2, d1);
 	cr_assert_eq(tcp_probe(OUTSIDE, 8080), -ETIMEDOUT, "reached after the rule went");
-	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &a2, &d2), 0);
+	assert_counters_as_nft("ws-1", "ws_1", &a2, &d2);
 	cr_assert_gt(d2, d1);
 
 	/* The rule back: its set starts empty again (replacing empties the sets). */
@@ -887,4 +934,45 @@ Test(nft_lifecycle, idempotent, .init = topo_up, .fini = topo_down, .timeout = 6
 	assert_ids(NULL, 0);
 	cr_assert_eq(nft_workspace_remove(T.nft, "ws-1", WS_ADDR), 0);
 	cr_assert_eq(nft_workspace_apply(T.nft, "ws-1", WS_ADDR, NULL, &e), -ENOENT);
+}
+
+/* Counters of a workspace that has none: -ENOENT, the out-parameters untouched; with no table,
+ * with the table but not the workspace, and after the workspace's removal. */
+Test(nft_counters, missing, .init = topo_up, .fini = topo_down, .timeout = 60)
+{
+	struct nft_base b = base_default();
+	_cleanup_close_ int u9000 = udp_bind(T.out, OUTSIDE, 9000);
+	uint64_t allowed = 7, denied = 8;
+
+	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &allowed, &denied), -ENOENT);
+	ensure(&b);
+	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &allowed, &denied), -ENOENT);
+	cr_assert_eq(allowed, 7);
+	cr_assert_eq(denied, 8);
+
+	/* Positive control: a bridge workspace's counters exist and count. */
+	apply("ws-1", WS_ADDR, NULL);
+	cr_assert(udp_probe(u9000, OUTSIDE, 9000, true));
+	assert_counters_as_nft("ws-1", "ws_1", &allowed, &denied);
+	cr_assert_eq(allowed, 1);
+	cr_assert_eq(denied, 0);
+	allowed = 7;
+	denied = 8;
+	cr_assert_eq(nft_workspace_counters(T.nft, "other-2", &allowed, &denied), -ENOENT);
+	cr_assert_eq(allowed, 7);
+	cr_assert_eq(denied, 8);
+
+	/* Another table's counter of that name is not ours. */
+	sh_in(T.router,
+	      "nft add table inet %1$s_x && nft add counter inet %1$s_x ws_other_2_allowed"
+	      " && nft add counter inet %1$s_x ws_other_2_denied",
+	      T.table);
+	cr_assert_eq(nft_workspace_counters(T.nft, "other-2", &allowed, &denied), -ENOENT);
+
+	cr_assert_eq(nft_workspace_remove(T.nft, "ws-1", WS_ADDR), 0);
+	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &allowed, &denied), -ENOENT);
+	cr_assert_eq(allowed, 7);
+	cr_assert_eq(denied, 8);
+	cr_assert_eq(nft_base_remove(T.nft), 0);
+	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &allowed, &denied), -ENOENT);
 }
