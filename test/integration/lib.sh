@@ -185,7 +185,7 @@ adapter_flags() {
 		esac
 	done
 	if ((!has_adapters)); then
-		pre=(--adapters host,container)
+		pre+=(--adapters host,container)
 		((has_default)) || pre+=(--default-adapter host)
 	fi
 	printf '%s\0' "${pre[@]}" "$@"

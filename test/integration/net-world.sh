@@ -414,7 +414,7 @@ net_nft_objects() {
 # bridge, its tables.
 net_scrub() {
 	[[ -n $NET_BRIDGE ]] || return 0
-	local p m fam
+	local p fam
 	for p in $(net_ports); do
 		ip link del "$p" 2>/dev/null
 	done
@@ -422,9 +422,7 @@ net_scrub() {
 	for fam in inet ip ip6 bridge netdev; do
 		nft list table $fam "$NET_BRIDGE" >/dev/null 2>&1 && nft delete table $fam "$NET_BRIDGE"
 	done
-	for m in $(awk -v t="$ROOT/netns/" 'index($5, t) == 1 {print $5}' /proc/self/mountinfo); do
-		umount -l "$m" 2>/dev/null
-	done
+	rm -f "/run/station-sandbox-net-$NET_BRIDGE.lock"
 	return 0
 }
 

@@ -256,11 +256,12 @@ t_network_bad_range() {
 t_network_bridge_taken() {
 	local bridge=stf$(($$ % 100000)) holder
 	local lock=/run/station-sandbox-net-$bridge.lock
-	flock "$lock" sleep 600 &
+	# its own stdio: a holder left behind must not keep the test's output open
+	flock "$lock" sleep 600 </dev/null >/dev/null 2>&1 &
 	holder=$!
 	wait_for -t 5 test -e "$lock" || _fail "no lock file" || return 1
 	start_net_controller --network-range 10.233.$(($$ % 250)).0/24 --network-bridge "$bridge" ||
-		{ kill "$holder"; return 1; }
+		{ pkill -P "$holder"; return 1; }
 	api -q GET /v1/ready
 	assert_eq false "$(ready_check bridge ok)" "ready: bridge ok"
 	assert_contains "used by another controller" "$(ready_check bridge message)" \
@@ -269,7 +270,7 @@ t_network_bridge_taken() {
 	ip link show "$bridge" >/dev/null 2>&1 && _fail "the bridge $bridge was made"
 	nft list table inet "$bridge" >/dev/null 2>&1 && _fail "the table inet $bridge was made"
 	stop_controller
-	kill "$holder"
+	pkill -P "$holder"
 	wait "$holder" 2>/dev/null
 	rm -f "$lock"
 }
