@@ -96,6 +96,11 @@ static int idmap_userns(uint32_t base)
 		goto out;
 	}
 	if (pid == 0) {
+		/* only the parent holds the write end: its exit (a SIGKILLed controller) ends the
+		 * read, so this child never outlives it holding the controller's fds (its root
+		 * lock among them) */
+		close(hold[1]);
+		close(ready[0]);
 		char c = unshare(CLONE_NEWUSER) == 0;
 		(void)!write(ready[1], &c, 1);
 		(void)!read(hold[0], &c, 1);
