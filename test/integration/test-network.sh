@@ -18,7 +18,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/net-world.sh"
 
 # The controller's own range and bridge (unique to this script: other controllers may run).
-NET_RANGE=${NET_RANGE:-10.$((228 + $$ % 8)).$((($$ / 8) % 250)).0/24}
+NET_RANGE=${NET_RANGE:-10.$((212 + $$ % 8)).$((($$ / 8) % 250)).0/24}
 NET_BRIDGE=stn$(($$ % 1000000))
 NET_PROBE=$NET_PROBE_BIN
 CYCLES=${NET_LIFECYCLE_CYCLES:-100}
