@@ -458,7 +458,8 @@ _cleanup() {
 	# Whatever survived (a broken controller): kill processes that name our root, remove the
 	# cgroups of our workspaces.
 	local pid
-	for pid in $(pgrep -f -- "$ROOT/" 2>/dev/null); do
+	# (a controller names its root without a trailing slash: "--root ROOT --worker …")
+	for pid in $(pgrep -f -- "$ROOT/|--root $ROOT( |\$)" 2>/dev/null); do
 		kill -KILL "$pid" 2>/dev/null
 	done
 	for id in "${WORKSPACES[@]}" "${ids[@]}"; do
