@@ -45,6 +45,26 @@ struct net_check {
 	char message[256];
 };
 
+/* What net_ready() reports, in its order; a required one missing fails net_check(). */
+enum {
+	NET_CHECK_RANGE,
+	NET_CHECK_BRIDGE,
+	NET_CHECK_FORWARD,
+	NET_CHECK_NFT,
+	NET_CHECK_RESOLVER,
+	NET_CHECK_LOG,
+	_NET_CHECK_MAX,
+};
+
+static const struct {
+	const char *name;
+	bool required;
+} check_info[_NET_CHECK_MAX] = {
+	[NET_CHECK_RANGE] = { "networkRange", true }, [NET_CHECK_BRIDGE] = { "bridge", true },
+	[NET_CHECK_FORWARD] = { "ipForward", true },  [NET_CHECK_NFT] = { "nftables", true },
+	[NET_CHECK_RESOLVER] = { "resolver", true },  [NET_CHECK_LOG] = { "denialLog", false },
+};
+
 struct net {
 	struct event_loop *loop;
 	char *root, *bridge;
@@ -58,8 +78,7 @@ struct net {
 	char nameserver[INET_ADDRSTRLEN];
 
 	int lock_fd;
-	struct net_check range_check, bridge_check, forward_check, nft_check, resolver_check,
-		log_check;
+	struct net_check checks[_NET_CHECK_MAX];
 	struct nft *nft;
 	struct resolver *resolver;
 	struct nflog *nflog;
@@ -324,7 +343,7 @@ static void net_setup(struct net *n, const struct net_config *cfg)
 
 	if (parse_range(cfg->range, &n->range, &n->prefix) < 0) {
 		check_set(
-			&n->range_check, false,
+			&n->checks[NET_CHECK_RANGE], false,
 			"bad network range \"%s\": an IPv4 network a.b.c.d/p with p from %d to %d "
 			"and no host bits set",
 			cfg->range ? cfg->range : "", NET_MIN_PREFIX, NET_MAX_PREFIX);
@@ -333,11 +352,12 @@ static void net_setup(struct net *n, const struct net_config *cfg)
 	n->gateway = n->range + 1;
 	addr_string(n->gateway, n->nameserver);
 	addr_string(n->range, range);
-	check_set(&n->range_check, true, "%s/%u, gateway %s", range, n->prefix, n->nameserver);
+	check_set(&n->checks[NET_CHECK_RANGE], true, "%s/%u, gateway %s", range, n->prefix,
+		  n->nameserver);
 
 	r = lock_bridge(n);
 	if (r < 0) {
-		check_set(&n->bridge_check, false,
+		check_set(&n->checks[NET_CHECK_BRIDGE], false,
 			  r == -EWOULDBLOCK ? "bridge \"%s\" is used by another controller on this "
 					      "machine (choose another with --network-bridge)" :
 					      "bridge \"%s\": cannot take its lock: %s",
@@ -346,15 +366,15 @@ static void net_setup(struct net *n, const struct net_config *cfg)
 	}
 	r = link_bridge_ensure(n->bridge, n->gateway, n->prefix);
 	if (r < 0) {
-		check_set(&n->bridge_check, false, "cannot set up bridge \"%s\": %s%s", n->bridge,
-			  strerror(-r), r == -EPERM ? " (CAP_NET_ADMIN is needed)" : "");
+		check_set(&n->checks[NET_CHECK_BRIDGE], false, "cannot set up bridge \"%s\": %s%s",
+			  n->bridge, strerror(-r), r == -EPERM ? " (CAP_NET_ADMIN is needed)" : "");
 		return;
 	}
-	check_set(&n->bridge_check, true, "bridge \"%s\" at %s/%u", n->bridge, n->nameserver,
-		  n->prefix);
+	check_set(&n->checks[NET_CHECK_BRIDGE], true, "bridge \"%s\" at %s/%u", n->bridge,
+		  n->nameserver, n->prefix);
 
 	r = sysctl_ip_forward_enable();
-	check_set(&n->forward_check, r >= 0,
+	check_set(&n->checks[NET_CHECK_FORWARD], r >= 0,
 		  r >= 0 ? "net.ipv4.ip_forward = 1" : "cannot set net.ipv4.ip_forward: %s",
 		  strerror(-r));
 
@@ -373,17 +393,17 @@ static void net_setup(struct net *n, const struct net_config *cfg)
 		};
 		r = nft_base_ensure(n->nft, &b, &e);
 	}
-	check_set(&n->nft_check, r >= 0, r >= 0 ? "table inet %s" : "nftables: %s",
+	check_set(&n->checks[NET_CHECK_NFT], r >= 0, r >= 0 ? "table inet %s" : "nftables: %s",
 		  r >= 0 ? n->bridge : e.message);
 
 	struct sockaddr_in ups[RESOLVER_MAX_UPSTREAMS];
 	size_t n_ups = 0;
-	r = upstreams_from_config(cfg, ups, &n_ups, &n->resolver_check);
+	r = upstreams_from_config(cfg, ups, &n_ups, &n->checks[NET_CHECK_RESOLVER]);
 	if (r == -EINVAL)
 		return;
 	if (r < 0 || n_ups == 0) {
 		check_set(
-			&n->resolver_check, false,
+			&n->checks[NET_CHECK_RESOLVER], false,
 			"no DNS upstream: /etc/resolv.conf names no IPv4 nameserver (name one with "
 			"--dns-upstream)");
 		return;
@@ -391,14 +411,14 @@ static void net_setup(struct net *n, const struct net_config *cfg)
 	e = (struct station_error){ 0 };
 	r = resolver_new(n->loop, n->gateway, n->dns_port, ups, n_ups, &resolver_ops, n,
 			 &n->resolver, &e);
-	check_set(&n->resolver_check, r >= 0, r >= 0 ? "%s:%u" : "resolver: %s",
+	check_set(&n->checks[NET_CHECK_RESOLVER], r >= 0, r >= 0 ? "%s:%u" : "resolver: %s",
 		  r >= 0 ? n->nameserver : e.message, n->dns_port);
 
 	r = nflog_open(n->log_group, &n->nflog);
 	if (r >= 0)
 		r = event_add_io(n->loop, &n->nflog_source, nflog_fd(n->nflog), EPOLLIN,
 				 on_nflog_io, n);
-	check_set(&n->log_check, r >= 0,
+	check_set(&n->checks[NET_CHECK_LOG], r >= 0,
 		  r >= 0 ? "nflog group %u" : "denials are not logged: nflog group %u: %s",
 		  n->log_group, strerror(-r));
 }
@@ -426,14 +446,14 @@ int net_new(struct event_loop *loop, const struct net_config *cfg, net_denied_fn
 	n->allow_workspaces = cfg->allow_workspaces;
 	n->on_denied = on_denied;
 	n->userdata = userdata;
-	check_set(&n->bridge_check, false, "not set up");
-	check_set(&n->forward_check, false, "not set up");
-	check_set(&n->nft_check, false, "not set up");
-	check_set(&n->resolver_check, false, "not set up");
-	check_set(&n->log_check, false, "not set up");
+	check_set(&n->checks[NET_CHECK_BRIDGE], false, "not set up");
+	check_set(&n->checks[NET_CHECK_FORWARD], false, "not set up");
+	check_set(&n->checks[NET_CHECK_NFT], false, "not set up");
+	check_set(&n->checks[NET_CHECK_RESOLVER], false, "not set up");
+	check_set(&n->checks[NET_CHECK_LOG], false, "not set up");
 	if (strlen(n->bridge) == 0 || strlen(n->bridge) > 15 ||
 	    strspn(n->bridge, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(n->bridge))
-		check_set(&n->range_check, false,
+		check_set(&n->checks[NET_CHECK_RANGE], false,
 			  "bad bridge name \"%s\": 1 to 15 of a-z, 0-9 and _", n->bridge);
 	else
 		net_setup(n, cfg);
@@ -461,35 +481,17 @@ void net_free(struct net *n)
 	free(n);
 }
 
-static const struct {
-	const char *name;
-	size_t offset;
-	bool required;
-} checks[] = {
-	{ "networkRange", offsetof(struct net, range_check), true },
-	{ "bridge", offsetof(struct net, bridge_check), true },
-	{ "ipForward", offsetof(struct net, forward_check), true },
-	{ "nftables", offsetof(struct net, nft_check), true },
-	{ "resolver", offsetof(struct net, resolver_check), true },
-	{ "denialLog", offsetof(struct net, log_check), false },
-};
-
-static const struct net_check *check_at(const struct net *n, size_t i)
-{
-	return (const struct net_check *)((const char *)n + checks[i].offset);
-}
-
 bool net_ready(struct net *n, json_t *checks_json)
 {
 	bool all = true;
 
-	for (size_t i = 0; i < ELEMENTSOF(checks); i++) {
-		const struct net_check *c = check_at(n, i);
+	for (size_t i = 0; i < _NET_CHECK_MAX; i++) {
+		const struct net_check *c = &n->checks[i];
+		bool ok = c->ok || !check_info[i].required;
 		json_array_append_new(checks_json,
-				      json_pack("{s:s,s:b,s:s}", "name", checks[i].name, "ok",
-						c->ok || !checks[i].required, "message",
-						c->message));
-		all &= c->ok || !checks[i].required;
+				      json_pack("{s:s,s:b,s:s}", "name", check_info[i].name, "ok",
+						ok, "message", c->message));
+		all &= ok;
 	}
 	return all;
 }
@@ -498,13 +500,13 @@ int net_check(struct net *n, enum net_mode mode, struct station_error *e)
 {
 	if (mode == NET_NONE)
 		return 0;
-	for (size_t i = 0; i < ELEMENTSOF(checks); i++) {
-		const struct net_check *c = check_at(n, i);
-		if (checks[i].required && !c->ok)
+	for (size_t i = 0; i < _NET_CHECK_MAX; i++) {
+		const struct net_check *c = &n->checks[i];
+		if (check_info[i].required && !c->ok)
 			return station_error_set(e, -EHOSTDOWN, "network",
 						 "network \"%s\" is not available on this worker: "
 						 "%s: %s",
-						 net_mode_to_string(mode), checks[i].name,
+						 net_mode_to_string(mode), check_info[i].name,
 						 c->message);
 	}
 	return 0;
@@ -600,10 +602,10 @@ int net_workspace_up(struct net *n, const struct net_workspace *w, pid_t pid,
 	}
 	if (r >= 0 && entry_set(n, w) < 0)
 		r = station_error_set(e, -ENOMEM, NULL, "out of memory");
-	if (r < 0) {
+	if (r < 0) { /* e says why: every failure above set it */
 		objects_remove(n, w->id, w->address);
 		entry_remove(n, w->id);
-		return e ? (e->err = r < 0 && e->err == 0 ? r : e->err) : r;
+		return r;
 	}
 	return 0;
 }
@@ -624,7 +626,7 @@ void net_reconcile(struct net *n)
 	_cleanup_strv_free_ char **ports = NULL, **ids = NULL;
 
 	/* ports of our bridge named like ours and held by no workspace */
-	if (n->bridge_check.ok && link_bridge_ports(n->bridge, &ports) >= 0)
+	if (n->checks[NET_CHECK_BRIDGE].ok && link_bridge_ports(n->bridge, &ports) >= 0)
 		for (size_t i = 0; ports[i]; i++) {
 			unsigned a;
 			char rest;
@@ -632,7 +634,7 @@ void net_reconcile(struct net *n)
 				link_delete(ports[i]);
 		}
 	/* firewall chains of workspaces gone */
-	if (n->nft && n->nft_check.ok && nft_workspace_list(n->nft, &ids) >= 0)
+	if (n->nft && n->checks[NET_CHECK_NFT].ok && nft_workspace_list(n->nft, &ids) >= 0)
 		for (size_t i = 0; ids[i]; i++)
 			if (!entry_by_id(n, ids[i]))
 				nft_workspace_remove(n->nft, ids[i], 0);
