@@ -862,3 +862,11 @@ int free_and_strdup(char **dst, const char *s)
 	*dst = c;
 	return 0;
 }
+
+void erase_and_free(char *s)
+{
+	if (!s)
+		return;
+	explicit_bzero(s, strlen(s));
+	free(s);
+}

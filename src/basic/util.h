@@ -57,6 +57,8 @@ void sha1_hex(const void *data, size_t n, char ret[41]);
 
 /* Constant-time comparison of n bytes. */
 bool memeq_consttime(const void *a, const void *b, size_t n);
+/* Wipes a NUL-terminated secret (explicit_bzero) and frees it. NULL is fine. */
+void erase_and_free(char *s);
 
 /* Filesystem. */
 int mkdir_p(const char *path, mode_t mode);

@@ -303,3 +303,26 @@ int manager_terminal_attach_resize(struct terminal_attach *a, unsigned cols, uns
 /* For an attacher that fell behind and dropped output: from now on it gets the scrollback
  * from stream offset `from` (or its oldest kept byte, if later), then live output again. */
 int manager_terminal_resync(struct terminal_attach *a, uint64_t from);
+
+/* ---- Secrets (manager-secret.c; docs/api.md, "Secrets") ------------------------------------ */
+
+/* PUT …/secrets/{name}: body {"value", "host"?, "username"?, "expiresAt"?}, validated here.
+ * *ret is the secret without its value; *ret_created tells 201 from 200. */
+int manager_secret_put(struct manager *m, const char *ws_id, const char *name, json_t *body,
+		       json_t **ret, bool *ret_created, struct station_error *e);
+int manager_secret_list(struct manager *m, const char *ws_id, json_t **ret,
+			struct station_error *e);
+int manager_secret_get(struct manager *m, const char *ws_id, const char *name, json_t **ret,
+		       struct station_error *e);
+int manager_secret_delete(struct manager *m, const char *ws_id, const char *name, json_t **ret,
+			  struct station_error *e);
+
+/* For a credential request from the workspace's agent: the secret released for protocol
+ * ("https" or "http") and host (as git sent it, compared case-insensitively with the secret's
+ * scope, port included), unexpired and not revoked. 0 with *ret_name (for the log),
+ * *ret_username and *ret_password, all malloc'd (the caller wipes the password with
+ * erase_and_free()); -ENOENT when no secret may be released (no match, expired, revoked, an
+ * unscoped secret, another protocol); -ENOMEM. Never logs the value. */
+int manager_secret_for_host(struct manager *m, const char *ws_id, const char *protocol,
+			    const char *host, char **ret_name, char **ret_username,
+			    char **ret_password);

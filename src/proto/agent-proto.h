@@ -83,6 +83,22 @@ enum msg_type {
 	MSG_SERVICE_OUTPUT = 55,       /* A->C: SERVICE_NAME, ATTEMPT, STREAM, OFFSET, DATA */
 	MSG_SERVICE_WATCH = 56,	       /* C->A: SERVICE_NAME, WATCH (1 start, 0 stop) */
 	MSG_SERVICE_REMOVE = 57,       /* C->A: SERVICE_NAME: stop it and forget it */
+	/* 60-69: file sessions, on a connection of their own (file-proto.h) */
+	MSG_FILE_OPEN = 60,  /* C->A, instead of HELLO: SECRET, VERSION, FILE_OP, PATH, ... */
+	MSG_FILE_INFO = 61,  /* A->C: one entry (stat, a list's entries, what read/write did) */
+	MSG_FILE_DATA = 62,  /* both ways: DATA (at most FILE_MAX_CHUNK bytes) */
+	MSG_FILE_END = 63,   /* both ways: the data is complete / the operation succeeded */
+	MSG_FILE_ERROR = 64, /* A->C, last frame: ERRNO, PATH?, REASON? */
+	MSG_FILE_EVENT = 65, /* A->C, watch: FILE_EVENT, PATH, PATH2?, FILE_TYPE? */
+	/* 70-79: credentials (docs/agent-protocol.md, "Credentials"), main connection */
+	MSG_CRED_REQUEST = 70, /* A->C: REQUEST, CRED_PROTOCOL, CRED_HOST, CRED_PATH?,
+				  CRED_USERNAME? (what git asked with) */
+	MSG_CRED_REPLY = 71,   /* C->A: REQUEST, CRED_USERNAME + CRED_PASSWORD, or REASON (refused)
+				*/
+	/* 80-89: resource use, main connection */
+	MSG_USAGE_REQUEST = 80, /* C->A: REQUEST */
+	MSG_USAGE_REPLY = 81,	/* A->C: REQUEST, then per live run / service attempt, in this
+				   order: RUN_ID | SERVICE_NAME (+ ATTEMPT), CPU_USEC, MEMORY_BYTES */
 };
 
 /* Tags 100-149 are for terminals, 150-199 for services. */
@@ -143,4 +159,33 @@ enum msg_tag {
 	TAG_DAEMONIZED = 164,
 	TAG_OUTPUT_DROPPED = 165, /* the agent no longer had this attempt's output */
 	TAG_STOPPING = 166,	  /* a stop or restart is under way */
+	/* 200-249: file sessions (file-proto.h) */
+	TAG_FILE_OP = 200,     /* enum file_op */
+	TAG_PATH = 201,	       /* as the client gave it, at most PROTO_MAX_PATH bytes */
+	TAG_PATH2 = 202,       /* RENAME's target; a moved event's new path */
+	TAG_FILE_FLAGS = 203,  /* FILE_F_* */
+	TAG_MODE = 204,	       /* permission bits (07777) */
+	TAG_LENGTH = 205,      /* READ: bytes wanted from OFFSET (absent: to the end) */
+	TAG_SUFFIX = 206,      /* READ: the last N bytes instead of OFFSET/LENGTH */
+	TAG_MAX_BYTES = 207,   /* READ: refuse (EFBIG) a file larger than this */
+	TAG_IF_MATCH = 208,    /* WRITE/DELETE/RENAME: the target's ETAG must still be this */
+	TAG_NAME = 209,	       /* INFO: the entry's name (LIST) */
+	TAG_FILE_TYPE = 210,   /* enum file_type */
+	TAG_SIZE = 211,	       /* bytes */
+	TAG_MTIME_NS = 212,    /* CLOCK_REALTIME nanoseconds */
+	TAG_LINK_TARGET = 213, /* a symlink's target, never followed */
+	TAG_ETAG = 214,	       /* an opaque version of a regular file */
+	TAG_ERRNO = 215,       /* FILE_ERROR: a Linux errno */
+	TAG_FILE_EVENT = 216,  /* enum file_event */
+	TAG_UID = 217,	       /* INFO: owner */
+	TAG_GID = 218,	       /* INFO: group */
+	TAG_TRUNCATED = 219,   /* FILE_END of LIST: more entries than FILE_MAX_ENTRIES */
+	/* 250-269: credentials */
+	TAG_CRED_PROTOCOL = 250,
+	TAG_CRED_HOST = 251,
+	TAG_CRED_PATH = 252,
+	TAG_CRED_USERNAME = 253,
+	TAG_CRED_PASSWORD = 254,
+	/* 270-289: resource use */
+	TAG_MEMORY_BYTES = 270, /* USAGE_REPLY: memory charged now (CPU_USEC: cpu time so far) */
 };
