@@ -797,10 +797,12 @@ static void request_take_body(struct http_request *req, const char *data, size_t
 			req->body_oom = true;
 			return;
 		}
-		if (req->body_len)
-			memcpy(p, req->body, req->body_len);
+		size_t len = req->body_len;
+		if (len)
+			memcpy(p, req->body, len);
 		request_body_free(req);
 		req->body = p;
+		req->body_len = len;
 		req->body_alloc = want;
 	}
 	memcpy(req->body + req->body_len, data, n);
