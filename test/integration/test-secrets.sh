@@ -222,6 +222,36 @@ t_survives_restart() {
 		_fail "a stored secret did not open after the restart"
 }
 
+# What the workspace's git would get for HOST through the credential helper (the agent binary
+# as `station-agent credential get`); the helper's output and its exit status.
+ask_credential() {
+	run_cmd "$1" "printf 'protocol=https\\nhost=%s\\n\\n' '$2' | '$AGENT' credential get; echo \"rc=\$?\"" ||
+		return 1
+	ANSWER=$(j .stdout)
+}
+
+# The lookup the credential path makes finds a secret after a controller restart, and not once
+# it is revoked. Needs the credential helper (built with the credential path).
+t_released_after_restart() {
+	local cred="ghs_Cred$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')" granted
+	api -q PUT "/v1/workspaces/$WS/secrets/cred" \
+		"$(secret_body "$cred" '.host = "git.example.test" | .username = "bot"')"
+	assert_status 201 "the secret" || return 1
+	granted="username=bot"$'\n'"password=$cred"$'\n'"rc=0"
+	ask_credential "$WS" git.example.test || return 1
+	assert_eq "$granted" "$ANSWER" "released before the restart" || return 1
+	stop_controller TERM
+	start_controller "${CONTROLLER_FLAGS[@]}" || return 1
+	wait_for -t 10 eval 'ask_credential "$WS" git.example.test && [[ $ANSWER == "$granted" ]]' ||
+		_fail "not released after the restart: $ANSWER"
+	ask_credential "$WS" other.example.test || return 1
+	assert_eq "rc=0" "$ANSWER" "(control) another host gets nothing"
+	api -q DELETE "/v1/workspaces/$WS/secrets/cred"
+	assert_status 200 "revoke"
+	ask_credential "$WS" git.example.test || return 1
+	assert_eq "rc=0" "$ANSWER" "nothing once revoked"
+}
+
 # start_refused EXPECTED-MESSAGE: the controller, started on ROOT as before, exits non-zero
 # within 10 s and says EXPECTED-MESSAGE.
 start_refused() {
@@ -330,6 +360,13 @@ run_test "refused input names the field, valid input is taken" t_refusals
 run_test "at most 64 secrets per workspace" t_limit
 run_test "an expired secret is listed expired" t_expiry
 run_test "sealed in the store, the same after a restart" t_survives_restart
+if grep -qa 'git-credential-station' "$AGENT"; then
+	run_test "released to the credential helper after a restart, not once revoked" \
+		t_released_after_restart
+else
+	skip "released to the credential helper after a restart" \
+		"no credential helper in this build (the lookup itself: unit test-daemon-secret)"
+fi
 run_test "a key file that is not the controller's stops the start" t_key_file_checks
 run_test "env values are redacted and still reach the command" t_env_redacted
 run_test "the value is in no response, log line or store file" t_value_nowhere
