@@ -7,6 +7,7 @@
 #include "manager.h"
 #include "net/net.h"
 #include "proto/agent-proto.h"
+#include "store/secret-box.h"
 #include "store/store.h"
 
 #define SECRET_BYTES 32
@@ -17,6 +18,7 @@ struct agentlink_service_state;
 struct agentlink_terminal_exit;
 struct terminal;
 struct service;
+struct secret;
 struct event_source;
 struct adapter_ops;
 
@@ -85,6 +87,8 @@ struct workspace {
 	enum net_mode net_mode;	    /* manager-network.c; NET_NONE: no record */
 	uint32_t net_address;
 	struct net_policy *net_policy; /* restricted */
+	struct secret *secrets;	       /* manager-secret.c, by name */
+	size_t n_secrets;
 };
 
 struct manager {
@@ -101,7 +105,9 @@ struct manager {
 	struct event_source *prune_timer;
 	struct image_job *image_jobs; /* imports and pulls under way (manager-image.c) */
 	size_t n_image_jobs;
-	struct net *net; /* NULL: networking off (manager-network.c) */
+	struct net *net;		      /* NULL: networking off (manager-network.c) */
+	uint8_t secret_key[SECRET_KEY_BYTES]; /* cfg.secret_key's copy (manager-secret.c) */
+	bool secret_key_set;
 };
 
 struct workspace *workspace_find(struct manager *m, const char *id);
@@ -144,6 +150,12 @@ void run_on_output(struct workspace *ws, const char *run_id, int stream, uint64_
 /* run-json.c */
 json_t *run_to_json(const struct run_row *r, bool with_output);
 json_t *workspace_to_json(const struct workspace *ws);
+/* An env object as every response shows it: the names, each value ENV_REDACTED ({} for NULL or
+ * anything but an object). Values may be tokens; they reach commands, never clients. */
+#define ENV_REDACTED "[redacted]"
+json_t *env_redacted_json(json_t *env);
+/* The same from a stored env (JSON text; NULL: none). */
+json_t *env_json_redacted(const char *env_json);
 void json_set_time(json_t *o, const char *key, uint64_t usec);
 
 /* manager-service.c */
@@ -197,3 +209,9 @@ int workspace_network_create(struct workspace *ws, enum net_mode mode, struct ne
 int workspace_network_attach(void *userdata, pid_t pid, struct station_error *e);
 void workspace_network_remove(struct workspace *ws);
 void workspace_network_free(struct workspace *ws);
+
+/* manager-secret.c */
+/* Every stored secret, opened into its workspace (controller start, after the workspaces). */
+void secrets_load(struct manager *m);
+/* Wipes and frees the workspace's secrets. */
+void secrets_free_all(struct workspace *ws);

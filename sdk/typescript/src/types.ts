@@ -76,6 +76,7 @@ interface WorkspaceBase {
   reason: string | null;
   home: string;
   workdir: string;
+  /** The names given; every value reads "[redacted]" (values reach commands, not clients). */
   env: Record<string, string>;
   /** 0 means unlimited. */
   cpus: number;
@@ -344,6 +345,7 @@ export interface Service {
   name: string;
   command: string;
   cwd: string | null;
+  /** The names given; every value reads "[redacted]" (values reach commands, not clients). */
   env: Record<string, string>;
   restart: RestartPolicy;
   stopSignal: string | number;
