@@ -76,6 +76,10 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_TERMINAL_DELETE] = { api_terminal_delete, false, query_none },
 	[EP_TERMINAL_ATTACH] = { NULL, false, query_read_only, api_terminal_attach },
 	[EP_TERMINAL_RESIZE] = { api_terminal_resize, true, query_none },
+	[EP_SECRET_LIST] = { api_secret_list, false, query_none },
+	[EP_SECRET_GET] = { api_secret_get, false, query_none },
+	[EP_SECRET_PUT] = { api_secret_put, true, query_none },
+	[EP_SECRET_DELETE] = { api_secret_delete, false, query_none },
 };
 
 struct http_server {

@@ -137,6 +137,10 @@ int api_terminal_get(struct http_request *req);
 int api_terminal_delete(struct http_request *req);
 int api_terminal_resize(struct http_request *req);
 int api_terminal_attach(struct http_request *req); /* WebSocket only */
+int api_secret_list(struct http_request *req);	   /* api-secrets.c */
+int api_secret_get(struct http_request *req);
+int api_secret_put(struct http_request *req);
+int api_secret_delete(struct http_request *req);
 
 /* Shared by the handlers: {"key":[…]} from a list the manager returned as an array (an object
  * passes through); NULL when out of memory. */

@@ -8,14 +8,14 @@
 #include "basic/cleanup.h"
 
 /* '*' in a pattern is one id segment, the first the workspace, the second the run (or the
- * service); '@' is an image digest segment. */
+ * service, terminal or secret); '@' is an image digest segment. */
 struct route {
 	const char *pattern;
 	const char *allow;
 	struct {
 		const char *method;
 		enum endpoint endpoint;
-	} methods[2];
+	} methods[3];
 };
 
 static const struct route routes[] = {
@@ -58,6 +58,10 @@ static const struct route routes[] = {
 	  { { "GET", EP_TERMINAL_GET }, { "DELETE", EP_TERMINAL_DELETE } } },
 	{ "/v1/workspaces/*/terminals/*/attach", "GET", { { "GET", EP_TERMINAL_ATTACH } } },
 	{ "/v1/workspaces/*/terminals/*/resize", "POST", { { "POST", EP_TERMINAL_RESIZE } } },
+	{ "/v1/workspaces/*/secrets", "GET", { { "GET", EP_SECRET_LIST } } },
+	{ "/v1/workspaces/*/secrets/*",
+	  "GET, PUT, DELETE",
+	  { { "GET", EP_SECRET_GET }, { "PUT", EP_SECRET_PUT }, { "DELETE", EP_SECRET_DELETE } } },
 };
 
 static const char *const endpoint_names[_EP_MAX] = {
@@ -92,6 +96,10 @@ static const char *const endpoint_names[_EP_MAX] = {
 	[EP_TERMINAL_DELETE] = "terminal-delete",
 	[EP_TERMINAL_ATTACH] = "terminal-attach",
 	[EP_TERMINAL_RESIZE] = "terminal-resize",
+	[EP_SECRET_LIST] = "secret-list",
+	[EP_SECRET_GET] = "secret-get",
+	[EP_SECRET_PUT] = "secret-put",
+	[EP_SECRET_DELETE] = "secret-delete",
 };
 
 const char *endpoint_to_string(enum endpoint ep)

@@ -44,13 +44,17 @@ enum endpoint {
 	EP_TERMINAL_DELETE,
 	EP_TERMINAL_ATTACH,
 	EP_TERMINAL_RESIZE,
+	EP_SECRET_LIST,
+	EP_SECRET_GET,
+	EP_SECRET_PUT,
+	EP_SECRET_DELETE,
 	_EP_MAX,
 };
 
 struct route_match {
 	enum endpoint endpoint;
 	char ws_id[ROUTE_ID_MAX + 1];	 /* "" when the path has none */
-	char run_id[ROUTE_ID_MAX + 1];	 /* the run, the service name or the terminal */
+	char run_id[ROUTE_ID_MAX + 1];	 /* the run, the service name, the terminal or the secret */
 	char image[ROUTE_IMAGE_MAX + 1]; /* "" when the path has none */
 };
 
