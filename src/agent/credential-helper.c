@@ -5,6 +5,7 @@
  * no helper knew). `store` and `erase` do nothing: no credential is kept in the sandbox.
  * Exits non-zero, with a message, only when the socket cannot be reached. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,11 +125,17 @@ int cred_helper_main(int argc, char **argv)
 			path, strerror(-fd));
 		return 1;
 	}
+	/* the agent closes a request it refuses, maybe before it was all sent: no answer */
+	signal(SIGPIPE, SIG_IGN);
 	r = send_request(fd, argv[0]);
 	if (r >= 0 && shutdown(fd, SHUT_WR) < 0)
 		r = -errno;
+	if (r == -EPIPE || r == -ECONNRESET)
+		return 0;
 	if (r >= 0)
 		r = copy_answer(fd);
+	if (r == -ECONNRESET)
+		return 0;
 	if (r < 0) {
 		fprintf(stderr, HELPER_PREFIX "credential socket \"%s\": %s\n", path, strerror(-r));
 		return 1;

@@ -404,7 +404,8 @@ struct cred_reply {
 	bool refused;
 };
 
-/* A value git reads back as one line: no NUL, no newline. */
+/* A value git reads back as one line: no NUL, no newline (else it would add lines of its own to
+ * the answer). One that is not is refused, not written. */
 static bool line_value_ok(const uint8_t *v, size_t n, size_t max)
 {
 	return n > 0 && n <= max && !memchr(v, 0, n) && !memchr(v, '\n', n);
@@ -427,11 +428,11 @@ static int reply_parse(const struct frame *f, struct cred_reply *ret)
 		} else if (tag == TAG_CRED_USERNAME && !ret->username) {
 			ret->username = val;
 			ret->username_len = len;
-			r = line_value_ok(val, len, CRED_MAX_VALUE) ? 0 : -EBADMSG;
+			ret->refused |= !line_value_ok(val, len, CRED_MAX_VALUE);
 		} else if (tag == TAG_CRED_PASSWORD && !ret->password) {
 			ret->password = val;
 			ret->password_len = len;
-			r = line_value_ok(val, len, CRED_MAX_PASSWORD) ? 0 : -EBADMSG;
+			ret->refused |= !line_value_ok(val, len, CRED_MAX_PASSWORD);
 		} else if (tag == TAG_REASON)
 			ret->refused = true;
 		if (r < 0)

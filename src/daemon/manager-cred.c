@@ -116,6 +116,14 @@ void creds_on_request(void *userdata, const struct agentlink_cred_request *req)
 		cred_refuse(ws, req, r == -ENOENT ? "no secret for this host" : strerror(-r));
 		return;
 	}
+	if (strchr(username, '\n') || strchr(password, '\n')) {
+		cred_refuse(ws, req,
+			    "the secret holds a newline, which git's protocol cannot carry");
+		free(name);
+		free(username);
+		erase_and_free(password);
+		return;
+	}
 	log_info("credential released", "workspace", ws->row.id, "secret", name, "protocol",
 		 req->protocol, "host", req->host, NULL);
 	if (ws->link)
