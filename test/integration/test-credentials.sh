@@ -85,6 +85,21 @@ password=$TOKEN" "$(j .stdout)" "git credential fill ($(j .stderr))"
 		_fail "no release logged"
 }
 
+# A service has the socket in its environment too, and gets the token the same way.
+SVC_OUT=
+_service_answered() {
+	SVC_OUT=$(cli service logs "$1" "$2" 2>&1)
+	[[ $SVC_OUT == "$3" ]]
+}
+
+test_host_service_env() {
+	[[ -n $HWS ]] || return 1
+	api -q POST "/v1/workspaces/$HWS/services" "$(jq -nc --arg c "echo \"\$STATION_CREDENTIAL_SOCKET\"; $(ask_cmd https "$HOST_NAME")" '{name: "cred", command: $c}')"
+	assert_status 201 "create the service" || return 1
+	wait_for -t 20 _service_answered "$HWS" cred "$(ws_sock "$HWS")"$'\n'"$GRANTED" ||
+		_fail "the service's output: $SVC_OUT"
+}
+
 test_host_refusals() {
 	local ws
 	new_ws ws || return 1
@@ -254,6 +269,26 @@ b'' True
 b'username=x-access-token\\npassword=$TOKEN\\n'" "$RAW" "a fifth client refused; the stuck ones timed out; then answered"
 }
 
+# A workspace that asks in a tight loop gets at most 20 answers a second; the controller says so
+# once a second, and answers again after.
+test_host_rate_limit() {
+	[[ -n $HWS ]] || return 1
+	raw "$HWS" "n = 0
+for i in range(100):
+    if answer(conn(), b'get\\nprotocol=https\\nhost=$HOST_NAME\\n\\n').startswith(b'username='):
+        n += 1
+print(n)" || return 1
+	assert_le 1 "$RAW" "answered in the burst (positive control)" || return 1
+	assert_le "$RAW" 40 "answered in the burst (20 a second)" || return 1
+	grep -q "credential requests refused: over the rate limit workspace=$HWS limit_per_second=20" "$CONTROLLER_LOG" ||
+		_fail "the limit is not logged"
+	wait_for -t 5 _granted_in "$HWS" || _fail "no answer after the burst: $ANSWER"
+}
+
+_granted_in() {
+	ask "$1" https "$HOST_NAME" && [[ $ANSWER == "$GRANTED" ]]
+}
+
 test_host_controller_away() {
 	[[ -n $HWS ]] || return 1
 	local sock t0
@@ -354,11 +389,13 @@ test_container_planted_cred_dir() {
 }
 
 run_test host-scoped-host-gets-token test_host_scoped_host_gets_token
+run_test host-service-env test_host_service_env
 run_test host-refusals test_host_refusals
 run_test host-expired test_host_expired
 run_test host-other-uid test_host_other_uid
 run_test host-malformed test_host_malformed
 run_test host-connection-limit test_host_connection_limit
+run_test host-rate-limit test_host_rate_limit
 run_test host-helper-without-socket test_host_helper_without_socket
 run_test host-controller-away test_host_controller_away
 run_test host-token-nowhere test_host_token_nowhere
