@@ -150,7 +150,6 @@ static int build_argv(const struct adapter_workspace *ws, const char *cgroup_str
 	size_t n = 0;
 	snprintf(bufs[0], PATH_MAX, "%s/home/workspace", ws->dir);
 	snprintf(bufs[1], PATH_MAX, "%s/home", ws->dir);
-
 	argv[n++] = (char *)"station-agent";
 	/* The agent stays root (it makes a cgroup per command and keeps its socket and log out
 	 * of the user's reach); every run, service and terminal drops to the user. */
