@@ -265,9 +265,14 @@ static int add_bind_mounts(json_t *m, const struct oci_config *c)
 	if (r >= 0 && c->hosts)
 		r = add_mount(m, "/etc/hosts", "bind", c->hosts, file);
 	/* the sandbox's user reaches both: /run/station is container root's alone */
+	const char *const cred_tmpfs[] = {
+		"nosuid", "nodev", "noexec", "mode=755", "size=64k", NULL
+	};
 	if (r >= 0 && c->credential_dir)
 		r = add_mount(m, OCI_CRED_DIR, "bind", c->credential_dir, run);
-	if (r >= 0 && c->credential_dir && c->agent_path)
+	else if (r >= 0 && c->credential_tmpfs)
+		r = add_mount(m, OCI_CRED_DIR, "tmpfs", "tmpfs", cred_tmpfs);
+	if (r >= 0 && (c->credential_dir || c->credential_tmpfs) && c->agent_path)
 		r = add_mount(m, OCI_CRED_HELPER, "bind", c->agent_path, agent);
 	return r;
 }

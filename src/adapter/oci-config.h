@@ -14,8 +14,8 @@
  *  - mounts: /proc, /dev (tmpfs) with devpts, shm, mqueue, /sys read-only, /sys/fs/cgroup
  *    read-only, /tmp tmpfs (size-limited), HOME rw at home_target, the agent binary read-only,
  *    the agent socket dir rw at /run/station, resolv.conf and hosts read-only when given, the
- *    credential socket dir rw at /run/station-credential (noexec) and the agent binary
- *    read-only as git-credential-station when credential_dir is given;
+ *    credential socket dir rw at /run/station-credential (noexec; a bind or a small tmpfs)
+ *    and the agent binary read-only as git-credential-station when either is asked for;
  *  - devices: everything denied except runc's and crun's default set;
  *  - net.ipv4.ping_group_range covers every mapped gid: ping works through ICMP datagram
  *    sockets without CAP_NET_RAW (new network namespace only: the creator of a joined
@@ -70,7 +70,10 @@ struct oci_config {
 	const char *agent_path;	 /* host path bound ro at OCI_AGENT_PATH; NULL: none */
 	const char *run_dir;	 /* host dir bound rw at OCI_RUN_DIR (mounted before the agent) */
 	const char *credential_dir; /* host dir bound rw at OCI_CRED_DIR, and agent_path bound ro
-				     * at OCI_CRED_HELPER; NULL: neither */
+				     * at OCI_CRED_HELPER; NULL: neither, unless credential_tmpfs */
+	bool credential_tmpfs;	    /* without credential_dir: a small tmpfs at OCI_CRED_DIR instead
+				* (runsc: on a host directory it makes the socket but
+				* refuses to chown it, EPERM) */
 	char *const *cgroup_binds;  /* host cgroup dirs delegated to the agent, bound rw at
 				    * OCI_RUN_DIR "/cgroup/<i>" in this order */
 	size_t n_cgroup_binds;

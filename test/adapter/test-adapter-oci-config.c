@@ -271,6 +271,21 @@ Test(oci_config, credential_mounts)
 			 "\"/usr/libexec/station-agent\",\"type\":\"bind\"}");
 	json_decref(root);
 	root = NULL;
+	c.credential_dir = NULL;
+	c.credential_tmpfs = true;
+	cr_assert_eq(oci_config_build(&c, &root, &e), 0, "%s", e.message);
+	mounts = json_object_get(root, "mounts");
+	n = json_array_size(mounts);
+	_cleanup_free_ char *tmpfs = dump(json_array_get(mounts, n - 2));
+	cr_assert_str_eq(tmpfs,
+			 "{\"destination\":\"/run/station-credential\",\"options\":[\"nosuid\","
+			 "\"nodev\",\"noexec\",\"mode=755\",\"size=64k\"],\"source\":\"tmpfs\","
+			 "\"type\":\"tmpfs\"}");
+	_cleanup_free_ char *helper2 = dump(json_array_get(mounts, n - 1));
+	cr_assert_str_eq(helper2, helper);
+	json_decref(root);
+	root = NULL;
+	c.credential_tmpfs = false;
 	c.credential_dir = "srv/ws/cred";
 	cr_assert_eq(oci_config_build(&c, &root, &e), -EINVAL);
 	cr_assert_str_eq(e.message, "oci config: credential_dir must be an absolute path");
