@@ -154,18 +154,18 @@ test_seed_git_host_not_allowed() {
 		"queries for $WORLD_GIT_NAME that reached the outside DNS"
 }
 
-# ws_token_procs WS TOKEN MARKER: every process of the workspace (its cgroup, seen from the
-# host: more than the sandbox's user can see) is read once; prints "token PID FILE" for each
-# environ or cmdline holding TOKEN and "marker PID" for each environ holding MARKER.
+# ws_token_procs TOPS TOKEN MARKER: every process of the workspace (in the cgroup dirs TOPS or
+# below, seen from the host: more than the sandbox's user can see) is read once; prints
+# "token PID FILE" for each environ or cmdline holding TOKEN, "marker PID" for each environ
+# holding MARKER and "git PID" for each git process.
 ws_token_procs() {
-	local p pid f
-	for p in /proc/[0-9]*; do
-		pid=${p#/proc/}
-		grep -qF "$1" "$p/cgroup" 2>/dev/null || continue
+	local pid f
+	for pid in $(find $1 -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u); do
 		for f in environ cmdline; do
-			grep -qaF -- "$2" "$p/$f" 2>/dev/null && echo "token $pid $f"
+			grep -qaF -- "$2" "/proc/$pid/$f" 2>/dev/null && echo "token $pid $f"
 		done
-		grep -qaF -- "$3" "$p/environ" 2>/dev/null && echo "marker $pid"
+		grep -qaF -- "$3" "/proc/$pid/environ" 2>/dev/null && echo "marker $pid"
+		grep -qa '^git' "/proc/$pid/cmdline" 2>/dev/null && echo "git $pid"
 	done
 	return 0
 }
@@ -184,7 +184,7 @@ _scan() {
 }
 
 test_seed_credential() {
-	local ws allow token=$WORLD_GIT_TOKEN marker scans=0 hits= marker_seen=0
+	local ws allow token=$WORLD_GIT_TOKEN marker scans=0 hits= marker_seen=0 git_seen=0 tops
 	[[ $token == ghs_* ]] || {
 		_fail "the world made no git token"
 		return 1
@@ -207,25 +207,32 @@ test_seed_credential() {
 	# of the workspace is read from the host over and over. MARKER, in the run's env, is the
 	# positive control of that reading.
 	marker=station-marker-$RANDOM$RANDOM
+	tops=$(cgroup_dirs "$ws" | grep -E "/$ws\$")
+	[[ -n $tops ]] || {
+		_fail "no cgroup directory of $ws"
+		return 1
+	}
 	run_start "$ws" "$(jq -nc --arg u "$WORLD_GIT_PRIVATE_URL" --arg m "$marker" '{
-		command: ("set -e; git clone -q " + $u + " private; for i in 1 2 3 4 5 6; do git -C private fetch -q; done; sleep 2; git -C private log --format=%s"),
+		command: ("set -e; git clone -q " + $u + " private; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do git -C private fetch -q; done; sleep 2; git -C private log --format=%s"),
 		env: {MARKER: $m}, timeoutMs: 200000}')" || return 1
 	local run=$RUN
 	while run_is_running "$ws" "$run"; do
-		_scan "$ws" "$token" "$marker" && marker_seen=1
+		_scan "$tops" "$token" "$marker" && marker_seen=1
+		grep -q '^git' <<<"$SEEN" && git_seen=$((git_seen + 1))
 		scans=$((scans + 1))
 		hits+=$(grep '^token' <<<"$SEEN")
 	done
 	run_wait "$ws" "$run" 240 || return 1
 	assert_eq "exited 0" "$(j '"\(.status) \(.exitCode)"')" "clone with the secret ($(j .stderr | tail -c 600))" || return 1
 	assert_eq "station-hello-cli 1.0.0" "$(j '.stdout | rtrimstr("\n") | split("\n") | last')" "the private repository's commit ($(j "{stdout, stderr}" | tail -c 600))" || return 1
-	note "$scans scans of the workspace's processes while git ran"
+	note "$scans scans of the workspace's processes while the run ran, $git_seen of them saw git"
 	assert_eq 1 "$marker_seen" "positive control: the marker seen in a process's environ" || return 1
+	assert_le 1 "$git_seen" "positive control: scans that saw a git process" || return 1
 	assert_eq "" "$hits" "processes holding the token while git ran" || return 1
 	# And after: a sleeper is the only process left but the agent.
 	run_start "$ws" "$(jq -nc --arg m "$marker" '{command: "sleep 30", env: {MARKER: $m}}')" || return 1
 	local sleeper=$RUN
-	wait_for -t 10 _scan "$ws" "$token" "$marker" || _fail "positive control: the sleeper's marker not seen"
+	wait_for -t 10 _scan "$tops" "$token" "$marker" || _fail "positive control: the sleeper's marker not seen"
 	api -q POST "/v1/workspaces/$ws/commands/$sleeper/cancel"
 	assert_eq "" "$(grep '^token' <<<"$SEEN")" "processes holding the token after" || return 1
 	grep -q "^git .* GET /private.git/info/refs?service=git-upload-pack $WORLD_GIT_NAME 200$" "$WORLD_DIR/http.log" ||
