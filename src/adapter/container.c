@@ -601,6 +601,10 @@ static int prepare_run_dir(const struct adapter_workspace *ws, int wfd, size_t n
 	int r = make_dir(wfd, ws->dir, "bundle", 0700, -1, e);
 	if (r < 0)
 		return r;
+	/* where the agent makes the credential socket: container root's, passable by all */
+	_cleanup_close_ int kfd = run_dir(wfd, ws->dir, "cred", root, e);
+	if (kfd < 0)
+		return kfd;
 	snprintf(path, sizeof path, "%s/agent", dir);
 	return agent_mount_point(afd, path, e);
 }
@@ -738,6 +742,7 @@ static int build_agent_args(const struct adapter_workspace *ws, const struct ima
 	a->argv[n++] = a->cgroup;
 	a->argv[n++] = (char *)"--user";
 	a->argv[n++] = a->user;
+	a->argv[n++] = (char *)"--credential-socket=" OCI_CRED_SOCKET;
 	a->argv[n] = NULL;
 	return build_agent_env(ws, img, a);
 }
@@ -796,13 +801,14 @@ static int write_net_files(const struct adapter_workspace *ws, char *resolv, cha
 static int write_bundle(const struct adapter_workspace *ws, const struct cgroup *c, char **argv,
 			json_t *seccomp, struct station_error *e)
 {
-	char rootfs[PATH_MAX], home[PATH_MAX], run[PATH_MAX], bundle[PATH_MAX];
+	char rootfs[PATH_MAX], home[PATH_MAX], run[PATH_MAX], bundle[PATH_MAX], cred[PATH_MAX];
 	char resolv[PATH_MAX], hosts[PATH_MAX];
 	_cleanup_free_ char *cg_path = NULL;
 	uint32_t base = ws_base(ws);
 	snprintf(rootfs, sizeof rootfs, "%s/rootfs", ws->dir);
 	snprintf(home, sizeof home, "%s/home", ws->dir);
 	snprintf(run, sizeof run, "%s/run", ws->dir);
+	snprintf(cred, sizeof cred, "%s/cred", ws->dir);
 	snprintf(bundle, sizeof bundle, "%s/bundle", ws->dir);
 	int r = cgroup_relative_path(c, &cg_path);
 	if (r < 0)
@@ -820,6 +826,8 @@ static int write_bundle(const struct adapter_workspace *ws, const struct cgroup 
 		.home_dir = home,
 		.agent_path = ws->ctx->agent_path,
 		.run_dir = run,
+		.credential_dir = is_runsc(ws->ctx) ? NULL : cred,
+		.credential_tmpfs = is_runsc(ws->ctx),
 		.cgroup_binds = c->dirs,
 		.n_cgroup_binds = is_runsc(ws->ctx) ? 0 : c->n_dirs,
 		.cgroups_path = cg_path,

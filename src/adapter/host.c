@@ -71,6 +71,11 @@ static int host_prepare(const struct adapter_workspace *ws, struct station_error
 	if (fchown(wfd, 0, group) < 0 || fchmod(wfd, 0710) < 0)
 		return station_error_set(e, negative_errno(), NULL, "cannot secure \"%s\": %m",
 					 ws->dir);
+	/* the credential socket's directory: the agent's, passable by the commands' group */
+	r = safe_mkdir(wfd, "cred", 0710, 0, group);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot create \"%s/cred\": %s", ws->dir,
+					 strerror(-r));
 	return ws->ctx->host_user_set ? give_home(ws, wfd, e) : 0;
 }
 
@@ -153,6 +158,13 @@ static int build_argv(const struct adapter_workspace *ws, const char *cgroup_str
 		argv[n++] = (char *)"--user";
 		argv[n++] = bufs[2];
 	}
+	/* the agent makes it (owned by the commands' user); a root too deep for a unix socket's
+	 * path gets none, and git's helper then says it cannot reach it */
+	int n_sock = snprintf(bufs[3], PATH_MAX, "%s/cred/socket", ws->dir);
+	if (n_sock > 0 && (size_t)n_sock < sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		argv[n++] = (char *)"--credential-socket";
+		argv[n++] = bufs[3];
+	}
 	argv[n++] = (char *)"--listen-fd=4";
 	argv[n++] = (char *)"--secret-fd=3";
 	argv[n++] = (char *)"--workdir";
@@ -220,7 +232,7 @@ static int host_start_agent(const struct adapter_workspace *ws, const uint8_t *s
 	}
 
 	char *argv[MAX_AGENT_ARGS];
-	char bufs[3][PATH_MAX];
+	char bufs[4][PATH_MAX];
 	r = build_argv(ws, cgroup_str, argv, bufs);
 	if (r < 0) {
 		cgroup_free(agent_cg);

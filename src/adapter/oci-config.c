@@ -64,6 +64,7 @@ static int check_paths(const struct oci_config *c, struct station_error *e)
 		{ "home_target", c->home_target, false },
 		{ "agent_path", c->agent_path, false },
 		{ "run_dir", c->run_dir, false },
+		{ "credential_dir", c->credential_dir, false },
 		{ "resolv_conf", c->resolv_conf, false },
 		{ "hosts", c->hosts, false },
 		{ "netns_path", c->netns_path, false },
@@ -263,6 +264,16 @@ static int add_bind_mounts(json_t *m, const struct oci_config *c)
 		r = add_mount(m, "/etc/resolv.conf", "bind", c->resolv_conf, file);
 	if (r >= 0 && c->hosts)
 		r = add_mount(m, "/etc/hosts", "bind", c->hosts, file);
+	/* the sandbox's user reaches both: /run/station is container root's alone */
+	const char *const cred_tmpfs[] = {
+		"nosuid", "nodev", "noexec", "mode=755", "size=64k", NULL
+	};
+	if (r >= 0 && c->credential_dir)
+		r = add_mount(m, OCI_CRED_DIR, "bind", c->credential_dir, run);
+	else if (r >= 0 && c->credential_tmpfs)
+		r = add_mount(m, OCI_CRED_DIR, "tmpfs", "tmpfs", cred_tmpfs);
+	if (r >= 0 && (c->credential_dir || c->credential_tmpfs) && c->agent_path)
+		r = add_mount(m, OCI_CRED_HELPER, "bind", c->agent_path, agent);
 	return r;
 }
 

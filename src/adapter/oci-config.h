@@ -13,7 +13,9 @@
  *  - seccomp required: a NULL seccomp object is refused unless seccomp_unconfined is set (tests);
  *  - mounts: /proc, /dev (tmpfs) with devpts, shm, mqueue, /sys read-only, /sys/fs/cgroup
  *    read-only, /tmp tmpfs (size-limited), HOME rw at home_target, the agent binary read-only,
- *    the agent socket dir rw at /run/station, resolv.conf and hosts read-only when given;
+ *    the agent socket dir rw at /run/station, resolv.conf and hosts read-only when given, the
+ *    credential socket dir rw at /run/station-credential (noexec; a bind or a small tmpfs)
+ *    and the agent binary read-only as git-credential-station when either is asked for;
  *  - devices: everything denied except runc's and crun's default set;
  *  - net.ipv4.ping_group_range covers every mapped gid: ping works through ICMP datagram
  *    sockets without CAP_NET_RAW (new network namespace only: the creator of a joined
@@ -41,6 +43,9 @@ extern const char *const oci_default_caps[]; /* OCI_DEFAULT_CAPS, NULL-terminate
 #define OCI_RUN_DIR "/run/station"
 #define OCI_CGROUP_DIR OCI_RUN_DIR "/cgroup"
 #define OCI_HOME_DIR "/home/node"
+#define OCI_CRED_DIR "/run/station-credential"
+#define OCI_CRED_SOCKET OCI_CRED_DIR "/socket"
+#define OCI_CRED_HELPER "/usr/local/bin/git-credential-station"
 #define OCI_TMP_SIZE_DEFAULT (256ULL << 20)
 #define OCI_NOFILE_DEFAULT 65536
 
@@ -60,11 +65,16 @@ struct oci_config {
 	const char *hostname; /* NULL: none set */
 	struct oci_id_map uid_map; /* size 0: refused (a user namespace is required) */
 	struct oci_id_map gid_map;
-	const char *home_dir;	   /* host dir bound rw at home_target; NULL: no HOME mount */
-	const char *home_target;   /* NULL: OCI_HOME_DIR */
-	const char *agent_path;	   /* host path bound ro at OCI_AGENT_PATH; NULL: none */
-	const char *run_dir;	   /* host dir bound rw at OCI_RUN_DIR (mounted before the agent) */
-	char *const *cgroup_binds; /* host cgroup dirs delegated to the agent, bound rw at
+	const char *home_dir;	 /* host dir bound rw at home_target; NULL: no HOME mount */
+	const char *home_target; /* NULL: OCI_HOME_DIR */
+	const char *agent_path;	 /* host path bound ro at OCI_AGENT_PATH; NULL: none */
+	const char *run_dir;	 /* host dir bound rw at OCI_RUN_DIR (mounted before the agent) */
+	const char *credential_dir; /* host dir bound rw at OCI_CRED_DIR, and agent_path bound ro
+				     * at OCI_CRED_HELPER; NULL: neither, unless credential_tmpfs */
+	bool credential_tmpfs;	    /* without credential_dir: a small tmpfs at OCI_CRED_DIR instead
+				* (runsc: on a host directory it makes the socket but
+				* refuses to chown it, EPERM) */
+	char *const *cgroup_binds;  /* host cgroup dirs delegated to the agent, bound rw at
 				    * OCI_RUN_DIR "/cgroup/<i>" in this order */
 	size_t n_cgroup_binds;
 	const char *resolv_conf; /* host files bound ro at /etc/resolv.conf, /etc/hosts; optional */

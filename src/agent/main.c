@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "agent/channel.h"
+#include "agent/credential.h"
 #include "agent/pty.h"
 #include "agent/run.h"
 #include "agent/service.h"
@@ -41,6 +42,7 @@ struct args {
 	const char *workdir;
 	const char *home;
 	const char *cgroup;
+	const char *credential_socket; /* NULL: none */
 	bool set_user;
 	uid_t uid;
 	gid_t gid;
@@ -54,6 +56,7 @@ struct agent {
 	struct run_manager *runs;
 	struct service_manager *services;
 	struct term_manager *terms;
+	struct cred_server *creds; /* NULL: no credential socket */
 };
 
 static int usage_error(const char *what, const char *value)
@@ -62,7 +65,10 @@ static int usage_error(const char *what, const char *value)
 	fprintf(stderr,
 		"usage: station-agent --listen-fd N | --listen PATH --secret-fd M [--workdir DIR]\n"
 		"                     --home DIR [--cgroup v1:/a:/b | v2:/dir]\n"
-		"                     [--user UID:GID] [--log-format json|text]\n"
+		"                     [--user UID:GID] [--credential-socket PATH]\n"
+		"                     [--log-format json|text]\n"
+		"       station-agent credential get|store|erase (git's credential helper; also\n"
+		"                     as git-credential-station)\n"
 		"The secret, the environment and the workdir (unless --workdir) come on the\n"
 		"--secret-fd, never on the command line (docs/agent-protocol.md).\n");
 	return -EINVAL;
@@ -125,6 +131,9 @@ static int parse_option(struct args *a, int c, const char *v)
 		return 0;
 	case 'u':
 		return parse_user(a, v) < 0 ? usage_error("bad --user", v) : 0;
+	case 'k':
+		a->credential_socket = v;
+		return 0;
 	case 'f':
 		if (strcmp(v, "json") == 0)
 			a->log_format = LOG_FORMAT_JSON;
@@ -148,6 +157,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "home", required_argument, NULL, 'h' },
 		{ "cgroup", required_argument, NULL, 'c' },
 		{ "user", required_argument, NULL, 'u' },
+		{ "credential-socket", required_argument, NULL, 'k' },
 		{ "log-format", required_argument, NULL, 'f' },
 		{},
 	};
@@ -168,6 +178,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 				   NULL);
 	if (a->listen_path && (a->listen_path[0] != '/' || strlen(a->listen_path) >= SUN_PATH_MAX))
 		return usage_error("bad --listen", a->listen_path);
+	if (a->credential_socket &&
+	    (a->credential_socket[0] != '/' || strlen(a->credential_socket) >= SUN_PATH_MAX))
+		return usage_error("bad --credential-socket", a->credential_socket);
 	if ((a->workdir && a->workdir[0] != '/') || !a->home || a->home[0] != '/')
 		return usage_error("--workdir and --home must be absolute paths", NULL);
 	return 0;
@@ -364,6 +377,8 @@ static int on_message(struct channel *c, const struct frame *f, void *userdata)
 		return service_manager_message(a->services, f);
 	if (f->type >= MSG_TERM_OPEN && f->type <= MSG_TERM_EXIT)
 		return term_manager_message(a->terms, f);
+	if (f->type == MSG_CRED_REPLY)
+		return a->creds ? cred_server_message(a->creds, f) : 0;
 	return run_manager_message(a->runs, f);
 }
 
@@ -385,6 +400,8 @@ static void on_disconnected(struct channel *c, void *userdata)
 	run_manager_disconnected(a->runs);
 	service_manager_disconnected(a->services);
 	term_manager_disconnected(a->terms);
+	if (a->creds)
+		cred_server_disconnected(a->creds);
 }
 
 static const struct channel_ops channel_ops = {
@@ -424,11 +441,21 @@ static int agent_setup(struct agent *a, const struct args *args, const struct ag
 		r = service_manager_new(a->loop, a->channel, &config, &a->services);
 	if (r >= 0)
 		r = term_manager_new(a->loop, a->channel, &config, &a->terms);
+	/* without it, commands run as before; git's helper says it cannot reach the socket */
+	if (r >= 0 && args->credential_socket &&
+	    (r = cred_server_new(a->loop, a->channel, args->credential_socket,
+				 args->set_user ? args->uid : geteuid(),
+				 args->set_user ? args->gid : getegid(), &a->creds)) < 0) {
+		log_warn("no credential socket", "path", args->credential_socket, "error",
+			 strerror(-r), NULL);
+		r = 0;
+	}
 	return r;
 }
 
 static void agent_free(struct agent *a)
 {
+	cred_server_free(a->creds);
 	channel_free(a->channel);
 	run_manager_free(a->runs);
 	service_manager_free(a->services);
@@ -464,14 +491,58 @@ static int fail(const char *what, int r)
 	return EXIT_FAILURE;
 }
 
+/* STATION_CREDENTIAL_SOCKET (a path, not a secret) for every command, unless the workspace's
+ * env names it already. */
+static int add_credential_env(struct agent_start *st, const char *path)
+{
+	char *entry, **env;
+
+	for (size_t i = 0; i < st->n_env; i++)
+		if (strncmp(st->env[i], CRED_ENV "=", strlen(CRED_ENV) + 1) == 0)
+			return 0;
+	if (asprintf(&entry, CRED_ENV "=%s", path) < 0)
+		return -ENOMEM;
+	env = realloc(st->env, (st->n_env + 2) * sizeof *env);
+	if (!env) {
+		free(entry);
+		return -ENOMEM;
+	}
+	env[st->n_env++] = entry;
+	env[st->n_env] = NULL;
+	st->env = env;
+	return 0;
+}
+
+/* git-credential-station ACTION, station-agent credential ACTION: the helper, not the agent. */
+static bool helper_invocation(int argc, char **argv, int *ret_argc, char ***ret_argv)
+{
+	const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
+
+	base = base ? base + 1 : argc > 0 ? argv[0] : "";
+	if (strcmp(base, "git-credential-station") == 0) {
+		*ret_argc = argc - 1;
+		*ret_argv = argv + 1;
+		return true;
+	}
+	if (argc > 1 && strcmp(argv[1], "credential") == 0) {
+		*ret_argc = argc - 2;
+		*ret_argv = argv + 2;
+		return true;
+	}
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	struct agent_start start = { 0 };
 	struct cgroup *cg = NULL;
 	struct agent a = { 0 };
 	struct args args;
-	int r;
+	int r, helper_argc;
+	char **helper_argv;
 
+	if (helper_invocation(argc, argv, &helper_argc, &helper_argv))
+		return cred_helper_main(helper_argc, helper_argv);
 	ensure_stdio();
 	log_setup(STDERR_FILENO, LOG_FORMAT_JSON, LOG_LEVEL_INFO, "station-agent");
 	if (parse_args(argc, argv, &args) < 0)
@@ -495,6 +566,8 @@ int main(int argc, char **argv)
 	if (r < 0)
 		return fail("bad start block (the workdir from it or --workdir, valid env names)",
 			    r);
+	if (args.credential_socket && (r = add_credential_env(&start, args.credential_socket)) < 0)
+		return fail("out of memory", r);
 	if (args.listen_path && (args.listen_fd = listen_path(args.listen_path)) < 0)
 		return fail("cannot listen on --listen", args.listen_fd);
 	/* one we made ourselves listens (gVisor does not answer SO_ACCEPTCONN for it) */

@@ -19,6 +19,19 @@ struct run_output;
  * nothing is sent and r is returned). b is emptied either way. */
 int agentlink_send_frame_end(struct agentlink *l, struct buf *b, size_t start, int r);
 
+/* Queues the finished frame data[0..n) like agentlink_send_frame_end(), and wipes the link's
+ * output buffer beyond what is still unsent until all of it is gone: for a frame that carries
+ * a secret. The caller wipes its own copy. */
+int agentlink_send_secret(struct agentlink *l, const uint8_t *data, size_t n);
+
+/* Bounds of CRED_REQUEST's fields (the agent's own bounds are tighter). */
+#define AGENTLINK_CRED_MAX_PROTOCOL 16
+#define AGENTLINK_CRED_MAX_HOST 262
+#define AGENTLINK_CRED_MAX_VALUE 1024
+
+/* CRED_REQUEST. */
+int agentlink_cred_dispatch(const struct agentlink_ops *ops, void *userdata, const struct frame *f);
+
 /* SERVICE_STATE, SERVICE_ATTEMPT_DONE, SERVICE_OUTPUT. */
 int agentlink_service_dispatch(const struct agentlink_ops *ops, void *userdata,
 			       const struct frame *f);

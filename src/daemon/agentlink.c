@@ -10,6 +10,7 @@
 
 #include "basic/cleanup.h"
 #include "basic/safe-fs.h"
+#include "basic/util.h"
 #include "event/event.h"
 #include "proto/agent-proto.h"
 #include "proto/frame.h"
@@ -27,6 +28,7 @@ struct agentlink {
 	void *userdata;
 	bool closing;
 	bool hello_seen;
+	bool wipe_out; /* a secret was queued: wipe out's spare bytes until it is all sent */
 };
 
 static void link_update_events(struct agentlink *l)
@@ -47,6 +49,11 @@ static int link_flush(struct agentlink *l)
 			return negative_errno();
 		}
 		buf_consume(&l->out, (size_t)n);
+	}
+	if (l->wipe_out && l->out.data) {
+		/* what buf_consume() left behind the data still to send */
+		explicit_bzero(l->out.data + l->out.len, l->out.cap - l->out.len);
+		l->wipe_out = l->out.len > 0;
 	}
 	link_update_events(l);
 	return 0;
@@ -246,6 +253,8 @@ static int link_dispatch(struct agentlink *l, const struct frame *f)
 	case MSG_TERM_REPLAY:
 	case MSG_TERM_EXIT:
 		return agentlink_terminal_dispatch(l->ops, l->userdata, f);
+	case MSG_CRED_REQUEST:
+		return agentlink_cred_dispatch(l->ops, l->userdata, f);
 	default:
 		return -EBADMSG;
 	}
@@ -309,6 +318,17 @@ int agentlink_send_frame_end(struct agentlink *l, struct buf *b, size_t start, i
 		return r;
 	}
 	return link_send(l, b);
+}
+
+int agentlink_send_secret(struct agentlink *l, const uint8_t *data, size_t n)
+{
+	if (l->closing)
+		return -ENOTCONN;
+	int r = buf_append(&l->out, data, n);
+	if (r < 0)
+		return r;
+	l->wipe_out = true;
+	return link_flush(l);
 }
 
 static int link_send_hello(struct agentlink *l, const uint8_t *secret, size_t secret_len)

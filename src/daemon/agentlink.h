@@ -41,6 +41,16 @@ struct agentlink_terminal_exit {
 	uint64_t output_bytes;
 };
 
+/* A CRED_REQUEST from the agent (what git asked with), each field within its bound; nothing
+ * else checked yet. Strings borrowed for the call. */
+struct agentlink_cred_request {
+	uint64_t request;
+	const char *protocol;
+	const char *host;
+	const char *path;     /* NULL when none */
+	const char *username; /* NULL when none */
+};
+
 struct agentlink_ops {
 	/* ids: every run the agent knows (running or with an unacknowledged result). */
 	void (*hello)(void *userdata, uint64_t agent_pid, char **ids, size_t n_ids);
@@ -78,6 +88,9 @@ struct agentlink_ops {
 				const uint8_t *data, size_t n);
 	void (*terminal_exit)(void *userdata, uint64_t seq,
 			      const struct agentlink_terminal_exit *x);
+	/* Credentials (agentlink-cred.c); may be NULL (the request is then never answered, and
+	 * the agent's client times out). Answer with agentlink_send_cred_reply(). */
+	void (*cred_request)(void *userdata, const struct agentlink_cred_request *req);
 };
 
 int agentlink_connect(struct event_loop *loop, const char *socket_path, const uint8_t *secret,
@@ -151,3 +164,8 @@ int agentlink_send_terminal_resize(struct agentlink *l, const char *id, uint64_t
 int agentlink_send_terminal_attach(struct agentlink *l, const char *id, bool watch,
 				   uint64_t request);
 int agentlink_send_terminal_close(struct agentlink *l, const char *id);
+
+/* CRED_REPLY to request: username and password when password is set, else refused with reason.
+ * Every copy the link makes of the frame is wiped once sent. */
+int agentlink_send_cred_reply(struct agentlink *l, uint64_t request, const char *username,
+			      const char *password, const char *reason);

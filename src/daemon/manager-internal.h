@@ -89,6 +89,8 @@ struct workspace {
 	struct net_policy *net_policy; /* restricted */
 	struct secret *secrets;	       /* manager-secret.c, by name */
 	size_t n_secrets;
+	uint64_t cred_window_start; /* manager-cred.c: the rate limit's window, monotonic */
+	unsigned cred_window_count; /* credential requests in that window */
 };
 
 struct manager {
@@ -194,6 +196,11 @@ void terminals_on_output(void *userdata, const char *id, uint64_t offset, const 
 void terminals_on_replay(void *userdata, const char *id, uint64_t request, uint64_t offset,
 			 const uint8_t *data, size_t n);
 void terminals_on_exit(void *userdata, uint64_t seq, const struct agentlink_terminal_exit *x);
+
+/* manager-cred.c: agentlink op (userdata is the workspace); the host check. */
+struct agentlink_cred_request;
+void creds_on_request(void *userdata, const struct agentlink_cred_request *req);
+bool cred_host_valid(const char *host);
 
 /* manager-network.c */
 void manager_network_init(struct manager *m);

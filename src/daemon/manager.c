@@ -497,6 +497,7 @@ static const struct agentlink_ops link_ops = {
 	.terminal_output = terminals_on_output,
 	.terminal_replay = terminals_on_replay,
 	.terminal_exit = terminals_on_exit,
+	.cred_request = creds_on_request,
 };
 
 /* --- the API --- */

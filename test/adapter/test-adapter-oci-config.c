@@ -246,3 +246,48 @@ Test(oci_config, joined_network_namespace)
 	json_decref(root);
 	json_decref(sec);
 }
+
+/* The credential socket's directory is writable but noexec; the helper is the agent binary,
+ * read-only and executable; neither exists without credential_dir (positive control above:
+ * golden_fields has no such mount). */
+Test(oci_config, credential_mounts)
+{
+	json_t *sec = fake_seccomp(), *root = NULL;
+	struct oci_config c = base(sec);
+	struct station_error e = { 0 };
+
+	c.credential_dir = "/srv/ws/cred";
+	cr_assert_eq(oci_config_build(&c, &root, &e), 0, "%s", e.message);
+	json_t *mounts = json_object_get(root, "mounts");
+	size_t n = json_array_size(mounts);
+	_cleanup_free_ char *dir = dump(json_array_get(mounts, n - 2));
+	cr_assert_str_eq(dir, "{\"destination\":\"/run/station-credential\",\"options\":[\"bind\","
+			      "\"rw\",\"nosuid\",\"nodev\",\"noexec\"],\"source\":\"/srv/ws/cred\","
+			      "\"type\":\"bind\"}");
+	_cleanup_free_ char *helper = dump(json_array_get(mounts, n - 1));
+	cr_assert_str_eq(helper,
+			 "{\"destination\":\"/usr/local/bin/git-credential-station\",\"options\":"
+			 "[\"bind\",\"ro\",\"nosuid\",\"nodev\"],\"source\":"
+			 "\"/usr/libexec/station-agent\",\"type\":\"bind\"}");
+	json_decref(root);
+	root = NULL;
+	c.credential_dir = NULL;
+	c.credential_tmpfs = true;
+	cr_assert_eq(oci_config_build(&c, &root, &e), 0, "%s", e.message);
+	mounts = json_object_get(root, "mounts");
+	n = json_array_size(mounts);
+	_cleanup_free_ char *tmpfs = dump(json_array_get(mounts, n - 2));
+	cr_assert_str_eq(tmpfs,
+			 "{\"destination\":\"/run/station-credential\",\"options\":[\"nosuid\","
+			 "\"nodev\",\"noexec\",\"mode=755\",\"size=64k\"],\"source\":\"tmpfs\","
+			 "\"type\":\"tmpfs\"}");
+	_cleanup_free_ char *helper2 = dump(json_array_get(mounts, n - 1));
+	cr_assert_str_eq(helper2, helper);
+	json_decref(root);
+	root = NULL;
+	c.credential_tmpfs = false;
+	c.credential_dir = "srv/ws/cred";
+	cr_assert_eq(oci_config_build(&c, &root, &e), -EINVAL);
+	cr_assert_str_eq(e.message, "oci config: credential_dir must be an absolute path");
+	json_decref(sec);
+}

@@ -4,7 +4,8 @@
 the test made (test/integration/net-world.sh starts this inside it). Standard library only.
 
 usage: net-world.py serve [--dns ADDR:PORT --zone FILE --dns-log FILE]
-                          [--http ADDR:PORT:ROLE]... [--git-root DIR] [--registry-root DIR]
+                          [--http ADDR:PORT:ROLE]... [--git-root DIR] [--git-token-file FILE]
+                          [--registry-root DIR]
                           [--http-log FILE] [--echo ADDR:PORT]... [--udp-sink ADDR:PORT
                           --udp-log FILE] --ready FILE
        net-world.py registry DIR NAME VERSION BASE_URL MESSAGE
@@ -15,6 +16,9 @@ serve runs every service in one process (threads) until SIGTERM:
             NOERROR without answers for a type the name lacks; each query is logged to the log
             file as "PEER NAME TYPE RCODE".
   http      ROLE git: git's smart HTTP (git http-backend) for the repositories in --git-root;
+            a repository whose name starts with "private" answers only requests with HTTP
+            basic auth of user x-access-token and the token in --git-token-file (read per
+            request), 401 with a Basic challenge otherwise (the token is never logged);
             ROLE registry: an npm registry serving <root>/<name>.json at /<name> and the tarballs
             at /<name>/-/<file>; ROLE other (or any other word): answers 200 "ROLE host=<Host
             header>". Each request is logged as "ROLE LOCAL PEER METHOD PATH HOST STATUS".
@@ -31,6 +35,7 @@ import argparse
 import base64
 import gzip
 import hashlib
+import hmac
 import io
 import json
 import os
@@ -240,8 +245,29 @@ def make_http(addr, args):
             else:
                 self.answer(404, b'{"error":"Not found"}', "application/json")
 
+        def git_authorized(self, path):
+            if not path.lstrip("/").startswith("private"):
+                return True
+            try:
+                with open(args.git_token_file, encoding="utf-8") as f:
+                    token = f.read().strip()
+            except (OSError, TypeError):
+                return False
+            want = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+            got = self.headers.get("Authorization", "")
+            return bool(token) and hmac.compare_digest(got.encode(), f"Basic {want}".encode())
+
         def git(self):
             path, _, query = self.path.partition("?")
+            if not self.git_authorized(path):
+                if self.command == "POST":
+                    self.body()
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="git"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                self.logged(401)
+                return
             env = {
                 "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                 "GIT_PROJECT_ROOT": args.git_root,
@@ -391,6 +417,7 @@ def main():
     s.add_argument("--dns-log")
     s.add_argument("--http", action="append", default=[])
     s.add_argument("--git-root", default="/nonexistent")
+    s.add_argument("--git-token-file")
     s.add_argument("--registry-root", default="/nonexistent")
     s.add_argument("--http-log")
     s.add_argument("--echo", action="append", default=[])

@@ -8,7 +8,8 @@
 #   WORLD_ECHO      .2  TCP WORLD_ECHO_PORT and WORLD_ECHO_PORT2: "peer <address it sees>"
 #                       UDP WORLD_UDP_PORT: a sink recording each datagram in WORLD_DIR/udp.log
 #   WORLD_OTHER     .3  HTTP: "other host=<Host header>" (no allowed name resolves to it)
-#   WORLD_GIT       .4  HTTP: git smart HTTP (git http-backend), /repo.git
+#   WORLD_GIT       .4  HTTP: git smart HTTP (git http-backend), /repo.git, and /private.git (the
+#                       same repository) only with HTTP basic auth x-access-token:WORLD_GIT_TOKEN
 #   WORLD_REGISTRY  .5  HTTP: an npm registry, /<name> (packument) and /<name>/-/<name>-<v>.tgz
 #   WORLD_PRIVATE       an address of a private range, routed from the host to the namespace:
 #                       the echo service again
@@ -79,6 +80,8 @@ WORLD_REGISTRY_NAME=registry.example.test
 WORLD_OTHER_NAME=other.example.test
 WORLD_ECHO_NAME=echo.example.test
 WORLD_GIT_URL=http://$WORLD_GIT_NAME/repo.git
+WORLD_GIT_PRIVATE_URL=http://$WORLD_GIT_NAME/private.git
+WORLD_GIT_TOKEN= # made by world_up, in WORLD_DIR/git-token (0600)
 WORLD_REGISTRY_URL=http://$WORLD_REGISTRY_NAME
 WORLD_PKG=station-greeting
 WORLD_PKG_VERSION=1.0.0
@@ -200,7 +203,7 @@ world_up() {
 		--dns "$WORLD_DNS:53" --zone "$WORLD_DIR/zone" --dns-log "$WORLD_DIR/dns.log" \
 		--http "$WORLD_OTHER:80:other" --http "$WORLD_GIT:80:git" \
 		--http "$WORLD_REGISTRY:80:registry" --http "$WORLD_META:80:meta" \
-		--git-root "$WORLD_DIR/git" --registry-root "$WORLD_DIR/registry" \
+		--git-root "$WORLD_DIR/git" --git-token-file "$WORLD_DIR/git-token" --registry-root "$WORLD_DIR/registry" \
 		--http-log "$WORLD_DIR/http.log" \
 		--echo "$WORLD_ECHO:$WORLD_ECHO_PORT" --echo "$WORLD_ECHO:$WORLD_ECHO_PORT2" \
 		--echo "$WORLD_PRIVATE:$WORLD_ECHO_PORT" --echo "[$WORLD_V6]:$WORLD_ECHO_PORT" \
@@ -266,6 +269,9 @@ EOF
 	GIT_AUTHOR_DATE=@1700000000 GIT_COMMITTER_DATE=@1700000000 \
 		_world_run "${g[@]}" commit -q -m "station-hello-cli 1.0.0" || return 1
 	_world_run git clone -q --bare "$w" "$d/git/repo.git" || return 1
+	_world_run git clone -q --bare "$w" "$d/git/private.git" || return 1
+	WORLD_GIT_TOKEN=ghs_$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	(umask 077 && printf '%s\n' "$WORLD_GIT_TOKEN" >"$d/git-token")
 }
 
 # world_route_from CIDR: traffic from CIDR to WORLD_META goes to the world (a policy rule and a

@@ -5,7 +5,11 @@
 # succeeds, the package's binary is on PATH and prints its text, and still does after a
 # workspace restart. A workspace whose policy lacks the git host: the clone fails with git's
 # "Could not resolve host", its counters show the refused query, and the outside DNS was never
-# asked. The outside world: net-world.sh.
+# asked. Example 2 with a credential: a repository the git server serves only with a token is
+# cloned with the token given only as a scoped secret (git asks git-credential-station), and
+# fails without it; the token is then in no file under HOME or the overlay, in no process's
+# environment or argv in the sandbox (sampled while git runs, and after), in no API response
+# and in no log line. The outside world: net-world.sh.
 #
 # The tools image (scripts/build-tools-image, minutes the first time) is cached in TOOLS_IMAGE
 # (default <source>/build/tools-image, shared by `make test` and `make test-asan`).
@@ -150,7 +154,113 @@ test_seed_git_host_not_allowed() {
 		"queries for $WORLD_GIT_NAME that reached the outside DNS"
 }
 
+# ws_token_procs TOPS TOKEN MARKER: every process of the workspace (in the cgroup dirs TOPS or
+# below, seen from the host: more than the sandbox's user can see) is read once; prints
+# "token PID FILE" for each environ or cmdline holding TOKEN, "marker PID" for each environ
+# holding MARKER and "git PID" for each git process.
+ws_token_procs() {
+	local pid f
+	for pid in $(find $1 -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u); do
+		for f in environ cmdline; do
+			grep -qaF -- "$2" "/proc/$pid/$f" 2>/dev/null && echo "token $pid $f"
+		done
+		grep -qaF -- "$3" "/proc/$pid/environ" 2>/dev/null && echo "marker $pid"
+		grep -qa '^git' "/proc/$pid/cmdline" 2>/dev/null && echo "git $pid"
+	done
+	return 0
+}
+
+# grep_token DIR TOKEN [GREP OPTIONS...]: the files under DIR holding TOKEN.
+grep_token() {
+	grep -rlaF "${@:3}" -- "$2" "$1" 2>/dev/null
+	return 0
+}
+
+# _scan WS TOKEN MARKER: one reading into SEEN; true when the marker was seen.
+SEEN=
+_scan() {
+	SEEN=$(ws_token_procs "$1" "$2" "$3")
+	grep -q '^marker' <<<"$SEEN"
+}
+
+test_seed_credential() {
+	local ws allow token=$WORLD_GIT_TOKEN marker scans=0 hits= marker_seen=0 git_seen=0 tops
+	[[ $token == ghs_* ]] || {
+		_fail "the world made no git token"
+		return 1
+	}
+	allow=$(jq -nc --arg g "$WORLD_GIT_NAME" '[{domain: $g}]')
+	tools_ws ws "$allow" || return 1
+	# Negative control: without the secret the server's 401 stands, and git says so.
+	sh_cmd "$ws" "git clone $WORLD_GIT_PRIVATE_URL" 120 || return 1
+	assert_eq exited "$(j .status)" "run status without the secret" || return 1
+	assert_ne 0 "$(j .exitCode)" "git clone without the secret" || return 1
+	assert_contains "could not read Username for 'http://$WORLD_GIT_NAME'" "$(j .stderr)" "git's error" || return 1
+	grep -q "^git .* GET /private.git/info/refs?service=git-upload-pack $WORLD_GIT_NAME 401$" "$WORLD_DIR/http.log" ||
+		_fail "the server did not answer 401: $(grep ^git "$WORLD_DIR/http.log" | tail -n 2)"
+	grep -q "credential refused workspace=$ws protocol=http host=$WORLD_GIT_NAME reason=\"no secret for this host\"" "$CONTROLLER_LOG" ||
+		_fail "the refusal is not logged"
+
+	api -q PUT "/v1/workspaces/$ws/secrets/git" "$(jq -nc --arg v "$token" --arg h "$WORLD_GIT_NAME" '{value: $v, host: $h}')"
+	assert_status 201 "PUT the secret" || return 1
+	# The clone, then fetches (each asks the helper again) and a sleeper, while every process
+	# of the workspace is read from the host over and over. MARKER, in the run's env, is the
+	# positive control of that reading.
+	marker=station-marker-$RANDOM$RANDOM
+	tops=$(cgroup_dirs "$ws" | grep -E "/$ws\$")
+	[[ -n $tops ]] || {
+		_fail "no cgroup directory of $ws"
+		return 1
+	}
+	run_start "$ws" "$(jq -nc --arg u "$WORLD_GIT_PRIVATE_URL" --arg m "$marker" '{
+		command: ("set -e; git clone -q " + $u + " private; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do git -C private fetch -q; done; sleep 2; git -C private log --format=%s"),
+		env: {MARKER: $m}, timeoutMs: 200000}')" || return 1
+	local run=$RUN
+	while run_is_running "$ws" "$run"; do
+		_scan "$tops" "$token" "$marker" && marker_seen=1
+		grep -q '^git' <<<"$SEEN" && git_seen=$((git_seen + 1))
+		scans=$((scans + 1))
+		hits+=$(grep '^token' <<<"$SEEN")
+	done
+	run_wait "$ws" "$run" 240 || return 1
+	assert_eq "exited 0" "$(j '"\(.status) \(.exitCode)"')" "clone with the secret ($(j .stderr | tail -c 600))" || return 1
+	assert_eq "station-hello-cli 1.0.0" "$(j '.stdout | rtrimstr("\n") | split("\n") | last')" "the private repository's commit ($(j "{stdout, stderr}" | tail -c 600))" || return 1
+	note "$scans scans of the workspace's processes while the run ran, $git_seen of them saw git"
+	assert_eq 1 "$marker_seen" "positive control: the marker seen in a process's environ" || return 1
+	assert_le 1 "$git_seen" "positive control: scans that saw a git process" || return 1
+	assert_eq "" "$hits" "processes holding the token while git ran" || return 1
+	# And after: a sleeper is the only process left but the agent.
+	run_start "$ws" "$(jq -nc --arg m "$marker" '{command: "sleep 30", env: {MARKER: $m}}')" || return 1
+	local sleeper=$RUN
+	wait_for -t 10 _scan "$tops" "$token" "$marker" || _fail "positive control: the sleeper's marker not seen"
+	api -q POST "/v1/workspaces/$ws/commands/$sleeper/cancel"
+	assert_eq "" "$(grep '^token' <<<"$SEEN")" "processes holding the token after" || return 1
+	grep -q "^git .* GET /private.git/info/refs?service=git-upload-pack $WORLD_GIT_NAME 200$" "$WORLD_DIR/http.log" ||
+		_fail "the server never answered 200 to the token"
+
+	# Files: the clone is in HOME (positive control), the token in no file there or in the
+	# overlay's upper layer; the store holds it sealed only.
+	local wsdir=$ROOT/workspaces/$ws
+	[[ -n $(grep_token "$wsdir/home" station-hello-cli) ]] || _fail "positive control: the clone's files are not under HOME"
+	assert_eq "" "$(grep_token "$wsdir/home" "$token")" "files under HOME holding the token" || return 1
+	assert_eq "" "$(grep_token "$wsdir/upper" "$token")" "files in the overlay upper holding the token" || return 1
+	assert_eq "" "$(grep_token "$wsdir/cred" "$token")" "the credential socket's directory" || return 1
+	assert_eq "" "$(grep_token "$ROOT" "$token" --exclude-dir=rootfs --exclude-dir=lower --exclude-dir=images)" "files of the root" || return 1
+	# Logs: the release is logged (positive control), the value never.
+	grep -q "credential released workspace=$ws secret=git protocol=http host=$WORLD_GIT_NAME" "$CONTROLLER_LOG" ||
+		_fail "the release is not logged"
+	assert_eq 0 "$(grep -cF -- "$token" "$CONTROLLER_LOG" "$wsdir/agent.log" | awk -F: '{s += $2} END {print s + 0}')" "log lines holding the token" || return 1
+	# API responses.
+	local path
+	for path in "/v1/workspaces/$ws" "/v1/workspaces/$ws/secrets" "/v1/workspaces/$ws/secrets/git" \
+		"/v1/workspaces/$ws/commands" "/v1/workspaces/$ws/commands/$run" "/v1/workspaces"; do
+		api -q GET "$path"
+		assert_eq "200 0" "$STATUS $(grep -cF -- "$token" <<<"$BODY")" "GET $path" || return 1
+	done
+}
+
 run_test seed-workflow test_seed_workflow
+run_test seed-credential test_seed_credential
 run_test seed-restart test_seed_restart
 run_test seed-restart-network test_seed_restart_network
 run_test seed-git-host-not-allowed test_seed_git_host_not_allowed

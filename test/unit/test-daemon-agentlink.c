@@ -23,6 +23,8 @@ struct got {
 	int hello, started, output, done, error, closed;
 	int service_hello, service_state, service_attempt, service_output, service_error;
 	int terminal_hello, terminal_opened, terminal_output, terminal_replay, terminal_exit;
+	int cred;
+	char cred_fields[1400];
 	uint64_t seq, pid, started_at, offset, attempt, request;
 	int stream;
 	size_t n_ids, n_names, n_terms, data_len;
@@ -220,6 +222,23 @@ static void on_terminal_exit(void *u, uint64_t seq, const struct agentlink_termi
 	got.term.id = got.term.reason = NULL;
 }
 
+static void on_cred_request(void *u, const struct agentlink_cred_request *r)
+{
+	char n[32];
+
+	got.cred++;
+	got.request = r->request;
+	snprintf(n, sizeof n, "%llu ", (unsigned long long)r->request);
+	copy_str(got.cred_fields, sizeof got.cred_fields, n);
+	append(got.cred_fields, sizeof got.cred_fields, r->protocol);
+	append(got.cred_fields, sizeof got.cred_fields, " ");
+	append(got.cred_fields, sizeof got.cred_fields, r->host);
+	append(got.cred_fields, sizeof got.cred_fields, " ");
+	append(got.cred_fields, sizeof got.cred_fields, r->path ? r->path : "(null)");
+	append(got.cred_fields, sizeof got.cred_fields, " ");
+	append(got.cred_fields, sizeof got.cred_fields, r->username ? r->username : "(null)");
+}
+
 static const struct agentlink_ops ops = {
 	.hello = on_hello,
 	.run_started = on_started,
@@ -237,6 +256,7 @@ static const struct agentlink_ops ops = {
 	.terminal_output = on_terminal_output,
 	.terminal_replay = on_terminal_replay,
 	.terminal_exit = on_terminal_exit,
+	.cred_request = on_cred_request,
 };
 
 /* ---- the test's agent ------------------------------------------------------------------------ */
@@ -1484,4 +1504,150 @@ Test(agentlink, send_after_close)
 		cr_assert_geq(event_loop_run_once(loop, 100), 0);
 	cr_assert_eq(got.closed, 1);
 	cr_assert_eq(agentlink_send_cancel(link_, "r1"), -ENOTCONN);
+}
+
+/* ---- CRED_REQUEST, CRED_REPLY ---------------------------------------------------------------- */
+
+static void cred_request(uint64_t request, const char *protocol, const char *host, const char *path)
+{
+	begin(MSG_CRED_REQUEST, 0);
+	put_u64(TAG_REQUEST, request);
+	if (protocol)
+		put_str(TAG_CRED_PROTOCOL, protocol);
+	if (host)
+		put_str(TAG_CRED_HOST, host);
+	if (path)
+		put_str(TAG_CRED_PATH, path);
+}
+
+Test(agentlink, cred_request_accepted)
+{
+	cred_request(7, "https", "github.com", "org/repo.git");
+	put_str(TAG_CRED_USERNAME, "x-access-token");
+	end();
+	cr_assert_eq(feed(), 0);
+	cr_assert_eq(got.cred, 1);
+	cr_assert_str_eq(got.cred_fields, "7 https github.com org/repo.git x-access-token");
+}
+
+/* Each refusal beside the accepted frame above: the link is closed, nothing reaches the
+ * manager. What the fields say (ftp, a bad host) is the manager's to refuse, not the link's. */
+Test(agentlink, cred_request_no_host)
+{
+	cred_request(1, "https", NULL, NULL);
+	end();
+	cr_assert_eq(feed(), -EBADMSG, "no host");
+	cr_assert_eq(got.cred, 0);
+}
+
+Test(agentlink, cred_request_no_request)
+{
+	begin(MSG_CRED_REQUEST, 0);
+	put_str(TAG_CRED_PROTOCOL, "https");
+	put_str(TAG_CRED_HOST, "github.com");
+	end();
+	cr_assert_eq(feed(), -EBADMSG);
+	cr_assert_eq(got.cred, 0);
+}
+
+Test(agentlink, cred_request_repeated_host)
+{
+	cred_request(1, "https", "github.com", NULL);
+	put_str(TAG_CRED_HOST, "evil.test");
+	end();
+	cr_assert_eq(feed(), -EBADMSG);
+	cr_assert_eq(got.cred, 0);
+}
+
+Test(agentlink, cred_request_unknown_tag)
+{
+	cred_request(1, "https", "github.com", NULL);
+	put_str(TAG_CRED_PASSWORD, "from the agent");
+	end();
+	cr_assert_eq(feed(), -EBADMSG);
+	cr_assert_eq(got.cred, 0);
+}
+
+Test(agentlink, cred_request_long_host)
+{
+	char host[264];
+
+	memset(host, 'a', sizeof host - 1);
+	host[sizeof host - 1] = 0;
+	cred_request(1, "https", host, NULL);
+	end();
+	cr_assert_eq(feed(), -E2BIG);
+	cr_assert_eq(got.cred, 0);
+}
+
+Test(agentlink, cred_request_kept_to_the_manager)
+{
+	cred_request(3, "ftp", "not a host!", NULL);
+	end();
+	cr_assert_eq(feed(), 0);
+	cr_assert_str_eq(got.cred_fields, "3 ftp not a host! (null) (null)");
+}
+
+static void read_frame(struct frame *f, uint8_t *buf, size_t cap)
+{
+	size_t len = 0;
+	long n = 0;
+
+	while (n == 0) {
+		ssize_t r = read(peer, buf + len, cap - len);
+		cr_assert_gt(r, 0);
+		len += (size_t)r;
+		n = frame_parse(buf, len, cap, f);
+		cr_assert_geq(n, 0);
+	}
+}
+
+struct reply_fields {
+	uint64_t request;
+	char username[64], password[64], reason[128];
+};
+
+static int reply_field(void *u, uint16_t tag, const uint8_t *v, size_t n)
+{
+	struct reply_fields *x = u;
+
+	if (tag == TAG_REQUEST)
+		return frame_val_u64(v, n, &x->request);
+	if (tag == TAG_CRED_USERNAME)
+		copy(x->username, sizeof x->username, v, n);
+	else if (tag == TAG_CRED_PASSWORD)
+		copy(x->password, sizeof x->password, v, n);
+	else if (tag == TAG_REASON)
+		copy(x->reason, sizeof x->reason, v, n);
+	else
+		cr_assert_fail("unexpected tag %u", tag);
+	return 0;
+}
+
+Test(agentlink, cred_reply)
+{
+	uint8_t buf[4096];
+	struct reply_fields x = { 0 };
+	struct frame f;
+
+	/* the HELLO the link sent first */
+	read_frame(&f, buf, sizeof buf);
+	cr_assert_eq(f.type, MSG_HELLO);
+	cr_assert_eq(agentlink_send_cred_reply(link_, 9, "x-access-token", "tok", NULL), 0);
+	read_frame(&f, buf, sizeof buf);
+	cr_assert_eq(f.type, MSG_CRED_REPLY);
+	cr_assert_eq(frame_for_each_field(&f, reply_field, &x), 0);
+	cr_assert_eq(x.request, 9);
+	cr_assert_str_eq(x.username, "x-access-token");
+	cr_assert_str_eq(x.password, "tok");
+	cr_assert_str_eq(x.reason, "");
+
+	memset(&x, 0, sizeof x);
+	cr_assert_eq(agentlink_send_cred_reply(link_, 10, NULL, NULL, "no secret for this host"),
+		     0);
+	read_frame(&f, buf, sizeof buf);
+	cr_assert_eq(frame_for_each_field(&f, reply_field, &x), 0);
+	cr_assert_eq(x.request, 10);
+	cr_assert_str_eq(x.password, "");
+	cr_assert_str_eq(x.reason, "no secret for this host");
 }
