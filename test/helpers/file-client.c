@@ -23,7 +23,8 @@
  *   open-bad-secret P | open-after-hello P   protocol attacks: prints {"closed":true} when
  *                               the agent closed the connection without answering
  *   sh CMD...                   runs CMD with sh -c; prints nothing
- *   alive                       prints {"workers":N}: the agent's children
+ *   alive [N]                   prints {"workers":N}: the agent's children (with N: once
+ *                               there are N, or after 10 s)
  * A path word is taken as is, with %XX hex escapes (%00, %20, %25) and `@N` standing for a
  * path of N bytes ("/" and N-1 times "a"). Numbers are decimal or 0-prefixed octal (mode). */
 
@@ -554,7 +555,7 @@ static void cmd_attack(const char *verb, char **w, size_t n)
 	session_close(s);
 }
 
-static void cmd_alive(void)
+static int count_children(void)
 {
 	char path[64], buf[4096];
 	int fd, n = 0;
@@ -569,6 +570,18 @@ static void cmd_alive(void)
 	}
 	if (fd >= 0)
 		close(fd);
+	return n;
+}
+
+/* Polls (10 s) until the agent has exactly want children: a worker that ended was reaped. */
+static void cmd_alive(const char *want)
+{
+	int n = count_children();
+
+	for (int i = 0; want && n != atoi(want) && i < 1000; i++) {
+		usleep(10000);
+		n = count_children();
+	}
 	printf("{\"workers\":%d}\n", n);
 	fflush(stdout);
 }
@@ -624,7 +637,7 @@ static void run_words(char **w, size_t n)
 		   n >= 2)
 		cmd_attack(w[0], w + 1, n - 1);
 	else if (strcmp(w[0], "alive") == 0)
-		cmd_alive();
+		cmd_alive(n > 1 ? w[1] : NULL);
 	else
 		die("bad script line");
 	fflush(stdout);
