@@ -23,6 +23,8 @@
  *   release                     closes the held sessions
  *   open-bad-secret P | open-after-hello P   protocol attacks: prints {"closed":true} when
  *                               the agent closed the connection without answering
+ *   kill-agent                  SIGKILL for the agent, then prints how many of its workers
+ *                               are still alive 10 s later (at most)
  *   signal SIG                  sends signal number SIG to every child of the agent
  *   sh CMD...                   runs CMD with sh -c; prints nothing
  *   alive [N]                   prints {"workers":N}: the agent's children (with N: once
@@ -608,6 +610,56 @@ static void cmd_signal(const char *sig)
 	fflush(stdout);
 }
 
+/* Whether pid is gone or a zombie. */
+static bool pid_ended(int pid)
+{
+	char path[64], buf[512];
+	int fd;
+	ssize_t k;
+	char *paren;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	k = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (k <= 0)
+		return true;
+	buf[k] = 0;
+	paren = strrchr(buf, ')');
+	return !paren || paren[2] == 'Z' || paren[2] == 'X';
+}
+
+/* SIGKILL for the agent; then waits (10 s) for its workers to end too. */
+static void cmd_kill_agent(void)
+{
+	char path[64], buf[4096];
+	int pids[128], n = 0, left = 0, fd;
+	ssize_t k;
+
+	snprintf(path, sizeof path, "/proc/%d/task/%d/children", agent_pid, agent_pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && (k = read(fd, buf, sizeof buf - 1)) >= 0) {
+		buf[k] = 0;
+		for (char *t = strtok(buf, " \n"); t && n < 128; t = strtok(NULL, " \n"))
+			pids[n++] = atoi(t);
+	}
+	if (fd >= 0)
+		close(fd);
+	kill(agent_pid, SIGKILL);
+	for (int i = 0; i < 1000; i++) {
+		left = 0;
+		for (int j = 0; j < n; j++)
+			left += !pid_ended(pids[j]);
+		if (left == 0)
+			break;
+		usleep(10000);
+	}
+	printf("{\"workers_before\":%d,\"workers_left\":%d}\n", n, left);
+	fflush(stdout);
+}
+
 /* Polls (10 s) until the agent has exactly want children: a worker that ended was reaped. */
 static void cmd_alive(const char *want)
 {
@@ -673,6 +725,8 @@ static void run_words(char **w, size_t n)
 		cmd_attack(w[0], w + 1, n - 1);
 	else if (strcmp(w[0], "signal") == 0 && n >= 2)
 		cmd_signal(w[1]);
+	else if (strcmp(w[0], "kill-agent") == 0)
+		cmd_kill_agent();
 	else if (strcmp(w[0], "alive") == 0)
 		cmd_alive(n > 1 ? w[1] : NULL);
 	else

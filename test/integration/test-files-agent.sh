@@ -368,19 +368,26 @@ t_watch() {
 		watch w1 w recursive
 		sh echo x > $WS/w/f1; mv $WS/w/f1 $WS/w/f2; rm $WS/w/f2
 		events w1 4
-		sh mkdir -p $WS/w/new/sub && echo y > $WS/w/new/sub/g
-		events w1 4
+		sh mkdir $WS/w/new
+		events w1 1
+		sh mkdir $WS/w/new/sub
+		events w1 1
+		sh echo y > $WS/w/new/sub/g
+		events w1 2
 		sh mv $WS/w/new $WS/w/renamed && touch $WS/w/renamed/sub/h
 		events w1 3
 		sh mv $WS/w/renamed $WS/gone && touch $WS/gone/sub/late && touch $WS/w/pre/p
 		events w1 3
 		events w1 1 ms=300
 		watch w2 w
-		sh mkdir $WS/w/flat && touch $WS/w/flat/inner && touch $WS/w/top
-		events w2 3
+		sh mkdir $WS/w/flat
+		events w2 1
+		events w1 1
+		sh touch $WS/w/flat/inner && touch $WS/w/top
+		events w2 2
 		events w2 1 ms=300
 		close w2
-		events w1 5
+		events w1 4
 		sh rm -rf $WS/w
 		events w1 20
 		alive 0
@@ -392,11 +399,11 @@ t_watch() {
 	expect_ok 1 "watch"
 	assert_eq '["created","f1","","file"] ["modified","f1","","file"] ["moved","f1","f2","file"] ["deleted","f2","","file"] ["created","new","","dir"] ["created","new/sub","","dir"] ["created","new/sub/g","","file"] ["modified","new/sub/g","","file"] ["moved","new","renamed","dir"] ["created","renamed/sub/h","","file"] ["modified","renamed/sub/h","","file"] ["deleted","renamed","","dir"] ["created","pre/p","","file"] ["modified","pre/p","","file"] ' "$ev" "recursive watch: events in order (a moved-out directory is deleted, nothing of it after)"
 	assert_eq '{"timeout":true,"events":0}' "$(sed -n 16p "$OUT")" "nothing more"
-	ev=$(sed -n '18,20p' "$OUT" | jq -c '.event | [.event, .path, .type]' | tr '\n' ' ')
-	assert_eq '["created","flat","dir"] ["created","top","file"] ["modified","top","file"] ' "$ev" "a watch that is not recursive: nothing from inside flat"
-	assert_eq '{"timeout":true,"events":0}' "$(sed -n 21p "$OUT")"
-	ev=$(sed -n '22,26p' "$OUT" | jq -c '.event | [.event, .path, .type]' | tr '\n' ' ')
-	assert_eq '["created","flat","dir"] ["created","flat/inner","file"] ["modified","flat/inner","file"] ["created","top","file"] ["modified","top","file"] ' "$ev" "the recursive watch sees inside flat"
+	ev=$(sed -n '18,21p' "$OUT" | jq -c '.event | [.event, .path, .type]' | tr '\n' ' ')
+	assert_eq '["created","flat","dir"] ["created","flat","dir"] ["created","top","file"] ["modified","top","file"] ' "$ev" "a watch that is not recursive: nothing from inside flat"
+	assert_eq '{"timeout":true,"events":0}' "$(sed -n 22p "$OUT")"
+	ev=$(sed -n '23,26p' "$OUT" | jq -c '.event | [.event, .path, .type]' | tr '\n' ' ')
+	assert_eq '["created","flat/inner","file"] ["modified","flat/inner","file"] ["created","top","file"] ["modified","top","file"] ' "$ev" "the recursive watch sees inside flat"
 	ev=$(sed -n '27,$p' "$OUT" | grep '"event"' | jq -c '.event | [.event, .path, .type]' | sort | tr '\n' ' ')
 	assert_eq '["deleted","","dir"] ["deleted","flat","dir"] ["deleted","flat/inner","file"] ["deleted","pre","dir"] ["deleted","pre/p","file"] ["deleted","top","file"] ' "$ev" "the removal, and the directory itself"
 	assert_eq '{"end":true}' "$(grep -m1 '"end"' "$OUT")" "END after the directory went"
@@ -435,6 +442,20 @@ t_watch_overflow() {
 	assert_eq '{"workers":0}' "$(grep workers "$OUT")"
 }
 
+# Workers do not outlive the agent: a stalled write and a watch end when it is killed.
+t_agent_killed() {
+	reset_home
+	fc <<-EOF
+		write a.txt zero=10 stall=s1
+		watch w1 .
+		alive 2
+		kill-agent
+	EOF
+	assert_eq '{"workers":2}' "$(sed -n 3p "$OUT")"
+	assert_eq '{"workers_before":2,"workers_left":0}' "$(sed -n 4p "$OUT")"
+	assert_eq "good content" "$(cat "$WS/a.txt")" "the stalled write changed nothing"
+}
+
 run_test files_agent_stat_list_read t_stat_list_read
 run_test files_agent_write_mkdir_rename_delete t_write_mkdir_rename_delete
 run_test files_agent_hostile_paths t_hostile_paths
@@ -445,3 +466,4 @@ run_test files_agent_session_limit_and_protocol t_session_limit_and_protocol
 run_test files_agent_list_truncated t_list_truncated
 run_test files_agent_watch t_watch
 run_test files_agent_watch_overflow t_watch_overflow
+run_test files_agent_killed_agent_ends_workers t_agent_killed
