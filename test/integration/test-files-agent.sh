@@ -107,6 +107,8 @@ t_write_mkdir_rename_delete() {
 		stat new.txt
 	EOF
 	expect_ok 1 && assert_eq "$WS/new.txt" "$(l 1 '.frames[0].path')" "write answers the absolute path"
+	assert_eq "true" "$(l 1 .created)" "END says CREATED for a new file"
+	assert_eq "false" "$(l 3 .created)" "positive control: not for a replaced one"
 	assert_eq "hello" "$(l 2 .data)"
 	expect_ok 3 && assert_eq "0600" "$(l 3 '.frames[0].mode')" "mode"
 	assert_eq "replaced" "$(cat "$WS/a.txt")"
