@@ -27,8 +27,8 @@
  *                               are still alive 10 s later (at most)
  *   signal SIG                  sends signal number SIG to every child of the agent
  *   sh CMD...                   runs CMD with sh -c; prints nothing
- *   alive [N]                   prints {"workers":N}: the agent's children (with N: once
- *                               there are N, or after 10 s)
+ *   alive [N [MS]]              prints {"workers":N}: the agent's children (with N: once
+ *                               there are N, or after MS ms, default 10 s)
  * A path word is taken as is, with %XX hex escapes (%00, %20, %25) and `@N` standing for a
  * path of N bytes ("/" and N-1 times "a"). Numbers are decimal or 0-prefixed octal (mode). */
 
@@ -662,12 +662,13 @@ static void cmd_kill_agent(void)
 	fflush(stdout);
 }
 
-/* Polls (10 s) until the agent has exactly want children: a worker that ended was reaped. */
-static void cmd_alive(const char *want)
+/* Polls (10 s, or ms) until the agent has exactly want children: a worker that ended was
+ * reaped. */
+static void cmd_alive(const char *want, const char *ms)
 {
-	int n = count_children();
+	int n = count_children(), polls = ms ? atoi(ms) / 10 : 1000;
 
-	for (int i = 0; want && n != atoi(want) && i < 1000; i++) {
+	for (int i = 0; want && n != atoi(want) && i < polls; i++) {
 		usleep(10000);
 		n = count_children();
 	}
@@ -730,7 +731,7 @@ static void run_words(char **w, size_t n)
 	else if (strcmp(w[0], "kill-agent") == 0)
 		cmd_kill_agent();
 	else if (strcmp(w[0], "alive") == 0)
-		cmd_alive(n > 1 ? w[1] : NULL);
+		cmd_alive(n > 1 ? w[1] : NULL, n > 2 ? w[2] : NULL);
 	else
 		die("bad script line");
 	fflush(stdout);

@@ -24,6 +24,17 @@ echo "$MARKER" >"$OUTSIDE/marker"
 echo "$MARKER" >"$OUTSIDE/dir/f"
 chmod 644 "$OUTSIDE/marker" "$OUTSIDE/dir/f"
 
+# A WRITE whose controller sends nothing more ends after 60 s: started first, in the background
+# with an agent of its own, and checked at the end (t_write_timeout).
+mkdir -p "$TMP/slow/home"
+chown 65534:65534 "$TMP/slow/home"
+printf '%s\n' "write f zero=10 stall=s1" "alive 1" "alive 0 90000" |
+	timeout 150 "$BUILD/test/helpers/file-client" --workdir "$TMP/slow/home" --home "$TMP/slow/home" \
+		--files-root "$TMP/slow/home" --user 65534:65534 "$BUILD/src/agent/station-agent" \
+		>"$TMP/slow/out" 2>/dev/null &
+SLOW_PID=$!
+SLOW_START=$SECONDS
+
 # as_user CMD...: what the sandbox's user could do itself
 as_user() {
 	setpriv --reuid 65534 --regid 65534 --clear-groups -- "$@"
@@ -481,6 +492,15 @@ t_watch_limit() {
 	assert_eq '{"timeout":true,"events":0}' "$(sed -n 7p "$OUT")" "positive control: a small watch has none"
 }
 
+t_write_timeout() {
+	wait "$SLOW_PID"
+	local took=$((SECONDS - SLOW_START))
+	assert_eq '{"workers":1}' "$(sed -n 2p "$TMP/slow/out")" "positive control: the stalled write's worker was alive"
+	assert_eq '{"workers":0}' "$(sed -n 3p "$TMP/slow/out")" "it ended by itself, the connection still open"
+	assert_le 59 "$took" "not before the 60 s timeout"
+	assert_eq "" "$(ls -A "$TMP/slow/home")" "no file, no temporary file"
+}
+
 run_test files_agent_stat_list_read t_stat_list_read
 run_test files_agent_write_mkdir_rename_delete t_write_mkdir_rename_delete
 run_test files_agent_hostile_paths t_hostile_paths
@@ -493,3 +513,4 @@ run_test files_agent_watch t_watch
 run_test files_agent_watch_overflow t_watch_overflow
 run_test files_agent_watch_limit t_watch_limit
 run_test files_agent_killed_agent_ends_workers t_agent_killed
+run_test files_agent_write_timeout t_write_timeout
