@@ -827,6 +827,7 @@ int main(int argc, char **argv)
 		die("waitpid failed");
 	unlink(sock_path);
 	rmdir(dir);
+	free(agent_argv);
 	printf("{\"agent_exit\":%d}\n",
 	       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 	return 0;
