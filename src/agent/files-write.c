@@ -170,17 +170,20 @@ int files_op_write(struct files_session *s, const struct files_request *q)
 	r = write_locate(s, q, p.rel, &t);
 	if (r >= 0)
 		r = write_tmp_open(&t);
-	if (r < 0)
-		return files_fail(s, r, NULL);
-	r = write_receive(s, &t);
+	if (r >= 0)
+		r = write_receive(s, &t);
 	if (r == 0)
 		return 0;
 	if (r > 0)
 		r = write_commit(q, &t);
-	if (r < 0)
+	if (r >= 0 && fstat(t.fd, &st) < 0)
+		r = -errno;
+	if (r < 0) {
+		/* the temporary file goes before the answer: nothing is left once it is read */
+		write_target_done(&t);
+		t = (struct write_target){ .dirfd = -1, .fd = -1 };
 		return files_fail(s, r, NULL);
-	if (fstat(t.fd, &st) < 0)
-		return files_fail(s, -errno, NULL);
+	}
 	close(t.fd);
 	t.fd = -1; /* renamed: nothing to remove */
 	r = files_send_info(s, NULL, p.abs, &st, -1, NULL);
