@@ -124,6 +124,20 @@ t_stat_list() {
 	assert_contains "not a directory" "$(j .error.message)"
 }
 
+# Names are bytes: one that is not UTF-8 is listed in base64 with nameEncoding, and a message
+# quotes it with \xNN. Positive control: a UTF-8 name is listed as it is.
+t_non_utf8_names() {
+	mkdir -p "$W/enc"
+	touch "$W/enc/"$'\xff'x "$W/enc/"$'\xc3\xa9'
+	fcurl "$TMP/body" "$(F "$WS" "/list?path=enc")"
+	assert_status 200 list || return 1
+	assert_eq "é: /3g=:base64" "$(j '[.entries[] | "\(.name):\(.nameEncoding // "")"] | join(" ")')" \
+		"names (UTF-8 as is, the other in base64)"
+	fcurl "$TMP/body" "$(F "$WS" "/stat?path=enc/%FEnope")"
+	assert_status 404 "a missing non-UTF-8 path"
+	assert_eq '"enc/\xfenope": no such file or directory' "$(j .error.message)" "message quotes the byte"
+}
+
 t_read_headers_range() {
 	head -c 100000 /dev/urandom >"$W/r.bin"
 	download "$WS" r.bin
@@ -513,6 +527,7 @@ ftest() {
 
 ftest write_new_and_replace t_write_new_and_replace
 ftest stat_list t_stat_list
+ftest non_utf8_names t_non_utf8_names
 ftest read_headers_range t_read_headers_range
 ftest max_bytes t_max_bytes
 ftest if_match t_if_match
