@@ -629,8 +629,30 @@ t_c_symlink_swap() {
 	return 0
 }
 
+# A file of host root (a uid the container's user namespace does not map), mode 0600: container
+# root holds no capability over it, so the agent's open fails and the API says 403. Positive
+# control: the same owner with mode 0644 is readable.
+t_c_forbidden() {
+	local chome=$ROOT/workspaces/$CWS/home
+	[[ -d $chome ]] || { _fail "no home on the host: $chome"; return 1; }
+	mkdir -p "$chome/workspace"
+	printf 'root only' >"$chome/workspace/root-only"
+	printf 'for all' >"$chome/workspace/for-all"
+	chown 0:0 "$chome/workspace/root-only" "$chome/workspace/for-all"
+	chmod 0600 "$chome/workspace/root-only"
+	chmod 0644 "$chome/workspace/for-all"
+	download "$CWS" /home/node/workspace/root-only
+	assert_status 403 "a file the sandbox's user may not read"
+	assert_eq '"/home/node/workspace/root-only": permission denied' "$(j .error.message)" message
+	assert_eq forbidden "$(j .error.code)" code
+	download "$CWS" /home/node/workspace/for-all
+	assert_status 200 "a file it may read (positive control)"
+	assert_eq "for all" "$(cat "$TMP/dl")" content
+}
+
 if ((HAVE_CONTAINER)); then
 	if new_cws CWS; then
+		ftest container_forbidden t_c_forbidden
 		ftest container_symlink_resolves_inside t_c_symlink_resolves_inside
 		ftest container_dotdot_absolute t_c_dotdot_absolute
 		ftest container_fifo_device t_c_fifo_device
