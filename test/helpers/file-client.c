@@ -377,8 +377,10 @@ static void collect(struct session *s, const char *op, bool show_data)
 	if (r > 0 && f.type == MSG_FILE_END) {
 		sha256_final(&sha, digest);
 		hex_encode(digest, sizeof digest, hex);
-		printf(",\"ok\":true,\"truncated\":%s,\"infos\":%llu",
-		       frame_u64(&f, TAG_TRUNCATED) ? "true" : "false", (unsigned long long)n_info);
+		printf(",\"ok\":true,\"truncated\":%s,\"created\":%s,\"infos\":%llu",
+		       frame_u64(&f, TAG_TRUNCATED) ? "true" : "false",
+		       frame_u64(&f, TAG_FILE_FLAGS) & FILE_F_CREATED ? "true" : "false",
+		       (unsigned long long)n_info);
 		if (n_data || !strcmp(op, "read")) {
 			printf(",\"bytes\":%llu,\"sha256\":\"%s\"", (unsigned long long)bytes, hex);
 			if (show_data) {

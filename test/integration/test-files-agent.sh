@@ -107,6 +107,8 @@ t_write_mkdir_rename_delete() {
 		stat new.txt
 	EOF
 	expect_ok 1 && assert_eq "$WS/new.txt" "$(l 1 '.frames[0].path')" "write answers the absolute path"
+	assert_eq "true" "$(l 1 .created)" "END says CREATED for a new file"
+	assert_eq "false" "$(l 3 .created)" "positive control: not for a replaced one"
 	assert_eq "hello" "$(l 2 .data)"
 	expect_ok 3 && assert_eq "0600" "$(l 3 '.frames[0].mode')" "mode"
 	assert_eq "replaced" "$(cat "$WS/a.txt")"
@@ -144,6 +146,7 @@ t_write_mkdir_rename_delete() {
 	expect_ok 5 && assert_eq "$WS/dir1/moved.txt" "$(l 5 '.frames[0].path')"
 	expect_ok 6
 	expect_err 7 EEXIST "rename exclusive"
+	assert_eq "$WS/dir1/moved.txt" "$(l 7 .path)" "the error names PATH2"
 	expect_ok 8 && assert_eq "o" "$(cat "$WS/dir1/moved.txt")"
 	expect_err 9 ENOTEMPTY && expect_ok 10 && assert_eq "" "$(ls "$WS" | grep -x sub)"
 	expect_ok 11 "delete a symlink"
@@ -456,6 +459,28 @@ t_agent_killed() {
 	assert_eq "good content" "$(cat "$WS/a.txt")" "the stalled write changed nothing"
 }
 
+# More directories than one watch takes: one OVERFLOW, and the watch still works.
+t_watch_limit() {
+	reset_home
+	mkdir "$WS/lots"
+	(cd "$WS/lots" && seq -f 'd%05g' 1 8200 | xargs mkdir)
+	chown -R 65534:65534 "$WS/lots"
+	fc <<-EOF
+		watch w1 lots recursive
+		events w1 1 ms=5000
+		sh touch $WS/lots/d00001/f
+		events w1 2
+		events w1 1 ms=300
+		watch w2 lots/d00001 recursive
+		events w2 1 ms=300
+	EOF
+	expect_ok 1
+	assert_eq overflow "$(l 2 .event.event)" "the limit's overflow"
+	assert_eq "created d00001/f" "$(l 3 '"\(.event.event) \(.event.path)"')" "positive control: events still come"
+	assert_eq '{"timeout":true,"events":0}' "$(sed -n 5p "$OUT")" "one overflow only"
+	assert_eq '{"timeout":true,"events":0}' "$(sed -n 7p "$OUT")" "positive control: a small watch has none"
+}
+
 run_test files_agent_stat_list_read t_stat_list_read
 run_test files_agent_write_mkdir_rename_delete t_write_mkdir_rename_delete
 run_test files_agent_hostile_paths t_hostile_paths
@@ -466,4 +491,5 @@ run_test files_agent_session_limit_and_protocol t_session_limit_and_protocol
 run_test files_agent_list_truncated t_list_truncated
 run_test files_agent_watch t_watch
 run_test files_agent_watch_overflow t_watch_overflow
+run_test files_agent_watch_limit t_watch_limit
 run_test files_agent_killed_agent_ends_workers t_agent_killed
