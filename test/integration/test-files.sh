@@ -376,15 +376,14 @@ t_big_stream() {
 	rm -f "$TMP/big" "$TMP/dl" "$W/big.bin"
 }
 
-# Files in W other than the ones named (the upload's temporary file shows up there).
+# Entries of W that were not there before the upload (its temporary file shows up there).
 tmp_count() {
-	find "$W" -maxdepth 1 -newer "$TMP/mark" -name '*' ! -name keep.txt -type f | wc -l
+	comm -13 "$TMP/before" <(ls -A "$W" | sort) | wc -l
 }
 
 t_disconnect_mid_upload() {
 	printf 'OLD' >"$W/keep.txt"
-	touch "$TMP/mark"
-	sleep 0.01
+	ls -A "$W" | sort >"$TMP/before"
 	mkfifo "$TMP/slow"
 	curl -sS --unix-socket "$SOCK" -T "$TMP/slow" \
 		-o /dev/null "http://station$(F "$WS" "?path=keep.txt")" 2>/dev/null &
@@ -395,7 +394,7 @@ t_disconnect_mid_upload() {
 	kill "$curl_pid"
 	wait "$curl_pid" 2>/dev/null
 	exec 7>&-
-	wait_for -t 10 test "$(tmp_count)" -eq 0 || _fail "the temporary file stayed: $(ls -la "$W")"
+	wait_for -t 10 test "$(tmp_count)" -eq 0 || _fail "the temporary file stayed: $(comm -13 "$TMP/before" <(ls -A "$W" | sort))"
 	assert_eq OLD "$(cat "$W/keep.txt")" "the target is untouched"
 	rm -f "$TMP/slow"
 }
