@@ -62,6 +62,14 @@ static const struct route routes[] = {
 	{ "/v1/workspaces/*/secrets/*",
 	  "GET, PUT, DELETE",
 	  { { "GET", EP_SECRET_GET }, { "PUT", EP_SECRET_PUT }, { "DELETE", EP_SECRET_DELETE } } },
+	{ "/v1/workspaces/*/files",
+	  "GET, PUT, DELETE",
+	  { { "GET", EP_FILE_READ }, { "PUT", EP_FILE_WRITE }, { "DELETE", EP_FILE_DELETE } } },
+	{ "/v1/workspaces/*/files/stat", "GET", { { "GET", EP_FILE_STAT } } },
+	{ "/v1/workspaces/*/files/list", "GET", { { "GET", EP_FILE_LIST } } },
+	{ "/v1/workspaces/*/files/mkdir", "POST", { { "POST", EP_FILE_MKDIR } } },
+	{ "/v1/workspaces/*/files/rename", "POST", { { "POST", EP_FILE_RENAME } } },
+	{ "/v1/workspaces/*/files/watch", "GET", { { "GET", EP_FILE_WATCH } } },
 };
 
 static const char *const endpoint_names[_EP_MAX] = {
@@ -100,6 +108,14 @@ static const char *const endpoint_names[_EP_MAX] = {
 	[EP_SECRET_GET] = "secret-get",
 	[EP_SECRET_PUT] = "secret-put",
 	[EP_SECRET_DELETE] = "secret-delete",
+	[EP_FILE_STAT] = "file-stat",
+	[EP_FILE_LIST] = "file-list",
+	[EP_FILE_READ] = "file-read",
+	[EP_FILE_WRITE] = "file-write",
+	[EP_FILE_DELETE] = "file-delete",
+	[EP_FILE_MKDIR] = "file-mkdir",
+	[EP_FILE_RENAME] = "file-rename",
+	[EP_FILE_WATCH] = "file-watch",
 };
 
 const char *endpoint_to_string(enum endpoint ep)

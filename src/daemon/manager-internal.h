@@ -91,6 +91,8 @@ struct workspace {
 	size_t n_secrets;
 	uint64_t cred_window_start; /* manager-cred.c: the rate limit's window, monotonic */
 	unsigned cred_window_count; /* credential requests in that window */
+	struct file_session *file_sessions; /* manager-file.c */
+	size_t n_file_sessions;
 };
 
 struct manager {
@@ -201,6 +203,10 @@ void terminals_on_exit(void *userdata, uint64_t seq, const struct agentlink_term
 struct agentlink_cred_request;
 void creds_on_request(void *userdata, const struct agentlink_cred_request *req);
 bool cred_host_valid(const char *host);
+/* manager-file.c: every session of ws ends (end() with -EBUSY, reason in the message). */
+void files_lose_all(struct workspace *ws, const char *reason);
+/* Frees them without callbacks (shutdown). */
+void files_free_all(struct workspace *ws);
 
 /* manager-network.c */
 void manager_network_init(struct manager *m);
