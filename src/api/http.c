@@ -90,6 +90,10 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_FILE_MKDIR] = { api_file_mkdir, true, query_none },
 	[EP_FILE_RENAME] = { api_file_rename, true, query_none },
 	[EP_FILE_WATCH] = { api_file_watch, false, query_watch, api_file_watch_ws },
+	[EP_SECRET_LIST] = { api_secret_list, false, query_none },
+	[EP_SECRET_GET] = { api_secret_get, false, query_none },
+	[EP_SECRET_PUT] = { api_secret_put, true, query_none },
+	[EP_SECRET_DELETE] = { api_secret_delete, false, query_none },
 };
 
 struct http_server {

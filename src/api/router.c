@@ -8,7 +8,7 @@
 #include "basic/cleanup.h"
 
 /* '*' in a pattern is one id segment, the first the workspace, the second the run (or the
- * service); '@' is an image digest segment. */
+ * service, terminal or secret); '@' is an image digest segment. */
 struct route {
 	const char *pattern;
 	const char *allow;
@@ -66,6 +66,10 @@ static const struct route routes[] = {
 	{ "/v1/workspaces/*/files/mkdir", "POST", { { "POST", EP_FILE_MKDIR } } },
 	{ "/v1/workspaces/*/files/rename", "POST", { { "POST", EP_FILE_RENAME } } },
 	{ "/v1/workspaces/*/files/watch", "GET", { { "GET", EP_FILE_WATCH } } },
+	{ "/v1/workspaces/*/secrets", "GET", { { "GET", EP_SECRET_LIST } } },
+	{ "/v1/workspaces/*/secrets/*",
+	  "GET, PUT, DELETE",
+	  { { "GET", EP_SECRET_GET }, { "PUT", EP_SECRET_PUT }, { "DELETE", EP_SECRET_DELETE } } },
 };
 
 static const char *const endpoint_names[_EP_MAX] = {
@@ -108,6 +112,10 @@ static const char *const endpoint_names[_EP_MAX] = {
 	[EP_FILE_MKDIR] = "file-mkdir",
 	[EP_FILE_RENAME] = "file-rename",
 	[EP_FILE_WATCH] = "file-watch",
+	[EP_SECRET_LIST] = "secret-list",
+	[EP_SECRET_GET] = "secret-get",
+	[EP_SECRET_PUT] = "secret-put",
+	[EP_SECRET_DELETE] = "secret-delete",
 };
 
 const char *endpoint_to_string(enum endpoint ep)

@@ -52,13 +52,17 @@ enum endpoint {
 	EP_FILE_MKDIR,
 	EP_FILE_RENAME,
 	EP_FILE_WATCH,
+	EP_SECRET_LIST,
+	EP_SECRET_GET,
+	EP_SECRET_PUT,
+	EP_SECRET_DELETE,
 	_EP_MAX,
 };
 
 struct route_match {
 	enum endpoint endpoint;
 	char ws_id[ROUTE_ID_MAX + 1];	 /* "" when the path has none */
-	char run_id[ROUTE_ID_MAX + 1];	 /* the run, the service name or the terminal */
+	char run_id[ROUTE_ID_MAX + 1];	 /* the run, the service name, the terminal or the secret */
 	char image[ROUTE_IMAGE_MAX + 1]; /* "" when the path has none */
 };
 

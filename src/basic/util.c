@@ -794,6 +794,85 @@ void format_rfc3339(uint64_t usec, char ret[32])
 	snprintf(ret + n, 32 - n, ".%03uZ", (unsigned)(usec / 1000 % 1000));
 }
 
+/* n decimal digits at *p, advancing *p; -1 when one is not a digit. */
+static int take_digits(const char **p, int n)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++, (*p)++) {
+		if (**p < '0' || **p > '9')
+			return -1;
+		v = v * 10 + (**p - '0');
+	}
+	return v;
+}
+
+static bool is_leap(int y)
+{
+	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+/* "+01:00", "-05:30", "Z" or "z" at *p: seconds east of UTC. */
+static int take_offset(const char **p, int64_t *ret)
+{
+	int sign, oh, om;
+
+	if (**p == 'Z' || **p == 'z') {
+		(*p)++;
+		*ret = 0;
+		return 0;
+	}
+	if (**p != '+' && **p != '-')
+		return -EINVAL;
+	sign = *(*p)++ == '-' ? -1 : 1;
+	oh = take_digits(p, 2);
+	if (oh < 0 || oh > 23 || *(*p)++ != ':' || (om = take_digits(p, 2)) < 0 || om > 59)
+		return -EINVAL;
+	*ret = sign * (oh * 3600 + om * 60);
+	return 0;
+}
+
+int parse_rfc3339(const char *s, uint64_t *ret)
+{
+	static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	struct tm tm = {};
+	int64_t sec, offset;
+	uint64_t frac = 0, scale = 100000;
+	int y, mo, d, h, mi, se;
+	const char *p = s;
+
+	y = take_digits(&p, 4);
+	if (y < 1970 || *p++ != '-' || (mo = take_digits(&p, 2)) < 1 || mo > 12 || *p++ != '-')
+		return -EINVAL;
+	d = take_digits(&p, 2);
+	if (d < 1 || d > mdays[mo - 1] + (mo == 2 && is_leap(y)) || (*p != 'T' && *p != 't'))
+		return -EINVAL;
+	p++;
+	h = take_digits(&p, 2);
+	if (h < 0 || h > 23 || *p++ != ':' || (mi = take_digits(&p, 2)) < 0 || mi > 59 ||
+	    *p++ != ':' || (se = take_digits(&p, 2)) < 0 || se > 60)
+		return -EINVAL;
+	if (*p == '.') {
+		if (p[1] < '0' || p[1] > '9')
+			return -EINVAL;
+		for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
+			frac += (uint64_t)(*p - '0') * scale;
+	}
+	if (take_offset(&p, &offset) < 0 || *p)
+		return -EINVAL;
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = se == 60 ? 59 : se; /* a leap second reads as the second before it */
+	sec = (int64_t)timegm(&tm) - offset;
+	if (sec < 0)
+		return -EINVAL;
+	*ret = (uint64_t)sec * 1000000 + frac;
+	return 0;
+}
+
 int parse_u64(const char *s, uint64_t max, uint64_t *ret)
 {
 	uint64_t v = 0;

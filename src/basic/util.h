@@ -79,6 +79,9 @@ int write_all(int fd, const void *data, size_t n);
 /* Formats CLOCK_REALTIME microseconds as RFC 3339 UTC with milliseconds:
  * "2026-11-29T10:40:07.123Z". ret must hold 32 bytes. */
 void format_rfc3339(uint64_t usec, char ret[32]);
+/* RFC 3339 ("2026-12-02T11:00:00Z", "2026-12-02T12:00:00.5+01:00"; 1970 or later) to
+ * CLOCK_REALTIME microseconds; digits beyond microseconds are dropped. -EINVAL otherwise. */
+int parse_rfc3339(const char *s, uint64_t *ret);
 
 /* Parses a non-negative decimal integer <= max; -EINVAL / -ERANGE. */
 int parse_u64(const char *s, uint64_t max, uint64_t *ret);

@@ -26,6 +26,7 @@
 #include "manager.h"
 #include "net/net.h"
 #include "proto/agent-proto.h"
+#include "store/secret-box.h"
 #include "store/store.h"
 
 #define DEFAULT_ROOT "/var/lib/station-sandbox"
@@ -795,8 +796,15 @@ static int add_listener(struct daemon *d, const struct options *o, const char *s
 	return 0;
 }
 
+static void secret_key_erase(uint8_t (*key)[SECRET_KEY_BYTES])
+{
+	explicit_bzero(*key, sizeof *key);
+}
+
 static int daemon_setup(struct daemon *d, struct options *o)
 {
+	_cleanup_(secret_key_erase) uint8_t key[SECRET_KEY_BYTES];
+	struct station_error e = {};
 	char path[PATH_MAX];
 	int r = mkdir_p(o->root, 0700);
 	if (r < 0) {
@@ -811,6 +819,13 @@ static int daemon_setup(struct daemon *d, struct options *o)
 	 * workspace's rootfs and HOME. What is secret in here is 0600 on its own. */
 	if (chmod(o->root, 0711) < 0)
 		fprintf(stderr, "station-sandboxd: chmod \"%s\": %m\n", o->root);
+	snprintf(path, sizeof path, "%s/secrets.key", o->root);
+	r = secret_key_load(path, key, &e);
+	if (r < 0) {
+		fprintf(stderr, "station-sandboxd: %s\n", e.message);
+		return r;
+	}
+	o->mc.secret_key = key;
 	snprintf(path, sizeof path, "%s/station.db", o->root);
 	r = store_open(path, &d->store);
 	if (r < 0) {
@@ -831,6 +846,7 @@ static int daemon_setup(struct daemon *d, struct options *o)
 		r = event_add_signal(d->loop, &d->signals[1], SIGINT, on_terminate, d->loop);
 	if (r >= 0)
 		r = manager_new(d->loop, d->store, &o->mc, &d->manager);
+	o->mc.secret_key = NULL; /* the manager has its copy; key is wiped on return */
 	if (r >= 0)
 		r = manager_start(d->manager);
 	if (r < 0) {

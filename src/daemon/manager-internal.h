@@ -7,6 +7,7 @@
 #include "manager.h"
 #include "net/net.h"
 #include "proto/agent-proto.h"
+#include "store/secret-box.h"
 #include "store/store.h"
 
 #define SECRET_BYTES 32
@@ -17,6 +18,7 @@ struct agentlink_service_state;
 struct agentlink_terminal_exit;
 struct terminal;
 struct service;
+struct secret;
 struct event_source;
 struct adapter_ops;
 
@@ -87,6 +89,8 @@ struct workspace {
 	struct net_policy *net_policy;	    /* restricted */
 	struct file_session *file_sessions; /* manager-file.c */
 	size_t n_file_sessions;
+	struct secret *secrets; /* manager-secret.c, by name */
+	size_t n_secrets;
 };
 
 struct manager {
@@ -103,7 +107,9 @@ struct manager {
 	struct event_source *prune_timer;
 	struct image_job *image_jobs; /* imports and pulls under way (manager-image.c) */
 	size_t n_image_jobs;
-	struct net *net; /* NULL: networking off (manager-network.c) */
+	struct net *net;		      /* NULL: networking off (manager-network.c) */
+	uint8_t secret_key[SECRET_KEY_BYTES]; /* cfg.secret_key's copy (manager-secret.c) */
+	bool secret_key_set;
 };
 
 struct workspace *workspace_find(struct manager *m, const char *id);
@@ -204,3 +210,9 @@ int workspace_network_create(struct workspace *ws, enum net_mode mode, struct ne
 int workspace_network_attach(void *userdata, pid_t pid, struct station_error *e);
 void workspace_network_remove(struct workspace *ws);
 void workspace_network_free(struct workspace *ws);
+
+/* manager-secret.c */
+/* Every stored secret, opened into its workspace (controller start, after the workspaces). */
+void secrets_load(struct manager *m);
+/* Wipes and frees the workspace's secrets. */
+void secrets_free_all(struct workspace *ws);

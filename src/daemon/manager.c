@@ -162,6 +162,7 @@ static void workspace_free(struct workspace *ws)
 		close(ws->agent_pidfd);
 	cgroup_free(ws->cgroup);
 	workspace_network_free(ws);
+	secrets_free_all(ws);
 	json_decref(ws->spec);
 	for (size_t i = 0; ws->env && ws->env[i]; i++)
 		free(ws->env[i]);
@@ -907,6 +908,11 @@ int manager_new(struct event_loop *loop, struct store *store, const struct manag
 	m->loop = loop;
 	m->store = store;
 	m->cfg = *cfg;
+	if (cfg->secret_key) {
+		memcpy(m->secret_key, cfg->secret_key, sizeof m->secret_key);
+		m->secret_key_set = true;
+	}
+	m->cfg.secret_key = NULL;
 	m->cgroup_error = cgroup_open_base("station-sandbox", &m->base_cgroup);
 	if (m->cgroup_error < 0)
 		log_error("cgroups unavailable", "error", strerror(-m->cgroup_error), NULL);
@@ -975,6 +981,7 @@ int manager_start(struct manager *m)
 		workspace_adopt(ws);
 	}
 	free(rows);
+	secrets_load(m);
 	manager_network_start(m);
 	return 0;
 }
@@ -997,5 +1004,6 @@ void manager_free(struct manager *m)
 	cgroup_free(m->base_cgroup);
 	adapter_runtime_close(&m->actx);
 	image_store_close(m->actx.images);
+	explicit_bzero(m->secret_key, sizeof m->secret_key);
 	free(m);
 }

@@ -53,6 +53,9 @@ struct manager_config {
 	/* Bridge and restricted networks for container workspaces (net/net.h; root is filled
 	 * in by the manager). NULL: networking off, only "none". */
 	const struct net_config *network;
+	/* The key secrets are sealed with in the store (store/secret-box.h; main.c loads it from
+	 * <root>/secrets.key), 32 bytes, copied by manager_new(). NULL: secrets cannot be put. */
+	const uint8_t *secret_key;
 };
 
 int manager_new(struct event_loop *loop, struct store *store, const struct manager_config *cfg,
@@ -306,8 +309,13 @@ int manager_terminal_resync(struct terminal_attach *a, uint64_t from);
 
 /* ---- Secrets (manager-secret.c; docs/api.md, "Secrets") ------------------------------------ */
 
+/* At most this many secrets per workspace (-EAGAIN, 429, for one more). */
+#define MANAGER_MAX_SECRETS 64
+
 /* PUT …/secrets/{name}: body {"value", "host"?, "username"?, "expiresAt"?}, validated here.
- * *ret is the secret without its value; *ret_created tells 201 from 200. */
+ * *ret is the secret without its value; *ret_created tells 201 from 200. The body's value
+ * string is wiped (explicit_bzero) before the call returns, whatever the outcome. -EBUSY while
+ * the workspace is being deleted. */
 int manager_secret_put(struct manager *m, const char *ws_id, const char *name, json_t *body,
 		       json_t **ret, bool *ret_created, struct station_error *e);
 int manager_secret_list(struct manager *m, const char *ws_id, json_t **ret,

@@ -230,3 +230,28 @@ int store_terminal_get(struct store *s, const char *workspace_id, const char *id
 /* Every terminal of a workspace, oldest first. */
 int store_terminal_list(struct store *s, const char *workspace_id, struct terminal_row **ret,
 			size_t *ret_n);
+
+/* Secrets (store-secret.c): a workspace's secret values sealed by secret-box.h, never in
+ * plaintext; names are unique per workspace; the rows go with their workspace. */
+struct secret_row {
+	char *workspace_id;
+	char *name;
+	uint8_t *nonce; /* SECRET_NONCE_BYTES */
+	size_t nonce_len;
+	uint8_t *ciphertext; /* ciphertext and tag */
+	size_t ciphertext_len;
+	char *host; /* NULL: not released for any host */
+	char *username;
+	uint64_t expires_at; /* 0: never */
+	uint64_t created_at;
+	uint64_t updated_at;
+};
+void secret_row_free(struct secret_row *r);
+
+/* Inserts, or replaces the sealed value, host, username, expiry and updated_at of the secret of
+ * that name (created_at stays). -ENOENT when the workspace does not exist. */
+int store_secret_put(struct store *s, const struct secret_row *r);
+/* -ENOENT when the workspace has no secret of that name. */
+int store_secret_delete(struct store *s, const char *workspace_id, const char *name);
+/* Every secret of every workspace, by workspace and name. */
+int store_secret_list(struct store *s, struct secret_row **ret, size_t *ret_n);

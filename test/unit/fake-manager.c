@@ -611,3 +611,43 @@ int manager_file_write_end(struct file_session *s)
 void manager_file_close(struct file_session *s)
 {
 }
+
+/* Secrets: a put answers 201 with the name (the value is wiped, as the real one does); every
+ * other call about one answers 404. */
+int manager_secret_put(struct manager *m, const char *ws_id, const char *name, json_t *body,
+		       json_t **ret, bool *ret_created, struct station_error *e)
+{
+	json_t *v = json_object_get(body, "value");
+
+	if (!json_is_string(v))
+		return station_error_set(e, -EINVAL, "value", "field \"value\" is required");
+	explicit_bzero((char *)json_string_value(v), json_string_length(v));
+	*ret = json_pack("{s:s}", "name", name);
+	*ret_created = true;
+	return 0;
+}
+
+int manager_secret_list(struct manager *m, const char *ws_id, json_t **ret, struct station_error *e)
+{
+	*ret = json_pack("{s:[]}", "secrets");
+	return 0;
+}
+
+int manager_secret_get(struct manager *m, const char *ws_id, const char *name, json_t **ret,
+		       struct station_error *e)
+{
+	return station_error_set(e, -ENOENT, NULL, "secret \"%s\" not found", name);
+}
+
+int manager_secret_delete(struct manager *m, const char *ws_id, const char *name, json_t **ret,
+			  struct station_error *e)
+{
+	return station_error_set(e, -ENOENT, NULL, "secret \"%s\" not found", name);
+}
+
+int manager_secret_for_host(struct manager *m, const char *ws_id, const char *protocol,
+			    const char *host, char **ret_name, char **ret_username,
+			    char **ret_password)
+{
+	return -ENOENT;
+}

@@ -797,3 +797,57 @@ Test(store, network_rows)
 	cr_assert_eq(n, 0, "one went with its workspace, the other was deleted");
 	free(rows);
 }
+
+Test(store, secret_put_replace_list_delete_and_gone_with_workspace)
+{
+	struct workspace_row w = ws("w1-s", 10);
+	uint8_t nonce[12] = { 1, 2, 3 }, ct[20] = { 9, 8, 7 };
+	struct secret_row r = {
+		.workspace_id = "w1-s",
+		.name = "gh",
+		.nonce = nonce,
+		.nonce_len = sizeof nonce,
+		.ciphertext = ct,
+		.ciphertext_len = sizeof ct,
+		.host = "github.com",
+		.username = "x-access-token",
+		.expires_at = 0,
+		.created_at = 100,
+		.updated_at = 100,
+	};
+	struct secret_row *rows = NULL;
+	size_t n = 0;
+
+	cr_assert_eq(store_secret_put(store, &r), -ENOENT, "no such workspace");
+	cr_assert_eq(store_workspace_insert(store, &w), 0);
+	cr_assert_eq(store_secret_put(store, &r), 0);
+	r.host = NULL;
+	r.expires_at = 500;
+	r.created_at = 200; /* a replace keeps the first created_at */
+	r.updated_at = 200;
+	ct[0] = 0x42;
+	cr_assert_eq(store_secret_put(store, &r), 0);
+	r.name = "another";
+	cr_assert_eq(store_secret_put(store, &r), 0);
+	cr_assert_eq(store_secret_list(store, &rows, &n), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_str_eq(rows[0].name, "another");
+	cr_assert_str_eq(rows[1].name, "gh");
+	cr_assert_null(rows[1].host);
+	cr_assert_eq(rows[1].expires_at, 500);
+	cr_assert_eq(rows[1].created_at, 100);
+	cr_assert_eq(rows[1].updated_at, 200);
+	cr_assert_eq(rows[1].nonce_len, 12);
+	cr_assert_eq(rows[1].ciphertext_len, 20);
+	cr_assert_eq(rows[1].ciphertext[0], 0x42);
+	cr_assert_str_eq(rows[1].username, "x-access-token");
+	for (size_t i = 0; i < n; i++)
+		secret_row_free(&rows[i]);
+	free(rows);
+
+	cr_assert_eq(store_secret_delete(store, "w1-s", "gh"), 0);
+	cr_assert_eq(store_secret_delete(store, "w1-s", "gh"), -ENOENT);
+	cr_assert_eq(sql_int("SELECT count(*) FROM workspace_secrets"), 1);
+	cr_assert_eq(store_workspace_delete(store, "w1-s"), 0);
+	cr_assert_eq(sql_int("SELECT count(*) FROM workspace_secrets"), 0);
+}
