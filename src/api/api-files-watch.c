@@ -27,6 +27,7 @@
 #include "proto/file-proto.h"
 
 #define WATCH_QUEUE 4096u
+#define WATCH_QUEUE_BYTES (4u * 1024 * 1024) /* paths may be 4 KiB each: bytes are capped too */
 #define WATCH_BLOCK (16u * 1024)
 
 struct watch {
@@ -39,7 +40,7 @@ struct watch {
 	/* the queue: encoded events, oldest at head */
 	char *q[WATCH_QUEUE];
 	size_t q_len[WATCH_QUEUE];
-	size_t head, count, off;
+	size_t head, count, off, bytes;
 	bool overflow_pending;
 	uint64_t seq;
 	bool ready;
@@ -88,7 +89,7 @@ static void watch_push(struct watch *w, const char *type, json_t *o)
 
 	if (!o)
 		return;
-	if (w->count >= WATCH_QUEUE) {
+	if (w->count >= WATCH_QUEUE || w->bytes >= WATCH_QUEUE_BYTES) {
 		w->overflow_pending = true;
 		json_decref(o);
 		return;
@@ -108,10 +109,12 @@ static void watch_push(struct watch *w, const char *type, json_t *o)
 	w->q[slot] = text;
 	w->q_len[slot] = (size_t)n;
 	w->count++;
+	w->bytes += (size_t)n;
 }
 
 static void watch_pop(struct watch *w)
 {
+	w->bytes -= w->q_len[w->head];
 	free(w->q[w->head]);
 	w->q[w->head] = NULL;
 	w->head = (w->head + 1) % WATCH_QUEUE;

@@ -33,6 +33,9 @@
 #define FILES_HIGH (256u * 1024)
 #define FILES_LOW (64u * 1024)
 #define FILES_BLOCK (64u * 1024)
+/* A listing's names, paths and link targets together: a hostile agent could send 10,000
+ * entries of 8 KiB each; a real listing of that size is far below this. */
+#define FILES_MAX_LIST_BYTES (32u * 1024 * 1024)
 
 /* ---- JSON ---------------------------------------------------------------------------------- */
 
@@ -190,12 +193,14 @@ struct file_call {
 	json_t *result;	 /* the entry, or the list */
 	json_t *entries;
 	char *dir_path; /* LIST: the directory's path */
+	size_t list_bytes;
 	bool ended;
 	bool created; /* WRITE: FILE_F_CREATED */
 	int err;
 	struct station_error e;
 	/* WRITE */
 	bool body_done;
+	bool exclusive;
 };
 
 static void call_free(void *userdata)
@@ -218,6 +223,18 @@ static void call_info(void *userdata, const struct file_entry *en)
 
 	if (c->op == FILE_OP_LIST && en->name) {
 		joined = api_file_join(c->dir_path ? c->dir_path : c->path, en->name);
+		c->list_bytes += (joined ? strlen(joined) : 0) + strlen(en->name) +
+				 (en->link_target ? strlen(en->link_target) : 0);
+		if (c->list_bytes > FILES_MAX_LIST_BYTES) {
+			manager_file_close(c->session);
+			c->session = NULL;
+			c->ended = true;
+			c->err = station_error_set(&c->e, -EPROTO, NULL,
+						   "the listing is over %u bytes",
+						   FILES_MAX_LIST_BYTES);
+			http_request_resume(c->req);
+			return;
+		}
 		o = joined ? entry_to_json(en, joined) : NULL;
 		if (o && c->entries)
 			json_array_append_new(c->entries, o);
@@ -293,7 +310,8 @@ static int call_done(struct http_request *req)
 		body = json_incref(c->result);
 		break;
 	}
-	if (c->op == FILE_OP_WRITE && c->created)
+	/* CREATED from the agent; an exclusive write that succeeded made the file too */
+	if (c->op == FILE_OP_WRITE && (c->created || c->exclusive))
 		c->status = 201;
 	return api_reply_result(req, 0, c->status, body, NULL);
 }
@@ -487,6 +505,7 @@ int api_file_write(struct http_request *req)
 	r = call_start(req, &q, 200, &c);
 	if (r < 0 || !c)
 		return r;
+	c->exclusive = exclusive;
 	return http_request_stream_body(req, write_chunk, write_end);
 }
 

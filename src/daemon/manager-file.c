@@ -93,16 +93,19 @@ static int session_error(struct file_session *s, uint64_t err, const char *err_p
 	char q[600];
 	const char *path = s->path, *field = s->field;
 
-	if (err_path && s->path2 && strcmp(err_path, s->path2) == 0) {
+	/* RENAME: the error is about the target when the agent says so, or when it exists */
+	if (s->path2 && ((err_path && strcmp(err_path, s->path2) == 0) || err == EEXIST)) {
 		path = s->path2;
 		field = s->field2;
 	}
 	quote_bytes(path, q, 300);
 	for (size_t i = 0; i < ELEMENTSOF(errno_map); i++)
 		if ((uint64_t)errno_map[i].agent == err)
-			return station_error_set(e, errno_map[i].api,
-						 errno_map[i].api == -EINVAL ? field : NULL,
-						 "%s: %s", q, errno_map[i].what);
+			return station_error_set(
+				e, errno_map[i].api,
+				errno_map[i].api == -EAGAIN || errno_map[i].api == -ENOSPC ? NULL :
+											     field,
+				"%s: %s", q, errno_map[i].what);
 	return station_error_set(e, -EIO, NULL, "%s: the file operation failed: %s", q,
 				 strerror((int)err));
 }
@@ -553,8 +556,10 @@ static int on_session_io(struct event_source *src, int fd, uint32_t revents, voi
 			session_fail(s, r, NULL);
 			return 0;
 		}
-		if (r < 0) /* the agent hung up: what it said last is still to be read */
+		if (r < 0) { /* the agent hung up: what it said last is still to be read */
 			buf_free(&s->out);
+			session_update_events(s);
+		}
 		if (s->want_writable && s->out.len < FILE_OUT_LOW) {
 			s->want_writable = false;
 			s->depth++;

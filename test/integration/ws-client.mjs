@@ -11,6 +11,9 @@
 //                                (these three close with 1000 "bye" once the ping is answered)
 //   chat URL                     ping, a fragmented text with a ping inside, then close 1000
 //   status URL [TOKEN]           open (with a bearer token), report the status or the close
+//   events URL FILE [PAUSE_FILE] append each text message as a line to FILE (FILE.open once
+//                                open); with PAUSE_FILE, read nothing until that file exists;
+//                                report the close
 //
 // ws is resolved from WS_MODULE_DIR (where the test installed it).
 
@@ -149,6 +152,23 @@ function modeStatus() {
 	});
 }
 
-const modes = { output: modeOutput, raw: modeRaw, text: modeText, binary: modeBinary, chat: modeChat, status: modeStatus };
+function modeEvents() {
+	const [file, pauseFile] = args;
+	const fd = fs.openSync(file, 'w');
+	const ws = connect();
+	ws.on('open', () => {
+		if (pauseFile) {
+			ws._socket.pause();
+			waitForFile(pauseFile, () => ws._socket.resume());
+		}
+		fs.writeFileSync(file + '.open', '');
+	});
+	ws.on('message', (data, isBinary) => {
+		if (!isBinary) fs.writeSync(fd, data.toString() + '\n');
+	});
+	onClose(ws);
+}
+
+const modes = { events: modeEvents, output: modeOutput, raw: modeRaw, text: modeText, binary: modeBinary, chat: modeChat, status: modeStatus };
 if (!modes[mode]) finish({ error: `unknown mode ${mode}` }, 2);
 modes[mode]();

@@ -136,7 +136,7 @@ static char *slurp(const char *path)
 
 static pid_t spawn_curl(const char *method, const char *path, const char *const *args)
 {
-	char url[512], out[128], hdr[128], code[128];
+	char url[8192], out[128], hdr[128], code[128];
 	const char *argv[64];
 	size_t n = 0;
 	posix_spawn_file_actions_t fa;
@@ -979,5 +979,50 @@ Test(http, output_watch_released_when_client_goes_away)
 	pump_until_exit(pid);
 	pump_for(50);
 	cr_assert_eq(fake_manager_watches(), 0);
+	stop_server();
+}
+
+/* ---- files: what the HTTP layer decides before the agent is asked ------------------------- */
+
+Test(http, file_paths_and_streamed_body)
+{
+	char big[160], at[170], long_path[4200];
+	const char *upload[] = { "--data-binary", at, NULL };
+	struct reply r;
+	size_t n;
+
+	start_default();
+	r = http("GET", "/v1/workspaces/w1-test/files/stat", NULL);
+	cr_assert_eq(r.status, 400, "no path: %s", r.body);
+	assert_error(&r, 400, "invalid_argument", "path");
+	reply_done(&r);
+	r = http("GET", "/v1/workspaces/w1-test/files/stat?path=a%00b", NULL);
+	cr_assert_eq(r.status, 400, "nul: %s", r.body);
+	assert_error(&r, 400, "invalid_argument", "path");
+	cr_assert(strstr(r.body, "NUL"), "%s", r.body);
+	reply_done(&r);
+	n = (size_t)snprintf(long_path, sizeof long_path,
+			     "/v1/workspaces/w1-test/files/stat?path=");
+	memset(long_path + n, 'a', 4097);
+	long_path[n + 4097] = '\0';
+	r = http("GET", long_path, NULL);
+	cr_assert_eq(r.status, 400, "long: %s", r.body);
+	assert_error(&r, 400, "invalid_argument", "path");
+	reply_done(&r);
+	/* positive control: a good path reaches the manager (no agent in the fake one) */
+	r = http("GET", "/v1/workspaces/w1-test/files/stat?path=a", NULL);
+	assert_error(&r, 503, "unavailable", NULL);
+	reply_done(&r);
+	/* an upload is not bound by the 2 MiB JSON cap: it reaches the manager */
+	snprintf(big, sizeof big, "%s/big.bin", dir);
+	snprintf(at, sizeof at, "@%s", big);
+	write_big_file(big, 3 * 1024 * 1024);
+	r = http("PUT", "/v1/workspaces/w1-test/files?path=a", upload);
+	assert_error(&r, 503, "unavailable", NULL);
+	reply_done(&r);
+	r = http("PUT", "/v1/workspaces/w1-test/files?path=a&mode=0999", upload);
+	cr_assert_eq(r.status, 400, "mode: %s", r.body);
+	assert_error(&r, 400, "invalid_argument", "mode");
+	reply_done(&r);
 	stop_server();
 }
