@@ -622,6 +622,16 @@ int http_reply_websocket(struct http_request *req, const struct ws_conn_ops *ops
 
 /* ---- request life ------------------------------------------------------------------------- */
 
+/* A body may carry a secret's value: no copy of it outlives the request unwiped. */
+static void request_body_free(struct http_request *req)
+{
+	if (req->body)
+		explicit_bzero(req->body, req->body_alloc);
+	free(req->body);
+	req->body = NULL;
+	req->body_len = req->body_alloc = 0;
+}
+
 static void request_free(struct http_request *req)
 {
 	struct http_server *s = req->server;
@@ -639,7 +649,7 @@ static void request_free(struct http_request *req)
 		s->requests = req->next;
 	if (req->next)
 		req->next->prev = req->prev;
-	free(req->body);
+	request_body_free(req);
 	free(req);
 }
 
@@ -817,20 +827,23 @@ static void request_take_body(struct http_request *req, const char *data, size_t
 		return;
 	if (req->body_len + n > max) {
 		req->body_too_large = true;
-		free(req->body);
-		req->body = NULL;
-		req->body_len = req->body_alloc = 0;
+		request_body_free(req);
 		return;
 	}
 	if (req->body_len + n > req->body_alloc) {
 		size_t want = MAX(req->body_len + n, MIN(MAX(req->body_alloc * 2, 4096u), max));
 
-		p = realloc(req->body, want);
+		p = malloc(want); /* not realloc: the old copy is wiped first */
 		if (!p) {
 			req->body_oom = true;
 			return;
 		}
+		size_t len = req->body_len;
+		if (len)
+			memcpy(p, req->body, len);
+		request_body_free(req);
 		req->body = p;
+		req->body_len = len;
 		req->body_alloc = want;
 	}
 	memcpy(req->body + req->body_len, data, n);

@@ -152,6 +152,12 @@ void run_on_output(struct workspace *ws, const char *run_id, int stream, uint64_
 /* run-json.c */
 json_t *run_to_json(const struct run_row *r, bool with_output);
 json_t *workspace_to_json(const struct workspace *ws);
+/* An env object as every response shows it: the names, each value ENV_REDACTED ({} for NULL or
+ * anything but an object). Values may be tokens; they reach commands, never clients. */
+#define ENV_REDACTED "[redacted]"
+json_t *env_redacted_json(json_t *env);
+/* The same from a stored env (JSON text; NULL: none). */
+json_t *env_json_redacted(const char *env_json);
 void json_set_time(json_t *o, const char *key, uint64_t usec);
 
 /* manager-service.c */

@@ -617,11 +617,13 @@ void secrets_load(struct manager *m)
 		_cleanup_free_ char *name = strdup(rows[i].name);
 		r = secret_load(m, &rows[i]);
 		if (r < 0)
-			log_error("cannot open a stored secret", "workspace", rows[i].workspace_id,
-				  "secret", name ? name : "", "error",
-				  r == -EBADMSG ? "it does not match the secrets key" :
-						  strerror(-r),
-				  NULL);
+			log_error(
+				"cannot open a stored secret", "workspace", rows[i].workspace_id,
+				"secret", name ? name : "", "error",
+				r == -EBADMSG ?
+					"it does not open with the secrets key (another key, or the row was altered)" :
+					strerror(-r),
+				NULL);
 		secret_row_free(&rows[i]);
 	}
 	free(rows);

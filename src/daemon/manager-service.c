@@ -438,14 +438,12 @@ static json_t *restart_json(const struct service_row *r)
 
 static void definition_json(json_t *o, const struct service_row *r)
 {
-	json_t *env = r->env_json ? json_loads(r->env_json, 0, NULL) : NULL;
-
 	json_object_set_new(o, "id", json_string(r->id));
 	json_object_set_new(o, "workspaceId", json_string(r->workspace_id));
 	json_object_set_new(o, "name", json_string(r->name));
 	json_object_set_new(o, "command", json_string(r->command ? r->command : ""));
 	json_object_set_new(o, "cwd", nullable_str(r->cwd));
-	json_object_set_new(o, "env", env ? env : json_object());
+	json_object_set_new(o, "env", env_json_redacted(r->env_json));
 	json_object_set_new(o, "restart", restart_json(r));
 	json_object_set_new(o, "stopSignal", signal_json(r->stop_signal));
 	json_object_set_new(o, "stopTimeoutMs", json_integer((json_int_t)r->stop_timeout_ms));

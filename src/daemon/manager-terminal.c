@@ -60,6 +60,7 @@ static json_t *terminal_to_json(const struct terminal_row *r)
 	json_object_set_new(o, "command", r->command ? json_string(r->command) : json_null());
 	if (r->cwd)
 		json_object_set_new(o, "cwd", json_string(r->cwd));
+	json_object_set_new(o, "env", env_json_redacted(r->env_json));
 	json_object_set_new(o, "cols", json_integer((json_int_t)r->cols));
 	json_object_set_new(o, "rows", json_integer((json_int_t)r->rows));
 	json_object_set_new(o, "state", json_string(terminal_state_to_string(r->state)));

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "basic/cleanup.h"
+#include "basic/json-util.h"
 #include "basic/util.h"
 #include "manager-internal.h"
 
@@ -63,6 +64,25 @@ static void set_stream(json_t *o, const char *name, const struct run_output *out
 	json_object_set_new(o, key, json_integer((json_int_t)out->total));
 }
 
+json_t *env_redacted_json(json_t *env)
+{
+	json_t *o = json_object();
+	const char *key;
+	json_t *v;
+
+	if (json_is_object(env))
+		json_object_foreach(env, key, v)
+			json_object_set_new(o, key, json_string(ENV_REDACTED));
+	return o;
+}
+
+json_t *env_json_redacted(const char *env_json)
+{
+	_cleanup_json_ json_t *env = env_json ? json_loads(env_json, 0, NULL) : NULL;
+
+	return env_redacted_json(env);
+}
+
 static json_t *nullable_str(const char *s)
 {
 	return s ? json_string(s) : json_null();
@@ -78,6 +98,7 @@ json_t *run_to_json(const struct run_row *r, bool with_output)
 	json_object_set_new(o, "workspaceId", json_string(r->workspace_id));
 	json_object_set_new(o, "command", json_string(r->command ? r->command : ""));
 	json_object_set_new(o, "cwd", nullable_str(r->cwd));
+	json_object_set_new(o, "env", env_json_redacted(r->env_json));
 	json_object_set_new(o, "status", json_string(run_status_to_string(r->status)));
 	json_object_set_new(o, "exitCode",
 			    r->status == RUN_EXITED && r->exit_code >= 0 ?
@@ -128,13 +149,14 @@ json_t *workspace_to_json(const struct workspace *ws)
 	json_object_set_new(o, "reason", nullable_str(r->reason));
 	json_object_set_new(o, "home", json_string(ws->home));
 	json_object_set_new(o, "workdir", json_string(ws->workdir));
-	static const char *const keys[] = { "env", "cpus", "memoryMb", "pidsLimit" };
+	json_object_set_new(o, "env", env_redacted_json(json_object_get(ws->spec, "env")));
+	static const char *const keys[] = { "cpus", "memoryMb", "pidsLimit" };
 	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
 		json_t *v = json_object_get(ws->spec, keys[i]);
 		if (v)
 			json_object_set(o, keys[i], v);
 		else
-			json_object_set_new(o, keys[i], i == 0 ? json_object() : json_integer(0));
+			json_object_set_new(o, keys[i], json_integer(0));
 	}
 	static const char *const container_keys[] = { "image",	 "seccompProfile", "seccompDigest",
 						      "network", "runtime",	   "homeSizeMb" };

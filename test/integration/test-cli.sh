@@ -145,7 +145,7 @@ t_workspace_commands() {
 	ws=$OUT
 	assert_match '^test-[a-z2-7]{26}$' "$ws" "create prints the id" || return 1
 	api -q GET "/v1/workspaces/$ws"
-	assert_eq '{"K":"V"}' "$(j .env)" "env given to create"
+	assert_eq '{"K":"[redacted]"}' "$(j .env)" "env given to create (names only)"
 	clirun create --json
 	assert_eq 0 "$RC" "create --json exit status"
 	assert_eq ready "$(jq -r .state <<<"$OUT")" "create --json prints the workspace"

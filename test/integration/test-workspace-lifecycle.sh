@@ -15,7 +15,7 @@ t_create() {
 	assert_eq null "$(j .reason)" reason
 	assert_eq "$ROOT/workspaces/$ws/home" "$(j .home)" home
 	assert_eq "$ROOT/workspaces/$ws/home/workspace" "$(j .workdir)" workdir
-	assert_eq '{"FOO":"bar"}' "$(j .env)" env
+	assert_eq '{"FOO":"[redacted]"}' "$(j .env)" "env: names shown, values redacted"
 	assert_eq '0 2048 1024' "$(j '"\(.cpus) \(.memoryMb) \(.pidsLimit)"')" \
 		"limits default to the worker's (cpus unlimited)"
 	assert_ne null "$(j .createdAt)" createdAt
@@ -28,6 +28,11 @@ t_create() {
 	assert_status 200 list
 	assert_eq 1 "$(jq -r --arg id "$ws" '[.workspaces[] | select(.id == $id)] | length' <<<"$BODY")" \
 		"listed once"
+	assert_eq '{"FOO":"[redacted]"}' "$(jq -c --arg id "$ws" '.workspaces[] | select(.id == $id) | .env' <<<"$BODY")" \
+		"listed with the value redacted"
+	# positive control: redacted in what clients see, the value still reaches the command
+	run_cmd "$ws" 'printf %s "$FOO"' || return 1
+	assert_eq bar "$(j .stdout)" "the command sees FOO's value"
 }
 
 t_ids_unique() {
