@@ -360,7 +360,6 @@ struct station_term_callbacks {
 int station_term_pump(struct station_term *t, const struct station_term_callbacks *cb,
 		      void *userdata);
 
-
 /* ---- Files ------------------------------------------------------------------------------- */
 
 /* Files are read and written by the workspace's agent, inside the sandbox, as the sandbox's
@@ -388,17 +387,17 @@ const char *station_file_type_to_string(enum station_file_type t);
 
 /* One entry, as GET …/files/stat and …/files/list give it. */
 struct station_file_entry {
-	char *name;		    /* the last component */
-	char *path;		    /* absolute, in the sandbox's view */
+	char *name; /* the last component */
+	char *path; /* absolute, in the sandbox's view */
 	enum station_file_type type;
 	uint64_t size;
-	unsigned mode;		    /* permission bits, 0644 */
-	char *mtime;		    /* RFC 3339 with milliseconds, "2026-12-02T10:00:00.123Z" */
-	int64_t mtime_ms;	    /* the same in milliseconds since the epoch */
+	unsigned mode;	  /* permission bits, 0644 */
+	char *mtime;	  /* RFC 3339 with milliseconds, "2026-12-02T10:00:00.123Z" */
+	int64_t mtime_ms; /* the same in milliseconds since the epoch */
 	uint32_t uid;
 	uint32_t gid;
-	char *etag;		    /* regular files only, else NULL; for If-Match */
-	char *link_target;	    /* a symlink's target as stored (never followed), else NULL */
+	char *etag;	   /* regular files only, else NULL; for If-Match */
+	char *link_target; /* a symlink's target as stored (never followed), else NULL */
 };
 
 /* A directory's entries, sorted by name (at most 10,000: truncated says more were left out). */
@@ -429,14 +428,16 @@ int station_file_list(struct station_client *c, const char *ws, const char *path
 #define STATION_ETAG_MAX 160
 
 /* GET …/files?path=P&maxBytes=max_bytes: the whole file in memory. *ret is NUL-terminated for
- * convenience (free()), *ret_len its length; ret_etag (optional) receives its ETag. -E2BIG (413) for a file larger than max_bytes (0: the SDKs' 64 MiB);
+ * convenience (free()), *ret_len its length; ret_etag (optional) receives its ETag ("" when
+ * none came). -E2BIG (413) for a file larger than max_bytes (0: 64 MiB, as the SDKs read);
  * -EINVAL (400) for a directory, FIFO or device. */
 int station_file_read(struct station_client *c, const char *ws, const char *path,
-		      uint64_t max_bytes, char **ret, size_t *ret_len, char ret_etag[STATION_ETAG_MAX]);
+		      uint64_t max_bytes, char **ret, size_t *ret_len,
+		      char ret_etag[STATION_ETAG_MAX]);
 
 struct station_download_options {
-	uint64_t offset; /* the first byte to send */
-	uint64_t length; /* 0: to the end; else a range of this many bytes from offset */
+	uint64_t offset;    /* the first byte to send */
+	uint64_t length;    /* 0: to the end; else a range of this many bytes from offset */
 	uint64_t max_bytes; /* > 0: refuse (413) a file or range larger than this */
 };
 
@@ -457,8 +458,8 @@ struct station_write_options {
 
 /* PUT …/files?path=P from memory: atomic (readers see the old or the new content). opts may
  * be NULL. *ret (optional) is the new entry. */
-int station_file_write(struct station_client *c, const char *ws, const char *path,
-		       const void *data, size_t n, const struct station_write_options *opts,
+int station_file_write(struct station_client *c, const char *ws, const char *path, const void *data,
+		       size_t n, const struct station_write_options *opts,
 		       struct station_file_entry **ret);
 
 /* PUT …/files?path=P with the body read from fd as it is sent (a regular file with its length,
@@ -473,13 +474,12 @@ int station_file_mkdir(struct station_client *c, const char *ws, const char *pat
 
 /* POST …/files/rename; without overwrite, -EBUSY (409) when to exists. *ret is the entry at
  * to. */
-int station_file_rename(struct station_client *c, const char *ws, const char *from,
-			const char *to, bool overwrite, struct station_file_entry **ret);
+int station_file_rename(struct station_client *c, const char *ws, const char *from, const char *to,
+			bool overwrite, struct station_file_entry **ret);
 
 /* DELETE …/files?path=P: a symlink is removed, never followed; a non-empty directory needs
  * recursive (else -EBUSY, 409). */
-int station_file_delete(struct station_client *c, const char *ws, const char *path,
-			bool recursive);
+int station_file_delete(struct station_client *c, const char *ws, const char *path, bool recursive);
 
 enum station_watch_event_type {
 	STATION_WATCH_UNKNOWN, /* a type this library does not know */
@@ -508,8 +508,7 @@ struct station_watch_event {
  * in order, until the stream ends (the directory was deleted or the workspace stopped: 0) or
  * on_event returns < 0 (that value). A connection that breaks is -ECONNRESET: events may have
  * been missed, re-list and watch again. */
-int station_file_watch(struct station_client *c, const char *ws, const char *path,
-		       bool recursive,
+int station_file_watch(struct station_client *c, const char *ws, const char *path, bool recursive,
 		       int (*on_event)(const struct station_watch_event *e, void *userdata),
 		       void *userdata);
 
@@ -535,8 +534,7 @@ int station_secret_put(struct station_client *c, const char *ws, const char *nam
 int station_secret_list(struct station_client *c, const char *ws, json_t **ret);
 
 /* DELETE …/secrets/{name}: revoked at once. *ret (optional) is {"name":…,"deleted":true}. */
-int station_secret_delete(struct station_client *c, const char *ws, const char *name,
-			  json_t **ret);
+int station_secret_delete(struct station_client *c, const char *ws, const char *name, json_t **ret);
 
 #ifdef __cplusplus
 }

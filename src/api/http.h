@@ -162,7 +162,7 @@ int api_file_mkdir(struct http_request *req);
 int api_file_rename(struct http_request *req);
 int api_file_watch(struct http_request *req);	 /* SSE */
 int api_file_watch_ws(struct http_request *req); /* api-files-watch.c */
-int api_secret_list(struct http_request *req);	   /* api-secrets.c */
+int api_secret_list(struct http_request *req);	 /* api-secrets.c */
 int api_secret_get(struct http_request *req);
 int api_secret_put(struct http_request *req);
 int api_secret_delete(struct http_request *req);

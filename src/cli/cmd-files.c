@@ -121,14 +121,21 @@ static int files_parse(struct cli *cli, int argc, char **argv, const char *short
 			return r;
 	}
 	if (argc - optind < min)
-		return cli_usage(cli, "%s", argc == optind ? "no workspace given" : "missing arguments");
+		return cli_usage(cli, "%s",
+				 argc == optind ? "no workspace given" : "missing arguments");
 	if (argc - optind > max)
 		return cli_usage(cli, "unexpected argument '%s'", argv[optind + max]);
 	return -1;
 }
 
-#define OPT_JSON { "json", no_argument, NULL, 'j' }
-#define OPT_HELP { "help", no_argument, NULL, 'h' }
+#define OPT_JSON                                                                                   \
+	{                                                                                          \
+		"json", no_argument, NULL, 'j'                                                     \
+	}
+#define OPT_HELP                                                                                   \
+	{                                                                                          \
+		"help", no_argument, NULL, 'h'                                                     \
+	}
 
 /* ---- ls, stat ------------------------------------------------------------------------------ */
 
@@ -315,13 +322,15 @@ static int download_file(struct cli *cli, const char *ws, const char *path, cons
 		return out_of_memory();
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
-		fprintf(stderr, "station-sandbox: cannot write '%s': %s\n", target, strerror(errno));
+		fprintf(stderr, "station-sandbox: cannot write '%s': %s\n", target,
+			strerror(errno));
 		return EXIT_FAILED;
 	}
 	fchmod(fd, 0666 & ~umask(umask(0)));
 	r = download_to(cli, ws, path, fd, a);
 	if (r == 0 && (fsync(fd) < 0 || rename(tmp, target) < 0)) {
-		fprintf(stderr, "station-sandbox: cannot write '%s': %s\n", target, strerror(errno));
+		fprintf(stderr, "station-sandbox: cannot write '%s': %s\n", target,
+			strerror(errno));
 		r = EXIT_FAILED;
 	}
 	if (r != 0)
@@ -359,9 +368,12 @@ static int cmd_files_get(struct cli *cli, int argc, char **argv)
 static int cmd_files_put(struct cli *cli, int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "mode", required_argument, NULL, 'm' }, { "parents", no_argument, NULL, 'p' },
-		{ "exclusive", no_argument, NULL, 'x' },  { "if-match", required_argument, NULL, 'i' },
-		OPT_JSON,				  OPT_HELP,
+		{ "mode", required_argument, NULL, 'm' },
+		{ "parents", no_argument, NULL, 'p' },
+		{ "exclusive", no_argument, NULL, 'x' },
+		{ "if-match", required_argument, NULL, 'i' },
+		OPT_JSON,
+		OPT_HELP,
 		{},
 	};
 	struct station_file_entry *e = NULL;
@@ -478,8 +490,7 @@ static int watch_print(const struct station_watch_event *e, void *userdata)
 	} else if (e->type == STATION_WATCH_MOVED) {
 		printf("moved %s %s -> %s\n", station_file_type_to_string(e->kind),
 		       e->path ? e->path : "-", e->to ? e->to : "-");
-	} else if (e->path && e->type != STATION_WATCH_READY &&
-		   e->type != STATION_WATCH_OVERFLOW) {
+	} else if (e->path && e->type != STATION_WATCH_READY && e->type != STATION_WATCH_OVERFLOW) {
 		printf("%s %s %s\n", station_watch_event_type_to_string(e->type),
 		       station_file_type_to_string(e->kind), e->path);
 	} else {
@@ -514,24 +525,24 @@ static int cmd_files_watch(struct cli *cli, int argc, char **argv)
 
 /* ---- the command table ------------------------------------------------------------------ */
 
-#define PATH_HELP                                                                                  \
-	"PATH is absolute in the sandbox's view or relative to the workspace directory.\n"
+#define PATH_HELP "PATH is absolute in the sandbox's view or relative to the workspace directory.\n"
 
 static const struct cli_command files_ls = {
 	.name = "files ls",
 	.args = "[--json] WS [PATH]",
 	.summary = "list a directory (default: the workspace directory)",
 	.help = PATH_HELP "\n"
-		"  --json  print {path, entries, truncated} as JSON\n",
+			  "  --json  print {path, entries, truncated} as JSON\n",
 	.run = cmd_files_ls,
 };
 
 static const struct cli_command files_stat = {
 	.name = "files stat",
 	.args = "[--json] WS PATH",
-	.summary = "show a file's type, size, mode, owner, time and etag (a symlink is not followed)",
+	.summary =
+		"show a file's type, size, mode, owner, time and etag (a symlink is not followed)",
 	.help = PATH_HELP "\n"
-		"  --json  print the entry as JSON\n",
+			  "  --json  print the entry as JSON\n",
 	.run = cmd_files_stat,
 };
 
@@ -540,7 +551,7 @@ static const struct cli_command files_cat = {
 	.args = "[--max-bytes N] WS PATH",
 	.summary = "write a file's bytes to stdout",
 	.help = PATH_HELP "\n"
-		"  --max-bytes N  refuse a file larger than N bytes\n",
+			  "  --max-bytes N  refuse a file larger than N bytes\n",
 	.run = cmd_files_cat,
 };
 
@@ -549,7 +560,7 @@ static const struct cli_command files_get = {
 	.args = "[--max-bytes N] WS PATH [LOCAL|-]",
 	.summary = "download a file (default: to its name in the current directory)",
 	.help = PATH_HELP "LOCAL is written whole or not at all; '-' is stdout.\n\n"
-		"  --max-bytes N  refuse a file larger than N bytes\n",
+			  "  --max-bytes N  refuse a file larger than N bytes\n",
 	.run = cmd_files_get,
 };
 
@@ -558,12 +569,13 @@ static const struct cli_command files_put = {
 	.args = "[--mode MODE] [-p|--parents] [--exclusive] [--if-match ETAG] [--json] "
 		"WS LOCAL|- PATH",
 	.summary = "upload a local file (or stdin) to PATH, atomically, and print its path",
-	.help = PATH_HELP "\n"
-		"  --mode MODE      permission bits, octal (default: the replaced file's, or 0644)\n"
-		"  -p, --parents    make missing parent directories\n"
-		"  --exclusive      fail if PATH exists\n"
-		"  --if-match ETAG  fail if the file changed since 'files stat' showed ETAG\n"
-		"  --json           print the new entry as JSON\n",
+	.help = PATH_HELP
+	"\n"
+	"  --mode MODE      permission bits, octal (default: the replaced file's, or 0644)\n"
+	"  -p, --parents    make missing parent directories\n"
+	"  --exclusive      fail if PATH exists\n"
+	"  --if-match ETAG  fail if the file changed since 'files stat' showed ETAG\n"
+	"  --json           print the new entry as JSON\n",
 	.run = cmd_files_put,
 };
 
@@ -572,9 +584,9 @@ static const struct cli_command files_mkdir = {
 	.args = "[-p|--parents] [--mode MODE] [--json] WS PATH",
 	.summary = "make a directory and print its path",
 	.help = PATH_HELP "\n"
-		"  -p, --parents  make missing parents too\n"
-		"  --mode MODE    permission bits, octal (default 0755)\n"
-		"  --json         print the new entry as JSON\n",
+			  "  -p, --parents  make missing parents too\n"
+			  "  --mode MODE    permission bits, octal (default 0755)\n"
+			  "  --json         print the new entry as JSON\n",
 	.run = cmd_files_mkdir,
 };
 
@@ -583,8 +595,8 @@ static const struct cli_command files_mv = {
 	.args = "[-n|--no-clobber] [--json] WS FROM TO",
 	.summary = "rename FROM to TO (replacing TO) and print the new path",
 	.help = PATH_HELP "\n"
-		"  -n, --no-clobber  fail if TO exists\n"
-		"  --json            print the entry at TO as JSON\n",
+			  "  -n, --no-clobber  fail if TO exists\n"
+			  "  --json            print the entry at TO as JSON\n",
 	.run = cmd_files_mv,
 };
 
@@ -593,7 +605,7 @@ static const struct cli_command files_rm = {
 	.args = "[-r|--recursive] WS PATH",
 	.summary = "delete a file, a symlink (never followed) or an empty directory",
 	.help = PATH_HELP "\n"
-		"  -r, --recursive  delete a directory and everything in it\n",
+			  "  -r, --recursive  delete a directory and everything in it\n",
 	.run = cmd_files_rm,
 };
 
@@ -601,11 +613,12 @@ static const struct cli_command files_watch = {
 	.name = "files watch",
 	.args = "[-r|--recursive] [--json] WS [PATH]",
 	.summary = "print changes beneath a directory as they happen, one a line",
-	.help = PATH_HELP "Lines: 'ready' once the watch is in place, then 'created|modified|deleted\n"
-		"KIND PATH', 'moved KIND FROM -> TO', 'overflow' (changes were lost: list again).\n"
-		"It ends when the directory is deleted, the workspace stops, or on ^C.\n\n"
-		"  -r, --recursive  subdirectories too\n"
-		"  --json           each event as a JSON object, one a line\n",
+	.help = PATH_HELP
+	"Lines: 'ready' once the watch is in place, then 'created|modified|deleted\n"
+	"KIND PATH', 'moved KIND FROM -> TO', 'overflow' (changes were lost: list again).\n"
+	"It ends when the directory is deleted, the workspace stops, or on ^C.\n\n"
+	"  -r, --recursive  subdirectories too\n"
+	"  --json           each event as a JSON object, one a line\n",
 	.run = cmd_files_watch,
 };
 

@@ -104,7 +104,8 @@ static int value_get(struct cli *cli, const char *name, struct value *v)
 	if (v->len > 0 && v->buf[v->len - 1] == '\r')
 		v->len--;
 	if (v->len == 0)
-		return cli_usage(cli, "no value on stdin (pipe it in: the value is never an argument)");
+		return cli_usage(cli,
+				 "no value on stdin (pipe it in: the value is never an argument)");
 	if (v->len > VALUE_MAX)
 		return cli_usage(cli, "the value is over %d bytes", VALUE_MAX);
 	return 0;
@@ -144,8 +145,9 @@ static int cmd_secret_set(struct cli *cli, int argc, char **argv)
 	if (argc - optind < 2)
 		return cli_usage(cli, "WS and NAME are needed (the value comes from stdin)");
 	if (argc - optind > 2)
-		return cli_usage(cli, "unexpected argument '%s' (the value comes from stdin, never "
-				      "from the command line)",
+		return cli_usage(cli,
+				 "unexpected argument '%s' (the value comes from stdin, never "
+				 "from the command line)",
 				 argv[optind + 2]);
 	v = calloc(1, sizeof(*v));
 	if (!v)
@@ -179,7 +181,8 @@ static int secrets_print(const json_t *list)
 	json_array_foreach(list, i, s) {
 		_cleanup_free_ char *expires = NULL;
 		const char *row[] = {
-			json_str(s, "name"), json_str(s, "host"), json_str(s, "username"), NULL,
+			json_str(s, "name"),	  json_str(s, "host"),
+			json_str(s, "username"),  NULL,
 			json_str(s, "updatedAt"),
 		};
 

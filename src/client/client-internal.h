@@ -56,13 +56,13 @@ int client_put_string(struct station_client *c, json_t *o, const char *key, cons
 struct client_io {
 	const char *method;
 	const char *path;
-	const char *accept;	      /* a whole header; NULL: "Accept: application/json" */
-	const char *content_type;     /* a whole header, with a body; NULL: none */
-	const char *const *headers;   /* more whole headers, NULL-terminated; NULL: none */
-	const void *data;	      /* the body from memory (size bytes), or NULL */
+	const char *accept;	    /* a whole header; NULL: "Accept: application/json" */
+	const char *content_type;   /* a whole header, with a body; NULL: none */
+	const char *const *headers; /* more whole headers, NULL-terminated; NULL: none */
+	const void *data;	    /* the body from memory (size bytes), or NULL */
 	size_t size;
-	int upload_fd;		      /* >= 0: the body is read from this fd as it is sent */
-	int64_t upload_size;	      /* with upload_fd: its length, or -1 (sent chunked) */
+	int upload_fd;	     /* >= 0: the body is read from this fd as it is sent */
+	int64_t upload_size; /* with upload_fd: its length, or -1 (sent chunked) */
 	/* A 2xx response's body goes to on_data as it arrives (the status is known by then);
 	 * without on_data it is kept in body. */
 	int (*on_data)(const void *data, size_t len, void *userdata);
@@ -80,8 +80,8 @@ int client_io(struct station_client *c, struct client_io *io);
 
 /* "/v1/workspaces/{ws}" + suffix + "path=<path, percent-encoded>" + tail. The path must be a
  * non-empty string without NUL of at most 4096 bytes (else -EINVAL, without a request). */
-int client_file_path(struct station_client *c, const char *ws, const char *suffix,
-		     const char *path, const char *tail, char **ret);
+int client_file_path(struct station_client *c, const char *ws, const char *suffix, const char *path,
+		     const char *tail, char **ret);
 
 /* The type an API string names ("file", "dir", …); STATION_FILE_UNKNOWN for anything else. */
 enum station_file_type client_file_type_from_string(const char *s);

@@ -269,7 +269,8 @@ static void client_setup_body(struct station_client *c, const struct client_io *
 		curl_easy_setopt(c->curl, CURLOPT_READDATA, r);
 		curl_easy_setopt(c->curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)io->upload_size);
 	} else if (io->data || strcmp(io->method, "POST") == 0) {
-		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, io->data ? (const char *)io->data : "");
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS,
+				 io->data ? (const char *)io->data : "");
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE,
 				 (curl_off_t)(io->data ? io->size : 0));
 	} else {

@@ -61,8 +61,8 @@ static char *query_encode(const char *s)
 	return out;
 }
 
-int client_file_path(struct station_client *c, const char *ws, const char *suffix,
-		     const char *path, const char *tail, char **ret)
+int client_file_path(struct station_client *c, const char *ws, const char *suffix, const char *path,
+		     const char *tail, char **ret)
 {
 	_cleanup_free_ char *enc = NULL;
 	_cleanup_free_ char *q = NULL;
@@ -231,16 +231,16 @@ json_t *station_file_entry_to_json(const struct station_file_entry *e)
 	char mode[8];
 
 	snprintf(mode, sizeof(mode), "%04o", e->mode);
-	return json_pack("{s:s?, s:s?, s:s, s:I, s:s, s:s?, s:I, s:I, s:s?, s:s?}", "name",
-			 e->name, "path", e->path, "type", station_file_type_to_string(e->type),
-			 "size", (json_int_t)e->size, "mode", mode, "mtime", e->mtime, "uid",
+	return json_pack("{s:s?, s:s?, s:s, s:I, s:s, s:s?, s:I, s:I, s:s?, s:s?}", "name", e->name,
+			 "path", e->path, "type", station_file_type_to_string(e->type), "size",
+			 (json_int_t)e->size, "mode", mode, "mtime", e->mtime, "uid",
 			 (json_int_t)e->uid, "gid", (json_int_t)e->gid, "etag", e->etag,
 			 "linkTarget", e->link_target);
 }
 
 /* A JSON call whose answer is an entry; *ret optional. */
-static int entry_call(struct station_client *c, const char *method, const char *path,
-		      json_t *body, struct station_file_entry **ret)
+static int entry_call(struct station_client *c, const char *method, const char *path, json_t *body,
+		      struct station_file_entry **ret)
 {
 	_cleanup_json_ json_t *doc = NULL;
 	int r;
@@ -320,7 +320,8 @@ static int read_append(const void *data, size_t n, void *userdata)
 	struct read_buffer *b = userdata;
 
 	if (n > b->max - b->len) /* the controller should have refused it */
-		return client_error(b->c, -E2BIG, "%s sent more than the %" PRIu64 " bytes asked for",
+		return client_error(b->c, -E2BIG,
+				    "%s sent more than the %" PRIu64 " bytes asked for",
 				    station_client_endpoint(b->c), b->max);
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = MAX(b->cap * 2, b->len + n + 1);
@@ -338,7 +339,8 @@ static int read_append(const void *data, size_t n, void *userdata)
 }
 
 int station_file_read(struct station_client *c, const char *ws, const char *path,
-		      uint64_t max_bytes, char **ret, size_t *ret_len, char ret_etag[STATION_ETAG_MAX])
+		      uint64_t max_bytes, char **ret, size_t *ret_len,
+		      char ret_etag[STATION_ETAG_MAX])
 {
 	struct read_buffer b = { .c = c, .max = max_bytes ? max_bytes : READ_DEFAULT_MAX };
 	char etag[CLIENT_ETAG_MAX], tail[48];
@@ -510,8 +512,8 @@ static int write_io(struct station_client *c, const char *ws, const char *path,
 	return ret ? entry_from_json(c, doc, ret) : 0;
 }
 
-int station_file_write(struct station_client *c, const char *ws, const char *path,
-		       const void *data, size_t n, const struct station_write_options *opts,
+int station_file_write(struct station_client *c, const char *ws, const char *path, const void *data,
+		       size_t n, const struct station_write_options *opts,
 		       struct station_file_entry **ret)
 {
 	struct client_io io = {
@@ -567,8 +569,8 @@ int station_file_mkdir(struct station_client *c, const char *ws, const char *pat
 	return entry_call(c, "POST", url, body, ret);
 }
 
-int station_file_rename(struct station_client *c, const char *ws, const char *from,
-			const char *to, bool overwrite, struct station_file_entry **ret)
+int station_file_rename(struct station_client *c, const char *ws, const char *from, const char *to,
+			bool overwrite, struct station_file_entry **ret)
 {
 	_cleanup_json_ json_t *body = json_object();
 	_cleanup_free_ char *url = NULL;
@@ -590,8 +592,7 @@ int station_file_rename(struct station_client *c, const char *ws, const char *fr
 	return entry_call(c, "POST", url, body, ret);
 }
 
-int station_file_delete(struct station_client *c, const char *ws, const char *path,
-			bool recursive)
+int station_file_delete(struct station_client *c, const char *ws, const char *path, bool recursive)
 {
 	_cleanup_free_ char *url = NULL;
 	int r;

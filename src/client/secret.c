@@ -173,8 +173,7 @@ int station_secret_list(struct station_client *c, const char *ws, json_t **ret)
 	return 0;
 }
 
-int station_secret_delete(struct station_client *c, const char *ws, const char *name,
-			  json_t **ret)
+int station_secret_delete(struct station_client *c, const char *ws, const char *name, json_t **ret)
 {
 	_cleanup_free_ char *path = NULL;
 	int r;

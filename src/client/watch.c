@@ -10,9 +10,9 @@
 #include "sse.h"
 
 static const char *const watch_type_names[] = {
-	[STATION_WATCH_UNKNOWN] = "unknown", [STATION_WATCH_READY] = "ready",
-	[STATION_WATCH_CREATED] = "created", [STATION_WATCH_MODIFIED] = "modified",
-	[STATION_WATCH_DELETED] = "deleted", [STATION_WATCH_MOVED] = "moved",
+	[STATION_WATCH_UNKNOWN] = "unknown",   [STATION_WATCH_READY] = "ready",
+	[STATION_WATCH_CREATED] = "created",   [STATION_WATCH_MODIFIED] = "modified",
+	[STATION_WATCH_DELETED] = "deleted",   [STATION_WATCH_MOVED] = "moved",
 	[STATION_WATCH_OVERFLOW] = "overflow",
 };
 
@@ -91,8 +91,7 @@ static int watch_data(const void *data, size_t len, void *userdata)
 	return r;
 }
 
-int station_file_watch(struct station_client *c, const char *ws, const char *path,
-		       bool recursive,
+int station_file_watch(struct station_client *c, const char *ws, const char *path, bool recursive,
 		       int (*on_event)(const struct station_watch_event *e, void *userdata),
 		       void *userdata)
 {

@@ -70,8 +70,7 @@ static char *at(const char *rel)
 /* A failed call: its errno, the API's code and a message naming the path. */
 static void expect_error(int r, int want, const char *code, const char *mention)
 {
-	expect(r == want, "returned %d (%s), want %d (%s)", r, strerror(-r), want,
-	       strerror(-want));
+	expect(r == want, "returned %d (%s), want %d (%s)", r, strerror(-r), want, strerror(-want));
 	expect(strcmp(station_client_last_error_code(c), code) == 0, "code '%s', want '%s'",
 	       station_client_last_error_code(c), code);
 	expect(strstr(station_client_last_error(c), mention), "message '%s' does not name '%s'",
@@ -150,8 +149,8 @@ static void t_upload_pipe(void)
 	if (write(fds[1], "through a pipe\n", 15) != 15)
 		return fail("write: %m");
 	close(fds[1]);
-	must(station_file_upload(c, ws, at("sub/piped.txt"),
-				 fds[0], &(struct station_write_options){ .parents = true }, &e));
+	must(station_file_upload(c, ws, at("sub/piped.txt"), fds[0],
+				 &(struct station_write_options){ .parents = true }, &e));
 	close(fds[0]);
 	expect(e->size == 15, "size %" PRIu64, e->size);
 	must(station_file_read(c, ws, at("sub/piped.txt"), 0, &got, &n, NULL));
@@ -175,8 +174,8 @@ static void t_list_struct_array(void)
 			       strcmp(l->entries[1].link_target, "/etc/shadow") == 0,
 		       "link: %s -> %s", station_file_type_to_string(l->entries[1].type),
 		       l->entries[1].link_target ? l->entries[1].link_target : "(none)");
-		expect(l->entries[2].type == STATION_FILE_DIR && !l->entries[2].etag,
-		       "sub: %s", station_file_type_to_string(l->entries[2].type));
+		expect(l->entries[2].type == STATION_FILE_DIR && !l->entries[2].etag, "sub: %s",
+		       station_file_type_to_string(l->entries[2].type));
 	}
 	expect(!l->truncated, "truncated");
 	station_file_list_free(l);
@@ -283,9 +282,9 @@ static void t_secrets(void)
 	json_decref(list);
 	expect_error(station_secret_put(c, ws, "bad", "a\0b", 3, NULL, NULL), -EINVAL, "",
 		     "without NUL");
-	expect_error(station_secret_put(c, ws, "gh", "x", 1,
-					&(struct station_secret_options){ .expires_at = "yesterday" },
-					NULL),
+	expect_error(station_secret_put(
+			     c, ws, "gh", "x", 1,
+			     &(struct station_secret_options){ .expires_at = "yesterday" }, NULL),
 		     -EINVAL, "invalid_argument", "expiresAt");
 	/* git's credential protocol is line-based: the controller refuses a line break. */
 	expect_error(station_secret_put(c, ws, "nl", "a\nhost=evil", 11, NULL, NULL), -EINVAL,
