@@ -149,7 +149,7 @@ static int entries_print(const struct station_file_list *l)
 		return -ENOMEM;
 	for (size_t i = 0; i < l->n_entries; i++) {
 		const struct station_file_entry *e = &l->entries[i];
-		_cleanup_free_ char *name = NULL;
+		_cleanup_free_ char *name = NULL, *safe = NULL, *target = NULL;
 		char mode[8], size[24];
 		const char *row[] = {
 			station_file_type_to_string(e->type), mode, size, e->mtime, NULL,
@@ -157,8 +157,10 @@ static int entries_print(const struct station_file_list *l)
 
 		snprintf(mode, sizeof(mode), "%04o", e->mode);
 		snprintf(size, sizeof(size), "%" PRIu64, e->size);
-		if (asprintf(&name, "%s%s%s", e->name, e->link_target ? " -> " : "",
-			     e->link_target ? e->link_target : "") < 0)
+		safe = output_escape(e->name);
+		target = output_escape(e->link_target ? e->link_target : "");
+		if (!safe || !target ||
+		    asprintf(&name, "%s%s%s", safe, e->link_target ? " -> " : "", target) < 0)
 			return -ENOMEM;
 		row[4] = name;
 		if (table_add_row(t, row) < 0)
@@ -207,20 +209,33 @@ static int cmd_files_ls(struct cli *cli, int argc, char **argv)
 	return r < 0 ? EXIT_FAILED : 0;
 }
 
-/* One field a line, as stat(1) shows a file. */
-static void entry_print(const struct station_file_entry *e)
+/* Prints "LABEL: VALUE" with the value made safe for a terminal: the sandbox chose it. */
+static int print_field(const char *label, const char *value)
 {
-	printf("path: %s\n", e->path);
+	_cleanup_free_ char *safe = output_escape(value);
+
+	if (!safe)
+		return -ENOMEM;
+	printf("%s%s%s\n", label ? label : "", label ? ": " : "", safe);
+	return 0;
+}
+
+/* One field a line, as stat(1) shows a file. */
+static int entry_print(const struct station_file_entry *e)
+{
+	if (print_field("path", e->path) < 0)
+		return -ENOMEM;
 	printf("type: %s\n", station_file_type_to_string(e->type));
-	if (e->link_target)
-		printf("target: %s\n", e->link_target);
+	if (e->link_target && print_field("target", e->link_target) < 0)
+		return -ENOMEM;
 	printf("size: %" PRIu64 "\n", e->size);
 	printf("mode: %04o\n", e->mode);
 	printf("uid: %" PRIu32 "\n", e->uid);
 	printf("gid: %" PRIu32 "\n", e->gid);
 	printf("modified: %s\n", e->mtime ? e->mtime : "-");
 	if (e->etag)
-		printf("etag: %s\n", e->etag);
+		return print_field("etag", e->etag);
+	return 0;
 }
 
 /* The entry a command made: its path, or with --json the whole entry. */
@@ -228,10 +243,8 @@ static int entry_result(const struct station_file_entry *e, bool json)
 {
 	_cleanup_json_ json_t *doc = NULL;
 
-	if (!json) {
-		printf("%s\n", e->path);
-		return 0;
-	}
+	if (!json)
+		return print_field(NULL, e->path) < 0 ? out_of_memory() : 0;
 	doc = station_file_entry_to_json(e);
 	if (!doc)
 		return out_of_memory();
@@ -254,7 +267,7 @@ static int cmd_files_stat(struct cli *cli, int argc, char **argv)
 	if (a.json)
 		r = entry_result(e, true);
 	else
-		entry_print(e);
+		r = entry_print(e) < 0 ? out_of_memory() : 0;
 	station_file_entry_free(e);
 	return r;
 }
@@ -481,20 +494,24 @@ static int cmd_files_rm(struct cli *cli, int argc, char **argv)
 
 static int watch_print(const struct station_watch_event *e, void *userdata)
 {
+	_cleanup_free_ char *path = output_escape(e->path ? e->path : "-");
+	_cleanup_free_ char *to = output_escape(e->to ? e->to : "-");
+	_cleanup_free_ char *type =
+		output_escape(json_string_value(json_object_get(e->json, "type")) ?: "?");
 	const bool *json = userdata;
 
+	if (!path || !to || !type)
+		return -ENOMEM;
 	if (*json) {
 		if (json_dumpf(e->json, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0)
 			return -EIO;
 		putchar('\n');
 	} else if (e->type == STATION_WATCH_MOVED) {
-		printf("moved %s %s -> %s\n", station_file_type_to_string(e->kind),
-		       e->path ? e->path : "-", e->to ? e->to : "-");
+		printf("moved %s %s -> %s\n", station_file_type_to_string(e->kind), path, to);
 	} else if (e->path && e->type != STATION_WATCH_READY && e->type != STATION_WATCH_OVERFLOW) {
-		printf("%s %s %s\n", station_watch_event_type_to_string(e->type),
-		       station_file_type_to_string(e->kind), e->path);
+		printf("%s %s %s\n", type, station_file_type_to_string(e->kind), path);
 	} else {
-		printf("%s\n", json_string_value(json_object_get(e->json, "type")));
+		printf("%s\n", type);
 	}
 	return fflush(stdout) == EOF ? -errno : 0;
 }

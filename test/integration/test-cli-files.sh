@@ -252,6 +252,32 @@ deleted dir $D/w/sub/moved" "$(head -n 5 "$TMP/watch.out")" "watch's lines"
 	assert_refused "watch of a missing directory" "\"$D/no-such-dir\": no such file or directory"
 }
 
+# A name the sandbox chose reaches the operator's terminal escaped: an escape sequence (here one
+# that would set the terminal's title) or a line break cannot act, nor forge a line.
+t_hostile_names() {
+	cli files mkdir "$WS" "$D/hn" >/dev/null
+	run_cmd "$WS" "cd $D/hn && printf x > \"\$(printf 'a\\033]0;pwned\\007b')\" && printf y > \"\$(printf 'two\\nlines')\" && ln -s \"\$(printf '\\033[2J')\" link"
+	clirun files ls "$WS" "$D/hn"
+	assert_eq 0 "$RC" "ls: exit status"
+	assert_eq 0 "$(tr -cd '\033\007' <"$TMP/cli.out" | wc -c)" "no ESC or BEL byte in ls's output"
+	assert_eq 4 "$(wc -l <"$TMP/cli.out")" "one line per entry"
+	assert_contains 'a\x1b]0;pwned\x07b' "$OUT" "the escape sequence, escaped"
+	assert_contains 'two\x0alines' "$OUT" "the line break, escaped"
+	assert_contains 'link -> \x1b[2J' "$OUT" "the link target, escaped"
+	# positive control: --json carries the exact names (JSON escapes them itself)
+	clirun files ls --json "$WS" "$D/hn"
+	assert_eq "$(printf 'a\033]0;pwned\007b|link|two\nlines')" "$(jq -r '[.entries[].name] | join("|")' <<<"$OUT")" "--json: the names as they are"
+	cli files watch "$WS" "$D/hn" >"$TMP/watch.out" 2>"$TMP/watch.err" </dev/null &
+	local pid=$!
+	wait_for -t 10 watch_lines "$TMP/watch.out" 1 || _fail "no ready line"
+	run_cmd "$WS" "cd $D/hn && rm \"\$(printf 'two\\nlines')\""
+	wait_for -t 10 watch_lines "$TMP/watch.out" 2 || _fail "no deleted line"
+	cli files rm -r "$WS" "$D/hn"
+	wait_for -t 10 _pid_gone "$pid" || _fail "watch did not end"
+	wait "$pid"
+	assert_eq "deleted file $D/hn/two\x0alines" "$(sed -n 2p "$TMP/watch.out")" "watch's line, escaped"
+}
+
 t_library() {
 	run_cmd "$WS" "mkdir -p $D/lib && ln -s /etc/shadow $D/lib/link"
 	local line
@@ -419,6 +445,7 @@ run_test "files put --exclusive, --if-match, --parents, --mode" t_put_options
 run_test "files get: to its name, to stdout, to LOCAL" t_get
 run_test "files put/get of 96 MiB: byte-identical, the CLI's memory bounded" t_big_round_trip
 run_test "files watch: one line per event, ends with the directory; --json; ^C" t_watch
+run_test "files ls, watch: names a sandbox chose are escaped for the terminal" t_hostile_names
 t_library
 run_test "secret set (stdin), ls, rm: exact output, no value shown" t_secret_set_ls_rm
 run_test "secret set refuses argv values, empty, oversize and bad values" t_secret_refusals
