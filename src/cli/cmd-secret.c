@@ -3,6 +3,7 @@
  * from stdin only, never from the command line, where any local user could read it (ps). */
 
 #include <errno.h>
+#include <signal.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,24 +68,43 @@ static int value_read(int fd, struct value *v, bool line)
 	return 0;
 }
 
+static struct termios tty_saved;
+
+/* ^C while the value is typed: the terminal gets its echo back before the signal ends us. */
+static void tty_restore_and_die(int sig)
+{
+	tcsetattr(STDIN_FILENO, TCSAFLUSH, &tty_saved);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 /* From a terminal: a prompt, and the line typed without echo. */
 static int value_read_tty(const char *name, struct value *v)
 {
-	struct termios saved, quiet;
+	struct sigaction sa = { .sa_handler = tty_restore_and_die }, old_int, old_term, old_hup;
+	struct termios quiet;
 	int r;
 
-	if (tcgetattr(STDIN_FILENO, &saved) < 0)
+	if (tcgetattr(STDIN_FILENO, &tty_saved) < 0)
 		return -errno;
-	quiet = saved;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	sigaction(SIGHUP, &sa, &old_hup);
+	quiet = tty_saved;
 	quiet.c_lflag &= ~(tcflag_t)(ECHO | ECHONL);
 	quiet.c_lflag |= ICANON;
-	if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet) < 0)
-		return -errno;
-	fprintf(stderr, "value of secret %s (not shown): ", name);
-	fflush(stderr);
-	r = value_read(STDIN_FILENO, v, true);
-	tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved);
-	fputc('\n', stderr);
+	r = tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet) < 0 ? -errno : 0;
+	if (r == 0) {
+		fprintf(stderr, "value of secret %s (not shown): ", name);
+		fflush(stderr);
+		r = value_read(STDIN_FILENO, v, true);
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &tty_saved);
+		fputc('\n', stderr);
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGHUP, &old_hup, NULL);
 	return r;
 }
 

@@ -404,6 +404,20 @@ _, status = os.waitpid(pid, 0)
 print("exit:", os.waitstatus_to_exitcode(status))
 print("typed value echoed:", b"ghs_typed_s3cret" in out)
 print("output:", out.decode(errors="replace").replace("\r", "").strip())
+# ^C at the prompt: the CLI dies of SIGINT and the terminal has its echo back
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ["STATION_SOCKET"] = sock
+    os.execv(cli, [cli, "secret", "set", ws, "interrupted"])
+out = b""
+deadline = time.monotonic() + 10
+while b"(not shown)" not in out and time.monotonic() < deadline:
+    out += os.read(fd, 1024)
+print("echo at the prompt:", "on" if termios.tcgetattr(fd)[3] & termios.ECHO else "off")
+os.write(fd, b"\x03")
+_, status = os.waitpid(pid, 0)
+print("interrupted by:", os.WTERMSIG(status) if os.WIFSIGNALED(status) else "no signal")
+print("echo after ^C:", "on" if termios.tcgetattr(fd)[3] & termios.ECHO else "off")
 # positive control: the same terminal, the same typing, a program that leaves echo on
 pid, fd = pty.fork()
 if pid == 0:
@@ -427,6 +441,9 @@ PY
 	assert_contains "exit: 0" "$got" "secret set from a terminal: exit status"
 	assert_contains "typed value echoed: False" "$got" "the typed value is not echoed"
 	assert_contains "control echoed: True" "$got" "positive control: a terminal echoes what is typed"
+	assert_contains "echo at the prompt: off" "$got" "^C case: echo off at the prompt"
+	assert_contains "interrupted by: 2" "$got" "^C ends secret set with SIGINT"
+	assert_contains "echo after ^C: on" "$got" "^C gives the terminal its echo back"
 	assert_contains "ttyvalue username=x-access-token" "$got" "the secret's line"
 	clirun secret ls --json "$WS"
 	assert_eq ttyvalue "$(jq -r '.[].name' <<<"$OUT")" "stored from the terminal"
