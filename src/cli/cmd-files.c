@@ -304,14 +304,16 @@ static int cmd_files_cat(struct cli *cli, int argc, char **argv)
 	return download_to(cli, argv[optind], argv[optind + 1], STDOUT_FILENO, &a);
 }
 
-/* The local file a download goes to: LOCAL as given, or the remote path's last component
- * in the current directory. */
+/* The local file a download goes to: LOCAL as given (a directory: the remote path's last
+ * component in it), or that last component in the current directory. */
 static char *local_name(const char *remote, const char *local)
 {
 	_cleanup_free_ char *copy = NULL;
 	const char *base;
+	struct stat st;
+	char *joined;
 
-	if (local)
+	if (local && (stat(local, &st) < 0 || !S_ISDIR(st.st_mode)))
 		return strdup(local);
 	copy = strdup(remote);
 	if (!copy)
@@ -319,7 +321,9 @@ static char *local_name(const char *remote, const char *local)
 	base = basename(copy);
 	if (!*base || strcmp(base, "/") == 0 || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
 		return NULL;
-	return strdup(base);
+	if (!local)
+		return strdup(base);
+	return asprintf(&joined, "%s/%s", local, base) < 0 ? NULL : joined;
 }
 
 /* Downloads into a temporary file beside target and renames it over target once whole, so a
@@ -576,7 +580,8 @@ static const struct cli_command files_get = {
 	.name = "files get",
 	.args = "[--max-bytes N] WS PATH [LOCAL|-]",
 	.summary = "download a file (default: to its name in the current directory)",
-	.help = PATH_HELP "LOCAL is written whole or not at all; '-' is stdout.\n\n"
+	.help = PATH_HELP "LOCAL (a file, or a directory to put it in) is written whole or not at\n"
+			  "all; '-' is stdout.\n\n"
 			  "  --max-bytes N  refuse a file larger than N bytes\n",
 	.run = cmd_files_get,
 };

@@ -175,6 +175,11 @@ t_get() {
 	clirun files get "$WS" "$D/a.txt" "$TMP/local-copy"
 	assert_eq "0 " "$RC $OUT" "get to LOCAL prints nothing"
 	assert_files_eq "$TMP/hello" "$TMP/local-copy" "get to LOCAL"
+	mkdir "$TMP/into"
+	clirun files get "$WS" "$D/a.txt" "$TMP/into"
+	assert_eq "0 " "$RC $OUT" "get into a directory"
+	assert_files_eq "$TMP/hello" "$TMP/into/a.txt" "get into a directory keeps the name"
+	assert_eq "a.txt" "$(ls -A "$TMP/into")" "nothing else left in the directory"
 }
 
 # The CLI's peak memory (KiB) while it ran ARGS, its output to OUTFILE.
