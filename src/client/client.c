@@ -228,6 +228,10 @@ static size_t upload_read(char *buf, size_t size, size_t nitems, void *userdata)
 
 		if (k >= 0)
 			return (size_t)k;
+		if (errno == EINTR && r->c->interrupt && r->c->interrupt(r->c->interrupt_userdata)) {
+			r->upload_error = -EINTR; /* a signal, and the caller wants to stop */
+			return CURL_READFUNC_ABORT;
+		}
 		if (errno == EINTR)
 			continue;
 		r->upload_error = -errno;
@@ -322,6 +326,8 @@ static int client_perform(struct station_client *c, const struct client_io *io, 
 		return client_error(c, -ENOMEM, "out of memory");
 	if (r->stop < 0)
 		return r->stop; /* the stream callback stopped and recorded its reason */
+	if (r->upload_error == -EINTR)
+		return client_error(c, -EINTR, "interrupted");
 	if (r->upload_error < 0)
 		return client_error(c, r->upload_error, "cannot read what is to be uploaded: %s",
 				    strerror(-r->upload_error));

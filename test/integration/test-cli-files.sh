@@ -166,6 +166,27 @@ t_put_options() {
 	assert_eq "0 r.txt 3 0640" "$RC $(jq -r '"\(.name) \(.size) \(.mode)"' <<<"$OUT")" "put -p --mode --json"
 }
 
+# An upload whose stdin never ends stops at ^C and changes nothing.
+t_put_interrupted() {
+	printf 'before' | cli files put "$WS" - "$D/int.txt" >/dev/null
+	local fifo=$TMP/put.fifo pid
+	mkfifo "$fifo"
+	STATION_SOCKET=$SOCK "$CLI_BIN" files put "$WS" - "$D/int.txt" <"$fifo" >"$TMP/put.out" \
+		2>"$TMP/put.err" &
+	pid=$!
+	exec 8>"$fifo"
+	printf 'partial content' >&8
+	# (a host workspace: its temporary file shows on the host once the body flows)
+	wait_for -t 10 compgen -G "$D/.station-*" >/dev/null || _fail "the upload never began"
+	kill -INT "$pid"
+	wait_for -t 10 _pid_gone "$pid" || _fail "put did not stop at SIGINT"
+	wait "$pid"
+	assert_eq 130 "$?" "put ended by SIGINT: exit status" || diag "$(cat "$TMP/put.err")"
+	exec 8>&-
+	clirun files cat "$WS" "$D/int.txt"
+	assert_eq before "$OUT" "the file is unchanged"
+}
+
 t_get() {
 	(cd "$TMP" && cli files get "$WS" "$D/a.txt") >"$TMP/get.out" 2>&1
 	assert_eq 0 "$?" "get without LOCAL: exit status" || diag "$(cat "$TMP/get.out")"
@@ -245,8 +266,9 @@ deleted dir $D/w/sub/moved" "$(head -n 5 "$TMP/watch.out")" "watch's lines"
 		2>"$TMP/watch.err" </dev/null &
 	pid=$!
 	wait_for -t 10 watch_lines "$TMP/watch.out" 1 || _fail "no ready event"
-	cli files mkdir "$WS" "$D/wj/x" >/dev/null
-	wait_for -t 10 watch_lines "$TMP/watch.out" 2 || _fail "no created event"
+	cli files mkdir "$WS" "$D/wj/x" >"$TMP/mkdir.out" 2>&1 || diag "mkdir: $(cat "$TMP/mkdir.out")"
+	wait_for -t 10 watch_lines "$TMP/watch.out" 2 ||
+		_fail "no created event: $(cat "$TMP/watch.err"; ls -la "$D/wj")"
 	kill -INT "$pid"
 	wait "$pid"
 	assert_eq 0 "$?" "watch ended by SIGINT: exit status"
@@ -464,6 +486,7 @@ run_test "files ls: the table, --json, symlinks not followed" t_ls
 run_test "files mkdir, mv, rm: output and refusals" t_mkdir_mv_rm
 run_test "files: errors carry the API's message, usage errors exit 64" t_errors
 run_test "files put --exclusive, --if-match, --parents, --mode" t_put_options
+run_test "files put from a stdin that never ends stops at ^C, the file unchanged" t_put_interrupted
 run_test "files get: to its name, to stdout, to LOCAL" t_get
 run_test "files put/get of 96 MiB: byte-identical, the CLI's memory bounded" t_big_round_trip
 run_test "files watch: one line per event, ends with the directory; --json; ^C" t_watch
