@@ -228,7 +228,8 @@ static size_t upload_read(char *buf, size_t size, size_t nitems, void *userdata)
 
 		if (k >= 0)
 			return (size_t)k;
-		if (errno == EINTR && r->c->interrupt && r->c->interrupt(r->c->interrupt_userdata)) {
+		if (errno == EINTR && r->c->interrupt &&
+		    r->c->interrupt(r->c->interrupt_userdata)) {
 			r->upload_error = -EINTR; /* a signal, and the caller wants to stop */
 			return CURL_READFUNC_ABORT;
 		}
