@@ -558,10 +558,9 @@ int station_file_mkdir(struct station_client *c, const char *ws, const char *pat
 	snprintf(mode_text, sizeof(mode_text), "%04o", (mode ? mode : 0755) & 07777);
 	r = client_put_string(c, body, "path", path);
 	if (r >= 0)
-		r = json_object_set_new(body, "parents", json_boolean(parents)) < 0 ||
-				    json_object_set_new(body, "mode", json_string(mode_text)) < 0 ?
-			    client_error(c, -ENOMEM, "out of memory") :
-			    0;
+		r = client_put_string(c, body, "mode", mode_text);
+	if (r >= 0 && json_object_set_new(body, "parents", json_boolean(parents)) < 0)
+		r = client_error(c, -ENOMEM, "out of memory");
 	if (r >= 0)
 		r = client_path(c, ws, NULL, "/files/mkdir", &url);
 	if (r < 0)
