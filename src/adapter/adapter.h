@@ -75,6 +75,10 @@ struct adapter_ops {
 extern const struct adapter_ops adapter_host;
 extern const struct adapter_ops adapter_container;
 
+/* The agent of a workspace of ops binds its socket itself (runsc), so the socket's listener
+ * is not the controller; otherwise the adapter listens and hands the socket over. */
+bool adapter_agent_binds_socket(const struct adapter_context *ctx, const struct adapter_ops *ops);
+
 const struct adapter_ops *adapter_find(const char *name);
 
 /* The container runtime named name (runtime.h: "runc", "crun", "runsc" or an absolute path),

@@ -67,6 +67,11 @@ static bool is_runsc(const struct adapter_context *ctx)
 	return ctx->runtime && ctx->runtime->kind == RUNTIME_RUNSC;
 }
 
+bool adapter_agent_binds_socket(const struct adapter_context *ctx, const struct adapter_ops *ops)
+{
+	return ops == &adapter_container && is_runsc(ctx);
+}
+
 /* --- check: fail closed, naming the missing piece --- */
 
 /* Cheap, for every create: the binary is there and executable. Whether it works is what

@@ -16,7 +16,9 @@
 /* Before HELLO a peer is nobody: it gets small frames, little time and few slots. */
 #define HELLO_MAX_PAYLOAD 1024
 #define HELLO_TIMEOUT_USEC (5 * 1000000ull)
-#define MAX_UNAUTHENTICATED 8
+/* room for every file session the controller may open at once (each starts as a stranger),
+ * and a few more */
+#define MAX_UNAUTHENTICATED (FILE_MAX_SESSIONS + 8)
 #define READ_CHUNK (64 * 1024)
 #define KEEP_BUFFER_BYTES (256 * 1024)
 #define ACCEPT_PAUSE_USEC 100000ull

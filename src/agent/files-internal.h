@@ -95,6 +95,8 @@ int files_send_flush(struct files_session *s);
 int files_send_maybe(struct files_session *s);
 int files_send_error(struct files_session *s, int err, const char *path, const char *reason);
 int files_send_end(struct files_session *s, bool truncated);
+/* END with one u64 field (tag 0: none), e.g. FILE_FLAGS CREATED. */
+int files_send_end_with(struct files_session *s, uint16_t tag, uint64_t value);
 int files_send_info(struct files_session *s, const char *name, const char *path,
 		    const struct stat *st, int dirfd, const char *entry);
 /* The next frame from the controller within timeout_ms (-1: none): 1 with *ret, 0 when it

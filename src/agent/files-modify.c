@@ -87,12 +87,12 @@ int files_op_rename(struct files_session *s, const struct files_request *q)
 		return r;
 	r = files_lookup(&s->root, from.rel, &fromfd, fname);
 	if (r < 0)
-		return files_fail(s, r, from.abs);
+		return files_fail(s, r, NULL);
 	r = files_lookup(&s->root, to.rel, &tofd, tname);
 	if (r < 0)
 		return files_fail(s, r, to.abs);
 	if (strcmp(fname, ".") == 0 || strcmp(tname, ".") == 0)
-		return files_send_error(s, EBUSY, strcmp(fname, ".") == 0 ? from.abs : to.abs,
+		return files_send_error(s, EBUSY, strcmp(fname, ".") == 0 ? NULL : to.abs,
 					"cannot rename the root, . or ..");
 	r = check_if_match(q, fromfd, fname);
 	if (r >= 0 && renameat2(fromfd, fname, tofd, tname,

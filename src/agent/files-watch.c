@@ -50,6 +50,7 @@ struct watch {
 	int root_wd;
 	size_t q_pos; /* s->out is the queue; q_pos what of it was sent */
 	bool overflow;
+	bool limit_reported; /* FILE_MAX_WATCHES was reached: its OVERFLOW was sent */
 	bool ended;
 	char *last_modified; /* the path of the newest event when it was MODIFIED */
 	/* a MOVED_FROM waiting for its MOVED_TO */
@@ -130,7 +131,9 @@ static int watch_add(struct watch *w, int fd, const char *rel)
 	int wd;
 
 	if (w->n_dirs >= FILE_MAX_WATCHES) {
-		queue_event(w, FILE_EVENT_OVERFLOW, NULL, NULL, false);
+		if (!w->limit_reported)
+			queue_event(w, FILE_EVENT_OVERFLOW, NULL, NULL, false);
+		w->limit_reported = true;
 		return -ENOSPC;
 	}
 	if (fchdir(fd) < 0)

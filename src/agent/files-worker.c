@@ -51,11 +51,16 @@ int files_send_error(struct files_session *s, int err, const char *path, const c
 
 int files_send_end(struct files_session *s, bool truncated)
 {
+	return files_send_end_with(s, truncated ? TAG_TRUNCATED : 0, 1);
+}
+
+int files_send_end_with(struct files_session *s, uint16_t tag, uint64_t value)
+{
 	size_t start;
 	int r = frame_begin(&s->out, &start, MSG_FILE_END, 0);
 
-	if (r >= 0 && truncated)
-		r = frame_put_u64(&s->out, TAG_TRUNCATED, 1);
+	if (r >= 0 && tag)
+		r = frame_put_u64(&s->out, tag, value);
 	if (r >= 0)
 		r = frame_end(&s->out, start);
 	return r < 0 ? r : files_send_flush(s);

@@ -152,7 +152,12 @@ static int write_commit(const struct files_request *q, struct write_target *t)
 	if (q->flags & FILE_F_EXCLUSIVE) {
 		if (renameat2(t->dirfd, t->tmp, t->dirfd, t->name, RENAME_NOREPLACE) < 0)
 			return -errno;
-	} else if (renameat(t->dirfd, t->tmp, t->dirfd, t->name) < 0)
+		t->exists = false;
+		return 0;
+	}
+	/* whether this write made the file (CREATED): as it is now, just before the rename */
+	t->exists = fstatat(t->dirfd, t->name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	if (renameat(t->dirfd, t->tmp, t->dirfd, t->name) < 0)
 		return -errno;
 	return 0;
 }
@@ -170,19 +175,26 @@ int files_op_write(struct files_session *s, const struct files_request *q)
 	r = write_locate(s, q, p.rel, &t);
 	if (r >= 0)
 		r = write_tmp_open(&t);
-	if (r < 0)
-		return files_fail(s, r, NULL);
-	r = write_receive(s, &t);
+	if (r >= 0)
+		r = write_receive(s, &t);
 	if (r == 0)
 		return 0;
 	if (r > 0)
 		r = write_commit(q, &t);
-	if (r < 0)
+	if (r >= 0 && fstat(t.fd, &st) < 0)
+		r = -errno;
+	if (r < 0) {
+		/* the temporary file goes before the answer: nothing is left once it is read */
+		write_target_done(&t);
+		t = (struct write_target){ .dirfd = -1, .fd = -1 };
 		return files_fail(s, r, NULL);
-	if (fstat(t.fd, &st) < 0)
-		return files_fail(s, -errno, NULL);
+	}
 	close(t.fd);
 	t.fd = -1; /* renamed: nothing to remove */
 	r = files_send_info(s, NULL, p.abs, &st, -1, NULL);
-	return r < 0 ? r : files_send_end(s, false);
+	if (r >= 0 && !t.exists)
+		r = files_send_end_with(s, TAG_FILE_FLAGS, FILE_F_CREATED);
+	else if (r >= 0)
+		r = files_send_end(s, false);
+	return r;
 }

@@ -87,8 +87,23 @@ static int worker_drop(const struct files_manager *m)
 	return 0;
 }
 
-/* Everything of the agent the worker must not keep: fds, signal handling, privileges. */
-static int worker_setup(const struct files_manager *m, int fd)
+/* stdin, stdout and stderr (the agent's log) on /dev/null, where there is one. */
+static void worker_stdio(void)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (null < 0)
+		return;
+	for (int i = 0; i < 3; i++)
+		(void)dup2(null, i);
+	if (null > 2)
+		close(null);
+}
+
+/* Everything of the agent the worker must not keep: fds, signal handling, privileges. The
+ * root is opened first, with the agent's rights: the user may not be able to walk to it by
+ * name on the host. */
+static int worker_setup(const struct files_manager *m, int fd, int *ret_root_fd)
 {
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	pid_t parent = getppid();
@@ -98,20 +113,25 @@ static int worker_setup(const struct files_manager *m, int fd)
 	r = close_all_fds_except(&fd, 1);
 	if (r < 0)
 		return r;
+	worker_stdio();
+	*ret_root_fd =
+		open(m->root[0] ? m->root : "/", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (*ret_root_fd < 0)
+		return -errno;
 	for (int sig = 1; sig < _NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
 			(void)sigaction(sig, &dfl, NULL);
 	sigemptyset(&none);
 	if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
 		return -errno;
-	/* a write to a controller that went away ends the worker */
+	r = worker_drop(m);
+	if (r < 0)
+		return r;
+	/* no worker outlives the agent (set after the drop, which clears it) */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		return -errno;
 	if (getppid() != parent)
 		return -ESRCH;
-	r = worker_drop(m);
-	if (r < 0)
-		return r;
 	umask(0);
 	return fd_set_nonblock(fd, false);
 }
@@ -123,12 +143,12 @@ static int (*const ops[])(struct files_session *s, const struct files_request *q
 	[FILE_OP_DELETE] = files_op_delete, [FILE_OP_WATCH] = files_op_watch,
 };
 
-static int worker_serve(const struct files_manager *m, int fd, const struct frame *f,
+static int worker_serve(const struct files_manager *m, int fd, int root_fd, const struct frame *f,
 			const uint8_t *rest, size_t rest_len)
 {
 	struct files_session s = {
 		.fd = fd,
-		.root = { .fd = -1,
+		.root = { .fd = root_fd,
 			  .how = m->root[0] ? FILES_BENEATH : FILES_IN_ROOT,
 			  .prefix = m->root,
 			  .workdir = m->workdir },
@@ -142,20 +162,17 @@ static int worker_serve(const struct files_manager *m, int fd, const struct fram
 	r = files_request_parse(f, &q, &reason);
 	if (r < 0)
 		return files_send_error(&s, EINVAL, NULL, reason);
-	s.root.fd = open(m->root[0] ? m->root : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (s.root.fd < 0)
-		return files_send_error(&s, errno, NULL, "cannot open the root");
 	return ops[q.op](&s, &q);
 }
 
 static _Noreturn void worker_main(struct files_manager *m, int fd, const struct frame *f,
 				  const uint8_t *rest, size_t rest_len)
 {
-	int r;
+	int root_fd = -1, r;
 
 	if (m->before_worker)
 		m->before_worker(m->userdata);
-	r = worker_setup(m, fd);
+	r = worker_setup(m, fd, &root_fd);
 	if (r < 0) {
 		struct files_session s = { .fd = fd };
 
@@ -163,7 +180,7 @@ static _Noreturn void worker_main(struct files_manager *m, int fd, const struct 
 		(void)files_send_error(&s, r, NULL, "cannot set up the file worker");
 		_exit(1);
 	}
-	r = worker_serve(m, fd, f, rest, rest_len);
+	r = worker_serve(m, fd, root_fd, f, rest, rest_len);
 	_exit(r < 0 ? 1 : 0);
 }
 

@@ -782,12 +782,10 @@ unsigned error_http_status(int err)
 		return 413;
 	case -EMEDIUMTYPE:
 		return 415;
-	case -EPERM:
+	case STATION_EFORBIDDEN:
 		return 403;
 	case -ESTALE:
 		return 412;
-	case -ERANGE:
-		return 416;
 	case -EPROTO:
 		return 502;
 	case -EAGAIN:

@@ -73,9 +73,9 @@ static const struct errno_map errno_map[] = {
 	{ ENXIO, -EINVAL, "not a regular file" },
 	{ EISDIR, -EINVAL, "is a directory" },
 	{ ENOTDIR, -EINVAL, "not a directory" },
-	{ EACCES, -EPERM, "permission denied" },
-	{ EPERM, -EPERM, "permission denied" },
-	{ EROFS, -EPERM, "permission denied (read-only filesystem)" },
+	{ EACCES, STATION_EFORBIDDEN, "permission denied" },
+	{ EPERM, STATION_EFORBIDDEN, "permission denied" },
+	{ EROFS, STATION_EFORBIDDEN, "permission denied (read-only filesystem)" },
 	{ ENOENT, -ENOENT, "no such file or directory" },
 	{ EEXIST, -EBUSY, "exists" },
 	{ ENOTEMPTY, -EBUSY, "not empty" },
@@ -645,6 +645,33 @@ static int request_check(const struct file_request *q, struct station_error *e)
 	return 0;
 }
 
+/* FILE_OPEN carries the agent's secret: it goes only to a socket that host root made listen.
+ * run/ belongs to container root, who could rename the agent's socket and put one of its own
+ * there, then read the secret of every file operation. The listener's credentials are taken
+ * at listen(), by the adapter in the controller (host, runc, crun), whose uid is 0; container
+ * root is a uid of the workspace's range, and a host workspace's commands run as --host-user.
+ * The pid is no help: after a controller restart the listener is an earlier controller. runsc's
+ * agent binds its own socket through the sandbox: there the socket's safety rests on run/. */
+static int peer_check(const struct workspace *ws, int fd, struct station_error *e)
+{
+	struct ucred cr = {};
+	socklen_t len = sizeof cr;
+
+	if (adapter_agent_binds_socket(&ws->m->actx, ws->adapter))
+		return 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return station_error_set(e, -ENOTCONN, NULL, "cannot check the agent's socket: %m");
+	if (cr.uid == 0)
+		return 0;
+	log_warn("agent socket not made by the controller: file operation refused", "workspace",
+		 ws->row.id, NULL);
+	return station_error_set(
+		e, -EPROTO, NULL,
+		"the agent socket of workspace \"%s\" is not the agent's: its listener "
+		"is uid %u",
+		ws->row.id, (unsigned)cr.uid);
+}
+
 static int session_connect(struct file_session *s, const struct file_request *q,
 			   struct station_error *e)
 {
@@ -660,6 +687,9 @@ static int session_connect(struct file_session *s, const struct file_request *q,
 		return station_error_set(e, -ENOTCONN, NULL,
 					 "cannot reach the agent of workspace \"%s\": %s",
 					 s->ws->row.id, strerror(-r));
+	r = peer_check(s->ws, fd, e);
+	if (r < 0)
+		return r;
 	r = put_open(&s->out, s->ws, q);
 	if (r >= 0)
 		r = event_add_io(s->ws->m->loop, &s->io, fd, EPOLLIN | EPOLLOUT, on_session_io, s);

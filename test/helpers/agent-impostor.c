@@ -9,12 +9,28 @@
  * RUN_START into reports:
  *   COMMAND "forge run ID":  RUN_DONE for run ID (exited 77, stdout "forged")
  *   COMMAND "forge term ID": TERM_EXIT for terminal ID (exited 77)
- * then, either way, RUN_DONE for the RUN_START's own run (exited 0, stdout "reported"). */
+ * then, either way, RUN_DONE for the RUN_START's own run (exited 0, stdout "reported").
+ *
+ * Each connection is served by a child of its own, so file sessions (FILE_OPEN, file-proto.h)
+ * come while the main connection lives. Their PATH picks what is sent back, all of it against
+ * the contract except "good" (the positive control: a STAT answered by the book):
+ *   name-slash   LIST: an entry whose NAME holds '/'
+ *   etag-crlf    STAT: an ETAG with CR LF and a header after it
+ *   errno-big    FILE_ERROR with ERRNO 99999
+ *   data-over    READ: INFO of 3 bytes, then 6 bytes of DATA
+ *   huge-frame   a frame header announcing 100 MiB
+ *   too-many     LIST: the directory and 10,002 entries
+ *   mode-big     STAT: MODE 0177777
+ *   type-bad     STAT: FILE_TYPE 99
+ *   early-end    STAT: END without INFO
+ *   event-read   READ: INFO, then an EVENT
+ *   hang-up      nothing: the connection closes */
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +38,7 @@
 #include "basic/util.h"
 #include "proto/agent-proto.h"
 #include "proto/agent-start.h"
+#include "proto/file-proto.h"
 #include "proto/frame.h"
 
 enum { START_FD = 3, LISTEN_FD = 4 };
@@ -119,34 +136,131 @@ static void send_hello_ok(void)
 	send_buf(&b);
 }
 
-/* One controller connection after another, for the agent's whole life. */
-static void impostor(void)
+static void file_frame(uint16_t type, const char *name, uint64_t ftype, const char *etag,
+		       uint64_t mode, uint64_t size)
+{
+	struct buf b = { 0 };
+	size_t st;
+	frame_begin(&b, &st, type, 0);
+	if (name)
+		frame_put_str(&b, TAG_NAME, name);
+	if (ftype)
+		frame_put_u64(&b, TAG_FILE_TYPE, ftype);
+	if (etag)
+		frame_put_str(&b, TAG_ETAG, etag);
+	if (type == MSG_FILE_INFO) {
+		frame_put_u64(&b, TAG_MODE, mode);
+		frame_put_u64(&b, TAG_SIZE, size);
+	}
+	frame_end(&b, st);
+	send_buf(&b);
+}
+
+static void file_simple(uint16_t type, uint16_t tag, const void *data, size_t n)
+{
+	struct buf b = { 0 };
+	size_t st;
+	frame_begin(&b, &st, type, 0);
+	if (tag == TAG_ERRNO)
+		frame_put_u64(&b, tag, *(const uint64_t *)data);
+	else if (tag)
+		frame_put_bytes(&b, tag, data, n);
+	frame_end(&b, st);
+	send_buf(&b);
+}
+
+static void on_file_open(const struct frame *f)
+{
+	char *path = NULL;
+	struct frame_iter it;
+	uint16_t tag;
+	const uint8_t *v;
+	size_t n;
+	frame_iter_init(&it, f);
+	while (frame_iter_next(&it, &tag, &v, &n) > 0)
+		if (tag == TAG_PATH && !path)
+			frame_val_strdup(v, n, PROTO_MAX_PATH, &path);
+	if (!path)
+		die("FILE_OPEN without PATH");
+	if (strcmp(path, "good") == 0) {
+		file_frame(MSG_FILE_INFO, NULL, FILE_TYPE_FILE, "ab-1-2", 0644, 1);
+	} else if (strcmp(path, "name-slash") == 0) {
+		file_frame(MSG_FILE_INFO, NULL, FILE_TYPE_DIR, NULL, 0755, 0);
+		file_frame(MSG_FILE_INFO, "a/b", FILE_TYPE_FILE, NULL, 0644, 1);
+	} else if (strcmp(path, "etag-crlf") == 0) {
+		file_frame(MSG_FILE_INFO, NULL, FILE_TYPE_FILE, "x\r\nSet-Cookie: y", 0644, 1);
+	} else if (strcmp(path, "errno-big") == 0) {
+		uint64_t e = 99999;
+		file_simple(MSG_FILE_ERROR, TAG_ERRNO, &e, sizeof e);
+		return;
+	} else if (strcmp(path, "data-over") == 0) {
+		file_frame(MSG_FILE_INFO, NULL, FILE_TYPE_FILE, "ab-3-2", 0644, 3);
+		file_simple(MSG_FILE_DATA, TAG_DATA, "abcdef", 6);
+	} else if (strcmp(path, "huge-frame") == 0) {
+		uint8_t h[FRAME_HEADER_SIZE] = { 0, 0, 0x40, 0x06, MSG_FILE_INFO, 0, PROTO_VERSION };
+		if (write_all(conn, h, sizeof h) < 0)
+			die("send failed");
+	} else if (strcmp(path, "too-many") == 0) {
+		char name[32];
+		file_frame(MSG_FILE_INFO, NULL, FILE_TYPE_DIR, NULL, 0755, 0);
+		for (unsigned i = 0; i < FILE_MAX_ENTRIES + 2; i++) {
+			snprintf(name, sizeof name, "e%05u", i);
+			file_frame(MSG_FILE_INFO, name, FILE_TYPE_FILE, NULL, 0644, 0);
+		}
+	} else if (strcmp(path, "mode-big") == 0) {
+		file_frame(MSG_FILE_INFO, NULL, FILE_TYPE_FILE, NULL, 0177777, 0);
+	} else if (strcmp(path, "type-bad") == 0) {
+		file_frame(MSG_FILE_INFO, NULL, 99, NULL, 0644, 0);
+	} else if (strcmp(path, "event-read") == 0) {
+		file_frame(MSG_FILE_INFO, NULL, FILE_TYPE_FILE, "ab-3-2", 0644, 3);
+		file_simple(MSG_FILE_EVENT, 0, NULL, 0);
+	} else if (strcmp(path, "hang-up") == 0) {
+		exit(0);
+	}
+	file_simple(MSG_FILE_END, 0, NULL, 0);
+	free(path);
+}
+
+/* One connection: the main one, or a file session. */
+static void serve(void)
 {
 	struct buf in = { 0 };
+	for (;;) {
+		struct frame f;
+		long k = frame_parse(in.data, in.len, PROTO_MAX_PAYLOAD, &f);
+		if (k < 0)
+			die("bad frame");
+		if (k > 0) {
+			if (f.type == MSG_HELLO)
+				send_hello_ok();
+			else if (f.type == MSG_RUN_START)
+				on_run_start(&f);
+			else if (f.type == MSG_FILE_OPEN)
+				on_file_open(&f);
+			buf_consume(&in, (size_t)k);
+			continue;
+		}
+		if (buf_reserve(&in, 1 << 16) < 0)
+			die("out of memory");
+		ssize_t got = read(conn, in.data + in.len, 1 << 16);
+		if (got <= 0)
+			break;
+		in.len += (size_t)got;
+	}
+}
+
+/* Every connection in a child of its own, for the agent's whole life. */
+static void impostor(void)
+{
+	signal(SIGCHLD, SIG_IGN);
 	for (;;) {
 		conn = accept(LISTEN_FD, NULL, NULL);
 		if (conn < 0)
 			die("accept failed");
-		in.len = 0;
-		for (;;) {
-			struct frame f;
-			long k = frame_parse(in.data, in.len, PROTO_MAX_PAYLOAD, &f);
-			if (k < 0)
-				die("bad frame");
-			if (k > 0) {
-				if (f.type == MSG_HELLO)
-					send_hello_ok();
-				else if (f.type == MSG_RUN_START)
-					on_run_start(&f);
-				buf_consume(&in, (size_t)k);
-				continue;
-			}
-			if (buf_reserve(&in, 1 << 16) < 0)
-				die("out of memory");
-			ssize_t got = read(conn, in.data + in.len, 1 << 16);
-			if (got <= 0)
-				break;
-			in.len += (size_t)got;
+		pid_t pid = fork();
+		if (pid == 0) {
+			serve();
+			_exit(0);
 		}
 		close(conn);
 	}

@@ -15,13 +15,17 @@
  *   rename P Q [exclusive] [if_match=E]
  *   repeat N OP...              the operation N times
  *   watch ID P [recursive]      opens a watch session; prints its INFO
- *   events ID N [ms=T]          prints watch frames until N events (or END/ERROR), T ms each
- *                               (default 10000); prints {"timeout":...} when none came
+ *   events ID N [ms=T] [quiet]  prints watch frames until N events (or END/ERROR), T ms each
+ *                               (default 10000); prints {"timeout":...} when none came;
+ *                               quiet: only the count of each kind
  *   close ID                    closes a session (a watch, a stalled write)
  *   hold N P                    opens N WRITE sessions of P without END (kept open)
  *   release                     closes the held sessions
  *   open-bad-secret P | open-after-hello P   protocol attacks: prints {"closed":true} when
  *                               the agent closed the connection without answering
+ *   kill-agent                  SIGKILL for the agent, then prints how many of its workers
+ *                               are still alive 10 s later (at most)
+ *   signal SIG                  sends signal number SIG to every child of the agent
  *   sh CMD...                   runs CMD with sh -c; prints nothing
  *   alive [N]                   prints {"workers":N}: the agent's children (with N: once
  *                               there are N, or after 10 s)
@@ -124,10 +128,10 @@ static int connect_agent(void)
 	return fd;
 }
 
+/* A failed send is no result: the agent may answer (an error) and close before it read all. */
 static void send_buf(int fd, struct buf *b)
 {
-	if (write_all(fd, b->data, b->len) < 0)
-		printf("{\"send\":\"failed\"}\n");
+	(void)write_all(fd, b->data, b->len);
 	buf_free(b);
 }
 
@@ -373,8 +377,10 @@ static void collect(struct session *s, const char *op, bool show_data)
 	if (r > 0 && f.type == MSG_FILE_END) {
 		sha256_final(&sha, digest);
 		hex_encode(digest, sizeof digest, hex);
-		printf(",\"ok\":true,\"truncated\":%s,\"infos\":%llu",
-		       frame_u64(&f, TAG_TRUNCATED) ? "true" : "false", (unsigned long long)n_info);
+		printf(",\"ok\":true,\"truncated\":%s,\"created\":%s,\"infos\":%llu",
+		       frame_u64(&f, TAG_TRUNCATED) ? "true" : "false",
+		       frame_u64(&f, TAG_FILE_FLAGS) & FILE_F_CREATED ? "true" : "false",
+		       (unsigned long long)n_info);
 		if (n_data || !strcmp(op, "read")) {
 			printf(",\"bytes\":%llu,\"sha256\":\"%s\"", (unsigned long long)bytes, hex);
 			if (show_data) {
@@ -493,8 +499,9 @@ static void cmd_watch(char **w, size_t n)
 static void cmd_events(char **w, size_t n)
 {
 	struct session *s = session_find(w[0]);
-	uint64_t want = n > 1 ? num(w[1]) : 1, got = 0;
+	uint64_t want = n > 1 ? num(w[1]) : 1, got = 0, counts[FILE_EVENT_OVERFLOW + 1] = { 0 };
 	const char *ms = opt(w, n, "ms");
+	bool quiet = opt(w, n, "quiet");
 	struct frame f;
 	int r = 1;
 
@@ -502,9 +509,14 @@ static void cmd_events(char **w, size_t n)
 		die("no such session");
 	while (got < want && (r = recv_frame(s, &f, ms ? (int)num(ms) : WAIT_MS)) > 0) {
 		if (f.type == MSG_FILE_EVENT) {
-			printf("{\"event\":{");
-			print_fields(&f);
-			printf("}}\n");
+			uint64_t e = frame_u64(&f, TAG_FILE_EVENT);
+
+			counts[e <= FILE_EVENT_OVERFLOW ? e : 0]++;
+			if (!quiet) {
+				printf("{\"event\":{");
+				print_fields(&f);
+				printf("}}\n");
+			}
 			got++;
 		} else if (f.type == MSG_FILE_END) {
 			printf("{\"end\":true}\n");
@@ -513,6 +525,13 @@ static void cmd_events(char **w, size_t n)
 			print_error_or_end("events", &f, 1);
 			break;
 		}
+	}
+	if (quiet) {
+		printf("{\"counts\":{");
+		for (uint64_t e = 1; e <= FILE_EVENT_OVERFLOW; e++)
+			printf("%s\"%s\":%llu", e > 1 ? "," : "", file_event_to_string(e),
+			       (unsigned long long)counts[e]);
+		printf("}}\n");
 	}
 	if (r == 0)
 		printf("{\"timeout\":true,\"events\":%llu}\n", (unsigned long long)got);
@@ -571,6 +590,76 @@ static int count_children(void)
 	if (fd >= 0)
 		close(fd);
 	return n;
+}
+
+/* sig to every child of the agent (the file workers: nothing else runs in these tests). */
+static void cmd_signal(const char *sig)
+{
+	char path[64], buf[4096];
+	int fd, n = 0;
+	ssize_t k;
+
+	snprintf(path, sizeof path, "/proc/%d/task/%d/children", agent_pid, agent_pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && (k = read(fd, buf, sizeof buf - 1)) >= 0) {
+		buf[k] = 0;
+		for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n"))
+			n += kill(atoi(t), atoi(sig)) == 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	printf("{\"signalled\":%d}\n", n);
+	fflush(stdout);
+}
+
+/* Whether pid is gone or a zombie. */
+static bool pid_ended(int pid)
+{
+	char path[64], buf[512];
+	int fd;
+	ssize_t k;
+	char *paren;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	k = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (k <= 0)
+		return true;
+	buf[k] = 0;
+	paren = strrchr(buf, ')');
+	return !paren || paren[2] == 'Z' || paren[2] == 'X';
+}
+
+/* SIGKILL for the agent; then waits (10 s) for its workers to end too. */
+static void cmd_kill_agent(void)
+{
+	char path[64], buf[4096];
+	int pids[128], n = 0, left = 0, fd;
+	ssize_t k;
+
+	snprintf(path, sizeof path, "/proc/%d/task/%d/children", agent_pid, agent_pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && (k = read(fd, buf, sizeof buf - 1)) >= 0) {
+		buf[k] = 0;
+		for (char *t = strtok(buf, " \n"); t && n < 128; t = strtok(NULL, " \n"))
+			pids[n++] = atoi(t);
+	}
+	if (fd >= 0)
+		close(fd);
+	kill(agent_pid, SIGKILL);
+	for (int i = 0; i < 1000; i++) {
+		left = 0;
+		for (int j = 0; j < n; j++)
+			left += !pid_ended(pids[j]);
+		if (left == 0)
+			break;
+		usleep(10000);
+	}
+	printf("{\"workers_before\":%d,\"workers_left\":%d}\n", n, left);
+	fflush(stdout);
 }
 
 /* Polls (10 s) until the agent has exactly want children: a worker that ended was reaped. */
@@ -636,6 +725,10 @@ static void run_words(char **w, size_t n)
 		    strcmp(w[0], "open-after-hello") == 0) &&
 		   n >= 2)
 		cmd_attack(w[0], w + 1, n - 1);
+	else if (strcmp(w[0], "signal") == 0 && n >= 2)
+		cmd_signal(w[1]);
+	else if (strcmp(w[0], "kill-agent") == 0)
+		cmd_kill_agent();
 	else if (strcmp(w[0], "alive") == 0)
 		cmd_alive(n > 1 ? w[1] : NULL);
 	else
@@ -648,14 +741,15 @@ static void run_line(char *line)
 	char *words[64], *save = NULL;
 	size_t n = 0;
 
+	line += strspn(line, " \t");
 	if (strncmp(line, "sh ", 3) == 0) {
 		fflush(stdout);
 		if (system(line + 3) != 0)
 			printf("{\"sh\":\"failed\"}\n");
 		return;
 	}
-	for (char *w = strtok_r(line, " ", &save); w && n < ELEMS(words);
-	     w = strtok_r(NULL, " ", &save))
+	for (char *w = strtok_r(line, " \t", &save); w && n < ELEMS(words);
+	     w = strtok_r(NULL, " \t", &save))
 		words[n++] = w;
 	if (n == 0 || words[0][0] == '#')
 		return;

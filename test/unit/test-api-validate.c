@@ -821,6 +821,9 @@ Test(errors, errno_to_status_and_code)
 		{ -EIO, 500, "internal" },
 		{ -ENOMEM, 500, "internal" },
 		{ -EPERM, 500, "internal" },
+		{ STATION_EFORBIDDEN, 403, "forbidden" },
+		{ -ESTALE, 412, "precondition_failed" },
+		{ -EPROTO, 502, "bad_gateway" },
 		{ 0, 500, "internal" },
 	};
 
@@ -831,6 +834,7 @@ Test(errors, errno_to_status_and_code)
 		cr_assert_str_eq(error_http_code(status), table[i].code);
 	}
 	cr_assert_str_eq(error_http_code(405), "method_not_allowed");
+	cr_assert_str_eq(error_http_code(416), "range_not_satisfiable");
 }
 
 Test(errors, json_shape)
