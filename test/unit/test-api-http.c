@@ -1026,3 +1026,63 @@ Test(http, file_paths_and_streamed_body)
 	reply_done(&r);
 	stop_server();
 }
+
+Test(http, secrets_routes)
+{
+	struct reply r;
+	json_t *j;
+
+	start_default();
+	r = put_json("/v1/workspaces/w1-test/secrets/gh", "{\"value\":\"v\"}");
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	j = body_json(&r);
+	cr_assert_str_eq(string_at(j, "name"), "gh");
+	json_decref(j);
+	reply_done(&r);
+	r = http("GET", "/v1/workspaces/w1-test/secrets", NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_str_eq(r.body, "{\"secrets\":[]}");
+	reply_done(&r);
+	r = http("GET", "/v1/workspaces/w1-test/secrets/gh", NULL);
+	assert_error(&r, 404, "not_found", NULL);
+	reply_done(&r);
+	r = http("DELETE", "/v1/workspaces/w1-test/secrets/gh", NULL);
+	assert_error(&r, 404, "not_found", NULL);
+	reply_done(&r);
+	r = put_json("/v1/workspaces/w1-test/secrets/gh", "{\"value\":1");
+	assert_error(&r, 400, "invalid_argument", NULL);
+	reply_done(&r);
+	r = http("PUT", "/v1/workspaces/w1-test/secrets/gh", NULL);
+	assert_error(&r, 400, "invalid_argument", NULL);
+	reply_done(&r);
+	r = http("POST", "/v1/workspaces/w1-test/secrets/gh", NULL);
+	assert_error(&r, 405, "method_not_allowed", NULL);
+	cr_assert(strstr(r.headers, "Allow: GET, PUT, DELETE"), "%s", r.headers);
+	reply_done(&r);
+	r = http("DELETE", "/v1/workspaces/w1-test/secrets", NULL);
+	assert_error(&r, 405, "method_not_allowed", NULL);
+	cr_assert(strstr(r.headers, "Allow: GET"), "%s", r.headers);
+	reply_done(&r);
+	r = http("GET", "/v1/workspaces/w1-test/secrets/.hidden", NULL);
+	assert_error(&r, 404, "not_found", NULL);
+	reply_done(&r);
+	stop_server();
+}
+
+/* A body that is not JSON: the message says where it broke, never what it read there. */
+Test(http, invalid_json_quotes_nothing_of_the_body)
+{
+	struct reply r;
+
+	start_default();
+	r = put_json("/v1/workspaces/w1-test/secrets/gh", "{\"value\":\"ghs_quoteme");
+	assert_error(&r, 400, "invalid_argument", NULL);
+	cr_assert(strstr(r.body, "not valid JSON"), "%s", r.body);
+	cr_assert_null(strstr(r.body, "quoteme"), "%s", r.body);
+	reply_done(&r);
+	r = post_json("/v1/workspaces", "{\"env\":{\"A\":\"1\",\"A\":\"2\"}}");
+	assert_error(&r, 400, "invalid_argument", NULL);
+	cr_assert(strstr(r.body, "duplicate object key near '\\\"A\\\"'"), "%s", r.body);
+	reply_done(&r);
+	stop_server();
+}

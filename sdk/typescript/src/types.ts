@@ -79,6 +79,7 @@ interface WorkspaceBase {
   reason: string | null;
   home: string;
   workdir: string;
+  /** The names given; every value reads "[redacted]" (values reach commands, not clients). */
   env: Record<string, string>;
   /** 0 means unlimited. */
   cpus: number;
@@ -347,6 +348,7 @@ export interface Service {
   name: string;
   command: string;
   cwd: string | null;
+  /** The names given; every value reads "[redacted]" (values reach commands, not clients). */
   env: Record<string, string>;
   restart: RestartPolicy;
   stopSignal: string | number;
