@@ -20,9 +20,10 @@
  *   -EPROTO        the answer was not the API's (not JSON, a broken event stream)
  *   -EINTR         the interrupt check (station_client_set_interrupt()) asked to stop
  *   -ENOMEM        out of memory, or a response larger than the client accepts (256 MiB)
- *   -EINVAL (400, 405, 415), -EACCES (401), -ENOENT (404), -EBUSY (409), -E2BIG (413),
- *   -EAGAIN (429), -EIO (500 and anything else), -EOPNOTSUPP (501), -ENOTCONN (503),
- *   -ENOSPC (507): the controller answered with that HTTP status;
+ *   -EINVAL (400, 405, 415), -EACCES (401), -EPERM (403), -ENOENT (404), -EBUSY (409),
+ *   -ESTALE (412), -E2BIG (413), -ERANGE (416), -EAGAIN (429), -EIO (500 and anything else),
+ *   -EOPNOTSUPP (501), -ENOTCONN (503), -ENOSPC (507): the controller answered with that HTTP
+ *   status;
  *                  station_client_last_error_code() gives the API's code ("not_found", …).
  *
  * JSON: every json_t ** output receives a new reference the caller owns and releases with
@@ -358,6 +359,182 @@ struct station_term_callbacks {
  * the first output may have arrived with the handshake. */
 int station_term_pump(struct station_term *t, const struct station_term_callbacks *cb,
 		      void *userdata);
+
+/* ---- Files ------------------------------------------------------------------------------- */
+
+/* Files are read and written by the workspace's agent, inside the sandbox, as the sandbox's
+ * user (docs/api.md, "Files"). A path is absolute in the sandbox's view or relative to the
+ * workspace's workdir; the controller judges it: -EINVAL (400) for an invalid path, one that
+ * escapes a host workspace, or a FIFO/device/socket where a regular file is needed; -EPERM
+ * (403) when the sandbox's user may not; -ENOENT (404) when it does not exist; -EBUSY (409)
+ * when it exists and should not, a directory is not empty, or the workspace is not ready;
+ * -EAGAIN (429) at the workspace's 32 file operations and watches. The message names the path
+ * and the cause; station_client_last_error_code() gives the API's code. */
+
+enum station_file_type {
+	STATION_FILE_UNKNOWN, /* a type this library does not know */
+	STATION_FILE_REGULAR,
+	STATION_FILE_DIR,
+	STATION_FILE_SYMLINK,
+	STATION_FILE_FIFO,
+	STATION_FILE_SOCKET,
+	STATION_FILE_CHAR,
+	STATION_FILE_BLOCK,
+};
+
+/* "file", "dir", "symlink", "fifo", "socket", "char", "block"; "unknown". */
+const char *station_file_type_to_string(enum station_file_type t);
+
+/* One entry, as GET …/files/stat and …/files/list give it. */
+struct station_file_entry {
+	char *name; /* the last component */
+	char *path; /* absolute, in the sandbox's view */
+	enum station_file_type type;
+	uint64_t size;
+	unsigned mode;	  /* permission bits, 0644 */
+	char *mtime;	  /* RFC 3339 with milliseconds, "2026-12-02T10:00:00.123Z" */
+	int64_t mtime_ms; /* the same in milliseconds since the epoch */
+	uint32_t uid;
+	uint32_t gid;
+	char *etag;	   /* regular files only, else NULL; for If-Match */
+	char *link_target; /* a symlink's target as stored (never followed), else NULL */
+};
+
+/* A directory's entries, sorted by name (at most 10,000: truncated says more were left out). */
+struct station_file_list {
+	char *path;
+	struct station_file_entry *entries;
+	size_t n_entries;
+	bool truncated;
+};
+
+/* Free what the calls below return. Accept NULL; return NULL. */
+struct station_file_entry *station_file_entry_free(struct station_file_entry *e);
+struct station_file_list *station_file_list_free(struct station_file_list *l);
+
+/* The entry as the API's JSON object (the CLI's --json), a new reference; NULL when out of
+ * memory. */
+json_t *station_file_entry_to_json(const struct station_file_entry *e);
+
+/* GET …/files/stat?path=P: does not follow a final symlink. */
+int station_file_stat(struct station_client *c, const char *ws, const char *path,
+		      struct station_file_entry **ret);
+
+/* GET …/files/list?path=P. */
+int station_file_list(struct station_client *c, const char *ws, const char *path,
+		      struct station_file_list **ret);
+
+/* Room for an ETag with its NUL. */
+#define STATION_ETAG_MAX 160
+
+/* GET …/files?path=P&maxBytes=max_bytes: the whole file in memory. *ret is NUL-terminated for
+ * convenience (free()), *ret_len its length; ret_etag (optional) receives its ETag ("" when
+ * none came). -E2BIG (413) for a file larger than max_bytes (0: 64 MiB, as the SDKs read);
+ * -EINVAL (400) for a directory, FIFO or device. */
+int station_file_read(struct station_client *c, const char *ws, const char *path,
+		      uint64_t max_bytes, char **ret, size_t *ret_len,
+		      char ret_etag[STATION_ETAG_MAX]);
+
+struct station_download_options {
+	uint64_t offset;    /* the first byte to send */
+	uint64_t length;    /* 0: to the end; else a range of this many bytes from offset */
+	uint64_t max_bytes; /* > 0: refuse (413) a file or range larger than this */
+};
+
+/* GET …/files?path=P, the bytes written to fd as they arrive: never the whole file in memory.
+ * opts may be NULL. Nothing is written unless the controller answered 2xx; a connection that
+ * breaks midway is -ECONNRESET after part of the file was written. *ret_bytes (optional) is
+ * the count written. -ERANGE (416) for an offset at or past the end; write errors on fd are
+ * their -errno. */
+int station_file_download(struct station_client *c, const char *ws, const char *path, int fd,
+			  const struct station_download_options *opts, uint64_t *ret_bytes);
+
+struct station_write_options {
+	unsigned mode;	      /* permission bits; 0: the replaced file's mode, or 0644 */
+	bool parents;	      /* make missing parent directories */
+	bool exclusive;	      /* -EBUSY (409) when the path exists */
+	const char *if_match; /* an etag: -ESTALE (412) when the file changed since (or is gone) */
+};
+
+/* PUT …/files?path=P from memory: atomic (readers see the old or the new content). opts may
+ * be NULL. *ret (optional) is the new entry. */
+int station_file_write(struct station_client *c, const char *ws, const char *path, const void *data,
+		       size_t n, const struct station_write_options *opts,
+		       struct station_file_entry **ret);
+
+/* PUT …/files?path=P with the body read from fd as it is sent (a regular file with its length,
+ * anything else chunked), never held whole in memory. Atomic as station_file_write(); a
+ * failed read of fd aborts the upload and changes nothing (its -errno). */
+int station_file_upload(struct station_client *c, const char *ws, const char *path, int fd,
+			const struct station_write_options *opts, struct station_file_entry **ret);
+
+/* POST …/files/mkdir; mode 0: 0755. */
+int station_file_mkdir(struct station_client *c, const char *ws, const char *path, bool parents,
+		       unsigned mode, struct station_file_entry **ret);
+
+/* POST …/files/rename; without overwrite, -EBUSY (409) when to exists. *ret is the entry at
+ * to. */
+int station_file_rename(struct station_client *c, const char *ws, const char *from, const char *to,
+			bool overwrite, struct station_file_entry **ret);
+
+/* DELETE …/files?path=P: a symlink is removed, never followed; a non-empty directory needs
+ * recursive (else -EBUSY, 409). */
+int station_file_delete(struct station_client *c, const char *ws, const char *path, bool recursive);
+
+enum station_watch_event_type {
+	STATION_WATCH_UNKNOWN, /* a type this library does not know */
+	STATION_WATCH_READY,   /* the watch is in place: changes from now on are reported */
+	STATION_WATCH_CREATED,
+	STATION_WATCH_MODIFIED, /* written and closed, or attributes changed */
+	STATION_WATCH_DELETED,
+	STATION_WATCH_MOVED,	/* path → to */
+	STATION_WATCH_OVERFLOW, /* events were lost: re-list what you show */
+};
+
+/* "ready", "created", …; "unknown". */
+const char *station_watch_event_type_to_string(enum station_watch_event_type t);
+
+/* Borrowed, valid during the callback only. */
+struct station_watch_event {
+	enum station_watch_event_type type;
+	const char *path;	     /* NULL for ready and overflow */
+	const char *to;		     /* moved: the new path; else NULL */
+	enum station_file_type kind; /* what changed (STATION_FILE_UNKNOWN when not said) */
+	uint64_t seq;
+	const json_t *json; /* the event as it came */
+};
+
+/* GET …/files/watch?path=P[&recursive=1] (server-sent events): calls on_event for each event,
+ * in order, until the stream ends (the directory was deleted or the workspace stopped: 0) or
+ * on_event returns < 0 (that value). A connection that breaks is -ECONNRESET: events may have
+ * been missed, re-list and watch again. */
+int station_file_watch(struct station_client *c, const char *ws, const char *path, bool recursive,
+		       int (*on_event)(const struct station_watch_event *e, void *userdata),
+		       void *userdata);
+
+/* ---- Secrets ----------------------------------------------------------------------------- */
+
+/* A secret is {"name","host","username","expiresAt","createdAt","updatedAt","expired"}
+ * (docs/api.md, "Secrets"): its value is never in an answer. Names are [A-Za-z0-9_.-]{1,64}. */
+
+struct station_secret_options {
+	const char *host;	/* the only host the secret is released for; NULL: any */
+	const char *username;	/* NULL: the server's default, x-access-token */
+	const char *expires_at; /* RFC 3339; NULL: never */
+};
+
+/* PUT …/secrets/{name}. value: n bytes, 1-16384, UTF-8 without NUL (-EINVAL without a request
+ * otherwise). The copies this call makes of the value are wiped before it returns. opts may
+ * be NULL. *ret (optional) is the secret. */
+int station_secret_put(struct station_client *c, const char *ws, const char *name,
+		       const void *value, size_t n, const struct station_secret_options *opts,
+		       json_t **ret);
+
+/* GET …/secrets; *ret is the array of secrets. */
+int station_secret_list(struct station_client *c, const char *ws, json_t **ret);
+
+/* DELETE …/secrets/{name}: revoked at once. *ret (optional) is {"name":…,"deleted":true}. */
+int station_secret_delete(struct station_client *c, const char *ws, const char *name, json_t **ret);
 
 #ifdef __cplusplus
 }

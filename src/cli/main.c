@@ -11,6 +11,7 @@
 
 #include "basic/cleanup.h"
 #include "cli.h"
+#include "output.h"
 
 #define PROGRAM "station-sandbox"
 #define NO_CONTROLLER_HINT "is station-sandboxd running? start one with 'make run'"
@@ -19,6 +20,7 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_ready,	  &cli_cmd_worker,  &cli_cmd_create, &cli_cmd_ls,	&cli_cmd_rm,
 	&cli_cmd_restart, &cli_cmd_exec,    &cli_cmd_status, &cli_cmd_cancel,	&cli_cmd_runs,
 	&cli_cmd_image,	  &cli_cmd_service, &cli_cmd_attach, &cli_cmd_terminal, &cli_cmd_network,
+	&cli_cmd_files,	  &cli_cmd_secret,
 };
 
 struct global_options {
@@ -64,12 +66,17 @@ int cli_option_error(const struct cli *cli, char **argv, int opt)
 
 int cli_fail(const struct cli *cli, int r)
 {
+	char *safe;
+
 	if (r == -ECONNREFUSED) {
 		fprintf(stderr, PROGRAM ": no controller at %s (" NO_CONTROLLER_HINT ")\n",
 			station_client_endpoint(cli->client));
 		return EXIT_NO_CONTROLLER;
 	}
-	fprintf(stderr, PROGRAM ": %s\n", station_client_last_error(cli->client));
+	/* The message may quote what a sandbox chose (a file name): shown escaped. */
+	safe = output_escape(station_client_last_error(cli->client));
+	fprintf(stderr, PROGRAM ": %s\n", safe ? safe : station_client_last_error(cli->client));
+	free(safe);
 	return EXIT_FAILED;
 }
 

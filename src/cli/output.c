@@ -166,3 +166,60 @@ int read_file_or_stdin(const char *path, size_t max, char **ret, size_t *ret_len
 		*ret_len = n;
 	return 0;
 }
+
+/* Length of the UTF-8 sequence at p (well-formed, not a control character), or 0. */
+static size_t printable_sequence(const unsigned char *p)
+{
+	size_t len;
+
+	if (p[0] >= 0x20 && p[0] < 0x7f)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		len = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		len = 3;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	for (size_t i = 1; i < len; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	if (p[0] == 0xc2 && p[1] < 0xa0)
+		return 0; /* C1 controls, U+0080-U+009F */
+	if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xf0 && p[1] < 0x90) ||
+	    (p[0] == 0xf4 && p[1] > 0x8f) || (p[0] == 0xed && p[1] > 0x9f))
+		return 0; /* overlong, past U+10FFFF, surrogates */
+	return len;
+}
+
+char *output_escape(const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *out = malloc(strlen(s) * 4 + 1), *o = out;
+	const unsigned char *p = (const unsigned char *)s;
+
+	if (!out)
+		return NULL;
+	while (*p) {
+		size_t len = printable_sequence(p);
+
+		if (*p == '\\') {
+			*o++ = '\\';
+			*o++ = '\\';
+			p++;
+		} else if (len > 0) {
+			memcpy(o, p, len);
+			o += len;
+			p += len;
+		} else {
+			*o++ = '\\';
+			*o++ = 'x';
+			*o++ = hex[*p >> 4];
+			*o++ = hex[*p & 15];
+			p++;
+		}
+	}
+	*o = '\0';
+	return out;
+}

@@ -30,6 +30,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct table *, table_free);
 int table_add_row(struct table *t, const char *const *cells);
 int table_print(const struct table *t);
 
+/* s made safe to print to a terminal (free()): names a sandbox chose may hold escape sequences
+ * or line breaks. Control characters (C0, DEL, C1) and bytes that are not UTF-8 become \xNN,
+ * a backslash becomes \\; the rest is as it was. NULL when out of memory. */
+char *output_escape(const char *s);
+
 /* Shortens s for a table column: control characters become spaces and anything past max
  * characters becomes "…". ret must hold max * 4 + 4 bytes. */
 const char *output_shorten(const char *s, size_t max, char *ret);

@@ -48,3 +48,43 @@ int client_follow(struct station_client *c, const char *path, const char *what, 
 /* Sets o[key] to value unless value is NULL. A value that cannot be sent (not UTF-8) is -EINVAL
  * rather than a field silently left out. */
 int client_put_string(struct station_client *c, json_t *o, const char *key, const char *value);
+
+#define CLIENT_ETAG_MAX STATION_ETAG_MAX
+
+/* One request with what the JSON calls do not need: raw bodies, uploads from an fd, extra
+ * headers, a response body streamed to a callback, the ETag captured. */
+struct client_io {
+	const char *method;
+	const char *path;
+	const char *accept;	    /* a whole header; NULL: "Accept: application/json" */
+	const char *content_type;   /* a whole header, with a body; NULL: none */
+	const char *const *headers; /* more whole headers, NULL-terminated; NULL: none */
+	const void *data;	    /* the body from memory (size bytes), or NULL */
+	size_t size;
+	int upload_fd;	     /* >= 0: the body is read from this fd as it is sent */
+	int64_t upload_size; /* with upload_fd: its length, or -1 (sent chunked) */
+	/* A 2xx response's body goes to on_data as it arrives (the status is known by then);
+	 * without on_data it is kept in body. */
+	int (*on_data)(const void *data, size_t len, void *userdata);
+	void *userdata;
+	char *etag; /* NULL, or CLIENT_ETAG_MAX bytes that receive the response's ETag ("" none) */
+	/* Results */
+	long status;
+	char *body; /* the kept body of a 2xx answer (NUL-terminated, free()), or NULL */
+	size_t body_len;
+};
+
+/* Performs io. Returns 0 for a 2xx answer; any other status is the API error it carries (as for
+ * station_request_json()); < 0 when no answer arrived or on_data stopped the transfer. */
+int client_io(struct station_client *c, struct client_io *io);
+
+/* "/v1/workspaces/{ws}" + suffix + "path=<path, percent-encoded>" + tail. The path must be a
+ * non-empty string without NUL of at most 4096 bytes (else -EINVAL, without a request). */
+int client_file_path(struct station_client *c, const char *ws, const char *suffix, const char *path,
+		     const char *tail, char **ret);
+
+/* The type an API string names ("file", "dir", …); STATION_FILE_UNKNOWN for anything else. */
+enum station_file_type client_file_type_from_string(const char *s);
+
+/* Parses a 2xx body into *ret (optional); any other status becomes the API error it carries. */
+int client_parse_reply(struct station_client *c, long status, const char *body, json_t **ret);

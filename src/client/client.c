@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "basic/cleanup.h"
 #include "client-internal.h"
@@ -25,6 +27,9 @@ struct response {
 	char *body;	/* NUL-terminated when non-NULL */
 	size_t len;
 	size_t cap;
+	char *etag; /* where the ETag header goes (CLIENT_ETAG_MAX bytes), or NULL */
+	const struct client_io *io;
+	int upload_error; /* < 0: reading the upload's fd failed */
 };
 
 static void curl_slist_free_allp(struct curl_slist **l)
@@ -137,8 +142,14 @@ static int http_status_to_errno(long status)
 		return -ENOENT;
 	case 409:
 		return -EBUSY;
+	case 403:
+		return -EPERM;
+	case 412:
+		return -ESTALE;
 	case 413:
 		return -E2BIG;
+	case 416:
+		return -ERANGE;
 	case 429:
 		return -EAGAIN;
 	case 501:
@@ -171,56 +182,120 @@ static int client_api_error(struct station_client *c, long status, const char *b
 	return r;
 }
 
-static int client_headers(struct station_client *c, const char *body, const char *accept,
+static int slist_add(struct curl_slist **l, const char *h)
+{
+	struct curl_slist *n;
+
+	if (!h)
+		return 0;
+	n = curl_slist_append(*l, h);
+	if (!n)
+		return -ENOMEM;
+	*l = n;
+	return 0;
+}
+
+static int client_headers(struct station_client *c, const struct client_io *io,
 			  struct curl_slist **ret)
 {
 	_cleanup_(curl_slist_free_allp) struct curl_slist *l = NULL;
+	bool upload = io->upload_fd >= 0;
 	const char *h[4] = {
-		"Expect:", /* no 100-continue round trip for large bodies */
-		accept,
-		body ? "Content-Type: application/json" : "Content-Type:",
+		/* No 100-continue round trip for bodies in memory; an upload from an fd waits for
+		 * it, so a refusal (404, 409) comes before the body is sent. */
+		upload ? "Expect: 100-continue" : "Expect:",
+		io->accept ? io->accept : "Accept: application/json",
+		io->content_type ? io->content_type : "Content-Type:",
 		c->auth_header,
 	};
 
-	for (size_t i = 0; i < ELEMENTSOF(h); i++) {
-		struct curl_slist *n;
-
-		if (!h[i])
-			continue;
-		n = curl_slist_append(l, h[i]);
-		if (!n)
+	for (size_t i = 0; i < ELEMENTSOF(h); i++)
+		if (slist_add(&l, h[i]) < 0)
 			return -ENOMEM;
-		l = n;
-	}
+	for (const char *const *x = io->headers; x && *x; x++)
+		if (slist_add(&l, *x) < 0)
+			return -ENOMEM;
 	*ret = TAKE_PTR(l);
 	return 0;
 }
 
-static void client_setup_method(struct station_client *c, const char *method, const char *body)
+static size_t upload_read(char *buf, size_t size, size_t nitems, void *userdata)
 {
-	if (body || strcmp(method, "POST") == 0) {
-		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body ? body : "");
+	struct response *r = userdata;
+
+	for (;;) {
+		ssize_t k = read(r->io->upload_fd, buf, size * nitems);
+
+		if (k >= 0)
+			return (size_t)k;
+		if (errno == EINTR && r->c->interrupt &&
+		    r->c->interrupt(r->c->interrupt_userdata)) {
+			r->upload_error = -EINTR; /* a signal, and the caller wants to stop */
+			return CURL_READFUNC_ABORT;
+		}
+		if (errno == EINTR)
+			continue;
+		r->upload_error = -errno;
+		return CURL_READFUNC_ABORT;
+	}
+}
+
+static size_t response_header(char *buf, size_t size, size_t nitems, void *userdata)
+{
+	struct response *r = userdata;
+	size_t n = size * nitems;
+
+	if (!r->etag)
+		return n;
+	if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0)
+		r->etag[0] = '\0'; /* a new response (after a 100 Continue) */
+	else if (n > 5 && strncasecmp(buf, "etag:", 5) == 0) {
+		const char *v = buf + 5;
+		size_t len = n - 5;
+
+		while (len > 0 && (*v == ' ' || *v == '\t'))
+			v++, len--;
+		while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
+			len--;
+		if (len < CLIENT_ETAG_MAX) {
+			memcpy(r->etag, v, len);
+			r->etag[len] = '\0';
+		}
+	}
+	return n;
+}
+
+static void client_setup_body(struct station_client *c, const struct client_io *io,
+			      struct response *r)
+{
+	if (io->upload_fd >= 0) {
+		curl_easy_setopt(c->curl, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(c->curl, CURLOPT_READFUNCTION, upload_read);
+		curl_easy_setopt(c->curl, CURLOPT_READDATA, r);
+		curl_easy_setopt(c->curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)io->upload_size);
+	} else if (io->data || strcmp(io->method, "POST") == 0) {
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS,
+				 io->data ? (const char *)io->data : "");
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE,
-				 (curl_off_t)(body ? strlen(body) : 0));
+				 (curl_off_t)(io->data ? io->size : 0));
 	} else {
 		curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
 	}
-	if (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)
-		curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
+	if (strcmp(io->method, "GET") != 0 && strcmp(io->method, "POST") != 0)
+		curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, io->method);
 }
 
 /* One transfer. Returns 0 once a response arrived (r->status set, body kept or streamed), or
  * -errno with the error recorded. */
-static int client_perform(struct station_client *c, const char *method, const char *path,
-			  const char *body, const char *accept, struct response *r)
+static int client_perform(struct station_client *c, const struct client_io *io, struct response *r)
 {
 	_cleanup_(curl_slist_free_allp) struct curl_slist *headers = NULL;
 	_cleanup_free_ char *url = NULL;
 	CURLcode cc;
 
-	if (asprintf(&url, "%s%s", c->base_url, path) < 0)
+	if (asprintf(&url, "%s%s", c->base_url, io->path) < 0)
 		return client_error(c, -ENOMEM, "out of memory");
-	if (client_headers(c, body, accept, &headers) < 0)
+	if (client_headers(c, io, &headers) < 0)
 		return client_error(c, -ENOMEM, "out of memory");
 
 	/* Resets options only: the open connection stays for the next call. */
@@ -237,10 +312,12 @@ static int client_perform(struct station_client *c, const char *method, const ch
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, response_write);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, response_header);
+	curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, transfer_progress);
 	curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, c);
-	client_setup_method(c, method, body);
+	client_setup_body(c, io, r);
 
 	c->curl_error[0] = '\0';
 	cc = curl_easy_perform(c->curl);
@@ -250,9 +327,44 @@ static int client_perform(struct station_client *c, const char *method, const ch
 		return client_error(c, -ENOMEM, "out of memory");
 	if (r->stop < 0)
 		return r->stop; /* the stream callback stopped and recorded its reason */
+	if (r->upload_error == -EINTR)
+		return client_error(c, -EINTR, "interrupted");
+	if (r->upload_error < 0)
+		return client_error(c, r->upload_error, "cannot read what is to be uploaded: %s",
+				    strerror(-r->upload_error));
+	/* A server may refuse an upload while its body is still being sent, then close: its
+	 * answer is what counts. */
+	if (cc == CURLE_SEND_ERROR && r->status >= 400)
+		cc = CURLE_OK;
 	if (cc != CURLE_OK)
 		return curl_result_to_error(c, cc);
 	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &r->status);
+	return 0;
+}
+
+int client_io(struct station_client *c, struct client_io *io)
+{
+	struct response resp = {
+		.c = c,
+		.on_data = io->on_data,
+		.userdata = io->userdata,
+		.etag = io->etag,
+		.io = io,
+	};
+	_cleanup_free_ char *body = NULL;
+	int r;
+
+	if (io->etag)
+		io->etag[0] = '\0';
+	r = client_perform(c, io, &resp);
+	body = resp.body;
+	if (r < 0)
+		return r;
+	io->status = resp.status;
+	if (resp.status / 100 != 2)
+		return client_api_error(c, resp.status, body);
+	io->body = TAKE_PTR(body);
+	io->body_len = resp.len;
 	return 0;
 }
 
@@ -368,10 +480,18 @@ void station_client_set_interrupt(struct station_client *c, int (*check)(void *u
 int station_request(struct station_client *c, const char *method, const char *path,
 		    const char *body_json, long *ret_status, char **ret_body)
 {
-	struct response resp = { .c = c };
+	struct client_io io = {
+		.method = method,
+		.path = path,
+		.data = body_json,
+		.size = body_json ? strlen(body_json) : 0,
+		.content_type = body_json ? "Content-Type: application/json" : NULL,
+		.upload_fd = -1,
+	};
+	struct response resp = { .c = c, .io = &io };
 	int r;
 
-	r = client_perform(c, method, path, body_json, "Accept: application/json", &resp);
+	r = client_perform(c, &io, &resp);
 	if (r < 0) {
 		free(resp.body);
 		return r;
@@ -389,8 +509,7 @@ int station_request(struct station_client *c, const char *method, const char *pa
 	return 0;
 }
 
-/* Parses a 2xx body; anything else becomes the API error it carries. */
-static int client_parse(struct station_client *c, long status, const char *body, json_t **ret)
+int client_parse_reply(struct station_client *c, long status, const char *body, json_t **ret)
 {
 	json_error_t err;
 	json_t *doc;
@@ -423,18 +542,24 @@ int station_request_json(struct station_client *c, const char *method, const cha
 	r = station_request(c, method, path, text, &status, &reply);
 	if (r < 0)
 		return r;
-	return client_parse(c, status, reply, ret);
+	return client_parse_reply(c, status, reply, ret);
 }
 
 int station_request_stream(struct station_client *c, const char *path,
 			   int (*on_data)(const void *data, size_t len, void *userdata),
 			   void *userdata)
 {
-	struct response resp = { .c = c, .on_data = on_data, .userdata = userdata };
+	struct client_io io = {
+		.method = "GET",
+		.path = path,
+		.accept = "Accept: text/event-stream",
+		.upload_fd = -1,
+	};
+	struct response resp = { .c = c, .on_data = on_data, .userdata = userdata, .io = &io };
 	_cleanup_free_ char *body = NULL;
 	int r;
 
-	r = client_perform(c, "GET", path, NULL, "Accept: text/event-stream", &resp);
+	r = client_perform(c, &io, &resp);
 	body = resp.body;
 	if (r < 0)
 		return r;
@@ -452,7 +577,7 @@ int station_ready(struct station_client *c, json_t **ret)
 	if (r < 0)
 		return r;
 	/* 503 is an answer here, not a failure: the body says which check failed. */
-	r = client_parse(c, status == 503 ? 200 : status, reply, &doc);
+	r = client_parse_reply(c, status == 503 ? 200 : status, reply, &doc);
 	if (r < 0)
 		return r;
 	if (!json_is_object(doc) || !json_is_boolean(json_object_get(doc, "ready")))

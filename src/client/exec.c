@@ -10,9 +10,8 @@
 #include "basic/cleanup.h"
 #include "client-internal.h"
 #include "domain/state.h"
+#include "sse.h"
 
-/* One event's data is at most a whole run (the end event): far below this. */
-#define EVENT_MAX (64u * 1024 * 1024)
 /* Times a broken output stream is re-opened before following gives up. */
 #define FOLLOW_RETRIES 3
 /* Least time between two polls of station_run_wait(), should a server not hold its answer. */
@@ -357,36 +356,13 @@ struct follow {
 	struct station_client *c;
 	const struct station_follow_callbacks *cb;
 	void *userdata;
-	char *line; /* the line being received, NUL-terminated when complete */
-	size_t line_len, line_cap;
-	char *data; /* the event's data lines, joined with '\n' */
-	size_t data_len, data_cap;
-	bool has_data;
-	char event[16];
+	struct sse_parser sse;
 	uint64_t seen[2]; /* per stream: bytes delivered or announced missing */
 	json_t *end;	  /* the terminal run, once its event came */
 	bool done;	  /* the end event was handled; the transfer is being stopped */
 	bool any_end;	  /* any object ends the stream, not only a terminal run */
+	int event_r;	  /* what the last event's handling returned */
 };
-
-static int buf_append(char **p, size_t *len, size_t *cap, const void *data, size_t n)
-{
-	if (n > EVENT_MAX - *len)
-		return -E2BIG;
-	if (*len + n + 1 > *cap) {
-		size_t want = MAX(*cap * 2, *len + n + 1);
-		char *q = realloc(*p, want);
-
-		if (!q)
-			return -ENOMEM;
-		*p = q;
-		*cap = want;
-	}
-	memcpy(*p + *len, data, n);
-	*len += n;
-	(*p)[*len] = '\0';
-	return 0;
-}
 
 static int follow_protocol_error(struct follow *f, const char *what)
 {
@@ -468,98 +444,43 @@ static int follow_end(struct follow *f, json_t *doc)
 	return f->cb->on_end ? f->cb->on_end(doc, f->userdata) : 0;
 }
 
-static int follow_dispatch(struct follow *f)
+/* Sentinel returned to the transport once the end event was handled. */
+#define FOLLOW_DONE (-ECANCELED)
+
+static int follow_event(const char *event, const char *data, size_t len, void *userdata)
 {
+	struct follow *f = userdata;
 	_cleanup_json_ json_t *doc = NULL;
 	json_error_t err;
 	int r = 0;
 
-	if (!f->has_data)
-		goto out;
-	doc = json_loadb(f->data, f->data_len, JSON_ALLOW_NUL, &err);
-	if (!doc) {
-		r = follow_protocol_error(f, err.text);
-		goto out;
-	}
-	if (strcmp(f->event, "output") == 0)
+	doc = json_loadb(data, len, JSON_ALLOW_NUL, &err);
+	if (!doc)
+		return follow_protocol_error(f, err.text);
+	if (strcmp(event, "output") == 0)
 		r = follow_output(f, doc);
-	else if (strcmp(f->event, "gap") == 0)
+	else if (strcmp(event, "gap") == 0)
 		r = follow_gap(f, doc);
-	else if (strcmp(f->event, "end") == 0)
+	else if (strcmp(event, "end") == 0)
 		r = follow_end(f, doc);
 	/* other events are for newer clients */
-out:
-	f->event[0] = '\0';
-	f->data_len = 0;
-	f->has_data = false;
-	return r;
-}
-
-/* One line of the stream, without its line break. */
-static int follow_line(struct follow *f, const char *line, size_t n)
-{
-	const char *colon = memchr(line, ':', n);
-	size_t field_len = colon ? (size_t)(colon - line) : n;
-	const char *value = colon ? colon + 1 : line + n;
-	size_t value_len = (size_t)(line + n - value);
-
-	if (n == 0)
-		return follow_dispatch(f);
-	if (line[0] == ':')
-		return 0; /* a comment: keep-alive */
-	if (value_len > 0 && value[0] == ' ')
-		value++, value_len--;
-	if (field_len == 5 && memcmp(line, "event", 5) == 0) {
-		snprintf(f->event, sizeof(f->event), "%.*s", (int)value_len, value);
-	} else if (field_len == 4 && memcmp(line, "data", 4) == 0) {
-		if (f->has_data && buf_append(&f->data, &f->data_len, &f->data_cap, "\n", 1) < 0)
-			return follow_protocol_error(f, "event too large");
-		if (buf_append(&f->data, &f->data_len, &f->data_cap, value, value_len) < 0)
-			return follow_protocol_error(f, "event too large");
-		f->has_data = true;
+	if (r == 0 && f->end) {
+		f->done = true;
+		r = FOLLOW_DONE;
 	}
-	return 0;
+	return f->event_r = r;
 }
-
-/* Sentinel returned to the transport once the end event was handled. */
-#define FOLLOW_DONE (-ECANCELED)
 
 static int follow_data(const void *data, size_t len, void *userdata)
 {
 	struct follow *f = userdata;
-	const char *p = data, *end = p + len;
+	int r;
 
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t n = (size_t)((nl ? nl : end) - p);
-		int r;
-
-		if (buf_append(&f->line, &f->line_len, &f->line_cap, p, n) < 0)
-			return follow_protocol_error(f, "line too long");
-		p += n;
-		if (!nl)
-			break;
-		p++;
-		if (f->line_len > 0 && f->line[f->line_len - 1] == '\r')
-			f->line_len--;
-		r = follow_line(f, f->line ? f->line : "", f->line_len);
-		f->line_len = 0;
-		if (r < 0)
-			return r;
-		if (f->end) {
-			f->done = true;
-			return FOLLOW_DONE;
-		}
-	}
-	return 0;
-}
-
-static void follow_reset(struct follow *f)
-{
-	f->line_len = 0;
-	f->data_len = 0;
-	f->has_data = false;
-	f->event[0] = '\0';
+	f->event_r = 0;
+	r = sse_feed(&f->sse, data, len);
+	if (r < 0 && r != f->event_r)
+		return follow_protocol_error(f, r == -E2BIG ? "event too large" : "out of memory");
+	return r;
 }
 
 int station_run_follow(struct station_client *c, const char *ws, const char *run,
@@ -586,6 +507,9 @@ int client_follow(struct station_client *c, const char *path, const char *what, 
 			    .any_end = any_end };
 	int r;
 
+	f.sse.on_event = follow_event;
+	f.sse.userdata = &f;
+
 	for (unsigned attempt = 0;; attempt++) {
 		r = station_request_stream(c, path, follow_data, &f);
 		if (f.done || (r == 0 && f.end))
@@ -594,11 +518,10 @@ int client_follow(struct station_client *c, const char *path, const char *what, 
 			r = client_error(c, -ECONNRESET, "output stream of %s ended early", what);
 		if (r != -ECONNRESET || attempt == FOLLOW_RETRIES)
 			break;
-		follow_reset(&f);
+		sse_reset(&f.sse);
 		sleep_usec(100000 * (attempt + 1));
 	}
-	free(f.line);
-	free(f.data);
+	sse_done(&f.sse);
 	if (r == 0 && ret)
 		*ret = json_incref(f.end);
 	json_decref(f.end);

@@ -3,6 +3,7 @@
 
 import { StationClient, type ConnectionOptions } from "./client.js";
 import { StationError } from "./errors.js";
+import { WorkspaceFiles, WorkspaceSecrets } from "./files.js";
 import type {
   AdapterKind,
   AttemptInfo,
@@ -140,12 +141,18 @@ export function isTerminal(run: { status: string }): boolean {
 export abstract class SandboxAdapter {
   /** The low-level client, for endpoints the adapter does not wrap (images, terminals, …). */
   readonly client: StationClient;
+  /** A workspace's files: `sandboxes.files.read(workspace.id, "package.json")`. */
+  readonly files: WorkspaceFiles;
+  /** A workspace's secrets: `sandboxes.secrets.set(workspace.id, "github", {value, host})`. */
+  readonly secrets: WorkspaceSecrets;
   abstract readonly adapter: AdapterKind;
   protected readonly workspaceOptions: WorkspaceOptions;
 
   protected constructor(options: AdapterOptions) {
     const { client, socketPath, url, rootDir, token, env, cpus, memoryMb, pidsLimit } = options;
     this.client = client ?? new StationClient(defined({ socketPath, url, rootDir, token }));
+    this.files = new WorkspaceFiles(this.client);
+    this.secrets = new WorkspaceSecrets(this.client);
     this.workspaceOptions = defined({ env, cpus, memoryMb, pidsLimit });
   }
 

@@ -2,24 +2,33 @@
 // sends them (run output stays as the wire has it: text or base64 per `encoding`).
 
 import { StationError } from "./errors.js";
-import { Transport, type ConnectionOptions, type SseEvent } from "./transport.js";
+import { Transport, type ConnectionOptions, type RawResponse, type SseEvent } from "./transport.js";
+import type { Readable } from "node:stream";
 import { WsConnection } from "./websocket.js";
 import type {
   CreateTerminalRequest,
   CreateWorkspaceRequest,
   DeletedImage,
   DeletedService,
+  DeletedFile,
+  DeletedSecret,
   DeletedWorkspace,
   EgressPolicy,
+  FileEntry,
+  FileEvent,
+  FileList,
   Image,
   ImportImageRequest,
   OutputChunk,
   OutputGap,
   PullImageRequest,
+  ReadFileOptions,
   ReadyReport,
   Run,
   RunSummary,
+  Secret,
   Service,
+  SetSecretRequest,
   StartCommandRequest,
   StartServiceRequest,
   StreamName,
@@ -28,6 +37,7 @@ import type {
   WorkerInfo,
   Workspace,
   WorkspaceNetwork,
+  WriteFileOptions,
 } from "./types.js";
 
 export type { ConnectionOptions } from "./transport.js";
@@ -67,6 +77,7 @@ export interface TerminalSession {
 const STATUS_OF_CODE: Record<string, number> = {
   invalid_argument: 400,
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
   conflict: 409,
   unavailable: 503,
@@ -79,13 +90,50 @@ function seg(s: string): string {
   return encodeURIComponent(s).replace(/%3A/gi, ":");
 }
 
-function query(params: Record<string, number | boolean | undefined>): string {
+function query(params: Record<string, string | number | boolean | undefined>): string {
   const parts: string[] = [];
   for (const [k, v] of Object.entries(params)) {
     if (v === undefined || v === false) continue;
-    parts.push(`${k}=${v === true ? 1 : v}`);
+    parts.push(`${k}=${v === true ? 1 : encodeURIComponent(v)}`);
   }
   return parts.length ? `?${parts.join("&")}` : "";
+}
+
+/** A file path for a query: any string; the server judges it (400 naming the path). */
+function filePath(p: string): string {
+  if (typeof p !== "string") throw new TypeError(`expected a path string, got ${JSON.stringify(p)}`);
+  return p;
+}
+
+/** `"0644"` from `"0644"`, `"644"` or `0o644`. */
+function octalMode(mode: string | number): string {
+  const n = typeof mode === "number" ? mode : /^[0-7]{1,4}$/.test(mode) ? parseInt(mode, 8) : NaN;
+  if (!Number.isInteger(n) || n < 0 || n > 0o7777) throw new TypeError(`mode must be octal permission bits like "0644", not ${JSON.stringify(mode)}`);
+  return n.toString(8).padStart(4, "0");
+}
+
+function rangeHeader(r: ReadFileOptions["range"]): Record<string, string> {
+  if (!r) return {};
+  if ("suffix" in r) return { Range: `bytes=-${r.suffix}` };
+  return { Range: `bytes=${r.start}-${r.end ?? ""}` };
+}
+
+async function readAll(res: RawResponse, max: number | undefined, what: string): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const c of res.body) {
+    n += (c as Buffer).length;
+    if (max !== undefined && n > max) {
+      res.body.destroy();
+      throw new StationError(413, "payload_too_large", `${what}: more than the ${max} bytes asked for`);
+    }
+    chunks.push(c as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+function headerValue(v: string | string[] | undefined): string | null {
+  return (Array.isArray(v) ? v[0] : v) ?? null;
 }
 
 function abortError(): Error {
@@ -296,6 +344,135 @@ export class StationClient {
       close: () => ws.close(1000),
       closed,
     };
+  }
+
+  // -- files (performed by the workspace's agent, inside the sandbox) -----------------------
+
+  /** Does not follow a final symlink. */
+  statFile(workspaceId: string, path: string): Promise<FileEntry> {
+    return this.t.json("GET", `/v1/workspaces/${seg(workspaceId)}/files/stat${query({ path: filePath(path) })}`);
+  }
+
+  /** A directory's entries, sorted by name (at most 10,000; `truncated` when more). */
+  listFiles(workspaceId: string, path: string): Promise<FileList> {
+    return this.t.json("GET", `/v1/workspaces/${seg(workspaceId)}/files/list${query({ path: filePath(path) })}`);
+  }
+
+  /**
+   * A file (or a range of it) as one Buffer, with its etag. `maxBytes`: 413 for a larger file
+   * or range (checked here too, should a server send more).
+   */
+  async readFile(workspaceId: string, path: string, options: ReadFileOptions = {}): Promise<{ data: Buffer; etag: string | null }> {
+    const res = await this.openFile(workspaceId, path, options);
+    const data = await readAll(res, options.maxBytes, `GET ${path}`);
+    return { data, etag: headerValue(res.headers.etag) };
+  }
+
+  /** A file's bytes as a stream, never held whole in memory. Errors (404, 416, …) reject before any byte. */
+  async downloadFile(workspaceId: string, path: string, options: ReadFileOptions = {}): Promise<Readable> {
+    return (await this.openFile(workspaceId, path, options)).body;
+  }
+
+  private openFile(workspaceId: string, path: string, options: ReadFileOptions): Promise<RawResponse> {
+    const q = query({ path: filePath(path), maxBytes: options.maxBytes });
+    return this.t.raw("GET", `/v1/workspaces/${seg(workspaceId)}/files${q}`, {
+      headers: rangeHeader(options.range),
+      signal: options.signal,
+    });
+  }
+
+  /**
+   * Replaces (or creates) a file atomically with `data`: bytes, text (UTF-8) or an async
+   * iterable of chunks (a node Readable, a web ReadableStream) streamed through, never held
+   * whole. Resolves with the new entry.
+   */
+  async writeFile(
+    workspaceId: string,
+    path: string,
+    data: string | Uint8Array | AsyncIterable<Uint8Array | string>,
+    options: WriteFileOptions & { size?: number; signal?: AbortSignal } = {},
+  ): Promise<FileEntry> {
+    const q = query({
+      path: filePath(path),
+      mode: options.mode === undefined ? undefined : octalMode(options.mode),
+      parents: options.parents,
+      exclusive: options.exclusive,
+    });
+    const headers: Record<string, string> = { "Content-Type": "application/octet-stream", Accept: "application/json" };
+    if (options.ifMatch !== undefined) headers["If-Match"] = options.ifMatch;
+    const body = typeof data === "string" ? Buffer.from(data, "utf8") : data;
+    const res = await this.t.raw("PUT", `/v1/workspaces/${seg(workspaceId)}/files${q}`, {
+      headers,
+      body,
+      size: options.size,
+      signal: options.signal,
+    });
+    const text = (await readAll(res, undefined, `PUT ${path}`)).toString("utf8");
+    try {
+      return JSON.parse(text) as FileEntry;
+    } catch {
+      throw new StationError(res.status, "protocol_error", `PUT ${path}: answer ${res.status} is not JSON: ${text.slice(0, 200)}`);
+    }
+  }
+
+  /** 201 with the new directory's entry. */
+  makeDirectory(workspaceId: string, path: string, options: { parents?: boolean; mode?: string | number } = {}): Promise<FileEntry> {
+    const body: Record<string, unknown> = { path: filePath(path), parents: options.parents ?? false };
+    if (options.mode !== undefined) body.mode = octalMode(options.mode);
+    return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/files/mkdir`, body);
+  }
+
+  /** The entry at `to`. `overwrite: false`: 409 when `to` exists. */
+  renameFile(workspaceId: string, from: string, to: string, options: { overwrite?: boolean } = {}): Promise<FileEntry> {
+    const body = { from: filePath(from), to: filePath(to), overwrite: options.overwrite ?? true };
+    return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/files/rename`, body);
+  }
+
+  /** A symlink is removed, never followed; a non-empty directory needs `recursive` (else 409). */
+  deleteFile(workspaceId: string, path: string, options: { recursive?: boolean } = {}): Promise<DeletedFile> {
+    const q = query({ path: filePath(path), recursive: options.recursive });
+    return this.t.json("DELETE", `/v1/workspaces/${seg(workspaceId)}/files${q}`);
+  }
+
+  /**
+   * Changes beneath a directory (server-sent events), as an async iterator: `ready` first,
+   * then `created`, `modified`, `deleted`, `moved`, `overflow`. Ends when the directory is
+   * deleted or the workspace stops; `break` or `signal` closes it.
+   */
+  async *watchFiles(
+    workspaceId: string,
+    path: string,
+    options: { recursive?: boolean; signal?: AbortSignal } = {},
+  ): AsyncGenerator<FileEvent, void, undefined> {
+    const q = query({ path: filePath(path), recursive: options.recursive });
+    for await (const e of this.t.eventStream(`/v1/workspaces/${seg(workspaceId)}/files/watch${q}`, options.signal)) {
+      const d = JSON.parse(e.data) as FileEvent & { error?: { code?: string; message?: string; field?: string } };
+      if (e.event === "error" && d.error) {
+        const code = d.error.code ?? "internal";
+        throw new StationError(STATUS_OF_CODE[code] ?? 500, code, d.error.message ?? "watch failed", d.error.field);
+      }
+      yield d;
+    }
+  }
+
+  // -- secrets (values are never answered) -------------------------------------------------
+
+  /** Stores or replaces a secret; resolves with it, without its value. */
+  setSecret(workspaceId: string, name: string, request: SetSecretRequest): Promise<Secret> {
+    return this.t.json("PUT", `/v1/workspaces/${seg(workspaceId)}/secrets/${seg(name)}`, request);
+  }
+
+  async secrets(workspaceId: string): Promise<Secret[]> {
+    return (await this.t.json<{ secrets: Secret[] }>("GET", `/v1/workspaces/${seg(workspaceId)}/secrets`)).secrets;
+  }
+
+  secret(workspaceId: string, name: string): Promise<Secret> {
+    return this.t.json("GET", `/v1/workspaces/${seg(workspaceId)}/secrets/${seg(name)}`);
+  }
+
+  /** Revoked at once: the next credential request for it is refused. */
+  deleteSecret(workspaceId: string, name: string): Promise<DeletedSecret> {
+    return this.t.json("DELETE", `/v1/workspaces/${seg(workspaceId)}/secrets/${seg(name)}`);
   }
 
   // -- shared -----------------------------------------------------------------------------

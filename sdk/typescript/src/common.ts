@@ -2,6 +2,8 @@
 export { StationClient } from "./client.js";
 export type { AttachHandlers, ConnectionOptions, OutputHandlers, TerminalSession } from "./client.js";
 export { StationError } from "./errors.js";
+export { WorkspaceFiles, WorkspaceSecrets, READ_MAX_BYTES } from "./files.js";
+export type { WatchOptions } from "./files.js";
 export type { ClientErrorCode } from "./errors.js";
 export { SandboxAdapter, decodeOutput, isTerminal } from "./adapter.js";
 export type {

@@ -4,7 +4,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import * as http from "node:http";
 import * as https from "node:https";
-import type { Duplex } from "node:stream";
+import type { Duplex, Readable } from "node:stream";
 import { join } from "node:path";
 
 import { StationError } from "./errors.js";
@@ -179,6 +179,97 @@ export class Transport {
     });
   }
 
+  /**
+   * A request whose bodies are bytes, both ways streamed: resolves once a 2xx answer's headers
+   * arrived (its body is then read from `body`); throws StationError for any other answer, also
+   * one that arrives while a streamed request body is still being sent (the rest is not sent).
+   */
+  raw(method: string, path: string, request: RawRequest = {}): Promise<RawResponse> {
+    const { body, signal } = request;
+    const headers: Record<string, string> = { Accept: "*/*", ...request.headers };
+    const inMemory = body instanceof Uint8Array;
+    if (inMemory) headers["Content-Length"] = String(body.byteLength);
+    else if (body !== undefined && request.size !== undefined) headers["Content-Length"] = String(request.size);
+    return new Promise<RawResponse>((resolve, reject) => {
+      if (signal?.aborted) return reject(abortError());
+      const req = this.open(method, path, headers);
+      let settled = false;
+      const settle = (err: unknown, value?: RawResponse) => {
+        if (settled) return;
+        settled = true;
+        signal?.removeEventListener("abort", onAbort);
+        if (err) reject(err);
+        else resolve(value!);
+      };
+      const onAbort = () => {
+        req.destroy(abortError());
+        settle(abortError());
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      req.on("error", (e) => settle(this.connectionError(e)));
+      req.on("response", (res) => {
+        const status = res.statusCode ?? 0;
+        if (status >= 200 && status < 300) {
+          signal?.removeEventListener("abort", onAbort);
+          if (signal) {
+            const abortBody = () => res.destroy(abortError());
+            signal.addEventListener("abort", abortBody, { once: true });
+            res.on("close", () => signal.removeEventListener("abort", abortBody));
+          }
+          return settle(undefined, { status, headers: res.headers, body: res });
+        }
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (text += c));
+        res.on("error", () => settle(errorFromBody(status, text, `${method} ${path}`)));
+        res.on("end", () => {
+          settle(errorFromBody(status, text, `${method} ${path}`));
+          req.destroy(); // an unfinished upload stops here
+        });
+      });
+      if (body === undefined || inMemory) {
+        req.end(body);
+        return;
+      }
+      pump(req, body, () => settled).then(
+        () => req.end(),
+        (e) => {
+          req.destroy();
+          settle(e instanceof StationError ? e : this.uploadError(e));
+        },
+      );
+    });
+  }
+
+  private uploadError(err: unknown): StationError {
+    const msg = err instanceof Error ? err.message : String(err);
+    return new StationError(0, "upload_failed", `cannot read what is to be uploaded: ${msg}`, undefined, { cause: err });
+  }
+
+  /**
+   * A server-sent event stream as an async iterator. Reading slowly slows the connection (the
+   * server's own bounded queue decides what is dropped); `return()` (a `break` out of
+   * `for await`) or `signal` closes it. A non-2xx answer throws on the first `next()`.
+   */
+  async *eventStream(path: string, signal?: AbortSignal): AsyncGenerator<SseEvent, void, undefined> {
+    const res = await this.raw("GET", path, { headers: { Accept: "text/event-stream" }, signal });
+    const queue: SseEvent[] = [];
+    const parser = new SseParser((e) => queue.push(e));
+    const stream = res.body;
+    stream.setEncoding("utf8");
+    try {
+      for await (const chunk of stream) {
+        parser.push(chunk as string);
+        while (queue.length) yield queue.shift()!;
+      }
+    } catch (e) {
+      if (signal?.aborted) return;
+      throw e instanceof StationError ? e : this.connectionError(e);
+    } finally {
+      stream.destroy();
+    }
+  }
+
   /** A WebSocket handshake (RFC 6455): resolves with the upgraded socket. */
   upgrade(path: string, protocols: string[] = []): Promise<Upgraded> {
     const key = randomBytes(16).toString("base64");
@@ -212,6 +303,22 @@ export class Transport {
   }
 }
 
+/** What `Transport.raw` sends: a body in memory, or one streamed from an async iterable. */
+export interface RawRequest {
+  headers?: Record<string, string>;
+  body?: Uint8Array | AsyncIterable<Uint8Array | string>;
+  /** With a streamed body: its length (sent as Content-Length), else it is sent chunked. */
+  size?: number;
+  signal?: AbortSignal;
+}
+
+/** A 2xx answer whose body is still to be read. */
+export interface RawResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Readable;
+}
+
 /** A StationError from an error answer; tolerates a body that is not the documented shape. */
 export function errorFromBody(status: number, text: string, what: string): StationError {
   try {
@@ -225,6 +332,28 @@ export function errorFromBody(status: number, text: string, what: string): Stati
   }
   const code = status === 0 ? "protocol_error" : "internal";
   return new StationError(status, code, `${what}: HTTP ${status}: ${text.slice(0, 200)}`);
+}
+
+function abortError(): Error {
+  return new DOMException("the request was aborted", "AbortError");
+}
+
+/** Writes an async iterable into a request, waiting for drain; stops early when `stop()` says. */
+async function pump(req: http.ClientRequest, body: AsyncIterable<Uint8Array | string>, stop: () => boolean): Promise<void> {
+  for await (const chunk of body) {
+    if (stop()) return;
+    if (!req.write(chunk)) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          req.off("drain", done);
+          req.off("close", done);
+          resolve();
+        };
+        req.on("drain", done);
+        req.on("close", done);
+      });
+    }
+  }
 }
 
 /** text/event-stream, per the HTML living standard (ids and retry are not used by the API). */

@@ -8,8 +8,11 @@ export type ErrorCode =
   | "unauthorized"
   | "not_found"
   | "method_not_allowed"
+  | "forbidden"
   | "conflict"
+  | "precondition_failed"
   | "payload_too_large"
+  | "range_not_satisfiable"
   | "unsupported_media_type"
   | "upgrade_required"
   | "too_many_requests"
@@ -428,4 +431,108 @@ export interface TerminalExit {
   exitCode: number | null;
   signal: number | null;
   state: TerminalState;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files (done by the workspace's agent, inside the sandbox, as the sandbox's user)
+
+export type FileType = "file" | "dir" | "symlink" | "fifo" | "socket" | "char" | "block";
+
+/** `GET …/files/stat` and each entry of `…/files/list`. */
+export interface FileEntry {
+  name: string;
+  /** Absolute, in the sandbox's view (`/home/node/workspace/a.txt` in a container). */
+  path: string;
+  type: FileType;
+  size: number;
+  /** Octal permission bits, `"0644"`. */
+  mode: string;
+  /** RFC 3339 with milliseconds. */
+  mtime: string;
+  uid: number;
+  gid: number;
+  /** Regular files only: for `ifMatch`. */
+  etag?: string | null;
+  /** A symlink's target as stored (never followed); else null. */
+  linkTarget: string | null;
+}
+
+/** `GET …/files/list`: sorted by name, at most 10,000 entries. */
+export interface FileList {
+  path: string;
+  entries: FileEntry[];
+  /** More entries than were sent. */
+  truncated: boolean;
+}
+
+/** `DELETE …/files`. */
+export interface DeletedFile {
+  path: string;
+  deleted: true;
+}
+
+export type FileEventType = "ready" | "created" | "modified" | "deleted" | "moved" | "overflow";
+
+/** One event of `GET …/files/watch`. */
+export interface FileEvent {
+  /** `ready` once the watch is in place; `overflow`: events were lost, list again. */
+  type: FileEventType | (string & {});
+  path?: string;
+  /** `moved`: the new path. */
+  to?: string;
+  kind?: FileType;
+  seq: number;
+}
+
+export interface WriteFileOptions {
+  /** Octal permission bits (`"0600"` or 0o600); default the replaced file's mode, or 0644. */
+  mode?: string | number;
+  /** Make missing parent directories. */
+  parents?: boolean;
+  /** 409 `conflict` when the path exists. */
+  exclusive?: boolean;
+  /** An etag: 412 `precondition_failed` when the file changed since (or is gone). */
+  ifMatch?: string;
+}
+
+/** A byte range: `{start, end}` (end inclusive), `{start}` to the end, or `{suffix: N}` the last N bytes. */
+export type ByteRange = { start: number; end?: number } | { suffix: number };
+
+export interface ReadFileOptions {
+  /** 413 `payload_too_large` for a file (or range) larger than this. */
+  maxBytes?: number;
+  range?: ByteRange;
+  signal?: AbortSignal;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Secrets (values never come back)
+
+export interface Secret {
+  name: string;
+  /** The only host the secret is released for; null: any. */
+  host: string | null;
+  username: string;
+  expiresAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+  /** Listed until deleted once it expired. */
+  expired?: boolean;
+}
+
+/** `PUT …/secrets/{name}`. */
+export interface SetSecretRequest {
+  /** 1-16384 bytes, no NUL. Never in any answer. */
+  value: string;
+  /** A DNS name or `name:port`; the credential helper releases it for this host only. */
+  host?: string;
+  /** Default `x-access-token` (GitHub's for installation tokens). */
+  username?: string;
+  /** RFC 3339; a past time is 400. */
+  expiresAt?: string;
+}
+
+export interface DeletedSecret {
+  name: string;
+  deleted: true;
 }

@@ -1,5 +1,7 @@
 // Type-level checks (`npm run typecheck`, no output): the seed's example compiles as written,
 // and the result types narrow as documented.
+import type { Readable } from "node:stream";
+import type { FileEntry, FileEvent, Secret, SetSecretRequest } from "station-sandbox";
 import { ContainerSandboxAdapter } from "station-sandbox/container";
 import { HostSandboxAdapter, type EgressRule, type SandboxRun, type StationError } from "station-sandbox/host";
 
@@ -65,3 +67,25 @@ export function errors(e: StationError): [number, string, string | undefined] {
 new ContainerSandboxAdapter({ rootDir: "/x" });
 // @ts-expect-error: the host adapter has no image
 new HostSandboxAdapter({ image: "busybox@sha256:0" });
+
+// Files and secrets: the shapes a caller writes against.
+export async function filesAndSecrets(sandboxes: HostSandboxAdapter, id: string): Promise<string[]> {
+  const e: FileEntry = await sandboxes.files.write(id, "a.txt", "x", { mode: "0600", parents: true });
+  const text: string = await sandboxes.files.readText(id, e.path);
+  const bytes: Buffer = await sandboxes.files.read(id, "a.txt", { range: { suffix: 1 } });
+  const stream: Readable = await sandboxes.files.download(id, "a.txt");
+  await sandboxes.files.upload(id, "b.bin", stream, { size: bytes.length });
+  const names = (await sandboxes.files.list(id)).entries.map((x: FileEntry) => `${x.name}:${x.type}`);
+  for await (const ev of sandboxes.files.watch(id, ".", { recursive: true })) {
+    const event: FileEvent = ev;
+    names.push(event.type, event.path ?? "", text);
+    break;
+  }
+  const s: Secret = await sandboxes.secrets.set(id, "gh", { value: "v", host: "github.com" });
+  // @ts-expect-error: a secret's value never comes back
+  names.push(s.value);
+  return names;
+}
+
+// @ts-expect-error: a secret needs its value
+export const noValue: SetSecretRequest = { host: "github.com" };
