@@ -294,7 +294,12 @@ export function filesTab(root, ctx, wsPath) {
 		if (!n.group) n.group = h('ul', { role: 'group' });
 		if (!n.group.parentNode) n.li.append(n.group);
 		const keep = new Set();
-		const entries = [...list.entries].sort((a, b) => (b.type === 'dir') - (a.type === 'dir') || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+		// The agent answers from inside the sandbox: a child's path is made here from its
+		// directory and name, and a name that is no single path component is left out.
+		const entries = (Array.isArray(list.entries) ? list.entries : [])
+			.filter((e) => e && typeof e.name === 'string' && e.name !== '' && e.name !== '.' && e.name !== '..' && !/[/\0]/.test(e.name))
+			.map((e) => ({ ...e, path: join(path, e.name) }))
+			.sort((a, b) => (b.type === 'dir') - (a.type === 'dir') || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 		const items = entries.map((e) => {
 			keep.add(e.path);
 			let c = nodes.get(e.path);
@@ -313,7 +318,7 @@ export function filesTab(root, ctx, wsPath) {
 		for (const p of [...nodes.keys()]) {
 			if (p !== path && parentOf(p) === path && !keep.has(p)) forget(p);
 		}
-		replace(n.group, items, list.truncated ? h('li.muted.files-more', `only the first ${entries.length} entries are shown`) : null,
+		replace(n.group, items, list.truncated ? h('li.muted.files-more', `only the first ${entries.length} entries are listed`) : null,
 			entries.length === 0 ? h('li.muted.files-more', 'empty') : null);
 		for (const c of nodes.values()) if (c.entry.path === selected) c.row.classList.add('selected');
 		setExpanded(n, true);
