@@ -159,6 +159,9 @@ static int build_argv(const struct adapter_workspace *ws, const char *cgroup_str
 	argv[n++] = bufs[0];
 	argv[n++] = (char *)"--home";
 	argv[n++] = bufs[1];
+	/* file sessions stay beneath HOME (docs/agent-protocol.md, "Files") */
+	argv[n++] = (char *)"--files-root";
+	argv[n++] = bufs[1];
 	if (cgroup_str) {
 		argv[n++] = (char *)"--cgroup";
 		argv[n++] = (char *)cgroup_str;

@@ -11,6 +11,7 @@
 #include "basic/log.h"
 #include "basic/util.h"
 #include "proto/agent-proto.h"
+#include "proto/file-proto.h"
 
 /* Before HELLO a peer is nobody: it gets small frames, little time and few slots. */
 #define HELLO_MAX_PAYLOAD 1024
@@ -70,7 +71,8 @@ static void conn_close(struct conn *k)
 		}
 	event_source_free(k->io);
 	event_source_free(k->hello_timer);
-	close(k->fd);
+	if (k->fd >= 0)
+		close(k->fd);
 	buf_free(&k->in);
 	buf_free(&k->out);
 	free(k);
@@ -147,7 +149,9 @@ static int send_hello_ok(struct channel *c, struct conn *k)
 	return r;
 }
 
-static int hello_parse(const struct frame *f, const uint8_t **ret_secret, size_t *ret_len)
+/* HELLO, or with other_fields the FILE_OPEN whose other fields the file worker reads. */
+static int hello_parse(const struct frame *f, bool other_fields, const uint8_t **ret_secret,
+		       size_t *ret_len)
 {
 	const uint8_t *secret = NULL, *val;
 	size_t secret_len = 0, len;
@@ -166,7 +170,7 @@ static int hello_parse(const struct frame *f, const uint8_t **ret_secret, size_t
 			if (frame_val_u64(val, len, &v) < 0 || v != PROTO_VERSION)
 				return -EPROTO;
 			have_version = true;
-		} else
+		} else if (!other_fields || tag == TAG_SECRET || tag == TAG_VERSION)
 			return -EBADMSG;
 	}
 	if (r < 0)
@@ -178,20 +182,34 @@ static int hello_parse(const struct frame *f, const uint8_t **ret_secret, size_t
 	return 0;
 }
 
-static int conn_hello(struct conn *k, const struct frame *f)
+/* The secret and version of a HELLO or FILE_OPEN, checked in constant time. */
+static int conn_check_secret(struct conn *k, const struct frame *f)
 {
 	struct channel *c = k->channel;
 	const uint8_t *secret;
 	size_t len;
 	int r;
 
-	r = hello_parse(f, &secret, &len);
+	r = hello_parse(f, f->type == MSG_FILE_OPEN, &secret, &len);
 	if (r < 0)
 		return r;
 	if (len != c->secret_len || !memeq_consttime(secret, c->secret, len)) {
 		log_warn("controller authentication failed", NULL);
 		return -EACCES;
 	}
+	return 0;
+}
+
+static int conn_hello(struct conn *k, const struct frame *f)
+{
+	struct channel *c = k->channel;
+	int r;
+
+	if (f->payload_len > HELLO_MAX_PAYLOAD)
+		return -EMSGSIZE;
+	r = conn_check_secret(k, f);
+	if (r < 0)
+		return r;
 	if (c->active && c->active != k) {
 		log_info("controller connection replaced", NULL);
 		conn_close(c->active);
@@ -240,14 +258,35 @@ static int conn_dispatch(struct conn *k, const struct frame *f)
 	return c->ops->message(c, f, c->userdata);
 }
 
-/* Handles every complete frame in the input buffer; < 0 when the connection must go. */
+/* A FILE_OPEN as the first frame: 1 once the connection was handed over (the caller forgets
+ * it), < 0 when it must close. */
+static int conn_file_open(struct conn *k, const struct frame *f, size_t end)
+{
+	struct channel *c = k->channel;
+	int r;
+
+	if (k->authenticated || !c->ops->file_session)
+		return -EPROTO;
+	r = conn_check_secret(k, f);
+	if (r < 0)
+		return r;
+	/* out of epoll before the fd leaves: the worker's copy would keep it registered */
+	event_source_free(k->io);
+	k->io = NULL;
+	c->ops->file_session(c, TAKE_FD(k->fd), f, k->in.data + end, k->in.len - end, c->userdata);
+	return 1;
+}
+
+/* Handles every complete frame in the input buffer; < 0 when the connection must go, 1 when it
+ * became a file session (and is no longer ours). */
 static int conn_process(struct conn *k)
 {
 	size_t pos = 0;
 	int r = 0;
 
 	while (!k->failed) {
-		size_t max = k->authenticated ? PROTO_MAX_PAYLOAD : HELLO_MAX_PAYLOAD;
+		/* a stranger may send one FILE_OPEN (two paths); HELLO is checked for its own cap */
+		size_t max = k->authenticated ? PROTO_MAX_PAYLOAD : FILE_OPEN_MAX_PAYLOAD;
 		struct frame f;
 		long n = frame_parse(k->in.data + pos, k->in.len - pos, max, &f);
 
@@ -256,7 +295,9 @@ static int conn_process(struct conn *k)
 			break;
 		}
 		pos += (size_t)n;
-		r = conn_dispatch(k, &f);
+		r = f.type == MSG_FILE_OPEN ? conn_file_open(k, &f, pos) : conn_dispatch(k, &f);
+		if (r > 0)
+			return r;
 		if (r < 0) {
 			char type[8];
 
@@ -302,7 +343,9 @@ static int on_conn_io(struct event_source *s, int fd, uint32_t revents, void *us
 	if (revents & EPOLLIN) {
 		int r = conn_read(k);
 
-		if (r == 0 || (r > 0 && conn_process(k) < 0)) {
+		if (r > 0)
+			r = conn_process(k) < 0 ? 0 : 1; /* a file session's fd is no longer ours */
+		if (r == 0 || k->fd < 0) {
 			conn_close(k);
 			return 0;
 		}
@@ -450,6 +493,11 @@ void channel_free(struct channel *c)
 	event_source_free(c->accept_timer);
 	explicit_bzero(c->secret, sizeof c->secret);
 	free(c);
+}
+
+void channel_forget_secret(struct channel *c)
+{
+	explicit_bzero(c->secret, sizeof c->secret);
 }
 
 bool channel_connected(const struct channel *c)

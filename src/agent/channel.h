@@ -5,7 +5,8 @@
  *
  * Accepts on the listening socket for the agent's whole life. A connection must authenticate
  * with HELLO as its first frame; the newest authenticated connection is the one the agent talks
- * to and replaces any earlier one. RUN_DONE frames are kept, in sequence order, until ACKed and
+ * to and replaces any earlier one. A connection whose first frame is FILE_OPEN (file-proto.h)
+ * is checked the same way and handed over whole to ops->file_session. RUN_DONE frames are kept, in sequence order, until ACKed and
  * re-sent after every HELLO_OK. Everything else is sent only while a controller is connected. */
 
 #include <stdbool.h>
@@ -27,11 +28,18 @@ struct channel_ops {
 	int (*hello_fields)(struct channel *c, struct buf *b, void *userdata);
 	/* The authenticated connection went away (closed, failed or replaced). */
 	void (*disconnected)(struct channel *c, void *userdata);
+	/* A new connection's first frame was FILE_OPEN with the right secret and version: fd
+	 * (taken, non-blocking) and the frame, with rest the bytes that came after it. The channel
+	 * has forgotten the connection. NULL: FILE_OPEN closes the connection. */
+	void (*file_session)(struct channel *c, int fd, const struct frame *f, const uint8_t *rest,
+			     size_t rest_len, void *userdata);
 };
 
 int channel_new(struct event_loop *loop, int listen_fd, const void *secret, size_t secret_len,
 		const struct channel_ops *ops, void *userdata, struct channel **ret);
 void channel_free(struct channel *c);
+/* Wipes the secret (in a forked child, which must not keep it). */
+void channel_forget_secret(struct channel *c);
 
 bool channel_connected(const struct channel *c);
 /* A controller is connected and its queue has room for droppable output. */

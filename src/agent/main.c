@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "agent/channel.h"
+#include "agent/files.h"
 #include "agent/pty.h"
 #include "agent/run.h"
 #include "agent/service.h"
@@ -40,6 +41,7 @@ struct args {
 	int secret_fd;
 	const char *workdir;
 	const char *home;
+	const char *files_root;
 	const char *cgroup;
 	bool set_user;
 	uid_t uid;
@@ -54,6 +56,7 @@ struct agent {
 	struct run_manager *runs;
 	struct service_manager *services;
 	struct term_manager *terms;
+	struct files_manager *files;
 };
 
 static int usage_error(const char *what, const char *value)
@@ -62,7 +65,9 @@ static int usage_error(const char *what, const char *value)
 	fprintf(stderr,
 		"usage: station-agent --listen-fd N | --listen PATH --secret-fd M [--workdir DIR]\n"
 		"                     --home DIR [--cgroup v1:/a:/b | v2:/dir]\n"
-		"                     [--user UID:GID] [--log-format json|text]\n"
+		"                     [--user UID:GID] [--files-root DIR] [--log-format json|text]\n"
+		"--files-root: file sessions stay beneath DIR (a host workspace's HOME); without\n"
+		"it they resolve inside the agent's own root (a container).\n"
 		"The secret, the environment and the workdir (unless --workdir) come on the\n"
 		"--secret-fd, never on the command line (docs/agent-protocol.md).\n");
 	return -EINVAL;
@@ -123,6 +128,9 @@ static int parse_option(struct args *a, int c, const char *v)
 	case 'c':
 		a->cgroup = v;
 		return 0;
+	case 'r':
+		a->files_root = v;
+		return 0;
 	case 'u':
 		return parse_user(a, v) < 0 ? usage_error("bad --user", v) : 0;
 	case 'f':
@@ -148,6 +156,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "home", required_argument, NULL, 'h' },
 		{ "cgroup", required_argument, NULL, 'c' },
 		{ "user", required_argument, NULL, 'u' },
+		{ "files-root", required_argument, NULL, 'r' },
 		{ "log-format", required_argument, NULL, 'f' },
 		{},
 	};
@@ -168,8 +177,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 				   NULL);
 	if (a->listen_path && (a->listen_path[0] != '/' || strlen(a->listen_path) >= SUN_PATH_MAX))
 		return usage_error("bad --listen", a->listen_path);
-	if ((a->workdir && a->workdir[0] != '/') || !a->home || a->home[0] != '/')
-		return usage_error("--workdir and --home must be absolute paths", NULL);
+	if ((a->workdir && a->workdir[0] != '/') || !a->home || a->home[0] != '/' ||
+	    (a->files_root && a->files_root[0] != '/'))
+		return usage_error("--workdir, --home and --files-root must be absolute paths",
+				   NULL);
 	return 0;
 }
 
@@ -286,6 +297,8 @@ static int on_sigchld(struct event_source *s, const struct signalfd_siginfo *si,
 			continue;
 		if (pid <= 0)
 			break;
+		if (files_manager_child_exited(a->files, pid))
+			continue; /* a file worker: nobody else's */
 		run_manager_child_exited(a->runs, pid, status, &ru);
 		service_manager_child_exited(a->services, pid, status);
 		term_manager_child_exited(a->terms, pid, status);
@@ -387,10 +400,27 @@ static void on_disconnected(struct channel *c, void *userdata)
 	term_manager_disconnected(a->terms);
 }
 
+static void on_file_session(struct channel *c, int fd, const struct frame *f, const uint8_t *rest,
+			    size_t rest_len, void *userdata)
+{
+	struct agent *a = userdata;
+
+	files_manager_open(a->files, fd, f, rest, rest_len);
+}
+
+/* In a new file worker: the agent's secret stays with the agent. */
+static void before_file_worker(void *userdata)
+{
+	struct agent *a = userdata;
+
+	channel_forget_secret(a->channel);
+}
+
 static const struct channel_ops channel_ops = {
 	.message = on_message,
 	.hello_fields = on_hello_fields,
 	.disconnected = on_disconnected,
+	.file_session = on_file_session,
 };
 
 static int agent_setup(struct agent *a, const struct args *args, const struct agent_start *st,
@@ -402,6 +432,13 @@ static int agent_setup(struct agent *a, const struct args *args, const struct ag
 		.n_env = st->n_env,
 		.home = args->home,
 		.workdir = args->workdir ? args->workdir : st->workdir,
+		.set_user = args->set_user,
+		.uid = args->uid,
+		.gid = args->gid,
+	};
+	const struct files_config files = {
+		.root = args->files_root,
+		.workdir = config.workdir,
 		.set_user = args->set_user,
 		.uid = args->uid,
 		.gid = args->gid,
@@ -424,6 +461,8 @@ static int agent_setup(struct agent *a, const struct args *args, const struct ag
 		r = service_manager_new(a->loop, a->channel, &config, &a->services);
 	if (r >= 0)
 		r = term_manager_new(a->loop, a->channel, &config, &a->terms);
+	if (r >= 0)
+		r = files_manager_new(&files, before_file_worker, a, &a->files);
 	return r;
 }
 
@@ -433,6 +472,7 @@ static void agent_free(struct agent *a)
 	run_manager_free(a->runs);
 	service_manager_free(a->services);
 	term_manager_free(a->terms);
+	files_manager_free(a->files);
 	for (size_t i = 0; i < ELEMENTSOF(a->signals); i++)
 		event_source_free(a->signals[i]);
 	if (a->loop)

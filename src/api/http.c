@@ -36,6 +36,7 @@ struct endpoint_info {
 	bool body;		  /* takes a JSON body (Content-Type checked) */
 	const char *const *query; /* the query parameters it knows */
 	http_handler_fn ws;	  /* for "Upgrade: websocket", handshake checked; NULL: none */
+	bool stream;		  /* fn runs at the headers and takes the body as it comes */
 };
 
 static const char *const query_none[] = { NULL };
@@ -43,6 +44,11 @@ static const char *const query_wait[] = { "waitMs", NULL };
 static const char *const query_limit[] = { "limit", NULL };
 static const char *const query_follow[] = { "follow", NULL };
 static const char *const query_read_only[] = { "readOnly", NULL };
+static const char *const query_path[] = { "path", NULL };
+static const char *const query_watch[] = { "path", "recursive", NULL };
+static const char *const query_download[] = { "path", "maxBytes", NULL };
+static const char *const query_upload[] = { "path", "mode", "parents", "exclusive", NULL };
+static const char *const query_delete[] = { "path", "recursive", NULL };
 
 static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_READY] = { api_ready, false, query_none },
@@ -76,6 +82,14 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_TERMINAL_DELETE] = { api_terminal_delete, false, query_none },
 	[EP_TERMINAL_ATTACH] = { NULL, false, query_read_only, api_terminal_attach },
 	[EP_TERMINAL_RESIZE] = { api_terminal_resize, true, query_none },
+	[EP_FILE_STAT] = { api_file_stat, false, query_path },
+	[EP_FILE_LIST] = { api_file_list, false, query_path },
+	[EP_FILE_READ] = { api_file_read, false, query_download },
+	[EP_FILE_WRITE] = { api_file_write, false, query_upload, NULL, true },
+	[EP_FILE_DELETE] = { api_file_delete, false, query_delete },
+	[EP_FILE_MKDIR] = { api_file_mkdir, true, query_none },
+	[EP_FILE_RENAME] = { api_file_rename, true, query_none },
+	[EP_FILE_WATCH] = { api_file_watch, false, query_watch, api_file_watch_ws },
 };
 
 struct http_server {
@@ -116,6 +130,8 @@ struct http_request {
 
 	bool dispatched;
 	bool replied;
+	http_body_fn body_fn; /* a streamed body: its chunks, then body_end */
+	http_handler_fn body_end;
 	bool suspended;
 	bool gone;
 	http_handler_fn resume_fn;
@@ -167,6 +183,30 @@ const char *http_request_query(struct http_request *req, const char *key, bool *
 	if (ret_present)
 		*ret_present = present;
 	return present ? value : NULL;
+}
+
+const char *http_request_query_n(struct http_request *req, const char *key, bool *ret_present,
+				 size_t *ret_len)
+{
+	const char *value = NULL;
+	size_t len = 0;
+	bool present;
+
+	present = MHD_lookup_connection_value_n(req->connection, MHD_GET_ARGUMENT_KIND, key,
+						strlen(key), &value, &len) == MHD_YES;
+	if (ret_present)
+		*ret_present = present;
+	*ret_len = present && value ? len : 0;
+	return present ? value : NULL;
+}
+
+int http_request_stream_body(struct http_request *req, http_body_fn chunk, http_handler_fn end)
+{
+	if (!req->endpoint || !req->endpoint->stream || req->replied)
+		return -EINVAL;
+	req->body_fn = chunk;
+	req->body_end = end;
+	return 0;
 }
 
 const void *http_request_body(struct http_request *req, size_t *ret_len)
@@ -734,7 +774,7 @@ static int request_check_headers(struct http_request *req, const char *url, cons
 	struct http_server *s = req->server;
 	struct query_check q = {};
 	const char *allow = NULL;
-	uint64_t len;
+	uint64_t len = 0;
 	int r;
 
 	/* The dashboard's static files hold no data: no token (its API calls carry one). */
@@ -754,7 +794,8 @@ static int request_check_headers(struct http_request *req, const char *url, cons
 	if (q.unknown)
 		return http_reply_status(req, 400, q.unknown, "unknown query parameter \"%.64s\"",
 					 q.unknown);
-	if (content_length_over(req->connection, s->cfg.max_body_bytes, &len))
+	if (!req->endpoint->stream &&
+	    content_length_over(req->connection, s->cfg.max_body_bytes, &len))
 		return http_reply_status(req, 413, NULL, "request body is over %llu bytes",
 					 (unsigned long long)s->cfg.max_body_bytes);
 	if (len > 0 && req->endpoint->body && !validate_content_type(content_type(req)))
@@ -805,6 +846,23 @@ static int request_dispatch(struct http_request *req)
 	return req->websocket ? req->endpoint->ws(req) : req->endpoint->fn(req);
 }
 
+static enum MHD_Result request_result(struct http_request *req, int r);
+
+/* A streamed body: the handler runs at the headers and either replies at once or takes the
+ * body (http_request_stream_body()). */
+static enum MHD_Result request_dispatch_stream(struct http_request *req)
+{
+	int r;
+
+	req->dispatched = true;
+	r = req->endpoint->fn(req);
+	if (r >= 0 && !req->replied && !req->body_fn)
+		r = http_reply_status(req, 500, NULL, "the request was not answered");
+	if (r < 0 && r != -EALREADY)
+		return MHD_NO;
+	return MHD_YES;
+}
+
 static enum MHD_Result request_result(struct http_request *req, int r)
 {
 	if (r < 0 && r != -EALREADY) {
@@ -834,7 +892,19 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
 			return MHD_NO;
 		*con_cls = req;
 		r = request_check_headers(req, url, method, version);
+		if (r >= 0 && !req->replied && req->endpoint && req->endpoint->stream)
+			return request_dispatch_stream(req);
 		return r < 0 && r != -EALREADY ? MHD_NO : MHD_YES;
+	}
+	if (req->gone)
+		return MHD_NO;
+	if (*data_size > 0 && req->body_fn && !req->replied) {
+		ssize_t n = req->body_fn(req, data, *data_size);
+
+		if (n < 0 || (size_t)n > *data_size)
+			return MHD_NO;
+		*data_size -= (size_t)n;
+		return MHD_YES;
 	}
 	if (*data_size > 0) {
 		if (!req->replied)
@@ -849,6 +919,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
 	if (req->resume_fn) {
 		fn = req->resume_fn;
 		req->resume_fn = NULL;
+		return request_result(req, fn(req));
+	}
+	if (req->body_end) {
+		fn = req->body_end;
+		req->body_end = NULL;
+		req->body_fn = NULL;
 		return request_result(req, fn(req));
 	}
 	if (req->dispatched)

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "basic/error.h"
 #include "api/ws-conn.h"
@@ -61,6 +62,21 @@ uint64_t http_request_max_body_bytes(struct http_request *req);
 /* A query argument; NULL when absent. *ret_present tells "?k" (NULL value) from absent. */
 const char *http_request_query(struct http_request *req, const char *key, bool *ret_present);
 const void *http_request_body(struct http_request *req, size_t *ret_len);
+/* The same with the value's length as libmicrohttpd decoded it: a "%00" in the query makes it
+ * differ from strlen(). */
+const char *http_request_query_n(struct http_request *req, const char *key, bool *ret_present,
+				 size_t *ret_len);
+
+/* A streamed body (an endpoint marked so in http.c's table): its handler runs as soon as the
+ * headers are in, before any of the body, and either replies (the body is then not read) or
+ * calls http_request_stream_body(). chunk gets the body's bytes as they arrive (chunked or
+ * with a Content-Length, no size cap) and returns how many it took; fewer than n only after it
+ * suspended the request (http_request_suspend(req, NULL)): the rest comes again after the
+ * resume. A negative return closes the connection. end runs once the body is complete and
+ * must reply or suspend, like a handler. A reply queued before the body is complete is sent
+ * only after it (libmicrohttpd): chunk should then drop what it gets. */
+typedef ssize_t (*http_body_fn)(struct http_request *req, const void *data, size_t n);
+int http_request_stream_body(struct http_request *req, http_body_fn chunk, http_handler_fn end);
 
 /* Each reply queues the response once; after it the handler is done with the request. */
 int http_reply_json(struct http_request *req, unsigned status, json_t *body); /* takes body */
@@ -137,6 +153,15 @@ int api_terminal_get(struct http_request *req);
 int api_terminal_delete(struct http_request *req);
 int api_terminal_resize(struct http_request *req);
 int api_terminal_attach(struct http_request *req); /* WebSocket only */
+int api_file_stat(struct http_request *req);	   /* api-files.c */
+int api_file_list(struct http_request *req);
+int api_file_read(struct http_request *req);
+int api_file_write(struct http_request *req); /* streamed body */
+int api_file_delete(struct http_request *req);
+int api_file_mkdir(struct http_request *req);
+int api_file_rename(struct http_request *req);
+int api_file_watch(struct http_request *req);	 /* SSE */
+int api_file_watch_ws(struct http_request *req); /* api-files-watch.c */
 
 /* Shared by the handlers: {"key":[…]} from a list the manager returned as an array (an object
  * passes through); NULL when out of memory. */

@@ -15,7 +15,7 @@ struct route {
 	struct {
 		const char *method;
 		enum endpoint endpoint;
-	} methods[2];
+	} methods[3];
 };
 
 static const struct route routes[] = {
@@ -58,6 +58,14 @@ static const struct route routes[] = {
 	  { { "GET", EP_TERMINAL_GET }, { "DELETE", EP_TERMINAL_DELETE } } },
 	{ "/v1/workspaces/*/terminals/*/attach", "GET", { { "GET", EP_TERMINAL_ATTACH } } },
 	{ "/v1/workspaces/*/terminals/*/resize", "POST", { { "POST", EP_TERMINAL_RESIZE } } },
+	{ "/v1/workspaces/*/files",
+	  "GET, PUT, DELETE",
+	  { { "GET", EP_FILE_READ }, { "PUT", EP_FILE_WRITE }, { "DELETE", EP_FILE_DELETE } } },
+	{ "/v1/workspaces/*/files/stat", "GET", { { "GET", EP_FILE_STAT } } },
+	{ "/v1/workspaces/*/files/list", "GET", { { "GET", EP_FILE_LIST } } },
+	{ "/v1/workspaces/*/files/mkdir", "POST", { { "POST", EP_FILE_MKDIR } } },
+	{ "/v1/workspaces/*/files/rename", "POST", { { "POST", EP_FILE_RENAME } } },
+	{ "/v1/workspaces/*/files/watch", "GET", { { "GET", EP_FILE_WATCH } } },
 };
 
 static const char *const endpoint_names[_EP_MAX] = {
@@ -92,6 +100,14 @@ static const char *const endpoint_names[_EP_MAX] = {
 	[EP_TERMINAL_DELETE] = "terminal-delete",
 	[EP_TERMINAL_ATTACH] = "terminal-attach",
 	[EP_TERMINAL_RESIZE] = "terminal-resize",
+	[EP_FILE_STAT] = "file-stat",
+	[EP_FILE_LIST] = "file-list",
+	[EP_FILE_READ] = "file-read",
+	[EP_FILE_WRITE] = "file-write",
+	[EP_FILE_DELETE] = "file-delete",
+	[EP_FILE_MKDIR] = "file-mkdir",
+	[EP_FILE_RENAME] = "file-rename",
+	[EP_FILE_WATCH] = "file-watch",
 };
 
 const char *endpoint_to_string(enum endpoint ep)

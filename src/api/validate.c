@@ -776,6 +776,14 @@ unsigned error_http_status(int err)
 		return 413;
 	case -EMEDIUMTYPE:
 		return 415;
+	case -EPERM:
+		return 403;
+	case -ESTALE:
+		return 412;
+	case -ERANGE:
+		return 416;
+	case -EPROTO:
+		return 502;
 	case -EAGAIN:
 		return 429;
 	case -ENOTSUP:
@@ -798,6 +806,8 @@ const char *error_http_code(unsigned status)
 		return "invalid_argument";
 	case 401:
 		return "unauthorized";
+	case 403:
+		return "forbidden";
 	case 404:
 		return "not_found";
 	case 405:
@@ -806,12 +816,18 @@ const char *error_http_code(unsigned status)
 		return "conflict";
 	case 413:
 		return "payload_too_large";
+	case 412:
+		return "precondition_failed";
 	case 415:
 		return "unsupported_media_type";
+	case 416:
+		return "range_not_satisfiable";
 	case 429:
 		return "too_many_requests";
 	case 501:
 		return "not_implemented";
+	case 502:
+		return "bad_gateway";
 	case 503:
 		return "unavailable";
 	case 507:
@@ -1034,4 +1050,89 @@ int validate_service_spec(json_t *body, struct service_spec *ret, struct station
 	s.autostart = json_is_true(autostart);
 	*ret = s;
 	return 0;
+}
+
+/* ---- files --------------------------------------------------------------------------------- */
+
+int validate_file_mode(const char *field, const char *s, uint64_t *ret, struct station_error *e)
+{
+	uint64_t v = 0;
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0 || n > 5)
+		return station_error_set(e, -EINVAL, field,
+					 "%s must be octal permission bits such as \"0644\"",
+					 field);
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '7')
+			return station_error_set(e, -EINVAL, field,
+						 "%s must be octal permission bits such as "
+						 "\"0644\"",
+						 field);
+		v = v * 8 + (uint64_t)(s[i] - '0');
+	}
+	if (v > 07777)
+		return station_error_set(e, -EINVAL, field, "%s is over 07777", field);
+	*ret = v;
+	return 0;
+}
+
+static int get_file_path(json_t *body, const char *field, const char **ret, struct station_error *e)
+{
+	int r = get_string(body, field, SIZE_MAX, false, ret, NULL, e);
+
+	if (r == 0)
+		return station_error_set(e, -EINVAL, field, "field \"%s\" is required", field);
+	if (r > 0 && (**ret == '\0' || strlen(*ret) > API_MAX_FILE_PATH_BYTES))
+		return station_error_set(e, -EINVAL, field,
+					 "invalid path: field \"%s\" must be 1 to %u bytes", field,
+					 API_MAX_FILE_PATH_BYTES);
+	return r < 0 ? r : 0;
+}
+
+static int get_flag(json_t *body, const char *field, bool *ret, struct station_error *e)
+{
+	json_t *v = json_object_get(body, field);
+
+	if (!v)
+		return 0;
+	if (!json_is_boolean(v))
+		return type_error(e, field, "a boolean", v);
+	*ret = json_is_true(v);
+	return 0;
+}
+
+int validate_file_mkdir(json_t *body, struct file_mkdir_request *ret, struct station_error *e)
+{
+	static const char *const known[] = { "path", "parents", "mode", NULL };
+	const char *mode = NULL;
+	int r = check_known_fields(body, known, e);
+
+	*ret = (struct file_mkdir_request){};
+	if (r >= 0)
+		r = get_file_path(body, "path", &ret->path, e);
+	if (r >= 0)
+		r = get_flag(body, "parents", &ret->parents, e);
+	if (r >= 0)
+		r = get_string(body, "mode", 8, false, &mode, NULL, e);
+	if (r > 0) {
+		ret->has_mode = true;
+		r = validate_file_mode("mode", mode, &ret->mode, e);
+	}
+	return r < 0 ? r : 0;
+}
+
+int validate_file_rename(json_t *body, struct file_rename_request *ret, struct station_error *e)
+{
+	static const char *const known[] = { "from", "to", "overwrite", NULL };
+	int r = check_known_fields(body, known, e);
+
+	*ret = (struct file_rename_request){ .overwrite = true };
+	if (r >= 0)
+		r = get_file_path(body, "from", &ret->from, e);
+	if (r >= 0)
+		r = get_file_path(body, "to", &ret->to, e);
+	if (r >= 0)
+		r = get_flag(body, "overwrite", &ret->overwrite, e);
+	return r;
 }

@@ -110,8 +110,9 @@ int validate_query_u64(const char *name, const char *value, uint64_t min, uint64
 /* True for "application/json", any case, optionally followed by parameters. */
 bool validate_content_type(const char *value);
 
-/* The API's view of an error: -EINVAL 400, -EACCES 401, -ENOENT 404, -EBUSY 409, -E2BIG 413,
- * -EMEDIUMTYPE 415, -EAGAIN 429, -ENOTSUP 501, -ENOTCONN / -EHOSTDOWN 503, -ENOSPC / -EDQUOT
+/* The API's view of an error: -EINVAL 400, -EACCES 401, -EPERM 403, -ENOENT 404, -EBUSY 409,
+ * -ESTALE 412, -E2BIG 413, -EMEDIUMTYPE 415, -ERANGE 416, -EAGAIN 429, -EPROTO 502 (the agent
+ * broke its protocol), -ENOTSUP 501, -ENOTCONN / -EHOSTDOWN 503, -ENOSPC / -EDQUOT
  * 507, anything else 500. */
 unsigned error_http_status(int err);
 /* "invalid_argument", …; "internal" for a status without a code of its own. */
@@ -119,3 +120,25 @@ const char *error_http_code(unsigned status);
 /* {"error":{"code","message","field"?}}; field NULL or "" leaves it out. Never NULL unless out
  * of memory. */
 json_t *error_json(unsigned status, const char *message, const char *field);
+
+/* Files (docs/api.md, "Files"). A path is 1 to 4096 bytes without NUL. */
+#define API_MAX_FILE_PATH_BYTES 4096u
+
+/* "0644": 1 to 5 octal digits, at most 07777. */
+int validate_file_mode(const char *field, const char *s, uint64_t *ret, struct station_error *e);
+
+struct file_mkdir_request {
+	const char *path;
+	bool parents;
+	bool has_mode;
+	uint64_t mode;
+};
+/* POST …/files/mkdir {"path", "parents"?, "mode"?}; strings stay owned by body. */
+int validate_file_mkdir(json_t *body, struct file_mkdir_request *ret, struct station_error *e);
+
+struct file_rename_request {
+	const char *from, *to;
+	bool overwrite; /* default true */
+};
+/* POST …/files/rename {"from", "to", "overwrite"?}. */
+int validate_file_rename(json_t *body, struct file_rename_request *ret, struct station_error *e);

@@ -3,8 +3,8 @@
 
 /* An error that reaches a person: errno-style code, a message naming the thing and the cause,
  * and the request field at fault when there is one. The API maps err to an HTTP status:
- *   -EINVAL 400 (field set), -EACCES 401, -ENOENT 404, -EBUSY 409 (wrong state),
- *   -E2BIG 413, -EMEDIUMTYPE 415, -EAGAIN 429 (a limit), -ENOTCONN 503 (agent not
+ *   -EINVAL 400 (field set), -EACCES 401, -EPERM 403, -ENOENT 404, -EBUSY 409 (wrong state),
+ *   -ESTALE 412, -E2BIG 413, -EMEDIUMTYPE 415, -ERANGE 416, -EAGAIN 429 (a limit), -EPROTO 502, -ENOTCONN 503 (agent not
  *   connected), -ENOSPC 507,
  *   -ENOTSUP 501, anything else 500. */
 

@@ -870,3 +870,33 @@ void erase_and_free(char *s)
 	explicit_bzero(s, strlen(s));
 	free(s);
 }
+
+size_t quote_bytes(const char *p, char *buf, size_t size)
+{
+	size_t o = 0, n = strlen(p), i = 0;
+
+	if (size < 8)
+		return 0;
+	buf[o++] = '"';
+	while (i < n && o + 8 < size) {
+		unsigned char c = (unsigned char)p[i];
+		size_t k = c >= 0x80 ? utf8_char_len(p + i, n - i) : 1;
+
+		if (c >= 0x80 && k > 1) {
+			memcpy(buf + o, p + i, k);
+			o += k;
+			i += k;
+			continue;
+		}
+		if (c < 0x20 || c == 0x7f || c >= 0x80 || c == '"' || c == '\\')
+			o += (size_t)snprintf(buf + o, size - o, "\\x%02x", c);
+		else
+			buf[o++] = (char)c;
+		i++;
+	}
+	if (i < n)
+		o += (size_t)snprintf(buf + o, size - o, "...");
+	buf[o++] = '"';
+	buf[o] = '\0';
+	return o;
+}

@@ -84,7 +84,9 @@ struct workspace {
 	unsigned ignored_unlogged;  /* reports ignored since that line */
 	enum net_mode net_mode;	    /* manager-network.c; NET_NONE: no record */
 	uint32_t net_address;
-	struct net_policy *net_policy; /* restricted */
+	struct net_policy *net_policy;	    /* restricted */
+	struct file_session *file_sessions; /* manager-file.c */
+	size_t n_file_sessions;
 };
 
 struct manager {
@@ -182,6 +184,11 @@ void terminals_on_output(void *userdata, const char *id, uint64_t offset, const 
 void terminals_on_replay(void *userdata, const char *id, uint64_t request, uint64_t offset,
 			 const uint8_t *data, size_t n);
 void terminals_on_exit(void *userdata, uint64_t seq, const struct agentlink_terminal_exit *x);
+
+/* manager-file.c: every session of ws ends (end() with -EBUSY, reason in the message). */
+void files_lose_all(struct workspace *ws, const char *reason);
+/* Frees them without callbacks (shutdown). */
+void files_free_all(struct workspace *ws);
 
 /* manager-network.c */
 void manager_network_init(struct manager *m);

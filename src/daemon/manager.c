@@ -154,6 +154,7 @@ static void workspace_free(struct workspace *ws)
 	runs_free_all(ws);
 	services_free_all(ws);
 	terminals_free_all(ws);
+	files_free_all(ws);
 	agentlink_free(ws->link);
 	event_source_free(ws->link_timer);
 	event_source_free(ws->agent_watch);
@@ -291,6 +292,7 @@ static void agent_lost(struct workspace *ws, const char *reason)
 	runs_lose_all(ws, reason);
 	services_lose_all(ws, reason);
 	terminals_lose_all(ws, reason);
+	files_lose_all(ws, reason);
 	agent_forget(ws);
 	/* Lost runs must not leave processes behind: nothing supervises them any more. The
 	 * container (runtime state, mounts) goes too; restart makes it anew with HOME kept. */
@@ -746,6 +748,7 @@ int manager_workspace_delete(struct manager *m, const char *id, struct station_e
 	runs_lose_all(ws, "workspace deleted");
 	services_lose_all(ws, "workspace deleted");
 	terminals_lose_all(ws, "workspace deleted");
+	files_lose_all(ws, "workspace deleted");
 	r = workspace_kill_all(ws);
 	if (r < 0)
 		return station_error_set(e, r, NULL,
@@ -781,6 +784,7 @@ int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,
 	runs_lose_all(ws, "workspace restarted");
 	services_lose_all(ws, "workspace restarted");
 	terminals_lose_all(ws, "workspace restarted");
+	files_lose_all(ws, "workspace restarted");
 	r = workspace_kill_all(ws);
 	if (r >= 0 && ws->cgroup) {
 		struct cgroup_limits limits = {

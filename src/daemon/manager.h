@@ -326,3 +326,71 @@ int manager_secret_delete(struct manager *m, const char *ws_id, const char *name
 int manager_secret_for_host(struct manager *m, const char *ws_id, const char *protocol,
 			    const char *host, char **ret_name, char **ret_username,
 			    char **ret_password);
+
+/* ---- Files (manager-file.c; docs/api.md, "Files"; proto/file-proto.h) ---------------------- */
+
+/* One file operation or watch is one session: a connection of its own to the workspace's agent,
+ * FILE_OPEN first, then frames both ways on the loop. At most MANAGER_MAX_FILE_SESSIONS per
+ * workspace (-EAGAIN, 429); a workspace that is not ready is -EBUSY (409). Every frame from the
+ * agent is checked as hostile: one that breaks the contract ends the session with -EPROTO
+ * (502). Sessions end (end() with -EBUSY) when the workspace stops, restarts or is deleted. */
+#define MANAGER_MAX_FILE_SESSIONS 32
+
+struct file_request {
+	unsigned op;	   /* enum file_op */
+	const char *path;  /* as the client gave it: no NUL, 1 to PROTO_MAX_PATH bytes */
+	const char *path2; /* RENAME's target */
+	uint64_t flags;	   /* FILE_F_* */
+	bool has_mode, has_offset, has_length, has_suffix, has_max_bytes;
+	uint64_t mode, offset, length, suffix, max_bytes;
+	const char *if_match; /* NULL: none */
+	const char *field2;   /* the request field that names path2, for errors ("to") */
+	const char *field;    /* the request field that names path ("path", "from") */
+};
+
+/* What INFO said; strings borrowed for the callback, NULL when absent. name and path may hold
+ * any byte but NUL and '/' (name). */
+struct file_entry {
+	const char *name; /* LIST entries */
+	const char *path; /* WRITE, MKDIR, RENAME: the absolute path in the sandbox's view */
+	unsigned type;	  /* enum file_type */
+	uint64_t size, mode, mtime_ns, uid, gid;
+	const char *link_target;
+	const char *etag;
+};
+
+struct file_event_info {
+	unsigned event; /* enum file_event */
+	const char *path;
+	const char *path2; /* moved: the new path */
+	unsigned type;	   /* enum file_type; 0 when not given */
+};
+
+/* Callbacks come from the loop, never from inside a manager_file_*() call. */
+struct file_session_ops {
+	void (*info)(void *userdata, const struct file_entry *entry);
+	void (*data)(void *userdata, const uint8_t *data, size_t n);	 /* READ */
+	void (*event)(void *userdata, const struct file_event_info *ev); /* WATCH */
+	/* WRITE: a manager_file_write() refused with -EAGAIN may be tried again. */
+	void (*writable)(void *userdata);
+	/* Exactly once, last: r 0 for END, else the operation's error in e (its message names
+	 * the path). flag: LIST left entries out (TRUNCATED); WRITE made a new file (CREATED).
+	 * The session is gone afterwards. */
+	void (*end)(void *userdata, int r, bool flag, const struct station_error *e);
+};
+
+struct file_session;
+int manager_file_open(struct manager *m, const char *ws_id, const struct file_request *req,
+		      const struct file_session_ops *ops, void *userdata, struct file_session **ret,
+		      struct station_error *e);
+/* A consumer that holds enough: paused, the agent's socket is not read (the agent blocks on
+ * it); unpaused, frames already read are delivered from the loop. */
+void manager_file_pause(struct file_session *s, bool pause);
+/* WRITE: queues the body bytes as DATA. -EAGAIN when the queue to the agent is full (nothing
+ * taken; writable() follows once it has drained), -EPIPE once ended. */
+int manager_file_write(struct file_session *s, const void *data, size_t n);
+/* WRITE: the body is complete. */
+int manager_file_write_end(struct file_session *s);
+/* Before end(): closes the connection without END (a WRITE leaves the target untouched). No
+ * callback follows. NULL is fine. */
+void manager_file_close(struct file_session *s);

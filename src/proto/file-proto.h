@@ -37,7 +37,8 @@
  *           An OFFSET at or past the end gives no DATA (the controller answers 416).
  *   WRITE   PATH, MODE?, FLAGS(PARENTS, EXCLUSIVE)?, IF_MATCH?
  *           then the controller sends DATA* and END (an empty file is just END)
- *                                        -> INFO (the new file), END
+ *                                        -> INFO (the new file), END (FLAGS(CREATED) when
+ *                                           the target did not exist before: 201, not 200)
  *           Atomic: a temporary file beside the target (O_EXCL, 0600), the data, fsync,
  *           fchmod to MODE (absent: the replaced file's mode, or 0644), then renameat over
  *           the target; readers see the old or the new file, never a part. PARENTS makes
@@ -100,6 +101,7 @@ enum file_flag {
 	FILE_F_PARENTS = 1u << 0,
 	FILE_F_RECURSIVE = 1u << 1,
 	FILE_F_EXCLUSIVE = 1u << 2,
+	FILE_F_CREATED = 1u << 3, /* A->C, in WRITE's END: the target did not exist before */
 };
 
 enum file_type {
