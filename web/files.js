@@ -351,20 +351,21 @@ export function filesTab(root, ctx, wsPath) {
 		else if (n && n.loaded) n.loaded = false; // listed again when it opens
 	}
 
-	// The tree's root: the workspace directory as the sandbox names it (what "." lists as).
+	// The tree's root: the workspace's working directory as the sandbox names it (the
+	// workspace's workdir; relative paths resolve against it).
 	async function start() {
 		let dir = null;
 		try {
-			dir = (await api('GET', wsPath + '/files/list?path=.', undefined, { signal: ctx.signal })).path;
+			dir = (await api('GET', wsPath, undefined, { signal: ctx.signal })).workdir;
 		} catch (e) {
-			if (e.name === 'AbortError') return;
-			showError(err, e);
+			if (e.name !== 'AbortError') showError(err, e);
 			return;
 		}
 		if (typeof dir !== 'string' || !dir.startsWith('/')) {
-			showError(err, new Error('the workspace directory has no absolute path'));
+			showError(err, new Error('the workspace has no working directory'));
 			return;
 		}
+		dir = dir.replace(/(.)\/+$/, '$1');
 		home = dir;
 		const n = makeNode({ name: dir, path: dir, type: 'dir' });
 		n.row.classList.add('files-root');

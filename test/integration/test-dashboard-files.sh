@@ -42,7 +42,7 @@ t_assets() {
 		const m = await import(process.argv[1]);
 		const names = ["a.js", "a.ts", "a.json", "a.md", "a.py", "a.c", "a.h", "a.sh", "a.html",
 			"a.css", "a.yaml", "Dockerfile", ".bashrc", "a.txt", "noext"];
-		console.log(typeof m.createEditor, names.map((n) => m.languageFor(n)).join(","));
+		console.log(typeof m.createEditor, names.map((n) => String(m.languageFor(n))).join(","));
 	' "$TMP/cm.mjs" 2>&1)
 	assert_eq "function javascript,typescript,json,markdown,python,cpp,cpp,shell,html,css,yaml,dockerfile,shell,null,null" \
 		"$langs" "the bundle loads alone and highlights by extension"
