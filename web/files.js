@@ -204,6 +204,12 @@ export function filesTab(root, ctx, wsPath) {
 
 	// ---- the tree ----
 
+	// A path as shown: relative to the workspace directory when beneath it.
+	function nice(p) {
+		if (!home || p === home) return p;
+		return within(p, home) ? p.slice(home === '/' ? 1 : home.length + 1) : p;
+	}
+
 	function typeOf(path) {
 		return nodes.get(path)?.entry.type ?? null;
 	}
@@ -217,7 +223,7 @@ export function filesTab(root, ctx, wsPath) {
 	}
 
 	function updateToolbar() {
-		replace(target, shown(targetDir() ?? '…'));
+		replace(target, targetDir() ? shown(nice(targetDir())) : '…');
 		const n = selected ? nodes.get(selected) : null;
 		const isRoot = !selected || selected === home;
 		renameBtn.disabled = isRoot;
@@ -368,6 +374,7 @@ export function filesTab(root, ctx, wsPath) {
 		dir = dir.replace(/(.)\/+$/, '$1');
 		home = dir;
 		const n = makeNode({ name: dir, path: dir, type: 'dir' });
+		replace(n.row, label({ name: baseName(dir) || '/', path: dir, type: 'dir' }));
 		n.row.classList.add('files-root');
 		replace(tree, n.li);
 		select(home);
@@ -429,21 +436,21 @@ export function filesTab(root, ctx, wsPath) {
 		if (open?.dirty && open.path !== path) {
 			const r = await ask(root, {
 				title: 'Unsaved changes',
-				body: `${shown(open.path)} has changes that are not saved.`,
+				body: `${shown(nice(open.path))} has changes that are not saved.`,
 				buttons: [['discard', 'Discard them', 'danger']],
 			});
 			if (r.value !== 'discard') return;
 		}
 		closeEditor();
 		const loading = (open = { path, loading: true });
-		replace(pane, h('p.muted', 'Opening ', h('span.mono', shown(path)), '…'));
+		replace(pane, h('p.muted', 'Opening ', h('span.mono', shown(nice(path))), '…'));
 		let got;
 		try {
 			got = await readText(path);
 		} catch (e) {
 			if (e.name === 'AbortError' || open !== loading) return;
 			open = null;
-			replace(pane, h('p.muted', 'Could not open ', h('span.mono', shown(path)), '.'));
+			replace(pane, h('p.muted', 'Could not open ', h('span.mono', shown(nice(path))), '.'));
 			showError(err, e);
 			return;
 		}
@@ -452,7 +459,7 @@ export function filesTab(root, ctx, wsPath) {
 		if (got.refusal) {
 			open = null;
 			replace(pane,
-				h('div.card-head', h('h2.mono#files-open-path', shown(path))),
+				h('div.card-head', h('h2.mono#files-open-path', shown(nice(path)))),
 				h('p#files-refusal', shown(baseName(path)), ' ', got.refusal, '. ', got.size !== undefined ? `(${fmtBytes(got.size)}) ` : ''),
 				h('div.actions', h('button.primary#files-offer-download', { type: 'button', on: { click: () => download(path) } }, 'Download it')));
 			return;
@@ -462,7 +469,7 @@ export function filesTab(root, ctx, wsPath) {
 		const saveBtn = h('button.primary#files-save', { type: 'button', on: { click: () => save(false) } }, 'Save');
 		replace(pane,
 			h('div.card-head',
-				h('h2.mono#files-open-path', { title: shown(path) }, shown(path)),
+				h('h2.mono#files-open-path', { title: shown(path) }, shown(nice(path))),
 				h('div.actions', state, saveBtn,
 					h('button#files-editor-download', { type: 'button', on: { click: () => download(open?.path ?? path) } }, 'Download'),
 					h('button#files-close', { type: 'button', on: { click: () => close() } }, 'Close'))),
@@ -499,7 +506,7 @@ export function filesTab(root, ctx, wsPath) {
 
 	async function close() {
 		if (open?.dirty) {
-			const r = await ask(root, { title: 'Unsaved changes', body: `${shown(open.path)} has changes that are not saved.`, buttons: [['discard', 'Discard them', 'danger']] });
+			const r = await ask(root, { title: 'Unsaved changes', body: `${shown(nice(open.path))} has changes that are not saved.`, buttons: [['discard', 'Discard them', 'danger']] });
 			if (r.value !== 'discard') return;
 		}
 		closeEditor();
@@ -531,7 +538,7 @@ export function filesTab(root, ctx, wsPath) {
 		}
 		if (open !== o) return false;
 		if (got.refusal) {
-			showNotice('changed', `${shown(o.path)} changed on disk and now ${got.refusal}.`);
+			showNotice('changed', `${shown(nice(o.path))} changed on disk and now ${got.refusal}.`);
 			return false;
 		}
 		setText(o, got.text, got.etag);
@@ -579,7 +586,7 @@ export function filesTab(root, ctx, wsPath) {
 		setState('conflict', 'conflict');
 		const r = await ask(root, {
 			title: 'Changed since you opened it',
-			body: [h('span.mono', shown(o.path)), ' changed since you opened it (someone or something else wrote it, or it is gone). Reload it and lose your changes, or overwrite it with yours?'],
+			body: [h('span.mono', shown(nice(o.path))), ' changed since you opened it (someone or something else wrote it, or it is gone). Reload it and lose your changes, or overwrite it with yours?'],
 			buttons: [['reload', 'Reload (lose my changes)'], ['overwrite', 'Overwrite', 'danger']],
 		});
 		if (open !== o) return;
@@ -613,15 +620,15 @@ export function filesTab(root, ctx, wsPath) {
 		if (open !== o) return;
 		if (o.pendingCheck) return checkOpen();
 		if (gone) {
-			showNotice('deleted', `${shown(o.path)} was deleted or moved away. Saving writes it again.`);
+			showNotice('deleted', `${shown(nice(o.path))} was deleted or moved away. Saving writes it again.`);
 			return;
 		}
 		if (!st || sameTag(st.etag, o.etag)) return;
 		if (!o.dirty) {
-			if (await reload(o)) showNotice('reloaded', `${shown(o.path)} changed on disk and was reloaded (${fmtTime(st.mtime)}).`);
+			if (await reload(o)) showNotice('reloaded', `${shown(nice(o.path))} changed on disk and was reloaded (${fmtTime(st.mtime)}).`);
 			return;
 		}
-		showNotice('changed', `${shown(o.path)} changed on disk since you opened it.`, [
+		showNotice('changed', `${shown(nice(o.path))} changed on disk since you opened it.`, [
 			h('button#files-notice-reload', { type: 'button', on: { click: () => reload(o) } }, 'Reload (lose my changes)'),
 		]);
 	}
@@ -649,7 +656,7 @@ export function filesTab(root, ctx, wsPath) {
 		if (!dir) return;
 		const r = await ask(root, {
 			title: kind === 'dir' ? 'New folder' : 'New file',
-			body: ['In ', h('span.mono', shown(dir))],
+			body: ['In ', h('span.mono', shown(nice(dir)))],
 			input: { label: 'Name', value: '' },
 			buttons: [['create', 'Create', 'primary']],
 		});
@@ -675,7 +682,7 @@ export function filesTab(root, ctx, wsPath) {
 		if (!from || from === home) return;
 		const r = await ask(root, {
 			title: 'Rename',
-			body: [h('span.mono', shown(from)), h('br'), 'A name moves it within its folder; a path (absolute, or relative to the workspace directory) moves it there.'],
+			body: [h('span.mono', shown(nice(from))), h('br'), 'A name moves it within its folder; a path (absolute, or relative to the workspace directory) moves it there.'],
 			input: { label: 'New name', value: baseName(from) },
 			buttons: [['rename', 'Rename', 'primary']],
 		});
@@ -688,7 +695,7 @@ export function filesTab(root, ctx, wsPath) {
 			if (e.status !== 409) return showError(err, e);
 			const again = await ask(root, {
 				title: 'Replace?',
-				body: [h('span.mono', shown(to)), ' exists. Replace it with ', h('span.mono', shown(from)), '?'],
+				body: [h('span.mono', shown(nice(to))), ' exists. Replace it with ', h('span.mono', shown(nice(from))), '?'],
 				buttons: [['replace', 'Replace', 'danger']],
 			});
 			if (again.value !== 'replace') return;
@@ -703,7 +710,10 @@ export function filesTab(root, ctx, wsPath) {
 		if (open && within(open.path, from)) {
 			open.path = dest + open.path.slice(from.length);
 			const t = pane.querySelector('#files-open-path');
-			if (t) t.textContent = shown(open.path);
+			if (t) {
+				t.textContent = shown(nice(open.path));
+				t.title = shown(open.path);
+			}
 		}
 		forget(from);
 		await relist(parentOf(from));
@@ -727,15 +737,15 @@ export function filesTab(root, ctx, wsPath) {
 			recursive = list.entries.length > 0;
 			const names = list.entries.slice(0, 20).map((c) => shown(c.name) + (c.type === 'dir' ? '/' : ''));
 			body = list.entries.length
-				? ['Delete the folder ', h('span.mono', shown(path)), ' and everything in it? It holds ',
+				? ['Delete the folder ', h('span.mono', shown(nice(path))), ' and everything in it? It holds ',
 					`${list.entries.length}${list.truncated ? '+' : ''} ${list.entries.length === 1 ? 'entry' : 'entries'}`,
 					' (folders with all they hold):', h('ul.files-doomed#files-doomed', names.map((x) => h('li.mono', x))),
 					list.entries.length > names.length ? h('p.muted', `and ${list.entries.length - names.length} more`) : null]
-				: ['Delete the empty folder ', h('span.mono', shown(path)), '?'];
+				: ['Delete the empty folder ', h('span.mono', shown(nice(path))), '?'];
 		} else if (e.type === 'symlink') {
-			body = ['Delete the symbolic link ', h('span.mono', shown(path)), ' (→ ', shown(e.linkTarget ?? '?'), ')? What it points to stays.'];
+			body = ['Delete the symbolic link ', h('span.mono', shown(nice(path))), ' (→ ', shown(e.linkTarget ?? '?'), ')? What it points to stays.'];
 		} else {
-			body = ['Delete ', e.type === 'file' ? 'the file ' : `the ${e.type} `, h('span.mono', shown(path)),
+			body = ['Delete ', e.type === 'file' ? 'the file ' : `the ${e.type} `, h('span.mono', shown(nice(path))),
 				e.type === 'file' ? ` (${fmtBytes(e.size)})` : '', '?'];
 		}
 		const r = await ask(root, { title: 'Delete', body, buttons: [['delete', 'Delete', 'danger']] });
@@ -768,7 +778,7 @@ export function filesTab(root, ctx, wsPath) {
 					if (e.status !== 409) throw e;
 					const r = await ask(root, {
 						title: 'Replace?',
-						body: [h('span.mono', shown(path)), ' exists. Replace it with the file you upload?'],
+						body: [h('span.mono', shown(nice(path))), ' exists. Replace it with the file you upload?'],
 						buttons: [['replace', 'Replace', 'danger']],
 					});
 					if (r.value !== 'replace') continue;
