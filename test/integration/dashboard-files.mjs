@@ -17,6 +17,7 @@
 import { createRequire } from 'node:module';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 const require = createRequire(path.join(process.env.PLAYWRIGHT_DIR || process.cwd(), 'x.js'));
@@ -271,6 +272,22 @@ try {
 	result.bidiName = await page.textContent(row(bidi) + ' .files-name');
 	result.imgInTree = await page.$$eval('#files-tree img', (e) => e.length);
 
+	step('a symlink out of the workspace: the API refuses it and the page says why; one inside opens');
+	// A host workspace's paths are this machine's: the links are made beside the API.
+	const outside = fs.mkdtempSync(path.join(os.tmpdir(), 'files-outside-'));
+	fs.writeFileSync(outside + '/secret.txt', 'host secret\n');
+	fs.symlinkSync(outside + '/secret.txt', src + '/out-link');
+	fs.symlinkSync('app.js', src + '/in-link');
+	await page.waitForSelector(row(src + '/in-link'), { timeout: T });
+	await page.waitForSelector(row(src + '/out-link'), { timeout: T });
+	await page.click(row(src + '/in-link'));
+	await page.waitForSelector('#files-editor[data-renderer]', { timeout: T });
+	result.inLinkOpens = (await editorText(page)) === (await readFile(ws, app)).toString('utf8');
+	await page.click(row(src + '/out-link'));
+	await page.waitForSelector('#files-error:not([hidden])', { timeout: T });
+	result.outLinkError = (await page.textContent('#files-error')).trim();
+	result.outLinkShowsNoSecret = !(await page.textContent('body')).includes('host secret');
+
 	step('rename');
 	await page.click(row(src + '/dropped.txt'));
 	await page.click('#files-rename');
@@ -289,6 +306,8 @@ try {
 	await page.waitForSelector(row(src), { state: 'detached', timeout: T });
 	result.deletedStatus = await statusOf(ws, src);
 	result.editorClosed = (await page.$('#files-editor')) === null;
+	result.outsideKept = fs.readFileSync(outside + '/secret.txt', 'utf8') === 'host secret\n';
+	fs.rmSync(outside, { recursive: true, force: true });
 	await page.close();
 
 	step('without the CodeMirror bundle the editor is a textarea, and saves');
