@@ -278,7 +278,7 @@ export function filesTab(root, ctx, wsPath) {
 		} else if (n.entry.type === 'file') {
 			openFile(n.entry.path);
 		} else {
-			showError(err, new Error(`${shown(n.entry.path)} is a ${n.entry.type}: only regular files open here`));
+			showError(err, new Error(`${shown(nice(n.entry.path))} is a ${n.entry.type}: only regular files open here`));
 		}
 	}
 
@@ -393,7 +393,9 @@ export function filesTab(root, ctx, wsPath) {
 
 	function dirtyChanged() {
 		if (!open) return;
-		setState(open.dirty ? 'modified' : 'saved', open.dirty ? 'modified' : open.savedAt ? 'saved ' + fmtTime(open.savedAt) : 'unchanged');
+		if (open.dirty) setState('modified', 'modified');
+		else if (open.savedAt) setState('saved', 'saved ' + fmtTime(open.savedAt));
+		else setState('unchanged', 'unchanged');
 	}
 
 	function showNotice(kind, text, actions = []) {
@@ -433,7 +435,11 @@ export function filesTab(root, ctx, wsPath) {
 	}
 
 	async function openFile(path) {
-		if (open?.dirty && open.path !== path) {
+		if (open?.path === path && open.editor) {
+			open.editor.focus();
+			return;
+		}
+		if (open?.dirty) {
 			const r = await ask(root, {
 				title: 'Unsaved changes',
 				body: `${shown(nice(open.path))} has changes that are not saved.`,
@@ -475,7 +481,7 @@ export function filesTab(root, ctx, wsPath) {
 					h('button#files-close', { type: 'button', on: { click: () => close() } }, 'Close'))),
 			h('div.files-notice#files-notice', { hidden: true, role: 'status' }),
 			box);
-		const o = (open = { path, etag: got.etag, editor: null, dirty: false, saving: false, savedAt: null, original: got.text });
+		const o = (open = { path, etag: got.etag, editor: null, dirty: false, saving: false, savedAt: null });
 		const opts = {
 			doc: got.text,
 			name: baseName(path),
@@ -524,6 +530,7 @@ export function filesTab(root, ctx, wsPath) {
 		updateSaveButton(o);
 		o.etag = etag;
 		o.dirty = false;
+		o.savedAt = null;
 		dirtyChanged();
 	}
 
@@ -872,7 +879,6 @@ export function filesTab(root, ctx, wsPath) {
 		for (const p of [d.path, typeof d.to === 'string' ? d.to : null]) {
 			if (!p) continue;
 			if (nodes.has(parentOf(p))) touched.add(parentOf(p));
-			if ((type === 'deleted' || type === 'moved') && p === d.path && nodes.has(p)) touched.add(parentOf(p));
 			if (open && (p === open.path || within(open.path, p))) checkWanted = true;
 		}
 		flushSoon();

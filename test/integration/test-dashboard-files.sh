@@ -89,7 +89,7 @@ t_browser_files() {
 	assert_eq true "$(j .savedExact "$R")" "the saved bytes, through the API"
 	assert_le 3 "$(j .highlightedSpans "$R")" "highlighted tokens"
 	assert_contains "changed on disk and was reloaded" "$(j .reloadedNotice "$R")" "a clean editor reloads a change"
-	assert_eq saved "$(j .stateAfterReload "$R")" "and is clean after it"
+	assert_eq unchanged "$(j .stateAfterReload "$R")" "and is clean after it"
 	assert_contains "changed on disk since you opened it" "$(j .changedNotice "$R")" "a modified editor says the file changed"
 	assert_eq true "$(j .keptMine "$R")" "and keeps what was typed"
 	assert_contains "changed since you opened it" "$(j .conflictDialog "$R")" "saving then asks"
