@@ -228,7 +228,7 @@ export function filesTab(root, ctx, wsPath) {
 		const isRoot = !selected || selected === home;
 		renameBtn.disabled = isRoot;
 		deleteBtn.disabled = isRoot;
-		downloadBtn.disabled = !n || n.entry.type !== 'file';
+		downloadBtn.disabled = !n || n.isDir || (n.entry.type !== 'file' && n.entry.type !== 'symlink');
 	}
 
 	function select(path) {

@@ -2,7 +2,7 @@
 // Drives the dashboard's Files tab in headless Chromium (Debian's, through npm's
 // playwright-core), the way a person would, and checks each step through the API:
 //
-//   node dashboard-files.mjs BASE_URL TOKEN SCREENSHOT
+//   node dashboard-files.mjs BASE_URL TOKEN SCREENSHOT [CONTAINER_WORKSPACE]
 //
 // signs in, creates a host workspace, opens the Files tab, makes a folder and a file, types
 // into the editor and saves (the bytes through the API), sees a change made through the API
@@ -12,6 +12,9 @@
 // folder after a confirmation that names its content, refuses a binary and a > 2 MiB file for
 // editing, shows hostile names as text; then, with the CodeMirror bundle blocked, edits in
 // the textarea it falls back to. Every request the pages make is to BASE_URL's origin.
+// With CONTAINER_WORKSPACE (a container workspace that holds a symlink pw -> /etc/passwd in its
+// working directory): the tree starts at the container's working directory, a file saved
+// there arrives, and the link opens the container's /etc/passwd, never this machine's.
 // One JSON line on stdout: {ok, step, error, ...facts}. PLAYWRIGHT_DIR: where playwright-core
 // is installed; CHROMIUM: the browser (default /usr/bin/chromium).
 import { createRequire } from 'node:module';
@@ -23,7 +26,7 @@ import path from 'node:path';
 const require = createRequire(path.join(process.env.PLAYWRIGHT_DIR || process.cwd(), 'x.js'));
 const { chromium } = require('playwright-core');
 
-const [base, token, screenshot] = process.argv.slice(2);
+const [base, token, screenshot, containerWs] = process.argv.slice(2);
 const origin = new URL(base).origin;
 const result = { ok: false, step: 'start', console: [], pageErrors: [], foreignRequests: [] };
 const T = 20000;
@@ -111,6 +114,37 @@ async function answer(page, v, text) {
 	return body;
 }
 
+async function containerSession(page, ws) {
+	result.workspace = ws;
+	step('sign in and open the Files tab of the container workspace');
+	await signIn(page);
+	await page.evaluate((w) => { location.hash = `#/w/${w}/files`; }, ws);
+	await page.waitForSelector('#files-tree > li[aria-expanded=true]', { timeout: T });
+	const home = (result.home = await page.$eval('#files-tree > li', (e) => e.dataset.path));
+	await page.waitForSelector('#files-watch[data-state=live]', { timeout: T });
+	result.watchLive = true;
+
+	step('a new file, typed and saved, inside the container');
+	await page.click('#files-new-file');
+	await answer(page, 'create', 'notes.md');
+	await page.waitForSelector('#files-editor[data-renderer]', { timeout: T });
+	result.language = await page.$eval('#files-editor', (e) => e.dataset.language);
+	await page.click('#files-editor .cm-content');
+	await page.keyboard.type('# In the container');
+	await page.keyboard.press('Control+s');
+	await page.waitForSelector('#files-state[data-state=saved]', { timeout: T });
+	result.savedExact = (await readFile(ws, home + '/notes.md')).toString('utf8') === '# In the container';
+
+	step("the link to /etc/passwd opens the container's file");
+	await page.waitForSelector(row(home + '/pw'), { timeout: T });
+	await page.click(row(home + '/pw'));
+	await page.waitForSelector('#files-editor[data-renderer]', { timeout: T });
+	const shownPw = await editorText(page);
+	result.linkIsContainers = shownPw === (await readFile(ws, '/etc/passwd')).toString('utf8');
+	result.linkIsNotHosts = shownPw !== fs.readFileSync('/etc/passwd', 'utf8');
+	if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
+}
+
 let browser;
 try {
 	step('launch');
@@ -125,6 +159,13 @@ try {
 		if (!/^(data|blob):/.test(u) && new URL(u).origin !== origin) result.foreignRequests.push(u.slice(0, 200));
 	});
 	let page = await newPage(context);
+
+	if (containerWs) {
+		await containerSession(page, containerWs);
+		await browser.close();
+		result.ok = true;
+		finish(0);
+	}
 
 	step('sign in and create a host workspace');
 	await signIn(page);
