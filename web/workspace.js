@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
-// A workspace: its summary and tabs for commands, services and terminals.
+// A workspace: its summary and tabs for commands, services, terminals and files.
 import { api, enc } from './api.js';
 import { h, replace, badge, fmtTime, showError } from './dom.js';
 import { commandsTab } from './commands.js';
 import { servicesTab } from './services.js';
 import { terminalsTab, terminalView } from './terminals.js';
+import { filesTab } from './files.js';
 
-const TABS = [['commands', 'Commands'], ['services', 'Services'], ['terminals', 'Terminals']];
+const TABS = [['commands', 'Commands'], ['services', 'Services'], ['terminals', 'Terminals'], ['files', 'Files']];
 
 export function workspaceView(root, ctx, id, tab, sub) {
 	if (!TABS.some(([t]) => t === tab)) tab = 'commands';
@@ -109,6 +110,7 @@ export function workspaceView(root, ctx, id, tab, sub) {
 	const wsPath = '/v1/workspaces/' + enc(id);
 	if (tab === 'commands') commandsTab(body, ctx, wsPath);
 	else if (tab === 'services') servicesTab(body, ctx, wsPath);
+	else if (tab === 'files') filesTab(body, ctx, wsPath);
 	else if (sub) terminalView(body, ctx, wsPath, sub, base);
 	else terminalsTab(body, ctx, wsPath, base);
 }
