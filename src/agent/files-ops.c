@@ -35,7 +35,7 @@ int files_op_stat(struct files_session *s, const struct files_request *q)
 		r = -errno;
 	if (r < 0)
 		return files_fail(s, r, NULL);
-	r = files_send_info(s, NULL, NULL, &st, dirfd, name);
+	r = files_send_info(s, NULL, p.abs, &st, dirfd, name);
 	return r < 0 ? r : files_send_end(s, false);
 }
 
@@ -137,7 +137,7 @@ int files_op_list(struct files_session *s, const struct files_request *q)
 		close(fd);
 		return files_fail(s, r, NULL);
 	}
-	r = files_send_info(s, NULL, NULL, &st, -1, NULL);
+	r = files_send_info(s, NULL, p.abs, &st, -1, NULL);
 	if (r >= 0)
 		r = list_entries(s, d);
 	closedir(d);
@@ -254,7 +254,7 @@ int files_op_read(struct files_session *s, const struct files_request *q)
 			 (unsigned long long)st.st_size, (unsigned long long)q->max_bytes);
 		return files_send_error(s, EFBIG, NULL, why);
 	}
-	r = files_send_info(s, NULL, NULL, &st, -1, NULL);
+	r = files_send_info(s, NULL, p.abs, &st, -1, NULL);
 	if (r >= 0)
 		r = files_send_flush(s);
 	if (r >= 0)

@@ -489,7 +489,7 @@ int files_op_watch(struct files_session *s, const struct files_request *q)
 	/* INFO first, ahead of anything the walk queued */
 	struct buf events = s->out;
 	s->out = (struct buf){ 0 };
-	r = files_send_info(s, NULL, NULL, &st, -1, NULL);
+	r = files_send_info(s, NULL, p.abs, &st, -1, NULL);
 	if (r >= 0)
 		r = files_send_flush(s);
 	buf_free(&s->out);

@@ -157,7 +157,7 @@ int api_secret_list(struct http_request *req);	   /* api-secrets.c */
 int api_secret_get(struct http_request *req);
 int api_secret_put(struct http_request *req);
 int api_secret_delete(struct http_request *req);
-int api_file_stat(struct http_request *req);	   /* api-files.c */
+int api_file_stat(struct http_request *req); /* api-files.c */
 int api_file_list(struct http_request *req);
 int api_file_read(struct http_request *req);
 int api_file_write(struct http_request *req); /* streamed body */

@@ -89,8 +89,8 @@ struct workspace {
 	struct net_policy *net_policy; /* restricted */
 	struct secret *secrets;	       /* manager-secret.c, by name */
 	size_t n_secrets;
-	uint64_t cred_window_start; /* manager-cred.c: the rate limit's window, monotonic */
-	unsigned cred_window_count; /* credential requests in that window */
+	uint64_t cred_window_start;	    /* manager-cred.c: the rate limit's window, monotonic */
+	unsigned cred_window_count;	    /* credential requests in that window */
 	struct file_session *file_sessions; /* manager-file.c */
 	size_t n_file_sessions;
 };

@@ -451,11 +451,11 @@ t_watch_sse() {
 	kill "$pid" 2>/dev/null
 	local data
 	data=$(sed -n 's/^data: //p' "$TMP/sse")
-	assert_contains "{\"type\":\"ready\",\"path\":\"wd\",\"seq\":1}" "$data" ready
-	assert_contains "\"type\":\"created\",\"kind\":\"file\",\"path\":\"wd/a.txt\"" "$data" created
-	assert_contains "\"type\":\"moved\",\"kind\":\"file\",\"path\":\"wd/a.txt\",\"to\":\"wd/b.txt\"" "$data" moved
-	assert_contains "\"type\":\"deleted\",\"kind\":\"file\",\"path\":\"wd/b.txt\"" "$data" deleted
-	assert_contains "\"path\":\"wd/sub/deep.txt\"" "$data" "recursive"
+	assert_contains "{\"type\":\"ready\",\"path\":\"$W/wd\",\"seq\":1}" "$data" ready
+	assert_contains "\"type\":\"created\",\"kind\":\"file\",\"path\":\"$W/wd/a.txt\"" "$data" created
+	assert_contains "\"type\":\"moved\",\"kind\":\"file\",\"path\":\"$W/wd/a.txt\",\"to\":\"$W/wd/b.txt\"" "$data" moved
+	assert_contains "\"type\":\"deleted\",\"kind\":\"file\",\"path\":\"$W/wd/b.txt\"" "$data" deleted
+	assert_contains "\"path\":\"$W/wd/sub/deep.txt\"" "$data" "recursive"
 	assert_match 'id: 2' "$(cat "$TMP/sse")" "SSE id"
 	local seqs
 	seqs=$(jq -r .seq <<<"$data" | tr '\n' ' ')
