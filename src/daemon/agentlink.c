@@ -246,6 +246,8 @@ static int link_dispatch(struct agentlink *l, const struct frame *f)
 	case MSG_TERM_REPLAY:
 	case MSG_TERM_EXIT:
 		return agentlink_terminal_dispatch(l->ops, l->userdata, f);
+	case MSG_USAGE_REPLY:
+		return agentlink_usage_dispatch(l->ops, l->userdata, f);
 	default:
 		return -EBADMSG;
 	}

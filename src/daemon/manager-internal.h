@@ -15,6 +15,7 @@ struct cgroup;
 struct agentlink;
 struct agentlink_service_state;
 struct agentlink_terminal_exit;
+struct agentlink_usage;
 struct terminal;
 struct service;
 struct event_source;
@@ -101,7 +102,9 @@ struct manager {
 	struct event_source *prune_timer;
 	struct image_job *image_jobs; /* imports and pulls under way (manager-image.c) */
 	size_t n_image_jobs;
-	struct net *net; /* NULL: networking off (manager-network.c) */
+	struct net *net;		    /* NULL: networking off (manager-network.c) */
+	struct usage_waiter *usage_waiters; /* manager-usage.c */
+	uint64_t usage_requests;	    /* the last USAGE_REQUEST's number */
 };
 
 struct workspace *workspace_find(struct manager *m, const char *id);
@@ -182,6 +185,15 @@ void terminals_on_output(void *userdata, const char *id, uint64_t offset, const 
 void terminals_on_replay(void *userdata, const char *id, uint64_t request, uint64_t offset,
 			 const uint8_t *data, size_t n);
 void terminals_on_exit(void *userdata, uint64_t seq, const struct agentlink_terminal_exit *x);
+
+/* manager-usage.c */
+/* agentlink op; userdata is the workspace. */
+void usage_on_reply(void *userdata, uint64_t request, const struct agentlink_usage *v, size_t n);
+/* Controller shutdown: every waiter left is dropped without a call. */
+void usage_waiters_free(struct manager *m);
+
+/* manager-service.c: whether the service's current attempt is this one. */
+bool service_attempt_is_current(struct workspace *ws, const char *name, uint64_t attempt);
 
 /* manager-network.c */
 void manager_network_init(struct manager *m);
