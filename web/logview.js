@@ -7,6 +7,7 @@ import { h, replace, append, clear } from './dom.js';
 
 // What the viewer keeps: older chunks go once the text passes this (a marker says so).
 const MAX_CHARS = 2 * 1024 * 1024;
+const FLUSH_MS = 50;
 
 // logViewer({id, name}): id for the <pre> (tests and styles find it), name for downloads.
 // Returns {el, pre, write(stream, text), note(text), clear(), text()}.
@@ -93,6 +94,7 @@ export function logViewer({ id, name = 'output' }) {
 
 	// reset: the query changed, start from the first match.
 	function search(reset) {
+		flush();
 		const q = query.value.toLowerCase();
 		for (const c of chunks) if (c.stream !== 'note') paint(c, q);
 		collectMarks();
@@ -131,26 +133,45 @@ export function logViewer({ id, name = 'output' }) {
 		if (marker) replace(marker, `[${dropped} older characters not kept here; Download has what is shown]\n`);
 	}
 
+	// Output comes in many small pieces: they are queued and put on the page at most every
+	// FLUSH_MS, in one go, so a chatty command costs one layout per flush, not one per piece.
+	let pending = [];
+	let flushTimer = null;
 	function add(stream, text) {
 		if (!text) return;
-		const last = chunks.at(-1);
+		pending.push([stream, text]);
+		if (!flushTimer) flushTimer = setTimeout(flush, FLUSH_MS);
+	}
+
+	function flush() {
+		clearTimeout(flushTimer);
+		flushTimer = null;
+		if (!pending.length) return;
 		const q = query.value.toLowerCase();
-		if (last && last.stream === stream && stream !== 'note' && !q) {
-			last.text += text;
-			append(last.el, text);
-		} else {
-			const c = { stream, text, el: stream === 'note' ? h('span.gap', { 'data-stream': 'note' }) : h('span.chunk', { 'data-stream': stream, class: stream === 'stderr' ? 'stderr' : '' }) };
-			chunks.push(c);
-			if (stream === 'note') append(c.el, text);
-			else paint(c, q);
-			pre.append(c.el);
-			if (q) {
-				collectMarks();
-				if (current < 0 && marks.length) current = 0;
-				highlight(false);
+		let added = false;
+		for (const [stream, text] of pending) {
+			const last = chunks.at(-1);
+			if (last && last.stream === stream && stream !== 'note' && !q) {
+				last.text += text;
+				const node = last.el.lastChild;
+				if (node && node.nodeType === Node.TEXT_NODE) node.appendData(text);
+				else append(last.el, text);
+			} else {
+				const c = { stream, text, el: stream === 'note' ? h('span.gap', { 'data-stream': 'note' }) : h('span.chunk', { 'data-stream': stream, class: stream === 'stderr' ? 'stderr' : '' }) };
+				chunks.push(c);
+				if (stream === 'note') append(c.el, text);
+				else paint(c, q);
+				pre.append(c.el);
+				added = true;
 			}
+			chars += text.length;
 		}
-		chars += text.length;
+		pending = [];
+		if (q && added) {
+			collectMarks();
+			if (current < 0 && marks.length) current = 0;
+			highlight(false);
+		}
 		if (chars > MAX_CHARS) trim();
 		if (follow) {
 			pre.scrollTop = pre.scrollHeight;
@@ -160,6 +181,7 @@ export function logViewer({ id, name = 'output' }) {
 
 	// What the filter shows, as one string (copy and download take this).
 	function text() {
+		flush();
 		return chunks.filter((c) => c.stream !== 'note' && visible(c)).map((c) => c.text).join('');
 	}
 
@@ -202,6 +224,9 @@ export function logViewer({ id, name = 'output' }) {
 		write: add,
 		note: (t) => add('note', t),
 		clear() {
+			clearTimeout(flushTimer);
+			flushTimer = null;
+			pending = [];
 			chunks.length = 0;
 			chars = dropped = 0;
 			marks = [];

@@ -234,9 +234,9 @@ try {
 	await page.fill(`${viewer} .logview-search`, 'ERR');
 	result.searchCount = (await page.textContent(`${viewer} .logview-count`)).trim();
 	result.searchMarks = await page.$$eval('#run-output mark', (els) => els.map((e) => e.textContent));
-	result.searchCurrent = await page.$eval('#run-output mark.current', (e) => e.parentElement.textContent);
+	result.searchCurrent = await page.$eval('#run-output mark.current', (e) => (e.textContent + (e.nextSibling?.textContent || '')).split('\n')[0]);
 	await page.click(`${viewer} .logview-next`);
-	result.searchNext = [(await page.textContent(`${viewer} .logview-count`)).trim(), await page.$eval('#run-output mark.current', (e) => e.parentElement.textContent)];
+	result.searchNext = [(await page.textContent(`${viewer} .logview-count`)).trim(), await page.$eval('#run-output mark.current', (e) => (e.textContent + (e.nextSibling?.textContent || '')).split('\n')[0])];
 	await page.click(`${viewer} .logview-prev`);
 	await page.click(`${viewer} .logview-prev`);
 	result.searchPrevWraps = (await page.textContent(`${viewer} .logview-count`)).trim();
