@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Commands: run one, follow its output live over the output WebSocket, the history.
 import { api, enc, openSocket } from './api.js';
-import { h, replace, append, badge, fmtTime, fmtMs, fmtBytes, field, showError, outputBlock } from './dom.js';
+import { h, replace, append, badge, fmtTime, fmtMs, fmtBytes, field, showError, outputText, secondsToMs } from './dom.js';
+import { logViewer } from './logview.js';
+import { usageCell } from './usage.js';
 
 const TERMINAL = ['exited', 'killed', 'timed_out', 'cancelled', 'failed_to_start', 'lost'];
 
@@ -10,16 +12,35 @@ function statusKey(run) {
 	return run.status;
 }
 
+// How long a running run has run, from its start to now.
+function elapsedText(run) {
+	const t = Date.parse(run.startedAt || run.createdAt);
+	return isNaN(t) ? '—' : fmtMs(Math.max(0, Math.floor((Date.now() - t) / 1000) * 1000));
+}
+
+// A clock element for a running run; tick() updates every such element on the page.
+function elapsedCell(run, tag = 'span.elapsed') {
+	return h(tag, { 'data-elapsed-since': run.startedAt || run.createdAt }, elapsedText(run));
+}
+
+function tickElapsed() {
+	for (const el of document.querySelectorAll('[data-elapsed-since]')) {
+		replace(el, elapsedText({ startedAt: el.dataset.elapsedSince }));
+	}
+}
+
 // The facts of a finished (or running) run, as a definition list.
 export function runFacts(run) {
+	const running = run.status === 'running';
 	return h('dl.kv.facts',
 		h('dt', 'Status'), h('dd', badge(run.status, statusKey(run))),
 		h('dt', 'Exit code'), h('dd#run-exit', run.exitCode ?? '—'),
 		run.signal !== null && run.signal !== undefined ? [h('dt', 'Signal'), h('dd', String(run.signal) + (run.oomKilled ? ' (OOM killed)' : ''))] : null,
 		run.reason ? [h('dt', 'Reason'), h('dd', run.reason)] : null,
-		h('dt', 'Duration'), h('dd', fmtMs(run.durationMs)),
-		h('dt', 'CPU'), h('dd', fmtMs(run.cpuMs)),
-		h('dt', 'Peak memory'), h('dd', fmtBytes(run.peakMemoryBytes)),
+		running ? [h('dt', 'Elapsed'), elapsedCell(run, 'dd#run-elapsed')] : [h('dt', 'Duration'), h('dd', fmtMs(run.durationMs))],
+		running ? [h('dt', 'Using now'), usageCell('run:' + run.id, 'dd#run-usage')] : [
+			h('dt', 'CPU'), h('dd', fmtMs(run.cpuMs)),
+			h('dt', 'Peak memory'), h('dd', fmtBytes(run.peakMemoryBytes))],
 		h('dt', 'Output'), h('dd', `stdout ${fmtBytes(run.stdoutBytes)}, stderr ${fmtBytes(run.stderrBytes)}${run.truncated ? ' (truncated: head and tail kept)' : ''}`),
 		h('dt', 'Started'), h('dd', fmtTime(run.startedAt || run.createdAt)));
 }
@@ -27,14 +48,14 @@ export function runFacts(run) {
 export function commandsTab(root, ctx, wsPath) {
 	const command = h('textarea#cmd', { rows: 2, placeholder: 'echo hello  (Ctrl+Enter runs)', spellcheck: 'false', required: true });
 	const cwd = h('input#cmd-cwd', { type: 'text', placeholder: 'workspace directory', spellcheck: 'false' });
-	const timeout = h('input#cmd-timeout', { type: 'number', min: 1, max: 86400000, placeholder: '60000' });
+	const timeout = h('input#cmd-timeout', { type: 'number', min: 0.001, max: 86400, step: 'any', placeholder: 'worker default' });
 	const stdin = h('input#cmd-stdin', { type: 'text', placeholder: 'none', spellcheck: 'false' });
 	const ferr = h('div.error', { hidden: true, role: 'alert' });
 	const runBtn = h('button.primary#run', { type: 'submit' }, 'Run');
-	const form = h('form.card#cmd-form', { on: { submit: (ev) => { ev.preventDefault(); start(); } } },
+	const form = h('form.card#cmd-form', { novalidate: true, on: { submit: (ev) => { ev.preventDefault(); start(); } } },
 		h('h2', 'Run a command'),
 		field('Command (/bin/sh -c)', command),
-		h('div.row', field('Working directory', cwd), field('Timeout (ms)', timeout), field('stdin', stdin)),
+		h('div.row', field('Working directory', cwd), field('Timeout (s)', timeout), field('stdin', stdin)),
 		ferr,
 		h('div.actions', runBtn));
 	command.addEventListener('keydown', (ev) => {
@@ -65,7 +86,15 @@ export function commandsTab(root, ctx, wsPath) {
 		const body = { command: command.value };
 		if (!body.command.trim()) return;
 		if (cwd.value.trim()) body.cwd = cwd.value.trim();
-		if (timeout.value !== '') body.timeoutMs = Number(timeout.value);
+		if (timeout.value !== '') {
+			const ms = secondsToMs(timeout.value);
+			if (ms === null || ms < 1 || ms > 86400000) {
+				showError(ferr, new Error(`Timeout: "${timeout.value}" is not a number of seconds from 0.001 to 86400.`));
+				timeout.focus();
+				return;
+			}
+			body.timeoutMs = ms;
+		}
 		if (stdin.value !== '') body.stdin = stdin.value;
 		runBtn.disabled = true;
 		try {
@@ -106,16 +135,26 @@ export function commandsTab(root, ctx, wsPath) {
 	}
 
 	function renderFinished(run) {
+		const view = logViewer({ id: 'run-stored', name: 'run-' + run.id });
+		for (const stream of ['stdout', 'stderr']) {
+			const head = outputText(run, stream), tail = outputText(run, stream + 'Tail');
+			view.write(stream, head);
+			if (tail) {
+				const kept = new TextEncoder().encode(head).length + new TextEncoder().encode(tail).length;
+				view.note(`\n… ${fmtBytes((run[stream + 'Bytes'] ?? 0) - kept)} of ${stream} not kept …\n`);
+				view.write(stream, tail);
+			}
+		}
 		replace(detail,
 			header(run, null),
 			h('pre.cmdline', '$ ' + run.command),
 			h('div#run-status', { 'data-status': run.status }, runFacts(run)),
-			h('h3', 'stdout'), outputBlock(run, 'stdout'),
-			h('h3', 'stderr'), outputBlock(run, 'stderr'));
+			h('h3', 'Output'), view.el);
 	}
 
 	function follow(run) {
-		const out = h('pre.output.live#run-output');
+		const view = logViewer({ id: 'run-output', name: 'run-' + run.id });
+		const out = view.pre;
 		const facts = h('div#run-status', { 'data-status': run.status }, runFacts(run));
 		const state = h('span.muted', 'connecting…');
 		const cancel = h('button.danger#cancel', {
@@ -128,12 +167,12 @@ export function commandsTab(root, ctx, wsPath) {
 						replace(facts, runFacts(r));
 						facts.dataset.status = r.status;
 					} catch (e) {
-						append(out, h('span.gap', `\n[cancel: ${e.message}]\n`));
+						view.note(`\n[cancel: ${e.message}]\n`);
 					}
 				},
 			},
 		}, 'Cancel');
-		replace(detail, header(run, [state, ' ', cancel]), h('pre.cmdline', '$ ' + run.command), facts, h('h3', 'Output'), out);
+		replace(detail, header(run, [state, ' ', cancel]), h('pre.cmdline', '$ ' + run.command), facts, h('h3', 'Output'), view.el);
 		const decoders = { 1: new TextDecoder(), 2: new TextDecoder() };
 		const ws = (socket = openSocket(wsPath + '/commands/' + enc(run.id) + '/output'));
 		let ended = false;
@@ -143,12 +182,12 @@ export function commandsTab(root, ctx, wsPath) {
 				let msg;
 				try { msg = JSON.parse(m.data); } catch { return; }
 				if (msg.type === 'gap') {
-					append(out, h('span.gap', `\n[${fmtBytes(msg.bytes)} of ${msg.stream} not shown]\n`));
+					view.note(`\n[${fmtBytes(msg.bytes)} of ${msg.stream} not shown]\n`);
 				} else if (msg.type === 'end') {
 					ended = true;
 					for (const [s, d] of Object.entries(decoders)) {
 						const rest = d.decode();
-						if (rest) append(out, s === '2' ? h('span.stderr', rest) : rest);
+						if (rest) view.write(s === '2' ? 'stderr' : 'stdout', rest);
 					}
 					replace(facts, runFacts(msg.run));
 					facts.dataset.status = msg.run.status;
@@ -156,7 +195,7 @@ export function commandsTab(root, ctx, wsPath) {
 					cancel.remove();
 					loadHistory();
 				} else if (msg.type === 'error') {
-					append(out, h('span.gap', `\n[${msg.error?.message || 'error'}]\n`));
+					view.note(`\n[${msg.error?.message || 'error'}]\n`);
 				}
 				return;
 			}
@@ -164,9 +203,7 @@ export function commandsTab(root, ctx, wsPath) {
 			if (b.length < 9) return;
 			const stream = b[0];
 			const text = (decoders[stream] || decoders[1]).decode(b.subarray(9), { stream: true });
-			const atBottom = out.scrollTop + out.clientHeight >= out.scrollHeight - 4;
-			append(out, stream === 2 ? h('span.stderr', text) : text);
-			if (atBottom) out.scrollTop = out.scrollHeight;
+			view.write(stream === 2 ? 'stderr' : 'stdout', text);
 		};
 		ws.onclose = (ev) => {
 			if (socket === ws) socket = null;
@@ -207,15 +244,15 @@ export function commandsTab(root, ctx, wsPath) {
 			replace(history, h('p.muted', 'No commands yet.'));
 			return;
 		}
-		replace(history, h('table.list#history-table',
+		replace(history, h('div.table-scroll', h('table.list#history-table',
 			h('thead', h('tr', ['Command', 'Status', 'Exit', 'Started', 'Duration', 'CPU', ''].map((t) => h('th', t)))),
 			h('tbody', runs.map((r) => h('tr', { 'data-id': r.id, class: r.id === selected ? 'selected' : '' },
 				h('td.mono.cmd', { title: r.command }, r.command.length > 80 ? r.command.slice(0, 80) + '…' : r.command),
 				h('td', badge(r.status, statusKey(r))),
 				h('td', r.exitCode ?? (r.signal ? 'sig ' + r.signal : '—')),
 				h('td', fmtTime(r.startedAt || r.createdAt)),
-				h('td', fmtMs(r.durationMs)),
-				h('td', fmtMs(r.cpuMs)),
+				r.status === 'running' ? elapsedCell(r, 'td') : h('td', fmtMs(r.durationMs)),
+				r.status === 'running' ? usageCell('run:' + r.id, 'td') : h('td', fmtMs(r.cpuMs)),
 				h('td.actions',
 					h('button', { type: 'button', on: { click: () => show(r) } }, 'Output'),
 					r.status === 'running' ? h('button.danger', {
@@ -230,9 +267,10 @@ export function commandsTab(root, ctx, wsPath) {
 								loadHistory();
 							},
 						},
-					}, 'Cancel') : null))))));
+					}, 'Cancel') : null)))))));
 	}
 
 	loadHistory();
 	ctx.every(5000, loadHistory);
+	ctx.every(1000, tickElapsed);
 }

@@ -132,3 +132,16 @@ export function showError(box, err) {
 	const extra = err.status ? ` (HTTP ${err.status}${err.code ? ', ' + err.code : ''}${err.field ? ', field ' + err.field : ''})` : '';
 	replace(box, msg + extra);
 }
+
+// "1.5" (seconds, as typed) → 1500; null when not a finite number.
+export function secondsToMs(v) {
+	const s = String(v).trim();
+	if (!/^\d*\.?\d+$|^\d+\.$/.test(s)) return null;
+	const n = Number(s);
+	return Number.isFinite(n) ? Math.round(n * 1000) : null;
+}
+
+// 1500 → "1.5" for a seconds field.
+export function msToSeconds(ms) {
+	return String(Math.round(ms) / 1000);
+}

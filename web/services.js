@@ -2,7 +2,9 @@
 // Services: start one under a restart policy, the list, one service's attempts and their
 // output, live logs (server-sent events read with fetch, so the token goes in a header).
 import { api, enc, readEvents, b64decode } from './api.js';
-import { h, replace, append, badge, fmtTime, fmtMs, fmtBytes, field, showError, outputBlock } from './dom.js';
+import { h, replace, badge, fmtTime, fmtMs, fmtBytes, field, showError, outputBlock, secondsToMs } from './dom.js';
+import { logViewer } from './logview.js';
+import { usageCell } from './usage.js';
 
 const ACTIVE = ['starting', 'running', 'backoff'];
 
@@ -29,7 +31,7 @@ export function servicesTab(root, ctx, wsPath) {
 	const cwd = h('input#svc-cwd', { type: 'text', placeholder: 'workspace directory', spellcheck: 'false' });
 	const policy = h('select#svc-policy', ['no', 'on-failure', 'always'].map((p) => h('option', { value: p, selected: p === 'on-failure' }, p)));
 	const maxRestarts = h('input#svc-max', { type: 'number', min: 0, max: 1000000, value: '5' });
-	const delay = h('input#svc-delay', { type: 'number', min: 0, max: 3600000, value: '1000' });
+	const delay = h('input#svc-delay', { type: 'number', min: 0, max: 3600, step: 'any', value: '1' });
 	const autostart = h('input#svc-autostart', { type: 'checkbox' });
 	const ferr = h('div.error', { hidden: true, role: 'alert' });
 	const startBtn = h('button.primary#svc-start', { type: 'submit' }, 'Start service');
@@ -37,9 +39,15 @@ export function servicesTab(root, ctx, wsPath) {
 		on: {
 			submit: async (ev) => {
 				ev.preventDefault();
+				const delayMs = delay.value === '' ? 0 : secondsToMs(delay.value);
+				if (delayMs === null || delayMs > 3600000) {
+					showError(ferr, new Error(`Delay: "${delay.value}" is not a number of seconds from 0 to 3600.`));
+					delay.focus();
+					return;
+				}
 				const body = {
 					name: name.value.trim(), command: command.value,
-					restart: { policy: policy.value, maxRestarts: Number(maxRestarts.value || 0), delayMs: Number(delay.value || 0) },
+					restart: { policy: policy.value, maxRestarts: Number(maxRestarts.value || 0), delayMs },
 					autostart: autostart.checked,
 				};
 				if (cwd.value.trim()) body.cwd = cwd.value.trim();
@@ -58,7 +66,7 @@ export function servicesTab(root, ctx, wsPath) {
 	},
 	h('h2', 'Start a service'),
 	h('div.row', field('Name', name), field('Command (foreground)', command, 'Do not append & or daemonize.')),
-	h('div.row', field('Restart policy', policy), field('Max restarts', maxRestarts), field('Delay (ms)', delay), field('Working directory', cwd)),
+	h('div.row', field('Restart policy', policy), field('Max restarts', maxRestarts), field('Delay (s)', delay), field('Working directory', cwd)),
 	h('label.checkbox', autostart, ' start again after the workspace restarts'),
 	ferr,
 	h('div.actions', startBtn));
@@ -109,11 +117,12 @@ export function servicesTab(root, ctx, wsPath) {
 			replace(list, h('p.muted', 'No services yet.'));
 			return;
 		}
-		replace(list, h('table.list#svc-table',
-			h('thead', h('tr', ['Service', 'State', 'Restarts', 'Attempts', 'Policy', 'Command', ''].map((t) => h('th', t)))),
+		replace(list, h('div.table-scroll', h('table.list#svc-table',
+			h('thead', h('tr', ['Service', 'State', 'Using now', 'Restarts', 'Attempts', 'Policy', 'Command', ''].map((t) => h('th', t)))),
 			h('tbody', svcs.map((s) => h('tr', { 'data-name': s.name, class: s.name === selected ? 'selected' : '' },
 				h('td', h('a', { href: '#', on: { click: (ev) => { ev.preventDefault(); select(s.name); } } }, s.name)),
 				h('td', badge(s.state), s.stopping ? h('span.muted', ' stopping…') : null, s.reason ? h('div.reason', s.reason) : null),
+				ACTIVE.includes(s.state) ? usageCell('service:' + s.name, 'td.svc-usage') : h('td.svc-usage'),
 				h('td.svc-restarts', String(s.restartCount ?? 0)),
 				h('td.svc-attempts', String(attemptsOf(s).length)),
 				h('td', `${s.restart?.policy ?? 'no'} (max ${s.restart?.maxRestarts ?? '—'})`),
@@ -122,7 +131,7 @@ export function servicesTab(root, ctx, wsPath) {
 					h('button', { type: 'button', on: { click: () => select(s.name) } }, 'Details'),
 					ACTIVE.includes(s.state) && !s.stopping ? h('button', { type: 'button', on: { click: () => act(s, 'stop') } }, 'Stop') : null,
 					h('button', { type: 'button', on: { click: () => act(s, 'restart') } }, 'Restart'),
-					h('button.danger', { type: 'button', on: { click: () => act(s, 'delete') } }, 'Delete')))))));
+					h('button.danger', { type: 'button', on: { click: () => act(s, 'delete') } }, 'Delete'))))))));
 	}
 
 	function select(n) {
@@ -130,6 +139,8 @@ export function servicesTab(root, ctx, wsPath) {
 			logAbort?.abort();
 			logAbort = null;
 			openAttempts.clear();
+			logs = null; // another service: its own logs, nothing of the previous one's
+			lastKey = null;
 		}
 		if (selected !== n) followed = null;
 		selected = n;
@@ -162,7 +173,7 @@ export function servicesTab(root, ctx, wsPath) {
 		}
 	}
 
-	let logsBox = null;
+	let logs = null; // the log viewer of the selected service
 	function renderDetail(s) {
 		detail.hidden = false;
 		for (const d of detail.querySelectorAll('details[data-attempt]')) {
@@ -172,7 +183,7 @@ export function servicesTab(root, ctx, wsPath) {
 		const r = s.restart || {};
 		const attempts = attemptsOf(s);
 		const logsBtn = h('button#svc-follow', { type: 'button', on: { click: () => followLogs(s.name) } }, logAbort ? 'Following…' : 'Follow live logs');
-		if (!logsBox) logsBox = h('pre.output.live#svc-logs');
+		if (!logs) logs = logViewer({ id: 'svc-logs', name: 'service-' + s.name });
 		replace(detail,
 			h('div.card-head', h('h2', 'Service ', h('span.mono', s.name), ' ', badge(s.state)),
 				h('div.actions', logsBtn)),
@@ -183,7 +194,7 @@ export function servicesTab(root, ctx, wsPath) {
 				h('dt', 'Restarts made'), h('dd', String(s.restartCount)),
 				h('dt', 'Current attempt'), h('dd', s.currentAttempt ? `#${s.currentAttempt} since ${fmtTime(s.currentAttemptStartedAt)}, pid ${s.mainPid ?? '—'}` : '—'),
 				s.nextRestartAt ? [h('dt', 'Next restart'), h('dd', fmtTime(s.nextRestartAt))] : null),
-			h('h3', 'Live logs'), logsBox,
+			h('h3', 'Live logs'), logs.el,
 			h('h3', `Attempts (${attempts.length})`),
 			attempts.length ? h('div.attempts', [...attempts].reverse().map((a) => a.running ? h('div.attempt.running', { 'data-attempt': String(a.number) },
 				h('span.mono', `#${a.number}`), ' ', h('span.end', 'running'),
@@ -200,7 +211,8 @@ export function servicesTab(root, ctx, wsPath) {
 		logAbort?.abort();
 		const ac = (logAbort = new AbortController());
 		ctx.signal.addEventListener('abort', () => ac.abort(), { once: true });
-		replace(logsBox);
+		const view = logs;
+		view.clear();
 		const btn = detail.querySelector('#svc-follow');
 		if (btn) replace(btn, 'Following…');
 		const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() };
@@ -210,16 +222,15 @@ export function servicesTab(root, ctx, wsPath) {
 				try { d = JSON.parse(data); } catch { return; }
 				if (ev === 'output') {
 					const text = (decoders[d.stream] || decoders.stdout).decode(b64decode(d.data), { stream: true });
-					append(logsBox, d.stream === 'stderr' ? h('span.stderr', text) : text);
-					logsBox.scrollTop = logsBox.scrollHeight;
+					view.write(d.stream === 'stderr' ? 'stderr' : 'stdout', text);
 				} else if (ev === 'gap') {
-					append(logsBox, h('span.gap', `\n[${fmtBytes(d.bytes)} of ${d.stream} not shown]\n`));
+					view.note(`\n[${fmtBytes(d.bytes)} of ${d.stream} not shown]\n`);
 				} else if (ev === 'end') {
-					append(logsBox, h('span.gap', `\n[end of the logs; the service is ${d.state ?? 'gone'}]\n`));
+					view.note(`\n[end of the logs; the service is ${d.state ?? 'gone'}]\n`);
 				}
 			}, ac.signal);
 		} catch (e) {
-			if (e.name !== 'AbortError') append(logsBox, h('span.gap', `\n[logs: ${e.message}]\n`));
+			if (e.name !== 'AbortError') view.note(`\n[logs: ${e.message}]\n`);
 		}
 		if (logAbort === ac) logAbort = null;
 		const b = detail.querySelector('#svc-follow');

@@ -51,7 +51,7 @@ export function terminalsTab(root, ctx, wsPath, base) {
 			replace(list, h('p.muted', 'No terminals yet.'));
 			return;
 		}
-		replace(list, h('table.list#term-table',
+		replace(list, h('div.table-scroll', h('table.list#term-table',
 			h('thead', h('tr', ['Terminal', 'State', 'Command', 'Size', 'Output', 'Created', ''].map((t) => h('th', t)))),
 			h('tbody', [...ts].reverse().map((t) => h('tr', { 'data-id': t.id },
 				h('td', h('a.mono', { href: base + '/terminals/' + enc(t.id) }, t.id)),
@@ -64,7 +64,7 @@ export function terminalsTab(root, ctx, wsPath, base) {
 				h('td', fmtTime(t.createdAt)),
 				h('td.actions',
 					LIVE.includes(t.state) ? h('a.button', { href: base + '/terminals/' + enc(t.id) }, 'Attach') : null,
-					LIVE.includes(t.state) ? h('button.danger', { type: 'button', on: { click: () => forceClose(t.id) } }, 'Force close') : null))))));
+					LIVE.includes(t.state) ? h('button.danger', { type: 'button', on: { click: () => forceClose(t.id) } }, 'Force close') : null)))))));
 	}
 
 	async function forceClose(id) {
@@ -140,6 +140,7 @@ export function terminalView(root, ctx, wsPath, id, base) {
 	const path = wsPath + '/terminals/' + enc(id);
 	const state = h('span#term-state', '…');
 	const info = h('span.muted#term-info');
+	const ended = h('div.term-ended#term-ended', { hidden: true, role: 'status' });
 	const conn = h('span.muted#term-conn', 'connecting…');
 	const err = h('div.error', { hidden: true, role: 'alert' });
 	const screen = h('div.term-screen#term-screen');
@@ -163,17 +164,39 @@ export function terminalView(root, ctx, wsPath, id, base) {
 		h('div.card-head',
 			h('h2', 'Terminal ', h('span.mono', id), ' ', state),
 			h('div.actions', conn, ' ', reattach, h('a.button', { href: base + '/terminals' }, 'All terminals'), closeBtn)),
-		info, err, screen));
+		info, err, ended, screen));
+
+	let last = null; // the terminal as last fetched
+	// The size shown is the screen's own once it is fitted (what the last resize sent), else
+	// what the controller has.
+	function renderInfo() {
+		const t = last;
+		if (!t) return;
+		const size = term?.size() || { cols: t.cols, rows: t.rows };
+		const sizeEl = h('span#term-size', { 'data-cols': String(size.cols), 'data-rows': String(size.rows) }, `${size.cols}×${size.rows}`);
+		replace(info, t.command ?? '', ' · ', sizeEl,
+			t.exitCode !== null && t.exitCode !== undefined ? ` · exit ${t.exitCode}` : '',
+			t.signal ? ` · signal ${t.signal}` : '', t.reason ? ` · ${t.reason}` : '');
+	}
 
 	function renderState(t) {
+		last = t;
 		replace(state, badge(t.state));
 		state.dataset.state = t.state;
-		let s = `${t.command ?? ''} · ${t.cols}×${t.rows}`;
-		if (t.exitCode !== null && t.exitCode !== undefined) s += ` · exit ${t.exitCode}`;
-		if (t.signal) s += ` · signal ${t.signal}`;
-		if (t.reason) s += ` · ${t.reason}`;
-		replace(info, s);
-		closeBtn.hidden = !LIVE.includes(t.state);
+		renderInfo();
+		const live = LIVE.includes(t.state);
+		closeBtn.hidden = !live;
+		// An ended terminal cannot be attached again: its scrollback went with it. Say how it
+		// ended; what this view received stays on the screen.
+		if (!live) {
+			reattach.hidden = true;
+			ended.hidden = false;
+			let how = t.state;
+			if (t.exitCode !== null && t.exitCode !== undefined) how += `, exit code ${t.exitCode}`;
+			if (t.signal) how += `, signal ${t.signal}`;
+			if (t.reason) how += ` (${t.reason})`;
+			replace(ended, `This terminal has ended: ${how}. Its output is no longer kept; what this view showed stays below.`);
+		}
 	}
 
 	let term = null, socket = null, resizeObs = null, lastSize = '';
@@ -185,12 +208,18 @@ export function terminalView(root, ctx, wsPath, id, base) {
 		const s = term?.size();
 		if (!s) return;
 		const key = s.cols + 'x' + s.rows;
+		renderInfo();
 		if (key === lastSize || !socket || socket.readyState !== WebSocket.OPEN) return;
 		lastSize = key;
 		socket.send(JSON.stringify({ type: 'resize', cols: s.cols, rows: s.rows }));
 	}
 
 	function attach() {
+		if (last && !LIVE.includes(last.state)) {
+			replace(conn, 'not attached');
+			conn.dataset.state = 'ended';
+			return;
+		}
 		if (socket) {
 			socket.onclose = null;
 			socket.close(1000);
@@ -224,8 +253,8 @@ export function terminalView(root, ctx, wsPath, id, base) {
 			socket = null;
 			conn.dataset.state = 'closed';
 			replace(conn, `detached (${ev.code}${ev.reason ? ': ' + ev.reason : ''})`);
-			reattach.hidden = false;
-			refresh();
+			// Reattach only while the terminal lives (renderState hides it otherwise).
+			refresh().then(() => { reattach.hidden = !last || !LIVE.includes(last.state); });
 		};
 	}
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The worker page: what the worker is, whether it is ready (each check), its workspaces.
 import { api, enc } from './api.js';
-import { h, replace, badge, fmtTime, field, showError } from './dom.js';
+import { h, replace, badge, fmtTime, fmtMs, field, showError } from './dom.js';
+import { confirmRestart } from './workspace.js';
 
 function limitsText(ws) {
 	const p = [];
@@ -68,7 +69,7 @@ export function workerView(root, ctx) {
 				h('dt', 'OCI runtime'), h('dd', worker.runtime ?? '—'),
 				h('dt', 'cgroup'), h('dd', worker.cgroup ?? '—'),
 				h('dt', 'Workspaces'), h('dd', `${worker.workspaces ?? '—'} of ${l.maxWorkspaces ?? '—'}`),
-				h('dt', 'Commands'), h('dd', `timeout ${l.defaultTimeoutMs ?? '—'} ms by default, ${l.maxRunningPerWorkspace ?? '—'} running per workspace`)));
+				h('dt', 'Commands'), h('dd', `timeout ${l.defaultTimeoutMs !== undefined ? fmtMs(l.defaultTimeoutMs) : '—'} by default, ${l.maxRunningPerWorkspace ?? '—'} running per workspace`)));
 		replace(checks,
 			h('h2', 'Ready ', badge(ready.ready ? 'ready' : 'not ready', ready.ready ? 'ok' : 'error')),
 			h('ul.checks', (ready.checks || []).map((c) =>
@@ -92,7 +93,7 @@ export function workerView(root, ctx) {
 			replace(list, h('p.muted', 'No workspaces yet: create one below.'));
 			return;
 		}
-		replace(list, h('table.list#ws-table',
+		replace(list, h('div.table-scroll', h('table.list#ws-table',
 			h('thead', h('tr', ['Workspace', 'State', 'Adapter', 'Image', 'Limits', 'Created', ''].map((t) => h('th', t)))),
 			h('tbody', wss.map((ws) => h('tr', { 'data-id': ws.id },
 				h('td', h('a.mono', { href: '#/w/' + enc(ws.id) }, ws.id)),
@@ -103,11 +104,12 @@ export function workerView(root, ctx) {
 				h('td', fmtTime(ws.createdAt)),
 				h('td.actions',
 					h('button', { type: 'button', on: { click: () => act(ws, 'restart') } }, 'Restart'),
-					h('button.danger', { type: 'button', on: { click: () => act(ws, 'delete') } }, 'Delete')))))));
+					h('button.danger', { type: 'button', on: { click: () => act(ws, 'delete') } }, 'Delete'))))))));
 	}
 
 	async function act(ws, what) {
 		if (what === 'delete' && !confirm(`Delete workspace ${ws.id}? Its HOME and every run go with it.`)) return;
+		if (what === 'restart' && !(await confirmRestart(ws.id, ctx.signal))) return;
 		try {
 			if (what === 'delete') await api('DELETE', '/v1/workspaces/' + enc(ws.id));
 			else await api('POST', '/v1/workspaces/' + enc(ws.id) + '/restart');

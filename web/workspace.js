@@ -6,8 +6,46 @@ import { commandsTab } from './commands.js';
 import { servicesTab } from './services.js';
 import { terminalsTab, terminalView } from './terminals.js';
 import { filesTab } from './files.js';
+import { startUsageFeed, usageCell } from './usage.js';
 
 const TABS = [['commands', 'Commands'], ['services', 'Services'], ['terminals', 'Terminals'], ['files', 'Files']];
+
+// What a restart would end, counted from the lists.
+async function runningCounts(wsPath, signal) {
+	const [c, s, t] = await Promise.all([
+		api('GET', wsPath + '/commands?limit=1000', undefined, { signal }),
+		api('GET', wsPath + '/services', undefined, { signal }),
+		api('GET', wsPath + '/terminals', undefined, { signal }),
+	]);
+	return {
+		commands: (c.commands || []).filter((r) => r.status === 'running').length,
+		services: (s.services || []).filter((v) => ['starting', 'running', 'backoff'].includes(v.state)).length,
+		terminals: (t.terminals || []).filter((x) => ['starting', 'running'].includes(x.state)).length,
+	};
+}
+
+function restartQuestion(id, n) {
+	const plural = (k, word) => `${k} ${word}${k === 1 ? '' : 's'}`;
+	const parts = [];
+	if (n.commands) parts.push(plural(n.commands, 'running command'));
+	if (n.services) parts.push(plural(n.services, 'running service'));
+	if (n.terminals) parts.push(plural(n.terminals, 'open terminal'));
+	const what = parts.length ? `This ends ${parts.join(', ').replace(/, ([^,]*)$/, ' and $1')}` +
+		(n.services ? ' (services set to autostart start again)' : '') + '.' : 'Nothing is running in it.';
+	return `Restart workspace ${id}? Its processes are killed and its agent starts again. ${what}`;
+}
+
+// Asks before a restart, naming what it ends. True when the person agreed.
+export async function confirmRestart(id, signal) {
+	let n = null;
+	try {
+		n = await runningCounts('/v1/workspaces/' + enc(id), signal);
+	} catch (e) {
+		if (e.name === 'AbortError') return false;
+	}
+	return confirm(n ? restartQuestion(id, n)
+		: `Restart workspace ${id}? Every running command, service and terminal in it ends (what runs could not be listed).`);
+}
 
 export function workspaceView(root, ctx, id, tab, sub) {
 	if (!TABS.some(([t]) => t === tab)) tab = 'commands';
@@ -33,8 +71,8 @@ export function workspaceView(root, ctx, id, tab, sub) {
 			ws = await api('GET', '/v1/workspaces/' + enc(id), undefined, { signal: ctx.signal });
 		} catch (e) {
 			if (e.name === 'AbortError') return;
-			showError(err, e);
-			if (e.status === 404) replace(summary, h('p', 'This workspace does not exist (any more). ', h('a', { href: '#/' }, 'Back to the worker')));
+			if (e.status === 404) notFound(e);
+			else showError(err, e);
 			return;
 		}
 		net = null;
@@ -48,6 +86,18 @@ export function workspaceView(root, ctx, id, tab, sub) {
 		}
 		showError(err, null);
 		render();
+	}
+
+	// Gone (deleted, or never there): nothing of the workspace stays on the page, and every
+	// poll, stream and socket of the view ends.
+	function notFound(e) {
+		ctx.close();
+		ctx.setCrumbs([[id, null]]);
+		replace(root, h('section.card#ws-not-found',
+			h('h2', 'Workspace not found'),
+			h('p', 'No workspace ', h('span.mono', id), ' exists on this worker: it was deleted, or the address is wrong.'),
+			h('p.muted', e.message),
+			h('div.actions', h('a.button#ws-back', { href: '#/' }, 'Back to the workspaces'))));
 	}
 
 	// The network row: mode, then address and counters when the worker told them.
@@ -68,6 +118,7 @@ export function workspaceView(root, ctx, id, tab, sub) {
 
 	async function act(what) {
 		if (what === 'delete' && !confirm(`Delete workspace ${id}? Its HOME and every run go with it.`)) return;
+		if (what === 'restart' && !(await confirmRestart(id, ctx.signal))) return;
 		try {
 			if (what === 'delete') {
 				await api('DELETE', '/v1/workspaces/' + enc(id));
@@ -101,13 +152,15 @@ export function workspaceView(root, ctx, id, tab, sub) {
 					h('dt', 'Seccomp'), h('dd.mono', ws.seccompProfile ?? '—'),
 				] : null,
 				h('dt', 'Limits'), h('dd', limits),
+				h('dt', 'Resource use'), h('dd#ws-usage', usageCell('workspace')),
 				h('dt', 'Working dir'), h('dd.mono', ws.workdir ?? '—'),
 				h('dt', 'Created'), h('dd', fmtTime(ws.createdAt))));
 	}
 
+	const wsPath = '/v1/workspaces/' + enc(id);
 	load();
 	ctx.every(5000, load);
-	const wsPath = '/v1/workspaces/' + enc(id);
+	startUsageFeed(ctx, wsPath);
 	if (tab === 'commands') commandsTab(body, ctx, wsPath);
 	else if (tab === 'services') servicesTab(body, ctx, wsPath);
 	else if (tab === 'files') filesTab(body, ctx, wsPath);

@@ -81,6 +81,25 @@ int child_base_put_names(struct child_base *b, struct buf *buf)
 	return k;
 }
 
+int child_base_put_usage(struct child_base *b, struct buf *buf)
+{
+	int k = 0;
+
+	for (struct child *c = b->children; c && k >= 0; c = c->next) {
+		struct cgroup_usage u;
+
+		if (!c->cg || c->pid <= 0 || c->exited || cgroup_get_usage(c->cg, &u) < 0)
+			continue;
+		k = b->ops->put_ids ? b->ops->put_ids(c, buf) :
+				      frame_put_str(buf, b->ops->name_tag, c->name);
+		if (k >= 0)
+			k = frame_put_u64(buf, TAG_CPU_USEC, u.cpu_usec);
+		if (k >= 0)
+			k = frame_put_u64(buf, TAG_MEMORY_BYTES, u.memory_bytes);
+	}
+	return k;
+}
+
 void child_base_unwatch(struct child_base *b)
 {
 	for (struct child *c = b->children; c; c = c->next)

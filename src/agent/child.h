@@ -93,6 +93,9 @@ struct child *child_base_find(struct child_base *b, const char *name);
 struct child *child_base_find_pid(struct child_base *b, pid_t pid);
 /* Every child's name (HELLO_OK). */
 int child_base_put_names(struct child_base *b, struct buf *buf);
+/* Per child whose main process runs: its ids (put_ids, else name_tag), CPU_USEC and
+ * MEMORY_BYTES from its cgroup (USAGE_REPLY). A child whose group cannot be read is left out. */
+int child_base_put_usage(struct child_base *b, struct buf *buf);
 /* The controller went away: nobody watches any more. */
 void child_base_unwatch(struct child_base *b);
 /* child_kill() for every child. */

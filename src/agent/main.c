@@ -378,9 +378,45 @@ static int on_sigterm(struct event_source *s, const struct signalfd_siginfo *si,
 	return 0;
 }
 
+static int usage_request_field(void *userdata, uint16_t tag, const uint8_t *v, size_t n)
+{
+	uint64_t *request = userdata;
+
+	if (tag != TAG_REQUEST || *request != UINT64_MAX)
+		return -EBADMSG;
+	return frame_val_u64(v, n, request);
+}
+
+/* USAGE_REQUEST: the cpu time and memory of every running run and service attempt, from their
+ * cgroups, in one USAGE_REPLY. */
+static int on_usage_request(struct agent *a, const struct frame *f)
+{
+	uint64_t request = UINT64_MAX;
+	struct buf *b;
+	size_t start;
+	int r;
+
+	r = frame_for_each_field(f, usage_request_field, &request);
+	if (r < 0 || request == UINT64_MAX)
+		return -EBADMSG;
+	r = channel_begin(a->channel, MSG_USAGE_REPLY, &b, &start);
+	if (r < 0)
+		return 0; /* nobody to answer */
+	r = frame_put_u64(b, TAG_REQUEST, request);
+	if (r >= 0)
+		r = run_manager_put_usage(a->runs, b);
+	if (r >= 0)
+		r = service_manager_put_usage(a->services, b);
+	(void)channel_end(a->channel, start, r);
+	return 0;
+}
+
 static int on_message(struct channel *c, const struct frame *f, void *userdata)
 {
 	struct agent *a = userdata;
+
+	if (f->type == MSG_USAGE_REQUEST)
+		return on_usage_request(a, f);
 
 	if (f->type == MSG_SHUTDOWN) {
 		agent_shutdown(a);

@@ -504,6 +504,11 @@ int run_manager_hello_fields(struct run_manager *m, struct buf *b)
 	return child_base_put_names(&m->base, b);
 }
 
+int run_manager_put_usage(struct run_manager *m, struct buf *b)
+{
+	return child_base_put_usage(&m->base, b);
+}
+
 void run_manager_disconnected(struct run_manager *m)
 {
 	child_base_unwatch(&m->base);

@@ -31,6 +31,8 @@ void run_manager_free(struct run_manager *m);
 int run_manager_message(struct run_manager *m, const struct frame *f);
 /* RUN_ID of every live run, for HELLO_OK. */
 int run_manager_hello_fields(struct run_manager *m, struct buf *b);
+/* USAGE_REPLY's entries: RUN_ID, CPU_USEC, MEMORY_BYTES per running run. */
+int run_manager_put_usage(struct run_manager *m, struct buf *b);
 /* The controller went away: watches end with the connection. */
 void run_manager_disconnected(struct run_manager *m);
 

@@ -657,6 +657,11 @@ int service_manager_hello_fields(struct service_manager *m, struct buf *b)
 	return k;
 }
 
+int service_manager_put_usage(struct service_manager *m, struct buf *b)
+{
+	return child_base_put_usage(&m->base, b);
+}
+
 void service_manager_disconnected(struct service_manager *m)
 {
 	for (struct service *s = m->services; s; s = s->next)

@@ -87,6 +87,8 @@ void service_manager_free(struct service_manager *m);
 int service_manager_message(struct service_manager *m, const struct frame *f);
 /* SERVICE_NAME of every service, for HELLO_OK. */
 int service_manager_hello_fields(struct service_manager *m, struct buf *b);
+/* USAGE_REPLY's entries: SERVICE_NAME, ATTEMPT, CPU_USEC, MEMORY_BYTES per running attempt. */
+int service_manager_put_usage(struct service_manager *m, struct buf *b);
 void service_manager_disconnected(struct service_manager *m);
 /* From the reaper; pids that are no attempt's main process are ignored. */
 void service_manager_child_exited(struct service_manager *m, pid_t pid, int status);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* /v1/workspaces: list, create, get, delete, restart, network. */
 #include <errno.h>
+#include <stdlib.h>
 
 #include "api/http.h"
+#include "basic/cleanup.h"
 #include "daemon/manager.h"
 #include "api/router.h"
 #include "api/validate.h"
@@ -130,4 +132,75 @@ int api_workspace_network_set(struct http_request *req)
 						  &network, &e);
 	json_decref(body);
 	return api_reply_result(req, r, 200, network, &e);
+}
+
+/* GET …/usage: waits (suspended) for the agent's report, which the manager bounds in time. */
+struct usage_poll {
+	struct http_request *req;
+	struct usage_waiter *waiter;
+	json_t *usage;
+	struct station_error e;
+	bool failed;
+};
+
+static void usage_poll_free(void *userdata)
+{
+	struct usage_poll *p = userdata;
+
+	manager_usage_cancel(p->waiter);
+	json_decref(p->usage);
+	free(p);
+}
+
+static int usage_resumed(struct http_request *req)
+{
+	struct usage_poll *p = http_request_state(req);
+	int r;
+
+	if (!p || (!p->usage && !p->failed))
+		return http_reply_status(req, 500, NULL, "the wait was lost");
+	if (p->usage)
+		r = http_reply_json(req, 200, TAKE_PTR(p->usage));
+	else
+		r = http_reply_error(req, &p->e);
+	http_request_set_state(req, NULL, NULL);
+	return r;
+}
+
+static void on_usage(void *userdata, json_t *usage, const struct station_error *e)
+{
+	struct usage_poll *p = userdata;
+
+	p->waiter = NULL; /* gone once called */
+	p->usage = usage;
+	if (!usage) {
+		p->failed = true;
+		p->e = *e;
+	}
+	http_request_resume(p->req);
+}
+
+int api_workspace_usage(struct http_request *req)
+{
+	const struct route_match *m = http_request_route(req);
+	struct station_error e = {};
+	struct usage_poll *p;
+	int r;
+
+	p = calloc(1, sizeof *p);
+	if (!p)
+		return http_reply_status(req, 500, NULL, "out of memory");
+	p->req = req;
+	r = manager_usage_get(http_request_manager(req), m->ws_id, on_usage, p, &p->waiter, &e);
+	if (r < 0) {
+		free(p);
+		return api_reply_result(req, r, 200, NULL, &e);
+	}
+	http_request_set_state(req, p, usage_poll_free);
+	r = http_request_suspend(req, usage_resumed);
+	if (r < 0) {
+		http_request_set_state(req, NULL, NULL);
+		return http_reply_status(req, 500, NULL, "cannot wait for the agent");
+	}
+	return 0;
 }

@@ -60,6 +60,7 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_WORKSPACE_RESTART] = { api_workspace_restart, false, query_none },
 	[EP_WORKSPACE_NETWORK_GET] = { api_workspace_network_get, false, query_none },
 	[EP_WORKSPACE_NETWORK_SET] = { api_workspace_network_set, true, query_none },
+	[EP_WORKSPACE_USAGE] = { api_workspace_usage, false, query_none },
 	[EP_COMMAND_LIST] = { api_command_list, false, query_limit },
 	[EP_COMMAND_START] = { api_command_start, true, query_wait },
 	[EP_COMMAND_GET] = { api_command_get, false, query_wait },

@@ -130,6 +130,7 @@ int api_workspace_delete(struct http_request *req);
 int api_workspace_restart(struct http_request *req);
 int api_workspace_network_get(struct http_request *req);
 int api_workspace_network_set(struct http_request *req);
+int api_workspace_usage(struct http_request *req);
 int api_command_list(struct http_request *req);
 int api_command_start(struct http_request *req);
 int api_command_get(struct http_request *req);

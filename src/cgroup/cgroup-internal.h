@@ -21,6 +21,7 @@ struct cgroup_ops {
 	int (*kill)(const struct cgroup *cg);
 	int (*is_empty)(const struct cgroup *cg);
 	int (*get_stats)(const struct cgroup *cg, struct cgroup_stats *ret);
+	int (*get_usage)(const struct cgroup *cg, struct cgroup_usage *ret);
 	int (*reset_stats)(const struct cgroup *cg); /* NULL: cannot */
 };
 

@@ -395,6 +395,25 @@ static int v1_get_stats(const struct cgroup *cg, struct cgroup_stats *ret)
 	return 0;
 }
 
+static int v1_get_usage(const struct cgroup *cg, struct cgroup_usage *ret)
+{
+	const char *cpuacct = v1_dir_with(cg, "cpuacct.usage");
+	const char *mem = v1_dir_with(cg, "memory.usage_in_bytes");
+	uint64_t ns = 0, current = 0;
+	int r = 0;
+
+	if (!cpuacct && !mem)
+		return -ENOENT;
+	if (cpuacct)
+		r = cg_read_u64(cpuacct, "cpuacct.usage", &ns);
+	if (r >= 0 && mem)
+		r = cg_read_u64(mem, "memory.usage_in_bytes", &current);
+	if (r < 0)
+		return r;
+	*ret = (struct cgroup_usage){ .cpu_usec = ns / 1000, .memory_bytes = current };
+	return 0;
+}
+
 static int v1_reset_stats(const struct cgroup *cg)
 {
 	const char *cpuacct = v1_dir_with(cg, "cpuacct.usage");
@@ -418,5 +437,6 @@ const struct cgroup_ops cgroup_v1_ops = {
 	.kill = v1_kill,
 	.is_empty = v1_is_empty,
 	.get_stats = v1_get_stats,
+	.get_usage = v1_get_usage,
 	.reset_stats = v1_reset_stats,
 };

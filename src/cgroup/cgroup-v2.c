@@ -312,6 +312,21 @@ static int v2_get_stats(const struct cgroup *cg, struct cgroup_stats *ret)
 	return 0;
 }
 
+static int v2_get_usage(const struct cgroup *cg, struct cgroup_usage *ret)
+{
+	const char *dir = cg->dirs[0];
+	uint64_t usec = 0, current = 0;
+	int r;
+
+	r = cg_read_keyed(dir, "cpu.stat", "usage_usec", &usec);
+	if (r >= 0)
+		r = read_or_zero(cg_read_u64(dir, "memory.current", &current), &current);
+	if (r < 0)
+		return r;
+	*ret = (struct cgroup_usage){ .cpu_usec = usec, .memory_bytes = current };
+	return 0;
+}
+
 const struct cgroup_ops cgroup_v2_ops = {
 	.open_base = v2_open_base,
 	.create = v2_create,
@@ -320,4 +335,5 @@ const struct cgroup_ops cgroup_v2_ops = {
 	.kill = v2_kill,
 	.is_empty = v2_is_empty,
 	.get_stats = v2_get_stats,
+	.get_usage = v2_get_usage,
 };

@@ -468,6 +468,11 @@ int cgroup_get_stats(const struct cgroup *cg, struct cgroup_stats *ret)
 	return ops_of(cg)->get_stats(cg, ret);
 }
 
+int cgroup_get_usage(const struct cgroup *cg, struct cgroup_usage *ret)
+{
+	return ops_of(cg)->get_usage(cg, ret);
+}
+
 int cgroup_reset_stats(const struct cgroup *cg)
 {
 	return ops_of(cg)->reset_stats ? ops_of(cg)->reset_stats(cg) : -EOPNOTSUPP;

@@ -40,6 +40,13 @@ struct cgroup_stats {
 	uint64_t oom_kills;   /* processes of the group killed by an OOM killer */
 };
 
+/* What a group uses now, for a live view (the stats above are for the end of a command). */
+struct cgroup_usage {
+	uint64_t cpu_usec;     /* as in cgroup_stats */
+	uint64_t memory_bytes; /* memory charged to the group now (v2 memory.current, v1
+				* memory.usage_in_bytes) */
+};
+
 /* v2 when /sys/fs/cgroup is a cgroup2 mount (pure unified), else v1 (hybrid hosts included). */
 int cgroup_detect_version(enum cgroup_version *ret);
 
@@ -75,6 +82,9 @@ int cgroup_kill(const struct cgroup *cg);
 int cgroup_is_empty(const struct cgroup *cg);
 
 int cgroup_get_stats(const struct cgroup *cg, struct cgroup_stats *ret);
+/* CPU time so far and memory charged now; a controller file the host lacks reads as 0,
+ * -ENOENT when the group is gone. */
+int cgroup_get_usage(const struct cgroup *cg, struct cgroup_usage *ret);
 /* Starts CPU time and peak memory over from zero, so an empty group can serve again (v1:
  * cpuacct.usage and memory.max_usage_in_bytes take a 0). -EOPNOTSUPP where the counters
  * cannot be reset (v2, whose memory.peak resets only per open file on new kernels). OOM-kill

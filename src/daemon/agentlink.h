@@ -51,6 +51,21 @@ struct agentlink_cred_request {
 	const char *username; /* NULL when none */
 };
 
+
+/* One entry of a USAGE_REPLY, checked: a valid id, fields in the protocol's order. Strings
+ * borrowed for the call. */
+struct agentlink_usage {
+	const char *run_id;  /* a run's, or NULL */
+	const char *service; /* a service's name, or NULL */
+	uint64_t attempt;    /* with service */
+	uint64_t cpu_usec;
+	uint64_t memory_bytes;
+};
+
+/* A USAGE_REPLY with more entries closes the link (an agent has at most 256 runs and 32
+ * services). */
+#define AGENTLINK_MAX_USAGE 512
+
 struct agentlink_ops {
 	/* ids: every run the agent knows (running or with an unacknowledged result). */
 	void (*hello)(void *userdata, uint64_t agent_pid, char **ids, size_t n_ids);
@@ -91,6 +106,9 @@ struct agentlink_ops {
 	/* Credentials (agentlink-cred.c); may be NULL (the request is then never answered, and
 	 * the agent's client times out). Answer with agentlink_send_cred_reply(). */
 	void (*cred_request)(void *userdata, const struct agentlink_cred_request *req);
+	/* Resource use (agentlink-usage.c); may be NULL. request: the USAGE_REQUEST's number, as
+	 * the agent echoed it (any number: it may not match a request). */
+	void (*usage)(void *userdata, uint64_t request, const struct agentlink_usage *v, size_t n);
 };
 
 int agentlink_connect(struct event_loop *loop, const char *socket_path, const uint8_t *secret,
@@ -169,3 +187,6 @@ int agentlink_send_terminal_close(struct agentlink *l, const char *id);
  * Every copy the link makes of the frame is wiped once sent. */
 int agentlink_send_cred_reply(struct agentlink *l, uint64_t request, const char *username,
 			      const char *password, const char *reason);
+
+/* USAGE_REQUEST (agentlink-usage.c): the agent answers with one USAGE_REPLY carrying request. */
+int agentlink_send_usage_request(struct agentlink *l, uint64_t request);

@@ -16,6 +16,7 @@ struct cgroup;
 struct agentlink;
 struct agentlink_service_state;
 struct agentlink_terminal_exit;
+struct agentlink_usage;
 struct terminal;
 struct service;
 struct secret;
@@ -112,6 +113,8 @@ struct manager {
 	struct net *net;		      /* NULL: networking off (manager-network.c) */
 	uint8_t secret_key[SECRET_KEY_BYTES]; /* cfg.secret_key's copy (manager-secret.c) */
 	bool secret_key_set;
+	struct usage_waiter *usage_waiters; /* manager-usage.c */
+	uint64_t usage_requests;	    /* the last USAGE_REQUEST's number */
 };
 
 struct workspace *workspace_find(struct manager *m, const char *id);
@@ -207,6 +210,14 @@ bool cred_host_valid(const char *host);
 void files_lose_all(struct workspace *ws, const char *reason);
 /* Frees them without callbacks (shutdown). */
 void files_free_all(struct workspace *ws);
+/* manager-usage.c */
+/* agentlink op; userdata is the workspace. */
+void usage_on_reply(void *userdata, uint64_t request, const struct agentlink_usage *v, size_t n);
+/* Controller shutdown: every waiter left is dropped without a call. */
+void usage_waiters_free(struct manager *m);
+
+/* manager-service.c: whether the service's current attempt is this one. */
+bool service_attempt_is_current(struct workspace *ws, const char *name, uint64_t attempt);
 
 /* manager-network.c */
 void manager_network_init(struct manager *m);

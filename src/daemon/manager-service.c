@@ -46,6 +46,13 @@ static struct service *service_find(struct workspace *ws, const char *name)
 	return NULL;
 }
 
+bool service_attempt_is_current(struct workspace *ws, const char *name, uint64_t attempt)
+{
+	const struct service *svc = service_find(ws, name);
+
+	return svc && attempt > 0 && svc->row.current_attempt == attempt;
+}
+
 static void service_save(struct service *svc)
 {
 	int r;

@@ -500,6 +500,7 @@ static const struct agentlink_ops link_ops = {
 	.terminal_replay = terminals_on_replay,
 	.terminal_exit = terminals_on_exit,
 	.cred_request = creds_on_request,
+	.usage = usage_on_reply,
 };
 
 /* --- the API --- */
@@ -998,6 +999,7 @@ void manager_free(struct manager *m)
 	}
 	while (m->fire_queue)
 		manager_run_waiter_cancel(m->fire_queue);
+	usage_waiters_free(m);
 	event_source_free(m->fire_timer);
 	event_source_free(m->prune_timer);
 	manager_image_jobs_free(m);

@@ -402,3 +402,20 @@ int manager_file_write_end(struct file_session *s);
 /* Before end(): closes the connection without END (a WRITE leaves the target untouched). No
  * callback follows. NULL is fine. */
 void manager_file_close(struct file_session *s);
+
+/* ---- Resource use (manager-usage.c; docs/api.md, "Resource use") --------------------------- */
+
+/* How long the agent has to report the use of its runs and services. */
+#define USAGE_AGENT_TIMEOUT_MS 3000
+
+/* GET …/usage. fn is called exactly once, never from inside manager_usage_get(): with the
+ * usage (the receiver owns it) and e NULL, or with NULL and the error (the workspace went away
+ * (404) or stopped being ready (409), or its agent did not answer within
+ * USAGE_AGENT_TIMEOUT_MS (503)). 0 with *ret when registered; < 0 for an unknown (404) or
+ * not-ready (409) workspace, fn never called. */
+struct usage_waiter;
+typedef void (*usage_fn)(void *userdata, json_t *usage, const struct station_error *e);
+int manager_usage_get(struct manager *m, const char *ws_id, usage_fn fn, void *userdata,
+		      struct usage_waiter **ret, struct station_error *e);
+/* Before fn was called; afterwards the waiter is gone. */
+void manager_usage_cancel(struct usage_waiter *w);

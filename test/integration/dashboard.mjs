@@ -122,9 +122,9 @@ try {
 
 	step('a finished run from the history shows its stored output');
 	await page.click('#history-table tbody tr:first-child button');
-	await page.waitForSelector('#run-detail pre.output.stdout', { timeout: T });
-	result.storedStdout = await page.textContent('#run-detail pre.output.stdout');
-	result.storedStderr = await page.textContent('#run-detail pre.output.stderr');
+	await page.waitForSelector('#run-detail #run-stored', { timeout: T });
+	result.storedStdout = await page.$$eval('#run-stored .chunk[data-stream=stdout]', (els) => els.map((e) => e.textContent).join(''));
+	result.storedStderr = await page.$$eval('#run-stored .chunk[data-stream=stderr]', (els) => els.map((e) => e.textContent).join(''));
 
 	step('open a terminal, type echo hello, see hello');
 	await page.click('a.tab[data-tab=terminals]');

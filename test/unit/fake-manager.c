@@ -651,3 +651,18 @@ int manager_file_write_end(struct file_session *s)
 void manager_file_close(struct file_session *s)
 {
 }
+
+/* Resource use: the fake has no agent; every workspace answers 409 as if not ready. */
+int manager_usage_get(struct manager *m, const char *ws_id, usage_fn fn, void *userdata,
+		      struct usage_waiter **ret, struct station_error *e)
+{
+	int r = find_ws(ws_id, e);
+
+	if (r < 0)
+		return r;
+	return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is stopped, not ready", ws_id);
+}
+
+void manager_usage_cancel(struct usage_waiter *w)
+{
+}

@@ -1018,6 +1018,9 @@ Test(router, every_endpoint)
 	snprintf(p, sizeof p, "/v1/workspaces/%s/network", ws);
 	route_ok("GET", p, EP_WORKSPACE_NETWORK_GET, ws, "");
 	route_ok("PUT", p, EP_WORKSPACE_NETWORK_SET, ws, "");
+	snprintf(p, sizeof p, "/v1/workspaces/%s/usage", ws);
+	route_ok("GET", p, EP_WORKSPACE_USAGE, ws, "");
+	route_405("POST", p, "GET");
 	snprintf(p, sizeof p, "/v1/workspaces/%s/commands", ws);
 	route_ok("GET", p, EP_COMMAND_LIST, ws, "");
 	route_ok("POST", p, EP_COMMAND_START, ws, "");

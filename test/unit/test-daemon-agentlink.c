@@ -5,6 +5,7 @@
  * accepted. Each refusal has an accepted frame beside it that differs in the one field. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -25,6 +26,9 @@ struct got {
 	int terminal_hello, terminal_opened, terminal_output, terminal_replay, terminal_exit;
 	int cred;
 	char cred_fields[1400];
+	int usage;
+	size_t n_usage;
+	char usage_text[256]; /* the first entries as "id cpu mem," or "name/attempt cpu mem," */
 	uint64_t seq, pid, started_at, offset, attempt, request;
 	int stream;
 	size_t n_ids, n_names, n_terms, data_len;
@@ -239,6 +243,26 @@ static void on_cred_request(void *u, const struct agentlink_cred_request *r)
 	append(got.cred_fields, sizeof got.cred_fields, r->username ? r->username : "(null)");
 }
 
+static void on_usage(void *u, uint64_t request, const struct agentlink_usage *v, size_t n)
+{
+	got.usage++;
+	got.request = request;
+	got.n_usage = n;
+	got.usage_text[0] = 0;
+	for (size_t i = 0; i < n && i < 4; i++) {
+		char one[128];
+
+		if (v[i].run_id)
+			snprintf(one, sizeof one, "%s %lu %lu,", v[i].run_id,
+				 (unsigned long)v[i].cpu_usec, (unsigned long)v[i].memory_bytes);
+		else
+			snprintf(one, sizeof one, "%s/%lu %lu %lu,", v[i].service,
+				 (unsigned long)v[i].attempt, (unsigned long)v[i].cpu_usec,
+				 (unsigned long)v[i].memory_bytes);
+		append(got.usage_text, sizeof got.usage_text, one);
+	}
+}
+
 static const struct agentlink_ops ops = {
 	.hello = on_hello,
 	.run_started = on_started,
@@ -257,6 +281,7 @@ static const struct agentlink_ops ops = {
 	.terminal_replay = on_terminal_replay,
 	.terminal_exit = on_terminal_exit,
 	.cred_request = on_cred_request,
+	.usage = on_usage,
 };
 
 /* ---- the test's agent ------------------------------------------------------------------------ */
@@ -1650,4 +1675,151 @@ Test(agentlink, cred_reply)
 	cr_assert_eq(x.request, 10);
 	cr_assert_str_eq(x.password, "");
 	cr_assert_str_eq(x.reason, "no secret for this host");
+}
+
+/* ---- USAGE_REPLY ------------------------------------------------------------------------------ */
+
+static void usage_run(const char *id, uint64_t cpu, uint64_t mem)
+{
+	put_str(TAG_RUN_ID, id);
+	put_u64(TAG_CPU_USEC, cpu);
+	put_u64(TAG_MEMORY_BYTES, mem);
+}
+
+Test(agentlink, usage_reply)
+{
+	begin(MSG_USAGE_REPLY, 0);
+	put_u64(TAG_REQUEST, 7);
+	usage_run("r1", 1000, 2048);
+	put_str(TAG_SERVICE_NAME, "web");
+	put_u64(TAG_ATTEMPT, 2);
+	put_u64(TAG_CPU_USEC, 5);
+	put_u64(TAG_MEMORY_BYTES, 6);
+	end();
+	cr_assert_eq(feed(), 0);
+	cr_assert_eq(got.usage, 1);
+	cr_assert_eq(got.request, 7);
+	cr_assert_eq(got.n_usage, 2);
+	cr_assert_str_eq(got.usage_text, "r1 1000 2048,web/2 5 6,");
+}
+
+Test(agentlink, usage_reply_empty)
+{
+	begin(MSG_USAGE_REPLY, 0);
+	put_u64(TAG_REQUEST, 3);
+	end();
+	cr_assert_eq(feed(), 0);
+	cr_assert_eq(got.usage, 1);
+	cr_assert_eq(got.n_usage, 0);
+}
+
+Test(agentlink, usage_reply_without_request)
+{
+	begin(MSG_USAGE_REPLY, 0);
+	usage_run("r1", 1, 2);
+	end();
+	cr_assert_eq(feed(), -EBADMSG);
+	cr_assert_eq(got.usage, 0);
+}
+
+Test(agentlink, usage_reply_cut_short)
+{
+	begin(MSG_USAGE_REPLY, 0);
+	put_u64(TAG_REQUEST, 1);
+	put_str(TAG_RUN_ID, "r1");
+	put_u64(TAG_CPU_USEC, 1);
+	end();
+	cr_assert_eq(feed(), -EBADMSG);
+	cr_assert_eq(got.usage, 0);
+}
+
+Test(agentlink, usage_reply_out_of_order)
+{
+	begin(MSG_USAGE_REPLY, 0);
+	put_u64(TAG_REQUEST, 1);
+	put_str(TAG_RUN_ID, "r1");
+	put_u64(TAG_MEMORY_BYTES, 2);
+	put_u64(TAG_CPU_USEC, 1);
+	end();
+	cr_assert_eq(feed(), -EBADMSG);
+	cr_assert_eq(got.usage, 0);
+}
+
+Test(agentlink, usage_reply_service_without_attempt)
+{
+	begin(MSG_USAGE_REPLY, 0);
+	put_u64(TAG_REQUEST, 1);
+	put_str(TAG_SERVICE_NAME, "web");
+	put_u64(TAG_CPU_USEC, 1);
+	put_u64(TAG_MEMORY_BYTES, 2);
+	end();
+	cr_assert_eq(feed(), -EBADMSG);
+	cr_assert_eq(got.usage, 0);
+}
+
+Test(agentlink, usage_reply_bad_id)
+{
+	begin(MSG_USAGE_REPLY, 0);
+	put_u64(TAG_REQUEST, 1);
+	usage_run("../r1", 1, 2);
+	end();
+	cr_assert_eq(feed(), -EBADMSG);
+	cr_assert_eq(got.usage, 0);
+}
+
+/* A refused frame closes the link: one refusal per test. */
+Test(agentlink, usage_reply_long_id)
+{
+	char id[PROTO_MAX_ID + 2];
+
+	memset(id, 'a', sizeof id - 1);
+	id[sizeof id - 1] = 0;
+	begin(MSG_USAGE_REPLY, 0);
+	put_u64(TAG_REQUEST, 1);
+	usage_run(id, 1, 2);
+	end();
+	cr_assert_eq(feed(), -EBADMSG);
+	cr_assert_eq(got.usage, 0);
+}
+
+Test(agentlink, usage_reply_longest_id)
+{
+	char id[PROTO_MAX_ID + 1];
+
+	memset(id, 'a', sizeof id - 1);
+	id[PROTO_MAX_ID] = 0; /* the longest id is fine */
+	begin(MSG_USAGE_REPLY, 0);
+	put_u64(TAG_REQUEST, 1);
+	usage_run(id, 1, 2);
+	end();
+	cr_assert_eq(feed(), 0);
+	cr_assert_eq(got.usage, 1);
+}
+
+static void usage_many(size_t n)
+{
+	begin(MSG_USAGE_REPLY, 0);
+	put_u64(TAG_REQUEST, 9);
+	for (size_t i = 0; i < n; i++) {
+		char id[16];
+
+		snprintf(id, sizeof id, "r%zu", i);
+		usage_run(id, i, i);
+	}
+	end();
+}
+
+Test(agentlink, usage_reply_count_bound)
+{
+	usage_many(AGENTLINK_MAX_USAGE);
+	cr_assert_eq(feed(), 0);
+	cr_assert_eq(got.usage, 1);
+	cr_assert_eq(got.n_usage, AGENTLINK_MAX_USAGE);
+}
+
+Test(agentlink, usage_reply_over_count_bound)
+{
+	usage_many(AGENTLINK_MAX_USAGE + 1);
+	cr_assert_eq(feed(), -E2BIG);
+	cr_assert_eq(got.usage, 0);
 }
