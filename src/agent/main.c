@@ -435,7 +435,10 @@ static int on_hello_fields(struct channel *c, struct buf *b, void *userdata)
 {
 	struct agent *a = userdata;
 
-	int r = run_manager_hello_fields(a->runs, b);
+	int r = frame_put_u64(b, TAG_FEATURES, AGENT_FEATURES_ALL);
+
+	if (r >= 0)
+		r = run_manager_hello_fields(a->runs, b);
 
 	if (r >= 0)
 		r = term_manager_hello_fields(a->terms, b);

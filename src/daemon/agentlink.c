@@ -28,7 +28,8 @@ struct agentlink {
 	void *userdata;
 	bool closing;
 	bool hello_seen;
-	bool wipe_out; /* a secret was queued: wipe out's spare bytes until it is all sent */
+	uint64_t features; /* HELLO_OK's FEATURES */
+	bool wipe_out;	   /* a secret was queued: wipe out's spare bytes until it is all sent */
 };
 
 static void link_update_events(struct agentlink *l)
@@ -85,6 +86,7 @@ static int link_send(struct agentlink *l, struct buf *frame)
 
 struct hello_fields {
 	uint64_t pid;
+	uint64_t features;
 	struct agentlink_ids runs;
 	struct agentlink_ids services;
 };
@@ -95,6 +97,8 @@ static int hello_field(void *userdata, uint16_t tag, const uint8_t *v, size_t n)
 
 	if (tag == TAG_PID)
 		return frame_val_u64(v, n, &h->pid);
+	if (tag == TAG_FEATURES)
+		return frame_val_u64(v, n, &h->features);
 	if (tag == TAG_RUN_ID)
 		return agentlink_ids_push(&h->runs, MAX_HELLO_IDS, v, n);
 	if (tag == TAG_SERVICE_NAME)
@@ -111,6 +115,7 @@ static int parse_hello(struct agentlink *l, const struct frame *f)
 		l->ops->service_hello(l->userdata, h.services.v, h.services.n);
 	if (r >= 0) {
 		l->hello_seen = true;
+		l->features = h.features;
 		l->ops->hello(l->userdata, h.pid, h.runs.v, h.runs.n);
 	}
 	if (r >= 0 && !l->closing)
@@ -376,6 +381,11 @@ int agentlink_connect(struct event_loop *loop, const char *socket_path, const ui
 	}
 	*ret = l;
 	return 0;
+}
+
+bool agentlink_has_feature(const struct agentlink *l, uint64_t feature)
+{
+	return l && l->hello_seen && (l->features & feature) == feature;
 }
 
 int agentlink_wait_hello(struct agentlink *l, int timeout_ms)

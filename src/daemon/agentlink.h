@@ -51,7 +51,6 @@ struct agentlink_cred_request {
 	const char *username; /* NULL when none */
 };
 
-
 /* One entry of a USAGE_REPLY, checked: a valid id, fields in the protocol's order. Strings
  * borrowed for the call. */
 struct agentlink_usage {
@@ -120,6 +119,8 @@ void agentlink_free(struct agentlink *l);
  * started agent, which answers at once, so a new workspace is ready when it is reported.
  * Frames that arrive meanwhile are dispatched as usual. */
 int agentlink_wait_hello(struct agentlink *l, int timeout_ms);
+/* Whether the agent's HELLO_OK named feature (AGENT_FEATURE_*); false before it. */
+bool agentlink_has_feature(const struct agentlink *l, uint64_t feature);
 
 struct agentlink_run {
 	const char *id;

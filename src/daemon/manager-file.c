@@ -716,6 +716,11 @@ int manager_file_open(struct manager *m, const char *ws_id, const struct file_re
 		r = request_check(q, e);
 	if (r < 0)
 		return r;
+	if (ws->link && ws->link_ready && !agentlink_has_feature(ws->link, AGENT_FEATURE_FILES))
+		return station_error_set(e, -ENOTCONN, NULL,
+					 "the agent of workspace \"%s\" predates file operations; "
+					 "restart the workspace to use them",
+					 ws->row.id);
 	if (ws->n_file_sessions >= MANAGER_MAX_FILE_SESSIONS)
 		return station_error_set(e, -EAGAIN, NULL,
 					 "%u file operations and watches already run in "

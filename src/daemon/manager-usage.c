@@ -186,6 +186,11 @@ int manager_usage_get(struct manager *m, const char *ws_id, usage_fn fn, void *u
 	if (!ws->link || !ws->link_ready)
 		return station_error_set(e, -ENOTCONN, NULL,
 					 "the agent of workspace \"%s\" is not connected", ws_id);
+	if (!agentlink_has_feature(ws->link, AGENT_FEATURE_USAGE))
+		return station_error_set(e, -ENOTCONN, NULL,
+					 "the agent of workspace \"%s\" predates resource reports; "
+					 "restart the workspace to use them",
+					 ws_id);
 	w = calloc(1, sizeof *w);
 	if (!w)
 		return station_error_set(e, -ENOMEM, NULL, "out of memory");

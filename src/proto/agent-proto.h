@@ -44,6 +44,16 @@ int proto_parse_key_flag(const struct frame *f, uint16_t tag,
 			 int (*read_key)(const uint8_t *val, size_t len, char **ret),
 			 bool want_flag, char **ret_key, bool *ret_flag);
 
+/* What an agent speaks beyond version 1's runs, services and terminals. An agent keeps running
+ * across a controller upgrade, so the controller sends a newer message only to an agent that
+ * said it knows it (an older one would close the connection on an unknown type). */
+enum agent_feature {
+	AGENT_FEATURE_FILES = 1u << 0,	     /* FILE_OPEN sessions */
+	AGENT_FEATURE_USAGE = 1u << 1,	     /* USAGE_REQUEST */
+	AGENT_FEATURE_CREDENTIALS = 1u << 2, /* CRED_REQUEST / CRED_REPLY */
+};
+#define AGENT_FEATURES_ALL (AGENT_FEATURE_FILES | AGENT_FEATURE_USAGE | AGENT_FEATURE_CREDENTIALS)
+
 enum msg_type {
 	MSG_HELLO = 1,	      /* C->A: SECRET, VERSION */
 	MSG_HELLO_OK = 2,     /* A->C: VERSION, PID, RUN_ID* (runs still running), TERM_ID* */
@@ -134,6 +144,7 @@ enum msg_tag {
 	TAG_STDERR_BYTES = 28,
 	TAG_CPU_USEC = 29,
 	TAG_PEAK_MEMORY = 30,
+	TAG_FEATURES = 31, /* HELLO_OK: AGENT_FEATURE_* this agent speaks (absent: none) */
 	/* 100-149: terminals */
 	TAG_TERM_ID = 100,
 	TAG_COLS = 101,

@@ -132,6 +132,7 @@ static void send_hello_ok(void)
 	frame_begin(&b, &st, MSG_HELLO_OK, 0);
 	frame_put_u64(&b, TAG_VERSION, PROTO_VERSION);
 	frame_put_u64(&b, TAG_PID, (uint64_t)getpid());
+	frame_put_u64(&b, TAG_FEATURES, AGENT_FEATURES_ALL);
 	frame_end(&b, st);
 	send_buf(&b);
 }

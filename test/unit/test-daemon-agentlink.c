@@ -395,6 +395,38 @@ Test(agentlink, hello_lists)
 	cr_assert_str_eq(got.ids, "web,r1,r2,t1,");
 }
 
+/* An agent says what it speaks beyond version 1; one that says nothing (an agent started before
+ * a controller upgrade) is never sent FILE_OPEN or USAGE_REQUEST. */
+Test(agentlink, hello_features)
+{
+	cr_assert_eq(feed(), 0); /* a HELLO_OK without FEATURES */
+	cr_assert(!agentlink_has_feature(link_, AGENT_FEATURE_FILES));
+	cr_assert(!agentlink_has_feature(link_, AGENT_FEATURE_USAGE));
+}
+
+Test(agentlink, hello_features_named)
+{
+	const uint8_t *p;
+	size_t left;
+
+	cr_assert(!agentlink_has_feature(link_, AGENT_FEATURE_FILES)); /* before HELLO_OK */
+	begin(MSG_HELLO_OK, 0);
+	put_u64(TAG_VERSION, PROTO_VERSION);
+	put_u64(TAG_FEATURES, AGENT_FEATURE_FILES | AGENT_FEATURE_USAGE);
+	end();
+	for (p = out.data, left = out.len; left > 0;) {
+		ssize_t n = write(peer, p, left);
+		cr_assert_gt(n, 0);
+		p += n;
+		left -= (size_t)n;
+	}
+	buf_free(&out);
+	cr_assert_eq(agentlink_wait_hello(link_, 5000), 0);
+	cr_assert(agentlink_has_feature(link_, AGENT_FEATURE_FILES));
+	cr_assert(agentlink_has_feature(link_, AGENT_FEATURE_USAGE));
+	cr_assert(!agentlink_has_feature(link_, AGENT_FEATURE_CREDENTIALS));
+}
+
 Test(agentlink, hello_refusals)
 {
 	begin(MSG_HELLO_OK, 0);
