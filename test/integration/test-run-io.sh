@@ -55,9 +55,11 @@ t_environment() {
 }
 
 t_environment_is_clean() {
-	# Exactly PATH, HOME, PWD and the workspace's and run's env: nothing of the controller's.
+	# Exactly PATH, HOME, PWD, the credential helper's socket (a path, no secret) and the
+	# workspace's and run's env: nothing of the controller's.
 	run_cmd "$WS" 'env | cut -d= -f1 | sort | tr "\n" " "' || return 1
-	assert_eq 'HOME PATH PWD SHARED WS_VAR ' "$(j .stdout)" "environment names"
+	assert_eq 'HOME PATH PWD SHARED STATION_CREDENTIAL_SOCKET WS_VAR ' "$(j .stdout)" \
+		"environment names"
 }
 
 t_stdin_text() {
