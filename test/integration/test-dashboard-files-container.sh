@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: not under sanitizers: a browser drives the dashboard; the API paths it uses run in the other scripts
 # The dashboard's Files tab on a container workspace (headless Chromium, dashboard-files.mjs
 # with a workspace): the tree starts at the container's working directory, a file typed and
 # saved lands there, and a symlink to /etc/passwd opens the container's file, never this

@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: not under sanitizers: a browser drives the dashboard; the API paths it uses run in the other scripts
 # The dashboard's Files tab (web/files.js; the editor is CodeMirror, bundled by the build from
 # web/package.json's pins, or a textarea without the bundle) in headless Chromium (Debian's,
 # driven by npm's playwright-core; dashboard-files.mjs): a folder and a file made, typed and

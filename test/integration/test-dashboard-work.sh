@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: not under sanitizers: a browser drives the dashboard; the API paths it uses run in the other scripts
 # The dashboard as a place to work, in headless Chromium (dashboard-work.mjs): the walk-through's
 # fixes, live resource use, the log viewer, a phone-sized window, a screenshot of every page at
 # desktop size and at 390×844 (kept under the build directory), and no request to another

@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: not under sanitizers: a browser drives the dashboard; the API paths it uses run in the other scripts
 # The dashboard the controller serves at / (web/, embedded by scripts/embed-web, served by
 # src/api/web.c): its static responses (no token, strict CSP, caching), then a person's
 # session in headless Chromium (Debian's, driven by npm's playwright-core; dashboard.mjs):

@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: not under sanitizers: a browser drives the dashboard; the API paths it uses run in the other scripts
 # A browser attaches to a terminal: headless Chromium (Debian's chromium, driven by npm's
 # playwright-core) loads a page that opens the attach WebSocket over TCP with the bearer token
 # as a subprotocol, types `echo hi` with the keyboard and sees `hi`.
