@@ -111,7 +111,7 @@ try {
 	await page.fill('#cmd', 'echo hi; echo err >&2; exit 3');
 	await page.click('#run');
 	await page.waitForSelector('#run-status[data-status=exited]', { timeout: T });
-	await page.waitForFunction(() => /err/.test(document.querySelector('#run-output')?.textContent || ''), null, { timeout: T });
+	await page.waitForFunction(() => { const t = document.querySelector('#run-output')?.textContent || ''; return /hi/.test(t) && /err/.test(t); }, null, { timeout: T });
 	result.runOutput = await page.textContent('#run-output');
 	result.runStderr = await page.$$eval('#run-output .stderr', (els) => els.map((e) => e.textContent).join(''));
 	result.runStatus = await page.$eval('#run-status .badge', (e) => e.textContent);
@@ -123,6 +123,9 @@ try {
 	step('a finished run from the history shows its stored output');
 	await page.click('#history-table tbody tr:first-child button');
 	await page.waitForSelector('#run-detail #run-stored', { timeout: T });
+	// the log viewer writes what it got on its next tick (every 50 ms), not at once
+	await page.waitForSelector('#run-stored .chunk[data-stream=stdout]', { timeout: T });
+	await page.waitForSelector('#run-stored .chunk[data-stream=stderr]', { timeout: T });
 	result.storedStdout = await page.$$eval('#run-stored .chunk[data-stream=stdout]', (els) => els.map((e) => e.textContent).join(''));
 	result.storedStderr = await page.$$eval('#run-stored .chunk[data-stream=stderr]', (els) => els.map((e) => e.textContent).join(''));
 
