@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: not under sanitizers: JavaScript (npm ci, tsc, node --test) through API paths the C client and CLI tests run
 # The TypeScript SDK (sdk/typescript) against a real controller: builds it (npm ci, tsc, the
 # type-level checks), starts a controller with a TCP listener, builds the busybox test image for
 # the container tests, runs the SDK's node:test suites and turns their TAP into our result lines.
