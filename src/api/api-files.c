@@ -51,7 +51,9 @@ void api_file_set_string(json_t *o, const char *key, const char *s)
 		json_object_set_new(o, key, json_string(s));
 		return;
 	}
-	json_object_set_new(o, key, json_string_nocheck(base64_encode(s, strlen(s)) ?: ""));
+	_cleanup_free_ char *b64 = base64_encode(s, strlen(s));
+
+	json_object_set_new(o, key, json_string_nocheck(b64 ? b64 : ""));
 	snprintf(enc, sizeof enc, "%sEncoding", key);
 	json_object_set_new(o, enc, json_string("base64"));
 }

@@ -488,9 +488,9 @@ static int session_process(struct file_session *s)
 			break;
 		s->depth++;
 		r = session_dispatch(s, &f);
-		s->depth--;
 		if (r == 1)
-			return 1;
+			return 1; /* ended: s is gone */
+		s->depth--;
 		if (s->close_pending) {
 			session_free(s);
 			return 1;
