@@ -88,3 +88,10 @@ enum station_file_type client_file_type_from_string(const char *s);
 
 /* Parses a 2xx body into *ret (optional); any other status becomes the API error it carries. */
 int client_parse_reply(struct station_client *c, long status, const char *body, json_t **ret);
+
+/* A new blocking socket connected to the controller (the unix socket, or host:port of an
+ * http:// endpoint; https:// is -EOPNOTSUPP), close-on-exec. Errors are recorded. */
+int client_connect(struct station_client *c, int *ret_fd);
+
+/* Sends all n bytes (MSG_NOSIGNAL, EINTR retried): 0 or -errno. */
+int client_send_all(int fd, const void *data, size_t n);

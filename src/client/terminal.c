@@ -5,7 +5,6 @@
  * role) for what comes in. */
 
 #include <errno.h>
-#include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +12,6 @@
 #include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "basic/util.h"
@@ -139,111 +137,6 @@ int station_terminal_close(struct station_client *c, const char *ws, const char 
 	return r < 0 ? r : station_request_json(c, "DELETE", path, NULL, ret);
 }
 
-/* ---- the connection ------------------------------------------------------------------------ */
-
-static int connect_unix(struct station_client *c, int *ret)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
-
-	if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s", c->socket_path) >=
-	    (int)sizeof sa.sun_path)
-		return client_error(c, -ENAMETOOLONG, "socket path too long: %s", c->socket_path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return client_error(c, -errno, "socket: %s", strerror(errno));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-		int err = errno;
-
-		close(fd);
-		return client_error(c, err == EACCES || err == EPERM ? -EACCES : -ECONNREFUSED,
-				    "no controller at %s: %s", c->endpoint, strerror(err));
-	}
-	*ret = fd;
-	return 0;
-}
-
-/* base_url "http://host[:port]" (IPv6 literals in brackets). */
-static int split_url(struct station_client *c, char *host, size_t host_size, char *port,
-		     size_t port_size)
-{
-	const char *h, *end, *colon;
-	size_t n;
-
-	if (strncmp(c->base_url, "http://", 7) != 0)
-		return client_error(c, -EOPNOTSUPP, "attach needs a unix socket or http:// (%s)",
-				    c->endpoint);
-	h = c->base_url + 7;
-	end = h + strcspn(h, "/");
-	if (*h == '[') {
-		const char *close_br = memchr(h, ']', (size_t)(end - h));
-
-		if (!close_br)
-			return client_error(c, -EINVAL, "bad URL %s", c->endpoint);
-		colon = close_br[1] == ':' ? close_br + 1 : NULL;
-		h++;
-		n = (size_t)(close_br - h);
-	} else {
-		colon = memchr(h, ':', (size_t)(end - h));
-		n = (size_t)((colon ? colon : end) - h);
-	}
-	if (n == 0 || n >= host_size)
-		return client_error(c, -EINVAL, "bad URL %s", c->endpoint);
-	memcpy(host, h, n);
-	host[n] = '\0';
-	n = colon ? (size_t)(end - colon - 1) : 2;
-	if (n == 0 || n >= port_size)
-		return client_error(c, -EINVAL, "bad URL %s", c->endpoint);
-	memcpy(port, colon ? colon + 1 : "80", n);
-	port[n] = '\0';
-	return 0;
-}
-
-static int connect_tcp(struct station_client *c, int *ret)
-{
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
-	char host[256], port[16];
-	int r = split_url(c, host, sizeof host, port, sizeof port), fd = -1, err = 0;
-
-	if (r < 0)
-		return r;
-	r = getaddrinfo(host, port, &hints, &ai);
-	if (r != 0)
-		return client_error(c, -ECONNREFUSED, "no controller at %s: %s", c->endpoint,
-				    gai_strerror(r));
-	for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
-		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-		if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) < 0) {
-			err = errno;
-			close(fd);
-			fd = -1;
-		}
-	}
-	freeaddrinfo(ai);
-	if (fd < 0)
-		return client_error(c, -ECONNREFUSED, "no controller at %s: %s", c->endpoint,
-				    strerror(err ? err : ECONNREFUSED));
-	*ret = fd;
-	return 0;
-}
-
-static int send_all(int fd, const void *data, size_t n)
-{
-	const uint8_t *p = data;
-
-	while (n > 0) {
-		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 /* One frame, masked as a client must. */
 static int send_frame(struct station_term *t, enum ws_opcode op, const void *data, size_t n)
 {
@@ -260,7 +153,7 @@ static int send_frame(struct station_term *t, enum ws_opcode op, const void *dat
 	memcpy(buf, header, h);
 	memcpy(buf + h, data, n);
 	ws_mask(buf + h, n, key, 0);
-	return send_all(t->fd, buf, h + n);
+	return client_send_all(t->fd, buf, h + n);
 }
 
 /* ---- the handshake ------------------------------------------------------------------------- */
@@ -380,7 +273,7 @@ static int handshake(struct station_client *c, struct station_term *t, const cha
 		     path, c->socket_path ? "localhost" : c->base_url + 7, key,
 		     c->auth_header ? c->auth_header : "", c->auth_header ? "\r\n" : "") < 0)
 		return client_error(c, -ENOMEM, "out of memory");
-	r = send_all(t->fd, req, strlen(req));
+	r = client_send_all(t->fd, req, strlen(req));
 	if (r >= 0)
 		r = read_head(t->fd, buf, sizeof buf, &len, &head);
 	if (r < 0)
@@ -479,7 +372,7 @@ int station_term_attach(struct station_client *c, const char *ws, const char *te
 	if (!t)
 		return client_error(c, -ENOMEM, "out of memory");
 	t->fd = -1;
-	r = c->socket_path ? connect_unix(c, &t->fd) : connect_tcp(c, &t->fd);
+	r = client_connect(c, &t->fd);
 	if (r >= 0)
 		r = handshake(c, t, path);
 	if (r >= 0 && ws_parser_new(WS_ROLE_CLIENT, TERM_MAX_MESSAGE, TERM_MAX_MESSAGE, &parser_ops,
