@@ -4,25 +4,34 @@
 /* What client.c (handle, transport, worker and workspace calls) shares with exec.c (runs).
  * Not installed. */
 
-#include <curl/curl.h>
-
 #include "basic/cleanup.h"
 #include "basic/json-util.h"
 #include "station/client.h"
 
+/* The transport over TCP and TLS (libcurl, loaded at its first use; curl.c). */
+struct client_curl;
+
 struct station_client {
-	CURL *curl;
-	char *endpoint;	   /* for people: "unix:/path" or "http://host:port" */
-	char *base_url;	   /* "http://localhost" on a unix socket */
-	char *socket_path; /* NULL over TCP */
-	char *auth_header; /* "Authorization: Bearer …" or NULL */
+	int fd;			  /* the unix socket's connection kept between calls, or -1 */
+	char *buf;		  /* its receive buffer, CLIENT_BUF_SIZE, made at first use */
+	struct client_curl *curl; /* NULL until the first request over TCP */
+	char *endpoint;		  /* for people: "unix:/path" or "http://host:port" */
+	char *base_url;		  /* "http://localhost" on a unix socket */
+	char *socket_path;	  /* NULL over TCP */
+	char *auth_header;	  /* "Authorization: Bearer …" or NULL */
 	int (*interrupt)(void *userdata);
 	void *interrupt_userdata;
 	long last_status;
 	char error_code[64];
 	char error[1024];
-	char curl_error[CURL_ERROR_SIZE];
+	long transfer_status; /* the status of the answer being received (0 before its head) */
 };
+
+/* The largest response body kept in memory: a run with 8 MiB of head and tail per stream is
+ * about 22 MiB of base64; this leaves room and still bounds a misbehaving server. */
+#define CLIENT_RESPONSE_MAX (256u * 1024 * 1024)
+#define CLIENT_CONNECT_TIMEOUT_MS 10000L
+#define CLIENT_BUF_SIZE (64u * 1024)
 
 /* Records a failure that is not an API error and returns err, so callers can
  * `return client_error(…)`. */
@@ -73,6 +82,38 @@ struct client_io {
 	char *body; /* the kept body of a 2xx answer (NUL-terminated, free()), or NULL */
 	size_t body_len;
 };
+
+/* One answer as a transport receives it. */
+struct client_response {
+	struct station_client *c;
+	int (*on_data)(const void *data, size_t len, void *userdata); /* NULL: keep the body */
+	void *userdata;
+	int stop;	/* < 0: why the body's delivery stopped the transfer */
+	int body_error; /* < 0: keeping the body failed: -E2BIG past CLIENT_RESPONSE_MAX, -ENOMEM */
+	long status;	/* 0 until known */
+	char *body;	/* NUL-terminated when non-NULL */
+	size_t len;
+	size_t cap;
+	char *etag; /* where the ETag header goes (CLIENT_ETAG_MAX bytes), or NULL */
+	const struct client_io *io;
+	int upload_error; /* < 0: reading the upload's fd failed */
+};
+
+/* Body bytes of r's answer (r->status known): streamed to on_data for a 2xx, else kept.
+ * Returns r->stop: < 0 stops the transfer. */
+int client_response_data(struct client_response *r, const void *data, size_t n);
+
+/* An ETag header's value (without the name), trimmed, goes to r->etag when it fits. */
+void client_response_etag(struct client_response *r, const char *value, size_t n);
+
+/* The transports: one request, its answer in r. 0 once a whole answer arrived, or -errno with
+ * the error recorded. http1.c carries the unix socket, curl.c http:// and https://. */
+int client_http1_perform(struct station_client *c, const struct client_io *io,
+			 struct client_response *r);
+void client_http1_close(struct station_client *c);
+int client_curl_perform(struct station_client *c, const struct client_io *io,
+			struct client_response *r);
+void client_curl_free(struct client_curl *t);
 
 /* Performs io. Returns 0 for a 2xx answer; any other status is the API error it carries (as for
  * station_request_json()); < 0 when no answer arrived or on_data stopped the transfer. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The client handle and its transport: one libcurl easy handle per client, reused so the
- * connection stays open between calls; JSON requests and errors; worker and workspace calls. */
+/* The client handle and what its transports share: one connection per client, kept open
+ * between calls (http1.c on the unix socket, libcurl in curl.c over TCP); JSON requests and
+ * errors; worker and workspace calls. */
 
 #include <errno.h>
 #include <stdarg.h>
@@ -11,31 +12,6 @@
 
 #include "basic/cleanup.h"
 #include "client-internal.h"
-
-/* The largest response body kept in memory: a run with 8 MiB of head and tail per stream is
- * about 22 MiB of base64; this leaves room and still bounds a misbehaving server. */
-#define RESPONSE_MAX (256u * 1024 * 1024)
-#define CONNECT_TIMEOUT_MS 10000L
-
-struct response {
-	struct station_client *c;
-	int (*on_data)(const void *data, size_t len, void *userdata); /* NULL: keep the body */
-	void *userdata;
-	int stop;	/* < 0: why the write callback stopped the transfer */
-	int body_error; /* < 0: keeping the body failed: -E2BIG past RESPONSE_MAX, -ENOMEM */
-	long status;	/* 0 until known */
-	char *body;	/* NUL-terminated when non-NULL */
-	size_t len;
-	size_t cap;
-	char *etag; /* where the ETag header goes (CLIENT_ETAG_MAX bytes), or NULL */
-	const struct client_io *io;
-	int upload_error; /* < 0: reading the upload's fd failed */
-};
-
-static void curl_slist_free_allp(struct curl_slist **l)
-{
-	curl_slist_free_all(*l);
-}
 
 int client_error(struct station_client *c, int err, const char *fmt, ...)
 {
@@ -49,18 +25,18 @@ int client_error(struct station_client *c, int err, const char *fmt, ...)
 	return err;
 }
 
-static int response_append(struct response *r, const void *data, size_t n)
+static int response_append(struct client_response *r, const void *data, size_t n)
 {
-	if (n > RESPONSE_MAX - r->len)
+	if (n > CLIENT_RESPONSE_MAX - r->len)
 		return -E2BIG;
 	if (r->len + n + 1 > r->cap) {
 		size_t cap = MAX(r->cap * 2, r->len + n + 1);
-		char *p = realloc(r->body, MIN(cap, (size_t)RESPONSE_MAX + 1));
+		char *p = realloc(r->body, MIN(cap, (size_t)CLIENT_RESPONSE_MAX + 1));
 
 		if (!p)
 			return -ENOMEM;
 		r->body = p;
-		r->cap = MIN(cap, (size_t)RESPONSE_MAX + 1);
+		r->cap = MIN(cap, (size_t)CLIENT_RESPONSE_MAX + 1);
 	}
 	memcpy(r->body + r->len, data, n);
 	r->len += n;
@@ -68,64 +44,26 @@ static int response_append(struct response *r, const void *data, size_t n)
 	return 0;
 }
 
-static size_t response_write(char *ptr, size_t size, size_t nmemb, void *userdata)
+int client_response_data(struct client_response *r, const void *data, size_t n)
 {
-	struct response *r = userdata;
-	size_t n = size * nmemb;
-
-	if (r->status == 0)
-		curl_easy_getinfo(r->c->curl, CURLINFO_RESPONSE_CODE, &r->status);
 	if (r->on_data && r->status / 100 == 2)
-		r->stop = r->on_data(ptr, n, r->userdata);
+		r->stop = r->on_data(data, n, r->userdata);
 	else
-		r->stop = r->body_error = response_append(r, ptr, n);
-	return r->stop < 0 ? 0 : n;
+		r->stop = r->body_error = response_append(r, data, n);
+	return r->stop;
 }
 
-static int transfer_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow,
-			     curl_off_t ultotal, curl_off_t ulnow)
+void client_response_etag(struct client_response *r, const char *v, size_t len)
 {
-	struct station_client *c = userdata;
-
-	return c->interrupt && c->interrupt(c->interrupt_userdata) ? 1 : 0;
-}
-
-static int curl_connect_error(struct station_client *c)
-{
-	long os_errno = 0;
-
-	curl_easy_getinfo(c->curl, CURLINFO_OS_ERRNO, &os_errno);
-	if (os_errno == EACCES || os_errno == EPERM)
-		return client_error(c, -EACCES, "cannot connect to %s: %s", c->endpoint,
-				    strerror((int)os_errno));
-	return client_error(c, -ECONNREFUSED, "no controller at %s: %s", c->endpoint,
-			    os_errno > 0 ? strerror((int)os_errno) : c->curl_error);
-}
-
-static int curl_result_to_error(struct station_client *c, CURLcode cc)
-{
-	const char *why = c->curl_error[0] ? c->curl_error : curl_easy_strerror(cc);
-
-	switch (cc) {
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-	case CURLE_OPERATION_TIMEDOUT: /* only the connect phase has a timeout */
-		return curl_connect_error(c);
-	case CURLE_ABORTED_BY_CALLBACK:
-		return client_error(c, -EINTR, "interrupted");
-	case CURLE_OUT_OF_MEMORY:
-		return client_error(c, -ENOMEM, "out of memory");
-	case CURLE_GOT_NOTHING:
-	case CURLE_RECV_ERROR:
-	case CURLE_SEND_ERROR:
-	case CURLE_PARTIAL_FILE:
-		return client_error(c, -ECONNRESET, "connection to %s lost: %s", c->endpoint, why);
-	case CURLE_UNSUPPORTED_PROTOCOL:
-	case CURLE_URL_MALFORMAT:
-		return client_error(c, -EINVAL, "bad request URL for %s: %s", c->endpoint, why);
-	default:
-		return client_error(c, -EIO, "request to %s failed: %s", c->endpoint, why);
+	if (!r->etag)
+		return;
+	while (len > 0 && (*v == ' ' || *v == '\t'))
+		v++, len--;
+	while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
+		len--;
+	if (len < CLIENT_ETAG_MAX) {
+		memcpy(r->etag, v, len);
+		r->etag[len] = '\0';
 	}
 }
 
@@ -182,145 +120,15 @@ static int client_api_error(struct station_client *c, long status, const char *b
 	return r;
 }
 
-static int slist_add(struct curl_slist **l, const char *h)
-{
-	struct curl_slist *n;
-
-	if (!h)
-		return 0;
-	n = curl_slist_append(*l, h);
-	if (!n)
-		return -ENOMEM;
-	*l = n;
-	return 0;
-}
-
-static int client_headers(struct station_client *c, const struct client_io *io,
-			  struct curl_slist **ret)
-{
-	_cleanup_(curl_slist_free_allp) struct curl_slist *l = NULL;
-	bool upload = io->upload_fd >= 0;
-	const char *h[4] = {
-		/* No 100-continue round trip for bodies in memory; an upload from an fd waits for
-		 * it, so a refusal (404, 409) comes before the body is sent. */
-		upload ? "Expect: 100-continue" : "Expect:",
-		io->accept ? io->accept : "Accept: application/json",
-		io->content_type ? io->content_type : "Content-Type:",
-		c->auth_header,
-	};
-
-	for (size_t i = 0; i < ELEMENTSOF(h); i++)
-		if (slist_add(&l, h[i]) < 0)
-			return -ENOMEM;
-	for (const char *const *x = io->headers; x && *x; x++)
-		if (slist_add(&l, *x) < 0)
-			return -ENOMEM;
-	*ret = TAKE_PTR(l);
-	return 0;
-}
-
-static size_t upload_read(char *buf, size_t size, size_t nitems, void *userdata)
-{
-	struct response *r = userdata;
-
-	for (;;) {
-		ssize_t k = read(r->io->upload_fd, buf, size * nitems);
-
-		if (k >= 0)
-			return (size_t)k;
-		if (errno == EINTR && r->c->interrupt &&
-		    r->c->interrupt(r->c->interrupt_userdata)) {
-			r->upload_error = -EINTR; /* a signal, and the caller wants to stop */
-			return CURL_READFUNC_ABORT;
-		}
-		if (errno == EINTR)
-			continue;
-		r->upload_error = -errno;
-		return CURL_READFUNC_ABORT;
-	}
-}
-
-static size_t response_header(char *buf, size_t size, size_t nitems, void *userdata)
-{
-	struct response *r = userdata;
-	size_t n = size * nitems;
-
-	if (!r->etag)
-		return n;
-	if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0)
-		r->etag[0] = '\0'; /* a new response (after a 100 Continue) */
-	else if (n > 5 && strncasecmp(buf, "etag:", 5) == 0) {
-		const char *v = buf + 5;
-		size_t len = n - 5;
-
-		while (len > 0 && (*v == ' ' || *v == '\t'))
-			v++, len--;
-		while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
-			len--;
-		if (len < CLIENT_ETAG_MAX) {
-			memcpy(r->etag, v, len);
-			r->etag[len] = '\0';
-		}
-	}
-	return n;
-}
-
-static void client_setup_body(struct station_client *c, const struct client_io *io,
-			      struct response *r)
-{
-	if (io->upload_fd >= 0) {
-		curl_easy_setopt(c->curl, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(c->curl, CURLOPT_READFUNCTION, upload_read);
-		curl_easy_setopt(c->curl, CURLOPT_READDATA, r);
-		curl_easy_setopt(c->curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)io->upload_size);
-	} else if (io->data || strcmp(io->method, "POST") == 0) {
-		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS,
-				 io->data ? (const char *)io->data : "");
-		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE,
-				 (curl_off_t)(io->data ? io->size : 0));
-	} else {
-		curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
-	}
-	if (strcmp(io->method, "GET") != 0 && strcmp(io->method, "POST") != 0)
-		curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, io->method);
-}
-
 /* One transfer. Returns 0 once a response arrived (r->status set, body kept or streamed), or
  * -errno with the error recorded. */
-static int client_perform(struct station_client *c, const struct client_io *io, struct response *r)
+static int client_perform(struct station_client *c, const struct client_io *io,
+			  struct client_response *r)
 {
-	_cleanup_(curl_slist_free_allp) struct curl_slist *headers = NULL;
-	_cleanup_free_ char *url = NULL;
-	CURLcode cc;
+	int k;
 
-	if (asprintf(&url, "%s%s", c->base_url, io->path) < 0)
-		return client_error(c, -ENOMEM, "out of memory");
-	if (client_headers(c, io, &headers) < 0)
-		return client_error(c, -ENOMEM, "out of memory");
-
-	/* Resets options only: the open connection stays for the next call. */
-	curl_easy_reset(c->curl);
-	curl_easy_setopt(c->curl, CURLOPT_URL, url);
-	if (c->socket_path)
-		curl_easy_setopt(c->curl, CURLOPT_UNIX_SOCKET_PATH, c->socket_path);
-	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c->curl, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
-	curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, c->curl_error);
-	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, headers);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, response_write);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, response_header);
-	curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, r);
-	curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, transfer_progress);
-	curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, c);
-	client_setup_body(c, io, r);
-
-	c->curl_error[0] = '\0';
-	cc = curl_easy_perform(c->curl);
+	c->transfer_status = 0;
+	k = c->socket_path ? client_http1_perform(c, io, r) : client_curl_perform(c, io, r);
 	if (r->body_error == -E2BIG)
 		return client_error(c, -ENOMEM, "response from %s too large", c->endpoint);
 	if (r->body_error < 0)
@@ -332,19 +140,12 @@ static int client_perform(struct station_client *c, const struct client_io *io, 
 	if (r->upload_error < 0)
 		return client_error(c, r->upload_error, "cannot read what is to be uploaded: %s",
 				    strerror(-r->upload_error));
-	/* A server may refuse an upload while its body is still being sent, then close: its
-	 * answer is what counts. */
-	if (cc == CURLE_SEND_ERROR && r->status >= 400)
-		cc = CURLE_OK;
-	if (cc != CURLE_OK)
-		return curl_result_to_error(c, cc);
-	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &r->status);
-	return 0;
+	return k;
 }
 
 int client_io(struct station_client *c, struct client_io *io)
 {
-	struct response resp = {
+	struct client_response resp = {
 		.c = c,
 		.on_data = io->on_data,
 		.userdata = io->userdata,
@@ -417,6 +218,7 @@ int station_client_new(const char *endpoint, const char *token, struct station_c
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->fd = -1;
 	r = client_set_endpoint(c, endpoint);
 	if (r < 0)
 		return r;
@@ -427,9 +229,6 @@ int station_client_new(const char *endpoint, const char *token, struct station_c
 			return -ENOMEM;
 		c->auth_header = header;
 	}
-	c->curl = curl_easy_init();
-	if (!c->curl)
-		return -ENOMEM;
 	*ret = TAKE_PTR(c);
 	return 0;
 }
@@ -438,8 +237,9 @@ struct station_client *station_client_free(struct station_client *c)
 {
 	if (!c)
 		return NULL;
-	if (c->curl)
-		curl_easy_cleanup(c->curl);
+	client_http1_close(c);
+	client_curl_free(c->curl);
+	free(c->buf);
 	free(c->endpoint);
 	free(c->base_url);
 	free(c->socket_path);
@@ -488,7 +288,7 @@ int station_request(struct station_client *c, const char *method, const char *pa
 		.content_type = body_json ? "Content-Type: application/json" : NULL,
 		.upload_fd = -1,
 	};
-	struct response resp = { .c = c, .io = &io };
+	struct client_response resp = { .c = c, .io = &io };
 	int r;
 
 	r = client_perform(c, &io, &resp);
@@ -555,7 +355,10 @@ int station_request_stream(struct station_client *c, const char *path,
 		.accept = "Accept: text/event-stream",
 		.upload_fd = -1,
 	};
-	struct response resp = { .c = c, .on_data = on_data, .userdata = userdata, .io = &io };
+	struct client_response resp = { .c = c,
+					.on_data = on_data,
+					.userdata = userdata,
+					.io = &io };
 	_cleanup_free_ char *body = NULL;
 	int r;
 

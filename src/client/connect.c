@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -15,6 +16,8 @@
 static int connect_unix(struct station_client *c, int *ret)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	/* A controller whose listen queue is full makes connect() wait: this long at most. */
+	struct timeval timeout = { .tv_sec = CLIENT_CONNECT_TIMEOUT_MS / 1000 }, none = {};
 	int fd;
 
 	if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s", c->socket_path) >=
@@ -23,6 +26,7 @@ static int connect_unix(struct station_client *c, int *ret)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return client_error(c, -errno, "socket: %s", strerror(errno));
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
 		int err = errno;
 
@@ -30,6 +34,7 @@ static int connect_unix(struct station_client *c, int *ret)
 		return client_error(c, err == EACCES || err == EPERM ? -EACCES : -ECONNREFUSED,
 				    "no controller at %s: %s", c->endpoint, strerror(err));
 	}
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
 	*ret = fd;
 	return 0;
 }

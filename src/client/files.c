@@ -391,9 +391,8 @@ static int download_write(const void *data, size_t n, void *userdata)
 	const char *p = data;
 
 	if (!d->checked) {
-		long status = 0;
+		long status = d->c->transfer_status;
 
-		curl_easy_getinfo(d->c->curl, CURLINFO_RESPONSE_CODE, &status);
 		if (d->want_partial && status != 206)
 			return client_error(d->c, -EPROTO, "%s ignored the range (HTTP %ld)",
 					    station_client_endpoint(d->c), status);
