@@ -81,6 +81,23 @@ static void budget_crun(const struct row_spec *s, json_t *row, json_t *ref, stru
 	budget_faster(s, row, ref, v, 5);
 }
 
+/* `station-sandbox exec WS -- true` as a whole process. */
+static void budget_cli(const struct row_spec *s, json_t *row, json_t *ref, struct verdict *v)
+{
+	v->met = num(row, "median") <= 2;
+	snprintf(v->text, sizeof v->text, "p50 <= 2 ms: %s", yes(v->met));
+}
+
+static void budget_cli_crun(const struct row_spec *s, json_t *row, json_t *ref, struct verdict *v)
+{
+	budget_faster(s, row, ref, v, 2.5);
+}
+
+static void budget_cli_docker(const struct row_spec *s, json_t *row, json_t *ref, struct verdict *v)
+{
+	budget_faster(s, row, ref, v, 50);
+}
+
 static void budget_create(const struct row_spec *s, json_t *row, json_t *ref, struct verdict *v)
 {
 	double ratio = num(row, "median") / num(ref, "median");
@@ -126,6 +143,7 @@ static void budget_output(const struct row_spec *s, json_t *row, json_t *ref, st
 }
 
 #define G_EXEC "exec round trip of `true`, client → result"
+#define G_CLI "`station-sandbox exec WS -- true` as a whole process (spawn → exit 0)"
 #define G_CREATE "workspace create → first exec possible (network none)"
 #define G_NET "workspace create → first exec by network mode (runc, one controller)"
 #define G_RATE "execs per second, one host workspace, N clients (one handle each)"
@@ -147,6 +165,16 @@ static const struct row_spec specs[] = {
 	  "ours/ctr", true, budget_crun },
 	{ "exec.podman", G_EXEC, "podman exec into a running busybox container", "exec.container",
 	  "ours/ctr", true },
+	{ "cli.host", G_CLI, "ours: host workspace (unix socket)", NULL, NULL, false, budget_cli },
+	{ "cli.container", G_CLI, "ours: container workspace (busybox, runc)", NULL, NULL, false,
+	  budget_cli },
+	{ "cli.runc", G_CLI, "runc exec (the exec.runc row)", "cli.container", "ours/ctr", true },
+	{ "cli.crun", G_CLI, "crun exec (the exec.crun row)", "cli.container", "ours/ctr", true,
+	  budget_cli_crun },
+	{ "cli.podman", G_CLI, "podman exec (the exec.podman row)", "cli.container", "ours/ctr",
+	  true, budget_cli_docker },
+	{ "cli.docker", G_CLI, "docker exec into a running busybox container", "cli.container",
+	  "ours/ctr", true, budget_cli_docker },
 	{ "create.runc", G_CREATE, "ours, runc: create + first `true`", "run.runc", "runc run",
 	  false, budget_create },
 	{ "run.runc", G_CREATE, "runc run /bin/true, same image and config" },

@@ -51,7 +51,9 @@ struct station_client;
 /* Makes a handle; nothing is connected until the first call. endpoint is "unix:/path/to/sock",
  * a bare absolute socket path, or "http://host:port" (https too, when libcurl has TLS). token is
  * sent as "Authorization: Bearer <token>"; NULL sends none (enough on the unix socket).
- * -EINVAL for an endpoint of another form. */
+ * -EINVAL for an endpoint of another form. The unix socket needs no other library; an http://
+ * or https:// endpoint loads libcurl (libcurl.so.4) at its first request, and every call fails
+ * with -EOPNOTSUPP, the error naming it, when it cannot be loaded. */
 int station_client_new(const char *endpoint, const char *token, struct station_client **ret);
 
 /* Closes the connection and frees the handle. Accepts NULL. Returns NULL. */
