@@ -207,7 +207,7 @@ Test(http1_parser, huge_lines_and_heads_are_refused)
 	cr_assert_not_null(s);
 	/* One header line longer than a line may be. */
 	memcpy(s, "HTTP/1.1 200 OK\r\nX-Big: ", 24);
-	memset(s + strlen(s), 'a', n);
+	memset(s + 24, 'a', n);
 	s[24 + n] = '\0';
 	expect_proto_error(s, "line too long");
 	/* A status line that never ends. */
