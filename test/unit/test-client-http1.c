@@ -706,3 +706,34 @@ Test(http1_client, no_controller_and_bad_requests)
 	cr_expect_eq(station_request(c, "GET\r\n", "/v1/x", NULL, &status, &body), -EINVAL);
 	station_client_free(c);
 }
+
+Test(http1_client, an_upload_refused_before_its_body_reads_nothing_of_it)
+{
+	static const struct step steps[] = {
+		{ .new_conn = true,
+		  .answer = "HTTP/1.1 409 Conflict\r\nContent-Length: 45\r\n\r\n"
+			    "{\"error\":{\"code\":\"busy\",\"message\":\"not now\"}}",
+		  .close = true },
+	};
+	struct server s;
+	struct station_client *c;
+	char got[16];
+	int p[2];
+
+	cr_assert_eq(pipe(p), 0);
+	cr_assert_eq(write(p[1], "payload", 7), 7);
+	close(p[1]);
+	server_start(&s, steps, 1);
+	c = client_for(&s);
+	cr_expect_eq(station_file_upload(c, "ws1", "a.txt", p[0], NULL, NULL), -EBUSY, "%s",
+		     station_client_last_error(c));
+	cr_expect_str_eq(station_client_last_error(c), "not now");
+	cr_expect(strstr(s.first_request, "\r\nExpect: 100-continue\r\n"), "%s", s.first_request);
+	cr_expect(strstr(s.first_request, "\r\nTransfer-Encoding: chunked\r\n"), "%s",
+		  s.first_request);
+	/* The body never left: all of it is still in the pipe. */
+	cr_expect_eq(read(p[0], got, sizeof got), 7);
+	close(p[0]);
+	station_client_free(c);
+	server_stop(&s);
+}
