@@ -199,9 +199,11 @@ static int output_once(struct station_client *c, const struct bench_opts *o, uin
 		return r;
 	char *id = strdup(json_string_value(json_object_get(run, "id")));
 	json_decref(run);
-	if (o->transport && strcmp(o->transport, "ws") == 0) {
+	const char *tr = o->transport ? o->transport : "follow";
+	if (strcmp(tr, "ws") == 0 || strcmp(tr, "sse") == 0) {
 		struct ws_count w;
-		r = bench_ws_follow(o->endpoint, o->workspace, id, &w);
+		r = strcmp(tr, "ws") == 0 ? bench_ws_follow(o->endpoint, o->workspace, id, &w) :
+					    bench_sse_follow(o->endpoint, o->workspace, id, &w);
 		*ret = (struct follow_count){ w.delivered, w.gaps, w.stdout_bytes, w.duration_ms };
 	} else {
 		r = station_run_follow(c, o->workspace, id, &cb, ret, NULL);
@@ -232,13 +234,17 @@ int cmd_output(const struct bench_opts *o)
 		producer[rep] = f.duration_ms > 0 ? (double)f.stdout_bytes / 1e3 / f.duration_ms :
 						    0;
 	}
-	bool ws = o->transport && strcmp(o->transport, "ws") == 0;
+	const char *tr = o->transport ? o->transport : "follow";
+	bool lib = strcmp(tr, "follow") == 0;
+	const char *name = strcmp(tr, "ws") == 0  ? "WebSocket, minimal reader" :
+			   strcmp(tr, "sse") == 0 ? "SSE, minimal reader" :
+						    "WebSocket, station_run_follow";
 	if (r < 0) {
 		r = bench_emit_fail(o, "streaming head -c %llu /dev/zero over %s: %s",
-				    (unsigned long long)o->bytes, ws ? "WebSocket" : "SSE",
-				    r == -EIO ? "the run did not write every byte" :
-				    ws || !c  ? strerror(-r) :
-						station_client_last_error(c));
+				    (unsigned long long)o->bytes, name,
+				    r == -EIO  ? "the run did not write every byte" :
+				    !lib || !c ? strerror(-r) :
+						 station_client_last_error(c));
 	} else {
 		struct bench_stats s, g, p;
 		bench_stats_compute(mbs, (size_t)o->reps, &s);
@@ -248,9 +254,7 @@ int cmd_output(const struct bench_opts *o)
 		r = bench_emit(o, "MB/s", &s,
 			       json_pack("{sI sf sf sf ss}", "bytes", (json_int_t)o->bytes,
 					 "gapFractionMedian", g.median, "gapFractionMax", g.max,
-					 "producerMBsMedian", p.median, "transport",
-					 ws ? "WebSocket, binary messages" :
-					      "SSE, station_run_follow"));
+					 "producerMBsMedian", p.median, "transport", name));
 	}
 	station_client_free(c);
 	free(mbs), free(gap), free(producer);

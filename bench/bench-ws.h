@@ -13,3 +13,7 @@ struct ws_count {
 /* Follows a run's output over WebSocket on the unix socket endpoint ("unix:/path" or a path)
  * until the end message. 0, or -errno (-EPROTO for an answer that is not the protocol's). */
 int bench_ws_follow(const char *endpoint, const char *ws, const char *run, struct ws_count *ret);
+
+/* The same over server-sent events (GET …/output, HTTP/1.0, no upgrade), the way curl users read
+ * it: lines parsed, the base64 data decoded. */
+int bench_sse_follow(const char *endpoint, const char *ws, const char *run, struct ws_count *ret);
