@@ -571,7 +571,8 @@ static int follow_ws_once(struct follow *f, const char *path, void *buf)
 		}
 		f->event_r = 0;
 		r = client_ws_pump(w, buf, FOLLOW_READ_BYTES, FOLLOW_POLL_MS);
-		if (r != 0 && r != -EINTR)
+		/* A signal woke the wait (the check above decides), unless a callback said -EINTR. */
+		if (r != 0 && (r != -EINTR || f->event_r == r))
 			break;
 	}
 	if (r == FOLLOW_DONE && f->done)

@@ -44,8 +44,8 @@ int client_ws_send(struct client_ws *w, enum ws_opcode op, const void *data, siz
 /* Reads once into buf (size bytes) and feeds what came to the parser; the bytes read past the
  * handshake go first. timeout_ms: how long to wait for bytes (0: not at all, < 0: forever).
  * Returns 1 when the stream is over (a close frame came: closed is set; or the server hung up),
- * 0 when it goes on (nothing came in time, or a signal interrupted the wait: errno-free),
- * -EINTR when a signal interrupted the wait (only with timeout_ms != 0), -EPROTO when the server
+ * 0 when it goes on (what came was taken, or nothing came in time), -EINTR when a signal
+ * interrupted the wait (only with timeout_ms != 0), -EPROTO when the server
  * broke the protocol (a close with the parser's code is sent; the reason is in
  * client_ws_protocol_error()), what on_message returned, or -errno of recv(). */
 int client_ws_pump(struct client_ws *w, void *buf, size_t size, int timeout_ms);
