@@ -6,6 +6,8 @@
  *	client that falls behind); --interrupt-ms: the interrupt check asks to stop N ms in;
  *	--go-file: the first output callback creates PATH (a run waiting for it then goes on
  *	while the follow is connected).
+ *   follow-check logs SOCKET WS NAME [--follow]
+ *	station_service_logs() of a real controller's service (end: the service).
  *   follow-check fake SCENARIO [--interrupt-ms N]
  *	follows "run r-1" of a hostile server of our own on a unix socket that answers the
  *	upgrade and then sends what SCENARIO says (see scenario()).
@@ -293,8 +295,10 @@ int main(int argc, char **argv)
 	bool fake;
 	int argi, r;
 
-	if (argc < 3 || (strcmp(argv[1], "real") != 0 && strcmp(argv[1], "fake") != 0) ||
-	    (strcmp(argv[1], "real") == 0 && argc < 5)) {
+	bool logs = argc >= 2 && strcmp(argv[1], "logs") == 0, logs_follow = false;
+
+	if (argc < 3 || (strcmp(argv[1], "real") != 0 && strcmp(argv[1], "fake") != 0 && !logs) ||
+	    ((strcmp(argv[1], "real") == 0 || logs) && argc < 5)) {
 		fprintf(stderr,
 			"usage: follow-check real SOCKET WS RUN [--slow-ms N] "
 			"[--interrupt-ms N] [--go-file PATH]\n       follow-check fake SCENARIO "
@@ -303,13 +307,21 @@ int main(int argc, char **argv)
 	}
 	fake = strcmp(argv[1], "fake") == 0;
 	argi = fake ? 3 : 5;
-	for (; argi + 1 < argc; argi += 2) {
-		if (strcmp(argv[argi], "--slow-ms") == 0)
-			st.slow_ms = atoi(argv[argi + 1]);
-		else if (strcmp(argv[argi], "--go-file") == 0)
-			st.go_file = argv[argi + 1];
-		else if (strcmp(argv[argi], "--interrupt-ms") == 0)
-			st.interrupt_ms = atof(argv[argi + 1]);
+	for (; argi < argc; argi++) {
+		const char *v = argi + 1 < argc ? argv[argi + 1] : NULL;
+
+		if (strcmp(argv[argi], "--follow") == 0)
+			logs_follow = true;
+		else if (v && strcmp(argv[argi], "--slow-ms") == 0)
+			st.slow_ms = atoi(v), argi++;
+		else if (v && strcmp(argv[argi], "--go-file") == 0)
+			st.go_file = v, argi++;
+		else if (v && strcmp(argv[argi], "--interrupt-ms") == 0)
+			st.interrupt_ms = atof(v), argi++;
+		else {
+			fprintf(stderr, "follow-check: unknown option %s\n", argv[argi]);
+			return 2;
+		}
 	}
 	if (fake) {
 		connections = mmap(NULL, sizeof *connections, PROT_READ | PROT_WRITE,
@@ -332,7 +344,10 @@ int main(int argc, char **argv)
 	}
 	station_client_set_interrupt(c, interrupt_check, &st);
 	st.start_ms = now_ms();
-	r = station_run_follow(c, ws, run, &cb, &st, &end);
+	if (logs)
+		r = station_service_logs(c, ws, run, logs_follow, &cb, &st, &end);
+	else
+		r = station_run_follow(c, ws, run, &cb, &st, &end);
 	out = json_pack("{s:i,s:s,s:{s:I,s:I},s:o,s:I,s:i,s:o,s:f}", "r", r, "error",
 			station_client_last_error(c), "delivered", "stdout",
 			(json_int_t)st.delivered[0], "stderr", (json_int_t)st.delivered[1], "gaps",

@@ -2,7 +2,8 @@
 # station_run_follow of the client library over WebSocket (follow-check): against a real
 # controller, exact bytes and the run handed back; a client that falls behind sees gaps whose
 # bytes plus the delivered ones are exactly stdoutBytes, offsets contiguous; the interrupt check
-# stops a follow that waits. Against a hostile server of the helper's own: gaps, a ping and
+# stops a follow that waits; a service's logs (station_service_logs) live and stored, ending with
+# the service, and an unknown service refused before any upgrade. Against a hostile server of the helper's own: gaps, a ping and
 # unknown messages handled as the protocol says (positive control); oversize, masked, unknown
 # opcode, short or unknown-stream binary, bad JSON, a bad gap, a non-terminal end, an error
 # message, a refused or endless upgrade answer: each a clear error; a server that closes
@@ -67,6 +68,28 @@ t_interrupt() {
 	assert_eq 200 "$STATUS" "cancel"
 }
 
+t_service_logs() {
+	rm -f "$WS_HOME/go"
+	api -q POST "/v1/workspaces/$WS/services" "$(jq -nc '{name: "talker", command:
+		"echo ready; while [ ! -e \"$HOME/go\" ]; do sleep 0.02; done; echo more; echo err >&2"}')"
+	assert_eq 201 "$STATUS" "service created" || { diag "$BODY"; return 1; }
+	fc logs "$SOCK" "$WS" talker --follow --go-file "$WS_HOME/go"
+	assert_eq 0 "$(j .r "$R")" "logs --follow returns 0" || { diag "$R"; return 1; }
+	assert_eq 11 "$(j .delivered.stdout "$R")" "stdout: ready, more"
+	assert_eq 4 "$(j .delivered.stderr "$R")" "stderr: err"
+	assert_eq '[]' "$(j .gaps "$R")" "no gap"
+	assert_eq talker "$(j .end.name "$R")" "end: the service"
+	# The stored output of the attempt that ended.
+	fc logs "$SOCK" "$WS" talker
+	assert_eq 0 "$(j .r "$R")" "logs returns 0" || { diag "$R"; return 1; }
+	assert_eq 11 "$(j .delivered.stdout "$R")" "stored stdout"
+	assert_eq talker "$(j .end.name "$R")" "end: the service"
+	fc logs "$SOCK" "$WS" nosuch --follow
+	assert_eq -2 "$(j .r "$R")" "unknown service: -ENOENT" || { diag "$R"; return 1; }
+	assert_contains nosuch "$(j .error "$R")" "the error names it"
+	api -q DELETE "/v1/workspaces/$WS/services/talker"
+}
+
 t_fake_positive_control() {
 	fc fake gap-end
 	assert_eq 0 "$(j .r "$R")" "follow returns 0" || { diag "$R"; return 1; }
@@ -116,6 +139,7 @@ t_fake_hang_interrupted() {
 run_test "exact bytes, the run handed back without output fields" t_exact_bytes
 run_test "a client that falls behind: gaps + delivered == stdoutBytes" t_slow_client_gap
 run_test "the interrupt check stops a waiting follow" t_interrupt
+run_test "service logs: live and stored, ending with the service; unknown: 404" t_service_logs
 run_test "hostile server, positive control: gap, ping, unknown message, end" t_fake_positive_control
 run_test "hostile server: bad frames and messages are clear errors" t_fake_hostile_frames
 run_test "a server that closes mid-stream: bounded reconnects, then an error" t_fake_closes_mid_stream
