@@ -11,9 +11,24 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench-ws.h"
+
+void bench_go(struct ws_count *c)
+{
+	struct timespec ts;
+	FILE *f;
+
+	if (!c->go_path || c->go_ms > 0)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	c->go_ms = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+	f = fopen(c->go_path, "we");
+	if (f)
+		fclose(f);
+}
 
 #define BUF_SIZE (4u << 20)
 
@@ -143,7 +158,7 @@ int bench_ws_follow(const char *endpoint, const char *ws, const char *run, struc
 {
 	struct ws_reader w = { .fd = ws_connect(endpoint), .buf = malloc(BUF_SIZE) };
 	int r = w.fd < 0 ? w.fd : w.buf ? ws_handshake(&w, ws, run) : -ENOMEM;
-	*ret = (struct ws_count){ 0 };
+	*ret = (struct ws_count){ .go_path = ret->go_path };
 	while (r == 0) {
 		int op;
 		const unsigned char *data;
@@ -151,9 +166,10 @@ int bench_ws_follow(const char *endpoint, const char *ws, const char *run, struc
 		r = ws_frame(&w, &op, &data, &len);
 		if (r < 0)
 			break;
-		if (op == 0x2 && len >= 9)
+		if (op == 0x2 && len >= 9) {
 			ret->delivered += len - 9;
-		else if (op == 0x1)
+			bench_go(ret);
+		} else if (op == 0x1)
 			r = ws_text(data, len, ret);
 		else if (op == 0x8)
 			r = -ECONNRESET; /* closed before the end message */
@@ -213,6 +229,7 @@ static int sse_event(const char *event, const char *data, size_t len, unsigned c
 		if (n < 0)
 			return -EPROTO;
 		ret->delivered += (uint64_t)n;
+		bench_go(ret);
 		return 0;
 	}
 	if (strcmp(event, "gap") != 0 && strcmp(event, "end") != 0)
@@ -238,7 +255,7 @@ int bench_sse_follow(const char *endpoint, const char *ws, const char *run, stru
 	unsigned char *scratch = malloc(BUF_SIZE);
 	char event[16] = "";
 	int r = w.fd < 0 ? w.fd : w.buf && scratch ? 0 : -ENOMEM;
-	*ret = (struct ws_count){ 0 };
+	*ret = (struct ws_count){ .go_path = ret->go_path };
 	if (r == 0) {
 		char req[512];
 		int n = snprintf(req, sizeof req,

@@ -8,7 +8,12 @@ struct ws_count {
 	uint64_t delivered, gaps; /* data bytes received, bytes announced as missed */
 	uint64_t stdout_bytes;	  /* from the end message */
 	double duration_ms;
+	const char *go_path; /* created once the first byte arrived (NULL: none) */
+	double go_ms;	     /* when (CLOCK_MONOTONIC, ms) */
 };
+
+/* Creates c->go_path once (the run waits for it before its real output), noting the time. */
+void bench_go(struct ws_count *c);
 
 /* Follows a run's output over WebSocket on the unix socket endpoint ("unix:/path" or a path)
  * until the end message. 0, or -errno (-EPROTO for an answer that is not the protocol's). */
