@@ -32,19 +32,18 @@ struct bench_opts {
 	const char *bundle;
 	const char *url;	/* wrk target */
 	const char *token_file; /* wrk: file holding the bearer token */
-	const char *
-		transport; /* output: "follow" (station_run_follow, the default), "sse" or "ws" (minimal readers) */
-	const char *network; /* create: the workspace's network mode; NULL: the library's
+	const char *transport;	/* output: follow (default), sse or ws */
+	const char *network;	/* create: the workspace's network mode; NULL: the library's
 				 * create with "none" */
-	const char *egress;  /* create: the egress policy (JSON) of a restricted workspace */
-	bool private_mntns;  /* crun on a hybrid cgroup host */
-	int runs;	     /* latency samples */
-	int warmup;	     /* discarded samples before them */
-	int reps;	     /* repetitions of a throughput measurement */
-	int clients;	     /* concurrent clients */
-	double seconds;	     /* duration of one repetition */
-	int count;	     /* workspaces (memory) */
-	uint64_t bytes;	     /* output bytes */
+	const char *egress;	/* create: the egress policy (JSON) of a restricted workspace */
+	bool private_mntns;	/* crun on a hybrid cgroup host */
+	int runs;		/* latency samples */
+	int warmup;		/* discarded samples before them */
+	int reps;		/* repetitions of a throughput measurement */
+	int clients;		/* concurrent clients */
+	double seconds;		/* duration of one repetition */
+	int count;		/* workspaces (memory) */
+	uint64_t bytes;		/* output bytes */
 	pid_t controller_pid;
 };
 
