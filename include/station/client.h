@@ -302,7 +302,8 @@ int station_service_delete(struct station_client *c, const char *ws, const char 
 /* GET …/services/{name}/logs (over WebSocket as station_run_follow()): with follow, the current
  * attempt's output live until it ends; without (or with no current attempt), the newest finished
  * attempt's output. cb as for station_run_follow(); on_end and *ret get the service as GET
- * returns it. */
+ * returns it, over WebSocket with its attempts' output fields left out (station_service_get()
+ * has them). */
 int station_service_logs(struct station_client *c, const char *ws, const char *name, bool follow,
 			 const struct station_follow_callbacks *cb, void *userdata, json_t **ret);
 

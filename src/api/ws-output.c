@@ -128,8 +128,8 @@ static json_t *error_message(const struct station_error *e)
 	return err ? json_pack("{s:s,s:o}", "type", "error", "error", err) : NULL;
 }
 
-/* The run (or the service) as GET returns it; a run without its output: those bytes came as
- * binary messages. */
+/* The run (or the service) as GET returns it without output fields: those bytes came as binary
+ * messages. */
 static json_t *end_message(struct ws_output *o, bool *ret_ok)
 {
 	struct station_error e = {};
@@ -232,17 +232,24 @@ static void run_unwatch(struct ws_output *o)
 	manager_run_unwatch(o->watch);
 }
 
-static int run_end(struct ws_output *o, json_t **ret, struct station_error *e)
+/* A run's or an attempt's output fields: the bytes came as binary messages, and the end message
+ * must fit in the connection's queue. */
+static void strip_output(json_t *o)
 {
 	static const char *const output_keys[] = { "stdout", "stderr", "stdoutTail", "stderrTail",
 						   "encoding" };
+
+	for (size_t i = 0; i < ELEMENTSOF(output_keys); i++)
+		json_object_del(o, output_keys[i]);
+}
+
+static int run_end(struct ws_output *o, json_t **ret, struct station_error *e)
+{
 	int r = manager_run_get(o->manager, o->ws_id, o->run_id, ret, e);
 
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < ELEMENTSOF(output_keys); i++)
-		json_object_del(*ret, output_keys[i]);
-	return 0;
+	if (r >= 0)
+		strip_output(*ret);
+	return r;
 }
 
 static const struct ws_output_source run_source = {
@@ -267,9 +274,18 @@ static void service_unwatch(struct ws_output *o)
 	manager_service_unwatch(o->watch);
 }
 
+/* The service as GET returns it, its attempts without their output (up to 100 attempts with
+ * their output would not fit in one message). */
 static int service_end(struct ws_output *o, json_t **ret, struct station_error *e)
 {
-	return manager_service_get(o->manager, o->ws_id, o->run_id, ret, e);
+	int r = manager_service_get(o->manager, o->ws_id, o->run_id, ret, e);
+	json_t *attempt;
+	size_t i;
+
+	if (r >= 0)
+		json_array_foreach(json_object_get(*ret, "attempts"), i, attempt)
+			strip_output(attempt);
+	return r;
 }
 
 static const struct ws_output_source service_source = {

@@ -285,11 +285,13 @@ export class StationClient {
   /**
    * A service's output (over WebSocket). With `follow`, the current attempt's output live
    * until it ends; without, the newest finished attempt's stored output. Resolves with the
-   * service (the `end` message).
+   * service as `service()` returns it (fetched once the stream ended: the stream's `end`
+   * carries it without its attempts' output).
    */
-  serviceLogs(workspaceId: string, name: string, options: OutputHandlers & { follow?: boolean } = {}): Promise<Service> {
+  async serviceLogs(workspaceId: string, name: string, options: OutputHandlers & { follow?: boolean } = {}): Promise<Service> {
     const path = `/v1/workspaces/${seg(workspaceId)}/services/${seg(name)}/logs${query({ follow: options.follow })}`;
-    return this.stream<Service>(path, options, "service");
+    await this.stream<Service>(path, options, "service");
+    return this.service(workspaceId, name);
   }
 
   // -- terminals --------------------------------------------------------------------------

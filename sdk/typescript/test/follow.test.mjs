@@ -15,6 +15,7 @@ import { StationClient } from "station-sandbox";
 
 const GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 const RUN = { id: "r-1", status: "exited", exitCode: 0, stdout: "abcde", stdoutBytes: 15, encoding: "utf-8" };
+const SERVICE = { id: "web", name: "web", state: "running", attempts: [{ number: 1, stdout: "up\n", encoding: "utf-8" }] };
 
 function frame(opcode, payload, fin = true) {
   const p = Buffer.from(payload);
@@ -55,7 +56,7 @@ const SCENARIOS = {
     text({ type: "end", run: { id: "r-1", status: "exited", exitCode: 0, stdoutBytes: 15 } }),
     close(1000, "run finished"),
   ],
-  "service-end": [output(1, 0, "up\n"), text({ type: "end", service: { id: "web", state: "running" } }), close(1000)],
+  "service-end": [output(1, 0, "up\n"), text({ type: "end", service: { id: "web", name: "web", state: "running", attempts: [{ number: 1 }] } }), close(1000)],
   oversize: [Buffer.concat([Buffer.from([0x82, 127]), Buffer.from([0, 0, 0, 0, 0x10, 0, 0, 0])])],
   masked: [Buffer.from([0x82, 0x81, 1, 2, 3, 4, 0x78])],
   "bad-opcode": [output(1, 0, "abc"), Buffer.from([0x83, 0x01, 0x78])],
@@ -80,8 +81,8 @@ before(async () => {
       sock.on("data", () => {}); // the client's close frame
       const key = /sec-websocket-key:\s*(\S+)/i.exec(head)?.[1];
       if (!key) {
-        // A plain GET: the run, as GET …/commands/{run} answers it.
-        const body = JSON.stringify(RUN);
+        // A plain GET: the run or the service, as GET answers it.
+        const body = JSON.stringify(head.includes("/services/") ? SERVICE : RUN);
         sock.end(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
         return;
       }
@@ -118,13 +119,13 @@ test("follow: output and gaps as sent, the run fetched at the end (positive cont
   assert.deepEqual(run, RUN, "the run as GET returns it, output fields included");
 });
 
-test("follow: a service's logs end with the service", async () => {
+test("follow: a service's logs end with the service as GET returns it", async () => {
   scenario = "service-end";
   const client = new StationClient({ socketPath: join(dir, "sock") });
   const chunks = [];
   const service = await client.serviceLogs("w-1", "web", { follow: true, onOutput: (c) => chunks.push(c.data.toString()) });
   assert.deepEqual(chunks, ["up\n"]);
-  assert.deepEqual(service, { id: "web", state: "running" });
+  assert.deepEqual(service, SERVICE, "attempts with their output");
 });
 
 for (const [name, message] of [
