@@ -158,6 +158,7 @@ struct follow_count {
 	uint64_t delivered, gaps;
 	uint64_t stdout_bytes;
 	double duration_ms; /* the run's own, from the controller */
+	struct ws_count go; /* the go file, created at the first byte */
 };
 
 static int on_output(enum station_stream s, uint64_t offset, const void *data, size_t len,
@@ -165,6 +166,7 @@ static int on_output(enum station_stream s, uint64_t offset, const void *data, s
 {
 	struct follow_count *f = userdata;
 	f->delivered += len;
+	bench_go(&f->go);
 	return 0;
 }
 
@@ -183,34 +185,47 @@ static int on_end(json_t *run, void *userdata)
 	return 0;
 }
 
-/* Streams `head -c BYTES /dev/zero`; *ret_mbs is delivered MB/s (1 MB = 10^6 bytes). */
-static int output_once(struct station_client *c, const struct bench_opts *o, uint64_t bytes,
-		       double *ret_mbs, struct follow_count *ret)
+/* Streams `head -c BYTES /dev/zero` once the follower is attached: the run writes one byte,
+ * then waits for go_path, which the follower creates at the first byte it receives (so nothing
+ * is written before the watch began). *ret_mbs is MB/s (1 MB = 10^6 bytes) of the BYTES
+ * delivered from then to the end message; *ret counts the marker byte too. */
+static int output_once(struct station_client *c, const struct bench_opts *o, const char *go_path,
+		       uint64_t bytes, double *ret_mbs, struct follow_count *ret)
 {
 	static const struct station_follow_callbacks cb = { on_output, on_gap, on_end };
-	char cmd[96];
-	snprintf(cmd, sizeof cmd, "head -c %llu /dev/zero", (unsigned long long)bytes);
+	char cmd[4200];
+	snprintf(cmd, sizeof cmd,
+		 "printf x; while [ ! -e '%s' ]; do sleep 0.001; done; head -c %llu /dev/zero",
+		 go_path, (unsigned long long)bytes);
 	struct station_exec_options eo = { .command = cmd, .timeout_ms = 600000 };
 	json_t *run = NULL;
 	*ret = (struct follow_count){ 0 };
-	double start = bench_now_ms();
+	if (unlink(go_path) < 0 && errno != ENOENT)
+		return -errno;
 	int r = station_exec_start(c, o->workspace, &eo, &run);
 	if (r < 0)
 		return r;
 	char *id = strdup(json_string_value(json_object_get(run, "id")));
 	json_decref(run);
-	if (o->transport && strcmp(o->transport, "ws") == 0) {
-		struct ws_count w;
-		r = bench_ws_follow(o->endpoint, o->workspace, id, &w);
-		*ret = (struct follow_count){ w.delivered, w.gaps, w.stdout_bytes, w.duration_ms };
+	const char *tr = o->transport ? o->transport : "follow";
+	if (strcmp(tr, "ws") == 0 || strcmp(tr, "sse") == 0) {
+		struct ws_count w = { .go_path = go_path };
+		r = strcmp(tr, "ws") == 0 ? bench_ws_follow(o->endpoint, o->workspace, id, &w) :
+					    bench_sse_follow(o->endpoint, o->workspace, id, &w);
+		*ret = (struct follow_count){ w.delivered, w.gaps, w.stdout_bytes, w.duration_ms,
+					      w };
 	} else {
+		ret->go.go_path = go_path;
 		r = station_run_follow(c, o->workspace, id, &cb, ret, NULL);
 	}
 	double end = bench_now_ms();
 	free(id);
+	unlink(go_path);
 	if (r < 0)
 		return r;
-	*ret_mbs = (double)ret->delivered / 1e3 / (end - start);
+	if (ret->go.go_ms <= 0 || ret->delivered < 1)
+		return -EIO;
+	*ret_mbs = (double)(ret->delivered - 1) / 1e3 / (end - ret->go.go_ms);
 	return 0;
 }
 
@@ -221,24 +236,40 @@ int cmd_output(const struct bench_opts *o)
 	double warm, *mbs = calloc((size_t)o->reps, sizeof *mbs);
 	double *gap = calloc((size_t)o->reps, sizeof *gap);
 	double *producer = calloc((size_t)o->reps, sizeof *producer);
+	char go_path[4096] = "";
 	int r = mbs && gap && producer ? bench_client(o, &c) : -ENOMEM;
+	if (r >= 0) { /* the go file lives in the workspace's home */
+		json_t *ws = NULL;
+		r = station_workspace_get(c, o->workspace, &ws);
+		const char *home = json_string_value(json_object_get(ws, "home"));
+		if (r >= 0 && !home)
+			r = -EPROTO;
+		if (r >= 0)
+			snprintf(go_path, sizeof go_path, "%s/.bench-output-go", home);
+		json_decref(ws);
+	}
 	if (r >= 0)
-		r = output_once(c, o, o->bytes < (64u << 20) ? o->bytes : (64u << 20), &warm, &f);
+		r = output_once(c, o, go_path, o->bytes < (64u << 20) ? o->bytes : (64u << 20),
+				&warm, &f);
 	for (int rep = 0; r >= 0 && rep < o->reps; rep++) {
-		r = output_once(c, o, o->bytes, &mbs[rep], &f);
-		if (r >= 0 && f.stdout_bytes != o->bytes)
+		r = output_once(c, o, go_path, o->bytes, &mbs[rep], &f);
+		if (r >= 0 && f.stdout_bytes != o->bytes + 1)
 			r = -EIO;
 		gap[rep] = (double)f.gaps / (double)o->bytes;
 		producer[rep] = f.duration_ms > 0 ? (double)f.stdout_bytes / 1e3 / f.duration_ms :
 						    0;
 	}
-	bool ws = o->transport && strcmp(o->transport, "ws") == 0;
+	const char *tr = o->transport ? o->transport : "follow";
+	bool lib = strcmp(tr, "follow") == 0;
+	const char *name = strcmp(tr, "ws") == 0  ? "WebSocket, minimal reader" :
+			   strcmp(tr, "sse") == 0 ? "SSE, minimal reader" :
+						    "WebSocket, station_run_follow";
 	if (r < 0) {
 		r = bench_emit_fail(o, "streaming head -c %llu /dev/zero over %s: %s",
-				    (unsigned long long)o->bytes, ws ? "WebSocket" : "SSE",
-				    r == -EIO ? "the run did not write every byte" :
-				    ws || !c  ? strerror(-r) :
-						station_client_last_error(c));
+				    (unsigned long long)o->bytes, name,
+				    r == -EIO  ? "the run did not write every byte" :
+				    !lib || !c ? strerror(-r) :
+						 station_client_last_error(c));
 	} else {
 		struct bench_stats s, g, p;
 		bench_stats_compute(mbs, (size_t)o->reps, &s);
@@ -248,9 +279,7 @@ int cmd_output(const struct bench_opts *o)
 		r = bench_emit(o, "MB/s", &s,
 			       json_pack("{sI sf sf sf ss}", "bytes", (json_int_t)o->bytes,
 					 "gapFractionMedian", g.median, "gapFractionMax", g.max,
-					 "producerMBsMedian", p.median, "transport",
-					 ws ? "WebSocket, binary messages" :
-					      "SSE, station_run_follow"));
+					 "producerMBsMedian", p.median, "transport", name));
 	}
 	station_client_free(c);
 	free(mbs), free(gap), free(producer);

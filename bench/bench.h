@@ -32,7 +32,7 @@ struct bench_opts {
 	const char *bundle;
 	const char *url;	/* wrk target */
 	const char *token_file; /* wrk: file holding the bearer token */
-	const char *transport;	/* output: "sse" (default) or "ws" */
+	const char *transport;	/* output: follow (default), sse or ws */
 	const char *network;	/* create: the workspace's network mode; NULL: the library's
 				 * create with "none" */
 	const char *egress;	/* create: the egress policy (JSON) of a restricted workspace */

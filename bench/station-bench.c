@@ -26,7 +26,7 @@ static const struct {
 	{ "rate", cmd_rate, "--endpoint E --workspace W --clients N --seconds S --reps N" },
 	{ "memory", cmd_memory, "--endpoint E --count N --controller-pid PID" },
 	{ "output", cmd_output,
-	  "--endpoint E --workspace W --bytes N --reps N [--transport sse|ws]" },
+	  "--endpoint E --workspace W --bytes N --reps N [--transport follow|sse|ws]" },
 	{ "polls", cmd_polls, "--url URL --token-file F --clients N --seconds S --reps N" },
 	{ "oci-clean", cmd_oci_clean, "--runtime R --state DIR [--private-mntns]" },
 	{ "cmd", NULL, "--runs N -- ARGV…" },

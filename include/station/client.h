@@ -240,10 +240,16 @@ struct station_follow_callbacks {
 	int (*on_end)(json_t *run, void *userdata);
 };
 
-/* Follows a run's output (GET …/commands/{run}/output, server-sent events) until it ends,
- * calling cb as events arrive. A connection that breaks mid-stream is re-opened (a few times);
- * the replayed bytes are skipped, so each byte still reaches on_output at most once. Returns 0
- * after on_end, with *ret (optional) the terminal run. */
+/* Follows a run's output (GET …/commands/{run}/output upgraded to a WebSocket; server-sent
+ * events over an https:// endpoint) until it ends, calling cb as messages arrive. A connection
+ * that breaks mid-stream (or a server that closes it before the end) is re-opened a few times;
+ * the replayed bytes are skipped, so each byte still reaches on_output at most once; then the
+ * call fails with -ECONNRESET. A server that breaks the protocol (a message over 4 MiB, a bad
+ * frame, an output message or event that is not the API's) is -EPROTO, naming what was wrong.
+ * The interrupt check (station_client_set_interrupt()) is honoured while it waits. Returns 0
+ * after on_end, with *ret (optional) the terminal run. Over WebSocket that run (on_end's and
+ * *ret) is the run as GET returns it without its output fields (stdout, stderr, stdoutTail,
+ * stderrTail, encoding): those bytes came through on_output; station_run_get() has them. */
 int station_run_follow(struct station_client *c, const char *ws, const char *run,
 		       const struct station_follow_callbacks *cb, void *userdata, json_t **ret);
 
@@ -295,9 +301,11 @@ int station_service_restart(struct station_client *c, const char *ws, const char
 int station_service_delete(struct station_client *c, const char *ws, const char *name,
 			   json_t **ret);
 
-/* GET …/services/{name}/logs: with follow, the current attempt's output live until it ends;
- * without (or with no current attempt), the newest finished attempt's output. cb as for
- * station_run_follow(); on_end gets the service. */
+/* GET …/services/{name}/logs (over WebSocket as station_run_follow()): with follow, the current
+ * attempt's output live until it ends; without (or with no current attempt), the newest finished
+ * attempt's output. cb as for station_run_follow(); on_end and *ret get the service as GET
+ * returns it, over WebSocket with its attempts' output fields left out (station_service_get()
+ * has them). */
 int station_service_logs(struct station_client *c, const char *ws, const char *name, bool follow,
 			 const struct station_follow_callbacks *cb, void *userdata, json_t **ret);
 

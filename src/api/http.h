@@ -148,7 +148,8 @@ int api_service_delete(struct http_request *req);
 int api_service_stop(struct http_request *req);
 int api_service_restart(struct http_request *req);
 int api_service_logs(struct http_request *req);
-int api_terminal_list(struct http_request *req); /* api-terminals.c */
+int api_service_logs_ws(struct http_request *req); /* ws-output.c */
+int api_terminal_list(struct http_request *req);   /* api-terminals.c */
 int api_terminal_create(struct http_request *req);
 int api_terminal_get(struct http_request *req);
 int api_terminal_delete(struct http_request *req);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* GET …/commands/{run}/output upgraded to a WebSocket (docs/api.md "WebSocket"): the events of
- * the SSE variant (sse.c) as messages. Binary: 1 byte stream (1 stdout, 2 stderr), 8 bytes
- * big-endian offset, the data. Text: {"type":"gap",…}, then {"type":"end","run":{…}} and a
- * normal close. A client that does not keep up never slows the run: what does not fit in the
- * connection's queue is counted and announced as a gap once the queue has drained. */
+/* GET …/commands/{run}/output and GET …/services/{name}/logs upgraded to a WebSocket
+ * (docs/api.md "WebSocket"): the events of the SSE variant (sse.c) as messages. Binary: 1 byte
+ * stream (1 stdout, 2 stderr), 8 bytes big-endian offset, the data. Text: {"type":"gap",…},
+ * then {"type":"end","run":{…}} (a service's logs: "service") and a normal close. A client that
+ * does not keep up never slows the run: what does not fit in the connection's queue is counted
+ * and announced as a gap once the queue has drained. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -24,12 +25,25 @@
 #define WS_OUTPUT_PREFIX 9u
 #define WS_GAP_MESSAGE_MAX 128u
 
+struct ws_output;
+
+/* Where the output comes from: a run, or a service's attempts. */
+struct ws_output_source {
+	int (*watch)(struct ws_output *o, const struct run_watch_ops *ops, struct station_error *e);
+	void (*unwatch)(struct ws_output *o);
+	/* The object of the end message, under end_key. */
+	int (*end)(struct ws_output *o, json_t **ret, struct station_error *e);
+	const char *end_key;
+};
+
 struct ws_output {
 	struct ws_conn *conn;
 	struct manager *manager;
-	struct run_watch *watch;
+	const struct ws_output_source *src;
+	void *watch; /* struct run_watch or struct service_watch */
 	char ws_id[ROUTE_ID_MAX + 1];
-	char run_id[ROUTE_ID_MAX + 1];
+	char run_id[ROUTE_ID_MAX + 1]; /* the run, or the service's name */
+	bool follow;		       /* a service's logs: ?follow=1 */
 	struct output_cursor streams[2];
 	bool blocked; /* a send was refused: everything is counted missing until drain() */
 	bool done;    /* the manager has nothing more */
@@ -114,22 +128,19 @@ static json_t *error_message(const struct station_error *e)
 	return err ? json_pack("{s:s,s:o}", "type", "error", "error", err) : NULL;
 }
 
-/* The run as GET returns it, without its output: those bytes came as binary messages. */
+/* The run (or the service) as GET returns it without output fields: those bytes came as binary
+ * messages. */
 static json_t *end_message(struct ws_output *o, bool *ret_ok)
 {
-	static const char *const output_keys[] = { "stdout", "stderr", "stdoutTail", "stderrTail",
-						   "encoding" };
 	struct station_error e = {};
-	json_t *run = NULL;
+	json_t *doc = NULL;
 	int r;
 
-	r = manager_run_get(o->manager, o->ws_id, o->run_id, &run, &e);
+	r = o->src->end(o, &doc, &e);
 	*ret_ok = r >= 0;
 	if (r < 0)
 		return error_message(&e);
-	for (size_t i = 0; i < ELEMENTSOF(output_keys); i++)
-		json_object_del(run, output_keys[i]);
-	return json_pack("{s:s,s:o}", "type", "end", "run", run);
+	return json_pack("{s:s,s:o}", "type", "end", o->src->end_key, doc);
 }
 
 /* Once the manager is done: the gaps still owed, then `end`, then a normal close. Retried from
@@ -189,7 +200,7 @@ static void on_closed(void *userdata, struct ws_conn *c, uint16_t code, const ch
 	struct ws_output *o = userdata;
 
 	if (o->watch)
-		manager_run_unwatch(o->watch);
+		o->src->unwatch(o);
 	free(o);
 }
 
@@ -205,7 +216,87 @@ static const struct ws_conn_ops ws_output_conn_ops = {
 	.closed = on_closed,
 };
 
-int api_command_output_ws(struct http_request *req)
+/* ---- the sources ------------------------------------------------------------------------- */
+
+static int run_watch(struct ws_output *o, const struct run_watch_ops *ops, struct station_error *e)
+{
+	struct run_watch *w = NULL;
+	int r = manager_run_watch(o->manager, o->ws_id, o->run_id, ops, o, &w, e);
+
+	o->watch = w;
+	return r;
+}
+
+static void run_unwatch(struct ws_output *o)
+{
+	manager_run_unwatch(o->watch);
+}
+
+/* A run's or an attempt's output fields: the bytes came as binary messages, and the end message
+ * must fit in the connection's queue. */
+static void strip_output(json_t *o)
+{
+	static const char *const output_keys[] = { "stdout", "stderr", "stdoutTail", "stderrTail",
+						   "encoding" };
+
+	for (size_t i = 0; i < ELEMENTSOF(output_keys); i++)
+		json_object_del(o, output_keys[i]);
+}
+
+static int run_end(struct ws_output *o, json_t **ret, struct station_error *e)
+{
+	int r = manager_run_get(o->manager, o->ws_id, o->run_id, ret, e);
+
+	if (r >= 0)
+		strip_output(*ret);
+	return r;
+}
+
+static const struct ws_output_source run_source = {
+	.watch = run_watch,
+	.unwatch = run_unwatch,
+	.end = run_end,
+	.end_key = "run",
+};
+
+static int service_watch(struct ws_output *o, const struct run_watch_ops *ops,
+			 struct station_error *e)
+{
+	struct service_watch *w = NULL;
+	int r = manager_service_watch(o->manager, o->ws_id, o->run_id, o->follow, ops, o, &w, e);
+
+	o->watch = w;
+	return r;
+}
+
+static void service_unwatch(struct ws_output *o)
+{
+	manager_service_unwatch(o->watch);
+}
+
+/* The service as GET returns it, its attempts without their output (up to 100 attempts with
+ * their output would not fit in one message). */
+static int service_end(struct ws_output *o, json_t **ret, struct station_error *e)
+{
+	int r = manager_service_get(o->manager, o->ws_id, o->run_id, ret, e);
+	json_t *attempt;
+	size_t i;
+
+	if (r >= 0)
+		json_array_foreach(json_object_get(*ret, "attempts"), i, attempt)
+			strip_output(attempt);
+	return r;
+}
+
+static const struct ws_output_source service_source = {
+	.watch = service_watch,
+	.unwatch = service_unwatch,
+	.end = service_end,
+	.end_key = "service",
+};
+
+static int output_ws_start(struct http_request *req, const struct ws_output_source *src,
+			   bool follow)
 {
 	const struct route_match *m = http_request_route(req);
 	struct station_error e = {};
@@ -216,21 +307,41 @@ int api_command_output_ws(struct http_request *req)
 	if (!o)
 		return http_reply_status(req, 500, NULL, "out of memory");
 	o->manager = http_request_manager(req);
+	o->src = src;
+	o->follow = follow;
 	snprintf(o->ws_id, sizeof o->ws_id, "%s", m->ws_id);
 	snprintf(o->run_id, sizeof o->run_id, "%s", m->run_id);
-	/* The watch checks the run exists (404 before any upgrade); its callbacks come later
-	 * from the loop, by when the connection below exists and queues what they send. */
-	r = manager_run_watch(o->manager, m->ws_id, m->run_id, &ws_output_watch_ops, o, &o->watch,
-			      &e);
+	/* The watch checks the run or service exists (404 before any upgrade); its callbacks
+	 * come later from the loop, by when the connection below exists and queues what they
+	 * send. */
+	r = src->watch(o, &ws_output_watch_ops, &e);
 	if (r < 0) {
 		free(o);
 		return http_reply_error(req, &e);
 	}
 	r = http_reply_websocket(req, &ws_output_conn_ops, o, &o->conn);
 	if (r < 0) {
-		manager_run_unwatch(o->watch);
+		if (o->watch)
+			src->unwatch(o);
 		free(o);
 		return http_reply_status(req, 500, NULL, "could not upgrade to a WebSocket");
 	}
 	return 0;
+}
+
+int api_command_output_ws(struct http_request *req)
+{
+	return output_ws_start(req, &run_source, false);
+}
+
+int api_service_logs_ws(struct http_request *req)
+{
+	struct station_error e = {};
+	uint64_t follow = 0;
+	bool present;
+	const char *v = http_request_query(req, "follow", &present);
+
+	if (present && validate_query_u64("follow", v, 0, 1, &follow, &e) < 0)
+		return http_reply_error(req, &e);
+	return output_ws_start(req, &service_source, follow != 0);
 }

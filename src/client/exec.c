@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Runs: start a command, poll or long-poll it, cancel it, and follow its live output from the
- * server-sent event stream GET …/commands/{run}/output. */
+/* Runs: start a command, poll or long-poll it, cancel it, and follow its live output (GET
+ * …/commands/{run}/output upgraded to a WebSocket; the server-sent event stream over an https://
+ * endpoint, where the library has no WebSocket client). */
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,9 +12,18 @@
 #include "client-internal.h"
 #include "domain/state.h"
 #include "sse.h"
+#include "ws-client.h"
 
 /* Times a broken output stream is re-opened before following gives up. */
 #define FOLLOW_RETRIES 3
+/* The largest message a followed stream may send (an end message with its run or service). */
+#define FOLLOW_MAX_MESSAGE (4u * 1024 * 1024)
+/* One read from the socket. */
+#define FOLLOW_READ_BYTES (256u * 1024)
+/* The longest wait for bytes between two interrupt checks. */
+#define FOLLOW_POLL_MS 1000
+/* A binary output message: 1 byte stream, 8 bytes offset (big-endian), the data. */
+#define FOLLOW_PREFIX 9u
 /* Least time between two polls of station_run_wait(), should a server not hold its answer. */
 #define POLL_MIN_USEC 50000
 
@@ -350,12 +360,13 @@ int station_run_output(const json_t *run, enum station_stream s, bool tail, char
 	return 1;
 }
 
-/* ---- Following output: a server-sent event parser ---------------------------------------- */
+/* ---- Following output ---------------------------------------------------------------------- */
 
 struct follow {
 	struct station_client *c;
 	const struct station_follow_callbacks *cb;
 	void *userdata;
+	const char *what; /* "run r-…", "service web": names the stream in errors */
 	struct sse_parser sse;
 	uint64_t seen[2]; /* per stream: bytes delivered or announced missing */
 	json_t *end;	  /* the terminal run, once its event came */
@@ -394,12 +405,34 @@ static int follow_announce_gap(struct follow *f, enum station_stream s, uint64_t
 	return f->cb->on_gap ? f->cb->on_gap(s, from, to - from, f->userdata) : 0;
 }
 
+/* n bytes of stream s at offset: what lies between the last byte seen and offset is announced
+ * missing, what was seen already (replayed after a reconnect) is skipped. */
+static int follow_bytes(struct follow *f, enum station_stream s, uint64_t offset, const char *data,
+			size_t n)
+{
+	uint64_t skip;
+	int r;
+
+	if (n > UINT64_MAX - offset)
+		return follow_protocol_error(f, "output past the largest offset");
+	r = follow_announce_gap(f, s, f->seen[s], offset);
+	if (r < 0)
+		return r;
+	if (offset + n <= f->seen[s])
+		return 0;
+	skip = f->seen[s] - offset;
+	f->seen[s] = offset + n;
+	if (!f->cb->on_output)
+		return 0;
+	return f->cb->on_output(s, offset + skip, data + skip, n - skip, f->userdata);
+}
+
 static int follow_output(struct follow *f, json_t *doc)
 {
 	_cleanup_free_ char *data = NULL;
 	json_t *b64 = json_object_get(doc, "data");
 	enum station_stream s;
-	uint64_t offset, skip;
+	uint64_t offset;
 	size_t n;
 	int r;
 
@@ -409,23 +442,14 @@ static int follow_output(struct follow *f, json_t *doc)
 	if (!json_is_string(b64) ||
 	    b64_decode(json_string_value(b64), json_string_length(b64), &data, &n) < 0)
 		return follow_protocol_error(f, "output event without valid base64 \"data\"");
-	r = follow_announce_gap(f, s, f->seen[s], offset);
-	if (r < 0)
-		return r;
-	if (offset + n <= f->seen[s])
-		return 0; /* replayed after a reconnect */
-	skip = f->seen[s] - offset;
-	f->seen[s] = offset + n;
-	if (!f->cb->on_output)
-		return 0;
-	return f->cb->on_output(s, offset + skip, data + skip, n - skip, f->userdata);
+	return follow_bytes(f, s, offset, data, n);
 }
 
 static int follow_gap(struct follow *f, json_t *doc)
 {
 	json_t *bytes = json_object_get(doc, "bytes");
 	enum station_stream s;
-	uint64_t offset;
+	uint64_t offset, n;
 	int r;
 
 	r = follow_position(f, doc, &s, &offset);
@@ -433,7 +457,10 @@ static int follow_gap(struct follow *f, json_t *doc)
 		return r;
 	if (!json_is_integer(bytes) || json_integer_value(bytes) < 0)
 		return follow_protocol_error(f, "gap event without a valid \"bytes\"");
-	return follow_announce_gap(f, s, offset, offset + (uint64_t)json_integer_value(bytes));
+	n = (uint64_t)json_integer_value(bytes);
+	if (n > UINT64_MAX - offset)
+		return follow_protocol_error(f, "gap past the largest offset");
+	return follow_announce_gap(f, s, offset, offset + n);
 }
 
 static int follow_end(struct follow *f, json_t *doc)
@@ -447,6 +474,127 @@ static int follow_end(struct follow *f, json_t *doc)
 /* Sentinel returned to the transport once the end event was handled. */
 #define FOLLOW_DONE (-ECANCELED)
 
+/* After an event was handled: FOLLOW_DONE once the end came. */
+static int follow_handled(struct follow *f, int r)
+{
+	if (r == 0 && f->end) {
+		f->done = true;
+		r = FOLLOW_DONE;
+	}
+	return f->event_r = r;
+}
+
+/* ---- over WebSocket: binary output messages, text gap / end / error messages ---------------- */
+
+/* {"type":"error","error":{"code","message"}}: the server could not end the stream (the run
+ * was deleted meanwhile). */
+static int follow_ws_error(struct follow *f, json_t *doc)
+{
+	json_t *e = json_object_get(doc, "error");
+	const char *code = json_string_value(json_object_get(e, "code"));
+	const char *msg = json_string_value(json_object_get(e, "message"));
+	int err = code && strcmp(code, "not_found") == 0 ? -ENOENT : -EIO;
+
+	client_error(f->c, err, "output stream of %s: %s", f->what,
+		     msg ? msg : "the server reported an error");
+	snprintf(f->c->error_code, sizeof f->c->error_code, "%s", code ? code : "");
+	return err;
+}
+
+static int follow_ws_text(struct follow *f, const char *data, size_t n)
+{
+	_cleanup_json_ json_t *doc = NULL;
+	json_error_t err;
+	const char *type;
+	json_t *end;
+
+	doc = json_loadb(data, n, 0, &err);
+	if (!doc)
+		return follow_protocol_error(f, err.text);
+	type = json_string_value(json_object_get(doc, "type"));
+	if (!type)
+		return follow_protocol_error(f, "text message without a \"type\"");
+	if (strcmp(type, "gap") == 0)
+		return follow_gap(f, doc);
+	if (strcmp(type, "error") == 0)
+		return follow_ws_error(f, doc);
+	if (strcmp(type, "end") != 0)
+		return 0; /* for newer clients */
+	end = json_object_get(doc, "run");
+	if (!end && f->any_end)
+		end = json_object_get(doc, "service");
+	return follow_end(f, end);
+}
+
+static int follow_ws_binary(struct follow *f, const uint8_t *data, size_t n)
+{
+	uint64_t offset = 0;
+
+	if (n < FOLLOW_PREFIX)
+		return follow_protocol_error(f, "binary message shorter than its 9-byte prefix");
+	if (data[0] != 1 && data[0] != 2)
+		return follow_protocol_error(f, "binary message of an unknown stream");
+	for (unsigned i = 1; i < FOLLOW_PREFIX; i++)
+		offset = offset << 8 | data[i];
+	return follow_bytes(f, data[0] == 2 ? STATION_STREAM_STDERR : STATION_STREAM_STDOUT, offset,
+			    (const char *)data + FOLLOW_PREFIX, n - FOLLOW_PREFIX);
+}
+
+static int follow_ws_message(void *userdata, enum ws_opcode op, const void *data, size_t n)
+{
+	struct follow *f = userdata;
+
+	f->event_r = 0;
+	if (f->done)
+		return FOLLOW_DONE;
+	return follow_handled(f, op == WS_OP_BINARY ? follow_ws_binary(f, data, n) :
+						      follow_ws_text(f, data, n));
+}
+
+/* One connection: 0 once the end was handled, -ECONNRESET when the stream broke before it (the
+ * caller may connect again), any other error as is. */
+static int follow_ws_once(struct follow *f, const char *path, void *buf)
+{
+	struct station_client *c = f->c;
+	struct client_ws *w = NULL;
+	int r;
+
+	r = client_ws_open(c, path, FOLLOW_MAX_MESSAGE, &w);
+	if (r < 0)
+		return r;
+	w->on_message = follow_ws_message;
+	w->userdata = f;
+	for (;;) {
+		if (c->interrupt && c->interrupt(c->interrupt_userdata)) {
+			r = client_error(c, -EINTR, "interrupted");
+			break;
+		}
+		f->event_r = 0;
+		r = client_ws_pump(w, buf, FOLLOW_READ_BYTES, FOLLOW_POLL_MS);
+		/* A signal woke the wait (the check above decides), unless a callback said -EINTR. */
+		if (r != 0 && (r != -EINTR || f->event_r == r))
+			break;
+	}
+	if (r == FOLLOW_DONE && f->done)
+		r = 0;
+	else if (r == 1 && w->closed)
+		r = client_error(c, -ECONNRESET,
+				 "output stream of %s ended early (the server closed it: %u%s%s)",
+				 f->what, w->close_code, w->close_reason[0] ? " " : "",
+				 w->close_reason);
+	else if (r == 1)
+		r = client_error(c, -ECONNRESET, "output stream of %s ended early", f->what);
+	else if (r == -EPROTO && f->event_r != r)
+		r = follow_protocol_error(f, client_ws_protocol_error(w));
+	else if (r < 0 && r != -EINTR && f->event_r != r)
+		r = client_error(c, -ECONNRESET, "output stream of %s broke: %s", f->what,
+				 strerror(-r));
+	client_ws_free(w, r == -EPROTO ? WS_CLOSE_PROTOCOL_ERROR : WS_CLOSE_NORMAL, NULL);
+	return r;
+}
+
+/* ---- over server-sent events (https:// endpoints) ---------------------------------------- */
+
 static int follow_event(const char *event, const char *data, size_t len, void *userdata)
 {
 	struct follow *f = userdata;
@@ -456,7 +604,7 @@ static int follow_event(const char *event, const char *data, size_t len, void *u
 
 	doc = json_loadb(data, len, JSON_ALLOW_NUL, &err);
 	if (!doc)
-		return follow_protocol_error(f, err.text);
+		return f->event_r = follow_protocol_error(f, err.text);
 	if (strcmp(event, "output") == 0)
 		r = follow_output(f, doc);
 	else if (strcmp(event, "gap") == 0)
@@ -464,11 +612,7 @@ static int follow_event(const char *event, const char *data, size_t len, void *u
 	else if (strcmp(event, "end") == 0)
 		r = follow_end(f, doc);
 	/* other events are for newer clients */
-	if (r == 0 && f->end) {
-		f->done = true;
-		r = FOLLOW_DONE;
-	}
-	return f->event_r = r;
+	return follow_handled(f, r);
 }
 
 static int follow_data(const void *data, size_t len, void *userdata)
@@ -480,6 +624,17 @@ static int follow_data(const void *data, size_t len, void *userdata)
 	r = sse_feed(&f->sse, data, len);
 	if (r < 0 && r != f->event_r)
 		return follow_protocol_error(f, r == -E2BIG ? "event too large" : "out of memory");
+	return r;
+}
+
+static int follow_sse_once(struct follow *f, const char *path)
+{
+	int r = station_request_stream(f->c, path, follow_data, f);
+
+	if (f->done || (r == 0 && f->end))
+		return 0;
+	if (r == 0)
+		return client_error(f->c, -ECONNRESET, "output stream of %s ended early", f->what);
 	return r;
 }
 
@@ -504,18 +659,19 @@ int client_follow(struct station_client *c, const char *path, const char *what, 
 	struct follow f = { .c = c,
 			    .cb = cb ? cb : &none,
 			    .userdata = userdata,
+			    .what = what,
 			    .any_end = any_end };
+	/* The library speaks WebSocket over its own connections: a unix socket or http://. */
+	bool sse = !c->socket_path && strncmp(c->base_url, "http://", 7) != 0;
+	_cleanup_free_ void *buf = sse ? NULL : malloc(FOLLOW_READ_BYTES);
 	int r;
 
+	if (!sse && !buf)
+		return client_error(c, -ENOMEM, "out of memory");
 	f.sse.on_event = follow_event;
 	f.sse.userdata = &f;
-
 	for (unsigned attempt = 0;; attempt++) {
-		r = station_request_stream(c, path, follow_data, &f);
-		if (f.done || (r == 0 && f.end))
-			r = 0;
-		else if (r == 0)
-			r = client_error(c, -ECONNRESET, "output stream of %s ended early", what);
+		r = sse ? follow_sse_once(&f, path) : follow_ws_once(&f, path, buf);
 		if (r != -ECONNRESET || attempt == FOLLOW_RETRIES)
 			break;
 		sse_reset(&f.sse);

@@ -1,38 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* Terminals: the requests (through libcurl like every other call) and attaching, a WebSocket
- * client of its own over the client's endpoint (unix socket or TCP): the opening handshake
- * with the bearer token, masked frames out, and the RFC 6455 codec of src/proto/ws-codec.c (client
- * role) for what comes in. */
+/* Terminals: the requests (through the client's transport like every other call) and
+ * attaching, over the library's WebSocket client connection (ws-client.c). */
 
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/random.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include "basic/util.h"
 #include "client-internal.h"
-#include "proto/ws-codec.h"
+#include "ws-client.h"
 
-#define HANDSHAKE_MAX (16u * 1024)
-#define ERROR_BODY_MAX (64u * 1024)
 #define TERM_MAX_MESSAGE (4u * 1024 * 1024)
-#define HANDSHAKE_TIMEOUT_MS 10000
 
 struct station_term {
-	int fd;
-	struct ws_parser *parser;
-	uint8_t *extra; /* bytes read past the handshake, fed to the parser first */
-	size_t extra_len;
+	struct client_ws *ws;
 	const struct station_term_callbacks *cb;
 	void *userdata;
-	bool closed;
-	bool close_sent;
-	int error;
 };
 
 /* ---- requests ------------------------------------------------------------------------------ */
@@ -137,167 +120,6 @@ int station_terminal_close(struct station_client *c, const char *ws, const char 
 	return r < 0 ? r : station_request_json(c, "DELETE", path, NULL, ret);
 }
 
-/* One frame, masked as a client must. */
-static int send_frame(struct station_term *t, enum ws_opcode op, const void *data, size_t n)
-{
-	uint8_t header[WS_HEADER_MAX], key[4];
-	_cleanup_free_ uint8_t *buf = NULL;
-	size_t h;
-
-	if (getrandom(key, sizeof key, 0) != sizeof key)
-		return -EIO;
-	h = ws_frame_header(header, op, true, n, key);
-	buf = malloc(h + n);
-	if (!buf)
-		return -ENOMEM;
-	memcpy(buf, header, h);
-	memcpy(buf + h, data, n);
-	ws_mask(buf + h, n, key, 0);
-	return client_send_all(t->fd, buf, h + n);
-}
-
-/* ---- the handshake ------------------------------------------------------------------------- */
-
-static long status_errno(long status)
-{
-	switch (status) {
-	case 400:
-		return -EINVAL;
-	case 401:
-		return -EACCES;
-	case 404:
-		return -ENOENT;
-	case 409:
-		return -EBUSY;
-	case 429:
-		return -EAGAIN;
-	case 503:
-		return -ENOTCONN;
-	default:
-		return -EIO;
-	}
-}
-
-/* The value of header name in the response head (NUL-terminated), copied; NULL when absent. */
-static char *head_header(const char *head, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *l = strstr(head, "\r\n"); l; l = strstr(l + 2, "\r\n")) {
-		const char *v = l + 2;
-
-		if (strncasecmp(v, name, n) == 0 && v[n] == ':') {
-			v += n + 1;
-			v += strspn(v, " \t");
-			return strndup(v, strcspn(v, "\r\n"));
-		}
-	}
-	return NULL;
-}
-
-/* Reads until the end of the response head; the bytes after it stay in *extra. */
-static int read_head(int fd, char *buf, size_t size, size_t *ret_len, size_t *ret_head)
-{
-	size_t len = 0;
-
-	while (len + 1 < size) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		char *end;
-		ssize_t k;
-
-		if (poll(&p, 1, HANDSHAKE_TIMEOUT_MS) == 0)
-			return -ETIMEDOUT;
-		k = recv(fd, buf + len, size - 1 - len, 0);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -errno : -ECONNRESET;
-		len += (size_t)k;
-		buf[len] = '\0';
-		end = strstr(buf, "\r\n\r\n");
-		if (end) {
-			*ret_len = len;
-			*ret_head = (size_t)(end - buf) + 4;
-			return 0;
-		}
-	}
-	return -E2BIG;
-}
-
-/* A refused upgrade: the API's error message from the body. */
-static int handshake_refused(struct station_client *c, int fd, char *buf, size_t len, size_t head,
-			     long status)
-{
-	_cleanup_free_ char *cl = head_header(buf, "Content-Length");
-	size_t want = cl ? (size_t)strtoul(cl, NULL, 10) : 0, have = len - head;
-	_cleanup_free_ char *body = malloc(MIN(want, (size_t)ERROR_BODY_MAX) + 1);
-	_cleanup_json_ json_t *doc = NULL;
-	const char *msg, *code;
-
-	if (!body)
-		return client_error(c, -ENOMEM, "out of memory");
-	want = MIN(want, (size_t)ERROR_BODY_MAX);
-	memcpy(body, buf + head, MIN(have, want));
-	while (have < want) {
-		ssize_t k = recv(fd, body + have, want - have, 0);
-
-		if (k <= 0)
-			break;
-		have += (size_t)k;
-	}
-	body[MIN(have, want)] = '\0';
-	doc = json_loads(body, 0, NULL);
-	msg = json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
-	code = json_string_value(json_object_get(json_object_get(doc, "error"), "code"));
-	client_error(c, (int)status_errno(status), "%s", msg ? msg : "the attach was refused");
-	snprintf(c->error_code, sizeof c->error_code, "%s", code ? code : "");
-	c->last_status = status;
-	return (int)status_errno(status);
-}
-
-static int handshake(struct station_client *c, struct station_term *t, const char *path)
-{
-	uint8_t raw[16];
-	char key[32], accept_want[WS_ACCEPT_SIZE], buf[HANDSHAKE_MAX];
-	_cleanup_free_ char *req = NULL, *b64 = NULL, *accept = NULL;
-	size_t len = 0, head = 0;
-	long status;
-	int r;
-
-	if (getrandom(raw, sizeof raw, 0) != sizeof raw || !(b64 = base64_encode(raw, sizeof raw)))
-		return client_error(c, -EIO, "no randomness for the WebSocket key");
-	snprintf(key, sizeof key, "%s", b64);
-	if (asprintf(&req,
-		     "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-		     "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n%s%s\r\n",
-		     path, c->socket_path ? "localhost" : c->base_url + 7, key,
-		     c->auth_header ? c->auth_header : "", c->auth_header ? "\r\n" : "") < 0)
-		return client_error(c, -ENOMEM, "out of memory");
-	r = client_send_all(t->fd, req, strlen(req));
-	if (r >= 0)
-		r = read_head(t->fd, buf, sizeof buf, &len, &head);
-	if (r < 0)
-		return client_error(c, r == -ETIMEDOUT ? -ETIMEDOUT : -ECONNRESET,
-				    "attach to %s failed: %s", c->endpoint, strerror(-r));
-	if (sscanf(buf, "HTTP/1.1 %ld", &status) != 1)
-		return client_error(c, -EPROTO, "%s answered the attach with no HTTP status",
-				    c->endpoint);
-	if (status != 101)
-		return handshake_refused(c, t->fd, buf, len, head, status);
-	accept = head_header(buf, "Sec-WebSocket-Accept");
-	if (ws_accept_key(key, accept_want) < 0 || !accept || strcmp(accept, accept_want) != 0)
-		return client_error(c, -EPROTO, "%s answered with a bad Sec-WebSocket-Accept",
-				    c->endpoint);
-	if (len > head) {
-		t->extra = malloc(len - head);
-		if (!t->extra)
-			return client_error(c, -ENOMEM, "out of memory");
-		memcpy(t->extra, buf + head, len - head);
-		t->extra_len = len - head;
-	}
-	return 0;
-}
-
 /* ---- messages in --------------------------------------------------------------------------- */
 
 static void on_text(struct station_term *t, const char *data, size_t n)
@@ -329,34 +151,6 @@ static int on_message(void *userdata, enum ws_opcode op, const void *data, size_
 	return 0;
 }
 
-static int on_control(void *userdata, enum ws_opcode op, const void *data, size_t n)
-{
-	struct station_term *t = userdata;
-
-	return op == WS_OP_PING ? send_frame(t, WS_OP_PONG, data, n) : 0;
-}
-
-static int on_close(void *userdata, uint16_t code, const char *reason)
-{
-	struct station_term *t = userdata;
-	uint8_t payload[WS_CONTROL_MAX];
-	size_t n;
-
-	t->closed = true;
-	if (t->close_sent)
-		return 0;
-	t->close_sent = true;
-	n = ws_close_payload(payload, code == WS_CLOSE_NO_STATUS ? 0 : code, NULL);
-	(void)send_frame(t, WS_OP_CLOSE, payload, n);
-	return 0;
-}
-
-static const struct ws_parser_ops parser_ops = {
-	.message = on_message,
-	.control = on_control,
-	.close = on_close,
-};
-
 /* ---- the API ------------------------------------------------------------------------------- */
 
 int station_term_attach(struct station_client *c, const char *ws, const char *term, bool read_only,
@@ -371,49 +165,35 @@ int station_term_attach(struct station_client *c, const char *ws, const char *te
 	t = calloc(1, sizeof *t);
 	if (!t)
 		return client_error(c, -ENOMEM, "out of memory");
-	t->fd = -1;
-	r = client_connect(c, &t->fd);
-	if (r >= 0)
-		r = handshake(c, t, path);
-	if (r >= 0 && ws_parser_new(WS_ROLE_CLIENT, TERM_MAX_MESSAGE, TERM_MAX_MESSAGE, &parser_ops,
-				    t, &t->parser) < 0)
-		r = client_error(c, -ENOMEM, "out of memory");
+	r = client_ws_open(c, path, TERM_MAX_MESSAGE, &t->ws);
 	if (r < 0) {
-		station_term_free(t);
+		free(t);
 		return r;
 	}
+	t->ws->on_message = on_message;
+	t->ws->userdata = t;
 	*ret = t;
 	return 0;
 }
 
 void station_term_free(struct station_term *t)
 {
-	uint8_t payload[WS_CONTROL_MAX];
-
 	if (!t)
 		return;
-	if (t->fd >= 0 && t->parser && !t->close_sent) {
-		size_t n = ws_close_payload(payload, WS_CLOSE_NORMAL, "detached");
-
-		(void)send_frame(t, WS_OP_CLOSE, payload, n);
-	}
-	if (t->fd >= 0)
-		close(t->fd);
-	ws_parser_free(t->parser);
-	free(t->extra);
+	client_ws_free(t->ws, WS_CLOSE_NORMAL, "detached");
 	free(t);
 }
 
 int station_term_fd(const struct station_term *t)
 {
-	return t->fd;
+	return t->ws->fd;
 }
 
 int station_term_send(struct station_term *t, const void *data, size_t n)
 {
-	if (t->close_sent)
+	if (t->ws->close_sent)
 		return -EPIPE;
-	return n ? send_frame(t, WS_OP_BINARY, data, n) : 0;
+	return n ? client_ws_send(t->ws, WS_OP_BINARY, data, n) : 0;
 }
 
 int station_term_resize(struct station_term *t, unsigned cols, unsigned rows)
@@ -422,43 +202,15 @@ int station_term_resize(struct station_term *t, unsigned cols, unsigned rows)
 	int n = snprintf(text, sizeof text, "{\"type\":\"resize\",\"cols\":%u,\"rows\":%u}", cols,
 			 rows);
 
-	if (t->close_sent)
-		return -EPIPE;
-	return send_frame(t, WS_OP_TEXT, text, (size_t)n);
-}
-
-static int feed(struct station_term *t, const void *data, size_t n)
-{
-	int r = ws_parser_feed(t->parser, data, n);
-
-	return r == -EBADMSG ? -EPROTO : r;
+	return client_ws_send(t->ws, WS_OP_TEXT, text, (size_t)n);
 }
 
 int station_term_pump(struct station_term *t, const struct station_term_callbacks *cb,
 		      void *userdata)
 {
 	uint8_t buf[64 * 1024];
-	ssize_t k;
-	int r = 0;
 
 	t->cb = cb;
 	t->userdata = userdata;
-	if (t->extra) {
-		r = feed(t, t->extra, t->extra_len);
-		free(t->extra);
-		t->extra = NULL;
-		if (r < 0 || t->closed)
-			return r < 0 ? r : 1;
-	}
-	do
-		k = recv(t->fd, buf, sizeof buf, MSG_DONTWAIT);
-	while (k < 0 && errno == EINTR);
-	if (k < 0)
-		return errno == EAGAIN ? 0 : -errno;
-	if (k == 0)
-		return 1;
-	r = feed(t, buf, (size_t)k);
-	if (r < 0)
-		return r;
-	return t->closed ? 1 : 0;
+	return client_ws_pump(t->ws, buf, sizeof buf, 0);
 }

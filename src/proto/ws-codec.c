@@ -186,8 +186,11 @@ struct ws_parser {
 	const char *error_reason;
 };
 
-/* Beyond this, a message buffer is not kept around for the next message. */
+/* Beyond this, a message buffer is not kept around for the next message. A client (the library
+ * following output: server messages of 64 KiB + 9) keeps more, so a message split across two
+ * reads does not cost an allocation. */
 #define PARSER_KEEP_BYTES (64u * 1024)
+#define PARSER_KEEP_BYTES_CLIENT (256u * 1024)
 
 int ws_parser_new(enum ws_role role, uint64_t max_frame, uint64_t max_message,
 		  const struct ws_parser_ops *ops, void *userdata, struct ws_parser **ret)
@@ -399,7 +402,8 @@ static int message_end(struct ws_parser *p)
 	p->msg_len = 0;
 	r = p->ops->message ? p->ops->message(p->userdata, op, p->msg ? p->msg : (uint8_t *)"", n) :
 			      0;
-	if (p->msg_alloc > PARSER_KEEP_BYTES) {
+	if (p->msg_alloc >
+	    (p->role == WS_ROLE_CLIENT ? PARSER_KEEP_BYTES_CLIENT : PARSER_KEEP_BYTES)) {
 		free(p->msg);
 		p->msg = NULL;
 		p->msg_alloc = 0;
@@ -423,12 +427,33 @@ static int frame_end(struct ws_parser *p)
 	}
 }
 
+/* A whole unmasked message in one frame, all of it in the bytes fed: handed over where it lies,
+ * without a copy. */
+static size_t take_whole_message(struct ws_parser *p, const uint8_t *d, int *ret)
+{
+	size_t k = (size_t)p->len;
+	enum ws_opcode op = p->msg_op;
+
+	if (op == WS_OP_TEXT && (!ws_utf8_feed(&p->utf8, d, k) || !ws_utf8_complete(&p->utf8))) {
+		*ret = parser_fail(p, WS_CLOSE_INVALID_DATA, "text message is not UTF-8");
+		return k;
+	}
+	p->state = PARSE_HEADER;
+	p->msg_op = 0;
+	p->msg_len = 0;
+	*ret = p->ops->message ? p->ops->message(p->userdata, op, d, k) : 0;
+	return k;
+}
+
 static size_t take_payload(struct ws_parser *p, const uint8_t *d, size_t n, int *ret)
 {
 	size_t k = (size_t)MIN((uint64_t)n, p->len - p->pos);
 	uint8_t *dst;
 
 	*ret = 0;
+	if (p->pos == 0 && !p->masked && p->fin && (p->op == WS_OP_TEXT || p->op == WS_OP_BINARY) &&
+	    (uint64_t)n >= p->len)
+		return take_whole_message(p, d, ret);
 	if (opcode_control(p->op)) {
 		dst = p->control + p->pos;
 	} else {

@@ -80,7 +80,9 @@ enum ws_role {
 };
 
 struct ws_parser_ops {
-	/* A whole message, defragmented; text is valid UTF-8 (not NUL-terminated). */
+	/* A whole message, defragmented; text is valid UTF-8 (not NUL-terminated). data lives
+	 * only during the call: an unmasked message that came in one frame within the bytes fed
+	 * points into them (no copy), any other into the parser's buffer. */
 	int (*message)(void *userdata, enum ws_opcode op, const void *data, size_t n);
 	/* A ping or a pong with its payload. */
 	int (*control)(void *userdata, enum ws_opcode op, const void *data, size_t n);

@@ -356,6 +356,71 @@ Test(codec, client_role_takes_unmasked_and_refuses_masked)
 	cr_assert_eq(at, 1, "decided at the second byte");
 }
 
+/* Where a client parser's message callbacks found their data: in the bytes fed, or not. */
+static const uint8_t *fed_lo, *fed_hi;
+static unsigned in_place, copied;
+
+static int where_message(void *userdata, enum ws_opcode op, const void *data, size_t n)
+{
+	const uint8_t *d = data;
+
+	if (d >= fed_lo && d + n <= fed_hi)
+		in_place++;
+	else
+		copied++;
+	return rec_message(userdata, op, data, n);
+}
+
+static const struct ws_parser_ops where_ops = {
+	.message = where_message,
+	.control = rec_control,
+	.close = rec_close,
+};
+
+Test(codec, client_whole_frames_in_place_split_ones_copied)
+{
+	static uint8_t big[70000];
+	struct recorder *r = calloc(1, sizeof *r);
+	struct ws_parser *p = NULL;
+	size_t split;
+
+	for (size_t i = 0; i < sizeof big; i++)
+		big[i] = (uint8_t)(i * 7);
+	wire_reset();
+	put_raw(0x82, big, sizeof big, false);
+	put_raw(0x81, "hi", 2, false);
+	put_raw(0x89, "p", 1, false);
+	split = wire->n;
+	put_raw(0x82, big, sizeof big, false);
+	cr_assert_eq(ws_parser_new(WS_ROLE_CLIENT, 1 << 20, 1 << 20, &where_ops, r, &p), 0);
+	in_place = copied = 0;
+	/* Two whole messages and a ping, then the last message in two reads. */
+	fed_lo = wire->d;
+	fed_hi = wire->d + split + 100;
+	cr_assert_eq(ws_parser_feed(p, wire->d, split + 100), 0);
+	fed_lo = wire->d + split + 100;
+	fed_hi = wire->d + wire->n;
+	cr_assert_eq(ws_parser_feed(p, wire->d + split + 100, wire->n - split - 100), 0);
+	assert_event_in(r, 0, WS_OP_BINARY, big, sizeof big);
+	assert_event_in(r, 1, WS_OP_TEXT, "hi", 2);
+	assert_event_in(r, 2, WS_OP_PING, "p", 1);
+	assert_event_in(r, 3, WS_OP_BINARY, big, sizeof big);
+	cr_assert_eq(in_place, 2, "the whole messages are handed over where they lie");
+	cr_assert_eq(copied, 1, "the split one comes from the parser's buffer");
+	ws_parser_free(p);
+
+	/* Text in one whole frame is still checked: 1007. */
+	memset(r, 0, sizeof *r);
+	wire_reset();
+	put_raw(0x81, "ok\xff", 3, false);
+	cr_assert_eq(ws_parser_new(WS_ROLE_CLIENT, 1024, 1024, &where_ops, r, &p), 0);
+	cr_assert_eq(ws_parser_feed(p, wire->d, wire->n), -EBADMSG);
+	cr_assert_eq(ws_parser_error(p, NULL), WS_CLOSE_INVALID_DATA);
+	cr_assert_eq(r->n, 0, "no message");
+	ws_parser_free(p);
+	free(r);
+}
+
 Test(codec, lengths_7_16_64_bit)
 {
 	static uint8_t big[70000];

@@ -2,7 +2,7 @@
 // sends them (run output stays as the wire has it: text or base64 per `encoding`).
 
 import { StationError } from "./errors.js";
-import { Transport, type ConnectionOptions, type RawResponse, type SseEvent } from "./transport.js";
+import { Transport, type ConnectionOptions, type RawResponse } from "./transport.js";
 import type { Readable } from "node:stream";
 import { WsConnection } from "./websocket.js";
 import type {
@@ -219,11 +219,14 @@ export class StationClient {
   }
 
   /**
-   * Follows a run's output (server-sent events) until the run ends; resolves with the final run
-   * (the `end` event). A finished run replays its kept head and tail first.
+   * Follows a run's output (over WebSocket) until the run ends; resolves with the final run as
+   * `command()` returns it, output fields included (fetched once the stream ended: the stream's
+   * `end` carries the run without them). A finished run replays its kept head and tail first.
    */
-  followOutput(workspaceId: string, runId: string, handlers: OutputHandlers = {}): Promise<Run> {
-    return this.stream<Run>(`/v1/workspaces/${seg(workspaceId)}/commands/${seg(runId)}/output`, handlers);
+  async followOutput(workspaceId: string, runId: string, handlers: OutputHandlers = {}): Promise<Run> {
+    const path = `/v1/workspaces/${seg(workspaceId)}/commands/${seg(runId)}/output`;
+    await this.stream<Run>(path, handlers, "run");
+    return this.command(workspaceId, runId);
   }
 
   // -- images -----------------------------------------------------------------------------
@@ -280,13 +283,15 @@ export class StationClient {
   }
 
   /**
-   * A service's output (server-sent events). With `follow`, the current attempt's output live
+   * A service's output (over WebSocket). With `follow`, the current attempt's output live
    * until it ends; without, the newest finished attempt's stored output. Resolves with the
-   * service (the `end` event).
+   * service as `service()` returns it (fetched once the stream ended: the stream's `end`
+   * carries it without its attempts' output).
    */
-  serviceLogs(workspaceId: string, name: string, options: OutputHandlers & { follow?: boolean } = {}): Promise<Service> {
+  async serviceLogs(workspaceId: string, name: string, options: OutputHandlers & { follow?: boolean } = {}): Promise<Service> {
     const path = `/v1/workspaces/${seg(workspaceId)}/services/${seg(name)}/logs${query({ follow: options.follow })}`;
-    return this.stream<Service>(path, options);
+    await this.stream<Service>(path, options, "service");
+    return this.service(workspaceId, name);
   }
 
   // -- terminals --------------------------------------------------------------------------
@@ -477,32 +482,79 @@ export class StationClient {
 
   // -- shared -----------------------------------------------------------------------------
 
-  private async stream<End>(path: string, h: OutputHandlers): Promise<End> {
-    let end: End | undefined;
-    let failure: StationError | undefined;
-    await this.t.events(
-      path,
-      (e: SseEvent) => {
-        if (e.event === "output" || e.event === "gap") {
-          const d = JSON.parse(e.data) as { stream: StreamName; offset: number; data?: string; bytes?: number };
-          if (e.event === "output") {
-            h.onOutput?.({ stream: d.stream, offset: d.offset, data: Buffer.from(d.data ?? "", "base64") });
-          } else {
-            h.onGap?.({ stream: d.stream, offset: d.offset, bytes: d.bytes ?? 0 });
-          }
-        } else if (e.event === "end") {
-          end = JSON.parse(e.data) as End;
-        } else if (e.event === "error") {
-          const b = JSON.parse(e.data) as { error?: { code?: string; message?: string; field?: string } };
-          const code = b.error?.code ?? "internal";
-          failure = new StationError(STATUS_OF_CODE[code] ?? 500, code, b.error?.message ?? "stream error", b.error?.field);
-        }
-      },
-      h.signal,
-    );
-    if (failure) throw failure;
-    if (end !== undefined) return end;
+  /**
+   * An output stream over WebSocket (docs/api.md, GET …/output and …/logs with Upgrade):
+   * binary messages (1 byte stream, 8 bytes offset, the data), text `gap`, `end` (the object
+   * under `endKey`) and `error` messages. Resolves with the end's object; a handler that throws,
+   * a server that breaks the protocol or ends the stream without `end` rejects.
+   */
+  private async stream<End>(path: string, h: OutputHandlers, endKey: "run" | "service"): Promise<End> {
     if (h.signal?.aborted) throw abortError();
-    throw new StationError(0, "protocol_error", `GET ${path}: the stream ended without an end event`);
+    const up = await this.t.upgrade(path, ["station-sandbox"]);
+    if (h.signal?.aborted) {
+      up.socket.destroy();
+      throw abortError();
+    }
+    return new Promise<End>((resolve, reject) => {
+      let end: End | undefined;
+      let failure: unknown;
+      const protocolError = (why: string) =>
+        new StationError(0, "protocol_error", `GET ${path}: bad output stream: ${why}`);
+      const stop = (err: unknown) => {
+        failure ??= err;
+        ws.close(1000);
+        up.socket.destroy();
+      };
+      const onAbort = () => stop(abortError());
+      const onBinary = (d: Buffer) => {
+        if (d.length < 9 || (d[0] !== 1 && d[0] !== 2)) throw protocolError("a binary message without its 9-byte prefix");
+        const offset = Number(d.readBigUInt64BE(1));
+        h.onOutput?.({ stream: d[0] === 1 ? "stdout" : "stderr", offset, data: d.subarray(9) });
+      };
+      const onText = (text: string) => {
+        let m: { type?: string; stream?: StreamName; offset?: number; bytes?: number } & Record<string, unknown>;
+        try {
+          m = JSON.parse(text);
+        } catch {
+          throw protocolError("a text message that is not JSON");
+        }
+        if (m.type === "gap") {
+          if ((m.stream !== "stdout" && m.stream !== "stderr") || typeof m.offset !== "number" || typeof m.bytes !== "number")
+            throw protocolError("a gap without stream, offset and bytes");
+          h.onGap?.({ stream: m.stream, offset: m.offset, bytes: m.bytes });
+        } else if (m.type === "end") {
+          if (typeof m[endKey] !== "object" || m[endKey] === null) throw protocolError(`an end without "${endKey}"`);
+          end = m[endKey] as End;
+        } else if (m.type === "error") {
+          const e = m.error as { code?: string; message?: string; field?: string } | undefined;
+          const code = e?.code ?? "internal";
+          throw new StationError(STATUS_OF_CODE[code] ?? 500, code, e?.message ?? "stream error", e?.field);
+        }
+        // other types are for newer clients
+      };
+      const guard =
+        <T>(fn: (x: T) => void) =>
+        (x: T) => {
+          if (failure !== undefined || end !== undefined) return;
+          try {
+            fn(x);
+          } catch (e) {
+            stop(e);
+          }
+        };
+      const ws = new WsConnection(up.socket, up.head, {
+        onBinary: guard(onBinary),
+        onText: guard(onText),
+        onProtocolError: (why) => (failure ??= protocolError(why)),
+        onClose: (code, reason) => {
+          h.signal?.removeEventListener("abort", onAbort);
+          if (failure !== undefined) return reject(failure);
+          if (end !== undefined) return resolve(end);
+          const how = code === null || code === 1006 ? "" : ` (close ${code}${reason ? " " + reason : ""})`;
+          reject(new StationError(0, "protocol_error", `GET ${path}: the stream ended without an end event${how}`));
+        },
+      });
+      h.signal?.addEventListener("abort", onAbort, { once: true });
+    });
   }
 }

@@ -1,15 +1,25 @@
 // A minimal RFC 6455 client endpoint over a socket node's http module has upgraded: masked
 // frames out, unmasked frames in, fragments joined, pings answered, the closing handshake.
-// Enough for the API's terminal attach; not a general-purpose WebSocket.
+// Enough for the API's terminal attach and followed output; not a general-purpose WebSocket.
+// The server is not trusted: a masked frame, RSV bits, an unknown opcode, a bad control frame
+// or fragment sequence (1002) and a message over `maxMessage` (1009, judged from the header,
+// before its payload is buffered) end the connection with that close code and a reason.
 
 import { randomBytes } from "node:crypto";
 import type { Duplex } from "node:stream";
 
 export interface WsHandlers {
   onText?: (text: string) => void;
+  /** The payload (not copied: it may share memory with the bytes received). */
   onBinary?: (data: Buffer) => void;
   onClose?: (code: number | null, reason: string) => void;
+  /** The server broke the protocol (reason says how); onClose follows with the code sent. */
+  onProtocolError?: (reason: string) => void;
+  /** Bytes of one message at most; default 16 MiB. */
+  maxMessage?: number;
 }
+
+const DEFAULT_MAX_MESSAGE = 16 * 1024 * 1024;
 
 const OP_CONT = 0x0,
   OP_TEXT = 0x1,
@@ -21,6 +31,7 @@ const OP_CONT = 0x0,
 export class WsConnection {
   private buf: Buffer;
   private fragments: Buffer[] = [];
+  private fragLength = 0;
   private fragOpcode = 0;
   private closeSent = false;
   private closed = false;
@@ -81,32 +92,56 @@ export class WsConnection {
   }
 
   private parse(): void {
+    const max = this.handlers.maxMessage ?? DEFAULT_MAX_MESSAGE;
     for (;;) {
       const b = this.buf;
       if (b.length < 2) return;
       const fin = (b[0]! & 0x80) !== 0;
       const opcode = b[0]! & 0x0f;
       const masked = (b[1]! & 0x80) !== 0;
+      const control = (opcode & 0x8) !== 0;
       let len = b[1]! & 0x7f;
       let off = 2;
+      if (b[0]! & 0x70) return this.fail(1002, "reserved bits set");
+      if (![OP_CONT, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG].includes(opcode))
+        return this.fail(1002, "unknown opcode");
+      if (masked) return this.fail(1002, "server frames must not be masked");
+      if (control && (!fin || len > 125)) return this.fail(1002, "bad control frame");
+      if (opcode === OP_CONT && !this.fragOpcode) return this.fail(1002, "continuation without a message");
+      if ((opcode === OP_TEXT || opcode === OP_BINARY) && this.fragOpcode)
+        return this.fail(1002, "new message inside a fragmented one");
       if (len === 126) {
         if (b.length < 4) return;
         len = b.readUInt16BE(2);
         off = 4;
       } else if (len === 127) {
         if (b.length < 10) return;
-        len = Number(b.readBigUInt64BE(2));
+        const big = b.readBigUInt64BE(2);
+        len = big > BigInt(Number.MAX_SAFE_INTEGER) ? Infinity : Number(big);
         off = 10;
       }
-      const maskOff = off;
-      if (masked) off += 4;
+      if (!control && len > max - (opcode === OP_CONT ? this.fragLength : 0))
+        return this.fail(1009, "message too big");
       if (b.length < off + len) return;
-      const payload = Buffer.from(b.subarray(off, off + len));
-      if (masked) for (let i = 0; i < len; i++) payload[i] = payload[i]! ^ b[maskOff + (i & 3)]!;
+      const payload = b.subarray(off, off + len);
       this.buf = b.subarray(off + len);
       this.frame(fin, opcode, payload);
       if (this.closed) return;
     }
+  }
+
+  /** The server broke the protocol: our close with code, then the connection is dropped. */
+  private fail(code: number, reason: string): void {
+    this.buf = Buffer.alloc(0);
+    if (!this.closeSent && !this.closed) {
+      const p = Buffer.alloc(2);
+      p.writeUInt16BE(code, 0);
+      this.send(OP_CLOSE, p);
+      this.closeSent = true;
+    }
+    this.handlers.onProtocolError?.(reason);
+    this.socket.end();
+    this.finish(code, reason);
   }
 
   private frame(fin: boolean, opcode: number, payload: Buffer): void {
@@ -129,17 +164,22 @@ export class WsConnection {
         return;
       }
       case OP_CONT:
-        this.fragments.push(payload);
+        this.fragments.push(Buffer.from(payload));
+        this.fragLength += payload.length;
         if (fin) {
           const whole = Buffer.concat(this.fragments);
+          const op = this.fragOpcode;
           this.fragments = [];
-          this.message(this.fragOpcode, whole);
+          this.fragLength = 0;
+          this.fragOpcode = 0;
+          this.message(op, whole);
         }
         return;
       default:
         if (!fin) {
           this.fragOpcode = opcode;
-          this.fragments = [payload];
+          this.fragments = [Buffer.from(payload)];
+          this.fragLength = payload.length;
           return;
         }
         this.message(opcode, payload);

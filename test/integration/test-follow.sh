@@ -1,0 +1,146 @@
+#!/bin/bash
+# station_run_follow of the client library over WebSocket (follow-check): against a real
+# controller, exact bytes and the run handed back; a client that falls behind sees gaps whose
+# bytes plus the delivered ones are exactly stdoutBytes, offsets contiguous; the interrupt check
+# stops a follow that waits; a service's logs (station_service_logs) live and stored, ending with
+# the service, and an unknown service refused before any upgrade. Against a hostile server of the helper's own: gaps, a ping and
+# unknown messages handled as the protocol says (positive control); oversize, masked, unknown
+# opcode, short or unknown-stream binary, bad JSON, a bad gap, a non-terminal end, an error
+# message, a refused or endless upgrade answer: each a clear error; a server that closes
+# mid-stream (with or without a close frame) is reconnected a bounded number of times, the
+# replayed bytes skipped, then reported; a server that sends nothing is interrupted.
+. "$(dirname "$0")/lib.sh"
+
+CHECK=$BUILD/test/helpers/follow-check
+
+require_controller
+new_ws WS || exit 1
+api -q GET "/v1/workspaces/$WS"
+WS_HOME=$(j .home)
+
+# fc ARGS...: the helper's JSON in R.
+fc() {
+	R=$("$CHECK" "$@" 2>"$TMP/fc-err")
+	[[ -n $R ]] || R='{}'
+}
+
+# The run prints a line, then waits until the follow has received it: the rest is live.
+t_exact_bytes() {
+	rm -f "$WS_HOME/go"
+	run_start "$WS" "$(json_cmd 'echo ready; while [ ! -e "$HOME/go" ]; do sleep 0.02; done
+		head -c 3000000 /dev/urandom; printf err >&2; exit 3' '.timeoutMs = 60000')" || return 1
+	fc real "$SOCK" "$WS" "$RUN" --go-file "$WS_HOME/go"
+	assert_eq 0 "$(j .r "$R")" "follow returns 0" || { diag "$R"; return 1; }
+	assert_eq 3000006 "$(j .delivered.stdout "$R")" "stdout bytes delivered"
+	assert_eq 3 "$(j .delivered.stderr "$R")" "stderr bytes delivered"
+	assert_eq '[]' "$(j .gaps "$R")" "no gap"
+	assert_eq 0 "$(j .offsetErrors "$R")" "offsets contiguous"
+	assert_eq exited "$(j .end.status "$R")" "end: status"
+	assert_eq 3 "$(j .end.exitCode "$R")" "end: exitCode"
+	assert_eq 3000006 "$(j .end.stdoutBytes "$R")" "end: stdoutBytes"
+	# The bytes came through on_output: the run handed back has no output fields.
+	assert_eq false "$(j '.end | has("stdout") or has("stdoutTail") or has("encoding")' "$R")" \
+		"end: no output fields"
+}
+
+# Live: the client sleeps 3 s in its first callback while the run writes 64 MiB.
+t_slow_client_gap() {
+	local total=$((6 + 67108864))
+	rm -f "$WS_HOME/go"
+	run_start "$WS" "$(json_cmd 'echo ready; while [ ! -e "$HOME/go" ]; do sleep 0.02; done
+		head -c 67108864 /dev/zero' '.timeoutMs = 120000')" || return 1
+	fc real "$SOCK" "$WS" "$RUN" --go-file "$WS_HOME/go" --slow-ms 3000
+	assert_eq 0 "$(j .r "$R")" "follow returns 0" || { diag "$(_short "$R")"; return 1; }
+	assert_eq "$total" "$(j .end.stdoutBytes "$R")" "end: stdoutBytes"
+	assert_le 1 "$(j '.gaps | length' "$R")" "at least one gap"
+	assert_eq "$total" "$(($(j .delivered.stdout "$R") + $(j .gapBytes "$R")))" \
+		"bytes delivered + bytes in gaps"
+	assert_eq 0 "$(j .offsetErrors "$R")" "every gap and output starts where the stream stood"
+}
+
+t_interrupt() {
+	run_start "$WS" "$(json_cmd 'printf started; sleep 30' '.timeoutMs = 60000')" || return 1
+	fc real "$SOCK" "$WS" "$RUN" --interrupt-ms 300
+	assert_eq -4 "$(j .r "$R")" "follow returns -EINTR" || { diag "$R"; return 1; }
+	assert_eq interrupted "$(j .error "$R")" "error"
+	assert_le "$(j '.ms | floor' "$R")" 3000 "stopped within 3 s"
+	api -q POST "/v1/workspaces/$WS/commands/$RUN/cancel"
+	assert_eq 200 "$STATUS" "cancel"
+}
+
+t_service_logs() {
+	rm -f "$WS_HOME/go"
+	api -q POST "/v1/workspaces/$WS/services" "$(jq -nc '{name: "talker", command:
+		"echo ready; while [ ! -e \"$HOME/go\" ]; do sleep 0.02; done; echo more; echo err >&2"}')"
+	assert_eq 201 "$STATUS" "service created" || { diag "$BODY"; return 1; }
+	fc logs "$SOCK" "$WS" talker --follow --go-file "$WS_HOME/go"
+	assert_eq 0 "$(j .r "$R")" "logs --follow returns 0" || { diag "$R"; return 1; }
+	assert_eq 11 "$(j .delivered.stdout "$R")" "stdout: ready, more"
+	assert_eq 4 "$(j .delivered.stderr "$R")" "stderr: err"
+	assert_eq '[]' "$(j .gaps "$R")" "no gap"
+	assert_eq talker "$(j .end.name "$R")" "end: the service"
+	# The stored output of the attempt that ended.
+	fc logs "$SOCK" "$WS" talker
+	assert_eq 0 "$(j .r "$R")" "logs returns 0" || { diag "$R"; return 1; }
+	assert_eq 11 "$(j .delivered.stdout "$R")" "stored stdout"
+	assert_eq talker "$(j .end.name "$R")" "end: the service"
+	fc logs "$SOCK" "$WS" nosuch --follow
+	assert_eq -2 "$(j .r "$R")" "unknown service: -ENOENT" || { diag "$R"; return 1; }
+	assert_contains nosuch "$(j .error "$R")" "the error names it"
+	api -q DELETE "/v1/workspaces/$WS/services/talker"
+}
+
+t_fake_positive_control() {
+	fc fake gap-end
+	assert_eq 0 "$(j .r "$R")" "follow returns 0" || { diag "$R"; return 1; }
+	assert_eq 5 "$(j .delivered.stdout "$R")" "stdout bytes"
+	assert_eq 1 "$(j .delivered.stderr "$R")" "stderr bytes"
+	assert_eq '[{"stream":"stdout","offset":3,"bytes":10}]' "$(j .gaps "$R")" "the gap"
+	assert_eq 0 "$(j .offsetErrors "$R")" "offsets"
+	assert_eq exited "$(j .end.status "$R")" "end"
+}
+
+# fake_error SCENARIO ERRNO TEXT: the follow fails with -ERRNO and an error containing TEXT.
+fake_error() {
+	fc fake "$1"
+	assert_eq "-$2" "$(j .r "$R")" "$1: return" || { diag "$R"; return 1; }
+	assert_contains "$3" "$(j .error "$R")" "$1: error"
+	assert_eq null "$(j .end "$R")" "$1: no end"
+}
+
+t_fake_hostile_frames() {
+	fake_error oversize 71 "frame too big" || return 1
+	fake_error masked 71 "server frames must not be masked" || return 1
+	fake_error bad-opcode 71 "unknown opcode" || return 1
+	fake_error short-binary 71 "shorter than its 9-byte prefix" || return 1
+	fake_error bad-stream 71 "unknown stream" || return 1
+	fake_error bad-json 71 "bad output stream" || return 1
+	fake_error bad-gap 71 'without a valid "offset"' || return 1
+	fake_error end-not-terminal 71 "end event without a finished run" || return 1
+	fake_error error 2 "run r-1 is gone" || return 1
+	fake_error refused 2 "run r-1 not found (hostile server)" || return 1
+	fake_error big-head 71 "head over 16384 bytes" || return 1
+}
+
+t_fake_closes_mid_stream() {
+	fake_error close-mid 104 "ended early" || return 1
+	assert_eq 4 "$(j .connections "$R")" "connected once and again 3 times"
+	assert_eq 5 "$(j .delivered.stdout "$R")" "replayed bytes delivered once"
+	fake_error close-frame 104 "the server closed it: 1001 shutting down" || return 1
+	assert_eq 4 "$(j .connections "$R")" "connected once and again 3 times"
+}
+
+t_fake_hang_interrupted() {
+	fc fake hang --interrupt-ms 200
+	assert_eq -4 "$(j .r "$R")" "follow returns -EINTR" || { diag "$R"; return 1; }
+	assert_le "$(j '.ms | floor' "$R")" 3000 "stopped within 3 s"
+}
+
+run_test "exact bytes, the run handed back without output fields" t_exact_bytes
+run_test "a client that falls behind: gaps + delivered == stdoutBytes" t_slow_client_gap
+run_test "the interrupt check stops a waiting follow" t_interrupt
+run_test "service logs: live and stored, ending with the service; unknown: 404" t_service_logs
+run_test "hostile server, positive control: gap, ping, unknown message, end" t_fake_positive_control
+run_test "hostile server: bad frames and messages are clear errors" t_fake_hostile_frames
+run_test "a server that closes mid-stream: bounded reconnects, then an error" t_fake_closes_mid_stream
+run_test "a server that sends nothing: interrupted" t_fake_hang_interrupted
