@@ -341,11 +341,12 @@ int http_reply_status(struct http_request *req, unsigned status, const char *fie
 /* ---- suspension --------------------------------------------------------------------------- */
 
 /* MHD has no thread and no wake-up channel of its own here: after a resume it must be run
- * again from the loop. */
+ * again from the loop. Time 0 is due in the loop's current pass over its timers (a resume comes
+ * from an I/O source or a timer of that iteration), not in one more wait. */
 static void server_wake(struct http_server *s)
 {
 	if (s->timer)
-		(void)event_source_set_time(s->timer, now_usec());
+		(void)event_source_set_time(s->timer, 0);
 }
 
 static int on_hangup(struct event_source *src, int fd, uint32_t revents, void *userdata)
