@@ -442,20 +442,26 @@ out:
 	return k;
 }
 
+/* A pipe end we made has no status flag to keep: one fcntl instead of a read and a write. */
+static int pipe_set_nonblock(int fd)
+{
+	return fcntl(fd, F_SETFL, O_NONBLOCK) < 0 ? -errno : 0;
+}
+
 /* The parent's ends, non-blocking, into the loop. The child's ends stay blocking. */
-static int watch_fds(struct child *c)
+static int watch_fds(struct child *c, bool pty)
 {
 	int k = 0;
 
-	if (fd_set_nonblock(c->errpipe_fd, true) < 0 ||
-	    (c->stdin_fd >= 0 && fd_set_nonblock(c->stdin_fd, true) < 0))
+	if (pipe_set_nonblock(c->errpipe_fd) < 0 ||
+	    (c->stdin_fd >= 0 && pipe_set_nonblock(c->stdin_fd) < 0))
 		return -errno;
 	for (int i = 0; i < 2 && k >= 0; i++) {
 		struct child_pipe *p = &c->out[i];
 
 		if (p->fd < 0)
 			continue;
-		if (fd_set_nonblock(p->fd, true) < 0)
+		if ((pty ? fd_set_nonblock(p->fd, true) : pipe_set_nonblock(p->fd)) < 0)
 			return -errno;
 		k = event_add_io(c->base->loop, &p->io, p->fd, EPOLLIN, on_output, p);
 	}
@@ -494,7 +500,7 @@ int child_start(struct child *c, const struct child_cmd *cmd)
 		child_fail_start(c, NULL);
 		return k;
 	}
-	k = watch_fds(c);
+	k = watch_fds(c, cmd->pty);
 	if (k < 0) {
 		/* Unwatchable: stop it; the reaper and child_maybe_finish() take it from here. */
 		fail_reason(c, spawn_reason("event loop", NULL, -k));
@@ -599,7 +605,8 @@ void child_exited(struct child *c, int status)
 	if (c->base->ops->exited)
 		c->base->ops->exited(c);
 	/* The main process is gone: whatever it left behind goes too, so the output reaches EOF. */
-	if (!c->cg || cgroup_is_empty(c->cg) != 1)
+	c->cg_empty = c->cg && cgroup_is_empty(c->cg) == 1;
+	if (!c->cg_empty)
 		child_kill(c);
 	if ((c->out[0].fd >= 0 || c->out[1].fd >= 0) &&
 	    event_add_timer(c->base->loop, &c->drain_timer, now_usec() + DRAIN_USEC,

@@ -121,6 +121,8 @@ struct child {
 	struct cgroup *cg;
 	pid_t pid;
 	bool exited;
+	bool cg_empty; /* the group held nobody once the main process was reaped: nothing can
+			* join it after that, so it need not be checked again */
 	int wait_status;
 	bool failed_start;
 	char *reason; /* why the start failed (services: or why it daemonized); may be NULL */

@@ -7,17 +7,20 @@
 
 int output_buffer_init(struct output_buffer *o, size_t head_max, size_t tail_max)
 {
-	uint8_t *mem = NULL;
-
 	if (head_max > SIZE_MAX - tail_max)
 		return -ENOMEM;
-	if (head_max + tail_max > 0) {
-		mem = malloc(head_max + tail_max);
-		if (!mem)
-			return -ENOMEM;
-	}
-	*o = (struct output_buffer){ .mem = mem, .head_max = head_max, .tail_max = tail_max };
+	*o = (struct output_buffer){ .head_max = head_max, .tail_max = tail_max };
 	return 0;
+}
+
+/* At the first byte: most commands print nothing, and an allocation the size of the limits per
+ * command costs more than the command (the heap grows and shrinks around it). */
+static bool buffer_alloc(struct output_buffer *o)
+{
+	if (!o->mem && o->head_max + o->tail_max > 0 && !o->lost)
+		o->mem = malloc(o->head_max + o->tail_max);
+	o->lost = !o->mem;
+	return o->mem;
 }
 
 void output_buffer_done(struct output_buffer *o)
@@ -57,6 +60,8 @@ void output_buffer_append(struct output_buffer *o, const void *data, size_t n)
 	const uint8_t *p = data;
 
 	o->total += n;
+	if (n == 0 || !buffer_alloc(o))
+		return; /* out of memory: counted, not kept, so reported as truncated */
 	if (o->head_len < o->head_max) {
 		size_t take = o->head_max - o->head_len;
 
@@ -90,8 +95,15 @@ static void reverse(uint8_t *p, size_t n)
 void output_buffer_tail(struct output_buffer *o, const uint8_t **ret, size_t *ret_len,
 			uint64_t *ret_offset)
 {
-	uint8_t *r = ring(o);
+	uint8_t *r;
 
+	if (!o->mem) {
+		*ret = NULL;
+		*ret_len = 0;
+		*ret_offset = o->total;
+		return;
+	}
+	r = ring(o);
 	/* The ring only wraps once full, so it is out of order exactly when full with
 	 * ring_next != 0: rotate the oldest byte (at ring_next) to the front. */
 	if (o->tail_len == o->tail_max && o->ring_next != 0) {

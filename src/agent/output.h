@@ -2,9 +2,10 @@
 #pragma once
 
 /* The bounded buffer of one output stream of a run: the first head_max bytes, a ring of the last
- * tail_max bytes that did not go into the head, and the count of every byte. All memory is
- * allocated by output_buffer_init(); appending never allocates, so a command's output cannot
- * grow the agent.
+ * tail_max bytes that did not go into the head, and the count of every byte. The memory is
+ * allocated once, at the first byte, for both limits; appending never allocates more, so a
+ * command's output cannot grow the agent. Without memory for it the bytes are counted and not
+ * kept (truncated).
  *
  * When total <= head_max + tail_max, head followed by tail is exactly the stream. Otherwise the
  * head is the first head_max bytes, the tail the last tail_max bytes, and the bytes between
@@ -15,7 +16,9 @@
 #include <stdint.h>
 
 struct output_buffer {
-	uint8_t *mem; /* one allocation: head_max bytes of head, then tail_max of ring */
+	uint8_t *mem; /* one allocation: head_max bytes of head, then tail_max of ring; NULL until
+		       * the first byte */
+	bool lost;    /* that allocation failed: nothing is kept */
 	size_t head_max;
 	size_t head_len;
 	size_t tail_max;
@@ -24,7 +27,7 @@ struct output_buffer {
 	uint64_t total;
 };
 
-/* -ENOMEM, or 0. A zero-initialized buffer (no init) behaves as head_max = tail_max = 0. */
+/* -ENOMEM (limits that overflow), or 0. A zero-initialized buffer (no init) behaves as head_max = tail_max = 0. */
 int output_buffer_init(struct output_buffer *o, size_t head_max, size_t tail_max);
 void output_buffer_done(struct output_buffer *o);
 

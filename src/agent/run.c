@@ -255,7 +255,9 @@ static void report_done(struct run *r, struct cgroup_stats *st)
 	if (k < 0)
 		log_error("cannot record run result", "run", r->id, "error", strerror(-k), NULL);
 	buf_free(&b);
-	log_info("run finished", "run", r->id, "status", run_status_to_string(run_status(r)), NULL);
+	/* the controller logs each result it records: here it would be a write per command */
+	log_debug("run finished", "run", r->id, "status", run_status_to_string(run_status(r)),
+		  NULL);
 }
 
 /* ---- run lifecycle ------------------------------------------------------------------------- */
@@ -291,7 +293,7 @@ static void run_finish(struct child *c)
 
 	report_done(r, &st);
 	/* an emptied group is reused: cgroup v1 mkdir and rmdir cost more than the run itself */
-	if (c->cg && spawn_cgroup_recycle(m->base.cgroup, c->cg, &st))
+	if (c->cg && spawn_cgroup_recycle(m->base.cgroup, c->cg, &st, c->cg_empty))
 		c->cg = NULL;
 	if (c->cg)
 		spawn_cgroup_release(m->base.loop, TAKE_PTR(c->cg));

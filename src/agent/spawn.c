@@ -347,10 +347,10 @@ void spawn_cgroup_release_free(void)
 }
 
 bool spawn_cgroup_recycle(const struct cgroup *parent, struct cgroup *cg,
-			  const struct cgroup_stats *stats)
+			  const struct cgroup_stats *stats, bool known_empty)
 {
 	if (pool.parent != parent || pool.n >= SPAWN_POOL_SIZE || stats->oom_kills > 0 ||
-	    cgroup_is_empty(cg) != 1 || cgroup_reset_stats(cg) < 0)
+	    (!known_empty && cgroup_is_empty(cg) != 1) || cgroup_reset_stats(cg) < 0)
 		return false;
 	pool.items[pool.n++] = cg;
 	return true;

@@ -105,9 +105,10 @@ void spawn_cgroup_release_remove(void);
 void spawn_cgroup_release_free(void);
 
 /* Takes a finished command's group back into the pool when it can pass for new: empty, no OOM
- * kill in it, counters reset (cgroup v1). True when taken; else the caller removes it. */
+ * kill in it, counters reset (cgroup v1). known_empty: found empty after its last process
+ * was gone (not read again). True when taken; else the caller removes it. */
 bool spawn_cgroup_recycle(const struct cgroup *parent, struct cgroup *cg,
-			  const struct cgroup_stats *stats);
+			  const struct cgroup_stats *stats, bool known_empty);
 
 /* Sends sig to every process in cg. Returns how many were signalled, or -errno. */
 int spawn_cgroup_signal(const struct cgroup *cg, int sig);

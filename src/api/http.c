@@ -341,11 +341,12 @@ int http_reply_status(struct http_request *req, unsigned status, const char *fie
 /* ---- suspension --------------------------------------------------------------------------- */
 
 /* MHD has no thread and no wake-up channel of its own here: after a resume it must be run
- * again from the loop. */
+ * again from the loop. Time 0 is due in the loop's current pass over its timers (a resume comes
+ * from an I/O source or a timer of that iteration), not in one more wait. */
 static void server_wake(struct http_server *s)
 {
 	if (s->timer)
-		(void)event_source_set_time(s->timer, now_usec());
+		(void)event_source_set_time(s->timer, 0);
 }
 
 static int on_hangup(struct event_source *src, int fd, uint32_t revents, void *userdata)
@@ -963,13 +964,25 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- the server --------------------------------------------------------------------------- */
 
+/* MHD often has more to do at once after a run (a resumed connection is only taken back in
+ * one run and served in the next; a sent reply is finished in the next): a few runs here
+ * instead of as many passes of the loop, each with its own wait. Bounded, so that other sources
+ * are not kept waiting. */
+#define SERVER_RUNS_AT_ONCE 3
+
 static void server_run(struct http_server *s)
 {
-	MHD_UNSIGNED_LONG_LONG ms;
+	MHD_UNSIGNED_LONG_LONG ms = 0;
 	uint64_t when = UINT64_MAX;
+	bool timed = false;
 
-	(void)MHD_run(s->daemon);
-	if (MHD_get_timeout(s->daemon, &ms) == MHD_YES)
+	for (int i = 0; i < SERVER_RUNS_AT_ONCE && ms == 0; i++) {
+		(void)MHD_run(s->daemon);
+		timed = MHD_get_timeout(s->daemon, &ms) == MHD_YES;
+		if (!timed)
+			break;
+	}
+	if (timed)
 		when = now_usec() + (uint64_t)MIN(ms, 3600000ULL) * 1000;
 	(void)event_source_set_time(s->timer, when);
 }

@@ -60,6 +60,10 @@ int cg_write_u64(const char *dir, const char *file, uint64_t value);
 bool cg_file_exists(const char *dir, const char *file);
 int cg_mkdir(const char *dir);
 
+/* One read of at most size - 1 bytes, NUL-terminated: the byte count or -errno. Control files
+ * answer a read with all they have up to its size (seq_file), so a short read is the whole
+ * file. No allocation. */
+ssize_t cg_read_some(const char *dir, const char *file, char *buf, size_t size);
 /* Reading (allocates). */
 int cg_read(const char *dir, const char *file, char **ret);
 int cg_read_u64(const char *dir, const char *file, uint64_t *ret);

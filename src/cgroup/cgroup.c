@@ -159,11 +159,46 @@ int cg_read(const char *dir, const char *file, char **ret)
 	return read_file(path, CGROUP_FILE_MAX, ret, NULL);
 }
 
+ssize_t cg_read_some(const char *dir, const char *file, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd, r;
+
+	if (size < 2)
+		return -EINVAL;
+	r = cg_file_path(dir, file, path);
+	if (r < 0)
+		return r;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return negative_errno();
+	do
+		n = read(fd, buf, size - 1);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		n = negative_errno();
+	else
+		buf[n] = '\0';
+	close(fd);
+	return n;
+}
+
 int cg_read_u64(const char *dir, const char *file, uint64_t *ret)
 {
 	_cleanup_free_ char *s = NULL;
-	int r = cg_read(dir, file, &s);
+	char buf[64];
+	ssize_t n = cg_read_some(dir, file, buf, sizeof buf);
+	int r;
 
+	/* a value fits one read; a short read of a control file is all of it */
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n < sizeof buf - 1) {
+		buf[strcspn(buf, "\n")] = '\0';
+		return parse_u64(buf, UINT64_MAX, ret);
+	}
+	r = cg_read(dir, file, &s);
 	if (r < 0)
 		return r;
 	s[strcspn(s, "\n")] = '\0';
@@ -234,7 +269,15 @@ int cg_parse_proc_cgroup(const char *content, const char *controller, char **ret
 int cg_read_keyed(const char *dir, const char *file, const char *key, uint64_t *ret)
 {
 	_cleanup_free_ char *s = NULL;
-	int r = cg_read(dir, file, &s);
+	char buf[512];
+	ssize_t n = cg_read_some(dir, file, buf, sizeof buf);
+	int r;
+
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n < sizeof buf - 1)
+		return cg_parse_keyed(buf, key, ret);
+	r = cg_read(dir, file, &s);
 
 	if (r < 0)
 		return r;
@@ -256,11 +299,18 @@ static int cg_tree_walk(const char *dir, int (*fn)(const char *dir, void *userda
 {
 	_cleanup_(closedirp) DIR *d = NULL;
 	struct dirent *de;
+	struct stat st;
 	int r;
 
 	r = fn(dir, userdata);
 	if (r != 0)
 		return r;
+	/* cgroupfs counts subdirectories in the link count (2 + n): a leaf needs no listing, the
+	 * common case on every command's exit */
+	if (stat(dir, &st) < 0)
+		return negative_errno();
+	if (S_ISDIR(st.st_mode) && st.st_nlink == 2)
+		return 0;
 	d = opendir(dir);
 	if (!d)
 		return negative_errno();
@@ -281,12 +331,10 @@ static int cg_tree_walk(const char *dir, int (*fn)(const char *dir, void *userda
 
 static int has_procs_one(const char *dir, void *userdata)
 {
-	_cleanup_free_ char *s = NULL;
-	int r = cg_read(dir, "cgroup.procs", &s);
+	char buf[32];
+	ssize_t n = cg_read_some(dir, "cgroup.procs", buf, sizeof buf);
 
-	if (r < 0)
-		return r;
-	return s[0] != '\0' ? 1 : 0;
+	return n < 0 ? (int)n : n > 0;
 }
 
 int cg_tree_has_procs(const char *dir)

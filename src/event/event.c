@@ -17,7 +17,8 @@ struct event_source {
 	struct event_loop *loop;
 	enum source_type type;
 	bool dead;
-	int fd; /* io: the caller's fd; signal: our signalfd */
+	int fd;		    /* io: the caller's fd; signal: our signalfd */
+	uint32_t io_events; /* io: what epoll watches for now */
 	int signo;
 	uint64_t time;	   /* timer: absolute, UINT64_MAX when disarmed */
 	size_t heap_index; /* timer: position in loop->heap, SIZE_MAX when not queued */
@@ -190,6 +191,7 @@ int event_add_io(struct event_loop *loop, struct event_source **ret, int fd, uin
 		free(s);
 		return r;
 	}
+	s->io_events = events;
 	*ret = s;
 	return 0;
 }
@@ -199,8 +201,13 @@ int event_source_set_io_events(struct event_source *s, uint32_t events)
 	struct epoll_event ev = { .events = events, .data.ptr = s };
 	if (s->type != SOURCE_IO || s->dead)
 		return -EINVAL;
+	/* level-triggered only: the same events again would change nothing (a system call per
+	 * frame sent on the agent links) */
+	if (events == s->io_events)
+		return 0;
 	if (epoll_ctl(s->loop->epoll_fd, EPOLL_CTL_MOD, s->fd, &ev) < 0)
 		return negative_errno();
+	s->io_events = events;
 	return 0;
 }
 

@@ -30,7 +30,8 @@ void event_loop_exit(struct event_loop *loop, int code);
 /* One iteration, waiting at most timeout_ms (-1: until something happens). */
 int event_loop_run_once(struct event_loop *loop, int timeout_ms);
 
-/* fd sources: events are EPOLLIN/EPOLLOUT/...; the fd stays owned by the caller. */
+/* fd sources: events are EPOLLIN/EPOLLOUT/... (level-triggered: no EPOLLET, no EPOLLONESHOT;
+ * setting the events a source has already is a no-op); the fd stays owned by the caller. */
 int event_add_io(struct event_loop *loop, struct event_source **ret, int fd, uint32_t events,
 		 event_io_fn fn, void *userdata);
 int event_source_set_io_events(struct event_source *s, uint32_t events);

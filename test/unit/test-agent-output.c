@@ -76,6 +76,30 @@ Test(output, empty)
 	run_sizes(100, 50, 0, 1);
 }
 
+/* Nothing is allocated before the first byte; after it the buffer keeps as always. */
+Test(output, allocated_at_first_byte)
+{
+	struct output_buffer o;
+	const uint8_t *head, *tail;
+	size_t head_len, tail_len;
+	uint64_t off = 0, tail_off;
+
+	cr_assert_eq(output_buffer_init(&o, 100, 50), 0);
+	cr_assert_null(o.mem);
+	output_buffer_append(&o, "", 0);
+	cr_assert_null(o.mem, "an empty write allocates nothing");
+	output_buffer_head(&o, &head, &head_len);
+	output_buffer_tail(&o, &tail, &tail_len, &tail_off);
+	cr_assert_eq(head_len, 0);
+	cr_assert_eq(tail_len, 0);
+	cr_assert_eq(tail_off, 0);
+	cr_assert_not(output_buffer_truncated(&o));
+	feed(&o, &off, 300);
+	cr_assert_not_null(o.mem);
+	assert_kept(&o, 100, 50, 300);
+	output_buffer_done(&o);
+}
+
 Test(output, boundary_one_write)
 {
 	run_sizes(100, 50, 149, 1000);

@@ -362,6 +362,30 @@ Test(cgroup, kill_reaches_daemonized_grandchild_only, .init = base_setup, .fini 
 	cr_assert_eq(waitpid(sibling, &status, 0), sibling);
 }
 
+/* A leaf is judged without listing its directory (cgroupfs link count): a process in a group
+ * below must still count. */
+Test(cgroup, is_empty_sees_nested_group, .init = base_setup, .fini = base_teardown)
+{
+	_cleanup_cgroup_ struct cgroup *a = make_child(base, "run-nest");
+	_cleanup_cgroup_ struct cgroup *nested = make_child(a, "inner");
+	int status;
+	pid_t pid;
+
+	cr_assert_eq(cgroup_is_empty(a), 1, "positive control: nobody in it yet");
+	pid = spawn_in(nested, pause_forever, NULL);
+	cr_assert(in_group_of(pid, nested));
+	cr_assert_eq(cgroup_is_empty(nested), 0);
+	cr_assert_eq(cgroup_is_empty(a), 0, "the process below the group was missed");
+	kill(pid, SIGKILL);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	int empty = 0;
+	for (int i = 0; i < 200 && (empty = cgroup_is_empty(a)) == 0; i++)
+		cg_sleep_ms(5);
+	cr_assert_eq(empty, 1);
+	cr_assert_eq(cgroup_remove(nested), 0);
+	cr_assert_eq(cgroup_is_empty(a), 1);
+}
+
 static int burn_and_touch(void *userdata)
 {
 	struct timespec ts;
