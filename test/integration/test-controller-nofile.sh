@@ -59,8 +59,8 @@ t_out_of_files_is_named() {
 	assert_eq "64 64" "$(nofile_limits)" "soft and hard limit (the hard one bounds it)"
 	assert_contains "open-files limit (RLIMIT_NOFILE hard limit) is below" \
 		"$(cat "$CONTROLLER_LOG")" "the warning at start"
-	local made=() i
-	for i in $(seq 40); do
+	local made=() _
+	for _ in $(seq 40); do
 		api -q POST /v1/workspaces '{"adapter":"host"}'
 		[[ $STATUS == 201 || $STATUS == 200 ]] || break
 		made+=("$(j .id)")
