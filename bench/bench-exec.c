@@ -363,9 +363,10 @@ int cmd_command(const struct bench_opts *o, char **argv)
 
 /* --- teardown: every container in a runtime state root --- */
 
+/* Every container in o->state (a controller's runtime root holds one per workspace: a
+ * thousand after the density rows), deleted with --force. */
 int cmd_oci_clean(const struct bench_opts *o)
 {
-	char list[8192];
 	struct oci_ctx x = { .o = o };
 	if (oci_setup(o) < 0)
 		return -EIO;
@@ -374,11 +375,17 @@ int cmd_oci_clean(const struct bench_opts *o)
 		return -errno;
 	char *argv[] = { (char *)o->runtime, "--root", (char *)o->state, "list", "-q", NULL };
 	int status = bench_spawn_wait(argv, fd);
-	ssize_t n = pread(fd, list, sizeof list - 1, 0);
+	off_t size = lseek(fd, 0, SEEK_END);
+	char *list = size >= 0 && size < (64 << 20) ? malloc((size_t)size + 1) : NULL;
+	ssize_t n = list ? pread(fd, list, (size_t)size, 0) : -1;
 	close(fd);
+	if (!list)
+		return -ENOMEM;
 	list[n > 0 ? n : 0] = '\0';
-	if (status != 0)
+	if (status != 0) {
+		free(list);
 		return -EIO;
+	}
 	int failed = 0;
 	for (char *save = NULL, *id = strtok_r(list, "\n", &save); id;
 	     id = strtok_r(NULL, "\n", &save)) {
@@ -388,5 +395,6 @@ int cmd_oci_clean(const struct bench_opts *o)
 			failed = 1;
 		}
 	}
+	free(list);
 	return failed ? -EIO : 0;
 }

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* Host memory of idle host workspaces: o->count of them are created, left idle, measured from
- * their cgroups and from /proc, and deleted. Rows (o->id as prefix):
+/* Host memory of idle workspaces: o->count of them are created, left idle, measured from their
+ * cgroups and from /proc, and deleted. Host workspaces, or container workspaces of o->image
+ * (network none) when an image is given. Rows (o->id as prefix):
  *   .cgroup      per workspace: the workspace cgroup's usage minus page cache
  *                (v1: memory.usage_in_bytes - total_cache; v2: memory.current - file)
  *   .agent       per workspace: the agent's RSS (PSS and anonymous RSS in extra)
  *   .system      (MemTotal - MemFree - Buffers - Cached - SReclaimable) after - before, / count:
  *                everything, cgroup structures and other kernel objects included; noisy when
  *                other work runs on the machine
- *   .controller  the controller's RSS with the workspaces, and before them in extra */
+ *   .controller  the controller's RSS with the workspaces, and before them in extra
+ *   .exec        (container workspaces) exec of `true` into the last one created, o->runs
+ *                samples, while all of them are held */
 
 #include <dirent.h>
 #include <errno.h>
@@ -52,10 +55,10 @@ static int64_t meminfo_used(void)
 	return total < 0 ? -EIO : total - sub;
 }
 
-/* The workspace id in an agent's command line: its --home is <root>/workspaces/<id>/home. */
-static bool agent_workspace(pid_t pid, char *ret, size_t size)
+/* Whether pid runs /…/station-agent (a host workspace's agent, or a container's PID 1). */
+static bool is_agent(pid_t pid)
 {
-	char path[64], buf[8192];
+	char path[64], buf[512];
 	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
 	FILE *f = fopen(path, "re");
 	if (!f)
@@ -64,45 +67,14 @@ static bool agent_workspace(pid_t pid, char *ret, size_t size)
 	fclose(f);
 	buf[n] = '\0';
 	const char *base = strrchr(buf, '/');
-	if (strcmp(base ? base + 1 : buf, "station-agent") != 0)
-		return false;
-	for (size_t off = 0; off < n; off += strlen(buf + off) + 1) {
-		const char *w = strstr(buf + off, "/workspaces/");
-		if (!w)
-			continue;
-		w += strlen("/workspaces/");
-		size_t len = strcspn(w, "/");
-		if (len == 0 || len >= size)
-			continue;
-		memcpy(ret, w, len);
-		ret[len] = '\0';
-		return true;
-	}
-	return false;
+	return strcmp(base ? base + 1 : buf, "station-agent") == 0;
 }
 
-static void find_agents(struct ws_mem *ws, int n)
+/* The process's memory cgroup path (v1 memory, else v2), relative to its hierarchy. */
+static int proc_cgroup(pid_t pid, char *rel, size_t size, int *ret_version)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *de;
-	char id[ID_MAX];
-	while (d && (de = readdir(d))) {
-		pid_t pid = (pid_t)atoi(de->d_name);
-		if (pid <= 0 || !agent_workspace(pid, id, sizeof id))
-			continue;
-		for (int i = 0; i < n; i++)
-			if (strcmp(ws[i].id, id) == 0)
-				ws[i].agent = pid;
-	}
-	if (d)
-		closedir(d);
-}
-
-/* The agent's memory cgroup, walked up to the directory named after the workspace. */
-static int workspace_cgroup(const struct ws_mem *w, char *ret, size_t size, int *ret_version)
-{
-	char path[64], line[1024], rel[1024] = "";
-	snprintf(path, sizeof path, "/proc/%d/cgroup", (int)w->agent);
+	char path[64], line[1024];
+	snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return -errno;
@@ -113,16 +85,54 @@ static int workspace_cgroup(const struct ws_mem *w, char *ret, size_t size, int 
 		if (!b)
 			continue;
 		if (strncmp(a + 1, "memory:", 7) == 0) {
-			snprintf(rel, sizeof rel, "%s", b + 1);
+			snprintf(rel, size, "%s", b + 1);
 			*ret_version = 1;
 		} else if (*ret_version == 0 && strncmp(line, "0::", 3) == 0) {
-			snprintf(rel, sizeof rel, "%s", b + 1);
+			snprintf(rel, size, "%s", b + 1);
 			*ret_version = 2;
 		}
 	}
 	fclose(f);
-	if (*ret_version == 0)
-		return -ENOENT;
+	return *ret_version ? 0 : -ENOENT;
+}
+
+/* Whether rel has a component named id. */
+static bool path_has(const char *rel, const char *id)
+{
+	size_t len = strlen(id);
+	for (const char *p = strstr(rel, id); p; p = strstr(p + 1, id))
+		if (p > rel && p[-1] == '/' && (p[len] == '/' || p[len] == '\0'))
+			return true;
+	return false;
+}
+
+/* Each workspace's agent: the station-agent process whose cgroup is the workspace's (its
+ * group, or a group below it), the oldest one (lowest pid) when there are several. */
+static void find_agents(struct ws_mem *ws, int n)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	char rel[1024];
+	int version;
+	while (d && (de = readdir(d))) {
+		pid_t pid = (pid_t)atoi(de->d_name);
+		if (pid <= 0 || !is_agent(pid) || proc_cgroup(pid, rel, sizeof rel, &version) < 0)
+			continue;
+		for (int i = 0; i < n; i++)
+			if (path_has(rel, ws[i].id) && (ws[i].agent <= 0 || pid < ws[i].agent))
+				ws[i].agent = pid;
+	}
+	if (d)
+		closedir(d);
+}
+
+/* The agent's memory cgroup, walked up to the directory named after the workspace. */
+static int workspace_cgroup(const struct ws_mem *w, char *ret, size_t size, int *ret_version)
+{
+	char rel[1024];
+	int r = proc_cgroup(w->agent, rel, sizeof rel, ret_version);
+	if (r < 0)
+		return r;
 	struct stat st;
 	const char *mnt = *ret_version == 1			   ? "/sys/fs/cgroup/memory" :
 			  stat("/sys/fs/cgroup/unified", &st) == 0 ? "/sys/fs/cgroup/unified" :
@@ -256,6 +266,36 @@ static double median_of(double *v, int n)
 	return s.median;
 }
 
+/* o->runs execs of `true` (after o->warmup) into ws, all the others still held: the .exec row.
+ * A failure goes to error. */
+static void exec_last(const struct bench_opts *o, struct station_client *c, const char *ws,
+		      char *error, size_t size)
+{
+	char id[160];
+	struct bench_stats s;
+	double *t = calloc((size_t)o->runs, sizeof *t);
+	if (!t) {
+		snprintf(error, size, "exec into %s: out of memory", ws);
+		return;
+	}
+	for (int i = -o->warmup; i < o->runs; i++) {
+		double start = bench_now_ms();
+		if (bench_exec_true(c, ws) < 0) {
+			snprintf(error, size, "exec `true` into the last workspace %s: %s", ws,
+				 station_client_last_error(c));
+			free(t);
+			return;
+		}
+		if (i >= 0)
+			t[i] = bench_now_ms() - start;
+	}
+	bench_stats_compute(t, (size_t)o->runs, &s);
+	free(t);
+	struct bench_opts ro = row_opts(o, "exec", id, sizeof id);
+	bench_emit(&ro, "ms", &s,
+		   json_pack("{ss ss}", "command", "true (as /bin/sh -c true)", "workspace", ws));
+}
+
 int cmd_memory(const struct bench_opts *o)
 {
 	struct station_client *c = NULL;
@@ -271,7 +311,10 @@ int cmd_memory(const struct bench_opts *o)
 		json_decref(worker);
 	double rss0 = (double)bench_proc_kb_field(o->controller_pid, "status", "VmRSS");
 	double used0 = (double)meminfo_used();
-	struct station_workspace_options wo = { .adapter = "host" };
+	bool container = o->image != NULL;
+	struct station_workspace_options wo = { .adapter = container ? "container" : "host",
+						.image = o->image,
+						.network = container ? "none" : NULL };
 	for (; made < n; made++) {
 		json_t *w = NULL;
 		double start = bench_now_ms();
@@ -284,7 +327,7 @@ int cmd_memory(const struct bench_opts *o)
 		snprintf(ws[made].id, ID_MAX, "%s", json_string_value(json_object_get(w, "id")));
 		json_decref(w);
 	}
-	bench_log("%s: %d idle host workspaces made, settling 2 s", o->id, made);
+	bench_log("%s: %d idle %s workspaces made, settling 2 s", o->id, made, wo.adapter);
 	sleep(2);
 	double rss1 = (double)bench_proc_kb_field(o->controller_pid, "status", "VmRSS");
 	double used1 = (double)meminfo_used();
@@ -299,6 +342,8 @@ int cmd_memory(const struct bench_opts *o)
 			 "found)",
 			 measured, made);
 	double create_med = median_of(create_ms, made);
+	if (container && made > 0 && !error[0])
+		exec_last(o, c, ws[made - 1].id, error, sizeof error);
 	for (int i = 0; i < made; i++) {
 		double start = bench_now_ms();
 		if (station_workspace_delete(c, ws[i].id, NULL) < 0 && !error[0])

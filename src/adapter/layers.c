@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,59 +82,66 @@ int layers_unshift(const struct image *img, struct station_error *e)
 	return 0;
 }
 
+struct idmap_hold {
+	int read_fd, write_fd;
+};
+
+/* Born in the new user namespace: lets go of the write end and waits for EOF. Only the parent
+ * holds the write end then: its exit (a SIGKILLed controller) ends the read, so this child
+ * never outlives it holding the controller's fds (its root lock among them). Raw system calls
+ * only: it may share the controller's memory (below). */
+static int idmap_child(void *arg)
+{
+	const struct idmap_hold *h = arg;
+	char c;
+	syscall(SYS_close, h->write_fd);
+	syscall(SYS_read, h->read_fd, &c, 1);
+	syscall(SYS_exit, 0);
+	return 0;
+}
+
+#ifndef __SANITIZE_ADDRESS__
+/* No copy of the controller's page tables: the child runs on a stack in this frame, which
+ * stays put until it is reaped (sanitizer builds copy, as fork does). */
+#define IDMAP_CLONE_FLAGS (CLONE_NEWUSER | CLONE_VM | SIGCHLD)
+#else
+#define IDMAP_CLONE_FLAGS (CLONE_NEWUSER | SIGCHLD)
+#endif
+
 /* A user namespace mapping ids 0..65535 to base..: what the lower layers are idmapped with. A
- * child unshares it and waits while we write its maps and open it. */
+ * child is cloned into it and waits while we write its maps and open it. */
 static int idmap_userns(uint32_t base)
 {
-	int ready[2] = { -1, -1 }, hold[2] = { -1, -1 }, fd = -EIO;
-	if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(hold, O_CLOEXEC) < 0) {
-		fd = negative_errno();
-		goto out;
-	}
-	pid_t pid = fork();
+	char stack[16 * 1024] __attribute__((aligned(16)));
+	int hold[2] = { -1, -1 }, fd;
+	if (pipe2(hold, O_CLOEXEC) < 0)
+		return negative_errno();
+	const struct idmap_hold h = { hold[0], hold[1] };
+	pid_t pid = clone(idmap_child, stack + sizeof stack, IDMAP_CLONE_FLAGS, (void *)&h);
 	if (pid < 0) {
 		fd = negative_errno();
-		goto out;
-	}
-	if (pid == 0) {
-		/* only the parent holds the write end: its exit (a SIGKILLed controller) ends the
-		 * read, so this child never outlives it holding the controller's fds (its root
-		 * lock among them) */
+		close(hold[0]);
 		close(hold[1]);
-		close(ready[0]);
-		char c = unshare(CLONE_NEWUSER) == 0;
-		(void)!write(ready[1], &c, 1);
-		(void)!read(hold[0], &c, 1);
-		_exit(0);
+		return fd == -EINVAL ? -EPERM : fd;
 	}
-	char c = 0, path[64], map[64];
-	if (read(ready[0], &c, 1) != 1 || !c) {
-		fd = -EPERM;
-	} else {
-		snprintf(map, sizeof map, "0 %u %u\n", base, ID_RANGE);
-		static const char *const files[] = { "uid_map", "gid_map" };
-		fd = 0;
-		for (size_t i = 0; fd >= 0 && i < ELEMENTSOF(files); i++) {
-			snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, files[i]);
-			_cleanup_close_ int m = open(path, O_WRONLY | O_CLOEXEC);
-			if (m < 0 || write(m, map, strlen(map)) < 0)
-				fd = negative_errno();
-		}
-		snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
-		if (fd >= 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	char path[64], map[64];
+	snprintf(map, sizeof map, "0 %u %u\n", base, ID_RANGE);
+	static const char *const files[] = { "uid_map", "gid_map" };
+	fd = 0;
+	for (size_t i = 0; fd >= 0 && i < ELEMENTSOF(files); i++) {
+		snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, files[i]);
+		_cleanup_close_ int m = open(path, O_WRONLY | O_CLOEXEC);
+		if (m < 0 || write(m, map, strlen(map)) < 0)
 			fd = negative_errno();
 	}
+	snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
+	if (fd >= 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		fd = negative_errno();
 	close(hold[1]);
-	hold[1] = -1;
 	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-out:
-	for (int i = 0; i < 2; i++) {
-		if (ready[i] >= 0)
-			close(ready[i]);
-		if (hold[i] >= 0)
-			close(hold[i]);
-	}
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	close(hold[0]);
 	return fd;
 }
 
@@ -170,6 +178,13 @@ int layers_mount_idmapped(int wfd, const char *dir, const struct image *img, uin
 					 img->n_layers, LOWER_MAX);
 	layers_detach(dir);
 	_cleanup_close_ int ns = idmap_userns(base);
+	if (ns == -ENOSPC || ns == -EUSERS)
+		return station_error_set(
+			e, -EAGAIN, NULL,
+			"cannot create a user namespace: the host's limit is reached "
+			"(sysctl user.max_user_namespaces; every container workspace "
+			"holds one): %s",
+			strerror(-ns));
 	if (ns < 0)
 		return idmap_error(img, 0, ns, e);
 	size_t len = 1;

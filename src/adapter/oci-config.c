@@ -3,11 +3,14 @@
  * of masked and read-only paths and of the /dev mounts follow `runc spec`. */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "basic/cleanup.h"
 #include "basic/json-util.h"
@@ -373,15 +376,25 @@ int oci_config_write(const struct oci_config *c, const char *bundle_dir, struct 
 	int r = oci_config_build(c, &root, e);
 	if (r < 0)
 		return r;
-	text = json_dumps(root, JSON_INDENT(2));
+	text = json_dumps(root, JSON_COMPACT);
 	if (!text)
 		return station_error_set(e, -ENOMEM, NULL, "oci config: out of memory");
 	if (snprintf(path, sizeof path, "%s/config.json", bundle_dir) >= (int)sizeof path)
 		return station_error_set(e, -ENAMETOOLONG, NULL, "bundle path \"%s\" too long",
 					 bundle_dir);
+	/* Written again before every start and read only by the runtime right after: not
+	 * synced to disk (a crash loses nothing the next start does not write anew). The
+	 * bundle directory is the controller's alone (0700): no one else plants a file or a
+	 * link at that name. */
 	r = mkdir_p(bundle_dir, 0700);
+	_cleanup_close_ int fd =
+		r < 0 ? r : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && r >= 0)
+		r = negative_errno();
+	if (r >= 0 && fchmod(fd, 0600) < 0)
+		r = negative_errno();
 	if (r >= 0)
-		r = write_file_atomic(path, text, strlen(text), 0600);
+		r = write_all(fd, text, strlen(text));
 	if (r < 0)
 		return station_error_set(e, r, NULL, "cannot write \"%s\": %s", path, strerror(-r));
 	return 0;

@@ -279,8 +279,18 @@ static int link_read(struct agentlink *l)
 			return r;
 		ssize_t n =
 			recv(l->fd, l->in.data + l->in.len, l->in.cap - l->in.len, MSG_DONTWAIT);
+		if (n < 0 && errno == EAGAIN) {
+			/* Drained: without a partial frame the read buffer goes back to the heap.
+			 * An idle link holds none (a thousand idle workspaces would otherwise hold
+			 * a thousand 256 KiB buffers, their pages touched by earlier use). */
+			if (l->in_off >= l->in.len) {
+				buf_free(&l->in);
+				l->in_off = 0;
+			}
+			return 0;
+		}
 		if (n < 0)
-			return errno == EAGAIN ? 0 : errno == EINTR ? 1 : negative_errno();
+			return errno == EINTR ? 1 : negative_errno();
 		if (n == 0)
 			return -ECONNRESET;
 		l->in.len += (size_t)n;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -860,6 +861,36 @@ static int daemon_setup(struct daemon *d, struct options *o)
 	return r;
 }
 
+/* Open files the controller holds: per workspace its agent's connection and pidfd, per run
+ * and client connection more. The soft limit (often 1024) is raised toward what
+ * --max-workspaces needs, never past the hard limit; a hard limit too low for it is said once,
+ * at start. */
+#define NOFILE_BASE 1024
+#define NOFILE_PER_WORKSPACE 4
+
+static void raise_nofile(size_t max_workspaces)
+{
+	struct rlimit rl;
+	rlim_t want = NOFILE_BASE + (rlim_t)max_workspaces * NOFILE_PER_WORKSPACE;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
+		return;
+	rlim_t to = rl.rlim_max == RLIM_INFINITY ? want : MIN(want, rl.rlim_max);
+	if (to > rl.rlim_cur) {
+		rl.rlim_cur = to;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			return;
+	}
+	if (to < want) {
+		char have[32], need[32];
+		snprintf(have, sizeof have, "%llu", (unsigned long long)to);
+		snprintf(need, sizeof need, "%llu", (unsigned long long)want);
+		log_warn("the open-files limit (RLIMIT_NOFILE hard limit) is below what "
+			 "--max-workspaces needs: creates fail (out of open files) before that "
+			 "many workspaces; raise it (ulimit -Hn, systemd LimitNOFILE=)",
+			 "limit", have, "wanted", need, NULL);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = {
@@ -922,6 +953,7 @@ int main(int argc, char **argv)
 	o.mc.agent_path = agent;
 	log_setup(STDERR_FILENO, o.log_format, o.log_level, "station-sandboxd");
 	signal(SIGPIPE, SIG_IGN);
+	raise_nofile(o.mc.max_workspaces);
 
 	struct daemon d = { .lock_fd = -1 };
 	r = daemon_setup(&d, &o);

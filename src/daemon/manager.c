@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -671,6 +672,24 @@ static int alloc_id_base(struct manager *m, json_t *spec_json, struct station_er
 	return station_error_set(e, -EAGAIN, NULL, "no host uid range left for a new workspace");
 }
 
+/* A create that failed for want of open files (the controller's, or the runtime's it passed
+ * on) says which limit and that it is one: 429, like the workspace count. */
+static int name_nofile_limit(const struct manager *m, int r, struct station_error *e)
+{
+	if (e->err != -EMFILE && e->err != -ENFILE && !strstr(e->message, strerror(EMFILE)) &&
+	    !strstr(e->message, strerror(ENFILE)))
+		return r;
+	struct rlimit rl = { 0 };
+	char cause[sizeof e->message];
+	getrlimit(RLIMIT_NOFILE, &rl);
+	snprintf(cause, sizeof cause, "%s", e->message);
+	return station_error_set(
+		e, -EAGAIN, NULL,
+		"out of open files with %zu workspaces (the controller's limit, "
+		"RLIMIT_NOFILE, is %llu; the system's, fs.file-max, may be the one): %s",
+		m->n_workspaces, (unsigned long long)rl.rlim_cur, cause);
+}
+
 int manager_workspace_create(struct manager *m, const struct workspace_spec *req, json_t **ret,
 			     struct station_error *e)
 {
@@ -714,7 +733,7 @@ int manager_workspace_create(struct manager *m, const struct workspace_spec *req
 		workspace_teardown(ws);
 		store_workspace_delete(m->store, ws->row.id);
 		workspace_free(ws);
-		return r;
+		return name_nofile_limit(m, r, e);
 	}
 	workspace_link(m, ws);
 	workspace_set_state(ws, WORKSPACE_READY, NULL);

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "adapter/oci-config.h"
 #include "basic/cleanup.h"
@@ -203,7 +204,7 @@ Test(oci_config, refusals)
 	json_decref(sec);
 }
 
-Test(oci_config, write_is_atomic_and_complete)
+Test(oci_config, write_is_complete)
 {
 	char dir[] = "/tmp/test-oci-config-XXXXXX", path[64];
 	json_t *sec = fake_seccomp(), *built = NULL;
@@ -227,7 +228,29 @@ Test(oci_config, write_is_atomic_and_complete)
 			n++;
 	closedir(d);
 	cr_assert_eq(n, 1);
+	/* written again over a longer one (the previous start's): nothing of it is left */
+	char junk[16384];
+	memset(junk, ' ', sizeof junk);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(junk, 1, sizeof junk, f), sizeof junk);
+	fclose(f);
+	cr_assert_eq(oci_config_write(&c, dir, NULL), 0);
 	json_decref(read);
+	read = json_load_file(path, 0, NULL);
+	cr_assert_not_null(read);
+	cr_assert(json_equal(read, built));
+	json_decref(read);
+	/* a symlink at config.json is not followed: refused, its target untouched */
+	char target[80];
+	snprintf(target, sizeof target, "%s/target", dir);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(symlink(target, path), 0);
+	struct station_error e = { 0 };
+	cr_assert_lt(oci_config_write(&c, dir, &e), 0);
+	cr_assert_eq(e.err, -ELOOP, "%d %s", e.err, e.message);
+	cr_assert_not_null(strstr(e.message, "config.json"), "%s", e.message);
+	cr_assert_eq(access(target, F_OK), -1);
 	json_decref(built);
 	json_decref(sec);
 	rm_rf(dir);
