@@ -25,7 +25,10 @@
 #include "event/event.h"
 #include "manager-internal.h"
 
-#define POOL_GAP_USEC 2000			/* between two refill or teardown steps */
+#define POOL_GAP_USEC 2000 /* between two refill or teardown steps */
+/* The refill after a claim waits this long: a claimer's first requests come right after its
+ * create and would otherwise queue behind the refill's runtime calls on the loop. */
+#define POOL_CLAIM_QUIET_USEC 50000
 #define POOL_BACKOFF_MIN_USEC 1000000ull	/* after a failed refill, doubling */
 #define POOL_BACKOFF_MAX_USEC (60ull * 1000000) /* up to */
 
@@ -291,6 +294,9 @@ void pool_image_remove(struct manager *m, const char *digest)
 		snprintf(msg, sizeof msg, "image %s was removed from the store", p->image);
 		free(p->last_error);
 		p->last_error = strdup(msg);
+		/* its refill fails from now on: the first try after the shortest backoff */
+		p->next_try = now_usec() + POOL_BACKOFF_MIN_USEC;
+		pool_kick(m, p->next_try);
 	}
 }
 
@@ -374,7 +380,7 @@ int pool_claim(struct manager *m, const struct workspace_spec *spec, json_t **re
 	p->claimed++;
 	log_info("workspace served from the warm pool", "workspace", ws->row.id, "image", p->image,
 		 NULL);
-	pool_kick(m, now_usec() + POOL_GAP_USEC);
+	pool_kick(m, now_usec() + POOL_CLAIM_QUIET_USEC);
 	*ret = workspace_to_json(ws);
 	return 1;
 }
