@@ -26,21 +26,25 @@
 #include "manager-internal.h"
 
 #define POOL_GAP_USEC 2000 /* between two refill or teardown steps */
-/* The refill after a claim waits this long: a claimer's first requests come right after its
- * create and would otherwise queue behind the refill's runtime calls on the loop. */
+/* The refill after a claim waits this long, and while the claimed workspace has a command
+ * running up to POOL_CLAIM_HOLD_USEC: a claimer's first requests come right after its create
+ * and would otherwise queue behind the refill's runtime calls on the loop. */
 #define POOL_CLAIM_QUIET_USEC 50000
+#define POOL_CLAIM_HOLD_USEC 1000000
 #define POOL_BACKOFF_MIN_USEC 1000000ull	/* after a failed refill, doubling */
 #define POOL_BACKOFF_MAX_USEC (60ull * 1000000) /* up to */
 
 struct pool {
 	struct pool_config cfg;
-	char *key;	   /* the resolved spec without limits and env, canonical JSON */
-	char *image;	   /* resolved: name@sha256:… or sha256:… */
-	char *digest;	   /* the image manifest's digest */
-	uint64_t claimed;  /* creates it served since the controller started */
-	unsigned failures; /* refills failed in a row */
-	uint64_t next_try; /* CLOCK_MONOTONIC usec; no refill before */
-	char *last_error;  /* the last refill's or teardown's failure; NULL: none */
+	char *key;		/* the resolved spec without limits and env, canonical JSON */
+	char *image;		/* resolved: name@sha256:… or sha256:… */
+	char *digest;		/* the image manifest's digest */
+	uint64_t claimed;	/* creates it served since the controller started */
+	unsigned failures;	/* refills failed in a row */
+	uint64_t next_try;	/* CLOCK_MONOTONIC usec; no refill before */
+	char *last_error;	/* the last refill's or teardown's failure; NULL: none */
+	char last_claim[128];	/* the workspace it served last, */
+	uint64_t last_claim_at; /* when (CLOCK_MONOTONIC usec) */
 };
 
 /* Members no configured pool wants: torn down on the next turns. */
@@ -378,9 +382,11 @@ int pool_claim(struct manager *m, const struct workspace_spec *spec, json_t **re
 	ws->pool = NULL;
 	m->n_pool_members--;
 	p->claimed++;
+	snprintf(p->last_claim, sizeof p->last_claim, "%s", ws->row.id);
+	p->last_claim_at = now_usec();
 	log_info("workspace served from the warm pool", "workspace", ws->row.id, "image", p->image,
 		 NULL);
-	pool_kick(m, now_usec() + POOL_CLAIM_QUIET_USEC);
+	pool_kick(m, p->last_claim_at + POOL_CLAIM_QUIET_USEC);
 	*ret = workspace_to_json(ws);
 	return 1;
 }
@@ -437,6 +443,20 @@ static void refill(struct manager *m, struct pool *p, uint64_t now)
 	p->last_error = NULL;
 }
 
+/* When p's refill may run: after the quiet time that follows a claim, and not while the
+ * claimed workspace runs its first commands (bounded). */
+static uint64_t refill_at(struct manager *m, const struct pool *p, uint64_t now)
+{
+	uint64_t at = p->next_try;
+	if (!p->last_claim_at || now >= p->last_claim_at + POOL_CLAIM_HOLD_USEC)
+		return at;
+	at = MAX(at, p->last_claim_at + POOL_CLAIM_QUIET_USEC);
+	struct workspace *ws = workspace_find(m, p->last_claim);
+	if (ws && !ws->pool && ws->n_running > 0)
+		at = MAX(at, now + POOL_GAP_USEC);
+	return at;
+}
+
 static int on_pool_timer(struct event_source *s, uint64_t now, void *userdata)
 {
 	struct manager *m = userdata;
@@ -446,8 +466,9 @@ static int on_pool_timer(struct event_source *s, uint64_t now, void *userdata)
 		struct pool *p = &m->pools[i];
 		if (pool_count(m, p, false) >= p->cfg.size)
 			continue;
-		if (worked || p->next_try > now) {
-			uint64_t at = worked ? now + POOL_GAP_USEC : p->next_try;
+		uint64_t when = refill_at(m, p, now);
+		if (worked || when > now) {
+			uint64_t at = worked ? now + POOL_GAP_USEC : when;
 			next = at < next ? at : next;
 			continue;
 		}
