@@ -246,6 +246,12 @@ enum {
 	OPT_POOL,
 };
 
+static void pool_bufs_free(struct options **o)
+{
+	for (size_t i = 0; i < (*o)->mc.n_pools; i++)
+		free((*o)->pool_bufs[i]);
+}
+
 /* --pool IMAGE[,size=N][,network=none|bridge][,seccomp=PROFILE] (manager.h); what the store
  * and the profile directories must hold is checked when the manager starts. */
 static int parse_pool(struct options *o, const char *arg)
@@ -925,6 +931,7 @@ int main(int argc, char **argv)
 			.dns_port = 53,
 		},
 	};
+	_cleanup_(pool_bufs_free) struct options *pools_owner = &o;
 	default_worker(o.worker, sizeof o.worker);
 	int r = parse_args(argc, argv, &o);
 	if (r < 0) {
