@@ -37,16 +37,15 @@ struct bench_opts {
 				 * create with "none" */
 	const char *egress;	/* create: the egress policy (JSON) of a restricted workspace */
 	bool private_mntns;	/* crun on a hybrid cgroup host */
-	bool pool;  /* create: every sample is served from the controller's warm pool, which is full
-		    * before each one (its refill runs on the controller's loop) */
-	int runs;   /* latency samples */
-	int warmup; /* discarded samples before them */
-	int reps;   /* repetitions of a throughput measurement */
-	int clients;	/* concurrent clients */
-	double seconds; /* duration of one repetition */
-	int count;	/* workspaces (memory) */
-	uint64_t bytes; /* output bytes */
+	int runs;		/* latency samples */
+	int warmup;		/* discarded samples before them */
+	int reps;		/* repetitions of a throughput measurement */
+	int clients;		/* concurrent clients */
+	double seconds;		/* duration of one repetition */
+	int count;		/* workspaces (memory) */
+	uint64_t bytes;		/* output bytes */
 	pid_t controller_pid;
+	bool pool; /* create: served from the warm pool, waited full before each sample */
 };
 
 /* --- bench-util.c --- */
