@@ -211,6 +211,7 @@ struct create_ctx {
 	struct station_client *c;
 	double *create_ms; /* POST /v1/workspaces alone */
 	double *delete_ms;
+	double *second_ms;	      /* --pool: a second exec after the first, for comparison */
 	int refused_503, refused_409; /* first execs refused: agent not connected, not ready */
 	char error[512];
 };
@@ -275,6 +276,11 @@ static int create_one(void *userdata, int i)
 	json_decref(ws);
 	r = first_exec(x, id);
 	double done = bench_now_ms();
+	if (r >= 0 && x->o->pool && i >= 0) {
+		r = bench_exec_true(x->c, id);
+		x->second_ms[i] = bench_now_ms() - done;
+		done = bench_now_ms();
+	}
 	if (r < 0)
 		snprintf(x->error, sizeof x->error, "first exec in %s: %s", id,
 			 r == -EIO ? "run did not exit 0" : station_client_last_error(x->c));
@@ -292,6 +298,62 @@ static int create_one(void *userdata, int i)
 	return r;
 }
 
+/* --pool: GET /v1/worker's pools; *ret_claimed the sum of their claimed counters. 1 when every
+ * pool is full and starts nothing, 0 when not yet, < 0 on error. */
+static int pools_full(struct create_ctx *x, long long *ret_claimed)
+{
+	json_t *w = NULL, *p;
+	size_t i;
+	int r = station_request_json(x->c, "GET", "/v1/worker", NULL, &w);
+	if (r < 0)
+		return r;
+	json_t *pools = json_object_get(w, "pools");
+	int full = json_array_size(pools) > 0;
+	long long claimed = 0;
+	json_array_foreach(pools, i, p) {
+		full &= json_integer_value(json_object_get(p, "ready")) ==
+				json_integer_value(json_object_get(p, "size")) &&
+			json_integer_value(json_object_get(p, "starting")) == 0;
+		claimed += json_integer_value(json_object_get(p, "claimed"));
+	}
+	json_decref(w);
+	*ret_claimed = claimed;
+	return full;
+}
+
+/* Before a sample: the pool is full again (bounded), so the create does not queue behind a
+ * refill on the controller's loop. */
+static int pool_wait_full(struct create_ctx *x, long long *ret_claimed)
+{
+	double deadline = bench_now_ms() + 60000;
+	for (;;) {
+		int r = pools_full(x, ret_claimed);
+		if (r != 0)
+			return r < 0 ? r : 0;
+		if (bench_now_ms() > deadline) {
+			snprintf(x->error, sizeof x->error, "the warm pool did not fill in 60 s");
+			return -ETIMEDOUT;
+		}
+		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+	}
+}
+
+/* --pool: the sample was served from the pool (its claimed counter moved by one). */
+static int pool_check_claimed(struct create_ctx *x, long long before)
+{
+	long long after = 0;
+	int r = pools_full(x, &after);
+	if (r < 0)
+		return r;
+	if (after != before + 1) {
+		snprintf(x->error, sizeof x->error,
+			 "a create was not served from the warm pool (claimed %lld -> %lld)",
+			 before, after);
+		return -EPROTO;
+	}
+	return 0;
+}
+
 /* The timed span of create_one is create + first exec; the delete after it is excluded by
  * measuring it apart and subtracting. */
 int cmd_create(const struct bench_opts *o)
@@ -301,32 +363,43 @@ int cmd_create(const struct bench_opts *o)
 	size_t n = (size_t)(o->runs > 0 ? o->runs : 1);
 	x.create_ms = calloc(n, sizeof(double));
 	x.delete_ms = calloc(n, sizeof(double));
+	x.second_ms = calloc(n, sizeof(double));
 	double *t = calloc(n, sizeof(double));
-	int r = x.create_ms && x.delete_ms && t ? bench_client(o, &x.c) : -ENOMEM;
+	int r = x.create_ms && x.delete_ms && x.second_ms && t ? bench_client(o, &x.c) : -ENOMEM;
 	if (r < 0) {
-		free(t), free(x.create_ms), free(x.delete_ms);
+		free(t), free(x.create_ms), free(x.delete_ms), free(x.second_ms);
 		return bench_emit_fail(o, "client: %s", strerror(-r));
 	}
 	for (int i = -o->warmup; r >= 0 && i < o->runs; i++) {
+		long long claimed = 0;
+		if (o->pool && (r = pool_wait_full(&x, &claimed)) < 0)
+			break;
 		double start = bench_now_ms();
 		r = create_one(&x, i);
 		if (i >= 0)
-			t[i] = bench_now_ms() - start - x.delete_ms[i];
+			t[i] = bench_now_ms() - start - x.delete_ms[i] - x.second_ms[i];
+		if (r >= 0 && o->pool)
+			r = pool_check_claimed(&x, claimed);
 	}
 	station_client_free(x.c);
 	if (r < 0) {
-		free(t), free(x.create_ms), free(x.delete_ms);
+		free(t), free(x.create_ms), free(x.delete_ms), free(x.second_ms);
 		return bench_emit_fail(o, "%s", x.error);
 	}
 	bench_stats_compute(t, n, &s);
 	bench_stats_compute(x.create_ms, n, &sc);
 	bench_stats_compute(x.delete_ms, n, &sd);
-	json_t *extra = json_pack("{ss sf sf sf sf si si ss}", "image", o->image, "createMedianMs",
-				  sc.median, "createP99Ms", sc.p99, "deleteMedianMs", sd.median,
-				  "deleteP99Ms", sd.p99, "firstExecRefused503", x.refused_503,
-				  "firstExecRefused409", x.refused_409, "network",
-				  o->network ? o->network : "none");
-	free(t), free(x.create_ms), free(x.delete_ms);
+	struct bench_stats s2;
+	bench_stats_compute(x.second_ms, n, &s2);
+	json_t *extra = json_pack("{ss sf sf sf sf si si ss sb}", "image", o->image,
+				  "createMedianMs", sc.median, "createP99Ms", sc.p99,
+				  "deleteMedianMs", sd.median, "deleteP99Ms", sd.p99,
+				  "firstExecRefused503", x.refused_503, "firstExecRefused409",
+				  x.refused_409, "network", o->network ? o->network : "none",
+				  "pool", o->pool);
+	if (o->pool)
+		json_object_set_new(extra, "secondExecMedianMs", json_real(s2.median));
+	free(t), free(x.create_ms), free(x.delete_ms), free(x.second_ms);
 	return bench_emit(o, "ms", &s, extra);
 }
 

@@ -45,6 +45,7 @@ struct bench_opts {
 	int count;		/* workspaces (memory) */
 	uint64_t bytes;		/* output bytes */
 	pid_t controller_pid;
+	bool pool; /* create: served from the warm pool, waited full before each sample */
 };
 
 /* --- bench-util.c --- */

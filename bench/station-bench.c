@@ -22,7 +22,8 @@ static const struct {
 	{ "oci-run", cmd_oci_run,
 	  "--runtime R --state DIR --bundle DIR --runs N [--private-mntns]" },
 	{ "create", cmd_create,
-	  "--endpoint E --image REF --runs N [--network none|bridge|restricted [--egress JSON]]" },
+	  "--endpoint E --image REF --runs N [--network none|bridge|restricted [--egress JSON]] "
+	  "[--pool]" },
 	{ "rate", cmd_rate, "--endpoint E --workspace W --clients N --seconds S --reps N" },
 	{ "memory", cmd_memory,
 	  "--endpoint E --count N --controller-pid PID [--image REF --runs N]" },
@@ -56,6 +57,7 @@ enum {
 	OPT_TRANSPORT,
 	OPT_NETWORK,
 	OPT_EGRESS,
+	OPT_POOL,
 };
 
 static const struct option options[] = {
@@ -81,6 +83,7 @@ static const struct option options[] = {
 	{ "transport", required_argument, NULL, OPT_TRANSPORT },
 	{ "network", required_argument, NULL, OPT_NETWORK },
 	{ "egress", required_argument, NULL, OPT_EGRESS },
+	{ "pool", no_argument, NULL, OPT_POOL },
 	{},
 };
 
@@ -162,6 +165,9 @@ static int parse_option(int opt, const char *arg, struct bench_opts *o)
 		break;
 	case OPT_EGRESS:
 		o->egress = arg;
+		break;
+	case OPT_POOL:
+		o->pool = true;
 		break;
 	default:
 		return -1;

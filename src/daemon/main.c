@@ -55,6 +55,8 @@ struct options {
 	bool network_off;
 	const char *dns_upstreams[MAX_DNS_UPSTREAMS + 1];
 	size_t n_dns_upstreams;
+	struct pool_config pools[POOL_MAX]; /* --pool; strings in pool_bufs */
+	char *pool_bufs[POOL_MAX];
 };
 
 static void usage(FILE *f)
@@ -78,7 +80,11 @@ static void usage(FILE *f)
 		"                        [--network-range CIDR|none] [--network-bridge NAME]\n"
 		"                        [--dns-upstream ADDR[:PORT]]...\n"
 		"                        [--network-allow private,link-local,worker,workspaces]\n"
+		"                        [--pool IMAGE[,size=N][,network=none|bridge][,seccomp=PROFILE]]...\n"
 		"\n"
+		"--pool keeps SIZE (default 1) started idle container workspaces of IMAGE (as a\n"
+		"create names it) with the runtime, network and seccomp profile given, refilled in\n"
+		"the background; a create that asks for the same and no env takes one.\n"
 		"The unix socket <root>/station.sock (mode 0600) is always served. TCP listeners\n"
 		"need the bearer token written to <root>/admin.token on first start.\n");
 }
@@ -238,7 +244,36 @@ enum {
 	OPT_NETWORK_BRIDGE,
 	OPT_DNS_UPSTREAM,
 	OPT_NETWORK_ALLOW,
+	OPT_POOL,
 };
+
+static void pool_bufs_free(struct options **o)
+{
+	for (size_t i = 0; i < (*o)->mc.n_pools; i++)
+		free((*o)->pool_bufs[i]);
+}
+
+/* --pool IMAGE[,size=N][,network=none|bridge][,seccomp=PROFILE] (manager.h); what the store
+ * and the profile directories must hold is checked when the manager starts. */
+static int parse_pool(struct options *o, const char *arg)
+{
+	char err[256];
+	if (o->mc.n_pools == POOL_MAX) {
+		fprintf(stderr, "station-sandboxd: --pool: at most %d pools\n", POOL_MAX);
+		return -EINVAL;
+	}
+	char *buf = strdup(arg);
+	if (!buf)
+		return -ENOMEM;
+	if (pool_config_parse(buf, &o->pools[o->mc.n_pools], err, sizeof err) < 0) {
+		fprintf(stderr, "station-sandboxd: --pool \"%s\": %s\n", arg, err);
+		free(buf);
+		return -EINVAL;
+	}
+	o->pool_bufs[o->mc.n_pools++] = buf;
+	o->mc.pools = o->pools;
+	return 0;
+}
 
 /* Image imports: where layouts may come from, and how large an image may unpack. */
 static int parse_image_option(struct options *o, int c, const char *arg)
@@ -403,6 +438,8 @@ static int parse_safety_option(struct options *o, int c, const char *arg)
 		return parse_network_option(o, c, arg);
 	case OPT_ADAPTERS:
 		return parse_adapters(&o->mc, arg);
+	case OPT_POOL:
+		return parse_pool(o, arg);
 	case OPT_HOST_USER:
 		return parse_host_user(&o->mc, arg);
 	case OPT_DEFAULT_PIDS:
@@ -588,6 +625,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "network-bridge", required_argument, NULL, OPT_NETWORK_BRIDGE },
 		{ "dns-upstream", required_argument, NULL, OPT_DNS_UPSTREAM },
 		{ "network-allow", required_argument, NULL, OPT_NETWORK_ALLOW },
+		{ "pool", required_argument, NULL, OPT_POOL },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -848,6 +886,10 @@ static int daemon_setup(struct daemon *d, struct options *o)
 	if (r >= 0)
 		r = manager_new(d->loop, d->store, &o->mc, &d->manager);
 	o->mc.secret_key = NULL; /* the manager has its copy; key is wiped on return */
+	if (r >= 0 && manager_pools_setup(d->manager, &e) < 0) {
+		fprintf(stderr, "station-sandboxd: %s\n", e.message);
+		return -EINVAL;
+	}
 	if (r >= 0)
 		r = manager_start(d->manager);
 	if (r < 0) {
@@ -920,6 +962,7 @@ int main(int argc, char **argv)
 			.dns_port = 53,
 		},
 	};
+	_cleanup_(pool_bufs_free) struct options *pools_owner = &o;
 	default_worker(o.worker, sizeof o.worker);
 	int r = parse_args(argc, argv, &o);
 	if (r < 0) {

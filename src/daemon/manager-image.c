@@ -55,6 +55,8 @@ static json_t *image_to_json(struct manager *m, const struct image *img)
 	for (size_t i = 0; img->config.env && img->config.env[i]; i++)
 		json_array_append_new(env, json_string(img->config.env[i]));
 	for (struct workspace *ws = m->workspaces; ws; ws = ws->next) {
+		if (ws->pool) /* unclaimed pool members go with the image */
+			continue;
 		const char *wi = json_string_value(json_object_get(ws->spec, "image"));
 		const char *at = wi ? strrchr(wi, '@') : NULL;
 		if (wi && strcmp(at ? at + 1 : wi, img->digest) == 0)
@@ -514,6 +516,8 @@ int manager_image_remove(struct manager *m, const char *ref, struct station_erro
 				      img->digest, ids ? ids : "");
 	}
 	json_decref(o);
+	if (r >= 0)
+		pool_image_remove(m, img->digest);
 	if (r >= 0)
 		r = image_remove(m->actx.images, img->digest, e);
 	image_free(img);

@@ -94,6 +94,7 @@ struct workspace {
 	unsigned cred_window_count;	    /* credential requests in that window */
 	struct file_session *file_sessions; /* manager-file.c */
 	size_t n_file_sessions;
+	struct pool *pool; /* manager-pool.c: an unclaimed warm pool member of this pool */
 };
 
 struct manager {
@@ -115,6 +116,10 @@ struct manager {
 	bool secret_key_set;
 	struct usage_waiter *usage_waiters; /* manager-usage.c */
 	uint64_t usage_requests;	    /* the last USAGE_REQUEST's number */
+	struct pool *pools;		    /* manager-pool.c: cfg.pools, resolved */
+	size_t n_pools;
+	size_t n_pool_members; /* of n_workspaces: unclaimed members, which no client sees */
+	struct event_source *pool_timer; /* refills and reaps, one workspace per turn */
 };
 
 struct workspace *workspace_find(struct manager *m, const char *id);
@@ -239,3 +244,41 @@ void workspace_network_free(struct workspace *ws);
 void secrets_load(struct manager *m);
 /* Wipes and frees the workspace's secrets. */
 void secrets_free_all(struct workspace *ws);
+
+/* --- the warm pool (manager-pool.c) ---
+ * Pool members are container workspaces made by workspace_make() like any other, kept in
+ * m->workspaces (so ids, uid ranges and addresses stay unique) but hidden from every client:
+ * workspace_find() skips them and n_workspaces - n_pool_members is what a client is told. */
+struct workspace_spec;
+void manager_pools_free(struct manager *m);
+/* A stored workspace at controller start: true when it is a pool member (the pool then owns
+ * it: adopted or torn down). */
+bool pool_adopt(struct manager *m, struct workspace *ws, const struct pool_member_row *rows,
+		size_t n_rows);
+/* A create that a ready member can serve: 1 with *ret the claimed workspace's JSON, 0 when no
+ * pool matches (a cold create follows), < 0 never (a claim that fails goes cold). */
+int pool_claim(struct manager *m, const struct workspace_spec *spec, json_t **ret);
+/* The member's agent is gone: the pool tears it down on its next turn. */
+void pool_member_lost(struct workspace *ws);
+/* An image is about to be removed from the store: members of digest are torn down now,
+ * before its layers go, and its pools report it. */
+void pool_image_remove(struct manager *m, const char *digest);
+json_t *manager_pools_json(struct manager *m);
+/* manager.c, for the pool: the whole create of a workspace (row, network, cgroup, container,
+ * agent HELLO) as POST /v1/workspaces does it, spec after defaults; pool non-NULL: recorded as
+ * that pool's member (key) before anything is started. Not linked on success. */
+int workspace_make(struct manager *m, const struct workspace_spec *spec, const char *pool_key,
+		   struct workspace **ret, struct station_error *e);
+/* The spec a fresh create of spec (after defaults) records: check()ed and resolved, idBase
+ * not yet allocated. */
+int workspace_spec_resolve(struct manager *m, const struct adapter_ops *ops,
+			   const struct workspace_spec *spec, json_t **ret,
+			   struct station_error *e);
+struct workspace_spec workspace_spec_effective(const struct manager *m,
+					       const struct workspace_spec *spec);
+void workspace_adopt(struct workspace *ws);
+/* Kills, removes and forgets a workspace that is not linked any more, then frees it. */
+void workspace_destroy(struct workspace *ws);
+void workspace_link(struct manager *m, struct workspace *ws);
+void workspace_unlink(struct manager *m, struct workspace *ws);
+int workspace_set_state(struct workspace *ws, enum workspace_state state, const char *reason);

@@ -125,13 +125,13 @@ int workspace_lookup(struct manager *m, const char *id, struct workspace **ret,
 		     struct station_error *e)
 {
 	struct workspace *ws = workspace_find(m, id);
-	if (!ws)
+	if (!ws || ws->pool) /* an unclaimed pool member is no client's */
 		return station_error_set(e, -ENOENT, NULL, "workspace \"%s\" not found", id);
 	*ret = ws;
 	return 0;
 }
 
-static int workspace_set_state(struct workspace *ws, enum workspace_state state, const char *reason)
+int workspace_set_state(struct workspace *ws, enum workspace_state state, const char *reason)
 {
 	const char *name = workspace_state_to_string(state);
 	if (free_and_strdup(&ws->row.reason, reason) < 0)
@@ -249,13 +249,13 @@ static int workspace_new(struct manager *m, struct workspace_row *row, struct wo
 	return 0;
 }
 
-static void workspace_link(struct manager *m, struct workspace *ws)
+void workspace_link(struct manager *m, struct workspace *ws)
 {
 	LIST_PREPEND(&m->workspaces, ws);
 	m->n_workspaces++;
 }
 
-static void workspace_unlink(struct manager *m, struct workspace *ws)
+void workspace_unlink(struct manager *m, struct workspace *ws)
 {
 	LIST_REMOVE(&m->workspaces, ws);
 	m->n_workspaces--;
@@ -304,6 +304,8 @@ static void agent_lost(struct workspace *ws, const char *reason)
 	adapter_ws(ws, &aw);
 	ws->adapter->stop(&aw);
 	workspace_set_state(ws, WORKSPACE_STOPPED, reason);
+	if (ws->pool)
+		pool_member_lost(ws);
 }
 
 static int on_agent_exit(struct event_source *s, int fd, uint32_t revents, void *userdata)
@@ -558,6 +560,13 @@ static void workspace_teardown(struct workspace *ws)
 	workspace_network_remove(ws);
 }
 
+void workspace_destroy(struct workspace *ws)
+{
+	workspace_teardown(ws);
+	store_workspace_delete(ws->m->store, ws->row.id);
+	workspace_free(ws);
+}
+
 static bool adapter_allowed(const struct manager *m, const struct adapter_ops *ops)
 {
 	return ops == &adapter_host ? m->cfg.allow_host : m->cfg.allow_container;
@@ -575,8 +584,8 @@ static json_t *adapters_json(const struct manager *m)
 
 /* The spec as created: limits the request left at 0 get the worker's defaults, so that a
  * workspace never runs without the limits the operator chose, and its JSON shows them. */
-static struct workspace_spec spec_effective(const struct manager *m,
-					    const struct workspace_spec *spec)
+struct workspace_spec workspace_spec_effective(const struct manager *m,
+					       const struct workspace_spec *spec)
 {
 	struct workspace_spec eff = *spec;
 	if (eff.pids_limit == 0)
@@ -690,36 +699,52 @@ static int name_nofile_limit(const struct manager *m, int r, struct station_erro
 		m->n_workspaces, (unsigned long long)rl.rlim_cur, cause);
 }
 
-int manager_workspace_create(struct manager *m, const struct workspace_spec *req, json_t **ret,
-			     struct station_error *e)
+int workspace_spec_resolve(struct manager *m, const struct adapter_ops *ops,
+			   const struct workspace_spec *spec, json_t **ret, struct station_error *e)
 {
-	const struct adapter_ops *ops = spec_adapter(m, req, e);
-	if (!ops)
-		return e->err;
-	const struct workspace_spec eff = spec_effective(m, req), *spec = &eff;
-	if (!m->base_cgroup)
-		return station_error_set(e, m->cgroup_error, NULL, "cgroups are unavailable: %s",
-					 strerror(-m->cgroup_error));
-	if (m->n_workspaces >= m->cfg.max_workspaces)
-		return station_error_set(e, -EAGAIN, NULL,
-					 "this worker already has %zu workspaces "
-					 "(the limit)",
-					 m->n_workspaces);
 	json_t *spec_json = spec_to_json(spec);
 	if (ops == &adapter_container && m->cfg.home_size_mb > 0)
 		json_object_set_new(spec_json, "homeSizeMb",
 				    json_integer((json_int_t)m->cfg.home_size_mb));
+	int r = ops->check(&m->actx, spec_json, e);
+	if (r < 0) {
+		json_decref(spec_json);
+		return r;
+	}
+	*ret = spec_json;
+	return 0;
+}
+
+int workspace_make(struct manager *m, const struct workspace_spec *spec, const char *pool_key,
+		   struct workspace **ret, struct station_error *e)
+{
+	const struct adapter_ops *ops = spec_adapter(m, spec, e);
+	if (!ops)
+		return e->err;
+	if (!m->base_cgroup)
+		return station_error_set(e, m->cgroup_error, NULL, "cgroups are unavailable: %s",
+					 strerror(-m->cgroup_error));
+	json_t *spec_json = NULL;
 	enum net_mode net_mode = NET_NONE;
 	struct net_policy *net_policy = NULL;
 	int r = workspace_network_check(m, spec, &net_mode, &net_policy, e);
 	if (r >= 0)
-		r = ops->check(&m->actx, spec_json, e);
+		r = workspace_spec_resolve(m, ops, spec, &spec_json, e);
 	if (r >= 0 && ops == &adapter_container)
 		r = alloc_id_base(m, spec_json, e);
 	struct workspace *ws = NULL;
 	if (r >= 0)
 		r = workspace_row_new(m, ops, spec_json, &ws, e);
 	json_decref(spec_json);
+	if (r >= 0 && pool_key) {
+		r = store_pool_member_insert(m->store, ws->row.id, pool_key);
+		if (r < 0) {
+			store_workspace_delete(m->store, ws->row.id);
+			workspace_free(ws);
+			station_error_set(e, r, NULL, "cannot record the pool member: %s",
+					  strerror(-r));
+		}
+	}
 	if (r < 0) {
 		net_policy_free(net_policy);
 		return r;
@@ -735,6 +760,30 @@ int manager_workspace_create(struct manager *m, const struct workspace_spec *req
 		workspace_free(ws);
 		return name_nofile_limit(m, r, e);
 	}
+	*ret = ws;
+	return 0;
+}
+
+int manager_workspace_create(struct manager *m, const struct workspace_spec *req, json_t **ret,
+			     struct station_error *e)
+{
+	if (!spec_adapter(m, req, e))
+		return e->err;
+	if (!m->base_cgroup)
+		return station_error_set(e, m->cgroup_error, NULL, "cgroups are unavailable: %s",
+					 strerror(-m->cgroup_error));
+	const struct workspace_spec spec = workspace_spec_effective(m, req);
+	if (m->n_workspaces - m->n_pool_members >= m->cfg.max_workspaces)
+		return station_error_set(e, -EAGAIN, NULL,
+					 "this worker already has %zu workspaces "
+					 "(the limit)",
+					 m->n_workspaces - m->n_pool_members);
+	if (pool_claim(m, &spec, ret) > 0)
+		return 0;
+	struct workspace *ws = NULL;
+	int r = workspace_make(m, &spec, NULL, &ws, e);
+	if (r < 0)
+		return r;
 	workspace_link(m, ws);
 	workspace_set_state(ws, WORKSPACE_READY, NULL);
 	*ret = workspace_to_json(ws);
@@ -745,7 +794,8 @@ int manager_workspace_list(struct manager *m, json_t **ret, struct station_error
 {
 	json_t *a = json_array();
 	for (struct workspace *ws = m->workspaces; ws; ws = ws->next)
-		json_array_append_new(a, workspace_to_json(ws));
+		if (!ws->pool)
+			json_array_append_new(a, workspace_to_json(ws));
 	*ret = json_pack("{s:o}", "workspaces", a);
 	return 0;
 }
@@ -881,7 +931,7 @@ json_t *manager_worker(struct manager *m)
 			      v == CGROUP_V2 ? "v2" :
 			      v == CGROUP_V1 ? "v1" :
 					       "unavailable",
-			      "workspaces", (json_int_t)m->n_workspaces);
+			      "workspaces", (json_int_t)(m->n_workspaces - m->n_pool_members));
 	json_t *limits = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "maxWorkspaces",
 				   (json_int_t)m->cfg.max_workspaces, "maxRunningPerWorkspace",
 				   (json_int_t)m->cfg.max_running_per_workspace, "defaultTimeoutMs",
@@ -894,6 +944,7 @@ json_t *manager_worker(struct manager *m)
 				   (json_int_t)m->cfg.home_size_mb);
 	json_object_set_new(o, "limits", limits);
 	json_object_set_new(o, "networks", manager_network_worker_json(m));
+	json_object_set_new(o, "pools", manager_pools_json(m));
 	if (m->cfg.allow_host)
 		json_object_set_new(o, "hostUser",
 				    m->cfg.host_user_set ?
@@ -951,7 +1002,7 @@ int manager_new(struct event_loop *loop, struct store *store, const struct manag
 }
 
 /* A stored workspace after a controller restart: adopt its agent when it still runs. */
-static void workspace_adopt(struct workspace *ws)
+void workspace_adopt(struct workspace *ws)
 {
 	char **ids = NULL;
 	size_t n = 0;
@@ -984,10 +1035,17 @@ static void workspace_adopt(struct workspace *ws)
 int manager_start(struct manager *m)
 {
 	struct workspace_row *rows = NULL;
-	size_t n = 0;
-	int r = store_workspace_list(m->store, &rows, &n);
-	if (r < 0)
+	struct pool_member_row *members = NULL;
+	size_t n = 0, n_members = 0;
+	int r = store_pool_member_list(m->store, &members, &n_members);
+	if (r >= 0)
+		r = store_workspace_list(m->store, &rows, &n);
+	if (r < 0) {
+		for (size_t i = 0; i < n_members; i++)
+			pool_member_row_free(&members[i]);
+		free(members);
 		return r;
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct workspace *ws;
 		r = workspace_new(m, &rows[i], &ws);
@@ -997,11 +1055,15 @@ int manager_start(struct manager *m)
 			continue;
 		}
 		workspace_link(m, ws);
+		pool_adopt(m, ws, members, n_members);
 		services_load(ws);
 		terminals_load(ws);
 		workspace_adopt(ws);
 	}
 	free(rows);
+	for (size_t i = 0; i < n_members; i++)
+		pool_member_row_free(&members[i]);
+	free(members);
 	secrets_load(m);
 	manager_network_start(m);
 	return 0;
@@ -1021,6 +1083,7 @@ void manager_free(struct manager *m)
 	usage_waiters_free(m);
 	event_source_free(m->fire_timer);
 	event_source_free(m->prune_timer);
+	manager_pools_free(m);
 	manager_image_jobs_free(m);
 	manager_network_free(m);
 	cgroup_free(m->base_cgroup);

@@ -56,10 +56,30 @@ struct manager_config {
 	/* The key secrets are sealed with in the store (store/secret-box.h; main.c loads it from
 	 * <root>/secrets.key), 32 bytes, copied by manager_new(). NULL: secrets cannot be put. */
 	const uint8_t *secret_key;
+	/* The warm pool (--pool, docs/operations.md): per entry, this many started idle container
+	 * workspaces of the image, network and profile, claimed by a matching create. */
+	const struct pool_config *pools;
+	size_t n_pools;
 };
+
+struct pool_config {
+	const char *image;   /* as a create names it: name@sha256:… or sha256:… */
+	const char *network; /* "none" or "bridge" */
+	const char *seccomp; /* NULL: the worker's default profile */
+	size_t size;	     /* 1 … POOL_MAX_SIZE */
+};
+#define POOL_MAX_SIZE 1000
+#define POOL_MAX 16
+/* Parses one --pool value (IMAGE[,size=N][,network=none|bridge][,seccomp=PROFILE]) into ret,
+ * whose strings point into buf (a copy of the value the caller keeps); -EINVAL with why in
+ * err. */
+int pool_config_parse(char *buf, struct pool_config *ret, char *err, size_t err_size);
 
 int manager_new(struct event_loop *loop, struct store *store, const struct manager_config *cfg,
 		struct manager **ret);
+/* Resolves cfg.pools (images and profiles in the store, network available) and arms their
+ * refill; -EINVAL with e naming the bad pool. Before manager_start(). */
+int manager_pools_setup(struct manager *m, struct station_error *e);
 /* Reconciles stored workspaces with their agents (after a restart). */
 int manager_start(struct manager *m);
 /* Closes agent connections without stopping agents or their runs. */

@@ -51,6 +51,20 @@ int store_workspace_get(struct store *s, const char *id, struct workspace_row *r
 /* Every workspace, oldest first. */
 int store_workspace_list(struct store *s, struct workspace_row **ret, size_t *ret_n);
 
+/* Warm pool members (store-pool.c): an unclaimed member's workspace row has a pool_members
+ * row naming its pool's key; the row goes with its workspace. */
+struct pool_member_row {
+	char *workspace_id;
+	char *pool;
+};
+void pool_member_row_free(struct pool_member_row *r);
+int store_pool_member_insert(struct store *s, const char *workspace_id, const char *pool);
+/* Every member, oldest first. */
+int store_pool_member_list(struct store *s, struct pool_member_row **ret, size_t *ret_n);
+/* In one transaction: r->id stops being a member (-ENOENT when it was not one: nothing is
+ * changed) and its spec_json, created_at and updated_at become r's. */
+int store_pool_claim(struct store *s, const struct workspace_row *r);
+
 struct run_output {
 	uint8_t *head;
 	size_t head_len;
