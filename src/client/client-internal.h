@@ -127,6 +127,10 @@ int client_file_path(struct station_client *c, const char *ws, const char *suffi
 /* The type an API string names ("file", "dir", …); STATION_FILE_UNKNOWN for anything else. */
 enum station_file_type client_file_type_from_string(const char *s);
 
+/* Turns a response that is not the answer wanted (a non-2xx, a refused upgrade) into the error
+ * it carries: the server's code and message, the errno its status maps to; returns that. */
+int client_api_error(struct station_client *c, long status, const char *body);
+
 /* Parses a 2xx body into *ret (optional); any other status becomes the API error it carries. */
 int client_parse_reply(struct station_client *c, long status, const char *body, json_t **ret);
 

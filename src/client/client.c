@@ -101,8 +101,7 @@ static int http_status_to_errno(long status)
 	}
 }
 
-/* Turns a non-2xx response into an error carrying the server's code and message. */
-static int client_api_error(struct station_client *c, long status, const char *body)
+int client_api_error(struct station_client *c, long status, const char *body)
 {
 	_cleanup_json_ json_t *doc = body ? json_loads(body, 0, NULL) : NULL;
 	json_t *e = json_object_get(doc, "error");

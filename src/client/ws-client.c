@@ -49,26 +49,6 @@ int client_ws_send(struct client_ws *w, enum ws_opcode op, const void *data, siz
 
 /* ---- the handshake ------------------------------------------------------------------------- */
 
-static int status_errno(long status)
-{
-	switch (status) {
-	case 400:
-		return -EINVAL;
-	case 401:
-		return -EACCES;
-	case 404:
-		return -ENOENT;
-	case 409:
-		return -EBUSY;
-	case 429:
-		return -EAGAIN;
-	case 503:
-		return -ENOTCONN;
-	default:
-		return -EIO;
-	}
-}
-
 /* The value of header name in the response head (NUL-terminated), copied; NULL when absent. */
 static char *head_header(const char *head, const char *name)
 {
@@ -125,8 +105,6 @@ static int handshake_refused(struct station_client *c, int fd, char *buf, size_t
 	_cleanup_free_ char *cl = head_header(buf, "Content-Length");
 	size_t want = cl ? (size_t)strtoul(cl, NULL, 10) : 0, have = len - head;
 	_cleanup_free_ char *body = NULL;
-	_cleanup_json_ json_t *doc = NULL;
-	const char *msg, *code;
 
 	want = MIN(want, (size_t)ERROR_BODY_MAX);
 	body = malloc(want + 1);
@@ -145,14 +123,7 @@ static int handshake_refused(struct station_client *c, int fd, char *buf, size_t
 		have += (size_t)k;
 	}
 	body[MIN(have, want)] = '\0';
-	doc = json_loads(body, 0, NULL);
-	msg = json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
-	code = json_string_value(json_object_get(json_object_get(doc, "error"), "code"));
-	client_error(c, status_errno(status), "%s",
-		     msg ? msg : "the WebSocket upgrade was refused");
-	snprintf(c->error_code, sizeof c->error_code, "%s", code ? code : "");
-	c->last_status = status;
-	return status_errno(status);
+	return client_api_error(c, status, body);
 }
 
 static int handshake(struct client_ws *w, const char *path)
