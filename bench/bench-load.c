@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 
 struct rate_shared {
 	const struct bench_opts *o;
+	bool floor; /* posix_spawn + wait of /bin/sh -c true instead of an exec through the API */
 	pthread_barrier_t start, end;
 	double rep_end; /* written by main before the start barrier */
 	atomic_int failed;
@@ -47,17 +49,44 @@ static void rate_record(struct rate_thread *t, double ms)
 	t->lat[t->nlat++] = ms;
 }
 
+/* The floor's one operation, exactly what exec.floor times, here from every thread at once. */
+static int spawn_true(void)
+{
+	static char *const argv[] = { "/bin/sh", "-c", "true", NULL };
+	pid_t pid;
+	int status, r = posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
+	if (r != 0)
+		return -r;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}
+
+static int rate_one(struct rate_shared *sh, struct station_client *c)
+{
+	return sh->floor ? spawn_true() : bench_exec_true(c, sh->o->workspace);
+}
+
+static const char *rate_error(struct rate_shared *sh, struct station_client *c, int r)
+{
+	if (sh->floor)
+		return r == -EIO ? "/bin/sh -c true did not exit 0" : strerror(-r);
+	if (r == -EIO)
+		return "run did not exit 0";
+	return c ? station_client_last_error(c) : "client";
+}
+
 static void *rate_main(void *userdata)
 {
 	struct rate_thread *t = userdata;
 	struct rate_shared *sh = t->sh;
 	struct station_client *c = NULL;
-	int r = bench_client(sh->o, &c);
+	int r = sh->floor ? 0 : bench_client(sh->o, &c);
 	for (int i = 0; r >= 0 && i < 5; i++) /* warm-up: connection and first requests */
-		r = bench_exec_true(c, sh->o->workspace);
+		r = rate_one(sh, c);
 	if (r < 0) {
-		snprintf(t->error, sizeof t->error, "%s",
-			 c ? station_client_last_error(c) : "client");
+		snprintf(t->error, sizeof t->error, "%s", rate_error(sh, c, r));
 		atomic_store(&sh->failed, 1);
 	}
 	for (int rep = 0; rep < sh->o->reps; rep++) {
@@ -66,12 +95,10 @@ static void *rate_main(void *userdata)
 		t->last_ms = bench_now_ms();
 		while (!atomic_load(&sh->failed) && t->last_ms < sh->rep_end) {
 			double start = t->last_ms;
-			r = bench_exec_true(c, sh->o->workspace);
+			r = rate_one(sh, c);
 			t->last_ms = bench_now_ms();
 			if (r < 0) {
-				snprintf(t->error, sizeof t->error, "%s",
-					 r == -EIO ? "run did not exit 0" :
-						     station_client_last_error(c));
+				snprintf(t->error, sizeof t->error, "%s", rate_error(sh, c, r));
 				atomic_store(&sh->failed, 1);
 				break;
 			}
@@ -100,10 +127,10 @@ static double rate_rep(struct rate_shared *sh, struct rate_thread *th, int n)
 	return last > start ? (double)total * 1000 / (last - start) : 0;
 }
 
-int cmd_rate(const struct bench_opts *o)
+static int rate(const struct bench_opts *o, bool floor)
 {
 	int n = o->clients > 0 ? o->clients : 1;
-	struct rate_shared sh = { .o = o };
+	struct rate_shared sh = { .o = o, .floor = floor };
 	struct rate_thread *th = calloc((size_t)n, sizeof *th);
 	double *rates = calloc((size_t)o->reps, sizeof *rates);
 	if (!th || !rates)
@@ -125,8 +152,10 @@ int cmd_rate(const struct bench_opts *o)
 	if (atomic_load(&sh.failed)) {
 		for (int i = 0; i < n && r == 0; i++)
 			if (th[i].error[0])
-				r = bench_emit_fail(o, "exec `true` with %d clients: %s", n,
-						    th[i].error);
+				r = bench_emit_fail(o, "%s with %d %s: %s",
+						    floor ? "posix_spawn /bin/sh -c true" :
+							    "exec `true`",
+						    n, floor ? "threads" : "clients", th[i].error);
 	} else {
 		double *all = malloc((nlat ? nlat : 1) * sizeof *all);
 		struct bench_stats s, lat;
@@ -138,7 +167,7 @@ int cmd_rate(const struct bench_opts *o)
 		bench_stats_compute(all, all ? k : 0, &lat);
 		bench_stats_compute(rates, (size_t)o->reps, &s);
 		s.p99 = NAN; /* over a few repetitions: min-max says more */
-		r = bench_emit(o, "exec/s", &s,
+		r = bench_emit(o, floor ? "spawns/s" : "exec/s", &s,
 			       json_pack("{si sf sf sf sI}", "clients", n, "secondsPerRep",
 					 o->seconds, "latencyP50Ms", lat.median, "latencyP99Ms",
 					 lat.p99, "execs", (json_int_t)k));
@@ -150,6 +179,18 @@ int cmd_rate(const struct bench_opts *o)
 	pthread_barrier_destroy(&sh.end);
 	free(th), free(rates);
 	return r;
+}
+
+int cmd_rate(const struct bench_opts *o)
+{
+	return rate(o, false);
+}
+
+/* The floor of the rate rows: o->clients threads each spawning and waiting for /bin/sh -c true
+ * in a loop, for the same repetitions and seconds. */
+int cmd_spawn_rate(const struct bench_opts *o)
+{
+	return rate(o, true);
 }
 
 /* --- output streamed to a client --- */

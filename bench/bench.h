@@ -93,6 +93,7 @@ int cmd_oci_exec(const struct bench_opts *o);
 int cmd_oci_run(const struct bench_opts *o);
 int cmd_create(const struct bench_opts *o);
 int cmd_rate(const struct bench_opts *o);
+int cmd_spawn_rate(const struct bench_opts *o);
 int cmd_memory(const struct bench_opts *o);
 int cmd_output(const struct bench_opts *o);
 int cmd_polls(const struct bench_opts *o);

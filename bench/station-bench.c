@@ -25,6 +25,7 @@ static const struct {
 	  "--endpoint E --image REF --runs N [--network none|bridge|restricted [--egress JSON]] "
 	  "[--pool]" },
 	{ "rate", cmd_rate, "--endpoint E --workspace W --clients N --seconds S --reps N" },
+	{ "spawn-rate", cmd_spawn_rate, "--clients N --seconds S --reps N" },
 	{ "memory", cmd_memory,
 	  "--endpoint E --count N --controller-pid PID [--image REF --runs N]" },
 	{ "output", cmd_output,
