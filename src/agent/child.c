@@ -164,7 +164,7 @@ void child_done(struct child *c)
 		output_buffer_done(&c->out[i].buf);
 	event_source_free(c->drain_timer);
 	c->drain_timer = NULL;
-	cgroup_free(c->cg);
+	spawn_cgroup_free(c->cg);
 	c->cg = NULL;
 	free(c->reason);
 	c->reason = NULL;
@@ -384,8 +384,20 @@ static void close_pair(int p[2])
 		}
 }
 
+/* /dev/null for the stdin of commands without one: opened once, kept (CLOEXEC; the child
+ * gets it through dup2). */
+static int devnull_fd = -1;
+
+static int devnull(void)
+{
+	if (devnull_fd < 0)
+		devnull_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return devnull_fd < 0 ? -errno : devnull_fd;
+}
+
 /* [0] stdin, [1] stdout, [2] stderr, [3] the error pipe. Without a PTY, stdin is a pipe when
- * the command has one, else /dev/null (read end only); with a PTY, only the error pipe. */
+ * the command has one, else the kept /dev/null (p[0][0] then left -1, nothing to close: see
+ * stdin_of()); with a PTY, only the error pipe. */
 static int open_pipes(int p[4][2], const struct child_cmd *cmd)
 {
 	if (pipe2(p[3], O_CLOEXEC) < 0)
@@ -396,8 +408,14 @@ static int open_pipes(int p[4][2], const struct child_cmd *cmd)
 		return -errno;
 	if (cmd->has_stdin)
 		return pipe2(p[0], O_CLOEXEC) < 0 ? -errno : 0;
-	p[0][0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	return p[0][0] < 0 ? -errno : 0;
+	int fd = devnull();
+
+	return fd < 0 ? fd : 0;
+}
+
+static int stdin_of(int p[4][2], const struct child_cmd *cmd)
+{
+	return cmd->has_stdin ? p[0][0] : devnull_fd;
 }
 
 static int fork_with(struct child *c, const struct child_cmd *cmd, char **envp)
@@ -423,7 +441,7 @@ static int fork_with(struct child *c, const struct child_cmd *cmd, char **envp)
 		goto out;
 	}
 	for (int i = 0; i < 3; i++)
-		s.stdio[i] = cmd->pty ? cmd->pty_slave : p[i][i == 0 ? 0 : 1];
+		s.stdio[i] = cmd->pty ? cmd->pty_slave : i == 0 ? stdin_of(p, cmd) : p[i][1];
 	s.errpipe = p[3][1];
 	k = spawn_fork(&s, &c->pid);
 	if (k < 0) {

@@ -2,6 +2,8 @@
 #include "agent/spawn.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <grp.h>
 #include <sched.h>
@@ -29,6 +31,106 @@ static _Noreturn void child_fail(int fd, int stage, int err)
 	_exit(127);
 }
 
+/* ---- groups' cgroup.procs, kept open ----------------------------------------------------------
+ * Joining a group is a write of "0" to its cgroup.procs in every hierarchy. Opening those files
+ * is a path walk through cgroupfs each time (the costlier half of the join); the groups the
+ * agent makes are used again and again (the pool), so their files are opened once, write-only
+ * (no read buffer behind them: a few hundred bytes of kernel memory each), and closed when the
+ * group is freed. The forked child finds them here without allocating. */
+
+struct attach_files {
+	struct attach_files *next;
+	const struct cgroup *cg;
+	size_t n;
+	int fd[CGROUP_MAX_DIRS];
+};
+
+/* A bound on the fds this holds (live runs have pipes to open too). */
+#define ATTACH_FILES_MAX 16
+
+static struct attach_files *attach_files;
+static size_t n_attach_files;
+
+static void attach_files_close(struct attach_files *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		close(a->fd[i]);
+	free(a);
+}
+
+/* Best effort: without them the child opens the files by path, as before. */
+static void attach_files_open(const struct cgroup *cg)
+{
+	struct attach_files *a;
+
+	if (n_attach_files >= ATTACH_FILES_MAX || cg->n_dirs > CGROUP_MAX_DIRS)
+		return;
+	a = calloc(1, sizeof *a);
+	if (!a)
+		return;
+	a->cg = cg;
+	for (size_t i = 0; i < cg->n_dirs; i++) {
+		char path[PATH_MAX];
+		int n = snprintf(path, sizeof path, "%s/cgroup.procs", cg->dirs[i]);
+
+		if (n < 0 || (size_t)n >= sizeof path)
+			break;
+		a->fd[a->n] = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (a->fd[a->n] < 0)
+			break;
+		a->n++;
+	}
+	if (a->n != cg->n_dirs) {
+		attach_files_close(a);
+		return;
+	}
+	a->next = attach_files;
+	attach_files = a;
+	n_attach_files++;
+}
+
+static const struct attach_files *attach_files_find(const struct cgroup *cg)
+{
+	for (const struct attach_files *a = attach_files; a; a = a->next)
+		if (a->cg == cg)
+			return a;
+	return NULL;
+}
+
+void spawn_cgroup_free(struct cgroup *cg)
+{
+	if (!cg)
+		return;
+	for (struct attach_files **p = &attach_files; *p; p = &(*p)->next)
+		if ((*p)->cg == cg) {
+			struct attach_files *a = *p;
+			*p = a->next;
+			attach_files_close(a);
+			n_attach_files--;
+			break;
+		}
+	cgroup_free(cg);
+}
+
+/* In the child: the caller joins cg, through the kept files when there are. */
+static int attach_self(const struct cgroup *cg)
+{
+	const struct attach_files *a = attach_files_find(cg);
+
+	if (!a)
+		return cgroup_attach(cg, 0);
+	for (size_t i = 0; i < a->n; i++) {
+		ssize_t n;
+
+		do
+			n = write(a->fd[i], "0", 1);
+		while (n < 0 && errno == EINTR);
+		if (n < 0)
+			return -errno;
+	}
+	return 0;
+}
+
 /* In the forked child: only system calls and the cgroup write, nothing that logs. */
 static _Noreturn void child_exec(const struct spawn_child *c)
 {
@@ -37,7 +139,7 @@ static _Noreturn void child_exec(const struct spawn_child *c)
 	sigset_t none;
 	int k;
 
-	if (c->cg && (k = cgroup_attach(c->cg, 0)) < 0)
+	if (c->cg && (k = attach_self(c->cg)) < 0)
 		child_fail(c->errpipe, SPAWN_STAGE_CGROUP, -k);
 	if (c->set_user && (setgroups(0, NULL) < 0 || setgid(c->gid) < 0 || setuid(c->uid) < 0))
 		child_fail(c->errpipe, SPAWN_STAGE_USER, errno);
@@ -198,7 +300,7 @@ void spawn_cgroup_pool_fill(const struct cgroup *parent)
 		while (pool.n > 0) {
 			struct cgroup *cg = pool.items[--pool.n];
 			(void)cgroup_remove(cg);
-			cgroup_free(cg);
+			spawn_cgroup_free(cg);
 		}
 		pool.parent = parent;
 	}
@@ -273,7 +375,7 @@ static void release_free(struct release *rl)
 			break;
 		}
 	event_source_free(rl->timer);
-	cgroup_free(rl->cg);
+	spawn_cgroup_free(rl->cg);
 	free(rl);
 }
 
@@ -304,7 +406,7 @@ void spawn_cgroup_release(struct event_loop *loop, struct cgroup *cg)
 		if (k < 0)
 			log_warn("cannot remove a command cgroup", "cgroup", cg->dirs[0], "error",
 				 strerror(-k), NULL);
-		cgroup_free(cg);
+		spawn_cgroup_free(cg);
 		return;
 	}
 	rl = calloc(1, sizeof *rl);
@@ -312,7 +414,7 @@ void spawn_cgroup_release(struct event_loop *loop, struct cgroup *cg)
 				   on_release_retry, rl) < 0) {
 		log_warn("cannot remove a command cgroup", "cgroup", cg->dirs[0], NULL);
 		free(rl);
-		cgroup_free(cg);
+		spawn_cgroup_free(cg);
 		return;
 	}
 	rl->cg = cg;
@@ -377,6 +479,7 @@ static int cgroup_make(const struct cgroup *parent, const char *name, struct cgr
 			cgroup_free(cg);
 		return k;
 	}
+	attach_files_open(cg);
 	*ret = cg;
 	return 0;
 }

@@ -79,6 +79,10 @@ int spawn_build_env(char *const *base, size_t n_base, const char *home_entry, co
  * of time when it has one (then named "p-<n>", not name), else "<parent>/<name>" made now. */
 int spawn_cgroup_new(const struct cgroup *parent, const char *name, struct cgroup **ret);
 
+/* Frees a group spawn_cgroup_new() made (not removed: cgroup_remove() first), and closes the
+ * control files kept open for it. Every such group goes through here, never cgroup_free(). */
+void spawn_cgroup_free(struct cgroup *cg);
+
 /* Tops the pool up: mkdir is a good part of a command's start, so it is done between commands,
  * after a result went out. */
 void spawn_cgroup_pool_fill(const struct cgroup *parent);

@@ -20,7 +20,8 @@ struct run_poll {
 	struct http_request *req;
 	unsigned status;
 	char *run_id;
-	json_t *started; /* POST: the run as started, the answer should it vanish meanwhile */
+	json_t *started;  /* POST: the run as started, the answer should it vanish meanwhile */
+	json_t *finished; /* the run as it ended, when the manager had it at hand */
 	struct run_waiter *waiter;
 	struct event_source *timer;
 };
@@ -33,6 +34,7 @@ static void run_poll_free(void *userdata)
 		manager_run_waiter_cancel(p->waiter);
 	event_source_free(p->timer);
 	json_decref(p->started);
+	json_decref(p->finished);
 	free(p->run_id);
 	free(p);
 }
@@ -56,12 +58,18 @@ static int run_poll_resumed(struct http_request *req)
 {
 	struct run_poll *p = http_request_state(req);
 	_cleanup_free_ char *run_id = NULL;
-	json_t *fallback;
+	json_t *fallback, *finished;
 	unsigned status;
 	int r;
 
 	if (!p)
 		return http_reply_status(req, 500, NULL, "the wait was lost");
+	finished = TAKE_PTR(p->finished);
+	if (finished) { /* what a read of the store would give, without the read */
+		status = p->status;
+		http_request_set_state(req, NULL, NULL);
+		return http_reply_json(req, status, finished);
+	}
 	run_id = TAKE_PTR(p->run_id);
 	fallback = TAKE_PTR(p->started);
 	status = p->status;
@@ -71,11 +79,12 @@ static int run_poll_resumed(struct http_request *req)
 	return r;
 }
 
-static void on_run_terminal(void *userdata)
+static void on_run_terminal(void *userdata, json_t *run)
 {
 	struct run_poll *p = userdata;
 
 	p->waiter = NULL; /* gone once called */
+	p->finished = json_incref(run);
 	http_request_resume(p->req);
 }
 

@@ -37,6 +37,10 @@ struct run_state {
 	char id[PROTO_MAX_ID + 1];
 	uint64_t started_at;
 	unsigned link_gen; /* the agent connection it was sent on */
+	/* What the run's row was inserted with (id and workspace_id not kept): the finished run
+	 * is answered from it and the result, not read back. NULL for runs found running at
+	 * startup. */
+	struct run_row *start;
 	struct run_waiter *waiters;
 	struct run_watch *watches;
 };
@@ -45,8 +49,9 @@ struct run_waiter {
 	struct run_waiter *prev, *next;
 	struct run_waiter **head; /* the list it is on */
 	struct manager *m;
-	run_waiter_fn fn;
+	run_result_fn fn;
 	void *userdata;
+	json_t *result; /* the finished run, once known from memory */
 };
 
 struct run_watch {

@@ -39,6 +39,21 @@ int run_state_add(struct workspace *ws, const char *id, struct run_state **ret)
 	return 0;
 }
 
+static void run_state_free(struct run_state *r)
+{
+	if (r->start) {
+		run_row_free(r->start);
+		free(r->start);
+	}
+	free(r);
+}
+
+static void waiter_free(struct run_waiter *w)
+{
+	json_decref(w->result);
+	free(w);
+}
+
 /* Waiters fire from a zero-delay timer, never from inside the call that ended the run. */
 static int on_fire(struct event_source *s, uint64_t now, void *userdata)
 {
@@ -46,18 +61,20 @@ static int on_fire(struct event_source *s, uint64_t now, void *userdata)
 	while (m->fire_queue) {
 		struct run_waiter *w = m->fire_queue;
 		LIST_REMOVE(&m->fire_queue, w);
-		w->fn(w->userdata);
-		free(w);
+		w->fn(w->userdata, w->result);
+		waiter_free(w);
 	}
 	return 0;
 }
 
-static void waiters_fire(struct manager *m, struct run_waiter **list)
+/* result: the finished run (borrowed), or NULL when only the store knows it. */
+static void waiters_fire(struct manager *m, struct run_waiter **list, json_t *result)
 {
 	while (*list) {
 		struct run_waiter *w = *list;
 		LIST_REMOVE(list, w);
 		w->head = &m->fire_queue;
+		w->result = json_incref(result);
 		LIST_PREPEND(&m->fire_queue, w);
 	}
 	if (m->fire_queue)
@@ -69,7 +86,7 @@ void manager_run_waiter_cancel(struct run_waiter *w)
 	if (!w)
 		return;
 	LIST_REMOVE(w->head, w);
-	free(w);
+	waiter_free(w);
 }
 
 void output_follower_deliver(struct output_follower *f, int stream, uint64_t offset,
@@ -115,10 +132,40 @@ void run_on_output(struct workspace *ws, const char *run_id, int stream, uint64_
 		output_follower_deliver(&w->follower, stream, offset, data, n);
 }
 
-static void run_state_end(struct workspace *ws, struct run_state *r, const struct run_row *res)
+/* The row as the store holds it after store_run_finish() recorded result: the inserted columns
+ * with the result's over them (started_at kept when the result has none, as the UPDATE does).
+ * Points into both; nothing to free. */
+static struct run_row finished_row(const struct workspace *ws, const struct run_state *r,
+				   const struct run_row *result)
+{
+	struct run_row row = *result;
+
+	row.id = (char *)r->id;
+	row.workspace_id = ws->row.id;
+	row.command = r->start->command;
+	row.cwd = r->start->cwd;
+	row.env_json = r->start->env_json;
+	row.timeout_ms = r->start->timeout_ms;
+	row.max_output_bytes = r->start->max_output_bytes;
+	row.created_at = r->start->created_at;
+	if (!row.started_at)
+		row.started_at = r->start->started_at;
+	return row;
+}
+
+/* recorded: result is what the store now holds for the run (it was running until now). */
+static void run_state_end(struct workspace *ws, struct run_state *r, const struct run_row *res,
+			  bool recorded)
 {
 	struct manager *m = ws->m;
-	waiters_fire(m, &r->waiters);
+	json_t *answer = NULL;
+
+	if (recorded && r->start && r->waiters) {
+		struct run_row row = finished_row(ws, r, res);
+		answer = run_to_json(&row, true); /* NULL (out of memory): they read the store */
+	}
+	waiters_fire(m, &r->waiters, answer);
+	json_decref(answer);
 	while (r->watches) {
 		struct run_watch *w = r->watches;
 		LIST_REMOVE(&r->watches, w);
@@ -127,7 +174,7 @@ static void run_state_end(struct workspace *ws, struct run_state *r, const struc
 	}
 	LIST_REMOVE(&ws->runs, r);
 	ws->n_running--;
-	free(r);
+	run_state_free(r);
 }
 
 int run_finish(struct workspace *ws, const struct run_row *result)
@@ -146,7 +193,7 @@ int run_finish(struct workspace *ws, const struct run_row *result)
 	/* result may point into the run state (a lost run): nothing reads it after this */
 	struct run_state *rs = run_state_find(ws, result->id);
 	if (rs)
-		run_state_end(ws, rs, result);
+		run_state_end(ws, rs, result, r > 0);
 	return r;
 }
 
@@ -164,7 +211,7 @@ void runs_lose_all(struct workspace *ws, const char *reason)
 		struct run_state *first = ws->runs;
 		int r = run_finish(ws, &lost);
 		if (r < 0 && r != -ENOENT) /* not recorded (store failure): still drop it here */
-			run_state_end(ws, first, &lost);
+			run_state_end(ws, first, &lost, false);
 	}
 }
 
@@ -175,7 +222,7 @@ void runs_free_all(struct workspace *ws)
 		while (r->waiters) {
 			struct run_waiter *w = r->waiters;
 			LIST_REMOVE(&r->waiters, w);
-			free(w);
+			waiter_free(w);
 		}
 		while (r->watches) {
 			struct run_watch *w = r->watches;
@@ -183,7 +230,7 @@ void runs_free_all(struct workspace *ws)
 			watch_free(w);
 		}
 		LIST_REMOVE(&ws->runs, r);
-		free(r);
+		run_state_free(r);
 	}
 	ws->n_running = 0;
 }
@@ -223,6 +270,31 @@ static int run_check_workspace(struct workspace *ws, struct station_error *e)
 					 "workspace \"%s\" already runs %zu commands (the limit)",
 					 ws->row.id, ws->n_running);
 	return 0;
+}
+
+/* The inserted columns of row that the finished run is answered with (finished_row()). */
+static struct run_row *run_start_copy(const struct run_row *row)
+{
+	struct run_row *c = calloc(1, sizeof *c);
+
+	if (!c)
+		return NULL;
+	*c = (struct run_row){
+		.command = row->command ? strdup(row->command) : NULL,
+		.cwd = row->cwd ? strdup(row->cwd) : NULL,
+		.env_json = row->env_json ? strdup(row->env_json) : NULL,
+		.timeout_ms = row->timeout_ms,
+		.max_output_bytes = row->max_output_bytes,
+		.created_at = row->created_at,
+		.started_at = row->started_at,
+	};
+	if ((row->command && !c->command) || (row->cwd && !c->cwd) ||
+	    (row->env_json && !c->env_json)) {
+		run_row_free(c);
+		free(c);
+		return NULL;
+	}
+	return c;
 }
 
 int manager_run_start(struct manager *m, const char *ws_id, const struct run_spec *spec,
@@ -281,8 +353,11 @@ int manager_run_start(struct manager *m, const char *ws_id, const struct run_spe
 	struct run_state *rs = NULL;
 	if (r >= 0)
 		r = run_state_add(ws, id, &rs);
-	if (r >= 0)
+	if (r >= 0) {
 		rs->link_gen = ws->link_gen;
+		rs->start =
+			run_start_copy(&row); /* NULL (out of memory): answered from the store */
+	}
 	if (r < 0) {
 		row.status = RUN_LOST;
 		row.reason = (char *)"the agent could not be reached";
@@ -369,7 +444,7 @@ int manager_run_cancel(struct manager *m, const char *ws_id, const char *run_id,
 	return 0;
 }
 
-int manager_run_wait(struct manager *m, const char *ws_id, const char *run_id, run_waiter_fn fn,
+int manager_run_wait(struct manager *m, const char *ws_id, const char *run_id, run_result_fn fn,
 		     void *userdata, struct run_waiter **ret, struct station_error *e)
 {
 	struct workspace *ws = NULL;

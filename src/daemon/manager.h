@@ -145,12 +145,15 @@ int manager_run_list(struct manager *m, const char *ws_id, json_t **ret, struct 
 int manager_run_cancel(struct manager *m, const char *ws_id, const char *run_id,
 		       struct station_error *e);
 
-/* Calls fn once when the run reaches a terminal status. Returns 0 with *ret set when
- * registered, 1 when the run is already terminal (nothing registered), < 0 on error (unknown
- * workspace or run). fn is never called from inside manager_run_wait. */
+/* Calls fn once when the run reaches a terminal status, with the run as GET shows it then
+ * (borrowed; take a reference to keep it) when this controller recorded that status itself,
+ * else NULL (read it with manager_run_get()). Returns 0 with *ret set when registered, 1 when
+ * the run is already terminal (nothing registered), < 0 on error (unknown workspace or run).
+ * fn is never called from inside manager_run_wait. */
 struct run_waiter;
 typedef void (*run_waiter_fn)(void *userdata);
-int manager_run_wait(struct manager *m, const char *ws_id, const char *run_id, run_waiter_fn fn,
+typedef void (*run_result_fn)(void *userdata, json_t *run);
+int manager_run_wait(struct manager *m, const char *ws_id, const char *run_id, run_result_fn fn,
 		     void *userdata, struct run_waiter **ret, struct station_error *e);
 /* Before fn was called; afterwards the waiter is gone and must not be touched. */
 void manager_run_waiter_cancel(struct run_waiter *w);

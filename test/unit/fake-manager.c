@@ -26,7 +26,7 @@ struct fake_run {
 struct run_waiter {
 	bool used;
 	struct fake_run *run;
-	run_waiter_fn fn;
+	run_result_fn fn;
 	void *userdata;
 };
 
@@ -208,7 +208,7 @@ static void run_finish(struct fake_run *r, const char *status)
 	for (size_t i = 0; i < MAX_CALLBACKS; i++)
 		if (waiters[i].used && waiters[i].run == r) {
 			waiters[i].used = false;
-			waiters[i].fn(waiters[i].userdata);
+			waiters[i].fn(waiters[i].userdata, NULL); /* the API reads the run */
 		}
 }
 
@@ -295,7 +295,7 @@ int manager_run_cancel(struct manager *m, const char *ws_id, const char *run_id,
 	return event_add_timer(fake_loop, &r->timer, now_usec() + 50000, on_run_timer, r);
 }
 
-int manager_run_wait(struct manager *m, const char *ws_id, const char *run_id, run_waiter_fn fn,
+int manager_run_wait(struct manager *m, const char *ws_id, const char *run_id, run_result_fn fn,
 		     void *userdata, struct run_waiter **ret, struct station_error *e)
 {
 	struct fake_run *r = find_run(ws_id, run_id, e);
