@@ -299,6 +299,7 @@ static void run_finish(struct child *c)
 		spawn_cgroup_release(m->base.loop, TAKE_PTR(c->cg));
 	run_free(r);
 	spawn_cgroup_pool_fill(m->base.cgroup);
+	spawn_cgroup_pool_trim(m->base.loop);
 }
 
 static int on_stdin(struct event_source *s, int fd, uint32_t revents, void *userdata);
@@ -546,6 +547,7 @@ void run_manager_free(struct run_manager *m)
 		return;
 	while (m->base.children)
 		run_free(container_of(m->base.children, struct run, child));
+	spawn_cgroup_pool_stop();
 	spawn_cgroup_release_free();
 	child_base_free(&m->base);
 }

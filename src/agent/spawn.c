@@ -46,7 +46,7 @@ struct attach_files {
 };
 
 /* A bound on the fds this holds (live runs have pipes to open too). */
-#define ATTACH_FILES_MAX 16
+#define ATTACH_FILES_MAX 20
 
 static struct attach_files *attach_files;
 static size_t n_attach_files;
@@ -280,14 +280,21 @@ int spawn_build_env(char *const *base, size_t n_base, const char *home_entry, co
 	return 0;
 }
 
+/* Made ahead of time and kept while idle. */
 #define SPAWN_POOL_SIZE 2
+/* Kept after use while commands run side by side (16 clients would otherwise make and remove
+ * a group in every hierarchy for most commands); back to SPAWN_POOL_SIZE once no command has
+ * finished for POOL_TRIM_USEC. */
+#define SPAWN_POOL_MAX 16
+#define POOL_TRIM_USEC 2000000ull
 
 /* The agent has one workspace group: one pool, for that parent. */
 static struct {
 	const struct cgroup *parent;
-	struct cgroup *items[SPAWN_POOL_SIZE];
+	struct cgroup *items[SPAWN_POOL_MAX];
 	size_t n;
 	uint64_t next;
+	struct event_source *trim;
 } pool;
 
 static int cgroup_make(const struct cgroup *parent, const char *name, struct cgroup **ret);
@@ -311,6 +318,33 @@ void spawn_cgroup_pool_fill(const struct cgroup *parent)
 			return;
 		pool.n++;
 	}
+}
+
+static int on_pool_trim(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct event_loop *loop = userdata;
+
+	while (pool.n > SPAWN_POOL_SIZE)
+		spawn_cgroup_release(loop, pool.items[--pool.n]);
+	return 0;
+}
+
+void spawn_cgroup_pool_trim(struct event_loop *loop)
+{
+	uint64_t at = now_usec() + POOL_TRIM_USEC;
+
+	if (pool.n <= SPAWN_POOL_SIZE)
+		return;
+	if (pool.trim)
+		(void)event_source_set_time(pool.trim, at);
+	else if (event_add_timer(loop, &pool.trim, at, on_pool_trim, loop) < 0)
+		on_pool_trim(NULL, 0, loop); /* no timer: at once */
+}
+
+void spawn_cgroup_pool_stop(void)
+{
+	event_source_free(pool.trim);
+	pool.trim = NULL;
 }
 
 bool spawn_env_entry_valid(const char *s)
@@ -451,7 +485,7 @@ void spawn_cgroup_release_free(void)
 bool spawn_cgroup_recycle(const struct cgroup *parent, struct cgroup *cg,
 			  const struct cgroup_stats *stats, bool known_empty)
 {
-	if (pool.parent != parent || pool.n >= SPAWN_POOL_SIZE || stats->oom_kills > 0 ||
+	if (pool.parent != parent || pool.n >= SPAWN_POOL_MAX || stats->oom_kills > 0 ||
 	    (!known_empty && cgroup_is_empty(cg) != 1) || cgroup_reset_stats(cg) < 0)
 		return false;
 	pool.items[pool.n++] = cg;

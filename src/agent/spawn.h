@@ -86,6 +86,11 @@ void spawn_cgroup_free(struct cgroup *cg);
 /* Tops the pool up: mkdir is a good part of a command's start, so it is done between commands,
  * after a result went out. */
 void spawn_cgroup_pool_fill(const struct cgroup *parent);
+/* After a command's group went back to the pool: the groups kept beyond the idle size while
+ * commands ran side by side are removed once none has finished for a while (a timer on loop,
+ * pushed back by every call). _stop() drops the timer (shutdown). */
+void spawn_cgroup_pool_trim(struct event_loop *loop);
+void spawn_cgroup_pool_stop(void);
 
 /* "KEY=VALUE" with KEY matching [A-Za-z_][A-Za-z0-9_]*. */
 bool spawn_env_entry_valid(const char *s);
