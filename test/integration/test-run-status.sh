@@ -92,6 +92,37 @@ t_lost() {
 	assert_status 200 "delete the stopped workspace"
 }
 
+# The answer a waiting request gets when the run ends is exactly what a later GET reads back
+# from the store: every field, for each way a run ends (and the cancel's answer too).
+same_as_stored() { # WHAT: BODY holds the answer
+	local answer=$BODY run
+	run=$(j .id)
+	run_get "$WS" "$run"
+	assert_status 200 "GET $1" || return 1
+	assert_eq "$(jq -Sc . <<<"$answer")" "$(jq -Sc . <<<"$BODY")" "$1: answer = stored run"
+}
+
+t_answer_is_stored_run() {
+	local body what
+	while IFS='|' read -r what body; do
+		run_start "$WS" "$body" 30000 || return 1
+		assert_ne running "$(j .status)" "$what: ended within the wait" || return 1
+		same_as_stored "$what" || return 1
+	done <<-'EOF'
+		exit 3 with both streams|{"command":"echo out; echo err >&2; exit 3","env":{"K":"v"},"cwd":"/tmp"}
+		binary output, truncated|{"command":"head -c 5000 /dev/urandom","maxOutputBytes":1000}
+		killed|{"command":"kill -9 $$"}
+		timed_out|{"command":"sleep 1000.304","timeoutMs":300}
+		failed_to_start|{"command":"true","cwd":"/nonexistent-station-dir"}
+	EOF
+	run_start "$WS" "$(json_cmd 'sleep 1000.305')" || return 1
+	wait_for -t 5 pgrep -f 'sleep 1000.305' >/dev/null || _fail "the command never started"
+	api -q POST "/v1/workspaces/$WS/commands/$RUN/cancel"
+	assert_status 200 cancel || return 1
+	assert_eq cancelled "$(j .status)" "status in the cancel response"
+	same_as_stored cancelled
+}
+
 run_test "exited with its exit code" t_exited
 run_test "exited 0" t_exited_zero
 run_test "killed by SIGKILL" t_killed
@@ -100,3 +131,4 @@ run_test "timed_out" t_timed_out
 run_test "cancelled through the API" t_cancelled
 run_test "failed_to_start for a missing cwd" t_failed_to_start
 run_test "lost when the agent is killed" t_lost
+run_test "a waiting request's answer is the stored run" t_answer_is_stored_run
