@@ -22,8 +22,8 @@
 struct rate_shared {
 	const struct bench_opts *o;
 	bool floor; /* posix_spawn + wait of /bin/sh -c true instead of an exec through the API */
-	pthread_barrier_t start, end;
-	double rep_end; /* written by main before the start barrier */
+	pthread_barrier_t ready, start, end;
+	double rep_end; /* written by main between the ready and the start barrier */
 	atomic_int failed;
 };
 
@@ -90,6 +90,9 @@ static void *rate_main(void *userdata)
 		atomic_store(&sh->failed, 1);
 	}
 	for (int rep = 0; rep < sh->o->reps; rep++) {
+		/* every thread warmed up (or failed) before the repetition's clock starts: under
+		 * load the warm-up alone can outlast a repetition */
+		pthread_barrier_wait(&sh->ready);
 		pthread_barrier_wait(&sh->start);
 		t->count = 0;
 		t->last_ms = bench_now_ms();
@@ -114,6 +117,7 @@ static void *rate_main(void *userdata)
 /* One repetition: releases the threads, waits for them, returns execs per second. */
 static double rate_rep(struct rate_shared *sh, struct rate_thread *th, int n)
 {
+	pthread_barrier_wait(&sh->ready);
 	double start = bench_now_ms();
 	sh->rep_end = start + sh->o->seconds * 1000;
 	pthread_barrier_wait(&sh->start);
@@ -135,6 +139,7 @@ static int rate(const struct bench_opts *o, bool floor)
 	double *rates = calloc((size_t)o->reps, sizeof *rates);
 	if (!th || !rates)
 		return -ENOMEM;
+	pthread_barrier_init(&sh.ready, NULL, (unsigned)n + 1);
 	pthread_barrier_init(&sh.start, NULL, (unsigned)n + 1);
 	pthread_barrier_init(&sh.end, NULL, (unsigned)n + 1);
 	for (int i = 0; i < n; i++) {
@@ -175,6 +180,7 @@ static int rate(const struct bench_opts *o, bool floor)
 	}
 	for (int i = 0; i < n; i++)
 		free(th[i].lat);
+	pthread_barrier_destroy(&sh.ready);
 	pthread_barrier_destroy(&sh.start);
 	pthread_barrier_destroy(&sh.end);
 	free(th), free(rates);

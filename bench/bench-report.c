@@ -397,7 +397,8 @@ static void row_note(const char *id, json_t *row, json_t *rows, char *buf, size_
 				 extra(row, "latencyP50Ms"), extra(row, "latencyP99Ms"));
 		/* The 16-client rate beside what the machine spawns from 16 threads, same run. */
 		json_t *floor = json_object_get(rows, "rate.floor");
-		if (strcmp(id, "rate.16") == 0 && measured_row(floor) && n > 0 && (size_t)n < size)
+		if (strcmp(id, "rate.16") == 0 && measured_row(floor) && num(floor, "median") > 0 &&
+		    n > 0 && (size_t)n < size)
 			snprintf(buf + n, size - (size_t)n,
 				 "; %.2fx the floor rate (%.0f spawns/s)",
 				 num(row, "median") / num(floor, "median"), num(floor, "median"));
