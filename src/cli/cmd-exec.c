@@ -21,6 +21,10 @@
 /* How long the start of `exec --json` waits: short commands end within one round trip, and a
  * SIGINT is honoured within that time even before the run's id is known. */
 #define EXEC_START_WAIT_MS 1000
+/* How long the start of a plain `exec` waits (docs/cli.md): a command that ends within it comes
+ * back in the one answer, output included, and needs no second connection; one that runs
+ * longer is followed from its first byte, its live output shown at most this late. */
+#define EXEC_FAST_WAIT_MS 20
 
 #define EXIT_TIMED_OUT 124
 #define EXIT_LOST 125
@@ -281,6 +285,50 @@ static int follow_gap(enum station_stream s, uint64_t offset, uint64_t bytes, vo
 	return 0;
 }
 
+/* Reads one stream of a finished run's answer: true when it holds every byte the command wrote
+ * (no tail part, and the count says so: a server answering otherwise is followed instead). */
+static bool run_output_whole(const json_t *run, enum station_stream s, char **ret, size_t *ret_len)
+{
+	const char *name = station_stream_to_string(s);
+	char key[16];
+	json_t *total;
+
+	snprintf(key, sizeof(key), "%sTail", name);
+	if (json_object_get(run, key))
+		return false;
+	snprintf(key, sizeof(key), "%sBytes", name);
+	total = json_object_get(run, key);
+	if (!json_is_integer(total) || station_run_output(run, s, false, ret, ret_len) < 0)
+		return false;
+	return json_integer_value(total) >= 0 && (uint64_t)json_integer_value(total) == *ret_len;
+}
+
+/* The fast path: a run that ended within EXEC_FAST_WAIT_MS came back whole in the answer to its
+ * start. Writes its output the way following it would (all of stdout, then all of stderr) and
+ * returns 1; 0 when the answer does not hold it all (a run still going, or output beyond what
+ * is kept), and the run is then followed. Returns the exit status after saying why when writing
+ * fails, as following does. */
+static int exec_print_whole(const json_t *run, const char *id)
+{
+	_cleanup_free_ char *out = NULL, *err = NULL;
+	size_t out_len = 0, err_len = 0;
+	int r;
+
+	if (!station_run_is_terminal(run) || !json_is_false(json_object_get(run, "truncated")) ||
+	    !run_output_whole(run, STATION_STREAM_STDOUT, &out, &out_len) ||
+	    !run_output_whole(run, STATION_STREAM_STDERR, &err, &err_len))
+		return 0;
+	r = output_write(STDOUT_FILENO, out, out_len);
+	if (r >= 0)
+		r = output_write(STDERR_FILENO, err, err_len);
+	if (r < 0) {
+		fprintf(stderr, "station-sandbox: cannot write the output of run %s: %s\n", id,
+			strerror(-r));
+		return -EXIT_FAILED;
+	}
+	return 1;
+}
+
 /* After SIGINT: cancels the run; *ret is the run as it ended (cancelled, or finished first). */
 static int exec_cancel(struct station_client *c, const char *ws, const char *run, json_t **ret)
 {
@@ -341,7 +389,7 @@ static int cmd_exec(struct cli *cli, int argc, char **argv)
 		return r;
 	}
 	signals_install();
-	a.run.wait_ms = a.json ? EXEC_START_WAIT_MS : 0;
+	a.run.wait_ms = a.json ? EXEC_START_WAIT_MS : EXEC_FAST_WAIT_MS;
 	r = station_exec_start(cli->client, a.ws, &a.run, &run);
 	exec_args_done(&a);
 	if (r < 0)
@@ -351,7 +399,15 @@ static int cmd_exec(struct cli *cli, int argc, char **argv)
 		fprintf(stderr, "station-sandbox: the controller answered without a run id\n");
 		return EXIT_FAILED;
 	}
-	/* Without --json even a finished run is followed: its output is replayed. */
+	/* Without --json a finished run is followed (its output replayed) unless the answer held
+	 * all of its output; after a SIGINT it goes the way of cancelling. */
+	if (!a.json && !interrupted) {
+		r = exec_print_whole(run, id);
+		if (r < 0)
+			return -r;
+		if (r > 0)
+			return run_exit_status(run, false);
+	}
 	if (!a.json || !station_run_is_terminal(run))
 		r = exec_finish(cli, &a, id, &end);
 	if (r != 0)

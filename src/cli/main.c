@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "basic/cleanup.h"
 #include "cli.h"
@@ -290,12 +291,23 @@ static int client_open(const struct global_options *o, struct station_client **r
 	return r;
 }
 
+/* jansson seeds its hash function from /dev/urandom (open, read, close) unless told a seed: one
+ * getrandom() instead. */
+static void json_seed(void)
+{
+	size_t seed = 0;
+
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == (ssize_t)sizeof(seed) && seed != 0)
+		json_object_seed(seed);
+}
+
 int main(int argc, char **argv)
 {
 	struct global_options o = {};
 	struct cli cli = {};
 	int r;
 
+	json_seed();
 	r = parse_global(argc, argv, &o);
 	if (r >= 0)
 		return r;

@@ -138,6 +138,139 @@ t_max_output() {
 	assert_eq 2000 "$(jq -r .stdoutBytes <<<"$OUT")" stdoutBytes
 }
 
+# ---- exec's fast path: a run that ends within the start's wait (20 ms) comes back whole in
+# the one answer; anything else is followed over a second connection from offset 0.
+
+# A unix-socket proxy in front of the controller that appends a line to $TMP/conns for every
+# connection it accepts: how many connections one CLI command opened.
+start_counting_proxy() {
+	PROXY_SOCK=$TMP/proxy.sock
+	rm -f "$PROXY_SOCK" "$TMP/conns"
+	: >"$TMP/conns"
+	python3 - "$PROXY_SOCK" "$SOCK" "$TMP/conns" <<'PY' &
+import os, socket, sys, threading
+listen, target, log = sys.argv[1:4]
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(listen)
+srv.listen(16)
+def pump(a, b):
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d:
+                break
+            b.sendall(d)
+    except OSError:
+        pass
+    for s in (a, b):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+while True:
+    c, _ = srv.accept()
+    with open(log, "a") as f:
+        f.write("conn\n")
+    u = socket.socket(socket.AF_UNIX)
+    u.connect(target)
+    threading.Thread(target=pump, args=(c, u), daemon=True).start()
+    threading.Thread(target=pump, args=(u, c), daemon=True).start()
+PY
+	PROXY_PID=$!
+	wait_for -t 10 test -S "$PROXY_SOCK"
+}
+
+stop_counting_proxy() {
+	kill "$PROXY_PID" 2>/dev/null
+	wait "$PROXY_PID" 2>/dev/null
+	return 0
+}
+
+# pexec ARGS...: `exec ARGS...` through the proxy; sets RC, CONNS and the output files.
+pexec() {
+	: >"$TMP/conns"
+	STATION_SOCKET=$PROXY_SOCK "$CLI_BIN" exec "$@" >"$TMP/cli.out" 2>"$TMP/cli.err" </dev/null
+	RC=$?
+	CONNS=$(wc -l <"$TMP/conns")
+}
+
+# A run that ends at once: its exact bytes (binary and invalid UTF-8 included, so the answer
+# is base64) and exit status from one connection. Under load a run may outlive the 20 ms wait
+# and be followed instead (the same bytes, two connections): a few attempts, one must be fast.
+t_fast_path_one_connection() {
+	start_counting_proxy || return 1
+	local i fast=0
+	printf 'out\000\377\n' >"$TMP/want.out"
+	printf 'err\303\n' >"$TMP/want.err"
+	for i in 1 2 3 4 5 6 7 8; do
+		pexec "$WS" -- 'printf "out\000\377\n"; printf "err\303\n" >&2; exit 42'
+		assert_eq 42 "$RC" "exit status" || break
+		assert_files_eq "$TMP/want.out" "$TMP/cli.out" "stdout bytes" || break
+		assert_files_eq "$TMP/want.err" "$TMP/cli.err" "stderr bytes" || break
+		if ((CONNS == 1)); then
+			fast=1
+			break
+		fi
+		assert_eq 2 "$CONNS" "connections of a followed run"
+	done
+	assert_eq 1 "$fast" "one of 8 runs of an instant command used a single connection"
+	# The statuses of other endings come through the fast path too.
+	pexec "$WS" -- 'kill -9 $$'
+	assert_eq 137 "$RC" "killed: exit status"
+	assert_eq 'station-sandbox: killed by signal 9' "$(cat "$TMP/cli.err")" "killed: stderr"
+	pexec --cwd /nonexistent-fast-dir "$WS" -- true
+	assert_eq 127 "$RC" "failed_to_start: exit status"
+	assert_contains /nonexistent-fast-dir "$(cat "$TMP/cli.err")" "failed_to_start: reason"
+	pexec "$WS" -- true
+	assert_eq 0 "$RC" "true: exit status"
+	assert_eq 0 "$(cat "$TMP/cli.out" "$TMP/cli.err" | wc -c)" "true: no output"
+	stop_counting_proxy
+}
+
+# A run that outlives the wait, with output before and after it: followed from offset 0 over
+# a second connection, no byte lost or doubled.
+t_fast_path_outlived() {
+	start_counting_proxy || return 1
+	pexec "$WS" -- 'echo before; echo e1 >&2; sleep 0.4; echo after; echo e2 >&2; exit 5'
+	assert_eq 5 "$RC" "exit status"
+	assert_eq $'before\nafter' "$(cat "$TMP/cli.out")" stdout
+	assert_eq 13 "$(wc -c <"$TMP/cli.out")" "stdout is exactly before\\nafter\\n"
+	assert_eq $'e1\ne2' "$(cat "$TMP/cli.err")" stderr
+	assert_eq 6 "$(wc -c <"$TMP/cli.err")" "stderr is exactly e1\\ne2\\n"
+	assert_eq 2 "$CONNS" "connections: the start and the follow"
+	stop_counting_proxy
+}
+
+# More output than the answer holds (--max-output 64 keeps 32 + 32 bytes per stream): never
+# printed from the answer; followed, so either every byte (the follow kept up with a run still
+# going) or the kept head and tail with the gap reported, exactly as a follow shows them.
+t_fast_path_truncated() {
+	start_counting_proxy || return 1
+	local all head tail
+	all=$(printf '%0100d' 0 | tr 0 x)$(printf '%0100d' 0 | tr 0 y)
+	head=${all:0:32}
+	tail=${all:168:32}
+	pexec --max-output 64 "$WS" -- "printf '%s' '$all'; exit 3"
+	assert_eq 3 "$RC" "exit status"
+	assert_eq 2 "$CONNS" "a truncated run is followed"
+	if [[ $(cat "$TMP/cli.out") == "$all" ]]; then
+		assert_eq '' "$(cat "$TMP/cli.err")" "no gap when every byte came"
+	else
+		assert_eq "$head$tail" "$(cat "$TMP/cli.out")" "head and tail"
+		assert_eq '[station-sandbox: 136 bytes of stdout not shown]' \
+			"$(cat "$TMP/cli.err")" "the gap on stderr"
+	fi
+	stop_counting_proxy
+}
+
+# A large output within what a run keeps (100,000 bytes, base64-free digits): exact bytes.
+t_fast_path_large() {
+	seq 1 20000 | head -c 100000 >"$TMP/want.out"
+	clirun exec "$WS" -- 'seq 1 20000 | head -c 100000'
+	assert_eq 0 "$RC" "exit status"
+	assert_files_eq "$TMP/want.out" "$TMP/cli.out" "100,000 bytes of stdout"
+}
+
 t_workspace_commands() {
 	local ws
 	clirun create --env K=V
@@ -344,6 +477,12 @@ run_test "exec --json prints the final run" t_json
 run_test "exec --env and --cwd" t_env_and_cwd
 run_test "exec --stdin-file" t_stdin
 run_test "exec --max-output" t_max_output
+run_test "exec fast path: an instant run over one connection, exact bytes" \
+	t_fast_path_one_connection
+run_test "exec fast path: a run outliving the wait is followed from offset 0" \
+	t_fast_path_outlived
+run_test "exec fast path: a truncated run is followed" t_fast_path_truncated
+run_test "exec fast path: 100,000 bytes exact" t_fast_path_large
 run_test "create, ls, restart, rm" t_workspace_commands
 run_test "status and runs" t_status_and_runs
 run_test "ready and worker" t_ready_worker
