@@ -635,6 +635,12 @@ static int conn_send(struct ws_conn *c, enum ws_opcode op, const struct iovec *i
 	return 0;
 }
 
+void ws_conn_set_max_queue(struct ws_conn *c, size_t bytes)
+{
+	if (bytes > 0)
+		c->limits.max_queue_bytes = bytes;
+}
+
 int ws_send_binaryv(struct ws_conn *c, const struct iovec *iov, size_t n_iov)
 {
 	return conn_send(c, WS_OP_BINARY, iov, n_iov);
