@@ -225,9 +225,7 @@ void child_send_output(struct child *c, int stream, uint64_t offset, const uint8
 			k = frame_put_u64(b, TAG_STREAM, (uint64_t)stream);
 		if (k >= 0)
 			k = frame_put_u64(b, TAG_OFFSET, offset);
-		if (k >= 0)
-			k = frame_put_bytes(b, TAG_DATA, p, len);
-		(void)channel_end(ch, start, k);
+		(void)channel_end_with_data(ch, start, k, TAG_DATA, p, len);
 		offset += len;
 		p += len;
 		n -= len;
