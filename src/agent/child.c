@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -159,8 +160,24 @@ static void outputs_close(struct child *c)
 	}
 }
 
+/* The buffer every output pipe is read into (one loop thread: consumed before the next read).
+ * Its pages cost nothing until a read fills them; past the first PTY_READ_BYTES they are given
+ * back when a command that wrote fast ends, so an idle agent holds no more than before. */
+static uint8_t read_chunk[OUTPUT_READ_BYTES] __attribute__((aligned(4096)));
+static size_t read_chunk_used;
+
+static void read_chunk_release(void)
+{
+	if (read_chunk_used <= PTY_READ_BYTES)
+		return;
+	(void)madvise(read_chunk + PTY_READ_BYTES, sizeof read_chunk - PTY_READ_BYTES,
+		      MADV_DONTNEED);
+	read_chunk_used = PTY_READ_BYTES;
+}
+
 void child_done(struct child *c)
 {
+	read_chunk_release();
 	LIST_REMOVE(&c->base->children, c);
 	c->base->n_children--;
 	close_source(&c->errpipe_io, &c->errpipe_fd);
@@ -329,10 +346,9 @@ static bool pipe_hold(struct child_pipe *p)
 
 static void pipe_read(struct child_pipe *p)
 {
-	/* one loop thread: consumed before the next read; untouched pages cost nothing */
-	static uint8_t chunk[OUTPUT_READ_BYTES];
 	struct child *c = p->child;
-	size_t size = c->base->ops->output ? PTY_READ_BYTES : sizeof chunk;
+	size_t size = c->base->ops->output ? PTY_READ_BYTES : sizeof read_chunk;
+	uint8_t *chunk = read_chunk;
 	ssize_t n;
 
 	if (pipe_hold(p))
@@ -343,6 +359,8 @@ static void pipe_read(struct child_pipe *p)
 	while (n < 0 && errno == EINTR);
 	if (n < 0 && errno == EAGAIN)
 		return;
+	if (n > 0 && (size_t)n > read_chunk_used)
+		read_chunk_used = (size_t)n;
 	if (n <= 0) { /* a PTY says EIO once no process has it open any more */
 		close_source(&p->io, &p->fd);
 		child_maybe_finish(c);
