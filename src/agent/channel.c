@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "basic/cleanup.h"
@@ -541,6 +542,58 @@ int channel_end(struct channel *c, size_t start, int r)
 	if (!(k->events & EPOLLOUT))
 		conn_flush(k);
 	return 0;
+}
+
+int channel_end_with_data(struct channel *c, size_t start, int r, uint16_t tag, const void *data,
+			  size_t n)
+{
+	struct conn *k = c->active;
+	bool direct;
+	size_t head;
+	ssize_t sent = 0;
+
+	if (r >= 0)
+		r = frame_end_with_bytes(&k->out, start, tag, n);
+	if (r < 0) {
+		k->out.len = start;
+		return r;
+	}
+	head = k->out.len - k->out_pos;
+	/* Only when this frame is all that is unsent and the socket is not known to be full. */
+	direct = k->out_pos == start && !(k->events & EPOLLOUT) && !k->failed;
+	if (direct) {
+		struct iovec iov[2] = { { k->out.data + k->out_pos, head }, { (void *)data, n } };
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+
+		do
+			sent = sendmsg(k->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		while (sent < 0 && errno == EINTR);
+		if (sent < 0 && errno != EAGAIN)
+			k->failed = true; /* the io callback closes it */
+		if (sent < 0)
+			sent = 0;
+	}
+	if ((size_t)sent < head) {
+		r = buf_append(&k->out, data, n);
+		if (r < 0 && sent == 0) { /* nothing of it is out: dropped whole */
+			k->out.len = start;
+			return r;
+		}
+		k->out_pos += (size_t)sent;
+	} else {
+		/* the header is out: the queue keeps only the rest of the data */
+		k->out.len = k->out_pos = 0;
+		r = buf_append(&k->out, (const uint8_t *)data + ((size_t)sent - head),
+			       n - ((size_t)sent - head));
+	}
+	if (r < 0)
+		k->failed = true; /* half a frame is out: the stream cannot go on */
+	if (!direct && !(k->events & EPOLLOUT))
+		conn_flush(k);
+	else if (direct && (k->failed || k->out_pos < k->out.len))
+		conn_set_events(k,
+				EPOLLIN | EPOLLOUT); /* full (or failed): the io callback goes on */
+	return r < 0 ? r : 0;
 }
 
 int channel_send_error(struct channel *c, uint16_t tag, const char *key, const char *reason)

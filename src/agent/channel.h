@@ -54,6 +54,11 @@ bool channel_output_ok(const struct channel *c);
  * when r < 0 (and returns r), else finishes it and starts sending. */
 int channel_begin(struct channel *c, uint16_t type, struct buf **ret_buf, size_t *ret_start);
 int channel_end(struct channel *c, size_t start, int r);
+/* channel_end() for a frame whose last field is tag with n bytes of data: with nothing else
+ * waiting to be sent, the data goes from where it is (header and data in one sendmsg) and only
+ * what the socket did not take is copied into the queue. */
+int channel_end_with_data(struct channel *c, size_t start, int r, uint16_t tag, const void *data,
+			  size_t n);
 
 /* ERROR with tag (RUN_ID, SERVICE_NAME; 0: none) = key unless key is NULL, and REASON. */
 int channel_send_error(struct channel *c, uint16_t tag, const char *key, const char *reason);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,8 +18,13 @@
 #include "basic/log.h"
 #include "basic/util.h"
 
-#define READ_CHUNK (64 * 1024)
+/* A PTY gives at most a few KiB per read; a pipe up to its size (output_pipe_grow()). */
+#define PTY_READ_BYTES (64 * 1024)
 #define DRAIN_USEC 1000000ull
+/* A watched run's pipe is not read while the link to the controller is backed up, for at most
+ * this long in a row; then reading goes on and what the link cannot take is dropped (a gap). */
+#define HOLD_MAX_USEC 100000ull
+#define HOLD_RETRY_USEC 1000ull
 
 /* ---- the base ------------------------------------------------------------------------------ */
 
@@ -147,12 +153,31 @@ static void close_source(struct event_source **s, int *fd)
 
 static void outputs_close(struct child *c)
 {
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		close_source(&c->out[i].io, &c->out[i].fd);
+		event_source_free(c->out[i].hold);
+		c->out[i].hold = NULL;
+	}
+}
+
+/* The buffer every output pipe is read into (one loop thread: consumed before the next read).
+ * Its pages cost nothing until a read fills them; past the first PTY_READ_BYTES they are given
+ * back when a command that wrote fast ends, so an idle agent holds no more than before. */
+static uint8_t read_chunk[OUTPUT_READ_BYTES] __attribute__((aligned(4096)));
+static size_t read_chunk_used;
+
+static void read_chunk_release(void)
+{
+	if (read_chunk_used <= PTY_READ_BYTES)
+		return;
+	(void)madvise(read_chunk + PTY_READ_BYTES, sizeof read_chunk - PTY_READ_BYTES,
+		      MADV_DONTNEED);
+	read_chunk_used = PTY_READ_BYTES;
 }
 
 void child_done(struct child *c)
 {
+	read_chunk_release();
 	LIST_REMOVE(&c->base->children, c);
 	c->base->n_children--;
 	close_source(&c->errpipe_io, &c->errpipe_fd);
@@ -203,7 +228,7 @@ void child_send_output(struct child *c, int stream, uint64_t offset, const uint8
 	struct channel *ch = c->base->channel;
 
 	while (n > 0) {
-		size_t len = MIN(n, (size_t)READ_CHUNK);
+		size_t len = MIN(n, (size_t)OUTPUT_READ_BYTES); /* one frame per pipe read */
 		struct buf *b;
 		size_t start;
 		int k;
@@ -217,9 +242,7 @@ void child_send_output(struct child *c, int stream, uint64_t offset, const uint8
 			k = frame_put_u64(b, TAG_STREAM, (uint64_t)stream);
 		if (k >= 0)
 			k = frame_put_u64(b, TAG_OFFSET, offset);
-		if (k >= 0)
-			k = frame_put_bytes(b, TAG_DATA, p, len);
-		(void)channel_end(ch, start, k);
+		(void)channel_end_with_data(ch, start, k, TAG_DATA, p, len);
 		offset += len;
 		p += len;
 		n -= len;
@@ -285,17 +308,59 @@ static void pipe_keep(struct child_pipe *p, const uint8_t *data, size_t n)
 		child_send_output(p->child, p->stream, offset, data, n);
 }
 
+static int on_hold(struct event_source *s, uint64_t now, void *userdata);
+
+/* A watched run writing faster than the controller takes it: rather than drop what the link
+ * cannot take (CHANNEL_MAX_UNSENT), the pipe is left unread for a moment, so the command waits
+ * in write() as it would for any slower reader and the controller (a moment descheduled, on a
+ * busy machine) catches up with nothing lost. Never longer than HOLD_MAX_USEC in a row: a
+ * controller that stopped reading cannot stop the run; past that the bytes are read, kept in
+ * the run's head and tail, and the ones the link cannot take are dropped and reported as a
+ * gap. Nobody watching: never held. */
+static bool pipe_hold(struct child_pipe *p)
+{
+	struct channel *ch = p->child->base->channel;
+	uint64_t now;
+
+	if (!p->child->watch || p->child->base->ops->output || channel_output_ok(ch) ||
+	    !channel_connected(ch)) {
+		p->held_since = 0;
+		return false;
+	}
+	now = now_usec();
+	if (p->held_since == 0)
+		p->held_since = now;
+	if (now - p->held_since >= HOLD_MAX_USEC)
+		return false;
+	if (!p->hold &&
+	    event_add_timer(p->child->base->loop, &p->hold, now + HOLD_RETRY_USEC, on_hold, p) < 0)
+		return false;
+	if (event_source_set_time(p->hold, now + HOLD_RETRY_USEC) < 0)
+		return false;
+	/* out of the loop, not just without EPOLLIN: a writer gone would report EPOLLHUP on
+	 * every iteration */
+	event_source_free(p->io);
+	p->io = NULL;
+	return true;
+}
+
 static void pipe_read(struct child_pipe *p)
 {
-	static uint8_t chunk[READ_CHUNK];
 	struct child *c = p->child;
+	size_t size = c->base->ops->output ? PTY_READ_BYTES : sizeof read_chunk;
+	uint8_t *chunk = read_chunk;
 	ssize_t n;
 
+	if (pipe_hold(p))
+		return;
+
 	do
-		n = read(p->fd, chunk, sizeof chunk);
+		n = read(p->fd, chunk, size);
 	while (n < 0 && errno == EINTR);
 	if (n < 0 && errno == EAGAIN)
 		return;
+	if (n > 0 && (size_t)n > read_chunk_used)
+		read_chunk_used = (size_t)n;
 	if (n <= 0) { /* a PTY says EIO once no process has it open any more */
 		close_source(&p->io, &p->fd);
 		child_maybe_finish(c);
@@ -316,6 +381,22 @@ static int on_output(struct event_source *s, int fd, uint32_t revents, void *use
 		c->base->ops->writable(c);
 	if (p->fd >= 0 && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 		pipe_read(p);
+	return 0;
+}
+
+static int on_hold(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct child_pipe *p = userdata;
+
+	if (p->fd < 0 || p->io)
+		return 0;
+	if (event_add_io(p->child->base->loop, &p->io, p->fd, EPOLLIN, on_output, p) < 0) {
+		/* cannot watch it any more: as at EOF, so that the run still ends */
+		close_source(&p->io, &p->fd);
+		child_maybe_finish(p->child);
+		return 0;
+	}
+	pipe_read(p);
 	return 0;
 }
 
@@ -406,6 +487,8 @@ static int open_pipes(int p[4][2], const struct child_cmd *cmd)
 		return 0;
 	if (pipe2(p[1], O_CLOEXEC) < 0 || pipe2(p[2], O_CLOEXEC) < 0)
 		return -errno;
+	output_pipe_grow(p[1][0]);
+	output_pipe_grow(p[2][0]);
 	if (cmd->has_stdin)
 		return pipe2(p[0], O_CLOEXEC) < 0 ? -errno : 0;
 	int fd = devnull();

@@ -109,7 +109,9 @@ struct child_pipe {
 	int stream; /* RUN_STREAM_STDOUT or _STDERR; 0 for a PTY */
 	int fd;
 	struct event_source *io;
-	struct output_buffer buf; /* pipes: what is kept of the stream */
+	struct output_buffer buf;  /* pipes: what is kept of the stream */
+	struct event_source *hold; /* the timer that looks again while the pipe is not read */
+	uint64_t held_since;	   /* the link has been backed up since (CLOCK_MONOTONIC usec) */
 };
 
 struct child {

@@ -2,6 +2,8 @@
 #include "agent/output.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,4 +117,33 @@ void output_buffer_tail(struct output_buffer *o, const uint8_t **ret, size_t *re
 	*ret = o->tail_max > 0 ? r : NULL;
 	*ret_len = o->tail_len;
 	*ret_offset = o->total - o->tail_len;
+}
+
+/* /proc/sys/fs/pipe-max-size, read once (0: unknown, so the pipe is left alone). */
+static unsigned long pipe_max_size(void)
+{
+	static unsigned long max;
+	static bool read_once;
+	FILE *f;
+
+	if (read_once)
+		return max;
+	read_once = true;
+	f = fopen("/proc/sys/fs/pipe-max-size", "re");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lu", &max) != 1)
+		max = 0;
+	fclose(f);
+	return max;
+}
+
+void output_pipe_grow(int fd)
+{
+	unsigned long want = pipe_max_size();
+
+	if (want > OUTPUT_PIPE_BYTES)
+		want = OUTPUT_PIPE_BYTES;
+	if (want > 64 * 1024)
+		(void)fcntl(fd, F_SETPIPE_SZ, (int)want);
 }

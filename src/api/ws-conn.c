@@ -610,6 +610,44 @@ void ws_conn_shutdown(struct ws_conn *c)
 	conn_finish(c);
 }
 
+static int send_direct(struct ws_conn *c, enum ws_opcode op, const struct iovec *iov, size_t n_iov,
+		       size_t n)
+{
+	uint8_t hdr[WS_HEADER_MAX];
+	struct iovec v[WS_IOV_MAX];
+	struct msghdr mh = { .msg_iov = v, .msg_iovlen = 1 };
+	struct ws_frame *f;
+	ssize_t k;
+
+	v[0] = (struct iovec){ hdr, ws_frame_header(hdr, op, true, n, NULL) };
+	for (size_t i = 0; i < n_iov; i++)
+		v[mh.msg_iovlen++] = iov[i];
+	do
+		k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (k < 0 && errno == EINTR);
+	if (k < 0 && errno != EAGAIN) {
+		conn_end(c, WS_CLOSE_ABNORMAL, reason_abnormal);
+		return 0; /* as if queued: closed() follows from the timer */
+	}
+	if (k > 0)
+		c->last_output = now_usec();
+	if (k == (ssize_t)(v[0].iov_len + n))
+		return 0;
+	f = frame_new(op, iov, n_iov, n);
+	if (!f) {
+		if (k <= 0)
+			return -ENOMEM;
+		/* half a frame is out: the stream cannot go on */
+		conn_end(c, WS_CLOSE_ABNORMAL, reason_abnormal);
+		return 0;
+	}
+	queue_append(c, f);
+	if (k > 0)
+		queue_consume(c, (size_t)k);
+	conn_progress(c);
+	return 0;
+}
+
 static int conn_send(struct ws_conn *c, enum ws_opcode op, const struct iovec *iov, size_t n_iov)
 {
 	size_t n = 0, cap = c->limits.max_queue_bytes;
@@ -625,6 +663,10 @@ static int conn_send(struct ws_conn *c, enum ws_opcode op, const struct iovec *i
 		c->want_drain = true;
 		return -EAGAIN;
 	}
+	/* Nothing ahead of it: written from where the data is, and only what the socket did not
+	 * take is copied into the queue. */
+	if (!c->head && c->fd >= 0 && n_iov < WS_IOV_MAX)
+		return send_direct(c, op, iov, n_iov, n);
 	f = frame_new(op, iov, n_iov, n);
 	if (!f)
 		return -ENOMEM;
@@ -633,6 +675,12 @@ static int conn_send(struct ws_conn *c, enum ws_opcode op, const struct iovec *i
 	if (c->head == f && c->fd >= 0)
 		conn_progress(c);
 	return 0;
+}
+
+void ws_conn_set_max_queue(struct ws_conn *c, size_t bytes)
+{
+	if (bytes > 0)
+		c->limits.max_queue_bytes = bytes;
 }
 
 int ws_send_binaryv(struct ws_conn *c, const struct iovec *iov, size_t n_iov)

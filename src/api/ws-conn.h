@@ -90,5 +90,8 @@ size_t ws_send_room(const struct ws_conn *c);
  * Messages from the client are dropped from now on; closed() follows. -EALREADY when
  * closing. */
 int ws_close(struct ws_conn *c, uint16_t code, const char *reason);
+/* Another cap for this connection's outbound queue (0: unchanged), e.g. a larger one for a
+ * stream that comes in fast bursts. Memory is taken only while frames wait in the queue. */
+void ws_conn_set_max_queue(struct ws_conn *c, size_t bytes);
 /* Bytes queued and not yet written. */
 size_t ws_queued_bytes(const struct ws_conn *c);

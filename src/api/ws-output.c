@@ -24,6 +24,9 @@
 #define WS_OUTPUT_CHUNK (64u * 1024)
 #define WS_OUTPUT_PREFIX 9u
 #define WS_GAP_MESSAGE_MAX 128u
+/* The connection's queue: a follower descheduled for a few milliseconds while the run writes
+ * at 1 GB/s catches up from here instead of losing bytes. Held only while the client lags. */
+#define WS_OUTPUT_QUEUE (16u * 1024 * 1024)
 
 struct ws_output;
 
@@ -326,6 +329,7 @@ static int output_ws_start(struct http_request *req, const struct ws_output_sour
 		free(o);
 		return http_reply_status(req, 500, NULL, "could not upgrade to a WebSocket");
 	}
+	ws_conn_set_max_queue(o->conn, WS_OUTPUT_QUEUE);
 	return 0;
 }
 

@@ -110,6 +110,26 @@ int frame_end(struct buf *b, size_t start)
 	return 0;
 }
 
+int frame_end_with_bytes(struct buf *b, size_t start, uint16_t tag, size_t n)
+{
+	uint8_t h[6];
+	size_t payload;
+	int r;
+
+	if (n > UINT32_MAX)
+		return -E2BIG;
+	put_le(h, tag, 2);
+	put_le(h + 2, n, 4);
+	r = buf_append(b, h, sizeof h);
+	if (r < 0)
+		return r;
+	payload = b->len - start - FRAME_HEADER_SIZE;
+	if (payload > UINT32_MAX - n)
+		return -E2BIG;
+	put_le(b->data + start, payload + n, 4);
+	return 0;
+}
+
 long frame_parse(const uint8_t *data, size_t avail, size_t max_payload, struct frame *ret)
 {
 	if (avail < FRAME_HEADER_SIZE)

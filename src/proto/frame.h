@@ -35,6 +35,9 @@ int frame_put_u64(struct buf *b, uint16_t tag, uint64_t v);
 int frame_put_bytes(struct buf *b, uint16_t tag, const void *data, size_t n);
 int frame_put_str(struct buf *b, uint16_t tag, const char *s);
 int frame_end(struct buf *b, size_t start);
+/* For a last bytes field whose n bytes the caller sends from where they are, right after the
+ * buffer (no copy): appends the field's header and ends the frame counting those n bytes. */
+int frame_end_with_bytes(struct buf *b, size_t start, uint16_t tag, size_t n);
 
 struct frame {
 	uint16_t type;

@@ -25,7 +25,7 @@ fc() {
 }
 
 # The run prints a line, then waits until the follow has received it: the rest is live. The
-# live part (900,000 bytes) is less than what the server queues for one WebSocket (1 MiB), so
+# live part (900,000 bytes) is less than what the server queues for one WebSocket (16 MiB), so
 # no byte can be dropped for this watcher however slowly the machine lets it read: exact bytes
 # and no gap are certain, not likely. A client that falls behind is the next test.
 t_exact_bytes() {
@@ -53,6 +53,47 @@ t_slow_client_gap() {
 	run_start "$WS" "$(json_cmd 'echo ready; while [ ! -e "$HOME/go" ]; do sleep 0.02; done
 		head -c 67108864 /dev/zero' '.timeoutMs = 120000')" || return 1
 	fc real "$SOCK" "$WS" "$RUN" --go-file "$WS_HOME/go" --slow-ms 3000
+	assert_eq 0 "$(j .r "$R")" "follow returns 0" || { diag "$(_short "$R")"; return 1; }
+	assert_eq "$total" "$(j .end.stdoutBytes "$R")" "end: stdoutBytes"
+	assert_le 1 "$(j '.gaps | length' "$R")" "at least one gap"
+	assert_eq "$total" "$(($(j .delivered.stdout "$R") + $(j .gapBytes "$R")))" \
+		"bytes delivered + bytes in gaps"
+	assert_eq 0 "$(j .offsetErrors "$R")" "every gap and output starts where the stream stood"
+}
+
+# The agent grows a run's stdout and stderr pipes to 1 MiB (pipe-max-size at most); a pipe the
+# command makes itself keeps the kernel's 64 KiB (the positive control: the probe reads sizes).
+t_output_pipe_size() {
+	local max want
+	max=$(cat /proc/sys/fs/pipe-max-size)
+	want=$((max < 1048576 ? max : 1048576))
+	((want >= 65536)) || want=65536
+	run_cmd "$WS" "python3 -c 'import fcntl, os
+r, w = os.pipe()
+print(fcntl.fcntl(1, 1032), fcntl.fcntl(2, 1032), fcntl.fcntl(r, 1032))'" || return 1
+	assert_eq "$want $want 65536" "$(j .stdout)" "F_GETPIPE_SZ of stdout, stderr, a new pipe"
+}
+
+# A watched run writes 64 MiB while the controller is stopped (SIGSTOP): the agent holds the
+# pipe unread while its link is backed up, but only for a moment, so the run still writes
+# everything and ends; once the controller goes on, the follower gets the rest with the bytes
+# dropped meanwhile as gaps, delivered + gaps == stdoutBytes.
+t_stopped_controller_never_stops_the_run() {
+	local total=$((6 + 67108864)) rc fc_pid
+	rm -f "$WS_HOME/go" "$WS_HOME/wrote"
+	run_start "$WS" "$(json_cmd 'echo ready; while [ ! -e "$HOME/go" ]; do sleep 0.02; done
+		head -c 67108864 /dev/zero; touch "$HOME/wrote"' '.timeoutMs = 120000')" || return 1
+	"$CHECK" real "$SOCK" "$WS" "$RUN" --go-file "$WS_HOME/go" >"$TMP/stopped.json" \
+		2>"$TMP/fc-err" &
+	fc_pid=$!
+	wait_for -t 30 test -e "$WS_HOME/go"
+	kill -STOP "$CONTROLLER_PID"
+	wait_for -t 30 test -e "$WS_HOME/wrote"
+	rc=$?
+	kill -CONT "$CONTROLLER_PID"
+	wait "$fc_pid"
+	R=$(cat "$TMP/stopped.json")
+	assert_eq 0 "$rc" "the run wrote everything while the controller was stopped" || return 1
 	assert_eq 0 "$(j .r "$R")" "follow returns 0" || { diag "$(_short "$R")"; return 1; }
 	assert_eq "$total" "$(j .end.stdoutBytes "$R")" "end: stdoutBytes"
 	assert_le 1 "$(j '.gaps | length' "$R")" "at least one gap"
@@ -141,6 +182,9 @@ t_fake_hang_interrupted() {
 
 run_test "exact bytes, the run handed back without output fields" t_exact_bytes
 run_test "a client that falls behind: gaps + delivered == stdoutBytes" t_slow_client_gap
+run_test "a run's output pipes are 1 MiB (pipe-max-size at most)" t_output_pipe_size
+run_test "a stopped controller never stops a watched run; the follow sees the gaps" \
+	t_stopped_controller_never_stops_the_run
 run_test "the interrupt check stops a waiting follow" t_interrupt
 run_test "service logs: live and stored, ending with the service; unknown: 404" t_service_logs
 run_test "hostile server, positive control: gap, ping, unknown message, end" t_fake_positive_control

@@ -149,8 +149,11 @@ t_ping_fragments_close() {
 	assert_eq 1000 "$(j .code "$R")" "closing handshake"
 }
 
+# The run writes 64 MiB while the client reads nothing: the connection's queue (16 MiB for
+# output) and the sockets' buffers hold what the client gets once it reads again, the rest is a
+# gap.
 t_slow_client_gets_a_gap() {
-	local total=30000000 out=$TMP/slow
+	local total=67108864 out=$TMP/slow
 	gated_run "head -c $total /dev/zero; printf done >&2" || return 1
 	# The client reads nothing from its open on, until $TMP/resume exists.
 	output_bg "$RUN" "$out" "$TMP/resume" || return 1
@@ -173,7 +176,7 @@ t_slow_client_gets_a_gap() {
 	got=$(j .bytes.stdout "$R")
 	assert_le 1 "$gaps" "at least one gap"
 	assert_eq "$total" "$((got + missed))" "bytes received + bytes in gaps"
-	assert_le "$got" 8000000 "the stalled client did not get everything"
+	assert_le "$got" 24000000 "the stalled client did not get everything"
 	assert_eq 0 "$(tr -d '\000' <"$out/stdout" | wc -c)" "what arrived is the command's zeros"
 	assert_eq end "$(j '.texts[-1]' "$R")" "end comes last"
 	assert_eq exited "$(j .end.status "$R")" "end: status"
