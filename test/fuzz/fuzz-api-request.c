@@ -9,7 +9,8 @@
  * (validate_body(), then one endpoint's validator; a body accepted is walked so that every
  * string a spec borrows is read); 12 splits the rest at the first NUL into a method and a path
  * for router_match(); 13 into a query parameter's name and value (validate_query_u64()), a
- * Content-Type (validate_content_type()) and a file mode (validate_file_mode()).
+ * Content-Type (validate_content_type()) and a file mode (validate_file_mode()); 14 is a
+ * secret's body (validate_body(), then the manager's checks); 15 a secret's name.
  *
  * fuzz-max-len: 8192 */
 
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api-parse.h"
 #include "api/router.h"
 #include "api/validate.h"
 #include "fuzz.h"
@@ -224,18 +226,44 @@ static void fuzz_query(const uint8_t *data, size_t size)
 	free(rest);
 }
 
+static void fuzz_secret(const uint8_t *data, size_t size)
+{
+	struct station_error e = {};
+	json_t *body = NULL;
+	int r = validate_body(data, size, false, &body, &e);
+	check_error(r, &e);
+	if (r < 0)
+		return;
+	e = (struct station_error){};
+	r = fuzz_secret_body(body, &e);
+	check_error(r, &e);
+	json_decref(body);
+}
+
+static void fuzz_secret_name(const uint8_t *data, size_t size)
+{
+	char *name = take_string(&data, &size);
+	if (fuzz_secret_name_valid(name) && (strchr(name, '/') || strlen(name) == 0))
+		abort();
+	free(name);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	unsigned which = data[0] % 14;
+	unsigned which = data[0] % 16;
 	data++;
 	size--;
 	if (which < 12)
 		fuzz_body(which, data, size);
 	else if (which == 12)
 		fuzz_route(data, size);
-	else
+	else if (which == 13)
 		fuzz_query(data, size);
+	else if (which == 14)
+		fuzz_secret(data, size);
+	else
+		fuzz_secret_name(data, size);
 	return 0;
 }

@@ -28,7 +28,7 @@ def write(selector, data):
         f.write(blob)
 
 
-# selectors: 0 workspace, 1 network, 2 command, 3 service, 4 terminal, 5/6 resize, 7 image,
+# selectors: 14 secret body, 0 workspace, 1 network, 2 command, 3 service, 4 terminal, 5/6 resize, 7 image,
 # 8 mkdir, 9 rename, 10 env, 11 egress rules
 bodies = sorted(set(re.findall(r"'(\{\"[^']*\})'", text)))
 for b in bodies:
@@ -52,6 +52,8 @@ for b in bodies:
         sel.add(9)
     if 'env' in keys:
         sel.add(10)
+    if 'value' in keys or 'expiresAt' in keys or 'username' in keys:
+        sel.add(14)
     for s in sorted(sel):
         write(s, b.encode())
 
@@ -65,4 +67,12 @@ for p in paths:
         k, _, v = kv.partition('=')
         write(13, k.encode() + b'\0' + v.encode() + b'\0application/json; charset=utf-8')
 write(13, b'mode\x000644\x00Application/JSON')
+# secrets as the tests put them (their values come from shell variables there)
+for body in (b'{"value":"ghp_abc123","host":"GitHub.com:443","username":"x-access-token",'
+             b'"expiresAt":"2099-01-02T02:04:05.000Z"}',
+             b'{"value":"tok","host":"git.example.com","expiresAt":null}',
+             b'{"value":"a\\nb"}', b'{"value":"x","host":"-bad-.com"}'):
+    write(14, body)
+for name in (b'gh', b'a.unscoped_1', b'TOKEN_A', b'-x', b'../x', b'a' * 64):
+    write(15, name)
 write(13, b'limit\x00-\x00text/plain')
