@@ -6,7 +6,9 @@ what each process read from each descriptor, and keeps the streams made of whole
 agent's link (it begins with HELLO_OK) seeds the agentlink corpus, cut into runs of a few
 frames; what an agent read (HELLO or FILE_OPEN first, then requests) seeds agent-requests
 (selector byte 0: the session stream), and the start block on the agent's secret fd too
-(selector 1). The agent's secret in them becomes the harness's fixed one; a few credential
+(selector 1). What the controller read back in file sessions (INFO, DATA, EVENT, END, ERROR)
+seeds file-replies, one session per file, its operation's byte first as the harness reads
+it (guessed from the frames: DATA means READ, a lone END DELETE). The agent's secret in them becomes the harness's fixed one; a few credential
 requests as git writes them are added (selectors 2, 3).
 
     seeds/agent-frames.py STRACE_LOG CORPUS_DIR"""
@@ -95,7 +97,23 @@ for key, b in streams.items():
     first = struct.unpack_from('<H', fs[0], 4)[0]
     if first == AGENT_START and len(fs) == 1:
         write('agent-requests', b'\x01' + fix(fs[0]))
-    elif first == HELLO_OK or (first in CONTROLLER_READS and first not in (61, 62, 63, 64, 65)):
+    elif first in (61, 62, 63, 64, 65):
+        session = []
+        for f in fs:
+            session.append(f)
+            t = struct.unpack_from('<H', f, 4)[0]
+            if t in (63, 64):
+                types = [struct.unpack_from('<H', x, 4)[0] for x in session]
+                if 62 in types or types == [64]:
+                    ops = [3]  # READ
+                elif types == [63]:
+                    ops = [7]  # DELETE
+                else:
+                    ops = [1, 4, 5, 6]  # STAT, WRITE, MKDIR, RENAME: INFO then END
+                for op in ops:
+                    write('file-replies', bytes([op - 1]) + b''.join(session))
+                session = []
+    elif first == HELLO_OK or first in CONTROLLER_READS:
         for i in range(0, len(fs), 4):
             write('agentlink', b''.join(fs[i:i + 4]))
     elif first in (HELLO, FILE_OPEN):
