@@ -9,7 +9,7 @@
  * events and the same end, whatever the cut (a frame's meaning never depends on how its bytes
  * arrive). Every byte a callback is given is read, so a pointer past the input is caught.
  *
- * fuzz-max-len: 65536 */
+ * fuzz-max-len: 8192 */
 
 #include <errno.h>
 #include <stdbool.h>
