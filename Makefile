@@ -18,7 +18,7 @@ CLI    = $(BUILD)/src/cli/station-sandbox
 NEEDED_TOOLS = cc meson ninja pkg-config
 NEEDED_PKGS  = jansson sqlite3 libmicrohttpd libcurl libarchive criterion
 
-.PHONY: all build deps run tools-image test test-asan format-check format clean
+.PHONY: all build deps run tools-image test test-asan fuzz fuzz-merge format-check format clean
 
 all: build
 
@@ -108,6 +108,20 @@ test-asan:
 	$(call build_in,$(ASAN_BUILD),$(ASAN_MESON_OPTS))
 	test/run-all $(ASAN_BUILD)
 
+# make fuzz: the libFuzzer harnesses of test/fuzz (clang, ASan + UBSan, in FUZZ_BUILD), each for
+# FUZZ_SECONDS with its committed corpus; new inputs stay in FUZZ_BUILD/fuzz-work. Fails when a
+# harness crashes. FUZZ_TARGETS picks harnesses by name (default all). make fuzz-merge also
+# minimizes test/fuzz/corpus with what the run found. scripts/fuzz --help; docs/testing.md.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+
+fuzz:
+	scripts/fuzz --build $(FUZZ_BUILD) --seconds $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-merge:
+	scripts/fuzz --build $(FUZZ_BUILD) --seconds $(FUZZ_SECONDS) --merge $(FUZZ_TARGETS)
+
 # Every C file we track (or are about to), build directories excluded.
 FORMAT_FILES = $(wildcard $(shell { git ls-files --cached --others --exclude-standard -- '*.c' '*.h' 2>/dev/null \
 		|| find src include test bench -name '*.c' -o -name '*.h'; } | grep -v '^build' | sort -u))
@@ -121,4 +135,4 @@ format:
 	clang-format -i $(FORMAT_FILES)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

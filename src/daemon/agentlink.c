@@ -267,6 +267,27 @@ static int link_dispatch(struct agentlink *l, const struct frame *f)
 	}
 }
 
+/* Dispatches every whole frame buffered in l->in past in_off, stopping at a partial one (0).
+ * 1 when a receiver closed the link meanwhile, < 0 for a broken frame. */
+static int link_dispatch_input(struct agentlink *l)
+{
+	for (;;) {
+		struct frame f;
+		long sz = frame_parse(l->in.data + l->in_off, l->in.len - l->in_off,
+				      PROTO_MAX_PAYLOAD, &f);
+		if (sz < 0)
+			return (int)sz;
+		if (sz == 0)
+			return 0;
+		int r = link_dispatch(l, &f);
+		if (r < 0)
+			return r;
+		if (l->closing)
+			return 1;
+		l->in_off += (size_t)sz;
+	}
+}
+
 static int link_read(struct agentlink *l)
 {
 	for (;;) {
@@ -295,21 +316,9 @@ static int link_read(struct agentlink *l)
 			return -ECONNRESET;
 		l->in.len += (size_t)n;
 
-		for (;;) {
-			struct frame f;
-			long sz = frame_parse(l->in.data + l->in_off, l->in.len - l->in_off,
-					      PROTO_MAX_PAYLOAD, &f);
-			if (sz < 0)
-				return (int)sz;
-			if (sz == 0)
-				break;
-			r = link_dispatch(l, &f);
-			if (r < 0)
-				return r;
-			if (l->closing)
-				return 0;
-			l->in_off += (size_t)sz;
-		}
+		r = link_dispatch_input(l);
+		if (r != 0)
+			return r < 0 ? r : 0;
 	}
 }
 
