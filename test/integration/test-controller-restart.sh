@@ -63,12 +63,12 @@ t_sigterm() {
 
 t_finished_while_away() {
 	# A run that finishes while no controller is running is reported to the next one.
-	local cmd='sleep 1.0463; echo while-away'
+	local cmd='sleep 4.0463; echo while-away'
 	run_start "$WS" "$(json_cmd "$cmd")" || return 1
 	local run=$RUN
-	wait_for -t 5 pgrep -f 'sleep 1.0463' >/dev/null || _fail "command never started"
+	wait_for -t 5 pgrep -f 'sleep 4.0463' >/dev/null || _fail "command never started"
 	stop_controller KILL
-	wait_for -t 10 no_process 'sleep 1.0463' || _fail "command did not finish"
+	wait_for -t 30 no_process 'sleep 4.0463' || _fail "command did not finish"
 	restart_controller || return 1
 	run_wait "$WS" "$run" 40 || return 1
 	assert_eq exited "$(j .status)" status || diag "reason: $(j .reason)"
