@@ -100,13 +100,15 @@ bench:
 	@bench/run --build $(BUILD) $(BENCH_ARGS)
 
 # scripts/check-layers first (one test of the count), then every unit, integration and security
-# test: test/run-all.
+# test: test/run-all, its scripts several at a time (TEST_ARGS passes options: -j N, patterns).
+# test-asan: the same under ASan + UBSan, the host workspaces' agent included.
+TEST_ARGS ?=
 test: build
-	test/run-all $(BUILD)
+	test/run-all $(BUILD) $(TEST_ARGS)
 
 test-asan:
 	$(call build_in,$(ASAN_BUILD),$(ASAN_MESON_OPTS))
-	test/run-all $(ASAN_BUILD)
+	test/run-all $(ASAN_BUILD) $(TEST_ARGS)
 
 # make fuzz: the libFuzzer harnesses of test/fuzz (clang, ASan + UBSan, in FUZZ_BUILD), each for
 # FUZZ_SECONDS with its committed corpus; new inputs stay in FUZZ_BUILD/fuzz-work. Fails when a

@@ -120,9 +120,31 @@ int adapter_start_fd(const uint8_t *secret, size_t secret_len, const char *workd
 	return r < 0 ? r : TAKE_FD(fd);
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define HOST_SANITIZER_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HOST_SANITIZER_BUILD 1
+#endif
+#endif
+
+/* The agent binary a host workspace runs. In a build with AddressSanitizer (make test-asan)
+ * only, STATION_TEST_HOST_AGENT names another one: the agent built with the same sanitizers
+ * (station-agent-asan, dynamically linked, which is why containers keep the static one). Every
+ * other build ignores the variable. */
+static const char *host_agent_path(const struct adapter_context *ctx)
+{
+#ifdef HOST_SANITIZER_BUILD
+	const char *p = getenv("STATION_TEST_HOST_AGENT");
+	if (p && p[0] == '/')
+		return p;
+#endif
+	return ctx->agent_path;
+}
+
 /* Runs in the forked child: never returns. Reports errno through err_fd on failure. */
-static void agent_exec(const struct adapter_workspace *ws, const struct cgroup *agent_cg,
-		       int secret_fd, int listen_fd, int log_fd, int err_fd, char **argv)
+static void agent_exec(const char *agent_path, const struct cgroup *agent_cg, int secret_fd,
+		       int listen_fd, int log_fd, int err_fd, char **argv)
 {
 	int r = 0;
 	if (setsid() < 0)
@@ -137,7 +159,7 @@ static void agent_exec(const struct adapter_workspace *ws, const struct cgroup *
 	if (r >= 0) {
 		int keep[] = { AGENT_SECRET_FD, AGENT_LISTEN_FD, err_fd };
 		close_all_fds_except(keep, ELEMENTSOF(keep));
-		execv(ws->ctx->agent_path, argv);
+		execv(agent_path, argv);
 		r = negative_errno();
 	}
 	(void)!write(err_fd, &r, sizeof r);
@@ -247,10 +269,11 @@ static int host_start_agent(const struct adapter_workspace *ws, const uint8_t *s
 		cgroup_free(agent_cg);
 		return station_error_set(e, negative_errno(), NULL, "pipe: %m");
 	}
+	const char *agent_path = host_agent_path(ws->ctx);
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(err_pipe[0]);
-		agent_exec(ws, agent_cg, secret_fd, listen_fd, log_fd, err_pipe[1], argv);
+		agent_exec(agent_path, agent_cg, secret_fd, listen_fd, log_fd, err_pipe[1], argv);
 	}
 	r = pid < 0 ? negative_errno() : 0;
 	close(err_pipe[1]);
@@ -259,8 +282,8 @@ static int host_start_agent(const struct adapter_workspace *ws, const uint8_t *s
 	close(err_pipe[0]);
 	cgroup_free(agent_cg);
 	if (r < 0)
-		return station_error_set(e, r, NULL, "cannot start agent \"%s\": %s",
-					 ws->ctx->agent_path, strerror(-r));
+		return station_error_set(e, r, NULL, "cannot start agent \"%s\": %s", agent_path,
+					 strerror(-r));
 	*ret_pid = pid;
 	return 0;
 }

@@ -611,6 +611,27 @@ static bool helper_invocation(int argc, char **argv, int *ret_argc, char ***ret_
 	return false;
 }
 
+#ifdef AGENT_SANITIZER_CANARY
+/* The sanitizer test build only (meson.build): STATION_TEST_AGENT_CANARY=heap-overflow in the
+ * agent's environment makes it read one byte past a heap block, after it has hardened itself
+ * and closed its fds, so that the tests see a real AddressSanitizer report reach the file
+ * their log_path names and fail the script. */
+static void sanitizer_canary(void)
+{
+	const char *c = getenv("STATION_TEST_AGENT_CANARY");
+	if (!c || strcmp(c, "heap-overflow") != 0)
+		return;
+	volatile size_t n = 16;
+	char *p = malloc(n);
+	if (!p)
+		return;
+	memset(p, 'x', n);
+	volatile char past = p[n];
+	(void)past;
+	free(p);
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	struct agent_start start = { 0 };
@@ -636,6 +657,9 @@ int main(int argc, char **argv)
 	r = close_all_fds_except((const int[]){ args.listen_fd, args.secret_fd }, 2);
 	if (r < 0)
 		return fail("cannot close inherited fds", r);
+#ifdef AGENT_SANITIZER_CANARY
+	sanitizer_canary();
+#endif
 	r = read_start(args.secret_fd, &start);
 	close(args.secret_fd);
 	ensure_stdio(); /* the block may have come on stdin */

@@ -35,8 +35,11 @@ CONTROLLER_LOG=$ROOT/controller.log
 STATUS=
 BODY=
 
-# Sanitizer reports of every process we start (controller, agents, CLI) land here.
-if [[ -n ${STATION_TEST_SANITIZE:-} ]]; then
+# Sanitizer reports of every process we start (controller, agents, CLI) land in a directory.
+# Under test/run-all it is run-all's (STATION_TEST_SANITIZER_DIR, log_path already set), which
+# checks it when the script has ended, processes that outlived it included; run alone, the
+# script makes its own and checks it at cleanup.
+if [[ -n ${STATION_TEST_SANITIZE:-} && -z ${STATION_TEST_SANITIZER_DIR:-} ]]; then
 	mkdir -p "$TMP/sanitizer"
 	export ASAN_OPTIONS="${ASAN_OPTIONS:-}:log_path=$TMP/sanitizer/asan"
 	export UBSAN_OPTIONS="${UBSAN_OPTIONS:-}:log_path=$TMP/sanitizer/ubsan"

@@ -7,14 +7,15 @@ require_controller
 new_ws WS || exit 1
 
 t_cancel_kills_tree() {
-	run_start "$WS" "$(json_cmd 'sleep 5.0452')" || return 1
+	# the sibling runs until we say (a file in its workdir), however slow the machine
+	run_start "$WS" "$(json_cmd 'until [ -e sibling.go ]; do sleep 0.05; done')" || return 1
 	local sibling=$RUN
 	run_start "$WS" "$(json_cmd 'setsid sh -c "sleep 1000.456" & sleep 1000.456; echo never')" ||
 		return 1
 	local run=$RUN
 	wait_for -t 5 eval '(( $(process_count "sleep 1000.456") >= 2 ))' ||
 		_fail "expected two 'sleep 1000.456' processes, found $(process_count 'sleep 1000.456')"
-	wait_for -t 5 pgrep -f 'sleep 5.0452' >/dev/null || _fail "sibling never started"
+	wait_for -t 5 run_is_running "$WS" "$sibling" || _fail "sibling never started"
 
 	api -q POST "/v1/workspaces/$WS/commands/$run/cancel"
 	assert_status 200 cancel || return 1
@@ -28,6 +29,7 @@ t_cancel_kills_tree() {
 
 	run_get "$WS" "$sibling"
 	assert_eq running "$(j .status)" "sibling still running after the cancel"
+	touch "$ROOT/workspaces/$WS/home/workspace/sibling.go"
 	run_wait "$WS" "$sibling" 20 || return 1
 	assert_eq exited "$(j .status)" "sibling status"
 	assert_eq 0 "$(j .exitCode)" "sibling exitCode"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: not under sanitizers: a Python script on the source tree; no C of ours runs
 # scripts/check-layers: the tree passes; a copy of it passes (the positive control for every
 # planted violation below); each upward or sideways include planted into a copy fails, naming
 # the file, the line and the arrow. Needs no controller.

@@ -424,7 +424,7 @@ s.serve_forever()
 PY
 	python3 "$TMP/recorder.py" "$TMP/requests" >"$TMP/recorder.port" &
 	pid=$!
-	wait_for -t 5 test -s "$TMP/recorder.port" || { kill "$pid"; _fail "recorder did not start"; return 1; }
+	wait_for -t 30 test -s "$TMP/recorder.port" || { kill "$pid"; _fail "recorder did not start"; return 1; }
 	port=$(cat "$TMP/recorder.port")
 	rec() { "$CLI_BIN" --url "http://127.0.0.1:$port" --token t "$@" >"$TMP/cli.out" 2>"$TMP/cli.err" </dev/null; RC=$?; OUT=$(cat "$TMP/cli.out"); }
 

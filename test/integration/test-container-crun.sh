@@ -34,10 +34,10 @@ t_exec() {
 t_timeout_tree() {
 	local init sibling run
 	init=$(container_init_pid "$WS")
-	run_start "$WS" "$(json_cmd 'sleep 5.0882')" || return 1
+	run_start "$WS" "$(json_cmd 'sleep 30.0882')" || return 1
 	sibling=$RUN
-	wait_for -t 5 pgrep -f 'sleep 5.0882' >/dev/null || _fail "sibling never started"
-	run_start "$WS" "$(json_cmd 'setsid sh -c "sleep 1000.88" & sleep 1000.88' '.timeoutMs = 500')" ||
+	wait_for -t 5 pgrep -f 'sleep 30.0882' >/dev/null || _fail "sibling never started"
+	run_start "$WS" "$(json_cmd 'setsid sh -c "sleep 1000.88" & sleep 1000.88' '.timeoutMs = 3000')" ||
 		return 1
 	run=$RUN
 	wait_for -t 5 eval '(( $(process_count "sleep 1000.88") >= 2 ))' ||
@@ -48,7 +48,7 @@ t_timeout_tree() {
 		_fail "left running: $(pgrep -af 'sleep 1000.88' | tr '\n' ';')"
 	run_get "$WS" "$sibling"
 	assert_eq running "$(j .status)" "sibling still running after the timeout"
-	run_wait "$WS" "$sibling" 20 || return 1
+	run_wait "$WS" "$sibling" 45 || return 1
 	assert_eq exited "$(j .status)" "sibling status"
 	assert_eq 0 "$(j .exitCode)" "sibling exitCode"
 	assert_eq "$init" "$(container_init_pid "$WS")" "container init pid after the timeout"

@@ -49,14 +49,14 @@ t_restart_adopts_running() {
 	local ws run init
 	new_cws ws || return 1
 	init=$(container_init_pid "$ws")
-	run_start "$ws" "$(json_cmd 'sleep 2.0931; echo done')" || return 1
+	run_start "$ws" "$(json_cmd 'sleep 10.0931; echo done')" || return 1
 	run=$RUN
-	wait_for -t 5 pgrep -f 'sleep 2.0931' >/dev/null || _fail "the command never started"
+	wait_for -t 5 pgrep -f 'sleep 10.0931' >/dev/null || _fail "the command never started"
 	stop_controller KILL
 	assert_eq 137 "$CONTROLLER_EXIT" "controller exit status"
 	# the container outlives its controller
 	kill -0 "$init" 2>/dev/null || _fail "container init $init died with the controller"
-	pgrep -f 'sleep 2.0931' >/dev/null || _fail "the run died with the controller"
+	pgrep -f 'sleep 10.0931' >/dev/null || _fail "the run died with the controller"
 	restart_controller || return 1
 	api -q GET "/v1/workspaces/$ws"
 	assert_eq ready "$(j .state)" "workspace state after the controller restart"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: serial: measures the CPU share a quota leaves a burner, which other scripts beside it would skew
 # Workspace limits inside a container (issue 3 item 7, DESIGN §5): a fork bomb stops at
 # pidsLimit and the workspace keeps working; a memory hog is OOM-killed and its run says so; a
 # CPU burner under cpus 0.5 is throttled. Each beside its positive control (the same command

@@ -57,11 +57,11 @@ t_timeout_tree() {
 	local init_before sibling run
 	init_before=$(container_init_pid "$WS")
 	assert_match '^[0-9]+$' "$init_before" "container init pid" || return 1
-	run_start "$WS" "$(json_cmd 'sleep 5.0772')" || return 1
+	run_start "$WS" "$(json_cmd 'sleep 30.0772')" || return 1
 	sibling=$RUN
-	wait_for -t 5 pgrep -f 'sleep 5.0772' >/dev/null || _fail "sibling never started"
+	wait_for -t 5 pgrep -f 'sleep 30.0772' >/dev/null || _fail "sibling never started"
 
-	run_start "$WS" "$(json_cmd 'setsid sh -c "sleep 1000.77" & sleep 1000.77' '.timeoutMs = 500')" ||
+	run_start "$WS" "$(json_cmd 'setsid sh -c "sleep 1000.77" & sleep 1000.77' '.timeoutMs = 3000')" ||
 		return 1
 	run=$RUN
 	# control: both sleeps (the daemonized one and the main one) are there to find
@@ -70,14 +70,14 @@ t_timeout_tree() {
 	run_wait "$WS" "$run" 20 || return 1
 	assert_eq timed_out "$(j .status)" status
 	assert_eq null "$(j .exitCode)" exitCode
-	assert_eq 500 "$(j .timeoutMs)" timeoutMs
+	assert_eq 3000 "$(j .timeoutMs)" timeoutMs
 	wait_for -t 3 no_process 'sleep 1000.77' ||
 		_fail "left running: $(pgrep -af 'sleep 1000.77' | tr '\n' ';')"
 
 	run_get "$WS" "$sibling"
 	assert_eq running "$(j .status)" "sibling still running after the timeout"
-	pgrep -f 'sleep 5.0772' >/dev/null || _fail "sibling process is gone"
-	run_wait "$WS" "$sibling" 20 || return 1
+	pgrep -f 'sleep 30.0772' >/dev/null || _fail "sibling process is gone"
+	run_wait "$WS" "$sibling" 45 || return 1
 	assert_eq exited "$(j .status)" "sibling status"
 	assert_eq 0 "$(j .exitCode)" "sibling exitCode"
 

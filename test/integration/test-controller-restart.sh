@@ -8,20 +8,20 @@ require_controller
 new_ws WS || exit 1
 
 t_sigkill() {
-	local agent cmd='echo start; sleep 3.0461; echo end'
+	local agent cmd='echo start; sleep 10.0461; echo end'
 	agent=$(agent_pid "$WS")
 	assert_match '^[0-9]+$' "$agent" "agent pid" || return 1
 	run_start "$WS" "$(json_cmd "$cmd")" || return 1
 	local run=$RUN
-	wait_for -t 5 pgrep -f 'sleep 3.0461' >/dev/null || _fail "command never started"
+	wait_for -t 5 pgrep -f 'sleep 10.0461' >/dev/null || _fail "command never started"
 
 	stop_controller KILL
 	assert_eq 137 "$CONTROLLER_EXIT" "controller exit status (SIGKILL)"
 	kill -0 "$agent" 2>/dev/null || _fail "agent $agent died with the controller"
-	pgrep -f 'sleep 3.0461' >/dev/null || _fail "the run died with the controller"
+	pgrep -f 'sleep 10.0461' >/dev/null || _fail "the run died with the controller"
 
 	restart_controller || return 1
-	run_wait "$WS" "$run" 20 || return 1
+	run_wait "$WS" "$run" 40 || return 1
 	assert_eq exited "$(j .status)" status
 	assert_eq 0 "$(j .exitCode)" exitCode
 	assert_eq '"start\nend\n"' "$(j '.stdout | tojson')" stdout
@@ -42,19 +42,19 @@ t_sigkill() {
 }
 
 t_sigterm() {
-	local agent cmd='sleep 3.0462; echo done'
+	local agent cmd='sleep 10.0462; echo done'
 	agent=$(agent_pid "$WS")
 	run_start "$WS" "$(json_cmd "$cmd")" || return 1
 	local run=$RUN
-	wait_for -t 5 pgrep -f 'sleep 3.0462' >/dev/null || _fail "command never started"
+	wait_for -t 5 pgrep -f 'sleep 10.0462' >/dev/null || _fail "command never started"
 
 	stop_controller TERM
 	assert_eq 0 "$CONTROLLER_EXIT" "controller exit status after SIGTERM"
 	kill -0 "$agent" 2>/dev/null || _fail "agent $agent stopped with the controller"
-	pgrep -f 'sleep 3.0462' >/dev/null || _fail "the run stopped with the controller"
+	pgrep -f 'sleep 10.0462' >/dev/null || _fail "the run stopped with the controller"
 
 	restart_controller || return 1
-	run_wait "$WS" "$run" 20 || return 1
+	run_wait "$WS" "$run" 40 || return 1
 	assert_eq exited "$(j .status)" status
 	assert_eq 0 "$(j .exitCode)" exitCode
 	assert_eq '"done\n"' "$(j '.stdout | tojson')" stdout
@@ -63,14 +63,14 @@ t_sigterm() {
 
 t_finished_while_away() {
 	# A run that finishes while no controller is running is reported to the next one.
-	local cmd='sleep 1.0463; echo while-away'
+	local cmd='sleep 4.0463; echo while-away'
 	run_start "$WS" "$(json_cmd "$cmd")" || return 1
 	local run=$RUN
-	wait_for -t 5 pgrep -f 'sleep 1.0463' >/dev/null || _fail "command never started"
+	wait_for -t 5 pgrep -f 'sleep 4.0463' >/dev/null || _fail "command never started"
 	stop_controller KILL
-	wait_for -t 10 no_process 'sleep 1.0463' || _fail "command did not finish"
+	wait_for -t 30 no_process 'sleep 4.0463' || _fail "command did not finish"
 	restart_controller || return 1
-	run_wait "$WS" "$run" 20 || return 1
+	run_wait "$WS" "$run" 40 || return 1
 	assert_eq exited "$(j .status)" status || diag "reason: $(j .reason)"
 	assert_eq '"while-away\n"' "$(j '.stdout | tojson')" stdout
 }

@@ -140,11 +140,11 @@ _secret_expired() {
 test_host_expired() {
 	local ws at
 	new_ws ws || return 1
-	at=$(date -u -d '+3 seconds' +%Y-%m-%dT%H:%M:%SZ)
+	at=$(date -u -d '+12 seconds' +%Y-%m-%dT%H:%M:%SZ)
 	put_secret "$ws" soon "$(jq -nc --arg v "$TOKEN" --arg h "$HOST_NAME" --arg at "$at" '{value: $v, host: $h, expiresAt: $at}')" || return 1
 	ask "$ws" https "$HOST_NAME" || return 1
 	assert_eq "$GRANTED" "$ANSWER" "before it expires (positive control)" || return 1
-	wait_for -t 10 _secret_expired "$ws" soon || {
+	wait_for -t 30 _secret_expired "$ws" soon || {
 		_fail "the secret is not listed as expired: $(_short "$BODY")"
 		return 1
 	}

@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: serial: the outside world of net-world.sh (fixed documentation networks, routes, an nft table) is one per machine
 # The outside world of the network tests (net-world.sh), without any controller: its hosts
 # answer from the host itself, and from a namespace that plays a workspace (veth, masquerade, its
 # own resolv.conf naming the world's DNS) the seed's workflow runs: git clone over smart HTTP,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: serial: the outside world of net-world.sh (fixed documentation networks, routes, an nft table) is one per machine
 # Container workspaces' network modes against the outside world of net-world.sh, each denial
 # beside its positive control (the same probe from the host, from the namespace that plays a
 # workspace, or from a workspace whose mode or policy allows it):

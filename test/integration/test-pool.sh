@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: serial: asserts wall-clock bounds (refill attempts per second, createdAt within seconds) that other scripts beside it would stretch
 # The warm pool (--pool, docs/operations.md): started idle container workspaces, claimed by a
 # matching create, indistinguishable from a fresh workspace from inside (posture probe, HOME,
 # process list), limits of the request on the host cgroups, never listed, never reused, adopted

@@ -167,7 +167,7 @@ t_stop_signal_honoured() {
 t_stop_during_backoff() {
 	local next
 	svc_create "$WS" '{"name":"pending","command":"exit 1",
-		"restart":{"policy":"on-failure","maxRestarts":5,"delayMs":1500}}' || return 1
+		"restart":{"policy":"on-failure","maxRestarts":5,"delayMs":5000}}' || return 1
 	svc_wait "$WS" pending '.state == "backoff"' || return 1
 	next=$(ms "$(j .nextRestartAt)")
 	assert_eq 1 "$(j '.attempts | length')" "first attempt done"
@@ -176,7 +176,7 @@ t_stop_during_backoff() {
 	svc_wait "$WS" pending '.state == "stopped"' 5 || return 1
 	assert_eq null "$(j .nextRestartAt)" nextRestartAt
 	# Wait until the cancelled restart would have happened, and a little more.
-	wait_for -t 10 time_past $((next + 500))
+	wait_for -t 20 time_past $((next + 500))
 	svc_get "$WS" pending
 	assert_eq stopped "$(j .state)" "still stopped after the restart time"
 	assert_eq 1 "$(j '.attempts | length')" "no restart happened"

@@ -7,11 +7,11 @@ require_controller
 new_ws WS || exit 1
 
 t_timeout_kills_tree() {
-	run_start "$WS" "$(json_cmd 'sleep 5.0451')" || return 1
+	run_start "$WS" "$(json_cmd 'sleep 30.0451')" || return 1
 	local sibling=$RUN
-	wait_for -t 5 pgrep -f 'sleep 5.0451' >/dev/null || _fail "sibling never started"
+	wait_for -t 5 pgrep -f 'sleep 30.0451' >/dev/null || _fail "sibling never started"
 
-	run_start "$WS" "$(json_cmd 'setsid sh -c "sleep 1000.123" & sleep 1000.123' '.timeoutMs = 500')" ||
+	run_start "$WS" "$(json_cmd 'setsid sh -c "sleep 1000.123" & sleep 1000.123' '.timeoutMs = 3000')" ||
 		return 1
 	local run=$RUN
 	# Positive control: both sleeps (the daemonized one and the main one) are there to find.
@@ -26,8 +26,8 @@ t_timeout_kills_tree() {
 
 	run_get "$WS" "$sibling"
 	assert_eq running "$(j .status)" "sibling still running after the timeout"
-	pgrep -f 'sleep 5.0451' >/dev/null || _fail "sibling process is gone"
-	run_wait "$WS" "$sibling" 20 || return 1
+	pgrep -f 'sleep 30.0451' >/dev/null || _fail "sibling process is gone"
+	run_wait "$WS" "$sibling" 45 || return 1
 	assert_eq exited "$(j .status)" "sibling status"
 	assert_eq 0 "$(j .exitCode)" "sibling exitCode"
 }
