@@ -188,3 +188,20 @@ struct image_budget {
  * after checking the blob's diff id, within the store's limits (adding to *b). */
 int layer_unpack(struct image_store *s, struct image_txn *t, const struct oci_descriptor *d,
 		 const char *diff_id, struct image_budget *b, struct station_error *e);
+
+/* pull.c's readers of what a registry answers (hostile input: every length is bounded). */
+struct registry_headers {
+	char content_type[128]; /* the media type of Content-Type, without parameters */
+	char *www_authenticate; /* the last WWW-Authenticate value, NULL when none */
+};
+void registry_headers_done(struct registry_headers *h);
+/* One header line as libcurl hands it over: data[0..len), not NUL-terminated, CR LF included.
+ * A status line ("HTTP/…") starts a new response and forgets the previous one's headers. */
+void registry_header_line(struct registry_headers *h, const char *data, size_t len);
+/* The value of key="value" in a WWW-Authenticate challenge (a new string), NULL when absent. */
+char *registry_challenge_param(const char *challenge, const char *key);
+/* The token of a token service's JSON answer ("token", else "access_token"): -EPROTO without
+ * a non-empty one, or when it holds a control character (it is sent back in a header). */
+int registry_token_parse(const char *body, size_t len, char **ret);
+/* ", CODE: message" of the first error of a registry's JSON error body, "" when none. */
+void registry_error_text(const char *body, size_t len, char *buf, size_t size);

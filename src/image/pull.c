@@ -39,8 +39,7 @@ struct registry {
 struct response {
 	CURL *curl;
 	long status;
-	char content_type[128];
-	char *www_authenticate;
+	struct registry_headers h;
 	char *body;
 	size_t body_len, body_max;
 	struct blob_writer *w;
@@ -49,40 +48,60 @@ struct response {
 
 static void response_done(struct response *r)
 {
-	free(r->www_authenticate);
+	registry_headers_done(&r->h);
 	free(r->body);
 	*r = (struct response){};
 }
 
-static size_t header_cb(char *data, size_t size, size_t n, void *userdata)
+void registry_headers_done(struct registry_headers *h)
 {
-	struct response *resp = userdata;
-	size_t len = size * n, vlen;
-	char *v;
+	free(h->www_authenticate);
+	*h = (struct registry_headers){};
+}
+
+/* Bytes of s[0..n) before the first byte of reject (or n): s need not be NUL-terminated. */
+static size_t span_until(const char *s, size_t n, const char *reject)
+{
+	size_t i = 0;
+
+	while (i < n && s[i] != '\0' && !strchr(reject, s[i]))
+		i++;
+	return i;
+}
+
+void registry_header_line(struct registry_headers *h, const char *data, size_t len)
+{
+	const char *v;
+	size_t vlen;
 
 	if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) { /* a new response (redirect, retry) */
-		resp->content_type[0] = '\0';
-		free(resp->www_authenticate);
-		resp->www_authenticate = NULL;
+		h->content_type[0] = '\0';
+		free(h->www_authenticate);
+		h->www_authenticate = NULL;
 	}
 	v = memchr(data, ':', len);
 	if (!v)
-		return len;
+		return;
 	vlen = len - (++v - data);
 	while (vlen > 0 && (*v == ' ' || *v == '\t'))
 		v++, vlen--;
 	while (vlen > 0 && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' || v[vlen - 1] == ' '))
 		vlen--;
 	if (len > 13 && strncasecmp(data, "content-type:", 13) == 0)
-		snprintf(resp->content_type, sizeof resp->content_type, "%.*s",
-			 (int)strcspn(v, ";\r\n") < (int)vlen ? (int)strcspn(v, ";\r\n") :
-								(int)vlen,
-			 v);
+		snprintf(h->content_type, sizeof h->content_type, "%.*s",
+			 (int)span_until(v, vlen, ";\r\n"), v);
 	else if (len > 17 && strncasecmp(data, "www-authenticate:", 17) == 0) {
-		free(resp->www_authenticate);
-		resp->www_authenticate = strndup(v, vlen);
+		free(h->www_authenticate);
+		h->www_authenticate = strndup(v, vlen);
 	}
-	return len;
+}
+
+static size_t header_cb(char *data, size_t size, size_t n, void *userdata)
+{
+	struct response *resp = userdata;
+
+	registry_header_line(&resp->h, data, size * n);
+	return size * n;
 }
 
 static size_t body_cb(char *data, size_t size, size_t n, void *userdata)
@@ -168,8 +187,7 @@ static int http_get(struct registry *reg, const char *url, const char *accept, c
 	return 0;
 }
 
-/* `key="value"` out of a WWW-Authenticate challenge. */
-static char *challenge_param(const char *challenge, const char *key)
+char *registry_challenge_param(const char *challenge, const char *key)
 {
 	size_t klen = strlen(key);
 
@@ -187,9 +205,9 @@ static char *challenge_param(const char *challenge, const char *key)
 
 static int token_url(struct registry *reg, const char *challenge, char **ret)
 {
-	_cleanup_free_ char *realm = challenge_param(challenge, "realm");
-	_cleanup_free_ char *service = challenge_param(challenge, "service");
-	_cleanup_free_ char *scope = challenge_param(challenge, "scope");
+	_cleanup_free_ char *realm = registry_challenge_param(challenge, "realm");
+	_cleanup_free_ char *service = registry_challenge_param(challenge, "service");
+	_cleanup_free_ char *scope = registry_challenge_param(challenge, "scope");
 	_cleanup_(curl_easy_cleanupp) CURL *c = curl_easy_init();
 	char *s_esc, *sc_esc;
 	int r;
@@ -209,16 +227,19 @@ static int token_url(struct registry *reg, const char *challenge, char **ret)
 	return r < 0 ? -ENOMEM : 0;
 }
 
-static int token_parse(struct response *resp, char **ret)
+int registry_token_parse(const char *body, size_t len, char **ret)
 {
-	_cleanup_json_ json_t *j =
-		json_loadb(resp->body ? resp->body : "", resp->body_len, 0, NULL);
+	_cleanup_json_ json_t *j = json_loadb(body ? body : "", body ? len : 0, 0, NULL);
 	json_t *t = json_object_get(j, "token");
 
 	if (!json_is_string(t))
 		t = json_object_get(j, "access_token");
 	if (!json_is_string(t) || !*json_string_value(t))
 		return -EPROTO;
+	/* It goes back in an Authorization header: a CR or LF would add headers of its own. */
+	for (const char *c = json_string_value(t); *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return -EPROTO;
 	*ret = strdup(json_string_value(t));
 	return *ret ? 0 : -ENOMEM;
 }
@@ -242,7 +263,7 @@ static int token_fetch(struct registry *reg, const char *challenge, struct stati
 	if (r >= 0 && resp.status != 200)
 		r = station_error_set(e, -EACCES, NULL, "%s: token service refused: HTTP %ld",
 				      reg->what, resp.status);
-	if (r >= 0 && token_parse(&resp, &reg->token) < 0)
+	if (r >= 0 && registry_token_parse(resp.body, resp.body_len, &reg->token) < 0)
 		r = station_error_set(e, -EPROTO, NULL, "%s: token service sent no token",
 				      reg->what);
 	response_done(&resp);
@@ -257,7 +278,7 @@ static int registry_get(struct registry *reg, const char *url, const char *accep
 
 	if (r < 0 || resp->status != 401 || reg->token)
 		return r;
-	r = token_fetch(reg, resp->www_authenticate, e);
+	r = token_fetch(reg, resp->h.www_authenticate, e);
 	if (r < 0)
 		return r;
 	free(resp->body);
@@ -267,11 +288,9 @@ static int registry_get(struct registry *reg, const char *url, const char *accep
 	return http_get(reg, url, accept, reg->token, resp, e);
 }
 
-/* "CODE: message" of the first error in a registry's error body, or "". */
-static void registry_error_text(const struct response *resp, char *buf, size_t size)
+void registry_error_text(const char *body, size_t len, char *buf, size_t size)
 {
-	_cleanup_json_ json_t *j = resp->body ? json_loadb(resp->body, resp->body_len, 0, NULL) :
-						NULL;
+	_cleanup_json_ json_t *j = body ? json_loadb(body, len, 0, NULL) : NULL;
 	json_t *err = json_array_get(json_object_get(j, "errors"), 0);
 	const char *code = json_string_value(json_object_get(err, "code"));
 	const char *msg = json_string_value(json_object_get(err, "message"));
@@ -288,7 +307,7 @@ static int status_error(struct registry *reg, const char *kind, const char *dige
 		  resp->status == 401 || resp->status == 403 ? -EACCES :
 							       -EIO;
 
-	registry_error_text(resp, detail, sizeof detail);
+	registry_error_text(resp->body, resp->body_len, detail, sizeof detail);
 	if (err == -ENOENT)
 		return station_error_set(e, err, NULL, "%s %s@%s not found in %s (HTTP 404%s)",
 					 kind, reg->repo, digest, reg->what, detail);
@@ -392,7 +411,7 @@ static int top_fetch(struct registry *reg, struct image_store *s, struct image_t
 	if (r >= 0)
 		r = top_store(s, t, &resp, digest, e);
 	if (r >= 0) {
-		k = oci_document_kind(resp.body, resp.body_len, resp.content_type);
+		k = oci_document_kind(resp.body, resp.body_len, resp.h.content_type);
 		*ret = (struct oci_descriptor){ .size = resp.body_len };
 		snprintf(ret->digest, sizeof ret->digest, "%s", digest);
 		snprintf(ret->media_type, sizeof ret->media_type, "%s",
@@ -402,7 +421,7 @@ static int top_fetch(struct registry *reg, struct image_store *s, struct image_t
 				e, -ENOTSUP, NULL,
 				"%s@%.19s from %s is neither an image manifest nor an "
 				"image index (Content-Type \"%s\")",
-				reg->repo, digest, reg->what, resp.content_type);
+				reg->repo, digest, reg->what, resp.h.content_type);
 	}
 	response_done(&resp);
 	return r;

@@ -327,3 +327,66 @@ Test(pull, corrupt_blob_leaves_nothing)
 	cr_assert(strncmp(e.message, msg, strlen(msg)) == 0, "%s", e.message);
 	assert_store_empty();
 }
+
+/* What a registry answers, read without a registry: header lines, challenges, tokens, error
+ * bodies (pull.c's registry_* readers, which the fuzz harness fuzz-manifest-registry drives). */
+Test(registry_answers, header_lines_are_not_nul_terminated)
+{
+	struct registry_headers h = {};
+	/* libcurl's buffer: no NUL after the line, and no CR LF either in this one. */
+	char line[] = { 'C', 'o', 'n', 't', 'e', 'n', 't', '-', 'T', 'y',
+			'p', 'e', ':', ' ', 'a', '/', 'b', 'X', 'X', 'X' };
+
+	registry_header_line(&h, line, 17);
+	cr_assert_str_eq(h.content_type, "a/b");
+	registry_header_line(&h, "content-type: application/json; charset=utf-8\r\n", 48);
+	cr_assert_str_eq(h.content_type, "application/json");
+	registry_header_line(&h, "WWW-Authenticate: Bearer realm=\"https://a/t\"\r\n", 46);
+	cr_assert_str_eq(h.www_authenticate, "Bearer realm=\"https://a/t\"");
+	registry_header_line(&h, "HTTP/1.1 200 OK\r\n", 17);
+	cr_assert_str_eq(h.content_type, "");
+	cr_assert_null(h.www_authenticate);
+	registry_headers_done(&h);
+}
+
+Test(registry_answers, challenge_params)
+{
+	const char *c = "Bearer realm=\"https://auth/token\",service=\"reg\",xscope=\"no\"";
+	char *v = registry_challenge_param(c, "realm");
+
+	cr_assert_str_eq(v, "https://auth/token");
+	free(v);
+	v = registry_challenge_param(c, "service");
+	cr_assert_str_eq(v, "reg");
+	free(v);
+	cr_assert_null(registry_challenge_param(c, "scope"));
+	cr_assert_null(registry_challenge_param("Bearer realm=\"unterminated", "realm"));
+}
+
+Test(registry_answers, token_with_a_line_break_is_refused)
+{
+	const char good[] = "{\"token\":\"abc.def\"}";
+	const char crlf[] = "{\"access_token\":\"abc\\r\\nX-Injected: 1\"}";
+	const char tab[] = "{\"token\":\"a\\tb\"}";
+	char *t = NULL;
+
+	cr_assert_eq(registry_token_parse(good, strlen(good), &t), 0);
+	cr_assert_str_eq(t, "abc.def");
+	free(t);
+	cr_assert_eq(registry_token_parse(crlf, strlen(crlf), &t), -EPROTO);
+	cr_assert_eq(registry_token_parse(tab, strlen(tab), &t), -EPROTO);
+	cr_assert_eq(registry_token_parse("{\"token\":\"\"}", 12, &t), -EPROTO);
+	cr_assert_eq(registry_token_parse(NULL, 0, &t), -EPROTO);
+}
+
+Test(registry_answers, error_text)
+{
+	const char body[] =
+		"{\"errors\":[{\"code\":\"MANIFEST_UNKNOWN\",\"message\":\"unknown\"}]}";
+	char buf[64];
+
+	registry_error_text(body, strlen(body), buf, sizeof buf);
+	cr_assert_str_eq(buf, ", MANIFEST_UNKNOWN: unknown");
+	registry_error_text("not json", 8, buf, sizeof buf);
+	cr_assert_str_eq(buf, "");
+}
