@@ -188,6 +188,8 @@ t_restart() {
 		"restart":{"policy":"no"}}' || return 1
 	svc_wait "$WS" restartable '.state == "running" and .mainPid != null' || return 1
 	pid1=$(j .mainPid)
+	# The shell has echoed once it has become the sleep.
+	wait_for -t 10 pgrep -f -- '^sleep 1000.72' >/dev/null || _fail "the service never reached its sleep"
 	assert_eq 1 "$(j .currentAttempt)" currentAttempt
 	api -q POST "/v1/workspaces/$WS/services/restartable/restart"
 	assert_status 200 restart || return 1

@@ -62,11 +62,19 @@ test("container: the seed's flow (image by digest, seccomp profile, network none
   // The service half of the seed.
   const service = await sandboxes.startService(workspace.id, {
     name: "agent-gateway",
-    command: "echo up; exec sleep 60",
+    // The marker is made after the echo, so once it exists "up\n" is in the output pipe and
+    // the agent drains it when the stop ends the attempt.
+    command: "echo up; touch .up; exec sleep 60",
     restart: { policy: "on-failure", maxRestarts: 5, delayMs: 1000 },
   });
   assert.equal(service.id, "agent-gateway");
   await until("the service running", async () => (await sandboxes.service(workspace.id, service.id)).state === "running");
+  await until("the service's echo", async () => {
+    const probe = await sandboxes.exec(workspace.id, { command: "test -e .up", timeoutMs: 10_000 });
+    let r = probe;
+    while (r.status === "running") r = await sandboxes.command(workspace.id, probe.id, { waitMs: 1000 });
+    return r.exitCode === 0;
+  });
   await sandboxes.stopService(workspace.id, service.id);
   const s = await until("the service stopped", async () => {
     const s = await sandboxes.service(workspace.id, service.id);
