@@ -15,7 +15,10 @@ IMPOSTOR=$BUILD/test/helpers/agent-impostor
 	skip "$TEST_NAME" "$IMPOSTOR not built"
 	exit 0
 }
-export STATION_TEST_REAL_AGENT=$AGENT
+# Under sanitizers the impostor execs the sanitized agent, and the controller must start the
+# impostor itself rather than the sanitized agent it would put in place of the shipped one.
+export STATION_TEST_REAL_AGENT=${STATION_TEST_HOST_AGENT:-$AGENT}
+unset STATION_TEST_HOST_AGENT
 require_controller --agent "$IMPOSTOR"
 new_ws VICTIM || exit 1
 new_ws EVIL '{"env":{"STATION_TEST_IMPOSTOR":"1"}}' || exit 1
