@@ -366,10 +366,20 @@ static void pipe_read(struct child_pipe *p)
 		child_maybe_finish(c);
 		return;
 	}
-	if (c->base->ops->output)
+	if (c->base->ops->output) {
 		c->base->ops->output(c, chunk, (size_t)n);
-	else
-		pipe_keep(p, chunk, (size_t)n);
+		return;
+	}
+	/* Most commands write little: only one that has written a kernel pipe's worth gets the
+	 * larger pipe (two fcntl calls saved per exec, and no pipe pages charged for nothing). */
+	if (!p->grown) {
+		p->read_bytes += (uint64_t)n;
+		if (p->read_bytes >= OUTPUT_PIPE_GROW_AFTER) {
+			output_pipe_grow(p->fd);
+			p->grown = true;
+		}
+	}
+	pipe_keep(p, chunk, (size_t)n);
 }
 
 static int on_output(struct event_source *s, int fd, uint32_t revents, void *userdata)
@@ -487,8 +497,6 @@ static int open_pipes(int p[4][2], const struct child_cmd *cmd)
 		return 0;
 	if (pipe2(p[1], O_CLOEXEC) < 0 || pipe2(p[2], O_CLOEXEC) < 0)
 		return -errno;
-	output_pipe_grow(p[1][0]);
-	output_pipe_grow(p[2][0]);
 	if (cmd->has_stdin)
 		return pipe2(p[0], O_CLOEXEC) < 0 ? -errno : 0;
 	int fd = devnull();

@@ -112,6 +112,8 @@ struct child_pipe {
 	struct output_buffer buf;  /* pipes: what is kept of the stream */
 	struct event_source *hold; /* the timer that looks again while the pipe is not read */
 	uint64_t held_since;	   /* the link has been backed up since (CLOCK_MONOTONIC usec) */
+	uint64_t read_bytes;	   /* read so far, until the pipe is grown (output_pipe_grow()) */
+	bool grown;
 };
 
 struct child {

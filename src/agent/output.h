@@ -46,12 +46,14 @@ static inline uint64_t output_buffer_total(const struct output_buffer *o)
 	return o->total;
 }
 
-/* The pipe a command writes its stdout or stderr to, made larger than Linux's 64 KiB: with a
- * fast writer the agent then reads up to OUTPUT_READ_BYTES per wakeup (one frame to the
- * controller) instead of one writer's write() at a time, and the writer runs on while the
- * agent waits for the CPU. At most OUTPUT_PIPE_BYTES and never above /proc/sys/fs/pipe-max-size
- * (which only root outside any sandbox can change), so the agent takes no more than an
- * unprivileged process may. Best effort: on any error the pipe keeps its size. */
+/* The pipe a command writes its stdout or stderr to, made larger than Linux's 64 KiB once the
+ * command has written OUTPUT_PIPE_GROW_AFTER bytes to it: with a fast writer the agent then
+ * reads up to OUTPUT_READ_BYTES per wakeup (one frame to the controller) instead of one
+ * writer's write() at a time, and the writer runs on while the agent waits for the CPU. At most
+ * OUTPUT_PIPE_BYTES and never above /proc/sys/fs/pipe-max-size (which only root outside any
+ * sandbox can change), so the agent takes no more than an unprivileged process may. Best
+ * effort: on any error the pipe keeps its size. */
+#define OUTPUT_PIPE_GROW_AFTER (64u * 1024)
 #define OUTPUT_PIPE_BYTES (1024u * 1024)
 #define OUTPUT_READ_BYTES (1024u * 1024)
 void output_pipe_grow(int fd);

@@ -61,17 +61,24 @@ t_slow_client_gap() {
 	assert_eq 0 "$(j .offsetErrors "$R")" "every gap and output starts where the stream stood"
 }
 
-# The agent grows a run's stdout and stderr pipes to 1 MiB (pipe-max-size at most); a pipe the
-# command makes itself keeps the kernel's 64 KiB (the positive control: the probe reads sizes).
+# The agent grows a run's stdout and stderr pipes to 1 MiB (pipe-max-size at most) once the
+# command has written 64 KiB to them. The probe writes 192 KiB to stdout first: it cannot
+# finish before the agent has read 128 KiB, which takes a read after the one that passed
+# 64 KiB, and the agent grows the pipe before that next read. Its stderr, written nothing to,
+# and a pipe the command makes itself keep the kernel's 64 KiB (the positive controls).
 t_output_pipe_size() {
 	local max want
 	max=$(cat /proc/sys/fs/pipe-max-size)
 	want=$((max < 1048576 ? max : 1048576))
 	((want >= 65536)) || want=65536
 	run_cmd "$WS" "python3 -c 'import fcntl, os
+os.write(1, b\"x\" * 196608)
 r, w = os.pipe()
-print(fcntl.fcntl(1, 1032), fcntl.fcntl(2, 1032), fcntl.fcntl(r, 1032))'" || return 1
-	assert_eq "$want $want 65536" "$(j .stdout)" "F_GETPIPE_SZ of stdout, stderr, a new pipe"
+print(\"\", fcntl.fcntl(1, 1032), fcntl.fcntl(2, 1032), fcntl.fcntl(r, 1032))'" \
+		'.maxOutputBytes = 1048576' || return 1
+	assert_eq false "$(j .truncated)" "the whole output kept"
+	assert_eq "$want 65536 65536" "$(j '.stdout | split(" ") | .[1:] | join(" ")')" \
+		"F_GETPIPE_SZ of stdout, stderr, a new pipe"
 }
 
 # A watched run writes 64 MiB while the controller is stopped (SIGSTOP): the agent holds the
@@ -182,7 +189,7 @@ t_fake_hang_interrupted() {
 
 run_test "exact bytes, the run handed back without output fields" t_exact_bytes
 run_test "a client that falls behind: gaps + delivered == stdoutBytes" t_slow_client_gap
-run_test "a run's output pipes are 1 MiB (pipe-max-size at most)" t_output_pipe_size
+run_test "a run's output pipe grows to 1 MiB after 64 KiB (pipe-max-size at most)" t_output_pipe_size
 run_test "a stopped controller never stops a watched run; the follow sees the gaps" \
 	t_stopped_controller_never_stops_the_run
 run_test "the interrupt check stops a waiting follow" t_interrupt
