@@ -164,17 +164,31 @@ class Transport:
                 h["Host"] = self.ep.host_header
                 if self.ep.token:
                     h["Authorization"] = f"Bearer {self.ep.token}"
+                deadline = time.monotonic() + t
                 conn.request(req.method, self.ep.base_path + req.path, body=body, headers=h)
                 resp = conn.getresponse()
-                text = resp.read(MAX_JSON_BYTES + 1)
-                if len(text) > MAX_JSON_BYTES:
-                    raise ProtocolError(resp.status, "protocol_error",
-                                        f"{what}: an answer over {MAX_JSON_BYTES} bytes")
+                text = self._read_body(resp, deadline, what, t)
             if not (200 <= resp.status < 300 or resp.status in req.accept):
                 raise error_from_body(resp.status, text, what)
             return loads(text, what)
         finally:
             conn.close()
+
+    @staticmethod
+    def _read_body(resp: http.client.HTTPResponse, deadline: float, what: str, t: float) -> bytes:
+        """The whole body, at most MAX_JSON_BYTES, by ``deadline`` (a server that trickles
+        bytes does not hold the call past its timeout)."""
+        out = bytearray()
+        while True:
+            if time.monotonic() > deadline:
+                raise TimeoutError
+            c = resp.read1(256 * 1024)
+            if not c:
+                return bytes(out)
+            out += c
+            if len(out) > MAX_JSON_BYTES:
+                raise ProtocolError(resp.status, "protocol_error",
+                                    f"{what}: an answer over {MAX_JSON_BYTES} bytes")
 
     def drive(self, op: Op[T]) -> T:
         """Runs an operation of _ops to its result."""

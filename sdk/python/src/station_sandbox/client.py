@@ -245,8 +245,7 @@ class Terminal(TerminalInfo):
         """Output bytes this session missed (it read too slowly)."""
         self.exit: Optional[dict[str, Any]] = None
         """``{"exitCode", "signal", "state"}`` once the terminal ended."""
-        if head:
-            self._take(head)
+        self._head = head  # bytes that came with the handshake's answer: parsed by read()
 
     def __enter__(self) -> "Terminal":
         return self
@@ -337,6 +336,9 @@ class Terminal(TerminalInfo):
         client's timeout, then Timeout); ``b""`` once the terminal ended or the session closed."""
         t = self._t.timeout if timeout is None else timeout
         deadline = time.monotonic() + t
+        if self._head:
+            head, self._head = self._head, b""
+            self._take(head)
         while not self._pending and not self._closed:
             left = deadline - time.monotonic()
             if left <= 0 or not self._recv(left):
