@@ -33,7 +33,9 @@ VENV=$TMP/venv
 t_wheel() {
 	local log=$TMP/wheel.log whl
 	mkdir -p "$TMP/dist"
-	if ! "$PY" -m pip wheel --no-deps --no-build-isolation --no-index -w "$TMP/dist" "$SDK" >"$log" 2>&1; then
+	# setuptools builds in the source tree: a copy keeps the checkout clean (and parallel runs apart).
+	cp -a "$SDK" "$TMP/sdk-src" && rm -rf "$TMP/sdk-src/build" "$TMP/sdk-src"/src/*.egg-info
+	if ! "$PY" -m pip wheel --no-deps --no-build-isolation --no-index -w "$TMP/dist" "$TMP/sdk-src" >"$log" 2>&1; then
 		_fail "pip wheel failed:"
 		tail -n 20 "$log" | sed 's/^/#   /'
 		return 1
@@ -52,6 +54,21 @@ t_wheel() {
 	assert_match "^$VENV/lib/python3[.0-9]*/site-packages/station_sandbox/__init__.py$" "$where" "imported from" || return 1
 }
 run_test "sdk builds a wheel that installs into a venv (pip wheel --no-build-isolation)" t_wheel
+
+# The README's other way: pip install from the source directory.
+t_install_source() {
+	local log=$TMP/source.log where
+	cp -a "$SDK" "$TMP/sdk-src2" && rm -rf "$TMP/sdk-src2/build" "$TMP/sdk-src2"/src/*.egg-info
+	if ! { "$PY" -m venv --system-site-packages "$TMP/venv2" &&
+		"$TMP/venv2/bin/pip" install --no-index --no-build-isolation "$TMP/sdk-src2"; } >"$log" 2>&1; then
+		_fail "pip install of the source directory failed:"
+		tail -n 20 "$log" | sed 's/^/#   /'
+		return 1
+	fi
+	where=$(cd "$TMP" && "$TMP/venv2/bin/python" -c 'import station_sandbox as s, os; print(os.path.exists(os.path.join(os.path.dirname(s.__file__), "py.typed")))')
+	assert_eq True "$where" "py.typed installed"
+}
+run_test "pip install of sdk/python into a venv" t_install_source
 ((_n_fail == 0)) || exit 1
 
 # ---------------------------------------------------------------------------------------------

@@ -305,3 +305,12 @@ def test_discovery_order(monkeypatch: pytest.MonkeyPatch, tmp_path: os.PathLike[
     monkeypatch.delenv("STATION_URL")
     monkeypatch.setenv("STATION_SOCKET", SOCKET)
     assert Client().ready()["ready"] is True
+
+
+def test_follow_outlives_the_client_timeout(ws: ss.Workspace) -> None:
+    # A run silent for longer than the client's timeout: following re-opens the stream once the
+    # controller answered a probe, and no byte is repeated.
+    short = Client(socket_path=SOCKET, timeout=0.5)
+    h = short.workspaces.get(ws.id).start("echo a; sleep 2; echo b")
+    assert list(h.follow()) == [("stdout", b"a\n", 0), ("stdout", b"b\n", 2)]
+    assert h.run.status == "exited" and h.run.stdout == "a\nb\n"
