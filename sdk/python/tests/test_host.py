@@ -314,3 +314,31 @@ def test_follow_outlives_the_client_timeout(ws: ss.Workspace) -> None:
     h = short.workspaces.get(ws.id).start("echo a; sleep 2; echo b")
     assert list(h.follow()) == [("stdout", b"a\n", 0), ("stdout", b"b\n", 2)]
     assert h.run.status == "exited" and h.run.stdout == "a\nb\n"
+
+
+def test_service_logs_follow_a_silent_service(ws: ss.Workspace) -> None:
+    # Silent for longer than the client's timeout: the stream is re-opened, nothing repeated.
+    short = Client(socket_path=SOCKET, timeout=0.5).workspaces.get(ws.id)
+    short.services.start("quiet", "echo a; sleep 2; echo b")
+    short.services.wait("quiet", lambda s: s.state == "running")
+    assert list(short.services.logs("quiet", follow=True)) == [("stdout", b"a\n", 0), ("stdout", b"b\n", 2)]
+    ws.services.delete("quiet")
+
+
+def test_restart_secrets_usage(client: Client) -> None:
+    with client.workspaces.create(adapter="host") as w:
+        w.files.write("kept.txt", "still here")
+        h = w.start("sleep 60")
+        w.restart()
+        assert w.state == "ready"
+        assert h.wait().status == "lost"
+        assert w.run("cat kept.txt").stdout == "still here"
+        s = w.secrets.set("gh", "tok-value", host="github.com")
+        assert (s["name"], s["host"], s["username"]) == ("gh", "github.com", "x-access-token")
+        assert "value" not in s and "tok-value" not in repr(w.secrets.list())
+        assert [x["name"] for x in w.secrets.list()] == ["gh"]
+        assert w.secrets.delete("gh")["deleted"] is True
+        with pytest.raises(NotFound):
+            w.secrets.get("gh")
+        u = w.usage()
+        assert isinstance(u["cpuMs"], int) and isinstance(u["memoryBytes"], int)

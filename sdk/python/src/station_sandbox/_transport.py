@@ -119,7 +119,10 @@ class Transport:
                     conn.endheaders(data or None)
                 else:
                     conn.endheaders()
-                    self._send_body(conn, body, chunked)
+                    try:
+                        self._send_body(conn, body, chunked)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass  # the server answered before taking it all: read why below
                 resp = conn.getresponse()
                 if not 200 <= resp.status < 300 and resp.status != 101:
                     text = resp.read(64 * 1024)

@@ -366,13 +366,27 @@ class AsyncServices:
             return
         path = _ops.svc_path(self._ws.id, name, "/logs" + query({"follow": follow}))
         what = f"GET {path}"
-        async for ev in self._t.events(path):
-            if ev.event == "output":
-                yield chunk_of(output_event(ev, what), what)
-            elif ev.event == "end":
+        attempt = (await self.get(name)).current_attempt if follow else None
+        filt = OffsetFilter()
+        while True:
+            try:
+                async for ev in self._t.events(path):
+                    if ev.event == "output":
+                        stream, data, offset = chunk_of(output_event(ev, what), what)
+                        got = filt.take(stream, data, offset)
+                        if got:
+                            yield stream, got[0], got[1]
+                    elif ev.event == "end":
+                        return
+                    elif ev.event == "error":
+                        raise error_from_event(output_event(ev, what).get("error"), what)
                 return
-            elif ev.event == "error":
-                raise error_from_event(output_event(ev, what).get("error"), what)
+            except Timeout:
+                if not follow:
+                    raise
+            svc = await self.get(name)
+            if not svc.active or svc.current_attempt != attempt:
+                return
 
 
 class AsyncTerminal(TerminalInfo):

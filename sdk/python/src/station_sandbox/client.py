@@ -206,11 +206,16 @@ class Services:
     def _log_stream(self, name: str, follow: bool) -> Iterator[Chunk]:
         path = _ops.svc_path(self._ws.id, name, "/logs" + query({"follow": follow}))
         what = f"GET {path}"
+        attempt = self.get(name).current_attempt if follow else None
+        filt = OffsetFilter()
         while True:
             try:
                 for ev in self._t.events(path):
                     if ev.event == "output":
-                        yield chunk_of(output_event(ev, what), what)
+                        stream, data, offset = chunk_of(output_event(ev, what), what)
+                        got = filt.take(stream, data, offset)
+                        if got:
+                            yield stream, got[0], got[1]
                     elif ev.event == "end":
                         return
                     elif ev.event == "error":
@@ -219,13 +224,11 @@ class Services:
             except Timeout:
                 if not follow:
                     raise
-                svc = self.get(name)  # raises when the controller is gone
-                if not svc.active:
-                    return
-                # Re-opening replays the current attempt's kept output: the caller sees it
-                # again. A silent service: keep waiting.
-                raise Timeout(0, "timeout", f"service {name!r} wrote nothing for "
-                              f"{self._t.timeout:g} s (still {svc.state})") from None
+            # A silent service: the controller answers (else this raises) and the attempt
+            # followed still runs, so the stream is re-opened; its replay is not repeated.
+            svc = self.get(name)
+            if not svc.active or svc.current_attempt != attempt:
+                return
 
 
 class Terminal(TerminalInfo):
@@ -319,8 +322,8 @@ class Terminal(TerminalInfo):
     def _recv(self, timeout: float) -> bool:
         """Waits up to ``timeout`` for bytes; False on timeout. Closes on EOF."""
         with self._t.net(f"terminal {self.id}", timeout):
-            ready = select.select([self._sock], [], [], timeout)[0]
-            if not ready:
+            pending = getattr(self._sock, "pending", lambda: 0)()  # TLS: bytes already decrypted
+            if not pending and not select.select([self._sock], [], [], timeout)[0]:
                 return False
             self._sock.settimeout(timeout)
             data = self._sock.recv(65536)
