@@ -5,7 +5,6 @@ terminals, files, errors."""
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 
@@ -148,6 +147,10 @@ def test_run_with_callbacks(ws: ss.Workspace) -> None:
     assert out == [("one\n", 0), ("three\n", 4)]
     assert err == [("two\n", 0)]
     assert (run.status, run.exit_code, run.stdout, run.stderr) == ("exited", 0, "one\nthree\n", "two\n")
+    split: list[tuple[object, int]] = []
+    ws.run("printf 'x\\303'; sleep 0.3; printf '\\251\\n'", on_stdout=lambda d, o: split.append((d, o)))
+    # One chunk or two (as the agent read them); never half a character, never bytes.
+    assert split in ([("x\u00e9\n", 0)], [("x", 0), ("\u00e9\n", 1)]), split
     bin_chunks: list[tuple[object, int]] = []
     ws.run("printf '\\377\\376'", on_stdout=lambda d, o: bin_chunks.append((d, o)))
     assert bin_chunks == [(b"\xff\xfe", 0)]

@@ -15,14 +15,14 @@ import struct
 import tempfile
 import threading
 import time
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator
 
 import pytest
 
 from station_sandbox import (AsyncClient, Client, ProtocolError, StationError, Timeout,
                              Unavailable)
-from station_sandbox._wire import (ChunkedDecoder, OffsetFilter, SseParser, WsParser, ws_frame,
-                                   WS_GUID)
+from station_sandbox._wire import (ChunkedDecoder, OffsetFilter, SseParser, TextStream, WsParser,
+                                   ws_frame, WS_GUID)
 
 Script = Callable[[socket.socket, bytes], None]
 
@@ -258,3 +258,16 @@ def test_codecs() -> None:
     assert flt.take("stdout", b"abcd", 0) is None
     assert flt.take("stdout", b"cdef", 2) == (b"ef", 4)
     assert flt.take("stderr", b"zz", 0) is None
+
+
+def test_text_stream_for_callbacks() -> None:
+    t = TextStream()
+    assert t.feed(b"a\xc3", 0) == ("a", 0)       # the half character is held back
+    assert t.feed(b"\xa9b", 2) == ("\u00e9b", 1)  # ... and comes whole, at its first byte
+    assert t.feed(b"\xe2\x82", 4) is None
+    assert t.feed(b"\xac", 6) == ("\u20ac", 4)
+    assert t.feed(b"\xff\xfe", 7) == (b"\xff\xfe", 7)  # not UTF-8: bytes from here on
+    assert t.feed(b"ok", 9) == (b"ok", 9)
+    g = TextStream()
+    assert g.feed(b"x\xc3", 0) == ("x", 0)
+    assert g.feed(b"y", 100) == ("y", 100)  # a gap drops what was held

@@ -470,3 +470,42 @@ class ChunkedDecoder:
             elif self._state == "trailer" and not line:
                 self.done = True
         return bytes(out)
+
+
+class TextStream:
+    """Live output of one stream for callbacks: ``str`` while it is valid UTF-8 (a character
+    split across chunks is held back until its last byte came, and its offset is that of its
+    first byte), the raw ``bytes`` from the first invalid sequence on."""
+
+    def __init__(self) -> None:
+        self._held = b""
+        self._next = 0  # the offset just past what was delivered or held
+        self._binary = False
+
+    def feed(self, data: bytes, offset: int) -> Optional[tuple[Union[str, bytes], int]]:
+        if offset != self._next:
+            self._held = b""  # a gap: what was held cannot be completed
+        start = offset - len(self._held)
+        whole = self._held + data
+        self._next = offset + len(data)
+        if self._binary:
+            self._held = b""
+            return whole, start
+        cut = len(whole)
+        # Hold back an incomplete character at the end (at most 3 bytes of one).
+        for back in range(1, min(4, len(whole)) + 1):
+            b = whole[-back]
+            if b & 0xC0 == 0x80:
+                continue
+            need = 2 if b & 0xE0 == 0xC0 else 3 if b & 0xF0 == 0xE0 else 4 if b & 0xF8 == 0xF0 else 1
+            if need > back:
+                cut = len(whole) - back
+            break
+        try:
+            text = whole[:cut].decode("utf-8")
+        except UnicodeDecodeError:
+            self._binary = True
+            self._held = b""
+            return whole, start
+        self._held = whole[cut:]
+        return (text, start) if text else None

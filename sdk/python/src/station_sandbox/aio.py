@@ -13,7 +13,7 @@ from . import _ops
 from ._ops import NO_BODY, Op, Req, T, ws_path
 from ._wire import (DEFAULT_TIMEOUT, MAX_HEADER_BYTES, MAX_JSON_BYTES, OP_BINARY, OP_CLOSE,
                     OP_PING, OP_PONG, OP_TEXT, ChunkedDecoder, Endpoint, OffsetFilter,
-                    SseEvent, SseParser, WsParser, chunk_of, file_query, loads, octal_mode,
+                    SseEvent, SseParser, TextStream, WsParser, chunk_of, file_query, loads, octal_mode,
                     output_event, parse_head, query, request_head, resolve_endpoint, seg,
                     ws_accept, ws_close_payload, ws_frame, ws_headers, ws_key)
 from .errors import (ConnectionFailed, NotFound, PayloadTooLarge, ProtocolError, StationError,
@@ -233,13 +233,6 @@ class _AsyncTransport:
 async def _maybe_await(x: Any) -> None:
     if asyncio.iscoroutine(x) or isinstance(x, asyncio.Future):
         await x
-
-
-def _as_text(data: bytes) -> Union[str, bytes]:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data
 
 
 class AsyncRunHandle:
@@ -732,10 +725,12 @@ class AsyncWorkspace(WorkspaceInfo):
         if on_stdout is None and on_stderr is None:
             return await self._t.drive(_ops.run(self.id, body))
         h = AsyncRunHandle(self, await self._t.drive(_ops.start(self.id, body)))
+        text = {"stdout": TextStream(), "stderr": TextStream()}
         async for stream, data, offset in h.follow():
+            got = text[stream].feed(data, offset)
             cb = on_stdout if stream == "stdout" else on_stderr
-            if cb is not None:
-                await _maybe_await(cb(_as_text(data), offset))
+            if got is not None and cb is not None:
+                await _maybe_await(cb(got[0], got[1]))
         if not h.run.done:
             await h.wait()
         return h.run

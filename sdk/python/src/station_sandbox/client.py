@@ -9,10 +9,10 @@ import time
 from typing import (Any, BinaryIO, Callable, Iterable, Iterator, Mapping, Optional, Union)
 
 from . import _ops
-from ._ops import Req, ws_path
+from ._ops import ws_path
 from ._transport import Transport
 from ._wire import (DEFAULT_TIMEOUT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT,
-                    OffsetFilter, WsParser, chunk_of, file_query, octal_mode, output_event,
+                    OffsetFilter, TextStream, WsParser, chunk_of, file_query, octal_mode, output_event,
                     query, resolve_endpoint, seg, ws_close_payload, ws_frame)
 from .errors import (ConnectionFailed, PayloadTooLarge, ProtocolError, StationError, Timeout,
                      error_from_event)
@@ -29,13 +29,6 @@ READ_MAX_BYTES = 64 * 1024 * 1024
 """What ``files.read`` caps a file at unless told otherwise."""
 
 Chunk = tuple[str, bytes, int]
-
-
-def _as_text(data: bytes) -> Union[str, bytes]:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data
 
 
 def _follow(t: Transport, ws_id: str, run_id: str, from_offset: int,
@@ -68,14 +61,6 @@ def _follow(t: Transport, ws_id: str, run_id: str, from_offset: int,
         idle_rounds = 0 if progressed else idle_rounds + 1
         if idle_rounds > 3:
             raise ProtocolError(0, "protocol_error", f"{what}: the stream keeps ending without an end event")
-
-
-def _call_back(cb_out: Optional[OutputCallback], cb_err: Optional[OutputCallback],
-               chunk: Chunk) -> None:
-    stream, data, offset = chunk
-    cb = cb_out if stream == "stdout" else cb_err
-    if cb is not None:
-        cb(data, offset)
 
 
 class RunHandle:
@@ -660,8 +645,12 @@ class Workspace(WorkspaceInfo):
         if on_stdout is None and on_stderr is None:
             return self._t.drive(_ops.run(self.id, body))
         h = RunHandle(self, self._t.drive(_ops.start(self.id, body)))
+        text = {"stdout": TextStream(), "stderr": TextStream()}
         for stream, data, offset in h.follow():
-            _call_back(on_stdout, on_stderr, (stream, _as_text(data), offset))  # type: ignore[arg-type]
+            got = text[stream].feed(data, offset)
+            cb = on_stdout if stream == "stdout" else on_stderr
+            if got is not None and cb is not None:
+                cb(got[0], got[1])
         if not h.run.done:
             h.wait()
         return h.run
