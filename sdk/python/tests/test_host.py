@@ -345,3 +345,21 @@ def test_restart_secrets_usage(client: Client) -> None:
             w.secrets.get("gh")
         u = w.usage()
         assert isinstance(u["cpuMs"], int) and isinstance(u["memoryBytes"], int)
+
+
+def test_files_watch(ws: ss.Workspace) -> None:
+    d = f"{ws.workdir}/watched"
+    ws.files.mkdir(d)
+    seen = []
+    for e in ws.files.watch(d, recursive=True):
+        seen.append("ready" if e["type"] == "ready" else
+                    f"{e['type']} {e['kind']} {e['path']}" + (f" -> {e['to']}" if e.get("to") else ""))
+        if e["type"] == "ready":
+            ws.files.mkdir(f"{d}/sub")
+            ws.files.rename(f"{d}/sub", f"{d}/sub2")
+            ws.files.remove(d, recursive=True)  # ends the stream
+        assert len(seen) < 20, seen
+    assert seen[:3] == ["ready", f"created dir {d}/sub", f"moved dir {d}/sub -> {d}/sub2"]
+    assert seen[-1] == f"deleted dir {d}"
+    with pytest.raises(NotFound):
+        next(ws.files.watch("no-such-dir"))
