@@ -34,6 +34,9 @@ def test_container_seed_flow(client: Client, cws: ss.Workspace, image: str) -> N
     assert (cws.cpus, cws.memory_mb, cws.pids_limit) == (1, 1024, 128)
     assert cws.seccomp_profile == SECCOMP and cws.seccomp_digest.startswith("sha256:")
     assert (cws.home, cws.workdir) == ("/home/node", "/home/node/workspace")
+    assert cws.get_network() == {"mode": "none"}
+    with pytest.raises(ss.Conflict):
+        cws.set_egress({"allow": [{"domain": "github.com"}]})  # only a restricted workspace
     h = cws.start("echo hi && pwd", timeout_ms=10_000)
     assert h.status == "running"
     run = h.wait()

@@ -363,3 +363,29 @@ def test_files_watch(ws: ss.Workspace) -> None:
     assert seen[-1] == f"deleted dir {d}"
     with pytest.raises(NotFound):
         next(ws.files.watch("no-such-dir"))
+
+
+def test_reattach_from_another_process(ws: ss.Workspace) -> None:
+    import json
+    import subprocess
+    import sys
+    h = ws.start(GATED.format(go="go-proc"))
+    code = ("import json, sys; from station_sandbox import Client\n"
+            "h = Client(socket_path=sys.argv[1]).workspaces.get(sys.argv[2]).run_handle(sys.argv[3])\n"
+            "for s, d, o in h.follow():\n"
+            "    print(json.dumps([s, d.decode(), o]), flush=True)\n"
+            "print(json.dumps([h.run.status, h.run.exit_code, h.run.stdout]), flush=True)\n")
+    p = subprocess.Popen([sys.executable, "-c", code, SOCKET, ws.id, h.id],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None
+        assert json.loads(p.stdout.readline()) == ["stdout", "one\n", 0]
+        ws.files.write("go-proc", "")
+        out, _ = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert [json.loads(line) for line in out.splitlines()] == [
+        ["stderr", "two\n", 0], ["stdout", "three\n", 4], ["exited", 0, "one\nthree\n"]]
+    assert p.returncode == 0

@@ -4,6 +4,7 @@ coroutines, over asyncio streams (unix socket or TCP). Every wait has a timeout.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import ssl
 import time
@@ -272,18 +273,19 @@ class AsyncRunHandle:
         while True:
             progressed = False
             try:
-                async for ev in self._t.events(path):
-                    progressed = True
-                    if ev.event == "output":
-                        stream, data, offset = chunk_of(output_event(ev, what), what)
-                        got = filt.take(stream, data, offset)
-                        if got:
-                            yield stream, got[0], got[1]
-                    elif ev.event == "end":
-                        self.run = Run(output_event(ev, what))
-                        return
-                    elif ev.event == "error":
-                        raise error_from_event(output_event(ev, what).get("error"), what)
+                async with contextlib.aclosing(self._t.events(path)) as events:
+                    async for ev in events:
+                        progressed = True
+                        if ev.event == "output":
+                            stream, data, offset = chunk_of(output_event(ev, what), what)
+                            got = filt.take(stream, data, offset)
+                            if got:
+                                yield stream, got[0], got[1]
+                        elif ev.event == "end":
+                            self.run = Run(output_event(ev, what))
+                            return
+                        elif ev.event == "error":
+                            raise error_from_event(output_event(ev, what).get("error"), what)
             except Timeout:
                 pass
             await self._t.drive(_ops.get_run(self._ws.id, self.id))
@@ -363,16 +365,17 @@ class AsyncServices:
         filt = OffsetFilter()
         while True:
             try:
-                async for ev in self._t.events(path):
-                    if ev.event == "output":
-                        stream, data, offset = chunk_of(output_event(ev, what), what)
-                        got = filt.take(stream, data, offset)
-                        if got:
-                            yield stream, got[0], got[1]
-                    elif ev.event == "end":
-                        return
-                    elif ev.event == "error":
-                        raise error_from_event(output_event(ev, what).get("error"), what)
+                async with contextlib.aclosing(self._t.events(path)) as events:
+                    async for ev in events:
+                        if ev.event == "output":
+                            stream, data, offset = chunk_of(output_event(ev, what), what)
+                            got = filt.take(stream, data, offset)
+                            if got:
+                                yield stream, got[0], got[1]
+                        elif ev.event == "end":
+                            return
+                        elif ev.event == "error":
+                            raise error_from_event(output_event(ev, what).get("error"), what)
                 return
             except Timeout:
                 if not follow:
