@@ -111,7 +111,8 @@ run_pytest() {
 			STATION_TEST_CONTAINER_SKIP=$CONTAINER_SKIP \
 			STATION_TEST_SECCOMP=$SRC/profiles/default.json \
 			STATION_EXAMPLES=$SRC/examples/python \
-			timeout -k 10 600 "$VENV/bin/python" -m pytest -p no:cacheprovider -q \
+			PYTHONDONTWRITEBYTECODE=1 \
+			timeout -k 10 480 "$VENV/bin/python" -m pytest -p no:cacheprovider -q \
 			--rootdir "$SDK" -c "$SDK/pyproject.toml" --junitxml "$TMP/junit.xml" \
 			"$SDK/tests" >"$TMP/pytest.log" 2>&1
 	)
