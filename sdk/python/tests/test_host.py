@@ -317,6 +317,21 @@ def test_follow_outlives_the_client_timeout(ws: ss.Workspace) -> None:
     h = short.workspaces.get(ws.id).start("echo a; sleep 2; echo b")
     assert list(h.follow()) == [("stdout", b"a\n", 0), ("stdout", b"b\n", 2)]
     assert h.run.status == "exited" and h.run.stdout == "a\nb\n"
+    # Without any output at all, for more than four timeouts.
+    h = short.workspaces.get(ws.id).start("sleep 3")
+    assert list(h.follow()) == []
+    assert h.run.status == "exited" and h.run.exit_code == 0
+
+
+def test_async_follow_outlives_the_client_timeout(ws: ss.Workspace) -> None:
+    import asyncio
+
+    async def main() -> None:
+        short = await ss.AsyncClient(socket_path=SOCKET, timeout=0.5).workspaces.get(ws.id)
+        h = await short.start("sleep 3; echo done")
+        assert [c async for c in h.follow()] == [("stdout", b"done\n", 0)]
+        assert h.run.status == "exited"
+    asyncio.run(main())
 
 
 def test_service_logs_follow_a_silent_service(ws: ss.Workspace) -> None:

@@ -287,7 +287,7 @@ class AsyncRunHandle:
                         elif ev.event == "error":
                             raise error_from_event(output_event(ev, what).get("error"), what)
             except Timeout:
-                pass
+                progressed = True  # a silent run, not a broken stream
             await self._t.drive(_ops.get_run(self._ws.id, self.id))
             idle_rounds = 0 if progressed else idle_rounds + 1
             if idle_rounds > 3:

@@ -56,7 +56,7 @@ def _follow(t: Transport, ws_id: str, run_id: str, from_offset: int,
                 elif ev.event == "error":
                     raise error_from_event(output_event(ev, what).get("error"), what)
         except Timeout:
-            pass  # a silent run: is the controller still there?
+            progressed = True  # a silent run, not a broken stream: is the controller still there?
         t.drive(_ops.get_run(ws_id, run_id))  # raises when the controller is gone
         idle_rounds = 0 if progressed else idle_rounds + 1
         if idle_rounds > 3:
