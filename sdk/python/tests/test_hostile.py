@@ -271,3 +271,16 @@ def test_text_stream_for_callbacks() -> None:
     g = TextStream()
     assert g.feed(b"x\xc3", 0) == ("x", 0)
     assert g.feed(b"y", 100) == ("y", 100)  # a gap drops what was held
+
+
+def test_header_injection_is_refused() -> None:
+    assert Client(socket_path="/x", token="abc").endpoint == "unix:/x"  # positive control
+    with pytest.raises(ValueError):
+        Client(socket_path="/x", token="abc\r\nX-Evil: 1")
+    w = _ws("/nonexistent/station.sock")
+    with pytest.raises(ValueError):
+        w.files.write("f", "x", if_match='"e"\r\nX-Evil: 1')
+    # A path or an id is quoted, never a header or a second request line.
+    with pytest.raises(StationError) as e:
+        w.files.stat("a\r\nX-Evil: 1")
+    assert e.value.code == "connection_failed"  # it got as far as connecting: nothing refused it

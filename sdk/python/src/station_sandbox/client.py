@@ -516,6 +516,8 @@ class Files:
                     parents=parents, exclusive=exclusive)
         headers = {"Content-Type": "application/octet-stream", "Accept": "application/json"}
         if if_match is not None:
+            if any(c in if_match for c in "\r\n\0"):
+                raise ValueError("if_match holds a line break or NUL")
             headers["If-Match"] = if_match
         conn, resp = self._t.open("PUT", q, body=body, headers=headers, size=size)
         try:
