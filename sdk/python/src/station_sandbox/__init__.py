@@ -1,0 +1,31 @@
+"""station-sandbox: the Python client of a station-sandbox controller.
+
+>>> from station_sandbox import Client
+>>> with Client() as client:
+...     client.ready()
+...     with client.workspaces.create(adapter="container", image=IMAGE) as ws:
+...         run = ws.run("echo hi && pwd", timeout_ms=10_000)
+...         print(run.status, run.exit_code, run.stdout)
+"""
+
+from .aio import (AsyncClient, AsyncFiles, AsyncRunHandle, AsyncServices, AsyncTerminal,
+                  AsyncTerminals, AsyncWorkspace)
+from .client import (READ_MAX_BYTES, Client, Files, Images, OutputCallback, RunHandle,
+                     Secrets, Services, Terminal, Terminals, Workspace)
+from .errors import (BadRequest, Conflict, ConnectionFailed, Forbidden, NotFound,
+                     PayloadTooLarge, PreconditionFailed, ProtocolError, StationError, Timeout,
+                     TooManyRequests, Unauthorized, Unavailable)
+from .models import (Attempt, FileEntry, FileList, Image, Network, Output, ReadyReport, Run,
+                     Secret, Service, TerminalInfo, WorkspaceInfo)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AsyncClient", "AsyncFiles", "AsyncRunHandle", "AsyncServices", "AsyncTerminal",
+    "AsyncTerminals", "AsyncWorkspace", "Attempt", "BadRequest", "Client", "Conflict",
+    "ConnectionFailed", "FileEntry", "FileList", "Files", "Forbidden", "Image", "Images",
+    "Network", "NotFound", "Output", "OutputCallback", "PayloadTooLarge", "PreconditionFailed",
+    "ProtocolError", "READ_MAX_BYTES", "ReadyReport", "Run", "RunHandle", "Secret", "Secrets",
+    "Service", "Services", "StationError", "Terminal", "TerminalInfo", "Terminals", "Timeout",
+    "TooManyRequests", "Unauthorized", "Unavailable", "Workspace", "WorkspaceInfo",
+]

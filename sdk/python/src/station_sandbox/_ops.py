@@ -1,0 +1,201 @@
+"""The API's request/answer logic written once, as generators the sync and the async clients
+drive: an operation yields a :class:`Req`, is sent the parsed JSON answer, and returns its
+result. Loops (waiting until a run is terminal, until a service has stopped) live here too."""
+
+from __future__ import annotations
+
+import base64
+import time
+from dataclasses import dataclass, field
+from typing import Any, Generator, Mapping, Optional, TypeVar, Union
+
+from ._wire import query, seg
+from .errors import ProtocolError, StationError, Unavailable
+from .models import ReadyReport, Run, Service
+
+T = TypeVar("T")
+
+NO_BODY = object()
+SERVER_WAIT_CAP_MS = 60_000
+"""The server's cap on ``waitMs``."""
+
+CONTAINER_CHECKS = frozenset(["runtime", "images", "image", "seccompProfile", "homeSize"])
+NETWORK_CHECKS = frozenset(["networkRange", "bridge", "ipForward", "nftables", "resolver",
+                            "denialLog"])
+
+
+@dataclass
+class Req:
+    """One JSON request. ``wait_s``: how long the server may hold it on purpose (a long-poll),
+    added to the client's timeout. ``accept``: statuses answered as results, not errors."""
+
+    method: str
+    path: str
+    body: Any = NO_BODY
+    wait_s: float = 0.0
+    accept: tuple[int, ...] = field(default_factory=tuple)
+    timeout_s: Optional[float] = None
+
+
+Op = Generator[Req, Any, T]
+
+
+def simple(method: str, path: str, body: Any = NO_BODY, **kw: Any) -> Op[Any]:
+    return (yield Req(method, path, body, **kw))
+
+
+def ws_path(ws_id: str, rest: str = "") -> str:
+    return f"/v1/workspaces/{seg(ws_id)}{rest}"
+
+
+def defined(**kw: Any) -> dict[str, Any]:
+    return {k: v for k, v in kw.items() if v is not None}
+
+
+# -- worker ------------------------------------------------------------------------------------
+
+
+def ready(where: str, adapter: Optional[str]) -> Op[ReadyReport]:
+    """The ready report; Unavailable naming each failing check that matters (to ``adapter``, or
+    to the worker's default adapter when None)."""
+    report = yield Req("GET", "/v1/ready", accept=(503,))
+    if not isinstance(report, dict) or not isinstance(report.get("checks"), list):
+        raise ProtocolError(0, "protocol_error", f"GET /v1/ready: not a ready report: {report!r:.120}")
+    kind = adapter or report.get("defaultAdapter")
+    failing = []
+    for c in report["checks"]:
+        if not isinstance(c, dict) or c.get("ok") is True:
+            continue
+        name = str(c.get("name"))
+        if kind == "host" and name in CONTAINER_CHECKS:
+            continue
+        if name in NETWORK_CHECKS:
+            continue  # they matter only to bridge and restricted workspaces
+        failing.append(f"{name}: {c.get('message')}")
+    if adapter is not None and adapter not in (report.get("adapters") or []):
+        failing.append(f"adapters: the worker does not allow {adapter!r} workspaces "
+                       f"(it allows {', '.join(report.get('adapters') or []) or 'none'})")
+    if failing or (adapter is None and report.get("ready") is not True):
+        why = "; ".join(failing) or "the worker says it is not ready"
+        raise Unavailable(503, "unavailable",
+                          f"worker at {where} is not ready for {kind} workspaces: {why}")
+    return report  # type: ignore[no-any-return]
+
+
+# -- workspaces --------------------------------------------------------------------------------
+
+
+def create_body(adapter: Optional[str], image: Optional[str], env: Optional[Mapping[str, str]],
+                cpus: Optional[float], memory_mb: Optional[int], pids_limit: Optional[int],
+                network: Optional[str], seccomp_profile: Optional[str],
+                egress: Optional[Mapping[str, Any]]) -> dict[str, Any]:
+    return defined(adapter=adapter, image=image, env=dict(env) if env is not None else None,
+                   cpus=cpus, memoryMb=memory_mb, pidsLimit=pids_limit, network=network,
+                   seccompProfile=seccomp_profile,
+                   egress=dict(egress) if egress is not None else None)
+
+
+def list_of(doc: Any, key: str, what: str) -> list[Any]:
+    if not isinstance(doc, dict) or not isinstance(doc.get(key), list):
+        raise ProtocolError(0, "protocol_error", f"{what}: no {key!r} list in the answer")
+    return doc[key]  # type: ignore[no-any-return]
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+def command_body(command: str, cwd: Optional[str], env: Optional[Mapping[str, str]],
+                 stdin: Union[str, bytes, None], timeout_ms: Optional[int],
+                 max_output_bytes: Optional[int]) -> dict[str, Any]:
+    if not isinstance(command, str) or not command:
+        raise ValueError("command must be a non-empty string")
+    body = defined(command=command, cwd=cwd, env=dict(env) if env is not None else None,
+                   timeoutMs=timeout_ms, maxOutputBytes=max_output_bytes)
+    if isinstance(stdin, str):
+        body["stdin"] = stdin
+    elif isinstance(stdin, (bytes, bytearray, memoryview)):
+        body["stdin"] = base64.b64encode(bytes(stdin)).decode("ascii")
+        body["stdinEncoding"] = "base64"
+    elif stdin is not None:
+        raise TypeError(f"stdin must be str or bytes, not {type(stdin).__name__}")
+    return body
+
+
+def start(ws_id: str, body: dict[str, Any], wait_ms: Optional[int] = None) -> Op[Run]:
+    q = query({"waitMs": wait_ms})
+    doc = yield Req("POST", ws_path(ws_id, f"/commands{q}"), body, wait_s=(wait_ms or 0) / 1000)
+    return Run(doc)
+
+
+def get_run(ws_id: str, run_id: str, wait_ms: Optional[int] = None) -> Op[Run]:
+    q = query({"waitMs": wait_ms})
+    doc = yield Req("GET", ws_path(ws_id, f"/commands/{seg(run_id)}{q}"),
+                    wait_s=(wait_ms or 0) / 1000)
+    return Run(doc)
+
+
+def wait_run(ws_id: str, run_id: str, timeout_ms: Optional[int] = None,
+             first: Optional[Run] = None) -> Op[Run]:
+    """Long-polls until the run is terminal; after ``timeout_ms`` returns it as it is (still
+    ``running``)."""
+    deadline = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
+    run = first
+    while run is None or not run.done:
+        left_ms = SERVER_WAIT_CAP_MS if deadline is None else int(
+            (deadline - time.monotonic()) * 1000)
+        if run is not None and left_ms <= 0:
+            break
+        wait = max(0, min(SERVER_WAIT_CAP_MS, left_ms))
+        run = yield from get_run(ws_id, run_id, wait or None)
+    return run
+
+
+def run(ws_id: str, body: dict[str, Any]) -> Op[Run]:
+    """Starts a command and waits until it is terminal."""
+    first = yield from start(ws_id, body, SERVER_WAIT_CAP_MS)
+    return (yield from wait_run(ws_id, first.id, None, first))
+
+
+def cancel(ws_id: str, run_id: str) -> Op[Run]:
+    doc = yield Req("POST", ws_path(ws_id, f"/commands/{seg(run_id)}/cancel"), wait_s=10)
+    return Run(doc)
+
+
+# -- services ----------------------------------------------------------------------------------
+
+
+def service_body(name: str, command: str, restart: Union[str, Mapping[str, Any], None],
+                 max_restarts: Optional[int], delay_ms: Optional[int],
+                 backoff: Optional[Mapping[str, Any]], cwd: Optional[str],
+                 env: Optional[Mapping[str, str]], stop_signal: Union[str, int, None],
+                 stop_timeout_ms: Optional[int], autostart: Optional[bool]) -> dict[str, Any]:
+    policy: dict[str, Any] = {}
+    if isinstance(restart, str):
+        policy["policy"] = restart
+    elif restart is not None:
+        policy.update(restart)
+    policy.update(defined(maxRestarts=max_restarts, delayMs=delay_ms,
+                          backoff=dict(backoff) if backoff is not None else None))
+    return defined(name=name, command=command, cwd=cwd,
+                   env=dict(env) if env is not None else None, restart=policy or None,
+                   stopSignal=stop_signal, stopTimeoutMs=stop_timeout_ms, autostart=autostart)
+
+
+def svc_path(ws_id: str, name: str, rest: str = "") -> str:
+    return ws_path(ws_id, f"/services/{seg(name)}{rest}")
+
+
+POLL_S = 0.05
+
+
+def stop_service(ws_id: str, name: str, timeout_s: float) -> Op[Service]:
+    """Stops and waits (polling, bounded by ``timeout_s``) until the attempt has ended."""
+    svc = Service((yield Req("POST", svc_path(ws_id, name, "/stop"))))
+    deadline = time.monotonic() + timeout_s
+    while svc.stopping or svc.state in ("starting", "running"):
+        if time.monotonic() > deadline:
+            raise StationError(0, "timeout", f"service {name!r} did not stop within "
+                               f"{timeout_s:g} s (state {svc.state}, stopping {svc.stopping})")
+        yield Req("SLEEP", "", POLL_S)
+        svc = Service((yield Req("GET", svc_path(ws_id, name))))
+    return svc

@@ -1,0 +1,261 @@
+"""Blocking HTTP/1.1 to the controller with ``http.client``, over its unix socket or TCP
+(``http://``, ``https://``): JSON requests, streamed bodies both ways, server-sent events read
+incrementally, and the WebSocket handshake. Every wait on the network has a timeout."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import socket
+import ssl
+import time
+from typing import Any, BinaryIO, Iterable, Iterator, Mapping, Optional, Union
+
+from ._ops import NO_BODY, Op, Req, T
+from ._wire import (MAX_HEADER_BYTES, MAX_JSON_BYTES, Endpoint, SseEvent, SseParser, loads,
+                    parse_head, request_head, ws_accept, ws_headers, ws_key)
+from .errors import ConnectionFailed, ProtocolError, StationError, Timeout, error_from_body
+
+Body = Union[bytes, BinaryIO, Iterable[bytes], None]
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: Optional[float]) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.settimeout(self.timeout)
+            s.connect(self._path)
+        except BaseException:
+            s.close()
+            raise
+        self.sock = s
+
+
+def connect_socket(ep: Endpoint, timeout: float) -> socket.socket:
+    """A connected socket (TLS for https) to the controller, with ``timeout`` set."""
+    if ep.scheme == "unix":
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.settimeout(timeout)
+            s.connect(ep.socket_path or "")
+        except BaseException:
+            s.close()
+            raise
+        return s
+    s = socket.create_connection((ep.host, ep.port), timeout=timeout)
+    if ep.scheme == "https":
+        s = ssl.create_default_context().wrap_socket(s, server_hostname=ep.host)
+    s.settimeout(timeout)
+    return s
+
+
+class Transport:
+    """One endpoint and its default timeout (seconds)."""
+
+    def __init__(self, endpoint: Endpoint, timeout: float) -> None:
+        if not timeout or timeout <= 0:
+            raise ValueError("timeout must be a positive number of seconds")
+        self.ep = endpoint
+        self.timeout = float(timeout)
+
+    @contextlib.contextmanager
+    def net(self, what: str, timeout: float) -> Iterator[None]:
+        """Turns socket and http.client failures into StationErrors naming the endpoint."""
+        try:
+            yield
+        except StationError:
+            raise
+        except (TimeoutError, socket.timeout):
+            raise Timeout(0, "timeout", f"{what}: no answer from the controller at "
+                          f"{self.ep.where} within {timeout:g} s") from None
+        except (http.client.HTTPException, ValueError) as e:
+            raise ProtocolError(0, "protocol_error", f"{what}: a bad answer from "
+                                f"{self.ep.where}: {e!r}") from None
+        except OSError as e:
+            raise ConnectionFailed(0, "connection_failed", f"{what}: cannot reach the "
+                                   f"controller at {self.ep.where}: {e.strerror or e}") from None
+
+    def _conn(self, timeout: float) -> http.client.HTTPConnection:
+        if self.ep.scheme == "unix":
+            return _UnixConnection(self.ep.socket_path or "", timeout)
+        if self.ep.scheme == "https":
+            return http.client.HTTPSConnection(self.ep.host, self.ep.port, timeout=timeout)
+        return http.client.HTTPConnection(self.ep.host, self.ep.port, timeout=timeout)
+
+    def open(self, method: str, path: str, body: Body = None,
+             headers: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None,
+             size: Optional[int] = None) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        """Sends a request and reads the answer's head. A 2xx answer is returned with its
+        connection (close both when done); any other raises the API's error."""
+        t = timeout or self.timeout
+        what = f"{method} {path}"
+        h = {"Host": self.ep.host_header}
+        if self.ep.token:
+            h["Authorization"] = f"Bearer {self.ep.token}"
+        h.update(headers or {})
+        conn = self._conn(t)
+        try:
+            with self.net(what, t):
+                chunked = False
+                if body is not None and not isinstance(body, (bytes, bytearray)):
+                    if size is not None:
+                        h["Content-Length"] = str(size)
+                    else:
+                        h["Transfer-Encoding"] = "chunked"
+                        chunked = True
+                conn.putrequest(method, self.ep.base_path + path, skip_host=True,
+                                skip_accept_encoding=True)
+                for k, v in h.items():
+                    conn.putheader(k, v)
+                if isinstance(body, (bytes, bytearray)) or body is None:
+                    data = bytes(body) if body is not None else b""
+                    if method in ("POST", "PUT") or data:
+                        conn.putheader("Content-Length", str(len(data)))
+                    conn.endheaders(data or None)
+                else:
+                    conn.endheaders()
+                    try:
+                        self._send_body(conn, body, chunked)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass  # the server answered before taking it all: read why below
+                resp = conn.getresponse()
+                if not 200 <= resp.status < 300 and resp.status != 101:
+                    text = resp.read(64 * 1024)
+                    raise error_from_body(resp.status, text, what)
+            return conn, resp
+        except BaseException:
+            conn.close()
+            raise
+
+    @staticmethod
+    def _send_body(conn: http.client.HTTPConnection, body: Any, chunked: bool) -> None:
+        read = getattr(body, "read", None)
+        chunks: Iterable[bytes]
+        if read is not None:
+            chunks = iter(lambda: read(256 * 1024), b"")
+        else:
+            chunks = body
+        for c in chunks:
+            if isinstance(c, str):
+                c = c.encode("utf-8")
+            if not c:
+                continue
+            conn.send(b"%x\r\n%s\r\n" % (len(c), c) if chunked else c)
+        if chunked:
+            conn.send(b"0\r\n\r\n")
+
+    def json(self, req: Req) -> Any:
+        """One JSON request: the parsed answer (2xx or a status in ``req.accept``)."""
+        if req.method == "SLEEP":
+            time.sleep(float(req.body))
+            return None
+        t = (req.timeout_s or self.timeout) + req.wait_s
+        what = f"{req.method} {req.path}"
+        h = {"Accept": "application/json"}
+        body = None
+        if req.body is not NO_BODY:
+            body = json.dumps(req.body).encode("utf-8")
+            h["Content-Type"] = "application/json"
+        conn = self._conn(t)
+        try:
+            with self.net(what, t):
+                h["Host"] = self.ep.host_header
+                if self.ep.token:
+                    h["Authorization"] = f"Bearer {self.ep.token}"
+                deadline = time.monotonic() + t
+                conn.request(req.method, self.ep.base_path + req.path, body=body, headers=h)
+                resp = conn.getresponse()
+                text = self._read_body(resp, deadline, what, t)
+            if not (200 <= resp.status < 300 or resp.status in req.accept):
+                raise error_from_body(resp.status, text, what)
+            return loads(text, what)
+        finally:
+            conn.close()
+
+    @staticmethod
+    def _read_body(resp: http.client.HTTPResponse, deadline: float, what: str, t: float) -> bytes:
+        """The whole body, at most MAX_JSON_BYTES, by ``deadline`` (a server that trickles
+        bytes does not hold the call past its timeout)."""
+        out = bytearray()
+        while True:
+            if time.monotonic() > deadline:
+                raise TimeoutError
+            c = resp.read1(256 * 1024)
+            if not c:
+                return bytes(out)
+            out += c
+            if len(out) > MAX_JSON_BYTES:
+                raise ProtocolError(resp.status, "protocol_error",
+                                    f"{what}: an answer over {MAX_JSON_BYTES} bytes")
+
+    def drive(self, op: Op[T]) -> T:
+        """Runs an operation of _ops to its result."""
+        try:
+            req = next(op)
+            while True:
+                try:
+                    answer = self.json(req)
+                except BaseException as e:
+                    req = op.throw(e)
+                    continue
+                req = op.send(answer)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    def events(self, path: str, timeout: Optional[float] = None) -> Iterator[SseEvent]:
+        """A server-sent event stream, read as it comes. Each read waits at most ``timeout``
+        (Timeout then); the iterator ends when the server ends the stream."""
+        t = timeout or self.timeout
+        conn, resp = self.open("GET", path, headers={"Accept": "text/event-stream"}, timeout=t)
+        try:
+            parser = SseParser()
+            while True:
+                with self.net(f"GET {path}", t):
+                    chunk = resp.read1(64 * 1024)
+                if not chunk:
+                    return
+                yield from parser.feed(chunk)
+        finally:
+            resp.close()
+            conn.close()
+
+    def upgrade(self, path: str, timeout: Optional[float] = None) -> tuple[socket.socket, bytes, str]:
+        """A WebSocket handshake (RFC 6455): the socket, bytes already read past the answer's
+        head, and the accepted subprotocol."""
+        t = timeout or self.timeout
+        what = f"GET {path} (WebSocket)"
+        key = ws_key()
+        with self.net(what, t):
+            sock = connect_socket(self.ep, t)
+            try:
+                sock.sendall(request_head(self.ep, "GET", path, ws_headers(key)))
+                buf = b""
+                while b"\r\n\r\n" not in buf:
+                    if len(buf) > MAX_HEADER_BYTES:
+                        raise ProtocolError(0, "protocol_error", f"{what}: an answer head over 64 KiB")
+                    c = sock.recv(65536)
+                    if not c:
+                        raise ConnectionFailed(0, "connection_failed",
+                                               f"{what}: the controller closed the connection")
+                    buf += c
+                head, _, rest = buf.partition(b"\r\n\r\n")
+                status, headers = parse_head(head, what)
+                if status != 101:
+                    n = int(headers.get("content-length", "0") or 0)
+                    while len(rest) < min(n, 64 * 1024):
+                        c = sock.recv(65536)
+                        if not c:
+                            break
+                        rest += c
+                    raise error_from_body(status, rest[:n], what)
+                if headers.get("sec-websocket-accept") != ws_accept(key):
+                    raise ProtocolError(status, "protocol_error", f"{what}: bad Sec-WebSocket-Accept")
+                return sock, rest, headers.get("sec-websocket-protocol", "")
+            except BaseException:
+                sock.close()
+                raise

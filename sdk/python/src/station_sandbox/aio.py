@@ -1,0 +1,840 @@
+"""The asyncio client: :class:`AsyncClient`, the same methods as :class:`Client` as
+coroutines, over asyncio streams (unix socket or TCP). Every wait has a timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import ssl
+import time
+from typing import (Any, AsyncIterator, Awaitable, Callable, Mapping, Optional, Union)
+
+from . import _ops
+from ._ops import NO_BODY, Op, Req, T, ws_path
+from ._wire import (DEFAULT_TIMEOUT, MAX_HEADER_BYTES, MAX_JSON_BYTES, OP_BINARY, OP_CLOSE,
+                    OP_PING, OP_PONG, OP_TEXT, ChunkedDecoder, Endpoint, OffsetFilter,
+                    SseEvent, SseParser, TextStream, WsParser, chunk_of, file_query, loads, octal_mode,
+                    output_event, parse_head, query, request_head, resolve_endpoint, seg,
+                    ws_accept, ws_close_payload, ws_frame, ws_headers, ws_key)
+from .errors import (ConnectionFailed, NotFound, PayloadTooLarge, ProtocolError, StationError,
+                     Timeout, error_from_body, error_from_event)
+from .models import (FileEntry, FileList, Image, Network, ReadyReport, Run, Secret, Service,
+                     TerminalInfo, WorkspaceInfo)
+
+__all__ = ["AsyncClient", "AsyncWorkspace", "AsyncRunHandle", "AsyncServices",
+           "AsyncTerminals", "AsyncTerminal", "AsyncFiles"]
+
+AsyncOutputCallback = Callable[[Union[str, bytes], int], Union[None, Awaitable[None]]]
+Chunk = tuple[str, bytes, int]
+
+
+class _Answer:
+    """An answer whose head was read; its body is read from ``reader`` (chunked or not)."""
+
+    def __init__(self, status: int, headers: dict[str, str], reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter, what: str) -> None:
+        self.status, self.headers, self.reader, self.writer, self.what = (
+            status, headers, reader, writer, what)
+        te = headers.get("transfer-encoding", "").lower()
+        self._chunked = ChunkedDecoder() if "chunked" in te else None
+        cl = headers.get("content-length")
+        self._left: Optional[int] = int(cl) if cl and cl.isdigit() and not self._chunked else None
+        self._eof = False
+
+    async def read1(self) -> bytes:
+        """The next body bytes there are; b"" at the end."""
+        while not self._eof:
+            if self._left == 0:
+                self._eof = True
+                break
+            n = 65536 if self._left is None else min(65536, self._left)
+            data = await self.reader.read(n)
+            if not data:
+                self._eof = True
+                if self._chunked is not None and not self._chunked.done or (self._left or 0) > 0:
+                    raise ConnectionFailed(0, "connection_failed", f"{self.what}: the answer broke off")
+                break
+            if self._left is not None:
+                self._left -= len(data)
+            if self._chunked is not None:
+                data = self._chunked.feed(data)
+                if self._chunked.done:
+                    self._left = 0
+                if not data:
+                    continue
+            return data
+        return b""
+
+    async def read_all(self, limit: int) -> bytes:
+        out = bytearray()
+        while True:
+            c = await self.read1()
+            if not c:
+                return bytes(out)
+            out += c
+            if len(out) > limit:
+                raise PayloadTooLarge(self.status, "payload_too_large",
+                                      f"{self.what}: an answer over {limit} bytes")
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class _AsyncTransport:
+    def __init__(self, endpoint: Endpoint, timeout: float) -> None:
+        if not timeout or timeout <= 0:
+            raise ValueError("timeout must be a positive number of seconds")
+        self.ep = endpoint
+        self.timeout = float(timeout)
+
+    def _timeout_error(self, what: str, t: float) -> Timeout:
+        return Timeout(0, "timeout", f"{what}: no answer from the controller at {self.ep.where} "
+                       f"within {t:g} s")
+
+    def _conn_error(self, what: str, e: OSError) -> ConnectionFailed:
+        return ConnectionFailed(0, "connection_failed", f"{what}: cannot reach the controller "
+                                f"at {self.ep.where}: {e.strerror or e}")
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        limit = MAX_HEADER_BYTES
+        if self.ep.scheme == "unix":
+            return await asyncio.open_unix_connection(self.ep.socket_path, limit=limit)
+        ctx = ssl.create_default_context() if self.ep.scheme == "https" else None
+        return await asyncio.open_connection(self.ep.host, self.ep.port, ssl=ctx, limit=limit)
+
+    async def _head(self, method: str, path: str, headers: dict[str, str], body: Optional[bytes],
+                    what: str) -> _Answer:
+        reader, writer = await self._connect()
+        try:
+            writer.write(request_head(self.ep, method, path, headers) + (body or b""))
+            await writer.drain()
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.LimitOverrunError:
+                raise ProtocolError(0, "protocol_error", f"{what}: an answer head over 64 KiB") from None
+            except asyncio.IncompleteReadError:
+                raise ConnectionFailed(0, "connection_failed",
+                                       f"{what}: the controller closed the connection") from None
+            status, h = parse_head(head[:-4], what)
+            return _Answer(status, h, reader, writer, what)
+        except BaseException:
+            writer.close()
+            raise
+
+    async def open(self, method: str, path: str, body: Optional[bytes] = None,
+                   headers: Optional[Mapping[str, str]] = None,
+                   timeout: Optional[float] = None) -> _Answer:
+        """A 2xx answer whose body is still to be read; any other raises the API's error."""
+        t = timeout or self.timeout
+        what = f"{method} {path}"
+        h = dict(headers or {})
+        h["Connection"] = "close"
+        if body is not None or method in ("POST", "PUT"):
+            h["Content-Length"] = str(len(body or b""))
+        try:
+            async with asyncio.timeout(t):
+                ans = await self._head(method, path, h, body, what)
+                if not 200 <= ans.status < 300:
+                    try:
+                        text = await ans.read_all(64 * 1024)
+                    finally:
+                        ans.close()
+                    raise error_from_body(ans.status, text, what)
+                return ans
+        except TimeoutError:
+            raise self._timeout_error(what, t) from None
+        except OSError as e:
+            raise self._conn_error(what, e) from None
+
+    async def json(self, req: Req) -> Any:
+        if req.method == "SLEEP":
+            await asyncio.sleep(float(req.body))
+            return None
+        t = (req.timeout_s or self.timeout) + req.wait_s
+        what = f"{req.method} {req.path}"
+        h = {"Accept": "application/json", "Connection": "close"}
+        body = None
+        if req.body is not NO_BODY:
+            body = json.dumps(req.body).encode("utf-8")
+            h["Content-Type"] = "application/json"
+        if body is not None or req.method in ("POST", "PUT"):
+            h["Content-Length"] = str(len(body or b""))
+        try:
+            async with asyncio.timeout(t):
+                ans = await self._head(req.method, req.path, h, body, what)
+                try:
+                    text = await ans.read_all(MAX_JSON_BYTES)
+                finally:
+                    ans.close()
+        except TimeoutError:
+            raise self._timeout_error(what, t) from None
+        except OSError as e:
+            raise self._conn_error(what, e) from None
+        if not (200 <= ans.status < 300 or ans.status in req.accept):
+            raise error_from_body(ans.status, text, what)
+        return loads(text, what)
+
+    async def drive(self, op: Op[T]) -> T:
+        try:
+            req = next(op)
+            while True:
+                try:
+                    answer = await self.json(req)
+                except BaseException as e:
+                    req = op.throw(e)
+                    continue
+                req = op.send(answer)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    async def events(self, path: str, timeout: Optional[float] = None) -> AsyncIterator[SseEvent]:
+        t = timeout or self.timeout
+        ans = await self.open("GET", path, headers={"Accept": "text/event-stream"}, timeout=t)
+        try:
+            parser = SseParser()
+            while True:
+                try:
+                    async with asyncio.timeout(t):
+                        chunk = await ans.read1()
+                except TimeoutError:
+                    raise self._timeout_error(f"GET {path}", t) from None
+                except OSError as e:
+                    raise self._conn_error(f"GET {path}", e) from None
+                if not chunk:
+                    return
+                for ev in parser.feed(chunk):
+                    yield ev
+        finally:
+            ans.close()
+
+    async def upgrade(self, path: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        t = self.timeout
+        what = f"GET {path} (WebSocket)"
+        key = ws_key()
+        try:
+            async with asyncio.timeout(t):
+                ans = await self._head("GET", path, ws_headers(key), None, what)
+                if ans.status != 101:
+                    try:
+                        text = await ans.read_all(64 * 1024)
+                    finally:
+                        ans.close()
+                    raise error_from_body(ans.status, text, what)
+                if ans.headers.get("sec-websocket-accept") != ws_accept(key):
+                    ans.close()
+                    raise ProtocolError(101, "protocol_error", f"{what}: bad Sec-WebSocket-Accept")
+                return ans.reader, ans.writer
+        except TimeoutError:
+            raise self._timeout_error(what, t) from None
+        except OSError as e:
+            raise self._conn_error(what, e) from None
+
+
+async def _maybe_await(x: Any) -> None:
+    if asyncio.iscoroutine(x) or isinstance(x, asyncio.Future):
+        await x
+
+
+class AsyncRunHandle:
+    """A started command (see :class:`station_sandbox.RunHandle`)."""
+
+    def __init__(self, workspace: "AsyncWorkspace", run: Run) -> None:
+        self._ws = workspace
+        self._t = workspace._t
+        self.run = run
+
+    @property
+    def id(self) -> str:
+        return self.run.id
+
+    @property
+    def status(self) -> str:
+        return self.run.status
+
+    async def refresh(self) -> Run:
+        self.run = await self._t.drive(_ops.get_run(self._ws.id, self.id))
+        return self.run
+
+    async def wait(self, timeout_ms: Optional[int] = None) -> Run:
+        self.run = await self._t.drive(_ops.wait_run(self._ws.id, self.id, timeout_ms))
+        return self.run
+
+    async def cancel(self) -> Run:
+        self.run = await self._t.drive(_ops.cancel(self._ws.id, self.id))
+        return self.run
+
+    async def follow(self, from_offset: int = 0) -> AsyncIterator[Chunk]:
+        """``(stream, data, offset)`` chunks live until the run ends (``async for``)."""
+        path = ws_path(self._ws.id, f"/commands/{seg(self.id)}/output")
+        what = f"GET {path}"
+        filt = OffsetFilter(from_offset)
+        idle_rounds = 0
+        while True:
+            progressed = False
+            try:
+                async with contextlib.aclosing(self._t.events(path)) as events:
+                    async for ev in events:
+                        progressed = True
+                        if ev.event == "output":
+                            stream, data, offset = chunk_of(output_event(ev, what), what)
+                            got = filt.take(stream, data, offset)
+                            if got:
+                                yield stream, got[0], got[1]
+                        elif ev.event == "end":
+                            self.run = Run(output_event(ev, what))
+                            return
+                        elif ev.event == "error":
+                            raise error_from_event(output_event(ev, what).get("error"), what)
+            except Timeout:
+                progressed = True  # a silent run, not a broken stream
+            await self._t.drive(_ops.get_run(self._ws.id, self.id))
+            idle_rounds = 0 if progressed else idle_rounds + 1
+            if idle_rounds > 3:
+                raise ProtocolError(0, "protocol_error", f"{what}: the stream keeps ending without an end event")
+
+    def __repr__(self) -> str:
+        return f"AsyncRunHandle(id={self.id!r}, status={self.status!r})"
+
+
+class AsyncServices:
+    def __init__(self, workspace: "AsyncWorkspace") -> None:
+        self._ws = workspace
+        self._t = workspace._t
+
+    async def start(self, name: str, command: str,
+                    restart: Union[str, Mapping[str, Any], None] = None, *,
+                    max_restarts: Optional[int] = None, delay_ms: Optional[int] = None,
+                    backoff: Optional[Mapping[str, Any]] = None, cwd: Optional[str] = None,
+                    env: Optional[Mapping[str, str]] = None,
+                    stop_signal: Union[str, int, None] = None,
+                    stop_timeout_ms: Optional[int] = None,
+                    autostart: Optional[bool] = None) -> Service:
+        body = _ops.service_body(name, command, restart, max_restarts, delay_ms, backoff, cwd, env,
+                                 stop_signal, stop_timeout_ms, autostart)
+        return Service(await self._t.drive(_ops.simple("POST", ws_path(self._ws.id, "/services"), body)))
+
+    async def get(self, name: str) -> Service:
+        return Service(await self._t.drive(_ops.simple("GET", _ops.svc_path(self._ws.id, name))))
+
+    async def list(self) -> list[Service]:
+        doc = await self._t.drive(_ops.simple("GET", ws_path(self._ws.id, "/services")))
+        return [Service(s) for s in _ops.list_of(doc, "services", "GET services")]
+
+    async def stop(self, name: str, timeout: float = 60.0) -> Service:
+        return await self._t.drive(_ops.stop_service(self._ws.id, name, timeout))
+
+    async def restart(self, name: str) -> Service:
+        return Service(await self._t.drive(_ops.simple("POST", _ops.svc_path(self._ws.id, name, "/restart"))))
+
+    async def delete(self, name: str) -> dict[str, Any]:
+        return await self._t.drive(_ops.simple("DELETE", _ops.svc_path(self._ws.id, name)))  # type: ignore[no-any-return]
+
+    async def wait(self, name: str, predicate: Callable[[Service], bool],
+                   timeout: float = 60.0) -> Service:
+        deadline = time.monotonic() + timeout
+        while True:
+            svc = await self.get(name)
+            if predicate(svc):
+                return svc
+            if time.monotonic() > deadline:
+                raise Timeout(0, "timeout", f"service {name!r}: condition not met within "
+                              f"{timeout:g} s (state {svc.state})")
+            await asyncio.sleep(_ops.POLL_S)
+
+    async def logs(self, name: str, attempt: Optional[int] = None,
+                   follow: bool = False) -> AsyncIterator[Chunk]:
+        if attempt is not None:
+            svc = await self.get(name)
+            found = [a for a in svc.attempts if a.number == attempt]
+            if not found:
+                raise NotFound(404, "not_found", f"service {name!r} has no attempt {attempt}")
+            a = found[0]
+            for stream, head, tail, total in (("stdout", a.stdout, a.stdout_tail, a.stdout_bytes),
+                                              ("stderr", a.stderr, a.stderr_tail, a.stderr_bytes)):
+                hb = head.encode("utf-8") if isinstance(head, str) else head
+                if hb:
+                    yield stream, hb, 0
+                if tail:
+                    tb = tail.encode("utf-8") if isinstance(tail, str) else tail
+                    yield stream, tb, total - len(tb)
+            return
+        path = _ops.svc_path(self._ws.id, name, "/logs" + query({"follow": follow}))
+        what = f"GET {path}"
+        attempt = (await self.get(name)).current_attempt if follow else None
+        filt = OffsetFilter()
+        while True:
+            try:
+                async with contextlib.aclosing(self._t.events(path)) as events:
+                    async for ev in events:
+                        if ev.event == "output":
+                            stream, data, offset = chunk_of(output_event(ev, what), what)
+                            got = filt.take(stream, data, offset)
+                            if got:
+                                yield stream, got[0], got[1]
+                        elif ev.event == "end":
+                            return
+                        elif ev.event == "error":
+                            raise error_from_event(output_event(ev, what).get("error"), what)
+                return
+            except Timeout:
+                if not follow:
+                    raise
+            svc = await self.get(name)
+            if not svc.active or svc.current_attempt != attempt:
+                return
+
+
+class AsyncTerminal(TerminalInfo):
+    """A terminal session over WebSocket (see :class:`station_sandbox.Terminal`)."""
+
+    def __init__(self, terminals: "AsyncTerminals", info: Any, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter) -> None:
+        self._load(info)
+        self._terms = terminals
+        self._t = terminals._t
+        self._reader, self._writer = reader, writer
+        self._parser = WsParser()
+        self._pending: list[bytes] = []
+        self._closed = False
+        self.gap_bytes = 0
+        self.exit: Optional[dict[str, Any]] = None
+
+    async def __aenter__(self) -> "AsyncTerminal":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def _send(self, opcode: int, payload: bytes) -> None:
+        if self._closed:
+            raise ConnectionFailed(0, "connection_failed", f"terminal {self.id}: the session is closed")
+        self._writer.write(ws_frame(opcode, payload))
+        try:
+            async with asyncio.timeout(self._t.timeout):
+                await self._writer.drain()
+        except TimeoutError:
+            raise self._t._timeout_error(f"terminal {self.id}", self._t.timeout) from None
+        except OSError as e:
+            raise self._t._conn_error(f"terminal {self.id}", e) from None
+
+    async def send(self, data: Union[str, bytes]) -> None:
+        await self._send(OP_BINARY, data.encode("utf-8") if isinstance(data, str) else bytes(data))
+
+    async def resize(self, cols: int, rows: int) -> None:
+        await self._send(OP_TEXT, json.dumps({"type": "resize", "cols": cols, "rows": rows}).encode())
+        self.cols, self.rows = cols, rows
+
+    async def _shut(self, code: Optional[int]) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._writer.write(ws_frame(OP_CLOSE, ws_close_payload(code or 1000)))
+            async with asyncio.timeout(1.0):
+                await self._writer.drain()
+        except (OSError, TimeoutError):
+            pass
+        self._writer.close()
+
+    async def _recv(self, timeout: float) -> bool:
+        try:
+            async with asyncio.timeout(timeout):
+                data = await self._reader.read(65536)
+        except TimeoutError:
+            return False
+        except OSError as e:
+            raise self._t._conn_error(f"terminal {self.id}", e) from None
+        if not data:
+            self._closed = True
+            self._writer.close()
+            return True
+        try:
+            msgs = self._parser.feed(data)
+        except ProtocolError as e:
+            await self._shut(getattr(e, "close_code", 1002))
+            raise
+        for m in msgs:
+            if m.kind == "binary":
+                self._pending.append(m.data)
+            elif m.kind == "text":
+                self._text(m.data)
+            elif m.kind == "ping":
+                await self._send(OP_PONG, m.data)
+            elif m.kind == "close":
+                await self._shut(m.code)
+        return True
+
+    def _text(self, data: bytes) -> None:
+        try:
+            m = json.loads(data.decode("utf-8"))
+        except ValueError:
+            return
+        if not isinstance(m, dict):
+            return
+        if m.get("type") == "gap" and isinstance(m.get("bytes"), int):
+            self.gap_bytes += m["bytes"]
+        elif m.get("type") == "exit":
+            self.exit = {"exitCode": m.get("exitCode"), "signal": m.get("signal"),
+                         "state": m.get("state")}
+            self.state = str(m.get("state") or "exited")
+            self.exit_code = m.get("exitCode")
+            self.signal = m.get("signal")
+        elif m.get("type") == "error":
+            raise error_from_event(m.get("error"), f"terminal {self.id}")
+
+    async def read(self, timeout: Optional[float] = None) -> bytes:
+        t = self._t.timeout if timeout is None else timeout
+        deadline = time.monotonic() + t
+        while not self._pending and not self._closed:
+            left = deadline - time.monotonic()
+            if left <= 0 or not await self._recv(left):
+                raise Timeout(0, "timeout", f"terminal {self.id}: no output within {t:g} s")
+        if self._pending:
+            out = b"".join(self._pending)
+            self._pending.clear()
+            return out
+        return b""
+
+    async def expect(self, pattern: Union[str, bytes], timeout: Optional[float] = None) -> bytes:
+        pat = pattern.encode("utf-8") if isinstance(pattern, str) else pattern
+        t = self._t.timeout if timeout is None else timeout
+        deadline = time.monotonic() + t
+        buf = b""
+        while pat not in buf:
+            left = deadline - time.monotonic()
+            try:
+                if left <= 0:
+                    raise Timeout(0, "timeout", "")
+                chunk = await self.read(left)
+            except Timeout:
+                raise Timeout(0, "timeout", f"terminal {self.id}: {pat!r} not seen within "
+                              f"{t:g} s; got {buf[-200:]!r}") from None
+            if not chunk:
+                raise ProtocolError(0, "protocol_error", f"terminal {self.id} ended before "
+                                    f"{pat!r}; got {buf[-200:]!r}")
+            buf += chunk
+        cut = buf.index(pat) + len(pat)
+        if cut < len(buf):
+            self._pending.insert(0, buf[cut:])
+        return buf[:cut]
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._iter()
+
+    async def _iter(self) -> AsyncIterator[bytes]:
+        while True:
+            try:
+                chunk = await self.read()
+            except Timeout:
+                await self._send(OP_PING, b"alive?")
+                if not await self._recv(self._t.timeout):
+                    raise
+                continue
+            if not chunk:
+                return
+            yield chunk
+
+    async def close(self) -> None:
+        """Detaches; the terminal keeps running."""
+        await self._shut(1000)
+
+    async def kill(self) -> TerminalInfo:
+        """Force-closes the terminal."""
+        await self.close()
+        return await self._terms.kill(self.id)
+
+
+class AsyncTerminals:
+    def __init__(self, workspace: "AsyncWorkspace") -> None:
+        self._ws = workspace
+        self._t = workspace._t
+
+    async def create(self, cols: int = 80, rows: int = 24, command: Optional[str] = None,
+                     cwd: Optional[str] = None,
+                     env: Optional[Mapping[str, str]] = None) -> AsyncTerminal:
+        body = _ops.defined(cols=cols, rows=rows, command=command, cwd=cwd,
+                            env=dict(env) if env is not None else None)
+        doc = await self._t.drive(_ops.simple("POST", ws_path(self._ws.id, "/terminals"), body, wait_s=5))
+        return await self._attach(doc, False)
+
+    async def attach(self, terminal_id: str, read_only: bool = False) -> AsyncTerminal:
+        path = ws_path(self._ws.id, f"/terminals/{seg(terminal_id)}")
+        return await self._attach(await self._t.drive(_ops.simple("GET", path)), read_only)
+
+    async def _attach(self, doc: Any, read_only: bool) -> AsyncTerminal:
+        info = TerminalInfo(doc)
+        path = ws_path(self._ws.id, f"/terminals/{seg(info.id)}/attach" + query({"readOnly": read_only}))
+        reader, writer = await self._t.upgrade(path)
+        return AsyncTerminal(self, doc, reader, writer)
+
+    async def get(self, terminal_id: str) -> TerminalInfo:
+        path = ws_path(self._ws.id, f"/terminals/{seg(terminal_id)}")
+        return TerminalInfo(await self._t.drive(_ops.simple("GET", path)))
+
+    async def list(self) -> list[TerminalInfo]:
+        doc = await self._t.drive(_ops.simple("GET", ws_path(self._ws.id, "/terminals")))
+        return [TerminalInfo(x) for x in _ops.list_of(doc, "terminals", "GET terminals")]
+
+    async def resize(self, terminal_id: str, cols: int, rows: int) -> TerminalInfo:
+        path = ws_path(self._ws.id, f"/terminals/{seg(terminal_id)}/resize")
+        return TerminalInfo(await self._t.drive(_ops.simple("POST", path, {"cols": cols, "rows": rows})))
+
+    async def kill(self, terminal_id: str) -> TerminalInfo:
+        path = ws_path(self._ws.id, f"/terminals/{seg(terminal_id)}")
+        return TerminalInfo(await self._t.drive(_ops.simple("DELETE", path, wait_s=10)))
+
+
+class AsyncFiles:
+    """A workspace's files (see :class:`station_sandbox.Files`); bodies in memory."""
+
+    def __init__(self, workspace: "AsyncWorkspace") -> None:
+        self._ws = workspace
+        self._t = workspace._t
+
+    def _p(self, rest: str, path: Union[str, bytes], **q: Any) -> str:
+        return ws_path(self._ws.id, f"{rest}?path={file_query(path)}" + query(q).replace("?", "&", 1))
+
+    async def stat(self, path: Union[str, bytes]) -> FileEntry:
+        return await self._t.drive(_ops.simple("GET", self._p("/files/stat", path)))  # type: ignore[no-any-return]
+
+    async def list(self, path: Union[str, bytes] = ".") -> FileList:
+        return await self._t.drive(_ops.simple("GET", self._p("/files/list", path)))  # type: ignore[no-any-return]
+
+    async def read(self, path: Union[str, bytes], max_bytes: int = 64 * 1024 * 1024) -> bytes:
+        ans = await self._t.open("GET", self._p("/files", path, maxBytes=max_bytes),
+                                 headers={"Accept": "*/*"})
+        try:
+            async with asyncio.timeout(self._t.timeout):
+                return await ans.read_all(max_bytes)
+        except TimeoutError:
+            raise self._t._timeout_error(f"read {path!r}", self._t.timeout) from None
+        finally:
+            ans.close()
+
+    async def read_text(self, path: Union[str, bytes], max_bytes: int = 64 * 1024 * 1024) -> str:
+        return (await self.read(path, max_bytes)).decode("utf-8")
+
+    async def write(self, path: Union[str, bytes], data: Union[str, bytes],
+                    mode: Union[str, int, None] = None, parents: bool = False,
+                    exclusive: bool = False, if_match: Optional[str] = None) -> FileEntry:
+        body = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        q = self._p("/files", path, mode=None if mode is None else octal_mode(mode),
+                    parents=parents, exclusive=exclusive)
+        headers = {"Content-Type": "application/octet-stream", "Accept": "application/json"}
+        if if_match is not None:
+            if any(c in if_match for c in "\r\n\0"):
+                raise ValueError("if_match holds a line break or NUL")
+            headers["If-Match"] = if_match
+        ans = await self._t.open("PUT", q, body=body, headers=headers)
+        try:
+            async with asyncio.timeout(self._t.timeout):
+                return loads(await ans.read_all(1024 * 1024), f"PUT {path!r}")  # type: ignore[no-any-return]
+        except TimeoutError:
+            raise self._t._timeout_error(f"write {path!r}", self._t.timeout) from None
+        finally:
+            ans.close()
+
+    async def mkdir(self, path: str, parents: bool = False,
+                    mode: Union[str, int, None] = None) -> FileEntry:
+        body = _ops.defined(path=path, parents=parents,
+                            mode=None if mode is None else octal_mode(mode))
+        return await self._t.drive(_ops.simple("POST", ws_path(self._ws.id, "/files/mkdir"), body))  # type: ignore[no-any-return]
+
+    async def rename(self, src: str, dst: str, overwrite: bool = True) -> FileEntry:
+        body = {"from": src, "to": dst, "overwrite": overwrite}
+        return await self._t.drive(_ops.simple("POST", ws_path(self._ws.id, "/files/rename"), body))  # type: ignore[no-any-return]
+
+    async def remove(self, path: Union[str, bytes], recursive: bool = False) -> dict[str, Any]:
+        return await self._t.drive(_ops.simple("DELETE", self._p("/files", path, recursive=recursive)))  # type: ignore[no-any-return]
+
+    async def exists(self, path: Union[str, bytes]) -> bool:
+        try:
+            await self.stat(path)
+            return True
+        except NotFound:
+            return False
+
+
+class AsyncSecrets:
+    def __init__(self, workspace: "AsyncWorkspace") -> None:
+        self._ws = workspace
+        self._t = workspace._t
+
+    async def set(self, name: str, value: str, host: Optional[str] = None,
+                  username: Optional[str] = None, expires_at: Optional[str] = None) -> Secret:
+        body = _ops.defined(value=value, host=host, username=username, expiresAt=expires_at)
+        return await self._t.drive(_ops.simple("PUT", ws_path(self._ws.id, f"/secrets/{seg(name)}"), body))  # type: ignore[no-any-return]
+
+    async def get(self, name: str) -> Secret:
+        return await self._t.drive(_ops.simple("GET", ws_path(self._ws.id, f"/secrets/{seg(name)}")))  # type: ignore[no-any-return]
+
+    async def list(self) -> list[Secret]:
+        doc = await self._t.drive(_ops.simple("GET", ws_path(self._ws.id, "/secrets")))
+        return _ops.list_of(doc, "secrets", "GET secrets")
+
+    async def delete(self, name: str) -> dict[str, Any]:
+        return await self._t.drive(_ops.simple("DELETE", ws_path(self._ws.id, f"/secrets/{seg(name)}")))  # type: ignore[no-any-return]
+
+
+class AsyncWorkspace(WorkspaceInfo):
+    """A workspace (see :class:`station_sandbox.Workspace`)."""
+
+    def __init__(self, client: "AsyncClient", doc: Any) -> None:
+        self._load(doc)
+        self._client = client
+        self._t = client._t
+        self.services = AsyncServices(self)
+        self.terminals = AsyncTerminals(self)
+        self.files = AsyncFiles(self)
+        self.secrets = AsyncSecrets(self)
+
+    async def __aenter__(self) -> "AsyncWorkspace":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            await self.delete()
+        except StationError:
+            if exc[0] is None:
+                raise
+
+    async def refresh(self) -> "AsyncWorkspace":
+        self._load(await self._t.drive(_ops.simple("GET", ws_path(self.id))))
+        return self
+
+    async def delete(self) -> dict[str, Any]:
+        doc = await self._t.drive(_ops.simple("DELETE", ws_path(self.id), wait_s=60))
+        self.state = "deleted"
+        return doc  # type: ignore[no-any-return]
+
+    async def restart(self) -> "AsyncWorkspace":
+        self._load(await self._t.drive(_ops.simple("POST", ws_path(self.id, "/restart"), wait_s=60)))
+        return self
+
+    async def start(self, command: str, cwd: Optional[str] = None,
+                    env: Optional[Mapping[str, str]] = None, stdin: Union[str, bytes, None] = None,
+                    timeout_ms: Optional[int] = None,
+                    max_output_bytes: Optional[int] = None) -> AsyncRunHandle:
+        body = _ops.command_body(command, cwd, env, stdin, timeout_ms, max_output_bytes)
+        return AsyncRunHandle(self, await self._t.drive(_ops.start(self.id, body)))
+
+    async def run(self, command: str, cwd: Optional[str] = None,
+                  env: Optional[Mapping[str, str]] = None, stdin: Union[str, bytes, None] = None,
+                  timeout_ms: Optional[int] = None, max_output_bytes: Optional[int] = None,
+                  on_stdout: Optional[AsyncOutputCallback] = None,
+                  on_stderr: Optional[AsyncOutputCallback] = None) -> Run:
+        """The terminal :class:`Run`; callbacks (plain functions or coroutines) get
+        ``(data, offset)`` live."""
+        body = _ops.command_body(command, cwd, env, stdin, timeout_ms, max_output_bytes)
+        if on_stdout is None and on_stderr is None:
+            return await self._t.drive(_ops.run(self.id, body))
+        h = AsyncRunHandle(self, await self._t.drive(_ops.start(self.id, body)))
+        text = {"stdout": TextStream(), "stderr": TextStream()}
+        async for stream, data, offset in h.follow():
+            got = text[stream].feed(data, offset)
+            cb = on_stdout if stream == "stdout" else on_stderr
+            if got is not None and cb is not None:
+                await _maybe_await(cb(got[0], got[1]))
+        if not h.run.done:
+            await h.wait()
+        return h.run
+
+    async def run_handle(self, run_id: str) -> AsyncRunHandle:
+        return AsyncRunHandle(self, await self._t.drive(_ops.get_run(self.id, run_id)))
+
+    async def runs(self, limit: Optional[int] = None) -> list[Run]:
+        doc = await self._t.drive(_ops.simple("GET", ws_path(self.id, "/commands" + query({"limit": limit}))))
+        return [Run(r) for r in _ops.list_of(doc, "commands", "GET commands")]
+
+    async def get_network(self) -> Network:
+        return await self._t.drive(_ops.simple("GET", ws_path(self.id, "/network")))  # type: ignore[no-any-return]
+
+    async def set_egress(self, egress: Mapping[str, Any]) -> Network:
+        return await self._t.drive(_ops.simple("PUT", ws_path(self.id, "/network"), {"egress": dict(egress)}))  # type: ignore[no-any-return]
+
+    async def usage(self) -> dict[str, Any]:
+        return await self._t.drive(_ops.simple("GET", ws_path(self.id, "/usage"), wait_s=3))  # type: ignore[no-any-return]
+
+
+class AsyncWorkspaces:
+    def __init__(self, client: "AsyncClient") -> None:
+        self._client = client
+        self._t = client._t
+
+    async def create(self, adapter: Optional[str] = None, image: Optional[str] = None,
+                     env: Optional[Mapping[str, str]] = None, cpus: Optional[float] = None,
+                     memory_mb: Optional[int] = None, pids_limit: Optional[int] = None,
+                     network: Optional[str] = None, seccomp_profile: Optional[str] = None,
+                     egress: Optional[Mapping[str, Any]] = None,
+                     timeout: float = 120.0) -> AsyncWorkspace:
+        body = _ops.create_body(adapter, image, env, cpus, memory_mb, pids_limit, network,
+                                seccomp_profile, egress)
+        return AsyncWorkspace(self._client, await self._t.drive(
+            _ops.simple("POST", "/v1/workspaces", body, timeout_s=timeout)))
+
+    async def get(self, workspace_id: str) -> AsyncWorkspace:
+        return AsyncWorkspace(self._client, await self._t.drive(_ops.simple("GET", ws_path(workspace_id))))
+
+    async def list(self) -> list[AsyncWorkspace]:
+        doc = await self._t.drive(_ops.simple("GET", "/v1/workspaces"))
+        return [AsyncWorkspace(self._client, w)
+                for w in _ops.list_of(doc, "workspaces", "GET /v1/workspaces")]
+
+
+class AsyncImages:
+    def __init__(self, client: "AsyncClient") -> None:
+        self._t = client._t
+
+    async def list(self) -> list[Image]:
+        return _ops.list_of(await self._t.drive(_ops.simple("GET", "/v1/images")), "images", "GET /v1/images")
+
+    async def get(self, digest: str) -> Image:
+        return await self._t.drive(_ops.simple("GET", f"/v1/images/{seg(digest)}"))  # type: ignore[no-any-return]
+
+    async def import_path(self, path: str, name: Optional[str] = None,
+                          timeout: float = 600.0) -> Image:
+        body = _ops.defined(path=path, name=name)
+        return await self._t.drive(_ops.simple("POST", "/v1/images", body, timeout_s=timeout))  # type: ignore[no-any-return]
+
+    async def pull(self, reference: str, registry: Optional[str] = None,
+                   plain_http: bool = False, timeout: float = 600.0) -> Image:
+        body = _ops.defined(reference=reference, registry=registry, plainHttp=plain_http or None)
+        return await self._t.drive(_ops.simple("POST", "/v1/images", body, timeout_s=timeout))  # type: ignore[no-any-return]
+
+    async def delete(self, digest: str) -> dict[str, Any]:
+        return await self._t.drive(_ops.simple("DELETE", f"/v1/images/{seg(digest)}"))  # type: ignore[no-any-return]
+
+
+class AsyncClient:
+    """The asyncio twin of :class:`station_sandbox.Client`: same arguments, same discovery
+    order, every method a coroutine. ``async with AsyncClient() as client: ...``"""
+
+    def __init__(self, socket_path: Optional[str] = None, url: Optional[str] = None,
+                 token: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT,
+                 root_dir: Optional[str] = None) -> None:
+        self._t = _AsyncTransport(resolve_endpoint(socket_path, url, root_dir, token), timeout)
+        self.workspaces = AsyncWorkspaces(self)
+        self.images = AsyncImages(self)
+
+    @property
+    def endpoint(self) -> str:
+        return self._t.ep.where
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Nothing stays open between calls."""
+
+    async def ready(self, adapter: Optional[str] = None) -> ReadyReport:
+        return await self._t.drive(_ops.ready(self.endpoint, adapter))
+
+    async def worker(self) -> dict[str, Any]:
+        return await self._t.drive(_ops.simple("GET", "/v1/worker"))  # type: ignore[no-any-return]
+
+    async def workspace(self, workspace_id: str) -> AsyncWorkspace:
+        return await self.workspaces.get(workspace_id)

@@ -1,0 +1,775 @@
+"""The blocking client: :class:`Client` and the objects it hands out."""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import time
+from typing import (Any, BinaryIO, Callable, Iterable, Iterator, Mapping, Optional, Union)
+
+from . import _ops
+from ._ops import ws_path
+from ._transport import Transport
+from ._wire import (DEFAULT_TIMEOUT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT,
+                    OffsetFilter, TextStream, WsParser, chunk_of, file_query, octal_mode, output_event,
+                    query, resolve_endpoint, seg, ws_close_payload, ws_frame)
+from .errors import (ConnectionFailed, PayloadTooLarge, ProtocolError, StationError, Timeout,
+                     error_from_event)
+from .models import (Attempt, FileEntry, FileList, Image, Network, ReadyReport, Run, Secret,
+                     Service, TerminalInfo, WorkspaceInfo)
+
+__all__ = ["Client", "Workspace", "RunHandle", "Services", "Terminals", "Terminal", "Files",
+           "Images", "Secrets", "OutputCallback", "READ_MAX_BYTES"]
+
+OutputCallback = Callable[[Union[str, bytes], int], None]
+"""``callback(data, offset)``: a chunk of live output and its position in the stream."""
+
+READ_MAX_BYTES = 64 * 1024 * 1024
+"""What ``files.read`` caps a file at unless told otherwise."""
+
+Chunk = tuple[str, bytes, int]
+
+
+def _follow(t: Transport, ws_id: str, run_id: str, from_offset: int,
+            on_end: Callable[[Run], None]) -> Iterator[Chunk]:
+    """A run's output as it is produced (server-sent events), from ``from_offset`` of each
+    stream. A silent stream is re-opened after each timeout once the controller answered a
+    probe; bytes already delivered are not repeated."""
+    path = ws_path(ws_id, f"/commands/{seg(run_id)}/output")
+    what = f"GET {path}"
+    filt = OffsetFilter(from_offset)
+    idle_rounds = 0
+    while True:
+        progressed = False
+        try:
+            for ev in t.events(path):
+                progressed = True
+                if ev.event == "output":
+                    stream, data, offset = chunk_of(output_event(ev, what), what)
+                    got = filt.take(stream, data, offset)
+                    if got:
+                        yield stream, got[0], got[1]
+                elif ev.event == "end":
+                    on_end(Run(output_event(ev, what)))
+                    return
+                elif ev.event == "error":
+                    raise error_from_event(output_event(ev, what).get("error"), what)
+        except Timeout:
+            progressed = True  # a silent run, not a broken stream: is the controller still there?
+        t.drive(_ops.get_run(ws_id, run_id))  # raises when the controller is gone
+        idle_rounds = 0 if progressed else idle_rounds + 1
+        if idle_rounds > 3:
+            raise ProtocolError(0, "protocol_error", f"{what}: the stream keeps ending without an end event")
+
+
+class RunHandle:
+    """A started command: ``wait()`` for its result, ``follow()`` its output live,
+    ``cancel()`` it. ``run`` is the run as last seen."""
+
+    def __init__(self, workspace: "Workspace", run: Run) -> None:
+        self._ws = workspace
+        self._t = workspace._t
+        self.run = run
+
+    @property
+    def id(self) -> str:
+        return self.run.id
+
+    @property
+    def status(self) -> str:
+        return self.run.status
+
+    def refresh(self) -> Run:
+        """The run now."""
+        self.run = self._t.drive(_ops.get_run(self._ws.id, self.id))
+        return self.run
+
+    def wait(self, timeout_ms: Optional[int] = None) -> Run:
+        """Waits until the run is terminal (long-polls the controller). With ``timeout_ms``,
+        returns after that long with the run as it is (check ``status``: maybe ``running``)."""
+        self.run = self._t.drive(_ops.wait_run(self._ws.id, self.id, timeout_ms))
+        return self.run
+
+    def cancel(self) -> Run:
+        """Kills the run's whole process tree; the run, ``cancelled``. Conflict when it had
+        already finished."""
+        self.run = self._t.drive(_ops.cancel(self._ws.id, self.id))
+        return self.run
+
+    def follow(self, from_offset: int = 0) -> Iterator[Chunk]:
+        """``(stream, data, offset)`` for each chunk of output, live, until the run ends (then
+        ``run`` is its final state). ``stream`` is ``"stdout"`` or ``"stderr"``; ``data`` the raw
+        bytes (a multi-byte character may span two chunks); ``offset`` its position. Bytes
+        before ``from_offset`` (per stream) are skipped; bytes the controller no longer holds
+        (beyond the kept head and tail of a long output) are skipped too."""
+        def end(run: Run) -> None:
+            self.run = run
+        return _follow(self._t, self._ws.id, self.id, from_offset, end)
+
+    def __repr__(self) -> str:
+        return f"RunHandle(id={self.id!r}, status={self.status!r})"
+
+
+class Services:
+    """A workspace's services (named by ``name``)."""
+
+    def __init__(self, workspace: "Workspace") -> None:
+        self._ws = workspace
+        self._t = workspace._t
+
+    def start(self, name: str, command: str, restart: Union[str, Mapping[str, Any], None] = None,
+              *, max_restarts: Optional[int] = None, delay_ms: Optional[int] = None,
+              backoff: Optional[Mapping[str, Any]] = None, cwd: Optional[str] = None,
+              env: Optional[Mapping[str, str]] = None, stop_signal: Union[str, int, None] = None,
+              stop_timeout_ms: Optional[int] = None, autostart: Optional[bool] = None) -> Service:
+        """Starts a foreground ``command`` under a restart policy: ``restart`` is ``"no"``
+        (default), ``"on-failure"`` or ``"always"`` (or the API's ``restart`` object);
+        ``max_restarts`` restarts at most, ``delay_ms`` before each."""
+        body = _ops.service_body(name, command, restart, max_restarts, delay_ms, backoff, cwd, env,
+                                 stop_signal, stop_timeout_ms, autostart)
+        return Service(self._t.drive(_ops.simple("POST", ws_path(self._ws.id, "/services"), body)))
+
+    def get(self, name: str) -> Service:
+        """The service with its attempts and their output."""
+        return Service(self._t.drive(_ops.simple("GET", _ops.svc_path(self._ws.id, name))))
+
+    def list(self) -> list[Service]:
+        """Every service; attempts without output."""
+        doc = self._t.drive(_ops.simple("GET", ws_path(self._ws.id, "/services")))
+        return [Service(s) for s in _ops.list_of(doc, "services", "GET services")]
+
+    def stop(self, name: str, timeout: float = 60.0) -> Service:
+        """Stops the service and returns once its attempt has ended (at most ``timeout``
+        seconds; the stop signal, then SIGKILL after the service's ``stop_timeout_ms``)."""
+        return self._t.drive(_ops.stop_service(self._ws.id, name, timeout))
+
+    def restart(self, name: str) -> Service:
+        """A fresh attempt (a running one is stopped first)."""
+        return Service(self._t.drive(_ops.simple("POST", _ops.svc_path(self._ws.id, name, "/restart"))))
+
+    def delete(self, name: str) -> dict[str, Any]:
+        """Stops the service and forgets it."""
+        return self._t.drive(_ops.simple("DELETE", _ops.svc_path(self._ws.id, name)))  # type: ignore[no-any-return]
+
+    def wait(self, name: str, predicate: Callable[[Service], bool], timeout: float = 60.0) -> Service:
+        """Polls until ``predicate(service)`` holds; Timeout after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            svc = self.get(name)
+            if predicate(svc):
+                return svc
+            if time.monotonic() > deadline:
+                raise Timeout(0, "timeout", f"service {name!r}: condition not met within "
+                              f"{timeout:g} s (state {svc.state})")
+            time.sleep(_ops.POLL_S)
+
+    def logs(self, name: str, attempt: Optional[int] = None, follow: bool = False) -> Iterator[Chunk]:
+        """``(stream, data, offset)`` chunks of a service's output. ``follow``: the current
+        attempt's output live until it ends; else the newest finished attempt's stored output;
+        ``attempt``: that attempt's stored output (head, then tail when truncated)."""
+        if attempt is not None:
+            return self._attempt_chunks(name, attempt)
+        return self._log_stream(name, follow)
+
+    def _attempt_chunks(self, name: str, number: int) -> Iterator[Chunk]:
+        svc = self.get(name)
+        found = [a for a in svc.attempts if a.number == number]
+        if not found:
+            from .errors import NotFound
+            raise NotFound(404, "not_found", f"service {name!r} has no attempt {number}")
+        a: Attempt = found[0]
+        for stream, head, tail, total in (("stdout", a.stdout, a.stdout_tail, a.stdout_bytes),
+                                          ("stderr", a.stderr, a.stderr_tail, a.stderr_bytes)):
+            hb = head.encode("utf-8") if isinstance(head, str) else head
+            if hb:
+                yield stream, hb, 0
+            if tail:
+                tb = tail.encode("utf-8") if isinstance(tail, str) else tail
+                yield stream, tb, total - len(tb)
+
+    def _log_stream(self, name: str, follow: bool) -> Iterator[Chunk]:
+        path = _ops.svc_path(self._ws.id, name, "/logs" + query({"follow": follow}))
+        what = f"GET {path}"
+        attempt = self.get(name).current_attempt if follow else None
+        filt = OffsetFilter()
+        while True:
+            try:
+                for ev in self._t.events(path):
+                    if ev.event == "output":
+                        stream, data, offset = chunk_of(output_event(ev, what), what)
+                        got = filt.take(stream, data, offset)
+                        if got:
+                            yield stream, got[0], got[1]
+                    elif ev.event == "end":
+                        return
+                    elif ev.event == "error":
+                        raise error_from_event(output_event(ev, what).get("error"), what)
+                return
+            except Timeout:
+                if not follow:
+                    raise
+            # A silent service: the controller answers (else this raises) and the attempt
+            # followed still runs, so the stream is re-opened; its replay is not repeated.
+            svc = self.get(name)
+            if not svc.active or svc.current_attempt != attempt:
+                return
+
+
+class Terminal(TerminalInfo):
+    """A terminal session attached over WebSocket. ``send`` keystrokes, ``read`` output (the
+    scrollback first, then live), ``resize``; iterate for output chunks until it ends.
+    ``close()`` detaches (the terminal keeps running); ``kill()`` force-closes it."""
+
+    def __init__(self, terminals: "Terminals", info: Any, sock: socket.socket, head: bytes) -> None:
+        self._load(info)
+        self._terms = terminals
+        self._t = terminals._t
+        self._sock = sock
+        self._parser = WsParser()
+        self._pending: list[bytes] = []
+        self._closed = False
+        self.gap_bytes = 0
+        """Output bytes this session missed (it read too slowly)."""
+        self.exit: Optional[dict[str, Any]] = None
+        """``{"exitCode", "signal", "state"}`` once the terminal ended."""
+        self._head = head  # bytes that came with the handshake's answer: parsed by read()
+
+    def __enter__(self) -> "Terminal":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _send(self, opcode: int, payload: bytes) -> None:
+        if self._closed:
+            raise ConnectionFailed(0, "connection_failed", f"terminal {self.id}: the session is closed")
+        with self._t.net(f"terminal {self.id}", self._t.timeout):
+            self._sock.settimeout(self._t.timeout)
+            self._sock.sendall(ws_frame(opcode, payload))
+
+    def send(self, data: Union[str, bytes]) -> None:
+        """Keystrokes (UTF-8 for a str), written to the PTY."""
+        self._send(OP_BINARY, data.encode("utf-8") if isinstance(data, str) else bytes(data))
+
+    def resize(self, cols: int, rows: int) -> None:
+        """The PTY's size; its processes get SIGWINCH."""
+        self._send(OP_TEXT, json.dumps({"type": "resize", "cols": cols, "rows": rows}).encode())
+        self.cols, self.rows = cols, rows
+
+    def _take(self, data: bytes) -> bool:
+        """Feeds received bytes; True when something happened (output, a control frame)."""
+        try:
+            msgs = self._parser.feed(data)
+        except ProtocolError as e:
+            code = getattr(e, "close_code", 1002)
+            self._shut(code)
+            raise
+        for m in msgs:
+            if m.kind == "binary":
+                self._pending.append(m.data)
+            elif m.kind == "text":
+                self._text(m.data)
+            elif m.kind == "ping":
+                self._send(OP_PONG, m.data)
+            elif m.kind == "close":
+                self._shut(m.code)
+        return bool(msgs)
+
+    def _text(self, data: bytes) -> None:
+        try:
+            m = json.loads(data.decode("utf-8"))
+        except ValueError:
+            return
+        if not isinstance(m, dict):
+            return
+        if m.get("type") == "gap" and isinstance(m.get("bytes"), int):
+            self.gap_bytes += m["bytes"]
+        elif m.get("type") == "exit":
+            self.exit = {"exitCode": m.get("exitCode"), "signal": m.get("signal"),
+                         "state": m.get("state")}
+            self.state = str(m.get("state") or "exited")
+            self.exit_code = m.get("exitCode")
+            self.signal = m.get("signal")
+        elif m.get("type") == "error":
+            raise error_from_event(m.get("error"), f"terminal {self.id}")
+
+    def _shut(self, code: Optional[int]) -> None:
+        if not self._closed:
+            self._closed = True
+            try:
+                self._sock.settimeout(1.0)
+                self._sock.sendall(ws_frame(OP_CLOSE, ws_close_payload(code or 1000)))
+            except OSError:
+                pass
+            self._sock.close()
+
+    def _recv(self, timeout: float) -> bool:
+        """Waits up to ``timeout`` for bytes; False on timeout. Closes on EOF."""
+        with self._t.net(f"terminal {self.id}", timeout):
+            pending = getattr(self._sock, "pending", lambda: 0)()  # TLS: bytes already decrypted
+            if not pending and not select.select([self._sock], [], [], timeout)[0]:
+                return False
+            self._sock.settimeout(timeout)
+            data = self._sock.recv(65536)
+        if not data:
+            self._closed = True
+            self._sock.close()
+            return True
+        self._take(data)
+        return True
+
+    def read(self, timeout: Optional[float] = None) -> bytes:
+        """The next output there is (waiting at most ``timeout`` seconds, default the
+        client's timeout, then Timeout); ``b""`` once the terminal ended or the session closed."""
+        t = self._t.timeout if timeout is None else timeout
+        deadline = time.monotonic() + t
+        if self._head:
+            head, self._head = self._head, b""
+            self._take(head)
+        while not self._pending and not self._closed:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._recv(left):
+                raise Timeout(0, "timeout", f"terminal {self.id}: no output within {t:g} s")
+        if self._pending:
+            out = b"".join(self._pending)
+            self._pending.clear()
+            return out
+        return b""
+
+    def expect(self, pattern: Union[str, bytes], timeout: Optional[float] = None) -> bytes:
+        """Reads until ``pattern`` appears; everything read up to and including it (Timeout
+        after ``timeout`` seconds, ProtocolError if the terminal ends first)."""
+        pat = pattern.encode("utf-8") if isinstance(pattern, str) else pattern
+        t = self._t.timeout if timeout is None else timeout
+        deadline = time.monotonic() + t
+        buf = b""
+        while pat not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Timeout(0, "timeout", f"terminal {self.id}: {pat!r} not seen within "
+                              f"{t:g} s; got {buf[-200:]!r}")
+            try:
+                chunk = self.read(left)
+            except Timeout:
+                raise Timeout(0, "timeout", f"terminal {self.id}: {pat!r} not seen within "
+                              f"{t:g} s; got {buf[-200:]!r}") from None
+            if not chunk:
+                raise ProtocolError(0, "protocol_error", f"terminal {self.id} ended before "
+                                    f"{pat!r}; got {buf[-200:]!r}")
+            buf += chunk
+        cut = buf.index(pat) + len(pat)
+        if cut < len(buf):
+            self._pending.insert(0, buf[cut:])
+        return buf[:cut]
+
+    def __iter__(self) -> Iterator[bytes]:
+        """Output chunks until the terminal ends. A silent terminal is pinged after each
+        timeout; a controller that answers nothing raises Timeout."""
+        while True:
+            try:
+                chunk = self.read()
+            except Timeout:
+                self._send(OP_PING, b"alive?")
+                if not self._recv(self._t.timeout):
+                    raise
+                continue
+            if not chunk:
+                return
+            yield chunk
+
+    def refresh(self) -> "Terminal":
+        self._load(self._terms._get_doc(self.id))
+        return self
+
+    def close(self) -> None:
+        """Detaches: the terminal keeps running (``terminals.attach(id)`` again later)."""
+        self._shut(1000)
+
+    def kill(self) -> TerminalInfo:
+        """Force-closes the terminal: its process tree is killed; its final state."""
+        self.close()
+        return self._terms.kill(self.id)
+
+
+class Terminals:
+    """A workspace's terminals (PTY sessions)."""
+
+    def __init__(self, workspace: "Workspace") -> None:
+        self._ws = workspace
+        self._t = workspace._t
+
+    def create(self, cols: int = 80, rows: int = 24, command: Optional[str] = None,
+               cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> Terminal:
+        """Starts a terminal (``command`` under ``/bin/sh -c``, else the user's login shell)
+        and attaches to it."""
+        body = _ops.defined(cols=cols, rows=rows, command=command, cwd=cwd,
+                            env=dict(env) if env is not None else None)
+        doc = self._t.drive(_ops.simple("POST", ws_path(self._ws.id, "/terminals"), body, wait_s=5))
+        return self._attach(doc, False)
+
+    def attach(self, terminal_id: str, read_only: bool = False) -> Terminal:
+        """Attaches to a running terminal: its scrollback first, then live output."""
+        return self._attach(self._get_doc(terminal_id), read_only)
+
+    def _attach(self, doc: Any, read_only: bool) -> Terminal:
+        info = TerminalInfo(doc)
+        path = ws_path(self._ws.id, f"/terminals/{seg(info.id)}/attach" + query({"readOnly": read_only}))
+        sock, head, _ = self._t.upgrade(path)
+        return Terminal(self, doc, sock, head)
+
+    def _get_doc(self, terminal_id: str) -> Any:
+        return self._t.drive(_ops.simple("GET", ws_path(self._ws.id, f"/terminals/{seg(terminal_id)}")))
+
+    def get(self, terminal_id: str) -> TerminalInfo:
+        return TerminalInfo(self._get_doc(terminal_id))
+
+    def list(self) -> list[TerminalInfo]:
+        doc = self._t.drive(_ops.simple("GET", ws_path(self._ws.id, "/terminals")))
+        return [TerminalInfo(x) for x in _ops.list_of(doc, "terminals", "GET terminals")]
+
+    def resize(self, terminal_id: str, cols: int, rows: int) -> TerminalInfo:
+        path = ws_path(self._ws.id, f"/terminals/{seg(terminal_id)}/resize")
+        return TerminalInfo(self._t.drive(_ops.simple("POST", path, {"cols": cols, "rows": rows})))
+
+    def kill(self, terminal_id: str) -> TerminalInfo:
+        """Force-close: kills the terminal's process tree; its final state."""
+        path = ws_path(self._ws.id, f"/terminals/{seg(terminal_id)}")
+        return TerminalInfo(self._t.drive(_ops.simple("DELETE", path, wait_s=10)))
+
+
+class Files:
+    """A workspace's files, read and written by its agent inside the sandbox as the sandbox's
+    user. Paths are absolute in the sandbox's view or relative to the workspace's ``workdir``."""
+
+    def __init__(self, workspace: "Workspace") -> None:
+        self._ws = workspace
+        self._t = workspace._t
+
+    def _p(self, rest: str, path: Union[str, bytes], **q: Any) -> str:
+        return ws_path(self._ws.id, f"{rest}?path={file_query(path)}" + query(q).replace("?", "&", 1))
+
+    def stat(self, path: Union[str, bytes]) -> FileEntry:
+        """The entry (a final symlink is not followed)."""
+        return self._t.drive(_ops.simple("GET", self._p("/files/stat", path)))  # type: ignore[no-any-return]
+
+    def list(self, path: Union[str, bytes] = ".") -> FileList:
+        """``{"path", "entries", "truncated"}``: entries sorted by name."""
+        return self._t.drive(_ops.simple("GET", self._p("/files/list", path)))  # type: ignore[no-any-return]
+
+    def read(self, path: Union[str, bytes], max_bytes: Optional[int] = READ_MAX_BYTES,
+             start: Optional[int] = None, end: Optional[int] = None) -> bytes:
+        """The file's bytes (or bytes ``start``..``end`` inclusive); PayloadTooLarge beyond
+        ``max_bytes``."""
+        headers = {"Accept": "*/*"}
+        if start is not None or end is not None:
+            headers["Range"] = f"bytes={start or 0}-{'' if end is None else end}"
+        conn, resp = self._t.open("GET", self._p("/files", path, maxBytes=max_bytes), headers=headers)
+        try:
+            out = bytearray()
+            with self._t.net(f"read {path!r}", self._t.timeout):
+                while True:
+                    c = resp.read1(256 * 1024)
+                    if not c:
+                        break
+                    out += c
+                    if max_bytes is not None and len(out) > max_bytes:
+                        raise PayloadTooLarge(413, "payload_too_large",
+                                              f"{path!r}: more than the {max_bytes} bytes asked for")
+            return bytes(out)
+        finally:
+            conn.close()
+
+    def read_text(self, path: Union[str, bytes], max_bytes: Optional[int] = READ_MAX_BYTES) -> str:
+        """The file as UTF-8 text (UnicodeDecodeError when it is not)."""
+        return self.read(path, max_bytes).decode("utf-8")
+
+    def download(self, path: Union[str, bytes], dest: BinaryIO) -> int:
+        """Streams the file into ``dest`` (a binary file object); the bytes written."""
+        conn, resp = self._t.open("GET", self._p("/files", path), headers={"Accept": "*/*"})
+        n = 0
+        try:
+            with self._t.net(f"download {path!r}", self._t.timeout):
+                while True:
+                    c = resp.read1(256 * 1024)
+                    if not c:
+                        break
+                    dest.write(c)
+                    n += len(c)
+            length = resp.getheader("Content-Length")
+            if length is not None and int(length) != n:
+                raise ConnectionFailed(0, "connection_failed",
+                                       f"download {path!r}: {n} of {length} bytes came")
+            return n
+        finally:
+            conn.close()
+
+    def write(self, path: Union[str, bytes], data: Union[str, bytes, BinaryIO, Iterable[bytes]],
+              mode: Union[str, int, None] = None, parents: bool = False, exclusive: bool = False,
+              if_match: Optional[str] = None, size: Optional[int] = None) -> FileEntry:
+        """Replaces or creates the file atomically. ``data``: bytes, text (UTF-8), a binary
+        file object or an iterable of byte chunks (streamed; give ``size`` to send a
+        Content-Length). ``exclusive``: Conflict if it exists; ``if_match``: PreconditionFailed
+        if the file's etag changed."""
+        body: Any = data.encode("utf-8") if isinstance(data, str) else data
+        q = self._p("/files", path, mode=None if mode is None else octal_mode(mode),
+                    parents=parents, exclusive=exclusive)
+        headers = {"Content-Type": "application/octet-stream", "Accept": "application/json"}
+        if if_match is not None:
+            if any(c in if_match for c in "\r\n\0"):
+                raise ValueError("if_match holds a line break or NUL")
+            headers["If-Match"] = if_match
+        conn, resp = self._t.open("PUT", q, body=body, headers=headers, size=size)
+        try:
+            with self._t.net(f"write {path!r}", self._t.timeout):
+                text = resp.read(1024 * 1024)
+            return _ops_loads(text, f"PUT {path!r}")  # type: ignore[no-any-return]
+        finally:
+            conn.close()
+
+    def mkdir(self, path: Union[str, bytes], parents: bool = False,
+              mode: Union[str, int, None] = None) -> FileEntry:
+        body = _ops.defined(path=path if isinstance(path, str) else path.decode("utf-8"),
+                            parents=parents, mode=None if mode is None else octal_mode(mode))
+        return self._t.drive(_ops.simple("POST", ws_path(self._ws.id, "/files/mkdir"), body))  # type: ignore[no-any-return]
+
+    def rename(self, src: str, dst: str, overwrite: bool = True) -> FileEntry:
+        body = {"from": src, "to": dst, "overwrite": overwrite}
+        return self._t.drive(_ops.simple("POST", ws_path(self._ws.id, "/files/rename"), body))  # type: ignore[no-any-return]
+
+    def remove(self, path: Union[str, bytes], recursive: bool = False) -> dict[str, Any]:
+        """A symlink is removed, never followed; a non-empty directory needs ``recursive``."""
+        return self._t.drive(_ops.simple("DELETE", self._p("/files", path, recursive=recursive)))  # type: ignore[no-any-return]
+
+    def exists(self, path: Union[str, bytes]) -> bool:
+        from .errors import NotFound
+        try:
+            self.stat(path)
+            return True
+        except NotFound:
+            return False
+
+    def watch(self, path: Union[str, bytes] = ".", recursive: bool = False,
+              timeout: Optional[float] = None) -> Iterator[dict[str, Any]]:
+        """Changes beneath a directory: ``{"type": "ready" | "created" | "modified" |
+        "deleted" | "moved" | "overflow", "path", ...}``. Each wait for the next event is
+        bounded by ``timeout`` (default the client's; Timeout then)."""
+        what = f"watch {path!r}"
+        for ev in self._t.events(self._p("/files/watch", path, recursive=recursive), timeout):
+            doc = output_event(ev, what)
+            if ev.event == "error":
+                raise error_from_event(doc.get("error"), what)
+            yield doc
+
+
+def _ops_loads(text: bytes, what: str) -> Any:
+    from ._wire import loads
+    return loads(text, what)
+
+
+class Secrets:
+    """A workspace's secrets: values go in and never come back out."""
+
+    def __init__(self, workspace: "Workspace") -> None:
+        self._ws = workspace
+        self._t = workspace._t
+
+    def set(self, name: str, value: str, host: Optional[str] = None,
+            username: Optional[str] = None, expires_at: Optional[str] = None) -> Secret:
+        body = _ops.defined(value=value, host=host, username=username, expiresAt=expires_at)
+        path = ws_path(self._ws.id, f"/secrets/{seg(name)}")
+        return self._t.drive(_ops.simple("PUT", path, body))  # type: ignore[no-any-return]
+
+    def get(self, name: str) -> Secret:
+        return self._t.drive(_ops.simple("GET", ws_path(self._ws.id, f"/secrets/{seg(name)}")))  # type: ignore[no-any-return]
+
+    def list(self) -> list[Secret]:
+        doc = self._t.drive(_ops.simple("GET", ws_path(self._ws.id, "/secrets")))
+        return _ops.list_of(doc, "secrets", "GET secrets")
+
+    def delete(self, name: str) -> dict[str, Any]:
+        return self._t.drive(_ops.simple("DELETE", ws_path(self._ws.id, f"/secrets/{seg(name)}")))  # type: ignore[no-any-return]
+
+
+class Workspace(WorkspaceInfo):
+    """A workspace: its attributes as last fetched (``refresh()``), and what runs in it."""
+
+    def __init__(self, client: "Client", doc: Any) -> None:
+        self._load(doc)
+        self._client = client
+        self._t = client._t
+        self.services = Services(self)
+        self.terminals = Terminals(self)
+        self.files = Files(self)
+        self.secrets = Secrets(self)
+
+    def __enter__(self) -> "Workspace":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.delete()
+        except StationError:
+            if exc[0] is None:
+                raise
+
+    def refresh(self) -> "Workspace":
+        self._load(self._t.drive(_ops.simple("GET", ws_path(self.id))))
+        return self
+
+    def delete(self) -> dict[str, Any]:
+        """Kills every run and service, removes the workspace and its files."""
+        doc = self._t.drive(_ops.simple("DELETE", ws_path(self.id), wait_s=60))
+        self.state = "deleted"
+        return doc  # type: ignore[no-any-return]
+
+    def restart(self) -> "Workspace":
+        """Stops the agent (runs end ``lost``) and starts a new one; HOME is kept."""
+        self._load(self._t.drive(_ops.simple("POST", ws_path(self.id, "/restart"), wait_s=60)))
+        return self
+
+    def start(self, command: str, cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+              stdin: Union[str, bytes, None] = None, timeout_ms: Optional[int] = None,
+              max_output_bytes: Optional[int] = None) -> RunHandle:
+        """Starts ``/bin/sh -c command`` and returns at once; a run id is not success."""
+        body = _ops.command_body(command, cwd, env, stdin, timeout_ms, max_output_bytes)
+        return RunHandle(self, self._t.drive(_ops.start(self.id, body)))
+
+    def run(self, command: str, cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+            stdin: Union[str, bytes, None] = None, timeout_ms: Optional[int] = None,
+            max_output_bytes: Optional[int] = None, on_stdout: Optional[OutputCallback] = None,
+            on_stderr: Optional[OutputCallback] = None) -> Run:
+        """Runs ``/bin/sh -c command`` and returns the terminal :class:`Run`. A non-zero exit
+        (or a timeout, a kill) is a result, not an exception: check ``status`` and
+        ``exit_code``. With ``on_stdout``/``on_stderr``, output is followed live and each
+        callback gets ``(data, offset)`` (``data`` a str when the chunk is UTF-8, else bytes)."""
+        body = _ops.command_body(command, cwd, env, stdin, timeout_ms, max_output_bytes)
+        if on_stdout is None and on_stderr is None:
+            return self._t.drive(_ops.run(self.id, body))
+        h = RunHandle(self, self._t.drive(_ops.start(self.id, body)))
+        text = {"stdout": TextStream(), "stderr": TextStream()}
+        for stream, data, offset in h.follow():
+            got = text[stream].feed(data, offset)
+            cb = on_stdout if stream == "stdout" else on_stderr
+            if got is not None and cb is not None:
+                cb(got[0], got[1])
+        if not h.run.done:
+            h.wait()
+        return h.run
+
+    def run_handle(self, run_id: str) -> RunHandle:
+        """Reattaches to a run by id (from another process, after a restart of this one)."""
+        return RunHandle(self, self._t.drive(_ops.get_run(self.id, run_id)))
+
+    def runs(self, limit: Optional[int] = None) -> list[Run]:
+        """Runs, newest first, without output."""
+        doc = self._t.drive(_ops.simple("GET", ws_path(self.id, "/commands" + query({"limit": limit}))))
+        return [Run(r) for r in _ops.list_of(doc, "commands", "GET commands")]
+
+    def get_network(self) -> Network:
+        """Mode, address, gateway, egress policy and counters."""
+        return self._t.drive(_ops.simple("GET", ws_path(self.id, "/network")))  # type: ignore[no-any-return]
+
+    def set_egress(self, egress: Mapping[str, Any]) -> Network:
+        """Replaces a ``restricted`` workspace's egress policy (Conflict for another mode)."""
+        return self._t.drive(_ops.simple("PUT", ws_path(self.id, "/network"), {"egress": dict(egress)}))  # type: ignore[no-any-return]
+
+    def usage(self) -> dict[str, Any]:
+        """CPU time and memory of the workspace and of each running command and service."""
+        return self._t.drive(_ops.simple("GET", ws_path(self.id, "/usage"), wait_s=3))  # type: ignore[no-any-return]
+
+
+class Workspaces:
+    def __init__(self, client: "Client") -> None:
+        self._client = client
+        self._t = client._t
+
+    def create(self, adapter: Optional[str] = None, image: Optional[str] = None,
+               env: Optional[Mapping[str, str]] = None, cpus: Optional[float] = None,
+               memory_mb: Optional[int] = None, pids_limit: Optional[int] = None,
+               network: Optional[str] = None, seccomp_profile: Optional[str] = None,
+               egress: Optional[Mapping[str, Any]] = None, timeout: float = 120.0) -> Workspace:
+        """A new workspace (``ready``). ``adapter``: ``"host"`` or ``"container"`` (default:
+        the worker's); ``image`` a reference pinned by digest; ``network``: ``"none"``,
+        ``"bridge"`` or ``"restricted"`` (with ``egress``). Keep its id."""
+        body = _ops.create_body(adapter, image, env, cpus, memory_mb, pids_limit, network,
+                                seccomp_profile, egress)
+        return Workspace(self._client, self._t.drive(
+            _ops.simple("POST", "/v1/workspaces", body, timeout_s=timeout)))
+
+    def get(self, workspace_id: str) -> Workspace:
+        return Workspace(self._client, self._t.drive(_ops.simple("GET", ws_path(workspace_id))))
+
+    def list(self) -> list[Workspace]:
+        doc = self._t.drive(_ops.simple("GET", "/v1/workspaces"))
+        return [Workspace(self._client, w) for w in _ops.list_of(doc, "workspaces", "GET /v1/workspaces")]
+
+
+class Images:
+    """The worker's image store (images are named by digest)."""
+
+    def __init__(self, client: "Client") -> None:
+        self._t = client._t
+
+    def list(self) -> list[Image]:
+        return _ops.list_of(self._t.drive(_ops.simple("GET", "/v1/images")), "images", "GET /v1/images")
+
+    def get(self, digest: str) -> Image:
+        return self._t.drive(_ops.simple("GET", f"/v1/images/{seg(digest)}"))  # type: ignore[no-any-return]
+
+    def import_path(self, path: str, name: Optional[str] = None, timeout: float = 600.0) -> Image:
+        """Imports an OCI image layout (a directory or a tar) at an absolute path on the worker,
+        beneath one of its ``--import-dir`` directories."""
+        body = _ops.defined(path=path, name=name)
+        return self._t.drive(_ops.simple("POST", "/v1/images", body, timeout_s=timeout))  # type: ignore[no-any-return]
+
+    def pull(self, reference: str, registry: Optional[str] = None, plain_http: bool = False,
+             timeout: float = 600.0) -> Image:
+        """Pulls ``registry/name@sha256:...`` (never by tag)."""
+        body = _ops.defined(reference=reference, registry=registry, plainHttp=plain_http or None)
+        return self._t.drive(_ops.simple("POST", "/v1/images", body, timeout_s=timeout))  # type: ignore[no-any-return]
+
+    def delete(self, digest: str) -> dict[str, Any]:
+        return self._t.drive(_ops.simple("DELETE", f"/v1/images/{seg(digest)}"))  # type: ignore[no-any-return]
+
+
+class Client:
+    """A station-sandbox controller. It is the first of: ``socket_path``, ``url``
+    (``http://127.0.0.1:8080``), ``root_dir`` (its ``station.sock``), ``$STATION_URL``,
+    ``$STATION_SOCKET``, ``$STATION_ROOT/station.sock``,
+    ``/var/lib/station-sandbox/station.sock``. ``token`` (default ``$STATION_TOKEN``) is the
+    bearer token a TCP listener needs. ``timeout`` (seconds) bounds every wait for the
+    controller, beyond what a call asks the server to wait for."""
+
+    def __init__(self, socket_path: Optional[str] = None, url: Optional[str] = None,
+                 token: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT,
+                 root_dir: Optional[str] = None) -> None:
+        self._t = Transport(resolve_endpoint(socket_path, url, root_dir, token), timeout)
+        self.workspaces = Workspaces(self)
+        self.images = Images(self)
+
+    @property
+    def endpoint(self) -> str:
+        """``unix:/path/station.sock`` or the URL."""
+        return self._t.ep.where
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Nothing stays open between calls; here for symmetry with AsyncClient."""
+
+    def ready(self, adapter: Optional[str] = None) -> ReadyReport:
+        """The worker's ready report; Unavailable whose message names each failing check (that
+        matters to ``adapter``, else to the worker's default adapter)."""
+        return self._t.drive(_ops.ready(self.endpoint, adapter))
+
+    def worker(self) -> dict[str, Any]:
+        """Name, version, adapters, limits."""
+        return self._t.drive(_ops.simple("GET", "/v1/worker"))  # type: ignore[no-any-return]
+
+    def workspace(self, workspace_id: str) -> Workspace:
+        return self.workspaces.get(workspace_id)

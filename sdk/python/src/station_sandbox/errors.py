@@ -1,0 +1,164 @@
+"""Errors: every failure of a call is a :class:`StationError`.
+
+An error answer of the controller (``{"error":{"code","message","field"}}``) becomes the
+subclass for its status (:class:`NotFound`, :class:`Conflict`, ...). When no answer came at all,
+``status`` is 0 and ``code`` says why: ``connection_failed`` (nothing listens there, a refused
+or reset connection), ``timeout`` (:class:`Timeout`: the controller did not answer within the
+client's timeout) or ``protocol_error`` (an answer that is not the API's).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+__all__ = [
+    "StationError",
+    "BadRequest",
+    "Unauthorized",
+    "Forbidden",
+    "NotFound",
+    "Conflict",
+    "PreconditionFailed",
+    "PayloadTooLarge",
+    "TooManyRequests",
+    "Unavailable",
+    "ConnectionFailed",
+    "Timeout",
+    "ProtocolError",
+]
+
+
+class StationError(Exception):
+    """A failed call: ``status`` (HTTP status, 0 when no answer came), ``code``
+    (``not_found``, ``invalid_argument``, ... as in docs/api.md), ``message`` and ``field`` (the
+    request field at fault, such as ``"timeoutMs"``, else ``None``)."""
+
+    status: int
+    code: str
+    message: str
+    field: Optional[str]
+
+    def __init__(self, status: int, code: str, message: str, field: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+
+    def __str__(self) -> str:
+        where = f" (field {self.field})" if self.field else ""
+        return f"{self.message}{where} [{self.status} {self.code}]"
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(status={self.status!r}, code={self.code!r}, "
+                f"message={self.message!r}, field={self.field!r})")
+
+
+class BadRequest(StationError):
+    """400: a request the controller refused; ``field`` names the field at fault."""
+
+
+class Unauthorized(StationError):
+    """401: a TCP listener without a valid bearer token."""
+
+
+class Forbidden(StationError):
+    """403: a file operation the sandbox's user may not do."""
+
+
+class NotFound(StationError):
+    """404: an unknown workspace, run, service, terminal, image, file or path."""
+
+
+class Conflict(StationError):
+    """409: the wrong state (the workspace is not ready, the run already finished, ...)."""
+
+
+class PreconditionFailed(StationError):
+    """412: a file changed since the etag given as ``if_match``."""
+
+
+class PayloadTooLarge(StationError):
+    """413: a body or a file over the limit."""
+
+
+class TooManyRequests(StationError):
+    """429: a limit of the worker (running commands, workspaces, file operations, ...)."""
+
+
+class Unavailable(StationError):
+    """503: the worker (or the workspace's agent) cannot do it now. From ``ready()``, the
+    message names each failing check."""
+
+
+class ConnectionFailed(StationError):
+    """No answer: nothing listens at the endpoint, or the connection broke (status 0)."""
+
+
+class Timeout(StationError, TimeoutError):
+    """No answer within the client's timeout (status 0, code ``timeout``)."""
+
+
+class ProtocolError(StationError):
+    """An answer that is not what the API sends (status 0 or the HTTP status)."""
+
+
+_BY_STATUS: dict[int, type[StationError]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    412: PreconditionFailed,
+    413: PayloadTooLarge,
+    429: TooManyRequests,
+    503: Unavailable,
+}
+
+_STATUS_OF_CODE: dict[str, int] = {
+    "invalid_argument": 400,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "not_found": 404,
+    "conflict": 409,
+    "precondition_failed": 412,
+    "payload_too_large": 413,
+    "range_not_satisfiable": 416,
+    "too_many_requests": 429,
+    "bad_gateway": 502,
+    "unavailable": 503,
+    "insufficient_storage": 507,
+    "internal": 500,
+}
+
+
+def make_error(status: int, code: str, message: str, field: Optional[str] = None) -> StationError:
+    """The StationError subclass for ``status``."""
+    return _BY_STATUS.get(status, StationError)(status, code, message, field)
+
+
+def error_from_body(status: int, body: bytes, what: str) -> StationError:
+    """A StationError from an error answer; tolerates a body that is not the documented shape."""
+    try:
+        doc: Any = json.loads(body.decode("utf-8"))
+        err = doc.get("error") if isinstance(doc, dict) else None
+        if isinstance(err, dict) and isinstance(err.get("code"), str) and isinstance(
+                err.get("message"), str):
+            field = err.get("field") if isinstance(err.get("field"), str) else None
+            return make_error(status, err["code"], err["message"], field)
+    except (UnicodeDecodeError, ValueError):
+        pass
+    text = body[:200].decode("utf-8", "replace")
+    return make_error(status, "internal" if status >= 500 else "protocol_error",
+                      f"{what}: HTTP {status}: {text}")
+
+
+def error_from_event(err: Any, what: str) -> StationError:
+    """A StationError from an ``{"type":"error","error":{...}}`` event of a stream."""
+    if not isinstance(err, dict):
+        return ProtocolError(0, "protocol_error", f"{what}: an error event without an error")
+    code = err.get("code") if isinstance(err.get("code"), str) else "internal"
+    message = err.get("message") if isinstance(err.get("message"), str) else f"{what} failed"
+    field = err.get("field") if isinstance(err.get("field"), str) else None
+    return make_error(_STATUS_OF_CODE.get(code, 500), code, message, field)

@@ -1,0 +1,379 @@
+"""The API's objects as Python objects: snake_case attributes, output decoded (``str`` when it
+was UTF-8, the exact ``bytes`` when it was not). ``raw`` keeps the object as the API sent it."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, TypedDict, Union
+
+from ._wire import decode_part
+from .errors import ProtocolError
+
+__all__ = [
+    "Output",
+    "Run",
+    "Attempt",
+    "Service",
+    "WorkspaceInfo",
+    "TerminalInfo",
+    "TERMINAL_RUN_STATES",
+]
+
+Output = Union[str, bytes]
+"""A stream's output: ``str`` when it was valid UTF-8 (without NUL), else the exact bytes."""
+
+TERMINAL_RUN_STATES = frozenset(
+    ["exited", "killed", "timed_out", "cancelled", "failed_to_start", "lost"])
+
+
+def _obj(doc: Any, what: str) -> dict[str, Any]:
+    if not isinstance(doc, dict):
+        raise ProtocolError(0, "protocol_error", f"expected {what} object, got {doc!r:.80}")
+    return doc
+
+
+def _opt_int(v: Any) -> Optional[int]:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+class _Outputs:
+    """Output fields of a run or an attempt, decoded per ``encoding``."""
+
+    encoding: Optional[str]
+    stdout: Output
+    stderr: Output
+    stdout_tail: Optional[Output]
+    stderr_tail: Optional[Output]
+    stdout_bytes: int
+    stderr_bytes: int
+    truncated: bool
+
+    def _decode_outputs(self, d: dict[str, Any]) -> None:
+        enc = d.get("encoding")
+        self.encoding = enc if isinstance(enc, str) else None
+        empty: Output = b"" if enc == "base64" else ""
+        self.stdout = decode_part(enc, d.get("stdout")) or empty
+        self.stderr = decode_part(enc, d.get("stderr")) or empty
+        self.stdout_tail = decode_part(enc, d.get("stdoutTail"))
+        self.stderr_tail = decode_part(enc, d.get("stderrTail"))
+        self.stdout_bytes = _opt_int(d.get("stdoutBytes")) or 0
+        self.stderr_bytes = _opt_int(d.get("stderrBytes")) or 0
+        self.truncated = d.get("truncated") is True
+
+
+class Run(_Outputs):
+    """One command. ``status`` is ``running``, then exactly one of ``exited`` (``exit_code``),
+    ``killed`` (``signal``; ``oom_killed``), ``timed_out``, ``cancelled``, ``failed_to_start``
+    or ``lost`` (``reason``). A non-zero exit is a result: check ``status`` and ``exit_code``.
+
+    Output: per stream the first and the last ``max_output_bytes / 2`` bytes are kept; when a
+    stream produced more, ``truncated`` is true, ``stdout`` holds its head and ``stdout_tail``
+    its tail; ``stdout_bytes`` counts everything it wrote."""
+
+    id: str
+    workspace_id: str
+    command: str
+    cwd: Optional[str]
+    env: dict[str, str]
+    status: str
+    exit_code: Optional[int]
+    signal: Optional[int]
+    oom_killed: bool
+    reason: Optional[str]
+    timeout_ms: Optional[int]
+    max_output_bytes: Optional[int]
+    created_at: Optional[str]
+    started_at: Optional[str]
+    ended_at: Optional[str]
+    duration_ms: Optional[int]
+    cpu_ms: Optional[int]
+    peak_memory_bytes: Optional[int]
+    raw: dict[str, Any]
+
+    def __init__(self, doc: Any) -> None:
+        d = _obj(doc, "a run")
+        if not isinstance(d.get("id"), str) or not isinstance(d.get("status"), str):
+            raise ProtocolError(0, "protocol_error", f"a run without id and status: {d!r:.120}")
+        self.raw = d
+        self.id = d["id"]
+        self.workspace_id = d.get("workspaceId") or ""
+        self.command = d.get("command") or ""
+        self.cwd = d.get("cwd")
+        self.env = d.get("env") or {}
+        self.status = d["status"]
+        self.exit_code = _opt_int(d.get("exitCode"))
+        self.signal = _opt_int(d.get("signal"))
+        self.oom_killed = d.get("oomKilled") is True
+        self.reason = d.get("reason")
+        self.timeout_ms = _opt_int(d.get("timeoutMs"))
+        self.max_output_bytes = _opt_int(d.get("maxOutputBytes"))
+        self.created_at = d.get("createdAt")
+        self.started_at = d.get("startedAt")
+        self.ended_at = d.get("endedAt")
+        self.duration_ms = _opt_int(d.get("durationMs"))
+        self.cpu_ms = _opt_int(d.get("cpuMs"))
+        self.peak_memory_bytes = _opt_int(d.get("peakMemoryBytes"))
+        self._decode_outputs(d)
+
+    @property
+    def done(self) -> bool:
+        """The run is terminal (any status but ``running``)."""
+        return self.status in TERMINAL_RUN_STATES
+
+    @property
+    def ok(self) -> bool:
+        """Exited with code 0."""
+        return self.status == "exited" and self.exit_code == 0
+
+    def __repr__(self) -> str:
+        return (f"Run(id={self.id!r}, status={self.status!r}, exit_code={self.exit_code!r}, "
+                f"signal={self.signal!r}, stdout_bytes={self.stdout_bytes}, "
+                f"stderr_bytes={self.stderr_bytes}, truncated={self.truncated})")
+
+
+class Attempt(_Outputs):
+    """One attempt of a service. Output only when the service was fetched singly
+    (``services.get``); in lists only the byte counts."""
+
+    number: int
+    started_at: Optional[str]
+    ended_at: Optional[str]
+    duration_ms: Optional[int]
+    exit_code: Optional[int]
+    signal: Optional[int]
+    end_reason: Optional[str]
+    reason: Optional[str]
+    daemonized: bool
+    output_dropped: bool
+    raw: dict[str, Any]
+
+    def __init__(self, doc: Any) -> None:
+        d = _obj(doc, "an attempt")
+        self.raw = d
+        self.number = _opt_int(d.get("number")) or 0
+        self.started_at = d.get("startedAt")
+        self.ended_at = d.get("endedAt")
+        self.duration_ms = _opt_int(d.get("durationMs"))
+        self.exit_code = _opt_int(d.get("exitCode"))
+        self.signal = _opt_int(d.get("signal"))
+        self.end_reason = d.get("endReason")
+        self.reason = d.get("reason")
+        self.daemonized = d.get("daemonized") is True
+        self.output_dropped = d.get("outputDropped") is True
+        self._decode_outputs(d)
+
+    def __repr__(self) -> str:
+        return (f"Attempt(number={self.number}, end_reason={self.end_reason!r}, "
+                f"exit_code={self.exit_code!r}, signal={self.signal!r})")
+
+
+ACTIVE_SERVICE_STATES = frozenset(["starting", "running", "backoff"])
+
+
+class Service:
+    """A supervised foreground command. ``state``: ``starting``, ``running``, ``backoff``,
+    ``stopped``, ``failed`` or ``exhausted``; ``attempts`` oldest first."""
+
+    id: str
+    name: str
+    workspace_id: str
+    command: str
+    cwd: Optional[str]
+    env: dict[str, str]
+    restart: dict[str, Any]
+    stop_signal: Any
+    stop_timeout_ms: Optional[int]
+    autostart: bool
+    state: str
+    reason: Optional[str]
+    stopping: bool
+    restart_count: int
+    next_restart_at: Optional[str]
+    main_pid: Optional[int]
+    current_attempt: Optional[int]
+    attempts: list[Attempt]
+    raw: dict[str, Any]
+
+    def __init__(self, doc: Any) -> None:
+        d = _obj(doc, "a service")
+        if not isinstance(d.get("name"), str) or not isinstance(d.get("state"), str):
+            raise ProtocolError(0, "protocol_error", f"a service without name and state: {d!r:.120}")
+        self.raw = d
+        self.id = d.get("id") or ""
+        self.name = d["name"]
+        self.workspace_id = d.get("workspaceId") or ""
+        self.command = d.get("command") or ""
+        self.cwd = d.get("cwd")
+        self.env = d.get("env") or {}
+        self.restart = d.get("restart") or {}
+        self.stop_signal = d.get("stopSignal")
+        self.stop_timeout_ms = _opt_int(d.get("stopTimeoutMs"))
+        self.autostart = d.get("autostart") is True
+        self.state = d["state"]
+        self.reason = d.get("reason")
+        self.stopping = d.get("stopping") is True
+        self.restart_count = _opt_int(d.get("restartCount")) or 0
+        self.next_restart_at = d.get("nextRestartAt")
+        self.main_pid = _opt_int(d.get("mainPid"))
+        self.current_attempt = _opt_int(d.get("currentAttempt"))
+        self.attempts = [Attempt(a) for a in d.get("attempts") or []]
+
+    @property
+    def active(self) -> bool:
+        """Running or about to (``starting``, ``running``, ``backoff``) or stopping."""
+        return self.state in ACTIVE_SERVICE_STATES or self.stopping
+
+    def __repr__(self) -> str:
+        return (f"Service(name={self.name!r}, state={self.state!r}, "
+                f"attempts={len(self.attempts)}, reason={self.reason!r})")
+
+
+class WorkspaceInfo:
+    """A workspace as the API describes it. ``home`` and ``workdir`` are the paths commands
+    see (inside the container for the container adapter)."""
+
+    id: str
+    worker: str
+    adapter: str
+    state: str
+    reason: Optional[str]
+    home: str
+    workdir: str
+    env: dict[str, str]
+    cpus: float
+    memory_mb: int
+    pids_limit: int
+    image: Optional[str]
+    seccomp_profile: Optional[str]
+    seccomp_digest: Optional[str]
+    network: Optional[str]
+    runtime: Optional[str]
+    created_at: Optional[str]
+    updated_at: Optional[str]
+    raw: dict[str, Any]
+
+    def _load(self, doc: Any) -> None:
+        d = _obj(doc, "a workspace")
+        if not isinstance(d.get("id"), str) or not isinstance(d.get("state"), str):
+            raise ProtocolError(0, "protocol_error", f"a workspace without id and state: {d!r:.120}")
+        self.raw = d
+        self.id = d["id"]
+        self.worker = d.get("worker") or ""
+        self.adapter = d.get("adapter") or ""
+        self.state = d["state"]
+        self.reason = d.get("reason")
+        self.home = d.get("home") or ""
+        self.workdir = d.get("workdir") or ""
+        self.env = d.get("env") or {}
+        self.cpus = d.get("cpus") or 0
+        self.memory_mb = _opt_int(d.get("memoryMb")) or 0
+        self.pids_limit = _opt_int(d.get("pidsLimit")) or 0
+        self.image = d.get("image")
+        self.seccomp_profile = d.get("seccompProfile")
+        self.seccomp_digest = d.get("seccompDigest")
+        self.network = d.get("network")
+        self.runtime = d.get("runtime")
+        self.created_at = d.get("createdAt")
+        self.updated_at = d.get("updatedAt")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(id={self.id!r}, adapter={self.adapter!r}, state={self.state!r})"
+
+
+class TerminalInfo:
+    """A terminal as the API describes it. ``state``: ``starting``, ``running``, ``exited``,
+    ``closed`` (force-closed), ``failed`` or ``lost``."""
+
+    id: str
+    command: Optional[str]
+    cols: int
+    rows: int
+    state: str
+    reason: Optional[str]
+    pid: Optional[int]
+    exit_code: Optional[int]
+    signal: Optional[int]
+    output_bytes: int
+    raw: dict[str, Any]
+
+    def _load(self, doc: Any) -> None:
+        d = _obj(doc, "a terminal")
+        if not isinstance(d.get("id"), str) or not isinstance(d.get("state"), str):
+            raise ProtocolError(0, "protocol_error", f"a terminal without id and state: {d!r:.120}")
+        self.raw = d
+        self.id = d["id"]
+        self.command = d.get("command")
+        self.cols = _opt_int(d.get("cols")) or 0
+        self.rows = _opt_int(d.get("rows")) or 0
+        self.state = d["state"]
+        self.reason = d.get("reason")
+        self.pid = _opt_int(d.get("pid"))
+        self.exit_code = _opt_int(d.get("exitCode"))
+        self.signal = _opt_int(d.get("signal"))
+        self.output_bytes = _opt_int(d.get("outputBytes")) or 0
+
+    def __init__(self, doc: Any) -> None:
+        self._load(doc)
+
+    def __repr__(self) -> str:
+        return f"TerminalInfo(id={self.id!r}, state={self.state!r}, exit_code={self.exit_code!r})"
+
+
+class ReadyCheck(TypedDict):
+    name: str
+    ok: bool
+    message: str
+
+
+class ReadyReport(TypedDict, total=False):
+    ready: bool
+    defaultAdapter: str
+    adapters: list[str]
+    checks: list[ReadyCheck]
+
+
+class Image(TypedDict, total=False):
+    digest: str
+    name: Optional[str]
+    reference: str
+    size: int
+    layers: int
+    config: dict[str, Any]
+    usedBy: list[str]
+    createdAt: str
+
+
+class FileEntry(TypedDict, total=False):
+    name: str
+    path: str
+    type: str
+    size: int
+    mode: str
+    mtime: str
+    uid: int
+    gid: int
+    etag: Optional[str]
+    linkTarget: Optional[str]
+
+
+class FileList(TypedDict):
+    path: str
+    entries: list[FileEntry]
+    truncated: bool
+
+
+class Secret(TypedDict, total=False):
+    name: str
+    host: Optional[str]
+    username: str
+    expiresAt: Optional[str]
+    expired: bool
+    createdAt: str
+    updatedAt: str
+
+
+class Network(TypedDict, total=False):
+    mode: str
+    address: str
+    gateway: str
+    egress: dict[str, Any]
+    counters: dict[str, int]
