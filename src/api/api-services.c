@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/http.h"
+#include "api/idempotency.h"
 #include "daemon/manager.h"
 #include "api/router.h"
 #include "api/sse.h"
@@ -15,15 +16,29 @@ int api_service_create(struct http_request *req)
 	const struct route_match *m = http_request_route(req);
 	struct station_error e = {};
 	struct service_spec spec = {};
+	struct api_idempotency idem;
+	struct idempotency_hit hit;
 	json_t *body = NULL, *svc = NULL;
 	int r;
 
+	r = api_idempotency_begin(req, &idem, &hit);
+	if (r < 0 || r == IDEMPOTENCY_REPLIED)
+		return r;
+	if (r == IDEMPOTENCY_REPLAY) {
+		r = manager_service_get(http_request_manager(req), m->ws_id, hit.object_id, &svc,
+					&e);
+		if (r == -ENOENT)
+			return api_idempotency_reply_gone(req, &idem, "service", hit.object_id);
+		return api_reply_result(req, r, hit.status, svc, &e);
+	}
 	r = api_request_json(req, false, &body, &e);
 	if (r >= 0)
 		r = validate_service_spec(body, &spec, &e);
 	if (r >= 0)
 		r = manager_service_start(http_request_manager(req), m->ws_id, &spec, &svc, &e);
 	json_decref(body);
+	api_idempotency_end(req, &idem,
+			    r < 0 ? NULL : json_string_value(json_object_get(svc, "name")), 201);
 	return api_reply_result(req, r, 201, svc, &e);
 }
 

@@ -777,6 +777,7 @@ unsigned error_http_status(int err)
 	case -ENOENT:
 		return 404;
 	case -EBUSY:
+	case -EINPROGRESS:
 		return 409;
 	case -E2BIG:
 		return 413;

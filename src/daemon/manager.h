@@ -28,12 +28,13 @@ struct manager_config {
 	uint64_t max_timeout_ms;       /* 24 h */
 	uint64_t default_output_bytes; /* per stream kept: head + tail, 128 KiB */
 	uint64_t max_output_bytes; /* cap for a per-run override, 8 MiB (≤ AGENT_MAX_OUTPUT_BYTES) */
-	size_t max_running_per_workspace; /* 64 */
-	size_t max_workspaces;		  /* 1000 */
-	uint64_t retention_usec;	  /* finished runs kept this long, 24 h */
-	size_t retention_runs;		  /* and at most this many per workspace, 1000 */
-	const char *default_adapter;	  /* "host" or "container", one of the allowed ones */
-	bool allow_host;		  /* --adapters: what the API may create */
+	size_t max_running_per_workspace;    /* 64 */
+	size_t max_workspaces;		     /* 1000 */
+	uint64_t retention_usec;	     /* finished runs kept this long, 24 h */
+	size_t retention_runs;		     /* and at most this many per workspace, 1000 */
+	uint64_t idempotency_retention_usec; /* Idempotency-Key kept this long, 24 h */
+	const char *default_adapter;	     /* "host" or "container", one of the allowed ones */
+	bool allow_host;		     /* --adapters: what the API may create */
 	bool allow_container;
 	uint64_t default_pids_limit;	 /* for workspaces that name none; 0: unlimited */
 	uint64_t default_memory_mb;	 /* likewise */
@@ -84,6 +85,25 @@ int manager_pools_setup(struct manager *m, struct station_error *e);
 int manager_start(struct manager *m);
 /* Closes agent connections without stopping agents or their runs. */
 void manager_free(struct manager *m);
+
+/* Idempotency keys (docs/api.md, "Idempotency keys"). scope is the creating request's path,
+ * hash the SHA-256 hex of its canonical form (method, path, body). A claim returns:
+ *   0     the key is free: it is now claimed; the caller creates, then finishes the claim;
+ *   1     a live key with the same hash made *ret's object, with *ret's status: answer that;
+ *   -EBUSY        (e, field "Idempotency-Key") the key was used with a different request;
+ *   -EINPROGRESS  (e) a claim on the key with the same hash is still under way.
+ * finish() ends a claim: with object_id the key is stored with the object and status (kept
+ * for the retention window, across restarts); with NULL the key is free again (the create
+ * failed). -ENOENT when no such claim. */
+struct idempotency_hit {
+	char object_id[128]; /* a workspace, run or terminal id, or a service name */
+	unsigned status;
+};
+int manager_idempotency_claim(struct manager *m, const char *scope, const char *key,
+			      const char *hash, struct idempotency_hit *ret,
+			      struct station_error *e);
+int manager_idempotency_finish(struct manager *m, const char *scope, const char *key,
+			       const char *object_id, unsigned status);
 
 json_t *manager_ready(struct manager *m); /* {"ready":bool,"checks":[{"name","ok","message"}]} */
 json_t *manager_worker(struct manager *m);
