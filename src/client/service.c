@@ -101,7 +101,7 @@ int station_service_start(struct station_client *c, const char *ws,
 		r = service_body(c, opts, &body);
 	if (r < 0)
 		return r;
-	return station_request_json(c, "POST", path, body, ret);
+	return client_create(c, path, body, opts->idempotency_key, ret);
 }
 
 int station_service_list(struct station_client *c, const char *ws, json_t **ret)

@@ -177,6 +177,24 @@ t_concurrent() {
 	api -q POST "/v1/workspaces/$WS/commands/${ids[0]}/cancel"
 }
 
+CHECK=$BUILD/test/helpers/idem-check
+
+t_client_library() {
+	local out line
+	out=$("$CHECK" real "$SOCK" "$WS" 2>&1) || _fail "idem-check real: $out"
+	while IFS= read -r line; do diag "idem-check: $line"; done <<<"$out"
+	assert_eq 1 "$(run_count "$WS" 'echo lib-1')" "runs of the keyed command"
+	assert_eq 0 "$(run_count "$WS" 'echo lib-2')" "runs of the conflicting command"
+	assert_eq 2 "$(run_count "$WS" 'echo lib-4')" "runs without a key"
+}
+
+t_client_library_retry() {
+	local out line
+	mkdir -p "$TMP/fake"
+	out=$(timeout 60 "$CHECK" retry "$TMP/fake" 2>&1) || _fail "idem-check retry: $out"
+	while IFS= read -r line; do diag "idem-check: $line"; done <<<"$out"
+}
+
 _key_expired() {
 	keyed "/v1/workspaces/$WS/commands" expiry-1 "$(json_cmd 'echo second')"
 	[[ $STATUS == 201 ]]
@@ -204,4 +222,6 @@ run_test "keys are scoped per path" t_scoped_per_path
 run_test "retried service start and terminal open" t_service_and_terminal
 run_test "a key survives a SIGKILL and restart of the controller" t_survives_sigkill
 run_test "concurrent duplicates start one run" t_concurrent
+run_test "client library: keys given and keys of its own" t_client_library
+run_test "client library: its own retry sends the same key" t_client_library_retry
 run_test "expired keys are free again" t_expiry
