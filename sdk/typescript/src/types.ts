@@ -10,6 +10,7 @@ export type ErrorCode =
   | "method_not_allowed"
   | "forbidden"
   | "conflict"
+  | "in_progress"
   | "precondition_failed"
   | "payload_too_large"
   | "range_not_satisfiable"
