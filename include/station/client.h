@@ -280,15 +280,18 @@ int station_run_output(const json_t *run, enum station_stream s, bool tail, char
  * failed or exhausted. Names are [a-z0-9][a-z0-9._-]{0,62}. */
 
 struct station_service_options {
-	const char *name;	     /* required */
-	const char *command;	     /* required: run as /bin/sh -c COMMAND, in the foreground */
-	const char *cwd;	     /* NULL: the workspace directory */
-	char *const *env;	     /* NULL-terminated "KEY=VALUE" strings, or NULL */
-	const char *restart_policy;  /* "no", "on-failure", "always"; NULL: the server's ("no") */
-	int64_t max_restarts;	     /* < 0: the server's default (5) */
-	int64_t delay_ms;	     /* < 0: the server's default (1000) */
-	double backoff_multiplier;   /* 0: no backoff; else 1-100 */
-	int64_t max_delay_ms;	     /* with backoff; < 0: the server's default */
+	const char *name;	    /* required */
+	const char *command;	    /* required: run as /bin/sh -c COMMAND, in the foreground */
+	const char *cwd;	    /* NULL: the workspace directory */
+	char *const *env;	    /* NULL-terminated "KEY=VALUE" strings, or NULL */
+	const char *restart_policy; /* "no", "on-failure", "always"; NULL: the server's ("no") */
+	int64_t max_restarts;	    /* < 0: the server's default (5) */
+	int64_t delay_ms;	    /* < 0: the server's default (1000) */
+	double backoff_multiplier;  /* 0: no backoff; else 1-100 */
+	int64_t max_delay_ms;	    /* with backoff; < 0: the server's default */
+	/* An attempt that ran this long resets the restart count and backoff: > 0 that many
+	 * milliseconds, 0 the server's default (60000), < 0 never. */
+	int64_t reset_after_ms;
 	const char *stop_signal;     /* "SIGTERM", "SIGINT", …; NULL: SIGTERM */
 	int64_t stop_timeout_ms;     /* < 0: the server's default (10000) */
 	bool autostart;		     /* start again after the workspace restarts */

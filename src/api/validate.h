@@ -47,6 +47,9 @@
 #define API_DEFAULT_SERVICE_DELAY_MS 1000u
 #define API_DEFAULT_SERVICE_MAX_DELAY_MS 300000u
 #define API_DEFAULT_SERVICE_STOP_TIMEOUT_MS 10000u
+/* An attempt that ran this long resets the restart budget; 0: never. */
+#define API_DEFAULT_SERVICE_RESET_AFTER_MS 60000u
+#define API_MAX_SERVICE_RESET_AFTER_MS 86400000u
 
 /* Parses a request body. An empty body is {} when allow_empty, else an error. *ret is a new
  * reference to an object. */

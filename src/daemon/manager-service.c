@@ -246,6 +246,7 @@ static int service_send_start(struct service *svc)
 		.delay_ms = r->delay_ms,
 		.backoff_permille = r->backoff_permille,
 		.max_delay_ms = r->max_delay_ms,
+		.reset_after_ms = r->reset_after_ms,
 		.stop_signal = (int)r->stop_signal,
 		.stop_timeout_ms = r->stop_timeout_ms,
 		.head_bytes = r->max_output_bytes / 2,
@@ -431,9 +432,10 @@ static json_t *attempt_to_json(const struct service_attempt_row *a, bool with_ou
 
 static json_t *restart_json(const struct service_row *r)
 {
-	json_t *o = json_pack("{s:s,s:I,s:I}", "policy",
+	json_t *o = json_pack("{s:s,s:I,s:I,s:I}", "policy",
 			      service_policy_to_string(r->restart_policy), "maxRestarts",
-			      (json_int_t)r->max_restarts, "delayMs", (json_int_t)r->delay_ms);
+			      (json_int_t)r->max_restarts, "delayMs", (json_int_t)r->delay_ms,
+			      "resetAfterMs", (json_int_t)r->reset_after_ms);
 
 	if (o && r->backoff_permille)
 		json_object_set_new(o, "backoff",
@@ -563,6 +565,7 @@ static int service_row_new(struct workspace *ws, const struct service_spec *spec
 		.delay_ms = spec->delay_ms,
 		.backoff_permille = spec->backoff_permille,
 		.max_delay_ms = spec->max_delay_ms,
+		.reset_after_ms = spec->reset_after_ms,
 		.stop_signal = spec->stop_signal,
 		.stop_timeout_ms = spec->stop_timeout_ms,
 		.autostart = spec->autostart,

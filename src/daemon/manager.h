@@ -252,6 +252,7 @@ struct service_spec {
 	uint64_t delay_ms;
 	uint64_t backoff_permille; /* 0: none; else >= 1000 (the delay multiplier x1000) */
 	uint64_t max_delay_ms;
+	uint64_t reset_after_ms; /* an attempt this long resets the restart budget; 0: never */
 	int stop_signal;
 	uint64_t stop_timeout_ms;
 	bool autostart; /* start again after the workspace restarts */

@@ -180,6 +180,7 @@ struct service_row {
 	uint64_t delay_ms;
 	uint64_t backoff_permille; /* 0: no backoff */
 	uint64_t max_delay_ms;
+	uint64_t reset_after_ms; /* the budget resets after an attempt this long; 0: never */
 	int64_t stop_signal;
 	uint64_t stop_timeout_ms;
 	bool autostart;

@@ -78,6 +78,41 @@ t_on_failure_exhausted() {
 	gaps_at_least 100
 }
 
+t_budget_reset() {
+	# Every attempt runs 1.2 s, past resetAfterMs: the count goes back to 0 after each, so
+	# maxRestarts 1 never runs out (it would after the second attempt without the reset).
+	svc_create "$WS" '{"name":"resets","command":"echo up; sleep 1.2; exit 1",
+		"restart":{"policy":"on-failure","maxRestarts":1,"delayMs":50,"resetAfterMs":1000}}' ||
+		return 1
+	assert_eq 1000 "$(j .restart.resetAfterMs)" "resetAfterMs echoed"
+	svc_wait "$WS" resets '(.attempts | map(select(.endedAt != null)) | length) >= 3' 60 ||
+		return 1
+	assert_ne exhausted "$(j .state)" "state after 3 crashes of long attempts"
+	assert_le "$(j .restartCount)" 1 "restartCount (reset after each long attempt)"
+	assert_eq '[1,1,1]' "$(j '[.attempts[] | select(.endedAt != null) | .exitCode][0:3]')" \
+		"exit codes"
+	api -q DELETE "/v1/workspaces/$WS/services/resets"
+	# Control: the same long attempts with the reset off (0) run out after 2 attempts.
+	svc_create "$WS" '{"name":"noreset","command":"echo up; sleep 1.2; exit 1",
+		"restart":{"policy":"on-failure","maxRestarts":1,"delayMs":50,"resetAfterMs":0}}' ||
+		return 1
+	svc_wait "$WS" noreset '.state == "exhausted"' 30 || return 1
+	assert_eq 2 "$(j '.attempts | length')" "attempts without the reset"
+	api -q DELETE "/v1/workspaces/$WS/services/noreset"
+	# Positive control: a fast crash loop with the same budget is exhausted after 2 attempts.
+	svc_create "$WS" '{"name":"crashloop","command":"echo up; exit 1",
+		"restart":{"policy":"on-failure","maxRestarts":1,"delayMs":50,"resetAfterMs":30000}}' ||
+		return 1
+	svc_wait "$WS" crashloop '.state == "exhausted"' 30 || return 1
+	assert_eq 2 "$(j '.attempts | length')" "attempts of the crash loop"
+	assert_eq 1 "$(j .restartCount)" "restartCount of the crash loop"
+	api -q DELETE "/v1/workspaces/$WS/services/crashloop"
+	# The default is 60 s.
+	svc_create "$WS" '{"name":"defaults","command":"exit 0"}' || return 1
+	assert_eq 60000 "$(j .restart.resetAfterMs)" "default resetAfterMs"
+	api -q DELETE "/v1/workspaces/$WS/services/defaults"
+}
+
 t_always_restarts_after_exit_0() {
 	svc_create "$WS" '{"name":"always","command":"echo ok",
 		"restart":{"policy":"always","maxRestarts":2,"delayMs":400}}' || return 1
@@ -357,6 +392,9 @@ t_bad_inputs() {
 	bad_input restart.maxRestarts '{"name":"x","command":"true","restart":{"maxRestarts":-1}}'
 	bad_input restart.delayMs '{"name":"x","command":"true","restart":{"delayMs":"1s"}}'
 	bad_input restart.color '{"name":"x","command":"true","restart":{"color":1}}'
+	bad_input restart.resetAfterMs '{"name":"x","command":"true","restart":{"resetAfterMs":-1}}'
+	bad_input restart.resetAfterMs \
+		'{"name":"x","command":"true","restart":{"resetAfterMs":86400001}}'
 	bad_input restart.backoff.multiplier \
 		'{"name":"x","command":"true","restart":{"backoff":{"multiplier":0.5}}}'
 	bad_input stopSignal '{"name":"x","command":"true","stopSignal":"SIGFOO"}'
@@ -397,6 +435,8 @@ t_cli() {
 }
 
 run_test "on-failure: exactly 4 attempts with maxRestarts 3, then exhausted" t_on_failure_exhausted
+run_test "restart budget resets after an attempt of resetAfterMs; a crash loop still exhausts" \
+	t_budget_reset
 run_test "always restarts after exit 0; delayMs honoured" t_always_restarts_after_exit_0
 run_test "backoff multiplies the delay up to its cap" t_backoff
 run_test "no never restarts; on-failure leaves exit 0 alone" t_no_never_restarts
