@@ -26,6 +26,14 @@ struct service {
 	struct workspace *ws;
 	struct service_row row;
 	struct service_watch *watches;
+	struct service_waiter *waiters; /* for the service to come to rest */
+};
+
+struct service_waiter {
+	struct service_waiter *prev, *next;
+	struct service *svc;
+	service_rest_fn fn;
+	void *userdata;
 };
 
 struct service_watch {
@@ -53,6 +61,18 @@ bool service_attempt_is_current(struct workspace *ws, const char *name, uint64_t
 	return svc && attempt > 0 && svc->row.current_attempt == attempt;
 }
 
+/* Calls (and frees) every waiter: at_rest, or the service is going away. */
+static void waiters_fire(struct service *svc, bool at_rest)
+{
+	while (svc->waiters) {
+		struct service_waiter *w = svc->waiters;
+
+		LIST_REMOVE(&svc->waiters, w);
+		w->fn(w->userdata, at_rest);
+		free(w);
+	}
+}
+
 static void service_save(struct service *svc)
 {
 	int r;
@@ -76,6 +96,8 @@ static void service_set_state(struct service *svc, enum service_state state, con
 	service_save(svc);
 	log_info("service state", "workspace", svc->ws->row.id, "service", svc->row.name, "state",
 		 service_state_to_string(state), "reason", reason ? reason : "", NULL);
+	if (!service_state_is_active(state))
+		waiters_fire(svc, true);
 }
 
 /* ---- watches ------------------------------------------------------------------------------- */
@@ -118,6 +140,7 @@ static void watches_end(struct service *svc, uint64_t attempt,
 
 static void service_free(struct service *svc)
 {
+	waiters_fire(svc, false);
 	while (svc->watches) {
 		struct service_watch *w = svc->watches;
 
@@ -331,6 +354,8 @@ void services_on_state(void *userdata, uint64_t seq, const struct agentlink_serv
 	}
 	if (ws->link)
 		agentlink_send_ack(ws->link, seq);
+	if (svc && !service_state_is_active(svc->row.state))
+		waiters_fire(svc, true);
 }
 
 void services_on_attempt(void *userdata, uint64_t seq, const char *name,
@@ -699,6 +724,46 @@ int manager_service_stop(struct manager *m, const char *ws_id, const char *name,
 		log_info("service stop requested", "workspace", ws_id, "service", name, NULL);
 	}
 	return reply_service(svc, ret, e);
+}
+
+int manager_service_wait_rest(struct manager *m, const char *ws_id, const char *name,
+			      service_rest_fn fn, void *userdata, struct service_waiter **ret,
+			      struct station_error *e)
+{
+	struct service *svc = NULL;
+	struct service_waiter *w;
+	int r = service_lookup(m, ws_id, name, &svc, e);
+
+	if (r < 0)
+		return r;
+	if (!service_state_is_active(svc->row.state))
+		return 1;
+	w = calloc(1, sizeof *w);
+	if (!w)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	w->svc = svc;
+	w->fn = fn;
+	w->userdata = userdata;
+	LIST_PREPEND(&svc->waiters, w);
+	*ret = w;
+	return 0;
+}
+
+void manager_service_waiter_cancel(struct service_waiter *w)
+{
+	if (!w)
+		return;
+	LIST_REMOVE(&w->svc->waiters, w);
+	free(w);
+}
+
+uint64_t manager_service_stop_timeout_ms(struct manager *m, const char *ws_id, const char *name)
+{
+	struct service *svc = NULL;
+
+	if (service_lookup(m, ws_id, name, &svc, NULL) < 0)
+		return 0;
+	return svc->row.stop_timeout_ms;
 }
 
 int manager_service_restart(struct manager *m, const char *ws_id, const char *name, json_t **ret,

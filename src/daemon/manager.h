@@ -265,9 +265,24 @@ int manager_service_list(struct manager *m, const char *ws_id, json_t **ret,
 int manager_service_get(struct manager *m, const char *ws_id, const char *name, json_t **ret,
 			struct station_error *e);
 /* stopSignal to the current attempt's processes, SIGKILL after stopTimeoutMs, no restart; a
- * pending restart is cancelled. *ret is the service as it is now (the stop completes later). */
+ * pending restart is cancelled. *ret is the service as it is now (the stop completes later:
+ * the API waits for it with manager_service_wait_rest()). */
 int manager_service_stop(struct manager *m, const char *ws_id, const char *name, json_t **ret,
 			 struct station_error *e);
+/* Waiting for a service to be at rest (no attempt alive, no restart pending: stopped, failed,
+ * exhausted), e.g. after a stop. Returns 1 (no waiter) when it is already, 0 with *ret a waiter
+ * whose fn is called once: with true when the service came to rest, false when it went away
+ * (deleted, its workspace gone). Never called from inside this call. The caller cancels a
+ * waiter it no longer wants (not after fn ran). */
+struct service_waiter;
+typedef void (*service_rest_fn)(void *userdata, bool at_rest);
+int manager_service_wait_rest(struct manager *m, const char *ws_id, const char *name,
+			      service_rest_fn fn, void *userdata, struct service_waiter **ret,
+			      struct station_error *e);
+void manager_service_waiter_cancel(struct service_waiter *w);
+/* The service's stopTimeoutMs (a stop's bound), or 0 when there is no such service. */
+uint64_t manager_service_stop_timeout_ms(struct manager *m, const char *ws_id, const char *name);
+
 /* A fresh attempt: the current one is stopped first. */
 int manager_service_restart(struct manager *m, const char *ws_id, const char *name, json_t **ret,
 			    struct station_error *e);

@@ -169,8 +169,9 @@ t_stop_signal_then_kill() {
 	t0=$(date +%s%3N)
 	api -q POST "/v1/workspaces/$WS/services/stubborn/stop"
 	assert_status 200 "stop" || return 1
-	assert_eq true "$(j .stopping)" "stopping right after the request"
-	svc_wait "$WS" stubborn '.state == "stopped"' || return 1
+	# The answer comes once the service is stopped, with the stopped attempt in it.
+	assert_eq stopped "$(j .state)" "state in the stop's answer"
+	assert_eq false "$(j .stopping)" "no longer stopping in the stop's answer"
 	assert_eq 1 "$(j '.attempts | length')" attempts
 	assert_eq stopped "$(j '.attempts[0].endReason')" endReason
 	assert_eq 9 "$(j '.attempts[0].signal')" "SIGKILL after the timeout"
@@ -193,7 +194,7 @@ t_stop_signal_honoured() {
 	svc_wait "$WS" int '.state == "running"' || return 1
 	wait_for -t 5 pgrep -f 'sleep 1000.71' >/dev/null || _fail "never started"
 	api -q POST "/v1/workspaces/$WS/services/int/stop"
-	svc_wait "$WS" int '.state == "stopped"' || return 1
+	assert_eq stopped "$(j .state)" "state in the stop's answer"
 	assert_eq 2 "$(j '.attempts[0].signal')" "ended by SIGINT"
 	assert_eq 1 "$(j '.attempts | length')" attempts
 	wait_for -t 5 no_process 'sleep 1000.71' || _fail "sleep survived"
@@ -208,7 +209,7 @@ t_stop_during_backoff() {
 	assert_eq 1 "$(j '.attempts | length')" "first attempt done"
 	api -q POST "/v1/workspaces/$WS/services/pending/stop"
 	assert_status 200 stop || return 1
-	svc_wait "$WS" pending '.state == "stopped"' 5 || return 1
+	assert_eq stopped "$(j .state)" "state in the stop's answer"
 	assert_eq null "$(j .nextRestartAt)" nextRestartAt
 	# Wait until the cancelled restart would have happened, and a little more.
 	wait_for -t 20 time_past $((next + 500))
@@ -237,7 +238,7 @@ t_restart() {
 	assert_eq 1 "$(process_count 'sleep 1000.72')" "one sleep runs"
 	# A stopped service restarts too.
 	api -q POST "/v1/workspaces/$WS/services/restartable/stop"
-	svc_wait "$WS" restartable '.state == "stopped"' || return 1
+	assert_eq stopped "$(j .state)" "state in the stop's answer"
 	api -q POST "/v1/workspaces/$WS/services/restartable/restart"
 	assert_status 200 "restart a stopped service" || return 1
 	svc_wait "$WS" restartable '.state == "running" and .currentAttempt == 3' || return 1
@@ -440,7 +441,8 @@ run_test "restart budget resets after an attempt of resetAfterMs; a crash loop s
 run_test "always restarts after exit 0; delayMs honoured" t_always_restarts_after_exit_0
 run_test "backoff multiplies the delay up to its cap" t_backoff
 run_test "no never restarts; on-failure leaves exit 0 alone" t_no_never_restarts
-run_test "stop: stopSignal, SIGKILL after stopTimeoutMs, no restart" t_stop_signal_then_kill
+run_test "stop: stopSignal, SIGKILL after stopTimeoutMs, no restart; answers stopped" \
+	t_stop_signal_then_kill
 run_test "stop sends the configured stopSignal" t_stop_signal_honoured
 run_test "stop during backoff cancels the restart" t_stop_during_backoff
 run_test "restart makes a fresh attempt" t_restart
