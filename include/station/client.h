@@ -308,8 +308,9 @@ int station_service_list(struct station_client *c, const char *ws, json_t **ret)
 /* GET …/services/{name}: with every kept attempt and its output. */
 int station_service_get(struct station_client *c, const char *ws, const char *name, json_t **ret);
 
-/* POST …/services/{name}/stop and …/restart; *ret (optional) is the service as it is right
- * after the request (a stop completes when state becomes "stopped"). */
+/* POST …/services/{name}/stop and …/restart; *ret (optional) is the service. A stop answers
+ * once the service is stopped (state "stopped", the stopped attempt in "attempts"), at most
+ * stopTimeoutMs + 5 s after the request; a restart answers at once. */
 int station_service_stop(struct station_client *c, const char *ws, const char *name, json_t **ret);
 int station_service_restart(struct station_client *c, const char *ws, const char *name,
 			    json_t **ret);

@@ -311,7 +311,10 @@ export abstract class SandboxAdapter {
     return (await this.client.services(workspaceId)).map(toService);
   }
 
-  /** Stops it deliberately: no restart follows. Answers at once with `stopping: true`. */
+  /**
+   * Stops it deliberately: no restart follows. Resolves once it is stopped (state `stopped`,
+   * the stopped attempt last in `attempts`), within its `stopTimeoutMs` + 5 s.
+   */
   async stopService(workspaceId: string, serviceId: string): Promise<SandboxService> {
     return toService(await this.client.stopService(workspaceId, serviceId));
   }

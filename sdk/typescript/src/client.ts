@@ -321,7 +321,10 @@ export class StationClient {
     return this.create(`/v1/workspaces/${seg(workspaceId)}/services`, request, options);
   }
 
-  /** Answers at once with `stopping: true`; the state becomes `stopped` when the attempt ended. */
+  /**
+   * Resolves once the service is stopped: state `stopped`, the stopped attempt in `attempts`
+   * (at most its `stopTimeoutMs` + 5 s; past that, as it is then, `stopping: true`).
+   */
   stopService(workspaceId: string, name: string): Promise<Service> {
     return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/services/${seg(name)}/stop`);
   }
