@@ -107,6 +107,17 @@ int station_worker(struct station_client *c, json_t **ret);
 
 /* ---- Workspaces -------------------------------------------------------------------------- */
 
+/* Creates (station_workspace_create(), station_exec_start(), station_service_start(),
+ * station_terminal_open()) always send an Idempotency-Key (docs/api.md, "Idempotency keys"):
+ * the options' idempotency_key, or a random one the call makes. The library's own retry of a
+ * request (once, when a kept connection turns out closed before any answer) therefore never
+ * creates twice. A caller that retries a create after an error of its own (a timeout, a lost
+ * connection) passes the same idempotency_key both times and gets the first object back; the
+ * same key with other options is -EBUSY (HTTP 409, code "conflict"). A key is 1 to
+ * STATION_IDEMPOTENCY_KEY_MAX printable ASCII characters (-EINVAL otherwise, without a
+ * request). */
+#define STATION_IDEMPOTENCY_KEY_MAX 255
+
 struct station_workspace_options {
 	const char *adapter; /* "host", "container"; NULL: the server's default */
 	char *const *env;    /* NULL-terminated "KEY=VALUE" strings, or NULL */
@@ -120,6 +131,7 @@ struct station_workspace_options {
 	/* network "restricted": the egress policy as JSON text, {"allow": [...]} (docs/api.md,
 	 * "Network"); NULL: none, every destination denied. */
 	const char *egress;
+	const char *idempotency_key; /* see STATION_IDEMPOTENCY_KEY_MAX */
 };
 
 /* POST /v1/workspaces; *ret is the new workspace. opts may be NULL. -EINVAL (without a
@@ -193,6 +205,7 @@ struct station_exec_options {
 	uint64_t timeout_ms;	   /* 0: the server's default (60 s) */
 	uint64_t max_output_bytes; /* 0: the server's default (128 KiB) */
 	uint64_t wait_ms;	   /* > 0: the response waits up to this long for the run to end */
+	const char *idempotency_key; /* see STATION_IDEMPOTENCY_KEY_MAX */
 };
 
 /* POST /v1/workspaces/{ws}/commands; *ret is the run: "running", or terminal when wait_ms
@@ -276,9 +289,13 @@ struct station_service_options {
 	int64_t delay_ms;	    /* < 0: the server's default (1000) */
 	double backoff_multiplier;  /* 0: no backoff; else 1-100 */
 	int64_t max_delay_ms;	    /* with backoff; < 0: the server's default */
-	const char *stop_signal;    /* "SIGTERM", "SIGINT", …; NULL: SIGTERM */
-	int64_t stop_timeout_ms;    /* < 0: the server's default (10000) */
-	bool autostart;		    /* start again after the workspace restarts */
+	/* An attempt that ran this long resets the restart count and backoff: > 0 that many
+	 * milliseconds, 0 the server's default (60000), < 0 never. */
+	int64_t reset_after_ms;
+	const char *stop_signal;     /* "SIGTERM", "SIGINT", …; NULL: SIGTERM */
+	int64_t stop_timeout_ms;     /* < 0: the server's default (10000) */
+	bool autostart;		     /* start again after the workspace restarts */
+	const char *idempotency_key; /* see STATION_IDEMPOTENCY_KEY_MAX */
 };
 
 /* POST /v1/workspaces/{ws}/services; *ret is the new service. -EBUSY when the name is taken. */
@@ -291,8 +308,9 @@ int station_service_list(struct station_client *c, const char *ws, json_t **ret)
 /* GET …/services/{name}: with every kept attempt and its output. */
 int station_service_get(struct station_client *c, const char *ws, const char *name, json_t **ret);
 
-/* POST …/services/{name}/stop and …/restart; *ret (optional) is the service as it is right
- * after the request (a stop completes when state becomes "stopped"). */
+/* POST …/services/{name}/stop and …/restart; *ret (optional) is the service. A stop answers
+ * once the service is stopped (state "stopped", the stopped attempt in "attempts"), at most
+ * stopTimeoutMs + 5 s after the request; a restart answers at once. */
 int station_service_stop(struct station_client *c, const char *ws, const char *name, json_t **ret);
 int station_service_restart(struct station_client *c, const char *ws, const char *name,
 			    json_t **ret);
@@ -315,11 +333,12 @@ int station_service_logs(struct station_client *c, const char *ws, const char *n
  * "Terminals"); state is starting, running, exited, closed, failed or lost. */
 
 struct station_terminal_options {
-	const char *command; /* NULL: the user's login shell */
-	const char *cwd;     /* NULL: the workspace directory */
-	char *const *env;    /* NULL-terminated "KEY=VALUE" strings, or NULL */
-	unsigned cols;	     /* 0: 80 */
-	unsigned rows;	     /* 0: 24 */
+	const char *command;	     /* NULL: the user's login shell */
+	const char *cwd;	     /* NULL: the workspace directory */
+	char *const *env;	     /* NULL-terminated "KEY=VALUE" strings, or NULL */
+	unsigned cols;		     /* 0: 80 */
+	unsigned rows;		     /* 0: 24 */
+	const char *idempotency_key; /* see STATION_IDEMPOTENCY_KEY_MAX */
 };
 
 /* POST /v1/workspaces/{ws}/terminals; *ret is the terminal once it runs (or failed). opts may

@@ -49,6 +49,11 @@ struct service_next service_policy_next(const struct service_restart *r, uint64_
 				      .delay_ms = service_restart_delay_ms(r, restarts_done) };
 }
 
+bool service_budget_resets(const struct service_restart *r, uint64_t ran_ms)
+{
+	return r->reset_after_ms > 0 && ran_ms >= r->reset_after_ms;
+}
+
 uint64_t service_restart_delay_ms(const struct service_restart *r, uint64_t restarts_done)
 {
 	uint64_t delay = r->delay_ms;

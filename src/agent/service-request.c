@@ -104,6 +104,8 @@ static int start_field(void *userdata, uint16_t tag, const uint8_t *val, size_t 
 				    &svc->restart.backoff_permille);
 	case TAG_MAX_DELAY_MS:
 		return read_u64_max(val, len, UINT32_MAX, &svc->restart.max_delay_ms);
+	case TAG_RESET_AFTER_MS:
+		return read_u64_max(val, len, UINT32_MAX, &svc->restart.reset_after_ms);
 	case TAG_STOP_SIGNAL:
 		k = read_u64_max(val, len, _NSIG - 1, &v);
 		svc->stop_signal = (int)v;
@@ -155,6 +157,7 @@ int service_def_parse(const struct frame *f, struct service_def *ret)
 {
 	struct start_request q = { .svc = ret };
 
-	*ret = (struct service_def){ .stop_timeout_ms = 10000 };
+	*ret = (struct service_def){ .stop_timeout_ms = 10000,
+				     .restart.reset_after_ms = SERVICE_DEFAULT_RESET_AFTER_MS };
 	return start_parse(f, &q);
 }

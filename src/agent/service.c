@@ -27,6 +27,7 @@ struct attempt {
 	uint64_t number;
 	struct child child;
 	struct event_source *stop_timer;
+	uint64_t started_mono; /* CLOCK_MONOTONIC usec: how long it ran decides the budget */
 	bool daemonized;
 	int forced; /* ATTEMPT_STOPPED or ATTEMPT_RESTARTED once asked to end, else -1 */
 };
@@ -374,6 +375,8 @@ static void attempt_finish(struct child *c)
 		service_free(svc);
 		return;
 	}
+	if (service_budget_resets(&svc->def.restart, (now_usec() - a->started_mono) / 1000))
+		svc->restart_count = 0;
 	next = service_policy_next(&svc->def.restart, svc->restart_count, end, child_exit_code(c));
 	switch (next.state) {
 	case SERVICE_STARTING:
@@ -507,6 +510,7 @@ static void service_start_attempt(struct service *svc)
 	svc->attempt = a;
 	svc->last_attempt = a->number;
 	svc->state = SERVICE_STARTING;
+	a->started_mono = now_usec();
 	(void)child_start(&a->child, &(const struct child_cmd){ .cwd = svc->def.cwd,
 								.command = svc->def.command,
 								.env = svc->def.env,

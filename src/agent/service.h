@@ -29,7 +29,11 @@ struct service_restart {
 	uint64_t delay_ms;
 	uint64_t backoff_permille; /* 0: none; else each restart multiplies the delay by this / 1000 */
 	uint64_t max_delay_ms;	   /* with backoff: the delay never exceeds this (0: no cap) */
+	uint64_t reset_after_ms; /* an attempt this long resets the restart count (0: never) */
 };
+
+/* What an attempt resets when a controller names no RESET_AFTER_MS (docs/api.md). */
+#define SERVICE_DEFAULT_RESET_AFTER_MS 60000u
 
 /* What follows the end of an attempt. */
 struct service_next {
@@ -45,6 +49,11 @@ bool service_attempt_failed(enum attempt_end end, int exit_code);
  * only failures; always restarts every end; both stop at max_restarts with EXHAUSTED. */
 struct service_next service_policy_next(const struct service_restart *r, uint64_t restarts_done,
 					enum attempt_end end, int exit_code);
+
+/* Whether an attempt that ran ran_ms resets the restart count (and with it the backoff), as
+ * systemd and Kubernetes do: a service that crashes after a healthy run starts its budget
+ * afresh, a crash loop still exhausts it. */
+bool service_budget_resets(const struct service_restart *r, uint64_t ran_ms);
 
 /* delay_ms, times backoff_permille / 1000 per restart already made, capped at max_delay_ms. */
 uint64_t service_restart_delay_ms(const struct service_restart *r, uint64_t restarts_done);

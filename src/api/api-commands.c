@@ -6,6 +6,7 @@
 
 #include "basic/cleanup.h"
 #include "api/http.h"
+#include "api/idempotency.h"
 #include "daemon/manager.h"
 #include "api/router.h"
 #include "api/sse.h"
@@ -210,20 +211,52 @@ static int start_run(struct http_request *req, json_t **ret, struct station_erro
 	return r;
 }
 
+/* A retry with the Idempotency-Key of an earlier start: that run, waited for as asked. */
+static int replay_run(struct http_request *req, const struct api_idempotency *idem,
+		      const struct idempotency_hit *hit, uint64_t wait_ms)
+{
+	const struct route_match *m = http_request_route(req);
+	struct station_error e = {};
+	json_t *run = NULL;
+	const char *status;
+	int r;
+
+	r = manager_run_get(http_request_manager(req), m->ws_id, hit->object_id, &run, &e);
+	if (r == -ENOENT)
+		return api_idempotency_reply_gone(req, idem, "run", hit->object_id);
+	if (r < 0)
+		return http_reply_error(req, &e);
+	status = json_string_value(json_object_get(run, "status"));
+	if (wait_ms == 0 || (status && run_status_from_string(status) != RUN_RUNNING))
+		return http_reply_json(req, hit->status, run);
+	r = run_poll_begin(req, hit->status, hit->object_id, wait_ms, run);
+	json_decref(run);
+	return r;
+}
+
 int api_command_start(struct http_request *req)
 {
 	struct station_error e = {};
+	struct api_idempotency idem;
+	struct idempotency_hit hit;
 	json_t *run = NULL;
 	const char *id, *status;
 	uint64_t wait_ms;
 	int r;
 
 	r = parse_wait(req, &wait_ms, &e);
-	if (r >= 0)
-		r = start_run(req, &run, &e);
 	if (r < 0)
 		return http_reply_error(req, &e);
-	id = json_string_value(json_object_get(run, "id"));
+	r = api_idempotency_begin(req, &idem, &hit);
+	if (r < 0 || r == IDEMPOTENCY_REPLIED)
+		return r;
+	if (r == IDEMPOTENCY_REPLAY)
+		return replay_run(req, &idem, &hit, wait_ms);
+	r = start_run(req, &run, &e);
+	id = r < 0 ? NULL : json_string_value(json_object_get(run, "id"));
+	api_idempotency_end(req, &idem, id, 201);
+	if (r < 0)
+		return http_reply_error(req, &e);
 	status = json_string_value(json_object_get(run, "status"));
 	if (wait_ms == 0 || !id || (status && run_status_from_string(status) != RUN_RUNNING))
 		return api_reply_result(req, 0, 201, run, &e);

@@ -15,6 +15,7 @@
 
 #include "basic/cleanup.h"
 #include "api/http.h"
+#include "api/idempotency.h"
 #include "daemon/manager.h"
 #include "api/router.h"
 #include "api/validate.h"
@@ -126,16 +127,34 @@ int api_terminal_create(struct http_request *req)
 	const struct route_match *m = http_request_route(req);
 	struct station_error e = {};
 	struct terminal_spec spec = {};
+	struct api_idempotency idem;
+	struct idempotency_hit hit;
 	json_t *body = NULL, *t = NULL;
 	char id[ROUTE_ID_MAX + 1];
 	int r;
 
+	r = api_idempotency_begin(req, &idem, &hit);
+	if (r < 0 || r == IDEMPOTENCY_REPLIED)
+		return r;
+	if (r == IDEMPOTENCY_REPLAY) {
+		r = manager_terminal_get(http_request_manager(req), m->ws_id, hit.object_id, &t,
+					 &e);
+		if (r == -ENOENT)
+			return api_idempotency_reply_gone(req, &idem, "terminal", hit.object_id);
+		json_decref(t);
+		if (r < 0)
+			return http_reply_error(req, &e);
+		return term_poll_begin(req, hit.status, hit.object_id, TERMINAL_WAIT_STARTED,
+				       OPEN_WAIT_MS);
+	}
 	r = api_request_json(req, false, &body, &e);
 	if (r >= 0)
 		r = validate_terminal_spec(body, &spec, &e);
 	if (r >= 0)
 		r = manager_terminal_open(http_request_manager(req), m->ws_id, &spec, &t, &e);
 	json_decref(body);
+	api_idempotency_end(req, &idem, r < 0 ? NULL : json_string_value(json_object_get(t, "id")),
+			    201);
 	if (r < 0)
 		return http_reply_error(req, &e);
 	snprintf(id, sizeof id, "%s", json_string_value(json_object_get(t, "id")));

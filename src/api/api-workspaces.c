@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "api/http.h"
+#include "api/idempotency.h"
 #include "basic/cleanup.h"
 #include "daemon/manager.h"
 #include "api/router.h"
@@ -59,15 +60,28 @@ int api_workspace_create(struct http_request *req)
 {
 	struct station_error e = {};
 	struct workspace_spec spec = {};
+	struct api_idempotency idem;
+	struct idempotency_hit hit;
 	json_t *body = NULL, *ws = NULL;
 	int r;
 
+	r = api_idempotency_begin(req, &idem, &hit);
+	if (r < 0 || r == IDEMPOTENCY_REPLIED)
+		return r;
+	if (r == IDEMPOTENCY_REPLAY) {
+		r = manager_workspace_get(http_request_manager(req), hit.object_id, &ws, &e);
+		if (r == -ENOENT)
+			return api_idempotency_reply_gone(req, &idem, "workspace", hit.object_id);
+		return api_reply_result(req, r, hit.status, ws, &e);
+	}
 	r = api_request_json(req, true, &body, &e);
 	if (r >= 0)
 		r = validate_workspace_spec(body, &spec, &e);
 	if (r >= 0)
 		r = manager_workspace_create(http_request_manager(req), &spec, &ws, &e);
 	json_decref(body);
+	api_idempotency_end(req, &idem, r < 0 ? NULL : json_string_value(json_object_get(ws, "id")),
+			    201);
 	return api_reply_result(req, r, 201, ws, &e);
 }
 

@@ -325,6 +325,19 @@ int http_reply_error(struct http_request *req, const struct station_error *e)
 				status == 401 ? MHD_HTTP_HEADER_WWW_AUTHENTICATE : NULL, "Bearer");
 }
 
+int http_reply_error_code(struct http_request *req, const struct station_error *e, const char *code,
+			  const char *header, const char *value)
+{
+	unsigned status = error_http_status(e->err);
+	const char *const headers[] = { header, value, NULL };
+	json_t *body = error_json(status, e->message, e->field);
+
+	log_debug("api request failed", "endpoint", request_name(req), "message", e->message, NULL);
+	if (body && code)
+		json_object_set_new(json_object_get(body, "error"), "code", json_string(code));
+	return reply_json_with(req, status, body, headers);
+}
+
 int http_reply_status(struct http_request *req, unsigned status, const char *field, const char *fmt,
 		      ...)
 {
@@ -402,6 +415,31 @@ static const char *request_header(struct http_request *req, const char *name)
 const char *http_request_header(struct http_request *req, const char *name)
 {
 	return request_header(req, name);
+}
+
+struct header_count {
+	const char *name;
+	unsigned n;
+};
+
+static enum MHD_Result header_count_one(void *cls, enum MHD_ValueKind kind, const char *key,
+					const char *value)
+{
+	struct header_count *c = cls;
+
+	(void)kind;
+	(void)value;
+	if (key && strcasecmp(key, c->name) == 0)
+		c->n++;
+	return MHD_YES;
+}
+
+unsigned http_request_header_count(struct http_request *req, const char *name)
+{
+	struct header_count c = { .name = name };
+
+	MHD_get_connection_values(req->connection, MHD_HEADER_KIND, header_count_one, &c);
+	return c.n;
 }
 
 /* token is one of the comma-separated, case-insensitive elements of value. */

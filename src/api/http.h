@@ -90,6 +90,12 @@ int http_reply_method_not_allowed(struct http_request *req, const char *method, 
 				  const char *allow);
 /* A request header; NULL when absent. */
 const char *http_request_header(struct http_request *req, const char *name);
+/* How many times the request carries the header (names compared without case). */
+unsigned http_request_header_count(struct http_request *req, const char *name);
+/* Replies e with its status, the error code `code` instead of the status's own (NULL: the
+ * status's), and one more response header unless header is NULL. */
+int http_reply_error_code(struct http_request *req, const struct station_error *e, const char *code,
+			  const char *header, const char *value);
 
 /* WebSocket (RFC 6455). An endpoint with a WebSocket handler (http.c's table) gets requests
  * carrying "Upgrade: websocket" there, their handshake already checked: HTTP/1.1, "Connection:

@@ -777,6 +777,7 @@ unsigned error_http_status(int err)
 	case -ENOENT:
 		return 404;
 	case -EBUSY:
+	case -EINPROGRESS:
 		return 409;
 	case -E2BIG:
 		return 413;
@@ -940,13 +941,15 @@ static int get_backoff(json_t *restart, struct service_spec *s, struct station_e
 
 static int get_restart(json_t *body, struct service_spec *s, struct station_error *e)
 {
-	static const char *const known[] = { "policy", "maxRestarts", "delayMs", "backoff", NULL };
+	static const char *const known[] = { "policy",	"maxRestarts",	"delayMs",
+					     "backoff", "resetAfterMs", NULL };
 	json_t *restart = json_object_get(body, "restart"), *policy;
 	int r;
 
 	s->policy = SERVICE_POLICY_NO;
 	s->max_restarts = API_DEFAULT_SERVICE_MAX_RESTARTS;
 	s->delay_ms = API_DEFAULT_SERVICE_DELAY_MS;
+	s->reset_after_ms = API_DEFAULT_SERVICE_RESET_AFTER_MS;
 	if (!restart)
 		return 0;
 	if (!json_is_object(restart))
@@ -969,6 +972,9 @@ static int get_restart(json_t *body, struct service_spec *s, struct station_erro
 	if (r >= 0)
 		r = get_uint_in(restart, "delayMs", "restart.delayMs", 0, API_MAX_SERVICE_DELAY_MS,
 				&s->delay_ms, e);
+	if (r >= 0)
+		r = get_uint_in(restart, "resetAfterMs", "restart.resetAfterMs", 0,
+				API_MAX_SERVICE_RESET_AFTER_MS, &s->reset_after_ms, e);
 	if (r >= 0)
 		r = get_backoff(restart, s, e);
 	return r < 0 ? r : 0;

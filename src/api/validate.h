@@ -47,6 +47,9 @@
 #define API_DEFAULT_SERVICE_DELAY_MS 1000u
 #define API_DEFAULT_SERVICE_MAX_DELAY_MS 300000u
 #define API_DEFAULT_SERVICE_STOP_TIMEOUT_MS 10000u
+/* An attempt that ran this long resets the restart budget; 0: never. */
+#define API_DEFAULT_SERVICE_RESET_AFTER_MS 60000u
+#define API_MAX_SERVICE_RESET_AFTER_MS 86400000u
 
 /* Parses a request body. An empty body is {} when allow_empty, else an error. *ret is a new
  * reference to an object. */
@@ -111,7 +114,7 @@ int validate_query_u64(const char *name, const char *value, uint64_t min, uint64
 bool validate_content_type(const char *value);
 
 /* The API's view of an error: -EINVAL 400, -EACCES 401, STATION_EFORBIDDEN 403, -ENOENT 404,
- * -EBUSY 409, -ESTALE 412, -E2BIG 413, -EMEDIUMTYPE 415, -EAGAIN 429, -EPROTO 502 (the agent
+ * -EBUSY and -EINPROGRESS 409, -ESTALE 412, -E2BIG 413, -EMEDIUMTYPE 415, -EAGAIN 429, -EPROTO 502 (the agent
  * broke its protocol), -ENOTSUP 501, -ENOTCONN / -EHOSTDOWN 503, -ENOSPC / -EDQUOT
  * 507, anything else 500. */
 unsigned error_http_status(int err);

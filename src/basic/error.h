@@ -4,7 +4,7 @@
 /* An error that reaches a person: errno-style code, a message naming the thing and the cause,
  * and the request field at fault when there is one. The API maps err to an HTTP status:
  *   -EINVAL 400 (field set), -EACCES 401, STATION_EFORBIDDEN 403, -ENOENT 404, -EBUSY 409
- *   (wrong state), -ESTALE 412, -E2BIG 413, -EMEDIUMTYPE 415, -EAGAIN 429 (a limit), -EPROTO 502
+ *   (wrong state; -EINPROGRESS too: a request still under way), -ESTALE 412, -E2BIG 413, -EMEDIUMTYPE 415, -EAGAIN 429 (a limit), -EPROTO 502
  *   (the workspace's agent broke its protocol), -ENOTCONN 503 (agent not
  *   connected), -ENOSPC 507,
  *   -ENOTSUP 501, anything else 500. */

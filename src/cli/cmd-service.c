@@ -421,7 +421,8 @@ static const struct cli_command service_logs = {
 static const struct cli_command service_stop = {
 	.name = "service stop",
 	.args = "[--json] WS NAME",
-	.summary = "stop a service (stop signal, then SIGKILL); no restart follows",
+	.summary =
+		"stop a service (stop signal, then SIGKILL); no restart follows; waits until stopped",
 	.help = "  --json  print the service as JSON\n",
 	.run = cmd_service_stop,
 };

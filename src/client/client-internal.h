@@ -58,6 +58,13 @@ int client_follow(struct station_client *c, const char *path, const char *what, 
  * rather than a field silently left out. */
 int client_put_string(struct station_client *c, json_t *o, const char *key, const char *value);
 
+/* POST body to a creating endpoint with an Idempotency-Key header: key, or a random one made
+ * here when key is NULL (so the transport's own retry of the request, on a kept connection
+ * the server had closed, cannot create twice). The reply is parsed as station_request_json()
+ * does. -EINVAL without a request for a key of bad shape. */
+int client_create(struct station_client *c, const char *path, json_t *body, const char *key,
+		  json_t **ret);
+
 #define CLIENT_ETAG_MAX STATION_ETAG_MAX
 
 /* One request with what the JSON calls do not need: raw bodies, uploads from an fd, extra

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <strings.h>
 #include <unistd.h>
 
@@ -344,6 +345,60 @@ int station_request_json(struct station_client *c, const char *method, const cha
 	return client_parse_reply(c, status, reply, ret);
 }
 
+/* 1 to 255 bytes of printable ASCII, as the server takes them. */
+static bool idempotency_key_valid(const char *key)
+{
+	size_t n = strlen(key);
+
+	if (n == 0 || n > STATION_IDEMPOTENCY_KEY_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)key[i] < 0x20 || (unsigned char)key[i] > 0x7e)
+			return false;
+	return true;
+}
+
+int client_create(struct station_client *c, const char *path, json_t *body, const char *key,
+		  json_t **ret)
+{
+	_cleanup_free_ char *text = NULL;
+	char header[sizeof "Idempotency-Key: " + STATION_IDEMPOTENCY_KEY_MAX];
+	const char *const headers[] = { header, NULL };
+	char made[33];
+	struct client_io io = {
+		.method = "POST",
+		.path = path,
+		.content_type = "Content-Type: application/json",
+		.headers = headers,
+		.upload_fd = -1,
+	};
+	struct client_response resp = { .c = c, .io = &io };
+	uint8_t raw[16];
+	int r;
+
+	if (key && !idempotency_key_valid(key))
+		return client_error(c, -EINVAL,
+				    "idempotency key must be 1 to 255 printable ASCII characters");
+	if (!key) { /* our own: the same on the transport's retry of this request */
+		if (getrandom(raw, sizeof raw, 0) != sizeof raw)
+			return client_error(c, -EIO, "no random bytes for an idempotency key");
+		for (size_t i = 0; i < sizeof raw; i++)
+			snprintf(made + 2 * i, 3, "%02x", raw[i]);
+		key = made;
+	}
+	snprintf(header, sizeof header, "Idempotency-Key: %s", key);
+	text = json_dumps(body, JSON_COMPACT);
+	if (!text)
+		return client_error(c, -ENOMEM, "out of memory");
+	io.data = text;
+	io.size = strlen(text);
+	r = client_perform(c, &io, &resp);
+	if (r >= 0)
+		r = client_parse_reply(c, resp.status, resp.body ? resp.body : "", ret);
+	free(resp.body);
+	return r;
+}
+
 int station_request_stream(struct station_client *c, const char *path,
 			   int (*on_data)(const void *data, size_t len, void *userdata),
 			   void *userdata)
@@ -538,7 +593,7 @@ int station_workspace_create(struct station_client *c, const struct station_work
 	r = workspace_spec(c, opts, &spec);
 	if (r < 0)
 		return r;
-	return station_request_json(c, "POST", "/v1/workspaces", spec, ret);
+	return client_create(c, "/v1/workspaces", spec, opts ? opts->idempotency_key : NULL, ret);
 }
 
 int station_workspace_list(struct station_client *c, json_t **ret)

@@ -193,7 +193,7 @@ int station_exec_start(struct station_client *c, const char *ws,
 	r = exec_body(c, opts, &body);
 	if (r < 0)
 		return r;
-	return station_request_json(c, "POST", path, body, ret);
+	return client_create(c, path, body, opts->idempotency_key, ret);
 }
 
 /* client_path() for one run: a run id is required. */

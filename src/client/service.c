@@ -46,6 +46,9 @@ static int put_restart(struct station_client *c, json_t *body,
 		json_object_set_new(restart, "maxRestarts", json_integer(o->max_restarts));
 	if (o->delay_ms >= 0)
 		json_object_set_new(restart, "delayMs", json_integer(o->delay_ms));
+	if (o->reset_after_ms != 0)
+		json_object_set_new(restart, "resetAfterMs",
+				    json_integer(o->reset_after_ms > 0 ? o->reset_after_ms : 0));
 	if (o->backoff_multiplier > 0) {
 		json_t *b = json_pack("{s:f}", "multiplier", o->backoff_multiplier);
 
@@ -101,7 +104,7 @@ int station_service_start(struct station_client *c, const char *ws,
 		r = service_body(c, opts, &body);
 	if (r < 0)
 		return r;
-	return station_request_json(c, "POST", path, body, ret);
+	return client_create(c, path, body, opts->idempotency_key, ret);
 }
 
 int station_service_list(struct station_client *c, const char *ws, json_t **ret)

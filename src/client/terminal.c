@@ -69,7 +69,7 @@ int station_terminal_open(struct station_client *c, const char *ws,
 		r = client_put_env(c, body, opts->env);
 	if (r < 0)
 		return r;
-	return station_request_json(c, "POST", path, body, ret);
+	return client_create(c, path, body, opts->idempotency_key, ret);
 }
 
 int station_terminal_list(struct station_client *c, const char *ws, json_t **ret)

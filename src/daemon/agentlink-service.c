@@ -171,7 +171,7 @@ int agentlink_service_dispatch(const struct agentlink_ops *ops, void *userdata,
 
 /* ---- out ----------------------------------------------------------------------------------- */
 
-static int put_restart(struct buf *b, const struct agentlink_service *s)
+static int put_restart(struct agentlink *l, struct buf *b, const struct agentlink_service *s)
 {
 	int r = frame_put_u64(b, TAG_RESTART_POLICY, (uint64_t)s->policy);
 
@@ -183,6 +183,9 @@ static int put_restart(struct buf *b, const struct agentlink_service *s)
 		r = frame_put_u64(b, TAG_BACKOFF_PERMILLE, s->backoff_permille);
 	if (r >= 0 && s->backoff_permille)
 		r = frame_put_u64(b, TAG_MAX_DELAY_MS, s->max_delay_ms);
+	/* An older agent closes the connection on a field it does not know. */
+	if (r >= 0 && agentlink_has_feature(l, AGENT_FEATURE_SERVICE_RESET))
+		r = frame_put_u64(b, TAG_RESET_AFTER_MS, s->reset_after_ms);
 	if (r >= 0)
 		r = frame_put_u64(b, TAG_STOP_SIGNAL, (uint64_t)s->stop_signal);
 	if (r >= 0)
@@ -207,7 +210,7 @@ int agentlink_send_service_start(struct agentlink *l, const struct agentlink_ser
 	for (size_t i = 0; r >= 0 && s->env && s->env[i]; i++)
 		r = frame_put_str(&b, TAG_ENV, s->env[i]);
 	if (r >= 0)
-		r = put_restart(&b, s);
+		r = put_restart(l, &b, s);
 	if (r >= 0)
 		r = frame_put_u64(&b, TAG_HEAD_BYTES, s->head_bytes);
 	if (r >= 0)

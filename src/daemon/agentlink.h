@@ -152,6 +152,7 @@ struct agentlink_service {
 	uint64_t delay_ms;
 	uint64_t backoff_permille;
 	uint64_t max_delay_ms;
+	uint64_t reset_after_ms;
 	int stop_signal;
 	uint64_t stop_timeout_ms;
 	uint64_t head_bytes;

@@ -66,6 +66,7 @@ static void usage(FILE *f)
 		"                        [--worker NAME] [--agent PATH] [--log-format json|text]\n"
 		"                        [--log-level debug|info|warn|error] [--max-wait-ms N]\n"
 		"                        [--max-running N] [--max-workspaces N]\n"
+		"                        [--idempotency-retention-ms N]\n"
 		"                        [--default-timeout-ms N] [--max-timeout-ms N]\n"
 		"                        [--max-output-bytes N] [--max-body-bytes N]\n"
 		"                        [--default-adapter host|container] [--runtime runc|crun|runsc|PATH]\n"
@@ -221,6 +222,7 @@ enum {
 	OPT_MAX_WAIT,
 	OPT_MAX_RUNNING,
 	OPT_MAX_WORKSPACES,
+	OPT_IDEMPOTENCY_RETENTION,
 	OPT_DEFAULT_TIMEOUT,
 	OPT_MAX_TIMEOUT,
 	OPT_MAX_OUTPUT,
@@ -551,6 +553,11 @@ static int parse_option(struct options *o, int c, const char *arg)
 			return -EINVAL;
 		o->mc.max_workspaces = v;
 		return 0;
+	case OPT_IDEMPOTENCY_RETENTION:
+		if (parse_number("--idempotency-retention-ms", arg, 30 * 86400000ull, &v) < 0)
+			return -EINVAL;
+		o->mc.idempotency_retention_usec = v * 1000;
+		return 0;
 	case OPT_DEFAULT_TIMEOUT:
 		return parse_number("--default-timeout-ms", arg, 7 * 86400000ull,
 				    &o->mc.default_timeout_ms);
@@ -602,6 +609,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "max-wait-ms", required_argument, NULL, OPT_MAX_WAIT },
 		{ "max-running", required_argument, NULL, OPT_MAX_RUNNING },
 		{ "max-workspaces", required_argument, NULL, OPT_MAX_WORKSPACES },
+		{ "idempotency-retention-ms", required_argument, NULL, OPT_IDEMPOTENCY_RETENTION },
 		{ "default-timeout-ms", required_argument, NULL, OPT_DEFAULT_TIMEOUT },
 		{ "max-timeout-ms", required_argument, NULL, OPT_MAX_TIMEOUT },
 		{ "max-output-bytes", required_argument, NULL, OPT_MAX_OUTPUT },
@@ -950,6 +958,7 @@ int main(int argc, char **argv)
 			.max_workspaces = 1000,
 			.retention_usec = 24ull * 3600 * 1000000,
 			.retention_runs = 1000,
+			.idempotency_retention_usec = 24ull * 3600 * 1000000,
 			.allow_container = true,
 			.default_pids_limit = 1024,
 			.default_memory_mb = 2048,

@@ -22,6 +22,7 @@ struct service;
 struct secret;
 struct event_source;
 struct adapter_ops;
+struct idempotency_claim;
 
 /* A follower of the stdout and stderr of a run or a service attempt: gets each byte once and in
  * order, live or from the stored head and tail. */
@@ -125,7 +126,12 @@ struct manager {
 	size_t n_pools;
 	size_t n_pool_members; /* of n_workspaces: unclaimed members, which no client sees */
 	struct event_source *pool_timer; /* refills and reaps, one workspace per turn */
+	struct idempotency_claim *idempotency_claims; /* manager-idempotency.c: creates under way */
 };
+
+/* manager-idempotency.c: deletes expired keys (from the prune timer); releases the claims. */
+void manager_idempotency_purge(struct manager *m);
+void manager_idempotency_free(struct manager *m);
 
 struct workspace *workspace_find(struct manager *m, const char *id);
 /* The workspace's agent reported about a run, terminal or service (what) that the workspace

@@ -26,6 +26,14 @@ struct service {
 	struct workspace *ws;
 	struct service_row row;
 	struct service_watch *watches;
+	struct service_waiter *waiters; /* for the service to come to rest */
+};
+
+struct service_waiter {
+	struct service_waiter *prev, *next;
+	struct service *svc;
+	service_rest_fn fn;
+	void *userdata;
 };
 
 struct service_watch {
@@ -53,6 +61,18 @@ bool service_attempt_is_current(struct workspace *ws, const char *name, uint64_t
 	return svc && attempt > 0 && svc->row.current_attempt == attempt;
 }
 
+/* Calls (and frees) every waiter: at_rest, or the service is going away. */
+static void waiters_fire(struct service *svc, bool at_rest)
+{
+	while (svc->waiters) {
+		struct service_waiter *w = svc->waiters;
+
+		LIST_REMOVE(&svc->waiters, w);
+		w->fn(w->userdata, at_rest);
+		free(w);
+	}
+}
+
 static void service_save(struct service *svc)
 {
 	int r;
@@ -76,6 +96,8 @@ static void service_set_state(struct service *svc, enum service_state state, con
 	service_save(svc);
 	log_info("service state", "workspace", svc->ws->row.id, "service", svc->row.name, "state",
 		 service_state_to_string(state), "reason", reason ? reason : "", NULL);
+	if (!service_state_is_active(state))
+		waiters_fire(svc, true);
 }
 
 /* ---- watches ------------------------------------------------------------------------------- */
@@ -118,6 +140,7 @@ static void watches_end(struct service *svc, uint64_t attempt,
 
 static void service_free(struct service *svc)
 {
+	waiters_fire(svc, false);
 	while (svc->watches) {
 		struct service_watch *w = svc->watches;
 
@@ -246,6 +269,7 @@ static int service_send_start(struct service *svc)
 		.delay_ms = r->delay_ms,
 		.backoff_permille = r->backoff_permille,
 		.max_delay_ms = r->max_delay_ms,
+		.reset_after_ms = r->reset_after_ms,
 		.stop_signal = (int)r->stop_signal,
 		.stop_timeout_ms = r->stop_timeout_ms,
 		.head_bytes = r->max_output_bytes / 2,
@@ -330,6 +354,8 @@ void services_on_state(void *userdata, uint64_t seq, const struct agentlink_serv
 	}
 	if (ws->link)
 		agentlink_send_ack(ws->link, seq);
+	if (svc && !service_state_is_active(svc->row.state))
+		waiters_fire(svc, true);
 }
 
 void services_on_attempt(void *userdata, uint64_t seq, const char *name,
@@ -431,9 +457,10 @@ static json_t *attempt_to_json(const struct service_attempt_row *a, bool with_ou
 
 static json_t *restart_json(const struct service_row *r)
 {
-	json_t *o = json_pack("{s:s,s:I,s:I}", "policy",
+	json_t *o = json_pack("{s:s,s:I,s:I,s:I}", "policy",
 			      service_policy_to_string(r->restart_policy), "maxRestarts",
-			      (json_int_t)r->max_restarts, "delayMs", (json_int_t)r->delay_ms);
+			      (json_int_t)r->max_restarts, "delayMs", (json_int_t)r->delay_ms,
+			      "resetAfterMs", (json_int_t)r->reset_after_ms);
 
 	if (o && r->backoff_permille)
 		json_object_set_new(o, "backoff",
@@ -563,6 +590,7 @@ static int service_row_new(struct workspace *ws, const struct service_spec *spec
 		.delay_ms = spec->delay_ms,
 		.backoff_permille = spec->backoff_permille,
 		.max_delay_ms = spec->max_delay_ms,
+		.reset_after_ms = spec->reset_after_ms,
 		.stop_signal = spec->stop_signal,
 		.stop_timeout_ms = spec->stop_timeout_ms,
 		.autostart = spec->autostart,
@@ -696,6 +724,46 @@ int manager_service_stop(struct manager *m, const char *ws_id, const char *name,
 		log_info("service stop requested", "workspace", ws_id, "service", name, NULL);
 	}
 	return reply_service(svc, ret, e);
+}
+
+int manager_service_wait_rest(struct manager *m, const char *ws_id, const char *name,
+			      service_rest_fn fn, void *userdata, struct service_waiter **ret,
+			      struct station_error *e)
+{
+	struct service *svc = NULL;
+	struct service_waiter *w;
+	int r = service_lookup(m, ws_id, name, &svc, e);
+
+	if (r < 0)
+		return r;
+	if (!service_state_is_active(svc->row.state))
+		return 1;
+	w = calloc(1, sizeof *w);
+	if (!w)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	w->svc = svc;
+	w->fn = fn;
+	w->userdata = userdata;
+	LIST_PREPEND(&svc->waiters, w);
+	*ret = w;
+	return 0;
+}
+
+void manager_service_waiter_cancel(struct service_waiter *w)
+{
+	if (!w)
+		return;
+	LIST_REMOVE(&w->svc->waiters, w);
+	free(w);
+}
+
+uint64_t manager_service_stop_timeout_ms(struct manager *m, const char *ws_id, const char *name)
+{
+	struct service *svc = NULL;
+
+	if (service_lookup(m, ws_id, name, &svc, NULL) < 0)
+		return 0;
+	return svc->row.stop_timeout_ms;
 }
 
 int manager_service_restart(struct manager *m, const char *ws_id, const char *name, json_t **ret,

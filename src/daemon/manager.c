@@ -967,6 +967,7 @@ static int on_prune(struct event_source *s, uint64_t now, void *userdata)
 		snprintf(count, sizeof count, "%d", r);
 		log_info("pruned finished runs", "count", count, NULL);
 	}
+	manager_idempotency_purge(m);
 	event_source_set_time(s, now + PRUNE_INTERVAL_USEC);
 	return 0;
 }
@@ -1083,6 +1084,7 @@ void manager_free(struct manager *m)
 	usage_waiters_free(m);
 	event_source_free(m->fire_timer);
 	event_source_free(m->prune_timer);
+	manager_idempotency_free(m);
 	manager_pools_free(m);
 	manager_image_jobs_free(m);
 	manager_network_free(m);

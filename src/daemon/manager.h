@@ -28,12 +28,13 @@ struct manager_config {
 	uint64_t max_timeout_ms;       /* 24 h */
 	uint64_t default_output_bytes; /* per stream kept: head + tail, 128 KiB */
 	uint64_t max_output_bytes; /* cap for a per-run override, 8 MiB (≤ AGENT_MAX_OUTPUT_BYTES) */
-	size_t max_running_per_workspace; /* 64 */
-	size_t max_workspaces;		  /* 1000 */
-	uint64_t retention_usec;	  /* finished runs kept this long, 24 h */
-	size_t retention_runs;		  /* and at most this many per workspace, 1000 */
-	const char *default_adapter;	  /* "host" or "container", one of the allowed ones */
-	bool allow_host;		  /* --adapters: what the API may create */
+	size_t max_running_per_workspace;    /* 64 */
+	size_t max_workspaces;		     /* 1000 */
+	uint64_t retention_usec;	     /* finished runs kept this long, 24 h */
+	size_t retention_runs;		     /* and at most this many per workspace, 1000 */
+	uint64_t idempotency_retention_usec; /* Idempotency-Key kept this long, 24 h */
+	const char *default_adapter;	     /* "host" or "container", one of the allowed ones */
+	bool allow_host;		     /* --adapters: what the API may create */
 	bool allow_container;
 	uint64_t default_pids_limit;	 /* for workspaces that name none; 0: unlimited */
 	uint64_t default_memory_mb;	 /* likewise */
@@ -84,6 +85,25 @@ int manager_pools_setup(struct manager *m, struct station_error *e);
 int manager_start(struct manager *m);
 /* Closes agent connections without stopping agents or their runs. */
 void manager_free(struct manager *m);
+
+/* Idempotency keys (docs/api.md, "Idempotency keys"). scope is the creating request's path,
+ * hash the SHA-256 hex of its canonical form (method, path, body). A claim returns:
+ *   0     the key is free: it is now claimed; the caller creates, then finishes the claim;
+ *   1     a live key with the same hash made *ret's object, with *ret's status: answer that;
+ *   -EBUSY        (e, field "Idempotency-Key") the key was used with a different request;
+ *   -EINPROGRESS  (e) a claim on the key with the same hash is still under way.
+ * finish() ends a claim: with object_id the key is stored with the object and status (kept
+ * for the retention window, across restarts); with NULL the key is free again (the create
+ * failed). -ENOENT when no such claim. */
+struct idempotency_hit {
+	char object_id[128]; /* a workspace, run or terminal id, or a service name */
+	unsigned status;
+};
+int manager_idempotency_claim(struct manager *m, const char *scope, const char *key,
+			      const char *hash, struct idempotency_hit *ret,
+			      struct station_error *e);
+int manager_idempotency_finish(struct manager *m, const char *scope, const char *key,
+			       const char *object_id, unsigned status);
 
 json_t *manager_ready(struct manager *m); /* {"ready":bool,"checks":[{"name","ok","message"}]} */
 json_t *manager_worker(struct manager *m);
@@ -232,6 +252,7 @@ struct service_spec {
 	uint64_t delay_ms;
 	uint64_t backoff_permille; /* 0: none; else >= 1000 (the delay multiplier x1000) */
 	uint64_t max_delay_ms;
+	uint64_t reset_after_ms; /* an attempt this long resets the restart budget; 0: never */
 	int stop_signal;
 	uint64_t stop_timeout_ms;
 	bool autostart; /* start again after the workspace restarts */
@@ -244,9 +265,24 @@ int manager_service_list(struct manager *m, const char *ws_id, json_t **ret,
 int manager_service_get(struct manager *m, const char *ws_id, const char *name, json_t **ret,
 			struct station_error *e);
 /* stopSignal to the current attempt's processes, SIGKILL after stopTimeoutMs, no restart; a
- * pending restart is cancelled. *ret is the service as it is now (the stop completes later). */
+ * pending restart is cancelled. *ret is the service as it is now (the stop completes later:
+ * the API waits for it with manager_service_wait_rest()). */
 int manager_service_stop(struct manager *m, const char *ws_id, const char *name, json_t **ret,
 			 struct station_error *e);
+/* Waiting for a service to be at rest (no attempt alive, no restart pending: stopped, failed,
+ * exhausted), e.g. after a stop. Returns 1 (no waiter) when it is already, 0 with *ret a waiter
+ * whose fn is called once: with true when the service came to rest, false when it went away
+ * (deleted, its workspace gone). Never called from inside this call. The caller cancels a
+ * waiter it no longer wants (not after fn ran). */
+struct service_waiter;
+typedef void (*service_rest_fn)(void *userdata, bool at_rest);
+int manager_service_wait_rest(struct manager *m, const char *ws_id, const char *name,
+			      service_rest_fn fn, void *userdata, struct service_waiter **ret,
+			      struct station_error *e);
+void manager_service_waiter_cancel(struct service_waiter *w);
+/* The service's stopTimeoutMs (a stop's bound), or 0 when there is no such service. */
+uint64_t manager_service_stop_timeout_ms(struct manager *m, const char *ws_id, const char *name);
+
 /* A fresh attempt: the current one is stopped first. */
 int manager_service_restart(struct manager *m, const char *ws_id, const char *name, json_t **ret,
 			    struct station_error *e);

@@ -48,11 +48,14 @@ int proto_parse_key_flag(const struct frame *f, uint16_t tag,
  * across a controller upgrade, so the controller sends a newer message only to an agent that
  * said it knows it (an older one would close the connection on an unknown type). */
 enum agent_feature {
-	AGENT_FEATURE_FILES = 1u << 0,	     /* FILE_OPEN sessions */
-	AGENT_FEATURE_USAGE = 1u << 1,	     /* USAGE_REQUEST */
-	AGENT_FEATURE_CREDENTIALS = 1u << 2, /* CRED_REQUEST / CRED_REPLY */
+	AGENT_FEATURE_FILES = 1u << 0,	       /* FILE_OPEN sessions */
+	AGENT_FEATURE_USAGE = 1u << 1,	       /* USAGE_REQUEST */
+	AGENT_FEATURE_CREDENTIALS = 1u << 2,   /* CRED_REQUEST / CRED_REPLY */
+	AGENT_FEATURE_SERVICE_RESET = 1u << 3, /* SERVICE_START's RESET_AFTER_MS */
 };
-#define AGENT_FEATURES_ALL (AGENT_FEATURE_FILES | AGENT_FEATURE_USAGE | AGENT_FEATURE_CREDENTIALS)
+#define AGENT_FEATURES_ALL                                                                         \
+	(AGENT_FEATURE_FILES | AGENT_FEATURE_USAGE | AGENT_FEATURE_CREDENTIALS |                   \
+	 AGENT_FEATURE_SERVICE_RESET)
 
 enum msg_type {
 	MSG_HELLO = 1,	      /* C->A: SECRET, VERSION */
@@ -170,6 +173,7 @@ enum msg_tag {
 	TAG_DAEMONIZED = 164,
 	TAG_OUTPUT_DROPPED = 165, /* the agent no longer had this attempt's output */
 	TAG_STOPPING = 166,	  /* a stop or restart is under way */
+	TAG_RESET_AFTER_MS = 167, /* an attempt this long resets the restart budget (0: never) */
 	/* 200-249: file sessions (file-proto.h) */
 	TAG_FILE_OP = 200,     /* enum file_op */
 	TAG_PATH = 201,	       /* as the client gave it, at most PROTO_MAX_PATH bytes */

@@ -10,7 +10,7 @@
 	"id, workspace_id, name, command, cwd, env_json, restart_policy, max_restarts, delay_ms, " \
 	"backoff_permille, max_delay_ms, stop_signal, stop_timeout_ms, autostart, "                \
 	"max_output_bytes, created_at, state, reason, restart_count, next_restart_at, main_pid, "  \
-	"current_attempt, attempt_started_at, next_attempt, stopping, updated_at"
+	"current_attempt, attempt_started_at, next_attempt, stopping, updated_at, reset_after_ms"
 #define ATTEMPT_META_COLUMNS                                                                       \
 	"service_id, number, started_at, ended_at, exit_code, signal, end_reason, reason, "        \
 	"daemonized, output_dropped, stdout_total, stderr_total"
@@ -68,7 +68,7 @@ int store_service_insert(struct store *s, const struct service_row *r)
 		return -EINVAL;
 	k = store_prepare(s,
 			  "INSERT INTO services (" SERVICE_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, "
-			  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 			  &st);
 	if (k < 0)
 		return k;
@@ -90,6 +90,7 @@ int store_service_insert(struct store *s, const struct service_row *r)
 	store_bind_u64(&b, r->max_output_bytes);
 	store_bind_u64(&b, r->created_at);
 	bind_state(&b, r);
+	store_bind_u64(&b, r->reset_after_ms);
 	k = store_exec_bound(s, &b);
 	return k < 0 ? k : 0;
 }
@@ -161,6 +162,7 @@ static int service_read(sqlite3_stmt *st, void *userdata, void *ret)
 	r.next_attempt = store_read_u64(&rd);
 	r.stopping = store_read_i64(&rd) != 0;
 	r.updated_at = store_read_u64(&rd);
+	r.reset_after_ms = store_read_u64(&rd);
 	if (rd.err < 0 || !r.id || !r.name) {
 		service_row_free(&r);
 		return rd.err < 0 ? rd.err : -EIO;

@@ -65,6 +65,28 @@ int store_pool_member_list(struct store *s, struct pool_member_row **ret, size_t
  * changed) and its spec_json, created_at and updated_at become r's. */
 int store_pool_claim(struct store *s, const struct workspace_row *r);
 
+/* Idempotency keys (store-idempotency.c): one row per (scope, key), scope being the request's
+ * path. */
+struct idempotency_row {
+	char *scope;
+	char *key;
+	char *request_hash; /* SHA-256 hex of method, path and body */
+	char *object_id;    /* what the first request made */
+	int64_t status;	    /* the HTTP status it answered */
+	uint64_t created_at;
+};
+void idempotency_row_free(struct idempotency_row *r);
+/* Inserts r, replacing a row of the same scope and key created before `expired_before` (an
+ * expired key is free again). -EEXIST when a live row holds the key. */
+int store_idempotency_insert(struct store *s, const struct idempotency_row *r,
+			     uint64_t expired_before);
+/* The row of (scope, key) created at or after `expired_before`: 1 with *ret filled, 0 when
+ * there is none. */
+int store_idempotency_get(struct store *s, const char *scope, const char *key,
+			  uint64_t expired_before, struct idempotency_row *ret);
+/* Deletes the rows created before `expired_before`; returns how many. */
+int store_idempotency_purge(struct store *s, uint64_t expired_before);
+
 struct run_output {
 	uint8_t *head;
 	size_t head_len;
@@ -158,6 +180,7 @@ struct service_row {
 	uint64_t delay_ms;
 	uint64_t backoff_permille; /* 0: no backoff */
 	uint64_t max_delay_ms;
+	uint64_t reset_after_ms; /* the budget resets after an attempt this long; 0: never */
 	int64_t stop_signal;
 	uint64_t stop_timeout_ms;
 	bool autostart;

@@ -78,6 +78,41 @@ t_on_failure_exhausted() {
 	gaps_at_least 100
 }
 
+t_budget_reset() {
+	# Every attempt runs 1.2 s, past resetAfterMs: the count goes back to 0 after each, so
+	# maxRestarts 1 never runs out (it would after the second attempt without the reset).
+	svc_create "$WS" '{"name":"resets","command":"echo up; sleep 1.2; exit 1",
+		"restart":{"policy":"on-failure","maxRestarts":1,"delayMs":50,"resetAfterMs":1000}}' ||
+		return 1
+	assert_eq 1000 "$(j .restart.resetAfterMs)" "resetAfterMs echoed"
+	svc_wait "$WS" resets '(.attempts | map(select(.endedAt != null)) | length) >= 3' 60 ||
+		return 1
+	assert_ne exhausted "$(j .state)" "state after 3 crashes of long attempts"
+	assert_le "$(j .restartCount)" 1 "restartCount (reset after each long attempt)"
+	assert_eq '[1,1,1]' "$(j '[.attempts[] | select(.endedAt != null) | .exitCode][0:3]')" \
+		"exit codes"
+	api -q DELETE "/v1/workspaces/$WS/services/resets"
+	# Control: the same long attempts with the reset off (0) run out after 2 attempts.
+	svc_create "$WS" '{"name":"noreset","command":"echo up; sleep 1.2; exit 1",
+		"restart":{"policy":"on-failure","maxRestarts":1,"delayMs":50,"resetAfterMs":0}}' ||
+		return 1
+	svc_wait "$WS" noreset '.state == "exhausted"' 30 || return 1
+	assert_eq 2 "$(j '.attempts | length')" "attempts without the reset"
+	api -q DELETE "/v1/workspaces/$WS/services/noreset"
+	# Positive control: a fast crash loop with the same budget is exhausted after 2 attempts.
+	svc_create "$WS" '{"name":"crashloop","command":"echo up; exit 1",
+		"restart":{"policy":"on-failure","maxRestarts":1,"delayMs":50,"resetAfterMs":30000}}' ||
+		return 1
+	svc_wait "$WS" crashloop '.state == "exhausted"' 30 || return 1
+	assert_eq 2 "$(j '.attempts | length')" "attempts of the crash loop"
+	assert_eq 1 "$(j .restartCount)" "restartCount of the crash loop"
+	api -q DELETE "/v1/workspaces/$WS/services/crashloop"
+	# The default is 60 s.
+	svc_create "$WS" '{"name":"defaults","command":"exit 0"}' || return 1
+	assert_eq 60000 "$(j .restart.resetAfterMs)" "default resetAfterMs"
+	api -q DELETE "/v1/workspaces/$WS/services/defaults"
+}
+
 t_always_restarts_after_exit_0() {
 	svc_create "$WS" '{"name":"always","command":"echo ok",
 		"restart":{"policy":"always","maxRestarts":2,"delayMs":400}}' || return 1
@@ -134,8 +169,9 @@ t_stop_signal_then_kill() {
 	t0=$(date +%s%3N)
 	api -q POST "/v1/workspaces/$WS/services/stubborn/stop"
 	assert_status 200 "stop" || return 1
-	assert_eq true "$(j .stopping)" "stopping right after the request"
-	svc_wait "$WS" stubborn '.state == "stopped"' || return 1
+	# The answer comes once the service is stopped, with the stopped attempt in it.
+	assert_eq stopped "$(j .state)" "state in the stop's answer"
+	assert_eq false "$(j .stopping)" "no longer stopping in the stop's answer"
 	assert_eq 1 "$(j '.attempts | length')" attempts
 	assert_eq stopped "$(j '.attempts[0].endReason')" endReason
 	assert_eq 9 "$(j '.attempts[0].signal')" "SIGKILL after the timeout"
@@ -158,7 +194,7 @@ t_stop_signal_honoured() {
 	svc_wait "$WS" int '.state == "running"' || return 1
 	wait_for -t 5 pgrep -f 'sleep 1000.71' >/dev/null || _fail "never started"
 	api -q POST "/v1/workspaces/$WS/services/int/stop"
-	svc_wait "$WS" int '.state == "stopped"' || return 1
+	assert_eq stopped "$(j .state)" "state in the stop's answer"
 	assert_eq 2 "$(j '.attempts[0].signal')" "ended by SIGINT"
 	assert_eq 1 "$(j '.attempts | length')" attempts
 	wait_for -t 5 no_process 'sleep 1000.71' || _fail "sleep survived"
@@ -173,7 +209,7 @@ t_stop_during_backoff() {
 	assert_eq 1 "$(j '.attempts | length')" "first attempt done"
 	api -q POST "/v1/workspaces/$WS/services/pending/stop"
 	assert_status 200 stop || return 1
-	svc_wait "$WS" pending '.state == "stopped"' 5 || return 1
+	assert_eq stopped "$(j .state)" "state in the stop's answer"
 	assert_eq null "$(j .nextRestartAt)" nextRestartAt
 	# Wait until the cancelled restart would have happened, and a little more.
 	wait_for -t 20 time_past $((next + 500))
@@ -202,7 +238,7 @@ t_restart() {
 	assert_eq 1 "$(process_count 'sleep 1000.72')" "one sleep runs"
 	# A stopped service restarts too.
 	api -q POST "/v1/workspaces/$WS/services/restartable/stop"
-	svc_wait "$WS" restartable '.state == "stopped"' || return 1
+	assert_eq stopped "$(j .state)" "state in the stop's answer"
 	api -q POST "/v1/workspaces/$WS/services/restartable/restart"
 	assert_status 200 "restart a stopped service" || return 1
 	svc_wait "$WS" restartable '.state == "running" and .currentAttempt == 3' || return 1
@@ -357,6 +393,9 @@ t_bad_inputs() {
 	bad_input restart.maxRestarts '{"name":"x","command":"true","restart":{"maxRestarts":-1}}'
 	bad_input restart.delayMs '{"name":"x","command":"true","restart":{"delayMs":"1s"}}'
 	bad_input restart.color '{"name":"x","command":"true","restart":{"color":1}}'
+	bad_input restart.resetAfterMs '{"name":"x","command":"true","restart":{"resetAfterMs":-1}}'
+	bad_input restart.resetAfterMs \
+		'{"name":"x","command":"true","restart":{"resetAfterMs":86400001}}'
 	bad_input restart.backoff.multiplier \
 		'{"name":"x","command":"true","restart":{"backoff":{"multiplier":0.5}}}'
 	bad_input stopSignal '{"name":"x","command":"true","stopSignal":"SIGFOO"}'
@@ -397,10 +436,13 @@ t_cli() {
 }
 
 run_test "on-failure: exactly 4 attempts with maxRestarts 3, then exhausted" t_on_failure_exhausted
+run_test "restart budget resets after an attempt of resetAfterMs; a crash loop still exhausts" \
+	t_budget_reset
 run_test "always restarts after exit 0; delayMs honoured" t_always_restarts_after_exit_0
 run_test "backoff multiplies the delay up to its cap" t_backoff
 run_test "no never restarts; on-failure leaves exit 0 alone" t_no_never_restarts
-run_test "stop: stopSignal, SIGKILL after stopTimeoutMs, no restart" t_stop_signal_then_kill
+run_test "stop: stopSignal, SIGKILL after stopTimeoutMs, no restart; answers stopped" \
+	t_stop_signal_then_kill
 run_test "stop sends the configured stopSignal" t_stop_signal_honoured
 run_test "stop during backoff cancels the restart" t_stop_during_backoff
 run_test "restart makes a fresh attempt" t_restart

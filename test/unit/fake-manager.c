@@ -666,3 +666,81 @@ int manager_usage_get(struct manager *m, const char *ws_id, usage_fn fn, void *u
 void manager_usage_cancel(struct usage_waiter *w)
 {
 }
+
+/* Idempotency keys: a few in memory. A key starting with "busy-" is claimed by a request
+ * still under way. */
+struct fake_key {
+	char scope[128], key[256], hash[65], object_id[128];
+	unsigned status;
+	bool claimed;
+};
+static struct fake_key fake_keys[16];
+
+static struct fake_key *fake_key_find(const char *scope, const char *key)
+{
+	for (size_t i = 0; i < sizeof fake_keys / sizeof *fake_keys; i++)
+		if (strcmp(fake_keys[i].scope, scope) == 0 && strcmp(fake_keys[i].key, key) == 0)
+			return &fake_keys[i];
+	return NULL;
+}
+
+int manager_idempotency_claim(struct manager *m, const char *scope, const char *key,
+			      const char *hash, struct idempotency_hit *ret,
+			      struct station_error *e)
+{
+	struct fake_key *k = fake_key_find(scope, key);
+
+	if (strncmp(key, "busy-", 5) == 0)
+		return station_error_set(e, -EINPROGRESS, "Idempotency-Key", "in progress");
+	if (k && strcmp(k->hash, hash) != 0)
+		return station_error_set(e, -EBUSY, "Idempotency-Key", "used with another request");
+	if (k && k->claimed)
+		return station_error_set(e, -EINPROGRESS, "Idempotency-Key", "in progress");
+	if (k) {
+		snprintf(ret->object_id, sizeof ret->object_id, "%s", k->object_id);
+		ret->status = k->status;
+		return 1;
+	}
+	k = fake_key_find("", "");
+	if (!k)
+		return station_error_set(e, -ENOMEM, NULL, "fake: no room");
+	snprintf(k->scope, sizeof k->scope, "%s", scope);
+	snprintf(k->key, sizeof k->key, "%s", key);
+	snprintf(k->hash, sizeof k->hash, "%s", hash);
+	k->claimed = true;
+	return 0;
+}
+
+int manager_idempotency_finish(struct manager *m, const char *scope, const char *key,
+			       const char *object_id, unsigned status)
+{
+	struct fake_key *k = fake_key_find(scope, key);
+
+	if (!k || !k->claimed)
+		return -ENOENT;
+	if (!object_id) {
+		*k = (struct fake_key){};
+		return 0;
+	}
+	k->claimed = false;
+	snprintf(k->object_id, sizeof k->object_id, "%s", object_id);
+	k->status = status;
+	return 0;
+}
+
+/* Services are at rest at once here. */
+int manager_service_wait_rest(struct manager *m, const char *ws_id, const char *name,
+			      service_rest_fn fn, void *userdata, struct service_waiter **ret,
+			      struct station_error *e)
+{
+	return 1;
+}
+
+void manager_service_waiter_cancel(struct service_waiter *w)
+{
+}
+
+uint64_t manager_service_stop_timeout_ms(struct manager *m, const char *ws_id, const char *name)
+{
+	return 0;
+}

@@ -141,3 +141,16 @@ Test(service_policy, names)
 	cr_assert_not(service_name_valid(
 		"a234567890123456789012345678901234567890123456789012345678901234"));
 }
+
+Test(service_policy, budget_resets_after_a_long_attempt)
+{
+	struct service_restart r = { .policy = SERVICE_POLICY_ON_FAILURE,
+				     .max_restarts = 1,
+				     .reset_after_ms = 1000 };
+
+	cr_assert(!service_budget_resets(&r, 999));
+	cr_assert(service_budget_resets(&r, 1000));
+	cr_assert(service_budget_resets(&r, 86400000));
+	r.reset_after_ms = 0; /* never */
+	cr_assert(!service_budget_resets(&r, UINT64_MAX));
+}

@@ -401,6 +401,111 @@ Test(http, workspace_create_is_201)
 	stop_server();
 }
 
+static struct reply post_keyed(const char *path, const char *key, const char *body)
+{
+	char header[512];
+	const char *args[] = {
+		"-H", "Content-Type: application/json", "-H", header, "--data-binary", body, NULL
+	};
+
+	snprintf(header, sizeof header, "Idempotency-Key: %s", key);
+	return http("POST", path, args);
+}
+
+Test(http, idempotency_key)
+{
+	char long_key[300];
+	struct reply r;
+	json_t *j;
+	char first[32];
+
+	start_default();
+	/* The same key and body: the run the first request started, and no second one. */
+	r = post_keyed("/v1/workspaces/w1-test/commands", "k1", "{\"command\":\"hang\"}");
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	j = body_json(&r);
+	snprintf(first, sizeof first, "%s", string_at(j, "id"));
+	json_decref(j);
+	reply_done(&r);
+	r = post_keyed("/v1/workspaces/w1-test/commands", "k1", "{\"command\":\"hang\"}");
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	j = body_json(&r);
+	cr_assert_str_eq(string_at(j, "id"), first);
+	json_decref(j);
+	reply_done(&r);
+	cr_assert_str_eq(start_run("true"), "r-2"); /* exactly one run was started before */
+	/* The same key with another body: 409 naming the header. */
+	r = post_keyed("/v1/workspaces/w1-test/commands", "k1", "{\"command\":\"true\"}");
+	assert_error(&r, 409, "conflict", "Idempotency-Key");
+	reply_done(&r);
+	/* The same key on another path is another key. */
+	r = post_keyed("/v1/workspaces/w1-test/terminals", "k1", "{}");
+	cr_assert_neq(r.status, 409, "%s", r.body);
+	reply_done(&r);
+	/* Bad shapes: empty, too long, not printable. */
+	{
+		const char *args[] = { "-H",
+				       "Content-Type: application/json",
+				       "-H",
+				       "Idempotency-Key;",
+				       "--data-binary",
+				       "{\"command\":\"true\"}",
+				       NULL };
+
+		r = http("POST", "/v1/workspaces/w1-test/commands", args);
+		assert_error(&r, 400, "invalid_argument", "Idempotency-Key");
+		reply_done(&r);
+	}
+	memset(long_key, 'a', 256);
+	long_key[256] = 0;
+	r = post_keyed("/v1/workspaces/w1-test/commands", long_key, "{\"command\":\"true\"}");
+	assert_error(&r, 400, "invalid_argument", "Idempotency-Key");
+	reply_done(&r);
+	long_key[255] = 0; /* 255 bytes is fine */
+	r = post_keyed("/v1/workspaces/w1-test/commands", long_key, "{\"command\":\"true\"}");
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	reply_done(&r);
+	r = post_keyed("/v1/workspaces/w1-test/commands", "k\xc3\xa9", "{\"command\":\"true\"}");
+	assert_error(&r, 400, "invalid_argument", "Idempotency-Key");
+	reply_done(&r);
+	{
+		const char *args[] = { "-H",
+				       "Content-Type: application/json",
+				       "-H",
+				       "Idempotency-Key: a",
+				       "-H",
+				       "Idempotency-Key: b",
+				       "--data-binary",
+				       "{\"command\":\"true\"}",
+				       NULL };
+
+		r = http("POST", "/v1/workspaces/w1-test/commands", args);
+		assert_error(&r, 400, "invalid_argument", "Idempotency-Key");
+		reply_done(&r);
+	}
+	/* A create still under way: 409 in_progress with Retry-After. */
+	r = post_keyed("/v1/workspaces", "busy-1", "{}");
+	assert_error(&r, 409, "in_progress", "Idempotency-Key");
+	cr_assert(strcasestr(r.headers, "Retry-After: 1"), "%s", r.headers);
+	reply_done(&r);
+	/* A failed create leaves the key free: the retry creates. */
+	r = post_keyed("/v1/workspaces/w1-test/commands", "k2", "{\"command\":5}");
+	cr_assert_eq(r.status, 400, "%s", r.body);
+	reply_done(&r);
+	r = post_keyed("/v1/workspaces/w1-test/commands", "k2", "{\"command\":\"true\"}");
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	reply_done(&r);
+	/* A key whose object is gone answers 409 naming both (the fake cannot get "w1-new"). */
+	r = post_keyed("/v1/workspaces", "k3", "{}");
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	reply_done(&r);
+	r = post_keyed("/v1/workspaces", "k3", "{}");
+	assert_error(&r, 409, "conflict", "Idempotency-Key");
+	cr_assert(strstr(r.body, "w1-new") && strstr(r.body, "k3"), "%s", r.body);
+	reply_done(&r);
+	stop_server();
+}
+
 static struct reply put_json(const char *path, const char *body)
 {
 	const char *args[] = { "-H", "Content-Type: application/json", "--data-binary", body,

@@ -851,3 +851,42 @@ Test(store, secret_put_replace_list_delete_and_gone_with_workspace)
 	cr_assert_eq(store_workspace_delete(store, "w1-s"), 0);
 	cr_assert_eq(sql_int("SELECT count(*) FROM workspace_secrets"), 0);
 }
+
+static int insert_key(char *scope, char *key, char *hash, char *object, uint64_t at,
+		      uint64_t expired_before)
+{
+	struct idempotency_row r = { .scope = scope,
+				     .key = key,
+				     .request_hash = hash,
+				     .object_id = object,
+				     .status = 201,
+				     .created_at = at };
+
+	return store_idempotency_insert(store, &r, expired_before);
+}
+
+Test(store, idempotency_keys)
+{
+	struct idempotency_row got = {};
+
+	cr_assert_eq(insert_key("/v1/workspaces", "k", "h1", "w1-a", 100, 0), 0);
+	/* A live key is not replaced; the same key on another path is another key. */
+	cr_assert_eq(insert_key("/v1/workspaces", "k", "h2", "w1-b", 150, 50), -EEXIST);
+	cr_assert_eq(insert_key("/v1/workspaces/w1-a/commands", "k", "h2", "r-1", 150, 50), 0);
+	cr_assert_eq(store_idempotency_get(store, "/v1/workspaces", "k", 50, &got), 1);
+	cr_assert_str_eq(got.request_hash, "h1");
+	cr_assert_str_eq(got.object_id, "w1-a");
+	cr_assert_eq(got.status, 201);
+	cr_assert_eq(got.created_at, 100);
+	idempotency_row_free(&got);
+	/* Expired: not found, and a new insert takes the key over. */
+	cr_assert_eq(store_idempotency_get(store, "/v1/workspaces", "k", 101, &got), 0);
+	cr_assert_eq(insert_key("/v1/workspaces", "k", "h3", "w1-c", 200, 101), 0);
+	cr_assert_eq(store_idempotency_get(store, "/v1/workspaces", "k", 101, &got), 1);
+	cr_assert_str_eq(got.object_id, "w1-c");
+	idempotency_row_free(&got);
+	/* Purge deletes what was created before the cutoff only. */
+	cr_assert_eq(store_idempotency_purge(store, 180), 1); /* the commands key, at 150 */
+	cr_assert_eq(sql_int("SELECT count(*) FROM idempotency_keys"), 1);
+	cr_assert_eq(store_idempotency_get(store, "/v1/workspaces/w1-a/commands", "k", 0, &got), 0);
+}

@@ -1,7 +1,7 @@
 // The seed's high-level API: an adapter creates workspaces of one kind (host or container) and
 // runs commands and services in them. Output is decoded: text as strings, binary as Buffers.
 
-import { StationClient, type ConnectionOptions } from "./client.js";
+import { StationClient, type ConnectionOptions, type CreateOptions } from "./client.js";
 import { StationError } from "./errors.js";
 import { WorkspaceFiles, WorkspaceSecrets } from "./files.js";
 import type {
@@ -74,6 +74,14 @@ export interface ExecOptions {
   timeoutMs?: number;
   /** Even, 2-8388608, default 131072: per stream, head and tail of half each are kept. */
   maxOutputBytes?: number;
+  /**
+   * Sent as the request's `Idempotency-Key`; default a random one for this call. exec retries
+   * by itself with the same key after a connection error (see `CreateOptions`); pass your own
+   * key to retry it yourself without starting the command twice.
+   */
+  idempotencyKey?: string;
+  /** Retries after a connection error, 0-10; default 2 (`CreateOptions`). */
+  retries?: number;
 }
 
 export interface FollowOptions {
@@ -187,9 +195,12 @@ export abstract class SandboxAdapter {
 
   // -- workspaces -------------------------------------------------------------------------
 
-  /** Creates a workspace (state `ready`). Keep its id: later calls need it. */
-  create(overrides: WorkspaceOptions = {}): Promise<Workspace> {
-    return this.client.createWorkspace(this.createRequest(overrides));
+  /**
+   * Creates a workspace (state `ready`). Keep its id: later calls need it. Retried by itself
+   * after a connection error with one Idempotency-Key, so it never makes two (`CreateOptions`).
+   */
+  create(overrides: WorkspaceOptions = {}, options: CreateOptions = {}): Promise<Workspace> {
+    return this.client.createWorkspace(this.createRequest(overrides), options);
   }
 
   workspace(workspaceId: string): Promise<Workspace> {
@@ -231,14 +242,14 @@ export abstract class SandboxAdapter {
    * `status`, `exitCode` and `truncated`.
    */
   async exec(workspaceId: string, options: ExecOptions): Promise<SandboxRun> {
-    const { stdin, ...rest } = options;
+    const { stdin, idempotencyKey, retries, ...rest } = options;
     const req: StartCommandRequest = defined({ ...rest });
     if (typeof stdin === "string") req.stdin = stdin;
     else if (stdin !== undefined) {
       req.stdin = Buffer.from(stdin).toString("base64");
       req.stdinEncoding = "base64";
     }
-    return decodeOutput(await this.client.startCommand(workspaceId, req));
+    return decodeOutput(await this.client.startCommand(workspaceId, req, defined({ idempotencyKey, retries })));
   }
 
   /** The run now; with `waitMs`, waits (server-capped at 60 s) until it is terminal. */
@@ -300,7 +311,10 @@ export abstract class SandboxAdapter {
     return (await this.client.services(workspaceId)).map(toService);
   }
 
-  /** Stops it deliberately: no restart follows. Answers at once with `stopping: true`. */
+  /**
+   * Stops it deliberately: no restart follows. Resolves once it is stopped (state `stopped`,
+   * the stopped attempt last in `attempts`), within its `stopTimeoutMs` + 5 s.
+   */
   async stopService(workspaceId: string, serviceId: string): Promise<SandboxService> {
     return toService(await this.client.stopService(workspaceId, serviceId));
   }

@@ -1,6 +1,8 @@
 // StationClient: one typed method per endpoint of docs/api.md, objects exactly as the API
 // sends them (run output stays as the wire has it: text or base64 per `encoding`).
 
+import { randomUUID } from "node:crypto";
+
 import { StationError } from "./errors.js";
 import { Transport, type ConnectionOptions, type RawResponse } from "./transport.js";
 import type { Readable } from "node:stream";
@@ -84,6 +86,32 @@ const STATUS_OF_CODE: Record<string, number> = {
   internal: 500,
 };
 
+/**
+ * Options of the creating calls: `createWorkspace`, `startCommand`, `startService`,
+ * `createTerminal` (docs/api.md, "Idempotency keys"). Every create is sent with an
+ * `Idempotency-Key`, and retried with the same key after a connection error (no answer came:
+ * the controller was unreachable or the connection broke) or a `409 in_progress`, so a retry
+ * never makes a second object: the controller answers the first one.
+ */
+export interface CreateOptions {
+  /**
+   * The key, 1-255 printable ASCII characters; default a random UUID made for this call. Pass
+   * your own to retry a create yourself (after your own timeout, or from another process):
+   * the same key and request within 24 h answer the object the first request made; the same
+   * key with another request is a 409 `conflict`.
+   */
+  idempotencyKey?: string;
+  /** Retries after a connection error or `in_progress`, 0-10; default 2. */
+  retries?: number;
+}
+
+const CREATE_RETRY_DELAY_MS = 250;
+
+function checkIdempotencyKey(key: string): void {
+  if (typeof key !== "string" || !/^[\x20-\x7e]{1,255}$/.test(key))
+    throw new TypeError(`idempotencyKey must be 1-255 printable ASCII characters, not ${JSON.stringify(key)}`);
+}
+
 /** A path segment: ids, names and `sha256:<hex>` digests. */
 function seg(s: string): string {
   if (typeof s !== "string" || s === "") throw new TypeError(`expected a non-empty id, got ${JSON.stringify(s)}`);
@@ -147,6 +175,25 @@ export class StationClient {
     this.t = new Transport(options);
   }
 
+  /** POST to a creating endpoint with an Idempotency-Key, retried with it (CreateOptions). */
+  private async create<T>(path: string, request: unknown, options: CreateOptions): Promise<T> {
+    const key = options.idempotencyKey ?? randomUUID();
+    checkIdempotencyKey(key);
+    const retries = options.retries ?? 2;
+    if (!Number.isInteger(retries) || retries < 0 || retries > 10)
+      throw new TypeError(`retries must be an integer from 0 to 10, not ${JSON.stringify(retries)}`);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.t.json<T>("POST", path, request, undefined, { "Idempotency-Key": key });
+      } catch (e) {
+        const again = e instanceof StationError && (e.status === 0 || e.code === "in_progress");
+        if (!again || attempt >= retries) throw e;
+        const delay = e.code === "in_progress" ? 1000 : CREATE_RETRY_DELAY_MS * 2 ** attempt;
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
+
   /** `unix:/path/station.sock` or the URL this client talks to. */
   get endpoint(): string {
     return this.t.where;
@@ -173,8 +220,8 @@ export class StationClient {
     return this.t.json("GET", `/v1/workspaces/${seg(id)}`);
   }
 
-  createWorkspace(request: CreateWorkspaceRequest = {}): Promise<Workspace> {
-    return this.t.json("POST", "/v1/workspaces", request);
+  createWorkspace(request: CreateWorkspaceRequest = {}, options: CreateOptions = {}): Promise<Workspace> {
+    return this.create("/v1/workspaces", request, options);
   }
 
   deleteWorkspace(id: string): Promise<DeletedWorkspace> {
@@ -198,8 +245,13 @@ export class StationClient {
   // -- commands ---------------------------------------------------------------------------
 
   /** Starts a command. With `waitMs` the answer waits until the run is terminal or waitMs passed. */
-  startCommand(workspaceId: string, request: StartCommandRequest, options: { waitMs?: number } = {}): Promise<Run> {
-    return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/commands${query(options)}`, request);
+  startCommand(
+    workspaceId: string,
+    request: StartCommandRequest,
+    options: { waitMs?: number } & CreateOptions = {},
+  ): Promise<Run> {
+    const { waitMs, ...create } = options;
+    return this.create(`/v1/workspaces/${seg(workspaceId)}/commands${query({ waitMs })}`, request, create);
   }
 
   /** Newest first, without output fields. */
@@ -265,11 +317,14 @@ export class StationClient {
     return this.t.json("GET", `/v1/workspaces/${seg(workspaceId)}/services/${seg(name)}`);
   }
 
-  startService(workspaceId: string, request: StartServiceRequest): Promise<Service> {
-    return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/services`, request);
+  startService(workspaceId: string, request: StartServiceRequest, options: CreateOptions = {}): Promise<Service> {
+    return this.create(`/v1/workspaces/${seg(workspaceId)}/services`, request, options);
   }
 
-  /** Answers at once with `stopping: true`; the state becomes `stopped` when the attempt ended. */
+  /**
+   * Resolves once the service is stopped: state `stopped`, the stopped attempt in `attempts`
+   * (at most its `stopTimeoutMs` + 5 s; past that, as it is then, `stopping: true`).
+   */
   stopService(workspaceId: string, name: string): Promise<Service> {
     return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/services/${seg(name)}/stop`);
   }
@@ -305,8 +360,8 @@ export class StationClient {
     return this.t.json("GET", `/v1/workspaces/${seg(workspaceId)}/terminals/${seg(terminalId)}`);
   }
 
-  createTerminal(workspaceId: string, request: CreateTerminalRequest): Promise<Terminal> {
-    return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/terminals`, request);
+  createTerminal(workspaceId: string, request: CreateTerminalRequest, options: CreateOptions = {}): Promise<Terminal> {
+    return this.create(`/v1/workspaces/${seg(workspaceId)}/terminals`, request, options);
   }
 
   resizeTerminal(workspaceId: string, terminalId: string, size: { cols: number; rows: number }): Promise<Terminal> {

@@ -1,6 +1,6 @@
 // What every entry point exports besides its adapter.
 export { StationClient } from "./client.js";
-export type { AttachHandlers, ConnectionOptions, OutputHandlers, TerminalSession } from "./client.js";
+export type { AttachHandlers, ConnectionOptions, CreateOptions, OutputHandlers, TerminalSession } from "./client.js";
 export { StationError } from "./errors.js";
 export { WorkspaceFiles, WorkspaceSecrets, READ_MAX_BYTES } from "./files.js";
 export type { WatchOptions } from "./files.js";

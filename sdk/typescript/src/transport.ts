@@ -103,9 +103,15 @@ export class Transport {
   }
 
   /** One JSON request; resolves to the parsed body of a 2xx answer, throws StationError else. */
-  async json<T>(method: string, path: string, body?: unknown, accept?: (status: number) => boolean): Promise<T> {
+  async json<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    accept?: (status: number) => boolean,
+    extraHeaders: Record<string, string> = {},
+  ): Promise<T> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const headers: Record<string, string> = { Accept: "application/json" };
+    const headers: Record<string, string> = { Accept: "application/json", ...extraHeaders };
     if (payload) {
       headers["Content-Type"] = "application/json";
       headers["Content-Length"] = String(payload.length);

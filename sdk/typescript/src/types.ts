@@ -10,6 +10,7 @@ export type ErrorCode =
   | "method_not_allowed"
   | "forbidden"
   | "conflict"
+  | "in_progress"
   | "precondition_failed"
   | "payload_too_large"
   | "range_not_satisfiable"
@@ -305,8 +306,16 @@ export interface Backoff {
 
 export interface RestartPolicy {
   policy: RestartPolicyName;
+  /**
+   * Automatic restarts in a row before the service is `exhausted`: restarts made since the
+   * service started, since a `restartService()`, or since an attempt that ran `resetAfterMs`
+   * or longer, whichever was last. Not attempts (`2` → a crash loop runs 3 attempts) and not
+   * for the service's lifetime.
+   */
   maxRestarts: number;
   delayMs: number;
+  /** An attempt that ran this long resets the restart count and the backoff; 0 never. */
+  resetAfterMs: number;
   /** Present only when the service was created with one. */
   backoff?: Backoff;
 }
@@ -378,8 +387,11 @@ export interface StartServiceRequest {
   env?: Record<string, string>;
   restart?: {
     policy?: RestartPolicyName;
+    /** 0-1000000, default 5: restarts in a row (see `RestartPolicy.maxRestarts`). */
     maxRestarts?: number;
     delayMs?: number;
+    /** 0-86400000, default 60000: an attempt that ran this long resets the count; 0 never. */
+    resetAfterMs?: number;
     backoff?: { multiplier?: number; maxDelayMs?: number };
   };
   /** A name (`"SIGTERM"`, `"TERM"`) or a number 1-64. */

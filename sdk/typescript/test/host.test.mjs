@@ -262,12 +262,10 @@ test("host: a service runs, restarts and stops on request", async () => {
     return s.state === "running" && s.currentAttempt === 2 ? s : null;
   });
   assert.equal(two.attempts[0].endReason, "restarted");
-  const stopping = await sandboxes.stopService(ws.id, service.id);
-  assert.equal(stopping.id, "web");
-  const stopped = await until("web stopped", async () => {
-    const s = await sandboxes.service(ws.id, service.id);
-    return s.state === "stopped" ? s : null;
-  });
+  const stopped = await sandboxes.stopService(ws.id, service.id);
+  assert.equal(stopped.id, "web");
+  assert.equal(stopped.state, "stopped", "stopService resolves once the service is stopped");
+  assert.equal(stopped.stopping, false);
   assert.equal(stopped.attempts.at(-1).endReason, "stopped");
   assert.equal(stopped.reason, "stopped on request");
   await assert.rejects(sandboxes.service(ws.id, "nope"), { status: 404, code: "not_found" });
