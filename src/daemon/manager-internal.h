@@ -102,6 +102,8 @@ struct workspace {
 	struct pool *pool; /* manager-pool.c: an unclaimed warm pool member of this pool */
 };
 
+#define MANAGER_MAX_CPUS 1024
+
 struct manager {
 	struct event_loop *loop;
 	struct adapter_context actx;
@@ -125,6 +127,9 @@ struct manager {
 	size_t n_pools;
 	size_t n_pool_members; /* of n_workspaces: unclaimed members, which no client sees */
 	struct event_source *pool_timer; /* refills and reaps, one workspace per turn */
+	struct lxcfs *lxcfs;		 /* manager-view.c; NULL: no container adapter */
+	int cpus[MANAGER_MAX_CPUS];	 /* the CPUs the controller may use, placed from */
+	size_t n_cpus;
 };
 
 struct workspace *workspace_find(struct manager *m, const char *id);
@@ -195,6 +200,20 @@ void services_on_error(void *userdata, const char *name, const char *reason);
 /* run-json.c: stdout, stderr, their tails and byte counts, encoding and truncated, the way a
  * run shows them. */
 void output_to_json(json_t *o, const struct run_output out[2]);
+
+/* manager-view.c: lxcfs and CPU placement (the view inside a container) */
+void manager_view_init(struct manager *m);
+/* Leaves lxcfs serving while a container workspace still runs. */
+void manager_view_free(struct manager *m);
+void manager_view_ready(struct manager *m, json_t *checks);
+/* How many CPUs a workspace of "cpus" is pinned to; 0: not pinned. */
+unsigned workspace_view_cpu_count(const struct manager *m, double cpus);
+/* Before a start: the adapter context's lxcfs, the spec's "cpuset". */
+int workspace_view_prepare(struct workspace *ws);
+/* After a start: the spec (with "procView", "cpuset") into the row, stored with the state. */
+int workspace_view_persist(struct workspace *ws);
+/* "procView" (and "cpuset") into a workspace's JSON. */
+void workspace_view_json(const struct workspace *ws, json_t *o);
 
 /* manager-terminal.c */
 /* The workspace's live terminals from the store (controller start). */

@@ -335,6 +335,12 @@ static int member_claim(struct workspace *ws, const struct workspace_spec *spec,
 	if (r < 0)
 		return r;
 	json_object_set(resolved, "idBase", json_object_get(ws->spec, "idBase"));
+	/* what the member's container got when it started */
+	static const char *const started[] = { "procView", "lxcfsSerial" };
+	for (size_t i = 0; i < ELEMENTSOF(started); i++)
+		if (json_object_get(ws->spec, started[i]))
+			json_object_set(resolved, started[i],
+					json_object_get(ws->spec, started[i]));
 	char *spec_json = json_dumps(resolved, JSON_COMPACT);
 	if (!spec_json)
 		return -ENOMEM;
@@ -361,6 +367,8 @@ int pool_claim(struct manager *m, const struct workspace_spec *spec, json_t **re
 	if (m->n_pools == 0 || strcmp(adapter, "container") != 0 || spec->egress ||
 	    json_object_size(spec->env) > 0)
 		return 0; /* the env reaches the agent when it starts: a cold create */
+	if (workspace_view_cpu_count(m, spec->cpus) > 0)
+		return 0; /* so does the cpuset of "cpus" (manager-view.c) */
 	json_t *resolved = NULL;
 	if (workspace_spec_resolve(m, &adapter_container, spec, &resolved, &e) < 0)
 		return 0; /* the cold create says why */

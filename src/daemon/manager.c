@@ -22,6 +22,7 @@
 #include "cgroup/cgroup.h"
 #include "event/event.h"
 #include "image/image.h"
+#include "lxcfs.h"
 #include "manager-internal.h"
 
 #define WORKSPACE_CGROUP_DESTROY_MS 5000
@@ -343,9 +344,15 @@ static int agent_start(struct workspace *ws, struct station_error *e)
 	int r = random_bytes(ws->secret, SECRET_BYTES);
 	if (r < 0)
 		return station_error_set(e, r, NULL, "no randomness: %s", strerror(-r));
+	r = workspace_view_prepare(ws);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot place the workspace's CPUs: %s",
+					 strerror(-r));
+	adapter_ws(ws, &aw);
 	r = ws->adapter->start_agent(&aw, ws->secret, SECRET_BYTES, &pid, e);
 	if (r < 0)
 		return r;
+	workspace_view_persist(ws);
 	ws->agent_pid = pid;
 	hex_encode(ws->secret, SECRET_BYTES, hex);
 	free(ws->row.agent_secret);
@@ -917,6 +924,7 @@ json_t *manager_ready(struct manager *m)
 	/* named, not required: a worker whose network is broken still serves "none", and a
 	 * create asking for more fails closed with the same words */
 	manager_network_ready(m, checks);
+	manager_view_ready(m, checks);
 	return json_pack("{s:b,s:s,s:o,s:o}", "ready", ready, "defaultAdapter",
 			 m->cfg.default_adapter, "adapters", adapters_json(m), "checks", checks);
 }
@@ -989,6 +997,7 @@ int manager_new(struct event_loop *loop, struct store *store, const struct manag
 	if (m->cgroup_error < 0)
 		log_error("cgroups unavailable", "error", strerror(-m->cgroup_error), NULL);
 	manager_adapters_init(m);
+	manager_view_init(m);
 	manager_network_init(m);
 	int r = manager_runs_init(m);
 	if (r >= 0)
@@ -1073,6 +1082,7 @@ void manager_free(struct manager *m)
 {
 	if (!m)
 		return;
+	manager_view_free(m);
 	while (m->workspaces) {
 		struct workspace *ws = m->workspaces;
 		workspace_unlink(m, ws);

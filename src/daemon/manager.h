@@ -60,6 +60,9 @@ struct manager_config {
 	 * workspaces of the image, network and profile, claimed by a matching create. */
 	const struct pool_config *pools;
 	size_t n_pools;
+	/* --lxcfs: "auto" (NULL; start our own lxcfs when installed), "off", or the absolute
+	 * mount point of an lxcfs the operator runs (daemon/lxcfs.h). */
+	const char *lxcfs;
 };
 
 struct pool_config {

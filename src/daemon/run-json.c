@@ -8,6 +8,7 @@
 #include "basic/cleanup.h"
 #include "basic/json-util.h"
 #include "basic/util.h"
+#include "lxcfs.h"
 #include "manager-internal.h"
 
 void json_set_time(json_t *o, const char *key, uint64_t usec)
@@ -136,6 +137,25 @@ json_t *run_to_json(const struct run_row *r, bool with_output)
 	return o;
 }
 
+/* manager-view.c: the /proc view a container got, "lxcfs-lost" once the lxcfs it binds died. */
+void workspace_view_json(const struct workspace *ws, json_t *o)
+{
+	const char *view = "host";
+	if (strcmp(ws->row.adapter, "container") == 0) {
+		const char *v = json_string_value(json_object_get(ws->spec, "procView"));
+		json_int_t serial = json_integer_value(json_object_get(ws->spec, "lxcfsSerial"));
+		view = v ? v : "host";
+		/* its lxcfs died since it started: reads there fail until a restart */
+		if (strcmp(view, "lxcfs") == 0 && ws->agent_pid > 0 &&
+		    (unsigned long)serial != lxcfs_serial(ws->m->lxcfs))
+			view = "lxcfs-lost";
+		json_t *cpuset = json_object_get(ws->spec, "cpuset");
+		if (cpuset)
+			json_object_set(o, "cpuset", cpuset);
+	}
+	json_object_set_new(o, "procView", json_string(view));
+}
+
 json_t *workspace_to_json(const struct workspace *ws)
 {
 	json_t *o = json_object();
@@ -166,6 +186,7 @@ json_t *workspace_to_json(const struct workspace *ws)
 			json_object_set(o, container_keys[i], v);
 	}
 	json_object_set_new(o, "runningCommands", json_integer((json_int_t)ws->n_running));
+	workspace_view_json(ws, o);
 	json_set_time(o, "createdAt", r->created_at);
 	json_set_time(o, "updatedAt", r->updated_at);
 	return o;
