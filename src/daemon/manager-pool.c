@@ -134,7 +134,8 @@ static char *spec_key(json_t *resolved)
 	json_t *k = json_deep_copy(resolved);
 	if (!k)
 		return NULL;
-	static const char *const per_claim[] = { "env", "cpus", "memoryMb", "pidsLimit", "idBase" };
+	static const char *const per_claim[] = { "env",	      "cpus",	"memoryMb",
+						 "pidsLimit", "idBase", "idleTimeoutMs" };
 	for (size_t i = 0; i < ELEMENTSOF(per_claim); i++)
 		json_object_del(k, per_claim[i]);
 	char *s = json_dumps(k, JSON_COMPACT | JSON_SORT_KEYS);

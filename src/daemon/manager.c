@@ -122,14 +122,23 @@ void agent_report_ignored(struct workspace *ws, const char *what, const char *id
 	ws->ignored_unlogged = 0;
 }
 
-int workspace_lookup(struct manager *m, const char *id, struct workspace **ret,
-		     struct station_error *e)
+static int workspace_lookup_quiet(struct manager *m, const char *id, struct workspace **ret,
+				  struct station_error *e)
 {
 	struct workspace *ws = workspace_find(m, id);
 	if (!ws || ws->pool) /* an unclaimed pool member is no client's */
 		return station_error_set(e, -ENOENT, NULL, "workspace \"%s\" not found", id);
 	*ret = ws;
 	return 0;
+}
+
+int workspace_lookup(struct manager *m, const char *id, struct workspace **ret,
+		     struct station_error *e)
+{
+	int r = workspace_lookup_quiet(m, id, ret, e);
+	if (r >= 0)
+		workspace_touch(*ret);
+	return r;
 }
 
 int workspace_set_state(struct workspace *ws, enum workspace_state state, const char *reason)
@@ -232,6 +241,7 @@ static int workspace_new(struct manager *m, struct workspace_row *row, struct wo
 		return -ENOMEM;
 	ws->m = m;
 	ws->agent_pidfd = -1;
+	ws->last_activity = realtime_usec(); /* not kept across controller restarts */
 	ws->row = *row;
 	*row = (struct workspace_row){ 0 };
 	ws->adapter = adapter_find(ws->row.adapter);
@@ -390,6 +400,17 @@ static int workspace_kill_all(struct workspace *ws)
 	return r;
 }
 
+int workspace_stop(struct workspace *ws, const char *reason)
+{
+	runs_lose_all(ws, reason);
+	services_lose_all(ws, reason);
+	terminals_lose_all(ws, reason);
+	files_lose_all(ws, reason);
+	int r = workspace_kill_all(ws);
+	workspace_set_state(ws, WORKSPACE_STOPPED, reason);
+	return r;
+}
+
 /* --- agent link callbacks --- */
 
 static void on_hello(void *userdata, uint64_t agent_pid, char **ids, size_t n_ids)
@@ -522,6 +543,9 @@ static json_t *spec_to_json(const struct workspace_spec *spec)
 	json_object_set_new(o, "cpus", json_real(spec->cpus));
 	json_object_set_new(o, "memoryMb", json_integer((json_int_t)spec->memory_mb));
 	json_object_set_new(o, "pidsLimit", json_integer((json_int_t)spec->pids_limit));
+	if (spec->idle_timeout_ms)
+		json_object_set_new(o, "idleTimeoutMs",
+				    json_integer((json_int_t)spec->idle_timeout_ms));
 	if (spec->image)
 		json_object_set_new(o, "image", json_string(spec->image));
 	if (spec->seccomp_profile)
@@ -810,7 +834,8 @@ int manager_workspace_list(struct manager *m, json_t **ret, struct station_error
 int manager_workspace_get(struct manager *m, const char *id, json_t **ret, struct station_error *e)
 {
 	struct workspace *ws = NULL;
-	int r = workspace_lookup(m, id, &ws, e);
+	/* looking at a workspace is no activity: a dashboard or a monitor keeps none awake */
+	int r = workspace_lookup_quiet(m, id, &ws, e);
 	if (r < 0)
 		return r;
 	*ret = workspace_to_json(ws);
@@ -1001,6 +1026,8 @@ int manager_new(struct event_loop *loop, struct store *store, const struct manag
 	manager_network_init(m);
 	int r = manager_runs_init(m);
 	if (r >= 0)
+		r = manager_idle_init(m);
+	if (r >= 0)
 		r = event_add_timer(loop, &m->prune_timer, now_usec(), on_prune, m);
 	if (r < 0) {
 		manager_free(m);
@@ -1093,6 +1120,7 @@ void manager_free(struct manager *m)
 	usage_waiters_free(m);
 	event_source_free(m->fire_timer);
 	event_source_free(m->prune_timer);
+	event_source_free(m->idle_timer);
 	manager_pools_free(m);
 	manager_image_jobs_free(m);
 	manager_network_free(m);
