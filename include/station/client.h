@@ -120,6 +120,9 @@ struct station_workspace_options {
 	/* network "restricted": the egress policy as JSON text, {"allow": [...]} (docs/api.md,
 	 * "Network"); NULL: none, every destination denied. */
 	const char *egress;
+	/* Stop the workspace once nothing runs, nobody is attached and no API call came for this
+	 * long (1000 ms to 30 days); 0: never. */
+	uint64_t idle_timeout_ms;
 };
 
 /* POST /v1/workspaces; *ret is the new workspace. opts may be NULL. -EINVAL (without a

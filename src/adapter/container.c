@@ -819,6 +819,10 @@ static const char *proc_view(const struct adapter_workspace *ws)
 				    json_integer((json_int_t)ws->ctx->lxcfs_serial));
 	else
 		json_object_del(ws->spec, "lxcfsSerial");
+	/* runsc writes a cpuset only where the parent group has one (it does not fill W's in, as
+	 * runc does); its sentry makes its own view anyway */
+	if (is_runsc(ws->ctx))
+		json_object_del(ws->spec, "cpuset");
 	return lx;
 }
 
@@ -840,6 +844,7 @@ static int write_bundle(const struct adapter_workspace *ws, const struct cgroup 
 					 strerror(-r));
 	if (ws->net_attach && (r = write_net_files(ws, resolv, hosts, PATH_MAX, e)) < 0)
 		return r;
+	const char *lxcfs_dir = proc_view(ws);
 	struct oci_config cfg = {
 		.rootfs = rootfs,
 		.args = argv,
@@ -859,7 +864,7 @@ static int write_bundle(const struct adapter_workspace *ws, const struct cgroup 
 		.nproc = is_runsc(ws->ctx) ? spec_pids_limit(ws) : 0,
 		.resolv_conf = ws->net_attach ? resolv : NULL,
 		.hosts = ws->net_attach ? hosts : NULL,
-		.lxcfs_dir = proc_view(ws),
+		.lxcfs_dir = lxcfs_dir,
 		.cpuset = json_string_value(json_object_get(ws->spec, "cpuset")),
 	};
 	return oci_config_write(&cfg, bundle, e);

@@ -30,6 +30,11 @@ extern char **environ;
 #define RESTART_MAX_USEC 30000000ull
 #define OPERATOR_POLL_USEC 5000000ull /* how often an operator's mount is looked at */
 #define STOP_WAIT_MS 3000
+/* A child reads <dir>/proc/uptime this often and must be done within the timeout: an lxcfs
+ * that takes longer is "not answering" and new containers get the host's view (a start binding
+ * a hung FUSE file would hang in the runtime until its timeout). */
+#define PROBE_INTERVAL_USEC 5000000ull
+#define PROBE_TIMEOUT_USEC 5000000ull
 #define MOUNTINFO_MAX (16u << 20)
 
 enum lxcfs_mode {
@@ -50,6 +55,11 @@ struct lxcfs {
 	bool child; /* pid is our child (we reap it), not an adopted one */
 	struct event_source *watch, *timer;
 	bool serving;
+	bool hung;	 /* mounted, but the last probe did not finish in time */
+	pid_t probe_pid; /* the probe child, 0: none */
+	int probe_fd;	 /* its pidfd */
+	struct event_source *probe_watch, *probe_timer;
+	uint64_t probe_started_at;
 	unsigned long serial;
 	uint64_t started_at, restart_delay;
 	unsigned restarts;
@@ -127,6 +137,7 @@ static void forget_process(struct lxcfs *x)
 	x->pid = 0;
 	x->child = false;
 	x->serving = false;
+	x->hung = false;
 	x->serial = 0;
 }
 
@@ -287,6 +298,82 @@ static int on_timer(struct event_source *s, uint64_t now, void *userdata)
 	return 0;
 }
 
+/* --- the probe: a child reads one file; the controller never does --- */
+
+static void probe_forget(struct lxcfs *x)
+{
+	event_source_free(x->probe_watch);
+	x->probe_watch = NULL;
+	if (x->probe_fd >= 0)
+		close(x->probe_fd);
+	x->probe_fd = -1;
+	x->probe_pid = 0;
+}
+
+static int on_probe_exit(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct lxcfs *x = userdata;
+	siginfo_t si = { 0 };
+	bool ok = waitid((idtype_t)P_PIDFD, (id_t)x->probe_fd, &si, WEXITED | WNOHANG) == 0 &&
+		  si.si_pid != 0 && si.si_code == CLD_EXITED && si.si_status == 0;
+	bool late = now_usec() - x->probe_started_at > PROBE_TIMEOUT_USEC;
+	probe_forget(x);
+	if (ok && !late && x->hung) {
+		x->hung = false;
+		log_info("lxcfs answers again", "mount", x->dir, NULL);
+	}
+	return 0;
+}
+
+static void probe_child(const char *dir)
+{
+	char path[PATH_MAX + 16], buf[256];
+	snprintf(path, sizeof path, "%s/proc/uptime", dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	_exit(fd >= 0 && read(fd, buf, sizeof buf) > 0 ? 0 : 1);
+}
+
+static void probe_start(struct lxcfs *x)
+{
+	pid_t pid = fork();
+	if (pid == 0)
+		probe_child(x->dir);
+	if (pid < 0)
+		return;
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0 || event_add_io(x->loop, &x->probe_watch, fd, EPOLLIN, on_probe_exit, x) < 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	x->probe_pid = pid;
+	x->probe_fd = fd;
+	x->probe_started_at = now_usec();
+}
+
+/* A probe still running past its timeout: lxcfs does not answer. The child is killed (a read
+ * lxcfs has not taken is interrupted; one it took and sits on keeps the child until lxcfs
+ * answers or dies, and no second probe starts meanwhile). */
+static int on_probe_timer(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct lxcfs *x = userdata;
+	if (x->probe_pid && now - x->probe_started_at > PROBE_TIMEOUT_USEC) {
+		if (!x->hung) {
+			log_warn("lxcfs does not answer reads; new containers get the host's view",
+				 "mount", x->dir, NULL);
+			x->hung = true;
+		}
+		kill(x->probe_pid, SIGKILL);
+	} else if (!x->probe_pid && x->serving) {
+		probe_start(x);
+	}
+	event_source_set_time(s,
+			      now + (x->probe_pid ? PROBE_TIMEOUT_USEC / 2 : PROBE_INTERVAL_USEC));
+	return 0;
+}
+
 /* An lxcfs a previous controller started on this root, still serving: ours again. */
 static bool adopt(struct lxcfs *x)
 {
@@ -325,12 +412,17 @@ int lxcfs_new(struct event_loop *loop, const char *mode, const char *root, struc
 		return -ENOMEM;
 	x->loop = loop;
 	x->pidfd = -1;
+	x->probe_fd = -1;
 	*ret = x;
 	if (!mode || strcmp(mode, "off") == 0) {
 		x->mode = LXCFS_OFF;
 		set_error(x, "off (--lxcfs off): container workspaces see the host's /proc%s", "");
 		return 0;
 	}
+	int r = event_add_timer(loop, &x->probe_timer, now_usec() + PROBE_INTERVAL_USEC,
+				on_probe_timer, x);
+	if (r < 0)
+		return r;
 	if (strcmp(mode, "auto") != 0) {
 		x->mode = LXCFS_OPERATOR;
 		snprintf(x->dir, sizeof x->dir, "%s", mode);
@@ -348,7 +440,7 @@ int lxcfs_new(struct event_loop *loop, const char *mode, const char *root, struc
 			  "");
 		return 0;
 	}
-	int r = event_add_timer(loop, &x->timer, UINT64_MAX, on_timer, x);
+	r = event_add_timer(loop, &x->timer, UINT64_MAX, on_timer, x);
 	if (r < 0)
 		return r;
 	if (adopt(x))
@@ -360,7 +452,7 @@ int lxcfs_new(struct event_loop *loop, const char *mode, const char *root, struc
 
 const char *lxcfs_dir(const struct lxcfs *x)
 {
-	return x && x->serving ? x->dir : NULL;
+	return x && x->serving && !x->hung ? x->dir : NULL;
 }
 
 unsigned long lxcfs_serial(const struct lxcfs *x)
@@ -370,14 +462,19 @@ unsigned long lxcfs_serial(const struct lxcfs *x)
 
 bool lxcfs_status(const struct lxcfs *x, char *msg, size_t n)
 {
-	if (x && x->serving && x->mode == LXCFS_OWN)
+	if (x && x->serving && x->hung)
+		snprintf(msg, n,
+			 "lxcfs at \"%s\" does not answer reads within %llu s (hung?): container "
+			 "workspaces started now get the host's /proc",
+			 x->dir, PROBE_TIMEOUT_USEC / 1000000);
+	else if (x && x->serving && x->mode == LXCFS_OWN)
 		snprintf(msg, n, "lxcfs (pid %d) serves /proc views at \"%s\"%s", (int)x->pid,
 			 x->dir, x->restarts ? " (restarted after it died)" : "");
 	else if (x && x->serving)
 		snprintf(msg, n, "lxcfs serves /proc views at \"%s\" (--lxcfs)", x->dir);
 	else
 		snprintf(msg, n, "%s", x ? x->error : "lxcfs: off");
-	return x && x->serving;
+	return x && x->serving && !x->hung;
 }
 
 /* SIGTERM: lxcfs unmounts as it exits; bounded, then SIGKILL and a detach. */
@@ -408,6 +505,12 @@ void lxcfs_free(struct lxcfs *x, bool keep)
 			stop(x);
 	}
 	forget_process(x);
+	if (x->probe_pid) {
+		kill(x->probe_pid, SIGKILL);
+		waitid((idtype_t)P_PIDFD, (id_t)x->probe_fd, &(siginfo_t){ 0 }, WEXITED | WNOHANG);
+	}
+	probe_forget(x);
+	event_source_free(x->probe_timer);
 	event_source_free(x->timer);
 	free(x);
 }

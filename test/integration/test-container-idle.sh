@@ -143,3 +143,29 @@ t_service_keeps_awake() {
 }
 
 run_test "a running service keeps the workspace awake" t_service_keeps_awake
+
+# The CLI's flag, and a host workspace: stopped means its agent and every process of it killed
+# through the workspace cgroup, its directory kept.
+t_cli_host() {
+	local out id
+	out=$(cli create --adapter host --idle-timeout-ms 500 2>&1)
+	assert_ne 0 "$?" "--idle-timeout-ms 500 refused" || true
+	assert_contains idleTimeoutMs "$out" "the error names the field"
+	out=$(cli create --adapter host --idle-timeout-ms 1000 --json) || {
+		_fail "cli create: $out"
+		return 1
+	}
+	id=$(j .id "$out")
+	WORKSPACES+=("$id")
+	assert_eq 1000 "$(j .idleTimeoutMs "$out")" "idleTimeoutMs from the CLI"
+	wait_for -t 60 state_is "$id" stopped || {
+		_fail "host workspace not stopped: $(j '{state, busy}')"
+		return 1
+	}
+	assert_eq idle "$(j .stopReason)" "host workspace stopReason"
+	assert_eq "" "$(agent_pid "$id")" "the host workspace's agent is gone"
+	api -q POST "/v1/workspaces/$id/restart"
+	assert_status 200 "restart of the host workspace"
+}
+
+run_test "CLI --idle-timeout-ms; a host workspace idles out" t_cli_host

@@ -132,8 +132,15 @@ t_read_only() {
 
 run_test "lxcfs files are read-only inside" t_read_only
 
+lxcfs_hung() {
+	api -q GET /v1/ready
+	[[ $(j '.checks[] | select(.name == "lxcfs") | .ok') == false ]]
+}
+
 # A hung lxcfs (stopped) wedges neither the controller nor a cancel: a reader inside blocks,
-# GET /v1/ready and the workspace list answer, the reader's run is cancelled.
+# GET /v1/ready and the workspace list answer, the reader's run is cancelled; the controller's
+# probe (a child reading a file) finds it hung, ready says so and a workspace created meanwhile
+# gets the host's view instead of a start that hangs; once lxcfs resumes, all is back.
 t_hung_lxcfs() {
 	local pid
 	pid=$(lxcfs_pid)
@@ -153,7 +160,20 @@ t_hung_lxcfs() {
 	api -q POST "/v1/workspaces/$ONE/commands/$reader/cancel"
 	run_wait "$ONE" "$reader" 60
 	assert_eq cancelled "$(j .status)" "the reader is cancelled while lxcfs hangs"
+	if wait_for -t 60 lxcfs_hung; then
+		assert_contains "does not answer" "$(j '.checks[] | select(.name == "lxcfs") | .message')" "ready says lxcfs hangs"
+		assert_eq 200 "$STATUS" "ready stays 200 (lxcfs never decides it)"
+		local during
+		new_cws during '{"cpus":1}' && {
+			api -q GET "/v1/workspaces/$during"
+			assert_eq host "$(j .procView)" "procView of a workspace created while lxcfs hangs"
+			api -q DELETE "/v1/workspaces/$during"
+		}
+	else
+		_fail "the lxcfs check stayed ok while lxcfs was stopped"
+	fi
 	kill -CONT "$pid"
+	wait_for -t 60 lxcfs_check || _fail "the lxcfs check did not come back after SIGCONT"
 	out "$ONE" nproc || return 1
 	assert_eq 1 "$OUT" "nproc after lxcfs resumed"
 }
