@@ -128,14 +128,16 @@ static struct workspace_spec pool_spec(const struct pool_config *c)
 					.network = c->network };
 }
 
-/* What a pool is: the resolved spec less what a claim sets (limits, env) and the uid range. */
+/* What a pool is: the resolved spec less what a claim sets (limits, env, idle timeout), the uid
+ * range and what a start records (the /proc view and cpuset, manager-view.c). */
 static char *spec_key(json_t *resolved)
 {
 	json_t *k = json_deep_copy(resolved);
 	if (!k)
 		return NULL;
-	static const char *const per_claim[] = { "env",	      "cpus",	"memoryMb",
-						 "pidsLimit", "idBase", "idleTimeoutMs" };
+	static const char *const per_claim[] = { "env",	      "cpus",	     "memoryMb",
+						 "pidsLimit", "idBase",	     "idleTimeoutMs",
+						 "procView",  "lxcfsSerial", "cpuset" };
 	for (size_t i = 0; i < ELEMENTSOF(per_claim); i++)
 		json_object_del(k, per_claim[i]);
 	char *s = json_dumps(k, JSON_COMPACT | JSON_SORT_KEYS);

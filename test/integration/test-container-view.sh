@@ -184,6 +184,24 @@ lxcfs_pid_is() {
 	[[ $(lxcfs_pid) == "$1" ]] && lxcfs_check
 }
 
+# The controller stops while containers run: its lxcfs keeps serving them, and the next
+# controller on the root adopts it (the same pid).
+t_controller_restart() {
+	local old
+	old=$(lxcfs_pid)
+	stop_controller TERM
+	assert_eq 0 "$CONTROLLER_EXIT" "controller exit status"
+	kill -0 "$old" 2>/dev/null || _fail "lxcfs $old did not outlive the controller"
+	restart_controller || return 1
+	wait_for -t 20 lxcfs_pid_is "$old" || _fail "lxcfs not adopted: pid $(lxcfs_pid), was $old"
+	api -q GET "/v1/workspaces/$ONE"
+	assert_eq lxcfs "$(j .procView)" "procView after the controller restart"
+	out "$ONE" nproc || return 1
+	assert_eq 1 "$OUT" "nproc after the controller restart"
+}
+
+run_test "lxcfs outlives the controller and is adopted by the next one" t_controller_restart
+
 lxcfs_restarted() {
 	local p
 	p=$(lxcfs_pid)
