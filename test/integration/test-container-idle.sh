@@ -29,22 +29,27 @@ state_is() {
 	[[ $(j .state) == "$2" ]]
 }
 
-# hold WS: a running service "hold" keeps WS awake whatever the time between our requests (a
+# hold WS: a running service keeps WS awake whatever the time between our requests (a
 # loaded machine may take longer than the timeout between two of them): restarts WS when it
 # already idled out, until the service is created on a ready workspace.
+# HOLD is the service's name (a new one each time: names are unique per workspace).
+HOLD=
+HOLDS=0
 hold() {
 	local i
 	for i in 1 2 3 4 5; do
+		HOLDS=$((HOLDS + 1))
+		HOLD=hold$HOLDS
 		api -q GET "/v1/workspaces/$1"
 		[[ $(j .state) == stopped ]] && api -q POST "/v1/workspaces/$1/restart"
-		api -q POST "/v1/workspaces/$1/services" '{"name":"hold","command":"sleep 100000"}'
+		api -q POST "/v1/workspaces/$1/services" "{\"name\":\"$HOLD\",\"command\":\"sleep 100000\"}"
 		[[ $STATUS == 201 ]] && return 0
 	done
 	_fail "cannot hold $1 awake: HTTP $STATUS $(_short "$BODY")"
 }
 
 release() {
-	api -q POST "/v1/workspaces/$1/services/hold/stop"
+	api -q POST "/v1/workspaces/$1/services/$HOLD/stop"
 	assert_status 200 "stop the holding service"
 }
 
@@ -134,7 +139,7 @@ t_service_keeps_awake() {
 	api -q GET "/v1/workspaces/$IDLE"
 	assert_eq ready "$(j .state)" "state with a running service, 8 s later"
 	assert_eq true "$(j .busy)" busy
-	api -q POST "/v1/workspaces/$IDLE/services/hold/stop"
+	api -q POST "/v1/workspaces/$IDLE/services/$HOLD/stop"
 	wait_for -t 60 state_is "$IDLE" stopped || {
 		_fail "not stopped after the service stopped: $(j '{state, busy}')"
 		return 1
