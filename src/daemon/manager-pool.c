@@ -360,6 +360,7 @@ static int member_claim(struct workspace *ws, const struct workspace_spec *spec,
 	ws->row.created_at = ws->row.updated_at = row.created_at;
 	json_decref(ws->spec);
 	ws->spec = json_incref(resolved);
+	workspace_touch(ws); /* its idle time starts now, not when the member started */
 	return 0;
 }
 

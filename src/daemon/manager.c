@@ -22,7 +22,6 @@
 #include "cgroup/cgroup.h"
 #include "event/event.h"
 #include "image/image.h"
-#include "lxcfs.h"
 #include "manager-internal.h"
 
 #define WORKSPACE_CGROUP_DESTROY_MS 5000
