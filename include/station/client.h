@@ -132,6 +132,9 @@ struct station_workspace_options {
 	 * "Network"); NULL: none, every destination denied. */
 	const char *egress;
 	const char *idempotency_key; /* see STATION_IDEMPOTENCY_KEY_MAX */
+	/* Stop the workspace once nothing runs, nobody is attached and no API call came for this
+	 * long (1000 ms to 30 days); 0: never. */
+	uint64_t idle_timeout_ms;
 };
 
 /* POST /v1/workspaces; *ret is the new workspace. opts may be NULL. -EINVAL (without a

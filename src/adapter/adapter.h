@@ -27,7 +27,11 @@ struct adapter_context {
 	/* where profiles may come from: the shipped profiles/ and each --seccomp-dir (absolute,
 	 * canonical, NULL-terminated; NULL: none) */
 	const char *const *seccomp_dirs;
-	uint32_t id_base;	     /* host uid/gid of container root; ids base..base+65535 */
+	uint32_t id_base; /* host uid/gid of container root; ids base..base+65535 */
+	/* Where an lxcfs serves now (NULL: none) and which one (daemon/lxcfs.h), refreshed by the
+	 * manager before each start: a container gets its /proc views from there. */
+	const char *lxcfs_dir;
+	unsigned long lxcfs_serial;
 	bool host_user_set;	     /* host adapter: commands run as host_uid:host_gid, */
 	uint32_t host_uid, host_gid; /* no supplementary groups; else as root */
 };

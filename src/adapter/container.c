@@ -803,6 +803,29 @@ static int write_net_files(const struct adapter_workspace *ws, char *resolv, cha
 	return 0;
 }
 
+/* The /proc view the container gets, recorded in the spec ("procView", docs/api.md): lxcfs's
+ * when one serves (never under runsc, whose sentry makes its own /proc), else the host's. The
+ * spec's "cpuset" (the manager's placement for "cpus") pins it to that many CPUs, which is what
+ * nproc (sched_getaffinity) and lxcfs's cpuinfo, stat and cpu/online count. */
+static const char *proc_view(const struct adapter_workspace *ws)
+{
+	const char *lx = is_runsc(ws->ctx) ? NULL : ws->ctx->lxcfs_dir;
+	json_object_set_new(ws->spec, "procView",
+			    json_string(lx		  ? "lxcfs" :
+					is_runsc(ws->ctx) ? "runsc" :
+							    "host"));
+	if (lx)
+		json_object_set_new(ws->spec, "lxcfsSerial",
+				    json_integer((json_int_t)ws->ctx->lxcfs_serial));
+	else
+		json_object_del(ws->spec, "lxcfsSerial");
+	/* runsc writes a cpuset only where the parent group has one (it does not fill W's in, as
+	 * runc does); its sentry makes its own view anyway */
+	if (is_runsc(ws->ctx))
+		json_object_del(ws->spec, "cpuset");
+	return lx;
+}
+
 static int write_bundle(const struct adapter_workspace *ws, const struct cgroup *c, char **argv,
 			json_t *seccomp, struct station_error *e)
 {
@@ -821,6 +844,7 @@ static int write_bundle(const struct adapter_workspace *ws, const struct cgroup 
 					 strerror(-r));
 	if (ws->net_attach && (r = write_net_files(ws, resolv, hosts, PATH_MAX, e)) < 0)
 		return r;
+	const char *lxcfs_dir = proc_view(ws);
 	struct oci_config cfg = {
 		.rootfs = rootfs,
 		.args = argv,
@@ -840,6 +864,8 @@ static int write_bundle(const struct adapter_workspace *ws, const struct cgroup 
 		.nproc = is_runsc(ws->ctx) ? spec_pids_limit(ws) : 0,
 		.resolv_conf = ws->net_attach ? resolv : NULL,
 		.hosts = ws->net_attach ? hosts : NULL,
+		.lxcfs_dir = lxcfs_dir,
+		.cpuset = json_string_value(json_object_get(ws->spec, "cpuset")),
 	};
 	return oci_config_write(&cfg, bundle, e);
 }

@@ -72,6 +72,7 @@ static int check_paths(const struct oci_config *c, struct station_error *e)
 		{ "hosts", c->hosts, false },
 		{ "netns_path", c->netns_path, false },
 		{ "cgroups_path", c->cgroups_path, false },
+		{ "lxcfs_dir", c->lxcfs_dir, false },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
 		if (!paths[i].value && !paths[i].required)
@@ -118,6 +119,11 @@ static int check_config(const struct oci_config *c, struct station_error *e)
 	if (isnan(c->cpus) || c->cpus < 0 || (c->cpus > 0 && c->cpus < 0.01) || c->cpus > 1024)
 		return station_error_set(e, -EINVAL, "cpus",
 					 "oci config: cpus must be 0 (unlimited) or 0.01 to 1024");
+	for (const char *p = c->cpuset; p && *p; p++)
+		if (!((*p >= '0' && *p <= '9') || *p == ',' || *p == '-'))
+			return station_error_set(e, -EINVAL, "cpuset",
+						 "oci config: cpuset \"%s\" is not a CPU list",
+						 c->cpuset);
 	if (!c->seccomp && !c->seccomp_unconfined)
 		return station_error_set(e, -EINVAL, "seccompProfile",
 					 "oci config: no seccomp profile (refusing to run "
@@ -280,10 +286,32 @@ static int add_bind_mounts(json_t *m, const struct oci_config *c)
 	return r;
 }
 
+/* Read-only, and never executable or a device: the files are served by a root process on the
+ * host, the reader is hostile. */
+static int add_lxcfs_mounts(json_t *m, const struct oci_config *c)
+{
+	static const char *const files[] = { OCI_LXCFS_PROC_FILES };
+	const char *const ro[] = { "bind", "ro", "nosuid", "nodev", "noexec", NULL };
+	char src[PATH_MAX], dest[64];
+	int r = 0;
+	if (!c->lxcfs_dir)
+		return 0;
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(files); i++) {
+		snprintf(src, sizeof src, "%s/proc/%s", c->lxcfs_dir, files[i]);
+		snprintf(dest, sizeof dest, "/proc/%s", files[i]);
+		r = add_mount(m, dest, "bind", src, ro);
+	}
+	snprintf(src, sizeof src, "%s" OCI_LXCFS_SYS_CPU, c->lxcfs_dir);
+	if (r >= 0)
+		r = add_mount(m, OCI_LXCFS_SYS_CPU, "bind", src, ro);
+	return r;
+}
+
 static json_t *build_mounts(const struct oci_config *c)
 {
 	_cleanup_json_ json_t *m = json_array();
-	if (!m || add_system_mounts(m, c) < 0 || add_bind_mounts(m, c) < 0)
+	if (!m || add_system_mounts(m, c) < 0 || add_lxcfs_mounts(m, c) < 0 ||
+	    add_bind_mounts(m, c) < 0)
 		return NULL;
 	return TAKE_PTR(m);
 }
@@ -316,6 +344,12 @@ static json_t *build_resources(const struct oci_config *c)
 		json_object_set_new(r, "cpu",
 				    json_pack("{sI sI}", "quota", quota, "period",
 					      (json_int_t)CPU_PERIOD_USEC));
+	}
+	if (c->cpuset && c->cpuset[0]) {
+		json_t *cpu = json_object_get(r, "cpu");
+		if (!cpu)
+			json_object_set_new(r, "cpu", cpu = json_object());
+		json_object_set_new(cpu, "cpus", json_string(c->cpuset));
 	}
 	if (c->memory_bytes > 0)
 		json_object_set_new(r, "memory",

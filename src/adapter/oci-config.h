@@ -16,6 +16,9 @@
  *    the agent socket dir rw at /run/station, resolv.conf and hosts read-only when given, the
  *    credential socket dir rw at /run/station-credential (noexec; a bind or a small tmpfs)
  *    and the agent binary read-only as git-credential-station when either is asked for;
+ *  - lxcfs_dir: its /proc files (OCI_LXCFS_PROC_FILES) and /sys/devices/system/cpu bound
+ *    read-only (nosuid, nodev, noexec) over the container's own, so that what a process inside
+ *    reads there is what the container's cgroups allow (lxcfs decides per reader);
  *  - devices: everything denied except runc's and crun's default set;
  *  - net.ipv4.ping_group_range covers every mapped gid: ping works through ICMP datagram
  *    sockets without CAP_NET_RAW (new network namespace only: the creator of a joined
@@ -46,6 +49,9 @@ extern const char *const oci_default_caps[]; /* OCI_DEFAULT_CAPS, NULL-terminate
 #define OCI_CRED_DIR "/run/station-credential"
 #define OCI_CRED_SOCKET OCI_CRED_DIR "/socket"
 #define OCI_CRED_HELPER "/usr/local/bin/git-credential-station"
+/* What is bound from an lxcfs mount (lxcfs 5 or later has all of them). */
+#define OCI_LXCFS_PROC_FILES "cpuinfo", "diskstats", "loadavg", "meminfo", "stat", "swaps", "uptime"
+#define OCI_LXCFS_SYS_CPU "/sys/devices/system/cpu"
 #define OCI_TMP_SIZE_DEFAULT (256ULL << 20)
 #define OCI_NOFILE_DEFAULT 65536
 
@@ -82,6 +88,8 @@ struct oci_config {
 	const char *netns_path;	  /* join this network namespace; NULL: a new one */
 	uint64_t tmp_size_bytes;  /* /tmp tmpfs size; 0: OCI_TMP_SIZE_DEFAULT */
 	const char *cgroups_path; /* linux.cgroupsPath; NULL: the runtime's default */
+	const char *lxcfs_dir;	  /* where an lxcfs serves; NULL: the host's /proc and /sys */
+	const char *cpuset;	  /* linux.resources.cpu.cpus ("0", "1,3"); NULL: every CPU */
 	double cpus;		  /* 0: unlimited; else quota = cpus * 100 ms per 100 ms period */
 	uint64_t memory_bytes;	  /* 0: unlimited; swap (memory+swap) set to the same value */
 	uint64_t pids;		  /* 0: unlimited */

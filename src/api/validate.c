@@ -391,9 +391,10 @@ int validate_network_update(json_t *body, json_t **ret, struct station_error *e)
 
 int validate_workspace_spec(json_t *body, struct workspace_spec *ret, struct station_error *e)
 {
-	static const char *const known[] = { "adapter",	  "env",   "cpus",	     "memoryMb",
-					     "pidsLimit", "image", "seccompProfile", "network",
-					     "egress",	  NULL };
+	static const char *const known[] = { "adapter",	       "env",	    "cpus",
+					     "memoryMb",       "pidsLimit", "image",
+					     "seccompProfile", "network",   "egress",
+					     "idleTimeoutMs",  NULL };
 	struct workspace_spec w = {};
 	int r;
 
@@ -415,6 +416,16 @@ int validate_workspace_spec(json_t *body, struct workspace_spec *ret, struct sta
 	r = get_uint(body, "pidsLimit", 0, WORKSPACE_MAX_PIDS_LIMIT, &w.pids_limit, e);
 	if (r < 0)
 		return r;
+	r = get_uint(body, "idleTimeoutMs", 0, WORKSPACE_MAX_IDLE_TIMEOUT_MS, &w.idle_timeout_ms,
+		     e);
+	if (r < 0)
+		return r;
+	if (w.idle_timeout_ms > 0 && w.idle_timeout_ms < WORKSPACE_MIN_IDLE_TIMEOUT_MS)
+		return station_error_set(e, -EINVAL, "idleTimeoutMs",
+					 "field \"idleTimeoutMs\" is %llu: 0 (never) or at least "
+					 "%u ms",
+					 (unsigned long long)w.idle_timeout_ms,
+					 WORKSPACE_MIN_IDLE_TIMEOUT_MS);
 	r = get_container_fields(body, &w, e);
 	if (r < 0)
 		return r;

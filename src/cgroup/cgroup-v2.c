@@ -13,7 +13,9 @@
 #define V2_FREEZE_WAIT_MS 2000
 #define V2_SUPERVISOR "supervisor"
 
-static const char *const v2_controllers[] = { "cpu", "memory", "pids" };
+/* cpuset: where the container of a workspace with "cpus" is pinned (the OCI runtime writes its
+ * cpuset.cpus; a group cannot widen what its parent allows) */
+static const char *const v2_controllers[] = { "cpu", "cpuset", "memory", "pids" };
 
 static bool word_list_has(const char *list, const char *word)
 {

@@ -43,6 +43,8 @@ static int create_option(struct cli *cli, int opt, char **argv, struct create_ar
 		return cli_parse_u64(cli, "--memory-mb", optarg, &a->ws.memory_mb);
 	case 'p':
 		return cli_parse_u64(cli, "--pids-limit", optarg, &a->ws.pids_limit);
+	case 'I':
+		return cli_parse_u64(cli, "--idle-timeout-ms", optarg, &a->ws.idle_timeout_ms);
 	case 'a':
 		a->ws.adapter = optarg;
 		return 0;
@@ -83,6 +85,7 @@ static int create_parse(struct cli *cli, int argc, char **argv, struct create_ar
 		{ "cpus", required_argument, NULL, 'c' },
 		{ "memory-mb", required_argument, NULL, 'm' },
 		{ "pids-limit", required_argument, NULL, 'p' },
+		{ "idle-timeout-ms", required_argument, NULL, 'I' },
 		{ "adapter", required_argument, NULL, 'a' },
 		{ "image", required_argument, NULL, 'i' },
 		{ "seccomp-profile", required_argument, NULL, 's' },
@@ -226,7 +229,8 @@ const struct cli_command cli_cmd_create = {
 	.name = "create",
 	.args = "[--adapter host|container] [--image REF] [--seccomp-profile NAME|PATH] "
 		"[--network none|bridge|restricted] [--allow RULE... | --egress FILE|-] "
-		"[--env K=V]... [--cpus N] [--memory-mb N] [--pids-limit N] [--json]",
+		"[--env K=V]... [--cpus N] [--memory-mb N] [--pids-limit N] [--idle-timeout-ms N] "
+		"[--json]",
 	.summary = "create a workspace and print its id",
 	.help = "  --adapter A            host or container (default: the controller's)\n"
 		"  --image REF            container image, pinned by digest: name@sha256:<64 hex>\n"
@@ -246,6 +250,7 @@ const struct cli_command cli_cmd_create = {
 		"  --cpus N               CPU limit, in CPUs (0: unlimited)\n"
 		"  --memory-mb N          memory limit in MiB (0: unlimited)\n"
 		"  --pids-limit N         process limit (0: unlimited)\n"
+		"  --idle-timeout-ms N    stop it once idle this long (0: never)\n"
 		"  --json                 print the new workspace as JSON\n",
 	.run = cmd_create,
 };

@@ -568,6 +568,9 @@ static int workspace_spec(struct station_client *c, const struct station_workspa
 		json_object_set_new(spec, "memoryMb", json_integer((json_int_t)o->memory_mb));
 	if (o->pids_limit > 0)
 		json_object_set_new(spec, "pidsLimit", json_integer((json_int_t)o->pids_limit));
+	if (o->idle_timeout_ms > 0)
+		json_object_set_new(spec, "idleTimeoutMs",
+				    json_integer((json_int_t)o->idle_timeout_ms));
 	r = client_put_env(c, spec, o->env);
 	if (r < 0)
 		return r;

@@ -82,7 +82,11 @@ static void usage(FILE *f)
 		"                        [--dns-upstream ADDR[:PORT]]...\n"
 		"                        [--network-allow private,link-local,worker,workspaces]\n"
 		"                        [--pool IMAGE[,size=N][,network=none|bridge][,seccomp=PROFILE]]...\n"
+		"                        [--lxcfs auto|off|DIR]\n"
 		"\n"
+		"--lxcfs auto (the default) starts lxcfs on <root>/lxcfs when it is installed and\n"
+		"binds its /proc and /sys/devices/system/cpu views into container workspaces;\n"
+		"DIR uses an lxcfs some other supervisor keeps mounted there.\n"
 		"--pool keeps SIZE (default 1) started idle container workspaces of IMAGE (as a\n"
 		"create names it) with the runtime, network and seccomp profile given, refilled in\n"
 		"the background; a create that asks for the same and no env takes one.\n"
@@ -247,6 +251,7 @@ enum {
 	OPT_DNS_UPSTREAM,
 	OPT_NETWORK_ALLOW,
 	OPT_POOL,
+	OPT_LXCFS,
 };
 
 static void pool_bufs_free(struct options **o)
@@ -442,6 +447,14 @@ static int parse_safety_option(struct options *o, int c, const char *arg)
 		return parse_adapters(&o->mc, arg);
 	case OPT_POOL:
 		return parse_pool(o, arg);
+	case OPT_LXCFS:
+		if (strcmp(arg, "auto") && strcmp(arg, "off") && arg[0] != '/') {
+			fprintf(stderr, "station-sandboxd: --lxcfs is auto, off or the absolute "
+					"mount point of a running lxcfs\n");
+			return -EINVAL;
+		}
+		o->mc.lxcfs = arg;
+		return 0;
 	case OPT_HOST_USER:
 		return parse_host_user(&o->mc, arg);
 	case OPT_DEFAULT_PIDS:
@@ -634,6 +647,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "dns-upstream", required_argument, NULL, OPT_DNS_UPSTREAM },
 		{ "network-allow", required_argument, NULL, OPT_NETWORK_ALLOW },
 		{ "pool", required_argument, NULL, OPT_POOL },
+		{ "lxcfs", required_argument, NULL, OPT_LXCFS },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};

@@ -100,8 +100,11 @@ struct workspace {
 	unsigned cred_window_count;	    /* credential requests in that window */
 	struct file_session *file_sessions; /* manager-file.c */
 	size_t n_file_sessions;
-	struct pool *pool; /* manager-pool.c: an unclaimed warm pool member of this pool */
+	struct pool *pool;	/* manager-pool.c: an unclaimed warm pool member of this pool */
+	uint64_t last_activity; /* manager-idle.c: realtime usec of the last activity seen */
 };
+
+#define MANAGER_MAX_CPUS 1024
 
 struct manager {
 	struct event_loop *loop;
@@ -127,6 +130,10 @@ struct manager {
 	size_t n_pool_members; /* of n_workspaces: unclaimed members, which no client sees */
 	struct event_source *pool_timer; /* refills and reaps, one workspace per turn */
 	struct idempotency_claim *idempotency_claims; /* manager-idempotency.c: creates under way */
+	struct event_source *idle_timer; /* manager-idle.c */
+	struct lxcfs *lxcfs;		 /* manager-view.c; NULL: no container adapter */
+	int cpus[MANAGER_MAX_CPUS];	 /* the CPUs the controller may use, placed from */
+	size_t n_cpus;
 };
 
 /* manager-idempotency.c: deletes expired keys (from the prune timer); releases the claims. */
@@ -201,6 +208,38 @@ void services_on_error(void *userdata, const char *name, const char *reason);
 /* run-json.c: stdout, stderr, their tails and byte counts, encoding and truncated, the way a
  * run shows them. */
 void output_to_json(json_t *o, const struct run_output out[2]);
+
+/* Stops the workspace (state stopped with reason; restart starts it again): what runs ends
+ * lost with reason, every process is killed through the workspace cgroup, the adapter releases
+ * its container. */
+int workspace_stop(struct workspace *ws, const char *reason);
+
+/* manager-idle.c: activity and the idle timeout (docs/api.md, "Activity and idle") */
+int manager_idle_init(struct manager *m);
+/* Something happened on ws: an API call on it, a run or a service state change, a terminal
+ * attach or detach. */
+void workspace_touch(struct workspace *ws);
+/* Whether a command or a service runs or a terminal is attached. */
+bool workspace_busy(const struct workspace *ws);
+/* "lastActivityAt", "idleTimeoutMs", "stopReason" into a workspace's JSON. */
+void workspace_activity_json(const struct workspace *ws, json_t *o);
+/* manager-service.c, manager-terminal.c */
+size_t services_active_count(const struct workspace *ws);
+size_t terminals_attached_count(const struct workspace *ws);
+
+/* manager-view.c: lxcfs and CPU placement (the view inside a container) */
+void manager_view_init(struct manager *m);
+/* Leaves lxcfs serving while a container workspace still runs. */
+void manager_view_free(struct manager *m);
+void manager_view_ready(struct manager *m, json_t *checks);
+/* How many CPUs a workspace of "cpus" is pinned to; 0: not pinned. */
+unsigned workspace_view_cpu_count(const struct manager *m, double cpus);
+/* Before a start: the adapter context's lxcfs, the spec's "cpuset". */
+int workspace_view_prepare(struct workspace *ws);
+/* After a start: the spec (with "procView", "cpuset") into the row, stored with the state. */
+int workspace_view_persist(struct workspace *ws);
+/* "procView" (and "cpuset") into a workspace's JSON. */
+void workspace_view_json(const struct workspace *ws, json_t *o);
 
 /* manager-terminal.c */
 /* The workspace's live terminals from the store (controller start). */

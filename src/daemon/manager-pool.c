@@ -128,13 +128,16 @@ static struct workspace_spec pool_spec(const struct pool_config *c)
 					.network = c->network };
 }
 
-/* What a pool is: the resolved spec less what a claim sets (limits, env) and the uid range. */
+/* What a pool is: the resolved spec less what a claim sets (limits, env, idle timeout), the uid
+ * range and what a start records (the /proc view and cpuset, manager-view.c). */
 static char *spec_key(json_t *resolved)
 {
 	json_t *k = json_deep_copy(resolved);
 	if (!k)
 		return NULL;
-	static const char *const per_claim[] = { "env", "cpus", "memoryMb", "pidsLimit", "idBase" };
+	static const char *const per_claim[] = { "env",	      "cpus",	     "memoryMb",
+						 "pidsLimit", "idBase",	     "idleTimeoutMs",
+						 "procView",  "lxcfsSerial", "cpuset" };
 	for (size_t i = 0; i < ELEMENTSOF(per_claim); i++)
 		json_object_del(k, per_claim[i]);
 	char *s = json_dumps(k, JSON_COMPACT | JSON_SORT_KEYS);
@@ -335,6 +338,12 @@ static int member_claim(struct workspace *ws, const struct workspace_spec *spec,
 	if (r < 0)
 		return r;
 	json_object_set(resolved, "idBase", json_object_get(ws->spec, "idBase"));
+	/* what the member's container got when it started */
+	static const char *const started[] = { "procView", "lxcfsSerial" };
+	for (size_t i = 0; i < ELEMENTSOF(started); i++)
+		if (json_object_get(ws->spec, started[i]))
+			json_object_set(resolved, started[i],
+					json_object_get(ws->spec, started[i]));
 	char *spec_json = json_dumps(resolved, JSON_COMPACT);
 	if (!spec_json)
 		return -ENOMEM;
@@ -351,6 +360,7 @@ static int member_claim(struct workspace *ws, const struct workspace_spec *spec,
 	ws->row.created_at = ws->row.updated_at = row.created_at;
 	json_decref(ws->spec);
 	ws->spec = json_incref(resolved);
+	workspace_touch(ws); /* its idle time starts now, not when the member started */
 	return 0;
 }
 
@@ -361,6 +371,8 @@ int pool_claim(struct manager *m, const struct workspace_spec *spec, json_t **re
 	if (m->n_pools == 0 || strcmp(adapter, "container") != 0 || spec->egress ||
 	    json_object_size(spec->env) > 0)
 		return 0; /* the env reaches the agent when it starts: a cold create */
+	if (workspace_view_cpu_count(m, spec->cpus) > 0)
+		return 0; /* so does the cpuset of "cpus" (manager-view.c) */
 	json_t *resolved = NULL;
 	if (workspace_spec_resolve(m, &adapter_container, spec, &resolved, &e) < 0)
 		return 0; /* the cold create says why */

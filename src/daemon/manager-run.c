@@ -179,6 +179,7 @@ static void run_state_end(struct workspace *ws, struct run_state *r, const struc
 
 int run_finish(struct workspace *ws, const struct run_row *result)
 {
+	workspace_touch(ws);
 	struct run_row scoped = *result;
 	scoped.workspace_id = ws->row.id; /* only this workspace's run, whatever the report says */
 	int r = store_run_finish(ws->m->store, &scoped);

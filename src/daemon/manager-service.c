@@ -336,6 +336,7 @@ static struct service *service_of_report(struct workspace *ws, const char *name,
 void services_on_state(void *userdata, uint64_t seq, const struct agentlink_service_state *st)
 {
 	struct workspace *ws = userdata;
+	workspace_touch(ws);
 	struct service *svc = service_of_report(ws, st->name, st->id);
 	bool live = st->state == SERVICE_STARTING || st->state == SERVICE_RUNNING;
 
@@ -899,4 +900,12 @@ void manager_service_unwatch(struct service_watch *w)
 			agent_watch(svc, false);
 	}
 	watch_free(w);
+}
+
+size_t services_active_count(const struct workspace *ws)
+{
+	size_t n = 0;
+	for (const struct service *s = ws->services; s; s = s->next)
+		n += service_state_is_active(s->row.state);
+	return n;
 }

@@ -170,8 +170,10 @@ void manager_terminal_waiter_cancel(struct terminal_waiter *w)
 
 static void attach_free(struct terminal_attach *a)
 {
-	if (a->t)
+	if (a->t) {
 		LIST_REMOVE(&a->t->attaches, a);
+		workspace_touch(a->t->ws); /* a detach: idle counts from here */
+	}
 	event_source_free(a->timer);
 	json_decref(a->final);
 	free(a);
@@ -734,4 +736,13 @@ int manager_terminal_resync(struct terminal_attach *a, uint64_t from)
 	if (!link_up(t->ws))
 		return 0; /* the next HELLO asks for every attacher's replay */
 	return agentlink_send_terminal_attach(t->ws->link, t->row.id, true, a->request);
+}
+
+size_t terminals_attached_count(const struct workspace *ws)
+{
+	size_t n = 0;
+	for (const struct terminal *t = ws->terminals; t; t = t->next)
+		for (const struct terminal_attach *a = t->attaches; a; a = a->next)
+			n += a->t != NULL;
+	return n;
 }

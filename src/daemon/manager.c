@@ -121,14 +121,23 @@ void agent_report_ignored(struct workspace *ws, const char *what, const char *id
 	ws->ignored_unlogged = 0;
 }
 
-int workspace_lookup(struct manager *m, const char *id, struct workspace **ret,
-		     struct station_error *e)
+static int workspace_lookup_quiet(struct manager *m, const char *id, struct workspace **ret,
+				  struct station_error *e)
 {
 	struct workspace *ws = workspace_find(m, id);
 	if (!ws || ws->pool) /* an unclaimed pool member is no client's */
 		return station_error_set(e, -ENOENT, NULL, "workspace \"%s\" not found", id);
 	*ret = ws;
 	return 0;
+}
+
+int workspace_lookup(struct manager *m, const char *id, struct workspace **ret,
+		     struct station_error *e)
+{
+	int r = workspace_lookup_quiet(m, id, ret, e);
+	if (r >= 0)
+		workspace_touch(*ret);
+	return r;
 }
 
 int workspace_set_state(struct workspace *ws, enum workspace_state state, const char *reason)
@@ -231,6 +240,7 @@ static int workspace_new(struct manager *m, struct workspace_row *row, struct wo
 		return -ENOMEM;
 	ws->m = m;
 	ws->agent_pidfd = -1;
+	ws->last_activity = realtime_usec(); /* not kept across controller restarts */
 	ws->row = *row;
 	*row = (struct workspace_row){ 0 };
 	ws->adapter = adapter_find(ws->row.adapter);
@@ -343,9 +353,15 @@ static int agent_start(struct workspace *ws, struct station_error *e)
 	int r = random_bytes(ws->secret, SECRET_BYTES);
 	if (r < 0)
 		return station_error_set(e, r, NULL, "no randomness: %s", strerror(-r));
+	r = workspace_view_prepare(ws);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot place the workspace's CPUs: %s",
+					 strerror(-r));
+	adapter_ws(ws, &aw);
 	r = ws->adapter->start_agent(&aw, ws->secret, SECRET_BYTES, &pid, e);
 	if (r < 0)
 		return r;
+	workspace_view_persist(ws);
 	ws->agent_pid = pid;
 	hex_encode(ws->secret, SECRET_BYTES, hex);
 	free(ws->row.agent_secret);
@@ -380,6 +396,17 @@ static int workspace_kill_all(struct workspace *ws)
 	struct adapter_workspace aw;
 	adapter_ws(ws, &aw);
 	ws->adapter->stop(&aw);
+	return r;
+}
+
+int workspace_stop(struct workspace *ws, const char *reason)
+{
+	runs_lose_all(ws, reason);
+	services_lose_all(ws, reason);
+	terminals_lose_all(ws, reason);
+	files_lose_all(ws, reason);
+	int r = workspace_kill_all(ws);
+	workspace_set_state(ws, WORKSPACE_STOPPED, reason);
 	return r;
 }
 
@@ -515,6 +542,9 @@ static json_t *spec_to_json(const struct workspace_spec *spec)
 	json_object_set_new(o, "cpus", json_real(spec->cpus));
 	json_object_set_new(o, "memoryMb", json_integer((json_int_t)spec->memory_mb));
 	json_object_set_new(o, "pidsLimit", json_integer((json_int_t)spec->pids_limit));
+	if (spec->idle_timeout_ms)
+		json_object_set_new(o, "idleTimeoutMs",
+				    json_integer((json_int_t)spec->idle_timeout_ms));
 	if (spec->image)
 		json_object_set_new(o, "image", json_string(spec->image));
 	if (spec->seccomp_profile)
@@ -803,7 +833,8 @@ int manager_workspace_list(struct manager *m, json_t **ret, struct station_error
 int manager_workspace_get(struct manager *m, const char *id, json_t **ret, struct station_error *e)
 {
 	struct workspace *ws = NULL;
-	int r = workspace_lookup(m, id, &ws, e);
+	/* looking at a workspace is no activity: a dashboard or a monitor keeps none awake */
+	int r = workspace_lookup_quiet(m, id, &ws, e);
 	if (r < 0)
 		return r;
 	*ret = workspace_to_json(ws);
@@ -917,6 +948,7 @@ json_t *manager_ready(struct manager *m)
 	/* named, not required: a worker whose network is broken still serves "none", and a
 	 * create asking for more fails closed with the same words */
 	manager_network_ready(m, checks);
+	manager_view_ready(m, checks);
 	return json_pack("{s:b,s:s,s:o,s:o}", "ready", ready, "defaultAdapter",
 			 m->cfg.default_adapter, "adapters", adapters_json(m), "checks", checks);
 }
@@ -990,8 +1022,11 @@ int manager_new(struct event_loop *loop, struct store *store, const struct manag
 	if (m->cgroup_error < 0)
 		log_error("cgroups unavailable", "error", strerror(-m->cgroup_error), NULL);
 	manager_adapters_init(m);
+	manager_view_init(m);
 	manager_network_init(m);
 	int r = manager_runs_init(m);
+	if (r >= 0)
+		r = manager_idle_init(m);
 	if (r >= 0)
 		r = event_add_timer(loop, &m->prune_timer, now_usec(), on_prune, m);
 	if (r < 0) {
@@ -1074,6 +1109,7 @@ void manager_free(struct manager *m)
 {
 	if (!m)
 		return;
+	manager_view_free(m);
 	while (m->workspaces) {
 		struct workspace *ws = m->workspaces;
 		workspace_unlink(m, ws);
@@ -1085,6 +1121,7 @@ void manager_free(struct manager *m)
 	event_source_free(m->fire_timer);
 	event_source_free(m->prune_timer);
 	manager_idempotency_free(m);
+	event_source_free(m->idle_timer);
 	manager_pools_free(m);
 	manager_image_jobs_free(m);
 	manager_network_free(m);

@@ -61,6 +61,9 @@ struct manager_config {
 	 * workspaces of the image, network and profile, claimed by a matching create. */
 	const struct pool_config *pools;
 	size_t n_pools;
+	/* --lxcfs: "auto" (NULL; start our own lxcfs when installed), "off", or the absolute
+	 * mount point of an lxcfs the operator runs (daemon/lxcfs.h). */
+	const char *lxcfs;
 };
 
 struct pool_config {
@@ -126,7 +129,11 @@ struct workspace_spec {
 	double cpus;	     /* 0: unlimited (docs/api.md ranges, validated by the API layer) */
 	uint64_t memory_mb;  /* 0: the worker's default (--default-memory-mb) */
 	uint64_t pids_limit; /* 0: the worker's default (--default-pids-limit) */
+	uint64_t idle_timeout_ms; /* 0: never stopped for being idle (manager-idle.c) */
 };
+/* idleTimeoutMs: 0 (none) or in this range */
+#define WORKSPACE_MIN_IDLE_TIMEOUT_MS 1000u
+#define WORKSPACE_MAX_IDLE_TIMEOUT_MS (30ull * 86400 * 1000)
 
 int manager_workspace_create(struct manager *m, const struct workspace_spec *spec, json_t **ret,
 			     struct station_error *e);

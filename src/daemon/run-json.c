@@ -136,41 +136,6 @@ json_t *run_to_json(const struct run_row *r, bool with_output)
 	return o;
 }
 
-json_t *workspace_to_json(const struct workspace *ws)
-{
-	json_t *o = json_object();
-	if (!o)
-		return NULL;
-	const struct workspace_row *r = &ws->row;
-	json_object_set_new(o, "id", json_string(r->id));
-	json_object_set_new(o, "worker", json_string(r->worker));
-	json_object_set_new(o, "adapter", json_string(r->adapter));
-	json_object_set_new(o, "state", json_string(workspace_state_to_string(r->state)));
-	json_object_set_new(o, "reason", nullable_str(r->reason));
-	json_object_set_new(o, "home", json_string(ws->home));
-	json_object_set_new(o, "workdir", json_string(ws->workdir));
-	json_object_set_new(o, "env", env_redacted_json(json_object_get(ws->spec, "env")));
-	static const char *const keys[] = { "cpus", "memoryMb", "pidsLimit" };
-	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
-		json_t *v = json_object_get(ws->spec, keys[i]);
-		if (v)
-			json_object_set(o, keys[i], v);
-		else
-			json_object_set_new(o, keys[i], json_integer(0));
-	}
-	static const char *const container_keys[] = { "image",	 "seccompProfile", "seccompDigest",
-						      "network", "runtime",	   "homeSizeMb" };
-	for (size_t i = 0; i < ELEMENTSOF(container_keys); i++) {
-		json_t *v = json_object_get(ws->spec, container_keys[i]);
-		if (v)
-			json_object_set(o, container_keys[i], v);
-	}
-	json_object_set_new(o, "runningCommands", json_integer((json_int_t)ws->n_running));
-	json_set_time(o, "createdAt", r->created_at);
-	json_set_time(o, "updatedAt", r->updated_at);
-	return o;
-}
-
 void output_to_json(json_t *o, const struct run_output out[2])
 {
 	bool base64 = false, truncated = false;

@@ -314,3 +314,68 @@ Test(oci_config, credential_mounts)
 	cr_assert_str_eq(e.message, "oci config: credential_dir must be an absolute path");
 	json_decref(sec);
 }
+
+/* lxcfs: its /proc files and /sys/devices/system/cpu bound read-only over the container's own
+ * (after /proc and /sys are mounted), nothing of its cgroup tree; a cpuset in the resources. */
+Test(oci_config, lxcfs_and_cpuset)
+{
+	static const char *const files[] = { OCI_LXCFS_PROC_FILES };
+	json_t *sec = fake_seccomp(), *root = NULL;
+	struct oci_config c = base(sec);
+	struct station_error e = { 0 };
+
+	cr_assert_eq(oci_config_build(&c, &root, &e), 0, "%s", e.message);
+	json_t *mounts = json_object_get(root, "mounts");
+	size_t n_plain = json_array_size(mounts);
+	assert_json(json_object_get(root, "linux"), "resources", "cpu",
+		    "{\"period\":100000,\"quota\":50000}");
+	json_decref(root);
+	root = NULL;
+
+	c.lxcfs_dir = "/srv/root/lxcfs";
+	c.cpuset = "1,3";
+	cr_assert_eq(oci_config_build(&c, &root, &e), 0, "%s", e.message);
+	mounts = json_object_get(root, "mounts");
+	cr_assert_eq(json_array_size(mounts), n_plain + ELEMENTSOF(files) + 1);
+	size_t proc = SIZE_MAX, sys = SIZE_MAX, first = SIZE_MAX, last = 0, k = 0;
+	for (size_t i = 0; i < json_array_size(mounts); i++) {
+		json_t *m = json_array_get(mounts, i);
+		const char *dest = json_string_value(json_object_get(m, "destination"));
+		const char *src = json_string_value(json_object_get(m, "source"));
+		if (strcmp(dest, "/proc") == 0)
+			proc = i;
+		if (strcmp(dest, "/sys") == 0)
+			sys = i;
+		if (strncmp(src, "/srv/root/lxcfs/", 16) != 0)
+			continue;
+		first = MIN(first, i), last = MAX(last, i), k++;
+		cr_assert(strncmp(src + 15, "/cgroup", 7) != 0, "cgroup tree bound: %s", src);
+		cr_assert_str_eq(src + 15, dest, "source %s for %s", src, dest);
+		_cleanup_free_ char *opts = dump(json_object_get(m, "options"));
+		cr_assert_str_eq(opts, "[\"bind\",\"ro\",\"nosuid\",\"nodev\",\"noexec\"]", "%s",
+				 dest);
+	}
+	cr_assert_eq(k, ELEMENTSOF(files) + 1);
+	cr_assert(proc < first && sys < first, "after /proc and /sys");
+	cr_assert_eq(last - first + 1, k, "together");
+	assert_json(json_object_get(root, "linux"), "resources", "cpu",
+		    "{\"cpus\":\"1,3\",\"period\":100000,\"quota\":50000}");
+	json_decref(root);
+	root = NULL;
+
+	c.cpus = 0; /* the quota lives on the workspace group: a cpu object with cpus alone */
+	cr_assert_eq(oci_config_build(&c, &root, &e), 0, "%s", e.message);
+	assert_json(json_object_get(root, "linux"), "resources", "cpu", "{\"cpus\":\"1,3\"}");
+	json_decref(root);
+	root = NULL;
+
+	c.cpuset = "0;rm";
+	cr_assert_eq(oci_config_build(&c, &root, &e), -EINVAL);
+	cr_assert_str_eq(e.field, "cpuset");
+	c.cpuset = "0";
+	c.lxcfs_dir = "lxcfs";
+	cr_assert_eq(oci_config_build(&c, &root, &e), -EINVAL);
+	cr_assert_str_eq(e.message, "oci config: lxcfs_dir must be an absolute path");
+	cr_assert_null(root);
+	json_decref(sec);
+}

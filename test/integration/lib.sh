@@ -465,6 +465,10 @@ _cleanup() {
 	for pid in $(pgrep -f -- "$ROOT/|--root $ROOT( |\$)" 2>/dev/null); do
 		kill -KILL "$pid" 2>/dev/null
 	done
+	# an lxcfs killed above leaves its mount (a controller stops its own when it exits)
+	if grep -q " $ROOT/lxcfs " /proc/self/mountinfo 2>/dev/null; then
+		umount -l "$ROOT/lxcfs" 2>/dev/null
+	fi
 	for id in "${WORKSPACES[@]}" "${ids[@]}"; do
 		[[ -n $id ]] || continue
 		local d

@@ -102,6 +102,11 @@ export interface WorkspaceOptions {
   memoryMb?: number;
   /** Process limit; 0 or absent: unlimited. */
   pidsLimit?: number;
+  /**
+   * Stop a workspace once nothing runs, nobody is attached and no API call came for this long
+   * (1000 ms to 30 days); 0 or absent: never. `restart` starts it again, HOME kept.
+   */
+  idleTimeoutMs?: number;
 }
 
 export interface AdapterOptions extends ConnectionOptions, WorkspaceOptions {
@@ -157,11 +162,12 @@ export abstract class SandboxAdapter {
   protected readonly workspaceOptions: WorkspaceOptions;
 
   protected constructor(options: AdapterOptions) {
-    const { client, socketPath, url, rootDir, token, env, cpus, memoryMb, pidsLimit } = options;
+    const { client, socketPath, url, rootDir, token, env, cpus, memoryMb, pidsLimit, idleTimeoutMs } =
+      options;
     this.client = client ?? new StationClient(defined({ socketPath, url, rootDir, token }));
     this.files = new WorkspaceFiles(this.client);
     this.secrets = new WorkspaceSecrets(this.client);
-    this.workspaceOptions = defined({ env, cpus, memoryMb, pidsLimit });
+    this.workspaceOptions = defined({ env, cpus, memoryMb, pidsLimit, idleTimeoutMs });
   }
 
   /** The create body of this adapter's workspaces. */

@@ -88,6 +88,23 @@ interface WorkspaceBase {
   pidsLimit: number;
   /** Commands running now (sent by the controller, not listed in docs/api.md). */
   runningCommands?: number;
+  /** A command runs, a service is active or a terminal is attached. */
+  busy: boolean;
+  /**
+   * The last moment it was busy or an API call acted on it (looking at the workspace is
+   * none); now while busy. Kept in memory: a controller restart counts from its own start.
+   */
+  lastActivityAt: string;
+  /** Stopped once idle this long; 0: never. */
+  idleTimeoutMs: number;
+  /** Why a stopped workspace stopped: `"idle"` (idleTimeoutMs) or `"lost"`; null otherwise. */
+  stopReason: "idle" | "lost" | null;
+  /**
+   * What /proc and /sys/devices/system/cpu inside tell: `"lxcfs"` (the workspace's limits and
+   * its own uptime), `"lxcfs-lost"` (its lxcfs died since it started: restart it), `"host"`
+   * (the host's numbers), `"runsc"` (gVisor's own).
+   */
+  procView: "lxcfs" | "lxcfs-lost" | "host" | "runsc";
   createdAt: string;
   updatedAt: string;
 }
@@ -104,6 +121,8 @@ export interface ContainerWorkspace extends WorkspaceBase {
   seccompDigest: string;
   network: NetworkMode;
   runtime: string;
+  /** The CPUs it is pinned to for `cpus` ("0", "1,3"); absent: every CPU. */
+  cpuset?: string;
 }
 
 /**
@@ -160,6 +179,8 @@ export interface CreateWorkspaceRequest {
   cpus?: number;
   memoryMb?: number;
   pidsLimit?: number;
+  /** Stop the workspace once idle this long (0 or 1000 ms to 30 days; 0: never). */
+  idleTimeoutMs?: number;
 }
 
 /** `DELETE /v1/workspaces/{id}`. */

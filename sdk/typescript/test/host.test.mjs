@@ -324,3 +324,32 @@ test("host: every entry point exports the client, the error and both adapters' t
   assert.equal(new StationClient({ rootDir: "/x" }).endpoint, "unix:/x/station.sock");
   assert.equal(new StationClient({ url: "http://127.0.0.1:1" }).endpoint, "http://127.0.0.1:1/");
 });
+
+test("host: idleTimeoutMs stops an idle workspace and says why; restart brings it back", async () => {
+  const idle = new HostSandboxAdapter({ rootDir: ROOT, idleTimeoutMs: 1000 });
+  const w = await idle.create();
+  try {
+    assert.equal(w.idleTimeoutMs, 1000);
+    assert.equal(w.stopReason, null);
+    assert.equal(typeof w.lastActivityAt, "string");
+    assert.equal(w.procView, "host");
+    const stopped = await until("the idle stop", async () => {
+      const now = await idle.workspace(w.id);
+      return now.state === "stopped" ? now : null;
+    }, 60_000);
+    assert.equal(stopped.stopReason, "idle");
+    assert.match(stopped.reason, /^idle: /);
+    const back = await idle.restart(w.id);
+    assert.equal(back.state, "ready");
+    assert.equal(back.stopReason, null);
+  } finally {
+    await idle.delete(w.id).catch(() => {});
+  }
+  await assert.rejects(sandboxes.create({ idleTimeoutMs: 10 }), { name: "StationError", status: 400 });
+  const none = await sandboxes.create();
+  try {
+    assert.equal(none.idleTimeoutMs, 0);
+  } finally {
+    await sandboxes.delete(none.id);
+  }
+});
