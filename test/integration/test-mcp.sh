@@ -1,0 +1,29 @@
+#!/bin/bash
+# station-sandbox mcp (issue 18): the stdio MCP server driven by JSON-RPC from mcp-stdio.py,
+# both protocol revisions, every tool against a real controller and real container workspaces
+# (the busybox image built here), a long command returning a handle, cancellation killing the
+# tree, huge and binary output, the JSON-RPC errors, the operator's limits, exit on EOF.
+. "$(dirname "$0")/container-lib.sh"
+
+command -v python3 >/dev/null || {
+	skip "$TEST_NAME" "python3 missing"
+	exit 0
+}
+require_container_controller
+new_ws HWS '{"adapter":"host"}' || {
+	not_ok "host workspace for the limits tests"
+	exit 1
+}
+
+export TMP
+while IFS= read -r line; do
+	echo "$line"
+	case $line in
+	"not ok "*) _n_fail=$((_n_fail + 1)) ;;
+	esac
+done < <(python3 "$SRC/test/integration/mcp-stdio.py" "$CLI_BIN" "$SOCK" "$IMAGE" "$HWS" 2>&1)
+if ((_n_fail > 0)) && [[ -s $TMP/mcp-stderr.log ]]; then
+	diag "server stderr:"
+	tail -n 20 "$TMP/mcp-stderr.log" | sed 's/^/#   /'
+	dump_controller_log 30
+fi
