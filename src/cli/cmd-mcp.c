@@ -30,6 +30,13 @@
 	"  --max-wait-ms N          the longest waitMs a client may ask for (default 300000)\n"     \
 	"  --no-delete              do not offer workspace_delete\n"
 
+volatile sig_atomic_t mcp_terminated;
+
+static void on_terminate(int sig)
+{
+	mcp_terminated = 1;
+}
+
 static int split_list(const struct cli *cli, const char *what, const char *arg,
 		      const char *const *allowed, char ***ret)
 {
@@ -204,8 +211,13 @@ static int mcp_run(struct cli *cli, int argc, char **argv)
 		return EXIT_FAILED;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* SIGTERM (the controller's /mcp when its client went away) cancels the run an exec in
+	 * progress started, then ends the server. No SA_RESTART: waits see EINTR. */
+	struct sigaction sa = { .sa_handler = on_terminate };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
 	station_client_set_interrupt(cli->client, mcp_interrupt_check, &s);
-	while (!s.out_closed) {
+	while (!s.out_closed && !mcp_terminated) {
 		json_t *msg;
 
 		if (json_array_size(s.queue) == 0) {

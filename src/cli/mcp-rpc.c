@@ -219,7 +219,13 @@ int mcp_interrupt_check(void *userdata)
 {
 	struct mcp_server *s = userdata;
 
+	if (s->quiet)
+		return 0;
 	mcp_input_poll(s, 0);
+	if (mcp_terminated && s->cur_id) {
+		s->cancelled = true;
+		s->in_eof = true;
+	}
 	if (s->deadline && mcp_now_ms() >= s->deadline)
 		s->deadline_hit = true;
 	return s->cancelled || s->deadline_hit;

@@ -103,17 +103,16 @@ static int follow_gap(enum station_stream stream, uint64_t offset, uint64_t byte
 /* Cancels run with the interrupt check quiet (it would stop the cancel itself). */
 static void run_kill(struct mcp_server *s, const char *ws, const char *run)
 {
-	bool cancelled = s->cancelled;
 	int r;
 
-	s->cancelled = false;
 	s->deadline = 0;
 	s->deadline_hit = false;
+	s->quiet = true;
 	r = station_run_cancel(s->client, ws, run, NULL);
+	s->quiet = false;
 	if (r < 0 && r != -EBUSY)
 		fprintf(stderr, "station-sandbox mcp: cancelling run '%s': %s\n", run,
 			station_client_last_error(s->client));
-	s->cancelled = cancelled;
 }
 
 /* Follows run until it ends or wait_ms passes; owned: the request started it, so a cancelled

@@ -11,6 +11,7 @@
  * request being served stops it (and cancels the run an exec started), anything else waits in a
  * queue. */
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +70,7 @@ struct mcp_server {
 	bool deadline_hit;
 	bool modern;	 /* the request declared MCP_PROTOCOL_MODERN in its _meta */
 	bool out_closed; /* writing the output failed: the client is gone */
+	bool quiet;	 /* the interrupt check interrupts nothing (while cancelling a run) */
 	json_t *runs;	 /* runId -> workspaceId of the runs this server started */
 };
 
@@ -91,6 +93,9 @@ void mcp_handle_queued(struct mcp_server *s, json_t *entry);
  * and queues the messages found; answers pings and marks cancellation on the way. A line that
  * is not JSON is answered at once with MCP_PARSE_ERROR. */
 void mcp_input_poll(struct mcp_server *s, int wait_ms);
+
+/* Set by SIGTERM: the request in progress is cancelled, and the server ends. */
+extern volatile sig_atomic_t mcp_terminated;
 
 /* The client library's interrupt check: input, the wait's deadline, progress. */
 int mcp_interrupt_check(void *userdata);
