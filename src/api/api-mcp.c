@@ -16,6 +16,7 @@
  * end stops the child (SIGTERM), which cancels the run its exec started. Notifications and
  * responses are answered 202 without a child. */
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -398,10 +399,15 @@ static bool host_part(const char *s, size_t n, char *ret, size_t size)
 	return true;
 }
 
+/* "localhost", "[::1]" or an IPv4 literal in 127.0.0.0/8 (not a name that starts like one). */
 static bool is_loopback(const char *host)
 {
-	return strcmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0 ||
-	       strcmp(host, "::1") == 0 || strncmp(host, "127.", 4) == 0;
+	struct in_addr a;
+
+	if (strcmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0 ||
+	    strcmp(host, "::1") == 0)
+		return true;
+	return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
 /* A Host or Origin host this listener answers to: its own address, or any loopback name when

@@ -9,19 +9,26 @@ command -v python3 >/dev/null || {
 	skip "$TEST_NAME" "python3 missing"
 	exit 0
 }
-require_container_controller
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+require_container_controller --listen "tcp:127.0.0.1:$PORT" --mcp
 new_ws HWS '{"adapter":"host"}' || {
 	not_ok "host workspace for the limits tests"
 	exit 1
 }
 
 export TMP
-while IFS= read -r line; do
-	echo "$line"
-	case $line in
-	"not ok "*) _n_fail=$((_n_fail + 1)) ;;
-	esac
-done < <(python3 "$SRC/test/integration/mcp-stdio.py" "$CLI_BIN" "$SOCK" "$IMAGE" "$HWS" 2>&1)
+# py SCRIPT ARGS...: runs a test script, its result lines counted as ours.
+py() {
+	local line
+	while IFS= read -r line; do
+		echo "$line"
+		case $line in
+		"not ok "*) _n_fail=$((_n_fail + 1)) ;;
+		esac
+	done < <(python3 "$SRC/test/integration/$1" "${@:2}" 2>&1)
+}
+py mcp-stdio.py "$CLI_BIN" "$SOCK" "$IMAGE" "$HWS"
+py mcp-http.py "$PORT" "$(cat "$ROOT/admin.token")" "$SOCK" "$IMAGE"
 if ((_n_fail > 0)) && [[ -s $TMP/mcp-stderr.log ]]; then
 	diag "server stderr:"
 	tail -n 20 "$TMP/mcp-stderr.log" | sed 's/^/#   /'
