@@ -197,8 +197,10 @@ static int mcp_run(struct cli *cli, int argc, char **argv)
 	int r;
 
 	r = mcp_parse(cli, argc, argv, &s.limits);
-	if (r >= 0)
+	if (r >= 0) {
+		free(s.limits.networks);
 		return r;
+	}
 	if (!s.limits.networks) {
 		s.limits.networks = calloc(2, sizeof(char *));
 		if (s.limits.networks)
