@@ -196,15 +196,19 @@ static int exec_args(struct mcp_call *call, struct station_exec_options *o, char
 int mcp_tool_exec(struct mcp_call *call)
 {
 	struct station_exec_options o = {};
-	_cleanup_json_ json_t *run = NULL;
-	const char *ws, *id;
+	_cleanup_json_ json_t *run = NULL, *created = NULL;
+	const char *ws = NULL, *id;
 	uint64_t wait_ms;
 	char **env = NULL;
 	int r;
 
-	if (mcp_arg_workspace(call, &ws) < 0)
-		return -1;
 	r = exec_args(call, &o, &env, &wait_ms);
+	if (r == 0 && json_object_get(call->args, "workspaceId"))
+		r = mcp_arg_workspace(call, &ws);
+	else if (r == 0 && mcp_workspace_new(call, &created) == 0)
+		ws = json_string_value(json_object_get(created, "id"));
+	if (r == 0 && !ws)
+		r = -1; /* the create failed: call->error says why */
 	if (r == 0 && station_exec_start(call->s->client, ws, &o, &run) < 0)
 		r = mcp_fail_client(call, "exec");
 	mcp_env_free(env);

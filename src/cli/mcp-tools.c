@@ -270,6 +270,22 @@ static int tool_workspace_create(struct mcp_call *call)
 	return r;
 }
 
+int mcp_workspace_new(struct mcp_call *call, json_t **ret)
+{
+	const struct mcp_limits *l = &call->s->limits;
+	struct station_workspace_options o = {
+		.adapter = l->allow_container ? "container" : "host",
+		.image = l->allow_container ? l->image : NULL,
+		.cpus = l->cpus,
+		.memory_mb = l->memory_mb,
+		.pids_limit = l->pids_limit,
+	};
+
+	if (station_workspace_create(call->s->client, &o, ret) < 0)
+		return mcp_fail_client(call, "creating a workspace");
+	return 0;
+}
+
 static int tool_workspace_list(struct mcp_call *call)
 {
 	static const char *const known[] = { NULL };
@@ -666,13 +682,15 @@ static const struct tool tools[] = {
 	  "Runs a command with /bin/sh -c in a workspace and returns its status, exit code and "
 	  "output (head and tail when long). A non-zero exit code is a normal result. When the "
 	  "command is still running after waitMs, the result has status running and a runId: "
-	  "call run_wait to wait for it, run_cancel to stop it.",
+	  "call run_wait to wait for it, run_cancel to stop it. Without workspaceId a new workspace "
+	  "is created for it: pass the workspaceId of the result to later calls, and delete it when "
+	  "done.",
 	  "{'type':'object','properties':{" WS_ARG ",'command':{'type':'string'},'cwd':{'type':"
 	  "'string'}," ENV_ARG ",'stdin':{'type':'string'},'timeoutMs':{'type':'integer',"
 	  "'minimum':1,'description':'the command is killed after this'},'maxOutputBytes':{'type':"
 	  "'integer','minimum':2,'description':'output kept per stream (head and tail)'},"
 	  "'waitMs':{'type':'integer','minimum':0,'description':'how long this call waits before "
-	  "returning a runId (default 25000)'}},'required':['workspaceId','command']}",
+	  "returning a runId (default 25000)'}},'required':['command']}",
 	  RUN_OUT, 0, mcp_tool_exec },
 	{ "run_wait", "Wait for a command",
 	  "Waits up to waitMs for a command that exec left running and returns it as exec does.",

@@ -140,6 +140,9 @@ int mcp_args_check(struct mcp_call *call, const char *const *known);
 /* The workspace named by the argument workspaceId, which must use an adapter the limits allow. */
 int mcp_arg_workspace(struct mcp_call *call, const char **ret_id);
 
+/* A new workspace with the operator's defaults (exec without workspaceId). */
+int mcp_workspace_new(struct mcp_call *call, json_t **ret);
+
 /* ---- Runs (mcp-run.c) -------------------------------------------------------------------- */
 
 int mcp_tool_exec(struct mcp_call *call);

@@ -209,7 +209,7 @@ def legacy_initialize_and_tools_list(m):
     eq(False, by["exec"]["annotations"]["readOnlyHint"], "exec is not read-only")
     check("adapter" not in by["workspace_create"]["inputSchema"]["properties"],
           "the adapter is not offered without --adapters host")
-    eq(["workspaceId", "command"], by["exec"]["inputSchema"]["required"], "exec required")
+    eq(["command"], by["exec"]["inputSchema"]["required"], "exec required")
     eq({}, m.request("ping")["result"], "ping")
 
 
@@ -266,6 +266,12 @@ def exec_result(m):
     eq("in\nbar\n/tmp\n", r["stdout"]["head"], "stdin, env, cwd")
     r = m.ok("exec", {"workspaceId": ws, "command": "sleep 30", "timeoutMs": 200})
     eq("timed_out", r["status"], "timeoutMs")
+    # Without workspaceId: a new container workspace, named in the result for later calls.
+    r = m.ok("exec", {"command": "echo fresh"})
+    eq("fresh\n", r["stdout"]["head"], "exec in a new workspace")
+    check(r["workspaceId"] != ws, "a new workspace")
+    eq("container", m.ok("workspace_get", {"workspaceId": r["workspaceId"]})["adapter"], "its adapter")
+    eq("deleted", m.ok("workspace_delete", {"workspaceId": r["workspaceId"]})["state"], "deleted")
 
 
 def touch_via_api(ws, path):
@@ -417,6 +423,9 @@ def jsonrpc_errors(m):
     eq(-32602, r["error"]["code"], "unknown tool")
     msg = m.tool_error("exec", {"workspaceId": STATE["ws"]})
     check("'command'" in msg, "a missing argument is named: %r" % msg)
+    before = len(m.ok("workspace_list")["workspaces"])
+    m.tool_error("exec", {"command": "true", "timeoutMs": -1})
+    eq(before, len(m.ok("workspace_list")["workspaces"]), "a bad call creates no workspace")
     msg = m.tool_error("exec", {"workspaceId": STATE["ws"], "command": "true", "timeoutMs": "x"})
     check("'timeoutMs'" in msg, "a bad argument is named: %r" % msg)
     msg = m.tool_error("exec", {"workspaceId": STATE["ws"], "command": "true", "bogus": 1})
@@ -460,7 +469,7 @@ def workspace_delete(m):
 
 def main():
     global FAILED
-    m = Mcp()
+    m = Mcp("--image", IMAGE)
     for fn in TESTS:
         name = "mcp stdio: " + fn.__name__.replace("_", " ")
         m.modern = fn.__name__ not in ("legacy_initialize_and_tools_list", "jsonrpc_errors", "operator_limits")
@@ -475,7 +484,7 @@ def main():
             print("not ok %s # %s" % (name, why.replace("\n", " ")), flush=True)
             if not isinstance(e, Fail) or "server" in str(e):
                 m.close()
-                m = Mcp()
+                m = Mcp("--image", IMAGE)
                 m.initialize()
     # Ends when its input closes, after answering what it read.
     try:

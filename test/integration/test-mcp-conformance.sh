@@ -54,6 +54,22 @@ t_inspector_exec() {
 }
 run_test "inspector --cli: exec in a container workspace" t_inspector_exec
 
+# The acceptance's one call: exec without a workspace makes a container workspace for it.
+t_inspector_exec_new_workspace() {
+	local out ws
+	out=$(timeout 120 "$INSPECTOR" --cli "$CLI_BIN" --socket "$SOCK" mcp --image "$IMAGE" \
+		--method tools/call --tool-name exec --tool-arg 'command=echo new; id -u' \
+		2>"$TMP/inspector.err") || {
+		_fail "inspector tools/call exec failed: $(tail -n 5 "$TMP/inspector.err")"
+		return 1
+	}
+	assert_eq "new"$'\n'"0" "$(jq -r .structuredContent.stdout.head <<<"$out")" stdout
+	ws=$(jq -r .structuredContent.workspaceId <<<"$out")
+	api -q GET "/v1/workspaces/$ws"
+	assert_eq container "$(j .adapter)" "the new workspace's adapter"
+}
+run_test "inspector --cli: exec in a new container workspace" t_inspector_exec_new_workspace
+
 PROXY_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 python3 "$TOOLS/token-proxy.py" "$PROXY_PORT" "$PORT" "$ROOT/admin.token" &
 PROXY_PID=$!
