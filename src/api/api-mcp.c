@@ -320,6 +320,7 @@ static int reply_accepted(struct http_request *req)
 int api_mcp(struct http_request *req, const char *const *argv)
 {
 	_cleanup_json_ json_t *msg = NULL;
+	_cleanup_free_ char *line = NULL;
 	_cleanup_close_ int in_fd = -1;
 	struct MHD_Response *resp;
 	struct mcp_child *c;
@@ -338,7 +339,11 @@ int api_mcp(struct http_request *req, const char *const *argv)
 	method = json_string_value(json_object_get(msg, "method"));
 	if (json_is_object(msg) && (!json_object_get(msg, "id") || !method))
 		return reply_accepted(req); /* a notification or a response */
-	in_fd = message_fd(body, len);
+	/* One line for the child, whatever line breaks the client's JSON had. */
+	line = json_dumps(msg, JSON_COMPACT);
+	if (!line)
+		return http_reply_status(req, 500, NULL, "out of memory");
+	in_fd = message_fd(line, strlen(line));
 	c = calloc(1, sizeof *c);
 	if (in_fd < 0 || !c) {
 		free(c);

@@ -124,6 +124,13 @@ def initialize_and_notification(_):
     modern = rpc("server/discover", {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                                                "io.modelcontextprotocol/clientCapabilities": {}}})
     check("2026-07-28" in modern["result"]["supportedVersions"], "server/discover")
+    # A body with line breaks (pretty-printed JSON) is one message all the same.
+    c = http.client.HTTPConnection("127.0.0.1", int(PORT), timeout=120)
+    c.request("POST", "/mcp", json.dumps({"jsonrpc": "2.0", "id": 5, "method": "ping"}, indent=2),
+              {"Content-Type": "application/json", "Authorization": "Bearer " + TOKEN})
+    r = c.getresponse()
+    eq({"jsonrpc": "2.0", "id": 5, "result": {}}, json.loads(r.read()), "a pretty-printed request")
+    c.close()
     r, data = post(None, headers={"Content-Length": "0"})
     eq(400, r.status, "an empty body")
     eq(-32700, json.loads(data)["error"]["code"], "parse error")
