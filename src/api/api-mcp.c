@@ -417,10 +417,13 @@ static bool is_loopback(const char *host)
 
 /* A Host or Origin host this listener answers to: its own address, or any loopback name when
  * it listens on loopback. */
-static bool host_allowed(const char *listen_host, const char *host)
+static bool host_allowed(const char *listen_host, const char *const *more, const char *host)
 {
 	char own[300];
 
+	for (size_t i = 0; more && more[i]; i++)
+		if (strcasecmp(more[i], host) == 0)
+			return true;
 	if (!host_part(listen_host, strlen(listen_host), own, sizeof own))
 		return false;
 	if (strcmp(own, host) == 0)
@@ -428,13 +431,15 @@ static bool host_allowed(const char *listen_host, const char *host)
 	return is_loopback(own) && is_loopback(host);
 }
 
-int api_mcp_check(struct http_request *req, const char *listen_host, const char **ret_why)
+int api_mcp_check(struct http_request *req, const char *listen_host, const char *const *more,
+		  const char **ret_why)
 {
 	const char *host = http_request_header(req, "Host");
 	const char *origin = http_request_header(req, "Origin");
 	char h[300];
 
-	if (!host || !host_part(host, strlen(host), h, sizeof h) || !host_allowed(listen_host, h)) {
+	if (!host || !host_part(host, strlen(host), h, sizeof h) ||
+	    !host_allowed(listen_host, more, h)) {
 		*ret_why = "Host does not name this listener";
 		return -EPERM;
 	}
@@ -442,7 +447,7 @@ int api_mcp_check(struct http_request *req, const char *listen_host, const char 
 		const char *p = strstr(origin, "://");
 
 		if (!p || !host_part(p + 3, strcspn(p + 3, "/"), h, sizeof h) ||
-		    !host_allowed(listen_host, h)) {
+		    !host_allowed(listen_host, more, h)) {
 			*ret_why = "Origin is not this listener";
 			return -EPERM;
 		}

@@ -799,7 +799,7 @@ static int request_check_mcp(struct http_request *req, const char *url, const ch
 	const char *why = NULL;
 	uint64_t len = 0;
 
-	if (api_mcp_check(req, s->cfg.mcp_listen_host ?: "", &why) < 0)
+	if (api_mcp_check(req, s->cfg.mcp_listen_host ?: "", s->cfg.mcp_hosts, &why) < 0)
 		return http_reply_status(req, 403, NULL, "%s", why);
 	if (!request_authorized(s, req->connection))
 		return http_reply_status(req, 401, NULL, "a valid bearer token is required");

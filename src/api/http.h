@@ -35,6 +35,7 @@ struct http_config {
 	 * listener's HOST:PORT, which Host and Origin must name. */
 	const char *const *mcp_argv;
 	const char *mcp_listen_host;
+	const char *const *mcp_hosts; /* more host names Host and Origin may give; NULL: none */
 };
 
 /* Serves the API on listen_fd, a listening stream socket (unix or TCP). On success the server
@@ -176,8 +177,10 @@ int api_file_watch_ws(struct http_request *req); /* api-files-watch.c */
 /* POST /mcp (api-mcp.c): serves the request's JSON-RPC message with the MCP server argv. */
 int api_mcp(struct http_request *req, const char *const *argv);
 /* Refuses (-EPERM, *ret_why saying why) a request whose Host, or Origin when present, does not
- * name listen_host ("HOST:PORT"; any loopback name when HOST is loopback). */
-int api_mcp_check(struct http_request *req, const char *listen_host, const char **ret_why);
+ * name listen_host ("HOST:PORT"; any loopback name when HOST is loopback) or one of the names
+ * in more (NULL-terminated, or NULL). */
+int api_mcp_check(struct http_request *req, const char *listen_host, const char *const *more,
+		  const char **ret_why);
 
 /* Shared by the handlers: {"key":[…]} from a list the manager returned as an array (an object
  * passes through); NULL when out of memory. */

@@ -38,6 +38,7 @@
 #define MAX_DNS_UPSTREAMS 4
 
 #define MAX_MCP_ARGS 32
+#define MAX_MCP_HOSTS 16
 
 struct options {
 	const char *root;
@@ -65,6 +66,8 @@ struct options {
 	size_t n_mcp_options;
 	const char *mcp_options[MAX_MCP_ARGS];
 	char mcp_socket[PATH_MAX + 16];
+	const char *mcp_hosts[MAX_MCP_HOSTS + 1]; /* --mcp-allow-host */
+	size_t n_mcp_hosts;
 };
 
 static void usage(FILE *f)
@@ -90,6 +93,7 @@ static void usage(FILE *f)
 		"                        [--network-allow private,link-local,worker,workspaces]\n"
 		"                        [--pool IMAGE[,size=N][,network=none|bridge][,seccomp=PROFILE]]...\n"
 		"                        [--mcp] [--mcp-option FLAG]... [--mcp-cli PATH]\n"
+		"                        [--mcp-allow-host NAME]...\n"
 		"\n"
 		"--mcp serves the Model Context Protocol at POST /mcp on the TCP listeners, each\n"
 		"request by a `station-sandbox mcp` child given the --mcp-option flags (its limits).\n"
@@ -266,6 +270,7 @@ enum {
 	OPT_MCP,
 	OPT_MCP_OPTION,
 	OPT_MCP_CLI,
+	OPT_MCP_ALLOW_HOST,
 };
 
 static void pool_bufs_free(struct options **o)
@@ -478,6 +483,16 @@ static int parse_safety_option(struct options *o, int c, const char *arg)
 	case OPT_MCP_CLI:
 		o->mcp_cli = arg;
 		return 0;
+	case OPT_MCP_ALLOW_HOST:
+		if (o->n_mcp_hosts == MAX_MCP_HOSTS || !*arg || strpbrk(arg, ":/ ")) {
+			fprintf(stderr,
+				"station-sandboxd: --mcp-allow-host takes a host name without "
+				"port (at most %d)\n",
+				MAX_MCP_HOSTS);
+			return -EINVAL;
+		}
+		o->mcp_hosts[o->n_mcp_hosts++] = arg;
+		return 0;
 	case OPT_HOST_USER:
 		return parse_host_user(&o->mc, arg);
 	case OPT_DEFAULT_PIDS:
@@ -667,6 +682,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "mcp", no_argument, NULL, OPT_MCP },
 		{ "mcp-option", required_argument, NULL, OPT_MCP_OPTION },
 		{ "mcp-cli", required_argument, NULL, OPT_MCP_CLI },
+		{ "mcp-allow-host", required_argument, NULL, OPT_MCP_ALLOW_HOST },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -866,6 +882,7 @@ static int add_listener(struct daemon *d, const struct options *o, const char *s
 		.max_connections = 1024,
 		.mcp_argv = tcp && o->mcp ? o->mcp_argv : NULL,
 		.mcp_listen_host = tcp ? spec + 4 : NULL,
+		.mcp_hosts = o->mcp_hosts,
 	};
 	int r = http_server_new(d->loop, d->manager, fd, &hc, &d->servers[d->n_servers]);
 	if (r < 0) {

@@ -102,6 +102,11 @@ def origin_and_host_checked(_):
     eq(403, r.status, "a foreign Host is refused before the token")
     eq({}, rpc("ping", headers={"Origin": "http://localhost:%s" % PORT})["result"], "our Origin")
     eq({}, rpc("ping", headers={"Host": "localhost:%s" % PORT})["result"], "a loopback Host")
+    # --mcp-allow-host sandbox.example: that name too, and no name that merely contains it.
+    eq({}, rpc("ping", headers={"Host": "sandbox.example:%s" % PORT,
+                                "Origin": "https://sandbox.example"})["result"], "an allowed name")
+    r, _ = post(ping, headers={"Host": "sandbox.example.evil:%s" % PORT})
+    eq(403, r.status, "a name that starts like an allowed one")
 
 
 @test

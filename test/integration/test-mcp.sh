@@ -10,7 +10,7 @@ command -v python3 >/dev/null || {
 	exit 0
 }
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-require_container_controller --listen "tcp:127.0.0.1:$PORT" --mcp
+require_container_controller --listen "tcp:127.0.0.1:$PORT" --mcp --mcp-allow-host sandbox.example
 new_ws HWS '{"adapter":"host"}' || {
 	not_ok "host workspace for the limits tests"
 	exit 1
