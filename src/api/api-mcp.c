@@ -41,6 +41,10 @@
 /* The most a child may print for one request: a 1 MiB file_read in base64 and a result of a
  * few thousand lines fit many times over. */
 #define MCP_OUTPUT_MAX (16u * 1024 * 1024)
+/* MCP server processes at once (each serves one request); beyond, 429. */
+#define MCP_CHILDREN_MAX 64
+
+static unsigned n_children; /* the loop's thread only */
 
 struct mcp_child {
 	struct http_request *req; /* NULL once the request is gone */
@@ -63,6 +67,8 @@ struct mcp_child {
 
 static void child_free(struct mcp_child *c)
 {
+	if (c->pid > 0)
+		n_children--;
 	event_source_free(c->out_watch);
 	event_source_free(c->pid_watch);
 	if (c->out_fd >= 0)
@@ -272,6 +278,8 @@ static int child_spawn(struct mcp_child *c, const char *const *argv, int in_fd)
 	if (pipe2(out, O_CLOEXEC) < 0)
 		return negative_errno();
 	c->pid = fork();
+	if (c->pid > 0)
+		n_children++;
 	if (c->pid < 0) {
 		close(out[0]);
 		close(out[1]);
@@ -339,6 +347,10 @@ int api_mcp(struct http_request *req, const char *const *argv)
 	method = json_string_value(json_object_get(msg, "method"));
 	if (json_is_object(msg) && (!json_object_get(msg, "id") || !method))
 		return reply_accepted(req); /* a notification or a response */
+	if (n_children >= MCP_CHILDREN_MAX)
+		return http_reply_status(req, 429, NULL,
+					 "%u MCP requests are being served; try again later",
+					 n_children);
 	/* One line for the child, whatever line breaks the client's JSON had. */
 	line = json_dumps(msg, JSON_COMPACT);
 	if (!line)
