@@ -97,6 +97,9 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_FILE_WATCH] = { api_file_watch, false, query_watch, api_file_watch_ws },
 };
 
+static int endpoint_mcp(struct http_request *req);
+static const struct endpoint_info mcp_endpoint = { endpoint_mcp, true, query_none };
+
 struct http_server {
 	struct event_loop *loop;
 	struct manager *manager;
@@ -821,6 +824,34 @@ int http_reply_method_not_allowed(struct http_request *req, const char *method, 
 				MHD_HTTP_HEADER_ALLOW, allow);
 }
 
+static int endpoint_mcp(struct http_request *req)
+{
+	return api_mcp(req, req->server->cfg.mcp_argv);
+}
+
+/* /mcp: Host and Origin (403) before the token (401), then the method (POST only). */
+static int request_check_mcp(struct http_request *req, const char *url, const char *method,
+			     const char *version)
+{
+	struct http_server *s = req->server;
+	const char *why = NULL;
+	uint64_t len = 0;
+
+	if (api_mcp_check(req, s->cfg.mcp_listen_host ?: "", s->cfg.mcp_hosts, &why) < 0)
+		return http_reply_status(req, 403, NULL, "%s", why);
+	if (!request_authorized(s, req->connection))
+		return http_reply_status(req, 401, NULL, "a valid bearer token is required");
+	if (strcmp(method, "POST") != 0)
+		return http_reply_method_not_allowed(req, method, url, "POST");
+	req->endpoint = &mcp_endpoint;
+	if (content_length_over(req->connection, s->cfg.max_body_bytes, &len))
+		return http_reply_status(req, 413, NULL, "request body is over %llu bytes",
+					 (unsigned long long)s->cfg.max_body_bytes);
+	if (!validate_content_type(content_type(req)))
+		return reply_unsupported_media(req);
+	return request_check_upgrade(req, version);
+}
+
 /* The first call, with the headers: everything that can be refused before the body is read. */
 static int request_check_headers(struct http_request *req, const char *url, const char *method,
 				 const char *version)
@@ -834,6 +865,8 @@ static int request_check_headers(struct http_request *req, const char *url, cons
 	/* The dashboard's static files hold no data: no token (its API calls carry one). */
 	if (web_path(url))
 		return web_reply(req, method, url);
+	if (s->cfg.mcp_argv && strcmp(url, "/mcp") == 0)
+		return request_check_mcp(req, url, method, version);
 	if (!request_authorized(s, req->connection))
 		return http_reply_status(req, 401, NULL, "a valid bearer token is required");
 	r = router_match(method, url, &req->route, &allow);

@@ -31,6 +31,11 @@ struct http_config {
 	unsigned max_connections; /* 1024; 0: the default */
 	unsigned max_websockets;  /* upgraded or upgrading, 256; 0: the default */
 	struct ws_limits ws;	  /* zero fields: the defaults of ws-conn.h */
+	/* POST /mcp (api-mcp.c): the MCP server's argv (NULL-terminated), or NULL when off; the
+	 * listener's HOST:PORT, which Host and Origin must name. */
+	const char *const *mcp_argv;
+	const char *mcp_listen_host;
+	const char *const *mcp_hosts; /* more host names Host and Origin may give; NULL: none */
 };
 
 /* Serves the API on listen_fd, a listening stream socket (unix or TCP). On success the server
@@ -174,6 +179,14 @@ int api_file_mkdir(struct http_request *req);
 int api_file_rename(struct http_request *req);
 int api_file_watch(struct http_request *req);	 /* SSE */
 int api_file_watch_ws(struct http_request *req); /* api-files-watch.c */
+
+/* POST /mcp (api-mcp.c): serves the request's JSON-RPC message with the MCP server argv. */
+int api_mcp(struct http_request *req, const char *const *argv);
+/* Refuses (-EPERM, *ret_why saying why) a request whose Host, or Origin when present, does not
+ * name listen_host ("HOST:PORT"; any loopback name when HOST is loopback) or one of the names
+ * in more (NULL-terminated, or NULL). */
+int api_mcp_check(struct http_request *req, const char *listen_host, const char *const *more,
+		  const char **ret_why);
 
 /* Shared by the handlers: {"key":[…]} from a list the manager returned as an array (an object
  * passes through); NULL when out of memory. */

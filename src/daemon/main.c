@@ -37,6 +37,9 @@
 #define MAX_SECCOMP_DIRS 16
 #define MAX_DNS_UPSTREAMS 4
 
+#define MAX_MCP_ARGS 32
+#define MAX_MCP_HOSTS 16
+
 struct options {
 	const char *root;
 	const char *listen[MAX_LISTENERS];
@@ -57,6 +60,14 @@ struct options {
 	size_t n_dns_upstreams;
 	struct pool_config pools[POOL_MAX]; /* --pool; strings in pool_bufs */
 	char *pool_bufs[POOL_MAX];
+	bool mcp;				/* --mcp: POST /mcp on the TCP listeners */
+	const char *mcp_cli;			/* --mcp-cli: station-sandbox; NULL: beside us */
+	const char *mcp_argv[MAX_MCP_ARGS + 6]; /* the MCP server's argv, --mcp-option in it */
+	size_t n_mcp_options;
+	const char *mcp_options[MAX_MCP_ARGS];
+	char mcp_socket[PATH_MAX + 16];
+	const char *mcp_hosts[MAX_MCP_HOSTS + 1]; /* --mcp-allow-host */
+	size_t n_mcp_hosts;
 };
 
 static void usage(FILE *f)
@@ -83,10 +94,14 @@ static void usage(FILE *f)
 		"                        [--network-allow private,link-local,worker,workspaces]\n"
 		"                        [--pool IMAGE[,size=N][,network=none|bridge][,seccomp=PROFILE]]...\n"
 		"                        [--lxcfs auto|off|DIR]\n"
+		"                        [--mcp] [--mcp-option FLAG]... [--mcp-cli PATH]\n"
+		"                        [--mcp-allow-host NAME]...\n"
 		"\n"
 		"--lxcfs auto (the default) starts lxcfs on <root>/lxcfs when it is installed and\n"
 		"binds its /proc and /sys/devices/system/cpu views into container workspaces;\n"
 		"DIR uses an lxcfs some other supervisor keeps mounted there.\n"
+		"--mcp serves the Model Context Protocol at POST /mcp on the TCP listeners, each\n"
+		"request by a `station-sandbox mcp` child given the --mcp-option flags (its limits).\n"
 		"--pool keeps SIZE (default 1) started idle container workspaces of IMAGE (as a\n"
 		"create names it) with the runtime, network and seccomp profile given, refilled in\n"
 		"the background; a create that asks for the same and no env takes one.\n"
@@ -155,6 +170,13 @@ static char *find_beside_self(const char *const *candidates, size_t n_candidates
 		return p;
 	free(p);
 	return real;
+}
+
+static char *default_cli_path(void)
+{
+	static const char *const candidates[] = { "%s/station-sandbox",
+						  "%s/../cli/station-sandbox" };
+	return find_beside_self(candidates, ELEMENTSOF(candidates));
 }
 
 static char *default_agent_path(void)
@@ -252,6 +274,10 @@ enum {
 	OPT_NETWORK_ALLOW,
 	OPT_POOL,
 	OPT_LXCFS,
+	OPT_MCP,
+	OPT_MCP_OPTION,
+	OPT_MCP_CLI,
+	OPT_MCP_ALLOW_HOST,
 };
 
 static void pool_bufs_free(struct options **o)
@@ -455,6 +481,33 @@ static int parse_safety_option(struct options *o, int c, const char *arg)
 		}
 		o->mc.lxcfs = arg;
 		return 0;
+	case OPT_MCP:
+		o->mcp = true;
+		return 0;
+	case OPT_MCP_OPTION:
+		if (o->n_mcp_options == MAX_MCP_ARGS || strncmp(arg, "--", 2) != 0) {
+			fprintf(stderr,
+				"station-sandboxd: --mcp-option takes a flag of "
+				"`station-sandbox mcp` (--no-delete, --adapters=host), at "
+				"most %d\n",
+				MAX_MCP_ARGS);
+			return -EINVAL;
+		}
+		o->mcp_options[o->n_mcp_options++] = arg;
+		return 0;
+	case OPT_MCP_CLI:
+		o->mcp_cli = arg;
+		return 0;
+	case OPT_MCP_ALLOW_HOST:
+		if (o->n_mcp_hosts == MAX_MCP_HOSTS || !*arg || strpbrk(arg, ":/ ")) {
+			fprintf(stderr,
+				"station-sandboxd: --mcp-allow-host takes a host name without "
+				"port (at most %d)\n",
+				MAX_MCP_HOSTS);
+			return -EINVAL;
+		}
+		o->mcp_hosts[o->n_mcp_hosts++] = arg;
+		return 0;
 	case OPT_HOST_USER:
 		return parse_host_user(&o->mc, arg);
 	case OPT_DEFAULT_PIDS:
@@ -648,6 +701,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "network-allow", required_argument, NULL, OPT_NETWORK_ALLOW },
 		{ "pool", required_argument, NULL, OPT_POOL },
 		{ "lxcfs", required_argument, NULL, OPT_LXCFS },
+		{ "mcp", no_argument, NULL, OPT_MCP },
+		{ "mcp-option", required_argument, NULL, OPT_MCP_OPTION },
+		{ "mcp-cli", required_argument, NULL, OPT_MCP_CLI },
+		{ "mcp-allow-host", required_argument, NULL, OPT_MCP_ALLOW_HOST },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -845,6 +902,9 @@ static int add_listener(struct daemon *d, const struct options *o, const char *s
 		.max_body_bytes = o->max_body,
 		.max_wait_ms = o->max_wait_ms,
 		.max_connections = 1024,
+		.mcp_argv = tcp && o->mcp ? o->mcp_argv : NULL,
+		.mcp_listen_host = tcp ? spec + 4 : NULL,
+		.mcp_hosts = o->mcp_hosts,
 	};
 	int r = http_server_new(d->loop, d->manager, fd, &hc, &d->servers[d->n_servers]);
 	if (r < 0) {
@@ -1015,6 +1075,25 @@ int main(int argc, char **argv)
 	}
 	o.root = root;
 	o.mc.root = root;
+	_cleanup_free_ char *mcp_cli = o.mcp_cli ? strdup(o.mcp_cli) : default_cli_path();
+	if (o.mcp) {
+		size_t k = 0;
+		if (!mcp_cli || access(mcp_cli, X_OK) < 0) {
+			fprintf(stderr,
+				"station-sandboxd: --mcp needs station-sandbox (--mcp-cli): "
+				"\"%s\" is not executable\n",
+				mcp_cli ? mcp_cli : "");
+			return 64;
+		}
+		snprintf(o.mcp_socket, sizeof o.mcp_socket, "%s/station.sock", root);
+		o.mcp_argv[k++] = mcp_cli;
+		o.mcp_argv[k++] = "--socket";
+		o.mcp_argv[k++] = o.mcp_socket;
+		o.mcp_argv[k++] = "mcp";
+		for (size_t i = 0; i < o.n_mcp_options; i++)
+			o.mcp_argv[k++] = o.mcp_options[i];
+		o.mcp_argv[k] = NULL;
+	}
 	o.mc.worker = o.worker;
 	o.mc.agent_path = agent;
 	log_setup(STDERR_FILENO, o.log_format, o.log_level, "station-sandboxd");
