@@ -14,7 +14,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "adapter/runtime.h"
 #include "basic/cleanup.h"
 #include "basic/log.h"
 #include "basic/safe-fs.h"
@@ -40,8 +39,8 @@ void manager_adapters_init(struct manager *m)
 	if (adapter_runtime_open(&m->actx, m->cfg.runtime, &e) < 0)
 		log_warn("container runtime unavailable", "runtime", m->cfg.runtime, "error",
 			 e.message, NULL);
-	else if (m->cfg.runtime_timeout_ms > 0)
-		m->actx.runtime->timeout_ms = m->cfg.runtime_timeout_ms;
+	else
+		adapter_runtime_set_timeout(&m->actx, m->cfg.runtime_timeout_ms);
 	e = (struct station_error){ 0 };
 	if (image_store_open(m->cfg.root, &m->actx.images, &e) < 0)
 		log_warn("image store unavailable", "error", e.message, NULL);
