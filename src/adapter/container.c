@@ -1106,6 +1106,12 @@ static int container_remove(const struct adapter_workspace *ws, struct station_e
 		int r = runtime_delete(rt, ws->id, &de);
 		struct station_error se = { 0 };
 		int k = runtime_state(rt, ws->id, &st, &se);
+		char state_dir[PATH_MAX];
+		snprintf(state_dir, sizeof state_dir, "%s/%s", rt->root, ws->id);
+		/* a runtime that cannot answer (broken, gone) holds nothing if it has no state */
+		if ((r < 0 || k != -ENOENT) && k < 0 && access(state_dir, F_OK) < 0 &&
+		    errno == ENOENT)
+			r = 0, k = -ENOENT;
 		if (r < 0 || k != -ENOENT)
 			return station_error_set(
 				e, r < 0 ? r : -EBUSY, NULL,

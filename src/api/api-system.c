@@ -63,10 +63,15 @@ int api_ready(struct http_request *req)
 {
 	bool present = false;
 	const char *refresh = http_request_query(req, "refresh", &present);
-	bool fresh = present && (!refresh || strcmp(refresh, "0") != 0);
-	struct ready_wait *w = calloc(1, sizeof *w);
+	bool fresh = present && (!refresh || !refresh[0] || strcmp(refresh, "1") == 0 ||
+				 strcmp(refresh, "true") == 0);
+	struct ready_wait *w;
 	json_t *ready;
 
+	if (present && !fresh && strcmp(refresh, "0") != 0 && strcmp(refresh, "false") != 0)
+		return http_reply_status(req, 400, "refresh",
+					 "refresh is 1, true, 0 or false, not \"%.64s\"", refresh);
+	w = calloc(1, sizeof *w);
 	if (!w)
 		return http_reply_status(req, 500, NULL, "out of memory");
 	w->req = req;
