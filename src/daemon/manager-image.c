@@ -337,6 +337,7 @@ static void job_finish(struct image_job *j)
 		r = image_lookup(j->m->actx.images, digest, &img, &e);
 	if (r >= 0) {
 		log_info("image stored", "digest", img->digest, "from", j->what, NULL);
+		manager_ready_kick(j->m); /* the default image may be there now */
 		image = image_to_json(j->m, img);
 		image_free(img);
 	} else {

@@ -837,7 +837,9 @@ static int job_queue(struct workspace *ws, struct event_work_pool *pool, struct 
 		j->aw.net_attach = job_net_attach;
 		j->aw.net_userdata = j;
 	}
-	int r = j->spec ? event_work_queue(pool, job_run, job_done, j) : -ENOMEM;
+	int r = !pool ? -ECANCELED : /* the controller is stopping */
+			j->spec ? event_work_queue(pool, job_run, job_done, j) :
+				  -ENOMEM;
 	if (r < 0) {
 		json_decref(j->spec);
 		free(j);
@@ -1347,7 +1349,7 @@ static void ready_start(struct manager *m)
 				 .agent_path = strdup(m->cfg.agent_path),
 				 .home_limit = m->cfg.home_size_mb > 0,
 				 .checks = json_array() };
-	if (!j->agent_path || !j->checks ||
+	if (!j->agent_path || !j->checks || !m->work ||
 	    event_work_queue(m->work, ready_job_run, ready_job_done, j) < 0) {
 		json_decref(j->checks);
 		free(j->agent_path);
@@ -1569,9 +1571,9 @@ void manager_free(struct manager *m)
 	if (!m)
 		return;
 	/* running jobs end (a create's agent keeps running, adopted at the next start) */
-	event_work_pool_free(m->create_work);
-	event_work_pool_free(m->work);
-	m->create_work = m->work = NULL;
+	struct event_work_pool *creates = TAKE_PTR(m->create_work), *work = TAKE_PTR(m->work);
+	event_work_pool_free(creates);
+	event_work_pool_free(work);
 	event_source_free(m->ready_timer);
 	while (m->ready_waiters)
 		manager_ready_forget(m->ready_waiters);

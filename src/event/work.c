@@ -161,6 +161,11 @@ int event_work_queue(struct event_work_pool *p, event_work_fn fn, event_work_don
 		return -ENOMEM;
 	*j = (struct job){ .fn = fn, .done = done, .userdata = userdata };
 	pthread_mutex_lock(&p->lock);
+	if (p->stop) {
+		pthread_mutex_unlock(&p->lock);
+		free(j);
+		return -ECANCELED;
+	}
 	int r = 0;
 	if (p->n_idle <= p->n_pending && p->n_threads < p->max_threads)
 		r = spawn_locked(p);

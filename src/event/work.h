@@ -27,6 +27,7 @@ int event_work_pool_new(struct event_loop *loop, unsigned threads, struct event_
  * every outstanding done. NULL is fine. */
 void event_work_pool_free(struct event_work_pool *p);
 
+/* -ECANCELED once the pool is being freed (from a done called by event_work_pool_free()). */
 int event_work_queue(struct event_work_pool *p, event_work_fn fn, event_work_done_fn done,
 		     void *userdata);
 /* Jobs queued and not started, and jobs running. */
