@@ -1005,6 +1005,7 @@ static void teardown_job_done(struct ws_job *j)
 	if (ws->pool)
 		m->n_pool_members--;
 	workspace_unlink(m, ws);
+	e.err = name_nofile_limit(m, e.err, &e); /* counts the others */
 	op_end(ws, e.err, NULL, &e);
 	workspace_free(ws); /* fails what was queued behind the create */
 }
