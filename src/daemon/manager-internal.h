@@ -303,6 +303,9 @@ void workspace_adopt(struct workspace *ws);
 /* Kills, removes and forgets a workspace that is not linked any more, then frees it
  * (synchronously, on the loop). */
 void workspace_destroy(struct workspace *ws);
+/* Deletes ws as DELETE does (off the loop, after what is queued on it), nobody waiting: a pool
+ * member is unlinked (and uncounted) once it is gone. */
+void workspace_delete_begin(struct workspace *ws);
 /* A create, restart or delete is under way or queued. */
 bool workspace_busy(const struct workspace *ws);
 void workspace_link(struct manager *m, struct workspace *ws);

@@ -403,10 +403,12 @@ static bool reap_one(struct manager *m)
 		if (!ws->pool || workspace_busy(ws) ||
 		    (ws->pool != &pool_unwanted && ws->row.state == WORKSPACE_READY))
 			continue;
+		/* a delete that failed is tried again after a while, not every turn */
+		if (ws->row.state == WORKSPACE_DELETING &&
+		    realtime_usec() < ws->row.updated_at + POOL_BACKOFF_MAX_USEC)
+			continue;
 		log_info("pool member torn down", "workspace", ws->row.id, NULL);
-		workspace_unlink(m, ws);
-		m->n_pool_members--;
-		workspace_destroy(ws);
+		workspace_delete_begin(ws); /* off the loop; unlinked once done */
 		return true;
 	}
 	return false;

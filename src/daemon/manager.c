@@ -1242,6 +1242,12 @@ static int op_request(struct manager *m, const char *id, enum op_kind kind, work
 	return 1;
 }
 
+void workspace_delete_begin(struct workspace *ws)
+{
+	if (op_new(ws, OP_DELETE, NULL, NULL))
+		op_start_next(ws);
+}
+
 int manager_workspace_delete(struct manager *m, const char *id, workspace_op_fn fn, void *userdata,
 			     struct workspace_op **ret_op, struct station_error *e)
 {
