@@ -128,8 +128,10 @@ static int op_wait_begin(struct http_request *req, struct op_wait *w, int r, jso
 			 const struct station_error *e)
 {
 	if (r <= 0) {
-		http_request_set_state(req, NULL, NULL);
-		return api_reply_result(req, r, w->status, result, e);
+		unsigned status = w->status;
+
+		http_request_set_state(req, NULL, NULL); /* frees w */
+		return api_reply_result(req, r, status, result, e);
 	}
 	if (w->ended) /* it ended before the manager returned */
 		return op_resumed(req);
