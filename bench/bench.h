@@ -92,6 +92,8 @@ int cmd_exec(const struct bench_opts *o);
 int cmd_oci_exec(const struct bench_opts *o);
 int cmd_oci_run(const struct bench_opts *o);
 int cmd_create(const struct bench_opts *o);
+/* --clients N creates at once (default 20) beside one alone; also the row "api.burst". */
+int cmd_create_burst(const struct bench_opts *o);
 int cmd_rate(const struct bench_opts *o);
 int cmd_spawn_rate(const struct bench_opts *o);
 int cmd_memory(const struct bench_opts *o);

@@ -24,6 +24,7 @@ static const struct {
 	{ "create", cmd_create,
 	  "--endpoint E --image REF --runs N [--network none|bridge|restricted [--egress JSON]] "
 	  "[--pool]" },
+	{ "create-burst", cmd_create_burst, "--endpoint E --image REF [--clients N]" },
 	{ "rate", cmd_rate, "--endpoint E --workspace W --clients N --seconds S --reps N" },
 	{ "spawn-rate", cmd_spawn_rate, "--clients N --seconds S --reps N" },
 	{ "memory", cmd_memory,

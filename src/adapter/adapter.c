@@ -27,6 +27,12 @@ void adapter_runtime_close(struct adapter_context *ctx)
 	ctx->runtime = NULL;
 }
 
+void adapter_runtime_set_timeout(struct adapter_context *ctx, int timeout_ms)
+{
+	if (ctx->runtime && timeout_ms > 0)
+		ctx->runtime->timeout_ms = timeout_ms;
+}
+
 const char *adapter_runtime_name(const struct adapter_context *ctx)
 {
 	return ctx->runtime ? ctx->runtime->name : NULL;

@@ -90,6 +90,9 @@ const struct adapter_ops *adapter_find(const char *name);
  * ctx->runtime_error and e say why: the container adapter is then unavailable. */
 int adapter_runtime_open(struct adapter_context *ctx, const char *name, struct station_error *e);
 void adapter_runtime_close(struct adapter_context *ctx);
+/* Each runtime call's bound (a call past it is killed with its process group); 0: keep the
+ * default (RUNTIME_TIMEOUT_MS_DEFAULT, 30 s). */
+void adapter_runtime_set_timeout(struct adapter_context *ctx, int timeout_ms);
 /* The runtime's name ("runc", ...); NULL when none is open. */
 const char *adapter_runtime_name(const struct adapter_context *ctx);
 

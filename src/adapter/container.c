@@ -1102,11 +1102,11 @@ static void remove_runtime_cgroups(const struct adapter_workspace *ws, bool work
 		cgroup_remove_in_all_hierarchies(rel);
 }
 
-static void container_stop(const struct adapter_workspace *ws)
+/* What the container held on the host once the runtime let go of it: its cgroups, the
+ * rootfs mount, the layers' mounts, a size-limited HOME. */
+static void release_host_side(const struct adapter_workspace *ws)
 {
 	char rootfs[PATH_MAX];
-	if (ws->ctx->runtime)
-		runtime_delete(ws->ctx->runtime, ws->id, NULL);
 	remove_runtime_cgroups(ws, false);
 	snprintf(rootfs, sizeof rootfs, "%s/rootfs", ws->dir);
 	umount2(rootfs, MNT_DETACH);
@@ -1114,9 +1114,38 @@ static void container_stop(const struct adapter_workspace *ws)
 	home_limit_unmount(ws);
 }
 
+static void container_stop(const struct adapter_workspace *ws)
+{
+	if (ws->ctx->runtime)
+		runtime_delete(ws->ctx->runtime, ws->id, NULL);
+	release_host_side(ws);
+}
+
+/* One runtime delete; the workspace is removed only once the runtime no longer knows the
+ * container (else the error says what is left, and a retry deletes again). */
 static int container_remove(const struct adapter_workspace *ws, struct station_error *e)
 {
-	container_stop(ws);
+	const struct runtime *rt = ws->ctx->runtime;
+	if (rt) {
+		struct station_error de = { 0 };
+		struct runtime_state st;
+		int r = runtime_delete(rt, ws->id, &de);
+		struct station_error se = { 0 };
+		int k = runtime_state(rt, ws->id, &st, &se);
+		char state_dir[PATH_MAX];
+		snprintf(state_dir, sizeof state_dir, "%s/%s", rt->root, ws->id);
+		/* a runtime that cannot answer (broken, gone) holds nothing if it has no state */
+		if ((r < 0 || k != -ENOENT) && k < 0 && access(state_dir, F_OK) < 0 &&
+		    errno == ENOENT)
+			r = 0, k = -ENOENT;
+		if (r < 0 || k != -ENOENT)
+			return station_error_set(
+				e, r < 0 ? r : -EBUSY, NULL,
+				"the runtime still knows container \"%s\" (%s)%s%s", ws->id,
+				k >= 0 ? runtime_status_to_string(st.status) : "state unknown",
+				r < 0 ? ": " : "", r < 0 ? de.message : "");
+	}
+	release_host_side(ws);
 	remove_runtime_cgroups(ws, true);
 	int r = rm_rf(ws->dir);
 	if (r < 0 && r != -ENOENT)

@@ -3,6 +3,7 @@
  * own session so a terminal's signals never reach it. */
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -147,6 +148,9 @@ static void agent_exec(const char *agent_path, const struct cgroup *agent_cg, in
 		       int listen_fd, int log_fd, int err_fd, char **argv)
 {
 	int r = 0;
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL); /* forked from a worker thread: all blocked */
 	if (setsid() < 0)
 		r = negative_errno();
 	if (r >= 0 && agent_cg)

@@ -4,6 +4,7 @@
  * mounts of its own host id range, read-only, nosuid and nodev, so that one workspace's ids own
  * nothing of another's and no layer file is ever owned by a host id outside the range. */
 
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -34,6 +35,8 @@
  * workspace starts on them (a container of the old kind still running on such a layer sees
  * its image files as nobody until it restarts). */
 static uint32_t unshift_base;
+/* nftw() takes no userdata: creates on worker threads take turns */
+static pthread_mutex_t unshift_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int unshift_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
@@ -51,7 +54,7 @@ static int unshift_one(const char *path, const struct stat *st, int type, struct
 	return 0;
 }
 
-int layers_unshift(const struct image *img, struct station_error *e)
+static int unshift_locked(const struct image *img, struct station_error *e)
 {
 	for (size_t i = 0; i < img->n_layers; i++) {
 		char pattern[PATH_MAX];
@@ -80,6 +83,14 @@ int layers_unshift(const struct image *img, struct station_error *e)
 			return r;
 	}
 	return 0;
+}
+
+int layers_unshift(const struct image *img, struct station_error *e)
+{
+	pthread_mutex_lock(&unshift_lock);
+	int r = unshift_locked(img, e);
+	pthread_mutex_unlock(&unshift_lock);
+	return r;
 }
 
 struct idmap_hold {

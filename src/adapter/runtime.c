@@ -184,6 +184,8 @@ static _Noreturn void child_exec(const struct runtime *rt, struct call *c, const
 	int r = 0;
 
 	child_reset_signals();
+	/* its own process group: a call that times out is killed with all it forked */
+	(void)setpgid(0, 0);
 	report_fd = fcntl(report_fd, F_DUPFD_CLOEXEC, CHILD_FD_BASE + 16);
 	if (rt->private_mntns)
 		r = child_private_mntns(&rep.stage);
@@ -417,6 +419,7 @@ static int call_run(const struct runtime *rt, struct call *c, struct station_err
 			close(err_fd);
 	}
 	if (r == -ETIMEDOUT || r < 0) {
+		kill(-pid, SIGKILL);
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		if (r == -ETIMEDOUT)

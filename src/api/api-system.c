@@ -1,19 +1,91 @@
 /* SPDX-License-Identifier: MIT */
 /* GET /v1/ready, GET /v1/worker. */
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "api/http.h"
 #include "daemon/manager.h"
 
-int api_ready(struct http_request *req)
+static int ready_reply(struct http_request *req, json_t *ready)
 {
-	json_t *ready = manager_ready(http_request_manager(req));
 	unsigned status;
 
 	if (!ready)
 		return http_reply_status(req, 500, NULL, "readiness checks failed to run");
 	status = json_is_true(json_object_get(ready, "ready")) ? 200 : 503;
 	return http_reply_json(req, status, ready);
+}
+
+/* A request waiting for a check under way (the first one, or ?refresh=1). */
+struct ready_wait {
+	struct http_request *req;
+	struct ready_waiter *waiter; /* NULL once called */
+	json_t *result;
+	bool ended;
+};
+
+static void ready_wait_free(void *userdata)
+{
+	struct ready_wait *w = userdata;
+
+	manager_ready_forget(w->waiter);
+	json_decref(w->result);
+	free(w);
+}
+
+static int ready_resumed(struct http_request *req)
+{
+	struct ready_wait *w = http_request_state(req);
+	json_t *result = w ? w->result : NULL;
+	int r;
+
+	if (w)
+		w->result = NULL;
+	r = ready_reply(req, result);
+	http_request_set_state(req, NULL, NULL);
+	return r;
+}
+
+static void on_ready(void *userdata, json_t *result)
+{
+	struct ready_wait *w = userdata;
+
+	w->waiter = NULL;
+	w->ended = true;
+	w->result = result;
+	http_request_resume(w->req);
+}
+
+/* Answered from the last check (no process is spawned here); ?refresh=1 waits, suspended, for
+ * a check that begins after the request. */
+int api_ready(struct http_request *req)
+{
+	bool present = false;
+	const char *refresh = http_request_query(req, "refresh", &present);
+	bool fresh = present && (!refresh || !refresh[0] || strcmp(refresh, "1") == 0 ||
+				 strcmp(refresh, "true") == 0);
+	struct ready_wait *w;
+	json_t *ready;
+
+	if (present && !fresh && strcmp(refresh, "0") != 0 && strcmp(refresh, "false") != 0)
+		return http_reply_status(req, 400, "refresh",
+					 "refresh is 1, true, 0 or false, not \"%.64s\"", refresh);
+	w = calloc(1, sizeof *w);
+	if (!w)
+		return http_reply_status(req, 500, NULL, "out of memory");
+	w->req = req;
+	ready = manager_ready(http_request_manager(req), fresh, on_ready, w, &w->waiter);
+	if (ready || !w->waiter) {
+		free(w);
+		return ready_reply(req, ready);
+	}
+	http_request_set_state(req, w, ready_wait_free);
+	if (http_request_suspend(req, ready_resumed) < 0) {
+		http_request_set_state(req, NULL, NULL);
+		return http_reply_status(req, 500, NULL, "cannot wait for the check");
+	}
+	return 0;
 }
 
 /* The manager knows its own limits; the HTTP ones are ours. */

@@ -2,6 +2,7 @@
 /* /v1/workspaces: list, create, get, delete, restart, network. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/http.h"
 #include "api/idempotency.h"
@@ -56,6 +57,93 @@ int api_workspace_list(struct http_request *req)
 	return api_reply_result(req, r, 200, list, &e);
 }
 
+/* Create, delete and restart answer once the manager's operation ends (its slow steps run off
+ * the loop): the request waits suspended meanwhile. */
+struct op_wait {
+	struct http_request *req;
+	struct workspace_op *op; /* NULL once it ended */
+	unsigned status;
+	char *ws_id; /* delete: the answer's id */
+	bool ended;
+	int r;
+	json_t *result;
+	struct station_error e;
+};
+
+static void op_wait_free(void *userdata)
+{
+	struct op_wait *w = userdata;
+
+	manager_workspace_op_forget(w->op);
+	json_decref(w->result);
+	free(w->ws_id);
+	free(w);
+}
+
+static int op_resumed(struct http_request *req)
+{
+	struct op_wait *w = http_request_state(req);
+	json_t *result;
+	int r;
+
+	if (!w || !w->ended)
+		return http_reply_status(req, 500, NULL, "the wait was lost");
+	if (w->r < 0)
+		r = http_reply_error(req, &w->e);
+	else if (w->ws_id) {
+		result = json_pack("{s:s, s:s}", "id", w->ws_id, "state", "deleted");
+		r = api_reply_result(req, 0, w->status, result, &w->e);
+	} else
+		r = api_reply_result(req, 0, w->status, TAKE_PTR(w->result), &w->e);
+	http_request_set_state(req, NULL, NULL);
+	return r;
+}
+
+static void on_op_end(void *userdata, int r, json_t *result, const struct station_error *e)
+{
+	struct op_wait *w = userdata;
+
+	w->op = NULL; /* gone once called */
+	w->ended = true;
+	w->r = r;
+	w->result = json_incref(result);
+	if (r < 0 && e)
+		w->e = *e;
+	http_request_resume(w->req);
+}
+
+static struct op_wait *op_wait_new(struct http_request *req, unsigned status)
+{
+	struct op_wait *w = calloc(1, sizeof *w);
+
+	if (!w)
+		return NULL;
+	w->req = req;
+	w->status = status;
+	http_request_set_state(req, w, op_wait_free);
+	return w;
+}
+
+/* r from the manager: < 0 refused at once, 0 answered at once (result), 1 under way. */
+static int op_wait_begin(struct http_request *req, struct op_wait *w, int r, json_t *result,
+			 const struct station_error *e)
+{
+	if (r <= 0) {
+		unsigned status = w->status;
+
+		http_request_set_state(req, NULL, NULL); /* frees w */
+		return api_reply_result(req, r, status, result, e);
+	}
+	if (w->ended) /* it ended before the manager returned */
+		return op_resumed(req);
+	r = http_request_suspend(req, op_resumed);
+	if (r < 0) {
+		http_request_set_state(req, NULL, NULL);
+		return http_reply_status(req, 500, NULL, "cannot wait for the workspace");
+	}
+	return 0;
+}
+
 int api_workspace_create(struct http_request *req)
 {
 	struct station_error e = {};
@@ -63,6 +151,7 @@ int api_workspace_create(struct http_request *req)
 	struct api_idempotency idem;
 	struct idempotency_hit hit;
 	json_t *body = NULL, *ws = NULL;
+	struct op_wait *w;
 	int r;
 
 	r = api_idempotency_begin(req, &idem, &hit);
@@ -77,12 +166,29 @@ int api_workspace_create(struct http_request *req)
 	r = api_request_json(req, true, &body, &e);
 	if (r >= 0)
 		r = validate_workspace_spec(body, &spec, &e);
-	if (r >= 0)
-		r = manager_workspace_create(http_request_manager(req), &spec, &ws, &e);
+	if (r < 0) {
+		json_decref(body);
+		return api_reply_result(req, r, 201, NULL, &e);
+	}
+	w = op_wait_new(req, 201);
+	if (!w) {
+		json_decref(body);
+		return http_reply_status(req, 500, NULL, "out of memory");
+	}
+	r = manager_workspace_create(http_request_manager(req), &spec, on_op_end, w, &w->op, &ws,
+				     &e);
 	json_decref(body);
-	api_idempotency_end(req, &idem, r < 0 ? NULL : json_string_value(json_object_get(ws, "id")),
-			    201);
-	return api_reply_result(req, r, 201, ws, &e);
+	/* The key names the workspace as soon as it exists: listed `creating` while under way, so
+	 * a retry finds it whether or not the first request is still waiting. */
+	const char *made = NULL;
+	if (r == 0)
+		made = json_string_value(json_object_get(ws, "id"));
+	else if (r > 0 && w->op)
+		made = manager_workspace_op_id(w->op);
+	else if (r > 0 && w->ended && w->r >= 0) /* it ended before the manager returned */
+		made = json_string_value(json_object_get(w->result, "id"));
+	api_idempotency_end(req, &idem, made, 201);
+	return op_wait_begin(req, w, r, ws, &e);
 }
 
 int api_workspace_get(struct http_request *req)
@@ -100,24 +206,29 @@ int api_workspace_delete(struct http_request *req)
 {
 	const struct route_match *m = http_request_route(req);
 	struct station_error e = {};
-	json_t *result = NULL;
+	struct op_wait *w;
 	int r;
 
-	r = manager_workspace_delete(http_request_manager(req), m->ws_id, &e);
-	if (r >= 0)
-		result = json_pack("{s:s, s:s}", "id", m->ws_id, "state", "deleted");
-	return api_reply_result(req, r, 200, result, &e);
+	w = op_wait_new(req, 200);
+	if (!w || !(w->ws_id = strdup(m->ws_id)))
+		return http_reply_status(req, 500, NULL, "out of memory");
+	r = manager_workspace_delete(http_request_manager(req), m->ws_id, on_op_end, w, &w->op, &e);
+	return op_wait_begin(req, w, r, NULL, &e);
 }
 
 int api_workspace_restart(struct http_request *req)
 {
 	const struct route_match *m = http_request_route(req);
 	struct station_error e = {};
-	json_t *ws = NULL;
+	struct op_wait *w;
 	int r;
 
-	r = manager_workspace_restart(http_request_manager(req), m->ws_id, &ws, &e);
-	return api_reply_result(req, r, 200, ws, &e);
+	w = op_wait_new(req, 200);
+	if (!w)
+		return http_reply_status(req, 500, NULL, "out of memory");
+	r = manager_workspace_restart(http_request_manager(req), m->ws_id, on_op_end, w, &w->op,
+				      &e);
+	return op_wait_begin(req, w, r, NULL, &e);
 }
 
 int api_workspace_network_get(struct http_request *req)

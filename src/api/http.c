@@ -41,6 +41,7 @@ struct endpoint_info {
 
 static const char *const query_none[] = { NULL };
 static const char *const query_wait[] = { "waitMs", NULL };
+static const char *const query_refresh[] = { "refresh", NULL };
 static const char *const query_limit[] = { "limit", NULL };
 static const char *const query_follow[] = { "follow", NULL };
 static const char *const query_read_only[] = { "readOnly", NULL };
@@ -51,7 +52,7 @@ static const char *const query_upload[] = { "path", "mode", "parents", "exclusiv
 static const char *const query_delete[] = { "path", "recursive", NULL };
 
 static const struct endpoint_info endpoints[_EP_MAX] = {
-	[EP_READY] = { api_ready, false, query_none },
+	[EP_READY] = { api_ready, false, query_refresh },
 	[EP_WORKER] = { api_worker, false, query_none },
 	[EP_WORKSPACE_LIST] = { api_workspace_list, false, query_none },
 	[EP_WORKSPACE_CREATE] = { api_workspace_create, true, query_none },

@@ -81,6 +81,7 @@ static void usage(FILE *f)
 		"                        [--default-timeout-ms N] [--max-timeout-ms N]\n"
 		"                        [--max-output-bytes N] [--max-body-bytes N]\n"
 		"                        [--default-adapter host|container] [--runtime runc|crun|runsc|PATH]\n"
+		"                        [--runtime-timeout-ms N] [--create-concurrency N]\n"
 		"                        [--default-image NAME@sha256:…] [--seccomp-profile NAME|PATH]\n"
 		"                        [--seccomp-dir DIR]...\n"
 		"                        [--userns-base UID]\n"
@@ -254,6 +255,8 @@ enum {
 	OPT_MAX_OUTPUT,
 	OPT_MAX_BODY,
 	OPT_RUNTIME,
+	OPT_RUNTIME_TIMEOUT,
+	OPT_CREATE_CONCURRENCY,
 	OPT_DEFAULT_IMAGE,
 	OPT_SECCOMP,
 	OPT_SECCOMP_DIR,
@@ -577,6 +580,26 @@ static int parse_option(struct options *o, int c, const char *arg)
 	case OPT_RUNTIME:
 		o->mc.runtime = arg;
 		return 0;
+	case OPT_RUNTIME_TIMEOUT: {
+		uint64_t v;
+		int r = parse_number("--runtime-timeout-ms", arg, 3600000, &v);
+		if (r >= 0 && v < 100) {
+			fprintf(stderr, "station-sandboxd: --runtime-timeout-ms is at least 100\n");
+			r = -EINVAL;
+		}
+		o->mc.runtime_timeout_ms = (int)v;
+		return r;
+	}
+	case OPT_CREATE_CONCURRENCY: {
+		uint64_t v;
+		int r = parse_number("--create-concurrency", arg, 1024, &v);
+		if (r >= 0 && v == 0) {
+			fprintf(stderr, "station-sandboxd: --create-concurrency is at least 1\n");
+			r = -EINVAL;
+		}
+		o->mc.create_concurrency = (unsigned)v;
+		return r;
+	}
 	case OPT_DEFAULT_IMAGE:
 		o->mc.default_image = arg;
 		return 0;
@@ -681,6 +704,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "max-output-bytes", required_argument, NULL, OPT_MAX_OUTPUT },
 		{ "max-body-bytes", required_argument, NULL, OPT_MAX_BODY },
 		{ "runtime", required_argument, NULL, OPT_RUNTIME },
+		{ "runtime-timeout-ms", required_argument, NULL, OPT_RUNTIME_TIMEOUT },
+		{ "create-concurrency", required_argument, NULL, OPT_CREATE_CONCURRENCY },
 		{ "default-image", required_argument, NULL, OPT_DEFAULT_IMAGE },
 		{ "seccomp-profile", required_argument, NULL, OPT_SECCOMP },
 		{ "seccomp-dir", required_argument, NULL, OPT_SECCOMP_DIR },

@@ -39,6 +39,8 @@ void manager_adapters_init(struct manager *m)
 	if (adapter_runtime_open(&m->actx, m->cfg.runtime, &e) < 0)
 		log_warn("container runtime unavailable", "runtime", m->cfg.runtime, "error",
 			 e.message, NULL);
+	else
+		adapter_runtime_set_timeout(&m->actx, m->cfg.runtime_timeout_ms);
 	e = (struct station_error){ 0 };
 	if (image_store_open(m->cfg.root, &m->actx.images, &e) < 0)
 		log_warn("image store unavailable", "error", e.message, NULL);
@@ -335,6 +337,7 @@ static void job_finish(struct image_job *j)
 		r = image_lookup(j->m->actx.images, digest, &img, &e);
 	if (r >= 0) {
 		log_info("image stored", "digest", img->digest, "from", j->what, NULL);
+		manager_ready_kick(j->m); /* the default image may be there now */
 		image = image_to_json(j->m, img);
 		image_free(img);
 	} else {

@@ -102,6 +102,10 @@ struct workspace {
 	size_t n_file_sessions;
 	struct pool *pool;	/* manager-pool.c: an unclaimed warm pool member of this pool */
 	uint64_t last_activity; /* manager-idle.c: realtime usec of the last activity seen */
+	/* create, restart, stop, delete: the head runs (its slow steps on a worker thread), the
+	 * rest wait their turn, in order */
+	struct workspace_op *ops;
+	struct event_source *hello_timer; /* a started agent's HELLO, bounded */
 };
 
 #define MANAGER_MAX_CPUS 1024
@@ -128,12 +132,20 @@ struct manager {
 	struct pool *pools;		    /* manager-pool.c: cfg.pools, resolved */
 	size_t n_pools;
 	size_t n_pool_members; /* of n_workspaces: unclaimed members, which no client sees */
-	struct event_source *pool_timer; /* refills and reaps, one workspace per turn */
 	struct idempotency_claim *idempotency_claims; /* manager-idempotency.c: creates under way */
-	struct event_source *idle_timer; /* manager-idle.c */
-	struct lxcfs *lxcfs;		 /* manager-view.c; NULL: no container adapter */
-	int cpus[MANAGER_MAX_CPUS];	 /* the CPUs the controller may use, placed from */
+	struct event_source *idle_timer;	      /* manager-idle.c */
+	struct lxcfs *lxcfs;	    /* manager-view.c; NULL: no container adapter */
+	int cpus[MANAGER_MAX_CPUS]; /* the CPUs the controller may use, placed from */
 	size_t n_cpus;
+	struct event_source *pool_timer;     /* refills and reaps, one workspace per turn */
+	struct event_work_pool *create_work; /* creates and restarts: cfg.create_concurrency */
+	struct event_work_pool *work;	     /* stops, deletes, readiness checks */
+	/* GET /v1/ready answers from the last check; a check runs on a timer, on events and on
+	 * ?refresh=1, one at a time */
+	json_t *ready;
+	bool ready_running, ready_again;
+	struct event_source *ready_timer;
+	struct ready_waiter *ready_waiters;
 };
 
 /* manager-idempotency.c: deletes expired keys (from the prune timer); releases the claims. */
@@ -315,10 +327,16 @@ void pool_member_lost(struct workspace *ws);
 void pool_image_remove(struct manager *m, const char *digest);
 json_t *manager_pools_json(struct manager *m);
 /* manager.c, for the pool: the whole create of a workspace (row, network, cgroup, container,
- * agent HELLO) as POST /v1/workspaces does it, spec after defaults; pool non-NULL: recorded as
- * that pool's member (key) before anything is started. Not linked on success. */
+ * agent HELLO) as POST /v1/workspaces does it, spec after defaults; pool_key non-NULL:
+ * recorded as pool's member (key) before anything is started. Linked at once in state
+ * creating; the container and the agent are started off the loop and fn(userdata) is
+ * called on the loop when the workspace is ready (r >= 0, result its JSON) or gone (r < 0).
+ * *ret_op (may be NULL) is set before anything starts (fn may run before this returns). */
 int workspace_make(struct manager *m, const struct workspace_spec *spec, const char *pool_key,
-		   struct workspace **ret, struct station_error *e);
+		   struct pool *pool, workspace_op_fn fn, void *userdata,
+		   struct workspace_op **ret_op, struct station_error *e);
+/* A readiness check soon (something it looks at changed). */
+void manager_ready_kick(struct manager *m);
 /* The spec a fresh create of spec (after defaults) records: check()ed and resolved, idBase
  * not yet allocated. */
 int workspace_spec_resolve(struct manager *m, const struct adapter_ops *ops,
@@ -327,8 +345,14 @@ int workspace_spec_resolve(struct manager *m, const struct adapter_ops *ops,
 struct workspace_spec workspace_spec_effective(const struct manager *m,
 					       const struct workspace_spec *spec);
 void workspace_adopt(struct workspace *ws);
-/* Kills, removes and forgets a workspace that is not linked any more, then frees it. */
+/* Kills, removes and forgets a workspace that is not linked any more, then frees it
+ * (synchronously, on the loop). */
 void workspace_destroy(struct workspace *ws);
+/* Deletes ws as DELETE does (off the loop, after what is queued on it), nobody waiting: a pool
+ * member is unlinked (and uncounted) once it is gone. */
+void workspace_delete_begin(struct workspace *ws);
+/* A create, restart or delete is under way or queued. */
+bool workspace_op_pending(const struct workspace *ws);
 void workspace_link(struct manager *m, struct workspace *ws);
 void workspace_unlink(struct manager *m, struct workspace *ws);
 int workspace_set_state(struct workspace *ws, enum workspace_state state, const char *reason);

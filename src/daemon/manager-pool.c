@@ -283,6 +283,10 @@ void pool_image_remove(struct manager *m, const char *digest)
 		next = ws->next;
 		if (!ws->pool)
 			continue;
+		if (workspace_op_pending(ws)) { /* being made: torn down once it is */
+			ws->pool = &pool_unwanted;
+			continue;
+		}
 		const char *image = json_string_value(json_object_get(ws->spec, "image"));
 		const char *at = image ? strrchr(image, '@') : NULL;
 		if (!image || strcmp(at ? at + 1 : image, digest) != 0)
@@ -408,12 +412,15 @@ int pool_claim(struct manager *m, const struct workspace_spec *spec, json_t **re
 static bool reap_one(struct manager *m)
 {
 	for (struct workspace *ws = m->workspaces; ws; ws = ws->next) {
-		if (!ws->pool || (ws->pool != &pool_unwanted && ws->row.state == WORKSPACE_READY))
+		if (!ws->pool || workspace_op_pending(ws) ||
+		    (ws->pool != &pool_unwanted && ws->row.state == WORKSPACE_READY))
+			continue;
+		/* a delete that failed is tried again after a while, not every turn */
+		if (ws->row.state == WORKSPACE_DELETING &&
+		    realtime_usec() < ws->row.updated_at + POOL_BACKOFF_MAX_USEC)
 			continue;
 		log_info("pool member torn down", "workspace", ws->row.id, NULL);
-		workspace_unlink(m, ws);
-		m->n_pool_members--;
-		workspace_destroy(ws);
+		workspace_delete_begin(ws); /* off the loop; unlinked once done */
 		return true;
 	}
 	return false;
@@ -430,29 +437,27 @@ static void refill_failed(struct pool *p, uint64_t now, const char *why)
 	log_warn("pool refill failed", "image", p->cfg.image, "error", why, NULL);
 }
 
-static void refill(struct manager *m, struct pool *p, uint64_t now)
+static void refill_done(void *userdata, int r, json_t *result, const struct station_error *e)
 {
-	struct station_error e = { 0 };
-	const struct workspace_spec req = pool_spec(&p->cfg);
-	const struct workspace_spec spec = workspace_spec_effective(m, &req);
-	struct workspace *ws = NULL;
-	int r = workspace_make(m, &spec, p->key, &ws, &e);
+	struct pool *p = userdata;
 	if (r < 0) {
-		refill_failed(p, now, e.message[0] ? e.message : strerror(-r));
-		return;
-	}
-	_cleanup_free_ char *key = spec_key(ws->spec);
-	ws->pool = key && strcmp(key, p->key) == 0 ? p : &pool_unwanted; /* the image moved */
-	workspace_link(m, ws);
-	m->n_pool_members++;
-	workspace_set_state(ws, WORKSPACE_READY, NULL);
-	if (ws->pool == &pool_unwanted) {
-		refill_failed(p, now, "the image or profile changed since the controller started");
+		refill_failed(p, now_usec(), e && e->message[0] ? e->message : strerror(-r));
 		return;
 	}
 	p->failures = 0;
 	free(p->last_error);
 	p->last_error = NULL;
+}
+
+/* The member is made off the loop; it counts toward the pool (starting) meanwhile. */
+static void refill(struct manager *m, struct pool *p, uint64_t now)
+{
+	struct station_error e = { 0 };
+	const struct workspace_spec req = pool_spec(&p->cfg);
+	const struct workspace_spec spec = workspace_spec_effective(m, &req);
+	int r = workspace_make(m, &spec, p->key, p, refill_done, p, NULL, &e);
+	if (r < 0)
+		refill_failed(p, now, e.message[0] ? e.message : strerror(-r));
 }
 
 /* When p's refill may run: after the quiet time that follows a claim, and not while the

@@ -21,6 +21,7 @@
 #include "basic/util.h"
 #include "cgroup/cgroup.h"
 #include "event/event.h"
+#include "event/work.h"
 #include "image/image.h"
 #include "manager-internal.h"
 
@@ -30,10 +31,16 @@
 #define AGENT_HELLO_TIMEOUT_MS 10000
 #define PRUNE_INTERVAL_USEC (60ull * 1000000)
 #define IGNORED_LOG_INTERVAL_USEC (60ull * 1000000)
+#define READY_INTERVAL_USEC (10ull * 1000000)
+#define WORK_THREADS 8 /* stops, deletes, readiness checks */
 
 int manager_runs_init(struct manager *m);
 
 static const struct agentlink_ops link_ops;
+static void op_agent_hello(struct workspace *ws);
+static bool op_agent_lost(struct workspace *ws, const char *reason);
+static void ops_fail_all(struct workspace *ws);
+static void stop_begin(struct workspace *ws, const char *reason);
 
 struct workspace *workspace_find(struct manager *m, const char *id)
 {
@@ -167,6 +174,8 @@ static void workspace_free(struct workspace *ws)
 	files_free_all(ws);
 	agentlink_free(ws->link);
 	event_source_free(ws->link_timer);
+	event_source_free(ws->hello_timer);
+	ops_fail_all(ws);
 	event_source_free(ws->agent_watch);
 	if (ws->agent_pidfd >= 0)
 		close(ws->agent_pidfd);
@@ -307,13 +316,14 @@ static void agent_lost(struct workspace *ws, const char *reason)
 	files_lose_all(ws, reason);
 	agent_forget(ws);
 	/* Lost runs must not leave processes behind: nothing supervises them any more. The
-	 * container (runtime state, mounts) goes too; restart makes it anew with HOME kept. */
+	 * container (runtime state, mounts) goes too, off the loop; restart makes it anew with
+	 * HOME kept. */
 	if (ws->cgroup)
 		cgroup_kill(ws->cgroup);
-	struct adapter_workspace aw;
-	adapter_ws(ws, &aw);
-	ws->adapter->stop(&aw);
+	if (op_agent_lost(ws, reason))
+		return; /* a create or restart waiting for this agent fails and tears down */
 	workspace_set_state(ws, WORKSPACE_STOPPED, reason);
+	stop_begin(ws, reason);
 	if (ws->pool)
 		pool_member_lost(ws);
 }
@@ -344,42 +354,6 @@ static int agent_connect(struct workspace *ws)
 				 ws, &ws->link);
 }
 
-static int agent_start(struct workspace *ws, struct station_error *e)
-{
-	struct adapter_workspace aw;
-	char hex[2 * SECRET_BYTES + 1];
-	pid_t pid;
-	adapter_ws(ws, &aw);
-	int r = random_bytes(ws->secret, SECRET_BYTES);
-	if (r < 0)
-		return station_error_set(e, r, NULL, "no randomness: %s", strerror(-r));
-	r = workspace_view_prepare(ws);
-	if (r < 0)
-		return station_error_set(e, r, NULL, "cannot place the workspace's CPUs: %s",
-					 strerror(-r));
-	adapter_ws(ws, &aw);
-	r = ws->adapter->start_agent(&aw, ws->secret, SECRET_BYTES, &pid, e);
-	if (r < 0)
-		return r;
-	workspace_view_persist(ws);
-	ws->agent_pid = pid;
-	hex_encode(ws->secret, SECRET_BYTES, hex);
-	free(ws->row.agent_secret);
-	ws->row.agent_secret = strdup(hex);
-	ws->row.agent_pid = pid;
-	r = agent_watch(ws);
-	if (r >= 0)
-		r = agent_connect(ws);
-	if (r >= 0)
-		r = agentlink_wait_hello(ws->link, AGENT_HELLO_TIMEOUT_MS);
-	if (r < 0)
-		return station_error_set(e, r, NULL, "cannot reach the new agent: %s",
-					 strerror(-r));
-	ws->reconnects = 0;
-	services_on_agent_started(ws);
-	return 0;
-}
-
 /* Kills the agent and every run of the workspace through the workspace cgroup. */
 static int workspace_kill_all(struct workspace *ws)
 {
@@ -399,14 +373,18 @@ static int workspace_kill_all(struct workspace *ws)
 	return r;
 }
 
+/* As when the agent is lost (agent_lost()), on purpose: every process is killed through the
+ * cgroup at once, the container's teardown runs off the loop (stop_begin()). */
 int workspace_stop(struct workspace *ws, const char *reason)
 {
 	runs_lose_all(ws, reason);
 	services_lose_all(ws, reason);
 	terminals_lose_all(ws, reason);
 	files_lose_all(ws, reason);
-	int r = workspace_kill_all(ws);
+	agent_forget(ws);
+	int r = ws->cgroup ? cgroup_kill(ws->cgroup) : 0;
 	workspace_set_state(ws, WORKSPACE_STOPPED, reason);
+	stop_begin(ws, reason);
 	return r;
 }
 
@@ -435,6 +413,7 @@ static void on_hello(void *userdata, uint64_t agent_pid, char **ids, size_t n_id
 		run_finish(ws, &lost);
 	}
 	log_info("agent connected", "workspace", ws->row.id, NULL);
+	op_agent_hello(ws);
 }
 
 static void on_run_started(void *userdata, const char *run_id, uint64_t started_at)
@@ -552,33 +531,6 @@ static json_t *spec_to_json(const struct workspace_spec *spec)
 	if (spec->network)
 		json_object_set_new(o, "network", json_string(spec->network));
 	return o;
-}
-
-static int workspace_setup(struct workspace *ws, const struct workspace_spec *spec,
-			   struct station_error *e)
-{
-	struct manager *m = ws->m;
-	struct adapter_workspace aw;
-	char *cg_str = NULL;
-	struct cgroup_limits limits = { .cpus = spec->cpus,
-					.memory_bytes = spec->memory_mb * 1024 * 1024,
-					.pids = spec->pids_limit };
-	int r = cgroup_child(m->base_cgroup, ws->row.id, &ws->cgroup);
-	if (r >= 0)
-		r = cgroup_create(ws->cgroup);
-	if (r >= 0)
-		r = cgroup_set_limits(ws->cgroup, &limits);
-	if (r >= 0)
-		r = cgroup_to_string(ws->cgroup, &cg_str);
-	if (r < 0)
-		return station_error_set(e, r, NULL, "cannot set up the workspace cgroup: %s",
-					 strerror(-r));
-	ws->row.cgroup = cg_str;
-	adapter_ws(ws, &aw);
-	r = ws->adapter->prepare(&aw, e);
-	if (r < 0)
-		return r;
-	return agent_start(ws, e);
 }
 
 static void workspace_teardown(struct workspace *ws)
@@ -745,8 +697,471 @@ int workspace_spec_resolve(struct manager *m, const struct adapter_ops *ops,
 	return 0;
 }
 
+/* --- operations: create, restart, stop and delete, their slow steps on worker threads ---
+ *
+ * The loop does what is quick and touches loop state (the store, the lists, the network's
+ * tables); a job on a worker thread does what may block (the cgroup's teardown, the runtime,
+ * the adapter's directories, starting the agent) with plain inputs and plain results. One
+ * operation per workspace runs at a time; the others wait on ws->ops in order. */
+
+enum op_kind { OP_CREATE, OP_RESTART, OP_STOP, OP_DELETE };
+
+struct workspace_op {
+	struct workspace_op *next;
+	struct workspace *ws;
+	enum op_kind kind;
+	bool started;
+	bool awaiting_hello;
+	workspace_op_fn fn; /* NULL: nobody waits (forgotten, or internal) */
+	void *userdata;
+	char reason[256]; /* a failed create or restart: why, once torn down */
+	int err;
+};
+
+struct ws_job {
+	struct manager *m;
+	struct workspace *ws; /* loop-only: the job reads only what aw points to */
+	struct event_work_pool *pool;
+	const struct adapter_ops *ops;
+	struct adapter_workspace aw;
+	json_t *spec; /* the job's own copy of ws->spec */
+	struct cgroup_limits limits;
+	bool kill, make_cgroup, stop, remove, start;
+	uint8_t secret[SECRET_BYTES];
+	pid_t pid;
+	int r;
+	struct station_error e;
+	/* net_attach, run on the loop in the middle of the start */
+	pid_t attach_pid;
+	int attach_r;
+	struct station_error *attach_e;
+	void (*done)(struct ws_job *j);
+};
+
+static void op_start_next(struct workspace *ws);
+
+bool workspace_op_pending(const struct workspace *ws)
+{
+	return ws->ops != NULL;
+}
+
+void manager_workspace_op_forget(struct workspace_op *op)
+{
+	if (op)
+		op->fn = NULL;
+}
+
+const char *manager_workspace_op_id(const struct workspace_op *op)
+{
+	return op && op->ws ? op->ws->row.id : NULL;
+}
+
+static struct workspace_op *op_new(struct workspace *ws, enum op_kind kind, workspace_op_fn fn,
+				   void *userdata)
+{
+	struct workspace_op *op = calloc(1, sizeof *op);
+	if (!op)
+		return NULL;
+	*op = (struct workspace_op){ .ws = ws, .kind = kind, .fn = fn, .userdata = userdata };
+	struct workspace_op **tail = &ws->ops;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = op;
+	return op;
+}
+
+/* The head operation ended: tells its waiter, then starts the next. ws may be freed by the
+ * caller afterwards only through ops_fail_all(). */
+static void op_end(struct workspace *ws, int r, json_t *result, const struct station_error *e)
+{
+	struct workspace_op *op = ws->ops;
+	if (!op)
+		return;
+	ws->ops = op->next;
+	if (op->fn)
+		op->fn(op->userdata, r, result, e);
+	json_decref(result);
+	free(op);
+}
+
+/* The workspace is going away: every operation still queued ends with -ENOENT. */
+static void ops_fail_all(struct workspace *ws)
+{
+	while (ws->ops) {
+		struct station_error e = {};
+		station_error_set(&e, -ENOENT, NULL, "workspace \"%s\" was deleted", ws->row.id);
+		op_end(ws, -ENOENT, NULL, &e);
+	}
+}
+
+static void job_net_attach_on_loop(void *userdata)
+{
+	struct ws_job *j = userdata;
+	j->attach_r = workspace_network_attach(j->ws, j->attach_pid, j->attach_e);
+}
+
+/* On the worker thread, between the runtime's create and start. */
+static int job_net_attach(void *userdata, pid_t pid, struct station_error *e)
+{
+	struct ws_job *j = userdata;
+	j->attach_pid = pid;
+	j->attach_e = e;
+	event_work_call_on_loop(j->pool, job_net_attach_on_loop, j);
+	return j->attach_r;
+}
+
+static void job_run(void *userdata)
+{
+	struct ws_job *j = userdata;
+	int r = 0;
+	if (j->kill && j->aw.cgroup) {
+		r = cgroup_destroy(j->aw.cgroup, WORKSPACE_CGROUP_DESTROY_MS);
+		if (r < 0 && r != -ENOENT)
+			station_error_set(&j->e, r, NULL,
+					  "cannot stop the processes of workspace \"%s\" (its "
+					  "cgroup): %s",
+					  j->aw.id, strerror(-r));
+		else
+			r = 0;
+	}
+	if (r >= 0 && j->stop)
+		j->ops->stop(&j->aw);
+	if (r >= 0 && j->remove)
+		r = j->ops->remove(&j->aw, &j->e);
+	if (r >= 0 && j->make_cgroup && j->aw.cgroup) {
+		r = cgroup_create(j->aw.cgroup);
+		if (r >= 0)
+			r = cgroup_set_limits(j->aw.cgroup, &j->limits);
+		if (r < 0)
+			station_error_set(&j->e, r, NULL, "cannot set up the workspace cgroup: %s",
+					  strerror(-r));
+	}
+	if (r >= 0 && j->start)
+		r = j->ops->prepare(&j->aw, &j->e);
+	if (r >= 0 && j->start)
+		r = j->ops->start_agent(&j->aw, j->secret, SECRET_BYTES, &j->pid, &j->e);
+	j->r = r;
+}
+
+static void job_done(void *userdata, bool cancelled)
+{
+	struct ws_job *j = userdata;
+	if (!cancelled)
+		j->done(j);
+	json_decref(j->spec);
+	free(j);
+}
+
+static int job_queue(struct workspace *ws, struct event_work_pool *pool, struct ws_job *tmpl,
+		     struct station_error *e)
+{
+	struct ws_job *j = calloc(1, sizeof *j);
+	if (!j)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	*j = *tmpl;
+	j->m = ws->m;
+	j->ws = ws;
+	j->pool = pool;
+	j->ops = ws->adapter;
+	adapter_ws(ws, &j->aw);
+	j->spec = json_deep_copy(ws->spec);
+	j->aw.spec = j->spec;
+	if (j->aw.net_attach) {
+		j->aw.net_attach = job_net_attach;
+		j->aw.net_userdata = j;
+	}
+	int r = !pool ? -ECANCELED : /* the controller is stopping */
+			j->spec ? event_work_queue(pool, job_run, job_done, j) :
+				  -ENOMEM;
+	if (r < 0) {
+		json_decref(j->spec);
+		free(j);
+		return station_error_set(e, r, NULL, "cannot queue work: %s", strerror(-r));
+	}
+	return 0;
+}
+
+/* --- starting the agent (create, restart) --- */
+
+static void start_failed(struct workspace *ws, int r, const char *reason);
+
+/* The agent before a restart or delete: its exit is ours to collect, not a loss to report. */
+static void agent_unwatch(struct workspace *ws)
+{
+	event_source_free(ws->agent_watch);
+	ws->agent_watch = NULL;
+}
+
+static void agent_reap_old(struct workspace *ws)
+{
+	if (ws->agent_pidfd >= 0)
+		waitid((idtype_t)P_PIDFD, (id_t)ws->agent_pidfd, &(siginfo_t){ 0 },
+		       WEXITED | WNOHANG);
+	agent_forget(ws);
+}
+
+static int on_hello_timeout(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct workspace *ws = userdata;
+	event_source_free(ws->hello_timer);
+	ws->hello_timer = NULL;
+	start_failed(ws, -ETIMEDOUT, "cannot reach the new agent: no HELLO in time");
+	return 0;
+}
+
+static void start_job_done(struct ws_job *j)
+{
+	struct workspace *ws = j->ws;
+	if (j->r < 0) {
+		start_failed(ws, j->r, j->e.message[0] ? j->e.message : strerror(-j->r));
+		return;
+	}
+	char hex[2 * SECRET_BYTES + 1];
+	agent_reap_old(ws);
+	workspace_view_persist(ws);
+	memcpy(ws->secret, j->secret, SECRET_BYTES);
+	ws->agent_pid = j->pid;
+	hex_encode(ws->secret, SECRET_BYTES, hex);
+	free(ws->row.agent_secret);
+	ws->row.agent_secret = strdup(hex);
+	ws->row.agent_pid = j->pid;
+	int r = agent_watch(ws);
+	if (r >= 0)
+		r = agent_connect(ws);
+	if (r >= 0)
+		r = event_add_timer(ws->m->loop, &ws->hello_timer,
+				    now_usec() + AGENT_HELLO_TIMEOUT_MS * 1000ull, on_hello_timeout,
+				    ws);
+	if (r < 0) {
+		char why[128];
+		snprintf(why, sizeof why, "cannot reach the new agent: %s", strerror(-r));
+		start_failed(ws, r, why);
+		return;
+	}
+	ws->ops->awaiting_hello = true;
+}
+
+static int start_begin(struct workspace *ws, bool fresh, struct station_error *e)
+{
+	struct ws_job j = { .kill = !fresh,
+			    .stop = !fresh,
+			    .make_cgroup = true,
+			    .start = true,
+			    .done = start_job_done };
+	j.limits = (struct cgroup_limits){
+		.cpus = json_number_value(json_object_get(ws->spec, "cpus")),
+		.memory_bytes = (uint64_t)json_integer_value(json_object_get(ws->spec, "memoryMb"))
+				<< 20,
+		.pids = (uint64_t)json_integer_value(json_object_get(ws->spec, "pidsLimit")),
+	};
+	int r = random_bytes(j.secret, SECRET_BYTES);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "no randomness: %s", strerror(-r));
+	r = workspace_view_prepare(
+		ws); /* the CPUs placed into ws->spec, before the job copies it */
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot place the workspace's CPUs: %s",
+					 strerror(-r));
+	return job_queue(ws, ws->m->create_work, &j, e);
+}
+
+/* The agent answered: the create or restart waiting for it is done. */
+static void op_agent_hello(struct workspace *ws)
+{
+	struct workspace_op *op = ws->ops;
+	if (!op || !op->awaiting_hello)
+		return;
+	op->awaiting_hello = false;
+	event_source_free(ws->hello_timer);
+	ws->hello_timer = NULL;
+	services_on_agent_started(ws);
+	workspace_set_state(ws, WORKSPACE_READY, NULL);
+	if (op->kind == OP_CREATE)
+		log_info("workspace created", "workspace", ws->row.id, NULL);
+	op_end(ws, 0, workspace_to_json(ws), NULL);
+	op_start_next(ws);
+}
+
+static bool op_agent_lost(struct workspace *ws, const char *reason)
+{
+	struct workspace_op *op = ws->ops;
+	if (!op || !op->awaiting_hello)
+		return false;
+	start_failed(ws, -ECONNRESET, reason);
+	return true;
+}
+
+static void teardown_job_done(struct ws_job *j);
+
+/* A create or restart failed: everything it made goes (off the loop), then it ends. */
+static void start_failed(struct workspace *ws, int r, const char *reason)
+{
+	struct workspace_op *op = ws->ops;
+	op->awaiting_hello = false;
+	op->err = r;
+	snprintf(op->reason, sizeof op->reason, "%s", reason);
+	event_source_free(ws->hello_timer);
+	ws->hello_timer = NULL;
+	log_error(op->kind == OP_CREATE ? "workspace setup failed" : "workspace restart failed",
+		  "workspace", ws->row.id, "error", reason, NULL);
+	agentlink_free(ws->link);
+	ws->link = NULL;
+	ws->link_ready = false;
+	agent_unwatch(ws);
+	workspace_set_state(ws, WORKSPACE_FAILED, reason);
+	struct station_error e = {};
+	struct ws_job j = { .kill = true,
+			    .stop = true,
+			    .remove = op->kind == OP_CREATE,
+			    .done = teardown_job_done };
+	if (job_queue(ws, ws->m->work, &j, &e) < 0)
+		teardown_job_done(&(struct ws_job){ .ws = ws, .r = e.err, .e = e });
+}
+
+/* A create that failed is forgotten once torn down (its error goes to the client); a restart
+ * that failed stays failed with the reason. */
+static void teardown_job_done(struct ws_job *j)
+{
+	struct workspace *ws = j->ws;
+	struct manager *m = ws->m;
+	struct workspace_op *op = ws->ops;
+	struct station_error e = {};
+	int err = op->err < 0 ? op->err : -EIO;
+	if (op->err == -ETIMEDOUT || strstr(op->reason, "timed out"))
+		err = -ETIMEDOUT;
+	station_error_set(&e, err == -ETIMEDOUT ? -EHOSTDOWN : err, NULL, "%s", op->reason);
+	if (j->r < 0)
+		log_error("cannot tear down a failed workspace", "workspace", ws->row.id, "error",
+			  j->e.message, NULL);
+	agent_reap_old(ws);
+	if (op->kind != OP_CREATE || j->r < 0) {
+		op_end(ws, e.err, NULL, &e);
+		op_start_next(ws);
+		return;
+	}
+	workspace_network_remove(ws);
+	store_workspace_delete(m->store, ws->row.id);
+	if (ws->pool)
+		m->n_pool_members--;
+	workspace_unlink(m, ws);
+	e.err = name_nofile_limit(m, e.err, &e); /* counts the others */
+	op_end(ws, e.err, NULL, &e);
+	workspace_free(ws); /* fails what was queued behind the create */
+}
+
+/* --- stop (the agent is gone) and delete --- */
+
+static void stop_job_done(struct ws_job *j)
+{
+	op_end(j->ws, 0, NULL, NULL);
+	op_start_next(j->ws);
+}
+
+static void stop_begin(struct workspace *ws, const char *reason)
+{
+	struct workspace_op *op = op_new(ws, OP_STOP, NULL, NULL);
+	if (!op)
+		return;
+	snprintf(op->reason, sizeof op->reason, "%s", reason);
+	if (ws->ops == op)
+		op_start_next(ws);
+}
+
+static void delete_job_done(struct ws_job *j)
+{
+	struct workspace *ws = j->ws;
+	struct manager *m = ws->m;
+	agent_reap_old(ws);
+	int r = j->r;
+	struct station_error e = j->e;
+	if (r >= 0) {
+		r = store_workspace_delete(m->store, ws->row.id);
+		if (r < 0)
+			station_error_set(&e, r, NULL, "cannot forget workspace \"%s\": %s",
+					  ws->row.id, strerror(-r));
+	}
+	if (r < 0) {
+		char reason[sizeof e.message + 64];
+		snprintf(reason, sizeof reason, "delete failed (DELETE again to retry): %s",
+			 e.message);
+		workspace_set_state(ws, WORKSPACE_DELETING, reason);
+		op_end(ws, r, NULL, &e);
+		op_start_next(ws);
+		return;
+	}
+	workspace_network_remove(ws);
+	log_info("workspace deleted", "workspace", ws->row.id, NULL);
+	if (ws->pool)
+		m->n_pool_members--;
+	workspace_unlink(m, ws);
+	op_end(ws, 0, NULL, NULL);
+	workspace_free(ws);
+}
+
+static void op_start(struct workspace *ws, struct workspace_op *op)
+{
+	struct station_error e = {};
+	struct ws_job j = { 0 };
+	int r = 0;
+	op->started = true;
+	switch (op->kind) {
+	case OP_CREATE:
+		r = start_begin(ws, true, &e);
+		break;
+	case OP_RESTART:
+		if (ws->row.state == WORKSPACE_DELETING) {
+			r = station_error_set(&e, -EBUSY, NULL, "workspace \"%s\" is deleting",
+					      ws->row.id);
+			break;
+		}
+		runs_lose_all(ws, "workspace restarted");
+		services_lose_all(ws, "workspace restarted");
+		terminals_lose_all(ws, "workspace restarted");
+		files_lose_all(ws, "workspace restarted");
+		agentlink_free(ws->link);
+		ws->link = NULL;
+		ws->link_ready = false;
+		agent_unwatch(ws);
+		r = start_begin(ws, false, &e);
+		break;
+	case OP_STOP:
+		j = (struct ws_job){ .stop = true, .done = stop_job_done };
+		r = job_queue(ws, ws->m->work, &j, &e);
+		break;
+	case OP_DELETE:
+		workspace_set_state(ws, WORKSPACE_DELETING, NULL);
+		runs_lose_all(ws, "workspace deleted");
+		services_lose_all(ws, "workspace deleted");
+		terminals_lose_all(ws, "workspace deleted");
+		files_lose_all(ws, "workspace deleted");
+		agentlink_free(ws->link);
+		ws->link = NULL;
+		ws->link_ready = false;
+		agent_unwatch(ws);
+		/* remove() stops the container itself: one runtime delete per removal */
+		j = (struct ws_job){ .kill = true, .remove = true, .done = delete_job_done };
+		r = job_queue(ws, ws->m->work, &j, &e);
+		break;
+	}
+	if (r >= 0)
+		return;
+	if (op->kind == OP_CREATE || op->kind == OP_RESTART) {
+		start_failed(ws, r, e.message);
+		return;
+	}
+	op_end(ws, r, NULL, &e);
+	op_start_next(ws);
+}
+
+static void op_start_next(struct workspace *ws)
+{
+	if (ws->ops && !ws->ops->started)
+		op_start(ws, ws->ops);
+}
+
 int workspace_make(struct manager *m, const struct workspace_spec *spec, const char *pool_key,
-		   struct workspace **ret, struct station_error *e)
+		   struct pool *pool, workspace_op_fn fn, void *userdata,
+		   struct workspace_op **ret_op, struct station_error *e)
 {
 	const struct adapter_ops *ops = spec_adapter(m, spec, e);
 	if (!ops)
@@ -779,23 +1194,37 @@ int workspace_make(struct manager *m, const struct workspace_spec *spec, const c
 		net_policy_free(net_policy);
 		return r;
 	}
+	char *cg_str = NULL;
 	r = workspace_network_create(ws, net_mode, net_policy, e);
-	if (r >= 0)
-		r = workspace_setup(ws, spec, e);
+	if (r >= 0 && ((r = cgroup_child(m->base_cgroup, ws->row.id, &ws->cgroup)) < 0 ||
+		       (r = cgroup_to_string(ws->cgroup, &cg_str)) < 0))
+		station_error_set(e, r, NULL, "cannot set up the workspace cgroup: %s",
+				  strerror(-r));
+	ws->row.cgroup = cg_str;
 	if (r < 0) {
 		log_error("workspace setup failed", "workspace", ws->row.id, "error", e->message,
 			  NULL);
-		workspace_teardown(ws);
+		workspace_network_remove(ws);
 		store_workspace_delete(m->store, ws->row.id);
 		workspace_free(ws);
 		return name_nofile_limit(m, r, e);
 	}
-	*ret = ws;
+	/* listed (creating) from now on: ids, uid ranges and addresses stay unique while
+	 * creates run side by side */
+	ws->pool = pool;
+	if (pool)
+		m->n_pool_members++;
+	workspace_link(m, ws);
+	struct workspace_op *op = op_new(ws, OP_CREATE, fn, userdata);
+	if (ret_op)
+		*ret_op = op;
+	op_start_next(ws); /* may end op at once (its fn called): the caller is ready for it */
 	return 0;
 }
 
-int manager_workspace_create(struct manager *m, const struct workspace_spec *req, json_t **ret,
-			     struct station_error *e)
+int manager_workspace_create(struct manager *m, const struct workspace_spec *req,
+			     workspace_op_fn fn, void *userdata, struct workspace_op **ret_op,
+			     json_t **ret, struct station_error *e)
 {
 	if (!spec_adapter(m, req, e))
 		return e->err;
@@ -810,14 +1239,8 @@ int manager_workspace_create(struct manager *m, const struct workspace_spec *req
 					 m->n_workspaces - m->n_pool_members);
 	if (pool_claim(m, &spec, ret) > 0)
 		return 0;
-	struct workspace *ws = NULL;
-	int r = workspace_make(m, &spec, NULL, &ws, e);
-	if (r < 0)
-		return r;
-	workspace_link(m, ws);
-	workspace_set_state(ws, WORKSPACE_READY, NULL);
-	*ret = workspace_to_json(ws);
-	return 0;
+	int r = workspace_make(m, &spec, NULL, NULL, fn, userdata, ret_op, e);
+	return r < 0 ? r : 1;
 }
 
 int manager_workspace_list(struct manager *m, json_t **ret, struct station_error *e)
@@ -841,116 +1264,190 @@ int manager_workspace_get(struct manager *m, const char *id, json_t **ret, struc
 	return 0;
 }
 
-int manager_workspace_delete(struct manager *m, const char *id, struct station_error *e)
+static int op_request(struct manager *m, const char *id, enum op_kind kind, workspace_op_fn fn,
+		      void *userdata, struct workspace_op **ret_op, struct station_error *e)
 {
 	struct workspace *ws = NULL;
 	int r = workspace_lookup(m, id, &ws, e);
 	if (r < 0)
 		return r;
-	workspace_set_state(ws, WORKSPACE_DELETING, NULL);
-	runs_lose_all(ws, "workspace deleted");
-	services_lose_all(ws, "workspace deleted");
-	terminals_lose_all(ws, "workspace deleted");
-	files_lose_all(ws, "workspace deleted");
-	r = workspace_kill_all(ws);
-	if (r < 0)
-		return station_error_set(e, r, NULL,
-					 "cannot stop the processes of workspace "
-					 "\"%s\": %s",
-					 id, strerror(-r));
-	struct adapter_workspace aw;
-	adapter_ws(ws, &aw);
-	r = ws->adapter->remove(&aw, e);
-	if (r < 0)
-		return r;
-	workspace_network_remove(ws);
-	r = store_workspace_delete(m->store, id);
-	if (r < 0)
-		return station_error_set(e, r, NULL, "cannot forget workspace \"%s\": %s", id,
-					 strerror(-r));
-	log_info("workspace deleted", "workspace", id, NULL);
-	workspace_unlink(m, ws);
-	workspace_free(ws);
-	return 0;
-}
-
-int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,
-			      struct station_error *e)
-{
-	struct workspace *ws = NULL;
-	int r = workspace_lookup(m, id, &ws, e);
-	if (r < 0)
-		return r;
-	if (ws->row.state == WORKSPACE_DELETING || ws->row.state == WORKSPACE_CREATING)
+	if (kind == OP_RESTART && ws->row.state == WORKSPACE_DELETING)
 		return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is %s", id,
 					 workspace_state_to_string(ws->row.state));
-	runs_lose_all(ws, "workspace restarted");
-	services_lose_all(ws, "workspace restarted");
-	terminals_lose_all(ws, "workspace restarted");
-	files_lose_all(ws, "workspace restarted");
-	r = workspace_kill_all(ws);
-	if (r >= 0 && ws->cgroup) {
-		struct cgroup_limits limits = {
-			.cpus = json_number_value(json_object_get(ws->spec, "cpus")),
-			.memory_bytes =
-				(uint64_t)json_integer_value(json_object_get(ws->spec, "memoryMb"))
-				<< 20,
-			.pids = (uint64_t)json_integer_value(
-				json_object_get(ws->spec, "pidsLimit")),
-		};
-		r = cgroup_create(ws->cgroup);
-		if (r >= 0)
-			r = cgroup_set_limits(ws->cgroup, &limits);
-	}
-	if (r < 0)
-		return station_error_set(e, r, NULL, "cannot reset workspace \"%s\": %s", id,
-					 strerror(-r));
-	struct adapter_workspace aw;
-	adapter_ws(ws, &aw);
-	r = ws->adapter->prepare(&aw, e);
-	if (r >= 0)
-		r = agent_start(ws, e);
-	if (r < 0) {
-		workspace_set_state(ws, WORKSPACE_FAILED, e->message);
-		return r;
-	}
-	workspace_set_state(ws, WORKSPACE_READY, NULL);
-	*ret = workspace_to_json(ws);
-	return 0;
+	struct workspace_op *op = op_new(ws, kind, fn, userdata);
+	if (!op)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	*ret_op = op;
+	op_start_next(ws); /* may end op at once (its fn called): the caller is ready for it */
+	return 1;
 }
 
-json_t *manager_ready(struct manager *m)
+void workspace_delete_begin(struct workspace *ws)
 {
-	json_t *checks = json_array();
-	bool agent_ok = access(m->cfg.agent_path, X_OK) == 0;
+	if (op_new(ws, OP_DELETE, NULL, NULL))
+		op_start_next(ws);
+}
+
+int manager_workspace_delete(struct manager *m, const char *id, workspace_op_fn fn, void *userdata,
+			     struct workspace_op **ret_op, struct station_error *e)
+{
+	return op_request(m, id, OP_DELETE, fn, userdata, ret_op, e);
+}
+
+int manager_workspace_restart(struct manager *m, const char *id, workspace_op_fn fn, void *userdata,
+			      struct workspace_op **ret_op, struct station_error *e)
+{
+	return op_request(m, id, OP_RESTART, fn, userdata, ret_op, e);
+}
+
+/* --- readiness: checked off the loop, answered from the last check --- */
+
+struct ready_waiter {
+	struct ready_waiter *prev, *next;
+	struct manager *m;
+	void (*fn)(void *userdata, json_t *result);
+	void *userdata;
+};
+
+struct ready_job {
+	struct manager *m;
+	char *agent_path;
+	bool home_limit;
+	json_t *checks; /* agent, the container adapter's, homeSize */
+	bool agent_ok, container_ok;
+};
+
+static void ready_job_run(void *userdata)
+{
+	struct ready_job *j = userdata;
 	char msg[PATH_MAX + 64];
+	j->agent_ok = access(j->agent_path, X_OK) == 0;
+	snprintf(msg, sizeof msg, "%s \"%s\"",
+		 j->agent_ok ? "agent binary" : "agent binary missing:", j->agent_path);
+	json_array_append_new(j->checks, json_pack("{s:s,s:b,s:s}", "name", "agent", "ok",
+						   j->agent_ok, "message", msg));
+	j->container_ok = adapter_container.ready(&j->m->actx, j->checks);
+	if (j->home_limit) {
+		bool ok = adapter_home_limit_probe(msg, sizeof msg);
+		json_array_append_new(j->checks, json_pack("{s:s,s:b,s:s}", "name", "homeSize",
+							   "ok", ok, "message", msg));
+		j->container_ok &= ok;
+	}
+}
+
+static void ready_start(struct manager *m);
+
+static void ready_job_done(void *userdata, bool cancelled)
+{
+	struct ready_job *j = userdata;
+	struct manager *m = j->m;
+	if (cancelled) {
+		json_decref(j->checks);
+		free(j->agent_path);
+		free(j);
+		return;
+	}
+	json_t *checks = json_array();
+	char msg[256];
 	json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "store", "ok", 1,
 						"message", "metadata store open"));
 	snprintf(msg, sizeof msg, "%s",
 		 m->base_cgroup ? "workspace cgroups available" : strerror(-m->cgroup_error));
 	json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "cgroup", "ok",
 						m->base_cgroup != NULL, "message", msg));
-	snprintf(msg, sizeof msg, "%s \"%s\"",
-		 agent_ok ? "agent binary" : "agent binary missing:", m->cfg.agent_path);
-	json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "agent", "ok", agent_ok,
-						"message", msg));
-	bool ready = agent_ok && m->base_cgroup;
-	bool container = strcmp(m->cfg.default_adapter, "container") == 0;
-	bool container_ok = adapter_container.ready(&m->actx, checks);
-	if (m->cfg.home_size_mb > 0) {
-		bool ok = adapter_home_limit_probe(msg, sizeof msg);
-		json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "homeSize", "ok",
-							ok, "message", msg));
-		container_ok &= ok;
-	}
-	if (container)
-		ready &= container_ok;
+	json_array_extend(checks, j->checks);
+	bool ready = j->agent_ok && m->base_cgroup;
+	if (strcmp(m->cfg.default_adapter, "container") == 0)
+		ready &= j->container_ok;
 	/* named, not required: a worker whose network is broken still serves "none", and a
 	 * create asking for more fails closed with the same words */
 	manager_network_ready(m, checks);
 	manager_view_ready(m, checks);
-	return json_pack("{s:b,s:s,s:o,s:o}", "ready", ready, "defaultAdapter",
-			 m->cfg.default_adapter, "adapters", adapters_json(m), "checks", checks);
+	json_decref(m->ready);
+	m->ready = json_pack("{s:b,s:s,s:o,s:o,s:I}", "ready", ready, "defaultAdapter",
+			     m->cfg.default_adapter, "adapters", adapters_json(m), "checks", checks,
+			     "checkedAt", (json_int_t)(realtime_usec() / 1000));
+	m->ready_running = false;
+	json_decref(j->checks);
+	free(j->agent_path);
+	free(j);
+	if (m->ready_again) { /* asked for a check that begins after the request */
+		m->ready_again = false;
+		ready_start(m);
+		return;
+	}
+	while (m->ready_waiters) {
+		struct ready_waiter *w = m->ready_waiters;
+		LIST_REMOVE(&m->ready_waiters, w);
+		w->fn(w->userdata, m->ready ? json_incref(m->ready) : NULL);
+		free(w);
+	}
+}
+
+static void ready_start(struct manager *m)
+{
+	if (m->ready_running) {
+		m->ready_again = true;
+		return;
+	}
+	struct ready_job *j = calloc(1, sizeof *j);
+	if (!j)
+		return;
+	*j = (struct ready_job){ .m = m,
+				 .agent_path = strdup(m->cfg.agent_path),
+				 .home_limit = m->cfg.home_size_mb > 0,
+				 .checks = json_array() };
+	if (!j->agent_path || !j->checks || !m->work ||
+	    event_work_queue(m->work, ready_job_run, ready_job_done, j) < 0) {
+		json_decref(j->checks);
+		free(j->agent_path);
+		free(j);
+		return;
+	}
+	m->ready_running = true;
+}
+
+void manager_ready_kick(struct manager *m)
+{
+	ready_start(m);
+}
+
+static int on_ready_timer(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct manager *m = userdata;
+	ready_start(m);
+	event_source_set_time(s, now + READY_INTERVAL_USEC);
+	return 0;
+}
+
+json_t *manager_ready(struct manager *m, bool refresh, void (*fn)(void *userdata, json_t *result),
+		      void *userdata, struct ready_waiter **ret_waiter)
+{
+	if (m->ready && !refresh)
+		return json_incref(m->ready);
+	struct ready_waiter *w = calloc(1, sizeof *w);
+	if (!w)
+		return NULL;
+	*w = (struct ready_waiter){ .m = m, .fn = fn, .userdata = userdata };
+	if (refresh && m->ready_running)
+		m->ready_again = true; /* the check under way may have begun before the request */
+	else
+		ready_start(m);
+	if (!m->ready_running) { /* could not start one */
+		free(w);
+		return m->ready ? json_incref(m->ready) : NULL;
+	}
+	LIST_PREPEND(&m->ready_waiters, w);
+	*ret_waiter = w;
+	return NULL;
+}
+
+void manager_ready_forget(struct ready_waiter *w)
+{
+	if (!w)
+		return;
+	LIST_REMOVE(&w->m->ready_waiters, w);
+	free(w);
 }
 
 json_t *manager_worker(struct manager *m)
@@ -1024,11 +1521,20 @@ int manager_new(struct event_loop *loop, struct store *store, const struct manag
 	manager_adapters_init(m);
 	manager_view_init(m);
 	manager_network_init(m);
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned creates = cfg->create_concurrency ? cfg->create_concurrency :
+						     (unsigned)(cores > 0 ? cores * 2 : 2);
 	int r = manager_runs_init(m);
 	if (r >= 0)
 		r = manager_idle_init(m);
 	if (r >= 0)
 		r = event_add_timer(loop, &m->prune_timer, now_usec(), on_prune, m);
+	if (r >= 0)
+		r = event_work_pool_new(loop, creates, &m->create_work);
+	if (r >= 0)
+		r = event_work_pool_new(loop, WORK_THREADS, &m->work);
+	if (r >= 0)
+		r = event_add_timer(loop, &m->ready_timer, now_usec(), on_ready_timer, m);
 	if (r < 0) {
 		manager_free(m);
 		return r;
@@ -1048,6 +1554,13 @@ void workspace_adopt(struct workspace *ws)
 			free(ids[i]);
 		}
 		free(ids);
+	}
+	if (ws->row.state == WORKSPACE_CREATING) {
+		/* its create was cut short: nothing of it is trusted; a DELETE removes the rest */
+		workspace_set_state(ws, WORKSPACE_FAILED,
+				    "the controller stopped while the workspace was being created");
+		if (ws->cgroup)
+			cgroup_kill(ws->cgroup);
 	}
 	if (ws->row.state != WORKSPACE_READY) {
 		runs_lose_all(ws, "the workspace was not ready when the controller started");
@@ -1109,6 +1622,14 @@ void manager_free(struct manager *m)
 {
 	if (!m)
 		return;
+	/* running jobs end (a create's agent keeps running, adopted at the next start) */
+	struct event_work_pool *creates = TAKE_PTR(m->create_work), *work = TAKE_PTR(m->work);
+	event_work_pool_free(creates);
+	event_work_pool_free(work);
+	event_source_free(m->ready_timer);
+	while (m->ready_waiters)
+		manager_ready_forget(m->ready_waiters);
+	json_decref(m->ready);
 	manager_view_free(m);
 	while (m->workspaces) {
 		struct workspace *ws = m->workspaces;

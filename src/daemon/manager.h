@@ -64,6 +64,8 @@ struct manager_config {
 	/* --lxcfs: "auto" (NULL; start our own lxcfs when installed), "off", or the absolute
 	 * mount point of an lxcfs the operator runs (daemon/lxcfs.h). */
 	const char *lxcfs;
+	unsigned create_concurrency; /* creates and restarts at once; 0: cores x 2 */
+	int runtime_timeout_ms;	     /* per runtime call; 0: the runtime's default (30 s) */
 };
 
 struct pool_config {
@@ -108,7 +110,14 @@ int manager_idempotency_claim(struct manager *m, const char *scope, const char *
 int manager_idempotency_finish(struct manager *m, const char *scope, const char *key,
 			       const char *object_id, unsigned status);
 
-json_t *manager_ready(struct manager *m); /* {"ready":bool,"checks":[{"name","ok","message"}]} */
+/* {"ready":bool,"checks":[{"name","ok","message"}],"checkedAt"}: the last check's result (a new
+ * reference), kept current by checks off the loop (on a timer and on events). NULL while no
+ * check has ended yet, or refresh: then fn(userdata, result) is called once the check under
+ * way (or started now) ends, unless manager_ready_forget(*ret_waiter) came first. */
+struct ready_waiter;
+json_t *manager_ready(struct manager *m, bool refresh, void (*fn)(void *userdata, json_t *result),
+		      void *userdata, struct ready_waiter **ret_waiter);
+void manager_ready_forget(struct ready_waiter *w);
 json_t *manager_worker(struct manager *m);
 
 /* A workspace's limits (docs/api.md), which the API and the worker's defaults
@@ -135,11 +144,27 @@ struct workspace_spec {
 #define WORKSPACE_MIN_IDLE_TIMEOUT_MS 1000u
 #define WORKSPACE_MAX_IDLE_TIMEOUT_MS (30ull * 86400 * 1000)
 
-int manager_workspace_create(struct manager *m, const struct workspace_spec *spec, json_t **ret,
-			     struct station_error *e);
+/* Create, delete and restart run their slow steps (the runtime, the agent's start, the
+ * cgroup's teardown) off the loop. Each returns < 0 with e at once for what it can refuse at
+ * once, 0 with *ret when answered at once (a create served by the warm pool), or 1 when under
+ * way: fn(userdata, ...) is then called on the loop once it ends (result: the workspace's
+ * JSON, a new reference; NULL for a delete), unless manager_workspace_op_forget(*ret_op) came
+ * first (the client went away: the operation itself goes on). Requests for one workspace run
+ * in order: a delete of a workspace being created waits for the create to end. */
+struct workspace_op;
+typedef void (*workspace_op_fn)(void *userdata, int r, json_t *result,
+				const struct station_error *e);
+int manager_workspace_create(struct manager *m, const struct workspace_spec *spec,
+			     workspace_op_fn fn, void *userdata, struct workspace_op **ret_op,
+			     json_t **ret, struct station_error *e);
+void manager_workspace_op_forget(struct workspace_op *op);
+/* The workspace an operation under way is for (listed from the start, `creating` for a
+ * create); NULL once the operation has ended. */
+const char *manager_workspace_op_id(const struct workspace_op *op);
 int manager_workspace_list(struct manager *m, json_t **ret, struct station_error *e);
 int manager_workspace_get(struct manager *m, const char *id, json_t **ret, struct station_error *e);
-int manager_workspace_delete(struct manager *m, const char *id, struct station_error *e);
+int manager_workspace_delete(struct manager *m, const char *id, workspace_op_fn fn, void *userdata,
+			     struct workspace_op **ret_op, struct station_error *e);
 /* A workspace's network (docs/api.md, "Network"): {"mode", "address", "gateway", "egress",
  * "counters": {"allowed", "denied", "dnsAllowed", "dnsRefused"}}; mode "none" has only "mode".
  * set replaces a restricted workspace's egress policy (-EINVAL, field "egress", for a bad one;
@@ -148,8 +173,8 @@ int manager_workspace_network_get(struct manager *m, const char *id, json_t **re
 				  struct station_error *e);
 int manager_workspace_network_set(struct manager *m, const char *id, json_t *egress, json_t **ret,
 				  struct station_error *e);
-int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,
-			      struct station_error *e);
+int manager_workspace_restart(struct manager *m, const char *id, workspace_op_fn fn, void *userdata,
+			      struct workspace_op **ret_op, struct station_error *e);
 
 struct run_spec {
 	const char *command;

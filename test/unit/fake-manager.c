@@ -101,7 +101,12 @@ static json_t *ws_json(const char *id)
 	return json_pack("{s:s, s:s, s:s}", "id", id, "worker", "w1", "state", "ready");
 }
 
-json_t *manager_ready(struct manager *m)
+void manager_ready_forget(struct ready_waiter *w)
+{
+}
+
+json_t *manager_ready(struct manager *m, bool refresh, void (*fn)(void *userdata, json_t *result),
+		      void *userdata, struct ready_waiter **ret_waiter)
 {
 	return json_pack("{s:b, s:[{s:s, s:b, s:s}]}", "ready", 1, "checks", "name", "store", "ok",
 			 1, "message", "fake");
@@ -113,8 +118,18 @@ json_t *manager_worker(struct manager *m)
 }
 
 /* Echoes the container fields so a test sees what reached the manager. */
-int manager_workspace_create(struct manager *m, const struct workspace_spec *spec, json_t **ret,
-			     struct station_error *e)
+void manager_workspace_op_forget(struct workspace_op *op)
+{
+}
+
+const char *manager_workspace_op_id(const struct workspace_op *op)
+{
+	return NULL;
+}
+
+int manager_workspace_create(struct manager *m, const struct workspace_spec *spec,
+			     workspace_op_fn fn, void *userdata, struct workspace_op **ret_op,
+			     json_t **ret, struct station_error *e)
 {
 	json_t *ws = ws_json("w1-new");
 
@@ -147,9 +162,16 @@ int manager_workspace_get(struct manager *m, const char *id, json_t **ret, struc
 	return 0;
 }
 
-int manager_workspace_delete(struct manager *m, const char *id, struct station_error *e)
+/* Ends at once, through fn, as an operation that ends before the manager returns. */
+int manager_workspace_delete(struct manager *m, const char *id, workspace_op_fn fn, void *userdata,
+			     struct workspace_op **ret_op, struct station_error *e)
 {
-	return find_ws(id, e);
+	int r = find_ws(id, e);
+
+	if (r < 0)
+		return r;
+	fn(userdata, 0, NULL, NULL);
+	return 1;
 }
 
 /* w1-test is restricted; "w1-bridge" exists for the network endpoints only, in mode bridge. */
@@ -196,10 +218,17 @@ int manager_workspace_network_set(struct manager *m, const char *id, json_t *egr
 	return manager_workspace_network_get(m, id, ret, e);
 }
 
-int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,
-			      struct station_error *e)
+int manager_workspace_restart(struct manager *m, const char *id, workspace_op_fn fn, void *userdata,
+			      struct workspace_op **ret_op, struct station_error *e)
 {
-	return manager_workspace_get(m, id, ret, e);
+	json_t *ws = NULL;
+	int r = manager_workspace_get(m, id, &ws, e);
+
+	if (r < 0)
+		return r;
+	fn(userdata, 0, ws, NULL);
+	json_decref(ws);
+	return 1;
 }
 
 static void run_finish(struct fake_run *r, const char *status)
