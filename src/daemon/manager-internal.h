@@ -43,6 +43,14 @@ struct run_state {
 	struct run_row *start;
 	struct run_waiter *waiters;
 	struct run_watch *watches;
+	/* A terminal result the store could not record (a full disk): readers are answered from
+	 * it, the agent is not acknowledged until it is written (a retry every second and after
+	 * each successful write), so a controller restart in between hears it again. The run no
+	 * longer counts as running. */
+	struct run_row *pending;
+	uint64_t pending_seq; /* the RUN_DONE to acknowledge once written, on pending_gen */
+	unsigned pending_gen;
+	bool pending_ack;
 };
 
 struct run_waiter {
@@ -114,6 +122,8 @@ struct manager {
 	struct run_waiter *fire_queue; /* waiters whose run ended, fired by fire_timer */
 	struct event_source *fire_timer;
 	struct event_source *prune_timer;
+	struct event_source *pending_timer; /* writes the runs' pending results (manager-run.c) */
+	size_t n_pending;
 	struct image_job *image_jobs; /* imports and pulls under way (manager-image.c) */
 	size_t n_image_jobs;
 	struct net *net;		      /* NULL: networking off (manager-network.c) */
@@ -156,11 +166,19 @@ void manager_image_jobs_free(struct manager *m);
 /* manager-run.c */
 struct run_state *run_state_find(struct workspace *ws, const char *id);
 int run_state_add(struct workspace *ws, const char *id, struct run_state **ret);
-/* Records a terminal result (store first), then ends waiters and watches. */
+/* Records a terminal result (store first), then ends waiters and watches. Returns 1 when
+ * recorded, 0 when the run was already terminal, -ENOENT when ws has no such run; when the
+ * store fails the result is kept in memory as the run's pending one (-EINPROGRESS), waiters
+ * and watches end with it and it is written by a retry. */
 int run_finish(struct workspace *ws, const struct run_row *result);
+/* The RUN_DONE of seq (on the current connection) is acknowledged once run_id's pending
+ * result is written. */
+void run_pending_ack_later(struct workspace *ws, const char *run_id, uint64_t seq);
 /* Every run still running in ws ends `lost` with reason. */
 void runs_lose_all(struct workspace *ws, const char *reason);
 void runs_free_all(struct workspace *ws);
+/* Pending results (run_finish()) are kept; how many there are in the manager. */
+bool runs_pending(const struct manager *m);
 void run_on_output(struct workspace *ws, const char *run_id, int stream, uint64_t offset,
 		   const uint8_t *data, size_t n);
 

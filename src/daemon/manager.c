@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -393,7 +394,7 @@ static void on_hello(void *userdata, uint64_t agent_pid, char **ids, size_t n_id
 	for (struct run_state *r = ws->runs, *next; r; r = next) {
 		next = r->next;
 		/* sent behind this HELLO: the agent had not seen it when it answered */
-		if (r->link_gen == ws->link_gen)
+		if (r->link_gen == ws->link_gen || r->pending)
 			continue;
 		bool known = false;
 		for (size_t i = 0; i < n_ids && !known; i++)
@@ -433,6 +434,8 @@ static void on_run_done(void *userdata, uint64_t seq, const struct run_row *resu
 		agent_report_ignored(ws, "run completion", result->id);
 	if (r >= 0 || r == -ENOENT)
 		agentlink_send_ack(ws->link, seq);
+	else if (r == -EINPROGRESS) /* not written yet: acknowledged once it is */
+		run_pending_ack_later(ws, result->id, seq);
 }
 
 static void on_run_error(void *userdata, const char *run_id, const char *reason)
@@ -888,13 +891,45 @@ int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,
 	return 0;
 }
 
+/* Below this much free space on the root's filesystem the store counts as full: SQLite needs
+ * room for its journal beside any page it changes. */
+#define STORE_MIN_FREE_BYTES (256 * 1024ull)
+
+bool manager_store_check(struct manager *m, char *msg, size_t size)
+{
+	struct statvfs sv;
+	size_t pending = m->n_pending;
+
+	if (statvfs(m->cfg.root, &sv) < 0) {
+		snprintf(msg, size, "cannot check the metadata root \"%s\": %s", m->cfg.root,
+			 strerror(errno));
+		return false;
+	}
+	unsigned long long avail = (unsigned long long)sv.f_bavail * sv.f_frsize;
+	if (avail < STORE_MIN_FREE_BYTES) {
+		snprintf(msg, size,
+			 "the metadata root's filesystem is full (%llu bytes free under \"%s\")%s",
+			 avail, m->cfg.root,
+			 pending ? ": run results kept in memory until it is written" : "");
+		return false;
+	}
+	if (pending) {
+		snprintf(msg, size, "%zu run result%s not yet written to the metadata store",
+			 pending, pending == 1 ? "" : "s");
+		return false;
+	}
+	snprintf(msg, size, "metadata store open, %llu bytes free", avail);
+	return true;
+}
+
 json_t *manager_ready(struct manager *m)
 {
 	json_t *checks = json_array();
 	bool agent_ok = access(m->cfg.agent_path, X_OK) == 0;
 	char msg[PATH_MAX + 64];
-	json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "store", "ok", 1,
-						"message", "metadata store open"));
+	bool store_ok = manager_store_check(m, msg, sizeof msg);
+	json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "store", "ok", store_ok,
+						"message", msg));
 	snprintf(msg, sizeof msg, "%s",
 		 m->base_cgroup ? "workspace cgroups available" : strerror(-m->cgroup_error));
 	json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "cgroup", "ok",
@@ -903,7 +938,7 @@ json_t *manager_ready(struct manager *m)
 		 agent_ok ? "agent binary" : "agent binary missing:", m->cfg.agent_path);
 	json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "agent", "ok", agent_ok,
 						"message", msg));
-	bool ready = agent_ok && m->base_cgroup;
+	bool ready = agent_ok && m->base_cgroup && store_ok;
 	bool container = strcmp(m->cfg.default_adapter, "container") == 0;
 	bool container_ok = adapter_container.ready(&m->actx, checks);
 	if (m->cfg.home_size_mb > 0) {
@@ -1082,6 +1117,7 @@ void manager_free(struct manager *m)
 		manager_run_waiter_cancel(m->fire_queue);
 	usage_waiters_free(m);
 	event_source_free(m->fire_timer);
+	event_source_free(m->pending_timer);
 	event_source_free(m->prune_timer);
 	manager_pools_free(m);
 	manager_image_jobs_free(m);

@@ -86,6 +86,9 @@ int manager_start(struct manager *m);
 void manager_free(struct manager *m);
 
 json_t *manager_ready(struct manager *m); /* {"ready":bool,"checks":[{"name","ok","message"}]} */
+/* The store check of manager_ready(), cheap (a statvfs): false, with the reason in msg, when the
+ * metadata root's filesystem is full or run results wait in memory for the store to take them. */
+bool manager_store_check(struct manager *m, char *msg, size_t size);
 json_t *manager_worker(struct manager *m);
 
 /* A workspace's limits (docs/api.md), which the API and the worker's defaults

@@ -1,0 +1,149 @@
+#!/bin/bash
+# A full metadata disk (docs/operations.md, "A full disk"): the metadata root lives on a small
+# tmpfs this script mounts (in a mount namespace of its own, so nothing outlives it), filled
+# with fallocate while commands end. Every result is served terminal at once (GET, waitMs,
+# the output stream's end), GET /v1/ready reports the store check failing, and the results
+# are recorded once space is freed: by the controller's retry, or after a controller restart
+# (the agent sends what was not acknowledged again). A create answers 507 meanwhile (the
+# positive control: the disk is really full for the store).
+if [[ -z ${STATION_FULL_DISK_MNT:-} ]]; then
+	if [[ $(id -u) -ne 0 ]] || ! command -v unshare >/dev/null || ! command -v fallocate >/dev/null; then
+		echo "skip $(basename "$0" .sh) needs root, unshare and fallocate (util-linux)"
+		exit 0
+	fi
+	mnt=$(mktemp -d /tmp/station-small.XXXXXX)
+	STATION_FULL_DISK_MNT=$mnt unshare -m --propagation private "$0" "$@"
+	rc=$?
+	rmdir "$mnt" 2>/dev/null
+	exit $rc
+fi
+. "$(dirname "$0")/lib.sh"
+
+MNT=$STATION_FULL_DISK_MNT
+mount -t tmpfs -o size=48m,mode=0700 station-small "$MNT" || {
+	not_ok "mount a small tmpfs" "mount failed"
+	exit 1
+}
+ROOT=$MNT/root
+SOCK=$ROOT/station.sock
+CONTROLLER_LOG=$TMP/controller.log
+mkdir -p "$ROOT"
+GO=$TMP/go
+mkdir -p "$GO"
+chmod 0755 "$TMP" "$GO"
+
+require_controller
+new_ws WS || exit 1
+
+# fill: takes every free byte of the small filesystem.
+fill() {
+	local avail
+	avail=$(df --output=avail -B1 "$MNT" | tail -n 1 | tr -d ' ')
+	fallocate -l "$avail" "$MNT/fill" 2>/dev/null || fallocate -l $((avail - 65536)) "$MNT/fill"
+	# whatever fallocate left
+	dd if=/dev/zero of="$MNT/fill2" bs=4096 status=none 2>/dev/null
+	return 0
+}
+
+unfill() {
+	rm -f "$MNT/fill" "$MNT/fill2"
+}
+
+# start_waiting N: N commands that each wait for $GO/N, then print 96 KiB and a line.
+WAITING=()
+start_waiting() {
+	local i
+	WAITING=()
+	for i in $(seq "$1"); do
+		run_start "$WS" "$(json_cmd "while [ ! -e $GO/$2-$i ]; do sleep 0.05; done; head -c 98304 /dev/zero | tr '\\0' x; echo; echo done-$2-$i" '.timeoutMs=600000')" || return 1
+		WAITING+=("$RUN")
+	done
+}
+
+store_check() {
+	api -q GET /v1/ready
+	j '.checks[] | select(.name == "store") | .ok'
+}
+
+store_ok() {
+	api -q GET /v1/ready
+	[[ $STATUS == 200 && $(j '.checks[] | select(.name == "store") | .ok') == true ]]
+}
+
+# assert_done TAG: every WAITING run is exited with its output (long-poll, then plain GET).
+assert_done() {
+	local i=0 run
+	for run in "${WAITING[@]}"; do
+		i=$((i + 1))
+		run_wait "$WS" "$run" 120 || return 1
+		assert_eq exited "$(j .status)" "run $i status ($1)"
+		assert_eq 0 "$(j .exitCode)" "run $i exit code ($1)"
+		assert_eq "done-$2-$i" "$(j '.stdout | rtrimstr("\n") | split("\n") | last')" \
+			"run $i stdout ($1)"
+		assert_eq 98314 "$(j .stdoutBytes)" "run $i stdoutBytes ($1)"
+	done
+}
+
+t_positive_control() {
+	run_cmd "$WS" 'echo before'
+	assert_eq exited "$(j .status)" "a command before the fill"
+	assert_eq true "$(store_check)" "the store check before the fill"
+}
+
+t_results_served_then_retried() {
+	start_waiting 3 a || return 1
+	fill
+	api -q POST /v1/workspaces '{}'
+	assert_status 507 "a create on the full disk (the store is really full)"
+	local i
+	for i in 1 2 3; do touch "$GO/a-$i"; done
+	assert_done "while the disk is full" a
+	api -q GET "/v1/workspaces/$WS/commands"
+	assert_eq '["exited","exited","exited"]' \
+		"$(j "[.commands[] | select(.id == \"${WAITING[0]}\" or .id == \"${WAITING[1]}\" or .id == \"${WAITING[2]}\") | .status]")" \
+		"the list while the disk is full"
+	api -q GET "/v1/workspaces/$WS/commands/${WAITING[0]}/output"
+	assert_status 200 "the output stream of a finished run"
+	assert_contains "done-a-1" "$BODY" "the stream replays the output and ends"
+	api -q POST "/v1/workspaces/$WS/commands/${WAITING[0]}/cancel"
+	assert_status 409 "cancel of a run whose result waits"
+	api -q GET /v1/ready
+	assert_status 503 "ready while the disk is full"
+	assert_eq false "$(store_check)" "the store check while the disk is full"
+	assert_contains "full" "$(j '.checks[] | select(.name == "store") | .message')" \
+		"the store check names the cause"
+	grep -q "cannot record run result: kept in memory" "$CONTROLLER_LOG" ||
+		_fail "the controller did not say it kept a result in memory"
+	unfill
+	wait_for -t 60 store_ok || {
+		_fail "the store check after freeing space: $BODY"
+		df "$MNT"
+		ls -la "$MNT" "$ROOT"
+	}
+	assert_eq 3 "$(grep -c 'run result recorded after a store failure' "$CONTROLLER_LOG")" \
+		"results written by the retry"
+	# recorded in SQLite: a new controller reads them from the store
+	stop_controller
+	start_controller "${CONTROLLER_FLAGS[@]}" || return 1
+	assert_done "after a restart" a
+}
+
+t_results_resent_after_restart() {
+	start_waiting 2 b || return 1
+	fill
+	touch "$GO/b-1" "$GO/b-2"
+	assert_done "while the disk is full" b
+	# stopped with the results only in memory, not acknowledged: the agents keep them
+	stop_controller
+	unfill
+	start_controller "${CONTROLLER_FLAGS[@]}" || return 1
+	assert_done "after a restart with the disk free" b
+	wait_for -t 60 store_ok || _fail "the store check: $BODY"
+}
+
+run_test "positive control: results and the store check before the fill" t_positive_control
+run_test "full disk: results served terminal, written by the retry once space is free" \
+	t_results_served_then_retried
+run_test "full disk: results not acknowledged come again after a restart" \
+	t_results_resent_after_restart
+unfill
