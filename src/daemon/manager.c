@@ -813,12 +813,43 @@ int manager_workspace_get(struct manager *m, const char *id, json_t **ret, struc
 	return 0;
 }
 
+/* Below this much free space on the root's filesystem the store counts as full: SQLite needs
+ * room for its journal beside any page it changes. */
+#define STORE_MIN_FREE_BYTES (256 * 1024ull)
+
+/* The metadata root's filesystem has room for the store to write; else why, in msg. */
+static bool store_has_room(struct manager *m, unsigned long long *ret_avail, char *msg, size_t size)
+{
+	struct statvfs sv;
+
+	if (statvfs(m->cfg.root, &sv) < 0) {
+		snprintf(msg, size, "cannot check the metadata root \"%s\": %s", m->cfg.root,
+			 strerror(errno));
+		return false;
+	}
+	*ret_avail = (unsigned long long)sv.f_bavail * sv.f_frsize;
+	if (*ret_avail >= STORE_MIN_FREE_BYTES)
+		return true;
+	snprintf(msg, size, "the metadata root's filesystem is full (%llu bytes free under \"%s\")",
+		 *ret_avail, m->cfg.root);
+	return false;
+}
+
 int manager_workspace_delete(struct manager *m, const char *id, struct station_error *e)
 {
 	struct workspace *ws = NULL;
 	int r = workspace_lookup(m, id, &ws, e);
 	if (r < 0)
 		return r;
+	/* A delete the store cannot record would leave a half state (the tree and cgroup gone,
+	 * the record still there): on a full disk nothing is touched. */
+	char msg[PATH_MAX + 128];
+	unsigned long long avail = 0;
+	if (!store_has_room(m, &avail, msg, sizeof msg))
+		return station_error_set(e, -ENOSPC, NULL,
+					 "workspace \"%s\" was not deleted and is unchanged: %s; "
+					 "free space and delete it again",
+					 id, msg);
 	workspace_set_state(ws, WORKSPACE_DELETING, NULL);
 	runs_lose_all(ws, "workspace deleted");
 	services_lose_all(ws, "workspace deleted");
@@ -891,26 +922,16 @@ int manager_workspace_restart(struct manager *m, const char *id, json_t **ret,
 	return 0;
 }
 
-/* Below this much free space on the root's filesystem the store counts as full: SQLite needs
- * room for its journal beside any page it changes. */
-#define STORE_MIN_FREE_BYTES (256 * 1024ull)
-
 bool manager_store_check(struct manager *m, char *msg, size_t size)
 {
-	struct statvfs sv;
+	unsigned long long avail = 0;
 	size_t pending = m->n_pending;
 
-	if (statvfs(m->cfg.root, &sv) < 0) {
-		snprintf(msg, size, "cannot check the metadata root \"%s\": %s", m->cfg.root,
-			 strerror(errno));
-		return false;
-	}
-	unsigned long long avail = (unsigned long long)sv.f_bavail * sv.f_frsize;
-	if (avail < STORE_MIN_FREE_BYTES) {
-		snprintf(msg, size,
-			 "the metadata root's filesystem is full (%llu bytes free under \"%s\")%s",
-			 avail, m->cfg.root,
-			 pending ? ": run results kept in memory until it is written" : "");
+	if (!store_has_room(m, &avail, msg, size)) {
+		size_t n = strlen(msg);
+		if (pending)
+			snprintf(msg + n, size - n,
+				 ": run results kept in memory until it is written");
 		return false;
 	}
 	if (pending) {

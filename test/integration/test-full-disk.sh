@@ -5,7 +5,8 @@
 # the output stream's end), GET /v1/ready reports the store check failing, and the results
 # are recorded once space is freed: by the controller's retry, or after a controller restart
 # (the agent sends what was not acknowledged again). A create answers 507 meanwhile (the
-# positive control: the disk is really full for the store).
+# positive control: the disk is really full for the store). A DELETE on the full disk answers
+# 507 and leaves the workspace as it was (never a half-deleted one).
 if [[ -z ${STATION_FULL_DISK_MNT:-} ]]; then
 	if [[ $(id -u) -ne 0 ]] || ! command -v unshare >/dev/null || ! command -v fallocate >/dev/null; then
 		echo "skip $(basename "$0" .sh) needs root, unshare and fallocate (util-linux)"
@@ -141,9 +142,35 @@ t_results_resent_after_restart() {
 	wait_for -t 60 store_ok || _fail "the store check: $BODY"
 }
 
+t_delete_on_full_disk() {
+	local other
+	new_ws other || return 1
+	api -q PUT "/v1/workspaces/$other/files?path=kept.txt" 'kept'
+	fill
+	api -q DELETE "/v1/workspaces/$other"
+	assert_status 507 "DELETE on the full disk"
+	assert_eq insufficient_storage "$(j .error.code)" "error code"
+	assert_contains "was not deleted and is unchanged" "$(j .error.message)" message
+	api -q GET "/v1/workspaces/$other"
+	assert_status 200 "the workspace is still there"
+	assert_eq ready "$(j .state)" "its state"
+	api -q GET "/v1/workspaces/$other/files?path=kept.txt"
+	assert_eq kept "$BODY" "its files"
+	unfill
+	# still usable, and the same DELETE goes through once there is room (positive control)
+	run_cmd "$other" 'cat kept.txt'
+	assert_eq kept "$(j .stdout)" "a command in it after the disk has room"
+	api -q DELETE "/v1/workspaces/$other"
+	assert_status 200 "DELETE with room"
+	api -q GET "/v1/workspaces/$other"
+	assert_status 404 "gone after"
+}
+
 run_test "positive control: results and the store check before the fill" t_positive_control
 run_test "full disk: results served terminal, written by the retry once space is free" \
 	t_results_served_then_retried
 run_test "full disk: results not acknowledged come again after a restart" \
 	t_results_resent_after_restart
+run_test "DELETE on a full disk: 507, the workspace intact and usable; deleted with room" \
+	t_delete_on_full_disk
 unfill
