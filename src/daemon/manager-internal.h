@@ -93,6 +93,9 @@ struct workspace {
 	size_t n_running;
 	struct service *services; /* manager-service.c */
 	size_t n_services;
+	/* attempt ends the store could not record yet (a full disk), written by the retry of
+	 * run results and acknowledged to the agent after */
+	struct pending_attempt *pending_attempts;
 	bool agent_fresh;	    /* the agent was just started: it runs no service yet */
 	struct terminal *terminals; /* manager-terminal.c: the live ones */
 	size_t n_terminals;
@@ -123,8 +126,8 @@ struct manager {
 	struct event_source *fire_timer;
 	struct event_source *prune_timer;
 	struct event_source *pending_timer; /* writes the runs' pending results (manager-run.c) */
-	size_t n_pending;
-	struct image_job *image_jobs; /* imports and pulls under way (manager-image.c) */
+	size_t n_pending;		    /* run results and service attempt ends */
+	struct image_job *image_jobs;	    /* imports and pulls under way (manager-image.c) */
 	size_t n_image_jobs;
 	struct net *net;		      /* NULL: networking off (manager-network.c) */
 	uint8_t secret_key[SECRET_KEY_BYTES]; /* cfg.secret_key's copy (manager-secret.c) */
@@ -162,6 +165,11 @@ void output_follower_finish(struct output_follower *f, const struct run_output *
 void manager_adapters_init(struct manager *m);
 /* Kills the jobs still running (controller shutdown); their callers are not called. */
 void manager_image_jobs_free(struct manager *m);
+
+/* manager-service.c: writes ws's pending attempt ends; -EINPROGRESS while the store fails. */
+int services_pending_write(struct workspace *ws);
+/* manager-run.c: the retry of pending results runs at when. */
+void manager_pending_retry_at(struct manager *m, uint64_t when);
 
 /* manager-run.c */
 struct run_state *run_state_find(struct workspace *ws, const char *id);

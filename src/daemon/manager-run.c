@@ -241,7 +241,7 @@ static void run_state_end(struct workspace *ws, struct run_state *r, const struc
 
 #define PENDING_RETRY_USEC (1000 * 1000ull)
 
-static void pending_retry_at(struct manager *m, uint64_t when)
+void manager_pending_retry_at(struct manager *m, uint64_t when)
 {
 	if (m->pending_timer)
 		event_source_set_time(m->pending_timer, when);
@@ -288,7 +288,7 @@ static int run_keep_pending(struct workspace *ws, struct run_state *rs,
 	ws->m->n_pending++;
 	ws->n_running--;
 	run_state_settle(ws, rs, rs->pending, true);
-	pending_retry_at(ws->m, now_usec() + PENDING_RETRY_USEC);
+	manager_pending_retry_at(ws->m, now_usec() + PENDING_RETRY_USEC);
 	return -EINPROGRESS;
 }
 
@@ -297,6 +297,8 @@ static int on_pending_timer(struct event_source *s, uint64_t now, void *userdata
 	struct manager *m = userdata;
 
 	for (struct workspace *ws = m->workspaces; ws && m->n_pending; ws = ws->next) {
+		if (services_pending_write(ws) == -EINPROGRESS)
+			goto again;
 		for (struct run_state *rs = ws->runs, *next; rs; rs = next) {
 			next = rs->next;
 			if (rs->pending && run_pending_write(ws, rs) == -EINPROGRESS)
@@ -305,7 +307,7 @@ static int on_pending_timer(struct event_source *s, uint64_t now, void *userdata
 	}
 again:
 	if (m->n_pending)
-		pending_retry_at(m, now_usec() + PENDING_RETRY_USEC);
+		manager_pending_retry_at(m, now_usec() + PENDING_RETRY_USEC);
 	return 0;
 }
 
@@ -340,7 +342,8 @@ int run_finish(struct workspace *ws, const struct run_row *result)
 		log_info("run finished", "workspace", ws->row.id, "run", result->id, "status",
 			 run_status_to_string(result->status), NULL);
 	if (r > 0 && ws->m->n_pending)
-		pending_retry_at(ws->m, 0); /* the store writes again: so may the pending ones */
+		manager_pending_retry_at(ws->m,
+					 0); /* the store writes again: so may the pending ones */
 	/* result may point into the run state (a lost run): nothing reads it after this */
 	if (rs)
 		run_state_end(ws, rs, result, r > 0);

@@ -931,12 +931,12 @@ bool manager_store_check(struct manager *m, char *msg, size_t size)
 		size_t n = strlen(msg);
 		if (pending)
 			snprintf(msg + n, size - n,
-				 ": run results kept in memory until it is written");
+				 ": results kept in memory until they are written");
 		return false;
 	}
 	if (pending) {
-		snprintf(msg, size, "%zu run result%s not yet written to the metadata store",
-			 pending, pending == 1 ? "" : "s");
+		snprintf(msg, size, "%zu result%s not yet written to the metadata store", pending,
+			 pending == 1 ? "" : "s");
 		return false;
 	}
 	snprintf(msg, size, "metadata store open, %llu bytes free", avail);

@@ -6,7 +6,8 @@
 # are recorded once space is freed: by the controller's retry, or after a controller restart
 # (the agent sends what was not acknowledged again). A create answers 507 meanwhile (the
 # positive control: the disk is really full for the store). A DELETE on the full disk answers
-# 507 and leaves the workspace as it was (never a half-deleted one).
+# 507 and leaves the workspace as it was (never a half-deleted one). A service attempt's end is
+# kept and written the same way.
 if [[ -z ${STATION_FULL_DISK_MNT:-} ]]; then
 	if [[ $(id -u) -ne 0 ]] || ! command -v unshare >/dev/null || ! command -v fallocate >/dev/null; then
 		echo "skip $(basename "$0" .sh) needs root, unshare and fallocate (util-linux)"
@@ -142,6 +143,32 @@ t_results_resent_after_restart() {
 	wait_for -t 60 store_ok || _fail "the store check: $BODY"
 }
 
+svc_attempt_is() {
+	api -q GET "/v1/workspaces/$WS/services/svc"
+	[[ $STATUS == 200 && $(j '[.attempts[] | select(.number == 1) | .exitCode] == [3]') == true ]]
+}
+
+t_service_attempt_end() {
+	api -q POST "/v1/workspaces/$WS/services" "$(jq -nc --arg c "while [ ! -e $GO/svc ]; do sleep 0.05; done; echo svc-end; exit 3" \
+		'{name: "svc", command: $c, restart: {policy: "no"}}')"
+	assert_status 201 "create a service" || return 1
+	wait_for -t 60 eval '[[ $(api -q GET "/v1/workspaces/$WS/services/svc"; j .state) == running ]]' ||
+		_fail "the service did not run: $BODY"
+	fill
+	touch "$GO/svc"
+	wait_for -t 60 grep -q "cannot record service attempt: kept in memory" "$CONTROLLER_LOG" ||
+		_fail "the attempt's end was not kept in memory"
+	api -q GET /v1/ready
+	assert_status 503 "ready while an attempt's end waits"
+	unfill
+	wait_for -t 60 svc_attempt_is || _fail "attempt 1 after freeing space: $BODY"
+	assert_eq 'svc-end' "$(j '.attempts[] | select(.number == 1) | .stdout' | tr -d '\n')" \
+		"the attempt's output"
+	grep -q "service attempt recorded after a store failure" "$CONTROLLER_LOG" ||
+		_fail "written by the retry"
+	wait_for -t 60 store_ok || _fail "the store check: $BODY"
+}
+
 t_delete_on_full_disk() {
 	local other
 	new_ws other || return 1
@@ -171,6 +198,8 @@ run_test "full disk: results served terminal, written by the retry once space is
 	t_results_served_then_retried
 run_test "full disk: results not acknowledged come again after a restart" \
 	t_results_resent_after_restart
+run_test "full disk: a service attempt's end is written by the retry once space is free" \
+	t_service_attempt_end
 run_test "DELETE on a full disk: 507, the workspace intact and usable; deleted with room" \
 	t_delete_on_full_disk
 unfill
