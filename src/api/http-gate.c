@@ -56,12 +56,15 @@ static void refused_free(struct refused *c)
 	free(c);
 }
 
+/* Reads per wake-up (of 4 KiB): a client that keeps sending cannot hold the loop. */
+#define GATE_READS_AT_ONCE 16
+
 /* Reads and drops what the client sends until it closes (or an error). */
 static int on_refused_io(struct event_source *src, int fd, uint32_t revents, void *userdata)
 {
 	char buf[4096];
 
-	for (;;) {
+	for (int i = 0; i < GATE_READS_AT_ONCE; i++) {
 		ssize_t n = read(fd, buf, sizeof buf);
 
 		if (n > 0)
@@ -73,6 +76,7 @@ static int on_refused_io(struct event_source *src, int fd, uint32_t revents, voi
 		refused_free(userdata);
 		return 0;
 	}
+	return 0;
 }
 
 static int on_refused_timer(struct event_source *src, uint64_t now, void *userdata)
@@ -125,7 +129,7 @@ static void refuse(struct http_gate *g, int fd, const char *why)
 		      "Content-Length: %d\r\n\r\n",
 		      nb);
 	/* What the request sent so far: a close with unread bytes resets the connection. */
-	while (read(fd, drop, sizeof drop) > 0)
+	for (int i = 0; i < GATE_READS_AT_ONCE && read(fd, drop, sizeof drop) > 0; i++)
 		;
 	if (write(fd, head, (size_t)nh) == nh && write(fd, body, (size_t)nb) == nb)
 		(void)shutdown(fd, SHUT_WR);
