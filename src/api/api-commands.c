@@ -140,7 +140,7 @@ static int run_poll_arm(struct run_poll *p, uint64_t wait_ms)
 
 /* Answers with the run once it is terminal or wait_ms has passed, whichever is first. */
 static int run_poll_begin(struct http_request *req, unsigned status, const char *run_id,
-			  uint64_t wait_ms, json_t *started)
+			  uint64_t wait_ms, bool long_lived, json_t *started)
 {
 	const struct route_match *m = http_request_route(req);
 	struct station_error e = {};
@@ -157,6 +157,13 @@ static int run_poll_begin(struct http_request *req, unsigned status, const char 
 		if (r < 0 && !started)
 			return http_reply_error(req, &e);
 		return reply_run(req, status, run_id, started);
+	}
+	/* A client's waitMs is long-lived (a cancel's own bounded wait is not). Past the
+	 * long-lived share: a new run is answered as it is now (it exists already), a wait on an
+	 * existing one is refused, to be retried. */
+	if (long_lived && http_request_hold(req) < 0) {
+		run_poll_free(p);
+		return started ? reply_run(req, status, run_id, started) : http_reply_busy(req);
 	}
 	r = run_poll_arm(p, wait_ms);
 	if (r < 0)
@@ -229,7 +236,7 @@ static int replay_run(struct http_request *req, const struct api_idempotency *id
 	status = json_string_value(json_object_get(run, "status"));
 	if (wait_ms == 0 || (status && run_status_from_string(status) != RUN_RUNNING))
 		return http_reply_json(req, hit->status, run);
-	r = run_poll_begin(req, hit->status, hit->object_id, wait_ms, run);
+	r = run_poll_begin(req, hit->status, hit->object_id, wait_ms, true, run);
 	json_decref(run);
 	return r;
 }
@@ -260,7 +267,7 @@ int api_command_start(struct http_request *req)
 	status = json_string_value(json_object_get(run, "status"));
 	if (wait_ms == 0 || !id || (status && run_status_from_string(status) != RUN_RUNNING))
 		return api_reply_result(req, 0, 201, run, &e);
-	r = run_poll_begin(req, 201, id, wait_ms, run);
+	r = run_poll_begin(req, 201, id, wait_ms, true, run);
 	json_decref(run);
 	return r;
 }
@@ -297,7 +304,7 @@ int api_command_get(struct http_request *req)
 		return http_reply_error(req, &e);
 	if (wait_ms == 0)
 		return reply_run(req, 200, m->run_id, NULL);
-	return run_poll_begin(req, 200, m->run_id, wait_ms, NULL);
+	return run_poll_begin(req, 200, m->run_id, wait_ms, true, NULL);
 }
 
 int api_command_cancel(struct http_request *req)
@@ -309,7 +316,7 @@ int api_command_cancel(struct http_request *req)
 	r = manager_run_cancel(http_request_manager(req), m->ws_id, m->run_id, &e);
 	if (r < 0)
 		return http_reply_error(req, &e);
-	return run_poll_begin(req, 200, m->run_id, CANCEL_WAIT_MS, NULL);
+	return run_poll_begin(req, 200, m->run_id, CANCEL_WAIT_MS, false, NULL);
 }
 
 int api_command_output(struct http_request *req)

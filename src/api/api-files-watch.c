@@ -305,8 +305,11 @@ static int sse_ready(struct http_request *req)
 int api_file_watch(struct http_request *req)
 {
 	struct watch *w = NULL;
-	int r = watch_open(req, &w);
+	int r;
 
+	if (http_request_hold(req) < 0)
+		return http_reply_busy(req);
+	r = watch_open(req, &w);
 	if (r <= 0 || !w)
 		return r;
 	return http_request_suspend(req, sse_ready);

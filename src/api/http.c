@@ -9,10 +9,12 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "basic/cleanup.h"
 #include "basic/log.h"
+#include "api/http-gate.h"
 #include "api/router.h"
 #include "api/validate.h"
 #include "api/web.h"
@@ -106,6 +108,9 @@ struct http_server {
 	struct manager *manager;
 	struct http_config cfg;
 	struct MHD_Daemon *daemon;
+	struct http_connections own_conns; /* when the config shares none */
+	struct http_connections *conns;
+	struct http_gate *gate;	    /* the listening socket */
 	struct event_source *io;    /* MHD's epoll fd */
 	struct event_source *timer; /* MHD_get_timeout(), or "now" after a resume */
 	struct http_request *requests;
@@ -143,6 +148,7 @@ struct http_request {
 	http_handler_fn body_end;
 	bool suspended;
 	bool gone;
+	bool held; /* counted long-lived */
 	http_handler_fn resume_fn;
 	struct event_source *hangup; /* the socket, while suspended */
 
@@ -355,6 +361,48 @@ int http_reply_status(struct http_request *req, unsigned status, const char *fie
 				status == 401 ? MHD_HTTP_HEADER_WWW_AUTHENTICATE : NULL, "Bearer");
 }
 
+static bool long_lived_full(const struct http_connections *c)
+{
+	return c->long_lived >= c->limit - c->reserve;
+}
+
+int http_reply_busy(struct http_request *req)
+{
+	struct http_connections *c = req->server->conns;
+	char message[200];
+
+	c->refused_long++;
+	snprintf(message, sizeof message,
+		 "too many long-lived requests (%u of %u connections; %u kept for short requests)",
+		 c->long_lived, c->limit, c->reserve);
+	return reply_error_with(req, 503, message, NULL, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+}
+
+int http_request_hold(struct http_request *req)
+{
+	struct http_connections *c = req->server->conns;
+
+	if (req->held)
+		return 0;
+	if (long_lived_full(c))
+		return -EBUSY;
+	req->held = true;
+	c->long_lived++;
+	return 0;
+}
+
+const struct http_connections *http_request_connections(struct http_request *req)
+{
+	return req->server->conns;
+}
+
+unsigned http_connections_default_reserve(unsigned limit)
+{
+	unsigned r = MIN(MAX(limit / 8, 2u), 128u);
+
+	return r < limit ? r : limit - 1;
+}
+
 /* ---- suspension --------------------------------------------------------------------------- */
 
 /* MHD has no thread and no wake-up channel of its own here: after a resume it must be run
@@ -495,6 +543,8 @@ static int request_check_upgrade(struct http_request *req, const char *version)
 	if (s->n_websockets >= s->cfg.max_websockets)
 		return http_reply_status(req, 429, NULL, "too many WebSocket connections (%u)",
 					 s->cfg.max_websockets);
+	if (long_lived_full(s->conns))
+		return http_reply_busy(req);
 	req->websocket = true;
 	return 0;
 }
@@ -529,6 +579,7 @@ static void websocket_unlink(struct http_websocket *h)
 	if (h->next)
 		h->next->prev = h->prev;
 	s->n_websockets--;
+	s->conns->long_lived--;
 	free(h);
 }
 
@@ -659,6 +710,7 @@ int http_reply_websocket(struct http_request *req, const struct ws_conn_ops *ops
 		s->websockets->prev = h;
 	s->websockets = h;
 	s->n_websockets++;
+	s->conns->long_lived++;
 	req->ws = h;
 	*ret = h->conn;
 	return 0;
@@ -682,6 +734,8 @@ static void request_free(struct http_request *req)
 
 	request_free_state(req);
 	event_source_free(req->hangup);
+	if (req->held)
+		s->conns->long_lived--;
 	if (req->ws) { /* a 101 that never went out */
 		req->ws->req = NULL;
 		ws_conn_abort(req->ws->conn, WS_CLOSE_ABNORMAL, "the upgrade did not complete");
@@ -1083,22 +1137,56 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	log_debug("libmicrohttpd", "detail", buf, NULL);
 }
 
-static struct MHD_Daemon *server_start_mhd(struct http_server *s, int fd)
+/* Every connection MHD holds, upgraded ones included, from its start to its close. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct http_server *s = cls;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+		s->conns->open++;
+	else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && s->conns->open > 0)
+		s->conns->open--;
+}
+
+/* The gate admits a connection: MHD owns fd from here on (it closes it on failure too). */
+static void server_admit(void *userdata, int fd, const struct sockaddr *sa, socklen_t len)
+{
+	struct http_server *s = userdata;
+
+	if (MHD_add_connection(s->daemon, fd, sa, len) != MHD_YES)
+		log_debug("libmicrohttpd refused a connection", NULL);
+	server_wake(s);
+}
+
+/* MHD never sees the listening socket: the gate accepts and hands connections over. */
+static struct MHD_Daemon *server_start_mhd(struct http_server *s)
 {
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
-			 MHD_USE_TURBO | MHD_USE_ERROR_LOG;
+			 MHD_USE_TURBO | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET;
 
 	/* clang-format off */
 	return MHD_start_daemon(flags, 0, NULL, NULL, on_access, s,
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s, /* first: see MHD */
-				MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg.max_connections,
+				MHD_OPTION_CONNECTION_LIMIT, s->conns->limit,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_SEC,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY,
 				MHD_OPTION_STRICT_FOR_CLIENT, (int)1,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 				MHD_OPTION_END);
 	/* clang-format on */
+}
+
+static void server_connections(struct http_server *s)
+{
+	if (s->cfg.connections) {
+		s->conns = s->cfg.connections;
+		return;
+	}
+	s->own_conns.limit = s->cfg.max_connections;
+	s->own_conns.reserve = http_connections_default_reserve(s->own_conns.limit);
+	s->conns = &s->own_conns;
 }
 
 static void config_defaults(struct http_config *cfg)
@@ -1107,7 +1195,7 @@ static void config_defaults(struct http_config *cfg)
 		cfg->max_body_bytes = HTTP_DEFAULT_MAX_BODY_BYTES;
 	if (cfg->max_wait_ms == 0)
 		cfg->max_wait_ms = HTTP_DEFAULT_MAX_WAIT_MS;
-	if (cfg->max_connections == 0)
+	if (cfg->max_connections < 2)
 		cfg->max_connections = HTTP_DEFAULT_MAX_CONNECTIONS;
 	if (cfg->max_websockets == 0)
 		cfg->max_websockets = HTTP_DEFAULT_MAX_WEBSOCKETS;
@@ -1142,21 +1230,21 @@ int http_server_new(struct event_loop *loop, struct manager *m, int listen_fd,
 	s->manager = m;
 	s->cfg = *cfg;
 	config_defaults(&s->cfg);
+	server_connections(s);
 
-	fd = fcntl(listen_fd, F_DUPFD_CLOEXEC, 3);
-	if (fd < 0) {
-		r = negative_errno();
-		free(s);
-		return r;
-	}
-	s->daemon = server_start_mhd(s, fd);
+	s->daemon = server_start_mhd(s);
 	if (!s->daemon) {
-		/* MHD closes the socket on some of its failure paths and not on others. We are
-		 * single-threaded: nothing can have reused the number in between. */
-		if (fcntl(fd, F_GETFD) >= 0)
-			close(fd);
 		free(s);
 		return -EIO;
+	}
+	fd = fcntl(listen_fd, F_DUPFD_CLOEXEC, 3);
+	r = fd < 0 ? negative_errno() :
+		     http_gate_new(loop, fd, s->conns, server_admit, s, &s->gate);
+	if (r < 0) {
+		if (fd >= 0)
+			close(fd);
+		http_server_free(s);
+		return r;
 	}
 	r = server_attach(s);
 	if (r < 0) {
@@ -1172,6 +1260,7 @@ void http_server_free(struct http_server *s)
 {
 	if (!s)
 		return;
+	http_gate_free(s->gate);
 	/* Upgraded sockets go back to MHD first, and their endpoints hear of it (1001). */
 	while (s->websockets)
 		ws_conn_shutdown(s->websockets->conn);

@@ -22,15 +22,33 @@ struct MHD_Response;
 
 struct http_server;
 
+/* The connection table: one per controller, shared by its listeners. Every connection counts
+ * in open. Past limit a new connection is answered 503 (Retry-After) and closed at once,
+ * before libmicrohttpd sees it. Long-lived requests (waitMs long-polls, event streams,
+ * WebSockets) hold at most limit - reserve of the table, so short requests and probes always
+ * find a place; past that share they are refused 503 too. */
+struct http_connections {
+	unsigned limit;	       /* > 0 */
+	unsigned reserve;      /* < limit */
+	unsigned open;	       /* accepted, not yet closed */
+	unsigned long_lived;   /* of those */
+	uint64_t refused;      /* connections answered 503 at accept since start */
+	uint64_t refused_long; /* long-lived requests answered 503 since start */
+};
+
+/* The defaults for a limit: a reserve of an eighth, at least 2 and at most 128, below it. */
+unsigned http_connections_default_reserve(unsigned limit);
+
 struct http_config {
 	bool require_token;					/* TCP listeners */
 	bool (*check_token)(void *userdata, const char *token); /* called with the bearer token */
 	void *token_userdata;
-	uint64_t max_body_bytes;  /* 2 MiB; 0: the default */
-	uint64_t max_wait_ms;	  /* 60000; 0: the default */
-	unsigned max_connections; /* 1024; 0: the default */
-	unsigned max_websockets;  /* upgraded or upgrading, 256; 0: the default */
-	struct ws_limits ws;	  /* zero fields: the defaults of ws-conn.h */
+	uint64_t max_body_bytes;	      /* 2 MiB; 0: the default */
+	uint64_t max_wait_ms;		      /* 60000; 0: the default */
+	unsigned max_connections;	      /* 1024; 0: the default (when connections is NULL) */
+	struct http_connections *connections; /* shared table; NULL: the server's own */
+	unsigned max_websockets;	      /* upgraded or upgrading, 256; 0: the default */
+	struct ws_limits ws;		      /* zero fields: the defaults of ws-conn.h */
 	/* POST /mcp (api-mcp.c): the MCP server's argv (NULL-terminated), or NULL when off; the
 	 * listener's HOST:PORT, which Host and Origin must name. */
 	const char *const *mcp_argv;
@@ -39,10 +57,9 @@ struct http_config {
 };
 
 /* Serves the API on listen_fd, a listening stream socket (unix or TCP). On success the server
- * owns listen_fd: it is closed at once and MHD serves a CLOEXEC duplicate, which MHD closes in
- * http_server_free(). On failure listen_fd is untouched and still the caller's. (MHD itself
- * closes a socket given to a failing MHD_start_daemon() on some paths and not on others: the
- * duplicate keeps that ambiguity away from the caller.) The manager must outlive the server. */
+ * owns listen_fd: it is closed at once and the server accepts on a CLOEXEC duplicate (made
+ * non-blocking), closed in http_server_free(). On failure listen_fd is untouched and still the
+ * caller's. The manager, and cfg->connections when set, must outlive the server. */
 int http_server_new(struct event_loop *loop, struct manager *m, int listen_fd,
 		    const struct http_config *cfg, struct http_server **ret);
 /* Releases every long-poll and live-output watch, closes every connection (their requests get
@@ -93,6 +110,15 @@ int http_reply_response(struct http_request *req, unsigned status, struct MHD_Re
 /* 405 with the Allow header: "method M is not allowed on URL (allowed: ALLOW)". */
 int http_reply_method_not_allowed(struct http_request *req, const char *method, const char *url,
 				  const char *allow);
+/* Makes req long-lived (a waitMs long-poll, an event stream): 0 when it fits the long-lived
+ * share of the connection table, -EBUSY when not (the caller answers at once, or with
+ * http_reply_busy()). Idempotent; released when the request ends. */
+int http_request_hold(struct http_request *req);
+/* 503 with Retry-After: the long-lived share of the connection table is full. */
+int http_reply_busy(struct http_request *req);
+/* The connection table this request's server counts in. */
+const struct http_connections *http_request_connections(struct http_request *req);
+
 /* A request header; NULL when absent. */
 const char *http_request_header(struct http_request *req, const char *name);
 /* How many times the request carries the header (names compared without case). */

@@ -262,6 +262,8 @@ int sse_start_source(struct http_request *req, const struct sse_source *src, con
 	struct sse *sse;
 	int r;
 
+	if (http_request_hold(req) < 0)
+		return http_reply_busy(req);
 	sse = calloc(1, sizeof *sse);
 	if (!sse)
 		return http_reply_status(req, 500, NULL, "out of memory");

@@ -50,6 +50,8 @@ struct options {
 	enum log_level log_level;
 	uint64_t max_wait_ms;
 	uint64_t max_body;
+	uint64_t max_connections;      /* 0: from the open-files limit */
+	uint64_t reserved_connections; /* UINT64_MAX: the default for the limit */
 	struct manager_config mc;
 	const char *seccomp_dirs[MAX_SECCOMP_DIRS]; /* --seccomp-dir, as given */
 	size_t n_seccomp_dirs;
@@ -80,6 +82,7 @@ static void usage(FILE *f)
 		"                        [--idempotency-retention-ms N]\n"
 		"                        [--default-timeout-ms N] [--max-timeout-ms N]\n"
 		"                        [--max-output-bytes N] [--max-body-bytes N]\n"
+		"                        [--max-connections N] [--reserved-connections N]\n"
 		"                        [--default-adapter host|container] [--runtime runc|crun|runsc|PATH]\n"
 		"                        [--runtime-timeout-ms N] [--create-concurrency N]\n"
 		"                        [--default-image NAME@sha256:…] [--seccomp-profile NAME|PATH]\n"
@@ -254,6 +257,8 @@ enum {
 	OPT_MAX_TIMEOUT,
 	OPT_MAX_OUTPUT,
 	OPT_MAX_BODY,
+	OPT_MAX_CONNECTIONS,
+	OPT_RESERVED_CONNECTIONS,
 	OPT_RUNTIME,
 	OPT_RUNTIME_TIMEOUT,
 	OPT_CREATE_CONCURRENCY,
@@ -632,6 +637,17 @@ static int parse_option(struct options *o, int c, const char *arg)
 		return 0;
 	case OPT_MAX_BODY:
 		return parse_number("--max-body-bytes", arg, 64 << 20, &o->max_body);
+	case OPT_MAX_CONNECTIONS:
+		if (parse_number("--max-connections", arg, 1 << 20, &o->max_connections) < 0)
+			return -EINVAL;
+		if (o->max_connections < 2) {
+			fprintf(stderr, "station-sandboxd: --max-connections must be at least 2\n");
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_RESERVED_CONNECTIONS:
+		return parse_number("--reserved-connections", arg, 1 << 20,
+				    &o->reserved_connections);
 	case OPT_MAX_RUNNING:
 		if (parse_number("--max-running", arg, 256, &v) < 0)
 			return -EINVAL;
@@ -703,6 +719,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "max-timeout-ms", required_argument, NULL, OPT_MAX_TIMEOUT },
 		{ "max-output-bytes", required_argument, NULL, OPT_MAX_OUTPUT },
 		{ "max-body-bytes", required_argument, NULL, OPT_MAX_BODY },
+		{ "max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS },
+		{ "reserved-connections", required_argument, NULL, OPT_RESERVED_CONNECTIONS },
 		{ "runtime", required_argument, NULL, OPT_RUNTIME },
 		{ "runtime-timeout-ms", required_argument, NULL, OPT_RUNTIME_TIMEOUT },
 		{ "create-concurrency", required_argument, NULL, OPT_CREATE_CONCURRENCY },
@@ -750,6 +768,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 	    o->mc.max_output_bytes < 2 || o->mc.max_output_bytes > AGENT_MAX_OUTPUT_BYTES * 2 ||
 	    o->mc.default_output_bytes > o->mc.max_output_bytes) {
 		fprintf(stderr, "station-sandboxd: inconsistent timeout or output limits\n");
+		return -EINVAL;
+	}
+	if (o->reserved_connections != UINT64_MAX && o->max_connections &&
+	    o->reserved_connections >= o->max_connections) {
+		fprintf(stderr, "station-sandboxd: --reserved-connections must be below "
+				"--max-connections\n");
 		return -EINVAL;
 	}
 	return check_adapters(&o->mc);
@@ -888,6 +912,7 @@ struct daemon {
 	struct manager *manager;
 	struct http_server *servers[MAX_LISTENERS + 1];
 	size_t n_servers;
+	struct http_connections conns; /* all listeners together */
 	struct event_source *signals[2];
 	int lock_fd;
 };
@@ -926,7 +951,7 @@ static int add_listener(struct daemon *d, const struct options *o, const char *s
 		.token_userdata = d->store,
 		.max_body_bytes = o->max_body,
 		.max_wait_ms = o->max_wait_ms,
-		.max_connections = 1024,
+		.connections = &d->conns,
 		.mcp_argv = tcp && o->mcp ? o->mcp_argv : NULL,
 		.mcp_listen_host = tcp ? spec + 4 : NULL,
 		.mcp_hosts = o->mcp_hosts,
@@ -1016,11 +1041,21 @@ static int daemon_setup(struct daemon *d, struct options *o)
  * at start. */
 #define NOFILE_BASE 1024
 #define NOFILE_PER_WORKSPACE 4
+/* Client connections: one fd each, and up to 64 refused ones still being answered. */
+#define NOFILE_REFUSED 64
+#define CONNECTIONS_DEFAULT_MAX 1024
+#define CONNECTIONS_MIN 64
 
-static void raise_nofile(size_t max_workspaces)
+static rlim_t nofile_for(size_t max_workspaces, uint64_t connections)
+{
+	return NOFILE_BASE + (rlim_t)max_workspaces * NOFILE_PER_WORKSPACE + NOFILE_REFUSED +
+	       (rlim_t)(connections ? connections : CONNECTIONS_DEFAULT_MAX);
+}
+
+static void raise_nofile(size_t max_workspaces, uint64_t connections)
 {
 	struct rlimit rl;
-	rlim_t want = NOFILE_BASE + (rlim_t)max_workspaces * NOFILE_PER_WORKSPACE;
+	rlim_t want = nofile_for(max_workspaces, connections);
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
 		return;
 	rlim_t to = rl.rlim_max == RLIM_INFINITY ? want : MIN(want, rl.rlim_max);
@@ -1034,10 +1069,40 @@ static void raise_nofile(size_t max_workspaces)
 		snprintf(have, sizeof have, "%llu", (unsigned long long)to);
 		snprintf(need, sizeof need, "%llu", (unsigned long long)want);
 		log_warn("the open-files limit (RLIMIT_NOFILE hard limit) is below what "
-			 "--max-workspaces needs: creates fail (out of open files) before that "
-			 "many workspaces; raise it (ulimit -Hn, systemd LimitNOFILE=)",
+			 "--max-workspaces and --max-connections need: creates fail (out of open "
+			 "files) before that many workspaces; raise it (ulimit -Hn, systemd "
+			 "LimitNOFILE=)",
 			 "limit", have, "wanted", need, NULL);
 	}
+}
+
+/* The connection table: --max-connections as given, else what the open-files limit (as
+ * raised) leaves beside the workspaces, at most 1024 and at least 64. The reserve is kept for
+ * short requests and probes. */
+static void size_connections(const struct options *o, struct http_connections *c)
+{
+	struct rlimit rl = {};
+	rlim_t used = nofile_for(o->mc.max_workspaces, 1) - 1, room = 0;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > used)
+		room = rl.rlim_cur - used;
+	if (o->max_connections)
+		c->limit = (unsigned)o->max_connections;
+	else
+		c->limit = (unsigned)MAX(MIN(room, (rlim_t)CONNECTIONS_DEFAULT_MAX),
+					 (rlim_t)CONNECTIONS_MIN);
+	c->reserve = o->reserved_connections != UINT64_MAX ?
+			     (unsigned)o->reserved_connections :
+			     http_connections_default_reserve(c->limit);
+	if (c->reserve >= c->limit)
+		c->reserve = c->limit - 1;
+	char limit[32], reserve[32];
+	snprintf(limit, sizeof limit, "%u", c->limit);
+	snprintf(reserve, sizeof reserve, "%u", c->reserve);
+	if (c->limit > room)
+		log_warn("the open-files limit leaves less room than the connection limit: past "
+			 "it new connections are answered 503",
+			 "max_connections", limit, NULL);
+	log_info("connection table", "max_connections", limit, "reserved", reserve, NULL);
 }
 
 int main(int argc, char **argv)
@@ -1048,6 +1113,7 @@ int main(int argc, char **argv)
 		.log_level = LOG_LEVEL_INFO,
 		.max_wait_ms = 60000,
 		.max_body = 2 << 20,
+		.reserved_connections = UINT64_MAX,
 		.mc = {
 			.default_timeout_ms = 60000,
 			.max_timeout_ms = 86400000,
@@ -1123,9 +1189,10 @@ int main(int argc, char **argv)
 	o.mc.agent_path = agent;
 	log_setup(STDERR_FILENO, o.log_format, o.log_level, "station-sandboxd");
 	signal(SIGPIPE, SIG_IGN);
-	raise_nofile(o.mc.max_workspaces);
+	raise_nofile(o.mc.max_workspaces, o.max_connections);
 
 	struct daemon d = { .lock_fd = -1 };
+	size_connections(&o, &d.conns);
 	r = daemon_setup(&d, &o);
 	if (r >= 0) {
 		log_info("controller started", "root", root, "worker", o.worker, "agent", agent,

@@ -44,6 +44,14 @@ struct run_state {
 	struct run_row *start;
 	struct run_waiter *waiters;
 	struct run_watch *watches;
+	/* A terminal result the store could not record (a full disk): readers are answered from
+	 * it, the agent is not acknowledged until it is written (a retry every second and after
+	 * each successful write), so a controller restart in between hears it again. The run no
+	 * longer counts as running. */
+	struct run_row *pending;
+	uint64_t pending_seq; /* the RUN_DONE to acknowledge once written, on pending_gen */
+	unsigned pending_gen;
+	bool pending_ack;
 };
 
 struct run_waiter {
@@ -86,6 +94,9 @@ struct workspace {
 	size_t n_running;
 	struct service *services; /* manager-service.c */
 	size_t n_services;
+	/* attempt ends the store could not record yet (a full disk), written by the retry of
+	 * run results and acknowledged to the agent after */
+	struct pending_attempt *pending_attempts;
 	bool agent_fresh;	    /* the agent was just started: it runs no service yet */
 	struct terminal *terminals; /* manager-terminal.c: the live ones */
 	size_t n_terminals;
@@ -122,7 +133,9 @@ struct manager {
 	struct run_waiter *fire_queue; /* waiters whose run ended, fired by fire_timer */
 	struct event_source *fire_timer;
 	struct event_source *prune_timer;
-	struct image_job *image_jobs; /* imports and pulls under way (manager-image.c) */
+	struct event_source *pending_timer; /* writes the runs' pending results (manager-run.c) */
+	size_t n_pending;		    /* run results and service attempt ends */
+	struct image_job *image_jobs;	    /* imports and pulls under way (manager-image.c) */
 	size_t n_image_jobs;
 	struct net *net;		      /* NULL: networking off (manager-network.c) */
 	uint8_t secret_key[SECRET_KEY_BYTES]; /* cfg.secret_key's copy (manager-secret.c) */
@@ -143,6 +156,7 @@ struct manager {
 	/* GET /v1/ready answers from the last check; a check runs on a timer, on events and on
 	 * ?refresh=1, one at a time */
 	json_t *ready;
+	bool ready_but_store; /* the last check's verdict without the store's */
 	bool ready_running, ready_again;
 	struct event_source *ready_timer;
 	struct ready_waiter *ready_waiters;
@@ -178,14 +192,27 @@ void manager_adapters_init(struct manager *m);
 /* Kills the jobs still running (controller shutdown); their callers are not called. */
 void manager_image_jobs_free(struct manager *m);
 
+/* manager-service.c: writes ws's pending attempt ends; -EINPROGRESS while the store fails. */
+int services_pending_write(struct workspace *ws);
+/* manager-run.c: the retry of pending results runs at when. */
+void manager_pending_retry_at(struct manager *m, uint64_t when);
+
 /* manager-run.c */
 struct run_state *run_state_find(struct workspace *ws, const char *id);
 int run_state_add(struct workspace *ws, const char *id, struct run_state **ret);
-/* Records a terminal result (store first), then ends waiters and watches. */
+/* Records a terminal result (store first), then ends waiters and watches. Returns 1 when
+ * recorded, 0 when the run was already terminal, -ENOENT when ws has no such run; when the
+ * store fails the result is kept in memory as the run's pending one (-EINPROGRESS), waiters
+ * and watches end with it and it is written by a retry. */
 int run_finish(struct workspace *ws, const struct run_row *result);
+/* The RUN_DONE of seq (on the current connection) is acknowledged once run_id's pending
+ * result is written. */
+void run_pending_ack_later(struct workspace *ws, const char *run_id, uint64_t seq);
 /* Every run still running in ws ends `lost` with reason. */
 void runs_lose_all(struct workspace *ws, const char *reason);
 void runs_free_all(struct workspace *ws);
+/* Pending results (run_finish()) are kept; how many there are in the manager. */
+bool runs_pending(const struct manager *m);
 void run_on_output(struct workspace *ws, const char *run_id, int stream, uint64_t offset,
 		   const uint8_t *data, size_t n);
 

@@ -45,7 +45,60 @@ static void run_state_free(struct run_state *r)
 		run_row_free(r->start);
 		free(r->start);
 	}
+	if (r->pending) {
+		run_row_free(r->pending);
+		free(r->pending);
+		r->ws->m->n_pending--;
+	}
 	free(r);
+}
+
+static int dup_bytes(uint8_t **dst, const uint8_t *src, size_t n)
+{
+	*dst = NULL;
+	if (!src || n == 0)
+		return 0;
+	*dst = malloc(n);
+	if (!*dst)
+		return -ENOMEM;
+	memcpy(*dst, src, n);
+	return 0;
+}
+
+static int dup_str(char **dst, const char *src)
+{
+	*dst = src ? strdup(src) : NULL;
+	return src && !*dst ? -ENOMEM : 0;
+}
+
+/* A deep copy of row (output included); NULL when out of memory. */
+static struct run_row *run_row_dup(const struct run_row *row)
+{
+	struct run_row *c = calloc(1, sizeof *c);
+	int r = 0;
+
+	if (!c)
+		return NULL;
+	*c = *row;
+	c->id = c->workspace_id = c->command = c->cwd = c->env_json = c->reason = NULL;
+	for (int i = 0; i < 2; i++)
+		c->out[i].head = c->out[i].tail = NULL;
+	r |= dup_str(&c->id, row->id);
+	r |= dup_str(&c->workspace_id, row->workspace_id);
+	r |= dup_str(&c->command, row->command);
+	r |= dup_str(&c->cwd, row->cwd);
+	r |= dup_str(&c->env_json, row->env_json);
+	r |= dup_str(&c->reason, row->reason);
+	for (int i = 0; i < 2; i++) {
+		r |= dup_bytes(&c->out[i].head, row->out[i].head, row->out[i].head_len);
+		r |= dup_bytes(&c->out[i].tail, row->out[i].tail, row->out[i].tail_len);
+	}
+	if (r) {
+		run_row_free(c);
+		free(c);
+		return NULL;
+	}
+	return c;
 }
 
 static void waiter_free(struct run_waiter *w)
@@ -153,9 +206,10 @@ static struct run_row finished_row(const struct workspace *ws, const struct run_
 	return row;
 }
 
-/* recorded: result is what the store now holds for the run (it was running until now). */
-static void run_state_end(struct workspace *ws, struct run_state *r, const struct run_row *res,
-			  bool recorded)
+/* Waiters and watches hear the run's end. recorded: result is what the store now holds for the
+ * run (it was running until now), or its pending result. */
+static void run_state_settle(struct workspace *ws, struct run_state *r, const struct run_row *res,
+			     bool recorded)
 {
 	struct manager *m = ws->m;
 	json_t *answer = NULL;
@@ -172,27 +226,126 @@ static void run_state_end(struct workspace *ws, struct run_state *r, const struc
 		output_follower_finish(&w->follower, res->out);
 		watch_free(w);
 	}
+}
+
+static void run_state_end(struct workspace *ws, struct run_state *r, const struct run_row *res,
+			  bool recorded)
+{
+	run_state_settle(ws, r, res, recorded);
 	LIST_REMOVE(&ws->runs, r);
 	ws->n_running--;
 	run_state_free(r);
 }
 
+/* --- results the store could not record --- */
+
+#define PENDING_RETRY_USEC (1000 * 1000ull)
+
+void manager_pending_retry_at(struct manager *m, uint64_t when)
+{
+	if (m->pending_timer)
+		event_source_set_time(m->pending_timer, when);
+}
+
+/* Writes rs's pending result: 1 or 0 (written, or already terminal: rs is gone, the agent
+ * acknowledged), -EINPROGRESS while the store still fails. */
+static int run_pending_write(struct workspace *ws, struct run_state *rs)
+{
+	struct run_row row = *rs->pending;
+	row.id = rs->id;
+	row.workspace_id = ws->row.id;
+	int r = store_run_finish(ws->m->store, &row);
+	if (r < 0 && r != -ENOENT)
+		return -EINPROGRESS;
+	log_info("run result recorded after a store failure", "workspace", ws->row.id, "run",
+		 rs->id, "status", run_status_to_string(rs->pending->status), NULL);
+	if (rs->pending_ack && ws->link && rs->pending_gen == ws->link_gen)
+		agentlink_send_ack(ws->link, rs->pending_seq);
+	LIST_REMOVE(&ws->runs, rs);
+	run_state_free(rs);
+	return r == -ENOENT ? 0 : r;
+}
+
+/* The store failed (err) to record result: keep it in memory, answer readers from it. */
+static int run_keep_pending(struct workspace *ws, struct run_state *rs,
+			    const struct run_row *result, int err)
+{
+	struct run_row row = *result;
+
+	log_error("cannot record run result: kept in memory, retried every second", "workspace",
+		  ws->row.id, "run", result->id, "error", strerror(-err), NULL);
+	if (!rs)
+		return err;
+	if (rs->start)
+		row = finished_row(ws, rs, result);
+	row.id = rs->id;
+	row.workspace_id = ws->row.id;
+	if (!row.started_at)
+		row.started_at = rs->started_at;
+	rs->pending = run_row_dup(&row);
+	if (!rs->pending)
+		return err; /* out of memory too: the agent re-sends it after its next HELLO */
+	ws->m->n_pending++;
+	ws->n_running--;
+	run_state_settle(ws, rs, rs->pending, true);
+	manager_pending_retry_at(ws->m, now_usec() + PENDING_RETRY_USEC);
+	return -EINPROGRESS;
+}
+
+static int on_pending_timer(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct manager *m = userdata;
+
+	for (struct workspace *ws = m->workspaces; ws && m->n_pending; ws = ws->next) {
+		if (services_pending_write(ws) == -EINPROGRESS)
+			goto again;
+		for (struct run_state *rs = ws->runs, *next; rs; rs = next) {
+			next = rs->next;
+			if (rs->pending && run_pending_write(ws, rs) == -EINPROGRESS)
+				goto again; /* still failing: the rest waits for the next turn */
+		}
+	}
+again:
+	if (m->n_pending)
+		manager_pending_retry_at(m, now_usec() + PENDING_RETRY_USEC);
+	return 0;
+}
+
+bool runs_pending(const struct manager *m)
+{
+	return m->n_pending > 0;
+}
+
+void run_pending_ack_later(struct workspace *ws, const char *run_id, uint64_t seq)
+{
+	struct run_state *rs = run_state_find(ws, run_id);
+
+	if (!rs || !rs->pending)
+		return;
+	rs->pending_seq = seq;
+	rs->pending_gen = ws->link_gen;
+	rs->pending_ack = true;
+}
+
 int run_finish(struct workspace *ws, const struct run_row *result)
 {
 	workspace_touch(ws);
+	struct run_state *rs = run_state_find(ws, result->id);
+	/* a result re-sent (or a later report) of a run with a pending one: the first stands */
+	if (rs && rs->pending)
+		return run_pending_write(ws, rs);
 	struct run_row scoped = *result;
 	scoped.workspace_id = ws->row.id; /* only this workspace's run, whatever the report says */
 	int r = store_run_finish(ws->m->store, &scoped);
-	if (r < 0 && r != -ENOENT) {
-		log_error("cannot record run result", "workspace", ws->row.id, "run", result->id,
-			  "error", strerror(-r), NULL);
-		return r;
-	}
+	if (r < 0 && r != -ENOENT)
+		return run_keep_pending(ws, rs, result, r);
 	if (r > 0)
 		log_info("run finished", "workspace", ws->row.id, "run", result->id, "status",
 			 run_status_to_string(result->status), NULL);
+	if (r > 0 && ws->m->n_pending)
+		manager_pending_retry_at(ws->m,
+					 0); /* the store writes again: so may the pending ones */
 	/* result may point into the run state (a lost run): nothing reads it after this */
-	struct run_state *rs = run_state_find(ws, result->id);
 	if (rs)
 		run_state_end(ws, rs, result, r > 0);
 	return r;
@@ -200,19 +353,21 @@ int run_finish(struct workspace *ws, const struct run_row *result)
 
 void runs_lose_all(struct workspace *ws, const char *reason)
 {
-	while (ws->runs) {
+	for (struct run_state *rs = ws->runs, *next; rs; rs = next) {
+		next = rs->next;
+		if (rs->pending) /* its result is known: the retry writes it */
+			continue;
 		struct run_row lost = {
-			.id = ws->runs->id,
+			.id = rs->id,
 			.status = RUN_LOST,
 			.exit_code = -1,
 			.reason = (char *)reason,
-			.started_at = ws->runs->started_at,
+			.started_at = rs->started_at,
 			.ended_at = realtime_usec(),
 		};
-		struct run_state *first = ws->runs;
 		int r = run_finish(ws, &lost);
-		if (r < 0 && r != -ENOENT) /* not recorded (store failure): still drop it here */
-			run_state_end(ws, first, &lost, false);
+		if (r < 0 && r != -ENOENT && r != -EINPROGRESS) /* not kept (out of memory) */
+			run_state_end(ws, rs, &lost, false);
 	}
 }
 
@@ -373,6 +528,26 @@ int manager_run_start(struct manager *m, const char *ws_id, const struct run_spe
 	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
 }
 
+/* stored as the store has it; a running run with a pending result (rs) is answered with it. */
+static json_t *run_to_json_pending(const struct run_row *stored, const struct run_state *rs,
+				   bool with_output)
+{
+	if (!rs || !rs->pending)
+		return run_to_json(stored, with_output);
+	struct run_row view = *rs->pending;
+	view.id = stored->id;
+	view.workspace_id = stored->workspace_id;
+	view.command = stored->command;
+	view.cwd = stored->cwd;
+	view.env_json = stored->env_json;
+	view.timeout_ms = stored->timeout_ms;
+	view.max_output_bytes = stored->max_output_bytes;
+	view.created_at = stored->created_at;
+	if (!view.started_at)
+		view.started_at = stored->started_at;
+	return run_to_json(&view, with_output);
+}
+
 static int run_lookup(struct manager *m, const char *ws_id, const char *run_id,
 		      struct workspace **ret_ws, struct run_row *ret_row, struct station_error *e)
 {
@@ -400,7 +575,7 @@ int manager_run_get(struct manager *m, const char *ws_id, const char *run_id, js
 	struct run_state *rs = row.status == RUN_RUNNING ? run_state_find(ws, run_id) : NULL;
 	if (rs && !row.started_at)
 		row.started_at = rs->started_at;
-	*ret = run_to_json(&row, true);
+	*ret = run_to_json_pending(&row, rs, true);
 	run_row_free(&row);
 	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
 }
@@ -418,7 +593,9 @@ int manager_run_list(struct manager *m, const char *ws_id, json_t **ret, struct 
 		return station_error_set(e, r, NULL, "cannot list runs: %s", strerror(-r));
 	json_t *a = json_array();
 	for (size_t i = 0; i < n; i++) {
-		json_array_append_new(a, run_to_json(&rows[i], false));
+		struct run_state *rs =
+			rows[i].status == RUN_RUNNING ? run_state_find(ws, rows[i].id) : NULL;
+		json_array_append_new(a, run_to_json_pending(&rows[i], rs, false));
 		run_row_free(&rows[i]);
 	}
 	free(rows);
@@ -436,6 +613,9 @@ int manager_run_cancel(struct manager *m, const char *ws_id, const char *run_id,
 		return r;
 	int status = row.status;
 	run_row_free(&row);
+	struct run_state *rs = status == RUN_RUNNING ? run_state_find(ws, run_id) : NULL;
+	if (rs && rs->pending)
+		status = rs->pending->status;
 	if (status != RUN_RUNNING)
 		return station_error_set(e, -EBUSY, NULL, "run \"%s\" already finished (%s)",
 					 run_id, run_status_to_string(status));
@@ -453,7 +633,7 @@ int manager_run_wait(struct manager *m, const char *ws_id, const char *run_id, r
 	if (r < 0)
 		return r;
 	struct run_state *rs = run_state_find(ws, run_id);
-	if (!rs) {
+	if (!rs || rs->pending) {
 		struct run_row row = { 0 };
 		r = run_lookup(m, ws_id, run_id, &ws, &row, e);
 		run_row_free(&row);
@@ -504,6 +684,13 @@ int manager_run_watch(struct manager *m, const char *ws_id, const char *run_id,
 	}
 	*w = (struct run_watch){ .m = m, .follower = { .ops = ops, .userdata = userdata } };
 	struct run_state *rs = row.status == RUN_RUNNING ? run_state_find(ws, run_id) : NULL;
+	if (rs && rs->pending) { /* replayed from the pending result */
+		struct run_row *copy = run_row_dup(rs->pending);
+		run_row_free(&row);
+		row = copy ? *copy : (struct run_row){ 0 };
+		free(copy);
+		rs = NULL;
+	}
 	if (rs) {
 		run_row_free(&row);
 		w->head = &rs->watches;
@@ -539,5 +726,7 @@ void manager_run_unwatch(struct run_watch *w)
 int manager_runs_init(struct manager *m)
 {
 	int r = event_add_timer(m->loop, &m->fire_timer, UINT64_MAX, on_fire, m);
+	if (r >= 0)
+		r = event_add_timer(m->loop, &m->pending_timer, UINT64_MAX, on_pending_timer, m);
 	return r;
 }

@@ -188,8 +188,95 @@ void services_load(struct workspace *ws)
 	free(rows);
 }
 
+/* ---- attempt ends the store could not record -------------------------------------------- */
+
+struct pending_attempt {
+	struct pending_attempt *prev, *next;
+	char name[64]; /* for the log only */
+	struct service_attempt_row row;
+	uint64_t seq; /* the SERVICE_ATTEMPT_DONE to acknowledge, on gen */
+	unsigned gen;
+};
+
+static void pending_attempt_free(struct workspace *ws, struct pending_attempt *p)
+{
+	LIST_REMOVE(&ws->pending_attempts, p);
+	service_attempt_row_free(&p->row);
+	free(p);
+	ws->m->n_pending--;
+}
+
+static struct pending_attempt *pending_attempt_find(struct workspace *ws, const char *service_id,
+						    uint64_t number)
+{
+	for (struct pending_attempt *p = ws->pending_attempts; p; p = p->next)
+		if (p->row.number == number && strcmp(p->row.service_id, service_id) == 0)
+			return p;
+	return NULL;
+}
+
+static int copy_bytes(uint8_t **dst, const uint8_t *src, size_t n)
+{
+	*dst = NULL;
+	if (!src || n == 0)
+		return 0;
+	*dst = malloc(n);
+	if (!*dst)
+		return -ENOMEM;
+	memcpy(*dst, src, n);
+	return 0;
+}
+
+/* Keeps a (deep copy) to be written by the retry; false when out of memory. */
+static bool pending_attempt_keep(struct workspace *ws, const char *name, uint64_t seq,
+				 const struct service_attempt_row *a)
+{
+	struct pending_attempt *p = calloc(1, sizeof *p);
+	int r = 0;
+
+	if (!p)
+		return false;
+	snprintf(p->name, sizeof p->name, "%s", name);
+	p->row = *a;
+	p->row.service_id = strdup(a->service_id);
+	p->row.reason = a->reason ? strdup(a->reason) : NULL;
+	for (int i = 0; i < 2; i++) {
+		r |= copy_bytes(&p->row.out[i].head, a->out[i].head, a->out[i].head_len);
+		r |= copy_bytes(&p->row.out[i].tail, a->out[i].tail, a->out[i].tail_len);
+	}
+	if (r || !p->row.service_id || (a->reason && !p->row.reason)) {
+		service_attempt_row_free(&p->row);
+		free(p);
+		return false;
+	}
+	p->seq = seq;
+	p->gen = ws->link_gen;
+	LIST_PREPEND(&ws->pending_attempts, p);
+	ws->m->n_pending++;
+	manager_pending_retry_at(ws->m, now_usec() + 1000000);
+	return true;
+}
+
+int services_pending_write(struct workspace *ws)
+{
+	while (ws->pending_attempts) {
+		struct pending_attempt *p = ws->pending_attempts;
+		int r = store_attempt_insert(ws->m->store, &p->row, SERVICE_KEEP_ATTEMPTS);
+		if (r < 0)
+			return -EINPROGRESS;
+		log_info("service attempt recorded after a store failure", "workspace", ws->row.id,
+			 "service", p->name, NULL);
+		if (ws->link && p->gen == ws->link_gen)
+			agentlink_send_ack(ws->link, p->seq);
+		pending_attempt_free(ws, p);
+	}
+	return 0;
+}
+
 void services_free_all(struct workspace *ws)
 {
+	while (ws->pending_attempts)
+		pending_attempt_free(ws, ws->pending_attempts);
 	while (ws->services) {
 		struct service *svc = ws->services;
 
@@ -367,11 +454,23 @@ void services_on_attempt(void *userdata, uint64_t seq, const char *name,
 	int r = 0;
 
 	if (svc) {
+		struct pending_attempt *p = pending_attempt_find(ws, a->service_id, a->number);
+		if (p) { /* re-sent after a reconnect: acknowledge this copy once written */
+			p->seq = seq;
+			p->gen = ws->link_gen;
+			(void)services_pending_write(ws);
+			return;
+		}
 		r = store_attempt_insert(ws->m->store, a, SERVICE_KEEP_ATTEMPTS);
 		if (r < 0) {
-			log_error("cannot record service attempt", "workspace", ws->row.id,
-				  "service", name, "error", strerror(-r), NULL);
-			return; /* not acknowledged: the agent sends it again */
+			log_error("cannot record service attempt: kept in memory, retried every "
+				  "second",
+				  "workspace", ws->row.id, "service", name, "error", strerror(-r),
+				  NULL);
+			/* not acknowledged until written: the agent sends it again after a restart */
+			if (pending_attempt_keep(ws, name, seq, a))
+				watches_end(svc, a->number, a);
+			return;
 		}
 		if (r > 0)
 			log_info("service attempt recorded", "workspace", ws->row.id, "service",

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -398,7 +399,7 @@ static void on_hello(void *userdata, uint64_t agent_pid, char **ids, size_t n_id
 	for (struct run_state *r = ws->runs, *next; r; r = next) {
 		next = r->next;
 		/* sent behind this HELLO: the agent had not seen it when it answered */
-		if (r->link_gen == ws->link_gen)
+		if (r->link_gen == ws->link_gen || r->pending)
 			continue;
 		bool known = false;
 		for (size_t i = 0; i < n_ids && !known; i++)
@@ -439,6 +440,8 @@ static void on_run_done(void *userdata, uint64_t seq, const struct run_row *resu
 		agent_report_ignored(ws, "run completion", result->id);
 	if (r >= 0 || r == -ENOENT)
 		agentlink_send_ack(ws->link, seq);
+	else if (r == -EINPROGRESS) /* not written yet: acknowledged once it is */
+		run_pending_ack_later(ws, result->id, seq);
 }
 
 static void on_run_error(void *userdata, const char *run_id, const char *reason)
@@ -1264,6 +1267,28 @@ int manager_workspace_get(struct manager *m, const char *id, json_t **ret, struc
 	return 0;
 }
 
+/* Below this much free space on the root's filesystem the store counts as full: SQLite needs
+ * room for its journal beside any page it changes. */
+#define STORE_MIN_FREE_BYTES (256 * 1024ull)
+
+/* The metadata root's filesystem has room for the store to write; else why, in msg. */
+static bool store_has_room(struct manager *m, unsigned long long *ret_avail, char *msg, size_t size)
+{
+	struct statvfs sv;
+
+	if (statvfs(m->cfg.root, &sv) < 0) {
+		snprintf(msg, size, "cannot check the metadata root \"%s\": %s", m->cfg.root,
+			 strerror(errno));
+		return false;
+	}
+	*ret_avail = (unsigned long long)sv.f_bavail * sv.f_frsize;
+	if (*ret_avail >= STORE_MIN_FREE_BYTES)
+		return true;
+	snprintf(msg, size, "the metadata root's filesystem is full (%llu bytes free under \"%s\")",
+		 *ret_avail, m->cfg.root);
+	return false;
+}
+
 static int op_request(struct manager *m, const char *id, enum op_kind kind, workspace_op_fn fn,
 		      void *userdata, struct workspace_op **ret_op, struct station_error *e)
 {
@@ -1282,6 +1307,27 @@ static int op_request(struct manager *m, const char *id, enum op_kind kind, work
 	return 1;
 }
 
+bool manager_store_check(struct manager *m, char *msg, size_t size)
+{
+	unsigned long long avail = 0;
+	size_t pending = m->n_pending;
+
+	if (!store_has_room(m, &avail, msg, size)) {
+		size_t n = strlen(msg);
+		if (pending)
+			snprintf(msg + n, size - n,
+				 ": results kept in memory until they are written");
+		return false;
+	}
+	if (pending) {
+		snprintf(msg, size, "%zu result%s not yet written to the metadata store", pending,
+			 pending == 1 ? "" : "s");
+		return false;
+	}
+	snprintf(msg, size, "metadata store open, %llu bytes free", avail);
+	return true;
+}
+
 void workspace_delete_begin(struct workspace *ws)
 {
 	if (op_new(ws, OP_DELETE, NULL, NULL))
@@ -1291,6 +1337,15 @@ void workspace_delete_begin(struct workspace *ws)
 int manager_workspace_delete(struct manager *m, const char *id, workspace_op_fn fn, void *userdata,
 			     struct workspace_op **ret_op, struct station_error *e)
 {
+	/* A delete the store cannot record would leave a half state (the tree and cgroup gone,
+	 * the record still there): on a full disk nothing is touched. */
+	char msg[PATH_MAX + 128];
+	unsigned long long avail = 0;
+	if (workspace_find(m, id) && !store_has_room(m, &avail, msg, sizeof msg))
+		return station_error_set(e, -ENOSPC, NULL,
+					 "workspace \"%s\" was not deleted and is unchanged: %s; "
+					 "free space and delete it again",
+					 id, msg);
 	return op_request(m, id, OP_DELETE, fn, userdata, ret_op, e);
 }
 
@@ -1348,9 +1403,10 @@ static void ready_job_done(void *userdata, bool cancelled)
 		return;
 	}
 	json_t *checks = json_array();
-	char msg[256];
-	json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "store", "ok", 1,
-						"message", "metadata store open"));
+	char msg[PATH_MAX + 128];
+	bool store_ok = manager_store_check(m, msg, sizeof msg);
+	json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "store", "ok", store_ok,
+						"message", msg));
 	snprintf(msg, sizeof msg, "%s",
 		 m->base_cgroup ? "workspace cgroups available" : strerror(-m->cgroup_error));
 	json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "cgroup", "ok",
@@ -1359,6 +1415,8 @@ static void ready_job_done(void *userdata, bool cancelled)
 	bool ready = j->agent_ok && m->base_cgroup;
 	if (strcmp(m->cfg.default_adapter, "container") == 0)
 		ready &= j->container_ok;
+	m->ready_but_store = ready; /* manager_ready() checks the store again at each answer */
+	ready &= store_ok;
 	/* named, not required: a worker whose network is broken still serves "none", and a
 	 * create asking for more fails closed with the same words */
 	manager_network_ready(m, checks);
@@ -1420,11 +1478,31 @@ static int on_ready_timer(struct event_source *s, uint64_t now, void *userdata)
 	return 0;
 }
 
+/* The last check's answer with the store checked now (a statvfs: a disk that fills or frees
+ * between two checks shows at once). */
+static json_t *ready_with_store(struct manager *m)
+{
+	json_t *o = json_deep_copy(m->ready), *check;
+	char msg[PATH_MAX + 128];
+	size_t i;
+	if (!o)
+		return NULL;
+	bool store_ok = manager_store_check(m, msg, sizeof msg);
+	json_array_foreach(json_object_get(o, "checks"), i, check) {
+		if (strcmp(json_string_value(json_object_get(check, "name")) ?: "", "store") != 0)
+			continue;
+		json_object_set_new(check, "ok", json_boolean(store_ok));
+		json_object_set_new(check, "message", json_string(msg));
+	}
+	json_object_set_new(o, "ready", json_boolean(m->ready_but_store && store_ok));
+	return o;
+}
+
 json_t *manager_ready(struct manager *m, bool refresh, void (*fn)(void *userdata, json_t *result),
 		      void *userdata, struct ready_waiter **ret_waiter)
 {
 	if (m->ready && !refresh)
-		return json_incref(m->ready);
+		return ready_with_store(m);
 	struct ready_waiter *w = calloc(1, sizeof *w);
 	if (!w)
 		return NULL;
@@ -1640,6 +1718,7 @@ void manager_free(struct manager *m)
 		manager_run_waiter_cancel(m->fire_queue);
 	usage_waiters_free(m);
 	event_source_free(m->fire_timer);
+	event_source_free(m->pending_timer);
 	event_source_free(m->prune_timer);
 	manager_idempotency_free(m);
 	event_source_free(m->idle_timer);

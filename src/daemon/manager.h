@@ -118,6 +118,9 @@ struct ready_waiter;
 json_t *manager_ready(struct manager *m, bool refresh, void (*fn)(void *userdata, json_t *result),
 		      void *userdata, struct ready_waiter **ret_waiter);
 void manager_ready_forget(struct ready_waiter *w);
+/* The store check of manager_ready(), cheap (a statvfs): false, with the reason in msg, when the
+ * metadata root's filesystem is full or run results wait in memory for the store to take them. */
+bool manager_store_check(struct manager *m, char *msg, size_t size);
 json_t *manager_worker(struct manager *m);
 
 /* A workspace's limits (docs/api.md), which the API and the worker's defaults

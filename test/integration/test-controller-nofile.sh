@@ -1,7 +1,7 @@
 #!/bin/bash
 # The controller's open-files limit (docs/operations.md, "Limits"): each workspace holds open
 # files in the controller (its agent's connection, a pidfd). At start the soft limit is raised
-# toward what --max-workspaces needs, never past the hard limit and never lowered; a hard limit
+# toward what --max-workspaces and the connection table need, never past the hard limit and never lowered; a hard limit
 # too low for it is logged once. When the files run out, a create fails at once with 429 and a
 # message naming the limit, the controller keeps answering, and a create succeeds again once a
 # workspace is gone.
@@ -36,13 +36,15 @@ fi
 HARD=$(ulimit -Hn)
 
 t_soft_raised_to_need() {
-	if [[ $HARD != unlimited && $HARD -lt 1424 ]]; then
-		note "our hard limit $HARD is below 1424: nothing to raise to"
+	if [[ $HARD != unlimited && $HARD -lt 2512 ]]; then
+		note "our hard limit $HARD is below 2512: nothing to raise to"
 		return 0
 	fi
 	start_limited 256 "$HARD" 100 || return 1
-	# 1024 + 4 per workspace of --max-workspaces 100
-	assert_eq "1424 $HARD" "$(nofile_limits)" "soft and hard limit"
+	# 1024 + 4 per workspace of --max-workspaces 100 + 1024 connections + 64 refused ones
+	assert_eq "2512 $HARD" "$(nofile_limits)" "soft and hard limit"
+	api -q GET /v1/worker
+	assert_eq 1024 "$(j .limits.maxConnections)" "the default connection limit"
 	stop_controller
 }
 

@@ -320,6 +320,71 @@ Test(http, unix_socket_needs_no_token)
 	stop_server();
 }
 
+/* ---- the connection table ---------------------------------------------------------------- */
+
+static int idle_connection(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert_geq(fd, 0);
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock_path);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	return fd;
+}
+
+static json_int_t connections_field(const char *key)
+{
+	struct reply r = http("GET", "/v1/worker", NULL);
+	json_t *j;
+	json_int_t v;
+
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	j = body_json(&r);
+	v = json_integer_value(json_object_get(json_object_get(j, "connections"), key));
+	json_decref(j);
+	reply_done(&r);
+	return v;
+}
+
+Test(http, connection_table_full_is_503_at_once)
+{
+	struct http_config cfg = { .max_wait_ms = 500, .max_connections = 4 };
+	int idle[4];
+	struct reply r;
+
+	start_server(&cfg);
+	for (int i = 0; i < 2; i++)
+		idle[i] = idle_connection();
+	/* accepted in order: the two idle ones, then curl's */
+	cr_assert_eq(connections_field("open"), 3);
+	cr_assert_eq(connections_field("limit"), 4);
+	idle[2] = idle_connection();
+	idle[3] = idle_connection();
+	r = http("GET", "/v1/ready", NULL);
+	assert_error(&r, 503, "unavailable", NULL);
+	cr_assert(strcasestr(r.headers, "Retry-After: 1"), "%s", r.headers);
+	cr_assert(strstr(r.body, "too many connections (limit 4)"), "%s", r.body);
+	reply_done(&r);
+	/* places free again: served (positive control), once the loop has seen the closes */
+	close(idle[3]);
+	close(idle[2]);
+	for (int i = 0; i < 200; i++) {
+		r = http("GET", "/v1/ready", NULL);
+		if (r.status == 200)
+			break;
+		reply_done(&r);
+		r.status = 0;
+		pump_for(20);
+	}
+	cr_assert_eq(r.status, 200, "still refused with two places free");
+	reply_done(&r);
+	cr_assert_geq(connections_field("refused"), 1);
+	close(idle[1]);
+	close(idle[0]);
+	stop_server();
+}
+
 /* ---- routing ------------------------------------------------------------------------------ */
 
 Test(http, not_found_and_method_not_allowed)
