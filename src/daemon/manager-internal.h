@@ -143,6 +143,10 @@ char *workspace_cwd(const struct workspace *ws, const char *cwd);
 int env_object_to_strv(json_t *env, char ***ret);
 
 /* manager-run.c: output for f, without what it already has. */
+/* Sets where f resumes (from: NULL, or per stream); out: the finished output, which from must
+ * not lie beyond (-EINVAL naming the parameter), or NULL while it is still being produced. */
+int output_follower_start(struct output_follower *f, const uint64_t *from,
+			  const struct run_output *out, struct station_error *e);
 void output_follower_deliver(struct output_follower *f, int stream, uint64_t offset,
 			     const uint8_t *data, size_t n);
 /* The stored output out[2] (NULL: none), what f does not have of it, then done(). */

@@ -106,6 +106,8 @@ void output_follower_finish(struct output_follower *f, const struct run_output *
 		const struct run_output *o = &out[s];
 		output_follower_deliver(f, s + 1, 0, o->head, o->head_len);
 		output_follower_deliver(f, s + 1, o->total - o->tail_len, o->tail, o->tail_len);
+		/* no bytes: only tells a follower that resumed before the tail what it missed */
+		output_follower_deliver(f, s + 1, o->total, NULL, 0);
 	}
 	f->ops->done(f->userdata);
 }
@@ -487,9 +489,28 @@ static int watch_finished(struct manager *m, struct run_watch *w, struct run_row
 	return event_add_timer(m->loop, &w->timer, 0, on_replay, w);
 }
 
+int output_follower_start(struct output_follower *f, const uint64_t *from,
+			  const struct run_output *out, struct station_error *e)
+{
+	static const char *const names[2] = { "stdoutOffset", "stderrOffset" };
+
+	for (int s = 0; from && s < 2; s++) {
+		uint64_t total = out ? out[s].total : 0;
+
+		if (out && from[s] > total)
+			return station_error_set(e, -EINVAL, names[s],
+						 "%s %llu is beyond the %llu bytes the stream "
+						 "produced",
+						 names[s], (unsigned long long)from[s],
+						 (unsigned long long)total);
+		f->next_offset[s] = from[s];
+	}
+	return 0;
+}
+
 int manager_run_watch(struct manager *m, const char *ws_id, const char *run_id,
-		      const struct run_watch_ops *ops, void *userdata, struct run_watch **ret,
-		      struct station_error *e)
+		      const uint64_t *from, const struct run_watch_ops *ops, void *userdata,
+		      struct run_watch **ret, struct station_error *e)
 {
 	struct workspace *ws = NULL;
 	struct run_row row = { 0 };
@@ -503,6 +524,12 @@ int manager_run_watch(struct manager *m, const char *ws_id, const char *run_id,
 	}
 	*w = (struct run_watch){ .m = m, .follower = { .ops = ops, .userdata = userdata } };
 	struct run_state *rs = row.status == RUN_RUNNING ? run_state_find(ws, run_id) : NULL;
+	r = output_follower_start(&w->follower, from, rs ? NULL : row.out, e);
+	if (r < 0) {
+		run_row_free(&row);
+		watch_free(w);
+		return r;
+	}
 	if (rs) {
 		run_row_free(&row);
 		w->head = &rs->watches;

@@ -766,26 +766,38 @@ static int on_replay(struct event_source *s, uint64_t now, void *userdata)
 }
 
 /* The newest finished attempt's output (none: nothing), then done(), from a timer. */
-static int watch_replay(struct service *svc, struct service_watch *w)
+static int watch_replay(struct service *svc, struct service_watch *w, const uint64_t *from,
+			struct station_error *e)
 {
+	static const struct run_output none[2] = {};
 	struct service_attempt_row a = {};
 	int r = store_attempt_get(svc->ws->m->store, svc->row.id, 0, &a);
+	bool found = r >= 0;
 
 	if (r < 0 && r != -ENOENT)
+		return station_error_set(e, r, NULL, "cannot read the service's output: %s",
+					 strerror(-r));
+	r = output_follower_start(&w->follower, from, found ? a.out : none, e);
+	if (r < 0) {
+		service_attempt_row_free(&a);
 		return r;
-	if (r >= 0) {
+	}
+	if (found) {
 		w->replay = malloc(sizeof *w->replay);
 		if (!w->replay) {
 			service_attempt_row_free(&a);
-			return -ENOMEM;
+			return station_error_set(e, -ENOMEM, NULL, "out of memory");
 		}
 		*w->replay = a;
 	}
-	return event_add_timer(w->m->loop, &w->timer, 0, on_replay, w);
+	r = event_add_timer(w->m->loop, &w->timer, 0, on_replay, w);
+	return r < 0 ? station_error_set(e, r, NULL, "cannot read the service's output: %s",
+					 strerror(-r)) :
+		       0;
 }
 
 int manager_service_watch(struct manager *m, const char *ws_id, const char *name, bool follow,
-			  const struct run_watch_ops *ops, void *userdata,
+			  const uint64_t *from, const struct run_watch_ops *ops, void *userdata,
 			  struct service_watch **ret, struct station_error *e)
 {
 	struct service *svc = NULL;
@@ -801,17 +813,17 @@ int manager_service_watch(struct manager *m, const char *ws_id, const char *name
 	if (follow && svc->row.current_attempt > 0 && svc->ws->link && svc->ws->link_ready) {
 		bool first = !svc->watches;
 
+		(void)output_follower_start(&w->follower, from, NULL, e);
 		w->svc = svc;
 		w->attempt = svc->row.current_attempt;
 		LIST_APPEND(&svc->watches, w);
 		if (first)
 			agent_watch(svc, true);
 	} else {
-		r = watch_replay(svc, w);
+		r = watch_replay(svc, w, from, e);
 		if (r < 0) {
 			watch_free(w);
-			return station_error_set(e, r, NULL, "cannot read the service's output: %s",
-						 strerror(-r));
+			return r;
 		}
 	}
 	*ret = w;

@@ -181,15 +181,21 @@ static inline bool output_skip_seen(uint64_t next, uint64_t *offset, const uint8
 /* Live output. output() receives bytes with their offset in the stream; an offset beyond the
  * previous chunk's end is a gap (bytes the watcher missed). done() is called once, after the
  * last output(), when the run is terminal. A finished run replays its stored head and tail and
- * then calls done(). Callbacks are never invoked from inside manager_run_watch. */
+ * then calls done(). Callbacks are never invoked from inside manager_run_watch.
+ *
+ * from: NULL, or per stream (stdout, stderr) the offset to resume at: nothing before it is
+ * delivered, and output() for a chunk beyond it (or a chunk of no bytes at the stream's end)
+ * tells the watcher what is no longer kept. A finished run rejects an offset beyond what its
+ * stream produced (-EINVAL, naming stdoutOffset or stderrOffset); a running run cannot tell
+ * yet and delivers from there once produced. */
 struct run_watch;
 struct run_watch_ops {
 	void (*output)(void *userdata, int stream, uint64_t offset, const void *data, size_t n);
 	void (*done)(void *userdata);
 };
 int manager_run_watch(struct manager *m, const char *ws_id, const char *run_id,
-		      const struct run_watch_ops *ops, void *userdata, struct run_watch **ret,
-		      struct station_error *e);
+		      const uint64_t *from, const struct run_watch_ops *ops, void *userdata,
+		      struct run_watch **ret, struct station_error *e);
 /* Before done(); after done() the watch is gone. */
 void manager_run_unwatch(struct run_watch *w);
 
@@ -256,10 +262,11 @@ int manager_service_delete(struct manager *m, const char *ws_id, const char *nam
 
 /* Output of a service, with the callbacks of run watches. follow: the current attempt, live,
  * until it ends; otherwise (or with no current attempt) the newest finished attempt's stored
- * output. done() comes once, after the last output(). Never called from inside the call. */
+ * output. done() comes once, after the last output(). Never called from inside the call.
+ * from: as for manager_run_watch(), in the attempt shown. */
 struct service_watch;
 int manager_service_watch(struct manager *m, const char *ws_id, const char *name, bool follow,
-			  const struct run_watch_ops *ops, void *userdata,
+			  const uint64_t *from, const struct run_watch_ops *ops, void *userdata,
 			  struct service_watch **ret, struct station_error *e);
 /* Before done(); afterwards the watch is gone. */
 void manager_service_unwatch(struct service_watch *w);

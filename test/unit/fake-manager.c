@@ -343,8 +343,8 @@ static int on_watch_timer(struct event_source *s, uint64_t now, void *userdata)
 }
 
 int manager_run_watch(struct manager *m, const char *ws_id, const char *run_id,
-		      const struct run_watch_ops *ops, void *userdata, struct run_watch **ret,
-		      struct station_error *e)
+		      const uint64_t *from, const struct run_watch_ops *ops, void *userdata,
+		      struct run_watch **ret, struct station_error *e)
 {
 	struct fake_run *r = find_run(ws_id, run_id, e);
 
@@ -502,7 +502,7 @@ int manager_service_delete(struct manager *m, const char *ws_id, const char *nam
 }
 
 int manager_service_watch(struct manager *m, const char *ws_id, const char *name, bool follow,
-			  const struct run_watch_ops *ops, void *userdata,
+			  const uint64_t *from, const struct run_watch_ops *ops, void *userdata,
 			  struct service_watch **ret, struct station_error *e)
 {
 	return no_service(name, e);
