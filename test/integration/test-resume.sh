@@ -163,6 +163,30 @@ t_resume_refused() {
 		"Last-Event-ID 2:1: the bytes after (llo, rr)"
 }
 
+# svc_done: the service's attempt has ended.
+svc_done() {
+	api -q GET "/v1/workspaces/$WS/services/s1"
+	[[ $(j .state) =~ ^(stopped|failed|exhausted)$ ]]
+}
+
+# A service's logs resume the same way (its newest finished attempt here).
+t_resume_service_logs() {
+	api -q POST "/v1/workspaces/$WS/services" \
+		'{"name":"s1","command":"seq 1 1000; printf E >&2","restart":{"policy":"no"}}'
+	assert_eq 201 "$STATUS" "service created" || { diag "$BODY"; return 1; }
+	wait_for -t 60 svc_done || { _fail "service did not end: $(_short "$BODY")"; return 1; }
+	seq_bytes 1 1000 "$TMP/svc-want"
+	sf s1 "/v1/workspaces/$WS/services/s1/logs?stdoutOffset=100&stderrOffset=1" --out "$TMP/svc"
+	assert_eq "200 end 0" "$(j '"\(.status) \(.endEvent) \(.gaps | length)"' "$R")" "resumed: 200"
+	assert_eq "$(tail -c +101 "$TMP/svc-want" | sha256sum)" "$(sha256sum <"$TMP/svc")" \
+		"the logs from byte 100 on"
+	assert_eq 0 "$(stat -c %s "$TMP/svc.err")" "stderr: nothing after its 1 byte"
+	sf s2 "/v1/workspaces/$WS/services/s1/logs?stdoutOffset=$(($(stat -c %s "$TMP/svc-want") + 1))"
+	assert_eq 400 "$(j .status "$R")" "beyond the attempt's output: 400"
+	assert_contains '"field":"stdoutOffset"' "$(j .body "$R")" "names stdoutOffset"
+}
+
 run_test "a dropped follower resumes with Last-Event-ID: every byte once" t_resume_exact
 run_test "resuming past what is kept: one gap with its count" t_resume_gap
 run_test "bad offsets refused with 400 naming them" t_resume_refused
+run_test "a service's logs resume from an offset" t_resume_service_logs

@@ -50,7 +50,21 @@ export interface OutputHandlers {
   onGap?: (gap: OutputGap) => void;
   /** Stops following; the promise then rejects with an AbortError. */
   signal?: AbortSignal;
+  /**
+   * Where to begin, per stream (default 0): the offset after the last byte already had, e.g.
+   * from an earlier follow. Bytes no longer kept from there come as one gap.
+   */
+  offset?: { stdout?: number; stderr?: number };
+  /**
+   * A dropped connection is opened again from the offsets delivered so far (each byte still
+   * reaches `onOutput` at most once, what is no longer kept comes as a gap); this many
+   * connections in a row that bring nothing new, then the follow rejects. Default 3; 0: none.
+   */
+  retries?: number;
 }
+
+/** The stream dropped before its end: worth connecting again. */
+class StreamDropped extends Error {}
 
 export interface AttachHandlers {
   /** Raw terminal output: the scrollback first, then live output. */
@@ -489,8 +503,36 @@ export class StationClient {
    * a server that breaks the protocol or ends the stream without `end` rejects.
    */
   private async stream<End>(path: string, h: OutputHandlers, endKey: "run" | "service"): Promise<End> {
+    const pos = { stdout: h.offset?.stdout ?? 0, stderr: h.offset?.stderr ?? 0 };
+    const retries = h.retries ?? 3;
+    for (let failed = 0; ; ) {
+      const before = pos.stdout + pos.stderr;
+      const sep = path.includes("?") ? "&" : "?";
+      const resume = before > 0 ? `${path}${sep}stdoutOffset=${pos.stdout}&stderrOffset=${pos.stderr}` : path;
+      try {
+        return await this.streamOnce<End>(resume, path, h, endKey, pos);
+      } catch (e) {
+        const dropped =
+          e instanceof StreamDropped ||
+          (e instanceof Error && ["ECONNRESET", "EPIPE", "ECONNREFUSED"].includes((e as NodeJS.ErrnoException).code ?? ""));
+        if (!dropped || h.signal?.aborted) throw e instanceof StreamDropped ? new StationError(0, "protocol_error", e.message) : e;
+        failed = pos.stdout + pos.stderr > before ? 1 : failed + 1;
+        if (failed > retries) throw e instanceof StreamDropped ? new StationError(0, "protocol_error", e.message) : e;
+        await new Promise((r) => setTimeout(r, 100 * failed));
+      }
+    }
+  }
+
+  /** One connection of stream(); pos: per stream, the offset after what was delivered. */
+  private async streamOnce<End>(
+    url: string,
+    path: string,
+    h: OutputHandlers,
+    endKey: "run" | "service",
+    pos: Record<StreamName, number>,
+  ): Promise<End> {
     if (h.signal?.aborted) throw abortError();
-    const up = await this.t.upgrade(path, ["station-sandbox"]);
+    const up = await this.t.upgrade(url, ["station-sandbox"]);
     if (h.signal?.aborted) {
       up.socket.destroy();
       throw abortError();
@@ -508,8 +550,17 @@ export class StationClient {
       const onAbort = () => stop(abortError());
       const onBinary = (d: Buffer) => {
         if (d.length < 9 || (d[0] !== 1 && d[0] !== 2)) throw protocolError("a binary message without its 9-byte prefix");
-        const offset = Number(d.readBigUInt64BE(1));
-        h.onOutput?.({ stream: d[0] === 1 ? "stdout" : "stderr", offset, data: d.subarray(9) });
+        const stream = d[0] === 1 ? "stdout" : "stderr";
+        let offset = Number(d.readBigUInt64BE(1));
+        let data = d.subarray(9);
+        if (offset + data.length <= pos[stream]) return; // replayed after a reconnect
+        if (offset < pos[stream]) {
+          data = data.subarray(pos[stream] - offset);
+          offset = pos[stream];
+        }
+        if (offset > pos[stream]) h.onGap?.({ stream, offset: pos[stream], bytes: offset - pos[stream] });
+        pos[stream] = offset + data.length;
+        h.onOutput?.({ stream, offset, data });
       };
       const onText = (text: string) => {
         let m: { type?: string; stream?: StreamName; offset?: number; bytes?: number } & Record<string, unknown>;
@@ -521,7 +572,10 @@ export class StationClient {
         if (m.type === "gap") {
           if ((m.stream !== "stdout" && m.stream !== "stderr") || typeof m.offset !== "number" || typeof m.bytes !== "number")
             throw protocolError("a gap without stream, offset and bytes");
-          h.onGap?.({ stream: m.stream, offset: m.offset, bytes: m.bytes });
+          const from = Math.max(m.offset, pos[m.stream]);
+          const to = m.offset + m.bytes;
+          if (to > from) h.onGap?.({ stream: m.stream, offset: from, bytes: to - from });
+          pos[m.stream] = Math.max(pos[m.stream], to);
         } else if (m.type === "end") {
           if (typeof m[endKey] !== "object" || m[endKey] === null) throw protocolError(`an end without "${endKey}"`);
           end = m[endKey] as End;
@@ -551,7 +605,7 @@ export class StationClient {
           if (failure !== undefined) return reject(failure);
           if (end !== undefined) return resolve(end);
           const how = code === null || code === 1006 ? "" : ` (close ${code}${reason ? " " + reason : ""})`;
-          reject(new StationError(0, "protocol_error", `GET ${path}: the stream ended without an end event${how}`));
+          reject(new StreamDropped(`GET ${path}: the stream ended without an end event${how}`));
         },
       });
       h.signal?.addEventListener("abort", onAbort, { once: true });
