@@ -45,6 +45,7 @@ static const char *const query_limit[] = { "limit", NULL };
 static const char *const query_output[] = { "offset", "stdoutOffset", "stderrOffset", NULL };
 static const char *const query_logs[] = { "follow", "offset", "stdoutOffset", "stderrOffset",
 					  NULL };
+static const char *const query_events[] = { "since", "workspace", "types", NULL };
 static const char *const query_attach[] = { "readOnly", "offset", NULL };
 static const char *const query_path[] = { "path", NULL };
 static const char *const query_watch[] = { "path", "recursive", NULL };
@@ -97,6 +98,7 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_FILE_MKDIR] = { api_file_mkdir, true, query_none },
 	[EP_FILE_RENAME] = { api_file_rename, true, query_none },
 	[EP_FILE_WATCH] = { api_file_watch, false, query_watch, api_file_watch_ws },
+	[EP_EVENTS] = { api_events, false, query_events, api_events_ws },
 };
 
 struct http_server {

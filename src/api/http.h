@@ -168,6 +168,8 @@ int api_file_mkdir(struct http_request *req);
 int api_file_rename(struct http_request *req);
 int api_file_watch(struct http_request *req);	 /* SSE */
 int api_file_watch_ws(struct http_request *req); /* api-files-watch.c */
+int api_events(struct http_request *req);	 /* SSE; api-events.c */
+int api_events_ws(struct http_request *req);
 
 /* Shared by the handlers: {"key":[…]} from a list the manager returned as an array (an object
  * passes through); NULL when out of memory. */

@@ -65,7 +65,7 @@ static void usage(FILE *f)
 		"usage: station-sandboxd [--root DIR] [--listen unix:PATH|tcp:HOST:PORT]...\n"
 		"                        [--worker NAME] [--agent PATH] [--log-format json|text]\n"
 		"                        [--log-level debug|info|warn|error] [--max-wait-ms N]\n"
-		"                        [--max-running N] [--max-workspaces N]\n"
+		"                        [--max-running N] [--max-workspaces N] [--events-kept N]\n"
 		"                        [--default-timeout-ms N] [--max-timeout-ms N]\n"
 		"                        [--max-output-bytes N] [--max-body-bytes N]\n"
 		"                        [--default-adapter host|container] [--runtime runc|crun|runsc|PATH]\n"
@@ -221,6 +221,7 @@ enum {
 	OPT_MAX_WAIT,
 	OPT_MAX_RUNNING,
 	OPT_MAX_WORKSPACES,
+	OPT_EVENTS_KEPT,
 	OPT_DEFAULT_TIMEOUT,
 	OPT_MAX_TIMEOUT,
 	OPT_MAX_OUTPUT,
@@ -551,6 +552,14 @@ static int parse_option(struct options *o, int c, const char *arg)
 			return -EINVAL;
 		o->mc.max_workspaces = v;
 		return 0;
+	case OPT_EVENTS_KEPT:
+		if (parse_number("--events-kept", arg, MANAGER_EVENTS_KEPT_MAX, &v) < 0 || v < 1) {
+			fprintf(stderr, "station-sandboxd: --events-kept: 1 to %u\n",
+				MANAGER_EVENTS_KEPT_MAX);
+			return -EINVAL;
+		}
+		o->mc.events_kept = v;
+		return 0;
 	case OPT_DEFAULT_TIMEOUT:
 		return parse_number("--default-timeout-ms", arg, 7 * 86400000ull,
 				    &o->mc.default_timeout_ms);
@@ -602,6 +611,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "max-wait-ms", required_argument, NULL, OPT_MAX_WAIT },
 		{ "max-running", required_argument, NULL, OPT_MAX_RUNNING },
 		{ "max-workspaces", required_argument, NULL, OPT_MAX_WORKSPACES },
+		{ "events-kept", required_argument, NULL, OPT_EVENTS_KEPT },
 		{ "default-timeout-ms", required_argument, NULL, OPT_DEFAULT_TIMEOUT },
 		{ "max-timeout-ms", required_argument, NULL, OPT_MAX_TIMEOUT },
 		{ "max-output-bytes", required_argument, NULL, OPT_MAX_OUTPUT },

@@ -125,7 +125,19 @@ struct manager {
 	size_t n_pools;
 	size_t n_pool_members; /* of n_workspaces: unclaimed members, which no client sees */
 	struct event_source *pool_timer; /* refills and reaps, one workspace per turn */
+	struct manager_events *events;	 /* manager-events.c */
 };
+
+/* manager-events.c */
+struct manager_events;
+int manager_events_init(struct manager *m);
+void manager_events_free(struct manager *m);
+/* change: created, state, ended, deleted; state and reason may be NULL. */
+void manager_event_emit(struct manager *m, enum manager_event_kind kind, const char *change,
+			const char *id, const char *ws_id, const char *state, const char *reason);
+/* The same for something of ws (none while ws is an unclaimed pool member). */
+void workspace_event(struct workspace *ws, enum manager_event_kind kind, const char *change,
+		     const char *id, const char *state, const char *reason);
 
 struct workspace *workspace_find(struct manager *m, const char *id);
 /* The workspace's agent reported about a run, terminal or service (what) that the workspace

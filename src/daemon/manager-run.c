@@ -189,9 +189,12 @@ int run_finish(struct workspace *ws, const struct run_row *result)
 			  "error", strerror(-r), NULL);
 		return r;
 	}
-	if (r > 0)
+	if (r > 0) {
 		log_info("run finished", "workspace", ws->row.id, "run", result->id, "status",
 			 run_status_to_string(result->status), NULL);
+		workspace_event(ws, MANAGER_EVENT_RUN, "ended", result->id,
+				run_status_to_string(result->status), result->reason);
+	}
 	/* result may point into the run state (a lost run): nothing reads it after this */
 	struct run_state *rs = run_state_find(ws, result->id);
 	if (rs)
@@ -339,6 +342,8 @@ int manager_run_start(struct manager *m, const char *ws_id, const struct run_spe
 		strv_free(env);
 		return station_error_set(e, r, NULL, "cannot record the run: %s", strerror(-r));
 	}
+	workspace_event(ws, MANAGER_EVENT_RUN, "created", id, run_status_to_string(RUN_RUNNING),
+			NULL);
 	struct agentlink_run ar = {
 		.id = id,
 		.command = spec->command,

@@ -26,6 +26,7 @@ struct service {
 	struct workspace *ws;
 	struct service_row row;
 	struct service_watch *watches;
+	int event_state; /* the state the last event announced; -1: none yet */
 };
 
 struct service_watch {
@@ -58,6 +59,11 @@ static void service_save(struct service *svc)
 	int r;
 
 	svc->row.updated_at = realtime_usec();
+	if (svc->event_state != (int)svc->row.state) {
+		svc->event_state = (int)svc->row.state;
+		workspace_event(svc->ws, MANAGER_EVENT_SERVICE, "state", svc->row.name,
+				service_state_to_string(svc->row.state), svc->row.reason);
+	}
 	r = store_service_update(svc->ws->m->store, &svc->row);
 	if (r < 0)
 		log_error("cannot record service state", "workspace", svc->ws->row.id, "service",
@@ -160,6 +166,7 @@ void services_load(struct workspace *ws)
 			continue;
 		}
 		svc->row = rows[i];
+		svc->event_state = (int)svc->row.state;
 		service_link(ws, svc);
 	}
 	free(rows);
@@ -601,6 +608,9 @@ static int service_create(struct workspace *ws, const struct service_spec *spec,
 		return station_error_set(e, r, NULL, "cannot record the service: %s", strerror(-r));
 	}
 	service_link(ws, svc);
+	svc->event_state = (int)svc->row.state;
+	workspace_event(ws, MANAGER_EVENT_SERVICE, "created", svc->row.name,
+			service_state_to_string(svc->row.state), NULL);
 	*ret = svc;
 	return 0;
 }
@@ -748,6 +758,7 @@ int manager_service_delete(struct manager *m, const char *ws_id, const char *nam
 		return station_error_set(e, r, NULL, "cannot forget service \"%s\": %s", name,
 					 strerror(-r));
 	log_info("service deleted", "workspace", ws_id, "service", name, NULL);
+	workspace_event(ws, MANAGER_EVENT_SERVICE, "deleted", name, NULL, NULL);
 	watches_end(svc, 0, NULL);
 	service_unlink(svc);
 	service_free(svc);

@@ -138,6 +138,7 @@ int workspace_set_state(struct workspace *ws, enum workspace_state state, const 
 		return -ENOMEM;
 	ws->row.state = state;
 	ws->row.updated_at = realtime_usec();
+	workspace_event(ws, MANAGER_EVENT_WORKSPACE, "state", ws->row.id, name, reason);
 	int r = store_workspace_update(ws->m->store, &ws->row);
 	if (r < 0)
 		log_error("cannot record workspace state", "workspace", ws->row.id, "state", name,
@@ -653,6 +654,8 @@ static int workspace_row_new(struct manager *m, const struct adapter_ops *ops, j
 		return station_error_set(e, r, NULL, "cannot record the workspace: %s",
 					 strerror(-r));
 	}
+	workspace_event(*ret, MANAGER_EVENT_WORKSPACE, "created", (*ret)->row.id,
+			workspace_state_to_string((*ret)->row.state), NULL);
 	return 0;
 }
 
@@ -838,6 +841,7 @@ int manager_workspace_delete(struct manager *m, const char *id, struct station_e
 		return station_error_set(e, r, NULL, "cannot forget workspace \"%s\": %s", id,
 					 strerror(-r));
 	log_info("workspace deleted", "workspace", id, NULL);
+	workspace_event(ws, MANAGER_EVENT_WORKSPACE, "deleted", ws->row.id, NULL, NULL);
 	workspace_unlink(m, ws);
 	workspace_free(ws);
 	return 0;
@@ -990,7 +994,9 @@ int manager_new(struct event_loop *loop, struct store *store, const struct manag
 		log_error("cgroups unavailable", "error", strerror(-m->cgroup_error), NULL);
 	manager_adapters_init(m);
 	manager_network_init(m);
-	int r = manager_runs_init(m);
+	int r = manager_events_init(m);
+	if (r >= 0)
+		r = manager_runs_init(m);
 	if (r >= 0)
 		r = event_add_timer(loop, &m->prune_timer, now_usec(), on_prune, m);
 	if (r < 0) {
@@ -1086,6 +1092,7 @@ void manager_free(struct manager *m)
 	manager_pools_free(m);
 	manager_image_jobs_free(m);
 	manager_network_free(m);
+	manager_events_free(m);
 	cgroup_free(m->base_cgroup);
 	adapter_runtime_close(&m->actx);
 	image_store_close(m->actx.images);

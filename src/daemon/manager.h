@@ -30,6 +30,7 @@ struct manager_config {
 	uint64_t max_output_bytes; /* cap for a per-run override, 8 MiB (≤ AGENT_MAX_OUTPUT_BYTES) */
 	size_t max_running_per_workspace; /* 64 */
 	size_t max_workspaces;		  /* 1000 */
+	size_t events_kept;		  /* 0: MANAGER_EVENTS_KEPT (--events-kept) */
 	uint64_t retention_usec;	  /* finished runs kept this long, 24 h */
 	size_t retention_runs;		  /* and at most this many per workspace, 1000 */
 	const char *default_adapter;	  /* "host" or "container", one of the allowed ones */
@@ -449,3 +450,46 @@ int manager_usage_get(struct manager *m, const char *ws_id, usage_fn fn, void *u
 		      struct usage_waiter **ret, struct station_error *e);
 /* Before fn was called; afterwards the waiter is gone. */
 void manager_usage_cancel(struct usage_waiter *w);
+
+/* Events (manager-events.c, docs/api.md "Events"): state changes of workspaces, runs, services
+ * and terminals as JSON {seq,type,change,id,workspaceId,state,at,reason?}, the newest
+ * MANAGER_EVENTS_KEPT kept in memory. seq grows strictly, across restarts too (a boot epoch in
+ * its upper bits). */
+#define MANAGER_EVENTS_KEPT 10000
+#define MANAGER_EVENTS_KEPT_MAX 1000000
+enum manager_event_kind {
+	MANAGER_EVENT_WORKSPACE,
+	MANAGER_EVENT_RUN,
+	MANAGER_EVENT_SERVICE,
+	MANAGER_EVENT_TERMINAL,
+	_MANAGER_EVENT_KIND_MAX,
+};
+const char *manager_event_kind_to_string(enum manager_event_kind k);
+int manager_event_kind_from_string(const char *s);
+
+struct manager_event_filter {
+	const char *ws_id; /* NULL: every workspace */
+	unsigned kinds;	   /* bit per manager_event_kind; 0: all */
+};
+struct manager_event {
+	uint64_t seq;
+	const char *text; /* the event's JSON (borrowed until the next event is emitted) */
+	bool gap;	  /* events after gap_from up to seq are no longer kept */
+	uint64_t gap_from;
+	int64_t missed; /* how many; -1: unknown (they were before the controller restarted) */
+};
+/* The first event after seq `after` that passes f (NULL: all): 1 with *ret (a gap first when
+ * events after `after` are gone; after = 0: from the oldest kept, no gap), 0 when there is none
+ * yet (ret->seq: where the caller now stands). */
+int manager_events_next(struct manager *m, uint64_t after, const struct manager_event_filter *f,
+			struct manager_event *ret);
+/* The newest event's seq (of this boot; its number 0 when none yet). */
+uint64_t manager_events_last(struct manager *m);
+/* -EINVAL naming since when since lies beyond the newest event. */
+int manager_events_check_since(struct manager *m, uint64_t since, struct station_error *e);
+/* fn is called from the loop (never from inside an emit) when events may have come. */
+struct events_sub;
+typedef void (*manager_events_fn)(void *userdata);
+int manager_events_subscribe(struct manager *m, manager_events_fn fn, void *userdata,
+			     struct events_sub **ret);
+void manager_events_unsubscribe(struct events_sub *s);
