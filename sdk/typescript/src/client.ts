@@ -6,6 +6,8 @@ import { Transport, type ConnectionOptions, type RawResponse } from "./transport
 import type { Readable } from "node:stream";
 import { WsConnection } from "./websocket.js";
 import type {
+  EventsOptions,
+  StationEvent,
   CreateTerminalRequest,
   CreateWorkspaceRequest,
   DeletedImage,
@@ -492,6 +494,103 @@ export class StationClient {
   /** Revoked at once: the next credential request for it is refused. */
   deleteSecret(workspaceId: string, name: string): Promise<DeletedSecret> {
     return this.t.json("DELETE", `/v1/workspaces/${seg(workspaceId)}/secrets/${seg(name)}`);
+  }
+
+  // -- events -----------------------------------------------------------------------------
+
+  /**
+   * State changes of workspaces, runs, services and terminals as they happen (GET /v1/events
+   * over WebSocket), as an async iterator: `for await (const ev of client.events({ workspace }))`.
+   * A dropped connection is opened again after the last event yielded (`since`), so none is
+   * seen twice; events the server no longer keeps come as one `gap`. After `retries`
+   * connections in a row without a new event, the iteration throws. At most 1024 events are
+   * buffered for a consumer that is slow; beyond that the socket is not read (the server then
+   * drops what it cannot keep to a gap). Breaking out of the loop closes the connection.
+   */
+  async *events(options: EventsOptions = {}): AsyncGenerator<StationEvent, void, undefined> {
+    const retries = options.retries ?? 5;
+    let since = options.since;
+    for (let failed = 0; ; ) {
+      if (options.signal?.aborted) throw abortError();
+      const path = `/v1/events${query({ workspace: options.workspace, types: options.types?.join(","), since })}`;
+      const before = since;
+      let closed = false;
+      let failure: unknown;
+      const queue: StationEvent[] = [];
+      let wake: (() => void) | undefined;
+      const poke = () => {
+        const w = wake;
+        wake = undefined;
+        w?.();
+      };
+      let up: Awaited<ReturnType<typeof this.t.upgrade>> | undefined;
+      try {
+        up = await this.t.upgrade(path, ["station-sandbox"]);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code ?? "";
+        if (!["ECONNRESET", "EPIPE", "ECONNREFUSED", "ENOENT"].includes(code)) throw e;
+        closed = true;
+      }
+      let ws: WsConnection | undefined;
+      const onAbort = () => {
+        failure ??= abortError();
+        up?.socket.destroy();
+        poke();
+      };
+      options.signal?.addEventListener("abort", onAbort, { once: true });
+      if (up) {
+        const socket = up.socket;
+        ws = new WsConnection(socket, up.head, {
+          onText: (text) => {
+            let ev: StationEvent;
+            try {
+              ev = JSON.parse(text);
+            } catch {
+              failure ??= new StationError(0, "protocol_error", `GET ${path}: an event that is not JSON`);
+              socket.destroy();
+              return;
+            }
+            if (typeof ev?.seq !== "number" || typeof ev.type !== "string") {
+              failure ??= new StationError(0, "protocol_error", `GET ${path}: an event without seq and type`);
+              socket.destroy();
+              return;
+            }
+            queue.push(ev);
+            if (queue.length >= 1024) socket.pause();
+            poke();
+          },
+          onProtocolError: (why) => (failure ??= new StationError(0, "protocol_error", `GET ${path}: ${why}`)),
+          onClose: () => {
+            closed = true;
+            poke();
+          },
+        });
+      }
+      try {
+        for (;;) {
+          if (failure !== undefined) throw failure;
+          const ev = queue.shift();
+          if (ev) {
+            if (up && queue.length < 512) up.socket.resume();
+            if (since !== undefined && ev.seq <= since) continue; // seen already
+            since = ev.seq;
+            yield ev;
+            continue;
+          }
+          if (closed) break;
+          await new Promise<void>((r) => (wake = r));
+        }
+      } finally {
+        options.signal?.removeEventListener("abort", onAbort);
+        if (!closed) {
+          ws?.close(1000);
+          up?.socket.destroy();
+        }
+      }
+      failed = since !== before ? 1 : failed + 1;
+      if (failed > retries) throw new StationError(0, "protocol_error", `GET ${path}: the event stream dropped ${failed} times without a new event`);
+      await new Promise((r) => setTimeout(r, Math.min(250 * 2 ** (failed - 1), 4000)));
+    }
   }
 
   // -- shared -----------------------------------------------------------------------------
