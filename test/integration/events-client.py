@@ -7,7 +7,7 @@ only.
 
 Reads events until N events (gaps included) came (then the client closes the socket itself),
 or until an event of TYPE about ID in STATE came, or the timeout. With --pause-file it reads
-next to nothing (4 KiB every 5 s) after sending the request until FILE exists (a client that
+next to nothing (1 KiB every 10 s) after sending the request until FILE exists (a client that
 does not keep up), with a small receive buffer (--rcvbuf). Prints one JSON line: {"status","body","lastId","events":[the
 events' data, a gap's with "event":"gap"]}.
 """
@@ -44,12 +44,12 @@ def main():
     result = {"status": 0, "body": None, "lastId": None, "events": []}
     buf = b""
     if a.pause_file:
-        # A trickle (4 KiB every 5 s) so that the server sees the connection alive, not idle.
+        # A trickle (1 KiB every 10 s) so that the server sees the connection alive, not idle.
         end = time.monotonic() + a.timeout
         last = 0
         while not os.path.exists(a.pause_file) and time.monotonic() < end:
-            if time.monotonic() - last >= 5:
-                buf += s.recv(4096)
+            if time.monotonic() - last >= 10:
+                buf += s.recv(1024)
                 last = time.monotonic()
             time.sleep(0.05)
     try:
