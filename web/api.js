@@ -86,6 +86,65 @@ export function openSocket(path) {
 	return ws;
 }
 
+// Follows GET /v1/events (docs/api.md, "Events") over a WebSocket: onEvent(ev) for each state
+// change that passes query ({workspace, types}); after a drop it connects again (1 s, doubling
+// to 30 s) with since = the last seq seen, so nothing is missed (a `gap` event says when
+// something was). Returns the function that stops it.
+export function followEvents(query, onEvent) {
+	let since = null;
+	let ws = null;
+	let timer = null;
+	let stopped = false;
+	let delay = 1000;
+	function open() {
+		const q = new URLSearchParams();
+		for (const [k, v] of Object.entries(query)) if (v) q.set(k, v);
+		if (since !== null) q.set('since', String(since));
+		const qs = q.toString();
+		ws = openSocket('/v1/events' + (qs ? '?' + qs : ''));
+		ws.onmessage = (m) => {
+			let ev;
+			try {
+				ev = JSON.parse(m.data);
+			} catch {
+				return;
+			}
+			if (typeof ev?.seq !== 'number') return;
+			since = ev.seq;
+			delay = 1000;
+			onEvent(ev);
+		};
+		ws.onclose = () => {
+			ws = null;
+			if (stopped) return;
+			timer = setTimeout(open, delay);
+			delay = Math.min(delay * 2, 30000);
+		};
+	}
+	open();
+	return () => {
+		stopped = true;
+		clearTimeout(timer);
+		if (ws) ws.close(1000);
+	};
+}
+
+// What a view shows is reloaded when an event about it comes (coalesced: once per 250 ms at
+// most), and every fallbackMs anyway, slowly, should the event stream be down.
+export function liveRefresh(ctx, query, reload, fallbackMs = 30000) {
+	let pending = null;
+	const soon = () => {
+		if (pending) return;
+		pending = setTimeout(() => {
+			pending = null;
+			if (ctx.alive) reload();
+		}, 250);
+	};
+	ctx.onClose(followEvents(query, soon));
+	ctx.onClose(() => clearTimeout(pending));
+	ctx.every(fallbackMs, reload);
+}
+
 // Server-sent events read with fetch (EventSource cannot send Authorization). Calls
 // onEvent(name, data) per event; resolves when the stream ends; abort with signal.
 export async function readEvents(path, onEvent, signal) {

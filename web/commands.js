@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Commands: run one, follow its output live over the output WebSocket, the history.
-import { api, enc, openSocket } from './api.js';
+import { api, enc, openSocket, liveRefresh } from './api.js';
 import { h, replace, append, badge, fmtTime, fmtMs, fmtBytes, field, showError, outputText, secondsToMs } from './dom.js';
 import { logViewer } from './logview.js';
 import { usageCell } from './usage.js';
@@ -271,6 +271,7 @@ export function commandsTab(root, ctx, wsPath) {
 	}
 
 	loadHistory();
-	ctx.every(5000, loadHistory);
+	// Runs starting and ending come as events; a slow poll besides.
+	liveRefresh(ctx, { workspace: decodeURIComponent(wsPath.split('/')[3]), types: 'run' }, loadHistory);
 	ctx.every(1000, tickElapsed);
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Services: start one under a restart policy, the list, one service's attempts and their
 // output, live logs (server-sent events read with fetch, so the token goes in a header).
-import { api, enc, readEvents, b64decode } from './api.js';
+import { api, enc, readEvents, b64decode, liveRefresh } from './api.js';
 import { h, replace, badge, fmtTime, fmtMs, fmtBytes, field, showError, outputBlock, secondsToMs } from './dom.js';
 import { logViewer } from './logview.js';
 import { usageCell } from './usage.js';
@@ -239,8 +239,9 @@ export function servicesTab(root, ctx, wsPath) {
 	}
 
 	loadList();
-	ctx.every(2000, () => {
+	// State changes come as events; a slow poll besides (it also updates the byte counts).
+	liveRefresh(ctx, { workspace: decodeURIComponent(wsPath.split('/')[3]), types: 'service' }, () => {
 		loadList();
 		loadDetail(false);
-	});
+	}, 10000);
 }

@@ -2,7 +2,7 @@
 // Terminals: the list, opening one, and the attached view (xterm.js when the build embedded it,
 // else a plain text view). Attaching uses the attach WebSocket with the token as a subprotocol;
 // several tabs may attach at once. Closing the view or the tab leaves the terminal running.
-import { api, enc, openSocket } from './api.js';
+import { api, enc, openSocket, liveRefresh } from './api.js';
 import { h, replace, append, badge, fmtTime, fmtBytes, showError } from './dom.js';
 
 const LIVE = ['starting', 'running'];
@@ -79,7 +79,7 @@ export function terminalsTab(root, ctx, wsPath, base) {
 	}
 
 	load();
-	ctx.every(3000, load);
+	liveRefresh(ctx, { workspace: decodeURIComponent(wsPath.split('/')[3]), types: 'terminal' }, load);
 }
 
 let xtermModules; // a promise: {Terminal, FitAddon} or null when the build has no xterm.js

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The worker page: what the worker is, whether it is ready (each check), its workspaces.
-import { api, enc } from './api.js';
+import { api, enc, liveRefresh } from './api.js';
 import { h, replace, badge, fmtTime, fmtMs, field, showError } from './dom.js';
 import { confirmRestart } from './workspace.js';
 
@@ -204,7 +204,7 @@ export function workerView(root, ctx) {
 
 	loadWorker();
 	refresh();
-	ctx.every(5000, refresh);
+	liveRefresh(ctx, { types: 'workspace' }, refresh);
 }
 
 export function parseEnv(text) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // A workspace: its summary and tabs for commands, services, terminals and files.
-import { api, enc } from './api.js';
+import { api, enc, liveRefresh } from './api.js';
 import { h, replace, badge, fmtTime, showError } from './dom.js';
 import { commandsTab } from './commands.js';
 import { servicesTab } from './services.js';
@@ -159,7 +159,7 @@ export function workspaceView(root, ctx, id, tab, sub) {
 
 	const wsPath = '/v1/workspaces/' + enc(id);
 	load();
-	ctx.every(5000, load);
+	liveRefresh(ctx, { workspace: id, types: 'workspace' }, load);
 	startUsageFeed(ctx, wsPath);
 	if (tab === 'commands') commandsTab(body, ctx, wsPath);
 	else if (tab === 'services') servicesTab(body, ctx, wsPath);

@@ -568,6 +568,27 @@ int station_secret_list(struct station_client *c, const char *ws, json_t **ret);
 /* DELETE …/secrets/{name}: revoked at once. *ret (optional) is {"name":…,"deleted":true}. */
 int station_secret_delete(struct station_client *c, const char *ws, const char *name, json_t **ret);
 
+/* ---- Events ------------------------------------------------------------------------------ */
+
+/* GET /v1/events (docs/api.md, "Events"): state changes of workspaces, runs, services and
+ * terminals, {"seq","type","change","id","workspaceId","state","at","reason"?}; events that are
+ * no longer kept come as one {"type":"gap","seq","from","missed"} (missed null: unknown, the
+ * controller restarted). */
+struct station_events_options {
+	const char *workspace; /* NULL: every workspace */
+	const char *types;     /* "run,service"; NULL: all */
+	bool has_since;	       /* since: resume after that seq; else from now on */
+	uint64_t since;
+};
+/* Returns 0 to go on, < 0 to stop: station_events() then returns that value. */
+typedef int (*station_event_fn)(json_t *event, void *userdata);
+/* Calls fn for each event (borrowed) until fn returns < 0 or the stream fails. A connection
+ * that drops is opened again with since = the last seq handled (an event seen twice is skipped);
+ * after 5 connections in a row without a new event (waits of 0.25 to 4 s between), the error. A refusal (400 for a bad
+ * filter) ends it at once. The interrupt check is honoured (-EINTR). */
+int station_events(struct station_client *c, const struct station_events_options *opts,
+		   station_event_fn fn, void *userdata);
+
 #ifdef __cplusplus
 }
 #endif

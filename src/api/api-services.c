@@ -177,29 +177,32 @@ int api_service_delete(struct http_request *req)
 
 /* ---- logs ---------------------------------------------------------------------------------- */
 
-static int logs_watch(struct http_request *req, bool follow, const struct run_watch_ops *ops,
-		      void *userdata, void **ret, struct station_error *e)
+static int logs_watch(struct http_request *req, bool follow, const uint64_t *from,
+		      const struct run_watch_ops *ops, void *userdata, void **ret,
+		      struct station_error *e)
 {
 	const struct route_match *m = http_request_route(req);
 	struct service_watch *w = NULL;
-	int r = manager_service_watch(http_request_manager(req), m->ws_id, m->run_id, follow, ops,
-				      userdata, &w, e);
+	int r = manager_service_watch(http_request_manager(req), m->ws_id, m->run_id, follow, from,
+				      ops, userdata, &w, e);
 
 	if (r >= 0)
 		*ret = w;
 	return r;
 }
 
-static int logs_watch_follow(struct http_request *req, const struct run_watch_ops *ops,
-			     void *userdata, void **ret, struct station_error *e)
+static int logs_watch_follow(struct http_request *req, const uint64_t *from,
+			     const struct run_watch_ops *ops, void *userdata, void **ret,
+			     struct station_error *e)
 {
-	return logs_watch(req, true, ops, userdata, ret, e);
+	return logs_watch(req, true, from, ops, userdata, ret, e);
 }
 
-static int logs_watch_once(struct http_request *req, const struct run_watch_ops *ops,
-			   void *userdata, void **ret, struct station_error *e)
+static int logs_watch_once(struct http_request *req, const uint64_t *from,
+			   const struct run_watch_ops *ops, void *userdata, void **ret,
+			   struct station_error *e)
 {
-	return logs_watch(req, false, ops, userdata, ret, e);
+	return logs_watch(req, false, from, ops, userdata, ret, e);
 }
 
 static void logs_unwatch(void *watch)

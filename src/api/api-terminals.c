@@ -409,6 +409,43 @@ static int parse_read_only(struct http_request *req, bool *ret, struct station_e
 	return r;
 }
 
+/* ?offset=N: the output from N on instead of from the oldest kept byte; what is no longer kept
+ * of it comes as one gap. N counts the terminal's output since it was created; beyond what an
+ * ended terminal wrote is refused. */
+static int resume_at(struct http_request *req, struct term_ws *o, struct station_error *e)
+{
+	const struct route_match *m = http_request_route(req);
+	bool present;
+	const char *v = http_request_query(req, "offset", &present);
+	uint64_t from;
+	json_t *t = NULL;
+	int r;
+
+	if (!present)
+		return 0;
+	r = validate_query_u64("offset", v, 0, UINT64_C(1) << 62, &from, e);
+	if (r < 0)
+		return r;
+	if (manager_terminal_resync(o->attach, from) == -ENOTCONN) {
+		/* ended: nothing kept, its byte count final */
+		r = manager_terminal_get(http_request_manager(req), m->ws_id, m->run_id, &t, e);
+		if (r < 0)
+			return r;
+		json_t *bytes = json_object_get(t, "outputBytes");
+		uint64_t total = json_is_integer(bytes) ? (uint64_t)json_integer_value(bytes) : 0;
+
+		json_decref(t);
+		if (from > total)
+			return station_error_set(e, -EINVAL, "offset",
+						 "offset %" PRIu64 " is beyond the %" PRIu64
+						 " bytes terminal \"%s\" wrote",
+						 from, total, m->run_id);
+	}
+	o->started = true;
+	o->next = from;
+	return 0;
+}
+
 int api_terminal_attach(struct http_request *req)
 {
 	const struct route_match *m = http_request_route(req);
@@ -425,7 +462,10 @@ int api_terminal_attach(struct http_request *req)
 	if (r >= 0)
 		r = manager_terminal_attach(mgr, m->ws_id, m->run_id, &term_attach_ops, o,
 					    &o->attach, &e);
+	if (r >= 0)
+		r = resume_at(req, o, &e);
 	if (r < 0) {
+		manager_terminal_detach(o->attach);
 		free(o);
 		return http_reply_error(req, &e);
 	}

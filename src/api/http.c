@@ -45,8 +45,11 @@ static const char *const query_none[] = { NULL };
 static const char *const query_wait[] = { "waitMs", NULL };
 static const char *const query_refresh[] = { "refresh", NULL };
 static const char *const query_limit[] = { "limit", NULL };
-static const char *const query_follow[] = { "follow", NULL };
-static const char *const query_read_only[] = { "readOnly", NULL };
+static const char *const query_output[] = { "offset", "stdoutOffset", "stderrOffset", NULL };
+static const char *const query_logs[] = { "follow", "offset", "stdoutOffset", "stderrOffset",
+					  NULL };
+static const char *const query_events[] = { "since", "workspace", "types", NULL };
+static const char *const query_attach[] = { "readOnly", "offset", NULL };
 static const char *const query_path[] = { "path", NULL };
 static const char *const query_watch[] = { "path", "recursive", NULL };
 static const char *const query_download[] = { "path", "maxBytes", NULL };
@@ -68,7 +71,7 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_COMMAND_START] = { api_command_start, true, query_wait },
 	[EP_COMMAND_GET] = { api_command_get, false, query_wait },
 	[EP_COMMAND_CANCEL] = { api_command_cancel, false, query_none },
-	[EP_COMMAND_OUTPUT] = { api_command_output, false, query_none, api_command_output_ws },
+	[EP_COMMAND_OUTPUT] = { api_command_output, false, query_output, api_command_output_ws },
 	[EP_IMAGE_LIST] = { api_image_list, false, query_none },
 	[EP_IMAGE_CREATE] = { api_image_create, true, query_none },
 	[EP_IMAGE_GET] = { api_image_get, false, query_none },
@@ -79,12 +82,12 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_SERVICE_DELETE] = { api_service_delete, false, query_none },
 	[EP_SERVICE_STOP] = { api_service_stop, false, query_none },
 	[EP_SERVICE_RESTART] = { api_service_restart, false, query_none },
-	[EP_SERVICE_LOGS] = { api_service_logs, false, query_follow, api_service_logs_ws },
+	[EP_SERVICE_LOGS] = { api_service_logs, false, query_logs, api_service_logs_ws },
 	[EP_TERMINAL_LIST] = { api_terminal_list, false, query_none },
 	[EP_TERMINAL_CREATE] = { api_terminal_create, true, query_none },
 	[EP_TERMINAL_GET] = { api_terminal_get, false, query_none },
 	[EP_TERMINAL_DELETE] = { api_terminal_delete, false, query_none },
-	[EP_TERMINAL_ATTACH] = { NULL, false, query_read_only, api_terminal_attach },
+	[EP_TERMINAL_ATTACH] = { NULL, false, query_attach, api_terminal_attach },
 	[EP_TERMINAL_RESIZE] = { api_terminal_resize, true, query_none },
 	[EP_SECRET_LIST] = { api_secret_list, false, query_none },
 	[EP_SECRET_GET] = { api_secret_get, false, query_none },
@@ -98,6 +101,7 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_FILE_MKDIR] = { api_file_mkdir, true, query_none },
 	[EP_FILE_RENAME] = { api_file_rename, true, query_none },
 	[EP_FILE_WATCH] = { api_file_watch, false, query_watch, api_file_watch_ws },
+	[EP_EVENTS] = { api_events, false, query_events, api_events_ws },
 };
 
 static int endpoint_mcp(struct http_request *req);

@@ -205,6 +205,8 @@ int api_file_mkdir(struct http_request *req);
 int api_file_rename(struct http_request *req);
 int api_file_watch(struct http_request *req);	 /* SSE */
 int api_file_watch_ws(struct http_request *req); /* api-files-watch.c */
+int api_events(struct http_request *req);	 /* SSE; api-events.c */
+int api_events_ws(struct http_request *req);
 
 /* POST /mcp (api-mcp.c): serves the request's JSON-RPC message with the MCP server argv. */
 int api_mcp(struct http_request *req, const char *const *argv);

@@ -52,7 +52,9 @@ static inline bool output_cursor_take(struct output_cursor *c, uint64_t *offset,
 {
 	if (!output_skip_seen(c->next, offset, data, n))
 		return false;
-	if (*offset > c->next)
+	if (*offset > c->next) {
 		output_cursor_miss(c, c->next, *offset - c->next);
+		c->next = *offset;
+	}
 	return true;
 }

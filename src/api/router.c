@@ -21,6 +21,7 @@ struct route {
 static const struct route routes[] = {
 	{ "/v1/ready", "GET", { { "GET", EP_READY } } },
 	{ "/v1/worker", "GET", { { "GET", EP_WORKER } } },
+	{ "/v1/events", "GET", { { "GET", EP_EVENTS } } },
 	{ "/v1/workspaces",
 	  "GET, POST",
 	  { { "GET", EP_WORKSPACE_LIST }, { "POST", EP_WORKSPACE_CREATE } } },
@@ -118,6 +119,7 @@ static const char *const endpoint_names[_EP_MAX] = {
 	[EP_FILE_MKDIR] = "file-mkdir",
 	[EP_FILE_RENAME] = "file-rename",
 	[EP_FILE_WATCH] = "file-watch",
+	[EP_EVENTS] = "events",
 };
 
 const char *endpoint_to_string(enum endpoint ep)

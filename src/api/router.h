@@ -57,6 +57,7 @@ enum endpoint {
 	EP_FILE_MKDIR,
 	EP_FILE_RENAME,
 	EP_FILE_WATCH,
+	EP_EVENTS,
 	_EP_MAX,
 };
 

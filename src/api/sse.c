@@ -21,6 +21,80 @@
 #define SSE_CHUNK_BYTES (48u * 1024)
 #define SSE_BLOCK_BYTES (64u * 1024)
 #define SSE_GAP_EVENT_MAX 128u
+#define SSE_ID_LINE_MAX 64u
+
+/* Offsets up to 2^62: far beyond any stream, and safe to add a chunk's length to. */
+#define OUTPUT_OFFSET_MAX (UINT64_C(1) << 62)
+
+/* "STDOUT:STDERR", each decimal. */
+static int parse_offset_pair(const char *name, const char *v, uint64_t ret[2],
+			     struct station_error *e)
+{
+	const char *colon = v ? strchr(v, ':') : NULL;
+	char first[24];
+	size_t n;
+
+	if (!colon || (n = (size_t)(colon - v)) == 0 || n >= sizeof first)
+		return station_error_set(
+			e, -EINVAL, name,
+			"%s must be STDOUT:STDERR, two byte offsets (as an event's "
+			"id gives them), or use stdoutOffset and stderrOffset",
+			name);
+	memcpy(first, v, n);
+	first[n] = '\0';
+	if (validate_query_u64(name, first, 0, OUTPUT_OFFSET_MAX, &ret[0], e) < 0 ||
+	    validate_query_u64(name, colon + 1, 0, OUTPUT_OFFSET_MAX, &ret[1], e) < 0)
+		return station_error_set(e, -EINVAL, name,
+					 "%s must be STDOUT:STDERR, two byte offsets of at most "
+					 "2^62",
+					 name);
+	return 0;
+}
+
+int api_output_from(struct http_request *req, uint64_t ret[2], bool *ret_set,
+		    struct station_error *e)
+{
+	static const char *const names[2] = { "stdoutOffset", "stderrOffset" };
+	uint64_t from[2] = { 0, 0 };
+	bool set = false, pair, present;
+	const char *v;
+	int r;
+
+	v = http_request_query(req, "offset", &present);
+	if (present) {
+		r = parse_offset_pair("offset", v, from, e);
+		if (r < 0)
+			return r;
+		set = true;
+	}
+	pair = set;
+	for (int i = 0; i < 2; i++) {
+		v = http_request_query(req, names[i], &present);
+		if (!present)
+			continue;
+		if (pair)
+			return station_error_set(e, -EINVAL, "offset",
+						 "give either offset or stdoutOffset and "
+						 "stderrOffset, not both");
+		r = validate_query_u64(names[i], v, 0, OUTPUT_OFFSET_MAX, &from[i], e);
+		if (r < 0)
+			return r;
+		set = true;
+	}
+	if (!set) {
+		v = http_request_header(req, "Last-Event-ID");
+		if (v && *v) {
+			r = parse_offset_pair("Last-Event-ID", v, from, e);
+			if (r < 0)
+				return r;
+			set = true;
+		}
+	}
+	ret[0] = from[0];
+	ret[1] = from[1];
+	*ret_set = set;
+	return 0;
+}
 
 struct sse {
 	struct http_request *req;
@@ -29,6 +103,7 @@ struct sse {
 	char *buf;
 	size_t start, len, alloc;
 	struct output_cursor streams[2];
+	bool resumed;  /* the client gave an offset */
 	bool done;     /* the manager has nothing more */
 	bool finished; /* the end event is in buf */
 };
@@ -84,6 +159,20 @@ static int buf_append(struct sse *sse, const char *data, size_t n)
 	return 0;
 }
 
+/* Per stream, the offset a client that has everything written to the buffer so far resumes
+ * at: a gap not yet announced is still owed to it. */
+static uint64_t resume_offset(const struct output_cursor *c)
+{
+	return c->gap_bytes ? c->gap_offset : c->next;
+}
+
+/* The `id:` line that ends an event: a client sends it back as Last-Event-ID. */
+static int append_id(struct sse *sse)
+{
+	return buf_printf(sse, SSE_ID_LINE_MAX, "id: %" PRIu64 ":%" PRIu64 "\n\n",
+			  resume_offset(&sse->streams[0]), resume_offset(&sse->streams[1]));
+}
+
 static int append_gap(struct sse *sse, int idx)
 {
 	struct output_cursor *st = &sse->streams[idx];
@@ -91,12 +180,21 @@ static int append_gap(struct sse *sse, int idx)
 
 	if (st->gap_bytes == 0)
 		return 0;
+	size_t saved = sse->len;
+	uint64_t gap_bytes = st->gap_bytes;
+
 	r = buf_printf(sse, SSE_GAP_EVENT_MAX,
 		       "event: gap\ndata: {\"stream\":\"%s\",\"offset\":%" PRIu64
-		       ",\"bytes\":%" PRIu64 "}\n\n",
+		       ",\"bytes\":%" PRIu64 "}\n",
 		       output_cursor_stream_name(idx), st->gap_offset, st->gap_bytes);
-	if (r >= 0)
+	if (r >= 0) {
 		st->gap_bytes = 0;
+		r = append_id(sse);
+	}
+	if (r < 0) {
+		st->gap_bytes = gap_bytes;
+		sse->len = saved;
+	}
 	return r;
 }
 
@@ -114,7 +212,9 @@ static int append_output(struct sse *sse, int idx, uint64_t offset, const void *
 	if (r >= 0)
 		r = buf_append(sse, b64, strlen(b64));
 	if (r >= 0)
-		r = buf_append(sse, "\"}\n\n", 4);
+		r = buf_append(sse, "\"}\n", 3);
+	if (r >= 0)
+		r = append_id(sse);
 	if (r < 0)
 		sse->len = saved;
 	return r;
@@ -122,19 +222,22 @@ static int append_output(struct sse *sse, int idx, uint64_t offset, const void *
 
 static size_t output_event_size(size_t n)
 {
-	return SSE_GAP_EVENT_MAX + (n + 2) / 3 * 4 + 4;
+	return SSE_GAP_EVENT_MAX + (n + 2) / 3 * 4 + 3 + SSE_ID_LINE_MAX;
 }
 
 /* Sends one piece, or counts it missing when the client is too far behind. */
 static void take_piece(struct sse *sse, int idx, uint64_t offset, const uint8_t *data, size_t n)
 {
 	struct output_cursor *st = &sse->streams[idx];
-	size_t need = output_event_size(n) + (st->gap_bytes ? SSE_GAP_EVENT_MAX : 0);
+	size_t need =
+		output_event_size(n) + (st->gap_bytes ? SSE_GAP_EVENT_MAX + SSE_ID_LINE_MAX : 0);
 
+	if (sse->len + need <= SSE_BUFFER_BYTES && append_gap(sse, idx) >= 0) {
+		st->next = offset + n;
+		if (append_output(sse, idx, offset, data, n) >= 0)
+			return;
+	}
 	st->next = offset + n;
-	if (sse->len + need <= SSE_BUFFER_BYTES && append_gap(sse, idx) >= 0 &&
-	    append_output(sse, idx, offset, data, n) >= 0)
-		return;
 	output_cursor_miss(st, offset, n);
 }
 
@@ -259,6 +362,7 @@ static int sse_reply(struct http_request *req)
 int sse_start_source(struct http_request *req, const struct sse_source *src, const char *label)
 {
 	struct station_error e = {};
+	uint64_t from[2] = { 0, 0 };
 	struct sse *sse;
 	int r;
 
@@ -269,7 +373,12 @@ int sse_start_source(struct http_request *req, const struct sse_source *src, con
 		return http_reply_status(req, 500, NULL, "out of memory");
 	sse->req = req;
 	sse->src = src;
-	r = src->watch(req, &sse_watch_ops, sse, &sse->watch, &e);
+	r = api_output_from(req, from, &sse->resumed, &e);
+	for (int i = 0; i < 2; i++)
+		sse->streams[i].next = from[i];
+	if (r >= 0)
+		r = src->watch(req, sse->resumed ? from : NULL, &sse_watch_ops, sse, &sse->watch,
+			       &e);
 	if (r < 0) {
 		free(sse);
 		return http_reply_error(req, &e);
@@ -287,13 +396,14 @@ int sse_start_source(struct http_request *req, const struct sse_source *src, con
 	return 0;
 }
 
-static int run_watch(struct http_request *req, const struct run_watch_ops *ops, void *userdata,
-		     void **ret, struct station_error *e)
+static int run_watch(struct http_request *req, const uint64_t *from,
+		     const struct run_watch_ops *ops, void *userdata, void **ret,
+		     struct station_error *e)
 {
 	const struct route_match *m = http_request_route(req);
 	struct run_watch *w = NULL;
-	int r = manager_run_watch(http_request_manager(req), m->ws_id, m->run_id, ops, userdata, &w,
-				  e);
+	int r = manager_run_watch(http_request_manager(req), m->ws_id, m->run_id, from, ops,
+				  userdata, &w, e);
 
 	if (r >= 0)
 		*ret = w;

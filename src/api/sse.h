@@ -15,15 +15,23 @@
 
 #define SSE_BUFFER_BYTES (1024u * 1024)
 
+/* Where a follower of a run's output or a service's logs resumes (docs/api.md, "Resuming"):
+ * ?stdoutOffset=N and ?stderrOffset=N, or ?offset=STDOUT:STDERR, else the Last-Event-ID
+ * header an event stream's `id:` gave (STDOUT:STDERR). *ret_set is false when none is given
+ * (from the start). A malformed value is -EINVAL naming the parameter or header. */
+int api_output_from(struct http_request *req, uint64_t ret[2], bool *ret_set,
+		    struct station_error *e);
+
 /* Replies with an error when the workspace or run is unknown. ws_id and run_id must be the
  * request's route ids. */
 int sse_start(struct http_request *req, const char *ws_id, const char *run_id);
 
 /* The same stream for another source of output (a service's logs). */
 struct sse_source {
-	/* Starts delivering to ops; *ret_watch goes to unwatch() unless done() came first. */
-	int (*watch)(struct http_request *req, const struct run_watch_ops *ops, void *userdata,
-		     void **ret_watch, struct station_error *e);
+	/* Starts delivering to ops from from (NULL: the start); *ret_watch goes to unwatch() unless done() came first. */
+	int (*watch)(struct http_request *req, const uint64_t *from,
+		     const struct run_watch_ops *ops, void *userdata, void **ret_watch,
+		     struct station_error *e);
 	void (*unwatch)(void *watch);
 	/* The document of the `end` event, fetched once everything before it is sent. */
 	int (*end)(struct http_request *req, json_t **ret, struct station_error *e);

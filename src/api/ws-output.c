@@ -14,6 +14,7 @@
 #include "basic/cleanup.h"
 #include "api/http.h"
 #include "api/output-cursor.h"
+#include "api/sse.h"
 #include "daemon/manager.h"
 #include "api/router.h"
 #include "api/validate.h"
@@ -47,6 +48,8 @@ struct ws_output {
 	char ws_id[ROUTE_ID_MAX + 1];
 	char run_id[ROUTE_ID_MAX + 1]; /* the run, or the service's name */
 	bool follow;		       /* a service's logs: ?follow=1 */
+	bool resumed;		       /* from holds where the client resumes */
+	uint64_t from[2];
 	struct output_cursor streams[2];
 	bool blocked; /* a send was refused: everything is counted missing until drain() */
 	bool done;    /* the manager has nothing more */
@@ -224,7 +227,8 @@ static const struct ws_conn_ops ws_output_conn_ops = {
 static int run_watch(struct ws_output *o, const struct run_watch_ops *ops, struct station_error *e)
 {
 	struct run_watch *w = NULL;
-	int r = manager_run_watch(o->manager, o->ws_id, o->run_id, ops, o, &w, e);
+	int r = manager_run_watch(o->manager, o->ws_id, o->run_id, o->resumed ? o->from : NULL, ops,
+				  o, &w, e);
 
 	o->watch = w;
 	return r;
@@ -266,7 +270,8 @@ static int service_watch(struct ws_output *o, const struct run_watch_ops *ops,
 			 struct station_error *e)
 {
 	struct service_watch *w = NULL;
-	int r = manager_service_watch(o->manager, o->ws_id, o->run_id, o->follow, ops, o, &w, e);
+	int r = manager_service_watch(o->manager, o->ws_id, o->run_id, o->follow,
+				      o->resumed ? o->from : NULL, ops, o, &w, e);
 
 	o->watch = w;
 	return r;
@@ -314,6 +319,13 @@ static int output_ws_start(struct http_request *req, const struct ws_output_sour
 	o->follow = follow;
 	snprintf(o->ws_id, sizeof o->ws_id, "%s", m->ws_id);
 	snprintf(o->run_id, sizeof o->run_id, "%s", m->run_id);
+	r = api_output_from(req, o->from, &o->resumed, &e);
+	if (r < 0) {
+		free(o);
+		return http_reply_error(req, &e);
+	}
+	for (int i = 0; i < 2; i++)
+		o->streams[i].next = o->from[i];
 	/* The watch checks the run or service exists (404 before any upgrade); its callbacks
 	 * come later from the loop, by when the connection below exists and queues what they
 	 * send. */

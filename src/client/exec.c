@@ -4,6 +4,7 @@
  * endpoint, where the library has no WebSocket client). */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -671,8 +672,25 @@ int client_follow(struct station_client *c, const char *path, const char *what, 
 	f.sse.on_event = follow_event;
 	f.sse.userdata = &f;
 	for (unsigned attempt = 0;; attempt++) {
-		r = sse ? follow_sse_once(&f, path) : follow_ws_once(&f, path, buf);
-		if (r != -ECONNRESET || attempt == FOLLOW_RETRIES)
+		_cleanup_free_ char *resume = NULL;
+		uint64_t before = f.seen[0] + f.seen[1];
+
+		/* Again: from where this watcher stands; the server announces what it no longer
+		 * keeps of that as one gap per stream. */
+		if (attempt > 0 &&
+		    asprintf(&resume, "%s%cstdoutOffset=%" PRIu64 "&stderrOffset=%" PRIu64, path,
+			     strchr(path, '?') ? '&' : '?', f.seen[0], f.seen[1]) < 0) {
+			r = client_error(c, -ENOMEM, "out of memory");
+			break;
+		}
+		r = sse ? follow_sse_once(&f, resume ? resume : path) :
+			  follow_ws_once(&f, resume ? resume : path, buf);
+		if (r != -ECONNRESET)
+			break;
+		/* Bounded: FOLLOW_RETRIES connections in a row that bring nothing new. */
+		if (f.seen[0] + f.seen[1] > before)
+			attempt = 0;
+		if (attempt == FOLLOW_RETRIES)
 			break;
 		sse_reset(&f.sse);
 		sleep_usec(100000 * (attempt + 1));

@@ -78,7 +78,7 @@ static void usage(FILE *f)
 		"usage: station-sandboxd [--root DIR] [--listen unix:PATH|tcp:HOST:PORT]...\n"
 		"                        [--worker NAME] [--agent PATH] [--log-format json|text]\n"
 		"                        [--log-level debug|info|warn|error] [--max-wait-ms N]\n"
-		"                        [--max-running N] [--max-workspaces N]\n"
+		"                        [--max-running N] [--max-workspaces N] [--events-kept N]\n"
 		"                        [--idempotency-retention-ms N]\n"
 		"                        [--default-timeout-ms N] [--max-timeout-ms N]\n"
 		"                        [--max-output-bytes N] [--max-body-bytes N]\n"
@@ -253,6 +253,7 @@ enum {
 	OPT_MAX_RUNNING,
 	OPT_MAX_WORKSPACES,
 	OPT_IDEMPOTENCY_RETENTION,
+	OPT_EVENTS_KEPT,
 	OPT_DEFAULT_TIMEOUT,
 	OPT_MAX_TIMEOUT,
 	OPT_MAX_OUTPUT,
@@ -663,6 +664,14 @@ static int parse_option(struct options *o, int c, const char *arg)
 			return -EINVAL;
 		o->mc.idempotency_retention_usec = v * 1000;
 		return 0;
+	case OPT_EVENTS_KEPT:
+		if (parse_number("--events-kept", arg, MANAGER_EVENTS_KEPT_MAX, &v) < 0 || v < 1) {
+			fprintf(stderr, "station-sandboxd: --events-kept: 1 to %u\n",
+				MANAGER_EVENTS_KEPT_MAX);
+			return -EINVAL;
+		}
+		o->mc.events_kept = v;
+		return 0;
 	case OPT_DEFAULT_TIMEOUT:
 		return parse_number("--default-timeout-ms", arg, 7 * 86400000ull,
 				    &o->mc.default_timeout_ms);
@@ -715,6 +724,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "max-running", required_argument, NULL, OPT_MAX_RUNNING },
 		{ "max-workspaces", required_argument, NULL, OPT_MAX_WORKSPACES },
 		{ "idempotency-retention-ms", required_argument, NULL, OPT_IDEMPOTENCY_RETENTION },
+		{ "events-kept", required_argument, NULL, OPT_EVENTS_KEPT },
 		{ "default-timeout-ms", required_argument, NULL, OPT_DEFAULT_TIMEOUT },
 		{ "max-timeout-ms", required_argument, NULL, OPT_MAX_TIMEOUT },
 		{ "max-output-bytes", required_argument, NULL, OPT_MAX_OUTPUT },

@@ -160,11 +160,23 @@ struct manager {
 	bool ready_running, ready_again;
 	struct event_source *ready_timer;
 	struct ready_waiter *ready_waiters;
+	struct manager_events *events; /* manager-events.c */
 };
 
 /* manager-idempotency.c: deletes expired keys (from the prune timer); releases the claims. */
 void manager_idempotency_purge(struct manager *m);
 void manager_idempotency_free(struct manager *m);
+
+/* manager-events.c */
+struct manager_events;
+int manager_events_init(struct manager *m);
+void manager_events_free(struct manager *m);
+/* change: created, state, ended, deleted; state and reason may be NULL. */
+void manager_event_emit(struct manager *m, enum manager_event_kind kind, const char *change,
+			const char *id, const char *ws_id, const char *state, const char *reason);
+/* The same for something of ws (none while ws is an unclaimed pool member). */
+void workspace_event(struct workspace *ws, enum manager_event_kind kind, const char *change,
+		     const char *id, const char *state, const char *reason);
 
 struct workspace *workspace_find(struct manager *m, const char *id);
 /* The workspace's agent reported about a run, terminal or service (what) that the workspace
@@ -182,6 +194,10 @@ char *workspace_cwd(const struct workspace *ws, const char *cwd);
 int env_object_to_strv(json_t *env, char ***ret);
 
 /* manager-run.c: output for f, without what it already has. */
+/* Sets where f resumes (from: NULL, or per stream); out: the finished output, which from must
+ * not lie beyond (-EINVAL naming the parameter), or NULL while it is still being produced. */
+int output_follower_start(struct output_follower *f, const uint64_t *from,
+			  const struct run_output *out, struct station_error *e);
 void output_follower_deliver(struct output_follower *f, int stream, uint64_t offset,
 			     const uint8_t *data, size_t n);
 /* The stored output out[2] (NULL: none), what f does not have of it, then done(). */

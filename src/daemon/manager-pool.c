@@ -396,6 +396,8 @@ int pool_claim(struct manager *m, const struct workspace_spec *spec, json_t **re
 		return 0;
 	}
 	ws->pool = NULL;
+	workspace_event(ws, MANAGER_EVENT_WORKSPACE, "created", ws->row.id,
+			workspace_state_to_string(ws->row.state), NULL);
 	m->n_pool_members--;
 	p->claimed++;
 	snprintf(p->last_claim, sizeof p->last_claim, "%s", ws->row.id);

@@ -159,6 +159,8 @@ void output_follower_finish(struct output_follower *f, const struct run_output *
 		const struct run_output *o = &out[s];
 		output_follower_deliver(f, s + 1, 0, o->head, o->head_len);
 		output_follower_deliver(f, s + 1, o->total - o->tail_len, o->tail, o->tail_len);
+		/* no bytes: only tells a follower that resumed before the tail what it missed */
+		output_follower_deliver(f, s + 1, o->total, NULL, 0);
 	}
 	f->ops->done(f->userdata);
 }
@@ -339,9 +341,12 @@ int run_finish(struct workspace *ws, const struct run_row *result)
 	int r = store_run_finish(ws->m->store, &scoped);
 	if (r < 0 && r != -ENOENT)
 		return run_keep_pending(ws, rs, result, r);
-	if (r > 0)
+	if (r > 0) {
 		log_info("run finished", "workspace", ws->row.id, "run", result->id, "status",
 			 run_status_to_string(result->status), NULL);
+		workspace_event(ws, MANAGER_EVENT_RUN, "ended", result->id,
+				run_status_to_string(result->status), result->reason);
+	}
 	if (r > 0 && ws->m->n_pending)
 		manager_pending_retry_at(ws->m,
 					 0); /* the store writes again: so may the pending ones */
@@ -493,6 +498,8 @@ int manager_run_start(struct manager *m, const char *ws_id, const struct run_spe
 		strv_free(env);
 		return station_error_set(e, r, NULL, "cannot record the run: %s", strerror(-r));
 	}
+	workspace_event(ws, MANAGER_EVENT_RUN, "created", id, run_status_to_string(RUN_RUNNING),
+			NULL);
 	struct agentlink_run ar = {
 		.id = id,
 		.command = spec->command,
@@ -668,9 +675,28 @@ static int watch_finished(struct manager *m, struct run_watch *w, struct run_row
 	return event_add_timer(m->loop, &w->timer, 0, on_replay, w);
 }
 
+int output_follower_start(struct output_follower *f, const uint64_t *from,
+			  const struct run_output *out, struct station_error *e)
+{
+	static const char *const names[2] = { "stdoutOffset", "stderrOffset" };
+
+	for (int s = 0; from && s < 2; s++) {
+		uint64_t total = out ? out[s].total : 0;
+
+		if (out && from[s] > total)
+			return station_error_set(e, -EINVAL, names[s],
+						 "%s %llu is beyond the %llu bytes the stream "
+						 "produced",
+						 names[s], (unsigned long long)from[s],
+						 (unsigned long long)total);
+		f->next_offset[s] = from[s];
+	}
+	return 0;
+}
+
 int manager_run_watch(struct manager *m, const char *ws_id, const char *run_id,
-		      const struct run_watch_ops *ops, void *userdata, struct run_watch **ret,
-		      struct station_error *e)
+		      const uint64_t *from, const struct run_watch_ops *ops, void *userdata,
+		      struct run_watch **ret, struct station_error *e)
 {
 	struct workspace *ws = NULL;
 	struct run_row row = { 0 };
@@ -690,6 +716,12 @@ int manager_run_watch(struct manager *m, const char *ws_id, const char *run_id,
 		row = copy ? *copy : (struct run_row){ 0 };
 		free(copy);
 		rs = NULL;
+	}
+	r = output_follower_start(&w->follower, from, rs ? NULL : row.out, e);
+	if (r < 0) {
+		run_row_free(&row);
+		watch_free(w);
+		return r;
 	}
 	if (rs) {
 		run_row_free(&row);

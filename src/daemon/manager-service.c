@@ -26,6 +26,7 @@ struct service {
 	struct workspace *ws;
 	struct service_row row;
 	struct service_watch *watches;
+	int event_state;		/* the state the last event announced; -1: none yet */
 	struct service_waiter *waiters; /* for the service to come to rest */
 };
 
@@ -78,6 +79,11 @@ static void service_save(struct service *svc)
 	int r;
 
 	svc->row.updated_at = realtime_usec();
+	if (svc->event_state != (int)svc->row.state) {
+		svc->event_state = (int)svc->row.state;
+		workspace_event(svc->ws, MANAGER_EVENT_SERVICE, "state", svc->row.name,
+				service_state_to_string(svc->row.state), svc->row.reason);
+	}
 	r = store_service_update(svc->ws->m->store, &svc->row);
 	if (r < 0)
 		log_error("cannot record service state", "workspace", svc->ws->row.id, "service",
@@ -183,6 +189,7 @@ void services_load(struct workspace *ws)
 			continue;
 		}
 		svc->row = rows[i];
+		svc->event_state = (int)svc->row.state;
 		service_link(ws, svc);
 	}
 	free(rows);
@@ -729,6 +736,9 @@ static int service_create(struct workspace *ws, const struct service_spec *spec,
 		return station_error_set(e, r, NULL, "cannot record the service: %s", strerror(-r));
 	}
 	service_link(ws, svc);
+	svc->event_state = (int)svc->row.state;
+	workspace_event(ws, MANAGER_EVENT_SERVICE, "created", svc->row.name,
+			service_state_to_string(svc->row.state), NULL);
 	*ret = svc;
 	return 0;
 }
@@ -916,6 +926,7 @@ int manager_service_delete(struct manager *m, const char *ws_id, const char *nam
 		return station_error_set(e, r, NULL, "cannot forget service \"%s\": %s", name,
 					 strerror(-r));
 	log_info("service deleted", "workspace", ws_id, "service", name, NULL);
+	workspace_event(ws, MANAGER_EVENT_SERVICE, "deleted", name, NULL, NULL);
 	watches_end(svc, 0, NULL);
 	service_unlink(svc);
 	service_free(svc);
@@ -934,26 +945,38 @@ static int on_replay(struct event_source *s, uint64_t now, void *userdata)
 }
 
 /* The newest finished attempt's output (none: nothing), then done(), from a timer. */
-static int watch_replay(struct service *svc, struct service_watch *w)
+static int watch_replay(struct service *svc, struct service_watch *w, const uint64_t *from,
+			struct station_error *e)
 {
+	static const struct run_output none[2] = {};
 	struct service_attempt_row a = {};
 	int r = store_attempt_get(svc->ws->m->store, svc->row.id, 0, &a);
+	bool found = r >= 0;
 
 	if (r < 0 && r != -ENOENT)
+		return station_error_set(e, r, NULL, "cannot read the service's output: %s",
+					 strerror(-r));
+	r = output_follower_start(&w->follower, from, found ? a.out : none, e);
+	if (r < 0) {
+		service_attempt_row_free(&a);
 		return r;
-	if (r >= 0) {
+	}
+	if (found) {
 		w->replay = malloc(sizeof *w->replay);
 		if (!w->replay) {
 			service_attempt_row_free(&a);
-			return -ENOMEM;
+			return station_error_set(e, -ENOMEM, NULL, "out of memory");
 		}
 		*w->replay = a;
 	}
-	return event_add_timer(w->m->loop, &w->timer, 0, on_replay, w);
+	r = event_add_timer(w->m->loop, &w->timer, 0, on_replay, w);
+	return r < 0 ? station_error_set(e, r, NULL, "cannot read the service's output: %s",
+					 strerror(-r)) :
+		       0;
 }
 
 int manager_service_watch(struct manager *m, const char *ws_id, const char *name, bool follow,
-			  const struct run_watch_ops *ops, void *userdata,
+			  const uint64_t *from, const struct run_watch_ops *ops, void *userdata,
 			  struct service_watch **ret, struct station_error *e)
 {
 	struct service *svc = NULL;
@@ -969,17 +992,17 @@ int manager_service_watch(struct manager *m, const char *ws_id, const char *name
 	if (follow && svc->row.current_attempt > 0 && svc->ws->link && svc->ws->link_ready) {
 		bool first = !svc->watches;
 
+		(void)output_follower_start(&w->follower, from, NULL, e);
 		w->svc = svc;
 		w->attempt = svc->row.current_attempt;
 		LIST_APPEND(&svc->watches, w);
 		if (first)
 			agent_watch(svc, true);
 	} else {
-		r = watch_replay(svc, w);
+		r = watch_replay(svc, w, from, e);
 		if (r < 0) {
 			watch_free(w);
-			return station_error_set(e, r, NULL, "cannot read the service's output: %s",
-						 strerror(-r));
+			return r;
 		}
 	}
 	*ret = w;

@@ -25,6 +25,7 @@ struct terminal {
 	struct terminal_attach *attaches;
 	struct terminal_waiter *waiters;
 	uint64_t next_request;
+	int event_state; /* the state the last event announced */
 };
 
 struct terminal_attach {
@@ -106,6 +107,7 @@ static int terminal_add(struct workspace *ws, struct terminal_row *row, struct t
 		return -ENOMEM;
 	t->ws = ws;
 	t->row = *row;
+	t->event_state = (int)row->state;
 	*row = (struct terminal_row){ 0 };
 	LIST_PREPEND(&ws->terminals, t);
 	ws->n_terminals++;
@@ -117,6 +119,13 @@ static int terminal_add(struct workspace *ws, struct terminal_row *row, struct t
 static void terminal_store(struct terminal *t)
 {
 	int r = store_terminal_update(t->ws->m->store, &t->row);
+
+	if (t->event_state != (int)t->row.state) {
+		t->event_state = (int)t->row.state;
+		workspace_event(t->ws, MANAGER_EVENT_TERMINAL,
+				terminal_state_is_live(t->row.state) ? "state" : "ended", t->row.id,
+				terminal_state_to_string(t->row.state), t->row.reason);
+	}
 
 	if (r < 0)
 		log_error("cannot record terminal", "workspace", t->ws->row.id, "terminal",
@@ -395,6 +404,11 @@ void terminals_on_exit(void *userdata, uint64_t seq, const struct agentlink_term
 	if (t) {
 		row_set_exit(&t->row, x);
 		r = store_terminal_update(ws->m->store, &t->row);
+		if (r >= 0 && t->event_state != (int)t->row.state) {
+			t->event_state = (int)t->row.state;
+			workspace_event(ws, MANAGER_EVENT_TERMINAL, "ended", t->row.id,
+					terminal_state_to_string(t->row.state), t->row.reason);
+		}
 	} else {
 		/* Already given up on (lost): the agent's word is better. Only this workspace's
 		 * terminal: another's is -ENOENT here. */
@@ -517,6 +531,8 @@ int manager_terminal_open(struct manager *m, const char *ws_id, const struct ter
 		return station_error_set(e, r, NULL, "cannot record the terminal: %s",
 					 strerror(-r));
 	}
+	workspace_event(ws, MANAGER_EVENT_TERMINAL, "created", row.id,
+			terminal_state_to_string(row.state), NULL);
 	r = terminal_add(ws, &row, &t);
 	if (r < 0) {
 		terminal_row_free(&row);

@@ -155,6 +155,7 @@ int workspace_set_state(struct workspace *ws, enum workspace_state state, const 
 		return -ENOMEM;
 	ws->row.state = state;
 	ws->row.updated_at = realtime_usec();
+	workspace_event(ws, MANAGER_EVENT_WORKSPACE, "state", ws->row.id, name, reason);
 	int r = store_workspace_update(ws->m->store, &ws->row);
 	if (r < 0)
 		log_error("cannot record workspace state", "workspace", ws->row.id, "state", name,
@@ -638,6 +639,8 @@ static int workspace_row_new(struct manager *m, const struct adapter_ops *ops, j
 		return station_error_set(e, r, NULL, "cannot record the workspace: %s",
 					 strerror(-r));
 	}
+	workspace_event(*ret, MANAGER_EVENT_WORKSPACE, "created", (*ret)->row.id,
+			workspace_state_to_string((*ret)->row.state), NULL);
 	return 0;
 }
 
@@ -1094,6 +1097,7 @@ static void delete_job_done(struct ws_job *j)
 	}
 	workspace_network_remove(ws);
 	log_info("workspace deleted", "workspace", ws->row.id, NULL);
+	workspace_event(ws, MANAGER_EVENT_WORKSPACE, "deleted", ws->row.id, NULL, NULL);
 	if (ws->pool)
 		m->n_pool_members--;
 	workspace_unlink(m, ws);
@@ -1602,7 +1606,9 @@ int manager_new(struct event_loop *loop, struct store *store, const struct manag
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned creates = cfg->create_concurrency ? cfg->create_concurrency :
 						     (unsigned)(cores > 0 ? cores * 2 : 2);
-	int r = manager_runs_init(m);
+	int r = manager_events_init(m);
+	if (r >= 0)
+		r = manager_runs_init(m);
 	if (r >= 0)
 		r = manager_idle_init(m);
 	if (r >= 0)
@@ -1725,6 +1731,7 @@ void manager_free(struct manager *m)
 	manager_pools_free(m);
 	manager_image_jobs_free(m);
 	manager_network_free(m);
+	manager_events_free(m);
 	cgroup_free(m->base_cgroup);
 	adapter_runtime_close(&m->actx);
 	image_store_close(m->actx.images);

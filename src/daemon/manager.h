@@ -35,6 +35,7 @@ struct manager_config {
 	uint64_t idempotency_retention_usec; /* Idempotency-Key kept this long, 24 h */
 	const char *default_adapter;	     /* "host" or "container", one of the allowed ones */
 	bool allow_host;		     /* --adapters: what the API may create */
+	size_t events_kept;		     /* 0: MANAGER_EVENTS_KEPT (--events-kept) */
 	bool allow_container;
 	uint64_t default_pids_limit;	 /* for workspaces that name none; 0: unlimited */
 	uint64_t default_memory_mb;	 /* likewise */
@@ -236,15 +237,21 @@ static inline bool output_skip_seen(uint64_t next, uint64_t *offset, const uint8
 /* Live output. output() receives bytes with their offset in the stream; an offset beyond the
  * previous chunk's end is a gap (bytes the watcher missed). done() is called once, after the
  * last output(), when the run is terminal. A finished run replays its stored head and tail and
- * then calls done(). Callbacks are never invoked from inside manager_run_watch. */
+ * then calls done(). Callbacks are never invoked from inside manager_run_watch.
+ *
+ * from: NULL, or per stream (stdout, stderr) the offset to resume at: nothing before it is
+ * delivered, and output() for a chunk beyond it (or a chunk of no bytes at the stream's end)
+ * tells the watcher what is no longer kept. A finished run rejects an offset beyond what its
+ * stream produced (-EINVAL, naming stdoutOffset or stderrOffset); a running run cannot tell
+ * yet and delivers from there once produced. */
 struct run_watch;
 struct run_watch_ops {
 	void (*output)(void *userdata, int stream, uint64_t offset, const void *data, size_t n);
 	void (*done)(void *userdata);
 };
 int manager_run_watch(struct manager *m, const char *ws_id, const char *run_id,
-		      const struct run_watch_ops *ops, void *userdata, struct run_watch **ret,
-		      struct station_error *e);
+		      const uint64_t *from, const struct run_watch_ops *ops, void *userdata,
+		      struct run_watch **ret, struct station_error *e);
 /* Before done(); after done() the watch is gone. */
 void manager_run_unwatch(struct run_watch *w);
 
@@ -327,10 +334,11 @@ int manager_service_delete(struct manager *m, const char *ws_id, const char *nam
 
 /* Output of a service, with the callbacks of run watches. follow: the current attempt, live,
  * until it ends; otherwise (or with no current attempt) the newest finished attempt's stored
- * output. done() comes once, after the last output(). Never called from inside the call. */
+ * output. done() comes once, after the last output(). Never called from inside the call.
+ * from: as for manager_run_watch(), in the attempt shown. */
 struct service_watch;
 int manager_service_watch(struct manager *m, const char *ws_id, const char *name, bool follow,
-			  const struct run_watch_ops *ops, void *userdata,
+			  const uint64_t *from, const struct run_watch_ops *ops, void *userdata,
 			  struct service_watch **ret, struct station_error *e);
 /* Before done(); afterwards the watch is gone. */
 void manager_service_unwatch(struct service_watch *w);
@@ -513,3 +521,46 @@ int manager_usage_get(struct manager *m, const char *ws_id, usage_fn fn, void *u
 		      struct usage_waiter **ret, struct station_error *e);
 /* Before fn was called; afterwards the waiter is gone. */
 void manager_usage_cancel(struct usage_waiter *w);
+
+/* Events (manager-events.c, docs/api.md "Events"): state changes of workspaces, runs, services
+ * and terminals as JSON {seq,type,change,id,workspaceId,state,at,reason?}, the newest
+ * MANAGER_EVENTS_KEPT kept in memory. seq grows strictly, across restarts too (a boot epoch in
+ * its upper bits). */
+#define MANAGER_EVENTS_KEPT 10000
+#define MANAGER_EVENTS_KEPT_MAX 1000000
+enum manager_event_kind {
+	MANAGER_EVENT_WORKSPACE,
+	MANAGER_EVENT_RUN,
+	MANAGER_EVENT_SERVICE,
+	MANAGER_EVENT_TERMINAL,
+	_MANAGER_EVENT_KIND_MAX,
+};
+const char *manager_event_kind_to_string(enum manager_event_kind k);
+int manager_event_kind_from_string(const char *s);
+
+struct manager_event_filter {
+	const char *ws_id; /* NULL: every workspace */
+	unsigned kinds;	   /* bit per manager_event_kind; 0: all */
+};
+struct manager_event {
+	uint64_t seq;
+	const char *text; /* the event's JSON (borrowed until the next event is emitted) */
+	bool gap;	  /* events after gap_from up to seq are no longer kept */
+	uint64_t gap_from;
+	int64_t missed; /* how many; -1: unknown (they were before the controller restarted) */
+};
+/* The first event after seq `after` that passes f (NULL: all): 1 with *ret (a gap first when
+ * events after `after` are gone; after = 0: from the oldest kept, no gap), 0 when there is none
+ * yet (ret->seq: where the caller now stands). */
+int manager_events_next(struct manager *m, uint64_t after, const struct manager_event_filter *f,
+			struct manager_event *ret);
+/* The newest event's seq (of this boot; its number 0 when none yet). */
+uint64_t manager_events_last(struct manager *m);
+/* -EINVAL naming since when since lies beyond the newest event. */
+int manager_events_check_since(struct manager *m, uint64_t since, struct station_error *e);
+/* fn is called from the loop (never from inside an emit) when events may have come. */
+struct events_sub;
+typedef void (*manager_events_fn)(void *userdata);
+int manager_events_subscribe(struct manager *m, manager_events_fn fn, void *userdata,
+			     struct events_sub **ret);
+void manager_events_unsubscribe(struct events_sub *s);

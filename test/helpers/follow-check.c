@@ -138,6 +138,11 @@ static void output(int fd, int stream, uint64_t offset, const char *s)
 }
 
 /* Reads the request head; answers 101 (the key's accept) unless the scenario refuses. */
+/* The path of the newest request the fake server got (shared with the parent): a reconnect
+ * says where it resumes. */
+#define LAST_PATH_MAX 256
+static char *last_path;
+
 static bool upgrade(int fd, const char *scenario)
 {
 	char buf[8192], accept[WS_ACCEPT_SIZE], resp[512];
@@ -154,6 +159,8 @@ static bool upgrade(int fd, const char *scenario)
 		if (strstr(buf, "\r\n\r\n"))
 			break;
 	}
+	if (last_path && strncmp(buf, "GET ", 4) == 0)
+		snprintf(last_path, LAST_PATH_MAX, "%.*s", (int)strcspn(buf + 4, " \r\n"), buf + 4);
 	if (strcmp(scenario, "refused") == 0) {
 		const char *body = "{\"error\":{\"code\":\"not_found\",\"message\":\"run r-1 not "
 				   "found (hostile server)\"}}";
@@ -326,7 +333,9 @@ int main(int argc, char **argv)
 	if (fake) {
 		connections = mmap(NULL, sizeof *connections, PROT_READ | PROT_WRITE,
 				   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-		if (connections == MAP_FAILED || !mkdtemp(dir))
+		last_path = mmap(NULL, LAST_PATH_MAX, PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (connections == MAP_FAILED || last_path == MAP_FAILED || !mkdtemp(dir))
 			return 2;
 		snprintf(sock, sizeof sock, "%s/sock", dir);
 		server = server_start(sock, argv[2], connections);
@@ -358,6 +367,7 @@ int main(int argc, char **argv)
 		kill(server, SIGKILL);
 		waitpid(server, NULL, 0);
 		json_object_set_new(out, "connections", json_integer(*connections));
+		json_object_set_new(out, "lastPath", json_string(last_path));
 		unlink(sock);
 		rmdir(dir);
 	}

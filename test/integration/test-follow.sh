@@ -177,6 +177,8 @@ t_fake_closes_mid_stream() {
 	fake_error close-mid 104 "ended early" || return 1
 	assert_eq 4 "$(j .connections "$R")" "connected once and again 3 times"
 	assert_eq 5 "$(j .delivered.stdout "$R")" "replayed bytes delivered once"
+	assert_eq "/v1/workspaces/w-1/commands/r-1/output?stdoutOffset=5&stderrOffset=0" \
+		"$(j .lastPath "$R")" "a reconnect resumes from the offsets delivered"
 	fake_error close-frame 104 "the server closed it: 1001 shutting down" || return 1
 	assert_eq 4 "$(j .connections "$R")" "connected once and again 3 times"
 }

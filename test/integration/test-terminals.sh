@@ -301,6 +301,25 @@ t_survives_restart() {
 	assert_eq closed "$(j .state)" "force-close after the restart"
 }
 
+# ?offset=N resumes: N counts the terminal's output since it was created. The attacher gets the
+# bytes from N on, exactly (the positive control: a fresh attach gets all); beyond what an
+# ended terminal wrote is 400 naming offset, and what an ended one no longer keeps is a gap.
+t_resume_offset() {
+	local T
+	term_open T '{"command":"printf abcdefghij; exec sleep 600","cols":80,"rows":24}' || return 1
+	tc r0 "$T" "$(steps '{"expect":"abcdefghij"}' '{"close":true}')"
+	assert_eq abcdefghij "$(j .output "$R")" "fresh attach: everything"
+	tc r1 "$T" "$(steps '{"expect":"efghij"}' '{"close":true}')" '?offset=4'
+	assert_eq "efghij 0" "$(j '"\(.output) \(.gaps)"' "$R")" "offset=4: the bytes from 4 on, no gap"
+	api -q DELETE "/v1/workspaces/$WS/terminals/$T"
+	assert_status 200 "closed" || return 1
+	tc r2 "$T" "$(steps '{"waitClose":true}')" '?offset=11'
+	assert_eq 400 "$(j .status "$R")" "offset beyond what the ended terminal wrote: 400"
+	assert_contains '"field":"offset"' "$(j .body "$R")" "names offset"
+	tc r3 "$T" "$(steps '{"waitClose":true}')" '?offset=4'
+	assert_eq "0 6" "$(j '"\(.bytes) \(.gaps)"' "$R")" "ended: nothing kept, the 6 bytes from 4 on a gap"
+}
+
 run_test "type echo hi and see hi" t_echo_hi
 run_test "two attachers see the same output" t_two_attachers
 run_test "a new attacher gets the scrollback" t_scrollback_replay
@@ -313,3 +332,4 @@ run_test "the exit status is recorded" t_exit_status
 run_test "at most 16 terminals per workspace" t_limit
 run_test "bearer token as a WebSocket subprotocol over TCP" t_bearer_subprotocol
 run_test "terminals survive a controller SIGKILL and restart" t_survives_restart
+run_test "attach ?offset=N resumes; beyond an ended terminal's output is 400" t_resume_offset

@@ -372,8 +372,8 @@ static int on_watch_timer(struct event_source *s, uint64_t now, void *userdata)
 }
 
 int manager_run_watch(struct manager *m, const char *ws_id, const char *run_id,
-		      const struct run_watch_ops *ops, void *userdata, struct run_watch **ret,
-		      struct station_error *e)
+		      const uint64_t *from, const struct run_watch_ops *ops, void *userdata,
+		      struct run_watch **ret, struct station_error *e)
 {
 	struct fake_run *r = find_run(ws_id, run_id, e);
 
@@ -531,7 +531,7 @@ int manager_service_delete(struct manager *m, const char *ws_id, const char *nam
 }
 
 int manager_service_watch(struct manager *m, const char *ws_id, const char *name, bool follow,
-			  const struct run_watch_ops *ops, void *userdata,
+			  const uint64_t *from, const struct run_watch_ops *ops, void *userdata,
 			  struct service_watch **ret, struct station_error *e)
 {
 	return no_service(name, e);
@@ -772,4 +772,44 @@ void manager_service_waiter_cancel(struct service_waiter *w)
 uint64_t manager_service_stop_timeout_ms(struct manager *m, const char *ws_id, const char *name)
 {
 	return 0;
+}
+/* Events: none ever happen here. */
+int manager_event_kind_from_string(const char *s)
+{
+	static const char *const names[] = { "workspace", "run", "service", "terminal" };
+
+	for (int k = 0; s && k < 4; k++)
+		if (strcmp(s, names[k]) == 0)
+			return k;
+	return -EINVAL;
+}
+
+int manager_events_next(struct manager *m, uint64_t after, const struct manager_event_filter *f,
+			struct manager_event *ret)
+{
+	*ret = (struct manager_event){ .seq = after };
+	return 0;
+}
+
+uint64_t manager_events_last(struct manager *m)
+{
+	return UINT64_C(1) << 32;
+}
+
+int manager_events_check_since(struct manager *m, uint64_t since, struct station_error *e)
+{
+	return since > manager_events_last(m) ?
+		       station_error_set(e, -EINVAL, "since", "since is beyond the newest event") :
+		       0;
+}
+
+int manager_events_subscribe(struct manager *m, manager_events_fn fn, void *userdata,
+			     struct events_sub **ret)
+{
+	*ret = NULL;
+	return 0;
+}
+
+void manager_events_unsubscribe(struct events_sub *s)
+{
 }

@@ -982,8 +982,17 @@ static struct sse_result parse_sse(const char *text)
 	for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		json_t *j;
 
+		unsigned long long id_out, id_err;
+
 		if (sscanf(line, "event: %31s", event) == 1 || line[0] == ':')
 			continue;
+		/* The id after each output and gap: where a client resumes, stdout:stderr. */
+		if (sscanf(line, "id: %llu:%llu", &id_out, &id_err) == 2) {
+			cr_assert_eq(id_out, next, "id %llu, the stream stands at %lu", id_out,
+				     next);
+			cr_assert_eq(id_err, 0);
+			continue;
+		}
 		cr_assert(strncmp(line, "data: ", 6) == 0, "line: %.100s", line);
 		j = json_loads(line + 6, 0, NULL);
 		cr_assert_not_null(j);

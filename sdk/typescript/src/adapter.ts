@@ -90,6 +90,10 @@ export interface FollowOptions {
   onGap?: (gap: OutputGap) => void;
   /** Stops following; the promise then rejects with an AbortError. */
   signal?: AbortSignal;
+  /** Where to begin per stream (default 0): the offset after the last byte already had. */
+  offset?: { stdout?: number; stderr?: number };
+  /** Connections in a row without progress after a drop before the follow rejects (default 3). */
+  retries?: number;
 }
 
 /** Limits and environment of the workspaces an adapter creates. */
@@ -287,7 +291,7 @@ export abstract class SandboxAdapter {
    * may span two chunks) and resolves with the final run when it ends.
    */
   async followOutput(workspaceId: string, runId: string, options: FollowOptions = {}): Promise<SandboxRun> {
-    const { onStdout, onStderr, onGap, signal } = options;
+    const { onStdout, onStderr, onGap, signal, offset, retries } = options;
     const run: Run = await this.client.followOutput(
       workspaceId,
       runId,
@@ -296,6 +300,8 @@ export abstract class SandboxAdapter {
           (c.stream === "stdout" ? onStdout : onStderr)?.(c.data, c.offset),
         onGap,
         signal,
+        offset,
+        retries,
       }),
     );
     return decodeOutput(run);

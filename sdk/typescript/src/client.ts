@@ -8,6 +8,8 @@ import { Transport, type ConnectionOptions, type RawResponse } from "./transport
 import type { Readable } from "node:stream";
 import { WsConnection } from "./websocket.js";
 import type {
+  EventsOptions,
+  StationEvent,
   CreateTerminalRequest,
   CreateWorkspaceRequest,
   DeletedImage,
@@ -52,7 +54,21 @@ export interface OutputHandlers {
   onGap?: (gap: OutputGap) => void;
   /** Stops following; the promise then rejects with an AbortError. */
   signal?: AbortSignal;
+  /**
+   * Where to begin, per stream (default 0): the offset after the last byte already had, e.g.
+   * from an earlier follow. Bytes no longer kept from there come as one gap.
+   */
+  offset?: { stdout?: number; stderr?: number };
+  /**
+   * A dropped connection is opened again from the offsets delivered so far (each byte still
+   * reaches `onOutput` at most once, what is no longer kept comes as a gap); this many
+   * connections in a row that bring nothing new, then the follow rejects. Default 3; 0: none.
+   */
+  retries?: number;
 }
+
+/** The stream dropped before its end: worth connecting again. */
+class StreamDropped extends Error {}
 
 export interface AttachHandlers {
   /** Raw terminal output: the scrollback first, then live output. */
@@ -535,6 +551,103 @@ export class StationClient {
     return this.t.json("DELETE", `/v1/workspaces/${seg(workspaceId)}/secrets/${seg(name)}`);
   }
 
+  // -- events -----------------------------------------------------------------------------
+
+  /**
+   * State changes of workspaces, runs, services and terminals as they happen (GET /v1/events
+   * over WebSocket), as an async iterator: `for await (const ev of client.events({ workspace }))`.
+   * A dropped connection is opened again after the last event yielded (`since`), so none is
+   * seen twice; events the server no longer keeps come as one `gap`. After `retries`
+   * connections in a row without a new event, the iteration throws. At most 1024 events are
+   * buffered for a consumer that is slow; beyond that the socket is not read (the server then
+   * drops what it cannot keep to a gap). Breaking out of the loop closes the connection.
+   */
+  async *events(options: EventsOptions = {}): AsyncGenerator<StationEvent, void, undefined> {
+    const retries = options.retries ?? 5;
+    let since = options.since;
+    for (let failed = 0; ; ) {
+      if (options.signal?.aborted) throw abortError();
+      const path = `/v1/events${query({ workspace: options.workspace, types: options.types?.join(","), since })}`;
+      const before = since;
+      let closed = false;
+      let failure: unknown;
+      const queue: StationEvent[] = [];
+      let wake: (() => void) | undefined;
+      const poke = () => {
+        const w = wake;
+        wake = undefined;
+        w?.();
+      };
+      let up: Awaited<ReturnType<typeof this.t.upgrade>> | undefined;
+      try {
+        up = await this.t.upgrade(path, ["station-sandbox"]);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code ?? "";
+        if (!["ECONNRESET", "EPIPE", "ECONNREFUSED", "ENOENT"].includes(code)) throw e;
+        closed = true;
+      }
+      let ws: WsConnection | undefined;
+      const onAbort = () => {
+        failure ??= abortError();
+        up?.socket.destroy();
+        poke();
+      };
+      options.signal?.addEventListener("abort", onAbort, { once: true });
+      if (up) {
+        const socket = up.socket;
+        ws = new WsConnection(socket, up.head, {
+          onText: (text) => {
+            let ev: StationEvent;
+            try {
+              ev = JSON.parse(text);
+            } catch {
+              failure ??= new StationError(0, "protocol_error", `GET ${path}: an event that is not JSON`);
+              socket.destroy();
+              return;
+            }
+            if (typeof ev?.seq !== "number" || typeof ev.type !== "string") {
+              failure ??= new StationError(0, "protocol_error", `GET ${path}: an event without seq and type`);
+              socket.destroy();
+              return;
+            }
+            queue.push(ev);
+            if (queue.length >= 1024) socket.pause();
+            poke();
+          },
+          onProtocolError: (why) => (failure ??= new StationError(0, "protocol_error", `GET ${path}: ${why}`)),
+          onClose: () => {
+            closed = true;
+            poke();
+          },
+        });
+      }
+      try {
+        for (;;) {
+          if (failure !== undefined) throw failure;
+          const ev = queue.shift();
+          if (ev) {
+            if (up && queue.length < 512) up.socket.resume();
+            if (since !== undefined && ev.seq <= since) continue; // seen already
+            since = ev.seq;
+            yield ev;
+            continue;
+          }
+          if (closed) break;
+          await new Promise<void>((r) => (wake = r));
+        }
+      } finally {
+        options.signal?.removeEventListener("abort", onAbort);
+        if (!closed) {
+          ws?.close(1000);
+          up?.socket.destroy();
+        }
+      }
+      failed = since !== before ? 1 : failed + 1;
+      if (failed > retries) throw new StationError(0, "protocol_error", `GET ${path}: the event stream dropped ${failed} times without a new event`);
+      await new Promise((r) => setTimeout(r, Math.min(250 * 2 ** (failed - 1), 4000)));
+    }
+  }
+
   // -- shared -----------------------------------------------------------------------------
 
   /**
@@ -544,8 +657,36 @@ export class StationClient {
    * a server that breaks the protocol or ends the stream without `end` rejects.
    */
   private async stream<End>(path: string, h: OutputHandlers, endKey: "run" | "service"): Promise<End> {
+    const pos = { stdout: h.offset?.stdout ?? 0, stderr: h.offset?.stderr ?? 0 };
+    const retries = h.retries ?? 3;
+    for (let failed = 0; ; ) {
+      const before = pos.stdout + pos.stderr;
+      const sep = path.includes("?") ? "&" : "?";
+      const resume = before > 0 ? `${path}${sep}stdoutOffset=${pos.stdout}&stderrOffset=${pos.stderr}` : path;
+      try {
+        return await this.streamOnce<End>(resume, path, h, endKey, pos);
+      } catch (e) {
+        const dropped =
+          e instanceof StreamDropped ||
+          (e instanceof Error && ["ECONNRESET", "EPIPE", "ECONNREFUSED"].includes((e as NodeJS.ErrnoException).code ?? ""));
+        if (!dropped || h.signal?.aborted) throw e instanceof StreamDropped ? new StationError(0, "protocol_error", e.message) : e;
+        failed = pos.stdout + pos.stderr > before ? 1 : failed + 1;
+        if (failed > retries) throw e instanceof StreamDropped ? new StationError(0, "protocol_error", e.message) : e;
+        await new Promise((r) => setTimeout(r, 100 * failed));
+      }
+    }
+  }
+
+  /** One connection of stream(); pos: per stream, the offset after what was delivered. */
+  private async streamOnce<End>(
+    url: string,
+    path: string,
+    h: OutputHandlers,
+    endKey: "run" | "service",
+    pos: Record<StreamName, number>,
+  ): Promise<End> {
     if (h.signal?.aborted) throw abortError();
-    const up = await this.t.upgrade(path, ["station-sandbox"]);
+    const up = await this.t.upgrade(url, ["station-sandbox"]);
     if (h.signal?.aborted) {
       up.socket.destroy();
       throw abortError();
@@ -563,8 +704,17 @@ export class StationClient {
       const onAbort = () => stop(abortError());
       const onBinary = (d: Buffer) => {
         if (d.length < 9 || (d[0] !== 1 && d[0] !== 2)) throw protocolError("a binary message without its 9-byte prefix");
-        const offset = Number(d.readBigUInt64BE(1));
-        h.onOutput?.({ stream: d[0] === 1 ? "stdout" : "stderr", offset, data: d.subarray(9) });
+        const stream = d[0] === 1 ? "stdout" : "stderr";
+        let offset = Number(d.readBigUInt64BE(1));
+        let data = d.subarray(9);
+        if (offset + data.length <= pos[stream]) return; // replayed after a reconnect
+        if (offset < pos[stream]) {
+          data = data.subarray(pos[stream] - offset);
+          offset = pos[stream];
+        }
+        if (offset > pos[stream]) h.onGap?.({ stream, offset: pos[stream], bytes: offset - pos[stream] });
+        pos[stream] = offset + data.length;
+        h.onOutput?.({ stream, offset, data });
       };
       const onText = (text: string) => {
         let m: { type?: string; stream?: StreamName; offset?: number; bytes?: number } & Record<string, unknown>;
@@ -576,7 +726,10 @@ export class StationClient {
         if (m.type === "gap") {
           if ((m.stream !== "stdout" && m.stream !== "stderr") || typeof m.offset !== "number" || typeof m.bytes !== "number")
             throw protocolError("a gap without stream, offset and bytes");
-          h.onGap?.({ stream: m.stream, offset: m.offset, bytes: m.bytes });
+          const from = Math.max(m.offset, pos[m.stream]);
+          const to = m.offset + m.bytes;
+          if (to > from) h.onGap?.({ stream: m.stream, offset: from, bytes: to - from });
+          pos[m.stream] = Math.max(pos[m.stream], to);
         } else if (m.type === "end") {
           if (typeof m[endKey] !== "object" || m[endKey] === null) throw protocolError(`an end without "${endKey}"`);
           end = m[endKey] as End;
@@ -606,7 +759,7 @@ export class StationClient {
           if (failure !== undefined) return reject(failure);
           if (end !== undefined) return resolve(end);
           const how = code === null || code === 1006 ? "" : ` (close ${code}${reason ? " " + reason : ""})`;
-          reject(new StationError(0, "protocol_error", `GET ${path}: the stream ended without an end event${how}`));
+          reject(new StreamDropped(`GET ${path}: the stream ended without an end event${how}`));
         },
       });
       h.signal?.addEventListener("abort", onAbort, { once: true });

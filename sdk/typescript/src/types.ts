@@ -569,3 +569,45 @@ export interface DeletedSecret {
   name: string;
   deleted: true;
 }
+
+/** What an event is about (GET /v1/events, `types` filter). */
+export type EventType = "workspace" | "run" | "service" | "terminal";
+
+/**
+ * A state change (docs/api.md, "Events"): `change` is `created`, `state`, `ended` or `deleted`;
+ * `state` the state entered (a run's status), null for `deleted`. `seq` grows strictly, across
+ * controller restarts too.
+ */
+export interface StationStateEvent {
+  seq: number;
+  type: EventType;
+  change: "created" | "state" | "ended" | "deleted";
+  id: string;
+  workspaceId: string;
+  state?: string | null;
+  at: string;
+  reason?: string;
+}
+
+/** Events after `from` up to `seq` are no longer kept: `missed` of them (null: unknown, the controller restarted). */
+export interface StationGapEvent {
+  seq: number;
+  type: "gap";
+  from: number;
+  missed: number | null;
+}
+
+export type StationEvent = StationStateEvent | StationGapEvent;
+
+export interface EventsOptions {
+  /** Only this workspace's events. */
+  workspace?: string;
+  /** Only these types. */
+  types?: EventType[];
+  /** Resume after this seq (the last event had); absent: from now on. */
+  since?: number;
+  /** Ends the iteration (it then throws an AbortError). */
+  signal?: AbortSignal;
+  /** Connections in a row without a new event after a drop before the iteration throws. Default 5. */
+  retries?: number;
+}

@@ -2,7 +2,8 @@
 // socket that answers the upgrade and then sends what each case says): gaps and output exactly
 // as sent, unknown messages skipped, the run fetched once the stream ended (positive control);
 // a message over the cap, a masked frame, an unknown opcode, a short binary message, an error
-// message, a close before the end: each rejects with a clear error, none hangs.
+// message, a close before the end (after the bounded reconnects): each rejects with a clear
+// error, none hangs; a dropped connection resumes from the offsets delivered.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -64,9 +65,16 @@ const SCENARIOS = {
   error: [text({ type: "error", error: { code: "not_found", message: "run r-1 is gone" } }), close(1011, "run unavailable")],
   "close-mid": [output(1, 0, "hello"), close(1001, "shutting down")],
   "eof-mid": [output(1, 0, "hello")],
+  // A connection dropped mid-stream, then one that resumes (the server answers from the
+  // offsets asked: the 3 bytes after "hello" are no longer kept) and ends.
+  resume: [
+    [output(1, 0, "hello"), output(2, 0, "E")],
+    [output(1, 3, "lo"), text({ type: "gap", stream: "stdout", offset: 5, bytes: 3 }), output(1, 8, "xy"), output(2, 0, "E"), text({ type: "end", run: { id: "r-1", status: "exited", exitCode: 0, stdoutBytes: 10 } }), close(1000)],
+  ],
 };
 
 let dir, server, scenario;
+let paths = [];
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), "sdk-follow-"));
@@ -88,7 +96,10 @@ before(async () => {
       }
       const accept = createHash("sha1").update(key + GUID).digest("base64");
       sock.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
-      for (const b of SCENARIOS[scenario]) sock.write(b);
+      paths.push(/^GET (\S+)/.exec(head)?.[1]);
+      let frames = SCENARIOS[scenario];
+      if (Array.isArray(frames[0])) frames = frames[Math.min(paths.length, frames.length) - 1];
+      for (const b of frames) sock.write(b);
       sock.end();
     });
   });
@@ -102,6 +113,7 @@ after(() => {
 
 function follow(name) {
   scenario = name;
+  paths = [];
   const client = new StationClient({ socketPath: join(dir, "sock") });
   const seen = { out: [], gaps: [] };
   const p = client.followOutput("w-1", "r-1", {
@@ -146,6 +158,22 @@ for (const [name, message] of [
     });
   });
 }
+
+test("follow: a dropped connection resumes from the offsets delivered, each byte once", async () => {
+  const { p, seen } = follow("resume");
+  const run = await p;
+  assert.deepEqual(seen.out, [["stdout", 0, "hello"], ["stderr", 0, "E"], ["stdout", 8, "xy"]]);
+  assert.deepEqual(seen.gaps, [{ stream: "stdout", offset: 5, bytes: 3 }]);
+  assert.deepEqual(paths, ["/v1/workspaces/w-1/commands/r-1/output", "/v1/workspaces/w-1/commands/r-1/output?stdoutOffset=5&stderrOffset=1"]);
+  assert.deepEqual(run, RUN);
+});
+
+test("follow: bounded reconnects without progress, then the error", async () => {
+  const { p } = follow("eof-mid");
+  await assert.rejects(p, /ended without an end event/);
+  assert.equal(paths.length, 4, "once, then 3 times again");
+  assert.equal(paths[3], "/v1/workspaces/w-1/commands/r-1/output?stdoutOffset=5&stderrOffset=0");
+});
 
 test("follow: an error message rejects with the API error", async () => {
   const { p } = follow("error");

@@ -353,3 +353,26 @@ test("host: idleTimeoutMs stops an idle workspace and says why; restart brings i
     await sandboxes.delete(none.id);
   }
 });
+
+test("host: events() yields a run's changes in order and resumes after since without duplicates", async () => {
+  const c = sandboxes.client;
+  const run = await sandboxes.exec(ws.id, { command: "echo ev", timeoutMs: 10_000 });
+  await until("the run to end", async () => (await sandboxes.command(ws.id, run.id)).status !== "running");
+  const seen = [];
+  for await (const ev of c.events({ workspace: ws.id, types: ["run"], since: 0 })) {
+    seen.push(ev);
+    if (ev.id === run.id && ev.change === "ended") break;
+  }
+  const mine = seen.filter((e) => e.id === run.id).map((e) => `${e.change}:${e.state}`);
+  assert.deepEqual(mine, ["created:running", "ended:exited"]);
+  const seqs = seen.map((e) => e.seq);
+  assert.deepEqual(seqs, [...new Set(seqs)].sort((a, b) => a - b), "seq strictly increasing");
+  // From the seq before the last: exactly the last one again.
+  const again = [];
+  for await (const ev of c.events({ workspace: ws.id, types: ["run"], since: seqs.at(-2) })) {
+    again.push(ev);
+    break;
+  }
+  assert.deepEqual(again, [seen.at(-1)]);
+  await assert.rejects(c.events({ types: ["bogus"] }).next(), { status: 400, field: "types" });
+});
