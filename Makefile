@@ -32,6 +32,7 @@ define build_in
 	for t in $(NEEDED_TOOLS); do command -v $$t >/dev/null 2>&1 || missing=1; done; \
 	if [ $$missing -eq 0 ]; then \
 		for p in $(NEEDED_PKGS); do pkg-config --exists $$p || missing=1; done; \
+		python3 -c 'import yaml' 2>/dev/null || missing=1; \
 	fi; \
 	if [ $$missing -eq 1 ]; then scripts/install-deps; fi
 	@if [ ! -f $(1)/build.ninja ]; then meson setup $(1) $(2) $(MESON_OPTS); fi

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* GET /v1/ready, GET /v1/worker. */
+/* GET /v1/ready, GET /v1/worker, GET /v1/openapi.json. */
 #include <errno.h>
+#include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/http.h"
+#include "api/openapi.h"
 #include "daemon/manager.h"
 
 static int ready_reply(struct http_request *req, json_t *ready)
@@ -129,4 +131,26 @@ int api_worker(struct http_request *req)
 	worker_add_http_limits(req, worker);
 	worker_add_connections(req, worker);
 	return http_reply_json(req, 200, worker);
+}
+
+/* The description of this API (docs/openapi.yaml), as built in: the same for every request. */
+int api_openapi(struct http_request *req)
+{
+	struct MHD_Response *r;
+	int ret;
+
+	r = MHD_create_response_from_buffer(openapi_json_size, (void *)openapi_json,
+					    MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return -ENOMEM;
+	if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json") !=
+		    MHD_YES ||
+	    MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, openapi_json_etag) != MHD_YES ||
+	    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache") != MHD_YES) {
+		MHD_destroy_response(r);
+		return -ENOMEM;
+	}
+	ret = http_reply_response(req, 200, r);
+	MHD_destroy_response(r);
+	return ret;
 }

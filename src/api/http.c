@@ -58,6 +58,7 @@ static const char *const query_delete[] = { "path", "recursive", NULL };
 
 static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_READY] = { api_ready, false, query_refresh },
+	[EP_OPENAPI] = { api_openapi, false, query_none },
 	[EP_WORKER] = { api_worker, false, query_none },
 	[EP_WORKSPACE_LIST] = { api_workspace_list, false, query_none },
 	[EP_WORKSPACE_CREATE] = { api_workspace_create, true, query_none },

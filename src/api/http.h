@@ -159,6 +159,7 @@ bool http_request_gone(struct http_request *req);
 
 /* Endpoint handlers: api-system.c, api-workspaces.c, api-commands.c, api-images.c. */
 int api_ready(struct http_request *req);
+int api_openapi(struct http_request *req);
 int api_worker(struct http_request *req);
 int api_workspace_list(struct http_request *req);
 int api_workspace_create(struct http_request *req);

@@ -20,6 +20,7 @@ struct route {
 
 static const struct route routes[] = {
 	{ "/v1/ready", "GET", { { "GET", EP_READY } } },
+	{ "/v1/openapi.json", "GET", { { "GET", EP_OPENAPI } } },
 	{ "/v1/worker", "GET", { { "GET", EP_WORKER } } },
 	{ "/v1/events", "GET", { { "GET", EP_EVENTS } } },
 	{ "/v1/workspaces",
@@ -76,6 +77,7 @@ static const struct route routes[] = {
 
 static const char *const endpoint_names[_EP_MAX] = {
 	[EP_READY] = "ready",
+	[EP_OPENAPI] = "openapi",
 	[EP_WORKER] = "worker",
 	[EP_WORKSPACE_LIST] = "workspace-list",
 	[EP_WORKSPACE_CREATE] = "workspace-create",
@@ -200,6 +202,15 @@ static bool match_pattern(const char *pattern, const char *path, struct route_ma
 			return false;
 	}
 	return *path == '\0';
+}
+
+void router_foreach(router_route_fn fn, void *userdata)
+{
+	for (size_t i = 0; i < ELEMENTSOF(routes); i++)
+		for (size_t j = 0; j < ELEMENTSOF(routes[i].methods) && routes[i].methods[j].method;
+		     j++)
+			fn(routes[i].pattern, routes[i].methods[j].method,
+			   routes[i].methods[j].endpoint, userdata);
 }
 
 int router_match(const char *method, const char *path, struct route_match *ret,

@@ -14,6 +14,7 @@
 
 enum endpoint {
 	EP_READY,
+	EP_OPENAPI,
 	EP_WORKER,
 	EP_WORKSPACE_LIST,
 	EP_WORKSPACE_CREATE,
@@ -75,3 +76,10 @@ int router_match(const char *method, const char *path, struct route_match *ret,
 		 const char **ret_allow);
 
 const char *endpoint_to_string(enum endpoint ep);
+
+/* Calls fn once per method of every route, in table order: the pattern as above ('*' an id
+ * segment, '@' a digest segment), the method and its endpoint. For the test that holds
+ * docs/openapi.yaml to this table. */
+typedef void (*router_route_fn)(const char *pattern, const char *method, enum endpoint ep,
+				void *userdata);
+void router_foreach(router_route_fn fn, void *userdata);
