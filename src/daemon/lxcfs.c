@@ -92,9 +92,9 @@ static void mountinfo_escape(const char *s, char *out, size_t n)
 	out[j] = 0;
 }
 
-/* The id of the FUSE mount at dir (the topmost one), 0 when none. Kernel data only: nothing
- * here reaches the FUSE server. */
-static unsigned long fuse_mount_id(const char *dir)
+/* The id of the mount of fstype (a prefix: "fuse" for fuse.lxcfs) at dir, the topmost one; 0
+ * when none. Kernel data only: nothing here reaches the FUSE server. */
+static unsigned long mount_id(const char *dir, const char *fstype)
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
@@ -114,12 +114,33 @@ static unsigned long fuse_mount_id(const char *dir)
 		    strcmp(point, want) != 0)
 			continue;
 		const char *sep = strstr(line, " - ");
-		if (sep && strncmp(sep + 3, "fuse", 4) == 0)
+		if (sep && strncmp(sep + 3, fstype, strlen(fstype)) == 0)
 			found = id;
 		else
 			found = 0; /* something mounted over it */
 	}
 	return found;
+}
+
+static unsigned long fuse_mount_id(const char *dir)
+{
+	return mount_id(dir, "fuse");
+}
+
+/* lxcfs also serves the host's whole cgroup tree under DIR/cgroup, as root, with rmdir: a
+ * `rm -rf` of the controller's root while lxcfs is mounted there would remove every empty
+ * cgroup of the host. Containers are given only its proc and sys files, so the tree is covered
+ * with an empty read-only tmpfs (a lazy unmount of DIR takes it along). */
+static void hide_cgroup_tree(struct lxcfs *x)
+{
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof p, "%s/cgroup", x->dir);
+	if (mount_id(p, "tmpfs"))
+		return;
+	if (mount("station-lxcfs-hide", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "size=4k,mode=0555") < 0)
+		log_warn("cannot cover lxcfs's cgroup tree", "path", p, "error", strerror(errno),
+			 NULL);
 }
 
 static void set_error(struct lxcfs *x, const char *fmt, const char *arg)
@@ -283,6 +304,7 @@ static int on_timer(struct event_source *s, uint64_t now, void *userdata)
 		x->serving = true;
 		x->serial = (unsigned long)x->pid;
 		x->restart_delay = 0;
+		hide_cgroup_tree(x);
 		log_info("lxcfs serving", "mount", x->dir, NULL);
 		return 0;
 	}
@@ -401,6 +423,7 @@ static bool adopt(struct lxcfs *x)
 	}
 	x->serving = true;
 	x->serial = (unsigned long)pid;
+	hide_cgroup_tree(x);
 	log_info("lxcfs adopted", "pid", text, "mount", x->dir, NULL);
 	return true;
 }

@@ -924,6 +924,15 @@ static void start_job_done(struct ws_job *j)
 	}
 	char hex[2 * SECRET_BYTES + 1];
 	agent_reap_old(ws);
+	/* what the adapter recorded in the job's copy of the spec while it started the container */
+	static const char *const view_keys[] = { "procView", "lxcfsSerial", "cpuset" };
+	for (size_t i = 0; i < ELEMENTSOF(view_keys); i++) {
+		json_t *v = json_object_get(j->spec, view_keys[i]);
+		if (v)
+			json_object_set(ws->spec, view_keys[i], v);
+		else
+			json_object_del(ws->spec, view_keys[i]);
+	}
 	workspace_view_persist(ws);
 	memcpy(ws->secret, j->secret, SECRET_BYTES);
 	ws->agent_pid = j->pid;
@@ -1483,7 +1492,7 @@ static int on_ready_timer(struct event_source *s, uint64_t now, void *userdata)
 }
 
 /* The last check's answer with the store checked now (a statvfs: a disk that fills or frees
- * between two checks shows at once). */
+ * between two checks shows at once) and lxcfs's state as it is now. */
 static json_t *ready_with_store(struct manager *m)
 {
 	json_t *o = json_deep_copy(m->ready), *check;
@@ -1492,12 +1501,18 @@ static json_t *ready_with_store(struct manager *m)
 	if (!o)
 		return NULL;
 	bool store_ok = manager_store_check(m, msg, sizeof msg);
+	json_t *view = json_array(); /* lxcfs's state, kept in memory: as cheap */
+	manager_view_ready(m, view);
+	json_t *lx = json_array_get(view, 0);
 	json_array_foreach(json_object_get(o, "checks"), i, check) {
-		if (strcmp(json_string_value(json_object_get(check, "name")) ?: "", "store") != 0)
-			continue;
-		json_object_set_new(check, "ok", json_boolean(store_ok));
-		json_object_set_new(check, "message", json_string(msg));
+		const char *name = json_string_value(json_object_get(check, "name")) ?: "";
+		if (strcmp(name, "store") == 0) {
+			json_object_set_new(check, "ok", json_boolean(store_ok));
+			json_object_set_new(check, "message", json_string(msg));
+		} else if (lx && strcmp(name, "lxcfs") == 0)
+			json_array_set(json_object_get(o, "checks"), i, lx);
 	}
+	json_decref(view);
 	json_object_set_new(o, "ready", json_boolean(m->ready_but_store && store_ok));
 	return o;
 }

@@ -333,8 +333,10 @@ _container_cleanup() {
 	for m in $(cgroup_dirs "$WORKER-" | sort -r); do
 		find "$m" -depth -type d -exec rmdir {} + 2>/dev/null
 	done
-	# (the controller's lxcfs at ROOT/lxcfs is its own: it stops it when it exits)
-	for m in $(awk -v t="$TMP/" -v l="$ROOT/lxcfs" 'index($5, t) == 1 && $5 != l {print $5}' \
+	# (the controller's lxcfs at ROOT/lxcfs, and the cover of its cgroup tree, are its own: it
+	# stops it when it exits)
+	for m in $(awk -v t="$TMP/" -v l="$ROOT/lxcfs" \
+		'index($5, t) == 1 && $5 != l && $5 != l "/cgroup" {print $5}' \
 		/proc/self/mountinfo | sort -r); do
 		echo "cleanup: mount $m left behind" >&2
 		umount -l "$m" 2>/dev/null

@@ -132,6 +132,18 @@ t_read_only() {
 
 run_test "lxcfs files are read-only inside" t_read_only
 
+# lxcfs serves the host's cgroup tree (with rmdir) beside its proc files: the controller covers
+# it, so that an rm -rf of the root while lxcfs is mounted cannot remove the host's empty
+# cgroups. The positive control: the proc files beside it are served.
+t_cgroup_tree_covered() {
+	assert_eq "" "$(ls -A "$ROOT/lxcfs/cgroup" 2>&1)" "nothing under ROOT/lxcfs/cgroup"
+	assert_eq tmpfs "$(findmnt -n -o FSTYPE "$ROOT/lxcfs/cgroup")" "a tmpfs over it"
+	assert_match '^MemTotal:' "$(head -n 1 "$ROOT/lxcfs/proc/meminfo")" "proc/meminfo served"
+	mkdir "$ROOT/lxcfs/cgroup/x" 2>/dev/null && _fail "a directory was made in the cover"
+	return 0
+}
+run_test "lxcfs's cgroup tree is covered on the host" t_cgroup_tree_covered
+
 lxcfs_hung() {
 	api -q GET /v1/ready
 	[[ $(j '.checks[] | select(.name == "lxcfs") | .ok') == false ]]
