@@ -236,6 +236,11 @@ int api_events(struct http_request *req)
 		free(c);
 		return http_reply_error(req, &e);
 	}
+	/* a stream is long-lived: it takes a place of the connection table's long-lived share */
+	if (http_request_hold(req) < 0) {
+		free(c);
+		return http_reply_busy(req);
+	}
 	if (manager_events_subscribe(c->m, sse_notify, c, &c->sub) < 0) {
 		free(c);
 		return http_reply_status(req, 500, NULL, "out of memory");

@@ -59,6 +59,8 @@ t_long_lived_share() {
 	# an event stream is long-lived too
 	api -q GET "/v1/workspaces/$WS/commands/$run/output"
 	assert_status 503 "an event stream past the long-lived share"
+	api -q GET /v1/events
+	assert_status 503 "GET /v1/events past the long-lived share"
 	# the reserve: probes and short requests are served (positive control for the above)
 	api -q GET /v1/ready
 	assert_status 200 "GET /v1/ready with the long-lived share full"
