@@ -720,7 +720,8 @@ struct workspace_op {
 	bool awaiting_hello;
 	workspace_op_fn fn; /* NULL: nobody waits (forgotten, or internal) */
 	void *userdata;
-	char reason[256]; /* a failed create or restart: why, once torn down */
+	char reason[512]; /* a failed create or restart: why, once torn down */
+	char field[64];	  /* and the request field it is about, if any */
 	int err;
 };
 
@@ -920,6 +921,7 @@ static void start_job_done(struct ws_job *j)
 	struct workspace *ws = j->ws;
 	if (j->r < 0) {
 		start_failed(ws, j->r, j->e.message[0] ? j->e.message : strerror(-j->r));
+		snprintf(ws->ops->field, sizeof ws->ops->field, "%s", j->e.field);
 		return;
 	}
 	char hex[2 * SECRET_BYTES + 1];
@@ -1044,7 +1046,8 @@ static void teardown_job_done(struct ws_job *j)
 	int err = op->err < 0 ? op->err : -EIO;
 	if (op->err == -ETIMEDOUT || strstr(op->reason, "timed out"))
 		err = -ETIMEDOUT;
-	station_error_set(&e, err == -ETIMEDOUT ? -EHOSTDOWN : err, NULL, "%s", op->reason);
+	station_error_set(&e, err == -ETIMEDOUT ? -EHOSTDOWN : err, op->field[0] ? op->field : NULL,
+			  "%s", op->reason);
 	if (j->r < 0)
 		log_error("cannot tear down a failed workspace", "workspace", ws->row.id, "error",
 			  j->e.message, NULL);

@@ -17,7 +17,8 @@ nothing_left() {
 	assert_eq '' "$left" "entries in $ROOT/workspaces"
 	left=$(cgroup_dirs "$WORKER-")
 	assert_eq '' "$left" "cgroups of this worker"
-	left=$(pgrep -af -- "$ROOT/" | grep -v -e station-sandboxd -e pgrep)
+	# (the controller's own lxcfs, serving ROOT/lxcfs, runs for the controller's lifetime)
+	left=$(pgrep -af -- "$ROOT/" | grep -v -e station-sandboxd -e pgrep -e " $ROOT/lxcfs\$")
 	assert_eq '' "$left" "processes naming the root"
 	left=$(ws_mounts "$WORKER-")
 	assert_eq '' "$left" "mounts of this worker"

@@ -45,7 +45,7 @@ t_ready_and_worker() {
 	assert_status 200 ready || return 1
 	assert_eq true "$(j .ready)" ready
 	assert_eq true "$(j '[.checks[].ok] | all')" "every check ok"
-	assert_eq '["agent","cgroup","images","runtime","seccompProfile","store"]' \
+	assert_eq '["agent","cgroup","images","lxcfs","runtime","seccompProfile","store"]' \
 		"$(j '[.checks[].name] | sort')" "check names"
 	api -q GET /v1/worker
 	assert_status 200 worker || return 1
