@@ -252,9 +252,9 @@ try {
 	result.downloaded = fs.readFileSync(await download.path(), 'utf8');
 
 	step('the log viewer: pause auto-scroll, resume at the bottom');
-	// About 58 KB every 15 s for 100 s: enough to overflow the view and keep coming while it is
-	// paused and resumed however slow the machine (it is cancelled after).
-	const chatty = await runCommand(page, 'i=0; while [ $i -lt 40000 ]; do i=$((i+1)); echo "line $i"; [ $((i % 20)) -eq 0 ] && sleep 0.05; done', '120');
+	// About 58 KB over 15 s: enough to overflow the view and keep coming while it is paused
+	// and resumed.
+	const chatty = await runCommand(page, 'i=0; while [ $i -lt 6000 ]; do i=$((i+1)); echo "line $i"; [ $((i % 20)) -eq 0 ] && sleep 0.05; done', '120');
 	const pre = '#run-output';
 	await page.waitForFunction((s) => { const p = document.querySelector(s); return p && p.scrollHeight > p.clientHeight * 2; }, pre, { timeout: T });
 	result.followAtStart = await page.$eval(`${viewer}`, (e) => e.dataset.follow);
