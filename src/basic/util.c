@@ -942,6 +942,18 @@ int free_and_strdup(char **dst, const char *s)
 	return 0;
 }
 
+int memdup_bytes(uint8_t **dst, const uint8_t *src, size_t n)
+{
+	*dst = NULL;
+	if (!src || n == 0)
+		return 0;
+	*dst = malloc(n);
+	if (!*dst)
+		return -ENOMEM;
+	memcpy(*dst, src, n);
+	return 0;
+}
+
 void erase_and_free(char *s)
 {
 	if (!s)

@@ -96,6 +96,9 @@ int strv_push(char ***l, const char *s);
 /* Replaces *dst (freed) with a copy of s (NULL: none); on -ENOMEM *dst is untouched. */
 int free_and_strdup(char **dst, const char *s);
 
+/* *dst = a copy of the n bytes at src, NULL when there are none; -ENOMEM (*dst NULL). */
+int memdup_bytes(uint8_t **dst, const uint8_t *src, size_t n);
+
 /* s in double quotes for a message: bytes that are not printable UTF-8, '"' and '\\' as \xNN,
  * cut with "..." to fit size (at least 8; nothing written below). Returns the length. */
 size_t quote_bytes(const char *s, char *buf, size_t size);

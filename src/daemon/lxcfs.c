@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/mount.h>
+#include <sys/statfs.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -92,9 +94,9 @@ static void mountinfo_escape(const char *s, char *out, size_t n)
 	out[j] = 0;
 }
 
-/* The id of the mount of fstype (a prefix: "fuse" for fuse.lxcfs) at dir, the topmost one; 0
- * when none. Kernel data only: nothing here reaches the FUSE server. */
-static unsigned long mount_id(const char *dir, const char *fstype)
+/* The id of the FUSE mount at dir (the topmost one), 0 when none. Kernel data only: nothing
+ * here reaches the FUSE server. */
+static unsigned long fuse_mount_id(const char *dir)
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
@@ -114,33 +116,12 @@ static unsigned long mount_id(const char *dir, const char *fstype)
 		    strcmp(point, want) != 0)
 			continue;
 		const char *sep = strstr(line, " - ");
-		if (sep && strncmp(sep + 3, fstype, strlen(fstype)) == 0)
+		if (sep && strncmp(sep + 3, "fuse", 4) == 0)
 			found = id;
 		else
 			found = 0; /* something mounted over it */
 	}
 	return found;
-}
-
-static unsigned long fuse_mount_id(const char *dir)
-{
-	return mount_id(dir, "fuse");
-}
-
-/* lxcfs also serves the host's whole cgroup tree under DIR/cgroup, as root, with rmdir: a
- * `rm -rf` of the controller's root while lxcfs is mounted there would remove every empty
- * cgroup of the host. Containers are given only its proc and sys files, so the tree is covered
- * with an empty read-only tmpfs (a lazy unmount of DIR takes it along). */
-static void hide_cgroup_tree(struct lxcfs *x)
-{
-	char p[PATH_MAX + 16];
-	snprintf(p, sizeof p, "%s/cgroup", x->dir);
-	if (mount_id(p, "tmpfs"))
-		return;
-	if (mount("station-lxcfs-hide", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  "size=4k,mode=0555") < 0)
-		log_warn("cannot cover lxcfs's cgroup tree", "path", p, "error", strerror(errno),
-			 NULL);
 }
 
 static void set_error(struct lxcfs *x, const char *fmt, const char *arg)
@@ -280,6 +261,8 @@ static int on_exit_(struct event_source *s, int fd, uint32_t revents, void *user
 	return 0;
 }
 
+static void probe_start(struct lxcfs *x);
+
 static int on_timer(struct event_source *s, uint64_t now, void *userdata)
 {
 	struct lxcfs *x = userdata;
@@ -304,8 +287,9 @@ static int on_timer(struct event_source *s, uint64_t now, void *userdata)
 		x->serving = true;
 		x->serial = (unsigned long)x->pid;
 		x->restart_delay = 0;
-		hide_cgroup_tree(x);
 		log_info("lxcfs serving", "mount", x->dir, NULL);
+		if (!x->probe_pid)
+			probe_start(x); /* covers the cgroup tree at once */
 		return 0;
 	}
 	if (now - x->started_at > MOUNT_WAIT_USEC) {
@@ -347,9 +331,19 @@ static int on_probe_exit(struct event_source *s, int fd, uint32_t revents, void 
 	return 0;
 }
 
+/* In the child (system calls only: the controller has threads). lxcfs also serves the host's
+ * whole cgroup tree, with rmdir, under DIR/cgroup: an rm -rf of the controller's root while
+ * lxcfs is mounted there would remove every empty cgroup of the host. Containers are given
+ * only its proc and sys files, so the tree is covered with an empty read-only tmpfs (a lazy
+ * unmount of DIR takes it along). Done here because the path walk reaches lxcfs. */
 static void probe_child(const char *dir)
 {
 	char path[PATH_MAX + 16], buf[256];
+	struct statfs sf;
+	snprintf(path, sizeof path, "%s/cgroup", dir);
+	if (statfs(path, &sf) == 0 && sf.f_type != TMPFS_MAGIC)
+		(void)mount("station-lxcfs-hide", path, "tmpfs",
+			    MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555");
 	snprintf(path, sizeof path, "%s/proc/uptime", dir);
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	_exit(fd >= 0 && read(fd, buf, sizeof buf) > 0 ? 0 : 1);
@@ -423,8 +417,9 @@ static bool adopt(struct lxcfs *x)
 	}
 	x->serving = true;
 	x->serial = (unsigned long)pid;
-	hide_cgroup_tree(x);
 	log_info("lxcfs adopted", "pid", text, "mount", x->dir, NULL);
+	if (!x->probe_pid)
+		probe_start(x); /* covers the cgroup tree if the last controller had not */
 	return true;
 }
 

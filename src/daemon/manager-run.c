@@ -53,18 +53,6 @@ static void run_state_free(struct run_state *r)
 	free(r);
 }
 
-static int dup_bytes(uint8_t **dst, const uint8_t *src, size_t n)
-{
-	*dst = NULL;
-	if (!src || n == 0)
-		return 0;
-	*dst = malloc(n);
-	if (!*dst)
-		return -ENOMEM;
-	memcpy(*dst, src, n);
-	return 0;
-}
-
 static int dup_str(char **dst, const char *src)
 {
 	*dst = src ? strdup(src) : NULL;
@@ -90,8 +78,8 @@ static struct run_row *run_row_dup(const struct run_row *row)
 	r |= dup_str(&c->env_json, row->env_json);
 	r |= dup_str(&c->reason, row->reason);
 	for (int i = 0; i < 2; i++) {
-		r |= dup_bytes(&c->out[i].head, row->out[i].head, row->out[i].head_len);
-		r |= dup_bytes(&c->out[i].tail, row->out[i].tail, row->out[i].tail_len);
+		r |= memdup_bytes(&c->out[i].head, row->out[i].head, row->out[i].head_len);
+		r |= memdup_bytes(&c->out[i].tail, row->out[i].tail, row->out[i].tail_len);
 	}
 	if (r) {
 		run_row_free(c);

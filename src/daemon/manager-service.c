@@ -222,18 +222,6 @@ static struct pending_attempt *pending_attempt_find(struct workspace *ws, const 
 	return NULL;
 }
 
-static int copy_bytes(uint8_t **dst, const uint8_t *src, size_t n)
-{
-	*dst = NULL;
-	if (!src || n == 0)
-		return 0;
-	*dst = malloc(n);
-	if (!*dst)
-		return -ENOMEM;
-	memcpy(*dst, src, n);
-	return 0;
-}
-
 /* Keeps a (deep copy) to be written by the retry; false when out of memory. */
 static bool pending_attempt_keep(struct workspace *ws, const char *name, uint64_t seq,
 				 const struct service_attempt_row *a)
@@ -248,8 +236,8 @@ static bool pending_attempt_keep(struct workspace *ws, const char *name, uint64_
 	p->row.service_id = strdup(a->service_id);
 	p->row.reason = a->reason ? strdup(a->reason) : NULL;
 	for (int i = 0; i < 2; i++) {
-		r |= copy_bytes(&p->row.out[i].head, a->out[i].head, a->out[i].head_len);
-		r |= copy_bytes(&p->row.out[i].tail, a->out[i].tail, a->out[i].tail_len);
+		r |= memdup_bytes(&p->row.out[i].head, a->out[i].head, a->out[i].head_len);
+		r |= memdup_bytes(&p->row.out[i].tail, a->out[i].tail, a->out[i].tail_len);
 	}
 	if (r || !p->row.service_id || (a->reason && !p->row.reason)) {
 		service_attempt_row_free(&p->row);

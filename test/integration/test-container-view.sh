@@ -136,6 +136,8 @@ run_test "lxcfs files are read-only inside" t_read_only
 # it, so that an rm -rf of the root while lxcfs is mounted cannot remove the host's empty
 # cgroups. The positive control: the proc files beside it are served.
 t_cgroup_tree_covered() {
+	# (covered by lxcfs's probe child, started as soon as lxcfs serves)
+	wait_for -t 20 bash -c "findmnt -n -o FSTYPE '$ROOT/lxcfs/cgroup' | grep -qx tmpfs"
 	assert_eq "" "$(ls -A "$ROOT/lxcfs/cgroup" 2>&1)" "nothing under ROOT/lxcfs/cgroup"
 	assert_eq tmpfs "$(findmnt -n -o FSTYPE "$ROOT/lxcfs/cgroup")" "a tmpfs over it"
 	assert_match '^MemTotal:' "$(head -n 1 "$ROOT/lxcfs/proc/meminfo")" "proc/meminfo served"
