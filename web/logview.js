@@ -42,7 +42,20 @@ export function logViewer({ id, name = 'output' }) {
 	// The height the text had at the last scroll: output that came after the reader reached
 	// the bottom (before this event) must not count against having reached it.
 	let seenHeight = 0;
+	// Where the viewer itself last scrolled to (follow, resume): the scroll event of that jump
+	// comes a frame later, maybe after the reader pressed Pause, and is not the reader's doing.
+	let ownTop = -1;
+	function scrollToEnd() {
+		pre.scrollTop = pre.scrollHeight;
+		ownTop = pre.scrollTop;
+	}
 	pre.addEventListener('scroll', () => {
+		if (pre.scrollTop === ownTop) {
+			ownTop = -1;
+			seenHeight = pre.scrollHeight;
+			return;
+		}
+		ownTop = -1;
 		const atBottom = pre.scrollTop + pre.clientHeight >= Math.min(pre.scrollHeight, seenHeight) - 4;
 		seenHeight = pre.scrollHeight;
 		if (atBottom !== follow) setFollow(atBottom, false);
@@ -56,7 +69,7 @@ export function logViewer({ id, name = 'output' }) {
 		follow = on;
 		el.dataset.follow = on ? '1' : '0';
 		replace(pause, on ? 'Pause auto-scroll' : 'Resume auto-scroll');
-		if (on && scroll) pre.scrollTop = pre.scrollHeight;
+		if (on && scroll) scrollToEnd();
 		seenHeight = pre.scrollHeight;
 	}
 	setFollow(true, false);
@@ -174,7 +187,7 @@ export function logViewer({ id, name = 'output' }) {
 		}
 		if (chars > MAX_CHARS) trim();
 		if (follow) {
-			pre.scrollTop = pre.scrollHeight;
+			scrollToEnd();
 			seenHeight = pre.scrollHeight;
 		}
 	}

@@ -29,9 +29,10 @@ function finish(code) {
 	process.exit(code);
 }
 
+const t0 = Date.now();
 function step(name) {
 	result.step = name;
-	process.stderr.write(`# step: ${name}\n`);
+	process.stderr.write(`# step: ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)\n`);
 }
 
 async function apiCall(method, p, body) {
@@ -64,6 +65,12 @@ function instrument() {
 		constructor(...a) {
 			super(...a);
 			sockets.push(this);
+			// What each socket received, for the report of a failed step.
+			this.received = { messages: 0, bytes: 0 };
+			this.addEventListener('message', (m) => {
+				this.received.messages++;
+				this.received.bytes += typeof m.data === 'string' ? m.data.length : m.data.byteLength;
+			});
 		}
 	};
 	const streams = [];
@@ -73,6 +80,7 @@ function instrument() {
 		if (accept === 'text/event-stream') streams.push(init.signal || { aborted: false });
 		return f(input, init);
 	};
+	window.__received = () => sockets.map((s) => ({ url: s.url.replace(/^.*\/v1\//, ''), state: s.readyState, ...s.received }));
 	window.__running = () => ({
 		intervals: intervals.size,
 		sockets: sockets.filter((s) => s.readyState === 0 || s.readyState === 1).length,
@@ -103,6 +111,9 @@ async function newPage(context) {
 	page.on('console', (m) => {
 		// The API's 404s and 409s are expected here (a deleted workspace); any other error is not.
 		if (/status of (404|409) \(/.test(m.text())) return;
+		// While the workspace restarts its agent is away for a moment: a resource-use poll
+		// then is answered 503 (agent not connected), as the API says.
+		if (/status of 503 \(/.test(m.text()) && result.step.startsWith('restart')) return;
 		if (m.type() === 'error' || /Content Security Policy/i.test(m.text())) result.console.push(m.text().slice(0, 300));
 	});
 	page.on('pageerror', (e) => result.console.push('pageerror: ' + String(e.message).slice(0, 300)));
@@ -460,8 +471,14 @@ try {
 			result.pageText = (await p.textContent('body')).slice(0, 1500);
 			result.debug = await p.evaluate(() => {
 				const o = document.querySelector('#run-output');
-				return o ? { len: o.textContent.length, tail: o.textContent.slice(-200), head: document.querySelector('#run-detail .card-head')?.textContent } : null;
+				return o ? { len: o.textContent.length, tail: o.textContent.slice(-200), head: document.querySelector('#run-detail .card-head')?.textContent, sockets: window.__received?.() } : null;
 			});
+			// The run on show as the API has it, to tell a stalled page from a stalled run.
+			const run = result.debug && (await p.textContent('#run-detail h2 .mono').catch(() => null))?.trim();
+			if (run) {
+				const r = await apiCall('GET', `/v1/workspaces/${ws}/commands/${run}`);
+				result.debug.api = { status: r.body?.status, stdoutBytes: r.body?.stdoutBytes, at: new Date().toISOString() };
+			}
 			await p.screenshot({ path: path.join(shotDir, 'failed.png'), fullPage: true });
 		}
 	} catch {}

@@ -43,6 +43,7 @@ t_browser() {
 		diag "console: $(j .console "$R")"
 		diag "output view: $(j .debug "$R")"
 		diag "navigations: $(j .navigations "$R")"
+		diag "last steps: $(grep '^# step' "$TMP/browser.err" | tail -n 4 | tr '\n' ' ')"
 		return 1
 	fi
 	assert_eq '[]' "$(j .console "$R")" "no console errors or CSP reports"
