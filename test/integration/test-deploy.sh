@@ -1,0 +1,313 @@
+#!/bin/bash
+# run-all: not under sanitizers: node tooling (npm ci, the manifest validator)
+# The packaging in deploy/ (docs/operations.md, "Running under systemd", "Running on
+# Kubernetes"):
+# - the systemd unit passes `systemd-analyze verify` with nothing to say (a misspelled
+#   directive in a copy is reported: the check can fail), and its `systemd-analyze security`
+#   exposure is the one docs/operations.md gives (a copy without the hardening scores worse);
+# - the controller runs under what the unit imposes on it: no_new_privs and the capability
+#   bounding set the unit names (read from the unit), creating container workspaces with runc
+#   and crun and running commands in them;
+# - why the unit has no mount-namespace option (ProtectSystem= and the like): in a namespace
+#   of its own that is a slave of the host's, as systemd makes it, the controller's lxcfs mount
+#   is not the host's, and the next controller, in a new namespace, cannot adopt the lxcfs
+#   still serving (it starts a second one). The same restart in the host's namespace adopts it
+#   (the positive control);
+# - the Kubernetes manifests validate against the Kubernetes API's schemas (kubernetes-models
+#   from npm, pinned in scripts/kube-validate/package-lock.json), and copies with a wrong type
+#   or a missing required field do not.
+# Runs on the controller's own temporary root; no systemd as PID 1 is needed (none is started).
+. "$(dirname "$0")/container-lib.sh"
+
+UNIT=$SRC/deploy/systemd/station-sandbox.service
+MANIFESTS=$SRC/deploy/kubernetes
+VALIDATOR=$SRC/scripts/kube-validate
+REAL_DAEMON=$DAEMON
+
+# The unit with ExecStart naming this build's controller (verify checks that it exists).
+unit_copy() {
+	mkdir -p "$TMP/unit"
+	sed "s|/usr/local/bin/station-sandboxd|$REAL_DAEMON|" "$UNIT" >"$TMP/unit/$1"
+	echo "$TMP/unit/$1"
+}
+
+# ---------------------------------------------------------------------------------------------
+# systemd
+
+t_unit_verify() {
+	local f out
+	f=$(unit_copy station-sandbox.service)
+	out=$(systemd-analyze verify "$f" 2>&1)
+	assert_eq 0 "$?" "systemd-analyze verify exit status" || diag "$out"
+	assert_eq "" "$out" "what systemd-analyze verify says about the unit"
+	# control: a misspelled directive is reported
+	f=$(unit_copy station-sandbox-broken.service)
+	sed -i 's/^KillMode=process/KilMode=process/' "$f"
+	out=$(systemd-analyze verify "$f" 2>&1)
+	assert_contains "Unknown key 'KilMode' in section [Service]" "$out" "verify of a copy with a misspelled directive"
+}
+
+# exposure FILE: the overall exposure score systemd-analyze security gives the unit file.
+exposure() {
+	systemd-analyze security --offline=true "$1" 2>&1 |
+		sed -n 's/^→ Overall exposure level for [^:]*: \([0-9.]*\) .*/\1/p'
+}
+
+t_unit_security() {
+	local f score bare documented
+	f=$(unit_copy station-sandbox.service)
+	score=$(exposure "$f")
+	assert_match '^[0-9]+\.[0-9]$' "$score" "the exposure score" || return 1
+	note "systemd-analyze security --offline=true: exposure $score"
+	documented=$(sed -n 's/.*`systemd-analyze security` exposure of \([0-9.]*\).*/\1/p' \
+		"$SRC/docs/operations.md" | head -n 1)
+	assert_eq "$score" "$documented" "the score docs/operations.md gives"
+	# the hardening counts: a copy without NoNewPrivileges= and the bounding set scores worse
+	f=$(unit_copy station-sandbox-bare.service)
+	sed -i '/^NoNewPrivileges=/d; /^CapabilityBoundingSet=/d' "$f"
+	bare=$(exposure "$f")
+	note "without NoNewPrivileges= and CapabilityBoundingSet=: exposure $bare"
+	assert_match '^[0-9]+\.[0-9]$' "$bare" "the bare copy's score" || return 1
+	if ! awk -v a="$score" -v b="$bare" 'BEGIN {exit !(a < b)}'; then
+		_fail "the unit's exposure $score is not below the bare copy's $bare"
+	fi
+}
+
+if ! command -v systemd-analyze >/dev/null; then
+	skip "unit verifies" "systemd-analyze missing (apt-get install systemd)"
+	skip "unit security exposure" "systemd-analyze missing (apt-get install systemd)"
+elif ! systemd-analyze security --help 2>/dev/null | grep -q -- --offline; then
+	run_test "unit verifies" t_unit_verify
+	skip "unit security exposure" "this systemd-analyze has no --offline (systemd 250 or later)"
+else
+	run_test "unit verifies" t_unit_verify
+	run_test "unit security exposure" t_unit_security
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Kubernetes
+
+validator_install() {
+	(
+		cd "$VALIDATOR" || exit 1
+		npm ls --offline --all >/dev/null 2>&1 || npm ci --no-audit --no-fund
+	) >"$TMP/npm.log" 2>&1
+}
+
+# validate FILE...: runs the validator; its output in VOUT, its exit status returned.
+VOUT=
+validate() {
+	VOUT=$(node "$VALIDATOR/validate.mjs" "$@" 2>&1)
+}
+
+t_manifests_valid() {
+	validator_install || {
+		_fail "npm ci in scripts/kube-validate failed: $(tail -n 3 "$TMP/npm.log")"
+		return 1
+	}
+	validate "$MANIFESTS"/*.yaml
+	assert_eq 0 "$?" "validator exit status" || diag "$VOUT"
+	assert_eq "ConfigMap/station-sandbox-flags
+DaemonSet/station-sandbox
+Namespace/station-sandbox
+NetworkPolicy/station-sandbox-api
+Secret/station-sandbox-admin-token
+Service/station-sandbox" "$(awk '$1 == "ok" {print $3}' <<<"$VOUT")" "documents validated"
+	assert_eq "" "$(grep -v '^ok ' <<<"$VOUT")" "errors"
+}
+
+t_manifests_broken() {
+	local f=$TMP/broken.yaml
+	# a wrong type: the port as a string
+	sed 's/containerPort: 8080/containerPort: "8080"/' "$MANIFESTS/daemonset.yaml" >"$f"
+	assert_contains 'containerPort: "8080"' "$(cat "$f")" "the broken copy" || return 1
+	validate "$f"
+	assert_eq 1 "$?" "validator exit status (wrong type)"
+	assert_contains "/spec/template/spec/containers/0/ports/0/containerPort must be integer" \
+		"$VOUT" "the error names the field"
+	# a required field misspelled
+	sed 's/^      containers:/      contaners:/' "$MANIFESTS/daemonset.yaml" >"$f"
+	validate "$f"
+	assert_eq 1 "$?" "validator exit status (missing field)"
+	assert_contains "/spec/template/spec must have required property containers" "$VOUT" "the error names it"
+	# a kind the API does not have
+	sed 's/^kind: NetworkPolicy/kind: NetworkPolicies/' "$MANIFESTS/networkpolicy.yaml" >"$f"
+	validate "$f"
+	assert_eq 1 "$?" "validator exit status (unknown kind)"
+	assert_contains "no schema for NetworkPolicies in networking.k8s.io/v1" "$VOUT" "the error"
+}
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	skip "manifests validate" "node and npm are needed (apt-get install nodejs npm)"
+	skip "broken manifests fail" "node and npm are needed (apt-get install nodejs npm)"
+else
+	run_test "manifests validate" t_manifests_valid
+	if [[ -d $VALIDATOR/node_modules ]]; then
+		run_test "broken manifests fail" t_manifests_broken
+	else
+		not_ok "broken manifests fail" "the validator is not installed"
+	fi
+fi
+
+# ---------------------------------------------------------------------------------------------
+# The controller under the unit's no_new_privs and capability bounding set
+
+# The unit's CapabilityBoundingSet=~ lines as setpriv's --bounding-set argument.
+unit_dropped_caps() {
+	sed -n 's/^CapabilityBoundingSet=~//p' "$UNIT" | tr ' ' '\n' | sed '/^$/d' |
+		tr 'A-Z' 'a-z' | sed 's/^cap_/-/' | paste -sd, -
+}
+
+# cap_bit NAME: the capability's number (capsh's list would need libcap2-bin).
+cap_bit() {
+	python3 -c 'import sys; n = ["chown","dac_override","dac_read_search","fowner","fsetid","kill","setgid","setuid","setpcap","linux_immutable","net_bind_service","net_broadcast","net_admin","net_raw","ipc_lock","ipc_owner","sys_module","sys_rawio","sys_chroot","sys_ptrace","sys_pacct","sys_admin","sys_boot","sys_nice","sys_resource","sys_time","sys_tty_config","mknod","lease","audit_write","audit_control","setfcap","mac_override","mac_admin","syslog","wake_alarm","block_suspend","audit_read","perfmon","bpf","checkpoint_restore"]; print(n.index(sys.argv[1]))' "$1"
+}
+
+t_no_new_privs() {
+	local drop wrapper cap bnd ws rt
+	drop=$(unit_dropped_caps)
+	assert_contains "-sys_module" "$drop" "the unit's dropped capabilities" || return 1
+	assert_eq 1 "$(grep -c '^NoNewPrivileges=yes$' "$UNIT")" "the unit sets NoNewPrivileges" || return 1
+	wrapper=$TMP/daemon-nnp
+	printf '#!/bin/sh\nexec setpriv --no-new-privs --bounding-set %s %s "$@"\n' "$drop" \
+		"$REAL_DAEMON" >"$wrapper"
+	chmod 0755 "$wrapper"
+	for rt in runc crun; do
+		if ! command -v "$rt" >/dev/null; then
+			skip "no_new_privs: $rt" "$rt not installed"
+			continue
+		fi
+		DAEMON=$wrapper
+		RUNTIME=$rt
+		start_container_controller || {
+			DAEMON=$REAL_DAEMON
+			_fail "the controller did not start under setpriv ($rt)"
+			return 1
+		}
+		DAEMON=$REAL_DAEMON
+		assert_eq 1 "$(awk '/^NoNewPrivs:/ {print $2}' "/proc/$CONTROLLER_PID/status")" \
+			"the controller's NoNewPrivs ($rt)"
+		bnd=$((16#$(awk '/^CapBnd:/ {print $2}' "/proc/$CONTROLLER_PID/status")))
+		for cap in ${drop//,/ }; do
+			if (((bnd >> $(cap_bit "${cap#-}")) & 1)); then
+				_fail "the controller still has ${cap#-} in its bounding set ($rt)"
+			fi
+		done
+		if [[ -z $IMAGE_DIGEST ]] && ! { container_build_image && container_import_image; }; then
+			_fail "the image did not import under setpriv"
+			return 1
+		fi
+		new_cws ws || return 1
+		run_cmd "$ws" 'echo in-container; grep ^NoNewPrivs /proc/self/status' || return 1
+		assert_eq exited "$(j .status)" "the command's status ($rt)"
+		assert_eq "in-container
+NoNewPrivs:	1" "$(j .stdout)" "the command's output ($rt)"
+		api -q DELETE "/v1/workspaces/$ws"
+		assert_status 200 "delete ($rt)"
+		stop_controller TERM
+		assert_eq 0 "$CONTROLLER_EXIT" "the controller's exit status ($rt)"
+	done
+	RUNTIME=runc
+}
+
+if ! command -v setpriv >/dev/null; then
+	skip "controller under no_new_privs" "setpriv missing (apt-get install util-linux)"
+elif [[ ! -x /bin/busybox ]]; then
+	skip "controller under no_new_privs" "/bin/busybox missing (apt-get install busybox-static)"
+elif [[ ! -x $PROBE_BIN ]]; then
+	skip "controller under no_new_privs" "$PROBE_BIN not built"
+else
+	run_test "controller under no_new_privs" t_no_new_privs
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Why no mount namespace: lxcfs adoption across a restart
+
+lxcfs_serving() {
+	api -q GET /v1/ready
+	[[ $(j '.checks[] | select(.name == "lxcfs") | .ok') == true ]]
+}
+
+# The pids of the lxcfs processes serving this root (their command line names ROOT/lxcfs).
+our_lxcfs() {
+	pgrep -x lxcfs | while read -r p; do
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- " $ROOT/lxcfs" && echo "$p"
+	done
+}
+
+# start_in MODE: a controller in the host's namespace (host) or, as systemd's namespacing
+# options would run it, in a mount namespace of its own that is a slave of the host's (slave).
+start_in() {
+	if [[ $1 == slave ]]; then
+		printf '#!/bin/sh\nexec unshare --mount --propagation slave %s "$@"\n' "$REAL_DAEMON" \
+			>"$TMP/daemon-ns"
+		chmod 0755 "$TMP/daemon-ns"
+		DAEMON=$TMP/daemon-ns
+	fi
+	start_container_controller
+	local r=$?
+	DAEMON=$REAL_DAEMON
+	[[ $r -eq 0 ]] || return 1
+	wait_for -t 20 lxcfs_serving || {
+		_fail "lxcfs never served: $(j '.checks[] | select(.name == "lxcfs")')"
+		return 1
+	}
+}
+
+adopted_lines() {
+	grep -c 'lxcfs adopted' "$CONTROLLER_LOG"
+}
+
+t_restart_adopts_lxcfs() {
+	local first
+	start_in host || return 1
+	first=$(our_lxcfs)
+	assert_match '^[0-9]+$' "$first" "one lxcfs" || return 1
+	assert_contains " $ROOT/lxcfs " "$(cat /proc/self/mountinfo)" "its mount in the host's namespace"
+	stop_controller KILL
+	start_in host || return 1
+	assert_eq 1 "$(adopted_lines)" "'lxcfs adopted' lines in the log"
+	assert_eq "$first" "$(our_lxcfs)" "the lxcfs serving after the restart"
+	stop_controller TERM
+	wait_for -t 20 bash -c "! pgrep -x lxcfs | grep -qx '$first'" ||
+		_fail "the controller did not stop its lxcfs when it exited with no workspace"
+}
+
+t_restart_in_namespace() {
+	local first after
+	start_in slave || return 1
+	first=$(our_lxcfs)
+	assert_match '^[0-9]+$' "$first" "one lxcfs" || return 1
+	assert_contains " $ROOT/lxcfs " "$(cat "/proc/$CONTROLLER_PID/mountinfo")" \
+		"its mount in the controller's namespace"
+	if grep -q " $ROOT/lxcfs " /proc/self/mountinfo; then
+		_fail "the lxcfs mount reached the host's namespace"
+	fi
+	stop_controller KILL
+	start_in slave || return 1
+	assert_eq 1 "$(adopted_lines)" "'lxcfs adopted' lines in the log (only the host's restart)"
+	after=$(our_lxcfs | sort -n | paste -sd' ' -)
+	assert_eq 2 "$(wc -w <<<"$after")" "lxcfs processes serving ROOT/lxcfs: $after"
+	assert_contains "$first" "$after" "the first one still runs"
+	stop_controller KILL
+	# ours to stop: the first lxcfs outlived the controller that started it, and the second was
+	# left by the SIGKILL (each mount goes with its namespace)
+	local p
+	for p in $after; do
+		kill "$p" 2>/dev/null
+	done
+	wait_for -t 20 bash -c "[ -z \"\$(pgrep -x lxcfs | grep -x -e ${after// / -e })\" ]" ||
+		_fail "lxcfs $after did not stop"
+}
+
+if ! command -v lxcfs >/dev/null; then
+	skip "restart adopts lxcfs (host namespace)" "lxcfs not installed (apt-get install lxcfs)"
+	skip "restart in a new mount namespace cannot" "lxcfs not installed (apt-get install lxcfs)"
+elif [[ ! -c /dev/fuse ]]; then
+	skip "restart adopts lxcfs (host namespace)" "/dev/fuse missing"
+	skip "restart in a new mount namespace cannot" "/dev/fuse missing"
+else
+	run_test "restart adopts lxcfs (host namespace)" t_restart_adopts_lxcfs
+	run_test "restart in a new mount namespace cannot" t_restart_in_namespace
+fi
+
