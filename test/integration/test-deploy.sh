@@ -13,6 +13,8 @@
 #   is not the host's, and the next controller, in a new namespace, cannot adopt the lxcfs
 #   still serving (it starts a second one). The same restart in the host's namespace adopts it
 #   (the positive control);
+# - why no ProtectKernelTunables=: with /proc/sys read-only in the controller's namespace a
+#   container start fails (the kernel refuses its /proc); without the cover it works;
 # - the Kubernetes manifests validate against the Kubernetes API's schemas (kubernetes-models
 #   from npm, pinned in scripts/kube-validate/package-lock.json), and copies with a wrong type
 #   or a missing required field do not.
@@ -311,3 +313,58 @@ else
 	run_test "restart in a new mount namespace cannot" t_restart_in_namespace
 fi
 
+# ---------------------------------------------------------------------------------------------
+# Why no ProtectKernelTunables= (nor ProtectKernelLogs=, ProtectProc=): /proc/sys covered
+# read-only, as systemd does it, in the controller's mount namespace makes the kernel refuse
+# the /proc each container's user namespace mounts. The control: the same namespace without
+# the cover creates a container workspace.
+
+# ns_wrapper COVER: a controller in a slave mount namespace, with /proc/sys made read-only
+# there when COVER is 1.
+ns_wrapper() {
+	local pre=
+	[[ $1 == 1 ]] && pre='mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys && '
+	printf '#!/bin/sh\nexec unshare --mount --propagation slave sh -c %s sh "$@"\n' \
+		"'${pre}exec $REAL_DAEMON \"\$@\"'" >"$TMP/daemon-cover"
+	chmod 0755 "$TMP/daemon-cover"
+}
+
+t_proc_covered() {
+	local cover ws
+	for cover in 0 1; do
+		ns_wrapper "$cover"
+		DAEMON=$TMP/daemon-cover
+		RUNTIME=runc
+		start_container_controller || {
+			DAEMON=$REAL_DAEMON
+			_fail "the controller did not start in the namespace (cover $cover)"
+			return 1
+		}
+		DAEMON=$REAL_DAEMON
+		if [[ -z $IMAGE_DIGEST ]] && ! { container_build_image && container_import_image; }; then
+			_fail "the image did not import"
+			return 1
+		fi
+		if ((cover)); then
+			assert_match ' /proc/sys ro,' "$(grep ' /proc/sys ' "/proc/$CONTROLLER_PID/mountinfo")" \
+				"/proc/sys read-only in the controller's namespace"
+			api -q POST /v1/workspaces "$(cws_body)"
+			assert_eq 503 "$STATUS" "create with /proc/sys covered"
+			assert_contains 'error mounting \"proc\" to rootfs at \"/proc\"' "$BODY" "the error"
+			assert_contains 'operation not permitted' "$BODY" "its cause"
+		else
+			new_cws ws || return 1
+			run_cmd "$ws" 'echo in-container' || return 1
+			assert_eq in-container "$(j .stdout)" "a command in the uncovered namespace"
+			api -q DELETE "/v1/workspaces/$ws"
+			assert_status 200 "delete"
+		fi
+		stop_controller TERM
+	done
+}
+
+if [[ -z $(command -v runc) || ! -x /bin/busybox || ! -x $PROBE_BIN ]]; then
+	skip "covered /proc refuses containers" "runc, /bin/busybox and $PROBE_BIN are needed"
+else
+	run_test "covered /proc refuses containers" t_proc_covered
+fi
