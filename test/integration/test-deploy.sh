@@ -368,3 +368,168 @@ if [[ -z $(command -v runc) || ! -x /bin/busybox || ! -x $PROBE_BIN ]]; then
 else
 	run_test "covered /proc refuses containers" t_proc_covered
 fi
+
+# ---------------------------------------------------------------------------------------------
+# The flags the deployments give are this controller's: the unit's ExecStart with the example
+# environment file, and the DaemonSet's command with the ConfigMap (run by sh, as the pod runs
+# it, with station-sandboxd replaced by a stub that records its arguments) start a controller
+# whose worker name is the expected one; the admin token file is the token of its TCP listener.
+# What names this machine cannot have is replaced: --root (the test's), the listen address
+# (loopback, a free port) and the token file (one made here).
+
+# systemd_args: ExecStart's arguments with STATION_SANDBOXD_ARGS from the example file, split
+# on whitespace as systemd splits an unbraced $VAR; NUL-separated into $TMP/args.
+systemd_args() {
+	python3 - "$UNIT" "$SRC/deploy/systemd/station-sandbox.env" >"$TMP/args" <<'PY'
+import sys
+unit = open(sys.argv[1]).read().replace("\\\n", " ")
+env = {}
+for line in open(sys.argv[2]):
+    line = line.strip()
+    if line and not line.startswith("#") and "=" in line:
+        k, v = line.split("=", 1)
+        env[k] = v
+exec_start = [l for l in unit.splitlines() if l.startswith("ExecStart=")]
+assert len(exec_start) == 1, exec_start
+words = exec_start[0][len("ExecStart="):].split()[1:]
+out = []
+for w in words:
+    out += env.get(w[1:], "").split() if w.startswith("$") else [w]
+sys.stdout.write("".join(a + "\0" for a in out))
+PY
+}
+
+# kubernetes_args NODE_NAME: the DaemonSet's command run by sh with the ConfigMap's
+# environment; NUL-separated into $TMP/args.
+kubernetes_args() {
+	local stub=$TMP/stub-daemon
+	printf '#!/bin/sh\nprintf "%%s\\0" "$@" >"%s"\n' "$TMP/args" >"$stub"
+	chmod 0755 "$stub"
+	python3 - "$MANIFESTS/daemonset.yaml" "$MANIFESTS/configmap.yaml" "$stub" "$1" \
+		>"$TMP/k8s-cmd" <<'PY' || return 1
+import os, sys, yaml
+ds = yaml.safe_load(open(sys.argv[1]))
+cm = yaml.safe_load(open(sys.argv[2]))
+c = ds["spec"]["template"]["spec"]["containers"][0]
+assert c["command"] == ["/bin/sh", "-c"], c["command"]
+assert c["envFrom"][0]["configMapRef"]["name"] == cm["metadata"]["name"]
+script = c["args"][0].replace("/usr/local/bin/station-sandboxd", sys.argv[3])
+env = dict(cm["data"], NODE_NAME=sys.argv[4], POD_IP="127.0.0.1", PATH=os.environ["PATH"])
+sys.stdout.write("\0".join(["env", "-i"] + [k + "=" + v for k, v in env.items()] +
+                           ["/bin/sh", "-c", script]) + "\0")
+PY
+	rm -f "$TMP/args"
+	mapfile -d '' -t cmd <"$TMP/k8s-cmd"
+	"${cmd[@]}" || return 1
+	[[ -s $TMP/args ]]
+}
+
+# The value of FLAG in $TMP/args.
+arg_of() {
+	local a prev=
+	while IFS= read -r -d '' a; do
+		[[ $prev == "$1" ]] && printf '%s\n' "$a"
+		prev=$a
+	done <"$TMP/args"
+}
+
+# start_configured WORKER: starts a controller on a root of its own with $TMP/args (the
+# machine's names replaced), checks its worker name and its token; stops it.
+start_configured() {
+	local want=$1 a port args=() token saved_root=$ROOT
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	printf '%s' "$token" >"$TMP/admin.token"
+	chmod 0600 "$TMP/admin.token"
+	local prev=
+	while IFS= read -r -d '' a; do
+		case $prev in
+		--root)
+			# drop "--root DIR": the controller gets this script's root
+			args=("${args[@]:0:${#args[@]}-1}")
+			prev=
+			continue
+			;;
+		--listen) a=tcp:127.0.0.1:$port ;;
+		--admin-token-file) a=$TMP/admin.token ;;
+		esac
+		args+=("$a")
+		prev=$a
+	done <"$TMP/args"
+	if ! $HAS_TOKEN_FILE; then
+		local i filtered=()
+		for ((i = 0; i < ${#args[@]}; i++)); do
+			if [[ ${args[i]} == --admin-token-file ]]; then
+				i=$((i + 1))
+				continue
+			fi
+			filtered+=("${args[i]}")
+		done
+		args=("${filtered[@]}")
+	fi
+	ROOT=$TMP/root-$want
+	SOCK=$ROOT/station.sock
+	mkdir -p "$ROOT"
+	start_controller_any "${args[@]}" || {
+		_fail "no controller with the configured flags: ${args[*]}"
+		dump_controller_log 20
+		ROOT=$saved_root SOCK=$saved_root/station.sock
+		return 1
+	}
+	api -q GET /v1/worker
+	assert_status 200 "GET /v1/worker"
+	assert_eq "$want" "$(j .name)" "the worker's name"
+	if $HAS_TOKEN_FILE; then
+		assert_eq 200 "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" \
+			"http://127.0.0.1:$port/v1/worker")" "TCP with the token file's token"
+		assert_eq 401 "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer x$token" \
+			"http://127.0.0.1:$port/v1/worker")" "TCP with another token (control)"
+	fi
+	stop_controller TERM
+	assert_eq 0 "$CONTROLLER_EXIT" "its exit status"
+	ROOT=$saved_root
+	SOCK=$ROOT/station.sock
+}
+
+t_systemd_flags() {
+	systemd_args || return 1
+	assert_eq w1 "$(arg_of --worker)" "--worker in the example" || return 1
+	assert_eq /var/lib/station-sandbox "$(arg_of --root)" "--root"
+	start_configured w1
+}
+
+t_kubernetes_flags() {
+	kubernetes_args Ip-10-0-0-5.EC2.Internal.example-with-a-long-name || {
+		_fail "the DaemonSet's command did not run: $(cat "$TMP/args" 2>/dev/null | tr '\0' ' ')"
+		return 1
+	}
+	assert_eq ip-10-0-0-5-ec2-internal-example "$(arg_of --worker)" "--worker from the node name"
+	assert_eq tcp:127.0.0.1:8080 "$(arg_of --listen)" "--listen from the pod's address"
+	assert_eq /etc/station-sandbox/admin.token "$(arg_of --admin-token-file)" "--admin-token-file"
+	assert_eq none "$(arg_of --network-range)" "--network-range from the ConfigMap"
+	# docs/operations.md's STATION_WORKERS snippet names the worker the same way
+	local filter
+	filter=$(sed -n "/get endpointslices/,/join/p" "$SRC/docs/operations.md" |
+		sed -n "/jq -r '/,/join/p" | sed "s/.*jq -r '//; s/')\$//")
+	assert_eq "ip-10-0-0-5-ec2-internal-example=http://10.1.0.5:8080" "$(jq -nc '{items: [{endpoints:
+		[{addresses: ["10.1.0.5"], nodeName: "Ip-10-0-0-5.EC2.Internal.example-with-a-long-name"}]}]}' |
+		jq -r "$filter")" "the docs' STATION_WORKERS from an EndpointSlice"
+	start_configured ip-10-0-0-5-ec2-internal-example || return 1
+	# control: a flag the controller does not know stops it at once, so a typo in the
+	# ConfigMap or the environment file cannot start a controller
+	local out rc
+	out=$("$REAL_DAEMON" --root "$TMP/root-bad" --home-size-mbb 1 2>&1 </dev/null)
+	rc=$?
+	assert_eq 64 "$rc" "exit status with a misspelled flag"
+	assert_contains "home-size-mbb" "$out" "the message names it"
+}
+
+HAS_TOKEN_FILE=false
+if "$REAL_DAEMON" --help 2>&1 | grep -q -- --admin-token-file; then
+	HAS_TOKEN_FILE=true
+fi
+run_test "the unit's flags start a controller" t_systemd_flags
+run_test "the DaemonSet's flags start a controller" t_kubernetes_flags
+if ! $HAS_TOKEN_FILE; then
+	skip "the deployments' admin token file" "this controller has no --admin-token-file yet"
+fi
