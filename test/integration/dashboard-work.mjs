@@ -30,6 +30,7 @@ function finish(code) {
 }
 
 const t0 = Date.now();
+let restartBegun = false;
 function step(name) {
 	result.step = name;
 	process.stderr.write(`# step: ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)\n`);
@@ -111,10 +112,17 @@ async function newPage(context) {
 	page.on('console', (m) => {
 		// The API's 404s and 409s are expected here (a deleted workspace); any other error is not.
 		if (/status of (404|409) \(/.test(m.text())) return;
-		// While the workspace restarts its agent is away for a moment: a resource-use poll
-		// then is answered 503 (agent not connected), as the API says.
-		if (/status of 503 \(/.test(m.text()) && result.step.startsWith('restart')) return;
+		// A 503 is judged by its response (below), which names the request.
+		if (/status of 503 \(/.test(m.text())) return;
 		if (m.type() === 'error' || /Content Security Policy/i.test(m.text())) result.console.push(m.text().slice(0, 300));
+	});
+	// While and after the workspace restarts its agent is away for a moment: a resource-use poll
+	// then is answered 503 (agent not connected), as the API says. Any other 503 is an error.
+	page.on('response', (r) => {
+		if (r.status() !== 503) return;
+		const p = new URL(r.url()).pathname;
+		if (restartBegun && p === `/v1/workspaces/${ws}/usage`) return;
+		result.console.push(`503 from ${p} at "${result.step}"`);
 	});
 	page.on('pageerror', (e) => result.console.push('pageerror: ' + String(e.message).slice(0, 300)));
 	page.on('crash', () => result.console.push('the page crashed'));
@@ -393,6 +401,7 @@ try {
 	result.restartQuestion = dialog;
 	result.afterDismiss = (await apiCall('GET', `/v1/workspaces/${ws}/commands/${result.sleeper}`)).body.status;
 	page.once('dialog', (d) => d.accept());
+	restartBegun = true;
 	await page.click('#ws-restart');
 	for (let i = 0; i < 400; i++) {
 		const s = (await apiCall('GET', `/v1/workspaces/${ws}/commands/${result.sleeper}`)).body.status;
