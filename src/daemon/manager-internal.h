@@ -341,6 +341,25 @@ int workspace_network_check(struct manager *m, const struct workspace_spec *spec
 int workspace_network_create(struct workspace *ws, enum net_mode mode, struct net_policy *policy,
 			     struct station_error *e);
 int workspace_network_attach(void *userdata, pid_t pid, struct station_error *e);
+/* What a job on a worker thread needs to make or remove the workspace's links and firewall
+ * (net_workspace_make()/unmake(), which run beside the loop): copied on the loop, the policy
+ * the job's own. */
+struct workspace_network_job {
+	struct net *net;
+	enum net_mode mode;
+	uint32_t address;
+	struct net_policy *policy;
+};
+int workspace_network_job(struct workspace *ws, struct workspace_network_job *ret);
+void workspace_network_job_free(struct workspace_network_job *j);
+/* On the worker thread. */
+int workspace_network_make(const struct workspace_network_job *j, const char *id, pid_t pid,
+			   struct station_error *e);
+void workspace_network_unmake(const struct workspace_network_job *j, const char *id);
+/* On the loop, once made: the resolver and the denial log know the workspace. */
+int workspace_network_known(struct workspace *ws);
+/* On the loop, once its kernel objects are gone (or were never made): the record and what the
+ * resolver knew. */
 void workspace_network_remove(struct workspace *ws);
 void workspace_network_free(struct workspace *ws);
 
@@ -380,17 +399,18 @@ int workspace_make(struct manager *m, const struct workspace_spec *spec, const c
 		   struct workspace_op **ret_op, struct station_error *e);
 /* A readiness check soon (something it looks at changed). */
 void manager_ready_kick(struct manager *m);
+/* The spec a create of spec (after defaults) asks for, as recorded until its job's check()
+ * resolved it; NULL: no memory. */
+json_t *workspace_spec_request(struct manager *m, const struct adapter_ops *ops,
+			       const struct workspace_spec *spec);
 /* The spec a fresh create of spec (after defaults) records: check()ed and resolved, idBase
- * not yet allocated. */
+ * not yet allocated (reads the image store and the profile: a pool claim's). */
 int workspace_spec_resolve(struct manager *m, const struct adapter_ops *ops,
 			   const struct workspace_spec *spec, json_t **ret,
 			   struct station_error *e);
 struct workspace_spec workspace_spec_effective(const struct manager *m,
 					       const struct workspace_spec *spec);
 void workspace_adopt(struct workspace *ws);
-/* Kills, removes and forgets a workspace that is not linked any more, then frees it
- * (synchronously, on the loop). */
-void workspace_destroy(struct workspace *ws);
 /* Deletes ws as DELETE does (off the loop, after what is queued on it), nobody waiting: a pool
  * member is unlinked (and uncounted) once it is gone. */
 void workspace_delete_begin(struct workspace *ws);

@@ -192,11 +192,59 @@ int workspace_network_attach(void *userdata, pid_t pid, struct station_error *e)
 	return net_workspace_up(ws->m->net, &w, pid, e);
 }
 
+int workspace_network_job(struct workspace *ws, struct workspace_network_job *ret)
+{
+	*ret = (struct workspace_network_job){ .net = ws->m->net,
+					       .mode = ws->net_mode,
+					       .address = ws->net_address };
+	if (ws->net_mode != NET_RESTRICTED || !ws->net_policy)
+		return 0;
+	json_t *j = net_policy_to_json(ws->net_policy);
+	int r = j ? net_policy_from_json(j, &ret->policy, NULL) : -ENOMEM;
+	json_decref(j);
+	return r;
+}
+
+void workspace_network_job_free(struct workspace_network_job *j)
+{
+	net_policy_free(j->policy);
+	j->policy = NULL;
+}
+
+int workspace_network_make(const struct workspace_network_job *j, const char *id, pid_t pid,
+			   struct station_error *e)
+{
+	if (!j->net)
+		return station_error_set(e, -EHOSTDOWN, "network",
+					 "the workspace's network \"%s\" is not available on this "
+					 "worker: networking is off (--network-range none)",
+					 net_mode_to_string(j->mode));
+	struct net_workspace w = { .id = id,
+				   .mode = j->mode,
+				   .address = j->address,
+				   .policy = j->policy };
+	return net_workspace_make(j->net, &w, pid, e);
+}
+
+void workspace_network_unmake(const struct workspace_network_job *j, const char *id)
+{
+	if (j->mode != NET_NONE && j->net)
+		net_workspace_unmake(j->net, id, j->address);
+}
+
+int workspace_network_known(struct workspace *ws)
+{
+	if (ws->net_mode == NET_NONE || !ws->m->net)
+		return 0;
+	struct net_workspace w = net_ws(ws);
+	return net_workspace_adopt(ws->m->net, &w);
+}
+
 void workspace_network_remove(struct workspace *ws)
 {
 	if (ws->net_mode == NET_NONE || !ws->m->net)
 		return;
-	net_workspace_down(ws->m->net, ws->row.id, ws->net_address);
+	net_workspace_forget(ws->m->net, ws->row.id);
 	store_network_delete(ws->m->store, ws->row.id);
 }
 

@@ -8,10 +8,10 @@
  * one. A member is claimed at most once: the claim deletes its pool row, and a deleted
  * workspace is never returned to a pool.
  *
- * The pool is topped up by a timer, one workspace per loop turn (a create's runtime calls are
- * still synchronous on the loop), and failures back off. Members that no configured pool wants
- * any more (after a restart with fewer or other pools), whose agent died or whose image is
- * being removed are torn down by the same timer, one per turn. */
+ * The pool is topped up by a timer, one workspace per turn (each made off the loop like any
+ * create), and failures back off. Members that no configured pool wants any more (after a
+ * restart with fewer or other pools) or whose agent died are torn down by the same timer, one
+ * per turn; those whose image is being removed at once, each deleted off the loop. */
 
 #include <errno.h>
 #include <stdio.h>
@@ -293,9 +293,10 @@ void pool_image_remove(struct manager *m, const char *digest)
 			continue;
 		log_info("pool member torn down: its image is being removed", "workspace",
 			 ws->row.id, "image", digest, NULL);
-		workspace_unlink(m, ws);
-		m->n_pool_members--;
-		workspace_destroy(ws);
+		/* off the loop like any delete (the runtime's delete may hang); listed to no
+		 * client meanwhile, and unlinked once done */
+		ws->pool = &pool_unwanted;
+		workspace_delete_begin(ws);
 	}
 	for (size_t i = 0; i < m->n_pools; i++) {
 		struct pool *p = &m->pools[i];
@@ -368,6 +369,34 @@ static int member_claim(struct workspace *ws, const struct workspace_spec *spec,
 	return 0;
 }
 
+static bool str_eq(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
+
+/* A pool whose image, profile and network the request names as the pool's --pool did (or as
+ * resolved, for the image): only then is the spec resolved (the image store and the profile
+ * read, on the loop) to compare it exactly. A request that spells them otherwise gets a cold
+ * create. */
+static bool pool_may_serve(struct manager *m, const struct workspace_spec *spec)
+{
+	const char *image = spec->image ? spec->image : m->cfg.default_image;
+	const char *network = spec->network ? spec->network : "none";
+	for (size_t i = 0; i < m->n_pools; i++) {
+		const struct pool *p = &m->pools[i];
+		if (!str_eq(image, p->cfg.image) && !str_eq(image, p->image) &&
+		    !str_eq(image, p->digest))
+			continue;
+		if (!str_eq(network, p->cfg.network))
+			continue;
+		if ((spec->seccomp_profile || p->cfg.seccomp) &&
+		    !str_eq(spec->seccomp_profile, p->cfg.seccomp))
+			continue;
+		return true;
+	}
+	return false;
+}
+
 int pool_claim(struct manager *m, const struct workspace_spec *spec, json_t **ret)
 {
 	struct station_error e = { 0 };
@@ -377,6 +406,8 @@ int pool_claim(struct manager *m, const struct workspace_spec *spec, json_t **re
 		return 0; /* the env reaches the agent when it starts: a cold create */
 	if (workspace_view_cpu_count(m, spec->cpus) > 0)
 		return 0; /* so does the cpuset of "cpus" (manager-view.c) */
+	if (!pool_may_serve(m, spec))
+		return 0; /* no disk read on the loop for a create no pool can serve */
 	json_t *resolved = NULL;
 	if (workspace_spec_resolve(m, &adapter_container, spec, &resolved, &e) < 0)
 		return 0; /* the cold create says why */

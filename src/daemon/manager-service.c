@@ -222,25 +222,48 @@ static struct pending_attempt *pending_attempt_find(struct workspace *ws, const 
 	return NULL;
 }
 
+/* A deep copy of a into ret; -ENOMEM (ret freed) when out of memory. */
+static int attempt_row_copy(const struct service_attempt_row *a, struct service_attempt_row *ret)
+{
+	int r = 0;
+
+	*ret = *a;
+	ret->service_id = strdup(a->service_id);
+	ret->reason = a->reason ? strdup(a->reason) : NULL;
+	for (int i = 0; i < 2; i++) {
+		ret->out[i].head = ret->out[i].tail = NULL;
+		r |= memdup_bytes(&ret->out[i].head, a->out[i].head, a->out[i].head_len);
+		r |= memdup_bytes(&ret->out[i].tail, a->out[i].tail, a->out[i].tail_len);
+	}
+	if (r || !ret->service_id || (a->reason && !ret->reason)) {
+		service_attempt_row_free(ret);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The newest attempt of the service kept in memory (not yet written); NULL: none. */
+static const struct service_attempt_row *pending_attempt_newest(struct workspace *ws,
+								const char *service_id)
+{
+	const struct service_attempt_row *best = NULL;
+	for (struct pending_attempt *p = ws->pending_attempts; p; p = p->next)
+		if (strcmp(p->row.service_id, service_id) == 0 &&
+		    (!best || p->row.number > best->number))
+			best = &p->row;
+	return best;
+}
+
 /* Keeps a (deep copy) to be written by the retry; false when out of memory. */
 static bool pending_attempt_keep(struct workspace *ws, const char *name, uint64_t seq,
 				 const struct service_attempt_row *a)
 {
 	struct pending_attempt *p = calloc(1, sizeof *p);
-	int r = 0;
 
 	if (!p)
 		return false;
 	snprintf(p->name, sizeof p->name, "%s", name);
-	p->row = *a;
-	p->row.service_id = strdup(a->service_id);
-	p->row.reason = a->reason ? strdup(a->reason) : NULL;
-	for (int i = 0; i < 2; i++) {
-		r |= memdup_bytes(&p->row.out[i].head, a->out[i].head, a->out[i].head_len);
-		r |= memdup_bytes(&p->row.out[i].tail, a->out[i].tail, a->out[i].tail_len);
-	}
-	if (r || !p->row.service_id || (a->reason && !p->row.reason)) {
-		service_attempt_row_free(&p->row);
+	if (attempt_row_copy(a, &p->row) < 0) {
 		free(p);
 		return false;
 	}
@@ -597,29 +620,70 @@ static void state_json(json_t *o, const struct service_row *r)
 	json_set_time(o, "updatedAt", r->updated_at);
 }
 
+static int attempt_cmp(const void *a, const void *b)
+{
+	const struct service_attempt_row *x = *(const struct service_attempt_row *const *)a,
+					 *y = *(const struct service_attempt_row *const *)b;
+	return x->number < y->number ? -1 : x->number > y->number;
+}
+
+/* The recorded attempts and those whose end waits in memory for room in the store (a full
+ * disk), oldest first, the newest SERVICE_KEEP_ATTEMPTS: a reader sees an attempt's end at
+ * once, written or not. */
+static json_t *attempts_json(struct service *svc, struct service_attempt_row *rows, size_t n,
+			     bool with_output)
+{
+	struct workspace *ws = svc->ws;
+	size_t n_pending = 0, n_all = 0;
+	for (struct pending_attempt *p = ws->pending_attempts; p; p = p->next)
+		n_pending += strcmp(p->row.service_id, svc->row.id) == 0;
+	_cleanup_free_ const struct service_attempt_row **all =
+		calloc(n + n_pending + 1, sizeof *all);
+	json_t *a = json_array();
+	if (!all || !a) {
+		json_decref(a);
+		return NULL;
+	}
+	for (struct pending_attempt *p = ws->pending_attempts; p; p = p->next)
+		if (strcmp(p->row.service_id, svc->row.id) == 0)
+			all[n_all++] = &p->row;
+	for (size_t i = 0; i < n; i++) {
+		bool kept = false; /* the same attempt in both: the one in memory */
+		for (size_t k = 0; k < n_pending && !kept; k++)
+			kept = all[k]->number == rows[i].number;
+		if (!kept)
+			all[n_all++] = &rows[i];
+	}
+	qsort(all, n_all, sizeof *all, attempt_cmp);
+	size_t first = n_all > SERVICE_KEEP_ATTEMPTS ? n_all - SERVICE_KEEP_ATTEMPTS : 0;
+	for (size_t i = first; i < n_all; i++)
+		json_array_append_new(a, attempt_to_json(all[i], with_output));
+	return a;
+}
+
 static json_t *service_to_json(struct service *svc, bool with_output)
 {
 	struct service_attempt_row *rows = NULL;
-	json_t *o = json_object(), *attempts = json_array();
+	json_t *o = json_object(), *attempts = NULL;
 	size_t n = 0;
 	int r;
 
-	if (!o || !attempts) {
-		json_decref(o);
-		json_decref(attempts);
+	if (!o)
 		return NULL;
-	}
 	definition_json(o, &svc->row);
 	state_json(o, &svc->row);
 	r = store_attempt_list(svc->ws->m->store, svc->row.id, with_output, &rows, &n);
 	if (r < 0)
 		log_error("cannot read service attempts", "service", svc->row.name, "error",
 			  strerror(-r), NULL);
-	for (size_t i = 0; i < n; i++) {
-		json_array_append_new(attempts, attempt_to_json(&rows[i], with_output));
+	attempts = attempts_json(svc, rows, n, with_output);
+	for (size_t i = 0; i < n; i++)
 		service_attempt_row_free(&rows[i]);
-	}
 	free(rows);
+	if (!attempts) {
+		json_decref(o);
+		return NULL;
+	}
 	json_object_set_new(o, "attempts", attempts);
 	return o;
 }
@@ -938,12 +1002,20 @@ static int watch_replay(struct service *svc, struct service_watch *w, const uint
 {
 	static const struct run_output none[2] = {};
 	struct service_attempt_row a = {};
+	const struct service_attempt_row *kept = pending_attempt_newest(svc->ws, svc->row.id);
 	int r = store_attempt_get(svc->ws->m->store, svc->row.id, 0, &a);
 	bool found = r >= 0;
 
-	if (r < 0 && r != -ENOENT)
+	if (r < 0 && r != -ENOENT && !kept)
 		return station_error_set(e, r, NULL, "cannot read the service's output: %s",
 					 strerror(-r));
+	if (kept && (!found || kept->number > a.number)) { /* its end waits for room */
+		service_attempt_row_free(&a);
+		a = (struct service_attempt_row){};
+		if (attempt_row_copy(kept, &a) < 0)
+			return station_error_set(e, -ENOMEM, NULL, "out of memory");
+		found = true;
+	}
 	r = output_follower_start(&w->follower, from, found ? a.out : none, e);
 	if (r < 0) {
 		service_attempt_row_free(&a);

@@ -356,25 +356,6 @@ static int agent_connect(struct workspace *ws)
 				 ws, &ws->link);
 }
 
-/* Kills the agent and every run of the workspace through the workspace cgroup. */
-static int workspace_kill_all(struct workspace *ws)
-{
-	agentlink_free(ws->link);
-	ws->link = NULL;
-	ws->link_ready = false;
-	if (!ws->cgroup)
-		return 0;
-	int r = cgroup_destroy(ws->cgroup, WORKSPACE_CGROUP_DESTROY_MS);
-	if (ws->agent_pidfd >= 0)
-		waitid((idtype_t)P_PIDFD, (id_t)ws->agent_pidfd, &(siginfo_t){ 0 },
-		       WEXITED | WNOHANG);
-	agent_forget(ws);
-	struct adapter_workspace aw;
-	adapter_ws(ws, &aw);
-	ws->adapter->stop(&aw);
-	return r;
-}
-
 /* As when the agent is lost (agent_lost()), on purpose: every process is killed through the
  * cgroup at once, the container's teardown runs off the loop (stop_begin()). */
 int workspace_stop(struct workspace *ws, const char *reason)
@@ -537,22 +518,6 @@ static json_t *spec_to_json(const struct workspace_spec *spec)
 	return o;
 }
 
-static void workspace_teardown(struct workspace *ws)
-{
-	struct adapter_workspace aw;
-	workspace_kill_all(ws);
-	adapter_ws(ws, &aw);
-	ws->adapter->remove(&aw, NULL);
-	workspace_network_remove(ws);
-}
-
-void workspace_destroy(struct workspace *ws)
-{
-	workspace_teardown(ws);
-	store_workspace_delete(ws->m->store, ws->row.id);
-	workspace_free(ws);
-}
-
 static bool adapter_allowed(const struct manager *m, const struct adapter_ops *ops)
 {
 	return ops == &adapter_host ? m->cfg.allow_host : m->cfg.allow_container;
@@ -687,13 +652,22 @@ static int name_nofile_limit(const struct manager *m, int r, struct station_erro
 		m->n_workspaces, (unsigned long long)rl.rlim_cur, cause);
 }
 
+json_t *workspace_spec_request(struct manager *m, const struct adapter_ops *ops,
+			       const struct workspace_spec *spec)
+{
+	json_t *spec_json = spec_to_json(spec);
+	if (spec_json && ops == &adapter_container && m->cfg.home_size_mb > 0)
+		json_object_set_new(spec_json, "homeSizeMb",
+				    json_integer((json_int_t)m->cfg.home_size_mb));
+	return spec_json;
+}
+
 int workspace_spec_resolve(struct manager *m, const struct adapter_ops *ops,
 			   const struct workspace_spec *spec, json_t **ret, struct station_error *e)
 {
-	json_t *spec_json = spec_to_json(spec);
-	if (ops == &adapter_container && m->cfg.home_size_mb > 0)
-		json_object_set_new(spec_json, "homeSizeMb",
-				    json_integer((json_int_t)m->cfg.home_size_mb));
+	json_t *spec_json = workspace_spec_request(m, ops, spec);
+	if (!spec_json)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
 	int r = ops->check(&m->actx, spec_json, e);
 	if (r < 0) {
 		json_decref(spec_json);
@@ -734,14 +708,16 @@ struct ws_job {
 	json_t *spec; /* the job's own copy of ws->spec */
 	struct cgroup_limits limits;
 	bool kill, make_cgroup, stop, remove, start;
+	bool check; /* a create: the adapter's checks of the spec first (image, profile) */
 	uint8_t secret[SECRET_BYTES];
 	pid_t pid;
 	int r;
 	struct station_error e;
-	/* net_attach, run on the loop in the middle of the start */
-	pid_t attach_pid;
-	int attach_r;
-	struct station_error *attach_e;
+	/* the network's links and firewall, made (net_attach, in the middle of the start) and
+	 * removed (net_down, after the runtime's delete) on the worker thread */
+	struct workspace_network_job net;
+	bool net_down;
+	int known_r; /* workspace_network_known(), on the loop once made */
 	void (*done)(struct ws_job *j);
 };
 
@@ -801,26 +777,41 @@ static void ops_fail_all(struct workspace *ws)
 	}
 }
 
-static void job_net_attach_on_loop(void *userdata)
+static void job_net_known_on_loop(void *userdata)
 {
 	struct ws_job *j = userdata;
-	j->attach_r = workspace_network_attach(j->ws, j->attach_pid, j->attach_e);
+	j->known_r = workspace_network_known(j->ws);
 }
 
-/* On the worker thread, between the runtime's create and start. */
+/* On the worker thread, between the runtime's create and start: the kernel's objects here
+ * (netlink, nftables), then the loop's short part (the resolver learns the workspace). */
 static int job_net_attach(void *userdata, pid_t pid, struct station_error *e)
 {
 	struct ws_job *j = userdata;
-	j->attach_pid = pid;
-	j->attach_e = e;
-	event_work_call_on_loop(j->pool, job_net_attach_on_loop, j);
-	return j->attach_r;
+	int r = workspace_network_make(&j->net, j->aw.id, pid, e);
+	if (r < 0)
+		return r;
+	event_work_call_on_loop(j->pool, job_net_known_on_loop, j);
+	if (j->known_r < 0) {
+		workspace_network_unmake(&j->net, j->aw.id);
+		return station_error_set(e, j->known_r, NULL, "out of memory");
+	}
+	return 0;
 }
 
 static void job_run(void *userdata)
 {
 	struct ws_job *j = userdata;
 	int r = 0;
+	/* the image's lookup and the profile's load read the disk (which may hang): here, not on
+	 * the loop; they resolve the job's copy of the spec, which start_job_done() keeps */
+	if (j->check) {
+		r = j->ops->check(j->aw.ctx, j->spec, &j->e);
+		if (r < 0) {
+			j->r = r;
+			return;
+		}
+	}
 	if (j->kill && j->aw.cgroup) {
 		r = cgroup_destroy(j->aw.cgroup, WORKSPACE_CGROUP_DESTROY_MS);
 		if (r < 0 && r != -ENOENT)
@@ -835,6 +826,8 @@ static void job_run(void *userdata)
 		j->ops->stop(&j->aw);
 	if (r >= 0 && j->remove)
 		r = j->ops->remove(&j->aw, &j->e);
+	if (r >= 0 && j->net_down) /* the container is gone: its links and firewall go */
+		workspace_network_unmake(&j->net, j->aw.id);
 	if (r >= 0 && j->make_cgroup && j->aw.cgroup) {
 		r = cgroup_create(j->aw.cgroup);
 		if (r >= 0)
@@ -856,6 +849,7 @@ static void job_done(void *userdata, bool cancelled)
 	if (!cancelled)
 		j->done(j);
 	json_decref(j->spec);
+	workspace_network_job_free(&j->net);
 	free(j);
 }
 
@@ -877,11 +871,14 @@ static int job_queue(struct workspace *ws, struct event_work_pool *pool, struct 
 		j->aw.net_attach = job_net_attach;
 		j->aw.net_userdata = j;
 	}
-	int r = !pool ? -ECANCELED : /* the controller is stopping */
-			j->spec ? event_work_queue(pool, job_run, job_done, j) :
-				  -ENOMEM;
+	int r = workspace_network_job(ws, &j->net);
+	if (r >= 0)
+		r = !pool ? -ECANCELED : /* the controller is stopping */
+			    j->spec ? event_work_queue(pool, job_run, job_done, j) :
+				      -ENOMEM;
 	if (r < 0) {
 		json_decref(j->spec);
+		workspace_network_job_free(&j->net);
 		free(j);
 		return station_error_set(e, r, NULL, "cannot queue work: %s", strerror(-r));
 	}
@@ -926,6 +923,24 @@ static void start_job_done(struct ws_job *j)
 	}
 	char hex[2 * SECRET_BYTES + 1];
 	agent_reap_old(ws);
+	if (j->check) { /* the spec as the adapter resolved it off the loop */
+		json_t *resolved = json_deep_copy(j->spec);
+		struct adapter_workspace aw;
+		char *home = NULL, *workdir = NULL;
+		if (resolved) {
+			json_decref(ws->spec);
+			ws->spec = resolved;
+		}
+		adapter_ws(ws, &aw);
+		if (!resolved || ws->adapter->paths(&aw, &home, &workdir) < 0) {
+			start_failed(ws, -ENOMEM, "out of memory");
+			return;
+		}
+		free(ws->home);
+		free(ws->workdir);
+		ws->home = home;
+		ws->workdir = workdir;
+	}
 	/* what the adapter recorded in the job's copy of the spec while it started the container */
 	static const char *const view_keys[] = { "procView", "lxcfsSerial", "cpuset" };
 	for (size_t i = 0; i < ELEMENTSOF(view_keys); i++) {
@@ -960,7 +975,12 @@ static void start_job_done(struct ws_job *j)
 
 static int start_begin(struct workspace *ws, bool fresh, struct station_error *e)
 {
-	struct ws_job j = { .kill = !fresh,
+	/* a create's spec is checked and resolved by its job; so is a restart's whose create was
+	 * cut short before that (a controller stop) */
+	bool resolved = ws->adapter != &adapter_container ||
+			json_object_get(ws->spec, "seccompDigest") != NULL;
+	struct ws_job j = { .check = fresh || !resolved,
+			    .kill = !fresh,
 			    .stop = !fresh,
 			    .make_cgroup = true,
 			    .start = true,
@@ -1030,6 +1050,7 @@ static void start_failed(struct workspace *ws, int r, const char *reason)
 	struct ws_job j = { .kill = true,
 			    .stop = true,
 			    .remove = op->kind == OP_CREATE,
+			    .net_down = op->kind == OP_CREATE,
 			    .done = teardown_job_done };
 	if (job_queue(ws, ws->m->work, &j, &e) < 0)
 		teardown_job_done(&(struct ws_job){ .ws = ws, .r = e.err, .e = e });
@@ -1158,7 +1179,10 @@ static void op_start(struct workspace *ws, struct workspace_op *op)
 		ws->link_ready = false;
 		agent_unwatch(ws);
 		/* remove() stops the container itself: one runtime delete per removal */
-		j = (struct ws_job){ .kill = true, .remove = true, .done = delete_job_done };
+		j = (struct ws_job){ .kill = true,
+				     .remove = true,
+				     .net_down = true,
+				     .done = delete_job_done };
 		r = job_queue(ws, ws->m->work, &j, &e);
 		break;
 	}
@@ -1192,8 +1216,9 @@ int workspace_make(struct manager *m, const struct workspace_spec *spec, const c
 	enum net_mode net_mode = NET_NONE;
 	struct net_policy *net_policy = NULL;
 	int r = workspace_network_check(m, spec, &net_mode, &net_policy, e);
-	if (r >= 0)
-		r = workspace_spec_resolve(m, ops, spec, &spec_json, e);
+	/* as asked: the adapter's checks, which read the disk, resolve it in the create's job */
+	if (r >= 0 && !(spec_json = workspace_spec_request(m, ops, spec)))
+		r = station_error_set(e, -ENOMEM, NULL, "out of memory");
 	if (r >= 0 && ops == &adapter_container)
 		r = alloc_id_base(m, spec_json, e);
 	struct workspace *ws = NULL;

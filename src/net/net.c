@@ -571,8 +571,8 @@ static int open_pid_netns(pid_t pid)
 	return TAKE_FD(fd);
 }
 
-int net_workspace_up(struct net *n, const struct net_workspace *w, pid_t pid,
-		     struct station_error *e)
+int net_workspace_make(struct net *n, const struct net_workspace *w, pid_t pid,
+		       struct station_error *e)
 {
 	char link[16];
 	const char *step;
@@ -600,14 +600,35 @@ int net_workspace_up(struct net *n, const struct net_workspace *w, pid_t pid,
 		r = nft_workspace_apply(n->nft, w->id, w->address,
 					w->mode == NET_RESTRICTED ? w->policy : NULL, e);
 	}
-	if (r >= 0 && entry_set(n, w) < 0)
-		r = station_error_set(e, -ENOMEM, NULL, "out of memory");
 	if (r < 0) { /* e says why: every failure above set it */
 		objects_remove(n, w->id, w->address);
-		entry_remove(n, w->id);
 		return r;
 	}
 	return 0;
+}
+
+int net_workspace_up(struct net *n, const struct net_workspace *w, pid_t pid,
+		     struct station_error *e)
+{
+	int r = net_workspace_make(n, w, pid, e);
+
+	if (r >= 0 && entry_set(n, w) < 0) {
+		objects_remove(n, w->id, w->address);
+		r = station_error_set(e, -ENOMEM, NULL, "out of memory");
+	}
+	if (r < 0)
+		entry_remove(n, w->id);
+	return r;
+}
+
+void net_workspace_unmake(struct net *n, const char *id, uint32_t address)
+{
+	objects_remove(n, id, address);
+}
+
+void net_workspace_forget(struct net *n, const char *id)
+{
+	entry_remove(n, id);
 }
 
 void net_workspace_down(struct net *n, const char *id, uint32_t address)

@@ -97,6 +97,16 @@ int net_workspace_up(struct net *n, const struct net_workspace *w, pid_t pid,
 		     struct station_error *e);
 /* Removes every object of the workspace; idempotent. */
 void net_workspace_down(struct net *n, const char *id, uint32_t address);
+
+/* net_workspace_up() and net_workspace_down() in two halves, for a worker thread beside the
+ * loop: the kernel's objects (links, addresses, the firewall chain; safe on any thread, the
+ * nftables context is locked), and what the resolver and the denial log know (the loop's, as
+ * every other call here). make's failure removes what it made; net_workspace_adopt() then
+ * makes the workspace known. */
+int net_workspace_make(struct net *n, const struct net_workspace *w, pid_t pid,
+		       struct station_error *e);
+void net_workspace_unmake(struct net *n, const char *id, uint32_t address);
+void net_workspace_forget(struct net *n, const char *id);
 /* At controller start, for a workspace whose network is recorded: the resolver knows it again
  * (its kernel objects are left as they are: its container may be running in them). */
 int net_workspace_adopt(struct net *n, const struct net_workspace *w);

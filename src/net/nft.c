@@ -16,6 +16,7 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <nftables/libnftables.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,8 @@ struct nft {
 	unsigned portid;
 	uint32_t seq;
 	char table[NFT_TABLE_MAX + 1];
-	uint16_t log_group; /* the last nft_base_ensure()'s */
+	uint16_t log_group;   /* the last nft_base_ensure()'s */
+	pthread_mutex_t lock; /* every public call holds it (recursive) */
 };
 
 /* Names */
@@ -301,6 +303,11 @@ int nft_open(const char *table, struct nft **ret, struct station_error *e)
 	}
 	n->portid = mnl_socket_get_portid(n->nl);
 	n->seq = (uint32_t)time(NULL);
+	pthread_mutexattr_t attr;
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&n->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
 	*ret = TAKE_PTR(n);
 	return 0;
 }
@@ -312,6 +319,7 @@ void nft_close(struct nft *n)
 	nft_ctx_free(n->ctx);
 	if (n->nl)
 		mnl_socket_close(n->nl);
+	pthread_mutex_destroy(&n->lock);
 	free(n);
 }
 
@@ -476,7 +484,7 @@ static void put_bridge(FILE *f, const char *t, const struct nft_base *b)
 			t);
 }
 
-int nft_base_ensure(struct nft *n, const struct nft_base *b, struct station_error *e)
+static int nft_base_ensure_locked(struct nft *n, const struct nft_base *b, struct station_error *e)
 {
 	struct batch batch = {};
 	int r;
@@ -499,7 +507,7 @@ int nft_base_ensure(struct nft *n, const struct nft_base *b, struct station_erro
 	return 0;
 }
 
-int nft_base_remove(struct nft *n)
+static int nft_base_remove_locked(struct nft *n)
 {
 	char cmd[4 * NFT_TABLE_MAX + 96];
 
@@ -778,8 +786,8 @@ static void put_map_elements(FILE *f, const char *t, const char *key, uint32_t a
 		t, addr, a);
 }
 
-int nft_workspace_apply(struct nft *n, const char *id, uint32_t addr,
-			const struct net_policy *policy, struct station_error *e)
+static int nft_workspace_apply_locked(struct nft *n, const char *id, uint32_t addr,
+				      const struct net_policy *policy, struct station_error *e)
 {
 	struct ws_inventory inv;
 	struct batch b = {};
@@ -825,7 +833,7 @@ int nft_workspace_apply(struct nft *n, const char *id, uint32_t addr,
 	return r;
 }
 
-int nft_workspace_remove(struct nft *n, const char *id, uint32_t addr)
+static int nft_workspace_remove_locked(struct nft *n, const char *id, uint32_t addr)
 {
 	struct ws_inventory inv;
 	struct batch b = {};
@@ -977,8 +985,8 @@ static int pin_once(struct nft *n, const char *key, size_t rule_index, const uin
 	return r;
 }
 
-int nft_workspace_pin(struct nft *n, const char *id, size_t rule_index, const uint32_t *addrs,
-		      const uint32_t *ttls, size_t n_addrs)
+static int nft_workspace_pin_locked(struct nft *n, const char *id, size_t rule_index,
+				    const uint32_t *addrs, const uint32_t *ttls, size_t n_addrs)
 {
 	char key[NFT_ID_MAX + 1];
 	int r;
@@ -1133,8 +1141,8 @@ static int counter_packets(struct nft *n, const char *name, uint64_t *ret)
 	return 0;
 }
 
-int nft_workspace_counters(struct nft *n, const char *id, uint64_t *ret_allowed,
-			   uint64_t *ret_denied)
+static int nft_workspace_counters_locked(struct nft *n, const char *id, uint64_t *ret_allowed,
+					 uint64_t *ret_denied)
 {
 	char key[NFT_ID_MAX + 1], allowed_name[NFT_ID_MAX + 16], denied_name[NFT_ID_MAX + 16];
 	uint64_t allowed, denied;
@@ -1155,7 +1163,7 @@ int nft_workspace_counters(struct nft *n, const char *id, uint64_t *ret_allowed,
 	return 0;
 }
 
-int nft_workspace_list(struct nft *n, char ***ret_ids)
+static int nft_workspace_list_locked(struct nft *n, char ***ret_ids)
 {
 	_cleanup_json_ json_t *items = NULL;
 	char **ids = NULL;
@@ -1186,4 +1194,66 @@ int nft_workspace_list(struct nft *n, char ***ret_ids)
 	}
 	*ret_ids = ids;
 	return 0;
+}
+
+/* Locked: the loop (pins, counters, policies) and worker threads (a workspace's objects made
+ * and removed) share the context and the socket. */
+
+int nft_base_ensure(struct nft *n, const struct nft_base *b, struct station_error *e)
+{
+	pthread_mutex_lock(&n->lock);
+	int r = nft_base_ensure_locked(n, b, e);
+	pthread_mutex_unlock(&n->lock);
+	return r;
+}
+
+int nft_base_remove(struct nft *n)
+{
+	pthread_mutex_lock(&n->lock);
+	int r = nft_base_remove_locked(n);
+	pthread_mutex_unlock(&n->lock);
+	return r;
+}
+
+int nft_workspace_apply(struct nft *n, const char *id, uint32_t addr,
+			const struct net_policy *policy, struct station_error *e)
+{
+	pthread_mutex_lock(&n->lock);
+	int r = nft_workspace_apply_locked(n, id, addr, policy, e);
+	pthread_mutex_unlock(&n->lock);
+	return r;
+}
+
+int nft_workspace_remove(struct nft *n, const char *id, uint32_t addr)
+{
+	pthread_mutex_lock(&n->lock);
+	int r = nft_workspace_remove_locked(n, id, addr);
+	pthread_mutex_unlock(&n->lock);
+	return r;
+}
+
+int nft_workspace_pin(struct nft *n, const char *id, size_t rule_index, const uint32_t *addrs,
+		      const uint32_t *ttls, size_t n_addrs)
+{
+	pthread_mutex_lock(&n->lock);
+	int r = nft_workspace_pin_locked(n, id, rule_index, addrs, ttls, n_addrs);
+	pthread_mutex_unlock(&n->lock);
+	return r;
+}
+
+int nft_workspace_counters(struct nft *n, const char *id, uint64_t *ret_allowed,
+			   uint64_t *ret_denied)
+{
+	pthread_mutex_lock(&n->lock);
+	int r = nft_workspace_counters_locked(n, id, ret_allowed, ret_denied);
+	pthread_mutex_unlock(&n->lock);
+	return r;
+}
+
+int nft_workspace_list(struct nft *n, char ***ret_ids)
+{
+	pthread_mutex_lock(&n->lock);
+	int r = nft_workspace_list_locked(n, ret_ids);
+	pthread_mutex_unlock(&n->lock);
+	return r;
 }

@@ -214,7 +214,8 @@ world_up() {
 	python3 "$NET_WORLD_PY" serve --echo "$WORLD_HOST:$WORLD_HOST_PORT" \
 		--ready "$WORLD_DIR/ready-host" >"$WORLD_DIR/serve-host.log" 2>&1 </dev/null &
 	_WORLD_PIDS+=($!)
-	if ! wait_for -t 10 test -s "$WORLD_DIR/ready" || ! wait_for -t 10 test -s "$WORLD_DIR/ready-host"; then
+	# generous: two Python servers starting on a loaded machine
+	if ! wait_for -t 90 test -s "$WORLD_DIR/ready" || ! wait_for -t 90 test -s "$WORLD_DIR/ready-host"; then
 		diag "world: the services did not start: $(cat "$WORLD_DIR"/serve*.log 2>/dev/null | tail -n 5)"
 		return 1
 	fi

@@ -3,7 +3,8 @@
 # API; a call past --runtime-timeout-ms is killed with everything it started and its workspace
 # ends in a clear state; creates run side by side; GET /v1/ready spawns nothing per request;
 # a delete is true (one runtime delete, the workspace stays "deleting" until the runtime lets
-# go, a failed delete is retried).
+# go, a failed delete is retried); a create's checks of its spec (a profile directory that
+# hangs) and a warm pool's teardown when its image goes hold nothing but themselves.
 #
 # The runtime is a wrapper the test points --runtime at: it logs every invocation (verb, pid,
 # start and end times), fails a verb while $FAKE/fail-VERB exists and hangs on a verb while
@@ -293,9 +294,129 @@ t_hung_delete() {
 	stop_controller
 }
 
+# --- a create's checks of its spec (image, seccomp profile) read the disk off the loop ---
+
+# The profile directory is a FUSE filesystem (hangfs.py) that stops answering on demand, as a
+# dead network share does: a create naming a profile there hangs in its check.
+HANGFS=$TMP/hangfs
+HANGFS_PID=
+hangfs_stop() {
+	[[ -n $HANGFS_PID ]] || return 0
+	rm -f "$FAKE/hang-lookup"
+	umount "$HANGFS" 2>/dev/null || umount -l "$HANGFS" 2>/dev/null
+	wait "$HANGFS_PID" 2>/dev/null
+	HANGFS_PID=
+}
+_loop_cleanup() {
+	local rc=$?
+	hangfs_stop
+	(exit "$rc")
+	_container_cleanup
+}
+trap _loop_cleanup EXIT
+
+t_hung_check() {
+	local host profile
+	mkdir -p "$HANGFS"
+	rm -f "$FAKE"/hangfs-ready "$FAKE"/hang-lookup*
+	python3 "$(dirname "$0")/hangfs.py" "$HANGFS" "$FAKE/hang-lookup" "$FAKE/hangfs-ready" \
+		2>>"$TMP/hangfs.log" &
+	HANGFS_PID=$!
+	wait_for -t 30 test -e "$FAKE/hangfs-ready" || {
+		_fail "the FUSE filesystem did not mount: $(cat "$TMP/hangfs.log")"
+		hangfs_stop
+		return 1
+	}
+	start_fake_controller --seccomp-dir "$HANGFS" || {
+		hangfs_stop
+		return 1
+	}
+	new_ws host '{"adapter": "host"}' || return 1
+	profile=$(realpath "$HANGFS")/profile.json
+	# the positive control: while it answers, the profile is not there (the request's fault)
+	api -q POST /v1/workspaces "$(cws_body "$(jq -nc --arg p "$profile" '{seccompProfile: $p}')")"
+	assert_status 400 "a create naming a profile the directory lacks"
+	assert_eq seccompProfile "$(j .error.field)" "the field it names"
+	touch "$FAKE/hang-lookup"
+	rm -f "$TMP"/bg-4.*
+	bg_create 4 "$(cws_body "$(jq -nc --arg p "$profile" '{seccompProfile: $p}')")"
+	wait_for -t 60 test -e "$FAKE/hang-lookup-held" || {
+		_fail "the create's check never reached the profile directory"
+		hangfs_stop
+		return 1
+	}
+	api -q GET /v1/workspaces
+	assert_status 200 "GET /v1/workspaces while the create's check hangs"
+	assert_eq creating "$(j '.workspaces[] | select(.adapter == "container") | .state')" \
+		"the checked workspace's state"
+	run_cmd "$host" "echo alive" || return 1
+	assert_eq "alive" "$(j .stdout | tr -d '\n')" "exec on a host workspace while a check hangs"
+	api -q GET /v1/worker
+	assert_status 200 "GET /v1/worker while a check hangs"
+	# the ordering: all of the above answered while the check still waits
+	answered 4 && _fail "the create answered while its check still hung"
+	[[ -e $FAKE/hang-lookup-held ]] || _fail "the check was released before the others answered"
+	rm -f "$FAKE/hang-lookup"
+	wait_for -t 90 answered 4 || _fail "the create never answered after the release"
+	assert_eq 400 "$(bg_status 4)" "the create once its check failed"
+	assert_eq seccompProfile "$(jq -r .error.field "$TMP/bg-4.body")" "the field it names"
+	api -q GET /v1/workspaces
+	assert_eq 0 "$(j '[.workspaces[] | select(.adapter == "container")] | length')" \
+		"container workspaces after the failed check (it is forgotten)"
+	delete_all
+	stop_controller
+	hangfs_stop
+}
+
+# --- the warm pool's teardown when its image goes: off the loop ---
+
+pool_ready() {
+	api -q GET /v1/worker
+	[[ $(j '.pools[0].ready') == "$1" ]]
+}
+
+no_containers() {
+	[[ -z $(runtime_cli list -q 2>/dev/null) ]]
+}
+
+t_pool_image_remove() {
+	local host
+	start_fake_controller || return 1 # the image in the store before a --pool names it
+	stop_controller
+	start_fake_controller --pool "$IMAGE,size=1" || return 1
+	new_ws host '{"adapter": "host"}' || return 1
+	wait_for -t 120 pool_ready 1 || {
+		_fail "the pool never had a ready member: $BODY"
+		return 1
+	}
+	touch "$FAKE/hang-delete"
+	rm -f "$TMP"/img.*
+	(code=$(curl -sS --max-time 120 --unix-socket "$SOCK" -X DELETE -o "$TMP/img.body" \
+		-w '%{http_code}' "http://station/v1/images/$IMAGE_DIGEST") || code=000
+	echo "$code" >"$TMP/img.tmp" && mv "$TMP/img.tmp" "$TMP/img.status") &
+	wait_for -t 60 hung delete || _fail "the member's teardown never reached the runtime"
+	wait_for -t 60 test -s "$TMP/img.status" || _fail "the image removal never answered"
+	assert_eq 200 "$(cat "$TMP/img.status" 2>/dev/null)" "the image removal"
+	api -q GET /v1/workspaces
+	assert_status 200 "GET /v1/workspaces while the member's delete hangs"
+	run_cmd "$host" "echo alive" || return 1
+	assert_eq "alive" "$(j .stdout | tr -d '\n')" "exec on a host workspace while it hangs"
+	# the ordering: the removal and the others answered while the runtime's delete still hung
+	hung delete || _fail "the runtime's delete was released before the others answered"
+	rm -f "$FAKE/hang-delete"
+	wait_for -t 90 no_containers || _fail "containers left: $(runtime_cli list -q)"
+	api -q GET /v1/worker
+	assert_eq 0 "$(j '.pools[0].ready')" "the pool's ready members after"
+	delete_all
+	stop_controller
+}
+
 run_test "a hung runtime create: list, worker, ready and a host exec answer before it" t_hung_create
 run_test "a runtime call past the timeout is killed; create torn down, restart failed with why" t_timeout
 run_test "two creates hang in the runtime at once and overlap in time" t_parallel
 run_test "GET /v1/ready spawns no process per request; ?refresh=1 checks anew without blocking" t_ready_cheap
 run_test "a failed delete keeps the workspace deleting with why; the retry runs one delete" t_delete_retry
 run_test "a hung delete holds only its own workspace" t_hung_delete
+run_test "a create's check hung on its profile directory holds only that create" t_hung_check
+run_test "removing a pool's image answers while the members' runtime deletes hang" \
+	t_pool_image_remove

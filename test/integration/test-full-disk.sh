@@ -7,7 +7,7 @@
 # (the agent sends what was not acknowledged again). A create answers 507 meanwhile (the
 # positive control: the disk is really full for the store). A DELETE on the full disk answers
 # 507 and leaves the workspace as it was (never a half-deleted one). A service attempt's end is
-# kept and written the same way.
+# kept, listed from memory at once and written the same way.
 if [[ -z ${STATION_FULL_DISK_MNT:-} ]]; then
 	if [[ $(id -u) -ne 0 ]] || ! command -v unshare >/dev/null || ! command -v fallocate >/dev/null; then
 		echo "skip $(basename "$0" .sh) needs root, unshare and fallocate (util-linux)"
@@ -160,6 +160,17 @@ t_service_attempt_end() {
 		_fail "the attempt's end was not kept in memory"
 	api -q GET /v1/ready
 	assert_status 503 "ready while an attempt's end waits"
+	# served from memory at once, while it waits for room
+	svc_attempt_is || _fail "attempt 1 while the disk is full: $BODY"
+	assert_eq 'svc-end' "$(j '.attempts[] | select(.number == 1) | .stdout' | tr -d '\n')" \
+		"the attempt's output while the disk is full"
+	assert_eq exited "$(j '.attempts[] | select(.number == 1) | .endReason')" \
+		"its end reason while the disk is full"
+	api -q GET "/v1/workspaces/$WS/services"
+	assert_eq '[3]' "$(j '[.services[] | select(.name == "svc") | .attempts[] | select(.number == 1) | .exitCode]')" \
+		"the service list while the disk is full"
+	grep -q "service attempt recorded after a store failure" "$CONTROLLER_LOG" &&
+		_fail "the attempt was written before space was freed (the disk was not full)"
 	unfill
 	wait_for -t 60 svc_attempt_is || _fail "attempt 1 after freeing space: $BODY"
 	assert_eq 'svc-end' "$(j '.attempts[] | select(.number == 1) | .stdout' | tr -d '\n')" \

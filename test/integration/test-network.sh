@@ -205,7 +205,7 @@ test_bridge_worker() {
 	# A service of the host on its address toward the world and on the bridge's address.
 	python3 "$NET_WORLD_PY" serve --echo "$gw:7004" --ready "$TMP/ready-gw" >"$TMP/serve-gw.log" 2>&1 </dev/null &
 	_WORLD_PIDS+=($!)
-	wait_for -t 10 test -s "$TMP/ready-gw" || _fail "echo on the gateway $gw: $(cat "$TMP/serve-gw.log")" || return 1
+	wait_for -t 90 test -s "$TMP/ready-gw" || _fail "echo on the gateway $gw: $(cat "$TMP/serve-gw.log")" || return 1
 	nprobe "$WS_BRIDGE" tcp "$WORLD_HOST" "$WORLD_HOST_PORT" || return 1
 	expect_blocked "bridge: the worker's address $WORLD_HOST"
 	nprobe "$WS_BRIDGE" tcp "$gw" 7004 || return 1
