@@ -274,6 +274,28 @@ static json_t *unreachable_json(const struct probe *p)
 			 "error", p->w->error);
 }
 
+/* Every workspace a worker lists must be one its ids route back to: a worker listed under
+ * another name than its own (--worker), or one answering for others, is an error rather than
+ * workspaces that calls would then send elsewhere. */
+static int check_owned(struct station_client *w, json_t *list)
+{
+	char name[WORKER_NAME_MAX + 1];
+	json_t *ws;
+	size_t i;
+
+	json_array_foreach(list, i, ws) {
+		const char *id = json_string_value(json_object_get(ws, "id"));
+
+		if (!id || worker_of_id(id, name) < 0 || strcmp(name, w->worker_name) != 0)
+			return client_error(w, -EPROTO,
+					    "worker %s (%s) listed workspace '%.128s', whose id "
+					    "does not name it (is %s its --worker name?)",
+					    w->worker_name, w->endpoint, id ? id : "",
+					    w->worker_name);
+	}
+	return 0;
+}
+
 int station_workspace_list_all(struct station_client *c, json_t **ret)
 {
 	_cleanup_json_ json_t *out = NULL, *list = NULL;
@@ -305,6 +327,8 @@ int station_workspace_list_all(struct station_client *c, json_t **ret)
 					      "worker %s (%s) answered without "
 					      "\"workspaces\"",
 					      p[i].w->worker_name, p[i].w->endpoint);
+		if (p[i].r >= 0)
+			p[i].r = check_owned(p[i].w, l);
 		if (p[i].r < 0)
 			json_array_append_new(unreachable, unreachable_json(&p[i]));
 		else

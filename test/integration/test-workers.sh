@@ -191,6 +191,21 @@ t_bad_config() {
 	assert_eq 0 "$?" "the same file at 0600 works: $err"
 }
 
+t_misnamed() {
+	# w1's controller listed under another name: its workspaces would route elsewhere, so the
+	# list refuses them naming the worker (positive control: w3 under its own name is listed).
+	local out err rc
+	out=$(STATION_WORKERS="wx=unix:$TMP/w1/station.sock,w3=unix:$TMP/w3/station.sock" HOME=$TMP \
+		"$CLI_BIN" ls --json 2>"$TMP/ls-err")
+	rc=$?
+	err=$(cat "$TMP/ls-err")
+	assert_eq 0 "$rc" "exit 0: w3 answered"
+	assert_contains "worker wx (unix:$TMP/w1/station.sock) listed workspace '$WS1', whose id does not name it" \
+		"$err" "the misnamed worker is named"
+	assert_contains "$WS3" "$(jq -r '.[].id' <<<"$out")" "w3's workspaces listed"
+	assert_eq "" "$(jq -r '.[] | select(.worker == "w1") | .id' <<<"$out")" "none of w1's"
+}
+
 t_w2_down() {
 	w_stop w2
 	local out err rc url=http://127.0.0.1:${W_PORT[w2]}
@@ -298,6 +313,7 @@ run_test env_form t_env_form
 run_test unknown_prefix t_unknown_prefix
 run_test bad_config t_bad_config
 run_test mcp_across t_mcp_across
+run_test misnamed t_misnamed
 run_test w2_down t_w2_down
 run_test w2_back t_w2_back
 run_test all_down t_all_down
