@@ -81,6 +81,9 @@ int station_client_new(const char *endpoint, const char *token, struct station_c
 int station_client_new_workers(const char *workers, const char *workers_file, const char *token,
 			       struct station_client **ret, char **ret_error);
 
+/* On a client over several workers, station_client_endpoint() is "workers:w1,w2,…" and
+ * station_client_last_error() is the error of the worker the last failed call went to. */
+
 /* The number of workers (0 for a client of one controller), and worker i's handle or the
  * handle of the worker named name (borrowed: valid until the client is freed; NULL when there
  * is none). A worker's handle is an ordinary client of that one controller. */

@@ -268,10 +268,19 @@ static void probes_free(struct probe *p, size_t n)
 	free(p);
 }
 
+/* A worker's error as a JSON string: a message cut inside a UTF-8 sequence (or quoting bytes
+ * a server chose) must still mark the worker, not drop it. */
+static json_t *error_json(const char *message)
+{
+	json_t *s = json_string(message);
+
+	return s ? s : json_string("(an error whose message is not UTF-8)");
+}
+
 static json_t *unreachable_json(const struct probe *p)
 {
-	return json_pack("{s:s,s:s,s:s}", "worker", p->w->worker_name, "url", p->w->endpoint,
-			 "error", p->w->error);
+	return json_pack("{s:s,s:s,s:o}", "worker", p->w->worker_name, "url", p->w->endpoint,
+			 "error", error_json(p->w->error));
 }
 
 /* Every workspace a worker lists must be one its ids route back to: a worker listed under
@@ -362,11 +371,11 @@ int station_workers_status(struct station_client *c, json_t **ret)
 					   p[i].w->worker_name :
 					   json_string_value(json_object_get(p[i].doc, "name"));
 
-		json_array_append_new(out, json_pack("{s:s?,s:s,s:s,s:s?,s:O?}", "name", name,
+		json_array_append_new(out, json_pack("{s:s?,s:s,s:s,s:o?,s:O?}", "name", name,
 						     "url", p[i].w->endpoint, "state",
 						     p[i].r < 0 ? "down" : "up", "error",
-						     p[i].r < 0 ? p[i].w->error : NULL, "worker",
-						     p[i].r < 0 ? NULL : p[i].doc));
+						     p[i].r < 0 ? error_json(p[i].w->error) : NULL,
+						     "worker", p[i].r < 0 ? NULL : p[i].doc));
 	}
 	if (p != &single)
 		probes_free(p, n);
