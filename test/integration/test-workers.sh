@@ -138,6 +138,12 @@ t_route_by_id() {
 		out=$(wcli runs --json "$ws") || { _fail "runs on $ws failed"; return 1; }
 		assert_eq 1 "$(jq length <<<"$out")" "the run is listed on its worker"
 	done
+	# Files and events of one workspace go to its worker too.
+	out=$(wcli files put "$WS2" - note.txt <<<"on w2" >/dev/null && wcli files cat "$WS2" note.txt)
+	assert_eq "on w2" "$out" "files on w2"
+	out=$(timeout 60 env STATION_WORKERS_FILE="$WORKERS_FILE" HOME="$TMP" "$CLI_BIN" events \
+		--workspace "$WS2" --since 0 --count 1)
+	assert_eq "$WS2" "$(jq -r .workspaceId <<<"$out")" "events of a w2 workspace"
 }
 
 t_ls_across() {
