@@ -56,6 +56,50 @@ struct station_client;
  * with -EOPNOTSUPP, the error naming it, when it cannot be loaded. */
 int station_client_new(const char *endpoint, const char *token, struct station_client **ret);
 
+/* ---- Many workers (docs/operations.md, "Many workers") ----------------------------------
+ *
+ * A client over several workers holds one handle per worker (its own kept connection and
+ * token) and routes each call about a workspace (workspaces, runs, services, terminals, files,
+ * secrets, network, events of one workspace) to the worker its id names: "w2-3vqk…" is on w2
+ * (the id before its last '-'). An id whose worker is not in the list is -ENOENT naming the
+ * worker. A worker that does not answer is -ECONNREFUSED with "worker w2 (http://…) did not
+ * answer: …"; the other workers keep working. station_workspace_list() asks every worker at
+ * once; station_workspace_create() goes to opts->worker, or to the worker with the most free
+ * capacity. Calls about no workspace (images, ready, worker, all events, raw requests whose
+ * path names no workspace) are -EINVAL on it: make them on station_client_worker(). Such a
+ * client is not thread-safe either; its interrupt check (station_client_set_interrupt()) may
+ * be called from the threads of a list, so it must be safe to call from any thread. */
+
+/* Makes a client over the workers listed by workers (the STATION_WORKERS form:
+ * "w1=http://host1:8080,w2=http://host2:8080"), else by the workers file workers_file ("NAME
+ * URL [TOKEN-FILE]" lines), else by the environment (STATION_WORKERS, STATION_WORKERS_FILE,
+ * ~/.config/station-sandbox/workers; -ENOENT when none is set). A worker's token is read from
+ * its TOKEN-FILE (refused when group or others may read it), else token. On failure
+ * *ret_error (optional) receives a message naming the problem (free()): a bad name or URL, a
+ * worker named twice, an unreadable token file. station_client_new() is unchanged: it never
+ * reads the worker list. */
+int station_client_new_workers(const char *workers, const char *workers_file, const char *token,
+			       struct station_client **ret, char **ret_error);
+
+/* On a client over several workers, station_client_endpoint() is "workers:w1,w2,…" and
+ * station_client_last_error() is the error of the worker the last failed call went to. */
+
+/* The number of workers (0 for a client of one controller), and worker i's handle or the
+ * handle of the worker named name (borrowed: valid until the client is freed; NULL when there
+ * is none). A worker's handle is an ordinary client of that one controller. */
+size_t station_client_n_workers(const struct station_client *c);
+struct station_client *station_client_worker_at(struct station_client *c, size_t i);
+struct station_client *station_client_worker(struct station_client *c, const char *name);
+
+/* The name of the worker a handle of station_client_worker() talks to; NULL for any other. */
+const char *station_client_worker_name(const struct station_client *c);
+
+/* GET /v1/worker of every worker at once (a client of one controller: its one). *ret is an
+ * array in list order of {"name","url","state":"up"|"down","error":…,"worker":{…}}: "error"
+ * (why it did not answer within 10 s, or answered an error) only when down, "worker" (the
+ * answer, with "capacity") only when up. */
+int station_workers_status(struct station_client *c, json_t **ret);
+
 /* Closes the connection and frees the handle. Accepts NULL. Returns NULL. */
 struct station_client *station_client_free(struct station_client *c);
 
@@ -135,6 +179,11 @@ struct station_workspace_options {
 	/* Stop the workspace once nothing runs, nobody is attached and no API call came for this
 	 * long (1000 ms to 30 days); 0: never. */
 	uint64_t idle_timeout_ms;
+	/* On a client over several workers: the worker to create on (-ENOENT when it is not in
+	 * the list); NULL: the one with the most capacity.workspaces.free, then the most
+	 * capacity.memoryBytes.available, then the first listed (-EAGAIN when none answered with
+	 * room). Must be NULL on a client of one controller (-EINVAL). */
+	const char *worker;
 };
 
 /* POST /v1/workspaces; *ret is the new workspace. opts may be NULL. -EINVAL (without a
@@ -142,8 +191,16 @@ struct station_workspace_options {
 int station_workspace_create(struct station_client *c, const struct station_workspace_options *opts,
 			     json_t **ret);
 
-/* GET /v1/workspaces; *ret is the array of workspaces. */
+/* GET /v1/workspaces; *ret is the array of workspaces. On a client over several workers, every
+ * worker's, asked at once, in list order; workers that did not answer are left out (an error
+ * only when none answered): station_workspace_list_all() says which. */
 int station_workspace_list(struct station_client *c, json_t **ret);
+
+/* Every worker's workspaces, asked at once: *ret is {"workspaces":[…],"unreachable":[{"worker",
+ * "url","error"}]}, the workers that did not answer within 10 s (or answered an error) in
+ * "unreachable". Returns 0 even when none answered; on a client of one controller, its failure
+ * is the call's. */
+int station_workspace_list_all(struct station_client *c, json_t **ret);
 
 int station_workspace_get(struct station_client *c, const char *id, json_t **ret);
 

@@ -70,6 +70,9 @@ static int create_option(struct cli *cli, int opt, char **argv, struct create_ar
 	case 'j':
 		a->json = true;
 		return 0;
+	case 'W':
+		a->ws.worker = optarg;
+		return 0;
 	case 'h':
 		return cli_help(cli);
 	default:
@@ -93,6 +96,7 @@ static int create_parse(struct cli *cli, int argc, char **argv, struct create_ar
 		{ "allow", required_argument, NULL, 'A' },
 		{ "egress", required_argument, NULL, 'E' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "worker", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -108,6 +112,9 @@ static int create_parse(struct cli *cli, int argc, char **argv, struct create_ar
 	}
 	if (optind < argc)
 		return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
+	if (a->ws.worker && station_client_n_workers(cli->client) == 0)
+		return cli_usage(cli, "--worker needs a worker list (STATION_WORKERS or a workers "
+				      "file; docs/cli.md, \"Many workers\")");
 	if ((a->egress.allow || a->egress.file) && !a->ws.network)
 		a->ws.network = "restricted";
 	if ((a->egress.allow || a->egress.file) && strcmp(a->ws.network, "restricted") != 0)
@@ -141,27 +148,50 @@ static int cmd_create(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
-static int ls_print(json_t *list)
+/* With several workers, a WORKER column comes second. */
+static int ls_print(json_t *list, bool workers)
 {
 	static const char *const header[] = { "ID", "STATE", "ADAPTER", "CREATED" };
+	static const char *const header_workers[] = { "ID", "WORKER", "STATE", "ADAPTER",
+						      "CREATED" };
 	_cleanup_(table_freep) struct table *t = NULL;
 	json_t *ws;
 	size_t i;
 
-	if (table_new(ELEMENTSOF(header), header, &t) < 0)
+	if (table_new(workers ? ELEMENTSOF(header_workers) : ELEMENTSOF(header),
+		      workers ? header_workers : header, &t) < 0)
 		return -ENOMEM;
 	json_array_foreach(list, i, ws) {
-		const char *row[] = {
-			json_string_value(json_object_get(ws, "id")),
-			json_string_value(json_object_get(ws, "state")),
-			json_string_value(json_object_get(ws, "adapter")),
-			json_string_value(json_object_get(ws, "createdAt")),
-		};
+		const char *row[5], **p = row;
 
+		*p++ = json_string_value(json_object_get(ws, "id"));
+		if (workers)
+			*p++ = json_string_value(json_object_get(ws, "worker"));
+		*p++ = json_string_value(json_object_get(ws, "state"));
+		*p++ = json_string_value(json_object_get(ws, "adapter"));
+		*p++ = json_string_value(json_object_get(ws, "createdAt"));
 		if (table_add_row(t, row) < 0)
 			return -ENOMEM;
 	}
 	return table_print(t);
+}
+
+/* Each worker that did not answer, on stderr; EXIT_FAILED when none did. */
+static int ls_unreachable(struct cli *cli, json_t *all)
+{
+	json_t *unreachable = json_object_get(all, "unreachable"), *u;
+	size_t i;
+
+	json_array_foreach(unreachable, i, u) {
+		_cleanup_free_ char *safe =
+			output_escape(json_string_value(json_object_get(u, "error")));
+
+		fprintf(stderr, "station-sandbox: %s\n", safe ? safe : "?");
+	}
+	if (json_array_size(unreachable) > 0 &&
+	    json_array_size(unreachable) == station_client_n_workers(cli->client))
+		return EXIT_FAILED;
+	return 0;
 }
 
 static int cmd_ls(struct cli *cli, int argc, char **argv)
@@ -175,10 +205,23 @@ static int cmd_ls(struct cli *cli, int argc, char **argv)
 		return r;
 	if (optind < argc)
 		return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
-	r = station_workspace_list(cli->client, &list);
-	if (r < 0)
-		return cli_fail(cli, r);
-	r = json ? output_json(list) : ls_print(list);
+	if (station_client_n_workers(cli->client) > 0) {
+		_cleanup_json_ json_t *all = NULL;
+		int status;
+
+		r = station_workspace_list_all(cli->client, &all);
+		if (r < 0)
+			return cli_fail(cli, r);
+		status = ls_unreachable(cli, all);
+		if (status != 0)
+			return status;
+		list = json_incref(json_object_get(all, "workspaces"));
+	} else {
+		r = station_workspace_list(cli->client, &list);
+		if (r < 0)
+			return cli_fail(cli, r);
+	}
+	r = json ? output_json(list) : ls_print(list, station_client_n_workers(cli->client) > 0);
 	return r < 0 ? EXIT_FAILED : 0;
 }
 
@@ -230,7 +273,7 @@ const struct cli_command cli_cmd_create = {
 	.args = "[--adapter host|container] [--image REF] [--seccomp-profile NAME|PATH] "
 		"[--network none|bridge|restricted] [--allow RULE... | --egress FILE|-] "
 		"[--env K=V]... [--cpus N] [--memory-mb N] [--pids-limit N] [--idle-timeout-ms N] "
-		"[--json]",
+		"[--worker NAME] [--json]",
 	.summary = "create a workspace and print its id",
 	.help = "  --adapter A            host or container (default: the controller's)\n"
 		"  --image REF            container image, pinned by digest: name@sha256:<64 hex>\n"
@@ -251,6 +294,8 @@ const struct cli_command cli_cmd_create = {
 		"  --memory-mb N          memory limit in MiB (0: unlimited)\n"
 		"  --pids-limit N         process limit (0: unlimited)\n"
 		"  --idle-timeout-ms N    stop it once idle this long (0: never)\n"
+		"  --worker NAME          with a worker list: create on that worker (default:\n"
+		"                         the one with the most free capacity)\n"
 		"  --json                 print the new workspace as JSON\n",
 	.run = cmd_create,
 };
@@ -258,8 +303,10 @@ const struct cli_command cli_cmd_create = {
 const struct cli_command cli_cmd_ls = {
 	.name = "ls",
 	.args = "[--json]",
-	.summary = "list workspaces",
-	.help = "  --json  print the workspaces as a JSON array\n",
+	.summary = "list workspaces (with a worker list: of every worker, a WORKER column)",
+	.help = "  --json  print the workspaces as a JSON array\n"
+		"With a worker list, each worker that did not answer is named on stderr; the exit\n"
+		"status is 0 when at least one answered, 1 when none did.\n",
 	.run = cmd_ls,
 };
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "basic/cleanup.h"
 #include "cli.h"
@@ -28,6 +29,7 @@ struct global_options {
 	const char *socket;
 	const char *url;
 	const char *token;
+	const char *worker;
 };
 
 int cli_usage(const struct cli *cli, const char *fmt, ...)
@@ -69,6 +71,15 @@ int cli_fail(const struct cli *cli, int r)
 {
 	char *safe;
 
+	if (r == -ECONNREFUSED && station_client_worker_name(cli->client)) {
+		/* The message names the worker and its URL. */
+		fprintf(stderr, PROGRAM ": %s\n", station_client_last_error(cli->client));
+		return EXIT_NO_CONTROLLER;
+	}
+	if (r == -ECONNREFUSED && station_client_n_workers(cli->client) > 0) {
+		fprintf(stderr, PROGRAM ": %s\n", station_client_last_error(cli->client));
+		return EXIT_NO_CONTROLLER;
+	}
 	if (r == -ECONNREFUSED) {
 		fprintf(stderr, PROGRAM ": no controller at %s (" NO_CONTROLLER_HINT ")\n",
 			station_client_endpoint(cli->client));
@@ -182,7 +193,9 @@ int cli_absolute_path(const struct cli *cli, const char *name, const char *path,
 	return 0;
 }
 
-#define MAIN_USAGE "usage: " PROGRAM " [--socket PATH | --url URL] [--token TOKEN] COMMAND [ARGS]\n"
+#define MAIN_USAGE                                                                                 \
+	"usage: " PROGRAM " [--socket PATH | --url URL] [--token TOKEN] [--worker NAME] COMMAND "  \
+	"[ARGS]\n"
 
 /* A usage error before the command: the problem, then the usage line. */
 static int main_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -203,9 +216,14 @@ static void main_usage(void)
 	printf(MAIN_USAGE "\ncommands:\n");
 	for (size_t i = 0; i < ELEMENTSOF(commands); i++)
 		printf("  %-8s %s\n", commands[i]->name, commands[i]->summary);
-	printf("\nThe controller is the first of: --socket, --url, $STATION_URL, $STATION_SOCKET,\n"
-	       "$STATION_ROOT/station.sock, " STATION_DEFAULT_SOCKET ".\n"
+	printf("\nThe controller is the first of: --socket, --url, the worker list, $STATION_URL,\n"
+	       "$STATION_SOCKET, $STATION_ROOT/station.sock, " STATION_DEFAULT_SOCKET ".\n"
 	       "--token (else $STATION_TOKEN) is the bearer token a TCP listener needs.\n"
+	       "The worker list ($STATION_WORKERS=\"w1=http://host1:8080,w2=…\", else the file\n"
+	       "$STATION_WORKERS_FILE or ~/.config/station-sandbox/workers) sends each command\n"
+	       "about a workspace to the worker its id names; ls lists every worker; create picks\n"
+	       "the worker with the most room (create --worker NAME to choose). --worker NAME\n"
+	       "sends every command to that worker of the list.\n"
 	       "'" PROGRAM " COMMAND --help' describes a command.\n");
 }
 
@@ -221,9 +239,13 @@ static const struct cli_command *command_find(const char *name)
 static int parse_global(int argc, char **argv, struct global_options *o)
 {
 	static const struct option options[] = {
-		{ "socket", required_argument, NULL, 's' }, { "url", required_argument, NULL, 'u' },
-		{ "token", required_argument, NULL, 't' },  { "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },	    {},
+		{ "socket", required_argument, NULL, 's' },
+		{ "url", required_argument, NULL, 'u' },
+		{ "token", required_argument, NULL, 't' },
+		{ "worker", required_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{},
 	};
 	int opt;
 
@@ -238,6 +260,9 @@ static int parse_global(int argc, char **argv, struct global_options *o)
 			break;
 		case 't':
 			o->token = optarg;
+			break;
+		case 'w':
+			o->worker = optarg;
 			break;
 		case 'h':
 			main_usage();
@@ -276,7 +301,46 @@ static char *endpoint_resolve(const struct global_options *o)
 	return strdup("unix:" STATION_DEFAULT_SOCKET);
 }
 
-static int client_open(const struct global_options *o, struct station_client **ret)
+/* A worker list is configured: STATION_WORKERS, STATION_WORKERS_FILE, or the default file. */
+static bool workers_configured(void)
+{
+	const char *env = getenv("STATION_WORKERS"), *file = getenv("STATION_WORKERS_FILE");
+	const char *home = getenv("HOME");
+	_cleanup_free_ char *def = NULL;
+
+	if ((env && *env) || (file && *file))
+		return true;
+	return home && *home && asprintf(&def, "%s/.config/station-sandbox/workers", home) >= 0 &&
+	       access(def, F_OK) == 0;
+}
+
+/* The client over the worker list; with --worker, that one worker's handle (*ret_owner is what
+ * to free). */
+static int workers_open(const struct global_options *o, const char *token,
+			struct station_client **ret, struct station_client **ret_owner)
+{
+	_cleanup_free_ char *error = NULL;
+	struct station_client *all = NULL, *one;
+	int r = station_client_new_workers(NULL, NULL, token, &all, &error);
+
+	if (r < 0) {
+		fprintf(stderr, PROGRAM ": %s\n", error ? error : strerror(-r));
+		return r;
+	}
+	one = o->worker ? station_client_worker(all, o->worker) : all;
+	if (!one) {
+		fprintf(stderr, PROGRAM ": --worker %s: no such worker in the worker list (%s)\n",
+			o->worker, station_client_endpoint(all));
+		station_client_free(all);
+		return -ENOENT;
+	}
+	*ret = one;
+	*ret_owner = all;
+	return 0;
+}
+
+static int client_open(const struct global_options *o, struct station_client **ret,
+		       struct station_client **ret_owner)
 {
 	_cleanup_free_ char *endpoint = endpoint_resolve(o);
 	const char *token = o->token ? o->token : getenv("STATION_TOKEN");
@@ -284,6 +348,13 @@ static int client_open(const struct global_options *o, struct station_client **r
 
 	if (!endpoint)
 		return -ENOMEM;
+	if (!o->url && !o->socket && workers_configured())
+		return workers_open(o, token && *token ? token : NULL, ret, ret_owner);
+	if (o->worker) {
+		fprintf(stderr, PROGRAM ": --worker needs a worker list (STATION_WORKERS or a "
+					"workers file; docs/cli.md, \"Many workers\")\n");
+		return -EINVAL;
+	}
 	r = station_client_new(endpoint, token && *token ? token : NULL, ret);
 	if (r < 0)
 		fprintf(stderr, PROGRAM ": cannot use endpoint '%s' (want %s)\n", endpoint,
@@ -305,6 +376,7 @@ int main(int argc, char **argv)
 {
 	struct global_options o = {};
 	struct cli cli = {};
+	struct station_client *owner = NULL;
 	int r;
 
 	json_seed();
@@ -320,12 +392,12 @@ int main(int argc, char **argv)
 	cli.command = command_find(argv[optind]);
 	if (!cli.command)
 		return main_usage_error("unknown command '%s'", argv[optind]);
-	if (client_open(&o, &cli.client) < 0)
+	if (client_open(&o, &cli.client, &owner) < 0)
 		return EXIT_USAGE;
 	argc -= optind;
 	argv += optind;
 	optind = 0; /* glibc: a full re-initialisation for the command's own getopt_long() */
 	r = cli.command->run(&cli, argc, argv);
-	station_client_free(cli.client);
+	station_client_free(owner ? owner : cli.client);
 	return r;
 }

@@ -227,8 +227,8 @@ static bool network_allowed(const struct mcp_limits *l, const char *network)
 
 static int create_args(struct mcp_call *call, struct station_workspace_options *o, char ***env)
 {
-	static const char *const known[] = { "adapter",	 "image",     "env",	 "cpus",
-					     "memoryMb", "pidsLimit", "network", NULL };
+	static const char *const known[] = { "adapter",	  "image",   "env",    "cpus", "memoryMb",
+					     "pidsLimit", "network", "worker", NULL };
 	const struct mcp_limits *l = &call->s->limits;
 
 	o->adapter = l->allow_container ? "container" : "host";
@@ -240,6 +240,7 @@ static int create_args(struct mcp_call *call, struct station_workspace_options *
 	    mcp_arg_string(call, "adapter", false, &o->adapter) ||
 	    mcp_arg_string(call, "image", false, &o->image) < 0 ||
 	    mcp_arg_string(call, "network", false, &o->network) < 0 ||
+	    mcp_arg_string(call, "worker", false, &o->worker) < 0 ||
 	    mcp_arg_double(call, "cpus", 0.01, l->max_cpus ? l->max_cpus : 1024, &o->cpus) < 0 ||
 	    mcp_arg_u64(call, "memoryMb", 1, l->max_memory_mb ? l->max_memory_mb : 1048576,
 			&o->memory_mb) < 0 ||
@@ -253,6 +254,8 @@ static int create_args(struct mcp_call *call, struct station_workspace_options *
 		return mcp_fail(call, "image and network belong to the container adapter");
 	if (o->network && !network_allowed(l, o->network))
 		return mcp_fail(call, "network '%.32s' is not allowed by the operator", o->network);
+	if (o->worker && station_client_n_workers(call->s->client) == 0)
+		return mcp_fail(call, "this server has one worker: 'worker' is not taken");
 	o->env = *env;
 	return 0;
 }
@@ -290,19 +293,28 @@ static int tool_workspace_list(struct mcp_call *call)
 {
 	static const char *const known[] = { NULL };
 	_cleanup_json_ json_t *all = NULL;
-	json_t *list, *ws;
+	json_t *list, *ws, *unreachable;
 	size_t i;
 
 	if (mcp_args_check(call, known) < 0)
 		return -1;
-	if (station_workspace_list(call->s->client, &all) < 0)
+	/* Over several workers: every worker's, and the workers that did not answer. */
+	if (station_workspace_list_all(call->s->client, &all) < 0)
 		return mcp_fail_client(call, "workspace_list");
+	unreachable = json_object_get(all, "unreachable");
+	if (station_client_n_workers(call->s->client) > 0 &&
+	    json_array_size(unreachable) == station_client_n_workers(call->s->client))
+		return mcp_fail(call, "no worker answered: %s",
+				json_string_value(
+					json_object_get(json_array_get(unreachable, 0), "error")));
 	list = json_array();
-	json_array_foreach(all, i, ws)
+	json_array_foreach(json_object_get(all, "workspaces"), i, ws)
 		if (adapter_allowed(&call->s->limits,
 				    json_string_value(json_object_get(ws, "adapter"))))
 			json_array_append(list, ws);
 	call->result = json_pack("{s:o}", "workspaces", list);
+	if (call->result && station_client_n_workers(call->s->client) > 0)
+		json_object_set(call->result, "unreachable", unreachable);
 	return call->result ? 0 : mcp_fail(call, "out of memory");
 }
 
@@ -660,11 +672,17 @@ static const struct tool tools[] = {
 	  "pinned by digest (name@sha256:...); default: the server default'}," ENV_ARG
 	  ",'cpus':{'type':'number','minimum':0.01},'memoryMb':{'type':'integer','minimum':1},"
 	  "'pidsLimit':{'type':'integer','minimum':1},'network':{'type':'string','enum':['none',"
-	  "'bridge','restricted']},'adapter':{'type':'string','enum':['container','host']}}}",
+	  "'bridge','restricted']},'adapter':{'type':'string','enum':['container','host']},"
+	  "'worker':{'type':'string','description':'the worker to create on; default: the one "
+	  "with the most free capacity'}}}",
 	  WS_OUT, 0, tool_workspace_create },
-	{ "workspace_list", "List workspaces", "Lists the workspaces.",
+	{ "workspace_list", "List workspaces",
+	  "Lists the workspaces (of every worker; 'unreachable' names workers that did not "
+	  "answer).",
 	  "{'type':'object','properties':{}}",
-	  OBJ_OUT("'workspaces':{'type':'array','items':{'type':'object'}}", "'workspaces'"),
+	  OBJ_OUT("'workspaces':{'type':'array','items':{'type':'object'}},'unreachable':{'type':"
+		  "'array','items':{'type':'object'}}",
+		  "'workspaces'"),
 	  READ_ONLY, tool_workspace_list },
 	{ "workspace_get", "Get a workspace", "Shows one workspace: state, limits, image.",
 	  "{'type':'object','properties':{" WS_ARG "},'required':['workspaceId']}", WS_OUT,
@@ -774,6 +792,9 @@ static json_t *tool_json(const struct mcp_server *s, const struct tool *t)
 	if (!(s->limits.allow_host && s->limits.allow_container) &&
 	    strcmp(t->name, "workspace_create") == 0)
 		json_object_del(json_object_get(input, "properties"), "adapter");
+	/* worker is a choice only over several workers. */
+	if (station_client_n_workers(s->client) == 0 && strcmp(t->name, "workspace_create") == 0)
+		json_object_del(json_object_get(input, "properties"), "worker");
 	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:{s:s,s:b,s:b,s:b,s:b}}", "name", t->name, "title",
 			 t->title, "description", t->description, "inputSchema", input,
 			 "outputSchema", mcp_json_q(t->output), "annotations", "title", t->title,

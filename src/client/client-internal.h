@@ -25,7 +25,18 @@ struct station_client {
 	char error_code[64];
 	char error[1024];
 	long transfer_status; /* the status of the answer being received (0 before its head) */
+	/* A client over several workers (station_client_new_workers(), workers.c): one handle per
+	 * worker, each used by one call at a time, so a list can ask them all at once. NULL for a
+	 * client of one controller. */
+	struct station_client **workers;
+	size_t n_workers;
+	struct station_client *current; /* the worker handle of the last failed call, or NULL */
+	char *worker_name;		/* a worker handle's name: its errors name it */
 };
+
+/* How long a call that asks every worker (a list, the choice of a worker for a create) waits
+ * for one before it counts as not answering. */
+#define CLIENT_WORKER_TIMEOUT_MS 10000L
 
 /* The largest response body kept in memory: a run with 8 MiB of head and tail per stream is
  * about 22 MiB of base64; this leaves room and still bounds a misbehaving server. */
@@ -37,6 +48,26 @@ struct station_client {
  * `return client_error(…)`. */
 int client_error(struct station_client *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* A controller that did not answer: "no controller at URL: why", or for a worker handle
+ * "worker NAME (URL) did not answer: why". Returns err. */
+int client_unreachable(struct station_client *c, int err, const char *why);
+
+/* On a client over several workers, *c becomes the handle of the worker ws names (the prefix
+ * of the id); an id whose worker is not in the list is -ENOENT naming it. A client of one
+ * controller is left as it is. */
+int client_route(struct station_client **c, const char *ws);
+#define CLIENT_ROUTE(c, ws)                                                                        \
+	do {                                                                                       \
+		int route_r_ = client_route(&(c), (ws));                                           \
+		if (route_r_ < 0)                                                                  \
+			return route_r_;                                                           \
+	} while (0)
+
+/* For a create on a client over several workers: *c becomes the handle of the worker named
+ * (-ENOENT when it is not in the list), or with worker NULL of the one with the most free
+ * capacity (route.c). On a client of one controller, worker must be NULL. */
+int client_route_create(struct station_client **c, const char *worker);
 
 /* Builds "/v1/workspaces/{ws}", then "/commands/{run}" when run is non-NULL, then suffix
  * (NULL, or starting with '/' or '?'). Ids go into the URL as they are, so anything but

@@ -16,11 +16,19 @@
 
 int client_error(struct station_client *c, int err, const char *fmt, ...)
 {
+	char message[sizeof c->error];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(c->error, sizeof(c->error), fmt, ap);
+	vsnprintf(message, sizeof message, fmt, ap);
 	va_end(ap);
+	/* A worker's handle names its worker, once. */
+	if (c->worker_name && strncmp(message, "worker ", 7) != 0)
+		snprintf(c->error, sizeof c->error, "worker %.32s: %.980s", c->worker_name,
+			 message);
+	else
+		memcpy(c->error, message, sizeof c->error);
+	c->current = NULL;
 	c->error_code[0] = '\0';
 	c->last_status = 0;
 	return err;
@@ -127,6 +135,11 @@ static int client_perform(struct station_client *c, const struct client_io *io,
 {
 	int k;
 
+	if (c->workers)
+		return client_error(c, -EINVAL,
+				    "%s %.200s: with several workers, a request about no workspace "
+				    "goes to one worker's handle (station_client_worker())",
+				    io->method, io->path);
 	c->transfer_status = 0;
 	k = c->socket_path ? client_http1_perform(c, io, r) : client_curl_perform(c, io, r);
 	if (r->body_error == -E2BIG)
@@ -237,6 +250,10 @@ struct station_client *station_client_free(struct station_client *c)
 {
 	if (!c)
 		return NULL;
+	for (size_t i = 0; i < c->n_workers; i++)
+		station_client_free(c->workers[i]);
+	free(c->workers);
+	free(c->worker_name);
 	client_http1_close(c);
 	client_curl_free(c->curl);
 	free(c->buf);
@@ -255,19 +272,25 @@ const char *station_client_endpoint(const struct station_client *c)
 	return c->endpoint;
 }
 
+/* On a client over several workers, what the last call's worker said. */
+static const struct station_client *last(const struct station_client *c)
+{
+	return c->current ? c->current : c;
+}
+
 const char *station_client_last_error(const struct station_client *c)
 {
-	return c->error;
+	return last(c)->error;
 }
 
 const char *station_client_last_error_code(const struct station_client *c)
 {
-	return c->error_code;
+	return last(c)->error_code;
 }
 
 long station_client_last_status(const struct station_client *c)
 {
-	return c->last_status;
+	return last(c)->last_status;
 }
 
 void station_client_set_interrupt(struct station_client *c, int (*check)(void *userdata),
@@ -275,6 +298,24 @@ void station_client_set_interrupt(struct station_client *c, int (*check)(void *u
 {
 	c->interrupt = check;
 	c->interrupt_userdata = userdata;
+	for (size_t i = 0; i < c->n_workers; i++)
+		station_client_set_interrupt(c->workers[i], check, userdata);
+}
+
+/* A raw request on a client over several workers goes where its path's workspace id says. */
+static int route_path(struct station_client **c, const char *path)
+{
+	char id[129];
+	size_t n;
+
+	if (!(*c)->workers || !path || strncmp(path, "/v1/workspaces/", 15) != 0)
+		return 0;
+	n = strcspn(path + 15, "/?");
+	if (n == 0 || n >= sizeof id)
+		return 0;
+	memcpy(id, path + 15, n);
+	id[n] = '\0';
+	return client_route(c, id);
 }
 
 int station_request(struct station_client *c, const char *method, const char *path,
@@ -291,6 +332,10 @@ int station_request(struct station_client *c, const char *method, const char *pa
 	struct client_response resp = { .c = c, .io = &io };
 	int r;
 
+	r = route_path(&c, path);
+	if (r < 0)
+		return r;
+	resp.c = c;
 	r = client_perform(c, &io, &resp);
 	if (r < 0) {
 		free(resp.body);
@@ -334,6 +379,9 @@ int station_request_json(struct station_client *c, const char *method, const cha
 	long status;
 	int r;
 
+	r = route_path(&c, path);
+	if (r < 0)
+		return r;
 	if (body) {
 		text = json_dumps(body, JSON_COMPACT);
 		if (!text)
@@ -416,6 +464,10 @@ int station_request_stream(struct station_client *c, const char *path,
 	_cleanup_free_ char *body = NULL;
 	int r;
 
+	r = route_path(&c, path);
+	if (r < 0)
+		return r;
+	resp.c = c;
 	r = client_perform(c, &io, &resp);
 	body = resp.body;
 	if (r < 0)
@@ -593,10 +645,31 @@ int station_workspace_create(struct station_client *c, const struct station_work
 	_cleanup_json_ json_t *spec = NULL;
 	int r;
 
+	r = client_route_create(&c, opts ? opts->worker : NULL);
+	if (r < 0)
+		return r;
 	r = workspace_spec(c, opts, &spec);
 	if (r < 0)
 		return r;
 	return client_create(c, "/v1/workspaces", spec, opts ? opts->idempotency_key : NULL, ret);
+}
+
+/* Every worker's workspaces; an error only when no worker answered (the first one's). */
+static int workspace_list_workers(struct station_client *c, json_t **ret)
+{
+	_cleanup_json_ json_t *all = NULL;
+	json_t *unreachable;
+	int r = station_workspace_list_all(c, &all);
+
+	if (r < 0)
+		return r;
+	unreachable = json_object_get(all, "unreachable");
+	if (json_array_size(unreachable) == c->n_workers)
+		return client_error(c, -ECONNREFUSED, "%s",
+				    json_string_value(json_object_get(
+					    json_array_get(unreachable, 0), "error")));
+	*ret = json_incref(json_object_get(all, "workspaces"));
+	return 0;
 }
 
 int station_workspace_list(struct station_client *c, json_t **ret)
@@ -605,6 +678,8 @@ int station_workspace_list(struct station_client *c, json_t **ret)
 	json_t *list;
 	int r;
 
+	if (c->workers)
+		return workspace_list_workers(c, ret);
 	r = station_request_json(c, "GET", "/v1/workspaces", NULL, &doc);
 	if (r < 0)
 		return r;
@@ -621,6 +696,7 @@ static int workspace_call(struct station_client *c, const char *method, const ch
 	_cleanup_free_ char *path = NULL;
 	int r;
 
+	CLIENT_ROUTE(c, id);
 	r = client_path(c, id, NULL, suffix, &path);
 	if (r < 0)
 		return r;
@@ -655,6 +731,7 @@ int station_workspace_network_set(struct station_client *c, const char *id, cons
 	json_t *egress = NULL;
 	int r;
 
+	CLIENT_ROUTE(c, id);
 	r = parse_egress(c, egress_json, &egress);
 	if (r < 0)
 		return r;

@@ -31,8 +31,8 @@ static int connect_unix(struct station_client *c, int *ret)
 		int err = errno;
 
 		close(fd);
-		return client_error(c, err == EACCES || err == EPERM ? -EACCES : -ECONNREFUSED,
-				    "no controller at %s: %s", c->endpoint, strerror(err));
+		return client_unreachable(
+			c, err == EACCES || err == EPERM ? -EACCES : -ECONNREFUSED, strerror(err));
 	}
 	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
 	*ret = fd;
@@ -86,8 +86,7 @@ static int connect_tcp(struct station_client *c, int *ret)
 		return r;
 	r = getaddrinfo(host, port, &hints, &ai);
 	if (r != 0)
-		return client_error(c, -ECONNREFUSED, "no controller at %s: %s", c->endpoint,
-				    gai_strerror(r));
+		return client_unreachable(c, -ECONNREFUSED, gai_strerror(r));
 	for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
 		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
 		if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) < 0) {
@@ -98,8 +97,7 @@ static int connect_tcp(struct station_client *c, int *ret)
 	}
 	freeaddrinfo(ai);
 	if (fd < 0)
-		return client_error(c, -ECONNREFUSED, "no controller at %s: %s", c->endpoint,
-				    strerror(err ? err : ECONNREFUSED));
+		return client_unreachable(c, -ECONNREFUSED, strerror(err ? err : ECONNREFUSED));
 	*ret = fd;
 	return 0;
 }
@@ -123,5 +121,9 @@ int client_send_all(int fd, const void *data, size_t n)
 
 int client_connect(struct station_client *c, int *ret)
 {
+	if (c->workers)
+		return client_error(c, -EINVAL,
+				    "with several workers, a stream goes to one "
+				    "worker's handle (station_client_worker())");
 	return c->socket_path ? connect_unix(c, ret) : connect_tcp(c, ret);
 }

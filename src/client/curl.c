@@ -143,8 +143,8 @@ static int curl_connect_error(struct station_client *c)
 	if (os_errno == EACCES || os_errno == EPERM)
 		return client_error(c, -EACCES, "cannot connect to %s: %s", c->endpoint,
 				    strerror((int)os_errno));
-	return client_error(c, -ECONNREFUSED, "no controller at %s: %s", c->endpoint,
-			    os_errno > 0 ? strerror((int)os_errno) : c->curl->error);
+	return client_unreachable(c, -ECONNREFUSED,
+				  os_errno > 0 ? strerror((int)os_errno) : c->curl->error);
 }
 
 static int curl_result_to_error(struct station_client *c, CURLcode cc)

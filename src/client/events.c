@@ -105,6 +105,10 @@ int station_events(struct station_client *c, const struct station_events_options
 		return client_error(c, -EINVAL,
 				    "types must be a comma-separated list of workspace, run, "
 				    "service, terminal");
+	if (opts->workspace) {
+		CLIENT_ROUTE(c, opts->workspace);
+		ev.c = c;
+	}
 	ev.has_last = opts->has_since;
 	ev.last = opts->since;
 	ev.sse.on_event = on_event;

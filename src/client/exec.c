@@ -178,6 +178,7 @@ static int exec_body(struct station_client *c, const struct station_exec_options
 int station_exec_start(struct station_client *c, const char *ws,
 		       const struct station_exec_options *opts, json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_json_ json_t *body = NULL;
 	_cleanup_free_ char *path = NULL;
 	char suffix[64] = "/commands";
@@ -209,6 +210,7 @@ static int run_path(struct station_client *c, const char *ws, const char *run, c
 int station_run_get(struct station_client *c, const char *ws, const char *run, uint64_t wait_ms,
 		    json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_free_ char *path = NULL;
 	char suffix[48] = "";
 	int r;
@@ -250,6 +252,7 @@ static uint64_t wait_slice_ms(uint64_t deadline, uint64_t now)
 int station_run_wait(struct station_client *c, const char *ws, const char *run, int64_t timeout_ms,
 		     json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : now_usec() + (uint64_t)timeout_ms * 1000;
 
 	for (;;) {
@@ -272,6 +275,7 @@ int station_run_wait(struct station_client *c, const char *ws, const char *run, 
 
 int station_run_list(struct station_client *c, const char *ws, unsigned limit, json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_json_ json_t *doc = NULL;
 	_cleanup_free_ char *path = NULL;
 	char suffix[48] = "/commands";
@@ -296,6 +300,7 @@ int station_run_list(struct station_client *c, const char *ws, unsigned limit, j
 
 int station_run_cancel(struct station_client *c, const char *ws, const char *run, json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_free_ char *path = NULL;
 	int r;
 
@@ -642,6 +647,7 @@ static int follow_sse_once(struct follow *f, const char *path)
 int station_run_follow(struct station_client *c, const char *ws, const char *run,
 		       const struct station_follow_callbacks *cb, void *userdata, json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_free_ char *path = NULL;
 	char what[96];
 	int r;

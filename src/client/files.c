@@ -254,6 +254,7 @@ static int entry_call(struct station_client *c, const char *method, const char *
 int station_file_stat(struct station_client *c, const char *ws, const char *path,
 		      struct station_file_entry **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_free_ char *url = NULL;
 	int r;
 
@@ -294,6 +295,7 @@ static int list_from_json(struct station_client *c, const json_t *doc,
 int station_file_list(struct station_client *c, const char *ws, const char *path,
 		      struct station_file_list **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_json_ json_t *doc = NULL;
 	_cleanup_free_ char *url = NULL;
 	int r;
@@ -342,6 +344,7 @@ int station_file_read(struct station_client *c, const char *ws, const char *path
 		      uint64_t max_bytes, char **ret, size_t *ret_len,
 		      char ret_etag[STATION_ETAG_MAX])
 {
+	CLIENT_ROUTE(c, ws);
 	struct read_buffer b = { .c = c, .max = max_bytes ? max_bytes : READ_DEFAULT_MAX };
 	char etag[CLIENT_ETAG_MAX], tail[48];
 	_cleanup_free_ char *url = NULL;
@@ -416,6 +419,7 @@ static int download_write(const void *data, size_t n, void *userdata)
 int station_file_download(struct station_client *c, const char *ws, const char *path, int fd,
 			  const struct station_download_options *opts, uint64_t *ret_bytes)
 {
+	CLIENT_ROUTE(c, ws);
 	static const struct station_download_options none = {};
 	struct download d = { .c = c, .fd = fd };
 	char range[80] = "", tail[48] = "";
@@ -515,6 +519,7 @@ int station_file_write(struct station_client *c, const char *ws, const char *pat
 		       size_t n, const struct station_write_options *opts,
 		       struct station_file_entry **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	struct client_io io = {
 		.data = data ? data : "",
 		.size = data ? n : 0,
@@ -527,6 +532,7 @@ int station_file_write(struct station_client *c, const char *ws, const char *pat
 int station_file_upload(struct station_client *c, const char *ws, const char *path, int fd,
 			const struct station_write_options *opts, struct station_file_entry **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	struct client_io io = { .upload_fd = fd, .upload_size = -1 };
 	struct stat st;
 
@@ -545,6 +551,7 @@ int station_file_upload(struct station_client *c, const char *ws, const char *pa
 int station_file_mkdir(struct station_client *c, const char *ws, const char *path, bool parents,
 		       unsigned mode, struct station_file_entry **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_json_ json_t *body = json_object();
 	_cleanup_free_ char *url = NULL;
 	char mode_text[8];
@@ -570,6 +577,7 @@ int station_file_mkdir(struct station_client *c, const char *ws, const char *pat
 int station_file_rename(struct station_client *c, const char *ws, const char *from, const char *to,
 			bool overwrite, struct station_file_entry **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_json_ json_t *body = json_object();
 	_cleanup_free_ char *url = NULL;
 	int r;
@@ -592,6 +600,7 @@ int station_file_rename(struct station_client *c, const char *ws, const char *fr
 
 int station_file_delete(struct station_client *c, const char *ws, const char *path, bool recursive)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_free_ char *url = NULL;
 	int r;
 

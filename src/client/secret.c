@@ -128,6 +128,7 @@ int station_secret_put(struct station_client *c, const char *ws, const char *nam
 		       const void *value, size_t n, const struct station_secret_options *opts,
 		       json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	static const struct station_secret_options none = {};
 	_cleanup_(wipedp) struct wiped body = {};
 	_cleanup_free_ char *path = NULL;
@@ -155,6 +156,7 @@ int station_secret_put(struct station_client *c, const char *ws, const char *nam
 
 int station_secret_list(struct station_client *c, const char *ws, json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_json_ json_t *doc = NULL;
 	_cleanup_free_ char *path = NULL;
 	json_t *list;
@@ -175,6 +177,7 @@ int station_secret_list(struct station_client *c, const char *ws, json_t **ret)
 
 int station_secret_delete(struct station_client *c, const char *ws, const char *name, json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_free_ char *path = NULL;
 	int r;
 

@@ -93,6 +93,7 @@ static int service_body(struct station_client *c, const struct station_service_o
 int station_service_start(struct station_client *c, const char *ws,
 			  const struct station_service_options *opts, json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_json_ json_t *body = NULL;
 	_cleanup_free_ char *path = NULL;
 	int r;
@@ -109,6 +110,7 @@ int station_service_start(struct station_client *c, const char *ws,
 
 int station_service_list(struct station_client *c, const char *ws, json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_json_ json_t *doc = NULL;
 	_cleanup_free_ char *path = NULL;
 	json_t *list;
@@ -143,28 +145,33 @@ static int service_call(struct station_client *c, const char *method, const char
 
 int station_service_get(struct station_client *c, const char *ws, const char *name, json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	return service_call(c, "GET", ws, name, NULL, ret);
 }
 
 int station_service_stop(struct station_client *c, const char *ws, const char *name, json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	return service_call(c, "POST", ws, name, "/stop", ret);
 }
 
 int station_service_restart(struct station_client *c, const char *ws, const char *name,
 			    json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	return service_call(c, "POST", ws, name, "/restart", ret);
 }
 
 int station_service_delete(struct station_client *c, const char *ws, const char *name, json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	return service_call(c, "DELETE", ws, name, NULL, ret);
 }
 
 int station_service_logs(struct station_client *c, const char *ws, const char *name, bool follow,
 			 const struct station_follow_callbacks *cb, void *userdata, json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_free_ char *path = NULL;
 	char what[96];
 	int r;

@@ -48,6 +48,7 @@ static int term_path(struct station_client *c, const char *ws, const char *term,
 int station_terminal_open(struct station_client *c, const char *ws,
 			  const struct station_terminal_options *opts, json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	const struct station_terminal_options none = {};
 	_cleanup_json_ json_t *body = NULL;
 	_cleanup_free_ char *path = NULL;
@@ -74,6 +75,7 @@ int station_terminal_open(struct station_client *c, const char *ws,
 
 int station_terminal_list(struct station_client *c, const char *ws, json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_free_ char *path = NULL;
 	_cleanup_json_ json_t *doc = NULL;
 	int r = term_path(c, ws, NULL, NULL, &path);
@@ -91,6 +93,7 @@ int station_terminal_list(struct station_client *c, const char *ws, json_t **ret
 
 int station_terminal_get(struct station_client *c, const char *ws, const char *term, json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_free_ char *path = NULL;
 	int r = term_path(c, ws, term, NULL, &path);
 
@@ -100,6 +103,7 @@ int station_terminal_get(struct station_client *c, const char *ws, const char *t
 int station_terminal_resize(struct station_client *c, const char *ws, const char *term,
 			    unsigned cols, unsigned rows, json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_free_ char *path = NULL;
 	_cleanup_json_ json_t *body =
 		json_pack("{s:I,s:I}", "cols", (json_int_t)cols, "rows", (json_int_t)rows);
@@ -114,6 +118,7 @@ int station_terminal_resize(struct station_client *c, const char *ws, const char
 
 int station_terminal_close(struct station_client *c, const char *ws, const char *term, json_t **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_free_ char *path = NULL;
 	int r = term_path(c, ws, term, NULL, &path);
 
@@ -156,6 +161,7 @@ static int on_message(void *userdata, enum ws_opcode op, const void *data, size_
 int station_term_attach(struct station_client *c, const char *ws, const char *term, bool read_only,
 			struct station_term **ret)
 {
+	CLIENT_ROUTE(c, ws);
 	_cleanup_free_ char *path = NULL;
 	struct station_term *t;
 	int r = term_path(c, ws, term, read_only ? "/attach?readOnly=1" : "/attach", &path);

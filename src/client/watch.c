@@ -95,6 +95,7 @@ int station_file_watch(struct station_client *c, const char *ws, const char *pat
 		       int (*on_event)(const struct station_watch_event *e, void *userdata),
 		       void *userdata)
 {
+	CLIENT_ROUTE(c, ws);
 	struct watch w = { .c = c, .on_event = on_event, .userdata = userdata };
 	struct sse_parser p = { .on_event = watch_event, .userdata = &w };
 	_cleanup_free_ char *url = NULL;
