@@ -38,6 +38,9 @@ export interface ConnectionOptions {
 
 export const DEFAULT_SOCKET = "/var/lib/station-sandbox/station.sock";
 
+/** A JSON answer larger than this is refused rather than held in memory. */
+export const MAX_JSON_BYTES = 64 * 1024 * 1024;
+
 function env(name: string): string | undefined {
   const v = process.env[name];
   return v ? v : undefined;
@@ -142,7 +145,16 @@ export class Transport {
       }
       req.on("response", (res) => {
         const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
+        let n = 0;
+        res.on("data", (c: Buffer) => {
+          n += c.length;
+          if (n > MAX_JSON_BYTES) {
+            reject(new StationError(res.statusCode ?? 0, "protocol_error", `${method} ${path}: an answer over ${MAX_JSON_BYTES} bytes`));
+            req.destroy();
+            return;
+          }
+          chunks.push(c);
+        });
         res.on("error", (e) => reject(this.connectionError(e)));
         res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
       });

@@ -179,18 +179,32 @@ test("workers: a hostile or silent worker is marked in lists and skipped for cre
     error: await fakeWorker((req, res) => { res.statusCode = 500; res.end('{"error":{"code":"internal","message":"boom"}}'); }),
     liar: await fakeWorker((req, res) => res.end(JSON.stringify(req.url === "/v1/worker" ? { name: "w1", version: "x", workspaces: 0, limits: { maxWorkspaces: 100000 } } : { workspaces: "nope" }))),
     silent: await fakeWorker(() => {}),
+    // a list without end: refused past 64 MiB, never held whole
+    endless: await fakeWorker((req, res) => {
+      if (req.url === "/v1/worker") return res.end(JSON.stringify({ name: "endless", version: "x", workspaces: 0, limits: { maxWorkspaces: 0 } }));
+      res.write('{"workspaces":[');
+      const chunk = Buffer.alloc(1 << 20, "1,");
+      const more = () => {
+        while (!res.destroyed && res.write(chunk));
+        if (!res.destroyed) res.once("drain", more);
+      };
+      more();
+    }),
   };
   try {
     const workers = [...OPTION, ...Object.entries(fakes).map(([name, f]) => ({ name, url: f.url, token: "t" }))];
     const c = new StationClient({ workers, timeoutMs: 1000 });
+    const endless = new StationClient({ workers: [{ name: "endless", url: fakes.endless.url }] });
+    await assert.rejects(endless.workspaces(), { code: "protocol_error", message: /GET \/v1\/workspaces: an answer over 67108864 bytes/ });
     const states = await c.workers();
     const down = Object.fromEntries(states.filter((s) => !s.up).map((s) => [s.name, s.error]));
     assert.deepEqual(Object.keys(down).sort(), ["error", "garbage", "liar", "silent"]);
     assert.match(down.liar, /answers as worker "w1", not liar/);
     assert.match(down.silent, /no answer within 1000 ms/);
     assert.match(down.error, /HTTP 500: boom/);
+    assert.equal(states.find((s) => s.name === "endless").up, true); // up, but with no free slot
     const list = await c.workspaces();
-    assert.deepEqual(list.unreachable.map((u) => u.worker).sort(), ["error", "garbage", "liar", "silent"]);
+    assert.deepEqual(list.unreachable.map((u) => u.worker).sort(), ["endless", "error", "garbage", "liar", "silent"]);
     assert.match(list.unreachable.find((u) => u.worker === "silent").error, /no answer within 1000 ms/);
     // the liar claims 100000 free slots but is not itself: never chosen
     const ws = await c.createWorkspace({ adapter: "host" });
