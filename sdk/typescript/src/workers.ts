@@ -4,7 +4,7 @@
 
 import { lstatSync, openSync, readSync, closeSync, fstatSync, constants as fsc } from "node:fs";
 import { homedir } from "node:os";
-import { join } from "node:path";
+import { dirname, isAbsolute, join } from "node:path";
 
 import { StationError } from "./errors.js";
 
@@ -66,15 +66,13 @@ export class WorkerUnavailableError extends StationError {
 }
 
 const NAME = /^[a-z0-9-]{1,32}$/;
-const ID_SUFFIX = /^(.+)-[a-z2-7]{26}$/;
-/** A workers file or a token file larger than this is refused. */
-const MAX_FILE_BYTES = 64 * 1024;
+/** A workers file larger than this is refused (as by the CLI). */
+const MAX_FILE_BYTES = 256 * 1024;
+const MAX_TOKEN_BYTES = 4096;
 
-/** The worker a workspace id names: `w2-abc…` is on `w2`. */
+/** The worker a workspace id names: everything before its last `-` (`w2-abc…` is on `w2`). */
 export function workerOfId(id: string): string {
-  const m = ID_SUFFIX.exec(id);
-  if (m) return m[1]!;
-  const dash = id.indexOf("-");
+  const dash = id.lastIndexOf("-");
   return dash > 0 ? id.slice(0, dash) : id;
 }
 
@@ -124,24 +122,24 @@ export function parseWorkersEnv(value: string, where = "STATION_WORKERS"): Worke
 }
 
 /** A small regular file, read whole (refused when larger than MAX_FILE_BYTES). */
-function readSmallFile(path: string, what: string): { text: string; mode: number; uid: number } {
+function readSmallFile(path: string, what: string, max = MAX_FILE_BYTES): { text: string; mode: number; uid: number } {
   let fd: number;
   try {
-    fd = openSync(path, fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK);
+    fd = openSync(path, fsc.O_RDONLY | fsc.O_NONBLOCK);
   } catch (e) {
     throw new TypeError(`${what} ${path}: ${(e as Error).message}`);
   }
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) throw new TypeError(`${what} ${path}: not a regular file`);
-    if (st.size > MAX_FILE_BYTES) throw new TypeError(`${what} ${path}: larger than ${MAX_FILE_BYTES} bytes`);
-    const buf = Buffer.alloc(MAX_FILE_BYTES + 1);
+    if (st.size > max) throw new TypeError(`${what} ${path}: larger than ${max} bytes`);
+    const buf = Buffer.alloc(max + 1);
     let n = 0;
     for (;;) {
       const got = readSync(fd, buf, n, buf.length - n, null);
       if (got === 0) break;
       n += got;
-      if (n > MAX_FILE_BYTES) throw new TypeError(`${what} ${path}: larger than ${MAX_FILE_BYTES} bytes`);
+      if (n > max) throw new TypeError(`${what} ${path}: larger than ${max} bytes`);
     }
     return { text: buf.subarray(0, n).toString("utf8"), mode: st.mode, uid: st.uid };
   } finally {
@@ -150,19 +148,26 @@ function readSmallFile(path: string, what: string): { text: string; mode: number
 }
 
 /**
- * A worker's token file: a regular file of this user that neither group nor others may read
- * or write (mode 0600 or stricter), holding the token on its first line.
+ * A worker's token file (as the CLI reads it): a regular file owned by this user or root that
+ * neither group nor others may read or write (mode 0600 or stricter), holding one token of
+ * printable ASCII without spaces (a final newline is dropped).
  */
 export function readTokenFile(path: string): string {
-  const f = readSmallFile(path, "token file");
-  if ((f.mode & 0o077) !== 0)
-    throw new TypeError(`token file ${path}: mode ${(f.mode & 0o777).toString(8).padStart(4, "0")} lets group or others at it (chmod 0600)`);
+  const f = readSmallFile(path, "token file", MAX_TOKEN_BYTES);
   const uid = process.getuid?.();
-  if (uid !== undefined && f.uid !== uid) throw new TypeError(`token file ${path}: owned by uid ${f.uid}, not by this user (${uid})`);
-  const token = (f.text.split("\n")[0] ?? "").trim();
-  if (!token) throw new TypeError(`token file ${path}: empty`);
-  if (/[\r\0]/.test(token)) throw new TypeError(`token file ${path}: the token holds a control character`);
+  if (uid !== undefined && f.uid !== uid && f.uid !== 0)
+    throw new TypeError(`token file ${path}: owned by uid ${f.uid}, not by you or root`);
+  if ((f.mode & 0o077) !== 0)
+    throw new TypeError(`token file ${path}: mode ${(f.mode & 0o7777).toString(8).padStart(4, "0")} lets group or others at it (chmod 600 ${path})`);
+  const token = f.text.replace(/\r?\n$/, "");
+  if (!/^[\x21-\x7e]+$/.test(token)) throw new TypeError(`token file ${path}: not one token of printable ASCII without spaces`);
   return token;
+}
+
+/** A workers file's TOKEN-FILE: `~/` is $HOME, a relative path is beside the workers file. */
+function tokenPath(p: string, workersFile: string): string {
+  if (p.startsWith("~/")) return join(homedir(), p.slice(2));
+  return isAbsolute(p) ? p : join(dirname(workersFile), p);
 }
 
 /** A workers file: `NAME URL [TOKEN-FILE]` per line, `#` comments, blank lines ignored. */
@@ -179,7 +184,7 @@ export function readWorkersFile(path: string): WorkerConfig[] {
     const w = checkWorker({ name, url }, where);
     if (tokenFile !== undefined) {
       try {
-        w.token = readTokenFile(tokenFile);
+        w.token = readTokenFile(tokenPath(tokenFile, path));
       } catch (e) {
         throw new TypeError(`${where}: ${(e as Error).message}`);
       }
@@ -189,10 +194,9 @@ export function readWorkersFile(path: string): WorkerConfig[] {
   return checkList(list, `workers file ${path}`);
 }
 
-/** The default workers file: `~/.config/station-sandbox/workers` (XDG_CONFIG_HOME respected). */
+/** The default workers file: `~/.config/station-sandbox/workers` (as for the CLI). */
 export function defaultWorkersFile(): string {
-  const base = process.env.XDG_CONFIG_HOME || join(homedir(), ".config");
-  return join(base, "station-sandbox", "workers");
+  return join(process.env.HOME || homedir(), ".config", "station-sandbox", "workers");
 }
 
 function env(name: string): string | undefined {

@@ -134,7 +134,7 @@ test("workers: a workers file with per-worker token files (mode-checked)", { ski
   writeFileSync(tok, W.w1.token + "\n");
   chmodSync(tok, 0o644);
   const file = join(dir, "workers");
-  writeFileSync(file, `# a comment\nw1 ${W.w1.url} ${tok}\n`);
+  writeFileSync(file, `# a comment\nw1 ${W.w1.url} w1.token # beside the workers file\n`);
   await withEnv({ STATION_WORKERS: undefined, STATION_WORKERS_FILE: file }, async () => {
     assert.throws(() => new StationClient(), { message: new RegExp(`line 2: token file ${tok}: mode 0644 lets group or others at it`) });
     chmodSync(tok, 0o600); // positive control

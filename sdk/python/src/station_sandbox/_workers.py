@@ -14,9 +14,10 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 from .errors import NotFound
 
 NAME_RE = re.compile(r"[a-z0-9-]{1,32}")
-_ID_RE = re.compile(r"(.+)-[a-z2-7]{26}")
-MAX_FILE_BYTES = 64 * 1024
-"""A workers file or a token file larger than this is refused."""
+MAX_FILE_BYTES = 256 * 1024
+"""A workers file larger than this is refused (as by the CLI)."""
+MAX_TOKEN_BYTES = 4096
+_TOKEN_RE = re.compile(r"[\x21-\x7e]+")
 
 WorkersArg = Union[Mapping[str, str], Sequence[Any]]
 """``{"w1": "http://host1:8080", ...}`` or ``[{"name", "url", "token"}, ...]`` (or
@@ -31,11 +32,10 @@ class WorkerConfig:
 
 
 def worker_of_id(workspace_id: str) -> str:
-    """The worker a workspace id names: ``w2-abc...`` is on ``w2``."""
-    m = _ID_RE.fullmatch(workspace_id)
-    if m:
-        return m.group(1)
-    return workspace_id.split("-", 1)[0]
+    """The worker a workspace id names: everything before its last ``-`` (``w2-abc...`` is on
+    ``w2``)."""
+    head, dash, _ = workspace_id.rpartition("-")
+    return head if dash and head else workspace_id
 
 
 def _check(name: Any, url: Any, token: Any, where: str) -> WorkerConfig:
@@ -81,9 +81,9 @@ def parse_workers_env(value: str, where: str = "STATION_WORKERS") -> list[Worker
     return _check_list(out, where)
 
 
-def _read_small(path: str, what: str) -> tuple[str, os.stat_result]:
+def _read_small(path: str, what: str, limit: int = MAX_FILE_BYTES) -> tuple[str, os.stat_result]:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         raise ValueError(f"{what} {path}: {e.strerror or e}") from None
     try:
@@ -92,12 +92,12 @@ def _read_small(path: str, what: str) -> tuple[str, os.stat_result]:
             raise ValueError(f"{what} {path}: not a regular file")
         data = b""
         while True:
-            c = os.read(fd, MAX_FILE_BYTES + 1 - len(data))
+            c = os.read(fd, limit + 1 - len(data))
             if not c:
                 break
             data += c
-            if len(data) > MAX_FILE_BYTES:
-                raise ValueError(f"{what} {path}: larger than {MAX_FILE_BYTES} bytes")
+            if len(data) > limit:
+                raise ValueError(f"{what} {path}: larger than {limit} bytes")
         try:
             return data.decode("utf-8"), st
         except UnicodeDecodeError:
@@ -107,20 +107,27 @@ def _read_small(path: str, what: str) -> tuple[str, os.stat_result]:
 
 
 def read_token_file(path: str) -> str:
-    """A worker's token file: a regular file of this user that neither group nor others may
-    read or write (mode 0600 or stricter), the token on its first line."""
-    text, st = _read_small(path, "token file")
+    """A worker's token file (as the CLI reads it): a regular file owned by this user or root
+    that neither group nor others may read or write (mode 0600 or stricter), holding one token
+    of printable ASCII without spaces (a final newline is dropped)."""
+    text, st = _read_small(path, "token file", MAX_TOKEN_BYTES)
+    if st.st_uid not in (os.geteuid(), 0):
+        raise ValueError(f"token file {path}: owned by uid {st.st_uid}, not by you or root")
     if st.st_mode & 0o077:
         raise ValueError(f"token file {path}: mode {stat.S_IMODE(st.st_mode):04o} lets group or "
-                         f"others at it (chmod 0600)")
-    if st.st_uid != os.getuid():
-        raise ValueError(f"token file {path}: owned by uid {st.st_uid}, not by this user ({os.getuid()})")
-    token = text.split("\n", 1)[0].strip()
-    if not token:
-        raise ValueError(f"token file {path}: empty")
-    if any(c in token for c in "\r\0"):
-        raise ValueError(f"token file {path}: the token holds a control character")
+                         f"others at it (chmod 600 {path})")
+    token = text[:-1] if text.endswith("\n") else text
+    token = token[:-1] if token.endswith("\r") else token
+    if not _TOKEN_RE.fullmatch(token):
+        raise ValueError(f"token file {path}: not one token of printable ASCII without spaces")
     return token
+
+
+def _token_path(p: str, workers_file: str) -> str:
+    """``~/`` is $HOME; a relative path is beside the workers file."""
+    if p.startswith("~/"):
+        return os.path.join(os.path.expanduser("~"), p[2:])
+    return p if os.path.isabs(p) else os.path.join(os.path.dirname(workers_file) or ".", p)
 
 
 def read_workers_file(path: str) -> list[WorkerConfig]:
@@ -138,7 +145,7 @@ def read_workers_file(path: str) -> list[WorkerConfig]:
         token = None
         if len(parts) == 3:
             try:
-                token = read_token_file(parts[2])
+                token = read_token_file(_token_path(parts[2], path))
             except ValueError as e:
                 raise ValueError(f"{where}: {e}") from None
         out.append(_check(parts[0], parts[1], token, where))
@@ -146,9 +153,8 @@ def read_workers_file(path: str) -> list[WorkerConfig]:
 
 
 def default_workers_file() -> str:
-    """``~/.config/station-sandbox/workers`` (``$XDG_CONFIG_HOME`` respected)."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(base, "station-sandbox", "workers")
+    """``~/.config/station-sandbox/workers`` (as for the CLI)."""
+    return os.path.join(os.path.expanduser("~"), ".config", "station-sandbox", "workers")
 
 
 def _env(name: str) -> Optional[str]:

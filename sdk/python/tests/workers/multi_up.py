@@ -151,7 +151,7 @@ def test_workers_file_with_token_files(monkeypatch, tmp_path):
     tok.write_text(W["w1"]["token"] + "\n")
     tok.chmod(0o640)
     f = tmp_path / "workers"
-    f.write_text(f"# comment\n\nw1 {W['w1']['url']} {tok}\n")
+    f.write_text(f"# comment\n\nw1 {W['w1']['url']} w1.token  # beside the workers file\n")
     monkeypatch.setenv("STATION_WORKERS_FILE", str(f))
     with pytest.raises(ValueError) as e:
         Client()
