@@ -31,6 +31,8 @@ test("workers: workers() reports w1, w2, w3 up with version, capacity and worksp
     assert.equal(typeof s.version, "string");
     assert.equal(s.capacity.workspaces.max, max[s.name]);
     assert.equal(s.capacity.workspaces.free, max[s.name] - s.workspaces);
+    assert.ok(s.capacity.memoryBytes.available > 0 && s.capacity.memoryBytes.available <= s.capacity.memoryBytes.total);
+    assert.ok(Number.isInteger(s.capacity.cpus) && s.capacity.cpus >= 1);
   }
 });
 

@@ -34,6 +34,9 @@ def test_workers_reports_each_worker_up():
         assert isinstance(s["version"], str)
         assert s["capacity"]["workspaces"]["max"] == MAX[s["name"]]
         assert s["capacity"]["workspaces"]["free"] == MAX[s["name"]] - s["workspaces"]
+        mem = s["capacity"]["memoryBytes"]
+        assert 0 < mem["available"] <= mem["total"]
+        assert s["capacity"]["cpus"] >= 1
 
 
 def test_create_on_each_worker_and_route_by_id():
