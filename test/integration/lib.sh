@@ -22,7 +22,7 @@ CLI_BIN=$BUILD/src/cli/station-sandbox
 TEST_NAME=$(basename "$0" .sh)
 
 # Nothing from the caller's environment may redirect our clients.
-unset STATION_SOCKET STATION_URL STATION_TOKEN STATION_ROOT
+unset STATION_SOCKET STATION_URL STATION_TOKEN STATION_ROOT STATION_WORKERS STATION_WORKERS_FILE
 
 # Scratch space for this script; ROOT is the controller's metadata root inside it (short, so
 # unix socket paths stay far below 108 bytes).

@@ -1,7 +1,8 @@
 // The seed's high-level API: an adapter creates workspaces of one kind (host or container) and
 // runs commands and services in them. Output is decoded: text as strings, binary as Buffers.
 
-import { StationClient, type ConnectionOptions, type CreateOptions } from "./client.js";
+import { StationClient, type ConnectionOptions, type CreateOptions, type CreateWorkspaceOptions, type WorkspaceList } from "./client.js";
+import type { WorkerState } from "./workers.js";
 import { StationError } from "./errors.js";
 import { WorkspaceFiles, WorkspaceSecrets } from "./files.js";
 import type {
@@ -166,9 +167,9 @@ export abstract class SandboxAdapter {
   protected readonly workspaceOptions: WorkspaceOptions;
 
   protected constructor(options: AdapterOptions) {
-    const { client, socketPath, url, rootDir, token, env, cpus, memoryMb, pidsLimit, idleTimeoutMs } =
+    const { client, socketPath, url, rootDir, token, workers, timeoutMs, env, cpus, memoryMb, pidsLimit, idleTimeoutMs } =
       options;
-    this.client = client ?? new StationClient(defined({ socketPath, url, rootDir, token }));
+    this.client = client ?? new StationClient(defined({ socketPath, url, rootDir, token, workers, timeoutMs }));
     this.files = new WorkspaceFiles(this.client);
     this.secrets = new WorkspaceSecrets(this.client);
     this.workspaceOptions = defined({ env, cpus, memoryMb, pidsLimit, idleTimeoutMs });
@@ -209,8 +210,18 @@ export abstract class SandboxAdapter {
    * Creates a workspace (state `ready`). Keep its id: later calls need it. Retried by itself
    * after a connection error with one Idempotency-Key, so it never makes two (`CreateOptions`).
    */
-  create(overrides: WorkspaceOptions = {}, options: CreateOptions = {}): Promise<Workspace> {
+  create(overrides: WorkspaceOptions = {}, options: CreateWorkspaceOptions = {}): Promise<Workspace> {
     return this.client.createWorkspace(this.createRequest(overrides), options);
+  }
+
+  /** Every workspace (with several workers: of all of them, and `unreachable`). */
+  workspaces(): Promise<WorkspaceList> {
+    return this.client.workspaces();
+  }
+
+  /** Each worker's state: up or down, version, capacity, workspace count. */
+  workers(): Promise<WorkerState[]> {
+    return this.client.workers();
   }
 
   workspace(workspaceId: string): Promise<Workspace> {

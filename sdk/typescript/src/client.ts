@@ -5,6 +5,16 @@ import { randomUUID } from "node:crypto";
 
 import { StationError } from "./errors.js";
 import { Transport, type ConnectionOptions, type RawResponse } from "./transport.js";
+import { Router, unavailable, type Route, type Wire } from "./route.js";
+import {
+  WorkerUnavailableError,
+  mostFree,
+  reasonOf,
+  resolveWorkers,
+  type UnreachableWorker,
+  type WorkerCapacity,
+  type WorkerState,
+} from "./workers.js";
 import type { Readable } from "node:stream";
 import { WsConnection } from "./websocket.js";
 import type {
@@ -121,6 +131,23 @@ export interface CreateOptions {
   retries?: number;
 }
 
+/** Options of `createWorkspace`: with several workers, `worker` names where to create. */
+export interface CreateWorkspaceOptions extends CreateOptions {
+  /**
+   * With several workers: the worker to create on (by name); default the one with the most
+   * free capacity (most free workspace slots, then most available memory, then the first).
+   */
+  worker?: string;
+}
+
+/**
+ * `workspaces()`: the workspaces, and with several workers `unreachable`, the workers that did
+ * not answer (their workspaces are missing from the list); always empty with one controller.
+ */
+export type WorkspaceList = Workspace[] & { unreachable: UnreachableWorker[] };
+
+const DEFAULT_WORKER_TIMEOUT_MS = 10_000;
+
 const CREATE_RETRY_DELAY_MS = 250;
 
 function checkIdempotencyKey(key: string): void {
@@ -184,11 +211,81 @@ function abortError(): Error {
   return new DOMException("the stream was aborted", "AbortError");
 }
 
+/**
+ * The client of one controller, or of several workers: with the `workers` option (or
+ * `$STATION_WORKERS`, a workers file) every call for a workspace goes to the worker its id names
+ * (`w2-…` is on `w2`), `workspaces()` lists across all workers at once, `createWorkspace` creates
+ * on `worker` or the worker with the most free capacity, and a worker that does not answer
+ * gives a `WorkerUnavailableError` naming it. Calls that name no workspace (images, `worker()`,
+ * `ready()`) go to one worker: `client.on("w1")`.
+ */
 export class StationClient {
-  private readonly t: Transport;
+  private readonly t: Wire;
+  private readonly router: Router | undefined;
+  private readonly timeoutMs: number;
+  private readonly perWorker = new Map<string, StationClient>();
 
   constructor(options: ConnectionOptions = {}) {
-    this.t = new Transport(options);
+    const timeoutMs = options.timeoutMs ?? DEFAULT_WORKER_TIMEOUT_MS;
+    if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) throw new TypeError(`timeoutMs must be a positive integer, not ${JSON.stringify(timeoutMs)}`);
+    this.timeoutMs = timeoutMs;
+    const workers = resolveWorkers(options);
+    if (workers) {
+      this.router = new Router(workers.list, options.token, workers.source);
+      this.t = this.router;
+    } else {
+      this.t = new Transport(options);
+    }
+  }
+
+  /** The names of this client's workers (several workers only; else empty). */
+  get workerNames(): string[] {
+    return this.router?.names ?? [];
+  }
+
+  /**
+   * A client of one of this client's workers, by name: for what names no workspace (images,
+   * `worker()`, `ready()`). With one controller, `on()` with any name is the client itself.
+   */
+  on(worker: string): StationClient {
+    if (!this.router) return this;
+    const r = this.router.route(worker);
+    let c = this.perWorker.get(worker);
+    if (!c) {
+      const where = r.config.url.startsWith("unix:") ? { socketPath: r.config.url.slice(5) } : { url: r.config.url };
+      c = new StationClient({ ...where, token: r.transport.token, timeoutMs: this.timeoutMs });
+      this.perWorker.set(worker, c);
+    }
+    return c;
+  }
+
+  /**
+   * Each worker's state, in the configured order (one entry with one controller): up or down
+   * (with why), version, capacity and workspace count, asked of all at once; a worker that does
+   * not answer within the client's `timeoutMs` is down.
+   */
+  async workers(): Promise<WorkerState[]> {
+    const routes: Route[] = this.router ? [...this.router.routes.values()] : [];
+    if (!this.router) {
+      const t = this.t as Transport;
+      try {
+        const info = await t.json<WorkerInfo>("GET", "/v1/worker", undefined, undefined, {}, this.timeoutMs);
+        return [stateOf("", t.where, info)];
+      } catch (e) {
+        return [{ name: "", url: t.where, up: false, error: e instanceof StationError && e.status !== 0 ? e.message : reasonOf(e) }];
+      }
+    }
+    return Promise.all(
+      routes.map(async (r): Promise<WorkerState> => {
+        try {
+          const info = await r.transport.json<WorkerInfo>("GET", "/v1/worker", undefined, undefined, {}, this.timeoutMs);
+          return stateOf(r.config.name, r.config.url, info);
+        } catch (e) {
+          const error = e instanceof StationError && e.status !== 0 ? `HTTP ${e.status}: ${e.message}` : reasonOf(e);
+          return { name: r.config.name, url: r.config.url, up: false, error };
+        }
+      }),
+    );
   }
 
   /** POST to a creating endpoint with an Idempotency-Key, retried with it (CreateOptions). */
@@ -228,16 +325,78 @@ export class StationClient {
 
   // -- workspaces -------------------------------------------------------------------------
 
-  async workspaces(): Promise<Workspace[]> {
-    return (await this.t.json<{ workspaces: Workspace[] }>("GET", "/v1/workspaces")).workspaces;
+  /**
+   * Every workspace. With several workers: of all workers, asked at once, in the configured
+   * order; the workers that did not answer (or answered an error) are in `unreachable`, and
+   * when none answered this throws (a WorkerUnavailableError naming the first).
+   */
+  async workspaces(): Promise<WorkspaceList> {
+    if (!this.router) {
+      const list = (await this.t.json<{ workspaces: Workspace[] }>("GET", "/v1/workspaces")).workspaces;
+      return Object.assign(list, { unreachable: [] });
+    }
+    const routes = [...this.router.routes.values()];
+    const answers = await Promise.all(
+      routes.map(async (r) => {
+        try {
+          const doc = await r.transport.json<{ workspaces: Workspace[] }>("GET", "/v1/workspaces", undefined, undefined, {}, this.timeoutMs);
+          if (!Array.isArray(doc?.workspaces)) throw new StationError(200, "protocol_error", `GET /v1/workspaces: an answer without "workspaces"`);
+          return { r, list: doc.workspaces };
+        } catch (e) {
+          return { r, error: unavailable(r, e) };
+        }
+      }),
+    );
+    const list: Workspace[] = [];
+    const unreachable: UnreachableWorker[] = [];
+    for (const a of answers) {
+      if (a.list) list.push(...a.list);
+      else {
+        const e = a.error;
+        const why = e instanceof WorkerUnavailableError ? reasonOf(e.cause) : e instanceof Error ? e.message : String(e);
+        unreachable.push({ worker: a.r.config.name, url: a.r.config.url, error: why });
+      }
+    }
+    if (unreachable.length === routes.length) {
+      const first = answers[0]!;
+      if (first.error instanceof WorkerUnavailableError) {
+        const all = unreachable.map((u) => `${u.worker} (${u.url}): ${u.error}`).join("; ");
+        throw new WorkerUnavailableError(first.r.config.name, first.r.config.url, unreachable[0]!.error, { message: `no worker answered: ${all}` });
+      }
+      throw first.error;
+    }
+    return Object.assign(list, { unreachable });
   }
 
   workspace(id: string): Promise<Workspace> {
     return this.t.json("GET", `/v1/workspaces/${seg(id)}`);
   }
 
-  createWorkspace(request: CreateWorkspaceRequest = {}, options: CreateOptions = {}): Promise<Workspace> {
-    return this.create("/v1/workspaces", request, options);
+  /**
+   * Creates a workspace. With several workers: on `options.worker`, else on the worker with
+   * the most free capacity among those that answer `GET /v1/worker` (none answering: a
+   * WorkerUnavailableError).
+   */
+  async createWorkspace(request: CreateWorkspaceRequest = {}, options: CreateWorkspaceOptions = {}): Promise<Workspace> {
+    const { worker, ...create } = options;
+    if (!this.router) {
+      if (worker !== undefined) throw new TypeError(`worker ${JSON.stringify(worker)}: this client has one controller, not several workers`);
+      return this.create("/v1/workspaces", request, create);
+    }
+    let name = worker;
+    if (name === undefined) {
+      const states = await this.workers();
+      const best = mostFree(states);
+      if (!best) {
+        const first = states[0]!;
+        const all = states.map((s) => `${s.name} (${s.url}): ${s.error}`).join("; ");
+        throw new WorkerUnavailableError(first.name, first.url, first.error ?? "", { message: `no worker answered: ${all}` });
+      }
+      name = best.name;
+    }
+    return this.on(name).create<Workspace>("/v1/workspaces", request, create).catch((e) => {
+      throw unavailable(this.router!.route(name), e);
+    });
   }
 
   deleteWorkspace(id: string): Promise<DeletedWorkspace> {
@@ -765,4 +924,22 @@ export class StationClient {
       h.signal?.addEventListener("abort", onAbort, { once: true });
     });
   }
+}
+/** A worker's state from its `GET /v1/worker`; capacity from `limits` for a worker that reports none. */
+function stateOf(name: string, url: string, info: WorkerInfo): WorkerState {
+  let capacity: WorkerCapacity | undefined = (info as WorkerInfo & { capacity?: WorkerCapacity }).capacity;
+  if (!capacity && typeof info.limits?.maxWorkspaces === "number" && typeof info.workspaces === "number") {
+    const max = info.limits.maxWorkspaces;
+    capacity = { workspaces: { max, used: info.workspaces, free: Math.max(0, max - info.workspaces) } };
+  }
+  if (name && info.name !== name)
+    return { name, url, up: false, error: `answers as worker ${JSON.stringify(String(info.name))}, not ${name}` };
+  return {
+    name: info.name,
+    url,
+    up: true,
+    version: info.version,
+    ...(capacity ? { capacity } : {}),
+    workspaces: info.workspaces,
+  };
 }

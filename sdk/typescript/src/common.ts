@@ -1,7 +1,17 @@
 // What every entry point exports besides its adapter.
 export { StationClient } from "./client.js";
-export type { AttachHandlers, ConnectionOptions, CreateOptions, OutputHandlers, TerminalSession } from "./client.js";
+export type {
+  AttachHandlers,
+  ConnectionOptions,
+  CreateOptions,
+  CreateWorkspaceOptions,
+  OutputHandlers,
+  TerminalSession,
+  WorkspaceList,
+} from "./client.js";
 export { StationError } from "./errors.js";
+export { WorkerUnavailableError, workerOfId, mostFree, parseWorkersEnv, readWorkersFile } from "./workers.js";
+export type { UnreachableWorker, WorkerCapacity, WorkerConfig, WorkerState, WorkersOption } from "./workers.js";
 export { WorkspaceFiles, WorkspaceSecrets, READ_MAX_BYTES } from "./files.js";
 export type { WatchOptions } from "./files.js";
 export type { ClientErrorCode } from "./errors.js";

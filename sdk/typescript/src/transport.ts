@@ -8,6 +8,7 @@ import type { Duplex, Readable } from "node:stream";
 import { join } from "node:path";
 
 import { StationError } from "./errors.js";
+import type { WorkersOption } from "./workers.js";
 
 /** Where the controller is. The first of these that is set wins (as for the CLI):
  *  `socketPath`, `url`, `rootDir` (its `station.sock`), `$STATION_URL`, `$STATION_SOCKET`,
@@ -21,9 +22,24 @@ export interface ConnectionOptions {
   rootDir?: string;
   /** Bearer token for a TCP listener; default `$STATION_TOKEN`. */
   token?: string;
+  /**
+   * Several workers, routed by each workspace id's worker prefix (see `StationClient`):
+   * `{ w1: "http://host1:8080", … }` or `[{ name, url, token }, …]`. Without it (and without
+   * socketPath, url, rootDir): `$STATION_WORKERS`, `$STATION_WORKERS_FILE`, the default workers
+   * file `~/.config/station-sandbox/workers` (docs/operations.md).
+   */
+  workers?: WorkersOption;
+  /**
+   * With several workers: how long a worker may take to answer `GET /v1/worker` or a list
+   * before it counts as not answering (milliseconds, default 10000).
+   */
+  timeoutMs?: number;
 }
 
 export const DEFAULT_SOCKET = "/var/lib/station-sandbox/station.sock";
+
+/** A JSON answer larger than this is refused rather than held in memory. */
+export const MAX_JSON_BYTES = 64 * 1024 * 1024;
 
 function env(name: string): string | undefined {
   const v = process.env[name];
@@ -109,6 +125,7 @@ export class Transport {
     body?: unknown,
     accept?: (status: number) => boolean,
     extraHeaders: Record<string, string> = {},
+    timeoutMs?: number,
   ): Promise<T> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const headers: Record<string, string> = { Accept: "application/json", ...extraHeaders };
@@ -119,9 +136,25 @@ export class Transport {
     const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
       const req = this.open(method, path, headers);
       req.on("error", (e) => reject(this.connectionError(e)));
+      if (timeoutMs !== undefined) {
+        const timer = setTimeout(() => {
+          const e = Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: "ETIMEDOUT" });
+          req.destroy(e);
+        }, timeoutMs);
+        req.on("close", () => clearTimeout(timer));
+      }
       req.on("response", (res) => {
         const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
+        let n = 0;
+        res.on("data", (c: Buffer) => {
+          n += c.length;
+          if (n > MAX_JSON_BYTES) {
+            reject(new StationError(res.statusCode ?? 0, "protocol_error", `${method} ${path}: an answer over ${MAX_JSON_BYTES} bytes`));
+            req.destroy();
+            return;
+          }
+          chunks.push(c);
+        });
         res.on("error", (e) => reject(this.connectionError(e)));
         res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
       });

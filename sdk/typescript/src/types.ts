@@ -63,6 +63,12 @@ export interface WorkerInfo {
   cgroup: string;
   workspaces: number;
   limits: WorkerLimits;
+  /** Free and used capacity (workers that report it). */
+  capacity?: {
+    workspaces: { max: number; used: number; free: number };
+    memoryBytes: { total: number; available: number };
+    cpus: number;
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

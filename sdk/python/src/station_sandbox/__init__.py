@@ -11,10 +11,11 @@
 from .aio import (AsyncClient, AsyncFiles, AsyncRunHandle, AsyncServices, AsyncTerminal,
                   AsyncTerminals, AsyncWorkspace)
 from .client import (READ_MAX_BYTES, Client, Files, Images, OutputCallback, RunHandle,
-                     Secrets, Services, Terminal, Terminals, Workspace)
+                     Secrets, Services, Terminal, Terminals, Workspace, WorkspaceList)
+from ._workers import WorkerConfig, worker_of_id
 from .errors import (BadRequest, Conflict, ConnectionFailed, Forbidden, NotFound,
                      PayloadTooLarge, PreconditionFailed, ProtocolError, StationError, Timeout,
-                     TooManyRequests, Unauthorized, Unavailable)
+                     TooManyRequests, Unauthorized, Unavailable, WorkerUnavailable)
 from .models import (Attempt, FileEntry, FileList, Image, Network, Output, ReadyReport, Run,
                      Secret, Service, TerminalInfo, WorkspaceInfo)
 
@@ -27,5 +28,6 @@ __all__ = [
     "Network", "NotFound", "Output", "OutputCallback", "PayloadTooLarge", "PreconditionFailed",
     "ProtocolError", "READ_MAX_BYTES", "ReadyReport", "Run", "RunHandle", "Secret", "Secrets",
     "Service", "Services", "StationError", "Terminal", "TerminalInfo", "Terminals", "Timeout",
-    "TooManyRequests", "Unauthorized", "Unavailable", "Workspace", "WorkspaceInfo",
+    "TooManyRequests", "Unauthorized", "Unavailable", "WorkerConfig", "WorkerUnavailable",
+    "Workspace", "WorkspaceInfo", "WorkspaceList", "worker_of_id",
 ]

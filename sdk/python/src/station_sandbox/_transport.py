@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import os
 import socket
 import ssl
 import time
@@ -15,7 +16,8 @@ from typing import Any, BinaryIO, Iterable, Iterator, Mapping, Optional, Union
 from ._ops import NO_BODY, Op, Req, T
 from ._wire import (MAX_HEADER_BYTES, MAX_JSON_BYTES, Endpoint, SseEvent, SseParser, loads,
                     parse_head, request_head, ws_accept, ws_headers, ws_key)
-from .errors import ConnectionFailed, ProtocolError, StationError, Timeout, error_from_body
+from .errors import (ConnectionFailed, ProtocolError, StationError, Timeout, WorkerUnavailable,
+                     error_from_body)
 
 Body = Union[bytes, BinaryIO, Iterable[bytes], None]
 
@@ -77,8 +79,11 @@ class Transport:
             raise ProtocolError(0, "protocol_error", f"{what}: a bad answer from "
                                 f"{self.ep.where}: {e!r}") from None
         except OSError as e:
-            raise ConnectionFailed(0, "connection_failed", f"{what}: cannot reach the "
-                                   f"controller at {self.ep.where}: {e.strerror or e}") from None
+            raise self._conn_error(what, e) from None
+
+    def _conn_error(self, what: str, e: OSError) -> ConnectionFailed:
+        return ConnectionFailed(0, "connection_failed", f"{what}: cannot reach the controller "
+                                f"at {self.ep.where}: {e.strerror or e}")
 
     def _conn(self, timeout: float) -> http.client.HTTPConnection:
         if self.ep.scheme == "unix":
@@ -259,3 +264,40 @@ class Transport:
             except BaseException:
                 sock.close()
                 raise
+
+
+def os_reason(e: OSError) -> str:
+    """``connection refused`` from ECONNREFUSED's ``Connection refused``."""
+    r = os.strerror(e.errno) if e.errno else (e.strerror or str(e))
+    return r[:1].lower() + r[1:]
+
+
+class WorkerTransport(Transport):
+    """One worker of a client with several: no answer is a WorkerUnavailable naming it."""
+
+    def __init__(self, endpoint: Endpoint, timeout: float, worker: str, url: str) -> None:
+        super().__init__(endpoint, timeout)
+        self.worker = worker
+        self.url = url
+
+    def _conn_error(self, what: str, e: OSError) -> ConnectionFailed:
+        return WorkerUnavailable(self.worker, self.url, os_reason(e))
+
+
+class NoRoute:
+    """What a client with several workers uses for a call that names no workspace."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+
+    def _refuse(self, what: str) -> ValueError:
+        return ValueError(f"{what}: this client has several workers ({', '.join(self.names)}): "
+                          f"pick one with client.on(NAME)")
+
+    def drive(self, op: Op[T]) -> T:
+        req = next(op)
+        op.close()
+        raise self._refuse(f"{req.method} {req.path.split('?')[0]}")
+
+    def __getattr__(self, name: str) -> Any:
+        raise self._refuse(name)

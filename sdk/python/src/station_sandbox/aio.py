@@ -17,8 +17,12 @@ from ._wire import (DEFAULT_TIMEOUT, MAX_HEADER_BYTES, MAX_JSON_BYTES, OP_BINARY
                     SseEvent, SseParser, TextStream, WsParser, chunk_of, file_query, loads, octal_mode,
                     output_event, parse_head, query, request_head, resolve_endpoint, seg,
                     ws_accept, ws_close_payload, ws_frame, ws_headers, ws_key)
+from ._transport import NoRoute, os_reason
+from ._workers import (WorkersArg, most_free, resolve_workers, state_of, unknown_worker,
+                       worker_of_id)
+from .client import WorkspaceList, _endpoint_of, _none_answered, _unreachable_of
 from .errors import (ConnectionFailed, NotFound, PayloadTooLarge, ProtocolError, StationError,
-                     Timeout, error_from_body, error_from_event)
+                     Timeout, WorkerUnavailable, error_from_body, error_from_event)
 from .models import (FileEntry, FileList, Image, Network, ReadyReport, Run, Secret, Service,
                      TerminalInfo, WorkspaceInfo)
 
@@ -229,6 +233,23 @@ class _AsyncTransport:
             raise self._timeout_error(what, t) from None
         except OSError as e:
             raise self._conn_error(what, e) from None
+
+
+class _AsyncWorkerTransport(_AsyncTransport):
+    """One worker of a client with several: no answer is a WorkerUnavailable naming it."""
+
+    def __init__(self, endpoint: Endpoint, timeout: float, worker: str, url: str) -> None:
+        super().__init__(endpoint, timeout)
+        self.worker = worker
+        self.url = url
+
+    def _conn_error(self, what: str, e: OSError) -> ConnectionFailed:
+        return WorkerUnavailable(self.worker, self.url, os_reason(e))
+
+
+class _AsyncNoRoute(NoRoute):
+    async def drive(self, op: Op[T]) -> T:  # type: ignore[override]
+        return super().drive(op)
 
 
 async def _maybe_await(x: Any) -> None:
@@ -683,7 +704,7 @@ class AsyncWorkspace(WorkspaceInfo):
     def __init__(self, client: "AsyncClient", doc: Any) -> None:
         self._load(doc)
         self._client = client
-        self._t = client._t
+        self._t = client._transport_of(self.id)
         self.services = AsyncServices(self)
         self.terminals = AsyncTerminals(self)
         self.files = AsyncFiles(self)
@@ -767,19 +788,43 @@ class AsyncWorkspaces:
                      memory_mb: Optional[int] = None, pids_limit: Optional[int] = None,
                      network: Optional[str] = None, seccomp_profile: Optional[str] = None,
                      egress: Optional[Mapping[str, Any]] = None,
-                     timeout: float = 120.0) -> AsyncWorkspace:
+                     timeout: float = 120.0, worker: Optional[str] = None) -> AsyncWorkspace:
         body = _ops.create_body(adapter, image, env, cpus, memory_mb, pids_limit, network,
                                 seccomp_profile, egress)
-        return AsyncWorkspace(self._client, await self._t.drive(
+        t = await self._client._create_transport(worker)
+        return AsyncWorkspace(self._client, await t.drive(
             _ops.simple("POST", "/v1/workspaces", body, timeout_s=timeout)))
 
     async def get(self, workspace_id: str) -> AsyncWorkspace:
-        return AsyncWorkspace(self._client, await self._t.drive(_ops.simple("GET", ws_path(workspace_id))))
+        t = self._client._transport_of(workspace_id)
+        return AsyncWorkspace(self._client, await t.drive(_ops.simple("GET", ws_path(workspace_id))))
 
-    async def list(self) -> list[AsyncWorkspace]:
-        doc = await self._t.drive(_ops.simple("GET", "/v1/workspaces"))
-        return [AsyncWorkspace(self._client, w)
-                for w in _ops.list_of(doc, "workspaces", "GET /v1/workspaces")]
+    async def list(self) -> WorkspaceList:
+        """Every workspace; with several workers of all at once (asyncio.gather), and
+        ``unreachable`` (see :meth:`station_sandbox.client.Workspaces.list`)."""
+        routes = self._client._routes
+        if routes is None:
+            doc = await self._t.drive(_ops.simple("GET", "/v1/workspaces"))
+            return WorkspaceList(AsyncWorkspace(self._client, w)
+                                 for w in _ops.list_of(doc, "workspaces", "GET /v1/workspaces"))
+
+        async def one(t: _AsyncWorkerTransport) -> Any:
+            try:
+                doc = await t.drive(_ops.simple("GET", "/v1/workspaces"))
+                return _ops.list_of(doc, "workspaces", "GET /v1/workspaces")
+            except StationError as e:
+                return e
+
+        answers = await asyncio.gather(*(one(t) for t in routes.values()))
+        out = WorkspaceList()
+        for t, a in zip(routes.values(), answers):
+            if isinstance(a, BaseException):
+                out.unreachable.append(_unreachable_of(t.worker, t.url, a))
+            else:
+                out.extend(AsyncWorkspace(self._client, w) for w in a)
+        if len(out.unreachable) == len(routes):
+            raise _none_answered(out.unreachable)
+        return out
 
 
 class AsyncImages:
@@ -807,19 +852,94 @@ class AsyncImages:
 
 
 class AsyncClient:
-    """The asyncio twin of :class:`station_sandbox.Client`: same arguments, same discovery
-    order, every method a coroutine. ``async with AsyncClient() as client: ...``"""
+    """The asyncio twin of :class:`station_sandbox.Client`: same arguments (``workers=``
+    included), same discovery order, every method a coroutine.
+    ``async with AsyncClient() as client: ...``"""
 
     def __init__(self, socket_path: Optional[str] = None, url: Optional[str] = None,
                  token: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT,
-                 root_dir: Optional[str] = None) -> None:
-        self._t = _AsyncTransport(resolve_endpoint(socket_path, url, root_dir, token), timeout)
+                 root_dir: Optional[str] = None, workers: Optional[WorkersArg] = None) -> None:
+        found = resolve_workers(workers, socket_path, url, root_dir)
+        if found is None:
+            self._setup(_AsyncTransport(resolve_endpoint(socket_path, url, root_dir, token), timeout))
+        else:
+            configs, source = found
+            routes = {w.name: _AsyncWorkerTransport(_endpoint_of(w, token), timeout, w.name, w.url)
+                      for w in configs}
+            self._setup(_AsyncNoRoute(list(routes)), routes, source)
+
+    def _setup(self, t: Any, routes: Optional[dict[str, "_AsyncWorkerTransport"]] = None,
+               source: str = "") -> None:
+        self._t = t
+        self._routes = routes
+        self._source = source
+        self._on: dict[str, "AsyncClient"] = {}
         self.workspaces = AsyncWorkspaces(self)
         self.images = AsyncImages(self)
 
     @property
+    def worker_names(self) -> list[str]:
+        return list(self._routes or ())
+
+    def _transport_of(self, workspace_id: str) -> Any:
+        if self._routes is None:
+            return self._t
+        seg(workspace_id)  # a non-empty string
+        name = worker_of_id(workspace_id)
+        t = self._routes.get(name)
+        if t is None:
+            raise unknown_worker(name, self._source, workspace_id)
+        return t
+
+    async def _create_transport(self, worker: Optional[str]) -> Any:
+        if self._routes is None:
+            if worker is not None:
+                raise ValueError(f"worker {worker!r}: this client has one controller, not several workers")
+            return self._t
+        if worker is None:
+            states = await self.workers()
+            best = most_free(states)
+            if best is None:
+                raise _none_answered([{"worker": s["name"], "url": s["url"], "error": s["error"]}
+                                      for s in states])
+            worker = best["name"]
+        t = self._routes.get(worker)
+        if t is None:
+            raise unknown_worker(worker, self._source)
+        return t
+
+    def on(self, worker: str) -> "AsyncClient":
+        """A client of one of this client's workers (see :meth:`station_sandbox.Client.on`)."""
+        if self._routes is None:
+            return self
+        t = self._routes.get(worker)
+        if t is None:
+            raise unknown_worker(worker, self._source)
+        if worker not in self._on:
+            c = AsyncClient.__new__(AsyncClient)
+            c._setup(t)
+            self._on[worker] = c
+        return self._on[worker]
+
+    async def workers(self) -> list[dict[str, Any]]:
+        """Each worker's state (see :meth:`station_sandbox.Client.workers`), asked at once."""
+        async def one(name: str, url: str, t: Any) -> dict[str, Any]:
+            try:
+                return state_of(name, url, await t.drive(_ops.simple("GET", "/v1/worker")))
+            except StationError as e:
+                err = _unreachable_of(name, url, e)["error"]
+                if e.status:
+                    err = f"HTTP {e.status}: {e.message}"
+                return {"name": name, "url": url, "up": False, "error": err}
+        if self._routes is None:
+            return [await one("", self._t.ep.where, self._t)]
+        return list(await asyncio.gather(*(one(n, t.url, t) for n, t in self._routes.items())))
+
+    @property
     def endpoint(self) -> str:
-        return self._t.ep.where
+        if self._routes is not None:
+            return ",".join(f"{n}={t.url}" for n, t in self._routes.items())
+        return self._t.ep.where  # type: ignore[no-any-return]
 
     async def __aenter__(self) -> "AsyncClient":
         return self

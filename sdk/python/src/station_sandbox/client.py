@@ -6,21 +6,24 @@ import json
 import select
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import (Any, BinaryIO, Callable, Iterable, Iterator, Mapping, Optional, Union)
 
 from . import _ops
 from ._ops import ws_path
-from ._transport import Transport
+from ._transport import NoRoute, Transport, WorkerTransport
+from ._workers import (WorkerConfig, WorkersArg, most_free, reason_of, resolve_workers, state_of,
+                       unknown_worker, worker_of_id)
 from ._wire import (DEFAULT_TIMEOUT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT,
                     OffsetFilter, TextStream, WsParser, chunk_of, file_query, octal_mode, output_event,
                     query, resolve_endpoint, seg, ws_close_payload, ws_frame)
 from .errors import (ConnectionFailed, PayloadTooLarge, ProtocolError, StationError, Timeout,
-                     error_from_event)
+                     WorkerUnavailable, error_from_event)
 from .models import (Attempt, FileEntry, FileList, Image, Network, ReadyReport, Run, Secret,
                      Service, TerminalInfo, WorkspaceInfo)
 
-__all__ = ["Client", "Workspace", "RunHandle", "Services", "Terminals", "Terminal", "Files",
-           "Images", "Secrets", "OutputCallback", "READ_MAX_BYTES"]
+__all__ = ["Client", "Workspace", "WorkspaceList", "RunHandle", "Services", "Terminals",
+           "Terminal", "Files", "Images", "Secrets", "OutputCallback", "READ_MAX_BYTES"]
 
 OutputCallback = Callable[[Union[str, bytes], int], None]
 """``callback(data, offset)``: a chunk of live output and its position in the stream."""
@@ -597,7 +600,7 @@ class Workspace(WorkspaceInfo):
     def __init__(self, client: "Client", doc: Any) -> None:
         self._load(doc)
         self._client = client
-        self._t = client._t
+        self._t = client._transport_of(self.id)
         self.services = Services(self)
         self.terminals = Terminals(self)
         self.files = Files(self)
@@ -679,6 +682,31 @@ class Workspace(WorkspaceInfo):
         return self._t.drive(_ops.simple("GET", ws_path(self.id, "/usage"), wait_s=3))  # type: ignore[no-any-return]
 
 
+class WorkspaceList(list):  # type: ignore[type-arg]
+    """``workspaces.list()``: the workspaces, and ``unreachable``, the workers that did not
+    answer (``[{"worker", "url", "error"}]``; always empty with one controller)."""
+
+    unreachable: list[dict[str, str]]
+
+    def __init__(self, items: Iterable[Any] = (), unreachable: Optional[list[dict[str, str]]] = None) -> None:
+        super().__init__(items)
+        self.unreachable = unreachable or []
+
+
+def _unreachable_of(name: str, url: str, e: BaseException) -> dict[str, str]:
+    if isinstance(e, WorkerUnavailable):
+        return {"worker": name, "url": url, "error": e.reason}
+    if isinstance(e, StationError) and e.status == 0 and e.code == "connection_failed":
+        return {"worker": name, "url": url, "error": reason_of(e)}
+    return {"worker": name, "url": url, "error": str(e)}
+
+
+def _none_answered(unreachable: list[dict[str, str]]) -> WorkerUnavailable:
+    first = unreachable[0]
+    all_ = "; ".join(f"{u['worker']} ({u['url']}): {u['error']}" for u in unreachable)
+    return WorkerUnavailable(first["worker"], first["url"], first["error"], f"no worker answered: {all_}")
+
+
 class Workspaces:
     def __init__(self, client: "Client") -> None:
         self._client = client
@@ -688,21 +716,51 @@ class Workspaces:
                env: Optional[Mapping[str, str]] = None, cpus: Optional[float] = None,
                memory_mb: Optional[int] = None, pids_limit: Optional[int] = None,
                network: Optional[str] = None, seccomp_profile: Optional[str] = None,
-               egress: Optional[Mapping[str, Any]] = None, timeout: float = 120.0) -> Workspace:
+               egress: Optional[Mapping[str, Any]] = None, timeout: float = 120.0,
+               worker: Optional[str] = None) -> Workspace:
         """A new workspace (``ready``). ``adapter``: ``"host"`` or ``"container"`` (default:
         the worker's); ``image`` a reference pinned by digest; ``network``: ``"none"``,
-        ``"bridge"`` or ``"restricted"`` (with ``egress``). Keep its id."""
+        ``"bridge"`` or ``"restricted"`` (with ``egress``). Keep its id. With several workers:
+        on ``worker``, else on the one with the most free capacity (most free workspace slots,
+        then most available memory, then the first) among those that answer."""
         body = _ops.create_body(adapter, image, env, cpus, memory_mb, pids_limit, network,
                                 seccomp_profile, egress)
-        return Workspace(self._client, self._t.drive(
+        t = self._client._create_transport(worker)
+        return Workspace(self._client, t.drive(
             _ops.simple("POST", "/v1/workspaces", body, timeout_s=timeout)))
 
     def get(self, workspace_id: str) -> Workspace:
-        return Workspace(self._client, self._t.drive(_ops.simple("GET", ws_path(workspace_id))))
+        t = self._client._transport_of(workspace_id)
+        return Workspace(self._client, t.drive(_ops.simple("GET", ws_path(workspace_id))))
 
-    def list(self) -> list[Workspace]:
-        doc = self._t.drive(_ops.simple("GET", "/v1/workspaces"))
-        return [Workspace(self._client, w) for w in _ops.list_of(doc, "workspaces", "GET /v1/workspaces")]
+    def list(self) -> WorkspaceList:
+        """Every workspace. With several workers: of all of them, asked at once, in the
+        configured order; ``unreachable`` names the workers that did not answer (their
+        workspaces are missing); none answering raises WorkerUnavailable."""
+        router = self._client._routes
+        if router is None:
+            doc = self._t.drive(_ops.simple("GET", "/v1/workspaces"))
+            return WorkspaceList(Workspace(self._client, w)
+                                 for w in _ops.list_of(doc, "workspaces", "GET /v1/workspaces"))
+
+        def one(t: WorkerTransport) -> Any:
+            try:
+                doc = t.drive(_ops.simple("GET", "/v1/workspaces"))
+                return _ops.list_of(doc, "workspaces", "GET /v1/workspaces")
+            except StationError as e:
+                return e
+
+        with ThreadPoolExecutor(max_workers=min(16, len(router))) as pool:
+            answers = list(pool.map(one, router.values()))
+        out = WorkspaceList()
+        for t, a in zip(router.values(), answers):
+            if isinstance(a, BaseException):
+                out.unreachable.append(_unreachable_of(t.worker, t.url, a))
+            else:
+                out.extend(Workspace(self._client, w) for w in a)
+        if len(out.unreachable) == len(router):
+            raise _none_answered(out.unreachable)
+        return out
 
 
 class Images:
@@ -733,25 +791,120 @@ class Images:
         return self._t.drive(_ops.simple("DELETE", f"/v1/images/{seg(digest)}"))  # type: ignore[no-any-return]
 
 
+def _endpoint_of(w: WorkerConfig, token: Optional[str]) -> Any:
+    if w.url.startswith("unix:"):
+        return resolve_endpoint(w.url[5:], None, None, w.token or token)
+    return resolve_endpoint(None, w.url, None, w.token or token)
+
+
 class Client:
-    """A station-sandbox controller. It is the first of: ``socket_path``, ``url``
-    (``http://127.0.0.1:8080``), ``root_dir`` (its ``station.sock``), ``$STATION_URL``,
-    ``$STATION_SOCKET``, ``$STATION_ROOT/station.sock``,
+    """A station-sandbox controller, or several workers. One controller is the first of:
+    ``socket_path``, ``url`` (``http://127.0.0.1:8080``), ``root_dir`` (its ``station.sock``),
+    ``$STATION_URL``, ``$STATION_SOCKET``, ``$STATION_ROOT/station.sock``,
     ``/var/lib/station-sandbox/station.sock``. ``token`` (default ``$STATION_TOKEN``) is the
     bearer token a TCP listener needs. ``timeout`` (seconds) bounds every wait for the
-    controller, beyond what a call asks the server to wait for."""
+    controller, beyond what a call asks the server to wait for.
+
+    Several workers: ``workers={"w1": "http://host1:8080", ...}`` (or a list of
+    ``{"name", "url", "token"}``), else ``$STATION_WORKERS``, ``$STATION_WORKERS_FILE`` or the
+    default workers file (docs/operations.md). Every call for a workspace goes to the worker its
+    id names (``w2-...`` is on ``w2``); ``workspaces.list()`` asks all at once; ``create`` goes
+    to ``worker=`` or the most free; a worker that does not answer raises
+    :class:`WorkerUnavailable` naming it. Calls that name no workspace (images, ``ready()``,
+    ``worker()``) go to one worker: ``client.on("w1")``."""
 
     def __init__(self, socket_path: Optional[str] = None, url: Optional[str] = None,
                  token: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT,
-                 root_dir: Optional[str] = None) -> None:
-        self._t = Transport(resolve_endpoint(socket_path, url, root_dir, token), timeout)
+                 root_dir: Optional[str] = None, workers: Optional[WorkersArg] = None) -> None:
+        found = resolve_workers(workers, socket_path, url, root_dir)
+        if found is None:
+            self._setup(Transport(resolve_endpoint(socket_path, url, root_dir, token), timeout))
+        else:
+            configs, source = found
+            routes = {w.name: WorkerTransport(_endpoint_of(w, token), timeout, w.name, w.url)
+                      for w in configs}
+            self._setup(NoRoute(list(routes)), routes, source)
+
+    def _setup(self, t: Any, routes: Optional[dict[str, WorkerTransport]] = None,
+               source: str = "") -> None:
+        self._t = t
+        self._routes = routes
+        self._source = source
+        self._on: dict[str, "Client"] = {}
         self.workspaces = Workspaces(self)
         self.images = Images(self)
 
     @property
+    def worker_names(self) -> list[str]:
+        """The names of this client's workers (several workers only; else empty)."""
+        return list(self._routes or ())
+
+    def _transport_of(self, workspace_id: str) -> Any:
+        if self._routes is None:
+            return self._t
+        seg(workspace_id)  # a non-empty string
+        name = worker_of_id(workspace_id)
+        t = self._routes.get(name)
+        if t is None:
+            raise unknown_worker(name, self._source, workspace_id)
+        return t
+
+    def _create_transport(self, worker: Optional[str]) -> Any:
+        if self._routes is None:
+            if worker is not None:
+                raise ValueError(f"worker {worker!r}: this client has one controller, not several workers")
+            return self._t
+        if worker is None:
+            states = self.workers()
+            best = most_free(states)
+            if best is None:
+                raise _none_answered([{"worker": s["name"], "url": s["url"], "error": s["error"]}
+                                      for s in states])
+            worker = best["name"]
+        t = self._routes.get(worker)
+        if t is None:
+            raise unknown_worker(worker, self._source)
+        return t
+
+    def on(self, worker: str) -> "Client":
+        """A client of one of this client's workers, by name: for what names no workspace
+        (images, ``worker()``, ``ready()``). With one controller, the client itself."""
+        if self._routes is None:
+            return self
+        t = self._routes.get(worker)
+        if t is None:
+            raise unknown_worker(worker, self._source)
+        if worker not in self._on:
+            c = Client.__new__(Client)
+            c._setup(t)
+            self._on[worker] = c
+        return self._on[worker]
+
+    def workers(self) -> list[dict[str, Any]]:
+        """Each worker's state, in the configured order (one entry with one controller):
+        ``name``, ``url``, ``up``, ``error`` (why not up), ``version``, ``capacity``,
+        ``workspaces``; asked of all at once, a worker that does not answer within the client's
+        timeout (or answers an error) is down."""
+        def one(name: str, url: str, t: Any) -> dict[str, Any]:
+            try:
+                return state_of(name, url, t.drive(_ops.simple("GET", "/v1/worker")))
+            except StationError as e:
+                err = _unreachable_of(name, url, e)["error"]
+                if e.status:
+                    err = f"HTTP {e.status}: {e.message}"
+                return {"name": name, "url": url, "up": False, "error": err}
+        if self._routes is None:
+            return [one("", self._t.ep.where, self._t)]
+        with ThreadPoolExecutor(max_workers=min(16, len(self._routes))) as pool:
+            futures = [pool.submit(one, n, t.url, t) for n, t in self._routes.items()]
+            return [f.result() for f in futures]
+
+    @property
     def endpoint(self) -> str:
-        """``unix:/path/station.sock`` or the URL."""
-        return self._t.ep.where
+        """``unix:/path/station.sock`` or the URL (several workers: ``w1=URL,w2=URL``)."""
+        if self._routes is not None:
+            return ",".join(f"{n}={t.url}" for n, t in self._routes.items())
+        return self._t.ep.where  # type: ignore[no-any-return]
 
     def __enter__(self) -> "Client":
         return self

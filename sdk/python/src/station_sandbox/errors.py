@@ -26,6 +26,7 @@ __all__ = [
     "ConnectionFailed",
     "Timeout",
     "ProtocolError",
+    "WorkerUnavailable",
 ]
 
 
@@ -94,6 +95,21 @@ class Unavailable(StationError):
 
 class ConnectionFailed(StationError):
     """No answer: nothing listens at the endpoint, or the connection broke (status 0)."""
+
+
+class WorkerUnavailable(ConnectionFailed):
+    """A worker of a client with several workers did not answer (refused, unreachable): the
+    message names it, ``worker`` and ``url`` say which; the other workers keep working."""
+
+    worker: str
+    url: str
+
+    def __init__(self, worker: str, url: str, reason: str, message: Optional[str] = None) -> None:
+        super().__init__(0, "connection_failed",
+                         message or f"worker {worker} ({url}) did not answer: {reason}")
+        self.worker = worker
+        self.url = url
+        self.reason = reason
 
 
 class Timeout(StationError, TimeoutError):

@@ -1,0 +1,51 @@
+// The worker list and the choices made from it, without controllers: the id's worker, the most
+// free worker, the refusals of a bad STATION_WORKERS or workers file.
+import assert from "node:assert/strict";
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+
+import { StationClient, mostFree, parseWorkersEnv, readWorkersFile, workerOfId } from "station-sandbox";
+
+test("workers config: an id's worker is everything before its last dash", () => {
+  assert.equal(workerOfId("w2-abcdefghijklmnopqrstuvwxyz"), "w2");
+  assert.equal(workerOfId("eu-1-abcdefghijklmnopqrstuvwxyz"), "eu-1");
+});
+
+test("workers config: the most free worker: free slots, then available memory, then list order", () => {
+  const st = (name, free, avail, up = true) => ({ name, url: "", up, capacity: { workspaces: { max: 9, used: 0, free }, memoryBytes: { total: 0, available: avail } } });
+  assert.equal(mostFree([st("a", 1, 9), st("b", 2, 1), st("c", 2, 1)]).name, "b");
+  assert.equal(mostFree([st("a", 2, 1), st("b", 2, 5), st("c", 1, 99)]).name, "b");
+  assert.equal(mostFree([st("a", 9, 9, false), st("b", 0, 0)]).name, "b");
+  assert.equal(mostFree([st("a", 9, 9, false)]), undefined);
+});
+
+test("workers config: STATION_WORKERS and the option", () => {
+  assert.deepEqual(parseWorkersEnv(" w1=http://h1:8080 , w2=unix:/run/s.sock,"), [
+    { name: "w1", url: "http://h1:8080" },
+    { name: "w2", url: "unix:/run/s.sock" },
+  ]);
+  assert.throws(() => parseWorkersEnv(""), { message: "STATION_WORKERS: no workers" });
+  assert.throws(() => parseWorkersEnv("w2=unix:relative"), { message: /unix:relative is not unix:\/absolute\/path/ });
+  assert.throws(() => parseWorkersEnv("a".repeat(33) + "=http://h"), { message: /is not 1-32 of/ });
+  assert.throws(() => new StationClient({ workers: {}, url: "http://h" }), { message: "give either workers or socketPath/url/rootDir, not both" });
+  assert.throws(() => new StationClient({ workers: [{ name: "w1", url: "http://h", token: "a\nb" }] }), { message: /without line breaks/ });
+});
+
+test("workers config: a workers file", () => {
+  const dir = mkdtempSync(join(tmpdir(), "workers-config-"));
+  const f = join(dir, "workers");
+  writeFileSync(f, "w1 http://h1:8080\n  # nothing\nw2\n");
+  assert.throws(() => readWorkersFile(f), { message: `workers file ${f}, line 3: want NAME URL [TOKEN-FILE]` });
+  writeFileSync(f, "w1 http://h1:8080 missing.token\n");
+  assert.throws(() => readWorkersFile(f), { message: new RegExp(`line 1: token file ${join(dir, "missing.token")}: ENOENT`) });
+  writeFileSync(join(dir, "t"), "two words\n");
+  chmodSync(join(dir, "t"), 0o600);
+  writeFileSync(f, "w1 http://h1:8080 t\n");
+  assert.throws(() => readWorkersFile(f), { message: /not one token of printable ASCII without spaces/ });
+  writeFileSync(join(dir, "t"), "s3cret\n");
+  assert.deepEqual(readWorkersFile(f), [{ name: "w1", url: "http://h1:8080", token: "s3cret" }]);
+  writeFileSync(f, "#".repeat(256 * 1024 + 1));
+  assert.throws(() => readWorkersFile(f), { message: /larger than 262144 bytes/ });
+});
