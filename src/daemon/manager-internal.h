@@ -320,6 +320,8 @@ bool cred_host_valid(const char *host);
 void files_lose_all(struct workspace *ws, const char *reason);
 /* Frees them without callbacks (shutdown). */
 void files_free_all(struct workspace *ws);
+/* manager-capacity.c: GET /v1/worker's "capacity" (a new reference; NULL out of memory). */
+json_t *manager_capacity_json(struct manager *m);
 /* manager-usage.c */
 /* agentlink op; userdata is the workspace. */
 void usage_on_reply(void *userdata, uint64_t request, const struct agentlink_usage *v, size_t n);

@@ -1572,6 +1572,7 @@ json_t *manager_worker(struct manager *m)
 				   (json_int_t)m->cfg.default_memory_mb, "homeSizeMb",
 				   (json_int_t)m->cfg.home_size_mb);
 	json_object_set_new(o, "limits", limits);
+	json_object_set_new(o, "capacity", manager_capacity_json(m));
 	json_object_set_new(o, "networks", manager_network_worker_json(m));
 	json_object_set_new(o, "pools", manager_pools_json(m));
 	if (m->cfg.allow_host)
