@@ -9,9 +9,8 @@
  * the manager's pool.
  *
  * The list's syntax is the clients' STATION_WORKERS: "w1=http://host1:8080,w2=unix:/path", or
- * a file with one worker a line, "NAME URL [TOKEN-FILE]" (# comments; the token file is for
- * clients and ignored here: the controller forwards the user's own token). Names are 1-32 of
- * [a-z0-9-]; URLs http://, https:// or unix:/absolute/path. */
+ * a file with one worker a line, "NAME URL [TOKEN-FILE]" (basic/workers.h; a token file is for
+ * clients and ignored here: the controller forwards the user's own token). */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,7 +19,7 @@
 
 #define FLEET_MAX 64
 #define FLEET_NAME_MAX 32
-#define FLEET_URL_MAX 1024
+#define FLEET_URL_MAX 2048
 
 struct event_loop;
 struct event_work_pool;
@@ -38,14 +37,12 @@ struct fleet {
 	volatile int stopping;	      /* set by fleet_stop(): calls under way abort */
 };
 
-/* Parses a STATION_WORKERS-style list (spec) or, when path is set instead, a workers file,
- * into w (zeroed first). self names this controller: it is marked, or added first when the
- * list does not name it. Fails with -EINVAL and e saying which entry and why. */
+/* Parses a STATION_WORKERS list (spec) or, when path is set instead, a workers file, with
+ * basic/workers.h (the clients' parser) into w (zeroed first). self names this controller: it
+ * is marked, or added first when the list does not name it. Fails with -EINVAL (-ENOENT: no
+ * such file) and e saying which entry and why. */
 int fleet_parse(struct fleet *w, const char *spec, const char *path, const char *self,
 		struct station_error *e);
-/* One entry of "NAME=URL" or a file line's NAME and URL: checks both and fills *ret. */
-int fleet_worker_set(struct fleet_worker *ret, const char *name, size_t name_len, const char *url,
-		     size_t url_len, struct station_error *e);
 
 const struct fleet_worker *fleet_find(const struct fleet *w, const char *name);
 /* The entry of this controller (there is always one after fleet_parse()). */

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "basic/error.h"
+#include "api/fleet.h"
 #include "api/ws-conn.h"
 
 struct event_loop;

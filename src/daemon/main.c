@@ -23,7 +23,6 @@
 #include "basic/log.h"
 #include "basic/util.h"
 #include "event/event.h"
-#include "api/fleet.h"
 #include "api/http.h"
 #include "manager.h"
 #include "net/net.h"
