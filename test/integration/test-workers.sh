@@ -263,10 +263,71 @@ t_alone() {
 	assert_eq 404 "$STATUS" "it forwards to none"
 }
 
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+t_browser() {
+	local r run
+	if [[ ! -x $CHROMIUM ]] || ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+		skip "$1" "chromium, node and npm are needed (scripts/install-deps)"
+		return 2
+	fi
+	if ! npm install --prefix "$TMP/npm" --no-audit --no-fund --loglevel=error playwright-core@1 \
+		>"$TMP/npm.log" 2>&1; then
+		skip "$1" "npm install playwright-core failed: $(tail -n 1 "$TMP/npm.log")"
+		return 2
+	fi
+	[[ -n $WS3 ]] || {
+		_fail "no workspace on w3 (the forwarding test failed)"
+		return 1
+	}
+	r=$(PLAYWRIGHT_DIR=$TMP/npm CHROMIUM=$CHROMIUM HOME=$TMP timeout 600 node \
+		"$SRC/test/integration/workers-dashboard.mjs" "$W1" "$TOKEN" "$WS3" 2>"$TMP/browser.err")
+	[[ -n $r ]] || r="{\"error\":\"no result: $(tail -c 300 "$TMP/browser.err" | tr '\n"' '  ')\"}"
+	if [[ $(j .ok "$r") != true ]]; then
+		_fail "the session stopped at \"$(j .step "$r")\": $(j .error "$r")"
+		diag "page: $(j .pageText "$r" | tr '\n' ' ' | cut -c 1-600)"
+		diag "console: $(j .console "$r")"
+		return 1
+	fi
+	assert_eq '["w1","w2","w3","w9"]' "$(j '[.workers[].name]' "$r")" "the workers on the page"
+	assert_eq '["up","down","up","down"]' "$(j '[.workers[].state]' "$r")" "their states"
+	assert_eq "worker w2 (http://127.0.0.1:$P2) did not answer: connection refused" \
+		"$(j '.workers[1].error' "$r")" "w2's error on the page"
+	assert_eq 1 "$(j '.workers[2].workspaces' "$r")" "w3's workspace count"
+	assert_eq "[\"$WS3\"]" "$(j .w3Workspaces "$r")" "opening w3 lists its workspaces"
+	assert_contains w3 "$(j .crumbs "$r")" "the crumbs name w3"
+	assert_eq "$WS3" "$(j .workspace "$r")" "#/w/ID opened the workspace on w3"
+	assert_eq "from-the-dashboard" "$(j .runStdout "$r" | tr -d '\n')" "the command's output"
+	assert_eq 4 "$(j .runExit "$r")" "its exit code"
+	assert_eq '[]' "$(j '[.requests[] | select(.[1] | startswith("/") | not)]' "$r")" "no request to another origin"
+	assert_le 3 "$(j '[.requests[] | select(.[1] | startswith("/v1/workers/w3/v1/workspaces/"))] | length' "$r")" \
+		"the workspace's calls went through /v1/workers/w3"
+	assert_eq '[]' "$(j .console "$r")" "no console errors"
+	# The run is w3's (positive control: asked of w3 itself).
+	run=$(j .runId "$r")
+	STATUS=$(curl -s -o "$TMP/direct" -w '%{http_code}' --unix-socket "$TMP/w3/station.sock" \
+		"http://x/v1/workspaces/$WS3/commands/$run")
+	assert_eq 200 "$STATUS" "w3 has the dashboard's run $run"
+	assert_eq 4 "$(jq -r .exitCode "$TMP/direct")" "w3's record of it"
+}
+
+# run_test, but a skip inside (return 2) is the test's own line.
+run_or_skip() {
+	local name=$1 fn=$2
+	_t_failed=0
+	"$fn" "$name"
+	local rc=$?
+	[[ $rc -eq 2 ]] && return 0
+	if [[ $rc -eq 0 && $_t_failed -eq 0 ]]; then ok "$name"; else
+		not_ok "$name"
+		dump_controller_log 30
+	fi
+}
+
 run_test "GET /v1/workers: each worker's state, version and workspace count; a hung one is down" t_list_up
 run_test "a workspace and a command on w3 through w1, with the caller's token" t_forward
 run_test "the caller's own token goes on: w3's 401 comes back" t_token
 run_test "an unconfigured name, forwarding of forwarding, streams and big bodies are refused" t_refusals
 run_test "w2 stopped: down with the error, w1 and w3 still served" t_down
+run_or_skip "dashboard: the workers (w2 down), w3's workspaces, a command on w3 from w1's page" t_browser
 run_test "a hung worker does not hold the serving controller's other requests" t_hung
 run_test "a controller without --workers lists itself and forwards nothing" t_alone
