@@ -532,6 +532,13 @@ static int forward_reply(struct http_request *req, const struct remote_call *c)
 			return -ENOMEM;
 		}
 	}
+	/* Whatever the worker says its answer is, this origin never renders it as a page. */
+	if (MHD_add_response_header(r, "X-Content-Type-Options", "nosniff") != MHD_YES ||
+	    MHD_add_response_header(r, "Content-Security-Policy", "sandbox; default-src 'none'") !=
+		    MHD_YES) {
+		MHD_destroy_response(r);
+		return -ENOMEM;
+	}
 	ret = http_reply_response(req, (unsigned)c->status, r);
 	MHD_destroy_response(r);
 	return ret;

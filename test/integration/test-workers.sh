@@ -161,6 +161,12 @@ t_forward() {
 	assert_eq exited "$(jq -r .status "$TMP/direct")" "w3's own answer"
 	api -q GET "/v1/workspaces/$WS3"
 	assert_eq 404 "$STATUS" "w1 itself has no such workspace"
+	# The worker's content type comes back; the serving origin never renders it as a page.
+	curl -s -D "$TMP/headers" -o /dev/null -H "Authorization: Bearer $TOKEN" \
+		"$W1/v1/workers/w3/v1/workspaces/$WS3"
+	assert_match '^application/json' "$(awk -F': ' 'tolower($1) == "content-type" {print $2}' "$TMP/headers" | tr -d '\r')" "content type"
+	assert_eq nosniff "$(awk -F': ' 'tolower($1) == "x-content-type-options" {print $2}' "$TMP/headers" | tr -d '\r')" "nosniff"
+	assert_match '^sandbox' "$(awk -F': ' 'tolower($1) == "content-security-policy" {print $2}' "$TMP/headers" | tr -d '\r')" "CSP sandbox"
 	# A query passes on encoded.
 	tcp POST "$W1/v1/workers/w3/v1/workspaces/$WS3/files/mkdir" "$TOKEN" '{"path":"a b/c&d","parents":true}'
 	assert_eq 201 "$STATUS" "mkdir through w1: $BODY"
