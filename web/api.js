@@ -28,6 +28,44 @@ export function setUnauthorizedHandler(fn) {
 	onUnauthorized = fn;
 }
 
+// The workers this controller knows (GET /v1/workers: {self, names}) when it knows more than
+// itself, and the one the current view's calls go to. A view of a workspace on another worker
+// sends its calls through /v1/workers/NAME/v1/... (docs/api.md, "Workers"): the controller
+// forwards them with this tab's token. Streams are not forwarded: on another worker the views
+// poll instead of following events, output or logs live.
+let fleet = null;
+let remote = null;
+
+export function setFleet(f) {
+	fleet = f && f.names && f.names.length > 1 ? f : null;
+}
+
+export function getFleet() {
+	return fleet;
+}
+
+// The worker an id names: the longest configured name that, with a '-', begins it.
+export function workerOfId(id) {
+	if (!fleet) return null;
+	let best = null;
+	for (const n of fleet.names) if (id.startsWith(n + '-') && (!best || n.length > best.length)) best = n;
+	return best;
+}
+
+// name: the worker the next calls go to; null (or this controller's own name) for this one.
+export function setRemote(name) {
+	remote = fleet && name && name !== fleet.self ? name : null;
+}
+
+export function remoteWorker() {
+	return remote;
+}
+
+export function routed(path) {
+	if (!remote || !path.startsWith('/v1/') || path.startsWith('/v1/workers')) return path;
+	return '/v1/workers/' + encodeURIComponent(remote) + path;
+}
+
 function headers(extra) {
 	const hd = { ...extra };
 	const t = getToken();
@@ -61,7 +99,7 @@ export async function api(method, path, body, { signal, okStatuses = [], quiet40
 	}
 	let res;
 	try {
-		res = await fetch(path, init);
+		res = await fetch(routed(path), init);
 	} catch (e) {
 		if (e.name === 'AbortError') throw e;
 		throw new ApiError(0, 'network', `cannot reach the controller: ${e.message}`);
@@ -81,7 +119,7 @@ export function openSocket(path) {
 	const protocols = ['station-sandbox'];
 	const t = getToken();
 	if (t) protocols.push('bearer.' + t);
-	const ws = new WebSocket(wsUrl(path), protocols);
+	const ws = new WebSocket(wsUrl(routed(path)), protocols);
 	ws.binaryType = 'arraybuffer';
 	return ws;
 }
@@ -91,6 +129,7 @@ export function openSocket(path) {
 // to 30 s) with since = the last seq seen, so nothing is missed (a `gap` event says when
 // something was). Returns the function that stops it.
 export function followEvents(query, onEvent) {
+	if (remote) return () => {}; // not forwarded: liveRefresh polls instead
 	let since = null;
 	let ws = null;
 	let timer = null;
@@ -142,13 +181,13 @@ export function liveRefresh(ctx, query, reload, fallbackMs = 30000) {
 	};
 	ctx.onClose(followEvents(query, soon));
 	ctx.onClose(() => clearTimeout(pending));
-	ctx.every(fallbackMs, reload);
+	ctx.every(remote ? Math.min(fallbackMs, 3000) : fallbackMs, reload);
 }
 
 // Server-sent events read with fetch (EventSource cannot send Authorization). Calls
 // onEvent(name, data) per event; resolves when the stream ends; abort with signal.
 export async function readEvents(path, onEvent, signal) {
-	const res = await fetch(path, { headers: headers({ Accept: 'text/event-stream' }), signal, cache: 'no-store' });
+	const res = await fetch(routed(path), { headers: headers({ Accept: 'text/event-stream' }), signal, cache: 'no-store' });
 	if (!res.ok) throw await errorOf(res);
 	const reader = res.body.getReader();
 	const dec = new TextDecoder();

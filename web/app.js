@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 // The dashboard: Sandboxes → worker → workspace. Hash routes (nothing secret in them):
-//   #/                          the worker: checks, workspaces, create form
-//   #/w/ID[/commands|services|terminals]   a workspace, one tab
+//   #/                          the worker: checks, workspaces, create form; when the controller
+//                               knows other workers (GET /v1/workers), the list of workers
+//   #/workers/NAME              one worker of that list (its calls forwarded when not this one)
+//   #/w/ID[/commands|services|terminals]   a workspace, one tab, on the worker its id names
 //   #/w/ID/terminals/T          a terminal, attached
-import { api, getToken, setToken, setUnauthorizedHandler, ApiError } from './api.js';
+import { api, getToken, setToken, setUnauthorizedHandler, ApiError, setFleet, getFleet, setRemote, remoteWorker, workerOfId } from './api.js';
+import { fleetView, fleetOf } from './fleet.js';
 import { h, replace, showError } from './dom.js';
 import { workerView } from './worker.js';
 import { workspaceView } from './workspace.js';
@@ -14,6 +17,7 @@ const account = document.getElementById('account');
 
 let current = null; // the view's context: aborted on navigation
 let workerName = null;
+let fleetLoaded = false;
 
 // What a view gets: an abort signal for its fetches, timers and sockets that end with it.
 function newContext() {
@@ -40,7 +44,7 @@ function newContext() {
 			return () => closers.delete(fn);
 		},
 		setCrumbs,
-		workerName: () => workerName,
+		workerName: () => remoteWorker() || workerName,
 		close() {
 			ac.abort();
 			for (const id of timers) clearInterval(id);
@@ -57,7 +61,10 @@ function newContext() {
 
 function setCrumbs(items) {
 	// items: [label, href|null]…; "Sandboxes" and the worker always lead.
-	const all = [['Sandboxes', '#/'], [workerName || 'worker', '#/'], ...items];
+	const shown = remoteWorker() || workerName || 'worker';
+	const all = getFleet() ? [['Sandboxes', '#/'], [shown, '#/workers/' + encodeURIComponent(shown)], ...items] :
+		[['Sandboxes', '#/'], [shown, '#/'], ...items];
+	if (getFleet() && items.length === 0 && location.hash.replace(/^#\/?/, '') === '') all.pop();
 	replace(crumbs, all.map(([label, href], i) => [
 		i ? h('span.sep', '›') : null,
 		href && i < all.length - 1 ? h('a', { href }, label) : h('span.here', label),
@@ -83,6 +90,7 @@ function showLogin(message) {
 				if (!t) return;
 				button.disabled = true;
 				setToken(t);
+				fleetLoaded = false;
 				try {
 					const w = await api('GET', '/v1/worker', undefined, { quiet401: true });
 					workerName = w.name;
@@ -126,6 +134,7 @@ async function route() {
 	}
 	if (current) current.close();
 	const ctx = (current = newContext());
+	setRemote(null);
 	renderAccount();
 	if (!workerName) {
 		try {
@@ -135,15 +144,35 @@ async function route() {
 			if (e.name === 'AbortError') return;
 		}
 	}
+	if (!fleetLoaded) {
+		// Other workers, when this controller knows any; an older one without the endpoint
+		// is alone.
+		try {
+			const ws = (await api('GET', '/v1/workers', undefined, { signal: ctx.signal })).workers || [];
+			setFleet(fleetOf(ws));
+			fleetLoaded = true;
+		} catch (e) {
+			if (e instanceof ApiError && e.status === 401) return;
+			if (e.name === 'AbortError') return;
+			fleetLoaded = true;
+		}
+	}
 	if (!ctx.alive) return;
 	const hash = location.hash.replace(/^#/, '') || '/';
 	const parts = hash.split('/').filter(Boolean).map(decodeURIComponent);
 	const view = h('div.view');
 	replace(main, view);
+	setRemote(null);
 	try {
-		if (parts.length === 0) {
+		if (parts.length === 0 && getFleet()) {
+			fleetView(view, ctx);
+		} else if (parts.length === 0) {
+			workerView(view, ctx);
+		} else if (parts[0] === 'workers' && parts[1] && getFleet()?.names.includes(parts[1])) {
+			setRemote(parts[1]);
 			workerView(view, ctx);
 		} else if (parts[0] === 'w' && parts[1]) {
+			setRemote(workerOfId(parts[1]));
 			workspaceView(view, ctx, parts[1], parts[2] || 'commands', parts[3] || null);
 		} else {
 			setCrumbs([['not found', null]]);

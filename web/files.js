@@ -5,7 +5,7 @@
 // rename, delete, and live refresh from the watch stream. The agent inside the sandbox does
 // every file operation; names, link targets and contents come from the sandbox and only ever
 // go into the page as text.
-import { api, enc, getToken, readEvents, ApiError } from './api.js';
+import { api, enc, getToken, readEvents, ApiError, routed, remoteWorker } from './api.js';
 import { h, replace, append, fmtBytes, fmtTime, showError } from './dom.js';
 
 const EDIT_MAX = 2 * 1024 * 1024; // larger files are offered for download, not edited
@@ -60,7 +60,7 @@ async function request(method, url, { body, headers = {}, signal } = {}) {
 	if (t) hd.Authorization = 'Bearer ' + t;
 	let res;
 	try {
-		res = await fetch(url, { method, headers: hd, body, signal, cache: 'no-store' });
+		res = await fetch(routed(url), { method, headers: hd, body, signal, cache: 'no-store' });
 	} catch (e) {
 		if (e.name === 'AbortError') throw e;
 		throw new ApiError(0, 'network', `cannot reach the controller: ${e.message}`);
@@ -73,7 +73,7 @@ async function request(method, url, { body, headers = {}, signal } = {}) {
 function upload(url, file, onProgress, signal) {
 	return new Promise((resolve, reject) => {
 		const x = new XMLHttpRequest();
-		x.open('PUT', url);
+		x.open('PUT', routed(url));
 		const t = getToken();
 		if (t) x.setRequestHeader('Authorization', 'Bearer ' + t);
 		x.setRequestHeader('Content-Type', 'application/octet-stream');
@@ -893,6 +893,11 @@ export function filesTab(root, ctx, wsPath) {
 
 	async function watch() {
 		let delay = 1000;
+		if (remoteWorker()) {
+			// Streams are not forwarded to another worker: Refresh lists again.
+			setWatch('off', `changes on worker ${remoteWorker()} are not followed live: refresh to see them`);
+			return;
+		}
 		while (ctx.alive) {
 			setWatch('connecting', 'connecting');
 			const began = Date.now();

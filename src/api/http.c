@@ -103,6 +103,12 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_FILE_RENAME] = { api_file_rename, true, query_none },
 	[EP_FILE_WATCH] = { api_file_watch, false, query_watch, api_file_watch_ws },
 	[EP_EVENTS] = { api_events, false, query_events, api_events_ws },
+	[EP_WORKERS] = { api_workers, false, query_none },
+	/* Any query (passed on), the body as it is (up to max_body_bytes). */
+	[EP_WORKER_FORWARD_GET] = { api_worker_forward, false, NULL },
+	[EP_WORKER_FORWARD_POST] = { api_worker_forward, false, NULL },
+	[EP_WORKER_FORWARD_PUT] = { api_worker_forward, false, NULL },
+	[EP_WORKER_FORWARD_DELETE] = { api_worker_forward, false, NULL },
 };
 
 static int endpoint_mcp(struct http_request *req);
@@ -160,6 +166,8 @@ struct http_request {
 	void *state;
 	void (*state_free)(void *state);
 
+	char *method, *url; /* as libmicrohttpd gave them (the url decoded, no query) */
+
 	bool websocket; /* a checked WebSocket handshake */
 	char ws_accept[WS_ACCEPT_SIZE];
 	struct http_websocket *ws; /* 101 queued, upgrade pending */
@@ -185,6 +193,96 @@ const struct route_match *http_request_route(struct http_request *req)
 uint64_t http_request_max_wait_ms(struct http_request *req)
 {
 	return req->server->cfg.max_wait_ms;
+}
+
+struct fleet *http_request_fleet(struct http_request *req)
+{
+	return req->server->cfg.fleet;
+}
+
+const char *http_request_method(struct http_request *req)
+{
+	return req->method;
+}
+
+const char *http_request_url(struct http_request *req)
+{
+	return req->url;
+}
+
+struct query_string {
+	char *buf;
+	size_t len;
+	bool oom;
+};
+
+static void query_append_encoded(struct query_string *q, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (; s && *s && !q->oom; s++) {
+		unsigned char c = (unsigned char)*s;
+		bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			     (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~';
+		char *p = realloc(q->buf, q->len + 4);
+
+		if (!p) {
+			q->oom = true;
+			return;
+		}
+		q->buf = p;
+		if (plain) {
+			q->buf[q->len++] = (char)c;
+		} else {
+			q->buf[q->len++] = '%';
+			q->buf[q->len++] = hex[c >> 4];
+			q->buf[q->len++] = hex[c & 15];
+		}
+		q->buf[q->len] = '\0';
+	}
+}
+
+static enum MHD_Result query_encode_one(void *cls, enum MHD_ValueKind kind, const char *key,
+					const char *value)
+{
+	struct query_string *q = cls;
+	char *p = realloc(q->buf, q->len + 2);
+
+	if (!p) {
+		q->oom = true;
+		return MHD_NO;
+	}
+	q->buf = p;
+	if (q->len > 0)
+		q->buf[q->len++] = '&';
+	q->buf[q->len] = '\0';
+	query_append_encoded(q, key);
+	if (value && !q->oom) {
+		p = realloc(q->buf, q->len + 2);
+		if (!p) {
+			q->oom = true;
+			return MHD_NO;
+		}
+		q->buf = p;
+		q->buf[q->len++] = '=';
+		q->buf[q->len] = '\0';
+		query_append_encoded(q, value);
+	}
+	return q->oom ? MHD_NO : MHD_YES;
+}
+
+char *http_request_query_string(struct http_request *req)
+{
+	struct query_string q = { .buf = strdup("") };
+
+	if (!q.buf)
+		return NULL;
+	MHD_get_connection_values(req->connection, MHD_GET_ARGUMENT_KIND, query_encode_one, &q);
+	if (q.oom) {
+		free(q.buf);
+		return NULL;
+	}
+	return q.buf;
 }
 
 uint64_t http_request_max_body_bytes(struct http_request *req)
@@ -753,6 +851,8 @@ static void request_free(struct http_request *req)
 	if (req->next)
 		req->next->prev = req->prev;
 	request_body_free(req);
+	free(req->method);
+	free(req->url);
 	free(req);
 }
 
@@ -929,6 +1029,10 @@ static int request_check_headers(struct http_request *req, const char *url, cons
 		return request_check_mcp(req, url, method, version);
 	if (!request_authorized(s, req->connection))
 		return http_reply_status(req, 401, NULL, "a valid bearer token is required");
+	req->method = strdup(method);
+	req->url = strdup(url);
+	if (!req->method || !req->url)
+		return http_reply_status(req, 500, NULL, "out of memory");
 	r = router_match(method, url, &req->route, &allow);
 	if (r < 0)
 		return http_reply_status(req, 404, NULL, "no such endpoint or id: %s %.200s",
@@ -937,7 +1041,9 @@ static int request_check_headers(struct http_request *req, const char *url, cons
 		return http_reply_method_not_allowed(req, method, url, allow);
 	req->endpoint = &endpoints[req->route.endpoint];
 	q.known = req->endpoint->query;
-	MHD_get_connection_values(req->connection, MHD_GET_ARGUMENT_KIND, query_check_one, &q);
+	if (q.known)
+		MHD_get_connection_values(req->connection, MHD_GET_ARGUMENT_KIND, query_check_one,
+					  &q);
 	if (q.unknown)
 		return http_reply_status(req, 400, q.unknown, "unknown query parameter \"%.64s\"",
 					 q.unknown);

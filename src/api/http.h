@@ -13,9 +13,11 @@
 #include <sys/types.h>
 
 #include "basic/error.h"
+#include "api/fleet.h"
 #include "api/ws-conn.h"
 
 struct event_loop;
+struct fleet;
 struct manager;
 struct route_match;
 struct MHD_Response;
@@ -54,6 +56,9 @@ struct http_config {
 	const char *const *mcp_argv;
 	const char *mcp_listen_host;
 	const char *const *mcp_hosts; /* more host names Host and Origin may give; NULL: none */
+	/* GET /v1/workers and /v1/workers/NAME/v1/... (api-workers.c): the workers this
+	 * controller knows, started (fleet_start()); NULL: only itself, nothing forwarded. */
+	struct fleet *fleet;
 };
 
 /* Serves the API on listen_fd, a listening stream socket (unix or TCP). On success the server
@@ -81,6 +86,13 @@ struct event_loop *http_request_loop(struct http_request *req);
 const struct route_match *http_request_route(struct http_request *req);
 uint64_t http_request_max_wait_ms(struct http_request *req);
 uint64_t http_request_max_body_bytes(struct http_request *req);
+struct fleet *http_request_fleet(struct http_request *req);
+/* The request's method and path (decoded, without the query). */
+const char *http_request_method(struct http_request *req);
+const char *http_request_url(struct http_request *req);
+/* The query again, each key and value percent-encoded ("" when none); NULL when out of
+ * memory. Free it. */
+char *http_request_query_string(struct http_request *req);
 /* A query argument; NULL when absent. *ret_present tells "?k" (NULL value) from absent. */
 const char *http_request_query(struct http_request *req, const char *key, bool *ret_present);
 const void *http_request_body(struct http_request *req, size_t *ret_len);
@@ -208,6 +220,8 @@ int api_file_watch(struct http_request *req);	 /* SSE */
 int api_file_watch_ws(struct http_request *req); /* api-files-watch.c */
 int api_events(struct http_request *req);	 /* SSE; api-events.c */
 int api_events_ws(struct http_request *req);
+int api_workers(struct http_request *req);	  /* api-workers.c */
+int api_worker_forward(struct http_request *req); /* /v1/workers/NAME/v1/... */
 
 /* POST /mcp (api-mcp.c): serves the request's JSON-RPC message with the MCP server argv. */
 int api_mcp(struct http_request *req, const char *const *argv);

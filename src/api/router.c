@@ -7,15 +7,16 @@
 
 #include "basic/cleanup.h"
 
-/* '*' in a pattern is one id segment, the first the workspace, the second the run (or the
- * service, terminal or secret); '@' is an image digest segment. */
+/* '*' in a pattern is one id segment, the first the workspace (or the worker), the second the
+ * run (or the service, terminal or secret); '@' is an image digest segment; a final '+' is
+ * the rest of the path, at least one character. */
 struct route {
 	const char *pattern;
 	const char *allow;
 	struct {
 		const char *method;
 		enum endpoint endpoint;
-	} methods[3];
+	} methods[4];
 };
 
 static const struct route routes[] = {
@@ -23,6 +24,13 @@ static const struct route routes[] = {
 	{ "/v1/openapi.json", "GET", { { "GET", EP_OPENAPI } } },
 	{ "/v1/worker", "GET", { { "GET", EP_WORKER } } },
 	{ "/v1/events", "GET", { { "GET", EP_EVENTS } } },
+	{ "/v1/workers", "GET", { { "GET", EP_WORKERS } } },
+	{ "/v1/workers/*/v1/+",
+	  "GET, POST, PUT, DELETE",
+	  { { "GET", EP_WORKER_FORWARD_GET },
+	    { "POST", EP_WORKER_FORWARD_POST },
+	    { "PUT", EP_WORKER_FORWARD_PUT },
+	    { "DELETE", EP_WORKER_FORWARD_DELETE } } },
 	{ "/v1/workspaces",
 	  "GET, POST",
 	  { { "GET", EP_WORKSPACE_LIST }, { "POST", EP_WORKSPACE_CREATE } } },
@@ -122,6 +130,11 @@ static const char *const endpoint_names[_EP_MAX] = {
 	[EP_FILE_RENAME] = "file-rename",
 	[EP_FILE_WATCH] = "file-watch",
 	[EP_EVENTS] = "events",
+	[EP_WORKERS] = "workers",
+	[EP_WORKER_FORWARD_GET] = "worker-forward-get",
+	[EP_WORKER_FORWARD_POST] = "worker-forward-post",
+	[EP_WORKER_FORWARD_PUT] = "worker-forward-put",
+	[EP_WORKER_FORWARD_DELETE] = "worker-forward-delete",
 };
 
 const char *endpoint_to_string(enum endpoint ep)
@@ -192,6 +205,8 @@ static bool match_pattern(const char *pattern, const char *path, struct route_ma
 			pattern++;
 			continue;
 		}
+		if (*pattern == '+')
+			return *path != '\0';
 		if (*pattern == '*') {
 			if (n_ids >= ELEMENTSOF(ids) || !take_id(&path, ids[n_ids++]))
 				return false;

@@ -5,7 +5,8 @@
  * path. Pure string work: no MHD, no manager, so it is unit-tested on its own. An id segment is
  * 1-64 characters of [A-Za-z0-9._-] not starting with '.'; anything else cannot name a
  * workspace or a run and is an unknown path. An image segment is a digest, "sha256:" and 64
- * lower-case hex digits. */
+ * lower-case hex digits. A final '+' segment (the forwarding route) is one or more characters
+ * of anything; the caller takes it from the path. */
 
 #include <stddef.h>
 
@@ -59,6 +60,11 @@ enum endpoint {
 	EP_FILE_RENAME,
 	EP_FILE_WATCH,
 	EP_EVENTS,
+	EP_WORKERS,
+	EP_WORKER_FORWARD_GET, /* /v1/workers/NAME/v1/..., one per method passed on */
+	EP_WORKER_FORWARD_POST,
+	EP_WORKER_FORWARD_PUT,
+	EP_WORKER_FORWARD_DELETE,
 	_EP_MAX,
 };
 
@@ -78,7 +84,7 @@ int router_match(const char *method, const char *path, struct route_match *ret,
 const char *endpoint_to_string(enum endpoint ep);
 
 /* Calls fn once per method of every route, in table order: the pattern as above ('*' an id
- * segment, '@' a digest segment), the method and its endpoint. For the test that holds
+ * segment, '@' a digest segment, '+' the rest), the method and its endpoint. For the test that holds
  * docs/openapi.yaml to this table. */
 typedef void (*router_route_fn)(const char *pattern, const char *method, enum endpoint ep,
 				void *userdata);

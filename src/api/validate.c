@@ -846,6 +846,8 @@ const char *error_http_code(unsigned status)
 		return "bad_gateway";
 	case 503:
 		return "unavailable";
+	case 504:
+		return "gateway_timeout";
 	case 507:
 		return "insufficient_storage";
 	default:

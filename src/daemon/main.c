@@ -70,6 +70,8 @@ struct options {
 	char mcp_socket[PATH_MAX + 16];
 	const char *mcp_hosts[MAX_MCP_HOSTS + 1]; /* --mcp-allow-host */
 	size_t n_mcp_hosts;
+	const char *workers;	  /* --workers LIST */
+	const char *workers_file; /* --workers-file PATH */
 };
 
 static void usage(FILE *f)
@@ -100,12 +102,16 @@ static void usage(FILE *f)
 		"                        [--lxcfs auto|off|DIR]\n"
 		"                        [--mcp] [--mcp-option FLAG]... [--mcp-cli PATH]\n"
 		"                        [--mcp-allow-host NAME]...\n"
+		"                        [--workers NAME=URL,... | --workers-file PATH]\n"
 		"\n"
 		"--lxcfs auto (the default) starts lxcfs on <root>/lxcfs when it is installed and\n"
 		"binds its /proc and /sys/devices/system/cpu views into container workspaces;\n"
 		"DIR uses an lxcfs some other supervisor keeps mounted there.\n"
 		"--mcp serves the Model Context Protocol at POST /mcp on the TCP listeners, each\n"
 		"request by a `station-sandbox mcp` child given the --mcp-option flags (its limits).\n"
+		"--workers names the other workers (as STATION_WORKERS does for clients; this one is\n"
+		"added when not listed): GET /v1/workers lists them with their state and\n"
+		"/v1/workers/NAME/v1/... forwards a request to NAME with the caller's own token.\n"
 		"--pool keeps SIZE (default 1) started idle container workspaces of IMAGE (as a\n"
 		"create names it) with the runtime, network and seccomp profile given, refilled in\n"
 		"the background; a create that asks for the same and no env takes one.\n"
@@ -287,6 +293,8 @@ enum {
 	OPT_MCP_OPTION,
 	OPT_MCP_CLI,
 	OPT_MCP_ALLOW_HOST,
+	OPT_WORKERS,
+	OPT_WORKERS_FILE,
 };
 
 static void pool_bufs_free(struct options **o)
@@ -516,6 +524,15 @@ static int parse_safety_option(struct options *o, int c, const char *arg)
 			return -EINVAL;
 		}
 		o->mcp_hosts[o->n_mcp_hosts++] = arg;
+		return 0;
+	case OPT_WORKERS:
+	case OPT_WORKERS_FILE:
+		if (o->workers || o->workers_file) {
+			fprintf(stderr,
+				"station-sandboxd: give --workers or --workers-file once\n");
+			return -EINVAL;
+		}
+		*(c == OPT_WORKERS ? &o->workers : &o->workers_file) = arg;
 		return 0;
 	case OPT_HOST_USER:
 		return parse_host_user(&o->mc, arg);
@@ -758,6 +775,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "mcp-option", required_argument, NULL, OPT_MCP_OPTION },
 		{ "mcp-cli", required_argument, NULL, OPT_MCP_CLI },
 		{ "mcp-allow-host", required_argument, NULL, OPT_MCP_ALLOW_HOST },
+		{ "workers", required_argument, NULL, OPT_WORKERS },
+		{ "workers-file", required_argument, NULL, OPT_WORKERS_FILE },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -923,6 +942,8 @@ struct daemon {
 	struct http_server *servers[MAX_LISTENERS + 1];
 	size_t n_servers;
 	struct http_connections conns; /* all listeners together */
+	struct fleet fleet;	       /* --workers */
+	bool has_fleet;
 	struct event_source *signals[2];
 	int lock_fd;
 };
@@ -931,6 +952,7 @@ static void daemon_free(struct daemon *d)
 {
 	for (size_t i = 0; i < d->n_servers; i++)
 		http_server_free(d->servers[i]);
+	fleet_stop(&d->fleet);
 	manager_free(d->manager);
 	store_close(d->store);
 	for (size_t i = 0; i < ELEMENTSOF(d->signals); i++)
@@ -965,6 +987,7 @@ static int add_listener(struct daemon *d, const struct options *o, const char *s
 		.mcp_argv = tcp && o->mcp ? o->mcp_argv : NULL,
 		.mcp_listen_host = tcp ? spec + 4 : NULL,
 		.mcp_hosts = o->mcp_hosts,
+		.fleet = d->has_fleet ? &d->fleet : NULL,
 	};
 	int r = http_server_new(d->loop, d->manager, fd, &hc, &d->servers[d->n_servers]);
 	if (r < 0) {
@@ -974,6 +997,34 @@ static int add_listener(struct daemon *d, const struct options *o, const char *s
 	}
 	d->n_servers++;
 	log_info("listening", "address", spec, NULL);
+	return 0;
+}
+
+/* --workers or --workers-file: the list, with this controller in it, and its call pool. */
+static int fleet_setup(struct daemon *d, const struct options *o)
+{
+	struct station_error e = {};
+	int r;
+
+	if (!o->workers && !o->workers_file)
+		return 0;
+	r = fleet_parse(&d->fleet, o->workers, o->workers_file, o->worker, &e);
+	if (r < 0) {
+		fprintf(stderr, "station-sandboxd: --workers: %s\n", e.message);
+		return r;
+	}
+	r = fleet_start(&d->fleet, d->loop);
+	if (r < 0) {
+		fprintf(stderr, "station-sandboxd: cannot start the workers' pool: %s\n",
+			strerror(-r));
+		return r;
+	}
+	d->has_fleet = true;
+	char names[FLEET_MAX * (FLEET_NAME_MAX + 1)] = "";
+	for (size_t i = 0; i < d->fleet.n; i++)
+		snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? "," : "",
+			 d->fleet.v[i].name);
+	log_info("forwarding to workers", "workers", names, NULL);
 	return 0;
 }
 
@@ -1038,6 +1089,9 @@ static int daemon_setup(struct daemon *d, struct options *o)
 		fprintf(stderr, "station-sandboxd: cannot start: %s\n", strerror(-r));
 		return r;
 	}
+	r = fleet_setup(d, o);
+	if (r < 0)
+		return r;
 	snprintf(path, sizeof path, "unix:%s/station.sock", o->root);
 	r = add_listener(d, o, path);
 	for (size_t i = 0; r >= 0 && i < o->n_listen; i++)

@@ -20,14 +20,14 @@ static json_t *load(void)
 	return doc;
 }
 
-/* A path of the description ("/v1/images/{digest}") or a pattern of the table, whose '*' and '@'
+/* A path of the description ("/v1/images/{digest}") or a pattern of the table, whose '*', '@', '+'
  * are segments too, with every parameter segment as "{}": "/v1/images/{}". */
 static void normalize(const char *path, char *ret, size_t size)
 {
 	size_t n = 0;
 
 	for (const char *p = path; *p && n + 3 < size; p++) {
-		if (*p == '*' || *p == '@') {
+		if (*p == '*' || *p == '@' || *p == '+') {
 			memcpy(ret + n, "{}", 2);
 			n += 2;
 		} else if (*p == '{') {

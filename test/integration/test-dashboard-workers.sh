@@ -1,0 +1,339 @@
+#!/bin/bash
+# The serving controller across workers: three controllers on loopback (w1, w2, w3; host
+# adapter, TCP listeners, one bearer token shared), w1 started with --workers naming all three
+# and a fourth, w9, whose listener accepts and never answers. GET /v1/workers reports each
+# worker's state (w2 stopped: down, with the error), /v1/workers/NAME/v1/... forwards with the
+# caller's own token (a token w1 takes and w3 does not: w3's 401 comes back), refuses a name
+# it does not know, forwarding of forwarding and streams, and a hung worker does not hold the
+# serving controller's other requests.
+. "$(dirname "$0")/lib.sh"
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+P1=$(free_port)
+P2=$(free_port)
+P3=$(free_port)
+P9=$(free_port)
+W1=http://127.0.0.1:$P1
+
+# A listener that accepts and never answers; it notes each connection in a file.
+HUNG_LOG=$TMP/hung.log
+: >"$HUNG_LOG"
+python3 -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(64)
+held = []
+while True:
+    c, _ = s.accept(); held.append(c)
+    with open(sys.argv[2], "a") as f: f.write("accepted\n")
+' "$P9" "$HUNG_LOG" &
+HUNG_PID=$!
+
+# token_hash TOKEN: as the controller stores it.
+token_hash() {
+	printf '%s' "$1" | sha256sum | cut -d' ' -f1
+}
+
+# add_token DB NAME TOKEN: one more token a stopped controller takes.
+add_token() {
+	python3 -c '
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1])
+db.execute("INSERT INTO tokens (name, hash, created_at) VALUES (?, ?, ?)", (sys.argv[2], sys.argv[3], int(time.time())))
+db.commit()
+' "$1" "$2" "$(token_hash "$3")"
+}
+
+# Controllers besides lib.sh's own (w1): NAME → pid, root in $TMP/NAME.
+declare -A XPID
+start_extra() {
+	local name=$1 port=$2 root=$TMP/$1
+	mkdir -p "$root"
+	"$DAEMON" --root "$root" --worker "$name" --log-format text --network-range none \
+		--adapters host --default-adapter host --listen "tcp:127.0.0.1:$port" \
+		>>"$root/controller.log" 2>&1 </dev/null &
+	XPID[$name]=$!
+	wait_for -t 20 extra_ready "$name" "$port"
+}
+extra_ready() {
+	kill -0 "${XPID[$1]}" 2>/dev/null || return 2
+	[[ $(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$TMP/$1/station.sock" http://x/v1/ready) == 200 ]]
+}
+stop_extra() {
+	local pid=${XPID[$1]:-}
+	[[ -n $pid ]] || return 0
+	kill -TERM "$pid" 2>/dev/null
+	wait_for -t 20 _pid_gone "$pid" || kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	XPID[$1]=
+}
+extra_cleanup() {
+	local n id
+	for n in w2 w3; do
+		[[ -n ${XPID[$n]:-} ]] || continue
+		for id in $(curl -s --unix-socket "$TMP/$n/station.sock" http://x/v1/workspaces | jq -r '.workspaces[].id' 2>/dev/null); do
+			curl -s -o /dev/null -X DELETE --unix-socket "$TMP/$n/station.sock" "http://x/v1/workspaces/$id"
+		done
+		stop_extra "$n"
+	done
+	kill "$HUNG_PID" 2>/dev/null
+	wait "$HUNG_PID" 2>/dev/null
+}
+trap '_rc=$?; extra_cleanup; (exit $_rc); _cleanup' EXIT
+
+# tcp METHOD URL [TOKEN] [BODY]: one request over TCP; STATUS and BODY as api() sets them.
+tcp() {
+	local method=$1 url=$2 token=${3:-$TOKEN} args
+	args=(-sS --max-time 90 -X "$method" -o "$TMP/tcp-body" -w '%{http_code}' -H "Authorization: Bearer $token")
+	if [[ $# -ge 4 ]]; then
+		args+=(-H 'Content-Type: application/json' --data-binary "$4")
+	fi
+	STATUS=$(curl "${args[@]}" "$url" 2>"$TMP/curl-err") || STATUS=000
+	BODY=$(cat "$TMP/tcp-body")
+}
+
+# The token of w1, shared by w2 and w3 (a controller that was started once, stopped, given it).
+require_controller --worker w1 --adapters host --listen "tcp:127.0.0.1:$P1" \
+	--workers "w1=$W1,w2=http://127.0.0.1:$P2,w3=http://127.0.0.1:$P3,w9=http://127.0.0.1:$P9" \
+	--max-wait-ms 5000
+TOKEN=$(tr -d '\n' <"$ROOT/admin.token")
+ONLY_W1=sst_only-w1-$RANDOM$RANDOM
+for n in w2 w3; do
+	port=$([[ $n == w2 ]] && echo "$P2" || echo "$P3")
+	if ! start_extra "$n" "$port"; then
+		not_ok "controller $n starts"
+		exit 1
+	fi
+	stop_extra "$n"
+	add_token "$TMP/$n/station.db" shared "$TOKEN"
+	start_extra "$n" "$port" || {
+		not_ok "controller $n starts again"
+		exit 1
+	}
+done
+# A second token w1 takes and the others do not.
+stop_controller
+add_token "$ROOT/station.db" only-w1 "$ONLY_W1"
+require_controller "${CONTROLLER_FLAGS[@]}"
+
+worker_field() {
+	j ".workers[] | select(.name == \"$1\") | $2"
+}
+
+t_list_up() {
+	tcp GET "$W1/v1/workers"
+	assert_eq 200 "$STATUS" "GET /v1/workers" || return 1
+	assert_eq '["w1","w2","w3","w9"]' "$(j '[.workers[].name]')" "the workers, in list order"
+	assert_eq up "$(worker_field w1 .state)" "w1 (this controller)"
+	assert_eq true "$(worker_field w1 .self)" "w1 is this controller"
+	assert_eq up "$(worker_field w2 .state)" "w2"
+	assert_eq up "$(worker_field w3 .state)" "w3"
+	assert_eq 0.1.0 "$(worker_field w3 .version)" "w3's version"
+	assert_eq 0 "$(worker_field w3 .workspaces)" "w3's workspace count"
+	assert_eq down "$(worker_field w9 .state)" "w9 (accepts, never answers)"
+	assert_eq "worker w9 (http://127.0.0.1:$P9) did not answer: no answer within 5000 ms" \
+		"$(worker_field w9 .error)" "w9's error"
+}
+
+WS3=
+t_forward() {
+	tcp POST "$W1/v1/workers/w3/v1/workspaces" "$TOKEN" '{"adapter":"host"}'
+	assert_eq 201 "$STATUS" "create on w3 through w1: $BODY" || return 1
+	WS3=$(j .id)
+	assert_match '^w3-' "$WS3" "the id names w3"
+	assert_eq w3 "$(j .worker)" "the workspace's worker"
+	tcp POST "$W1/v1/workers/w3/v1/workspaces/$WS3/commands?waitMs=4000" "$TOKEN" \
+		'{"command":"echo forwarded; hostname >/dev/null","timeoutMs":20000}'
+	assert_eq 201 "$STATUS" "a command through w1: $BODY" || return 1
+	local run
+	run=$(j .id)
+	wait_for -t 60 run_done_remote "$run" || _fail "the run did not end: $BODY"
+	assert_eq exited "$(j .status)" "status"
+	assert_eq 0 "$(j .exitCode)" "exit code"
+	assert_eq "forwarded" "$(j .stdout | tr -d '\n')" "stdout"
+	# The same workspace and run, asked of w3 itself (positive control: it is there, not on w1).
+	STATUS=$(curl -s -o "$TMP/direct" -w '%{http_code}' --unix-socket "$TMP/w3/station.sock" \
+		"http://x/v1/workspaces/$WS3/commands/$run")
+	assert_eq 200 "$STATUS" "w3 has the run"
+	assert_eq exited "$(jq -r .status "$TMP/direct")" "w3's own answer"
+	api -q GET "/v1/workspaces/$WS3"
+	assert_eq 404 "$STATUS" "w1 itself has no such workspace"
+	# The worker's content type comes back; the serving origin never renders it as a page.
+	curl -s -D "$TMP/headers" -o /dev/null -H "Authorization: Bearer $TOKEN" \
+		"$W1/v1/workers/w3/v1/workspaces/$WS3"
+	assert_match '^application/json' "$(awk -F': ' 'tolower($1) == "content-type" {print $2}' "$TMP/headers" | tr -d '\r')" "content type"
+	assert_eq nosniff "$(awk -F': ' 'tolower($1) == "x-content-type-options" {print $2}' "$TMP/headers" | tr -d '\r')" "nosniff"
+	assert_match '^sandbox' "$(awk -F': ' 'tolower($1) == "content-security-policy" {print $2}' "$TMP/headers" | tr -d '\r')" "CSP sandbox"
+	# A query passes on encoded.
+	tcp POST "$W1/v1/workers/w3/v1/workspaces/$WS3/files/mkdir" "$TOKEN" '{"path":"a b/c&d","parents":true}'
+	assert_eq 201 "$STATUS" "mkdir through w1: $BODY"
+	tcp GET "$W1/v1/workers/w3/v1/workspaces/$WS3/files/stat?path=a%20b%2Fc%26d"
+	assert_eq 200 "$STATUS" "a query with an encoded space, slash and ampersand: $BODY"
+	assert_eq dir "$(j .type)" "stat of the directory"
+}
+run_done_remote() {
+	tcp GET "$W1/v1/workers/w3/v1/workspaces/$WS3/commands/$1?waitMs=2000"
+	[[ $STATUS == 200 && $(j .status) != running && $(j .status) != queued ]]
+}
+
+t_token() {
+	# Positive control: w1 takes this token for itself.
+	tcp GET "$W1/v1/workspaces" "$ONLY_W1"
+	assert_eq 200 "$STATUS" "w1 takes its own token"
+	tcp GET "$W1/v1/workers/w3/v1/workspaces" "$ONLY_W1"
+	assert_eq 401 "$STATUS" "w3 refuses a token it does not know, and w1 passes that on"
+	assert_eq "a valid bearer token is required" "$(j .error.message)" "w3's own message"
+	tcp GET "$W1/v1/workers/w3/v1/workspaces" "$TOKEN"
+	assert_eq 200 "$STATUS" "the shared token works there (positive control)"
+	assert_eq "[\"$WS3\"]" "$(j '[.workspaces[].id]')" "w3's workspaces"
+	# Without a token, nothing is forwarded.
+	STATUS=$(curl -s -o /dev/null -w '%{http_code}' "$W1/v1/workers/w3/v1/workspaces")
+	assert_eq 401 "$STATUS" "no token: refused by w1"
+}
+
+t_refusals() {
+	tcp GET "$W1/v1/workers/w7/v1/workspaces"
+	assert_eq 404 "$STATUS" "an unconfigured name"
+	assert_eq "worker w7 is not configured on this controller (GET /v1/workers lists them)" \
+		"$(j .error.message)" "the message names it"
+	tcp GET "$W1/v1/workers/w3/v1/workers/w2/v1/workspaces"
+	assert_eq 400 "$STATUS" "forwarding of forwarding"
+	assert_eq "a forwarded request cannot be forwarded again" "$(j .error.message)" "why"
+	STATUS=$(curl -s --path-as-is -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
+		"$W1/v1/workers/w3/v1/workspaces/$WS3/../../workspaces")
+	assert_eq 400 "$STATUS" "a dot segment"
+	tcp GET "$W1/v1/workers/w1/v1/workspaces"
+	assert_eq 400 "$STATUS" "this controller's own name"
+	tcp GET "$W1/v1/workers/w3/v1/workspaces/$WS3/services/x/logs?follow=1"
+	assert_eq 501 "$STATUS" "a stream is refused, not held"
+	STATUS=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
+		-H 'Connection: Upgrade' -H 'Upgrade: websocket' -H 'Sec-WebSocket-Version: 13' \
+		-H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' "$W1/v1/workers/w3/v1/events")
+	assert_eq 400 "$STATUS" "a WebSocket is not forwarded"
+	# A body over the cap is refused before anything is forwarded.
+	head -c $((3 * 1024 * 1024)) /dev/zero | tr '\0' 'a' >"$TMP/big"
+	STATUS=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
+		-H 'Content-Type: application/json' --data-binary @"$TMP/big" \
+		"$W1/v1/workers/w3/v1/workspaces")
+	assert_eq 413 "$STATUS" "a body over --max-body-bytes"
+}
+
+t_down() {
+	stop_extra w2
+	tcp GET "$W1/v1/workers"
+	assert_eq 200 "$STATUS" "GET /v1/workers with w2 stopped" || return 1
+	assert_eq down "$(worker_field w2 .state)" "w2"
+	assert_eq "worker w2 (http://127.0.0.1:$P2) did not answer: connection refused" \
+		"$(worker_field w2 .error)" "w2's error"
+	assert_eq up "$(worker_field w1 .state)" "w1"
+	assert_eq up "$(worker_field w3 .state)" "w3"
+	assert_eq 1 "$(worker_field w3 .workspaces)" "w3's workspace count"
+	tcp GET "$W1/v1/workers/w2/v1/workspaces"
+	assert_eq 502 "$STATUS" "forwarding to a stopped worker"
+	assert_eq "worker w2 (http://127.0.0.1:$P2) did not answer: connection refused" \
+		"$(j .error.message)" "the error names it"
+	tcp GET "$W1/v1/workers/w3/v1/workspaces"
+	assert_eq 200 "$STATUS" "w3 still served"
+}
+
+hung_accepted() {
+	[[ $(grep -c accepted "$HUNG_LOG") -ge $1 ]]
+}
+
+t_hung() {
+	local before pid
+	before=$(grep -c accepted "$HUNG_LOG")
+	curl -s -o "$TMP/hung-body" -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
+		"$W1/v1/workers/w9/v1/workspaces" >"$TMP/hung-status" 2>/dev/null &
+	pid=$!
+	wait_for -t 30 hung_accepted $((before + 1)) || _fail "w9 never saw the forwarded request"
+	api -q GET /v1/workspaces
+	assert_eq 200 "$STATUS" "GET /v1/workspaces on w1 while a call to w9 hangs"
+	tcp GET "$W1/v1/workers/w3/v1/workspaces"
+	assert_eq 200 "$STATUS" "forwarding to w3 while a call to w9 hangs"
+	kill -0 "$pid" 2>/dev/null || _fail "the hung request ended before the others were answered"
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null || true
+}
+
+t_alone() {
+	# Positive control for the single-worker shape: w3 knows no workers.
+	STATUS=$(curl -s -o "$TMP/alone" -w '%{http_code}' --unix-socket "$TMP/w3/station.sock" http://x/v1/workers)
+	assert_eq 200 "$STATUS" "GET /v1/workers without --workers"
+	assert_eq '[["w3",true,"up"]]' "$(jq -c '[.workers[] | [.name, .self, .state]]' "$TMP/alone")" "itself only"
+	STATUS=$(curl -s -o "$TMP/alone" -w '%{http_code}' --unix-socket "$TMP/w3/station.sock" \
+		http://x/v1/workers/w1/v1/workspaces)
+	assert_eq 404 "$STATUS" "it forwards to none"
+}
+
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+t_browser() {
+	local r run
+	if [[ ! -x $CHROMIUM ]] || ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+		skip "$1" "chromium, node and npm are needed (scripts/install-deps)"
+		return 2
+	fi
+	if ! npm install --prefix "$TMP/npm" --no-audit --no-fund --loglevel=error playwright-core@1 \
+		>"$TMP/npm.log" 2>&1; then
+		skip "$1" "npm install playwright-core failed: $(tail -n 1 "$TMP/npm.log")"
+		return 2
+	fi
+	[[ -n $WS3 ]] || {
+		_fail "no workspace on w3 (the forwarding test failed)"
+		return 1
+	}
+	r=$(PLAYWRIGHT_DIR=$TMP/npm CHROMIUM=$CHROMIUM HOME=$TMP timeout 600 node \
+		"$SRC/test/integration/workers-dashboard.mjs" "$W1" "$TOKEN" "$WS3" 2>"$TMP/browser.err")
+	[[ -n $r ]] || r="{\"error\":\"no result: $(tail -c 300 "$TMP/browser.err" | tr '\n"' '  ')\"}"
+	if [[ $(j .ok "$r") != true ]]; then
+		_fail "the session stopped at \"$(j .step "$r")\": $(j .error "$r")"
+		diag "page: $(j .pageText "$r" | tr '\n' ' ' | cut -c 1-600)"
+		diag "console: $(j .console "$r")"
+		return 1
+	fi
+	assert_eq '["w1","w2","w3","w9"]' "$(j '[.workers[].name]' "$r")" "the workers on the page"
+	assert_eq '["up","down","up","down"]' "$(j '[.workers[].state]' "$r")" "their states"
+	assert_eq "worker w2 (http://127.0.0.1:$P2) did not answer: connection refused" \
+		"$(j '.workers[1].error' "$r")" "w2's error on the page"
+	assert_eq 1 "$(j '.workers[2].workspaces' "$r")" "w3's workspace count"
+	assert_eq "[\"$WS3\"]" "$(j .w3Workspaces "$r")" "opening w3 lists its workspaces"
+	assert_contains w3 "$(j .crumbs "$r")" "the crumbs name w3"
+	assert_eq "$WS3" "$(j .workspace "$r")" "#/w/ID opened the workspace on w3"
+	assert_eq "from-the-dashboard" "$(j .runStdout "$r" | tr -d '\n')" "the command's output"
+	assert_eq 4 "$(j .runExit "$r")" "its exit code"
+	assert_eq '[]' "$(j '[.requests[] | select(.[1] | startswith("/") | not)]' "$r")" "no request to another origin"
+	assert_le 3 "$(j '[.requests[] | select(.[1] | startswith("/v1/workers/w3/v1/workspaces/"))] | length' "$r")" \
+		"the workspace's calls went through /v1/workers/w3"
+	assert_eq '[]' "$(j .console "$r")" "no console errors"
+	# The run is w3's (positive control: asked of w3 itself).
+	run=$(j .runId "$r")
+	STATUS=$(curl -s -o "$TMP/direct" -w '%{http_code}' --unix-socket "$TMP/w3/station.sock" \
+		"http://x/v1/workspaces/$WS3/commands/$run")
+	assert_eq 200 "$STATUS" "w3 has the dashboard's run $run"
+	assert_eq 4 "$(jq -r .exitCode "$TMP/direct")" "w3's record of it"
+}
+
+# run_test, but a skip inside (return 2) is the test's own line.
+run_or_skip() {
+	local name=$1 fn=$2
+	_t_failed=0
+	"$fn" "$name"
+	local rc=$?
+	[[ $rc -eq 2 ]] && return 0
+	if [[ $rc -eq 0 && $_t_failed -eq 0 ]]; then ok "$name"; else
+		not_ok "$name"
+		dump_controller_log 30
+	fi
+}
+
+run_test "GET /v1/workers: each worker's state, version and workspace count; a hung one is down" t_list_up
+run_test "a workspace and a command on w3 through w1, with the caller's token" t_forward
+run_test "the caller's own token goes on: w3's 401 comes back" t_token
+run_test "an unconfigured name, forwarding of forwarding, streams and big bodies are refused" t_refusals
+run_test "w2 stopped: down with the error, w1 and w3 still served" t_down
+run_or_skip "dashboard: the workers (w2 down), w3's workspaces, a command on w3 from w1's page" t_browser
+run_test "a hung worker does not hold the serving controller's other requests" t_hung
+run_test "a controller without --workers lists itself and forwards nothing" t_alone
