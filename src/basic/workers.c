@@ -247,6 +247,13 @@ int workers_read_file(const char *path, struct worker_refs *ret, struct station_
 	return workers_parse_file_text(text, path, ret, e);
 }
 
+static bool env_set(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v;
+}
+
 int workers_from_env(struct worker_refs *ret, struct station_error *e)
 {
 	const char *env = getenv("STATION_WORKERS"), *file = getenv("STATION_WORKERS_FILE");
@@ -260,6 +267,10 @@ int workers_from_env(struct worker_refs *ret, struct station_error *e)
 	else if (file && *file)
 		r = workers_read_file(file, &l, e);
 	else {
+		/* A controller named in the environment is chosen over the default file (the SDKs
+		 * do the same): one set up for a single worker keeps working beside the file. */
+		if (env_set("STATION_URL") || env_set("STATION_SOCKET") || env_set("STATION_ROOT"))
+			return 0;
 		if (!home || !*home || asprintf(&def, "%s/" WORKERS_DEFAULT_FILE, home) < 0 ||
 		    access(def, F_OK) < 0)
 			return 0;
