@@ -20,6 +20,9 @@
 
 /* Finished attempts the store keeps per service. */
 #define SERVICE_KEEP_ATTEMPTS 100
+/* The most a running attempt's byte count shows (2^53 - 1: exact in every JSON reader). An
+ * agent reports it; a sandbox can lie, so the number is display only and clamped. */
+#define SERVICE_MAX_LIVE_BYTES ((1ull << 53) - 1)
 
 struct service {
 	struct service *prev, *next; /* in workspace->services */
@@ -28,6 +31,8 @@ struct service {
 	struct service_watch *watches;
 	int event_state;		/* the state the last event announced; -1: none yet */
 	struct service_waiter *waiters; /* for the service to come to rest */
+	uint64_t live_attempt;		/* the attempt live_bytes count (SERVICE_PROGRESS) */
+	uint64_t live_bytes[2];		/* its stdout and stderr totals so far, clamped */
 };
 
 struct service_waiter {
@@ -494,6 +499,41 @@ void services_on_output(void *userdata, const char *name, uint64_t attempt, int 
 			output_follower_deliver(&w->follower, stream, offset, data, n);
 }
 
+void services_on_link_ready(struct workspace *ws)
+{
+	/* an older agent does not count live: its running attempts show no byte counts */
+	if (ws->link)
+		(void)agentlink_send_progress_watch(ws->link, true);
+}
+
+void services_on_progress(void *userdata, const char *name, uint64_t attempt, uint64_t stdout_bytes,
+			  uint64_t stderr_bytes)
+{
+	struct workspace *ws = userdata;
+	struct service *svc = service_find(ws, name);
+	uint64_t bytes[2] = { stdout_bytes, stderr_bytes };
+
+	if (!svc) {
+		agent_report_ignored(ws, "service progress", name);
+		return;
+	}
+	/* an attempt that ended (or is not known yet) is not the running one: its totals come with
+	 * its ATTEMPT_DONE */
+	if (attempt != svc->row.current_attempt)
+		return;
+	if (svc->live_attempt != attempt) {
+		svc->live_attempt = attempt;
+		svc->live_bytes[0] = svc->live_bytes[1] = 0;
+	}
+	for (int i = 0; i < 2; i++) {
+		if (bytes[i] > SERVICE_MAX_LIVE_BYTES)
+			bytes[i] = SERVICE_MAX_LIVE_BYTES;
+		/* totals only grow: a report that goes back changes nothing */
+		if (bytes[i] > svc->live_bytes[i])
+			svc->live_bytes[i] = bytes[i];
+	}
+}
+
 void services_on_error(void *userdata, const char *name, const char *reason)
 {
 	struct workspace *ws = userdata;
@@ -528,6 +568,7 @@ static json_t *attempt_to_json(const struct service_attempt_row *a, bool with_ou
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "number", json_integer((json_int_t)a->number));
+	json_object_set_new(o, "state", json_string("ended"));
 	json_set_time(o, "startedAt", a->started_at);
 	json_set_time(o, "endedAt", a->ended_at);
 	json_object_set_new(
@@ -548,6 +589,51 @@ static json_t *attempt_to_json(const struct service_attempt_row *a, bool with_ou
 		json_object_set_new(o, "stderrBytes", json_integer((json_int_t)a->out[1].total));
 	}
 	return o;
+}
+
+/* The running attempt: no end yet, its byte counts as the agent last reported them (null from
+ * an agent that does not report them). */
+static json_t *running_attempt_to_json(const struct service *svc)
+{
+	const struct workspace *ws = svc->ws;
+	bool mine = svc->live_attempt == svc->row.current_attempt;
+	bool known = mine ||
+		     (ws->link && agentlink_has_feature(ws->link, AGENT_FEATURE_SERVICE_PROGRESS));
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "number", json_integer((json_int_t)svc->row.current_attempt));
+	json_object_set_new(o, "state", json_string("running"));
+	json_set_time(o, "startedAt", svc->row.attempt_started_at);
+	json_object_set_new(o, "pid",
+			    svc->row.main_pid > 0 ? json_integer(svc->row.main_pid) : json_null());
+	json_object_set_new(o, "stdoutBytes",
+			    known ? json_integer((json_int_t)(mine ? svc->live_bytes[0] : 0)) :
+				    json_null());
+	json_object_set_new(o, "stderrBytes",
+			    known ? json_integer((json_int_t)(mine ? svc->live_bytes[1] : 0)) :
+				    json_null());
+	return o;
+}
+
+/* Results the store could not record yet (kept in memory) numbered after *last and before
+ * limit, in order: an attempt is never missing from the list while its write is retried. */
+static void pending_to_json(struct service *svc, json_t *attempts, uint64_t *last, uint64_t limit,
+			    bool with_output)
+{
+	for (;;) {
+		const struct pending_attempt *next = NULL;
+
+		for (const struct pending_attempt *p = svc->ws->pending_attempts; p; p = p->next)
+			if (strcmp(p->row.service_id, svc->row.id) == 0 && p->row.number > *last &&
+			    p->row.number < limit && (!next || p->row.number < next->row.number))
+				next = p;
+		if (!next)
+			return;
+		json_array_append_new(attempts, attempt_to_json(&next->row, with_output));
+		*last = next->row.number;
+	}
 }
 
 static json_t *restart_json(const struct service_row *r)
@@ -601,6 +687,7 @@ static json_t *service_to_json(struct service *svc, bool with_output)
 {
 	struct service_attempt_row *rows = NULL;
 	json_t *o = json_object(), *attempts = json_array();
+	uint64_t last = 0;
 	size_t n = 0;
 	int r;
 
@@ -616,10 +703,19 @@ static json_t *service_to_json(struct service *svc, bool with_output)
 		log_error("cannot read service attempts", "service", svc->row.name, "error",
 			  strerror(-r), NULL);
 	for (size_t i = 0; i < n; i++) {
-		json_array_append_new(attempts, attempt_to_json(&rows[i], with_output));
+		pending_to_json(svc, attempts, &last, rows[i].number, with_output);
+		if (rows[i].number > last) {
+			json_array_append_new(attempts, attempt_to_json(&rows[i], with_output));
+			last = rows[i].number;
+		}
 		service_attempt_row_free(&rows[i]);
 	}
 	free(rows);
+	pending_to_json(svc, attempts, &last, UINT64_MAX, with_output);
+	/* The running attempt last, until its result is recorded: then the ended one above takes
+	 * its place (a result recorded before the state that moves past it is not listed twice). */
+	if (svc->row.current_attempt > last)
+		json_array_append_new(attempts, running_attempt_to_json(svc));
 	json_object_set_new(o, "attempts", attempts);
 	return o;
 }
