@@ -16,9 +16,10 @@ function attemptEnd(a) {
 	return s;
 }
 
-// The finished attempts (oldest first) and the running one, which the API lists apart.
+// The attempts oldest first: the API lists the running one last (state "running", its byte
+// counts so far); an older controller listed only ended ones, so the current one is added.
 function attemptsOf(s) {
-	const list = [...(s.attempts || [])];
+	const list = (s.attempts || []).map((a) => (a.state === 'running' ? { ...a, running: true, pid: a.pid ?? s.mainPid } : a));
 	if (s.currentAttempt && !list.some((a) => a.number === s.currentAttempt)) {
 		list.push({ number: s.currentAttempt, startedAt: s.currentAttemptStartedAt, running: true, pid: s.mainPid });
 	}
@@ -161,7 +162,7 @@ export function servicesTab(root, ctx, wsPath) {
 			return;
 		}
 		if (selected !== n) return;
-		const key = JSON.stringify([s.updatedAt, s.state, s.stopping, s.currentAttempt, s.attempts.length, s.attempts.at(-1)?.endedAt]);
+		const key = JSON.stringify([s.updatedAt, s.state, s.stopping, s.currentAttempt, s.attempts.length, s.attempts.at(-1)?.endedAt, s.attempts.at(-1)?.stdoutBytes, s.attempts.at(-1)?.stderrBytes]);
 		if (!force && key === lastKey && !detail.hidden) return;
 		lastKey = key;
 		renderDetail(s);
@@ -198,7 +199,7 @@ export function servicesTab(root, ctx, wsPath) {
 			h('h3', `Attempts (${attempts.length})`),
 			attempts.length ? h('div.attempts', [...attempts].reverse().map((a) => a.running ? h('div.attempt.running', { 'data-attempt': String(a.number) },
 				h('span.mono', `#${a.number}`), ' ', h('span.end', 'running'),
-				h('span.muted', ` · since ${fmtTime(a.startedAt)} · pid ${a.pid ?? '—'} · its output: live logs above`)) : h('details.attempt', { 'data-attempt': String(a.number), open: openAttempts.has(String(a.number)) },
+				h('span.muted', ` · since ${fmtTime(a.startedAt)} · pid ${a.pid ?? '—'}${typeof a.stdoutBytes === 'number' ? ` · out ${fmtBytes(a.stdoutBytes)}, err ${fmtBytes(a.stderrBytes)} so far` : ''} · its output: live logs above`)) : h('details.attempt', { 'data-attempt': String(a.number), open: openAttempts.has(String(a.number)) },
 				h('summary', h('span.mono', `#${a.number}`), ' ', h('span.end', attemptEnd(a)),
 					h('span.muted', ` · ${fmtTime(a.startedAt)} · ${fmtMs(a.durationMs)} · out ${fmtBytes(a.stdoutBytes)}, err ${fmtBytes(a.stderrBytes)}`)),
 				a.reason ? h('div.reason', a.reason) : null,

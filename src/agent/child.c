@@ -306,6 +306,8 @@ static void pipe_keep(struct child_pipe *p, const uint8_t *data, size_t n)
 	output_buffer_append(&p->buf, data, n);
 	if (p->child->watch)
 		child_send_output(p->child, p->stream, offset, data, n);
+	if (p->child->base->ops->kept)
+		p->child->base->ops->kept(p->child);
 }
 
 static int on_hold(struct event_source *s, uint64_t now, void *userdata);

@@ -60,6 +60,8 @@ struct child_ops {
 	void (*exited)(struct child *c);
 	/* Reaped, start known, output at EOF: the owner reports and frees. Called once. */
 	void (*finish)(struct child *c);
+	/* Pipes: bytes were added to a stream's totals. May be NULL. */
+	void (*kept)(struct child *c);
 };
 
 /* The side of a manager every one of its children shares. */

@@ -422,7 +422,7 @@ static int on_message(struct channel *c, const struct frame *f, void *userdata)
 		agent_shutdown(a);
 		return 0;
 	}
-	if (f->type >= MSG_SERVICE_START && f->type <= MSG_SERVICE_REMOVE)
+	if (f->type >= MSG_SERVICE_START && f->type <= MSG_SERVICE_PROGRESS_WATCH)
 		return service_manager_message(a->services, f);
 	if (f->type >= MSG_TERM_OPEN && f->type <= MSG_TERM_EXIT)
 		return term_manager_message(a->terms, f);

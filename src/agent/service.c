@@ -18,6 +18,8 @@
 
 #define SHUTDOWN_USEC 2000000ull
 #define REASON_MAX 1024
+/* SERVICE_PROGRESS: output is counted as it is read; the totals go out at most this often. */
+#define PROGRESS_USEC 250000ull
 
 struct service;
 
@@ -29,7 +31,8 @@ struct attempt {
 	struct event_source *stop_timer;
 	uint64_t started_mono; /* CLOCK_MONOTONIC usec: how long it ran decides the budget */
 	bool daemonized;
-	int forced; /* ATTEMPT_STOPPED or ATTEMPT_RESTARTED once asked to end, else -1 */
+	int forced;	      /* ATTEMPT_STOPPED or ATTEMPT_RESTARTED once asked to end, else -1 */
+	uint64_t reported[2]; /* stdout and stderr totals the last SERVICE_PROGRESS sent */
 };
 
 struct service {
@@ -52,6 +55,9 @@ struct service_manager {
 	struct child_base base; /* first (child_base_new()); its children are the attempts */
 	struct service *services;
 	size_t n_services;
+	bool progress;			     /* the controller asked for SERVICE_PROGRESS */
+	struct event_source *progress_timer; /* armed while totals wait to be sent */
+	bool progress_armed;
 };
 
 static void service_start_attempt(struct service *svc);
@@ -283,6 +289,96 @@ static int put_output_ids(const struct child *c, struct buf *b)
 	if (k >= 0)
 		k = frame_put_u64(b, TAG_ATTEMPT, a->number);
 	return k;
+}
+
+/* ---- progress ------------------------------------------------------------------------------ */
+
+static int send_progress(struct service_manager *m, struct attempt *a)
+{
+	uint64_t out = output_buffer_total(&a->child.out[0].buf);
+	uint64_t err = output_buffer_total(&a->child.out[1].buf);
+	struct buf *b;
+	size_t start;
+	int k = channel_begin(m->base.channel, MSG_SERVICE_PROGRESS, &b, &start);
+
+	if (k < 0)
+		return k;
+	k = frame_put_str(b, TAG_SERVICE_NAME, a->svc->def.name);
+	if (k >= 0)
+		k = frame_put_u64(b, TAG_ATTEMPT, a->number);
+	if (k >= 0)
+		k = frame_put_u64(b, TAG_STDOUT_BYTES, out);
+	if (k >= 0)
+		k = frame_put_u64(b, TAG_STDERR_BYTES, err);
+	k = channel_end(m->base.channel, start, k);
+	if (k >= 0) {
+		a->reported[0] = out;
+		a->reported[1] = err;
+	}
+	return k;
+}
+
+/* The totals of every running attempt that changed since they were last sent (all: every one). */
+static void progress_flush(struct service_manager *m, bool all)
+{
+	for (struct service *s = m->services; s; s = s->next) {
+		struct attempt *a = s->attempt;
+
+		if (!a || (!all && a->reported[0] == output_buffer_total(&a->child.out[0].buf) &&
+			   a->reported[1] == output_buffer_total(&a->child.out[1].buf)))
+			continue;
+		if (send_progress(m, a) < 0)
+			return; /* no controller: nothing to tell */
+	}
+}
+
+static int on_progress_timer(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct service_manager *m = userdata;
+
+	m->progress_armed = false;
+	if (m->progress)
+		progress_flush(m, false);
+	return 0;
+}
+
+/* Output was kept: its totals go out with the next tick, so a chatty attempt costs at most one
+ * small frame per PROGRESS_USEC and a quiet one none. */
+static void attempt_kept(struct child *c)
+{
+	struct service_manager *m = (struct service_manager *)c->base;
+	uint64_t due = now_usec() + PROGRESS_USEC;
+	int k;
+
+	if (!m->progress || m->progress_armed)
+		return;
+	if (m->progress_timer)
+		k = event_source_set_time(m->progress_timer, due);
+	else
+		k = event_add_timer(m->base.loop, &m->progress_timer, due, on_progress_timer, m);
+	m->progress_armed = k >= 0;
+}
+
+static int handle_progress_watch(struct service_manager *m, const struct frame *f)
+{
+	uint64_t watch = UINT64_MAX;
+	struct frame_iter it;
+	const uint8_t *v;
+	uint16_t tag;
+	size_t n;
+	int k;
+
+	frame_iter_init(&it, f);
+	while ((k = frame_iter_next(&it, &tag, &v, &n)) > 0) {
+		if (tag != TAG_WATCH || watch != UINT64_MAX || frame_val_u64(v, n, &watch) < 0)
+			return -EBADMSG;
+	}
+	if (k < 0 || watch > 1)
+		return -EBADMSG;
+	m->progress = watch == 1;
+	if (m->progress)
+		progress_flush(m, true);
+	return 0;
 }
 
 /* ---- attempts ------------------------------------------------------------------------------- */
@@ -647,6 +743,8 @@ int service_manager_message(struct service_manager *m, const struct frame *f)
 	case MSG_SERVICE_REMOVE:
 	case MSG_SERVICE_WATCH:
 		return handle_named(m, f);
+	case MSG_SERVICE_PROGRESS_WATCH:
+		return handle_progress_watch(m, f);
 	default:
 		return -EBADMSG;
 	}
@@ -670,6 +768,7 @@ void service_manager_disconnected(struct service_manager *m)
 {
 	for (struct service *s = m->services; s; s = s->next)
 		service_watch(s, false);
+	m->progress = false;
 }
 
 /* ---- the manager --------------------------------------------------------------------------- */
@@ -684,6 +783,7 @@ static const struct child_ops attempt_ops = {
 	.started = attempt_started,
 	.exited = attempt_exited,
 	.finish = attempt_finish,
+	.kept = attempt_kept,
 };
 
 int service_manager_new(struct event_loop *loop, struct channel *channel,
@@ -705,6 +805,7 @@ void service_manager_free(struct service_manager *m)
 		attempt_free(TAKE_PTR(m->services->attempt));
 		service_free(m->services);
 	}
+	event_source_free(m->progress_timer);
 	spawn_cgroup_release_free();
 	child_base_free(&m->base);
 }

@@ -71,9 +71,8 @@ static const char *attempt_exit_cell(const json_t *a, char *buf, size_t size)
 
 static int attempts_print(const json_t *svc)
 {
-	static const char *const header[] = {
-		"ATTEMPT", "END", "EXIT", "STARTED", "ENDED", "REASON"
-	};
+	static const char *const header[] = { "ATTEMPT", "END",	   "EXIT",   "STARTED",
+					      "ENDED",	 "STDOUT", "STDERR", "REASON" };
 	_cleanup_(table_freep) struct table *t = NULL;
 	json_t *a, *attempts = json_object_get(svc, "attempts");
 	size_t i;
@@ -83,16 +82,26 @@ static int attempts_print(const json_t *svc)
 	if (table_new(ELEMENTSOF(header), header, &t) < 0)
 		return -ENOMEM;
 	json_array_foreach(attempts, i, a) {
-		char number[24], exit_buf[32], reason_buf[60 * 4 + 4];
+		char number[24], exit_buf[32], out[24], err[24], reason_buf[60 * 4 + 4];
 		const char *reason = json_str(a, "reason");
+		const char *state = json_str(a, "state");
+		/* the running attempt (listed last) has no end yet: its byte counts so far */
+		bool running = state && strcmp(state, "running") == 0;
 		const char *row[] = {
 			number,
-			json_str(a, "endReason"),
+			running ? "running" : json_str(a, "endReason"),
 			attempt_exit_cell(a, exit_buf, sizeof(exit_buf)),
 			json_str(a, "startedAt"),
 			json_str(a, "endedAt"),
+			json_is_integer(json_object_get(a, "stdoutBytes")) ? out : NULL,
+			json_is_integer(json_object_get(a, "stderrBytes")) ? err : NULL,
 			reason ? output_shorten(reason, 60, reason_buf) : NULL,
 		};
+
+		snprintf(out, sizeof(out), "%" JSON_INTEGER_FORMAT,
+			 json_integer_value(json_object_get(a, "stdoutBytes")));
+		snprintf(err, sizeof(err), "%" JSON_INTEGER_FORMAT,
+			 json_integer_value(json_object_get(a, "stderrBytes")));
 
 		snprintf(number, sizeof(number), "%d%s", json_int(a, "number", 0),
 			 json_is_true(json_object_get(a, "daemonized")) ? " (daemonized)" : "");

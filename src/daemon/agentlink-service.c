@@ -154,6 +154,53 @@ static int parse_output(const struct agentlink_ops *ops, void *userdata, const s
 	return r;
 }
 
+struct progress_fields {
+	char *name;
+	uint64_t attempt, bytes[2];
+	unsigned seen;
+};
+
+static int progress_field(void *userdata, uint16_t tag, const uint8_t *v, size_t n)
+{
+	struct progress_fields *p = userdata;
+	unsigned bit;
+	uint64_t *dst;
+
+	switch (tag) {
+	case TAG_SERVICE_NAME:
+		return agentlink_str_once(&p->name, v, n, PROTO_MAX_ID);
+	case TAG_ATTEMPT:
+		bit = 1, dst = &p->attempt;
+		break;
+	case TAG_STDOUT_BYTES:
+		bit = 2, dst = &p->bytes[0];
+		break;
+	case TAG_STDERR_BYTES:
+		bit = 4, dst = &p->bytes[1];
+		break;
+	default:
+		return 0; /* newer agents may add fields */
+	}
+	if (p->seen & bit)
+		return -EBADMSG;
+	p->seen |= bit;
+	return frame_val_u64(v, n, dst);
+}
+
+/* The numbers are only the agent's word: the manager clamps them and keeps them per attempt. */
+static int parse_progress(const struct agentlink_ops *ops, void *userdata, const struct frame *f)
+{
+	struct progress_fields p = {};
+	int r = frame_for_each_field(f, progress_field, &p);
+
+	if (r >= 0 && (!p.name || p.seen != 7 || p.attempt == 0))
+		r = -EBADMSG;
+	if (r >= 0 && ops->service_progress)
+		ops->service_progress(userdata, p.name, p.attempt, p.bytes[0], p.bytes[1]);
+	free(p.name);
+	return r;
+}
+
 int agentlink_service_dispatch(const struct agentlink_ops *ops, void *userdata,
 			       const struct frame *f)
 {
@@ -164,6 +211,8 @@ int agentlink_service_dispatch(const struct agentlink_ops *ops, void *userdata,
 		return parse_attempt(ops, userdata, f);
 	case MSG_SERVICE_OUTPUT:
 		return parse_output(ops, userdata, f);
+	case MSG_SERVICE_PROGRESS:
+		return parse_progress(ops, userdata, f);
 	default:
 		return -EBADMSG;
 	}
@@ -230,5 +279,19 @@ int agentlink_send_service(struct agentlink *l, uint16_t type, const char *name,
 		r = frame_put_str(&b, TAG_SERVICE_NAME, name);
 	if (r >= 0 && watch >= 0)
 		r = frame_put_u64(&b, TAG_WATCH, (uint64_t)watch);
+	return agentlink_send_frame_end(l, &b, start, r);
+}
+
+int agentlink_send_progress_watch(struct agentlink *l, bool on)
+{
+	struct buf b = { 0 };
+	size_t start;
+	int r;
+
+	if (!agentlink_has_feature(l, AGENT_FEATURE_SERVICE_PROGRESS))
+		return -EOPNOTSUPP;
+	r = frame_begin(&b, &start, MSG_SERVICE_PROGRESS_WATCH, 0);
+	if (r >= 0)
+		r = frame_put_u64(&b, TAG_WATCH, on ? 1 : 0);
 	return agentlink_send_frame_end(l, &b, start, r);
 }

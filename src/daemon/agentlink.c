@@ -252,6 +252,7 @@ static int link_dispatch(struct agentlink *l, const struct frame *f)
 	case MSG_SERVICE_STATE:
 	case MSG_SERVICE_ATTEMPT_DONE:
 	case MSG_SERVICE_OUTPUT:
+	case MSG_SERVICE_PROGRESS:
 		return agentlink_service_dispatch(l->ops, l->userdata, f);
 	case MSG_TERM_OPENED:
 	case MSG_TERM_OUTPUT:

@@ -90,6 +90,9 @@ struct agentlink_ops {
 	void (*service_output)(void *userdata, const char *name, uint64_t attempt, int stream,
 			       uint64_t offset, const uint8_t *data, size_t n);
 	void (*service_error)(void *userdata, const char *name, const char *reason);
+	/* SERVICE_PROGRESS: the running attempt's output totals so far, as the agent claims. */
+	void (*service_progress)(void *userdata, const char *name, uint64_t attempt,
+				 uint64_t stdout_bytes, uint64_t stderr_bytes);
 	/* Terminals (agentlink-terminal.c); each may be NULL. terminal_hello comes right after
 	 * hello with every terminal the agent knows (live, or ended with an unacknowledged
 	 * TERM_EXIT). terminal_exit is sequenced: the receiver acknowledges seq once stored. */
@@ -163,6 +166,8 @@ struct agentlink_service {
 int agentlink_send_service_start(struct agentlink *l, const struct agentlink_service *svc);
 /* SERVICE_STOP, SERVICE_RESTART, SERVICE_REMOVE (watch < 0) or SERVICE_WATCH (watch 0/1). */
 int agentlink_send_service(struct agentlink *l, uint16_t type, const char *name, int watch);
+/* SERVICE_PROGRESS_WATCH: only to an agent with AGENT_FEATURE_SERVICE_PROGRESS (-EOPNOTSUPP). */
+int agentlink_send_progress_watch(struct agentlink *l, bool on);
 
 /* Terminals (agentlink-terminal.c). */
 struct agentlink_terminal {

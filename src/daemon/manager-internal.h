@@ -259,6 +259,10 @@ void services_on_attempt(void *userdata, uint64_t seq, const char *name,
 void services_on_output(void *userdata, const char *name, uint64_t attempt, int stream,
 			uint64_t offset, const uint8_t *data, size_t n);
 void services_on_error(void *userdata, const char *name, const char *reason);
+/* After HELLO_OK: asks an agent that can for its running attempts' byte counts. */
+void services_on_link_ready(struct workspace *ws);
+void services_on_progress(void *userdata, const char *name, uint64_t attempt, uint64_t stdout_bytes,
+			  uint64_t stderr_bytes);
 
 /* run-json.c: stdout, stderr, their tails and byte counts, encoding and truncated, the way a
  * run shows them. */

@@ -20,6 +20,9 @@
 
 /* Finished attempts the store keeps per service. */
 #define SERVICE_KEEP_ATTEMPTS 100
+/* The most a running attempt's byte count shows (2^53 - 1: exact in every JSON reader). An
+ * agent reports it; a sandbox can lie, so the number is display only and clamped. */
+#define SERVICE_MAX_LIVE_BYTES ((1ull << 53) - 1)
 
 struct service {
 	struct service *prev, *next; /* in workspace->services */
@@ -28,6 +31,8 @@ struct service {
 	struct service_watch *watches;
 	int event_state;		/* the state the last event announced; -1: none yet */
 	struct service_waiter *waiters; /* for the service to come to rest */
+	uint64_t live_attempt;		/* the attempt live_bytes count (SERVICE_PROGRESS) */
+	uint64_t live_bytes[2];		/* its stdout and stderr totals so far, clamped */
 };
 
 struct service_waiter {
@@ -517,6 +522,41 @@ void services_on_output(void *userdata, const char *name, uint64_t attempt, int 
 			output_follower_deliver(&w->follower, stream, offset, data, n);
 }
 
+void services_on_link_ready(struct workspace *ws)
+{
+	/* an older agent does not count live: its running attempts show no byte counts */
+	if (ws->link)
+		(void)agentlink_send_progress_watch(ws->link, true);
+}
+
+void services_on_progress(void *userdata, const char *name, uint64_t attempt, uint64_t stdout_bytes,
+			  uint64_t stderr_bytes)
+{
+	struct workspace *ws = userdata;
+	struct service *svc = service_find(ws, name);
+	uint64_t bytes[2] = { stdout_bytes, stderr_bytes };
+
+	if (!svc) {
+		agent_report_ignored(ws, "service progress", name);
+		return;
+	}
+	/* an attempt that ended (or is not known yet) is not the running one: its totals come with
+	 * its ATTEMPT_DONE */
+	if (attempt != svc->row.current_attempt)
+		return;
+	if (svc->live_attempt != attempt) {
+		svc->live_attempt = attempt;
+		svc->live_bytes[0] = svc->live_bytes[1] = 0;
+	}
+	for (int i = 0; i < 2; i++) {
+		if (bytes[i] > SERVICE_MAX_LIVE_BYTES)
+			bytes[i] = SERVICE_MAX_LIVE_BYTES;
+		/* totals only grow: a report that goes back changes nothing */
+		if (bytes[i] > svc->live_bytes[i])
+			svc->live_bytes[i] = bytes[i];
+	}
+}
+
 void services_on_error(void *userdata, const char *name, const char *reason)
 {
 	struct workspace *ws = userdata;
@@ -551,6 +591,7 @@ static json_t *attempt_to_json(const struct service_attempt_row *a, bool with_ou
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "number", json_integer((json_int_t)a->number));
+	json_object_set_new(o, "state", json_string("ended"));
 	json_set_time(o, "startedAt", a->started_at);
 	json_set_time(o, "endedAt", a->ended_at);
 	json_object_set_new(
@@ -570,6 +611,32 @@ static json_t *attempt_to_json(const struct service_attempt_row *a, bool with_ou
 		json_object_set_new(o, "stdoutBytes", json_integer((json_int_t)a->out[0].total));
 		json_object_set_new(o, "stderrBytes", json_integer((json_int_t)a->out[1].total));
 	}
+	return o;
+}
+
+/* The running attempt: no end yet, its byte counts as the agent last reported them (null from
+ * an agent that does not report them). */
+static json_t *running_attempt_to_json(const struct service *svc)
+{
+	const struct workspace *ws = svc->ws;
+	bool mine = svc->live_attempt == svc->row.current_attempt;
+	bool known = mine ||
+		     (ws->link && agentlink_has_feature(ws->link, AGENT_FEATURE_SERVICE_PROGRESS));
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "number", json_integer((json_int_t)svc->row.current_attempt));
+	json_object_set_new(o, "state", json_string("running"));
+	json_set_time(o, "startedAt", svc->row.attempt_started_at);
+	json_object_set_new(o, "pid",
+			    svc->row.main_pid > 0 ? json_integer(svc->row.main_pid) : json_null());
+	json_object_set_new(o, "stdoutBytes",
+			    known ? json_integer((json_int_t)(mine ? svc->live_bytes[0] : 0)) :
+				    json_null());
+	json_object_set_new(o, "stderrBytes",
+			    known ? json_integer((json_int_t)(mine ? svc->live_bytes[1] : 0)) :
+				    json_null());
 	return o;
 }
 
@@ -684,6 +751,12 @@ static json_t *service_to_json(struct service *svc, bool with_output)
 		json_decref(o);
 		return NULL;
 	}
+	/* The running attempt last, until its result is recorded: then the ended one takes its
+	 * place (a result recorded before the state that moves past it is not listed twice). */
+	size_t k = json_array_size(attempts);
+	json_t *newest = k ? json_object_get(json_array_get(attempts, k - 1), "number") : NULL;
+	if (svc->row.current_attempt > (newest ? (uint64_t)json_integer_value(newest) : 0))
+		json_array_append_new(attempts, running_attempt_to_json(svc));
 	json_object_set_new(o, "attempts", attempts);
 	return o;
 }

@@ -396,6 +396,7 @@ static void on_hello(void *userdata, uint64_t agent_pid, char **ids, size_t n_id
 		run_finish(ws, &lost);
 	}
 	log_info("agent connected", "workspace", ws->row.id, NULL);
+	services_on_link_ready(ws);
 	op_agent_hello(ws);
 }
 
@@ -488,6 +489,7 @@ static const struct agentlink_ops link_ops = {
 	.service_attempt = services_on_attempt,
 	.service_output = services_on_output,
 	.service_error = services_on_error,
+	.service_progress = services_on_progress,
 	.terminal_hello = terminals_on_hello,
 	.terminal_opened = terminals_on_opened,
 	.terminal_output = terminals_on_output,

@@ -48,14 +48,15 @@ int proto_parse_key_flag(const struct frame *f, uint16_t tag,
  * across a controller upgrade, so the controller sends a newer message only to an agent that
  * said it knows it (an older one would close the connection on an unknown type). */
 enum agent_feature {
-	AGENT_FEATURE_FILES = 1u << 0,	       /* FILE_OPEN sessions */
-	AGENT_FEATURE_USAGE = 1u << 1,	       /* USAGE_REQUEST */
-	AGENT_FEATURE_CREDENTIALS = 1u << 2,   /* CRED_REQUEST / CRED_REPLY */
-	AGENT_FEATURE_SERVICE_RESET = 1u << 3, /* SERVICE_START's RESET_AFTER_MS */
+	AGENT_FEATURE_FILES = 1u << 0,		  /* FILE_OPEN sessions */
+	AGENT_FEATURE_USAGE = 1u << 1,		  /* USAGE_REQUEST */
+	AGENT_FEATURE_CREDENTIALS = 1u << 2,	  /* CRED_REQUEST / CRED_REPLY */
+	AGENT_FEATURE_SERVICE_RESET = 1u << 3,	  /* SERVICE_START's RESET_AFTER_MS */
+	AGENT_FEATURE_SERVICE_PROGRESS = 1u << 4, /* SERVICE_PROGRESS_WATCH / SERVICE_PROGRESS */
 };
 #define AGENT_FEATURES_ALL                                                                         \
 	(AGENT_FEATURE_FILES | AGENT_FEATURE_USAGE | AGENT_FEATURE_CREDENTIALS |                   \
-	 AGENT_FEATURE_SERVICE_RESET)
+	 AGENT_FEATURE_SERVICE_RESET | AGENT_FEATURE_SERVICE_PROGRESS)
 
 enum msg_type {
 	MSG_HELLO = 1,	      /* C->A: SECRET, VERSION */
@@ -92,10 +93,13 @@ enum msg_type {
 	MSG_SERVICE_RESTART = 52, /* C->A: SERVICE_NAME */
 	MSG_SERVICE_STATE =
 		53, /* A->C, sequenced, acked: SERVICE_NAME, SERVICE_ID, SERVICE_STATE, ... */
-	MSG_SERVICE_ATTEMPT_DONE = 54, /* A->C, sequenced, acked: SERVICE_NAME, ATTEMPT, ... */
-	MSG_SERVICE_OUTPUT = 55,       /* A->C: SERVICE_NAME, ATTEMPT, STREAM, OFFSET, DATA */
-	MSG_SERVICE_WATCH = 56,	       /* C->A: SERVICE_NAME, WATCH (1 start, 0 stop) */
-	MSG_SERVICE_REMOVE = 57,       /* C->A: SERVICE_NAME: stop it and forget it */
+	MSG_SERVICE_ATTEMPT_DONE = 54,	 /* A->C, sequenced, acked: SERVICE_NAME, ATTEMPT, ... */
+	MSG_SERVICE_OUTPUT = 55,	 /* A->C: SERVICE_NAME, ATTEMPT, STREAM, OFFSET, DATA */
+	MSG_SERVICE_WATCH = 56,		 /* C->A: SERVICE_NAME, WATCH (1 start, 0 stop) */
+	MSG_SERVICE_REMOVE = 57,	 /* C->A: SERVICE_NAME: stop it and forget it */
+	MSG_SERVICE_PROGRESS_WATCH = 58, /* C->A: WATCH (1: send SERVICE_PROGRESS, 0: stop) */
+	MSG_SERVICE_PROGRESS = 59, /* A->C: SERVICE_NAME, ATTEMPT, STDOUT_BYTES, STDERR_BYTES (the
+				      running attempt's totals so far) */
 	/* 60-69: file sessions, on a connection of their own (file-proto.h) */
 	MSG_FILE_OPEN = 60,  /* C->A, instead of HELLO: SECRET, VERSION, FILE_OP, PATH, ... */
 	MSG_FILE_INFO = 61,  /* A->C: one entry (stat, a list's entries, what read/write did) */

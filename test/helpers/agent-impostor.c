@@ -10,6 +10,10 @@
  *   COMMAND "forge run ID":  RUN_DONE for run ID (exited 77, stdout "forged")
  *   COMMAND "forge term ID": TERM_EXIT for terminal ID (exited 77)
  * then, either way, RUN_DONE for the RUN_START's own run (exited 0, stdout "reported").
+ * A SERVICE_START whose COMMAND is "progress OUT ERR" is answered with SERVICE_STATE (running,
+ * its first attempt A) and then SERVICE_PROGRESS frames: A with OUT and ERR (as decimal numbers,
+ * any u64), A + 1 with 777 and 777 (not the current attempt), A with 1 and 1 (going back), and
+ * one naming the service "no-such-service".
  *
  * Each connection is served by a child of its own, so file sessions (FILE_OPEN, file-proto.h)
  * come while the main connection lives. Their PATH picks what is sent back, all of it against
@@ -27,6 +31,7 @@
  *   hang-up      nothing: the connection closes */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +126,62 @@ static void on_run_start(const struct frame *f)
 	else if (strncmp(cmd, "forge term ", 11) == 0)
 		send_term_exit(cmd + 11);
 	send_done(id, 0, "reported");
+	free(id);
+	free(cmd);
+}
+
+static void send_progress(const char *name, uint64_t attempt, uint64_t out, uint64_t err)
+{
+	struct buf b = { 0 };
+	size_t st;
+	frame_begin(&b, &st, MSG_SERVICE_PROGRESS, 0);
+	frame_put_str(&b, TAG_SERVICE_NAME, name);
+	frame_put_u64(&b, TAG_ATTEMPT, attempt);
+	frame_put_u64(&b, TAG_STDOUT_BYTES, out);
+	frame_put_u64(&b, TAG_STDERR_BYTES, err);
+	frame_end(&b, st);
+	send_buf(&b);
+}
+
+static void on_service_start(const struct frame *f)
+{
+	char *name = NULL, *id = NULL, *cmd = NULL;
+	uint64_t attempt = 0, out = 0, err = 0;
+	struct frame_iter it;
+	struct buf b = { 0 };
+	uint16_t tag;
+	const uint8_t *v;
+	size_t n, st;
+	frame_iter_init(&it, f);
+	while (frame_iter_next(&it, &tag, &v, &n) > 0) {
+		if (tag == TAG_SERVICE_NAME && !name)
+			frame_val_strdup(v, n, PROTO_MAX_ID, &name);
+		else if (tag == TAG_SERVICE_ID && !id)
+			frame_val_strdup(v, n, PROTO_MAX_ID, &id);
+		else if (tag == TAG_COMMAND && !cmd)
+			frame_val_strdup(v, n, PROTO_MAX_COMMAND, &cmd);
+		else if (tag == TAG_ATTEMPT)
+			frame_val_u64(v, n, &attempt);
+	}
+	if (!name || !id || !cmd || attempt == 0)
+		die("SERVICE_START without name, id, command or attempt");
+	if (sscanf(cmd, "progress %" SCNu64 " %" SCNu64, &out, &err) != 2)
+		die("SERVICE_START: the command is not \"progress OUT ERR\"");
+	frame_begin(&b, &st, MSG_SERVICE_STATE, ++seq);
+	frame_put_str(&b, TAG_SERVICE_NAME, name);
+	frame_put_str(&b, TAG_SERVICE_ID, id);
+	frame_put_u64(&b, TAG_SERVICE_STATE, SERVICE_RUNNING);
+	frame_put_u64(&b, TAG_RESTART_COUNT, 0);
+	frame_put_u64(&b, TAG_ATTEMPT, attempt);
+	frame_put_u64(&b, TAG_PID, 4242);
+	frame_put_u64(&b, TAG_STARTED_AT, now_us());
+	frame_end(&b, st);
+	send_buf(&b);
+	send_progress(name, attempt, out, err);
+	send_progress(name, attempt + 1, 777, 777);
+	send_progress(name, attempt, 1, 1);
+	send_progress("no-such-service", 1, 5, 5);
+	free(name);
 	free(id);
 	free(cmd);
 }
@@ -236,6 +297,8 @@ static void serve(void)
 				send_hello_ok();
 			else if (f.type == MSG_RUN_START)
 				on_run_start(&f);
+			else if (f.type == MSG_SERVICE_START)
+				on_service_start(&f);
 			else if (f.type == MSG_FILE_OPEN)
 				on_file_open(&f);
 			buf_consume(&in, (size_t)k);

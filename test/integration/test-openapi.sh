@@ -111,6 +111,9 @@ t_conformance() {
 	api -q POST "/v1/workspaces/$ws/services" \
 		'{"name":"web","command":"echo up; exec sleep 60","restart":{"policy":"on-failure","backoff":{"multiplier":2}}}'
 	assert_status 201 "service" && conforms Service service || return 1
+	wait_for -t 30 eval 'api -q GET "/v1/workspaces/$ws/services/web";
+		[[ $(j ".attempts[-1].state") == running ]]' || _fail "the service never ran"
+	conforms Service "service with its running attempt" || return 1
 	api -q POST "/v1/workspaces/$ws/services/web/stop" && conforms Service "stopped service" || return 1
 	api -q POST "/v1/workspaces/$ws/terminals" '{"cols":80,"rows":24,"command":"sleep 60"}'
 	assert_status 201 "terminal" && conforms Terminal terminal || return 1
@@ -129,7 +132,7 @@ t_conformance() {
 		sed 's/^/#   /' "$TMP/check.out"
 		return 1
 	fi
-	assert_eq 18 "${#CHECKS[@]}" "answers checked"
+	assert_eq 19 "${#CHECKS[@]}" "answers checked"
 }
 run_test "openapi describes real answers" t_conformance
 

@@ -2,8 +2,9 @@
 # Services: restart policies with exact attempt counts, delays measured from the recorded
 # times, stop (signal, then SIGKILL) with no restart, stop during backoff, restart, daemonizing
 # commands, supervision while the controller is SIGKILLed, workspace restart with autostart,
-# live logs, duplicate names and bad input.
+# live logs, duplicate names and bad input; the running attempt listed with its byte counts.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/service-counts.sh"
 
 require_controller
 new_ws WS || exit 1
@@ -231,7 +232,8 @@ t_restart() {
 	assert_status 200 restart || return 1
 	svc_wait "$WS" restartable '.state == "running" and .currentAttempt == 2' || return 1
 	assert_ne "$pid1" "$(j .mainPid)" "a new main process"
-	assert_eq 1 "$(j '.attempts | length')" "one finished attempt"
+	assert_eq '[[1,"ended"],[2,"running"]]' "$(j '[.attempts[] | [.number, .state]]')" \
+		"one finished attempt, then the running one"
 	assert_eq restarted "$(j '.attempts[0].endReason')" endReason
 	assert_eq 15 "$(j '.attempts[0].signal')" "ended by SIGTERM"
 	assert_eq '"hello\n"' "$(j '.attempts[0].stdout | tojson')" stdout
@@ -435,6 +437,12 @@ t_cli() {
 	assert_eq "cli-svc deleted" "$out" "rm"
 }
 
+t_running_attempt() {
+	check_running_counts "$WS"
+}
+
+run_test "the running attempt is listed with its live byte counts, then replaced by its end" \
+	t_running_attempt
 run_test "on-failure: exactly 4 attempts with maxRestarts 3, then exhausted" t_on_failure_exhausted
 run_test "restart budget resets after an attempt of resetAfterMs; a crash loop still exhausts" \
 	t_budget_reset

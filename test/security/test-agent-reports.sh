@@ -8,6 +8,10 @@
 # in the workspace whose env has STATION_TEST_IMPOSTOR=1 it answers HELLO and turns each command
 # into forged reports; in every other workspace it execs the real agent. Positive control: the
 # same connection's report for its own run is recorded (exit 0, stdout "reported").
+# A SERVICE_PROGRESS (a running attempt's byte counts) is only the sandbox's word too: absurd
+# counts are clamped to 2^53 - 1, counts for an attempt that is not the running one or going
+# back change nothing, a name the workspace does not have is ignored; the positive control is
+# the same frame's sane counts shown exactly.
 . "$(dirname "$0")/../integration/lib.sh"
 
 IMPOSTOR=$BUILD/test/helpers/agent-impostor
@@ -65,6 +69,40 @@ t_foreign_term_exit() {
 	assert_eq null "$(j .exitCode)" "the victim's terminal exitCode"
 }
 
+svc_running_attempt() {
+	api -q GET "/v1/workspaces/$EVIL/services/$1"
+	j '[.attempts[] | {number, state, pid, stdoutBytes, stderrBytes}]'
+}
+
+t_service_progress() {
+	local max=9007199254740991 EVIL
+	# a workspace of its own: the log of ignored reports is rate limited per workspace
+	new_ws EVIL '{"env":{"STATION_TEST_IMPOSTOR":"1"}}' || return 1
+	api -q POST "/v1/workspaces/$EVIL/services" '{"name":"honest","command":"progress 123 45"}'
+	assert_status 201 "start the honest service" || return 1
+	wait_for -t 10 eval '[[ $(svc_running_attempt honest) == *123* ]]' ||
+		_fail "the honest counts never showed ($(svc_running_attempt honest))"
+	# control: the sane counts exactly; the later reports for attempt 2 and going back do nothing
+	assert_eq '[{"number":1,"state":"running","pid":4242,"stdoutBytes":123,"stderrBytes":45}]' \
+		"$(svc_running_attempt honest)" "the honest service's running attempt"
+	wait_for -t 5 grep -q "ignored an agent report.*no-such-service" "$CONTROLLER_LOG" ||
+		_fail "the controller did not log the report for a service it does not have"
+
+	api -q POST "/v1/workspaces/$EVIL/services" \
+		'{"name":"liar","command":"progress 18446744073709551615 9007199254740992"}'
+	assert_status 201 "start the lying service" || return 1
+	wait_for -t 10 eval '[[ $(svc_running_attempt liar) == *$max* ]]' ||
+		_fail "the lying counts never showed ($(svc_running_attempt liar))"
+	assert_eq "[{\"number\":1,\"state\":\"running\",\"pid\":4242,\"stdoutBytes\":$max,\"stderrBytes\":$max}]" \
+		"$(svc_running_attempt liar)" "the lying service's counts, clamped"
+	# the controller still serves the workspace: the link was not closed over it
+	run_cmd "$EVIL" "forge run nothing" || return 1
+	assert_eq "exited 0 reported" "$(j '"\(.status) \(.exitCode) \(.stdout)"')" \
+		"the impostor's own run after the reports"
+}
+
 run_test "a RUN_DONE naming another workspace's run changes nothing; its own is recorded" \
 	t_foreign_run_done
 run_test "a TERM_EXIT naming another workspace's terminal changes nothing" t_foreign_term_exit
+run_test "a running attempt's byte counts from the agent are clamped and kept per attempt" \
+	t_service_progress

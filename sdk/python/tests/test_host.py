@@ -190,16 +190,24 @@ def test_service_stop_returns_when_stopped(ws: ss.Workspace) -> None:
     until("the service's marker", lambda: ws.files.exists(".up"))
     logs = ws.services.logs("web", follow=True)
     assert next(logs) == ("stdout", b"up\n", 0)
+    # The running attempt is listed, last, with the bytes it wrote so far.
+    live = ws.services.wait("web", lambda s: s.attempts[-1:] != [] and
+                            s.attempts[-1].stdout_bytes == 3)
+    (a,) = live.attempts
+    assert (a.number, a.state, a.stdout_bytes, a.stderr_bytes) == (1, "running", 3, 0)
+    assert a.pid == live.main_pid and a.end_reason is None and a.ended_at is None
     stopped = ws.services.stop("web")
     assert stopped.state == "stopped" and not stopped.stopping
     assert list(logs) == []  # the followed attempt ended
     svc = ws.services.get("web")
     assert len(svc.attempts) == 1
     assert svc.attempts[0].end_reason == "stopped"
+    assert svc.attempts[0].state == "ended" and svc.attempts[0].stdout_bytes == 3
     assert svc.attempts[0].stdout == "up\n"
     again = ws.services.restart("web")
     assert again.state in ("starting", "running")
-    ws.services.wait("web", lambda s: s.current_attempt == 2 and s.state == "running")
+    two = ws.services.wait("web", lambda s: s.current_attempt == 2 and s.state == "running")
+    assert [(x.number, x.state) for x in two.attempts] == [(1, "ended"), (2, "running")]
     ws.services.delete("web")
 
 

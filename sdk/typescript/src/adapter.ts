@@ -7,7 +7,8 @@ import { StationError } from "./errors.js";
 import { WorkspaceFiles, WorkspaceSecrets } from "./files.js";
 import type {
   AdapterKind,
-  AttemptInfo,
+  EndedAttemptInfo,
+  RunningAttemptInfo,
   CreateWorkspaceRequest,
   DeletedService,
   DeletedWorkspace,
@@ -49,8 +50,13 @@ export interface BinaryOutput {
  */
 export type SandboxRun = RunInfo & (TextOutput | BinaryOutput);
 
-/** An attempt of a service; output (decoded like a run's) only when fetched singly. */
-export type SandboxAttempt = AttemptInfo & { truncated?: boolean } & (Partial<TextOutput> | Partial<BinaryOutput>);
+/**
+ * An attempt of a service: an ended one (`state: "ended"`) with its output decoded like a run's
+ * when fetched singly, or the running one (`state: "running"`, last) with its byte counts so far.
+ */
+export type SandboxAttempt =
+  | (EndedAttemptInfo & { truncated?: boolean } & (Partial<TextOutput> | Partial<BinaryOutput>))
+  | RunningAttemptInfo;
 
 /**
  * A service as the adapter returns it: `id` is the service's name (what the API's paths take,
@@ -355,7 +361,7 @@ export abstract class SandboxAdapter {
 
 function toService(s: Service): SandboxService {
   const { id, attempts, ...rest } = s;
-  return { ...rest, id: s.name, serviceId: id, attempts: attempts.map((a) => decodeOutput(a) as SandboxAttempt) };
+  return { ...rest, id: s.name, serviceId: id, attempts: attempts.map((a) => (a.state === "running" ? a : (decodeOutput(a) as SandboxAttempt))) };
 }
 
 export { CONTAINER_CHECKS, NETWORK_CHECKS };

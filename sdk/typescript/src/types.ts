@@ -358,9 +358,11 @@ export type AttemptEndReason =
   | "daemonized"
   | "lost";
 
-/** One run of a service. In lists an attempt carries only the byte counts (no output). */
-export interface AttemptInfo {
+/** One run of a service that ended. In lists it carries only the byte counts (no output). */
+export interface EndedAttemptInfo {
   number: number;
+  /** `ended`: its result is recorded (`endedAt`, `endReason`, exit code or signal, output). */
+  state: "ended";
   startedAt: string;
   endedAt: string | null;
   durationMs: number | null;
@@ -374,8 +376,29 @@ export interface AttemptInfo {
   stderrBytes: number;
 }
 
-/** An attempt as `GET …/services/{name}` sends it: with its output. */
-export type Attempt = AttemptInfo & Partial<WireOutput> & { truncated?: boolean };
+/**
+ * The attempt running now, last in `attempts` until it ends; then the ended attempt of the same
+ * `number` takes its place (never both, never neither). No end or exit fields, no output (follow
+ * `serviceLogs()` for that).
+ */
+export interface RunningAttemptInfo {
+  number: number;
+  state: "running";
+  startedAt: string | null;
+  /** Its main process as the agent sees it; null before it is known. */
+  pid: number | null;
+  /**
+   * Bytes written so far, as the workspace's agent last reported them (at most every 250 ms
+   * while it writes); null from an agent too old to report them.
+   */
+  stdoutBytes: number | null;
+  stderrBytes: number | null;
+}
+
+export type AttemptInfo = EndedAttemptInfo | RunningAttemptInfo;
+
+/** An attempt as `GET …/services/{name}` sends it: an ended one with its output. */
+export type Attempt = (EndedAttemptInfo & Partial<WireOutput> & { truncated?: boolean }) | RunningAttemptInfo;
 
 export interface Service {
   /** `svc-…`, the controller's id. Paths name a service by `name`, not by this id. */

@@ -262,11 +262,23 @@ test("host: a service runs, restarts and stops on request", async () => {
     return s.state === "running" && s.currentAttempt === 2 ? s : null;
   });
   assert.equal(two.attempts[0].endReason, "restarted");
+  assert.equal(two.attempts[0].state, "ended");
+  // The running attempt is listed last, with the bytes it wrote so far ("serving\n").
+  const live = await until("attempt 2 listed running with its 8 bytes", async () => {
+    const s = await sandboxes.service(ws.id, service.id);
+    const a = s.attempts.at(-1);
+    return a.number === 2 && a.state === "running" && a.stdoutBytes === 8 ? s : null;
+  });
+  assert.deepEqual(live.attempts.map((a) => [a.number, a.state]), [[1, "ended"], [2, "running"]]);
+  assert.equal(live.attempts[1].pid, live.mainPid);
+  assert.equal(live.attempts[1].stderrBytes, 0);
+  assert.equal(live.attempts[1].endedAt, undefined, "no end fields while it runs");
   const stopped = await sandboxes.stopService(ws.id, service.id);
   assert.equal(stopped.id, "web");
   assert.equal(stopped.state, "stopped", "stopService resolves once the service is stopped");
   assert.equal(stopped.stopping, false);
   assert.equal(stopped.attempts.at(-1).endReason, "stopped");
+  assert.deepEqual(stopped.attempts.map((a) => [a.number, a.state, a.stdoutBytes]), [[1, "ended", 8], [2, "ended", 8]]);
   assert.equal(stopped.reason, "stopped on request");
   await assert.rejects(sandboxes.service(ws.id, "nope"), { status: 404, code: "not_found" });
 });

@@ -3,7 +3,7 @@
 import type { Readable } from "node:stream";
 import type { FileEntry, FileEvent, Secret, SetSecretRequest } from "station-sandbox";
 import { ContainerSandboxAdapter } from "station-sandbox/container";
-import { HostSandboxAdapter, type EgressRule, type SandboxRun, type StationError } from "station-sandbox/host";
+import { HostSandboxAdapter, type EgressRule, type SandboxAttempt, type SandboxRun, type StationError } from "station-sandbox/host";
 
 export async function seed(): Promise<void> {
   const sandboxes = new ContainerSandboxAdapter({
@@ -57,6 +57,14 @@ export const icmp: EgressRule = { domain: "github.com", proto: "icmp" };
 export function narrowing(r: SandboxRun): string {
   if (r.encoding === "utf-8") return r.stdout.toUpperCase(); // string
   return r.stdout.toString("hex"); // Buffer
+}
+
+// An attempt is ended (its result) or running (its byte counts so far): narrow on state.
+export function attemptLine(a: SandboxAttempt): string {
+  if (a.state === "running") return `#${a.number} running, ${a.stdoutBytes ?? "?"} bytes so far`;
+  // @ts-expect-error: a running attempt has no end reason
+  void ((x: SandboxAttempt) => x.state === "running" && x.endReason);
+  return `#${a.number} ${a.endReason ?? "?"} exit ${a.exitCode ?? "-"}, ${a.stdoutBytes} bytes`;
 }
 
 export function errors(e: StationError): [number, string, string | undefined] {

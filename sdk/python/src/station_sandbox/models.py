@@ -131,10 +131,16 @@ class Run(_Outputs):
 
 
 class Attempt(_Outputs):
-    """One attempt of a service. Output only when the service was fetched singly
-    (``services.get``); in lists only the byte counts."""
+    """One attempt of a service. ``state`` is ``ended`` (its result is recorded; output only
+    when the service was fetched singly with ``services.get``, in lists only the byte counts)
+    or ``running``: the attempt running now, last in ``attempts``, with ``pid`` and
+    ``stdout_bytes``/``stderr_bytes`` written so far (``None`` from an agent too old to count
+    them) and no end or exit fields. Once it ends, the ended attempt of the same number takes
+    its place."""
 
     number: int
+    state: str
+    pid: Optional[int]
     started_at: Optional[str]
     ended_at: Optional[str]
     duration_ms: Optional[int]
@@ -160,9 +166,16 @@ class Attempt(_Outputs):
         self.daemonized = d.get("daemonized") is True
         self.output_dropped = d.get("outputDropped") is True
         self._decode_outputs(d)
+        # a controller before "state" listed ended attempts only
+        self.state = "running" if d.get("state") == "running" else "ended"
+        self.pid = _opt_int(d.get("pid"))
+        if self.state == "running":
+            self.stdout_bytes = _opt_int(d.get("stdoutBytes"))  # type: ignore[assignment]
+            self.stderr_bytes = _opt_int(d.get("stderrBytes"))  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return (f"Attempt(number={self.number}, end_reason={self.end_reason!r}, "
+        return (f"Attempt(number={self.number}, state={self.state!r}, "
+                f"end_reason={self.end_reason!r}, "
                 f"exit_code={self.exit_code!r}, signal={self.signal!r})")
 
 
