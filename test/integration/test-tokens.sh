@@ -358,6 +358,30 @@ t_admin_token_file() {
 	wait "$pid1" "$pid2"
 }
 
+t_cli() {
+	local secret id out
+	secret=$(cli token create --scope read --tenant acme --expires-in 24h cli-made 2>"$TMP/cli-err")
+	assert_match '^sst_[0-9a-f]{64}$' "$secret" "create prints the secret alone on stdout" || return 1
+	assert_contains "not shown again" "$(cat "$TMP/cli-err")" "and says so on stderr"
+	tcp "$secret" GET /v1/worker
+	assert_status 200 "the CLI's token works"
+	out=$(cli token list)
+	assert_contains "cli-made" "$out" "token list shows it"
+	assert_eq 0 "$(grep -c sst_ <<<"$out")" "token list shows no secret"
+	id=$(cli token list --json | jq -r '.[] | select(.name == "cli-made") | .id')
+	assert_match '^tok-' "$id" "its id" || return 1
+	assert_eq "$id revoked" "$(cli token revoke "$id")" "token revoke"
+	tcp "$secret" GET /v1/worker
+	assert_status 401 "revoked through the CLI"
+	out=$(cli audit --token "$id" --limit 5 --json)
+	assert_eq "GET /v1/worker 200 ok" "$(j '.entries[0] | "\(.method) \(.path) \(.status) \(.outcome)"' "$out")" "audit --token"
+	cli token create --scope tenant nameless >/dev/null 2>"$TMP/cli-err"
+	assert_ne 0 "$?" "a tenant token without --tenant fails"
+	assert_contains "tenant" "$(cat "$TMP/cli-err")" "naming the tenant"
+	cli token create --scope read --expires-in 3x x >/dev/null 2>&1
+	assert_eq 64 "$?" "a bad --expires-in is a usage error"
+}
+
 run_test "each scope is created and used" t_each_scope
 run_test "the secret is shown once and stored only hashed" t_secret_never_again
 run_test "a read token only reads" t_read_only_reads
@@ -367,3 +391,4 @@ run_test "a tenant token cannot manage tokens" t_tenant_cannot_manage
 run_test "the audit log says who did what" t_audit
 run_test "bad input to POST /v1/tokens names the field" t_bad_input
 run_test "--admin-token-file" t_admin_token_file
+run_test "the CLI creates, lists, revokes and reads the audit log" t_cli
