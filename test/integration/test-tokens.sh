@@ -13,7 +13,7 @@ free_port() {
 PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
 
-require_controller --listen "tcp:127.0.0.1:$PORT"
+require_controller --listen "tcp:127.0.0.1:$PORT" --mcp
 ADMIN=$(tr -d '\n' <"$ROOT/admin.token")
 
 # tcp TOKEN METHOD PATH [BODY]: one request over TCP; sets STATUS and BODY.
@@ -382,6 +382,30 @@ t_cli() {
 	assert_eq 64 "$?" "a bad --expires-in is a usage error"
 }
 
+# mcp_call TOKEN TOOL ARGS_JSON: a tools/call over POST /mcp; sets STATUS and BODY.
+mcp_call() {
+	tcp "$1" POST /mcp "$(jq -nc --arg t "$2" --argjson a "$3" \
+		'{jsonrpc: "2.0", id: 1, method: "tools/call", params: {name: $t, arguments: $a}}')"
+}
+
+t_mcp_scoped() {
+	local id secret
+	mktoken id secret '{"name":"mcp-reader","scope":"read"}' || return 1
+	mcp_call "$secret" workspace_list '{}'
+	assert_status 200 "read: tools/call workspace_list" || return 1
+	assert_eq false "$(j '.result.isError // false')" "a read tool works with a read token"
+	assert_contains '"workspaces"' "$(j '.result.content[0].text')" "and answers the list"
+	mcp_call "$secret" workspace_create '{}'
+	assert_status 200 "read: tools/call workspace_create answers"
+	assert_eq true "$(j '.result.isError')" "a write tool is the tool's error"
+	assert_contains "read token" "$(j '.result.content[0].text')" "naming the scope"
+	tcp "$ADMIN" GET "/v1/audit?tokenId=$id&limit=10"
+	assert_eq "POST /v1/workspaces 403" "$(j '[.entries[] | select(.path == "/v1/workspaces")][0] | "\(.method) \(.path) \(.status)"')" \
+		"the child's request is audited under the token"
+	assert_eq "POST /mcp 200" "$(j '[.entries[] | select(.path == "/mcp")][0] | "\(.method) \(.route) \(.status)"')" \
+		"and the /mcp request itself"
+}
+
 run_test "each scope is created and used" t_each_scope
 run_test "the secret is shown once and stored only hashed" t_secret_never_again
 run_test "a read token only reads" t_read_only_reads
@@ -392,3 +416,4 @@ run_test "the audit log says who did what" t_audit
 run_test "bad input to POST /v1/tokens names the field" t_bad_input
 run_test "--admin-token-file" t_admin_token_file
 run_test "the CLI creates, lists, revokes and reads the audit log" t_cli
+run_test "/mcp serves a scoped token with its scope" t_mcp_scoped
