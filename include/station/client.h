@@ -625,6 +625,44 @@ int station_secret_list(struct station_client *c, const char *ws, json_t **ret);
 /* DELETE …/secrets/{name}: revoked at once. *ret (optional) is {"name":…,"deleted":true}. */
 int station_secret_delete(struct station_client *c, const char *ws, const char *name, json_t **ret);
 
+/* ---- Tokens and the audit log (admin only) ---------------------------------------------- */
+
+/* A token is {"id","name","scope","tenant","limits":{"cpus","memoryMb","pidsLimit",
+ * "workspaces"},"createdAt","expiresAt","revokedAt","lastUsedAt","expired"} (docs/api.md,
+ * "Tokens"); its secret is only in station_token_create()'s answer, as "token". */
+
+struct station_token_options {
+	const char *tenant;	/* required for scope "tenant"; NULL: none */
+	const char *expires_at; /* RFC 3339, in the future; NULL: never */
+	bool limits;		/* send the limits below (a tenant token only); 0: no cap */
+	double cpus;		/* per workspace */
+	uint32_t memory_mb;	/* per workspace */
+	uint32_t pids_limit;	/* per workspace */
+	uint32_t workspaces;	/* at once, for the tenant */
+};
+
+/* POST /v1/tokens. scope: "admin", "tenant" or "read". opts may be NULL. *ret (optional) is
+ * the token with its secret, "token": shown this once. */
+int station_token_create(struct station_client *c, const char *name, const char *scope,
+			 const struct station_token_options *opts, json_t **ret);
+/* GET /v1/tokens; *ret is the array of tokens, revoked ones too, without secrets. */
+int station_token_list(struct station_client *c, json_t **ret);
+/* DELETE /v1/tokens/{id}: revoked at once, its open streams closed. *ret (optional) is the
+ * token. */
+int station_token_revoke(struct station_client *c, const char *id, json_t **ret);
+
+struct station_audit_options {
+	size_t limit;	       /* 1-1000; 0: the server's default (100) */
+	long long before;      /* entries older than this id (nextBefore); 0: the newest */
+	const char *token_id;  /* NULL: any */
+	const char *tenant;    /* NULL: any */
+	const char *workspace; /* NULL: any */
+};
+
+/* GET /v1/audit: *ret is {"entries":[…],"nextBefore":id|null}, newest first. opts may be
+ * NULL. */
+int station_audit(struct station_client *c, const struct station_audit_options *opts, json_t **ret);
+
 /* ---- Events ------------------------------------------------------------------------------ */
 
 /* GET /v1/events (docs/api.md, "Events"): state changes of workspaces, runs, services and

@@ -65,6 +65,11 @@ enum endpoint {
 	EP_WORKER_FORWARD_POST,
 	EP_WORKER_FORWARD_PUT,
 	EP_WORKER_FORWARD_DELETE,
+	EP_TOKEN_LIST,
+	EP_TOKEN_CREATE,
+	EP_TOKEN_GET,
+	EP_TOKEN_REVOKE,
+	EP_AUDIT_LIST,
 	_EP_MAX,
 };
 
@@ -82,6 +87,9 @@ int router_match(const char *method, const char *path, struct route_match *ret,
 		 const char **ret_allow);
 
 const char *endpoint_to_string(enum endpoint ep);
+/* The pattern of the route that serves ep (as in the table: an id is a star), for the audit
+ * log. */
+const char *endpoint_route(enum endpoint ep);
 
 /* Calls fn once per method of every route, in table order: the pattern as above ('*' an id
  * segment, '@' a digest segment, '+' the rest), the method and its endpoint. For the test that holds

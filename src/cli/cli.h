@@ -40,6 +40,7 @@ extern const struct cli_command cli_cmd_network;
 extern const struct cli_command cli_cmd_files, cli_cmd_secret;
 extern const struct cli_command cli_cmd_mcp;
 extern const struct cli_command cli_cmd_events;
+extern const struct cli_command cli_cmd_token, cli_cmd_audit;
 
 /* Prints "station-sandbox NAME: <message>" and the usage line to stderr; returns EXIT_USAGE. */
 int cli_usage(const struct cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -161,7 +161,15 @@ struct manager {
 	struct event_source *ready_timer;
 	struct ready_waiter *ready_waiters;
 	struct manager_events *events; /* manager-events.c */
+	struct manager_tokens *tokens; /* manager-token.c */
+	struct manager_audit *audit;   /* manager-audit.c */
 };
+
+/* manager-token.c, manager-audit.c */
+int manager_tokens_init(struct manager *m);
+void manager_tokens_free(struct manager *m);
+int manager_audit_init(struct manager *m);
+void manager_audit_free(struct manager *m);
 
 /* manager-idempotency.c: deletes expired keys (from the prune timer); releases the claims. */
 void manager_idempotency_purge(struct manager *m);
