@@ -161,7 +161,12 @@ struct manager {
 	struct event_source *ready_timer;
 	struct ready_waiter *ready_waiters;
 	struct manager_events *events; /* manager-events.c */
+	/* manager_set_viewer(): the tenant the request being served may see (NULL: all) */
+	const char *viewer;
 };
+
+/* manager-tenant.c: ws is the viewer's to see (manager_set_viewer()). */
+bool workspace_visible(const struct manager *m, const struct workspace *ws);
 
 /* manager-idempotency.c: deletes expired keys (from the prune timer); releases the claims. */
 void manager_idempotency_purge(struct manager *m);
@@ -173,7 +178,8 @@ int manager_events_init(struct manager *m);
 void manager_events_free(struct manager *m);
 /* change: created, state, ended, deleted; state and reason may be NULL. */
 void manager_event_emit(struct manager *m, enum manager_event_kind kind, const char *change,
-			const char *id, const char *ws_id, const char *state, const char *reason);
+			const char *id, const char *ws_id, const char *tenant, const char *state,
+			const char *reason);
 /* The same for something of ws (none while ws is an unclaimed pool member). */
 void workspace_event(struct workspace *ws, enum manager_event_kind kind, const char *change,
 		     const char *id, const char *state, const char *reason);
