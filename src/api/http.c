@@ -14,6 +14,7 @@
 
 #include "basic/cleanup.h"
 #include "basic/log.h"
+#include "api/auth.h"
 #include "api/http-gate.h"
 #include "api/router.h"
 #include "api/validate.h"
@@ -163,6 +164,8 @@ struct http_request {
 	bool websocket; /* a checked WebSocket handshake */
 	char ws_accept[WS_ACCEPT_SIZE];
 	struct http_websocket *ws; /* 101 queued, upgrade pending */
+
+	struct auth_principal principal; /* who sent it: a copy, a revoked token's table entry goes */
 };
 
 /* ---- accessors ---------------------------------------------------------------------------- */
@@ -170,6 +173,11 @@ struct http_request {
 struct manager *http_request_manager(struct http_request *req)
 {
 	return req->server->manager;
+}
+
+const struct auth_principal *http_request_principal(struct http_request *req)
+{
+	return &req->principal;
 }
 
 struct event_loop *http_request_loop(struct http_request *req)
@@ -764,6 +772,7 @@ static struct http_request *request_new(struct http_server *s, struct MHD_Connec
 		return NULL;
 	req->server = s;
 	req->connection = c;
+	req->principal = auth_admin_principal;
 	req->next = s->requests;
 	if (s->requests)
 		s->requests->prev = req;
