@@ -9,15 +9,20 @@
 #include "api/http.h"
 #include "api/router.h"
 #include "basic/util.h"
+#include "daemon/manager.h"
 
-/* The path the key is scoped to: the creating endpoint's, with its workspace. */
-static int idempotency_scope(const struct route_match *m, char *buf, size_t n)
+/* The path the key is scoped to: the creating endpoint's, with its workspace; a tenant's
+ * workspace creates with its tenant, so that one tenant's key never answers another's. */
+static int idempotency_scope(const struct route_match *m, const char *tenant, char *buf, size_t n)
 {
 	const char *what;
 
 	switch (m->endpoint) {
 	case EP_WORKSPACE_CREATE:
-		snprintf(buf, n, "/v1/workspaces");
+		if (tenant)
+			snprintf(buf, n, "/v1/workspaces#tenant=%s", tenant);
+		else
+			snprintf(buf, n, "/v1/workspaces");
 		return 0;
 	case EP_COMMAND_START:
 		what = "commands";
@@ -107,7 +112,8 @@ int api_idempotency_begin(struct http_request *req, struct api_idempotency *idem
 		r = check_key(req, key);
 		return r < 0 ? r : IDEMPOTENCY_REPLIED;
 	}
-	if (idempotency_scope(http_request_route(req), idem->scope, sizeof idem->scope) < 0) {
+	if (idempotency_scope(http_request_route(req), manager_viewer(http_request_manager(req)),
+			      idem->scope, sizeof idem->scope) < 0) {
 		r = http_reply_status(req, 400, IDEMPOTENCY_HEADER,
 				      "header %s is not taken on this endpoint",
 				      IDEMPOTENCY_HEADER);

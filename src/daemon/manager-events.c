@@ -28,7 +28,7 @@ struct event_rec {
 	enum manager_event_kind kind;
 	char ws_id[PROTO_MAX_ID + 1];
 	char tenant[MANAGER_TENANT_MAX + 1]; /* the workspace's; "" the operator's */
-	char *text; /* the event's JSON */
+	char *text;			     /* the event's JSON */
 };
 
 struct events_sub {

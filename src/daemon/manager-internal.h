@@ -167,6 +167,9 @@ struct manager {
 
 /* manager-tenant.c: ws is the viewer's to see (manager_set_viewer()). */
 bool workspace_visible(const struct manager *m, const struct workspace *ws);
+/* GET /v1/worker: "tenant" (a private worker's, else null), "tenantPolicy" (the allow lists);
+ * for a tenant viewer, "workspaces" counts its own. */
+void manager_tenant_worker_json(struct manager *m, json_t *o);
 
 /* manager-idempotency.c: deletes expired keys (from the prune timer); releases the claims. */
 void manager_idempotency_purge(struct manager *m);

@@ -1577,6 +1577,7 @@ json_t *manager_worker(struct manager *m)
 	json_object_set_new(o, "limits", limits);
 	json_object_set_new(o, "networks", manager_network_worker_json(m));
 	json_object_set_new(o, "pools", manager_pools_json(m));
+	manager_tenant_worker_json(m, o);
 	if (m->cfg.allow_host)
 		json_object_set_new(o, "hostUser",
 				    m->cfg.host_user_set ?

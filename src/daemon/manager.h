@@ -66,7 +66,16 @@ struct manager_config {
 	 * mount point of an lxcfs the operator runs (daemon/lxcfs.h). */
 	const char *lxcfs;
 	unsigned create_concurrency; /* creates and restarts at once; 0: cores x 2 */
-	int runtime_timeout_ms;	     /* per runtime call; 0: the runtime's default (30 s) */
+	/* Tenants (manager-tenant.c): --tenant makes a private worker, whose creates by another
+	 * tenant are refused (NULL: any tenant). What a tenant's create may name, from the
+	 * operator's allow lists, each NULL-terminated: images as digest references
+	 * (name@sha256:…, sha256:…) or "repo@*" (any digest of repo); NULL: the default image
+	 * only. Seccomp profile names; NULL: "default" only. Network modes; NULL: "none" only. */
+	const char *tenant;
+	const char *const *tenant_images;
+	const char *const *tenant_seccomp_profiles;
+	const char *const *tenant_networks;
+	int runtime_timeout_ms; /* per runtime call; 0: the runtime's default (30 s) */
 };
 
 struct pool_config {
@@ -99,6 +108,22 @@ void manager_set_viewer(struct manager *m, const char *tenant);
 const char *manager_viewer(const struct manager *m);
 /* The workspaces of tenant (those being created included, pool members not). */
 size_t manager_tenant_workspaces(const struct manager *m, const char *tenant);
+/* What a principal's workspace create may have, before manager_workspace_create(): sets
+ * spec->tenant; for a tenant, refuses (STATION_EFORBIDDEN, naming the field and what is
+ * allowed) the host adapter, an image, profile or network off the allow lists, cpus,
+ * memoryMb or pidsLimit above the token's limits, and (-EAGAIN) a create beyond its
+ * workspaces limit; fills absent limits with the token's caps where they are lower than the
+ * worker's defaults. On a private worker another tenant's create is refused. */
+struct auth_principal;
+struct workspace_spec;
+int manager_tenant_admit(struct manager *m, const struct auth_principal *p,
+			 struct workspace_spec *spec, struct station_error *e);
+/* Whether the viewer sees the image ref names: the operator's images and its own. */
+bool manager_image_visible(struct manager *m, const char *ref);
+/* Whether a tenant may import or pull this reference (the image allow list): 0, or
+ * STATION_EFORBIDDEN naming the list. */
+int manager_tenant_image_allowed(struct manager *m, const char *ref, const char *field,
+				 struct station_error *e);
 /* Resolves cfg.pools (images and profiles in the store, network available) and arms their
  * refill; -EINVAL with e naming the bad pool. Before manager_start(). */
 int manager_pools_setup(struct manager *m, struct station_error *e);

@@ -71,10 +71,11 @@ int store_workspace_update(struct store *s, const struct workspace_row *r)
 
 	if (!s || !r || !r->id)
 		return -EINVAL;
-	k = store_prepare(s,
-			  "UPDATE workspaces SET state = ?, reason = ?, spec_json = ?, cgroup = ?, "
-			  "agent_secret = ?, agent_pid = ?, updated_at = ?, tenant = ? WHERE id = ?",
-			  &st);
+	k = store_prepare(
+		s,
+		"UPDATE workspaces SET state = ?, reason = ?, spec_json = ?, cgroup = ?, "
+		"agent_secret = ?, agent_pid = ?, updated_at = ?, tenant = ? WHERE id = ?",
+		&st);
 	if (k < 0)
 		return k;
 	b = STORE_BINDER(st);

@@ -66,6 +66,18 @@ int store_pool_member_list(struct store *s, struct pool_member_row **ret, size_t
  * changed) and its spec_json, created_at, updated_at and tenant become r's. */
 int store_pool_claim(struct store *s, const struct workspace_row *r);
 
+/* Image owners (store-image.c): a row per tenant that imported or pulled the image with this
+ * digest ("" the operator); an image without rows is the operator's. add is idempotent; remove
+ * drops every row of the digest. */
+struct image_owner_row {
+	char *digest;
+	char *tenant;
+};
+void image_owner_row_free(struct image_owner_row *r);
+int store_image_owner_add(struct store *s, const char *digest, const char *tenant);
+int store_image_owner_remove(struct store *s, const char *digest);
+int store_image_owner_list(struct store *s, struct image_owner_row **ret, size_t *ret_n);
+
 /* Idempotency keys (store-idempotency.c): one row per (scope, key), scope being the request's
  * path. */
 struct idempotency_row {
