@@ -270,9 +270,8 @@ static int message_fd(const void *body, size_t len)
 	return TAKE_FD(fd);
 }
 
-static int child_spawn(struct mcp_child *c, const char *const *argv, int in_fd)
+static int child_spawn(struct mcp_child *c, const char *const *argv, char *const *envp, int in_fd)
 {
-	static char *const envp[] = { (char *)"PATH=/usr/local/bin:/usr/bin:/bin", NULL };
 	int out[2];
 
 	if (pipe2(out, O_CLOEXEC) < 0)
@@ -288,7 +287,7 @@ static int child_spawn(struct mcp_child *c, const char *const *argv, int in_fd)
 	if (c->pid == 0) {
 		if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0)
 			_exit(127);
-		execve(argv[0], (char *const *)argv, envp);
+		execve(argv[0], (char *const *)argv, (char *const *)envp);
 		_exit(127);
 	}
 	close(out[1]);
@@ -325,8 +324,59 @@ static int reply_accepted(struct http_request *req)
 	return r;
 }
 
-int api_mcp(struct http_request *req, const char *const *argv)
+#define MCP_ARGV_MAX 64
+
+/* A scoped token's request is served with that token: the child reaches this controller over
+ * the listener the request came in on, not the unix socket (which is admin), so every tool
+ * call is held to the token's scope and tenant. "--socket PATH" becomes "--url http://HOST"
+ * and the token goes in the child's environment. */
+static int scoped_argv(struct http_request *req, const char *const *argv, const char *listen_host,
+		       const char **ret_argv, char **ret_url, char **ret_env)
 {
+	const char *h = http_request_header(req, "Authorization");
+	size_t k = 0;
+
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0 || !listen_host)
+		return -EACCES;
+	h += 7;
+	while (*h == ' ')
+		h++;
+	if (asprintf(ret_url, "http://%s", listen_host) < 0) {
+		*ret_url = NULL;
+		return -ENOMEM;
+	}
+	if (asprintf(ret_env, "STATION_TOKEN=%s", h) < 0) {
+		*ret_env = NULL;
+		return -ENOMEM;
+	}
+	for (size_t i = 0; argv[i] && k < MCP_ARGV_MAX - 1; i++) {
+		if (strcmp(argv[i], "--socket") == 0 && argv[i + 1]) {
+			ret_argv[k++] = "--url";
+			ret_argv[k++] = *ret_url;
+			i++;
+			continue;
+		}
+		ret_argv[k++] = argv[i];
+	}
+	ret_argv[k] = NULL;
+	return 0;
+}
+
+static void erase_free(char **p)
+{
+	if (*p) {
+		explicit_bzero(*p, strlen(*p));
+		free(*p);
+	}
+}
+
+int api_mcp(struct http_request *req, const char *const *argv, const char *listen_host)
+{
+	static const char *const admin_env[] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL };
+	_cleanup_free_ char *url = NULL;
+	_cleanup_(erase_free) char *token_env = NULL;
+	const char *scoped[MCP_ARGV_MAX + 2];
+	const char *env[3] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL, NULL };
 	_cleanup_json_ json_t *msg = NULL;
 	_cleanup_free_ char *line = NULL;
 	_cleanup_close_ int in_fd = -1;
@@ -366,7 +416,18 @@ int api_mcp(struct http_request *req, const char *const *argv)
 	c->loop = http_request_loop(req);
 	c->pidfd = c->out_fd = -1;
 	c->sse = method && strcmp(method, "tools/call") == 0 && accepts_event_stream(req);
-	r = child_spawn(c, argv, in_fd);
+	if (http_request_principal(req)->scope != AUTH_SCOPE_ADMIN) {
+		r = scoped_argv(req, argv, listen_host, scoped, &url, &token_env);
+		if (r < 0) {
+			child_free(c);
+			return http_reply_status(req, 500, NULL, "cannot start the MCP server: %s",
+						 strerror(-r));
+		}
+		env[1] = token_env;
+		r = child_spawn(c, scoped, (char *const *)env, in_fd);
+	} else {
+		r = child_spawn(c, argv, (char *const *)admin_env, in_fd);
+	}
 	if (r >= 0)
 		r = event_add_io(c->loop, &c->out_watch, c->out_fd, EPOLLIN, on_child_output, c);
 	if (r >= 0)

@@ -57,6 +57,9 @@ static const char *const query_watch[] = { "path", "recursive", NULL };
 static const char *const query_download[] = { "path", "maxBytes", NULL };
 static const char *const query_upload[] = { "path", "mode", "parents", "exclusive", NULL };
 static const char *const query_delete[] = { "path", "recursive", NULL };
+static const char *const query_audit[] = {
+	"limit", "before", "tokenId", "tenant", "workspace", NULL
+};
 
 static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_READY] = { api_ready, false, query_refresh },
@@ -105,6 +108,11 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_FILE_RENAME] = { api_file_rename, true, query_none },
 	[EP_FILE_WATCH] = { api_file_watch, false, query_watch, api_file_watch_ws },
 	[EP_EVENTS] = { api_events, false, query_events, api_events_ws },
+	[EP_TOKEN_LIST] = { api_token_list, false, query_none },
+	[EP_TOKEN_CREATE] = { api_token_create, true, query_none },
+	[EP_TOKEN_GET] = { api_token_get, false, query_none },
+	[EP_TOKEN_REVOKE] = { api_token_revoke, false, query_none },
+	[EP_AUDIT_LIST] = { api_audit_list, false, query_audit },
 };
 
 static int endpoint_mcp(struct http_request *req);
@@ -135,6 +143,7 @@ struct http_websocket {
 	struct ws_conn *conn;
 	const struct ws_conn_ops *ops; /* the endpoint's */
 	void *userdata;
+	char token_id[AUTH_TOKEN_ID_MAX + 1]; /* the principal's, for revocation */
 };
 
 struct http_request {
@@ -167,6 +176,11 @@ struct http_request {
 	struct http_websocket *ws; /* 101 queued, upgrade pending */
 
 	struct auth_principal principal; /* who sent it: a copy, a revoked token's table entry goes */
+	bool audit;			 /* recorded when it ends */
+	bool token_checked;		 /* principal comes from a bearer token that checked out */
+	unsigned status;		 /* the status queued; 0: none yet */
+	char method[16];
+	char path[256]; /* without the query */
 };
 
 /* ---- accessors ---------------------------------------------------------------------------- */
@@ -286,6 +300,7 @@ int http_reply_response(struct http_request *req, unsigned status, struct MHD_Re
 	if (MHD_queue_response(req->connection, status, r) != MHD_YES)
 		return -EIO;
 	req->replied = true;
+	req->status = status;
 	return 0;
 }
 
@@ -717,6 +732,8 @@ int http_reply_websocket(struct http_request *req, const struct ws_conn_ops *ops
 	}
 	h->server = s;
 	h->req = req;
+	if (req->token_checked)
+		snprintf(h->token_id, sizeof h->token_id, "%s", req->principal.token_id);
 	h->ops = ops;
 	h->userdata = userdata;
 	h->next = s->websockets;
@@ -742,10 +759,39 @@ static void request_body_free(struct http_request *req)
 	req->body_len = req->body_alloc = 0;
 }
 
+static void request_audit(struct http_request *req)
+{
+	const struct route_match *m = &req->route;
+	struct manager_audit_entry e = {
+		.principal = req->token_checked || !req->server->cfg.require_token ?
+				     &req->principal :
+				     NULL,
+		.method = req->method,
+		.route = req->endpoint == &mcp_endpoint ? "/mcp" :
+			 req->endpoint			? endpoint_route(m->endpoint) :
+							  "-",
+		.path = req->path,
+		.workspace_id = req->endpoint && req->endpoint != &mcp_endpoint ? m->ws_id : NULL,
+		.object_id = !req->endpoint || req->endpoint == &mcp_endpoint ? NULL :
+			     m->image[0]				      ? m->image :
+										m->run_id,
+		.status = req->status,
+	};
+
+	/* /v1/tokens/{id} captures the token's id as the path's first id. */
+	if (req->endpoint && (m->endpoint == EP_TOKEN_GET || m->endpoint == EP_TOKEN_REVOKE)) {
+		e.object_id = m->ws_id;
+		e.workspace_id = NULL;
+	}
+	manager_audit_record(req->server->manager, &e);
+}
+
 static void request_free(struct http_request *req)
 {
 	struct http_server *s = req->server;
 
+	if (req->audit && req->method[0])
+		request_audit(req);
 	request_free_state(req);
 	event_source_free(req->hangup);
 	if (req->held)
@@ -809,24 +855,79 @@ static bool websocket_bearer(struct MHD_Connection *c, char *ret, size_t size)
 	return false;
 }
 
-static bool request_authorized(struct http_server *s, struct MHD_Connection *c)
+/* The bearer token of the request (the Authorization header, or a WebSocket's subprotocol
+ * offer) to its principal: 0, -ENOKEY when it carries none, or the check's -errno. The unix
+ * socket's requests need none: they stay the admin principal. */
+static int request_authenticate(struct http_request *req)
 {
-	const char *h =
-		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	struct http_server *s = req->server;
+	const char *h = MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND,
+						    MHD_HTTP_HEADER_AUTHORIZATION);
 	char token[256];
+	int r;
 
 	if (!s->cfg.require_token)
-		return true;
-	if (!s->cfg.check_token)
-		return false;
-	if (!h && websocket_bearer(c, token, sizeof token))
-		return s->cfg.check_token(s->cfg.token_userdata, token);
-	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
-		return false;
-	h += 7;
-	while (*h == ' ')
-		h++;
-	return *h && s->cfg.check_token(s->cfg.token_userdata, h);
+		return 0;
+	if (!s->cfg.authenticate)
+		return -EACCES;
+	if (!h && websocket_bearer(req->connection, token, sizeof token)) {
+		r = s->cfg.authenticate(s->cfg.token_userdata, token, strlen(token),
+					&req->principal);
+		explicit_bzero(token, sizeof token);
+	} else {
+		if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+			return -ENOKEY;
+		h += 7;
+		while (*h == ' ')
+			h++;
+		if (!*h)
+			return -ENOKEY;
+		r = s->cfg.authenticate(s->cfg.token_userdata, h, strlen(h), &req->principal);
+	}
+	if (r < 0) {
+		req->principal = auth_admin_principal; /* not used: the request ends 401 */
+		return r;
+	}
+	req->token_checked = true;
+	return 0;
+}
+
+static int reply_unauthenticated(struct http_request *req, int r)
+{
+	if (r == -EKEYEXPIRED)
+		return http_reply_status(req, 401, NULL, "the bearer token has expired");
+	return http_reply_status(req, 401, NULL, "a valid bearer token is required");
+}
+
+/* What the principal's scope allows at this endpoint; replies 403 when it is not allowed. */
+static int request_check_scope(struct http_request *req, const char *method)
+{
+	const struct auth_principal *p = &req->principal;
+	enum endpoint ep = req->route.endpoint;
+	const char *scope = auth_scope_to_string(p->scope) ?: "unknown";
+
+	if (p->scope == AUTH_SCOPE_ADMIN)
+		return 0;
+	if (ep == EP_TOKEN_LIST || ep == EP_TOKEN_CREATE || ep == EP_TOKEN_GET ||
+	    ep == EP_TOKEN_REVOKE || ep == EP_AUDIT_LIST)
+		return http_reply_status(req, 403, NULL,
+					 "a %s token cannot manage tokens or read the audit log: "
+					 "that needs an admin token",
+					 scope);
+	if (p->scope != AUTH_SCOPE_READ)
+		return 0;
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+		return http_reply_status(
+			req, 403, NULL,
+			"a read token may only GET: %.16s %.200s needs a tenant or "
+			"admin token",
+			method, req->path);
+	/* A terminal's WebSocket carries keystrokes in: not a read. */
+	if (ep == EP_TERMINAL_ATTACH)
+		return http_reply_status(req, 403, NULL,
+					 "a read token cannot attach to a terminal (it sends "
+					 "input): that needs a tenant or admin token");
+	return 0;
 }
 
 struct query_check {
@@ -896,7 +997,7 @@ int http_reply_method_not_allowed(struct http_request *req, const char *method, 
 
 static int endpoint_mcp(struct http_request *req)
 {
-	return api_mcp(req, req->server->cfg.mcp_argv);
+	return api_mcp(req, req->server->cfg.mcp_argv, req->server->cfg.mcp_listen_host);
 }
 
 /* /mcp: Host and Origin (403) before the token (401), then the method (POST only). */
@@ -907,10 +1008,13 @@ static int request_check_mcp(struct http_request *req, const char *url, const ch
 	const char *why = NULL;
 	uint64_t len = 0;
 
+	int r;
+
 	if (api_mcp_check(req, s->cfg.mcp_listen_host ?: "", s->cfg.mcp_hosts, &why) < 0)
 		return http_reply_status(req, 403, NULL, "%s", why);
-	if (!request_authorized(s, req->connection))
-		return http_reply_status(req, 401, NULL, "a valid bearer token is required");
+	r = request_authenticate(req);
+	if (r < 0)
+		return reply_unauthenticated(req, r);
 	if (strcmp(method, "POST") != 0)
 		return http_reply_method_not_allowed(req, method, url, "POST");
 	req->endpoint = &mcp_endpoint;
@@ -935,10 +1039,15 @@ static int request_check_headers(struct http_request *req, const char *url, cons
 	/* The dashboard's static files hold no data: no token (its API calls carry one). */
 	if (web_path(url))
 		return web_reply(req, method, url);
+	snprintf(req->method, sizeof req->method, "%s", method);
+	snprintf(req->path, sizeof req->path, "%s", url);
+	req->audit = s->cfg.audit && (s->cfg.require_token ||
+				      (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0));
 	if (s->cfg.mcp_argv && strcmp(url, "/mcp") == 0)
 		return request_check_mcp(req, url, method, version);
-	if (!request_authorized(s, req->connection))
-		return http_reply_status(req, 401, NULL, "a valid bearer token is required");
+	r = request_authenticate(req);
+	if (r < 0)
+		return reply_unauthenticated(req, r);
 	r = router_match(method, url, &req->route, &allow);
 	if (r < 0)
 		return http_reply_status(req, 404, NULL, "no such endpoint or id: %s %.200s",
@@ -946,6 +1055,9 @@ static int request_check_headers(struct http_request *req, const char *url, cons
 	if (r == 0)
 		return http_reply_method_not_allowed(req, method, url, allow);
 	req->endpoint = &endpoints[req->route.endpoint];
+	r = request_check_scope(req, method);
+	if (r < 0 || req->replied)
+		return r;
 	q.known = req->endpoint->query;
 	MHD_get_connection_values(req->connection, MHD_GET_ARGUMENT_KIND, query_check_one, &q);
 	if (q.unknown)
@@ -1290,6 +1402,40 @@ int http_server_new(struct event_loop *loop, struct manager *m, int listen_fd,
 	close(listen_fd);
 	*ret = s;
 	return 0;
+}
+
+void http_server_revoke(struct http_server *s, const char *token_id)
+{
+	struct http_websocket *h, *h_next;
+
+	if (!s || !token_id)
+		return;
+	for (struct http_request *req = s->requests; req; req = req->next) {
+		const union MHD_ConnectionInfo *ci;
+
+		if (!req->token_checked || strcmp(req->principal.token_id, token_id) != 0)
+			continue;
+		/* A long-poll or a watch: released, and its connection closed below. */
+		request_free_state(req);
+		if (req->suspended) {
+			req->gone = true;
+			http_request_resume(req);
+		}
+		/* An event stream being written, or a request still coming in: no more of it. */
+		ci = MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (ci && !req->ws)
+			(void)shutdown(ci->connect_fd, SHUT_RDWR);
+	}
+	for (h = s->websockets; h; h = h_next) {
+		h_next = h->next;
+		if (strcmp(h->token_id, token_id) != 0)
+			continue;
+		if (h->urh)
+			(void)ws_close(h->conn, WS_CLOSE_POLICY, "the token was revoked");
+		else
+			ws_conn_abort(h->conn, WS_CLOSE_POLICY, "the token was revoked");
+	}
+	server_wake(s);
 }
 
 void http_server_free(struct http_server *s)

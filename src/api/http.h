@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "basic/error.h"
+#include "api/auth.h"
 #include "api/ws-conn.h"
 
 struct event_loop;
@@ -40,9 +41,15 @@ struct http_connections {
 unsigned http_connections_default_reserve(unsigned limit);
 
 struct http_config {
-	bool require_token;					/* TCP listeners */
-	bool (*check_token)(void *userdata, const char *token); /* called with the bearer token */
+	bool require_token; /* TCP listeners: every request is authenticated and audited */
+	/* The bearer token (n bytes) to a principal: 0 with *ret filled, -EKEYEXPIRED for an
+	 * expired token, another -errno for an unknown or revoked one (401 all). */
+	int (*authenticate)(void *userdata, const char *token, size_t n,
+			    struct auth_principal *ret);
 	void *token_userdata;
+	/* Audit (manager_audit_record()): every request on a listener that requires a token, and
+	 * the mutating ones (not GET or HEAD) on the others. */
+	bool audit;
 	uint64_t max_body_bytes;	      /* 2 MiB; 0: the default */
 	uint64_t max_wait_ms;		      /* 60000; 0: the default */
 	unsigned max_connections;	      /* 1024; 0: the default (when connections is NULL) */
@@ -62,6 +69,10 @@ struct http_config {
  * caller's. The manager, and cfg->connections when set, must outlive the server. */
 int http_server_new(struct event_loop *loop, struct manager *m, int listen_fd,
 		    const struct http_config *cfg, struct http_server **ret);
+/* The token was revoked: every request and WebSocket it authenticated on this server is ended
+ * now (long-polls and event streams closed, WebSockets sent a close frame, 1008). */
+void http_server_revoke(struct http_server *s, const char *token_id);
+
 /* Releases every long-poll and live-output watch, closes every connection (their requests get
  * no response; WebSockets get a close frame, 1001, and their closed() callbacks), stops MHD and
  * closes its listening socket. Call before manager_free(). NULL is fine. */
@@ -161,6 +172,11 @@ bool http_request_gone(struct http_request *req);
 int api_ready(struct http_request *req);
 int api_openapi(struct http_request *req);
 int api_worker(struct http_request *req);
+int api_token_list(struct http_request *req);
+int api_token_create(struct http_request *req);
+int api_token_get(struct http_request *req);
+int api_token_revoke(struct http_request *req);
+int api_audit_list(struct http_request *req);
 int api_workspace_list(struct http_request *req);
 int api_workspace_create(struct http_request *req);
 int api_workspace_get(struct http_request *req);
@@ -210,7 +226,7 @@ int api_events(struct http_request *req);	 /* SSE; api-events.c */
 int api_events_ws(struct http_request *req);
 
 /* POST /mcp (api-mcp.c): serves the request's JSON-RPC message with the MCP server argv. */
-int api_mcp(struct http_request *req, const char *const *argv);
+int api_mcp(struct http_request *req, const char *const *argv, const char *listen_host);
 /* Refuses (-EPERM, *ret_why saying why) a request whose Host, or Origin when present, does not
  * name listen_host ("HOST:PORT"; any loopback name when HOST is loopback) or one of the names
  * in more (NULL-terminated, or NULL). */

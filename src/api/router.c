@@ -23,6 +23,11 @@ static const struct route routes[] = {
 	{ "/v1/openapi.json", "GET", { { "GET", EP_OPENAPI } } },
 	{ "/v1/worker", "GET", { { "GET", EP_WORKER } } },
 	{ "/v1/events", "GET", { { "GET", EP_EVENTS } } },
+	{ "/v1/tokens", "GET, POST", { { "GET", EP_TOKEN_LIST }, { "POST", EP_TOKEN_CREATE } } },
+	{ "/v1/tokens/*",
+	  "GET, DELETE",
+	  { { "GET", EP_TOKEN_GET }, { "DELETE", EP_TOKEN_REVOKE } } },
+	{ "/v1/audit", "GET", { { "GET", EP_AUDIT_LIST } } },
 	{ "/v1/workspaces",
 	  "GET, POST",
 	  { { "GET", EP_WORKSPACE_LIST }, { "POST", EP_WORKSPACE_CREATE } } },
@@ -77,6 +82,11 @@ static const struct route routes[] = {
 
 static const char *const endpoint_names[_EP_MAX] = {
 	[EP_READY] = "ready",
+	[EP_TOKEN_LIST] = "token-list",
+	[EP_TOKEN_CREATE] = "token-create",
+	[EP_TOKEN_GET] = "token-get",
+	[EP_TOKEN_REVOKE] = "token-revoke",
+	[EP_AUDIT_LIST] = "audit-list",
 	[EP_OPENAPI] = "openapi",
 	[EP_WORKER] = "worker",
 	[EP_WORKSPACE_LIST] = "workspace-list",
@@ -202,6 +212,16 @@ static bool match_pattern(const char *pattern, const char *path, struct route_ma
 			return false;
 	}
 	return *path == '\0';
+}
+
+const char *endpoint_route(enum endpoint ep)
+{
+	for (size_t i = 0; i < ELEMENTSOF(routes); i++)
+		for (size_t j = 0; j < ELEMENTSOF(routes[i].methods) && routes[i].methods[j].method;
+		     j++)
+			if (routes[i].methods[j].endpoint == ep)
+				return routes[i].pattern;
+	return "-";
 }
 
 void router_foreach(router_route_fn fn, void *userdata)

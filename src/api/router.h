@@ -59,6 +59,11 @@ enum endpoint {
 	EP_FILE_RENAME,
 	EP_FILE_WATCH,
 	EP_EVENTS,
+	EP_TOKEN_LIST,
+	EP_TOKEN_CREATE,
+	EP_TOKEN_GET,
+	EP_TOKEN_REVOKE,
+	EP_AUDIT_LIST,
 	_EP_MAX,
 };
 
@@ -76,6 +81,9 @@ int router_match(const char *method, const char *path, struct route_match *ret,
 		 const char **ret_allow);
 
 const char *endpoint_to_string(enum endpoint ep);
+/* The pattern of the route that serves ep (as in the table: an id is a star), for the audit
+ * log. */
+const char *endpoint_route(enum endpoint ep);
 
 /* Calls fn once per method of every route, in table order: the pattern as above ('*' an id
  * segment, '@' a digest segment), the method and its endpoint. For the test that holds

@@ -77,6 +77,7 @@ struct options {
 	 * commas (in bufs, freed with the pools' strings) */
 	char *tenant_bufs[3];
 	const char *tenant_lists[3][MAX_TENANT_LIST + 1];
+	const char *admin_token_file; /* --admin-token-file; NULL: <root>/admin.token, made here */
 };
 
 static void usage(FILE *f)
@@ -110,6 +111,7 @@ static void usage(FILE *f)
 		"                        [--tenant NAME] [--tenant-images REF[,REF…]]\n"
 		"                        [--tenant-seccomp-profiles NAME[,NAME…]]\n"
 		"                        [--tenant-networks none,bridge,restricted]\n"
+		"                        [--admin-token-file PATH] [--audit-kept N]\n"
 		"\n"
 		"--lxcfs auto (the default) starts lxcfs on <root>/lxcfs when it is installed and\n"
 		"binds its /proc and /sys/devices/system/cpu views into container workspaces;\n"
@@ -124,7 +126,10 @@ static void usage(FILE *f)
 		"default image), --tenant-seccomp-profiles (default: default) and --tenant-networks\n"
 		"(default: none) are what a tenant's token may create with.\n"
 		"The unix socket <root>/station.sock (mode 0600) is always served. TCP listeners\n"
-		"need the bearer token written to <root>/admin.token on first start.\n");
+		"need a bearer token: the admin token is written to <root>/admin.token on first\n"
+		"start, or read from --admin-token-file (a root-owned file, not group- or\n"
+		"world-writable, one line of 32 to 4096 characters), which many workers can share.\n"
+		"--audit-kept keeps that many audit rows (default 100000), the oldest dropped.\n");
 }
 
 static void default_worker(char *buf, size_t n)
@@ -268,6 +273,8 @@ enum {
 	OPT_MAX_WORKSPACES,
 	OPT_IDEMPOTENCY_RETENTION,
 	OPT_EVENTS_KEPT,
+	OPT_ADMIN_TOKEN_FILE,
+	OPT_AUDIT_KEPT,
 	OPT_DEFAULT_TIMEOUT,
 	OPT_MAX_TIMEOUT,
 	OPT_MAX_OUTPUT,
@@ -778,6 +785,16 @@ static int parse_option(struct options *o, int c, const char *arg)
 		}
 		o->mc.events_kept = v;
 		return 0;
+	case OPT_ADMIN_TOKEN_FILE:
+		o->admin_token_file = arg;
+		return 0;
+	case OPT_AUDIT_KEPT:
+		if (parse_number("--audit-kept", arg, 100000000ull, &v) < 0 || v < 1) {
+			fprintf(stderr, "station-sandboxd: --audit-kept: 1 to 100000000\n");
+			return -EINVAL;
+		}
+		o->mc.audit_kept = v;
+		return 0;
 	case OPT_DEFAULT_TIMEOUT:
 		return parse_number("--default-timeout-ms", arg, 7 * 86400000ull,
 				    &o->mc.default_timeout_ms);
@@ -831,6 +848,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "max-workspaces", required_argument, NULL, OPT_MAX_WORKSPACES },
 		{ "idempotency-retention-ms", required_argument, NULL, OPT_IDEMPOTENCY_RETENTION },
 		{ "events-kept", required_argument, NULL, OPT_EVENTS_KEPT },
+		{ "admin-token-file", required_argument, NULL, OPT_ADMIN_TOKEN_FILE },
+		{ "audit-kept", required_argument, NULL, OPT_AUDIT_KEPT },
 		{ "default-timeout-ms", required_argument, NULL, OPT_DEFAULT_TIMEOUT },
 		{ "max-timeout-ms", required_argument, NULL, OPT_MAX_TIMEOUT },
 		{ "max-output-bytes", required_argument, NULL, OPT_MAX_OUTPUT },
@@ -988,16 +1007,30 @@ static int listen_tcp(const char *spec)
 	return fd;
 }
 
+static bool admin_token_stored(struct store *store)
+{
+	struct token_row *rows = NULL;
+	size_t n = 0;
+	bool found = false;
+
+	if (store_token_list(store, &rows, &n) < 0)
+		return true; /* the caller's write would fail the same way: say nothing new */
+	for (size_t i = 0; i < n; i++) {
+		found |= strcmp(rows[i].id, "admin") == 0;
+		token_row_free(&rows[i]);
+	}
+	free(rows);
+	return found;
+}
+
 /* The admin token: made once, stored hashed, shown once through a 0600 file. */
 static int ensure_admin_token(struct store *store, const char *root)
 {
-	size_t n = 0;
-	int r = store_token_count(store, &n);
-	if (r < 0 || n > 0)
-		return r;
+	if (admin_token_stored(store))
+		return 0;
 	uint8_t raw[32];
 	char token[80], line[sizeof token + 1], hex[65], hash[65], path[PATH_MAX];
-	r = random_bytes(raw, sizeof raw);
+	int r = random_bytes(raw, sizeof raw);
 	if (r < 0)
 		return r;
 	hex_encode(raw, sizeof raw, hex);
@@ -1006,16 +1039,105 @@ static int ensure_admin_token(struct store *store, const char *root)
 	snprintf(path, sizeof path, "%s/admin.token", root);
 	snprintf(line, sizeof line, "%s\n", token);
 	r = write_file_atomic(path, line, strlen(line), 0600);
+	explicit_bzero(token, sizeof token);
+	explicit_bzero(line, sizeof line);
 	if (r < 0)
 		return r;
-	return store_token_insert(store, "admin", hash);
+	return store_token_set_admin(store, hash, realtime_usec());
 }
 
-static bool check_token(void *userdata, const char *token)
+#define ADMIN_TOKEN_FILE_MAX 4096
+#define ADMIN_TOKEN_MIN 32
+
+/* --admin-token-file: the operator's secret (a Kubernetes Secret, a systemd credential),
+ * hashed and stored as the admin token in place of any other. The file must be what only root
+ * could have written: a regular file (not a symlink), owned by root, not group- or
+ * world-writable, one line of 32 to 4096 printable characters. */
+static int load_admin_token_file(struct store *store, const char *root, const char *path)
 {
-	char hash[65];
-	sha256_hex(token, strlen(token), hash);
-	return store_token_check(userdata, hash) == 1;
+	char buf[ADMIN_TOKEN_FILE_MAX + 2], hash[65], old[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+	size_t len = 0;
+	int r;
+	_cleanup_close_ int fd =
+		open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
+	if (fd < 0) {
+		r = -errno;
+		fprintf(stderr, "station-sandboxd: --admin-token-file \"%s\": %s\n", path,
+			r == -ELOOP ? "is a symbolic link (give the file itself)" : strerror(-r));
+		return r;
+	}
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "station-sandboxd: --admin-token-file \"%s\": not a regular file\n",
+			path);
+		return -EINVAL;
+	}
+	if (st.st_uid != 0) {
+		fprintf(stderr,
+			"station-sandboxd: --admin-token-file \"%s\": owned by uid %u, not root\n",
+			path, (unsigned)st.st_uid);
+		return -EPERM;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		fprintf(stderr,
+			"station-sandboxd: --admin-token-file \"%s\": mode %04o is group- or "
+			"world-writable (chmod 0600 it)\n",
+			path, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	while (len < sizeof buf && (n = read(fd, buf + len, sizeof buf - len)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			fprintf(stderr, "station-sandboxd: --admin-token-file \"%s\": %s\n", path,
+				strerror(-r));
+			return r;
+		}
+		len += (size_t)n;
+	}
+	if (len > 0 && buf[len - 1] == '\n')
+		len--;
+	r = 0;
+	if (len > ADMIN_TOKEN_FILE_MAX)
+		r = fprintf(stderr, "station-sandboxd: --admin-token-file \"%s\": over %d bytes\n",
+			    path, ADMIN_TOKEN_FILE_MAX);
+	for (size_t i = 0; r == 0 && i < len; i++)
+		if ((uint8_t)buf[i] <= 0x20 || (uint8_t)buf[i] >= 0x7f)
+			r = fprintf(stderr,
+				    "station-sandboxd: --admin-token-file \"%s\": must be one line "
+				    "of printable characters without spaces (byte %zu is not)\n",
+				    path, i + 1);
+	if (r == 0 && len < ADMIN_TOKEN_MIN)
+		r = fprintf(stderr,
+			    "station-sandboxd: --admin-token-file \"%s\": the token is %zu "
+			    "characters, shorter than %d\n",
+			    path, len, ADMIN_TOKEN_MIN);
+	if (r != 0) {
+		explicit_bzero(buf, sizeof buf);
+		return -EINVAL;
+	}
+	sha256_hex(buf, len, hash);
+	explicit_bzero(buf, sizeof buf);
+	r = store_token_set_admin(store, hash, realtime_usec());
+	if (r < 0) {
+		fprintf(stderr, "station-sandboxd: cannot store the admin token: %s\n",
+			strerror(-r));
+		return r;
+	}
+	/* A token this controller made before no longer works: do not leave it lying about. */
+	snprintf(old, sizeof old, "%s/admin.token", root);
+	(void)unlink(old);
+	return 0;
+}
+
+static int authenticate(void *userdata, const char *token, size_t n, struct auth_principal *ret)
+{
+	return manager_token_authenticate(userdata, token, n, ret);
 }
 
 static int on_terminate(struct event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -1050,6 +1172,15 @@ static void daemon_free(struct daemon *d)
 		close(d->lock_fd);
 }
 
+/* A revoked token's open streams end on every listener. */
+static void on_token_revoked(void *userdata, const char *token_id)
+{
+	struct daemon *d = userdata;
+
+	for (size_t i = 0; i < d->n_servers; i++)
+		http_server_revoke(d->servers[i], token_id);
+}
+
 static int add_listener(struct daemon *d, const struct options *o, const char *spec)
 {
 	bool tcp = strncmp(spec, "tcp:", 4) == 0;
@@ -1067,8 +1198,9 @@ static int add_listener(struct daemon *d, const struct options *o, const char *s
 	}
 	struct http_config hc = {
 		.require_token = tcp,
-		.check_token = check_token,
-		.token_userdata = d->store,
+		.authenticate = authenticate,
+		.token_userdata = d->manager,
+		.audit = true,
 		.max_body_bytes = o->max_body,
 		.max_wait_ms = o->max_wait_ms,
 		.connections = &d->conns,
@@ -1124,7 +1256,12 @@ static int daemon_setup(struct daemon *d, struct options *o)
 			strerror(-r));
 		return r;
 	}
-	r = ensure_admin_token(d->store, o->root);
+	if (o->admin_token_file) {
+		r = load_admin_token_file(d->store, o->root, o->admin_token_file);
+		if (r < 0)
+			return r;
+	}
+	r = o->admin_token_file ? 0 : ensure_admin_token(d->store, o->root);
 	if (r < 0) {
 		fprintf(stderr, "station-sandboxd: cannot create the admin token: %s\n",
 			strerror(-r));
@@ -1148,6 +1285,7 @@ static int daemon_setup(struct daemon *d, struct options *o)
 		fprintf(stderr, "station-sandboxd: cannot start: %s\n", strerror(-r));
 		return r;
 	}
+	manager_token_on_revoke(d->manager, on_token_revoked, d);
 	snprintf(path, sizeof path, "unix:%s/station.sock", o->root);
 	r = add_listener(d, o, path);
 	for (size_t i = 0; r >= 0 && i < o->n_listen; i++)

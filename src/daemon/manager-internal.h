@@ -163,6 +163,8 @@ struct manager {
 	struct manager_events *events; /* manager-events.c */
 	/* manager_set_viewer(): the tenant the request being served may see (NULL: all) */
 	const char *viewer;
+	struct manager_tokens *tokens; /* manager-token.c */
+	struct manager_audit *audit;   /* manager-audit.c */
 };
 
 /* manager-tenant.c: ws is the viewer's to see (manager_set_viewer()). */
@@ -170,6 +172,12 @@ bool workspace_visible(const struct manager *m, const struct workspace *ws);
 /* GET /v1/worker: "tenant" (a private worker's, else null), "tenantPolicy" (the allow lists);
  * for a tenant viewer, "workspaces" counts its own. */
 void manager_tenant_worker_json(struct manager *m, json_t *o);
+
+/* manager-token.c, manager-audit.c */
+int manager_tokens_init(struct manager *m);
+void manager_tokens_free(struct manager *m);
+int manager_audit_init(struct manager *m);
+void manager_audit_free(struct manager *m);
 
 /* manager-idempotency.c: deletes expired keys (from the prune timer); releases the claims. */
 void manager_idempotency_purge(struct manager *m);

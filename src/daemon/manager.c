@@ -1630,6 +1630,10 @@ int manager_new(struct event_loop *loop, struct store *store, const struct manag
 						     (unsigned)(cores > 0 ? cores * 2 : 2);
 	int r = manager_events_init(m);
 	if (r >= 0)
+		r = manager_tokens_init(m);
+	if (r >= 0)
+		r = manager_audit_init(m);
+	if (r >= 0)
 		r = manager_runs_init(m);
 	if (r >= 0)
 		r = manager_idle_init(m);
@@ -1754,6 +1758,8 @@ void manager_free(struct manager *m)
 	manager_image_jobs_free(m);
 	manager_network_free(m);
 	manager_events_free(m);
+	manager_audit_free(m);
+	manager_tokens_free(m);
 	cgroup_free(m->base_cgroup);
 	adapter_runtime_close(&m->actx);
 	image_store_close(m->actx.images);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "basic/error.h"
+#include "domain/auth.h"
 #include "domain/state.h"
 #include "image/image.h"
 
@@ -36,6 +37,7 @@ struct manager_config {
 	const char *default_adapter;	     /* "host" or "container", one of the allowed ones */
 	bool allow_host;		     /* --adapters: what the API may create */
 	size_t events_kept;		     /* 0: MANAGER_EVENTS_KEPT (--events-kept) */
+	uint64_t audit_kept;		     /* audit rows kept, 100000; 0: the default */
 	bool allow_container;
 	uint64_t default_pids_limit;	 /* for workspaces that name none; 0: unlimited */
 	uint64_t default_memory_mb;	 /* likewise */
@@ -606,3 +608,48 @@ typedef void (*manager_events_fn)(void *userdata);
 int manager_events_subscribe(struct manager *m, manager_events_fn fn, void *userdata,
 			     struct events_sub **ret);
 void manager_events_unsubscribe(struct events_sub *s);
+
+/* ---- Tokens (manager-token.c; docs/api.md, "Tokens") --------------------------------------- */
+
+/* At most this many tokens, revoked ones included (-EAGAIN, 429, for one more). */
+#define MANAGER_TOKENS_MAX 10000
+
+/* The principal of a bearer secret (n bytes): 0 with *ret filled; -EACCES for an unknown or
+ * revoked one, -EKEYEXPIRED for an expired one. From the table on the loop: no SQLite, except
+ * lastUsedAt written at most once a minute per token. */
+int manager_token_authenticate(struct manager *m, const char *secret, size_t n,
+			       struct auth_principal *ret);
+/* POST /v1/tokens: body {name, scope, tenant?, expiresAt?, limits?}, validated here (400 naming
+ * the field). *ret carries "token", the secret, which nothing shows again. */
+int manager_token_create(struct manager *m, json_t *body, json_t **ret, struct station_error *e);
+int manager_token_list(struct manager *m, json_t **ret, struct station_error *e);
+int manager_token_get(struct manager *m, const char *id, json_t **ret, struct station_error *e);
+/* Revoked at once (a second revocation answers the same); "admin" cannot be (-EINVAL). Calls
+ * the revocation hook with the id, so that open streams of the token are closed. */
+int manager_token_revoke(struct manager *m, const char *id, json_t **ret, struct station_error *e);
+typedef void (*manager_token_revoked_fn)(void *userdata, const char *token_id);
+void manager_token_on_revoke(struct manager *m, manager_token_revoked_fn fn, void *userdata);
+
+/* ---- Audit (manager-audit.c; docs/api.md, "Audit") ------------------------------------------ */
+
+struct manager_audit_entry {
+	const struct auth_principal *principal; /* NULL: no token checked out (a 401) */
+	const char *method;
+	const char *route; /* the route template */
+	const char *path;  /* without the query */
+	const char *workspace_id;
+	const char *object_id;
+	unsigned status; /* 0: no answer (the client went away) */
+};
+/* Queues a row (copied); written in batches off the request path. */
+void manager_audit_record(struct manager *m, const struct manager_audit_entry *entry);
+struct manager_audit_query {
+	size_t limit;		  /* 1 to 1000 */
+	int64_t before;		  /* entries with a smaller id only; 0: from the newest */
+	const char *token_id;	  /* NULL: any */
+	const char *tenant;	  /* NULL: any */
+	const char *workspace_id; /* NULL: any */
+};
+/* {"entries": [...], "nextBefore": id|null, "queued": n}, newest first. */
+int manager_audit_list(struct manager *m, const struct manager_audit_query *q, json_t **ret,
+		       struct station_error *e);

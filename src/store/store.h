@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "domain/auth.h"
 #include "domain/state.h"
 
 struct store;
@@ -172,11 +173,64 @@ int store_network_delete(struct store *s, const char *workspace_id);
 /* Every row, by address. */
 int store_network_list(struct store *s, struct network_row **ret, size_t *ret_n);
 
-/* API tokens, stored as SHA-256 hex only. */
-int store_token_insert(struct store *s, const char *name, const char *hash_hex);
+/* API tokens (store-token.c), stored as the SHA-256 of the secret, lower-case hex, only. */
+struct token_row {
+	char *id;     /* "tok-<26 base32>", or "admin" */
+	char *name;   /* 1-64 printable */
+	char *scope;  /* auth_scope_to_string() */
+	char *tenant; /* NULL: none */
+	struct auth_limits limits;
+	char *hash;	       /* 64 lower-case hex */
+	uint64_t created_at;   /* CLOCK_REALTIME µs */
+	uint64_t expires_at;   /* 0: never */
+	uint64_t revoked_at;   /* 0: not revoked */
+	uint64_t last_used_at; /* 0: never used; coarse */
+};
+
+void token_row_free(struct token_row *r);
+/* -EEXIST when the id or the hash is taken, -EINVAL for a hash that is not 64 lower-case hex. */
+int store_token_insert(struct store *s, const struct token_row *r);
+/* Every token, revoked ones too, in creation order. */
+int store_token_list(struct store *s, struct token_row **ret, size_t *ret_n);
+/* -ENOENT when no token has this id. */
+int store_token_revoke(struct store *s, const char *id, uint64_t at);
+int store_token_touch(struct store *s, const char *id, uint64_t at);
+/* The admin token ("admin") gets this hash: inserted when there is none, replaced when there
+ * is (--admin-token-file). */
+int store_token_set_admin(struct store *s, const char *hash_hex, uint64_t now);
 /* 1 when a token with this hash exists, else 0. */
 int store_token_check(struct store *s, const char *hash_hex);
 int store_token_count(struct store *s, size_t *ret);
+
+/* The audit log (store-token.c): one row per audited request. */
+struct audit_row {
+	int64_t id; /* the cursor; set by the store */
+	uint64_t at;
+	char *token_id; /* NULL: no token checked out (a 401) */
+	char *token_name;
+	char *tenant; /* NULL: none */
+	char *method;
+	char *route; /* the route template, e.g. "/v1/workspaces/{id}/commands" */
+	char *path;  /* the path without its query */
+	char *workspace_id;
+	char *object_id; /* the run, service, terminal, secret, image or token it named */
+	unsigned status;
+	char *outcome; /* "ok", "denied", "error", "aborted" */
+};
+
+void audit_row_free(struct audit_row *r);
+/* In one transaction; then drops the oldest rows past keep (0: none dropped). */
+int store_audit_insert(struct store *s, const struct audit_row *rows, size_t n, uint64_t keep);
+struct audit_filter {
+	size_t limit;	      /* 1 to 1000 */
+	int64_t before;	      /* rows with a smaller id only; 0: from the newest */
+	const char *token_id; /* NULL: any */
+	const char *tenant;
+	const char *workspace_id;
+};
+/* Newest first. */
+int store_audit_list(struct store *s, const struct audit_filter *f, struct audit_row **ret,
+		     size_t *ret_n);
 
 /* Services (store-service.c). A definition with its current state; names are unique per
  * workspace. The enums are stored as their API strings (state "running", restart_policy

@@ -30,9 +30,20 @@ static struct http_server *server;
 static char dir[64];
 static char sock_path[100];
 
-static bool check_token(void *userdata, const char *token)
+/* userdata: the admin secret; "r3ad-token" is a read token, "old-token" an expired one. */
+static int check_token(void *userdata, const char *token, size_t n, struct auth_principal *ret)
 {
-	return strcmp(token, userdata) == 0;
+	if (strcmp(token, userdata) == 0) {
+		*ret = auth_admin_principal;
+		return 0;
+	}
+	if (strcmp(token, "r3ad-token") == 0) {
+		*ret = (struct auth_principal){ .token_id = "tok-read",
+						.name = "reader",
+						.scope = AUTH_SCOPE_READ };
+		return 0;
+	}
+	return strcmp(token, "old-token") == 0 ? -EKEYEXPIRED : -EACCES;
 }
 
 static void start_server(const struct http_config *cfg)
@@ -250,7 +261,7 @@ static const char *start_run(const char *command)
 Test(http, bearer_token_required)
 {
 	struct http_config cfg = { .require_token = true,
-				   .check_token = check_token,
+				   .authenticate = check_token,
 				   .token_userdata = "s3cret" };
 	const char *wrong[] = { "-H", "Authorization: Bearer nope", NULL };
 	const char *basic[] = { "-H", "Authorization: Basic czNjcmV0", NULL };
@@ -289,6 +300,43 @@ Test(http, bearer_token_required)
 	reply_done(&r);
 	r = http("GET", "/v1/ready", lower);
 	cr_assert_eq(r.status, 200, "%s", r.body);
+	reply_done(&r);
+	stop_server();
+}
+
+Test(http, read_token_only_reads)
+{
+	struct http_config cfg = { .require_token = true,
+				   .authenticate = check_token,
+				   .token_userdata = "s3cret" };
+	const char *reader[] = { "-H", "Authorization: Bearer r3ad-token", NULL };
+	const char *admin[] = { "-H", "Authorization: Bearer s3cret", NULL };
+	const char *old[] = { "-H", "Authorization: Bearer old-token", NULL };
+	struct reply r;
+
+	start_server(&cfg);
+	r = http("GET", "/v1/ready", reader);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	reply_done(&r);
+	r = http("DELETE", "/v1/workspaces/w1-a", reader);
+	assert_error(&r, 403, "forbidden", NULL);
+	cr_assert(strstr(r.body, "read token"), "%s", r.body);
+	reply_done(&r);
+	r = http("GET", "/v1/tokens", reader);
+	assert_error(&r, 403, "forbidden", NULL);
+	cr_assert(strstr(r.body, "a read token cannot manage tokens"), "%s", r.body);
+	reply_done(&r);
+	r = http("GET", "/v1/audit", reader);
+	assert_error(&r, 403, "forbidden", NULL);
+	reply_done(&r);
+	r = http("GET", "/v1/ready", old);
+	assert_error(&r, 401, "unauthorized", NULL);
+	cr_assert(strstr(r.body, "expired"), "%s", r.body);
+	reply_done(&r);
+	/* positive control: the admin token passes the scope check (the fake manager's 404) */
+	r = http("DELETE", "/v1/workspaces/w1-a", admin);
+	cr_assert_neq(r.status, 403, "%s", r.body);
+	cr_assert_neq(r.status, 401, "%s", r.body);
 	reply_done(&r);
 	stop_server();
 }

@@ -728,6 +728,15 @@ Test(store, transactions)
 Test(store, tokens)
 {
 	char hash[65], other[65];
+	struct token_row row = { .id = "tok-a",
+				 .name = "ci",
+				 .scope = "tenant",
+				 .tenant = "acme",
+				 .limits = { .memory_mb = 512, .workspaces = 3 },
+				 .hash = hash,
+				 .created_at = 10,
+				 .expires_at = 20 };
+	struct token_row *rows = NULL;
 	size_t n = 99;
 
 	memset(hash, 'a', 64);
@@ -738,16 +747,80 @@ Test(store, tokens)
 	cr_assert_eq(store_token_count(store, &n), 0);
 	cr_assert_eq(n, 0);
 	cr_assert_eq(store_token_check(store, hash), 0);
-	cr_assert_eq(store_token_insert(store, "admin", hash), 0);
+	cr_assert_eq(store_token_insert(store, &row), 0);
 	cr_assert_eq(store_token_check(store, hash), 1);
 	cr_assert_eq(store_token_check(store, other), 0);
-	cr_assert_eq(store_token_insert(store, "again", hash), -EEXIST);
+	row.id = "tok-b";
+	cr_assert_eq(store_token_insert(store, &row), -EEXIST); /* the same hash */
+	row.hash = other;
+	row.id = "tok-a";
+	cr_assert_eq(store_token_insert(store, &row), -EEXIST); /* the same id */
+	cr_assert_eq(store_token_set_admin(store, other, 30), 0);
+	cr_assert_eq(store_token_revoke(store, "tok-a", 40), 0);
+	cr_assert_eq(store_token_revoke(store, "tok-none", 40), -ENOENT);
+	cr_assert_eq(store_token_touch(store, "tok-a", 50), 0);
+	cr_assert_eq(store_token_list(store, &rows, &n), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_str_eq(rows[0].id, "tok-a");
+	cr_assert_str_eq(rows[0].tenant, "acme");
+	cr_assert_eq(rows[0].limits.memory_mb, 512);
+	cr_assert_eq(rows[0].limits.workspaces, 3);
+	cr_assert_eq(rows[0].revoked_at, 40);
+	cr_assert_eq(rows[0].last_used_at, 50);
+	cr_assert_str_eq(rows[1].id, "admin");
+	cr_assert_str_eq(rows[1].hash, other);
+	for (size_t i = 0; i < n; i++)
+		token_row_free(&rows[i]);
+	free(rows);
+	/* the admin token replaced: one row still */
+	hash[0] = 'c';
+	cr_assert_eq(store_token_set_admin(store, hash, 60), 0);
+	cr_assert_eq(store_token_check(store, other), 0);
+	cr_assert_eq(store_token_check(store, hash), 1);
 	cr_assert_eq(store_token_count(store, &n), 0);
-	cr_assert_eq(n, 1);
+	cr_assert_eq(n, 2);
 
-	cr_assert_eq(store_token_insert(store, "short", "abc"), -EINVAL);
+	row.hash = "abc";
+	cr_assert_eq(store_token_insert(store, &row), -EINVAL);
 	hash[0] = 'A';
 	cr_assert_eq(store_token_check(store, hash), -EINVAL);
+}
+
+Test(store, audit_bounded_newest_first)
+{
+	struct audit_row rows[5];
+	struct audit_row *got = NULL;
+	struct audit_filter f = { .limit = 10 };
+	size_t n = 0;
+
+	for (int i = 0; i < 5; i++)
+		rows[i] = (struct audit_row){ .at = (uint64_t)i + 1,
+					      .token_id = i % 2 ? "tok-a" : NULL,
+					      .method = "GET",
+					      .route = "/v1/workspaces/*",
+					      .path = "/v1/workspaces/w1-x",
+					      .workspace_id = "w1-x",
+					      .status = 200,
+					      .outcome = "ok" };
+	cr_assert_eq(store_audit_insert(store, rows, 5, 3), 0);
+	cr_assert_eq(store_audit_list(store, &f, &got, &n), 0);
+	cr_assert_eq(n, 3); /* the oldest two dropped */
+	cr_assert_eq(got[0].at, 5);
+	cr_assert_eq(got[2].at, 3);
+	f.before = got[1].id;
+	f.token_id = "tok-a";
+	for (size_t i = 0; i < n; i++)
+		audit_row_free(&got[i]);
+	free(got);
+	cr_assert_eq(store_audit_list(store, &f, &got, &n), 0);
+	cr_assert_eq(n, 0); /* row 3 has no token; 4 is not before 4 */
+	free(got);
+	f.before = 0;
+	cr_assert_eq(store_audit_list(store, &f, &got, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(got[0].at, 4);
+	audit_row_free(&got[0]);
+	free(got);
 }
 
 Test(store, network_rows)
