@@ -23,6 +23,7 @@ tapi() {
 	local token=$1 method=$2 path=$3 args
 	args=(-sS --max-time 90 -X "$method" -o "$TMP/tbody" -w '%{http_code}'
 		-H "Authorization: Bearer $token")
+	[[ -n ${TAPI_HEADER-} ]] && args+=(-H "$TAPI_HEADER")
 	if [[ $# -ge 4 ]]; then
 		printf '%s' "$4" >"$TMP/treq"
 		args+=(-H 'Content-Type: application/json' --data-binary "@$TMP/treq")
@@ -127,6 +128,11 @@ t_every_endpoint_answers_as_missing() {
 	same_as_missing service-delete DELETE "$w/services/svc"
 	same_as_missing terminal-delete DELETE "$w/terminals/$TTB"
 	same_as_missing workspace-restart POST "$w/restart"
+	# B's Idempotency-Key on B's workspace: A's request with it tells nothing of B's run
+	TAPI_HEADER='Idempotency-Key: k-b' tapi "$TB" POST "$w/commands" '{"command":"true"}'
+	assert_eq 201 "$STATUS" "B's keyed run ($(_short "$BODY"))"
+	TAPI_HEADER='Idempotency-Key: k-b' same_as_missing idempotency-key POST "$w/commands" \
+		'{"command":"true"}'
 }
 
 t_lists_show_ones_own() {
