@@ -1423,7 +1423,8 @@ void http_server_revoke(struct http_server *s, const char *token_id)
 		}
 		/* An event stream being written, or a request still coming in: no more of it. */
 		ci = MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
-		if (ci && !req->ws)
+		/* (A WebSocket's socket is its connection's: closed below, with a close frame.) */
+		if (ci && !req->websocket)
 			(void)shutdown(ci->connect_fd, SHUT_RDWR);
 	}
 	for (h = s->websockets; h; h = h_next) {
