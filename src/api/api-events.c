@@ -30,6 +30,7 @@ struct events_client {
 	struct events_sub *sub;
 	uint64_t after; /* the seq it stands at */
 	char ws_id[ROUTE_ID_MAX + 1];
+	char tenant[MANAGER_TENANT_MAX + 1]; /* a tenant's stream: that tenant's events only */
 	struct manager_event_filter filter;
 	char *out; /* SSE: the event being written */
 	size_t out_len, out_off;
@@ -70,6 +71,10 @@ static int parse_request(struct http_request *req, struct events_client *c, stru
 	uint64_t since;
 	int r;
 
+	if (manager_viewer(c->m)) {
+		snprintf(c->tenant, sizeof c->tenant, "%s", manager_viewer(c->m));
+		c->filter.tenant = c->tenant;
+	}
 	v = http_request_query(req, "workspace", &present);
 	if (present) {
 		if (!v || !*v || strlen(v) > ROUTE_ID_MAX)

@@ -80,6 +80,13 @@ int api_image_create(struct http_request *req)
 	r = api_request_json(req, false, &body, &e);
 	if (r >= 0)
 		r = validate_image_request(body, &ir, &e);
+	if (r >= 0 && manager_viewer(m)) /* a tenant: pulls of the allow list only */
+		r = ir.path ?
+			    station_error_set(&e, STATION_EFORBIDDEN, "path",
+					      "a tenant's token pulls images on the worker's "
+					      "allow list; it cannot import paths of the worker's "
+					      "filesystem") :
+			    manager_tenant_image_allowed(m, ir.reference, "reference", &e);
 	if (r >= 0 && !(w = calloc(1, sizeof *w)))
 		r = -ENOMEM;
 	if (r >= 0) {

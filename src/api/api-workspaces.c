@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/auth.h"
 #include "api/http.h"
 #include "api/idempotency.h"
 #include "basic/cleanup.h"
@@ -166,6 +167,9 @@ int api_workspace_create(struct http_request *req)
 	r = api_request_json(req, true, &body, &e);
 	if (r >= 0)
 		r = validate_workspace_spec(body, &spec, &e);
+	if (r >= 0)
+		r = manager_tenant_admit(http_request_manager(req), http_request_principal(req),
+					 &spec, &e);
 	if (r < 0) {
 		json_decref(body);
 		return api_reply_result(req, r, 201, NULL, &e);

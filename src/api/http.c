@@ -1254,24 +1254,33 @@ static enum MHD_Result request_result(struct http_request *req, int r)
 	return MHD_YES;
 }
 
-static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url,
-				 const char *method, const char *version, const char *data,
-				 size_t *data_size, void **con_cls)
+/* The manager sees what the request's principal may see while its handlers run (tenant
+ * scoping, docs/security.md "The tenant boundary"). */
+static void request_scope(struct http_request *req)
 {
-	struct http_request *req = *con_cls;
+	manager_set_viewer(req->server->manager, req->principal.tenant);
+}
+
+static enum MHD_Result access_serve(struct http_request *req, struct MHD_Connection *c,
+				    const char *url, const char *method, const char *version,
+				    const char *data, size_t *data_size, void **con_cls,
+				    struct http_server *s)
+{
 	http_handler_fn fn;
 	int r;
 
 	if (!req) {
-		req = request_new(cls, c);
+		req = request_new(s, c);
 		if (!req)
 			return MHD_NO;
 		*con_cls = req;
 		r = request_check_headers(req, url, method, version);
+		request_scope(req);
 		if (r >= 0 && !req->replied && req->endpoint && req->endpoint->stream)
 			return request_dispatch_stream(req);
 		return r < 0 && r != -EALREADY ? MHD_NO : MHD_YES;
 	}
+	request_scope(req);
 	if (req->gone)
 		return MHD_NO;
 	if (*data_size > 0 && req->body_fn && !req->replied) {
@@ -1306,6 +1315,18 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
 	if (req->dispatched)
 		return MHD_NO;
 	return request_result(req, request_dispatch(req));
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url,
+				 const char *method, const char *version, const char *data,
+				 size_t *data_size, void **con_cls)
+{
+	struct http_server *s = cls;
+	enum MHD_Result r;
+
+	r = access_serve(*con_cls, c, url, method, version, data, data_size, con_cls, s);
+	manager_set_viewer(s->manager, NULL);
+	return r;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,

@@ -9,30 +9,37 @@
 #include "api/http.h"
 #include "api/router.h"
 #include "basic/util.h"
+#include "daemon/manager.h"
 
-/* The path the key is scoped to: the creating endpoint's, with its workspace. */
-static int idempotency_scope(const struct route_match *m, char *buf, size_t n)
+/* The path the key is scoped to: the creating endpoint's, with its workspace; a tenant's
+ * with its tenant, so that one tenant's key never answers (or tells of) another's. */
+static int idempotency_scope(const struct route_match *m, const char *tenant, char *buf, size_t n)
 {
 	const char *what;
+	int k;
 
 	switch (m->endpoint) {
 	case EP_WORKSPACE_CREATE:
-		snprintf(buf, n, "/v1/workspaces");
-		return 0;
+		k = snprintf(buf, n, "/v1/workspaces");
+		break;
 	case EP_COMMAND_START:
 		what = "commands";
+		k = snprintf(buf, n, "/v1/workspaces/%s/%s", m->ws_id, what);
 		break;
 	case EP_SERVICE_CREATE:
 		what = "services";
+		k = snprintf(buf, n, "/v1/workspaces/%s/%s", m->ws_id, what);
 		break;
 	case EP_TERMINAL_CREATE:
 		what = "terminals";
+		k = snprintf(buf, n, "/v1/workspaces/%s/%s", m->ws_id, what);
 		break;
 	default:
 		return -EINVAL;
 	}
-	snprintf(buf, n, "/v1/workspaces/%s/%s", m->ws_id, what);
-	return 0;
+	if (tenant && k >= 0 && (size_t)k < n)
+		k += snprintf(buf + k, n - (size_t)k, "#tenant=%s", tenant);
+	return k >= 0 && (size_t)k < n ? 0 : -ENAMETOOLONG;
 }
 
 /* 1 to 255 bytes of printable ASCII (space to tilde). */
@@ -107,7 +114,8 @@ int api_idempotency_begin(struct http_request *req, struct api_idempotency *idem
 		r = check_key(req, key);
 		return r < 0 ? r : IDEMPOTENCY_REPLIED;
 	}
-	if (idempotency_scope(http_request_route(req), idem->scope, sizeof idem->scope) < 0) {
+	if (idempotency_scope(http_request_route(req), manager_viewer(http_request_manager(req)),
+			      idem->scope, sizeof idem->scope) < 0) {
 		r = http_reply_status(req, 400, IDEMPOTENCY_HEADER,
 				      "header %s is not taken on this endpoint",
 				      IDEMPOTENCY_HEADER);

@@ -12,7 +12,7 @@
 
 #define IDEMPOTENCY_HEADER "Idempotency-Key"
 #define IDEMPOTENCY_KEY_MAX 255
-#define IDEMPOTENCY_SCOPE_MAX 128
+#define IDEMPOTENCY_SCOPE_MAX 192 /* a path with its workspace and a tenant */
 
 struct http_request;
 

@@ -24,6 +24,8 @@
 #include "basic/util.h"
 #include "event/event.h"
 #include "api/http.h"
+#include "domain/auth.h"
+#include "image/image.h"
 #include "manager.h"
 #include "net/net.h"
 #include "proto/agent-proto.h"
@@ -35,6 +37,7 @@
 #define MAX_IMPORT_DIRS 16
 
 #define MAX_SECCOMP_DIRS 16
+#define MAX_TENANT_LIST 64
 #define MAX_DNS_UPSTREAMS 4
 
 #define MAX_MCP_ARGS 32
@@ -72,6 +75,10 @@ struct options {
 	size_t n_mcp_hosts;
 	const char *workers;	  /* --workers LIST */
 	const char *workers_file; /* --workers-file PATH */
+	/* --tenant-images, --tenant-seccomp-profiles, --tenant-networks: the values split at
+	 * commas (in bufs, freed with the pools' strings) */
+	char *tenant_bufs[3];
+	const char *tenant_lists[3][MAX_TENANT_LIST + 1];
 	const char *admin_token_file; /* --admin-token-file; NULL: <root>/admin.token, made here */
 };
 
@@ -104,6 +111,9 @@ static void usage(FILE *f)
 		"                        [--mcp] [--mcp-option FLAG]... [--mcp-cli PATH]\n"
 		"                        [--mcp-allow-host NAME]...\n"
 		"                        [--workers NAME=URL,... | --workers-file PATH]\n"
+		"                        [--tenant NAME] [--tenant-images REF[,REF…]]\n"
+		"                        [--tenant-seccomp-profiles NAME[,NAME…]]\n"
+		"                        [--tenant-networks none,bridge,restricted]\n"
 		"                        [--admin-token-file PATH] [--audit-kept N]\n"
 		"\n"
 		"--lxcfs auto (the default) starts lxcfs on <root>/lxcfs when it is installed and\n"
@@ -117,6 +127,10 @@ static void usage(FILE *f)
 		"--pool keeps SIZE (default 1) started idle container workspaces of IMAGE (as a\n"
 		"create names it) with the runtime, network and seccomp profile given, refilled in\n"
 		"the background; a create that asks for the same and no env takes one.\n"
+		"--tenant makes a private worker: creates by another tenant's token are refused.\n"
+		"--tenant-images (REF: NAME@sha256:… or REPO@* for any digest of REPO; default: the\n"
+		"default image), --tenant-seccomp-profiles (default: default) and --tenant-networks\n"
+		"(default: none) are what a tenant's token may create with.\n"
 		"The unix socket <root>/station.sock (mode 0600) is always served. TCP listeners\n"
 		"need a bearer token: the admin token is written to <root>/admin.token on first\n"
 		"start, or read from --admin-token-file (a root-owned file, not group- or\n"
@@ -302,12 +316,99 @@ enum {
 	OPT_MCP_ALLOW_HOST,
 	OPT_WORKERS,
 	OPT_WORKERS_FILE,
+	OPT_TENANT,
+	OPT_TENANT_IMAGES,
+	OPT_TENANT_SECCOMP,
+	OPT_TENANT_NETWORKS,
 };
 
 static void pool_bufs_free(struct options **o)
 {
 	for (size_t i = 0; i < (*o)->mc.n_pools; i++)
 		free((*o)->pool_bufs[i]);
+	for (size_t i = 0; i < ELEMENTSOF((*o)->tenant_bufs); i++)
+		free((*o)->tenant_bufs[i]);
+}
+
+static bool tenant_image_valid(const char *s)
+{
+	const char *at = strrchr(s, '@');
+	struct image_ref ref;
+
+	if (at && strcmp(at, "@*") == 0)
+		return at > s;
+	return image_ref_parse(s, &ref, NULL) >= 0;
+}
+
+static bool tenant_profile_valid(const char *s)
+{
+	return s[0] && !strchr(s, '/');
+}
+
+static bool tenant_network_valid(const char *s)
+{
+	return strcmp(s, "none") == 0 || strcmp(s, "bridge") == 0 || strcmp(s, "restricted") == 0;
+}
+
+/* An allow list for tenants' creates (--tenant-images and the like): NAME[,NAME…]. */
+static int parse_tenant_list(struct options *o, int which, const char *flag, const char *arg,
+			     bool (*valid)(const char *), const char *want)
+{
+	const char **list = o->tenant_lists[which];
+	size_t n = 0;
+	char *save = NULL;
+
+	free(o->tenant_bufs[which]);
+	o->tenant_bufs[which] = strdup(arg);
+	if (!o->tenant_bufs[which])
+		return -ENOMEM;
+	for (char *t = strtok_r(o->tenant_bufs[which], ",", &save); t;
+	     t = strtok_r(NULL, ",", &save)) {
+		if (!valid(t)) {
+			fprintf(stderr, "station-sandboxd: %s \"%s\": want %s\n", flag, t, want);
+			return -EINVAL;
+		}
+		if (n == MAX_TENANT_LIST) {
+			fprintf(stderr, "station-sandboxd: %s: at most %d entries\n", flag,
+				MAX_TENANT_LIST);
+			return -EINVAL;
+		}
+		list[n++] = t;
+	}
+	if (n == 0) {
+		fprintf(stderr, "station-sandboxd: %s names nothing\n", flag);
+		return -EINVAL;
+	}
+	list[n] = NULL;
+	return 0;
+}
+
+static int parse_tenant_option(struct options *o, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_TENANT:
+		if (!auth_tenant_valid(arg)) {
+			fprintf(stderr,
+				"station-sandboxd: --tenant \"%s\": use 1-64 of [a-z0-9-], not "
+				"starting with '-'\n",
+				arg);
+			return -EINVAL;
+		}
+		o->mc.tenant = arg;
+		return 0;
+	case OPT_TENANT_IMAGES:
+		o->mc.tenant_images = o->tenant_lists[0];
+		return parse_tenant_list(o, 0, "--tenant-images", arg, tenant_image_valid,
+					 "NAME@sha256:<64 hex>, sha256:<64 hex> or REPO@*");
+	case OPT_TENANT_SECCOMP:
+		o->mc.tenant_seccomp_profiles = o->tenant_lists[1];
+		return parse_tenant_list(o, 1, "--tenant-seccomp-profiles", arg,
+					 tenant_profile_valid, "a profile name");
+	default:
+		o->mc.tenant_networks = o->tenant_lists[2];
+		return parse_tenant_list(o, 2, "--tenant-networks", arg, tenant_network_valid,
+					 "none, bridge or restricted");
+	}
 }
 
 /* --pool IMAGE[,size=N][,network=none|bridge][,seccomp=PROFILE] (manager.h); what the store
@@ -497,6 +598,11 @@ static int parse_safety_option(struct options *o, int c, const char *arg)
 		return parse_adapters(&o->mc, arg);
 	case OPT_POOL:
 		return parse_pool(o, arg);
+	case OPT_TENANT:
+	case OPT_TENANT_IMAGES:
+	case OPT_TENANT_SECCOMP:
+	case OPT_TENANT_NETWORKS:
+		return parse_tenant_option(o, c, arg);
 	case OPT_LXCFS:
 		if (strcmp(arg, "auto") && strcmp(arg, "off") && arg[0] != '/') {
 			fprintf(stderr, "station-sandboxd: --lxcfs is auto, off or the absolute "
@@ -789,6 +895,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "dns-upstream", required_argument, NULL, OPT_DNS_UPSTREAM },
 		{ "network-allow", required_argument, NULL, OPT_NETWORK_ALLOW },
 		{ "pool", required_argument, NULL, OPT_POOL },
+		{ "tenant", required_argument, NULL, OPT_TENANT },
+		{ "tenant-images", required_argument, NULL, OPT_TENANT_IMAGES },
+		{ "tenant-seccomp-profiles", required_argument, NULL, OPT_TENANT_SECCOMP },
+		{ "tenant-networks", required_argument, NULL, OPT_TENANT_NETWORKS },
 		{ "lxcfs", required_argument, NULL, OPT_LXCFS },
 		{ "mcp", no_argument, NULL, OPT_MCP },
 		{ "mcp-option", required_argument, NULL, OPT_MCP_OPTION },

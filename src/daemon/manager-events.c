@@ -27,7 +27,8 @@ struct event_rec {
 	uint64_t seq;
 	enum manager_event_kind kind;
 	char ws_id[PROTO_MAX_ID + 1];
-	char *text; /* the event's JSON */
+	char tenant[MANAGER_TENANT_MAX + 1]; /* the workspace's; "" the operator's */
+	char *text;			     /* the event's JSON */
 };
 
 struct events_sub {
@@ -145,7 +146,8 @@ void manager_events_free(struct manager *m)
 }
 
 void manager_event_emit(struct manager *m, enum manager_event_kind kind, const char *change,
-			const char *id, const char *ws_id, const char *state, const char *reason)
+			const char *id, const char *ws_id, const char *tenant, const char *state,
+			const char *reason)
 {
 	struct manager_events *ev = m->events;
 	struct event_rec *rec;
@@ -176,6 +178,7 @@ void manager_event_emit(struct manager *m, enum manager_event_kind kind, const c
 	rec = &ev->ring[(ev->start + ev->n) % ev->cap];
 	*rec = (struct event_rec){ .seq = seq, .kind = kind, .text = text };
 	snprintf(rec->ws_id, sizeof rec->ws_id, "%s", ws_id);
+	snprintf(rec->tenant, sizeof rec->tenant, "%s", tenant ? tenant : "");
 	ev->n++;
 	if (ev->subs)
 		event_source_set_time(ev->notify, 0);
@@ -222,6 +225,8 @@ int manager_events_next(struct manager *m, uint64_t after, const struct manager_
 			continue;
 		if (f && f->kinds && !(f->kinds & (1u << rec->kind)))
 			continue;
+		if (f && f->tenant && strcmp(f->tenant, rec->tenant) != 0)
+			continue;
 		*ret = (struct manager_event){ .seq = rec->seq, .text = rec->text };
 		return 1;
 	}
@@ -255,5 +260,6 @@ void workspace_event(struct workspace *ws, enum manager_event_kind kind, const c
 		     const char *id, const char *state, const char *reason)
 {
 	if (!ws->pool)
-		manager_event_emit(ws->m, kind, change, id, ws->row.id, state, reason);
+		manager_event_emit(ws->m, kind, change, id, ws->row.id, ws->row.tenant, state,
+				   reason);
 }

@@ -48,7 +48,70 @@ void manager_adapters_init(struct manager *m)
 		image_store_set_limits(m->actx.images, &m->cfg.image_limits);
 }
 
-static json_t *image_to_json(struct manager *m, const struct image *img)
+/* --- owners: who imported or pulled an image (docs/security.md, "The tenant boundary") --- */
+
+struct image_owners {
+	struct image_owner_row *rows;
+	size_t n;
+};
+
+static void image_owners_done(struct image_owners *o)
+{
+	for (size_t i = 0; i < o->n; i++)
+		image_owner_row_free(&o->rows[i]);
+	free(o->rows);
+	*o = (struct image_owners){ 0 };
+}
+
+static int image_owners_load(struct manager *m, struct image_owners *ret)
+{
+	*ret = (struct image_owners){ 0 };
+	return store_image_owner_list(m->store, &ret->rows, &ret->n);
+}
+
+/* The tenant digest is recorded as: "" the operator's (no rows, or a row of the operator's);
+ * else the viewer's own row, or (no viewer) the first tenant's. NULL: the viewer does not see
+ * it. */
+static const char *image_owner(const struct manager *m, const struct image_owners *o,
+			       const char *digest)
+{
+	const char *first = NULL;
+	bool any = false;
+
+	for (size_t i = 0; i < o->n; i++) {
+		if (strcmp(o->rows[i].digest, digest) != 0)
+			continue;
+		any = true;
+		if (!o->rows[i].tenant[0])
+			return "";
+		if (m->viewer && strcmp(o->rows[i].tenant, m->viewer) == 0)
+			return m->viewer;
+		if (!first)
+			first = o->rows[i].tenant;
+	}
+	if (!any)
+		return "";
+	return m->viewer ? NULL : first;
+}
+
+/* Whether the viewer sees the image this reference names (an unparsable one: yes, the lookup
+ * says what is wrong with it). */
+bool manager_image_visible(struct manager *m, const char *ref)
+{
+	struct image_owners o;
+	struct image_ref parsed;
+	bool seen;
+
+	if (!m->viewer || image_ref_parse(ref, &parsed, NULL) < 0)
+		return true;
+	if (image_owners_load(m, &o) < 0)
+		return false;
+	seen = image_owner(m, &o, parsed.digest) != NULL;
+	image_owners_done(&o);
+	return seen;
+}
+
+static json_t *image_to_json(struct manager *m, const struct image *img, const char *owner)
 {
 	char ref[IMAGE_NAME_MAX + IMAGE_DIGEST_MAX + 2];
 	snprintf(ref, sizeof ref, "%s%s%s", img->name ? img->name : "", img->name ? "@" : "",
@@ -57,7 +120,7 @@ static json_t *image_to_json(struct manager *m, const struct image *img)
 	for (size_t i = 0; img->config.env && img->config.env[i]; i++)
 		json_array_append_new(env, json_string(img->config.env[i]));
 	for (struct workspace *ws = m->workspaces; ws; ws = ws->next) {
-		if (ws->pool) /* unclaimed pool members go with the image */
+		if (ws->pool || !workspace_visible(m, ws)) /* unclaimed pool members go with it */
 			continue;
 		const char *wi = json_string_value(json_object_get(ws->spec, "image"));
 		const char *at = wi ? strrchr(wi, '@') : NULL;
@@ -69,8 +132,11 @@ static json_t *image_to_json(struct manager *m, const struct image *img)
 			      "layers", (json_int_t)img->n_layers, "config", "user",
 			      img->config.user, "env", env, "workdir", img->config.workdir,
 			      "usedBy", used);
-	if (o)
+	if (o) {
 		json_set_time(o, "createdAt", img->created);
+		json_object_set_new(o, "tenant",
+				    owner && owner[0] ? json_string(owner) : json_null());
+	}
 	return o;
 }
 
@@ -215,6 +281,8 @@ struct image_job {
 	char what[IMAGE_NAME_MAX + 64];
 	image_job_done_fn done;
 	void *userdata;
+	char tenant[MANAGER_TENANT_MAX + 1]; /* who asked: "" the operator */
+	bool existed;			     /* the image was stored before */
 };
 
 struct job_request {
@@ -321,6 +389,34 @@ static int job_result(struct image_job *j, int status, char *digest, struct stat
 	return r;
 }
 
+/* Records who asked for the image. An image stored before with no owner is the operator's:
+ * that is recorded first, so a tenant's pull of it does not make it the tenant's alone. */
+static int image_owner_record(struct image_job *j, const struct image *img, struct station_error *e)
+{
+	struct manager *m = j->m;
+	struct image_owners o;
+	bool owned = false;
+	int r = 0;
+
+	if (j->tenant[0] && j->existed) {
+		r = image_owners_load(m, &o);
+		for (size_t i = 0; r >= 0 && i < o.n && !owned; i++)
+			owned = strcmp(o.rows[i].digest, img->digest) == 0;
+		if (r >= 0)
+			image_owners_done(&o);
+		if (r >= 0 && !owned)
+			r = store_image_owner_add(m->store, img->digest, "");
+	}
+	if (r >= 0)
+		r = store_image_owner_add(m->store, img->digest, j->tenant);
+	if (r < 0)
+		return station_error_set(e, r, NULL,
+					 "image %s is stored but its owner was not "
+					 "recorded: %s",
+					 img->digest, strerror(-r));
+	return 0;
+}
+
 static void job_finish(struct image_job *j)
 {
 	struct station_error e = {};
@@ -335,10 +431,18 @@ static void job_finish(struct image_job *j)
 	r = job_result(j, status, digest, &e);
 	if (r >= 0)
 		r = image_lookup(j->m->actx.images, digest, &img, &e);
+	if (r >= 0)
+		r = image_owner_record(j, img, &e);
 	if (r >= 0) {
-		log_info("image stored", "digest", img->digest, "from", j->what, NULL);
+		log_info("image stored", "digest", img->digest, "from", j->what, "tenant",
+			 j->tenant, NULL);
 		manager_ready_kick(j->m); /* the default image may be there now */
-		image = image_to_json(j->m, img);
+		const char *viewer = j->m->viewer;
+		j->m->viewer = j->tenant[0] ? j->tenant : NULL; /* the answer is for who asked */
+		image = image_to_json(j->m, img, j->tenant);
+		j->m->viewer = viewer;
+		image_free(img);
+	} else if (img) {
 		image_free(img);
 	} else {
 		r = image_error(r, j->field, &e);
@@ -396,6 +500,12 @@ static int job_start(struct manager *m, const struct job_request *jr, const char
 				 .field = field,
 				 .done = done,
 				 .userdata = userdata };
+	snprintf(j->tenant, sizeof j->tenant, "%s", m->viewer ? m->viewer : "");
+	if (jr->ref) {
+		struct image *img = NULL;
+		j->existed = image_lookup(m->actx.images, jr->ref, &img, NULL) >= 0;
+		image_free(img);
+	}
 	if (jr->layout_fd >= 0)
 		snprintf(j->what, sizeof j->what, "layout \"%s\"", jr->path);
 	else
@@ -495,23 +605,65 @@ int manager_image_list(struct manager *m, json_t **ret, struct station_error *e)
 		r = image_list(m->actx.images, &imgs, &n);
 	if (r < 0)
 		return station_error_set(e, r, NULL, "cannot list images: %s", strerror(-r));
+	struct image_owners o;
+	r = image_owners_load(m, &o);
+	if (r < 0) {
+		image_free_array(imgs, n);
+		return station_error_set(e, r, NULL, "cannot list images: %s", strerror(-r));
+	}
 	json_t *a = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, image_to_json(m, &imgs[i]));
+	for (size_t i = 0; i < n; i++) {
+		const char *owner = image_owner(m, &o, imgs[i].digest);
+		if (owner)
+			json_array_append_new(a, image_to_json(m, &imgs[i], owner));
+	}
+	image_owners_done(&o);
 	image_free_array(imgs, n);
 	*ret = json_pack("{s:o}", "images", a);
+	return 0;
+}
+
+/* A tenant removes only an image it alone recorded; another tenant's is missing to it. */
+static int image_remove_check(struct manager *m, const struct image_owners *o,
+			      const struct image *img, const char *ref, struct station_error *e)
+{
+	const char *owner = image_owner(m, o, img->digest);
+	bool shared = false;
+
+	if (!owner)
+		return image_error_not_in_store(ref, e);
+	for (size_t i = 0; i < o->n; i++)
+		if (strcmp(o->rows[i].digest, img->digest) == 0 &&
+		    strcmp(o->rows[i].tenant, m->viewer) != 0)
+			shared = true;
+	if (!owner[0] || shared)
+		return station_error_set(
+			e, STATION_EFORBIDDEN, NULL,
+			"image %s is the operator's or shared with another tenant: "
+			"only an admin token removes it",
+			img->digest);
 	return 0;
 }
 
 int manager_image_remove(struct manager *m, const char *ref, struct station_error *e)
 {
 	struct image *img = NULL;
+	struct image_owners owners = { 0 };
 	int r = images_available(m, e);
+	/* a tenant: another tenant's image answers as a missing one; the owners are read first
+	 * either way, so both take the same steps */
+	if (r >= 0 && m->viewer && (r = image_owners_load(m, &owners)) < 0)
+		station_error_set(e, r, NULL, "cannot read the image owners: %s", strerror(-r));
 	if (r >= 0)
 		r = image_lookup(m->actx.images, ref, &img, e);
-	if (r < 0)
+	if (r >= 0 && m->viewer)
+		r = image_remove_check(m, &owners, img, ref, e);
+	image_owners_done(&owners);
+	if (r < 0) {
+		image_free(img);
 		return r;
-	json_t *o = image_to_json(m, img);
+	}
+	json_t *o = image_to_json(m, img, NULL);
 	json_t *used = json_object_get(o, "usedBy");
 	if (json_array_size(used) > 0) {
 		_cleanup_free_ char *ids = json_dumps(used, JSON_COMPACT);
@@ -523,6 +675,8 @@ int manager_image_remove(struct manager *m, const char *ref, struct station_erro
 		pool_image_remove(m, img->digest);
 	if (r >= 0)
 		r = image_remove(m->actx.images, img->digest, e);
+	if (r >= 0)
+		store_image_owner_remove(m->store, img->digest);
 	image_free(img);
 	return r;
 }

@@ -161,9 +161,17 @@ struct manager {
 	struct event_source *ready_timer;
 	struct ready_waiter *ready_waiters;
 	struct manager_events *events; /* manager-events.c */
+	/* manager_set_viewer(): the tenant the request being served may see (NULL: all) */
+	const char *viewer;
 	struct manager_tokens *tokens; /* manager-token.c */
 	struct manager_audit *audit;   /* manager-audit.c */
 };
+
+/* manager-tenant.c: ws is the viewer's to see (manager_set_viewer()). */
+bool workspace_visible(const struct manager *m, const struct workspace *ws);
+/* GET /v1/worker: "tenant" (a private worker's, else null), "tenantPolicy" (the allow lists);
+ * for a tenant viewer, "workspaces" counts its own. */
+void manager_tenant_worker_json(struct manager *m, json_t *o);
 
 /* manager-token.c, manager-audit.c */
 int manager_tokens_init(struct manager *m);
@@ -181,7 +189,8 @@ int manager_events_init(struct manager *m);
 void manager_events_free(struct manager *m);
 /* change: created, state, ended, deleted; state and reason may be NULL. */
 void manager_event_emit(struct manager *m, enum manager_event_kind kind, const char *change,
-			const char *id, const char *ws_id, const char *state, const char *reason);
+			const char *id, const char *ws_id, const char *tenant, const char *state,
+			const char *reason);
 /* The same for something of ws (none while ws is an unclaimed pool member). */
 void workspace_event(struct workspace *ws, enum manager_event_kind kind, const char *change,
 		     const char *id, const char *state, const char *reason);

@@ -352,14 +352,23 @@ static int member_claim(struct workspace *ws, const struct workspace_spec *spec,
 	char *spec_json = json_dumps(resolved, JSON_COMPACT);
 	if (!spec_json)
 		return -ENOMEM;
+	char *tenant = strdup(spec->tenant ? spec->tenant : "");
+	if (!tenant) {
+		free(spec_json);
+		return -ENOMEM;
+	}
 	struct workspace_row row = ws->row;
 	row.spec_json = spec_json;
+	row.tenant = tenant;
 	row.created_at = row.updated_at = realtime_usec();
 	r = store_pool_claim(ws->m->store, &row);
 	if (r < 0) {
 		free(spec_json);
+		free(tenant);
 		return r;
 	}
+	free(ws->row.tenant);
+	ws->row.tenant = tenant;
 	free(ws->row.spec_json);
 	ws->row.spec_json = spec_json;
 	ws->row.created_at = ws->row.updated_at = row.created_at;

@@ -133,7 +133,8 @@ static int workspace_lookup_quiet(struct manager *m, const char *id, struct work
 				  struct station_error *e)
 {
 	struct workspace *ws = workspace_find(m, id);
-	if (!ws || ws->pool) /* an unclaimed pool member is no client's */
+	/* an unclaimed pool member is no client's; another tenant's answers as a missing one */
+	if (!ws || ws->pool || !workspace_visible(m, ws))
 		return station_error_set(e, -ENOENT, NULL, "workspace \"%s\" not found", id);
 	*ret = ws;
 	return 0;
@@ -583,7 +584,7 @@ static const struct adapter_ops *spec_adapter(struct manager *m, const struct wo
 }
 
 static int workspace_row_new(struct manager *m, const struct adapter_ops *ops, json_t *spec,
-			     struct workspace **ret, struct station_error *e)
+			     const char *tenant, struct workspace **ret, struct station_error *e)
 {
 	char id[128];
 	random_id("", 26, id + snprintf(id, sizeof id, "%s-", m->cfg.worker), 64);
@@ -594,9 +595,10 @@ static int workspace_row_new(struct manager *m, const struct adapter_ops *ops, j
 		.state = WORKSPACE_CREATING,
 		.spec_json = json_dumps(spec, JSON_COMPACT),
 		.created_at = realtime_usec(),
+		.tenant = strdup(tenant ? tenant : ""),
 	};
 	row.updated_at = row.created_at;
-	int r = workspace_new(m, &row, ret);
+	int r = row.tenant ? workspace_new(m, &row, ret) : -ENOMEM;
 	workspace_row_free(&row);
 	if (r < 0)
 		return station_error_set(e, r, NULL, "cannot create a workspace: %s", strerror(-r));
@@ -1225,7 +1227,7 @@ int workspace_make(struct manager *m, const struct workspace_spec *spec, const c
 		r = alloc_id_base(m, spec_json, e);
 	struct workspace *ws = NULL;
 	if (r >= 0)
-		r = workspace_row_new(m, ops, spec_json, &ws, e);
+		r = workspace_row_new(m, ops, spec_json, spec->tenant, &ws, e);
 	json_decref(spec_json);
 	if (r >= 0 && pool_key) {
 		r = store_pool_member_insert(m->store, ws->row.id, pool_key);
@@ -1293,7 +1295,7 @@ int manager_workspace_list(struct manager *m, json_t **ret, struct station_error
 {
 	json_t *a = json_array();
 	for (struct workspace *ws = m->workspaces; ws; ws = ws->next)
-		if (!ws->pool)
+		if (!ws->pool && workspace_visible(m, ws))
 			json_array_append_new(a, workspace_to_json(ws));
 	*ret = json_pack("{s:o}", "workspaces", a);
 	return 0;
@@ -1384,7 +1386,8 @@ int manager_workspace_delete(struct manager *m, const char *id, workspace_op_fn 
 	 * the record still there): on a full disk nothing is touched. */
 	char msg[PATH_MAX + 128];
 	unsigned long long avail = 0;
-	if (workspace_find(m, id) && !store_has_room(m, &avail, msg, sizeof msg))
+	struct workspace *ws = workspace_find(m, id);
+	if (ws && workspace_visible(m, ws) && !store_has_room(m, &avail, msg, sizeof msg))
 		return station_error_set(e, -ENOSPC, NULL,
 					 "workspace \"%s\" was not deleted and is unchanged: %s; "
 					 "free space and delete it again",
@@ -1602,6 +1605,7 @@ json_t *manager_worker(struct manager *m)
 	json_object_set_new(o, "capacity", manager_capacity_json(m));
 	json_object_set_new(o, "networks", manager_network_worker_json(m));
 	json_object_set_new(o, "pools", manager_pools_json(m));
+	manager_tenant_worker_json(m, o);
 	if (m->cfg.allow_host)
 		json_object_set_new(o, "hostUser",
 				    m->cfg.host_user_set ?

@@ -68,7 +68,16 @@ struct manager_config {
 	 * mount point of an lxcfs the operator runs (daemon/lxcfs.h). */
 	const char *lxcfs;
 	unsigned create_concurrency; /* creates and restarts at once; 0: cores x 2 */
-	int runtime_timeout_ms;	     /* per runtime call; 0: the runtime's default (30 s) */
+	/* Tenants (manager-tenant.c): --tenant makes a private worker, whose creates by another
+	 * tenant are refused (NULL: any tenant). What a tenant's create may name, from the
+	 * operator's allow lists, each NULL-terminated: images as digest references
+	 * (name@sha256:…, sha256:…) or "repo@*" (any digest of repo); NULL: the default image
+	 * only. Seccomp profile names; NULL: "default" only. Network modes; NULL: "none" only. */
+	const char *tenant;
+	const char *const *tenant_images;
+	const char *const *tenant_seccomp_profiles;
+	const char *const *tenant_networks;
+	int runtime_timeout_ms; /* per runtime call; 0: the runtime's default (30 s) */
 };
 
 struct pool_config {
@@ -86,6 +95,37 @@ int pool_config_parse(char *buf, struct pool_config *ret, char *err, size_t err_
 
 int manager_new(struct event_loop *loop, struct store *store, const struct manager_config *cfg,
 		struct manager **ret);
+
+/* Tenants (manager-tenant.c, docs/security.md "The tenant boundary"). Every workspace records its tenant ("" for the
+ * operator's); its runs, services, terminals, files and secrets are the workspace's.
+ *
+ * The viewer: while it is set, every call that names a workspace (or something in one) by id
+ * treats another tenant's as missing, through the same lookup and with the same error as an
+ * id that does not exist; lists show the viewer's only; an image is seen when the operator's or
+ * the viewer's. The API layer sets it for each request it dispatches to the principal's tenant
+ * and clears it after (NULL: everything, the operator's view); the string must outlive that.
+ * An image imported or pulled while a viewer is set is recorded as that tenant's. */
+#define MANAGER_TENANT_MAX 64
+void manager_set_viewer(struct manager *m, const char *tenant);
+const char *manager_viewer(const struct manager *m);
+/* The workspaces of tenant (those being created included, pool members not). */
+size_t manager_tenant_workspaces(const struct manager *m, const char *tenant);
+/* What a principal's workspace create may have, before manager_workspace_create(): sets
+ * spec->tenant; for a tenant, refuses (STATION_EFORBIDDEN, naming the field and what is
+ * allowed) the host adapter, an image, profile or network off the allow lists, cpus,
+ * memoryMb or pidsLimit above the token's limits, and (-EAGAIN) a create beyond its
+ * workspaces limit; fills absent limits with the token's caps where they are lower than the
+ * worker's defaults. On a private worker another tenant's create is refused. */
+struct auth_principal;
+struct workspace_spec;
+int manager_tenant_admit(struct manager *m, const struct auth_principal *p,
+			 struct workspace_spec *spec, struct station_error *e);
+/* Whether the viewer sees the image ref names: the operator's images and its own. */
+bool manager_image_visible(struct manager *m, const char *ref);
+/* Whether a tenant may import or pull this reference (the image allow list): 0, or
+ * STATION_EFORBIDDEN naming the list. */
+int manager_tenant_image_allowed(struct manager *m, const char *ref, const char *field,
+				 struct station_error *e);
 /* Resolves cfg.pools (images and profiles in the store, network available) and arms their
  * refill; -EINVAL with e naming the bad pool. Before manager_start(). */
 int manager_pools_setup(struct manager *m, struct station_error *e);
@@ -145,6 +185,7 @@ struct workspace_spec {
 	uint64_t memory_mb;  /* 0: the worker's default (--default-memory-mb) */
 	uint64_t pids_limit; /* 0: the worker's default (--default-pids-limit) */
 	uint64_t idle_timeout_ms; /* 0: never stopped for being idle (manager-idle.c) */
+	const char *tenant;	  /* who the workspace is for; NULL or "": the operator */
 };
 /* idleTimeoutMs: 0 (none) or in this range */
 #define WORKSPACE_MIN_IDLE_TIMEOUT_MS 1000u
@@ -541,8 +582,9 @@ const char *manager_event_kind_to_string(enum manager_event_kind k);
 int manager_event_kind_from_string(const char *s);
 
 struct manager_event_filter {
-	const char *ws_id; /* NULL: every workspace */
-	unsigned kinds;	   /* bit per manager_event_kind; 0: all */
+	const char *ws_id;  /* NULL: every workspace */
+	unsigned kinds;	    /* bit per manager_event_kind; 0: all */
+	const char *tenant; /* NULL: every tenant's; else only this tenant's workspaces' */
 };
 struct manager_event {
 	uint64_t seq;

@@ -43,6 +43,8 @@ struct image_ref {
 };
 
 int image_ref_parse(const char *s, struct image_ref *ret, struct station_error *e);
+/* -ENOENT, field "image": what image_lookup() says of a reference the store does not hold. */
+int image_error_not_in_store(const char *ref, struct station_error *e);
 /* True for "sha256:" followed by exactly 64 lower-case hex digits. */
 bool image_digest_is_valid(const char *digest);
 

@@ -502,7 +502,7 @@ int image_record_find(struct image_store *s, const char *digest, char **ret)
 	return 0;
 }
 
-static int not_in_store(const char *ref, struct station_error *e)
+int image_error_not_in_store(const char *ref, struct station_error *e)
 {
 	return station_error_set(e, -ENOENT, "image",
 				 "image %s not in store (import it with 'station-sandbox image "
@@ -522,7 +522,7 @@ int image_lookup(struct image_store *s, const char *ref, struct image **ret,
 		return r;
 	r = image_record_find(s, parsed.digest, &path);
 	if (r == -ENOENT)
-		return not_in_store(ref, e);
+		return image_error_not_in_store(ref, e);
 	if (r < 0)
 		return station_error_set(e, r, NULL, "image %s: cannot read the store: %s", ref,
 					 strerror(-r));
@@ -680,7 +680,7 @@ int image_remove(struct image_store *s, const char *ref, struct station_error *e
 		return station_error_set(e, r, NULL, "image store: cannot lock: %s", strerror(-r));
 	r = image_record_find(s, parsed.digest, &path);
 	if (r == -ENOENT)
-		r = not_in_store(ref, e);
+		r = image_error_not_in_store(ref, e);
 	else if (r >= 0 && unlink(path) < 0)
 		r = station_error_set(e, negative_errno(), NULL, "image %s: cannot remove: %m",
 				      ref);

@@ -8,7 +8,7 @@
 
 #define WORKSPACE_COLUMNS                                                                          \
 	"id, worker, adapter, state, reason, spec_json, cgroup, agent_secret, agent_pid, "         \
-	"created_at, updated_at"
+	"created_at, updated_at, tenant"
 
 void workspace_row_free(struct workspace_row *r)
 {
@@ -21,6 +21,7 @@ void workspace_row_free(struct workspace_row *r)
 	free(r->spec_json);
 	free(r->cgroup);
 	free(r->agent_secret);
+	free(r->tenant);
 	*r = (struct workspace_row){};
 }
 
@@ -34,6 +35,7 @@ static void bind_mutable(struct store_binder *b, const struct workspace_row *r)
 	store_bind_text(b, r->agent_secret);
 	store_bind_i64(b, r->agent_pid);
 	store_bind_u64(b, r->updated_at);
+	store_bind_text(b, r->tenant ? r->tenant : "");
 }
 
 int store_workspace_insert(struct store *s, const struct workspace_row *r)
@@ -46,8 +48,8 @@ int store_workspace_insert(struct store *s, const struct workspace_row *r)
 		return -EINVAL;
 	k = store_prepare(s,
 			  "INSERT INTO workspaces (state, reason, spec_json, cgroup, agent_secret, "
-			  "agent_pid, updated_at, id, worker, adapter, created_at) "
-			  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			  "agent_pid, updated_at, tenant, id, worker, adapter, created_at) "
+			  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 			  &st);
 	if (k < 0)
 		return k;
@@ -69,10 +71,11 @@ int store_workspace_update(struct store *s, const struct workspace_row *r)
 
 	if (!s || !r || !r->id)
 		return -EINVAL;
-	k = store_prepare(s,
-			  "UPDATE workspaces SET state = ?, reason = ?, spec_json = ?, cgroup = ?, "
-			  "agent_secret = ?, agent_pid = ?, updated_at = ? WHERE id = ?",
-			  &st);
+	k = store_prepare(
+		s,
+		"UPDATE workspaces SET state = ?, reason = ?, spec_json = ?, cgroup = ?, "
+		"agent_secret = ?, agent_pid = ?, updated_at = ?, tenant = ? WHERE id = ?",
+		&st);
 	if (k < 0)
 		return k;
 	b = STORE_BINDER(st);
@@ -118,6 +121,7 @@ static int workspace_read(sqlite3_stmt *st, void *userdata, void *ret)
 	w.agent_pid = store_read_i64(&rd);
 	w.created_at = store_read_u64(&rd);
 	w.updated_at = store_read_u64(&rd);
+	store_read_text(&rd, &w.tenant);
 	if (rd.err < 0) {
 		workspace_row_free(&w);
 		return rd.err;

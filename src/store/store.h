@@ -40,12 +40,13 @@ struct workspace_row {
 	int64_t agent_pid;  /* 0 when none */
 	uint64_t created_at;
 	uint64_t updated_at;
+	char *tenant; /* "" (or NULL before insert): the operator's; else the tenant's name */
 };
 void workspace_row_free(struct workspace_row *r);
 
 int store_workspace_insert(struct store *s, const struct workspace_row *r);
 /* Replaces every mutable column (state, reason, spec_json, cgroup, agent_secret, agent_pid,
- * updated_at) of the row with r->id. -ENOENT when absent. */
+ * updated_at, tenant) of the row with r->id. -ENOENT when absent. */
 int store_workspace_update(struct store *s, const struct workspace_row *r);
 int store_workspace_delete(struct store *s, const char *id); /* its runs go too */
 int store_workspace_get(struct store *s, const char *id, struct workspace_row *ret);
@@ -63,8 +64,20 @@ int store_pool_member_insert(struct store *s, const char *workspace_id, const ch
 /* Every member, oldest first. */
 int store_pool_member_list(struct store *s, struct pool_member_row **ret, size_t *ret_n);
 /* In one transaction: r->id stops being a member (-ENOENT when it was not one: nothing is
- * changed) and its spec_json, created_at and updated_at become r's. */
+ * changed) and its spec_json, created_at, updated_at and tenant become r's. */
 int store_pool_claim(struct store *s, const struct workspace_row *r);
+
+/* Image owners (store-image.c): a row per tenant that imported or pulled the image with this
+ * digest ("" the operator); an image without rows is the operator's. add is idempotent; remove
+ * drops every row of the digest. */
+struct image_owner_row {
+	char *digest;
+	char *tenant;
+};
+void image_owner_row_free(struct image_owner_row *r);
+int store_image_owner_add(struct store *s, const char *digest, const char *tenant);
+int store_image_owner_remove(struct store *s, const char *digest);
+int store_image_owner_list(struct store *s, struct image_owner_row **ret, size_t *ret_n);
 
 /* Idempotency keys (store-idempotency.c): one row per (scope, key), scope being the request's
  * path. */

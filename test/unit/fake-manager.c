@@ -814,6 +814,31 @@ void manager_events_unsubscribe(struct events_sub *s)
 {
 }
 
+/* Tenants: the fake serves the operator's view; the HTTP layer's scoping calls land here. */
+static const char *fake_viewer;
+
+void manager_set_viewer(struct manager *m, const char *tenant)
+{
+	fake_viewer = tenant && tenant[0] ? tenant : NULL;
+}
+
+const char *manager_viewer(const struct manager *m)
+{
+	return fake_viewer;
+}
+
+int manager_tenant_admit(struct manager *m, const struct auth_principal *p,
+			 struct workspace_spec *spec, struct station_error *e)
+{
+	return 0;
+}
+
+int manager_tenant_image_allowed(struct manager *m, const char *ref, const char *field,
+				 struct station_error *e)
+{
+	return 0;
+}
+
 int manager_token_create(struct manager *m, json_t *body, json_t **ret, struct station_error *e)
 {
 	return station_error_set(e, -ENOSYS, NULL, "no tokens in the fake manager");

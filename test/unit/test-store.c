@@ -963,3 +963,43 @@ Test(store, idempotency_keys)
 	cr_assert_eq(sql_int("SELECT count(*) FROM idempotency_keys"), 1);
 	cr_assert_eq(store_idempotency_get(store, "/v1/workspaces/w1-a/commands", "k", 0, &got), 0);
 }
+
+Test(store, workspace_tenant_recorded_and_updated)
+{
+	struct workspace_row w = ws("w1-t", 10), got = {};
+
+	/* no tenant given: the operator's ("") */
+	cr_assert_eq(store_workspace_insert(store, &w), 0);
+	cr_assert_eq(store_workspace_get(store, "w1-t", &got), 0);
+	cr_assert_str_eq(got.tenant, "");
+	workspace_row_free(&got);
+	w.tenant = "tenant-a";
+	cr_assert_eq(store_workspace_update(store, &w), 0);
+	cr_assert_eq(store_workspace_get(store, "w1-t", &got), 0);
+	cr_assert_str_eq(got.tenant, "tenant-a");
+	workspace_row_free(&got);
+	cr_assert_eq(sql_int("SELECT count(*) FROM workspaces WHERE tenant = 'tenant-a'"), 1);
+}
+
+Test(store, image_owners_add_list_remove)
+{
+	struct image_owner_row *rows = NULL;
+	size_t n = 99;
+
+	cr_assert_eq(store_image_owner_list(store, &rows, &n), 0);
+	cr_assert_eq(n, 0);
+	free(rows);
+	cr_assert_eq(store_image_owner_add(store, "sha256:aa", ""), 0);
+	cr_assert_eq(store_image_owner_add(store, "sha256:aa", "tenant-a"), 0);
+	cr_assert_eq(store_image_owner_add(store, "sha256:aa", "tenant-a"), 0, "add is idempotent");
+	cr_assert_eq(store_image_owner_add(store, "sha256:bb", "tenant-b"), 0);
+	cr_assert_eq(store_image_owner_list(store, &rows, &n), 0);
+	cr_assert_eq(n, 3);
+	cr_assert_str_eq(rows[1].tenant, "tenant-a");
+	for (size_t i = 0; i < n; i++)
+		image_owner_row_free(&rows[i]);
+	free(rows);
+	cr_assert_eq(store_image_owner_remove(store, "sha256:aa"), 0);
+	cr_assert_eq(sql_int("SELECT count(*) FROM image_owners"), 1);
+	cr_assert_eq(store_image_owner_add(store, NULL, ""), -EINVAL);
+}

@@ -62,6 +62,8 @@ export interface WorkerInfo {
   runtime: string;
   cgroup: string;
   workspaces: number;
+  /** The one tenant a private worker serves (--tenant); null on a shared worker. */
+  tenant?: string | null;
   limits: WorkerLimits;
   /** Free and used capacity (workers that report it). */
   capacity?: {
@@ -82,6 +84,8 @@ interface WorkspaceBase {
   /** `<worker>-<26 chars of [a-z2-7]>`. */
   id: string;
   worker: string;
+  /** The tenant whose token created it; null: the operator's. */
+  tenant?: string | null;
   state: WorkspaceState;
   reason: string | null;
   home: string;
@@ -300,6 +304,8 @@ export interface Image {
   layers: number;
   config: ImageConfig;
   usedBy: string[];
+  /** null: the operator's image; else the tenant that pulled it. */
+  tenant?: string | null;
   createdAt: string;
 }
 
