@@ -32,21 +32,6 @@ while True:
 ' "$P9" "$HUNG_LOG" &
 HUNG_PID=$!
 
-# token_hash TOKEN: as the controller stores it.
-token_hash() {
-	printf '%s' "$1" | sha256sum | cut -d' ' -f1
-}
-
-# add_token DB NAME TOKEN: one more token a stopped controller takes.
-add_token() {
-	python3 -c '
-import sqlite3, sys, time
-db = sqlite3.connect(sys.argv[1])
-db.execute("INSERT INTO tokens (name, hash, created_at) VALUES (?, ?, ?)", (sys.argv[2], sys.argv[3], int(time.time())))
-db.commit()
-' "$1" "$2" "$(token_hash "$3")"
-}
-
 # Controllers besides lib.sh's own (w1): NAME → pid, root in $TMP/NAME.
 declare -A XPID
 start_extra() {
@@ -54,7 +39,7 @@ start_extra() {
 	mkdir -p "$root"
 	"$DAEMON" --root "$root" --worker "$name" --log-format text --network-range none \
 		--adapters host --default-adapter host --listen "tcp:127.0.0.1:$port" \
-		>>"$root/controller.log" 2>&1 </dev/null &
+		--admin-token-file "$TMP/shared.token" >>"$root/controller.log" 2>&1 </dev/null &
 	XPID[$name]=$!
 	wait_for -t 20 extra_ready "$name" "$port"
 }
@@ -95,29 +80,26 @@ tcp() {
 	BODY=$(cat "$TMP/tcp-body")
 }
 
-# The token of w1, shared by w2 and w3 (a controller that was started once, stopped, given it).
+# The token of w1, shared by w2 and w3 (given to them as their admin token file).
 require_controller --worker w1 --adapters host --listen "tcp:127.0.0.1:$P1" \
 	--workers "w1=$W1,w2=http://127.0.0.1:$P2,w3=http://127.0.0.1:$P3,w9=http://127.0.0.1:$P9" \
 	--max-wait-ms 5000
 TOKEN=$(tr -d '\n' <"$ROOT/admin.token")
-ONLY_W1=sst_only-w1-$RANDOM$RANDOM
+(umask 077 && printf '%s\n' "$TOKEN" >"$TMP/shared.token")
 for n in w2 w3; do
 	port=$([[ $n == w2 ]] && echo "$P2" || echo "$P3")
 	if ! start_extra "$n" "$port"; then
 		not_ok "controller $n starts"
 		exit 1
 	fi
-	stop_extra "$n"
-	add_token "$TMP/$n/station.db" shared "$TOKEN"
-	start_extra "$n" "$port" || {
-		not_ok "controller $n starts again"
-		exit 1
-	}
 done
 # A second token w1 takes and the others do not.
-stop_controller
-add_token "$ROOT/station.db" only-w1 "$ONLY_W1"
-require_controller "${CONTROLLER_FLAGS[@]}"
+tcp POST "$W1/v1/tokens" "$TOKEN" '{"name":"only-w1","scope":"admin"}'
+ONLY_W1=$(j .token)
+[[ $STATUS == 201 && $ONLY_W1 == sst_* ]] || {
+	not_ok "a token only w1 takes: $STATUS $(_short "$BODY")"
+	exit 1
+}
 
 worker_field() {
 	j ".workers[] | select(.name == \"$1\") | $2"

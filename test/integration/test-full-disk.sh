@@ -175,7 +175,8 @@ t_service_attempt_end() {
 	wait_for -t 60 svc_attempt_is || _fail "attempt 1 after freeing space: $BODY"
 	assert_eq 'svc-end' "$(j '.attempts[] | select(.number == 1) | .stdout' | tr -d '\n')" \
 		"the attempt's output"
-	grep -q "service attempt recorded after a store failure" "$CONTROLLER_LOG" ||
+	# listed from memory at once; written by the retry within a second or so
+	wait_for -t 60 grep -q "service attempt recorded after a store failure" "$CONTROLLER_LOG" ||
 		_fail "written by the retry"
 	wait_for -t 60 store_ok || _fail "the store check: $BODY"
 }
