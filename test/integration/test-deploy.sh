@@ -89,21 +89,17 @@ fi
 # ---------------------------------------------------------------------------------------------
 # Kubernetes
 
-# validator_install: npm ci of the pinned validator, three tries. 0 installed; 2 the registry
-# could not be reached (as the other scripts that take tools from npm, the checks then skip
-# with the reason); 1 anything else.
+# validator_install: npm ci of the pinned validator (npm's own retries, kept short: an
+# unreachable registry costs seconds, not minutes). 0 installed; 2 the registry could not be
+# reached (as the other scripts that take tools from npm, the checks then skip with the
+# reason); 1 anything else.
 validator_install() {
-	local try
-	for try in 1 2 3; do
-		if (cd "$VALIDATOR" && { npm ls --offline --all >/dev/null 2>&1 || npm ci --no-audit --no-fund; }) \
-			>"$TMP/npm.log" 2>&1; then
-			return 0
-		fi
-		grep -Eq 'EHOSTUNREACH|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|ENETUNREACH' "$TMP/npm.log" ||
-			return 1
-		sleep "$try"
-	done
-	return 2
+	(cd "$VALIDATOR" && { npm ls --offline --all >/dev/null 2>&1 ||
+		npm ci --no-audit --no-fund --fetch-retries=2 --fetch-retry-mintimeout=2000 \
+			--fetch-retry-maxtimeout=10000 --fetch-timeout=60000; }) >"$TMP/npm.log" 2>&1 && return 0
+	grep -Eq 'EHOSTUNREACH|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|ENETUNREACH' "$TMP/npm.log" &&
+		return 2
+	return 1
 }
 
 # validate FILE...: runs the validator; its output in VOUT, its exit status returned.
