@@ -194,26 +194,6 @@ static bool username_valid(const char *s, size_t n)
 	return true;
 }
 
-static const char *type_name(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-	case JSON_REAL:
-		return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	default:
-		return "null";
-	}
-}
-
 struct secret_input {
 	json_t *value; /* the body's string */
 	char *host;
@@ -236,7 +216,7 @@ static int optional_string(json_t *body, const char *field, json_t **ret, struct
 		return 0;
 	if (!json_is_string(v))
 		return station_error_set(e, -EINVAL, field, "field \"%s\" must be a string, not %s",
-					 field, type_name(v));
+					 field, json_kind_name(v));
 	*ret = v;
 	return 1;
 }
@@ -251,7 +231,8 @@ static int check_value(json_t *body, struct secret_input *in, struct station_err
 		return station_error_set(e, -EINVAL, "value", "field \"value\" is required");
 	if (!json_is_string(v))
 		return station_error_set(e, -EINVAL, "value",
-					 "field \"value\" must be a string, not %s", type_name(v));
+					 "field \"value\" must be a string, not %s",
+					 json_kind_name(v));
 	s = json_string_value(v);
 	n = json_string_length(v);
 	if (n == 0 || n > SECRET_VALUE_MAX)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "basic/cleanup.h"
+#include "basic/json-util.h"
 #include "basic/log.h"
 #include "basic/util.h"
 #include "event/event.h"
@@ -241,26 +242,6 @@ static json_t *token_to_json(const struct token *t, uint64_t now)
 
 /* ---- validation --------------------------------------------------------------------------- */
 
-static const char *type_name(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-	case JSON_REAL:
-		return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	default:
-		return "null";
-	}
-}
-
 static int check_known(json_t *o, const char *const *known, size_t n, const char *prefix,
 		       struct station_error *e)
 {
@@ -321,7 +302,7 @@ static int check_limits(json_t *body, struct auth_limits *ret, struct station_er
 	if (!json_is_object(l))
 		return station_error_set(e, -EINVAL, "limits",
 					 "field \"limits\" must be an object, not %s",
-					 type_name(l));
+					 json_kind_name(l));
 	r = check_known(l, known, ELEMENTSOF(known), "limits.", e);
 	if (r < 0)
 		return r;
