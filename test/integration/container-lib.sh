@@ -45,6 +45,27 @@ _container_skip_all() {
 	exit 0
 }
 
+# Builds the tools image into TOOLS_IMAGE, or finds it there up to date (scripts/build-tools-image,
+# minutes the first time), and sets TOOLS_DIGEST. Returns 0 when it is ready; 2 when the Debian
+# archive cannot be reached, which TOOLS_IMAGE_WHY names (the machine's network, not the image);
+# 1 on any other failure, with the build's last lines in TOOLS_IMAGE_WHY.
+tools_image_build() {
+	local rc=0 digest
+	TOOLS_DIGEST='' TOOLS_IMAGE_WHY=''
+	"$SRC/scripts/build-tools-image" "$TOOLS_IMAGE" >"$TMP/tools-image.out" 2>"$TMP/tools-image.log" || rc=$?
+	digest=$(tail -n 1 "$TMP/tools-image.out")
+	if [[ $rc -eq 0 && $digest =~ ^sha256:[0-9a-f]{64}$ ]]; then
+		TOOLS_DIGEST=$digest
+		return 0
+	fi
+	if [[ $rc -eq 75 ]]; then
+		TOOLS_IMAGE_WHY="the tools image cannot be built here: $(tail -n 1 "$TMP/tools-image.log" | sed 's/^build-tools-image: //')"
+		return 2
+	fi
+	TOOLS_IMAGE_WHY="exit $rc: $(tail -n 5 "$TMP/tools-image.log" | tr '\n' ' ')"
+	return 1
+}
+
 # Skips the whole script when the machine cannot run containers.
 container_prereqs() {
 	[[ -n $RUNTIME_BIN ]] || _container_skip_all "OCI runtime '$RUNTIME' not installed"

@@ -104,6 +104,15 @@ async function waitEditorText(page, want) {
 
 const row = (p) => `#files-tree li[data-path="${p.replace(/["\\]/g, '\\$&')}"] > .files-row`;
 
+// Waits for the editor of the file at p: the pane names p and its editor is made. Waiting for
+// an editor alone may find the one of the file open before the click.
+async function waitEditorOf(page, p) {
+	await page.waitForFunction((want) => {
+		const t = document.querySelector('#files-open-path');
+		return t && t.title === want && document.querySelector('#files-editor[data-renderer]');
+	}, p, { timeout: T });
+}
+
 // Answers the open dialog with the button of value v (after filling its input with text).
 async function answer(page, v, text) {
 	await page.waitForSelector('#files-dialog[open]', { timeout: T });
@@ -138,7 +147,7 @@ async function containerSession(page, ws) {
 	step("the link to /etc/passwd opens the container's file");
 	await page.waitForSelector(row(home + '/pw'), { timeout: T });
 	await page.click(row(home + '/pw'));
-	await page.waitForSelector('#files-editor[data-renderer]', { timeout: T });
+	await waitEditorOf(page, home + '/pw');
 	const shownPw = await editorText(page);
 	result.linkIsContainers = shownPw === (await readFile(ws, '/etc/passwd')).toString('utf8');
 	result.linkIsNotHosts = shownPw !== fs.readFileSync('/etc/passwd', 'utf8');
@@ -196,7 +205,7 @@ try {
 	await answer(page, 'create', 'app.js');
 	const app = src + '/app.js';
 	await page.waitForSelector(row(app), { timeout: T });
-	await page.waitForSelector('#files-editor[data-renderer]', { timeout: T });
+	await waitEditorOf(page, app);
 	result.renderer = await page.$eval('#files-editor', (e) => e.dataset.renderer);
 	result.language = await page.$eval('#files-editor', (e) => e.dataset.language);
 
@@ -322,7 +331,7 @@ try {
 	await page.waitForSelector(row(src + '/in-link'), { timeout: T });
 	await page.waitForSelector(row(src + '/out-link'), { timeout: T });
 	await page.click(row(src + '/in-link'));
-	await page.waitForSelector('#files-editor[data-renderer]', { timeout: T });
+	await waitEditorOf(page, src + '/in-link');
 	result.inLinkOpens = (await editorText(page)) === (await readFile(ws, app)).toString('utf8');
 	await page.click(row(src + '/out-link'));
 	await page.waitForSelector('#files-error:not([hidden])', { timeout: T });

@@ -16,12 +16,12 @@ TOOLS_IMAGE_NAME=node-tools
 container_prereqs
 
 t0=$SECONDS
-"$SRC/scripts/build-tools-image" "$TOOLS_IMAGE" >"$TMP/tools-image.out" 2>"$TMP/tools-image.log"
-TOOLS_DIGEST=$(tail -n 1 "$TMP/tools-image.out")
-if [[ ! $TOOLS_DIGEST =~ ^sha256:[0-9a-f]{64}$ ]]; then
-	not_ok "tools image builds" "$(tail -n 5 "$TMP/tools-image.log" | tr '\n' ' ')"
-	exit 1
-fi
+tools_image_build
+case $? in
+0) ;;
+2) _container_skip_all "$TOOLS_IMAGE_WHY" ;;
+*) not_ok "tools image builds" "$TOOLS_IMAGE_WHY"; exit 1 ;;
+esac
 note "tools image $TOOLS_DIGEST ready in $((SECONDS - t0)) s ($(tail -n 1 "$TMP/tools-image.log"))"
 
 if ! start_container_controller --import-dir "$TOOLS_IMAGE"; then
