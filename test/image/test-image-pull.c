@@ -123,7 +123,8 @@ static void registry_start(void)
 		 dir, port);
 	cr_assert_eq(write_file_atomic(config, text, strlen(text), 0600), 0);
 	server_spawn((char *const[]){ "docker-registry", "serve", config, NULL });
-	for (int i = 0; i < 100 && !port_open(port); i++)
+	/* Up to 60 s: a loaded machine can take seconds to start a server. */
+	for (int i = 0; i < 1200 && !port_open(port); i++)
 		sleep_ms(50);
 	cr_assert(port_open(port), "docker-registry did not start on port %d", port);
 	snprintf(cmd, sizeof cmd,
@@ -143,7 +144,7 @@ static void fake_registry_start(const char *corrupt)
 	snprintf(portfile, sizeof portfile, "%s/fake.port", dir);
 	server_spawn((char *const[]){ FAKE_REGISTRY, layout, portfile, corrupt ? "--corrupt" : NULL,
 				      (char *)corrupt, NULL });
-	for (int i = 0; i < 100 && access(portfile, F_OK) < 0; i++)
+	for (int i = 0; i < 1200 && access(portfile, F_OK) < 0; i++)
 		sleep_ms(50);
 	cr_assert_eq(read_file(portfile, 16, &text, &len), 0, "fake-registry did not start");
 	port = atoi(text);
