@@ -109,6 +109,8 @@ t_claim() {
 	local before after fresh_json
 	wait_for -t 60 pool_ready_is 2 || return 1
 	before=$(members)
+	local asked_ms
+	asked_ms=$(date +%s%3N)
 	api -q POST /v1/workspaces "$(cws_body '{"memoryMb":300,"pidsLimit":77}')"
 	assert_eq 201 "$STATUS" "create" || return 1
 	CLAIMED=$(j .id)
@@ -124,10 +126,12 @@ t_claim() {
 	local norm='del(.id, .createdAt, .updatedAt, .lastActivityAt)'
 	assert_eq "$(j "$norm" "$fresh_json")" "$(j "$norm" "$created")" "create answer"
 	assert_eq ready "$(j .state "$created")" state
-	# createdAt is the claim's
-	local now_ms
-	now_ms=$(($(date +%s%3N)))
-	assert_le "$((now_ms - 5000))" "$(j '.createdAt | sub("\\.[0-9]+Z$"; "Z") | fromdate * 1000' "$created" | cut -d. -f1)" "createdAt is recent"
+	# createdAt is the claim's: not before the request (to the second), not after now
+	local now_ms created_ms
+	now_ms=$(date +%s%3N)
+	created_ms=$(j '.createdAt | sub("\\.[0-9]+Z$"; "Z") | fromdate * 1000' "$created" | cut -d. -f1)
+	assert_le "$((asked_ms / 1000 * 1000))" "$created_ms" "createdAt is not before the create"
+	assert_le "$created_ms" "$now_ms" "createdAt is not in the future"
 	# the pool refills to its size with a new member
 	wait_for -t 60 pool_ready_is 2 || _fail "pool did not refill: $(pool_json)"
 	after=$(members)
