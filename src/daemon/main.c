@@ -218,7 +218,7 @@ static char *default_cli_path(void)
  * it the CPU first whenever it is runnable (it is idle most of the time, so it takes little).
  * SCHED_FLAG_RESET_ON_FORK: the threads and processes it starts (work pools, runtime calls,
  * agents, and so the sandboxes) begin at nice 0 and the default slice, never at ours. Without CAP_SYS_NICE it runs at
- * the nice it was started with. */
+ * the nice it was started with (and still asks for the short slice). */
 #define LOOP_NICE (-10)
 /* and a short time slice (Linux 6.12 and later, EEVDF; ignored before): a wakeup of the loop
  * preempts a task with the default slice at once instead of waiting for that slice to end */
@@ -231,11 +231,18 @@ static void raise_loop_priority(void)
 				.sched_flags = SCHED_FLAG_RESET_ON_FORK,
 				.sched_nice = LOOP_NICE,
 				.sched_runtime = LOOP_SLICE_NSEC };
-	if (syscall(SYS_sched_setattr, 0, &a, 0) < 0) {
-		char nice[16];
-		snprintf(nice, sizeof nice, "%d", LOOP_NICE);
-		log_info("event loop keeps the default priority", "nice", nice, "error",
-			 strerror(errno), NULL);
+	if (syscall(SYS_sched_setattr, 0, &a, 0) == 0)
+		return;
+	int err = errno;
+	char nice[16];
+	snprintf(nice, sizeof nice, "%d", LOOP_NICE);
+	log_info("event loop keeps its nice value", "nice", nice, "error", strerror(err), NULL);
+	/* the short slice needs no privilege */
+	errno = 0;
+	int cur = getpriority(PRIO_PROCESS, 0);
+	if (err == EPERM && errno == 0) {
+		a.sched_nice = cur;
+		(void)syscall(SYS_sched_setattr, 0, &a, 0);
 	}
 }
 
