@@ -30,6 +30,11 @@ void log_setup(int fd, enum log_format format, enum log_level min_level, const c
 	snprintf(log_program, sizeof(log_program), "%s", program ? program : "");
 }
 
+bool log_level_enabled(enum log_level level)
+{
+	return level >= log_min_level;
+}
+
 /* A line under construction: starts in a stack buffer, moves to the heap when it grows. At
  * LOG_LINE_MAX (or when memory runs out) it stops growing: the field being added is dropped,
  * later ones too, and the line is marked truncated. */

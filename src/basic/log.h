@@ -15,6 +15,9 @@ enum log_format { LOG_FORMAT_JSON, LOG_FORMAT_TEXT };
 
 void log_setup(int fd, enum log_format format, enum log_level min_level, const char *program);
 void log_fields(enum log_level level, const char *msg, ...) __attribute__((sentinel));
+/* Whether lines of this level are written at all (for measurements that only a debug log
+ * reports). */
+bool log_level_enabled(enum log_level level);
 
 /* Bounds for a log that others can make us write: at most lines_per_minute lines (0: no
  * limit; the rest are counted and reported once the minute is over), and when the log is a

@@ -22,6 +22,7 @@
 #include "basic/log.h"
 #include "basic/util.h"
 #include "event/event.h"
+#include "event/work.h"
 #include "lxcfs.h"
 
 extern char **environ;
@@ -60,6 +61,10 @@ struct lxcfs {
 	bool hung;	 /* mounted, but the last probe did not finish in time */
 	pid_t probe_pid; /* the probe child, 0: none */
 	int probe_fd;	 /* its pidfd */
+	/* the probe's fork runs on this pool's thread: a fork copies the controller's page tables
+	 * (milliseconds of CPU, more the more workspaces it holds), never on the loop */
+	struct event_work_pool *probe_pool;
+	bool probe_forking; /* its job is queued or running */
 	struct event_source *probe_watch, *probe_timer;
 	uint64_t probe_started_at;
 	unsigned long serial;
@@ -349,24 +354,65 @@ static void probe_child(const char *dir)
 	_exit(fd >= 0 && read(fd, buf, sizeof buf) > 0 ? 0 : 1);
 }
 
-static void probe_start(struct lxcfs *x)
+struct probe_job {
+	struct lxcfs *x;
+	char dir[PATH_MAX];
+	pid_t pid; /* the child, or -errno */
+	int fd;	   /* its pidfd, or -errno */
+	uint64_t started_at;
+};
+
+/* On the pool's thread. */
+static void probe_fork(void *userdata)
 {
-	pid_t pid = fork();
-	if (pid == 0)
-		probe_child(x->dir);
-	if (pid < 0)
-		return;
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (fd < 0 || event_add_io(x->loop, &x->probe_watch, fd, EPOLLIN, on_probe_exit, x) < 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		if (fd >= 0)
-			close(fd);
+	struct probe_job *j = userdata;
+	j->started_at = now_usec();
+	j->pid = fork();
+	if (j->pid == 0)
+		probe_child(j->dir);
+	if (j->pid < 0) {
+		j->pid = negative_errno();
 		return;
 	}
-	x->probe_pid = pid;
-	x->probe_fd = fd;
-	x->probe_started_at = now_usec();
+	j->fd = (int)syscall(SYS_pidfd_open, j->pid, 0);
+	if (j->fd < 0)
+		j->fd = negative_errno();
+}
+
+/* On the loop: the child is watched by its pidfd, like before. */
+static void probe_forked(void *userdata, bool cancelled)
+{
+	struct probe_job *j = userdata;
+	struct lxcfs *x = j->x;
+	x->probe_forking = false;
+	if (!cancelled && j->pid > 0 && j->fd >= 0 &&
+	    event_add_io(x->loop, &x->probe_watch, j->fd, EPOLLIN, on_probe_exit, x) >= 0) {
+		x->probe_pid = j->pid;
+		x->probe_fd = j->fd;
+		x->probe_started_at = j->started_at;
+	} else if (j->pid > 0) {
+		kill(j->pid, SIGKILL);
+		waitpid(j->pid, NULL, 0);
+		if (j->fd >= 0)
+			close(j->fd);
+	}
+	free(j);
+}
+
+static void probe_start(struct lxcfs *x)
+{
+	if (x->probe_pid || x->probe_forking)
+		return;
+	struct probe_job *j = calloc(1, sizeof *j);
+	if (!j)
+		return;
+	*j = (struct probe_job){ .x = x, .pid = -ECHILD, .fd = -EBADF };
+	snprintf(j->dir, sizeof j->dir, "%s", x->dir);
+	if ((x->probe_pool || event_work_pool_new(x->loop, 1, &x->probe_pool) >= 0) &&
+	    event_work_queue(x->probe_pool, probe_fork, probe_forked, j) >= 0)
+		x->probe_forking = true;
+	else
+		free(j);
 }
 
 /* A probe still running past its timeout: lxcfs does not answer. The child is killed (a read
@@ -522,6 +568,8 @@ void lxcfs_free(struct lxcfs *x, bool keep)
 		else
 			stop(x);
 	}
+	/* a probe being forked ends (its done runs here), then it is killed like a running one */
+	event_work_pool_free(TAKE_PTR(x->probe_pool));
 	forget_process(x);
 	if (x->probe_pid) {
 		kill(x->probe_pid, SIGKILL);

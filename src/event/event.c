@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "basic/cleanup.h"
+#include "basic/log.h"
 
 enum source_type { SOURCE_IO, SOURCE_TIMER, SOURCE_SIGNAL };
 
@@ -287,6 +289,47 @@ void event_source_free(struct event_source *s)
 	loop->dead = s;
 }
 
+/* At debug level, a callback that held the loop for longer than this is logged with its wall
+ * time, the loop thread's CPU time in it, and the callback's offset in the executable
+ * (`addr2line -f -e BINARY OFFSET` names it): what stalls the loop is found by reading the
+ * log of a run at --log-level debug. Otherwise nothing is measured. */
+#define SLOW_CALLBACK_USEC 2000
+
+extern const char __executable_start[];
+
+static uint64_t thread_cpu_usec(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+struct callback_clock {
+	bool on;
+	uint64_t wall, cpu;
+};
+
+static struct callback_clock clock_start(bool on)
+{
+	return on ? (struct callback_clock){ true, now_usec(), thread_cpu_usec() } :
+		    (struct callback_clock){ false, 0, 0 };
+}
+
+static void note_slow(const char *kind, const void *fn, struct callback_clock c0)
+{
+	if (!c0.on)
+		return;
+	uint64_t wall = now_usec() - c0.wall;
+	if (wall < SLOW_CALLBACK_USEC)
+		return;
+	uint64_t cpu = thread_cpu_usec() - c0.cpu;
+	char w[32], c[32], f[32];
+	snprintf(w, sizeof w, "%.3f", (double)wall / 1000);
+	snprintf(c, sizeof c, "%.3f", (double)cpu / 1000);
+	snprintf(f, sizeof f, "%#tx", (const char *)fn - __executable_start);
+	log_debug("slow event callback", "kind", kind, "ms", w, "cpuMs", c, "fn", f, NULL);
+}
+
 static int dispatch_signal(struct event_source *s)
 {
 	struct signalfd_siginfo si;
@@ -304,12 +347,16 @@ static int dispatch_signal(struct event_source *s)
 
 static int dispatch_timers(struct event_loop *loop)
 {
+	bool timed = log_level_enabled(LOG_LEVEL_DEBUG);
 	uint64_t now = now_usec();
 	while (loop->heap_len > 0 && loop->heap[0]->time <= now && !loop->exit_requested) {
 		struct event_source *s = loop->heap[0];
 		heap_remove(loop, s);
 		s->time = UINT64_MAX;
+		const void *fn = (const void *)s->fn.timer;
+		struct callback_clock c0 = clock_start(timed);
 		int r = s->fn.timer(s, now, s->userdata);
+		note_slow("timer", fn, c0);
 		if (r < 0)
 			return r;
 	}
@@ -339,14 +386,19 @@ int event_loop_run_once(struct event_loop *loop, int timeout_ms)
 		return errno == EINTR ? 0 : negative_errno();
 
 	int r = 0;
+	bool timed = log_level_enabled(LOG_LEVEL_DEBUG);
 	for (int i = 0; i < n && r >= 0 && !loop->exit_requested; i++) {
 		struct event_source *s = events[i].data.ptr;
 		if (s->dead)
 			continue;
+		const void *fn = s->type == SOURCE_SIGNAL ? (const void *)s->fn.signal :
+							    (const void *)s->fn.io;
+		struct callback_clock c0 = clock_start(timed);
 		if (s->type == SOURCE_SIGNAL)
 			r = dispatch_signal(s);
 		else
 			r = s->fn.io(s, s->fd, events[i].events, s->userdata);
+		note_slow(s->type == SOURCE_SIGNAL ? "signal" : "io", fn, c0);
 	}
 	if (r >= 0 && !loop->exit_requested)
 		r = dispatch_timers(loop);

@@ -129,7 +129,10 @@ t_claim() {
 	assert_eq "$(j "$norm" "$fresh_json")" "$(j "$norm" "$created")" "create answer"
 	assert_eq ready "$(j .state "$created")" state
 	# createdAt is the claim's: not before the request (the member was made before it)
-	assert_le "$asked_s" "$(j '.createdAt | sub("\\.[0-9]+Z$"; "Z") | fromdate' "$created")" "createdAt is the claim's"
+	local created_s
+	created_s=$(j '.createdAt | sub("\\.[0-9]+Z$"; "Z") | fromdate' "$created")
+	assert_le "$asked_s" "$created_s" "createdAt is the claim's"
+	assert_le "$created_s" "$(date +%s)" "createdAt is not in the future"
 	# the pool refills to its size with a new member
 	wait_for -t 60 pool_ready_is 2 || _fail "pool did not refill: $(pool_json)"
 	after=$(members)

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "basic/log.h"
 #include "event/event.h"
 #include "event/work.h"
 
@@ -141,4 +144,52 @@ Test(event_work, free_cancels_what_did_not_start)
 	cr_assert(first.ran && first.done && first.loop_value == 42);
 	cr_assert(!queued.ran && queued.done && queued.cancelled);
 	event_loop_free(loop);
+}
+
+/* A timer callback that keeps the loop (and its CPU) for 3 ms. */
+static int busy_timer(struct event_source *s, uint64_t now, void *userdata)
+{
+	uint64_t until = now_usec() + 3000;
+	while (now_usec() < until)
+		;
+	(*(int *)userdata)++;
+	return 0;
+}
+
+/* Runs busy_timer once with the log at level; returns what the log got. */
+static void run_busy(enum log_level level, char *out, size_t n)
+{
+	struct event_loop *loop = NULL;
+	struct event_source *t = NULL;
+	int fds[2], fired = 0;
+	cr_assert_eq(pipe2(fds, O_NONBLOCK), 0);
+	log_setup(fds[1], LOG_FORMAT_TEXT, level, "test");
+	cr_assert_eq(event_loop_new(&loop), 0);
+	cr_assert_eq(event_add_timer(loop, &t, now_usec(), busy_timer, &fired), 0);
+	for (int i = 0; i < 1000 && !fired; i++)
+		cr_assert_geq(event_loop_run_once(loop, 100), 0);
+	cr_assert_eq(fired, 1);
+	ssize_t r = read(fds[0], out, n - 1);
+	out[r > 0 ? r : 0] = 0;
+	event_source_free(t);
+	event_loop_free(loop);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+/* At debug level a callback over 2 ms is logged with its wall and CPU time and where it is. */
+Test(event_loop, slow_callback_logged_at_debug)
+{
+	char out[4096];
+	run_busy(LOG_LEVEL_DEBUG, out, sizeof out);
+	cr_assert(strstr(out, "slow event callback kind=timer ms="), "log: %s", out);
+	cr_assert(strstr(out, " cpuMs=") && strstr(out, " fn=0x"), "log: %s", out);
+}
+
+/* The control: at info level nothing is measured or logged. */
+Test(event_loop, slow_callback_silent_above_debug)
+{
+	char out[4096];
+	run_busy(LOG_LEVEL_INFO, out, sizeof out);
+	cr_assert_str_eq(out, "");
 }
