@@ -415,7 +415,7 @@ int pool_claim(struct manager *m, const struct workspace_spec *spec, json_t **re
 		return 0; /* the env reaches the agent when it starts: a cold create */
 	if (workspace_view_cpu_count(m, spec->cpus) > 0)
 		return 0; /* so does the cpuset of "cpus" (manager-view.c) */
-	if (!pool_may_serve(m, spec))
+	if (!pool_may_serve(m, spec) || manager_image_removing(m, spec->image))
 		return 0; /* no disk read on the loop for a create no pool can serve */
 	json_t *resolved = NULL;
 	if (workspace_spec_resolve(m, &adapter_container, spec, &resolved, &e) < 0)

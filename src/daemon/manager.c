@@ -1216,6 +1216,15 @@ int workspace_make(struct manager *m, const struct workspace_spec *spec, const c
 	if (!m->base_cgroup)
 		return station_error_set(e, m->cgroup_error, NULL, "cgroups are unavailable: %s",
 					 strerror(-m->cgroup_error));
+	/* an image being removed is not used: its files are going while the create would run */
+	const char *removing = ops == &adapter_container ? manager_image_removing(m, spec->image) :
+							   NULL;
+	if (removing)
+		return station_error_set(e, -EBUSY, "image",
+					 "image %s is being removed from the store: no workspace "
+					 "is created from it (import or pull it again once the "
+					 "removal has finished)",
+					 removing);
 	json_t *spec_json = NULL;
 	enum net_mode net_mode = NET_NONE;
 	struct net_policy *net_policy = NULL;
@@ -1753,6 +1762,7 @@ int manager_start(struct manager *m)
 	free(members);
 	secrets_load(m);
 	manager_network_start(m);
+	manager_image_store_clean(m);
 	return 0;
 }
 

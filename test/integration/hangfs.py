@@ -3,11 +3,15 @@
 not found (ENOENT), except while the file HANG exists: then a lookup gets no answer (HANG-held
 is created) until HANG is removed, then ENOENT. A real filesystem that stops answering, as a
 dead network share does. Standard library only: it speaks the kernel's FUSE protocol on
-/dev/fuse itself (needs root). Usage: hangfs.py MOUNTPOINT HANG READY; READY is created once
-mounted; it exits when unmounted."""
+/dev/fuse itself (needs root). Usage: hangfs.py MOUNTPOINT HANG READY [OPS]; READY is created
+once mounted; it exits when unmounted. OPS (default "lookup") names the requests that hang, of
+lookup, opendir and open: "lookup,opendir" also holds opening the root directory (which else
+fails with ENOSYS), as removing a tree beneath the mount point does."""
 import errno, os, select, struct, subprocess, sys
 
 mnt, hang, ready = sys.argv[1:4]
+OPCODES = {"lookup": 1, "open": 14, "opendir": 27}
+hold = {OPCODES[o] for o in (sys.argv[4] if len(sys.argv) > 4 else "lookup").split(",")}
 fd = os.open("/dev/fuse", os.O_RDWR)
 subprocess.run(["mount", "-t", "fuse", "-o",
                 f"fd={fd},rootmode=40000,user_id=0,group_id=0,allow_other",
@@ -19,7 +23,11 @@ OUT_HDR = struct.Struct("<IiQ")      # len, error, unique
 INIT, LOOKUP, FORGET, GETATTR, DESTROY, INTERRUPT, BATCH_FORGET = 26, 1, 2, 3, 38, 36, 42
 
 def reply(unique, err=0, body=b""):
-    os.write(fd, OUT_HDR.pack(OUT_HDR.size + len(body), -err, unique) + body)
+    try:
+        os.write(fd, OUT_HDR.pack(OUT_HDR.size + len(body), -err, unique) + body)
+    except OSError as e:  # the caller is gone (killed while held): nobody to answer
+        if e.errno not in (errno.ENOENT, errno.EINTR):
+            raise
 
 def root_attr():
     # attr_valid, attr_valid_nsec, dummy, then struct fuse_attr
@@ -59,11 +67,10 @@ while True:
         break
     elif op == GETATTR and node == 1:
         reply(unique, 0, root_attr())
+    elif op in hold and os.path.exists(hang):
+        held.append(unique)
+        open(hang + "-held", "w").close()
     elif op == LOOKUP:
-        if os.path.exists(hang):
-            held.append(unique)
-            open(hang + "-held", "w").close()
-        else:
-            reply(unique, errno.ENOENT)
+        reply(unique, errno.ENOENT)
     else:
         reply(unique, errno.ENOSYS)
