@@ -806,8 +806,11 @@ static void removal_done(void *userdata, bool cancelled)
 	else if (x->gone) {
 		if (store_image_owner_remove(m->store, x->digest) < 0)
 			log_warn("image removed, its owners not", "digest", x->digest, NULL);
-		log_info("image removed", "digest", x->digest, "error",
-			 x->r < 0 ? x->e.message : NULL, NULL);
+		if (x->r < 0)
+			log_warn("image removed, files left", "digest", x->digest, "error",
+				 x->e.message, NULL);
+		else
+			log_info("image removed", "digest", x->digest, NULL);
 		manager_ready_kick(m); /* the default image may be gone */
 	}
 	if (x->done)

@@ -408,9 +408,13 @@ void manager_pools_free(struct manager *m);
  * it: adopted or torn down). */
 bool pool_adopt(struct manager *m, struct workspace *ws, const struct pool_member_row *rows,
 		size_t n_rows);
-/* A create that a ready member can serve: 1 with *ret the claimed workspace's JSON, 0 when no
- * pool matches (a cold create follows), < 0 never (a claim that fails goes cold). */
-int pool_claim(struct manager *m, const struct workspace_spec *spec, json_t **ret);
+/* Whether a create may be served by a pool (names a pool's image, profile and network; no
+ * env, egress or cpus): its spec is then resolved off the loop, and pool_claim_resolved() on
+ * the loop claims the oldest ready member of the pool whose resolved spec it matches (1, *ret
+ * the workspace's JSON) or finds none (0: a cold create follows). */
+bool pool_claim_wanted(struct manager *m, const struct workspace_spec *spec);
+int pool_claim_resolved(struct manager *m, const struct workspace_spec *spec, json_t *resolved,
+			json_t **ret);
 /* The member's agent is gone: the pool tears it down on its next turn. */
 void pool_member_lost(struct workspace *ws);
 /* An image is about to be removed from the store: members of digest are torn down now,

@@ -5,12 +5,14 @@ is created) until HANG is removed, then ENOENT. A real filesystem that stops ans
 dead network share does. Standard library only: it speaks the kernel's FUSE protocol on
 /dev/fuse itself (needs root). Usage: hangfs.py MOUNTPOINT HANG READY [OPS]; READY is created
 once mounted; it exits when unmounted. OPS (default "lookup") names the requests that hang, of
-lookup, opendir and open: "lookup,opendir" also holds opening the root directory (which else
-fails with ENOSYS), as removing a tree beneath the mount point does."""
+lookup, opendir, open and getattr: "lookup,opendir" also holds opening the root directory
+(which else fails with ENOSYS), as removing a tree beneath the mount point does; "getattr"
+holds a stat of the root directory (answered with its attributes once released: attributes
+are never cached, so every stat asks)."""
 import errno, os, select, struct, subprocess, sys
 
 mnt, hang, ready = sys.argv[1:4]
-OPCODES = {"lookup": 1, "open": 14, "opendir": 27}
+OPCODES = {"lookup": 1, "getattr": 3, "open": 14, "opendir": 27}
 hold = {OPCODES[o] for o in (sys.argv[4] if len(sys.argv) > 4 else "lookup").split(",")}
 fd = os.open("/dev/fuse", os.O_RDWR)
 subprocess.run(["mount", "-t", "fuse", "-o",
@@ -30,7 +32,7 @@ def reply(unique, err=0, body=b""):
             raise
 
 def root_attr():
-    # attr_valid, attr_valid_nsec, dummy, then struct fuse_attr
+    # attr_valid (0: never cached), attr_valid_nsec, dummy, then struct fuse_attr
     attr = struct.pack("<QQQQQQIIIIIIIIII", 1, 0, 0, 0, 0, 0, 0, 0, 0,
                        0o40755, 2, 0, 0, 0, 4096, 0)
     return struct.pack("<QII", 0, 0, 0) + attr
@@ -39,8 +41,11 @@ held = []
 while True:
     r, _, _ = select.select([fd], [], [], 0.05)
     if held and not os.path.exists(hang):
-        for u in held:
-            reply(u, errno.ENOENT)
+        for u, o in held:
+            if o == GETATTR:
+                reply(u, 0, root_attr())
+            else:
+                reply(u, errno.ENOENT)
         held = []
         os.unlink(hang + "-held")
     if not r:
@@ -65,11 +70,11 @@ while True:
     elif op == DESTROY:
         reply(unique)
         break
+    elif op in hold and os.path.exists(hang) and (op != GETATTR or node == 1):
+        held.append((unique, op))
+        open(hang + "-held", "w").close()
     elif op == GETATTR and node == 1:
         reply(unique, 0, root_attr())
-    elif op in hold and os.path.exists(hang):
-        held.append(unique)
-        open(hang + "-held", "w").close()
     elif op == LOOKUP:
         reply(unique, errno.ENOENT)
     else:

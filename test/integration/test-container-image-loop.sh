@@ -1,5 +1,8 @@
 #!/bin/bash
-# Removing an image holds nothing but itself (issue 16 item 1): DELETE /v1/images/{digest}
+# The image store's slow work off the event loop (issue 16 item 1): removing an image, and a
+# warm pool's claim resolving the create's image.
+#
+# Removing an image holds nothing but itself: DELETE /v1/images/{digest}
 # frees the image's files off the event loop. While they are being freed on a filesystem that
 # stops answering, other requests are answered, a create naming the image is refused (the files
 # it would mount are going) and a second DELETE finds the image gone; once the filesystem
@@ -7,10 +10,15 @@
 # removal finds the store whole at its next start: the image gone, no part of a layer left
 # under a layer's name, and the same image imports and runs again.
 #
-# The filesystem that hangs is a FUSE mount (hangfs.py) the test places in the image store's
-# trash, where a removal empties what it renamed there: emptying the trash opens it, and that
-# open gets no answer while the test holds it. Every assertion is an ordering or an outcome,
-# never a duration.
+# A create a warm pool serves resolves its image (the store's record, config and layer dirs) on
+# a worker thread: while that read hangs, other requests are answered; once released, the
+# member is claimed.
+#
+# The filesystem that hangs is a FUSE mount (hangfs.py) the test places in the image store: in
+# its trash, where a removal empties what it renamed there (emptying the trash opens it, and
+# that open gets no answer while the test holds it); over one layer directory, whose stat by
+# an image lookup gets no answer meanwhile. Every assertion is an ordering or an outcome, never
+# a duration.
 . "$(dirname "$0")/container-lib.sh"
 
 container_prereqs
@@ -22,13 +30,14 @@ HANG=$FAKE/hang
 HANGFS=
 HANGFS_PID=
 
-# hangfs_start: mounts the hanging filesystem in the store's trash (not hanging yet).
+# hangfs_start [DIR OPS]: mounts the hanging filesystem (not hanging yet) on DIR, by default
+# in the store's trash, holding OPS (hangfs.py).
 hangfs_start() {
-	HANGFS=$ROOT/images/trash/zz-hang
+	HANGFS=${1:-$ROOT/images/trash/zz-hang}
 	mkdir -p "$HANGFS"
 	rm -f "$FAKE/hangfs-ready" "$HANG" "$HANG-held"
-	python3 "$(dirname "$0")/hangfs.py" "$HANGFS" "$HANG" "$FAKE/hangfs-ready" lookup,opendir,open \
-		2>>"$TMP/hangfs.log" &
+	python3 "$(dirname "$0")/hangfs.py" "$HANGFS" "$HANG" "$FAKE/hangfs-ready" \
+		"${2:-lookup,opendir,open}" 2>>"$TMP/hangfs.log" &
 	HANGFS_PID=$!
 	wait_for -t 30 test -e "$FAKE/hangfs-ready" || {
 		_fail "the FUSE filesystem did not mount: $(cat "$TMP/hangfs.log")"
@@ -43,7 +52,8 @@ hangfs_stop() {
 	wait_for -t 30 _pid_gone "$HANGFS_PID" || kill "$HANGFS_PID" 2>/dev/null
 	wait "$HANGFS_PID" 2>/dev/null
 	HANGFS_PID=
-	rmdir "$HANGFS" 2>/dev/null
+	[[ $HANGFS == "$ROOT/images/trash/"* ]] && rmdir "$HANGFS" 2>/dev/null
+	return 0
 }
 
 _remove_cleanup() {
@@ -64,7 +74,7 @@ checked() {
 start_remove_controller() {
 	local before
 	before=$(grep -c "image store check" "$CONTROLLER_LOG" 2>/dev/null || true)
-	start_container_controller || return 1
+	start_container_controller "$@" || return 1
 	# the store's check at start has run (it empties the trash too): the hang is the DELETE's
 	wait_for -t 60 checked $((before + 1)) || {
 		_fail "the image store's check at start never ended"
@@ -217,7 +227,88 @@ t_remove_killed() {
 	stop_controller
 }
 
+# --- a pool's claim resolves the create's image off the loop ---
+
+# create_keyed KEY BODY: POST /v1/workspaces with an Idempotency-Key; sets STATUS and BODY.
+create_keyed() {
+	STATUS=$(curl -sS --max-time 90 --unix-socket "$SOCK" -X POST -H "Idempotency-Key: $1" \
+		-H 'Content-Type: application/json' --data-binary "$2" -o "$TMP/keyed.body" \
+		-w '%{http_code}' http://station/v1/workspaces 2>/dev/null) || STATUS=000
+	BODY=$(cat "$TMP/keyed.body" 2>/dev/null)
+}
+
+pool_ready() {
+	api -q GET /v1/worker
+	[[ $(j '.pools[0].ready') == "$1" ]]
+}
+
+t_claim_hung() {
+	start_remove_controller || return 1
+	container_import_image || return 1
+	stop_controller
+	start_remove_controller --pool "$IMAGE,size=1" || return 1
+	local host ids
+	new_ws host '{"adapter": "host"}' || return 1
+	wait_for -t 120 pool_ready 1 || {
+		_fail "the pool never had a ready member: $BODY"
+		return 1
+	}
+	# the image's top layer dir answers a stat only when released (the member's rootfs is
+	# mounted already and keeps its own)
+	mapfile -t ids < <(diff_ids "$IMAGE_DIGEST")
+	hangfs_start "$ROOT/images/layers/${ids[-1]}" getattr || return 1
+	touch "$HANG"
+	rm -f "$TMP"/claim.*
+	(
+		code=$(curl -sS --max-time 300 --unix-socket "$SOCK" -X POST \
+			-H 'Content-Type: application/json' -H 'Idempotency-Key: claim-1' \
+			--data-binary "$(cws_body)" -o "$TMP/claim.body" -w '%{http_code}' \
+			http://station/v1/workspaces 2>/dev/null) || code=000
+		echo "$code" >"$TMP/claim.tmp"
+		mv "$TMP/claim.tmp" "$TMP/claim.status"
+	) &
+	# the positive control: the claim's resolve reached the layer dir that hangs
+	wait_for -t 60 test -e "$HANG-held" || {
+		_fail "the claim never read the image store"
+		return 1
+	}
+	api -q GET /v1/ready
+	assert_status 200 "GET /v1/ready while the claim's resolve hangs"
+	run_cmd "$host" "echo alive" || return 1
+	assert_eq "alive" "$(j .stdout | tr -d '\n')" "exec on a host workspace while the claim's resolve hangs"
+	api -q GET /v1/worker
+	assert_status 200 "GET /v1/worker while the claim's resolve hangs"
+	assert_eq 0 "$(j '.pools[0].claimed')" "members claimed while the resolve hangs"
+	# the same key again while the first is under way: not a second workspace
+	create_keyed claim-1 "$(cws_body)"
+	assert_status 409 "the same Idempotency-Key while the first create is under way"
+	assert_eq in_progress "$(j .error.code)" "its code"
+	# the ordering: all of the above answered while the resolve still hangs
+	[[ -e $TMP/claim.status ]] && _fail "the create answered while its resolve still hung"
+	[[ -e $HANG-held ]] || _fail "the resolve was released before the others answered"
+	rm -f "$HANG"
+	wait_for -t 120 test -s "$TMP/claim.status" || _fail "the create never answered after the release"
+	hangfs_stop
+	assert_eq 201 "$(cat "$TMP/claim.status" 2>/dev/null)" "the create after the release"
+	local ws
+	ws=$(jq -r .id "$TMP/claim.body" 2>/dev/null)
+	WORKSPACES+=("$ws")
+	api -q GET /v1/worker
+	assert_eq 1 "$(j '.pools[0].claimed')" "served by the pool's member"
+	# the key names the claimed workspace
+	create_keyed claim-1 "$(cws_body)"
+	assert_eq "$ws" "$(j .id)" "the Idempotency-Key's replay"
+	run_cmd "$ws" "echo claimed" || return 1
+	assert_eq "claimed" "$(j .stdout | tr -d '\n')" "a command in the claimed workspace"
+	api -q DELETE "/v1/workspaces/$ws"
+	assert_status 200 "delete of the claimed workspace"
+	api -q DELETE "/v1/workspaces/$host"
+	stop_controller
+}
+
 run_test "a removal hung in its filesystem: ready, exec and list answer; a racing create is refused" \
 	t_remove_hung
 run_test "a controller killed mid-removal: the image gone, no partial layer, imports and runs again" \
 	t_remove_killed
+run_test "a pool's claim hung resolving the image: ready, exec and worker answer; then claimed" \
+	t_claim_hung
