@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* /v1/images: import or pull, list, get, remove. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,15 +152,73 @@ int api_image_get(struct http_request *req)
 	return http_reply_json(req, 200, image);
 }
 
+/* The removal runs off the loop (manager.h): the request waits suspended meanwhile. */
+struct remove_wait {
+	struct http_request *req;
+	struct image_removal *removal; /* NULL once it reported */
+	char digest[160];
+	int r;
+	struct station_error e;
+};
+
+static void remove_wait_free(void *state)
+{
+	struct remove_wait *w = state;
+
+	manager_image_removal_forget(w->removal); /* the client went away: it goes on unheard */
+	free(w);
+}
+
+static void on_image_removed(void *userdata, int r, const struct station_error *e)
+{
+	struct remove_wait *w = userdata;
+
+	w->removal = NULL;
+	w->r = r;
+	w->e = *e;
+	http_request_resume(w->req);
+}
+
+static int image_delete_resumed(struct http_request *req)
+{
+	struct remove_wait *w = http_request_state(req);
+	json_t *result = NULL;
+	struct station_error e;
+	int r;
+
+	if (!w || w->removal)
+		return http_reply_status(req, 500, NULL, "the image removal was lost");
+	r = w->r;
+	e = w->e;
+	if (r >= 0)
+		result = json_pack("{s:s, s:b}", "digest", w->digest, "removed", 1);
+	http_request_set_state(req, NULL, NULL);
+	return api_reply_result(req, r, 200, result, &e);
+}
+
 int api_image_delete(struct http_request *req)
 {
 	const struct route_match *match = http_request_route(req);
 	struct station_error e = {};
-	json_t *result = NULL;
+	struct remove_wait *w = calloc(1, sizeof *w);
 	int r;
 
-	r = manager_image_remove(http_request_manager(req), match->image, &e);
-	if (r >= 0)
-		result = json_pack("{s:s, s:b}", "digest", match->image, "removed", 1);
-	return api_reply_result(req, r, 200, result, &e);
+	if (!w)
+		return http_reply_status(req, 500, NULL, "out of memory");
+	w->req = req;
+	snprintf(w->digest, sizeof w->digest, "%s", match->image);
+	r = manager_image_remove(http_request_manager(req), match->image, on_image_removed, w,
+				 &w->removal, &e);
+	if (r < 0) {
+		free(w);
+		return api_reply_result(req, r, 200, NULL, &e);
+	}
+	http_request_set_state(req, w, remove_wait_free);
+	r = http_request_suspend(req, image_delete_resumed);
+	if (r < 0) {
+		http_request_set_state(req, NULL, NULL);
+		return http_reply_status(req, 500, NULL, "cannot wait for the image removal: %s",
+					 strerror(-r));
+	}
+	return 0;
 }

@@ -65,6 +65,10 @@ struct op_wait {
 	struct workspace_op *op; /* NULL once it ended */
 	unsigned status;
 	char *ws_id; /* delete: the answer's id */
+	/* a create whose workspace is not made yet (a warm pool's claim resolving its spec): its
+	 * Idempotency-Key is recorded when it ends, naming the workspace it made */
+	struct api_idempotency idem;
+	struct manager *m;
 	bool ended;
 	int r;
 	json_t *result;
@@ -76,6 +80,8 @@ static void op_wait_free(void *userdata)
 	struct op_wait *w = userdata;
 
 	manager_workspace_op_forget(w->op);
+	if (w->idem.claimed) /* the client went away first: the key is free again */
+		manager_idempotency_finish(w->m, w->idem.scope, w->idem.key, NULL, 0);
 	json_decref(w->result);
 	free(w->ws_id);
 	free(w);
@@ -110,6 +116,13 @@ static void on_op_end(void *userdata, int r, json_t *result, const struct statio
 	w->result = json_incref(result);
 	if (r < 0 && e)
 		w->e = *e;
+	if (w->idem.claimed) {
+		w->idem.claimed = false;
+		manager_idempotency_finish(
+			w->m, w->idem.scope, w->idem.key,
+			r >= 0 ? json_string_value(json_object_get(result, "id")) : NULL,
+			w->status);
+	}
 	http_request_resume(w->req);
 }
 
@@ -191,7 +204,12 @@ int api_workspace_create(struct http_request *req)
 		made = manager_workspace_op_id(w->op);
 	else if (r > 0 && w->ended && w->r >= 0) /* it ended before the manager returned */
 		made = json_string_value(json_object_get(w->result, "id"));
-	api_idempotency_end(req, &idem, made, 201);
+	if (r > 0 && !made && !w->ended && w->op && idem.claimed) {
+		w->idem = idem; /* no workspace yet: recorded when it ends */
+		w->m = http_request_manager(req);
+	} else {
+		api_idempotency_end(req, &idem, made, 201);
+	}
 	return op_wait_begin(req, w, r, ws, &e);
 }
 

@@ -15,10 +15,12 @@
 #include <unistd.h>
 
 #include "basic/cleanup.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/safe-fs.h"
 #include "basic/util.h"
 #include "event/event.h"
+#include "event/work.h"
 #include "image/image.h"
 #include "manager-internal.h"
 
@@ -623,17 +625,75 @@ int manager_image_list(struct manager *m, json_t **ret, struct station_error *e)
 	return 0;
 }
 
-/* A tenant removes only an image it alone recorded; another tenant's is missing to it. */
-static int image_remove_check(struct manager *m, const struct image_owners *o,
-			      const struct image *img, const char *ref, struct station_error *e)
+/* ---- removal: the loop decides, a worker thread removes ------------------------------------
+ *
+ * DELETE looks the image up and removes its files on a worker thread (a large image is many
+ * files, and the store's filesystem may stall). In between, on the loop and in one step: the
+ * tenant's right to it, whether a workspace uses it (one being created included: its request
+ * may name the image by its index digest, or not at all for the default image), whether it is
+ * already being removed; then it is marked: from here until the removal ends, a create naming
+ * it is refused (409) and no pool member of it is claimed (they are torn down). The worker
+ * opens a store handle of its own, so images/lock (flock) excludes it from imports, pulls and
+ * other removals like any other holder. */
+
+struct image_removal {
+	struct manager *m;
+	struct image_removal *prev, *next;
+	struct event_work_pool *pool;
+	char ref[IMAGE_NAME_MAX + IMAGE_DIGEST_MAX + 2];
+	char digest[IMAGE_DIGEST_MAX];	     /* the image's, once looked up */
+	char index_digest[IMAGE_DIGEST_MAX]; /* "" when none */
+	bool marked;			     /* creates and claims of it are refused */
+	bool gone;			     /* its record is gone: the image is */
+	bool viewer_set;
+	char tenant[MANAGER_TENANT_MAX + 1]; /* who asked (viewer_set), for the checks */
+	image_remove_done_fn done;
+	void *userdata;
+	int r;
+	struct station_error e;
+};
+
+/* The digest part of a reference ("name@sha256:…" or "sha256:…"). */
+static const char *ref_digest(const char *ref)
 {
-	const char *owner = image_owner(m, o, img->digest);
+	const char *at = ref ? strrchr(ref, '@') : NULL;
+	return at ? at + 1 : ref;
+}
+
+/* Whether the workspace's spec names the image (digest, or the index digest it was imported
+ * through); a spec without an image is the default image's. */
+static bool spec_names_image(struct manager *m, json_t *spec, const char *digest,
+			     const char *index_digest)
+{
+	const char *image = json_string_value(json_object_get(spec, "image"));
+	const char *d = ref_digest(image ? image : m->cfg.default_image);
+	return d && ((digest[0] && strcmp(d, digest) == 0) ||
+		     (index_digest[0] && strcmp(d, index_digest) == 0));
+}
+
+const char *manager_image_removing(struct manager *m, const char *ref)
+{
+	const char *d = ref_digest(ref ? ref : m->cfg.default_image);
+	if (!d)
+		return NULL;
+	for (struct image_removal *x = m->image_removals; x; x = x->next)
+		if (x->marked && (strcmp(d, x->digest) == 0 ||
+				  (x->index_digest[0] && strcmp(d, x->index_digest) == 0)))
+			return x->digest;
+	return NULL;
+}
+
+/* A tenant removes only an image it alone recorded; another tenant's is missing to it. */
+static int image_remove_check(struct manager *m, const struct image_owners *o, const char *digest,
+			      const char *ref, struct station_error *e)
+{
+	const char *owner = image_owner(m, o, digest);
 	bool shared = false;
 
 	if (!owner)
 		return image_error_not_in_store(ref, e);
 	for (size_t i = 0; i < o->n; i++)
-		if (strcmp(o->rows[i].digest, img->digest) == 0 &&
+		if (strcmp(o->rows[i].digest, digest) == 0 &&
 		    strcmp(o->rows[i].tenant, m->viewer) != 0)
 			shared = true;
 	if (!owner[0] || shared)
@@ -641,42 +701,200 @@ static int image_remove_check(struct manager *m, const struct image_owners *o,
 			e, STATION_EFORBIDDEN, NULL,
 			"image %s is the operator's or shared with another tenant: "
 			"only an admin token removes it",
-			img->digest);
+			digest);
 	return 0;
 }
 
-int manager_image_remove(struct manager *m, const char *ref, struct station_error *e)
+/* -EBUSY naming the workspaces that use the image (those the viewer sees by id), or 0. */
+static int image_in_use(struct manager *m, const struct image_removal *x, struct station_error *e)
 {
-	struct image *img = NULL;
+	json_t *ids = json_array();
+	size_t others = 0;
+
+	for (struct workspace *ws = m->workspaces; ws; ws = ws->next) {
+		if (ws->pool || !spec_names_image(m, ws->spec, x->digest, x->index_digest))
+			continue; /* unclaimed pool members go with it */
+		if (workspace_visible(m, ws))
+			json_array_append_new(ids, json_string(ws->row.id));
+		else
+			others++;
+	}
+	if (json_array_size(ids) == 0 && others == 0) {
+		json_decref(ids);
+		return 0;
+	}
+	_cleanup_free_ char *list = json_dumps(ids, JSON_COMPACT);
+	json_decref(ids);
+	if (others)
+		return station_error_set(e, -EBUSY, NULL,
+					 "image %s is used by workspaces %s and %zu other%s",
+					 x->digest, list ? list : "", others,
+					 others > 1 ? "s" : "");
+	return station_error_set(e, -EBUSY, NULL, "image %s is used by workspaces %s", x->digest,
+				 list ? list : "");
+}
+
+/* On the loop, between the lookup and the files: may it go, and if so mark it. */
+static void removal_claim_on_loop(void *userdata)
+{
+	struct image_removal *x = userdata;
+	struct manager *m = x->m;
 	struct image_owners owners = { 0 };
-	int r = images_available(m, e);
-	/* a tenant: another tenant's image answers as a missing one; the owners are read first
-	 * either way, so both take the same steps */
-	if (r >= 0 && m->viewer && (r = image_owners_load(m, &owners)) < 0)
-		station_error_set(e, r, NULL, "cannot read the image owners: %s", strerror(-r));
-	if (r >= 0)
-		r = image_lookup(m->actx.images, ref, &img, e);
+	const char *viewer = m->viewer;
+	int r = 0;
+
+	m->viewer = x->viewer_set ? x->tenant : NULL; /* the checks are for who asked */
+	/* a tenant: another tenant's image answers as a missing one */
+	if (m->viewer && (r = image_owners_load(m, &owners)) < 0)
+		station_error_set(&x->e, r, NULL, "cannot read the image owners: %s", strerror(-r));
 	if (r >= 0 && m->viewer)
-		r = image_remove_check(m, &owners, img, ref, e);
+		r = image_remove_check(m, &owners, x->digest, x->ref, &x->e);
 	image_owners_done(&owners);
-	if (r < 0) {
+	for (struct image_removal *o = m->image_removals; r >= 0 && o; o = o->next)
+		if (o != x && o->marked && strcmp(o->digest, x->digest) == 0)
+			r = station_error_set(&x->e, -EBUSY, NULL,
+					      "image %s is already being removed (by an earlier "
+					      "DELETE, still under way)",
+					      x->digest);
+	if (r >= 0)
+		r = image_in_use(m, x, &x->e);
+	m->viewer = viewer;
+	x->r = r;
+	if (r < 0)
+		return;
+	x->marked = true;
+	log_info("image being removed", "digest", x->digest, "tenant", x->tenant, NULL);
+	pool_image_remove(m, x->digest);
+}
+
+static void removal_run(void *userdata)
+{
+	struct image_removal *x = userdata;
+	struct image_store *s = NULL;
+	struct image *img = NULL;
+	int r = image_store_open(x->m->cfg.root, &s, &x->e);
+
+	if (r >= 0)
+		r = image_lookup(s, x->ref, &img, &x->e);
+	if (r >= 0) {
+		snprintf(x->digest, sizeof x->digest, "%s", img->digest);
+		snprintf(x->index_digest, sizeof x->index_digest, "%s", img->index_digest);
 		image_free(img);
+		event_work_call_on_loop(x->pool, removal_claim_on_loop, x);
+		r = x->r;
+	}
+	if (r >= 0) {
+		r = image_remove(s, x->digest, &x->e);
+		/* a failure past the record's unlink leaves only files no image uses */
+		x->gone = r >= 0 || image_lookup(s, x->digest, &img, NULL) == -ENOENT;
+		if (!x->gone)
+			image_free(img);
+	}
+	image_store_close(s);
+	x->r = r;
+}
+
+static void removal_done(void *userdata, bool cancelled)
+{
+	struct image_removal *x = userdata;
+	struct manager *m = x->m;
+
+	LIST_REMOVE(&m->image_removals, x);
+	if (cancelled) /* the controller is stopping: the store is whole either way */
+		station_error_set(&x->e, x->r = -ECANCELED, NULL,
+				  "image %s: the controller stopped before it was removed", x->ref);
+	else if (x->gone) {
+		if (store_image_owner_remove(m->store, x->digest) < 0)
+			log_warn("image removed, its owners not", "digest", x->digest, NULL);
+		if (x->r < 0)
+			log_warn("image removed, files left", "digest", x->digest, "error",
+				 x->e.message, NULL);
+		else
+			log_info("image removed", "digest", x->digest, NULL);
+		manager_ready_kick(m); /* the default image may be gone */
+	}
+	if (x->done)
+		x->done(x->userdata, x->r, &x->e);
+	free(x);
+}
+
+int manager_image_remove(struct manager *m, const char *ref, image_remove_done_fn done,
+			 void *userdata, struct image_removal **ret, struct station_error *e)
+{
+	struct image_ref parsed;
+	int r = images_available(m, e);
+
+	if (r >= 0)
+		r = image_ref_parse(ref, &parsed, e);
+	if (r < 0)
 		return r;
+	if (!m->work)
+		return station_error_set(e, -ECANCELED, NULL, "the controller is stopping");
+	struct image_removal *x = calloc(1, sizeof *x);
+	if (!x)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	*x = (struct image_removal){ .m = m,
+				     .pool = m->work,
+				     .done = done,
+				     .userdata = userdata,
+				     .viewer_set = m->viewer };
+	snprintf(x->ref, sizeof x->ref, "%s", ref);
+	snprintf(x->tenant, sizeof x->tenant, "%s", m->viewer ? m->viewer : "");
+	r = event_work_queue(m->work, removal_run, removal_done, x);
+	if (r < 0) {
+		free(x);
+		return station_error_set(e, r, NULL, "cannot queue the removal: %s", strerror(-r));
 	}
-	json_t *o = image_to_json(m, img, NULL);
-	json_t *used = json_object_get(o, "usedBy");
-	if (json_array_size(used) > 0) {
-		_cleanup_free_ char *ids = json_dumps(used, JSON_COMPACT);
-		r = station_error_set(e, -EBUSY, NULL, "image %s is used by workspaces %s",
-				      img->digest, ids ? ids : "");
+	LIST_PREPEND(&m->image_removals, x);
+	if (ret)
+		*ret = x;
+	return 0;
+}
+
+void manager_image_removal_forget(struct image_removal *x)
+{
+	if (x)
+		x->done = NULL;
+}
+
+/* ---- at start: finish what a removal or import cut short left (off the loop) ---------------- */
+
+struct store_clean {
+	char *root;
+	int r;
+	struct station_error e;
+};
+
+static void store_clean_run(void *userdata)
+{
+	struct store_clean *c = userdata;
+	struct image_store *s = NULL;
+	int r = image_store_open(c->root, &s, &c->e);
+
+	if (r >= 0)
+		r = image_store_clean(s, &c->e);
+	image_store_close(s);
+	c->r = r;
+}
+
+static void store_clean_done(void *userdata, bool cancelled)
+{
+	struct store_clean *c = userdata;
+	if (!cancelled && c->r >= 0)
+		log_info("image store checked: nothing unused left", NULL);
+	else if (!cancelled) /* busy: an import or pull does the same at its end */
+		log_info("image store check not done", "error", c->e.message, NULL);
+	free(c->root);
+	free(c);
+}
+
+void manager_image_store_clean(struct manager *m)
+{
+	struct store_clean *c = calloc(1, sizeof *c);
+	if (!m->actx.images || !m->work || !c || !(c->root = strdup(m->cfg.root)) ||
+	    event_work_queue(m->work, store_clean_run, store_clean_done, c) < 0) {
+		if (c)
+			free(c->root);
+		free(c);
 	}
-	json_decref(o);
-	if (r >= 0)
-		pool_image_remove(m, img->digest);
-	if (r >= 0)
-		r = image_remove(m->actx.images, img->digest, e);
-	if (r >= 0)
-		store_image_owner_remove(m->store, img->digest);
-	image_free(img);
-	return r;
 }

@@ -137,6 +137,7 @@ struct manager {
 	size_t n_pending;		    /* run results and service attempt ends */
 	struct image_job *image_jobs;	    /* imports and pulls under way (manager-image.c) */
 	size_t n_image_jobs;
+	struct image_removal *image_removals; /* DELETEs of images under way (manager-image.c) */
 	struct net *net;		      /* NULL: networking off (manager-network.c) */
 	uint8_t secret_key[SECRET_KEY_BYTES]; /* cfg.secret_key's copy (manager-secret.c) */
 	bool secret_key_set;
@@ -224,6 +225,11 @@ void output_follower_finish(struct output_follower *f, const struct run_output *
 void manager_adapters_init(struct manager *m);
 /* Kills the jobs still running (controller shutdown); their callers are not called. */
 void manager_image_jobs_free(struct manager *m);
+/* The digest of the image ref names (NULL: the default image) when a removal of it is under
+ * way (creates of it are refused meanwhile), else NULL. */
+const char *manager_image_removing(struct manager *m, const char *ref);
+/* At start, off the loop: frees what a removal or import cut short left in the image store. */
+void manager_image_store_clean(struct manager *m);
 
 /* manager-service.c: writes ws's pending attempt ends; -EINPROGRESS while the store fails. */
 int services_pending_write(struct workspace *ws);
@@ -402,9 +408,13 @@ void manager_pools_free(struct manager *m);
  * it: adopted or torn down). */
 bool pool_adopt(struct manager *m, struct workspace *ws, const struct pool_member_row *rows,
 		size_t n_rows);
-/* A create that a ready member can serve: 1 with *ret the claimed workspace's JSON, 0 when no
- * pool matches (a cold create follows), < 0 never (a claim that fails goes cold). */
-int pool_claim(struct manager *m, const struct workspace_spec *spec, json_t **ret);
+/* Whether a create may be served by a pool (names a pool's image, profile and network; no
+ * env, egress or cpus): its spec is then resolved off the loop, and pool_claim_resolved() on
+ * the loop claims the oldest ready member of the pool whose resolved spec it matches (1, *ret
+ * the workspace's JSON) or finds none (0: a cold create follows). */
+bool pool_claim_wanted(struct manager *m, const struct workspace_spec *spec);
+int pool_claim_resolved(struct manager *m, const struct workspace_spec *spec, json_t *resolved,
+			json_t **ret);
 /* The member's agent is gone: the pool tears it down on its next turn. */
 void pool_member_lost(struct workspace *ws);
 /* An image is about to be removed from the store: members of digest are torn down now,

@@ -385,7 +385,7 @@ static bool str_eq(const char *a, const char *b)
 
 /* A pool whose image, profile and network the request names as the pool's --pool did (or as
  * resolved, for the image): only then is the spec resolved (the image store and the profile
- * read, on the loop) to compare it exactly. A request that spells them otherwise gets a cold
+ * read, off the loop: manager.c) to compare it exactly. A request that spells them otherwise gets a cold
  * create. */
 static bool pool_may_serve(struct manager *m, const struct workspace_spec *spec)
 {
@@ -406,29 +406,29 @@ static bool pool_may_serve(struct manager *m, const struct workspace_spec *spec)
 	return false;
 }
 
-int pool_claim(struct manager *m, const struct workspace_spec *spec, json_t **ret)
+bool pool_claim_wanted(struct manager *m, const struct workspace_spec *spec)
 {
-	struct station_error e = { 0 };
 	const char *adapter = spec->adapter ? spec->adapter : m->cfg.default_adapter;
 	if (m->n_pools == 0 || strcmp(adapter, "container") != 0 || spec->egress ||
 	    json_object_size(spec->env) > 0)
-		return 0; /* the env reaches the agent when it starts: a cold create */
+		return false; /* the env reaches the agent when it starts: a cold create */
 	if (workspace_view_cpu_count(m, spec->cpus) > 0)
-		return 0; /* so does the cpuset of "cpus" (manager-view.c) */
-	if (!pool_may_serve(m, spec))
-		return 0; /* no disk read on the loop for a create no pool can serve */
-	json_t *resolved = NULL;
-	if (workspace_spec_resolve(m, &adapter_container, spec, &resolved, &e) < 0)
-		return 0; /* the cold create says why */
+		return false; /* so does the cpuset of "cpus" (manager-view.c) */
+	/* no disk read for a create no pool can serve; none of an image being removed */
+	return pool_may_serve(m, spec) && !manager_image_removing(m, spec->image);
+}
+
+int pool_claim_resolved(struct manager *m, const struct workspace_spec *spec, json_t *resolved,
+			json_t **ret)
+{
+	if (manager_image_removing(m, spec->image))
+		return 0; /* marked while the spec was resolved: the cold create refuses it */
 	_cleanup_free_ char *key = spec_key(resolved);
 	struct pool *p = key ? pool_by_key(m, key) : NULL;
 	struct workspace *ws = p ? pool_oldest(m, p) : NULL;
-	if (!ws) {
-		json_decref(resolved);
+	if (!ws)
 		return 0;
-	}
 	int r = member_claim(ws, spec, resolved);
-	json_decref(resolved);
 	if (r < 0) {
 		log_warn("pool member could not be claimed, torn down; a cold create follows",
 			 "workspace", ws->row.id, "error", strerror(-r), NULL);

@@ -1216,6 +1216,15 @@ int workspace_make(struct manager *m, const struct workspace_spec *spec, const c
 	if (!m->base_cgroup)
 		return station_error_set(e, m->cgroup_error, NULL, "cgroups are unavailable: %s",
 					 strerror(-m->cgroup_error));
+	/* an image being removed is not used: its files are going while the create would run */
+	const char *removing = ops == &adapter_container ? manager_image_removing(m, spec->image) :
+							   NULL;
+	if (removing)
+		return station_error_set(e, -EBUSY, "image",
+					 "image %s is being removed from the store: no workspace "
+					 "is created from it (import or pull it again once the "
+					 "removal has finished)",
+					 removing);
 	json_t *spec_json = NULL;
 	enum net_mode net_mode = NET_NONE;
 	struct net_policy *net_policy = NULL;
@@ -1270,6 +1279,140 @@ int workspace_make(struct manager *m, const struct workspace_spec *spec, const c
 	return 0;
 }
 
+static int workspace_count_check(struct manager *m, struct station_error *e)
+{
+	if (m->n_workspaces - m->n_pool_members >= m->cfg.max_workspaces)
+		return station_error_set(e, -EAGAIN, NULL,
+					 "this worker already has %zu workspaces "
+					 "(the limit)",
+					 m->n_workspaces - m->n_pool_members);
+	return 0;
+}
+
+/* --- a create a warm pool may serve: its spec resolved off the loop, the claim on it ---
+ *
+ * The caller's handle is an operation of no workspace (op->ws NULL, in no list): forgetting it
+ * works as for any create. The claim itself is one step on the loop, so a member is claimed by
+ * exactly one create; a create no member serves then goes cold, its op forwarding to the
+ * handle. */
+
+struct claim_job {
+	struct manager *m;
+	struct workspace_op *op;
+	struct workspace_spec spec; /* its strings and objects owned below */
+	char *adapter, *image, *seccomp, *network, *tenant;
+	json_t *env, *egress;
+	json_t *spec_json; /* as asked; resolved by the job */
+	int r;
+	struct station_error e;
+};
+
+static void claim_job_free(struct claim_job *j)
+{
+	free(j->adapter);
+	free(j->image);
+	free(j->seccomp);
+	free(j->network);
+	free(j->tenant);
+	json_decref(j->env);
+	json_decref(j->egress);
+	json_decref(j->spec_json);
+	free(j);
+}
+
+static void claim_job_run(void *userdata)
+{
+	struct claim_job *j = userdata;
+	j->r = adapter_container.check(&j->m->actx, j->spec_json, &j->e);
+}
+
+/* The handle ends: its caller hears (unless it forgot), then it is freed. */
+static void claim_op_end(struct workspace_op *op, int r, json_t *result,
+			 const struct station_error *e)
+{
+	if (op->fn)
+		op->fn(op->userdata, r, result, e);
+	free(op);
+}
+
+static void claim_forward(void *userdata, int r, json_t *result, const struct station_error *e)
+{
+	claim_op_end(userdata, r, result, e);
+}
+
+static void claim_job_done(void *userdata, bool cancelled)
+{
+	struct claim_job *j = userdata;
+	struct manager *m = j->m;
+	struct station_error e = { 0 };
+	json_t *ws_json = NULL;
+	int r;
+
+	if (cancelled) {
+		station_error_set(&e, -ECANCELED, NULL, "the controller is stopping");
+		claim_op_end(j->op, -ECANCELED, NULL, &e);
+	} else if (j->r >= 0 && pool_claim_resolved(m, &j->spec, j->spec_json, &ws_json) > 0) {
+		claim_op_end(j->op, 0, ws_json, &e);
+		json_decref(ws_json);
+	} else { /* no member for it (or its check failed: the cold create's says why) */
+		r = workspace_count_check(m, &e);
+		if (r >= 0)
+			r = workspace_make(m, &j->spec, NULL, NULL, claim_forward, j->op, NULL, &e);
+		if (r < 0)
+			claim_op_end(j->op, r, NULL, &e);
+	}
+	claim_job_free(j);
+}
+
+static int dup_or_null(const char *s, char **ret)
+{
+	*ret = s ? strdup(s) : NULL;
+	return s && !*ret ? -ENOMEM : 0;
+}
+
+static int claim_begin(struct manager *m, const struct workspace_spec *spec, workspace_op_fn fn,
+		       void *userdata, struct workspace_op **ret_op, struct station_error *e)
+{
+	struct claim_job *j = calloc(1, sizeof *j);
+	struct workspace_op *op = calloc(1, sizeof *op);
+	int r = j && op ? 0 : -ENOMEM;
+	if (r >= 0) {
+		*op = (struct workspace_op){ .kind = OP_CREATE, .fn = fn, .userdata = userdata };
+		*j = (struct claim_job){ .m = m, .op = op, .spec = *spec };
+		if (dup_or_null(spec->adapter, &j->adapter) < 0 ||
+		    dup_or_null(spec->image, &j->image) < 0 ||
+		    dup_or_null(spec->seccomp_profile, &j->seccomp) < 0 ||
+		    dup_or_null(spec->network, &j->network) < 0 ||
+		    dup_or_null(spec->tenant, &j->tenant) < 0 ||
+		    !(j->spec_json = workspace_spec_request(m, &adapter_container, spec)))
+			r = -ENOMEM;
+		j->spec = (struct workspace_spec){ .adapter = j->adapter,
+						   .env = j->env = json_incref(spec->env),
+						   .image = j->image,
+						   .seccomp_profile = j->seccomp,
+						   .network = j->network,
+						   .egress = j->egress = json_incref(spec->egress),
+						   .cpus = spec->cpus,
+						   .memory_mb = spec->memory_mb,
+						   .pids_limit = spec->pids_limit,
+						   .idle_timeout_ms = spec->idle_timeout_ms,
+						   .tenant = j->tenant };
+	}
+	if (r >= 0)
+		r = m->create_work ?
+			    event_work_queue(m->create_work, claim_job_run, claim_job_done, j) :
+			    -ECANCELED;
+	if (r < 0) {
+		if (j)
+			claim_job_free(j);
+		free(op);
+		return station_error_set(e, r, NULL, "cannot queue the create: %s", strerror(-r));
+	}
+	if (ret_op)
+		*ret_op = op;
+	return 1;
+}
+
 int manager_workspace_create(struct manager *m, const struct workspace_spec *req,
 			     workspace_op_fn fn, void *userdata, struct workspace_op **ret_op,
 			     json_t **ret, struct station_error *e)
@@ -1280,14 +1423,12 @@ int manager_workspace_create(struct manager *m, const struct workspace_spec *req
 		return station_error_set(e, m->cgroup_error, NULL, "cgroups are unavailable: %s",
 					 strerror(-m->cgroup_error));
 	const struct workspace_spec spec = workspace_spec_effective(m, req);
-	if (m->n_workspaces - m->n_pool_members >= m->cfg.max_workspaces)
-		return station_error_set(e, -EAGAIN, NULL,
-					 "this worker already has %zu workspaces "
-					 "(the limit)",
-					 m->n_workspaces - m->n_pool_members);
-	if (pool_claim(m, &spec, ret) > 0)
-		return 0;
-	int r = workspace_make(m, &spec, NULL, NULL, fn, userdata, ret_op, e);
+	int r = workspace_count_check(m, e);
+	if (r < 0)
+		return r;
+	if (pool_claim_wanted(m, &spec))
+		return claim_begin(m, &spec, fn, userdata, ret_op, e);
+	r = workspace_make(m, &spec, NULL, NULL, fn, userdata, ret_op, e);
 	return r < 0 ? r : 1;
 }
 
@@ -1753,6 +1894,7 @@ int manager_start(struct manager *m)
 	free(members);
 	secrets_load(m);
 	manager_network_start(m);
+	manager_image_store_clean(m);
 	return 0;
 }
 

@@ -319,8 +319,19 @@ int manager_image_pull(struct manager *m, const char *ref, const char *registry,
  * end (its own timeouts bound it), so the store is left as a whole import or none. */
 void manager_image_job_forget(struct image_job *j);
 int manager_image_list(struct manager *m, json_t **ret, struct station_error *e);
-/* -EBUSY while a workspace uses it, or while an import or pull holds the store (never waits). */
-int manager_image_remove(struct manager *m, const char *ref, struct station_error *e);
+/* Removal runs off the loop (a large image is many files; the store's filesystem may stall):
+ * done() is called once, from the loop, with the result (r < 0: e says why). Errors found at
+ * once are returned (done() not called): a bad reference, the store unavailable. Later:
+ * -ENOENT not in the store (or another tenant's), -EBUSY while a workspace uses it (one being
+ * created included), while it is already being removed, or while an import, pull or other
+ * removal holds the store (never waits). While it is being removed, a create naming it fails
+ * with -EBUSY (manager_image_removing()). */
+struct image_removal;
+typedef void (*image_remove_done_fn)(void *userdata, int r, const struct station_error *e);
+int manager_image_remove(struct manager *m, const char *ref, image_remove_done_fn done,
+			 void *userdata, struct image_removal **ret, struct station_error *e);
+/* The caller no longer wants the result: done() will not be called; the removal goes on. */
+void manager_image_removal_forget(struct image_removal *x);
 
 /* Services (manager-service.c): foreground commands the workspace's agent supervises under a
  * restart policy. Service JSON and its attempts: docs/api.md, "Services". Names are unique

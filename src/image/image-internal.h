@@ -85,6 +85,7 @@ struct image_store {
 	char *blobs;  /* <root>/images/blobs/sha256 */
 	char *layers; /* <root>/images/layers */
 	char *index;  /* <root>/images/index */
+	char *trash;  /* <root>/images/trash: layer dirs being removed, renamed here first */
 	int lock_fd;
 	struct image_limits limits;
 };

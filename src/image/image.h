@@ -11,6 +11,10 @@
  *                                to overlay whiteouts (char 0/0) and trusted.overlay.opaque=y
  *   images/index/<hex>.json      one small JSON record per image, keyed by its manifest digest,
  *                                written atomically last: an image exists once it is there
+ *   images/trash/                layer dirs being removed: a removal unlinks the record first
+ *                                (the image is gone), then renames each layer no image uses
+ *                                into the trash and empties it, so that a removal cut short
+ *                                leaves whole layers or none under their names
  *   images/lock                  flock()ed by every operation that writes
  *
  * images/ is mode 0700: unpacked layers keep the modes of the image (setuid binaries included)
@@ -135,8 +139,14 @@ int image_lookup(struct image_store *s, const char *ref, struct image **ret,
 int image_list(struct image_store *s, struct image **ret, size_t *ret_n);
 
 /* Removes an image and whatever blobs and layers no remaining image uses. The caller refuses
- * removal while a workspace uses the image. -ENOENT when it is not in the store. */
+ * removal while a workspace uses the image. -ENOENT when it is not in the store; -EBUSY when
+ * an import, pull or removal holds images/lock (never waits for it). Blocks for the whole
+ * removal (a large image is many files): run it off the event loop. */
 int image_remove(struct image_store *s, const char *ref, struct station_error *e);
+
+/* Frees what no image uses: blobs and layers left by a removal or an import cut short, and the
+ * trash. -EBUSY when images/lock is held (never waits). Blocks: off the event loop. */
+int image_store_clean(struct image_store *s, struct station_error *e);
 
 /* The overlayfs lowerdir= value for img: its layer dirs joined by ':', top layer first. */
 int image_overlay_lowerdir(const struct image *img, char **ret);

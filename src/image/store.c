@@ -33,7 +33,7 @@ static int path_join(char **ret, const char *a, const char *b)
 
 static int store_dirs_make(struct image_store *s)
 {
-	const char *dirs[] = { s->root, s->blobs, s->layers, s->index };
+	const char *dirs[] = { s->root, s->blobs, s->layers, s->index, s->trash };
 	int r;
 
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
@@ -54,6 +54,7 @@ void image_store_close(struct image_store *s)
 	free(s->blobs);
 	free(s->layers);
 	free(s->index);
+	free(s->trash);
 	free(s);
 }
 
@@ -72,7 +73,8 @@ int image_store_open(const char *root, struct image_store **ret, struct station_
 	if (path_join(&s->root, root, "images") < 0 ||
 	    path_join(&s->blobs, s->root, "blobs/sha256") < 0 ||
 	    path_join(&s->layers, s->root, "layers") < 0 ||
-	    path_join(&s->index, s->root, "index") < 0 || path_join(&lock, s->root, "lock") < 0)
+	    path_join(&s->index, s->root, "index") < 0 ||
+	    path_join(&s->trash, s->root, "trash") < 0 || path_join(&lock, s->root, "lock") < 0)
 		return -ENOMEM;
 	r = store_dirs_make(s);
 	if (r < 0)
@@ -622,9 +624,13 @@ static bool strv_contains(char *const *l, const char *s)
 	return false;
 }
 
-/* Removes every entry of dir not named in keep (leftover temporaries included). */
-static int gc_dir(const char *dir, char *const *keep)
+/* Removes every entry of dir not named in keep (leftover temporaries included). A directory
+ * (an unpacked layer) is first renamed into the trash and removed from there: a removal cut
+ * short (the controller killed, the disk failing) never leaves a partial tree under a layer's
+ * name, which an import would take for the whole layer. */
+static int gc_dir(struct image_store *s, const char *dir, char *const *keep)
 {
+	static unsigned long seq;
 	_cleanup_(closedirp) DIR *d = opendir(dir);
 	struct dirent *de;
 	int r = 0;
@@ -632,12 +638,46 @@ static int gc_dir(const char *dir, char *const *keep)
 	if (!d)
 		return negative_errno();
 	while ((de = readdir(d))) {
-		_cleanup_free_ char *path = NULL;
+		_cleanup_free_ char *path = NULL, *to = NULL;
+		struct stat st;
+		int k = 0;
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
 		    strv_contains(keep, de->d_name))
 			continue;
 		if (path_join(&path, dir, de->d_name) < 0)
+			return -ENOMEM;
+		if (lstat(path, &st) < 0) {
+			k = errno == ENOENT ? 0 : negative_errno();
+		} else if (!S_ISDIR(st.st_mode)) {
+			k = unlink(path) < 0 && errno != ENOENT ? negative_errno() : 0;
+		} else {
+			if (asprintf(&to, "%s/%.80s.%ld.%lu", s->trash, de->d_name, (long)getpid(),
+				     __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED)) < 0)
+				return -ENOMEM;
+			k = rename(path, to) < 0 && errno != ENOENT ? negative_errno() : 0;
+		}
+		if (k < 0 && r >= 0)
+			r = k;
+	}
+	return r;
+}
+
+/* Empties the trash: what removals renamed there, and what one cut short left. */
+static int trash_empty(struct image_store *s)
+{
+	_cleanup_(closedirp) DIR *d = opendir(s->trash);
+	struct dirent *de;
+	int r = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0 : negative_errno();
+	while ((de = readdir(d))) {
+		_cleanup_free_ char *path = NULL;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (path_join(&path, s->trash, de->d_name) < 0)
 			return -ENOMEM;
 		int k = rm_rf(path);
 		if (k < 0 && r >= 0)
@@ -652,12 +692,32 @@ int image_store_gc(struct image_store *s)
 	int r = records_foreach(s, gc_collect, &refs);
 
 	if (r >= 0)
-		r = gc_dir(s->blobs, refs.blobs);
+		r = gc_dir(s, s->blobs, refs.blobs);
 	if (r >= 0)
-		r = gc_dir(s->layers, refs.layers);
+		r = gc_dir(s, s->layers, refs.layers);
+	if (r >= 0)
+		r = trash_empty(s);
 	strv_free(refs.blobs);
 	strv_free(refs.layers);
 	return r;
+}
+
+int image_store_clean(struct image_store *s, struct station_error *e)
+{
+	int r = image_store_trylock(s);
+
+	if (r == -EBUSY)
+		return station_error_set(e, r, NULL,
+					 "image store: busy with an import, pull or removal");
+	if (r < 0)
+		return station_error_set(e, r, NULL, "image store: cannot lock: %s", strerror(-r));
+	r = image_store_gc(s);
+	image_store_unlock(s);
+	if (r < 0)
+		return station_error_set(e, r, NULL,
+					 "image store: cannot free unused blobs and layers: %s",
+					 strerror(-r));
+	return 0;
 }
 
 int image_remove(struct image_store *s, const char *ref, struct station_error *e)
@@ -668,13 +728,12 @@ int image_remove(struct image_store *s, const char *ref, struct station_error *e
 
 	if (r < 0)
 		return r;
-	/* Never waits: the caller is the event loop, and an import or pull holds the lock for
-	 * its whole transfer. */
+	/* Never waits: an import or pull holds the lock for its whole transfer. */
 	r = image_store_trylock(s);
 	if (r == -EBUSY)
 		return station_error_set(e, r, NULL,
-					 "image %s: the image store is busy with an import or "
-					 "pull; remove it when that has finished",
+					 "image %s: the image store is busy with an import, pull "
+					 "or another removal; remove it when that has finished",
 					 ref);
 	if (r < 0)
 		return station_error_set(e, r, NULL, "image store: cannot lock: %s", strerror(-r));

@@ -405,8 +405,9 @@ Test(store, decompression_bomb_leaves_nothing)
 	cr_assert_eq(image_import_layout(store, bomb_layout, NULL, NULL, &e), 0, "%s", e.message);
 }
 
-/* Removal never waits for an import in progress (its caller is the event loop): -EBUSY while
- * another handle holds the lock, and the same removal goes through once it is released. */
+/* Removal never waits for an import in progress (its worker thread would pile up behind it):
+ * -EBUSY while another handle holds the lock, and the same removal goes through once it is
+ * released. */
 Test(store, remove_while_locked_is_busy)
 {
 	struct station_error e = {};
@@ -416,10 +417,50 @@ Test(store, remove_while_locked_is_busy)
 	cr_assert_eq(image_store_open(root, &other, &e), 0, "%s", e.message);
 	cr_assert_eq(image_store_lock(other), 0);
 	cr_assert_eq(image_remove(store, manifest, &e), -EBUSY);
-	cr_assert(strstr(e.message, "the image store is busy with an import or pull"), "%s",
-		  e.message);
+	cr_assert(strstr(e.message, "the image store is busy with an import, pull or another "
+				    "removal"),
+		  "%s", e.message);
 	image_store_unlock(other);
 	image_store_close(other);
 	cr_assert_eq(image_remove(store, manifest, &e), 0, "%s", e.message);
 	assert_store_empty();
+}
+
+/* A removal cut short (the controller killed) leaves whole layers or none under a layer's name:
+ * what it renamed into the trash, and a layer no image uses, are freed by the next clean, and
+ * an image still in the store keeps every layer. */
+Test(store, clean_frees_what_a_cut_short_removal_left)
+{
+	struct station_error e = {};
+	struct image *img = NULL;
+	char p[PATH_MAX + 64];
+
+	cr_assert_eq(image_import_layout(store, layout, NULL, &img, &e), 0, "%s", e.message);
+	cr_assert_eq(count("trash"), 0);
+	/* a half-removed layer in the trash, and an unused whole one under its name */
+	snprintf(p, sizeof p, "%s/images/trash/0123abcd.1.1/usr/bin", root);
+	cr_assert_eq(mkdir_p(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/images/trash/0123abcd.1.1/usr/bin/sh", root);
+	cr_assert_eq(write_file_atomic(p, "x", 1, 0755), 0);
+	snprintf(p, sizeof p, "%s/images/layers/%064d/etc", root, 0);
+	cr_assert_eq(mkdir_p(p, 0755), 0);
+	cr_assert_eq(count("layers"), 3);
+	cr_assert_eq(image_store_clean(store, &e), 0, "%s", e.message);
+	cr_assert_eq(count("trash"), 0, "the trash is not empty");
+	cr_assert_eq(count("layers"), 2, "the unused layer is left");
+	for (size_t i = 0; i < img->n_layers; i++)
+		assert_layer_path(img, i, ".", true);
+	image_free(img);
+	cr_assert_eq(image_lookup(store, manifest, &img, &e), 0, "%s", e.message);
+	image_free(img);
+	/* busy while another handle holds the lock, like a removal */
+	struct image_store *other = NULL;
+	cr_assert_eq(image_store_open(root, &other, &e), 0, "%s", e.message);
+	cr_assert_eq(image_store_lock(other), 0);
+	cr_assert_eq(image_store_clean(store, &e), -EBUSY);
+	image_store_unlock(other);
+	image_store_close(other);
+	cr_assert_eq(image_remove(store, manifest, &e), 0, "%s", e.message);
+	assert_store_empty();
+	cr_assert_eq(count("trash"), 0, "the trash is not empty after the removal");
 }

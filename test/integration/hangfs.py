@@ -3,11 +3,17 @@
 not found (ENOENT), except while the file HANG exists: then a lookup gets no answer (HANG-held
 is created) until HANG is removed, then ENOENT. A real filesystem that stops answering, as a
 dead network share does. Standard library only: it speaks the kernel's FUSE protocol on
-/dev/fuse itself (needs root). Usage: hangfs.py MOUNTPOINT HANG READY; READY is created once
-mounted; it exits when unmounted."""
+/dev/fuse itself (needs root). Usage: hangfs.py MOUNTPOINT HANG READY [OPS]; READY is created
+once mounted; it exits when unmounted. OPS (default "lookup") names the requests that hang, of
+lookup, opendir, open and getattr: "lookup,opendir" also holds opening the root directory
+(which else fails with ENOSYS), as removing a tree beneath the mount point does; "getattr"
+holds a stat of the root directory (answered with its attributes once released: attributes
+are never cached, so every stat asks)."""
 import errno, os, select, struct, subprocess, sys
 
 mnt, hang, ready = sys.argv[1:4]
+OPCODES = {"lookup": 1, "getattr": 3, "open": 14, "opendir": 27}
+hold = {OPCODES[o] for o in (sys.argv[4] if len(sys.argv) > 4 else "lookup").split(",")}
 fd = os.open("/dev/fuse", os.O_RDWR)
 subprocess.run(["mount", "-t", "fuse", "-o",
                 f"fd={fd},rootmode=40000,user_id=0,group_id=0,allow_other",
@@ -19,10 +25,14 @@ OUT_HDR = struct.Struct("<IiQ")      # len, error, unique
 INIT, LOOKUP, FORGET, GETATTR, DESTROY, INTERRUPT, BATCH_FORGET = 26, 1, 2, 3, 38, 36, 42
 
 def reply(unique, err=0, body=b""):
-    os.write(fd, OUT_HDR.pack(OUT_HDR.size + len(body), -err, unique) + body)
+    try:
+        os.write(fd, OUT_HDR.pack(OUT_HDR.size + len(body), -err, unique) + body)
+    except OSError as e:  # the caller is gone (killed while held): nobody to answer
+        if e.errno not in (errno.ENOENT, errno.EINTR):
+            raise
 
 def root_attr():
-    # attr_valid, attr_valid_nsec, dummy, then struct fuse_attr
+    # attr_valid (0: never cached), attr_valid_nsec, dummy, then struct fuse_attr
     attr = struct.pack("<QQQQQQIIIIIIIIII", 1, 0, 0, 0, 0, 0, 0, 0, 0,
                        0o40755, 2, 0, 0, 0, 4096, 0)
     return struct.pack("<QII", 0, 0, 0) + attr
@@ -31,8 +41,11 @@ held = []
 while True:
     r, _, _ = select.select([fd], [], [], 0.05)
     if held and not os.path.exists(hang):
-        for u in held:
-            reply(u, errno.ENOENT)
+        for u, o in held:
+            if o == GETATTR:
+                reply(u, 0, root_attr())
+            else:
+                reply(u, errno.ENOENT)
         held = []
         os.unlink(hang + "-held")
     if not r:
@@ -57,13 +70,12 @@ while True:
     elif op == DESTROY:
         reply(unique)
         break
+    elif op in hold and os.path.exists(hang) and (op != GETATTR or node == 1):
+        held.append((unique, op))
+        open(hang + "-held", "w").close()
     elif op == GETATTR and node == 1:
         reply(unique, 0, root_attr())
     elif op == LOOKUP:
-        if os.path.exists(hang):
-            held.append(unique)
-            open(hang + "-held", "w").close()
-        else:
-            reply(unique, errno.ENOENT)
+        reply(unique, errno.ENOENT)
     else:
         reply(unique, errno.ENOSYS)

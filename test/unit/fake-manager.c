@@ -477,14 +477,44 @@ int manager_image_list(struct manager *m, json_t **ret, struct station_error *e)
 	return 0;
 }
 
-int manager_image_remove(struct manager *m, const char *ref, struct station_error *e)
+struct image_removal {
+	struct event_source *timer;
+	image_remove_done_fn done;
+	void *userdata;
+};
+
+static int on_image_removal_timer(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct image_removal *x = userdata;
+	struct station_error e = {};
+
+	if (x->done)
+		x->done(x->userdata, 0, &e);
+	event_source_free(x->timer);
+	free(x);
+	return 0;
+}
+
+int manager_image_remove(struct manager *m, const char *ref, image_remove_done_fn done,
+			 void *userdata, struct image_removal **ret, struct station_error *e)
 {
 	if (strcmp(ref, FAKE_IMAGE_USED) == 0)
 		return station_error_set(e, -EBUSY, NULL, "image %s is used by workspace w1-test",
 					 ref);
 	if (strcmp(ref, FAKE_IMAGE_FREE) != 0)
 		return station_error_set(e, -ENOENT, NULL, "image %s not in store", ref);
-	return 0;
+	struct image_removal *x = calloc(1, sizeof *x);
+	if (!x)
+		return -ENOMEM;
+	*x = (struct image_removal){ .done = done, .userdata = userdata };
+	*ret = x;
+	return event_add_timer(fake_loop, &x->timer, now_usec() + 10000, on_image_removal_timer, x);
+}
+
+void manager_image_removal_forget(struct image_removal *x)
+{
+	if (x)
+		x->done = NULL;
 }
 
 /* Services: not faked; every call answers 404 (the HTTP layer's routing is what is tested). */
