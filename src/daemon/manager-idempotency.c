@@ -106,8 +106,8 @@ int manager_idempotency_claim(struct manager *m, const char *scope, const char *
 	return claim_new(m, scope, key, hash, e);
 }
 
-static int claim_store(struct manager *m, const struct idempotency_claim *c,
-		       const char *object_id, unsigned status)
+static int claim_store(struct manager *m, const struct idempotency_claim *c, const char *object_id,
+		       unsigned status)
 {
 	struct idempotency_row row = {
 		.scope = c->scope,

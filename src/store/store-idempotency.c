@@ -79,9 +79,9 @@ int store_idempotency_get(struct store *s, const char *scope, const char *key,
 	if (!s || !scope || !key || !ret)
 		return -EINVAL;
 	k = store_stmt(s, STORE_STMT_IDEMPOTENCY_GET,
-			  "SELECT scope, key, request_hash, object_id, status, created_at "
-			  "FROM idempotency_keys WHERE scope = ? AND key = ? AND created_at >= ?",
-			  &st);
+		       "SELECT scope, key, request_hash, object_id, status, created_at "
+		       "FROM idempotency_keys WHERE scope = ? AND key = ? AND created_at >= ?",
+		       &st);
 	if (k < 0)
 		return k;
 	struct store_binder b = STORE_BINDER(st);
