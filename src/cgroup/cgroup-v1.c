@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "basic/cleanup.h"
@@ -351,25 +350,26 @@ static int v1_kill(const struct cgroup *cg)
 }
 
 /* ---- files kept open (cgroup_keep_files) ------------------------------------------------------
- * The agent reads a reused group's counters, resets them and checks it empty after every
- * command; by path that is a walk of cgroupfs, an open and a close per file, most of the
- * agent's system calls per exec. Kept open, each is one pread or pwrite at offset 0 (a control
- * file answers a read at offset 0 with its current content, from the start). A descriptor whose
- * file is gone (the group removed: ENODEV) is ignored and the file reached by path, which
- * answers as before (ENOENT). */
+ * The agent reads a reused group's counters and resets them after every command; by path that
+ * is a walk of cgroupfs, an open and a close per file. Kept open, each is one pread or pwrite
+ * at offset 0 (these files print their current value on every read from offset 0). A
+ * descriptor whose file is gone (the group removed: ENODEV) is ignored and the file reached by
+ * path, which answers as before (ENOENT). Not cgroup.procs: a v1 descriptor of it keeps
+ * serving the pid list it loaded first (for about a second after the last read), so it would
+ * show a process that has left; it is opened afresh for every check. */
 
 enum {
 	KEPT_CPUACCT_USAGE,
 	KEPT_MEM_MAX_USAGE,
 	KEPT_MEM_USAGE,
 	KEPT_OOM_CONTROL,
-	KEPT_PROCS, /* + i: dir i's cgroup.procs */
+	KEPT_MAX,
 };
 
 static const struct {
 	const char *file;
 	int flags;
-} kept_files[KEPT_PROCS] = {
+} kept_files[KEPT_MAX] = {
 	[KEPT_CPUACCT_USAGE] = { "cpuacct.usage", O_RDWR },
 	[KEPT_MEM_MAX_USAGE] = { "memory.max_usage_in_bytes", O_RDWR },
 	[KEPT_MEM_USAGE] = { "memory.usage_in_bytes", O_RDONLY },
@@ -390,11 +390,10 @@ static void keep_one(struct cgroup *cg, size_t slot, const char *dir, const char
 
 static void v1_keep_files(struct cgroup *cg)
 {
-	for (size_t k = 0; k < KEPT_PROCS; k++)
+	_Static_assert(KEPT_MAX <= CGROUP_KEPT_MAX, "struct cgroup's kept[] is too small");
+	for (size_t k = 0; k < KEPT_MAX; k++)
 		keep_one(cg, k, v1_dir_with(cg, kept_files[k].file), kept_files[k].file,
 			 kept_files[k].flags);
-	for (size_t i = 0; i < cg->n_dirs && KEPT_PROCS + i < CGROUP_KEPT_MAX; i++)
-		keep_one(cg, KEPT_PROCS + i, cg->dirs[i], "cgroup.procs", O_RDONLY);
 }
 
 /* Like cg_read_some(), through the kept descriptor of slot when there is one. */
@@ -462,33 +461,12 @@ static int kept_write(const struct cgroup *cg, size_t slot, const char *dir, con
 	return cg_write(dir, file, value);
 }
 
-/* cg_tree_has_procs() of dir i, with its kept cgroup.procs: a group with nobody in it and no
- * group below (cgroupfs counts subdirectories in the link count) needs nothing more. */
-static int v1_dir_has_procs(const struct cgroup *cg, size_t i)
-{
-	size_t slot = KEPT_PROCS + i;
-	struct stat st;
-	char buf[32];
-	ssize_t n;
-
-	if (slot >= CGROUP_KEPT_MAX || cg->kept[slot] <= 0)
-		return cg_tree_has_procs(cg->dirs[i]);
-	do
-		n = pread(cg->kept[slot] - 1, buf, sizeof buf - 1, 0);
-	while (n < 0 && errno == EINTR);
-	if (n > 0)
-		return 1;
-	if (n < 0 || stat(cg->dirs[i], &st) < 0 || !S_ISDIR(st.st_mode) || st.st_nlink != 2)
-		return cg_tree_has_procs(cg->dirs[i]);
-	return 0;
-}
-
 static int v1_is_empty(const struct cgroup *cg)
 {
 	size_t missing = 0;
 
 	for (size_t i = 0; i < cg->n_dirs; i++) {
-		int r = v1_dir_has_procs(cg, i);
+		int r = cg_tree_has_procs(cg->dirs[i]);
 		if (r == -ENOENT) {
 			missing++;
 			continue;

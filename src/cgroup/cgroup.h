@@ -14,8 +14,8 @@
 #include <sys/types.h>
 
 #define CGROUP_MAX_DIRS 8
-/* cgroup_keep_files(): four counter files and each dir's cgroup.procs */
-#define CGROUP_KEPT_MAX (4 + CGROUP_MAX_DIRS)
+/* cgroup_keep_files(): the counter files */
+#define CGROUP_KEPT_MAX 4
 
 enum cgroup_version {
 	CGROUP_V1 = 1,
@@ -103,7 +103,7 @@ int cgroup_remove(const struct cgroup *cg);
 int cgroup_destroy(const struct cgroup *cg, int timeout_ms);
 
 /* Keeps the files read and reset after every command in a reused group open (its counters,
- * cgroup.procs): each later read or reset is a pread or pwrite on the kept descriptor
+ * v1): each later read or reset is a pread or pwrite on the kept descriptor
  * (O_CLOEXEC) instead of a path walk, open and close. Best effort: a file that cannot be
  * opened, or that vanished since, is reached by path as before. cgroup_free() closes them.
  * A no-op on cgroup v2. */
