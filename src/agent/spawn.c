@@ -513,6 +513,10 @@ static int cgroup_make(const struct cgroup *parent, const char *name, struct cgr
 			cgroup_free(cg);
 		return k;
 	}
+	/* the files read and reset after each command, kept open like the attach files (and
+	 * within their bound) */
+	if (n_attach_files < ATTACH_FILES_MAX)
+		cgroup_keep_files(cg);
 	attach_files_open(cg);
 	*ret = cg;
 	return 0;

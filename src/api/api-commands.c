@@ -200,7 +200,8 @@ static int parse_limit(struct http_request *req, uint64_t *ret, struct station_e
 	return validate_query_u64("limit", v, 1, API_MAX_LIST_LIMIT, ret, e);
 }
 
-static int start_run(struct http_request *req, json_t **ret, struct station_error *e)
+static int start_run(struct http_request *req, const struct api_idempotency *idem, json_t **ret,
+		     struct station_error *e)
 {
 	const struct route_match *m = http_request_route(req);
 	_cleanup_free_ uint8_t *stdin_buf = NULL;
@@ -212,6 +213,11 @@ static int start_run(struct http_request *req, json_t **ret, struct station_erro
 	if (r < 0)
 		return r;
 	r = validate_run_spec(body, &spec, &stdin_buf, e);
+	if (idem->claimed) { /* stored with the run, in its transaction */
+		spec.idempotency_scope = idem->scope;
+		spec.idempotency_key = idem->key;
+		spec.idempotency_status = 201;
+	}
 	if (r >= 0)
 		r = manager_run_start(http_request_manager(req), m->ws_id, &spec, ret, e);
 	json_decref(body);
@@ -259,9 +265,10 @@ int api_command_start(struct http_request *req)
 		return r;
 	if (r == IDEMPOTENCY_REPLAY)
 		return replay_run(req, &idem, &hit, wait_ms);
-	r = start_run(req, &run, &e);
+	r = start_run(req, &idem, &run, &e);
 	id = r < 0 ? NULL : json_string_value(json_object_get(run, "id"));
-	api_idempotency_end(req, &idem, id, 201);
+	/* a started run's key was stored with it: only the claim ends here */
+	api_idempotency_end(req, &idem, NULL, 201);
 	if (r < 0)
 		return http_reply_error(req, &e);
 	status = json_string_value(json_object_get(run, "status"));

@@ -23,6 +23,7 @@ struct cgroup_ops {
 	int (*get_stats)(const struct cgroup *cg, struct cgroup_stats *ret);
 	int (*get_usage)(const struct cgroup *cg, struct cgroup_usage *ret);
 	int (*reset_stats)(const struct cgroup *cg); /* NULL: cannot */
+	void (*keep_files)(struct cgroup *cg);	     /* NULL: nothing to keep */
 };
 
 extern const struct cgroup_ops cgroup_v1_ops;

@@ -3,9 +3,11 @@
  * cgroup2 mount) are treated as v1. Each operation finds the directory it needs by the control
  * file it touches, so a group rebuilt from its string form works the same. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "basic/cleanup.h"
 #include "basic/util.h"
@@ -347,6 +349,118 @@ static int v1_kill(const struct cgroup *cg)
 	return 0;
 }
 
+/* ---- files kept open (cgroup_keep_files) ------------------------------------------------------
+ * The agent reads a reused group's counters and resets them after every command; by path that
+ * is a walk of cgroupfs, an open and a close per file. Kept open, each is one pread or pwrite
+ * at offset 0 (these files print their current value on every read from offset 0). A
+ * descriptor whose file is gone (the group removed: ENODEV) is ignored and the file reached by
+ * path, which answers as before (ENOENT). Not cgroup.procs: a v1 descriptor of it keeps
+ * serving the pid list it loaded first (for about a second after the last read), so it would
+ * show a process that has left; it is opened afresh for every check. */
+
+enum {
+	KEPT_CPUACCT_USAGE,
+	KEPT_MEM_MAX_USAGE,
+	KEPT_MEM_USAGE,
+	KEPT_OOM_CONTROL,
+	KEPT_MAX,
+};
+
+static const struct {
+	const char *file;
+	int flags;
+} kept_files[KEPT_MAX] = {
+	[KEPT_CPUACCT_USAGE] = { "cpuacct.usage", O_RDWR },
+	[KEPT_MEM_MAX_USAGE] = { "memory.max_usage_in_bytes", O_RDWR },
+	[KEPT_MEM_USAGE] = { "memory.usage_in_bytes", O_RDONLY },
+	[KEPT_OOM_CONTROL] = { "memory.oom_control", O_RDONLY },
+};
+
+static void keep_one(struct cgroup *cg, size_t slot, const char *dir, const char *file, int flags)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (!dir || cg->kept[slot] || cg_file_path(dir, file, path) < 0)
+		return;
+	fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (fd >= 0)
+		cg->kept[slot] = fd + 1;
+}
+
+static void v1_keep_files(struct cgroup *cg)
+{
+	_Static_assert(KEPT_MAX <= CGROUP_KEPT_MAX, "struct cgroup's kept[] is too small");
+	for (size_t k = 0; k < KEPT_MAX; k++)
+		keep_one(cg, k, v1_dir_with(cg, kept_files[k].file), kept_files[k].file,
+			 kept_files[k].flags);
+}
+
+/* Like cg_read_some(), through the kept descriptor of slot when there is one. */
+static ssize_t kept_read_some(const struct cgroup *cg, size_t slot, const char *dir,
+			      const char *file, char *buf, size_t size)
+{
+	if (cg->kept[slot] > 0) {
+		ssize_t n;
+
+		do
+			n = pread(cg->kept[slot] - 1, buf, size - 1, 0);
+		while (n < 0 && errno == EINTR);
+		if (n >= 0) {
+			buf[n] = '\0';
+			return n;
+		}
+	}
+	return cg_read_some(dir, file, buf, size);
+}
+
+static int kept_read_u64(const struct cgroup *cg, size_t slot, const char *dir, const char *file,
+			 uint64_t *ret)
+{
+	char buf[64];
+	ssize_t n = kept_read_some(cg, slot, dir, file, buf, sizeof buf);
+
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n < sizeof buf - 1) { /* a short read of a control file is all of it */
+		buf[strcspn(buf, "\n")] = '\0';
+		return parse_u64(buf, UINT64_MAX, ret);
+	}
+	return cg_read_u64(dir, file, ret);
+}
+
+static int kept_read_keyed(const struct cgroup *cg, size_t slot, const char *dir, const char *file,
+			   const char *key, uint64_t *ret)
+{
+	char buf[512];
+	ssize_t n = kept_read_some(cg, slot, dir, file, buf, sizeof buf);
+
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n < sizeof buf - 1)
+		return cg_parse_keyed(buf, key, ret);
+	return cg_read_keyed(dir, file, key, ret);
+}
+
+static int kept_write(const struct cgroup *cg, size_t slot, const char *dir, const char *file,
+		      const char *value)
+{
+	size_t len = strlen(value);
+
+	if (cg->kept[slot] > 0) {
+		ssize_t n;
+
+		do
+			n = pwrite(cg->kept[slot] - 1, value, len, 0);
+		while (n < 0 && errno == EINTR);
+		if (n == (ssize_t)len)
+			return 0;
+		if (n >= 0 || errno != ENODEV)
+			return n < 0 ? negative_errno() : -EIO;
+	}
+	return cg_write(dir, file, value);
+}
+
 static int v1_is_empty(const struct cgroup *cg)
 {
 	size_t missing = 0;
@@ -381,11 +495,15 @@ static int v1_get_stats(const struct cgroup *cg, struct cgroup_stats *ret)
 	int r = 0;
 
 	if (cpuacct)
-		r = read_or_zero(cg_read_u64(cpuacct, "cpuacct.usage", &ns), &ns);
+		r = read_or_zero(
+			kept_read_u64(cg, KEPT_CPUACCT_USAGE, cpuacct, "cpuacct.usage", &ns), &ns);
 	if (r >= 0 && mem)
-		r = read_or_zero(cg_read_u64(mem, "memory.max_usage_in_bytes", &peak), &peak);
+		r = read_or_zero(kept_read_u64(cg, KEPT_MEM_MAX_USAGE, mem,
+					       "memory.max_usage_in_bytes", &peak),
+				 &peak);
 	if (r >= 0 && mem)
-		r = read_or_zero(cg_read_keyed(mem, "memory.oom_control", "oom_kill", &ooms),
+		r = read_or_zero(kept_read_keyed(cg, KEPT_OOM_CONTROL, mem, "memory.oom_control",
+						 "oom_kill", &ooms),
 				 &ooms);
 	if (r < 0)
 		return r;
@@ -405,9 +523,9 @@ static int v1_get_usage(const struct cgroup *cg, struct cgroup_usage *ret)
 	if (!cpuacct && !mem)
 		return -ENOENT;
 	if (cpuacct)
-		r = cg_read_u64(cpuacct, "cpuacct.usage", &ns);
+		r = kept_read_u64(cg, KEPT_CPUACCT_USAGE, cpuacct, "cpuacct.usage", &ns);
 	if (r >= 0 && mem)
-		r = cg_read_u64(mem, "memory.usage_in_bytes", &current);
+		r = kept_read_u64(cg, KEPT_MEM_USAGE, mem, "memory.usage_in_bytes", &current);
 	if (r < 0)
 		return r;
 	*ret = (struct cgroup_usage){ .cpu_usec = ns / 1000, .memory_bytes = current };
@@ -421,11 +539,12 @@ static int v1_reset_stats(const struct cgroup *cg)
 	uint64_t usage = 0;
 	/* page cache the last command left stays charged here: the next one's peak would carry
 	 * it, so only a group holding (almost) nothing is reused */
-	if (mem && (cg_read_u64(mem, "memory.usage_in_bytes", &usage) < 0 || usage > (1u << 20)))
+	if (mem && (kept_read_u64(cg, KEPT_MEM_USAGE, mem, "memory.usage_in_bytes", &usage) < 0 ||
+		    usage > (1u << 20)))
 		return -EBUSY;
-	int r = cpuacct ? cg_write(cpuacct, "cpuacct.usage", "0") : 0;
+	int r = cpuacct ? kept_write(cg, KEPT_CPUACCT_USAGE, cpuacct, "cpuacct.usage", "0") : 0;
 	if (r >= 0 && mem)
-		r = cg_write(mem, "memory.max_usage_in_bytes", "0");
+		r = kept_write(cg, KEPT_MEM_MAX_USAGE, mem, "memory.max_usage_in_bytes", "0");
 	return r;
 }
 
@@ -438,5 +557,6 @@ const struct cgroup_ops cgroup_v1_ops = {
 	.is_empty = v1_is_empty,
 	.get_stats = v1_get_stats,
 	.get_usage = v1_get_usage,
+	.keep_files = v1_keep_files,
 	.reset_stats = v1_reset_stats,
 };

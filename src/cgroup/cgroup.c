@@ -584,10 +584,19 @@ int cgroup_destroy(const struct cgroup *cg, int timeout_ms)
 	return cgroup_remove(cg);
 }
 
+void cgroup_keep_files(struct cgroup *cg)
+{
+	if (ops_of(cg)->keep_files)
+		ops_of(cg)->keep_files(cg);
+}
+
 void cgroup_free(struct cgroup *cg)
 {
 	if (!cg)
 		return;
+	for (size_t i = 0; i < CGROUP_KEPT_MAX; i++)
+		if (cg->kept[i] > 0)
+			close(cg->kept[i] - 1);
 	for (size_t i = 0; i < cg->n_dirs; i++)
 		free(cg->dirs[i]);
 	free(cg);

@@ -14,6 +14,8 @@
 #include <sys/types.h>
 
 #define CGROUP_MAX_DIRS 8
+/* cgroup_keep_files(): the counter files */
+#define CGROUP_KEPT_MAX 4
 
 enum cgroup_version {
 	CGROUP_V1 = 1,
@@ -26,6 +28,9 @@ struct cgroup {
 	char *dirs[CGROUP_MAX_DIRS];	 /* absolute paths */
 	unsigned roles[CGROUP_MAX_DIRS]; /* v1: which controllers each dir's hierarchy has, learnt
 					  * once (0: not yet); internal to the backends */
+	/* v1: control files kept open by cgroup_keep_files(), fd + 1 (0: not kept); internal to
+	 * the backends */
+	int kept[CGROUP_KEPT_MAX];
 };
 
 struct cgroup_limits {
@@ -97,6 +102,12 @@ int cgroup_remove(const struct cgroup *cg);
  * depth-first, then the group. */
 int cgroup_destroy(const struct cgroup *cg, int timeout_ms);
 
+/* Keeps the files read and reset after every command in a reused group open (its counters,
+ * v1): each later read or reset is a pread or pwrite on the kept descriptor
+ * (O_CLOEXEC) instead of a path walk, open and close. Best effort: a file that cannot be
+ * opened, or that vanished since, is reached by path as before. cgroup_free() closes them.
+ * A no-op on cgroup v2. */
+void cgroup_keep_files(struct cgroup *cg);
 void cgroup_free(struct cgroup *cg);
 
 /* "v1:/dir/a:/dir/b" or "v2:/dir": for argv and the store. */

@@ -106,6 +106,35 @@ int manager_idempotency_claim(struct manager *m, const char *scope, const char *
 	return claim_new(m, scope, key, hash, e);
 }
 
+static int claim_store(struct manager *m, const struct idempotency_claim *c, const char *object_id,
+		       unsigned status)
+{
+	struct idempotency_row row = {
+		.scope = c->scope,
+		.key = c->key,
+		.request_hash = (char *)c->hash,
+		.object_id = (char *)object_id,
+		.status = status,
+		.created_at = realtime_usec(),
+	};
+	int r = store_idempotency_insert(m->store, &row, expired_before(m));
+
+	if (r < 0)
+		log_warn("cannot record idempotency key", "scope", c->scope, "object", object_id,
+			 "error", strerror(-r), NULL);
+	return r;
+}
+
+int manager_idempotency_record(struct manager *m, const char *scope, const char *key,
+			       const char *object_id, unsigned status)
+{
+	struct idempotency_claim *c = claim_find(m, scope, key);
+
+	if (!c)
+		return -ENOENT;
+	return claim_store(m, c, object_id, status);
+}
+
 int manager_idempotency_finish(struct manager *m, const char *scope, const char *key,
 			       const char *object_id, unsigned status)
 {
@@ -114,21 +143,8 @@ int manager_idempotency_finish(struct manager *m, const char *scope, const char 
 
 	if (!c)
 		return -ENOENT;
-	if (object_id) {
-		struct idempotency_row row = {
-			.scope = c->scope,
-			.key = c->key,
-			.request_hash = c->hash,
-			.object_id = (char *)object_id,
-			.status = status,
-			.created_at = realtime_usec(),
-		};
-
-		r = store_idempotency_insert(m->store, &row, expired_before(m));
-		if (r < 0)
-			log_warn("cannot record idempotency key", "scope", scope, "object",
-				 object_id, "error", strerror(-r), NULL);
-	}
+	if (object_id)
+		r = claim_store(m, c, object_id, status);
 	LIST_REMOVE(&m->idempotency_claims, c);
 	claim_free(c);
 	return r;

@@ -446,6 +446,30 @@ static struct run_row *run_start_copy(const struct run_row *row)
 	return c;
 }
 
+/* The run's row and, when the request gave one, its Idempotency-Key: one transaction (one
+ * WAL commit instead of two per exec), written before the agent is told, so that a run the
+ * agent starts is always on record, and a retry with the key always finds it. A key that
+ * cannot be stored does not fail the run (as when it was stored after the start). */
+static int run_insert(struct manager *m, const struct run_row *row, const struct run_spec *spec)
+{
+	int r;
+
+	if (!spec->idempotency_key)
+		return store_run_insert(m->store, row);
+	r = store_begin(m->store);
+	if (r < 0)
+		return r;
+	r = store_run_insert(m->store, row);
+	if (r >= 0) {
+		(void)manager_idempotency_record(m, spec->idempotency_scope, spec->idempotency_key,
+						 row->id, spec->idempotency_status);
+		r = store_commit(m->store);
+	}
+	if (r < 0)
+		(void)store_rollback(m->store);
+	return r;
+}
+
 int manager_run_start(struct manager *m, const char *ws_id, const struct run_spec *spec,
 		      json_t **ret, struct station_error *e)
 {
@@ -481,7 +505,7 @@ int manager_run_start(struct manager *m, const char *ws_id, const struct run_spe
 		.exit_code = -1,
 		.created_at = realtime_usec(),
 	};
-	r = store_run_insert(m->store, &row);
+	r = run_insert(m, &row, spec);
 	if (r < 0) {
 		strv_free(env);
 		return station_error_set(e, r, NULL, "cannot record the run: %s", strerror(-r));
@@ -514,6 +538,10 @@ int manager_run_start(struct manager *m, const char *ws_id, const struct run_spe
 		row.reason = (char *)"the agent could not be reached";
 		row.ended_at = realtime_usec();
 		store_run_finish(m->store, &row);
+		/* the request fails: its key is free again, as when nothing was recorded */
+		if (spec->idempotency_key)
+			(void)store_idempotency_delete(m->store, spec->idempotency_scope,
+						       spec->idempotency_key);
 		return station_error_set(e, -ENOTCONN, NULL,
 					 "the agent of workspace \"%s\" "
 					 "could not be reached: %s",

@@ -152,6 +152,11 @@ int manager_idempotency_claim(struct manager *m, const char *scope, const char *
 			      struct station_error *e);
 int manager_idempotency_finish(struct manager *m, const char *scope, const char *key,
 			       const char *object_id, unsigned status);
+/* Stores the claimed key with object_id and status now, in the caller's transaction, so that
+ * the object's row and its key are written together; the claim stays until finish() (called
+ * then with NULL). -ENOENT when no such claim. */
+int manager_idempotency_record(struct manager *m, const char *scope, const char *key,
+			       const char *object_id, unsigned status);
 
 /* {"ready":bool,"checks":[{"name","ok","message"}],"checkedAt"}: the last check's result (a new
  * reference), kept current by checks off the loop (on a timer and on events). NULL while no
@@ -231,6 +236,10 @@ struct run_spec {
 	size_t stdin_len;
 	uint64_t timeout_ms;	   /* 0: default */
 	uint64_t max_output_bytes; /* 0: default */
+	/* A claimed Idempotency-Key (manager_idempotency_claim), or NULL: stored with the run
+	 * in the run's own transaction, with idempotency_status. */
+	const char *idempotency_scope, *idempotency_key;
+	unsigned idempotency_status;
 };
 
 /* Starts a run; *ret is the run as JSON (status "running"). */

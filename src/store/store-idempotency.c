@@ -21,14 +21,14 @@ void idempotency_row_free(struct idempotency_row *r)
 int store_idempotency_insert(struct store *s, const struct idempotency_row *r,
 			     uint64_t expired_before)
 {
-	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
+	_cleanup_stmt_reset_ sqlite3_stmt *st = NULL;
 	int k;
 
 	if (!s || !r || !r->scope || !r->key || !r->request_hash || !r->object_id)
 		return -EINVAL;
 	/* An expired row of the same key gives way; a live one makes the insert a no-op. */
-	k = store_prepare(
-		s,
+	k = store_stmt(
+		s, STORE_STMT_IDEMPOTENCY_INSERT,
 		"INSERT INTO idempotency_keys (scope, key, request_hash, object_id, "
 		"status, created_at) VALUES (?, ?, ?, ?, ?, ?) "
 		"ON CONFLICT (scope, key) DO UPDATE SET request_hash = excluded.request_hash, "
@@ -73,15 +73,15 @@ static int idempotency_read(sqlite3_stmt *st, struct idempotency_row *ret)
 int store_idempotency_get(struct store *s, const char *scope, const char *key,
 			  uint64_t expired_before, struct idempotency_row *ret)
 {
-	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
+	_cleanup_stmt_reset_ sqlite3_stmt *st = NULL;
 	int k;
 
 	if (!s || !scope || !key || !ret)
 		return -EINVAL;
-	k = store_prepare(s,
-			  "SELECT scope, key, request_hash, object_id, status, created_at "
-			  "FROM idempotency_keys WHERE scope = ? AND key = ? AND created_at >= ?",
-			  &st);
+	k = store_stmt(s, STORE_STMT_IDEMPOTENCY_GET,
+		       "SELECT scope, key, request_hash, object_id, status, created_at "
+		       "FROM idempotency_keys WHERE scope = ? AND key = ? AND created_at >= ?",
+		       &st);
 	if (k < 0)
 		return k;
 	struct store_binder b = STORE_BINDER(st);
@@ -109,5 +109,21 @@ int store_idempotency_purge(struct store *s, uint64_t expired_before)
 		return k;
 	struct store_binder b = STORE_BINDER(st);
 	store_bind_u64(&b, expired_before);
+	return store_exec_bound(s, &b);
+}
+
+int store_idempotency_delete(struct store *s, const char *scope, const char *key)
+{
+	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
+	int k;
+
+	if (!s || !scope || !key)
+		return -EINVAL;
+	k = store_prepare(s, "DELETE FROM idempotency_keys WHERE scope = ? AND key = ?", &st);
+	if (k < 0)
+		return k;
+	struct store_binder b = STORE_BINDER(st);
+	store_bind_text(&b, scope);
+	store_bind_text(&b, key);
 	return store_exec_bound(s, &b);
 }

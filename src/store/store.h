@@ -98,6 +98,8 @@ int store_idempotency_insert(struct store *s, const struct idempotency_row *r,
  * there is none. */
 int store_idempotency_get(struct store *s, const char *scope, const char *key,
 			  uint64_t expired_before, struct idempotency_row *ret);
+/* Deletes the row of (scope, key); returns how many (0 or 1). */
+int store_idempotency_delete(struct store *s, const char *scope, const char *key);
 /* Deletes the rows created before `expired_before`; returns how many. */
 int store_idempotency_purge(struct store *s, uint64_t expired_before);
 

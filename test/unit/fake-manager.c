@@ -281,6 +281,9 @@ int manager_run_start(struct manager *m, const char *ws_id, const struct run_spe
 	snprintf(r->command, sizeof r->command, "%s", spec->command);
 	r->status = "running";
 	run_setup(r);
+	if (spec->idempotency_key) /* with the run, as the manager stores it */
+		manager_idempotency_record(m, spec->idempotency_scope, spec->idempotency_key, r->id,
+					   spec->idempotency_status);
 	*ret = run_json(r);
 	return 0;
 }
@@ -732,6 +735,7 @@ struct fake_key {
 	char scope[128], key[256], hash[65], object_id[128];
 	unsigned status;
 	bool claimed;
+	bool recorded; /* manager_idempotency_record() stored it while claimed */
 };
 static struct fake_key fake_keys[16];
 
@@ -777,6 +781,10 @@ int manager_idempotency_finish(struct manager *m, const char *scope, const char 
 
 	if (!k || !k->claimed)
 		return -ENOENT;
+	if (!object_id && k->recorded) { /* stored with the object: only the claim ends */
+		k->claimed = false;
+		return 0;
+	}
 	if (!object_id) {
 		*k = (struct fake_key){};
 		return 0;
@@ -784,6 +792,19 @@ int manager_idempotency_finish(struct manager *m, const char *scope, const char 
 	k->claimed = false;
 	snprintf(k->object_id, sizeof k->object_id, "%s", object_id);
 	k->status = status;
+	return 0;
+}
+
+int manager_idempotency_record(struct manager *m, const char *scope, const char *key,
+			       const char *object_id, unsigned status)
+{
+	struct fake_key *k = fake_key_find(scope, key);
+
+	if (!k || !k->claimed)
+		return -ENOENT;
+	snprintf(k->object_id, sizeof k->object_id, "%s", object_id);
+	k->status = status;
+	k->recorded = true;
 	return 0;
 }
 

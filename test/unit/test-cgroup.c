@@ -418,6 +418,65 @@ Test(cgroup, stats_after_work, .init = base_setup, .fini = base_teardown)
 	cr_assert_eq(st.oom_kills, 0);
 }
 
+/* The files kept open answer like the paths: fresh content on every read, a reset that takes,
+ * a process that left the group gone from it (cgroup.procs is not kept: a v1 descriptor of it
+ * would show the pid list it loaded first), and a removed group reads as missing. */
+Test(cgroup, kept_files_read_reset_and_vanish, .init = base_setup, .fini = base_teardown)
+{
+	struct cgroup *s = make_child(base, "kept");
+	_cleanup_cgroup_ struct cgroup *inner = make_child(s, "inner");
+	struct cgroup_stats st = { 0 };
+	size_t kept = 0;
+	int status, empty = 0;
+	pid_t pid;
+
+	cgroup_keep_files(s);
+	for (size_t i = 0; i < CGROUP_KEPT_MAX; i++)
+		if (s->kept[i] > 0) {
+			cr_assert(fcntl(s->kept[i] - 1, F_GETFD) & FD_CLOEXEC);
+			kept++;
+		}
+	if (version == CGROUP_V1)
+		cr_assert_eq(kept, CGROUP_KEPT_MAX, "kept %zu", kept);
+	cr_assert_eq(cgroup_is_empty(s), 1, "positive control: nobody in it yet");
+	pid = spawn_in(s, pause_forever, NULL);
+	cr_assert_eq(cgroup_is_empty(s), 0, "the process in the group was missed");
+	kill(pid, SIGKILL);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	for (int i = 0; i < 200 && (empty = cgroup_is_empty(s)) == 0; i++)
+		cg_sleep_ms(5);
+	cr_assert_eq(empty, 1);
+	pid = spawn_in(inner, pause_forever, NULL);
+	cr_assert_eq(cgroup_is_empty(s), 0, "the process below the group was missed");
+	kill(pid, SIGKILL);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	for (int i = 0; i < 200 && (empty = cgroup_is_empty(s)) == 0; i++)
+		cg_sleep_ms(5);
+	cr_assert_eq(empty, 1);
+	cr_assert_eq(cgroup_remove(inner), 0);
+
+	pid = spawn_in(s, burn_and_touch, NULL);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %x", status);
+	cr_assert_eq(cgroup_get_stats(s, &st), 0);
+	cr_assert_geq(st.cpu_usec, 190000, "cpu %llu", (unsigned long long)st.cpu_usec);
+	cr_assert_geq(st.peak_memory, 20u << 20, "peak %llu", (unsigned long long)st.peak_memory);
+	if (version == CGROUP_V1) {
+		cr_assert_eq(cgroup_reset_stats(s), 0);
+		cr_assert_eq(cgroup_get_stats(s, &st), 0);
+		cr_assert_lt(st.cpu_usec, 190000, "cpu %llu after reset",
+			     (unsigned long long)st.cpu_usec);
+		cr_assert_lt(st.peak_memory, 20u << 20, "peak %llu after reset",
+			     (unsigned long long)st.peak_memory);
+	}
+
+	cr_assert_eq(cgroup_remove(s), 0);
+	cr_assert_eq(cgroup_is_empty(s), -ENOENT);
+	cr_assert_eq(cgroup_get_stats(s, &st), 0);
+	cr_assert_eq(st.cpu_usec, 0);
+	cgroup_free(s); /* closes the kept files */
+}
+
 /* Forks up to 5 paused children; exit code: 10 * forks that worked + 1 if the next failed
  * with EAGAIN. */
 static int fork_five(void *userdata)
