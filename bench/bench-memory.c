@@ -7,7 +7,11 @@
  *   .agent       per workspace: the agent's RSS (PSS and anonymous RSS in extra)
  *   .system      (MemTotal - MemFree - Buffers - Cached - SReclaimable) after - before, / count:
  *                everything, cgroup structures and other kernel objects included; noisy when
- *                other work runs on the machine
+ *                other work runs on the machine. In extra, two drivers of its kernel share,
+ *                less disturbed by other work: the memory cgroups added per workspace
+ *                (/proc/cgroups) and the kmalloc-1k slab growth per workspace (/proc/slabinfo),
+ *                where the kernel keeps each memory cgroup's shrinker map: one 1 KiB unit per 64
+ *                shrinker ids, and every mounted superblock takes one (BENCHMARKS.md, density)
  *   .controller  the controller's RSS with the workspaces, and before them in extra
  *   .exec        (container workspaces) exec of `true` into the last one created, o->runs
  *                samples, while all of them are held */
@@ -53,6 +57,55 @@ static int64_t meminfo_used(void)
 	}
 	fclose(f);
 	return total < 0 ? -EIO : total - sub;
+}
+
+/* The host's count of memory cgroups (the num_cgroups column of /proc/cgroups). */
+static int64_t memcg_count(void)
+{
+	char line[256], name[64];
+	long long hier, num;
+	int enabled;
+	int64_t found = -ENOENT;
+	FILE *f = fopen("/proc/cgroups", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "%63s %lld %lld %d", name, &hier, &num, &enabled) == 4 &&
+		    strcmp(name, "memory") == 0)
+			found = num;
+	fclose(f);
+	return found;
+}
+
+/* Bytes of the live objects of one slab cache (active objects x object size); -errno when
+ * /proc/slabinfo cannot be read (it is root's) or lacks the cache. */
+static int64_t slab_bytes(const char *cache)
+{
+	char line[512], name[64];
+	long long active, total, size;
+	int64_t found = -ENOENT;
+	FILE *f = fopen("/proc/slabinfo", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "%63s %lld %lld %lld", name, &active, &total, &size) == 4 &&
+		    strcmp(name, cache) == 0) {
+			found = active * size;
+			break;
+		}
+	fclose(f);
+	return found;
+}
+
+/* Kernel counters read before and after the workspaces: see .system above. */
+struct kernel_counts {
+	int64_t memcgs, kmalloc_1k;
+};
+
+static void kernel_counts_read(struct kernel_counts *k)
+{
+	k->memcgs = memcg_count();
+	k->kmalloc_1k = slab_bytes("kmalloc-1k");
 }
 
 /* Whether pid runs /…/station-agent (a host workspace's agent, or a container's PID 1). */
@@ -224,7 +277,8 @@ static void field_stats(const struct ws_mem *ws, int n, size_t offset, struct be
 }
 
 static int emit_rows(const struct bench_opts *o, struct ws_mem *ws, int n, int version, double rss0,
-		     double rss1, double used_delta, double create_ms, double delete_ms)
+		     double rss1, double used_delta, const struct kernel_counts *k0,
+		     const struct kernel_counts *k1, double create_ms, double delete_ms)
 {
 	char id[160];
 	struct bench_opts ro;
@@ -248,7 +302,17 @@ static int emit_rows(const struct bench_opts *o, struct ws_mem *ws, int n, int v
 	x[0] = used_delta / 1024 / n;
 	bench_stats_compute(x, 1, &one);
 	ro = row_opts(o, "system", id, sizeof id);
-	bench_emit(&ro, "KiB", &one, json_pack("{si}", "workspaces", n));
+	json_t *sys = json_pack("{si}", "workspaces", n);
+	if (sys && k0->memcgs >= 0 && k1->memcgs >= 0) {
+		json_object_set_new(sys, "memcgsPerWorkspace",
+				    json_real((double)(k1->memcgs - k0->memcgs) / n));
+		json_object_set_new(sys, "memcgsAfter", json_integer(k1->memcgs));
+	}
+	if (sys && k0->kmalloc_1k >= 0 && k1->kmalloc_1k >= 0)
+		json_object_set_new(
+			sys, "kmalloc1kKiBPerWorkspace",
+			json_real((double)(k1->kmalloc_1k - k0->kmalloc_1k) / 1024 / n));
+	bench_emit(&ro, "KiB", &one, sys);
 	x[0] = rss1 / (1 << 20);
 	bench_stats_compute(x, 1, &one);
 	ro = row_opts(o, "controller", id, sizeof id);
@@ -311,6 +375,8 @@ int cmd_memory(const struct bench_opts *o)
 		json_decref(worker);
 	double rss0 = (double)bench_proc_kb_field(o->controller_pid, "status", "VmRSS");
 	double used0 = (double)meminfo_used();
+	struct kernel_counts k0, k1;
+	kernel_counts_read(&k0);
 	bool container = o->image != NULL;
 	struct station_workspace_options wo = { .adapter = container ? "container" : "host",
 						.image = o->image,
@@ -331,6 +397,7 @@ int cmd_memory(const struct bench_opts *o)
 	sleep(2);
 	double rss1 = (double)bench_proc_kb_field(o->controller_pid, "status", "VmRSS");
 	double used1 = (double)meminfo_used();
+	kernel_counts_read(&k1);
 	find_agents(ws, made);
 	int measured = 0;
 	for (int i = 0; i < made; i++)
@@ -354,7 +421,7 @@ int cmd_memory(const struct bench_opts *o)
 	if (error[0])
 		r = bench_emit_fail(o, "%s", error);
 	else
-		r = emit_rows(o, ws, made, version, rss0, rss1, used1 - used0, create_med,
+		r = emit_rows(o, ws, made, version, rss0, rss1, used1 - used0, &k0, &k1, create_med,
 			      median_of(delete_ms, made));
 	station_client_free(c);
 	free(ws), free(create_ms), free(delete_ms);

@@ -412,6 +412,14 @@ static void row_note(const char *id, json_t *row, json_t *rows, char *buf, size_
 	if (m && strcmp(m, "agent") == 0)
 		snprintf(buf, size, "mean %.0f, PSS mean %.0f KiB", num(row, "mean"),
 			 extra(row, "pssMeanKiB"));
+	if (m && strcmp(m, "system") == 0 && !isnan(extra(row, "memcgsPerWorkspace"))) {
+		/* the drivers of the kernel's share (bench-memory.c, .system) */
+		int n = snprintf(buf, size, "memory cgroups +%.1f/ws (%.0f on the host)",
+				 extra(row, "memcgsPerWorkspace"), extra(row, "memcgsAfter"));
+		if (!isnan(extra(row, "kmalloc1kKiBPerWorkspace")) && n > 0 && (size_t)n < size)
+			snprintf(buf + n, size - (size_t)n, "; kmalloc-1k +%.0f KiB/ws",
+				 extra(row, "kmalloc1kKiBPerWorkspace"));
+	}
 	if (m && strcmp(m, "controller") == 0)
 		snprintf(buf, size, "%.1f MiB before, +%.1f KiB/ws", extra(row, "rssBeforeMiB"),
 			 extra(row, "perWorkspaceKiB"));

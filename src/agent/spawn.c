@@ -280,13 +280,19 @@ int spawn_build_env(char *const *base, size_t n_base, const char *home_entry, co
 	return 0;
 }
 
-/* Made ahead of time and kept while idle. */
+/* Made ahead of time and kept between commands. */
 #define SPAWN_POOL_SIZE 2
 /* Kept after use while commands run side by side (16 clients would otherwise make and remove
  * a group in every hierarchy for most commands); back to SPAWN_POOL_SIZE once no command has
  * finished for POOL_TRIM_USEC. */
 #define SPAWN_POOL_MAX 16
 #define POOL_TRIM_USEC 2000000ull
+/* Then none at all once no command has finished for POOL_IDLE_USEC: an idle workspace holds
+ * no spare group. Each is a memory cgroup, and the kernel's memory for one grows with every
+ * filesystem mounted on the host (its shrinker map): at a thousand container workspaces, more
+ * than the agent itself (BENCHMARKS.md, density). The first command after that pays the mkdir
+ * that the pool saves the others. */
+#define POOL_IDLE_USEC 30000000ull
 
 /* The agent has one workspace group: one pool, for that parent. */
 static struct {
@@ -295,6 +301,7 @@ static struct {
 	size_t n;
 	uint64_t next;
 	struct event_source *trim;
+	bool trimmed; /* down to SPAWN_POOL_SIZE: the timer's next step empties it */
 } pool;
 
 static int cgroup_make(const struct cgroup *parent, const char *name, struct cgroup **ret);
@@ -323,9 +330,14 @@ void spawn_cgroup_pool_fill(const struct cgroup *parent)
 static int on_pool_trim(struct event_source *s, uint64_t now, void *userdata)
 {
 	struct event_loop *loop = userdata;
+	size_t keep = pool.trimmed ? 0 : SPAWN_POOL_SIZE;
 
-	while (pool.n > SPAWN_POOL_SIZE)
+	while (pool.n > keep)
 		spawn_cgroup_release(loop, pool.items[--pool.n]);
+	if (!pool.trimmed && pool.n > 0 && s) {
+		pool.trimmed = true;
+		(void)event_source_set_time(s, now_usec() + POOL_IDLE_USEC - POOL_TRIM_USEC);
+	}
 	return 0;
 }
 
@@ -333,12 +345,13 @@ void spawn_cgroup_pool_trim(struct event_loop *loop)
 {
 	uint64_t at = now_usec() + POOL_TRIM_USEC;
 
-	if (pool.n <= SPAWN_POOL_SIZE)
+	pool.trimmed = false;
+	if (pool.n == 0)
 		return;
 	if (pool.trim)
 		(void)event_source_set_time(pool.trim, at);
 	else if (event_add_timer(loop, &pool.trim, at, on_pool_trim, loop) < 0)
-		on_pool_trim(NULL, 0, loop); /* no timer: at once */
+		on_pool_trim(NULL, 0, loop); /* no timer: at once, down to the idle size */
 }
 
 void spawn_cgroup_pool_stop(void)

@@ -86,9 +86,10 @@ void spawn_cgroup_free(struct cgroup *cg);
 /* Tops the pool up: mkdir is a good part of a command's start, so it is done between commands,
  * after a result went out. */
 void spawn_cgroup_pool_fill(const struct cgroup *parent);
-/* After a command's group went back to the pool: the groups kept beyond the idle size while
- * commands ran side by side are removed once none has finished for a while (a timer on loop,
- * pushed back by every call). _stop() drops the timer (shutdown). */
+/* After a command's group went back to the pool: the groups kept beyond the pool's size while
+ * commands ran side by side are removed once none has finished for a while, and the rest once
+ * none has finished for longer (an idle agent keeps no spare group): a timer on loop, pushed
+ * back by every call. _stop() drops the timer (shutdown). */
 void spawn_cgroup_pool_trim(struct event_loop *loop);
 void spawn_cgroup_pool_stop(void);
 
