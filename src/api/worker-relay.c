@@ -302,6 +302,12 @@ static void relay_read_body(struct relay *r, int fd, uint64_t deadline)
 	r->body[have] = '\0';
 }
 
+static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	return relay_stopping(userdata) ? 1 : 0;
+}
+
 static void relay_handshake(void *userdata)
 {
 	struct relay *r = userdata;
@@ -327,6 +333,9 @@ static void relay_handshake(void *userdata)
 	curl_easy_setopt(r->h, CURLOPT_PROXY, "");
 	curl_easy_setopt(r->h, CURLOPT_CONNECTTIMEOUT_MS, RELAY_CONNECT_MS);
 	curl_easy_setopt(r->h, CURLOPT_ERRORBUFFER, detail);
+	curl_easy_setopt(r->h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(r->h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(r->h, CURLOPT_XFERINFODATA, r);
 	cc = curl_easy_perform(r->h);
 	if (cc == CURLE_OK)
 		cc = curl_easy_getinfo(r->h, CURLINFO_ACTIVESOCKET, &sock);

@@ -28,12 +28,16 @@ python3 -c '
 import socket, sys
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(64)
+with open(sys.argv[2], "a") as f: f.write("listening\n")
 held = []
 while True:
     c, _ = s.accept(); held.append(c)
     with open(sys.argv[2], "a") as f: f.write("accepted\n")
 ' "$P9" "$HUNG_LOG" &
 HUNG_PID=$!
+hung_listening() {
+	grep -q listening "$HUNG_LOG"
+}
 
 # Controllers besides lib.sh's own (w1): NAME → pid, root in $TMP/NAME.
 declare -A XPID
@@ -88,6 +92,10 @@ require_controller --worker w1 --adapters host --listen "tcp:127.0.0.1:$P1" \
 	--workers "w1=$W1,w2=http://127.0.0.1:$P2,w3=http://127.0.0.1:$P3,w9=http://127.0.0.1:$P9" \
 	--max-wait-ms 5000
 TOKEN=$(tr -d '\n' <"$ROOT/admin.token")
+wait_for -t 60 hung_listening || {
+	not_ok "the listener that never answers listens"
+	exit 1
+}
 (umask 077 && printf '%s\n' "$TOKEN" >"$TMP/shared.token")
 for n in w2 w3; do
 	port=$([[ $n == w2 ]] && echo "$P2" || echo "$P3")
@@ -245,7 +253,7 @@ t_ws_output() {
 	# Followed to its end: both lines, the end message, w3's close 1000.
 	wsc "/v1/workers/w3/v1/workspaces/$WS3/commands/$run/output" --token "$TOKEN"
 	assert_eq 101 "$(wr .status)" "again, with Authorization" || return 1
-	# (The end message's run holds the output again: the first two are the output's.)
+	# (The end message's run holds the command line: the first two are the output's.)
 	assert_eq 'live-one live-two' "$(wr .data | grep -ao 'live-[a-z]*' | head -n 2 | tr '\n' ' ' | sed 's/ $//')" "the output"
 	assert_eq exited "$(wr '.texts[-1] | fromjson | .run.status // .status // empty' 2>/dev/null || true)" "the end message: $(wr '.texts[-1]')"
 	assert_eq 1000 "$(wr .close)" "w3's close comes through"
@@ -421,6 +429,19 @@ t_browser() {
 	assert_eq "$WS3" "$(j .workspace "$r")" "#/w/ID opened the workspace on w3"
 	assert_eq "from-the-dashboard" "$(j .runStdout "$r" | tr -d '\n')" "the command's output"
 	assert_eq 4 "$(j .runExit "$r")" "its exit code"
+	assert_eq running "$(j .liveStatusAtFirst "$r")" "the run still ran when its first line showed"
+	assert_eq 201 "$(j .liveMkdir "$r")" "the directory the run waited for"
+	assert_eq '["live-one","live-two"]' "$(j .liveOutput "$r")" "the live output"
+	assert_eq 201 "$(j .termCreate "$r")" "a terminal on w3"
+	assert_eq true "$(j .termEchoed "$r")" "the terminal echoed what was typed"
+	assert_eq true "$(j .watchLive "$r")" "the Files tab's watch is live"
+	assert_eq 201 "$(j .svcCreate "$r")" "a service on w3"
+	assert_eq 201 "$(j .svcMkdir "$r")" "the directory the service waited for"
+	assert_eq '["svc-one","svc-two"]' "$(j .svcLogs "$r")" "the service's logs, followed"
+	assert_eq '["attach","logs","output","watch"]' \
+		"$(j '[.sockets[] | select(test("^/v1/workers/w3/v1/workspaces/")) | split("/") | last] | unique' "$r")" \
+		"the streams went through /v1/workers/w3 as WebSockets"
+	assert_eq '[]' "$(j '[.sockets[] | select(startswith("/") | not)]' "$r")" "no WebSocket to another origin"
 	assert_eq '[]' "$(j '[.requests[] | select(.[1] | startswith("/") | not)]' "$r")" "no request to another origin"
 	assert_le 3 "$(j '[.requests[] | select(.[1] | startswith("/v1/workers/w3/v1/workspaces/"))] | length' "$r")" \
 		"the workspace's calls went through /v1/workers/w3"
