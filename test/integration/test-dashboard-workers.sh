@@ -64,7 +64,7 @@ stop_extra() {
 }
 extra_cleanup() {
 	local n id
-	for n in w2 w3; do
+	for n in w2 w3 w4; do
 		[[ -n ${XPID[$n]:-} ]] || continue
 		for id in $(curl -s --unix-socket "$TMP/$n/station.sock" http://x/v1/workspaces | jq -r '.workspaces[].id' 2>/dev/null); do
 			curl -s -o /dev/null -X DELETE --unix-socket "$TMP/$n/station.sock" "http://x/v1/workspaces/$id"
@@ -346,6 +346,35 @@ t_ws_gone() {
 	assert_eq null "$(wr .error)" "no timeout"
 }
 
+# The serving controller stopping closes the relays through it; the worker serves on.
+t_ws_serving_stops() {
+	local p4 pid root=$TMP/w4
+	p4=$(free_port)
+	mkdir -p "$root"
+	"$DAEMON" --root "$root" --worker w4 --log-format text --network-range none \
+		--adapters host --default-adapter host --listen "tcp:127.0.0.1:$p4" \
+		--admin-token-file "$TMP/shared.token" --workers "w4=http://127.0.0.1:$p4,w3=http://127.0.0.1:$P3" \
+		>>"$root/controller.log" 2>&1 </dev/null &
+	XPID[w4]=$!
+	wait_for -t 20 extra_ready w4 "$p4" || {
+		_fail "w4 did not start: $(tail -n 5 "$root/controller.log")"
+		return 1
+	}
+	rm -f "$TMP/w4-open"
+	python3 "$WSC" "$p4" "/v1/workers/w3/v1/events" --subprotocol-token "$TOKEN" \
+		--ready-file "$TMP/w4-open" >"$TMP/w4.json" 2>&1 &
+	pid=$!
+	wait_for -t 60 file_there "$TMP/w4-open" || _fail "the WebSocket through w4 did not open: $(cat "$TMP/w4.json")"
+	stop_extra w4
+	wait "$pid"
+	WR=$(cat "$TMP/w4.json")
+	assert_eq 101 "$(wr .status)" "events of w3 through w4: $WR" || return 1
+	assert_eq 0 "$(wr .close)" "w4 stopping closed the client's socket"
+	assert_eq null "$(wr .error)" "no timeout"
+	tcp GET "$W1/v1/workers/w3/v1/workspaces"
+	assert_eq 200 "$STATUS" "w3 serves on"
+}
+
 t_down() {
 	stop_extra w2
 	tcp GET "$W1/v1/workers"
@@ -477,6 +506,7 @@ run_test "WebSocket through w1: a service's logs on w3 followed" t_ws_logs
 run_test "WebSocket through w1: w3's 401 for a token it does not take comes back" t_ws_token
 run_test "WebSocket through w1: refused paths never reach the worker" t_ws_refused
 run_test "WebSocket through w1: the worker going away closes the client's socket" t_ws_gone
+run_test "WebSocket through another serving controller: its stop closes the client's socket" t_ws_serving_stops
 run_test "w2 stopped: down with the error, w1 and w3 still served" t_down
 run_or_skip "dashboard: the workers (w2 down), w3's workspaces, a command on w3 from w1's page" t_browser
 run_test "a hung worker does not hold the serving controller's other requests" t_hung
