@@ -69,12 +69,8 @@ struct relay {
 	bool c_eof, w_eof;
 };
 
+/* Relays under way (their handshake or their bytes), on the loop thread only. */
 static unsigned relays_open;
-
-unsigned worker_relay_count(void)
-{
-	return relays_open;
-}
 
 static void relay_free(struct relay *r)
 {
@@ -399,15 +395,27 @@ static void buf_compact(struct relay_buf *b)
 	b->off = 0;
 }
 
+/* A hung-up or failed socket is reported whatever the events asked: the client's ends the
+ * relay (nobody is left to deliver to); the worker's is watched no more, and what it sent
+ * before is read while there is room for it (to its end: no more waiting on it). */
 static int on_client(struct event_source *s, int fd, uint32_t revents, void *userdata)
 {
-	relay_pump(userdata);
+	if (revents & (EPOLLHUP | EPOLLERR))
+		relay_close(userdata);
+	else
+		relay_pump(userdata);
 	return 0;
 }
 
 static int on_worker(struct event_source *s, int fd, uint32_t revents, void *userdata)
 {
-	relay_pump(userdata);
+	struct relay *r = userdata;
+
+	if (revents & (EPOLLHUP | EPOLLERR)) {
+		event_source_free(r->wsrc);
+		r->wsrc = NULL;
+	}
+	relay_pump(r);
 	return 0;
 }
 

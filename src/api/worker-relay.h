@@ -26,6 +26,3 @@ struct fleet_worker;
 
 /* target: the path and query on the worker ("/v1/..."). Replies or suspends req. */
 int worker_relay_start(struct http_request *req, const struct fleet_worker *wk, const char *target);
-
-/* Relays now open (for tests and GET /v1/worker-like reports). */
-unsigned worker_relay_count(void);

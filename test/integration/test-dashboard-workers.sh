@@ -474,7 +474,7 @@ t_browser() {
 	assert_eq '[]' "$(j '[.requests[] | select(.[1] | startswith("/") | not)]' "$r")" "no request to another origin"
 	assert_le 3 "$(j '[.requests[] | select(.[1] | startswith("/v1/workers/w3/v1/workspaces/"))] | length' "$r")" \
 		"the workspace's calls went through /v1/workers/w3"
-	assert_eq '[]' "$(j .console "$r")" "no console errors"
+	assert_eq '[]' "$(j .console "$r")" "no console errors (answers of 400 and above: $(j .failed "$r"))"
 	# The run is w3's (positive control: asked of w3 itself).
 	run=$(j .runId "$r")
 	STATUS=$(curl -s -o "$TMP/direct" -w '%{http_code}' --unix-socket "$TMP/w3/station.sock" \
