@@ -31,8 +31,8 @@ export function setUnauthorizedHandler(fn) {
 // The workers this controller knows (GET /v1/workers: {self, names}) when it knows more than
 // itself, and the one the current view's calls go to. A view of a workspace on another worker
 // sends its calls through /v1/workers/NAME/v1/... (docs/api.md, "Workers"): the controller
-// forwards them with this tab's token. Streams are not forwarded: on another worker the views
-// poll instead of following events, output or logs live.
+// forwards them with this tab's token. WebSockets are relayed to the worker; event streams
+// (SSE) are not, so readEvents() takes an endpoint's WebSocket variant there instead.
 let fleet = null;
 let remote = null;
 
@@ -129,7 +129,6 @@ export function openSocket(path) {
 // to 30 s) with since = the last seq seen, so nothing is missed (a `gap` event says when
 // something was). Returns the function that stops it.
 export function followEvents(query, onEvent) {
-	if (remote) return () => {}; // not forwarded: liveRefresh polls instead
 	let since = null;
 	let ws = null;
 	let timer = null;
@@ -181,12 +180,14 @@ export function liveRefresh(ctx, query, reload, fallbackMs = 30000) {
 	};
 	ctx.onClose(followEvents(query, soon));
 	ctx.onClose(() => clearTimeout(pending));
-	ctx.every(remote ? Math.min(fallbackMs, 3000) : fallbackMs, reload);
+	ctx.every(fallbackMs, reload);
 }
 
 // Server-sent events read with fetch (EventSource cannot send Authorization). Calls
-// onEvent(name, data) per event; resolves when the stream ends; abort with signal.
+// onEvent(name, data) per event; resolves when the stream ends; abort with signal. On another
+// worker (event streams are not forwarded) the endpoint's WebSocket variant, read the same way.
 export async function readEvents(path, onEvent, signal) {
+	if (remote) return readSocketEvents(path, onEvent, signal);
 	const res = await fetch(routed(path), { headers: headers({ Accept: 'text/event-stream' }), signal, cache: 'no-store' });
 	if (!res.ok) throw await errorOf(res);
 	const reader = res.body.getReader();
@@ -213,6 +214,53 @@ export async function readEvents(path, onEvent, signal) {
 			if (data.length) onEvent(name, data.join('\n'));
 		}
 	}
+}
+
+function b64encode(bytes) {
+	let bin = '';
+	for (let i = 0; i < bytes.length; i += 8192) bin += String.fromCharCode(...bytes.subarray(i, i + 8192));
+	return btoa(bin);
+}
+
+// The WebSocket variant of an event stream (docs/api.md: output and logs, file watches) as
+// readEvents() calls: a binary output message (1 byte stream, 8 bytes offset, the data) is
+// ('output', {stream, offset, data: base64}); a text message {type, ...} is (type, its JSON),
+// an end's run or service as the SSE end carries it.
+function readSocketEvents(path, onEvent, signal) {
+	return new Promise((resolve, reject) => {
+		if (signal?.aborted) return reject(new DOMException('aborted', 'AbortError'));
+		const ws = openSocket(path);
+		let opened = false;
+		const onAbort = () => {
+			ws.close(1000);
+			reject(new DOMException('aborted', 'AbortError'));
+		};
+		signal?.addEventListener('abort', onAbort, { once: true });
+		ws.onopen = () => (opened = true);
+		ws.onmessage = (m) => {
+			if (typeof m.data !== 'string') {
+				const b = new Uint8Array(m.data);
+				if (b.length < 9) return;
+				const offset = Number(new DataView(m.data).getBigUint64(1));
+				onEvent('output', JSON.stringify({ stream: b[0] === 2 ? 'stderr' : 'stdout', offset, data: b64encode(b.subarray(9)) }));
+				return;
+			}
+			let msg;
+			try {
+				msg = JSON.parse(m.data);
+			} catch {
+				return;
+			}
+			if (!msg || typeof msg.type !== 'string') return;
+			if (msg.type === 'end' && (msg.run || msg.service)) onEvent('end', JSON.stringify(msg.run || msg.service));
+			else onEvent(msg.type, m.data);
+		};
+		ws.onclose = (ev) => {
+			signal?.removeEventListener('abort', onAbort);
+			if (opened) resolve();
+			else reject(new ApiError(0, 'network', `the stream from worker ${remote} could not be opened (${ev.code})`));
+		};
+	});
 }
 
 export function b64decode(s) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Commands: run one, follow its output live over the output WebSocket, the history.
-import { api, enc, openSocket, liveRefresh, remoteWorker } from './api.js';
+import { api, enc, openSocket, liveRefresh } from './api.js';
 import { h, replace, append, badge, fmtTime, fmtMs, fmtBytes, field, showError, outputText, secondsToMs } from './dom.js';
 import { logViewer } from './logview.js';
 import { usageCell } from './usage.js';
@@ -173,12 +173,6 @@ export function commandsTab(root, ctx, wsPath) {
 			},
 		}, 'Cancel');
 		replace(detail, header(run, [state, ' ', cancel]), h('pre.cmdline', '$ ' + run.command), facts, h('h3', 'Output'), view.el);
-		if (remoteWorker()) {
-			// Live output is not forwarded to another worker: the result when it ends.
-			replace(state, `running on worker ${remoteWorker()}: its output shows when it ends`);
-			waitFinal(run.id, facts, state, cancel);
-			return;
-		}
 		const decoders = { 1: new TextDecoder(), 2: new TextDecoder() };
 		const ws = (socket = openSocket(wsPath + '/commands/' + enc(run.id) + '/output'));
 		let ended = false;

@@ -5,7 +5,7 @@
 // rename, delete, and live refresh from the watch stream. The agent inside the sandbox does
 // every file operation; names, link targets and contents come from the sandbox and only ever
 // go into the page as text.
-import { api, enc, getToken, readEvents, ApiError, routed, remoteWorker } from './api.js';
+import { api, enc, getToken, readEvents, ApiError, routed } from './api.js';
 import { h, replace, append, fmtBytes, fmtTime, showError } from './dom.js';
 
 const EDIT_MAX = 2 * 1024 * 1024; // larger files are offered for download, not edited
@@ -893,11 +893,6 @@ export function filesTab(root, ctx, wsPath) {
 
 	async function watch() {
 		let delay = 1000;
-		if (remoteWorker()) {
-			// Streams are not forwarded to another worker: Refresh lists again.
-			setWatch('off', `changes on worker ${remoteWorker()} are not followed live: refresh to see them`);
-			return;
-		}
 		while (ctx.alive) {
 			setWatch('connecting', 'connecting');
 			const began = Date.now();

@@ -2,7 +2,7 @@
 // Terminals: the list, opening one, and the attached view (xterm.js when the build embedded it,
 // else a plain text view). Attaching uses the attach WebSocket with the token as a subprotocol;
 // several tabs may attach at once. Closing the view or the tab leaves the terminal running.
-import { api, enc, openSocket, liveRefresh, remoteWorker } from './api.js';
+import { api, enc, openSocket, liveRefresh } from './api.js';
 import { h, replace, append, badge, fmtTime, fmtBytes, showError } from './dom.js';
 
 const LIVE = ['starting', 'running'];
@@ -226,12 +226,6 @@ export function terminalView(root, ctx, wsPath, id, base) {
 		}
 		reattach.hidden = true;
 		lastSize = '';
-		if (remoteWorker()) {
-			// WebSockets are not forwarded to another worker.
-			replace(conn, `not attached: terminals on worker ${remoteWorker()} are reached through that worker's own dashboard`);
-			conn.dataset.state = 'remote';
-			return;
-		}
 		replace(conn, 'connecting…');
 		term?.reset?.();
 		const ws = (socket = openSocket(path + '/attach'));

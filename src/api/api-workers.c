@@ -24,6 +24,7 @@
 #include "api/fleet.h"
 #include "api/http.h"
 #include "api/router.h"
+#include "api/worker-relay.h"
 #include "daemon/manager.h"
 #include "event/work.h"
 
@@ -601,32 +602,52 @@ static struct remote_call *forward_call(struct http_request *req, struct remote_
 	return c;
 }
 
-int api_worker_forward(struct http_request *req)
+/* The worker and the path of /v1/workers/NAME/v1/...: NULL after replying when they are
+ * refused. */
+static const struct fleet_worker *forward_target(struct http_request *req, const char **ret_path)
 {
 	struct fleet *fleet = http_request_fleet(req);
 	const char *name = http_request_route(req)->ws_id;
 	const struct fleet_worker *wk = fleet_find(fleet, name);
 	const char *path = http_request_url(req) + strlen("/v1/workers/") + strlen(name);
 	const char *why;
+
+	if (!wk) {
+		http_reply_status(req, 404, NULL,
+				  "worker %s is not configured on this controller%s", name,
+				  fleet ? " (GET /v1/workers lists them)" :
+					  " (it forwards to none: see --workers)");
+		return NULL;
+	}
+	if (wk->self) {
+		http_reply_status(req, 400, NULL, "worker %s is this controller: call %s directly",
+				  name, path);
+		return NULL;
+	}
+	why = forward_path_refused(path);
+	if (why) {
+		http_reply_status(req, 400, NULL, "%s", why);
+		return NULL;
+	}
+	*ret_path = path;
+	return wk;
+}
+
+int api_worker_forward(struct http_request *req)
+{
+	const char *path = NULL;
+	const struct fleet_worker *wk = forward_target(req, &path);
 	struct remote_wait *w;
 
 	if (!wk)
-		return http_reply_status(req, 404, NULL,
-					 "worker %s is not configured on this controller%s", name,
-					 fleet ? " (GET /v1/workers lists them)" :
-						 " (it forwards to none: see --workers)");
-	if (wk->self)
-		return http_reply_status(req, 400, NULL,
-					 "worker %s is this controller: call %s directly", name,
-					 path);
-	why = forward_path_refused(path);
-	if (why)
-		return http_reply_status(req, 400, NULL, "%s", why);
+		return 0;
 	if (wants_stream(req))
-		return http_reply_status(req, 501, NULL,
-					 "streams are not forwarded to worker %s: poll instead "
-					 "(no follow, no text/event-stream, no WebSocket)",
-					 name);
+		return http_reply_status(
+			req, 501, NULL,
+			"event streams are not forwarded to worker %s: use the "
+			"WebSocket variant of the endpoint, or poll (no follow, no "
+			"text/event-stream)",
+			wk->name);
 	w = calloc(1, sizeof *w);
 	if (!w)
 		return http_reply_status(req, 500, NULL, "out of memory");
@@ -638,4 +659,19 @@ int api_worker_forward(struct http_request *req)
 		return http_reply_status(req, 500, NULL, "out of memory");
 	}
 	return queue_calls(req, w, forward_resumed);
+}
+
+/* The WebSocket variant: relayed to the worker as it is (worker-relay.h). */
+int api_worker_forward_ws(struct http_request *req)
+{
+	const char *path = NULL;
+	const struct fleet_worker *wk = forward_target(req, &path);
+	_cleanup_free_ char *query = NULL, *target = NULL;
+
+	if (!wk)
+		return 0;
+	query = http_request_query_string(req);
+	if (!query || asprintf(&target, "%s%s%s", path, query[0] ? "?" : "", query) < 0)
+		return http_reply_status(req, 500, NULL, "out of memory");
+	return worker_relay_start(req, wk, target);
 }

@@ -110,7 +110,7 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_EVENTS] = { api_events, false, query_events, api_events_ws },
 	[EP_WORKERS] = { api_workers, false, query_none },
 	/* Any query (passed on), the body as it is (up to max_body_bytes). */
-	[EP_WORKER_FORWARD_GET] = { api_worker_forward, false, NULL },
+	[EP_WORKER_FORWARD_GET] = { api_worker_forward, false, NULL, api_worker_forward_ws },
 	[EP_WORKER_FORWARD_POST] = { api_worker_forward, false, NULL },
 	[EP_WORKER_FORWARD_PUT] = { api_worker_forward, false, NULL },
 	[EP_WORKER_FORWARD_DELETE] = { api_worker_forward, false, NULL },
@@ -147,7 +147,8 @@ struct http_websocket {
 	struct http_request *req;
 	struct MHD_UpgradeResponseHandle *urh;
 	struct ws_conn *conn;
-	const struct ws_conn_ops *ops; /* the endpoint's */
+	const struct ws_conn_ops *ops;	    /* the endpoint's */
+	const struct http_upgrade_ops *raw; /* a raw upgrade instead (conn NULL) */
 	void *userdata;
 	char token_id[AUTH_TOKEN_ID_MAX + 1]; /* the principal's, for revocation */
 };
@@ -755,6 +756,10 @@ static void on_upgrade(void *cls, struct MHD_Connection *connection, void *con_c
 	req->ws = NULL;
 	h->req = NULL;
 	h->urh = urh;
+	if (h->raw) {
+		h->raw->attach(h->userdata, h, sock, extra_in, extra_in_size);
+		return;
+	}
 	r = ws_conn_attach(h->conn, sock, extra_in, extra_in_size, websocket_release, h);
 	if (r < 0) {
 		websocket_release(h, sock);
@@ -845,6 +850,67 @@ int http_reply_websocket(struct http_request *req, const struct ws_conn_ops *ops
 	return 0;
 }
 
+int http_reply_upgrade(struct http_request *req, const struct http_upgrade_ops *ops, void *userdata,
+		       struct http_websocket **ret)
+{
+	struct http_server *s = req->server;
+	struct http_websocket *h;
+	struct MHD_Response *resp;
+	int r;
+
+	if (!req->websocket || req->replied)
+		return -EINVAL;
+	h = calloc(1, sizeof *h);
+	if (!h)
+		return -ENOMEM;
+	resp = websocket_response(req);
+	r = resp ? http_reply_response(req, MHD_HTTP_SWITCHING_PROTOCOLS, resp) : -ENOMEM;
+	if (resp)
+		MHD_destroy_response(resp);
+	if (r < 0) {
+		free(h);
+		return r;
+	}
+	h->server = s;
+	h->req = req;
+	if (req->token_checked)
+		snprintf(h->token_id, sizeof h->token_id, "%s", req->principal.token_id);
+	h->raw = ops;
+	h->userdata = userdata;
+	h->next = s->websockets;
+	if (s->websockets)
+		s->websockets->prev = h;
+	s->websockets = h;
+	s->n_websockets++;
+	s->conns->long_lived++;
+	req->ws = h;
+	*ret = h;
+	return 0;
+}
+
+void http_upgrade_close(struct http_websocket *h)
+{
+	if (!h)
+		return;
+	if (h->urh) {
+		(void)MHD_upgrade_action(h->urh, MHD_UPGRADE_ACTION_CLOSE);
+		h->urh = NULL;
+		server_wake(h->server);
+	}
+	websocket_unlink(h);
+}
+
+/* Ends a WebSocket of either kind from the server's side: code and reason for a local one. */
+static void websocket_end(struct http_websocket *h, uint16_t code, const char *reason)
+{
+	if (h->raw)
+		h->raw->close(h->userdata); /* calls http_upgrade_close() */
+	else if (h->urh)
+		(void)ws_close(h->conn, code, reason);
+	else
+		ws_conn_abort(h->conn, code, reason);
+}
+
 /* ---- request life ------------------------------------------------------------------------- */
 
 /* A body may carry a secret's value: no copy of it outlives the request unwiped. */
@@ -896,7 +962,11 @@ static void request_free(struct http_request *req)
 		s->conns->long_lived--;
 	if (req->ws) { /* a 101 that never went out */
 		req->ws->req = NULL;
-		ws_conn_abort(req->ws->conn, WS_CLOSE_ABNORMAL, "the upgrade did not complete");
+		if (req->ws->raw)
+			req->ws->raw->close(req->ws->userdata);
+		else
+			ws_conn_abort(req->ws->conn, WS_CLOSE_ABNORMAL,
+				      "the upgrade did not complete");
 		req->ws = NULL;
 	}
 	if (req->prev)
@@ -1535,10 +1605,7 @@ void http_server_revoke(struct http_server *s, const char *token_id)
 		h_next = h->next;
 		if (strcmp(h->token_id, token_id) != 0)
 			continue;
-		if (h->urh)
-			(void)ws_close(h->conn, WS_CLOSE_POLICY, "the token was revoked");
-		else
-			ws_conn_abort(h->conn, WS_CLOSE_POLICY, "the token was revoked");
+		websocket_end(h, WS_CLOSE_POLICY, "the token was revoked");
 	}
 	server_wake(s);
 }
@@ -1549,8 +1616,12 @@ void http_server_free(struct http_server *s)
 		return;
 	http_gate_free(s->gate);
 	/* Upgraded sockets go back to MHD first, and their endpoints hear of it (1001). */
-	while (s->websockets)
-		ws_conn_shutdown(s->websockets->conn);
+	while (s->websockets) {
+		if (s->websockets->raw)
+			s->websockets->raw->close(s->websockets->userdata);
+		else
+			ws_conn_shutdown(s->websockets->conn);
+	}
 	/* MHD must not be stopped with suspended connections: release their waits and hand
 	 * them back; MHD_stop_daemon() closes them and reports each one completed. */
 	for (struct http_request *req = s->requests; req; req = req->next) {

@@ -164,6 +164,23 @@ int http_reply_error_code(struct http_request *req, const struct station_error *
 int http_reply_websocket(struct http_request *req, const struct ws_conn_ops *ops, void *userdata,
 			 struct ws_conn **ret);
 
+/* A raw upgrade: the same 101 as http_reply_websocket() (the handshake checked the same way),
+ * but the socket goes to ops->attach() as it is, for a relay of its bytes (the WebSocket
+ * forward to another worker). attach() owns the relay from then on; the relay ends with
+ * http_upgrade_close(u), which gives the socket back to libmicrohttpd to close. ops->close()
+ * asks the owner to end it now (the 101 never went out, the token was revoked, the server
+ * stops): it must call http_upgrade_close(u) (u: the handle *ret, also when attach() has not
+ * been called yet) before returning. */
+struct http_websocket;
+struct http_upgrade_ops {
+	void (*attach)(void *userdata, struct http_websocket *u, int fd, const char *extra,
+		       size_t extra_len);
+	void (*close)(void *userdata);
+};
+int http_reply_upgrade(struct http_request *req, const struct http_upgrade_ops *ops, void *userdata,
+		       struct http_websocket **ret);
+void http_upgrade_close(struct http_websocket *u);
+
 /* State a handler keeps across a suspension. free_fn runs once: when the request completes,
  * when its client goes away while suspended (releasing waits at once), or at server shutdown.
  * Replaces (and frees) earlier state. */
@@ -236,8 +253,9 @@ int api_file_watch(struct http_request *req);	 /* SSE */
 int api_file_watch_ws(struct http_request *req); /* api-files-watch.c */
 int api_events(struct http_request *req);	 /* SSE; api-events.c */
 int api_events_ws(struct http_request *req);
-int api_workers(struct http_request *req);	  /* api-workers.c */
-int api_worker_forward(struct http_request *req); /* /v1/workers/NAME/v1/... */
+int api_workers(struct http_request *req);	     /* api-workers.c */
+int api_worker_forward(struct http_request *req);    /* /v1/workers/NAME/v1/... */
+int api_worker_forward_ws(struct http_request *req); /* the same, a WebSocket relayed */
 
 /* POST /mcp (api-mcp.c): serves the request's JSON-RPC message with the MCP server argv. */
 int api_mcp(struct http_request *req, const char *const *argv, const char *listen_host);

@@ -5,7 +5,9 @@
 //
 // signs in to w1's dashboard, sees the workers (w2 down with its error, the others up), opens
 // w3 and sees its workspaces, opens the workspace on w3 by its URL (#/w/ID routes by the id's
-// worker) and runs a command there. One JSON line on stdout: {ok, step, error, ...facts}.
+// worker) and runs a command there; then, all through w1's forward, a run's output arrives
+// live, the terminal echoes what is typed, the Files tab's watch is live and a service's logs
+// follow. One JSON line on stdout: {ok, step, error, ...facts}.
 // PLAYWRIGHT_DIR: where playwright-core is installed; CHROMIUM: the browser.
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
@@ -15,7 +17,7 @@ const require = createRequire(path.join(process.env.PLAYWRIGHT_DIR || process.cw
 const { chromium } = require('playwright-core');
 
 const [base, token, wsId] = process.argv.slice(2);
-const result = { ok: false, step: 'start', console: [], requests: [] };
+const result = { ok: false, step: 'start', console: [], requests: [], sockets: [], failed: [] };
 const T = 30000;
 
 function finish(code) {
@@ -47,6 +49,13 @@ try {
 		result.requests.push([r.method(), u.origin === new URL(base).origin ? u.pathname : u.href]);
 	});
 
+	context.on('response', (r) => {
+		if (r.status() >= 400) result.failed.push([r.status(), r.request().method(), new URL(r.url()).pathname]);
+	});
+	page.on('websocket', (w) => {
+		const u = new URL(w.url());
+		result.sockets.push(u.host === new URL(base).host ? u.pathname : u.href);
+	});
 	step('sign in');
 	await page.goto(base + '/', { waitUntil: 'domcontentloaded' });
 	await page.waitForSelector('#login #token', { timeout: T });
@@ -78,10 +87,61 @@ try {
 	await page.fill('#cmd', 'echo from-the-dashboard; echo err >&2; exit 4');
 	await page.click('#run');
 	await page.waitForSelector('#run-status[data-status=exited]', { timeout: T });
-	await page.waitForSelector('#run-stored .chunk[data-stream=stdout]', { timeout: T });
-	result.runStdout = await page.$$eval('#run-stored .chunk[data-stream=stdout]', (els) => els.map((e) => e.textContent).join(''));
+	const stdoutChunks = '#run-output .chunk[data-stream=stdout], #run-stored .chunk[data-stream=stdout]';
+	await page.waitForSelector(stdoutChunks, { timeout: T });
+	result.runStdout = await page.$$eval(stdoutChunks, (els) => els.map((e) => e.textContent).join(''));
 	result.runExit = (await page.textContent('#run-exit')).trim();
 	result.runId = (await page.textContent('#run-detail .card-head .mono')).trim();
+	const fwd = (method, p, body) => page.evaluate(async ([m, u, b, t]) => {
+		const r = await fetch(u, { method: m, headers: { Authorization: 'Bearer ' + t, 'Content-Type': 'application/json' }, body: b === undefined ? undefined : JSON.stringify(b) });
+		return { status: r.status, body: await r.json().catch(() => null) };
+	}, [method, '/v1/workers/w3' + p, body, token]);
+	const text = (sel) => page.evaluate((s) => document.querySelector(s)?.textContent || '', sel);
+
+	step('a run on w3: its output arrives live');
+	await page.goto(base + '/#/w/' + encodeURIComponent(wsId), { waitUntil: 'domcontentloaded' });
+	await page.waitForSelector('#cmd', { timeout: T });
+	await page.fill('#cmd', 'echo live-one; while [ ! -e go-dashboard ]; do sleep 0.1; done; echo live-two');
+	await page.click('#run');
+	await page.waitForFunction(() => /live-one/.test(document.querySelector('#run-output')?.textContent || ''), null, { timeout: T });
+	result.liveStatusAtFirst = await page.$eval('#run-status', (e) => e.dataset.status);
+	result.liveMkdir = (await fwd('POST', `/v1/workspaces/${wsId}/files/mkdir`, { path: 'go-dashboard' })).status;
+	await page.waitForSelector('#run-status[data-status=exited]', { timeout: T });
+	await page.waitForFunction(() => /live-two/.test(document.querySelector('#run-output')?.textContent || ''), null, { timeout: T });
+	result.liveOutput = (await text('#run-output')).match(/live-[a-z]+/g);
+
+	step('a terminal on w3 echoes what is typed');
+	const term = await fwd('POST', `/v1/workspaces/${wsId}/terminals`, { command: '/bin/sh', cols: 80, rows: 24 });
+	result.termCreate = term.status;
+	await page.evaluate(([w, t]) => { location.hash = `#/w/${w}/terminals/${t}`; }, [wsId, term.body?.id]);
+	await page.waitForSelector('#term-conn[data-state=attached]', { timeout: T });
+	await page.click('#term-screen .xterm');
+	await page.keyboard.type('echo typed-$((40+2))');
+	await page.keyboard.press('Enter');
+	await page.waitForFunction(() => [...document.querySelectorAll('#term-screen .xterm-rows > div')].some((r) => r.textContent.trim() === 'typed-42'), null, { timeout: T });
+	result.termEchoed = true;
+
+	step('the Files tab of the workspace on w3 watches live');
+	await page.evaluate((w) => { location.hash = `#/w/${w}/files`; }, wsId);
+	await page.waitForSelector('#files-watch[data-state=live]', { timeout: T });
+	result.watchLive = true;
+	// (Removed once no view shows it: a view that shows what is removed may ask for it once
+	// more, which a browser reports as a failed load.)
+	await fwd('DELETE', `/v1/workspaces/${wsId}/terminals/${term.body?.id}`);
+
+	step('a service on w3: its logs follow');
+	result.svcCreate = (await fwd('POST', `/v1/workspaces/${wsId}/services`,
+		{ name: 'dash', command: 'echo svc-one; while [ ! -e go-service ]; do sleep 0.1; done; echo svc-two; exec sleep 600' })).status;
+	await page.evaluate((w) => { location.hash = `#/w/${w}/services`; }, wsId);
+	await page.waitForSelector('#svc-table tr[data-name=dash]', { timeout: T });
+	await page.click('#svc-table tr[data-name=dash] td.actions button');
+	await page.waitForFunction(() => /svc-one/.test(document.querySelector('#svc-logs')?.textContent || ''), null, { timeout: T });
+	result.svcMkdir = (await fwd('POST', `/v1/workspaces/${wsId}/files/mkdir`, { path: 'go-service' })).status;
+	await page.waitForFunction(() => /svc-two/.test(document.querySelector('#svc-logs')?.textContent || ''), null, { timeout: T });
+	result.svcLogs = (await text('#svc-logs')).match(/svc-[a-z]+/g);
+	await page.evaluate((w) => { location.hash = `#/w/${w}`; }, wsId);
+	await page.waitForSelector('#cmd', { timeout: T });
+	await fwd('DELETE', `/v1/workspaces/${wsId}/services/dash`);
 
 	result.ok = true;
 } catch (e) {
