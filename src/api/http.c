@@ -806,6 +806,25 @@ static struct MHD_Response *websocket_response(struct http_request *req)
 	return NULL;
 }
 
+/* A WebSocket whose 101 is queued joins the server's list (closed on revocation and shutdown)
+ * and counts as a long-lived connection until it is released. */
+static void websocket_track(struct http_request *req, struct http_websocket *h)
+{
+	struct http_server *s = req->server;
+
+	h->server = s;
+	h->req = req;
+	if (req->token_checked)
+		snprintf(h->token_id, sizeof h->token_id, "%s", req->principal.token_id);
+	h->next = s->websockets;
+	if (s->websockets)
+		s->websockets->prev = h;
+	s->websockets = h;
+	s->n_websockets++;
+	s->conns->long_lived++;
+	req->ws = h;
+}
+
 int http_reply_websocket(struct http_request *req, const struct ws_conn_ops *ops, void *userdata,
 			 struct ws_conn **ret)
 {
@@ -833,19 +852,9 @@ int http_reply_websocket(struct http_request *req, const struct ws_conn_ops *ops
 		free(h);
 		return r;
 	}
-	h->server = s;
-	h->req = req;
-	if (req->token_checked)
-		snprintf(h->token_id, sizeof h->token_id, "%s", req->principal.token_id);
 	h->ops = ops;
 	h->userdata = userdata;
-	h->next = s->websockets;
-	if (s->websockets)
-		s->websockets->prev = h;
-	s->websockets = h;
-	s->n_websockets++;
-	s->conns->long_lived++;
-	req->ws = h;
+	websocket_track(req, h);
 	*ret = h->conn;
 	return 0;
 }
@@ -853,7 +862,6 @@ int http_reply_websocket(struct http_request *req, const struct ws_conn_ops *ops
 int http_reply_upgrade(struct http_request *req, const struct http_upgrade_ops *ops, void *userdata,
 		       struct http_websocket **ret)
 {
-	struct http_server *s = req->server;
 	struct http_websocket *h;
 	struct MHD_Response *resp;
 	int r;
@@ -871,19 +879,9 @@ int http_reply_upgrade(struct http_request *req, const struct http_upgrade_ops *
 		free(h);
 		return r;
 	}
-	h->server = s;
-	h->req = req;
-	if (req->token_checked)
-		snprintf(h->token_id, sizeof h->token_id, "%s", req->principal.token_id);
 	h->raw = ops;
 	h->userdata = userdata;
-	h->next = s->websockets;
-	if (s->websockets)
-		s->websockets->prev = h;
-	s->websockets = h;
-	s->n_websockets++;
-	s->conns->long_lived++;
-	req->ws = h;
+	websocket_track(req, h);
 	*ret = h;
 	return 0;
 }
