@@ -806,6 +806,19 @@ static struct MHD_Response *websocket_response(struct http_request *req)
 	return NULL;
 }
 
+/* Queues the 101 that completes the upgrade (on_upgrade takes the socket). */
+static int reply_switching_protocols(struct http_request *req)
+{
+	struct MHD_Response *resp = websocket_response(req);
+	int r;
+
+	if (!resp)
+		return -ENOMEM;
+	r = http_reply_response(req, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+	MHD_destroy_response(resp);
+	return r;
+}
+
 /* A WebSocket whose 101 is queued joins the server's list (closed on revocation and shutdown)
  * and counts as a long-lived connection until it is released. */
 static void websocket_track(struct http_request *req, struct http_websocket *h)
@@ -830,7 +843,6 @@ int http_reply_websocket(struct http_request *req, const struct ws_conn_ops *ops
 {
 	struct http_server *s = req->server;
 	struct http_websocket *h;
-	struct MHD_Response *resp;
 	int r;
 
 	if (!req->websocket || req->replied)
@@ -843,10 +855,7 @@ int http_reply_websocket(struct http_request *req, const struct ws_conn_ops *ops
 		free(h);
 		return r;
 	}
-	resp = websocket_response(req);
-	r = resp ? http_reply_response(req, MHD_HTTP_SWITCHING_PROTOCOLS, resp) : -ENOMEM;
-	if (resp)
-		MHD_destroy_response(resp);
+	r = reply_switching_protocols(req);
 	if (r < 0) {
 		ws_conn_free(h->conn);
 		free(h);
@@ -863,7 +872,6 @@ int http_reply_upgrade(struct http_request *req, const struct http_upgrade_ops *
 		       struct http_websocket **ret)
 {
 	struct http_websocket *h;
-	struct MHD_Response *resp;
 	int r;
 
 	if (!req->websocket || req->replied)
@@ -871,10 +879,7 @@ int http_reply_upgrade(struct http_request *req, const struct http_upgrade_ops *
 	h = calloc(1, sizeof *h);
 	if (!h)
 		return -ENOMEM;
-	resp = websocket_response(req);
-	r = resp ? http_reply_response(req, MHD_HTTP_SWITCHING_PROTOCOLS, resp) : -ENOMEM;
-	if (resp)
-		MHD_destroy_response(resp);
+	r = reply_switching_protocols(req);
 	if (r < 0) {
 		free(h);
 		return r;
