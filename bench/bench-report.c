@@ -456,9 +456,19 @@ static void row_note(const char *id, json_t *row, json_t *rows, char *buf, size_
 		return;
 	}
 	if (strcmp(id, "create.burst") == 0) {
-		snprintf(buf, size, "one alone %.0f ms; median %.2fx, last %.2fx one alone",
-			 extra(row, "singleMs"), extra(row, "medianRatio"),
-			 extra(row, "lastRatio"));
+		int k = snprintf(buf, size, "one alone %.0f ms; median %.2fx, last %.2fx one alone",
+				 extra(row, "singleMs"), extra(row, "medianRatio"),
+				 extra(row, "lastRatio"));
+		/* The machine's busy CPU per create, alone and in the burst, and what that
+		 * allows: the burst cannot end sooner than creates x CPU of one / cores. */
+		if (!isnan(extra(row, "cpuFloorRatio")) && k > 0 && (size_t)k < size)
+			snprintf(
+				buf + k, size - (size_t)k,
+				"\n      CPU per create (whole machine) %.0f ms alone, %.0f ms in the burst: %d cores "
+				"cannot end the burst before %.2fx one alone; last at %.2fx that floor",
+				extra(row, "singleCpuMs"), extra(row, "burstCpuMsPerCreate"),
+				(int)extra(row, "cores"), extra(row, "cpuFloorRatio"),
+				extra(row, "lastToCpuFloor"));
 		return;
 	}
 	if (strcmp(id, "api.burst") == 0) {
@@ -545,7 +555,7 @@ static void report_row(struct report *rp, const struct row_spec *s, const char *
 {
 	json_t *row = json_object_get(rp->rows, id);
 	json_t *ref = s && s->ref ? json_object_get(rp->rows, s->ref) : NULL;
-	char ratio_s[96], note[128];
+	char ratio_s[96], note[512];
 	struct verdict v = { "", -1 };
 	if (!row)
 		return;
