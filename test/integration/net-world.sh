@@ -25,9 +25,11 @@
 # registry, and a package-lock.json whose "resolved" is the registry's URL; its .npmrc points
 # npm at the registry.
 #
-# Two tests can hold a world at once when their WORLD_NET (a /24 of a documentation range: the
-# first three octets) differ; every other name includes the pid. world_up fails when a range it
-# wants is already routed on the host. world_down (on EXIT) removes everything.
+# Two tests can hold a world at once when their WORLD_NET (a /24 of a documentation or
+# benchmarking range: the first three octets) differ; every other name includes the pid.
+# world_up does not take a range that the host already routes or that holds an address the host
+# itself uses (its resolvers, gateway, package mirrors), and first removes worlds whose test
+# is gone. world_down (on EXIT) removes everything.
 #
 # world_play_up makes a namespace that plays a workspace without any controller: veth to the
 # host, an address of WORLD_PLAY_NET, masquerade (an nft table of ours), forwarding on our two
@@ -43,7 +45,7 @@ NET_WORLD_PY=$SRC/test/helpers/net-world.py
 WORLD_ID=$$
 # WORLD_NET: the first three octets of a /24 of a documentation range; unset, world_up takes the
 # first of WORLD_NETS that the host does not route yet.
-WORLD_NETS=${WORLD_NETS:-203.0.113 198.51.100}
+WORLD_NETS=${WORLD_NETS:-203.0.113 198.51.100 198.18.113 198.19.51}
 WORLD_NET_EXPLICIT=$([[ -n ${WORLD_NET:-} ]] && echo 1 || echo 0)
 WORLD_NET=${WORLD_NET:-${WORLD_NETS%% *}}
 WORLD_NET6=${WORLD_NET6:-2001:db8:$(printf '%x' $((WORLD_ID % 65536)))}
@@ -112,6 +114,49 @@ world_prereqs() {
 	[[ -z $WORLD_WHY ]]
 }
 
+# _world_host_addresses: the IPv4 addresses this host itself talks to outside: its resolvers,
+# its default gateways, and what the hosts of its package sources (apt, npm, a proxy) resolve
+# to. Documentation ranges are not promised to be unused: a build farm may well put its
+# package mirror at one. A world routing such a range to its namespace would cut the host off
+# from it (and every download beside the test would fail with "no route to host").
+_world_host_addresses() {
+	local h hosts=(registry.npmjs.org)
+	awk '$1 == "nameserver" {print $2}' /etc/resolv.conf 2>/dev/null
+	ip -4 route show table all 2>/dev/null | awk '$1 == "default" && $2 == "via" {print $3}'
+	for h in $(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources \
+		2>/dev/null | grep -oE '(https?|ftp)://[^/[:space:]]+' | sed -E 's|^[a-z]+://||; s|:[0-9]+$||' |
+		sort -u) "${hosts[@]}"; do
+		getent ahostsv4 "$h" 2>/dev/null | awk '{print $1}'
+	done
+	env | sed -nE 's#^(https?|HTTPS?|all|ALL)_(proxy|PROXY)=[a-z]+://([^:/@]*@)?([^:/]+).*#\4#p' |
+		while read -r h; do getent ahostsv4 "$h" 2>/dev/null | awk '{print $1}'; done
+}
+
+# _world_host_uses NET: an address of _world_host_addresses lies in NET.0/24 (which is then
+# printed).
+_world_host_uses() {
+	_world_host_addresses | sort -u | grep -m 1 -F "$1."
+}
+
+# _world_sweep: removes what worlds of test shells that no longer run left behind (a script
+# killed by its timeout cannot run world_down): their links, namespaces, nft table, rules and
+# route table. Each name carries the pid of the shell that made it.
+_world_sweep() {
+	local ifname pid
+	for ifname in $(ip -o link show 2>/dev/null | sed -nE 's/^[0-9]+: (nwh[0-9]+)[@:].*/\1/p'); do
+		pid=${ifname#nwh}
+		[[ $pid != "$WORLD_ID" ]] && ! kill -0 "$pid" 2>/dev/null || continue
+		diag "world: removing the world a gone test (pid $pid) left behind"
+		(
+			WORLD_ID=$pid WORLD_NS=nw$pid WORLD_IF=nwh$pid WORLD_PLAY_NS=nwp$pid
+			WORLD_PLAY_IF=nwq$pid WORLD_NFT=nw$pid WORLD_TABLE=$((40000 + pid % 20000))
+			_WORLD_PIDS=()
+			mapfile -t _WORLD_RULES < <(ip rule show | sed -nE "s/^[0-9]+:\s+from (\S+) to \S+ lookup $WORLD_TABLE\s*$/\1/p")
+			world_down
+		)
+	done
+}
+
 # _world_routed CIDR: the host already routes an address of CIDR (any table), or CIDR lies
 # within a route other than a default one.
 _world_routed() {
@@ -141,11 +186,18 @@ _world_claim() {
 		exec {fd}>&-
 		return 1
 	fi
+	local used
+	if used=$(_world_host_uses "$1"); then
+		diag "world: $1.0/24 holds $used, which this host itself uses (a resolver, gateway or package source): not taking it"
+		exec {fd}>&-
+		return 1
+	fi
 	_WORLD_LOCK_FD=$fd
 }
 
 world_up() {
 	local r _explicit=${WORLD_NET_EXPLICIT:-0}
+	_world_sweep
 	if ((_explicit)); then
 		_world_claim "$WORLD_NET" || {
 			diag "world: $WORLD_NET.0/24 is taken (routed on this host, or another world holds it)"

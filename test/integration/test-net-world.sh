@@ -1,5 +1,5 @@
 #!/bin/bash
-# run-all: serial: the outside world of net-world.sh (fixed documentation networks, routes, an nft table) is one per machine
+# run-all: exclusive: net-world: the outside worlds of net-world.sh (documentation networks, routes, nft tables) are few per machine
 # The outside world of the network tests (net-world.sh), without any controller: its hosts
 # answer from the host itself, and from a namespace that plays a workspace (veth, masquerade, its
 # own resolv.conf naming the world's DNS) the seed's workflow runs: git clone over smart HTTP,
@@ -18,6 +18,14 @@ for t in curl jq; do
 		exit 0
 	}
 done
+# host_routes: how the host reaches each address it uses itself, one line each.
+host_routes() {
+	local a
+	for a in $(_world_host_addresses | sort -u); do
+		echo "$a: $(ip -4 route get "$a" 2>&1 | head -n 1)"
+	done
+}
+HOST_ROUTES_BEFORE=$(host_routes)
 if ! world_up; then
 	not_ok "world comes up" "see the diagnostics above"
 	exit 1
@@ -162,6 +170,56 @@ $WORLD_BIN" 2>&1)
 	assert_eq "/home/node/.local/bin/$WORLD_BIN"$'\n'"$WORLD_BIN_TEXT" "$(tail -n 2 <<<"$out")" "command -v; the binary"
 }
 
+# The world never takes the host's own way out: a package mirror or resolver the host uses
+# may sit in a documentation range, and routing it into the world would cut the host (and any
+# download beside the test) off from it.
+test_host_routes_kept() {
+	assert_contains "dev $WORLD_IF" "$(ip -4 route get "$WORLD_DNS")" \
+		"positive control: the world's own addresses go to the world" || return 1
+	[[ -n $HOST_ROUTES_BEFORE ]] || _fail "no address of the host's own found (resolv.conf, gateway)"
+	assert_eq "$HOST_ROUTES_BEFORE" "$(host_routes)" "the host's own addresses route as before the world"
+	local net=${WORLD_NET} used
+	if used=$(_world_host_uses "$net"); then
+		_fail "the world took $net.0/24, which holds $used"
+	fi
+}
+
+# A world whose test was killed (no world_down) is removed by the next world_up; one whose
+# test still runs is left alone.
+test_world_sweep() {
+	local dead live pid
+	sleep 600 &
+	live=$!
+	# a pid no process has: past the live one, checked
+	for ((pid = live + 1000; pid < live + 100000; pid++)); do
+		kill -0 "$pid" 2>/dev/null || break
+	done
+	dead=$pid
+	local p
+	for p in "$dead" "$live"; do
+		ip link add "nwh$p" type veth peer name "nwy$p" || _fail "veth nwh$p"
+		ip netns add "nw$p" || _fail "netns nw$p"
+		nft add table ip "nw$p" || _fail "nft table nw$p"
+		ip rule add from "10.251.$((p % 250)).0/30" to "$WORLD_META/32" lookup $((40000 + p % 20000)) ||
+			_fail "rule of $p"
+	done
+	_world_sweep >/dev/null
+	local left_dead left_live
+	left_dead=$(ip -o link show "nwh$dead" 2>/dev/null; [[ -e /run/netns/nw$dead ]] && echo netns
+		nft list table ip "nw$dead" >/dev/null 2>&1 && echo nft
+		ip rule show | grep -w "lookup $((40000 + dead % 20000))")
+	left_live=$(ip -o link show "nwh$live" 2>/dev/null | wc -l)$([[ -e /run/netns/nw$live ]] && echo +netns)
+	# clean up the live one by hand
+	ip link del "nwh$live" 2>/dev/null
+	ip netns del "nw$live" 2>/dev/null
+	nft delete table ip "nw$live" 2>/dev/null
+	ip rule del lookup $((40000 + live % 20000)) 2>/dev/null
+	kill "$live"
+	wait "$live" 2>/dev/null
+	assert_eq "1+netns" "$left_live" "positive control: a running test's world is left alone" || return 1
+	assert_eq "" "$left_dead" "what is left of a gone test's world"
+}
+
 test_world_down_clean() {
 	local before
 	before=$(world_leftovers)
@@ -172,6 +230,8 @@ test_world_down_clean() {
 	assert_eq "" "$left" "left behind by world_down"
 }
 
+run_test net-world-host-routes-kept test_host_routes_kept
+run_test net-world-sweep test_world_sweep
 run_test net-world-dns test_dns_from_host
 run_test net-world-services test_services_from_host
 run_test net-world-git test_git_from_host

@@ -1,5 +1,5 @@
 #!/bin/bash
-# run-all: serial: the outside world of net-world.sh (fixed documentation networks, routes, an nft table) is one per machine
+# run-all: exclusive: net-world: the outside worlds of net-world.sh (documentation networks, routes, nft tables) are few per machine
 # run-all: not under sanitizers: the npm workflow in the tools image; its controller paths run in test-network and test-credentials
 # The seed's Git workflow through a real controller, on the tools image: in a restricted
 # workspace that allows exactly the git host's and the registry's names,
