@@ -209,8 +209,15 @@ int mcp_tool_exec(struct mcp_call *call)
 		ws = json_string_value(json_object_get(created, "id"));
 	if (r == 0 && !ws)
 		r = -1; /* the create failed: call->error says why */
-	if (r == 0 && station_exec_start(call->s->client, ws, &o, &run) < 0)
-		r = mcp_fail_client(call, "exec");
+	/* The start is not interrupted: a cancel (or SIGTERM: the client of POST /mcp went away)
+	 * that came while the controller was starting the run would leave the run going with no
+	 * one to stop it. It is seen right after, by run_follow, which cancels the run. */
+	if (r == 0) {
+		call->s->quiet = true;
+		if (station_exec_start(call->s->client, ws, &o, &run) < 0)
+			r = mcp_fail_client(call, "exec");
+		call->s->quiet = false;
+	}
 	mcp_env_free(env);
 	if (r < 0)
 		return r;

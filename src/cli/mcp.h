@@ -70,8 +70,8 @@ struct mcp_server {
 	bool deadline_hit;
 	bool modern;	 /* the request declared MCP_PROTOCOL_MODERN in its _meta */
 	bool out_closed; /* writing the output failed: the client is gone */
-	bool quiet;	 /* the interrupt check interrupts nothing (while cancelling a run) */
-	json_t *runs;	 /* runId -> workspaceId of the runs this server started */
+	bool quiet; /* the interrupt check interrupts nothing (while starting or cancelling a run) */
+	json_t *runs; /* runId -> workspaceId of the runs this server started */
 };
 
 /* Monotonic milliseconds. */

@@ -235,14 +235,20 @@ runtime_cli() {
 }
 
 # runtime_knows ID: the runtime's state root lists the container.
+# 0 when it does, 1 when a list that worked does not name it, 2 when `list` kept failing for
+# 15 s (it fails now and then on a busy machine, runsc's notably): a failed list is neither.
 runtime_knows() {
-	# `list` can fail on a busy machine (runsc's, notably): ask up to three times
-	local i
-	for i in 1 2 3; do
-		runtime_cli list "${RUNTIME_LIST_QUIET:--q}" 2>/dev/null | grep -qxF -- "$1" && return 0
+	local out end=$((SECONDS + 15))
+	while :; do
+		if out=$(runtime_cli list "${RUNTIME_LIST_QUIET:--q}" 2>&1); then
+			grep -qxF -- "$1" <<<"$out"
+			return
+		fi
+		((SECONDS < end)) || break
 		sleep 0.2
 	done
-	return 1
+	diag "the runtime's list kept failing: $(_short "$out")"
+	return 2
 }
 
 # ws_mounts ID: mountinfo lines of this mount namespace that name the workspace's directory.
@@ -269,7 +275,11 @@ ws_leftovers() {
 	for d in $(cgroup_dirs "$id"); do
 		echo "cgroup $d"
 	done
-	runtime_knows "$id" && echo "runtime state $id"
+	runtime_knows "$id"
+	case $? in
+	0) echo "runtime state $id" ;;
+	2) echo "runtime state $id unknown: the runtime's list failed" ;;
+	esac
 	[[ -e $ROOT/workspaces/$id ]] && echo "directory $ROOT/workspaces/$id"
 	ws_processes "$id" | sed 's/^/process /'
 	return 0
