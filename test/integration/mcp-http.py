@@ -8,6 +8,7 @@ Usage: mcp-http.py PORT TOKEN SOCKET IMAGE"""
 
 import http.client
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -161,16 +162,18 @@ def exec_event_stream(_):
 @test
 def closed_stream_cancels_run(_):
     ws = STATE["ws"]
+    # this run's own durations: another test beside it on the machine finds other sleeps
+    mark = "sleep 1000.6%06d" % (os.getpid() % 1000000)
     body = json.dumps({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
                        "params": {"name": "exec", "arguments": {
-                           "workspaceId": ws, "command": "sleep 1000.6262 & sleep 1000.6263", "waitMs": 120000}}})
+                           "workspaceId": ws, "command": "%s2 & %s3" % (mark, mark), "waitMs": 120000}}})
     s = socket.create_connection(("127.0.0.1", int(PORT)), timeout=60)
     s.sendall(("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nAuthorization: Bearer %s\r\n"
                "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
                "Content-Length: %d\r\n\r\n%s" % (PORT, TOKEN, len(body), body)).encode())
-    wait_until(lambda: len(pgrep("sleep 1000.626")) == 2, "the command to run")
+    wait_until(lambda: len(pgrep(mark)) == 2, "the command to run")
     s.close()
-    wait_until(lambda: not pgrep("sleep 1000.626"), "the run's processes to be killed")
+    wait_until(lambda: not pgrep(mark), "the run's processes to be killed")
     res = rpc("tools/call", {"name": "exec", "arguments": {"workspaceId": ws, "command": "true"}})
     eq("exited", res["result"]["structuredContent"]["status"], "the workspace still serves")
 

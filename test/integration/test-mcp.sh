@@ -29,8 +29,10 @@ py() {
 }
 py mcp-stdio.py "$CLI_BIN" "$SOCK" "$IMAGE" "$HWS"
 py mcp-http.py "$PORT" "$(cat "$ROOT/admin.token")" "$SOCK" "$IMAGE"
-if ((_n_fail > 0)) && [[ -s $TMP/mcp-stderr.log ]]; then
-	diag "server stderr:"
-	tail -n 20 "$TMP/mcp-stderr.log" | sed 's/^/#   /'
+if ((_n_fail > 0)); then
+	if [[ -s $TMP/mcp-stderr.log ]]; then
+		diag "server stderr:"
+		tail -n 20 "$TMP/mcp-stderr.log" | sed 's/^/#   /'
+	fi
 	dump_controller_log 30
 fi
