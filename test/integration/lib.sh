@@ -76,10 +76,12 @@ diag() {
 }
 
 # run_test NAME FUNCTION [ARGS...]: runs FUNCTION in this shell; the test passes when it returns
-# 0 and no assertion inside it failed. Assertions print their own diagnostics.
+# 0 and no assertion inside it failed. Assertions print their own diagnostics. With
+# STATION_TEST_CASE_TIMES=1 each result line is followed by `# took N.NNN s` (where a script's
+# time goes; never an assertion).
 _t_failed=0
 run_test() {
-	local name=$1
+	local name=$1 started=${EPOCHREALTIME/./}
 	shift
 	_t_failed=0
 	"$@"
@@ -89,6 +91,10 @@ run_test() {
 	else
 		not_ok "$name"
 		dump_controller_log 30
+	fi
+	if [[ ${STATION_TEST_CASE_TIMES:-} == 1 ]]; then
+		local us=$((${EPOCHREALTIME/./} - started))
+		printf '# took %d.%03d s\n' $((us / 1000000)) $((us % 1000000 / 1000))
 	fi
 }
 
@@ -310,6 +316,28 @@ api() {
 
 last_status() {
 	cat "$TMP/last-status"
+}
+
+# npm_tools: the npm packages the tests drive the controller with (ws, playwright-core), pinned
+# by test/npm-tools/package-lock.json, installed there with npm ci unless its node_modules
+# already matches; scripts resolve them from NPM_TOOLS (WS_MODULE_DIR, PLAYWRIGHT_DIR). Returns
+# 1 with the reason in NPM_TOOLS_ERROR. Scripts running at once install it once: each holds a
+# lock on the directory while it checks. --prefer-offline: a pinned version npm's cache holds
+# is taken from there without asking the registry first (unreachable, that costs minutes).
+NPM_TOOLS=$SRC/test/npm-tools
+NPM_TOOLS_ERROR=
+npm_tools() {
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+		NPM_TOOLS_ERROR="node and npm are needed (scripts/install-deps)"
+		return 1
+	fi
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	flock -w 600 "$NPM_TOOLS" bash -c 'cd "$1" || exit 1
+		npm ls --offline --all >/dev/null 2>&1 && exit 0
+		npm ci --prefer-offline --no-audit --no-fund --loglevel=error' _ "$NPM_TOOLS" \
+		>"$TMP/npm.log" 2>&1 && return 0
+	NPM_TOOLS_ERROR="npm ci in test/npm-tools failed: $(tail -n 1 "$TMP/npm.log")"
+	return 1
 }
 
 # cli ARGS...: the CLI against this controller.

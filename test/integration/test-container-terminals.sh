@@ -5,23 +5,20 @@
 . "$(dirname "$0")/container-lib.sh"
 
 CLIENT=$SRC/test/integration/term-client.mjs
-NPM_DIR=$TMP/npm
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-	skip "$TEST_NAME" "node and npm are needed (scripts/install-deps)"
+
+# ws, pinned in test/npm-tools (lib.sh: npm_tools)
+if ! npm_tools; then
+	skip "$TEST_NAME" "$NPM_TOOLS_ERROR"
 	exit 0
 fi
-if ! npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error ws@8 \
-	>"$TMP/npm.log" 2>&1; then
-	skip "$TEST_NAME" "npm install ws@8 failed: $(tail -n 1 "$TMP/npm.log")"
-	exit 0
-fi
+export WS_MODULE_DIR=$NPM_TOOLS
 
 require_container_controller
 new_cws WS || exit 1
 
 tc() {
 	mkdir -p "$TMP/$1"
-	R=$(WS_MODULE_DIR=$NPM_DIR node "$CLIENT" \
+	R=$(node "$CLIENT" \
 		"ws+unix://$SOCK:/v1/workspaces/$WS/terminals/$2/attach" "$3" "$TMP/$1" 2>&1)
 	[[ -n $R ]] || R='{"error":"no result"}'
 }

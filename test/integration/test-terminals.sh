@@ -9,17 +9,13 @@
 . "$(dirname "$0")/lib.sh"
 
 CLIENT=$SRC/test/integration/term-client.mjs
-NPM_DIR=$TMP/npm
 
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-	skip "$TEST_NAME" "node and npm are needed (scripts/install-deps)"
+# ws, pinned in test/npm-tools (lib.sh: npm_tools)
+if ! npm_tools; then
+	skip "$TEST_NAME" "$NPM_TOOLS_ERROR"
 	exit 0
 fi
-if ! npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error ws@8 \
-	>"$TMP/npm.log" 2>&1; then
-	skip "$TEST_NAME" "npm install ws@8 failed: $(tail -n 1 "$TMP/npm.log")"
-	exit 0
-fi
+export WS_MODULE_DIR=$NPM_TOOLS
 
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 require_controller --listen "tcp:127.0.0.1:$PORT"
@@ -41,7 +37,7 @@ attach_url() {
 # $TMP/NAME/output.
 tc() {
 	mkdir -p "$TMP/$1"
-	R=$(WS_MODULE_DIR=$NPM_DIR node "$CLIENT" "$(attach_url "$2" "${4:-}")" "$3" "$TMP/$1" \
+	R=$(node "$CLIENT" "$(attach_url "$2" "${4:-}")" "$3" "$TMP/$1" \
 		2>"$TMP/$1.err")
 	[[ -n $R ]] || R="{\"error\":\"no result: $(head -c 300 "$TMP/$1.err")\"}"
 }
@@ -52,7 +48,7 @@ BG=
 tc_bg() {
 	mkdir -p "$TMP/$1"
 	rm -f "$TMP/$1/open"
-	WS_MODULE_DIR=$NPM_DIR node "$CLIENT" "$(attach_url "$2" "${4:-}")" "$3" "$TMP/$1" \
+	node "$CLIENT" "$(attach_url "$2" "${4:-}")" "$3" "$TMP/$1" \
 		>"$TMP/$1.json" 2>"$TMP/$1.err" &
 	BG=$!
 	wait_for -t 10 test -e "$TMP/$1/open" && return 0
@@ -272,15 +268,15 @@ t_bearer_subprotocol() {
 	token=$(tr -d '\n' <"$ROOT/admin.token")
 	term_open T || return 1
 	mkdir -p "$TMP/tcp"
-	R=$(WS_MODULE_DIR=$NPM_DIR node "$CLIENT" \
+	R=$(node "$CLIENT" \
 		"ws://127.0.0.1:$PORT/v1/workspaces/$WS/terminals/$T/attach" \
 		"$(steps '{send:"echo TCP-$((1+2))\n"}' '{expect:"TCP-3\r\n"}')" "$TMP/tcp" 2>&1)
 	assert_eq 401 "$(j .status "$R")" "no token over TCP" || diag "$R"
-	R=$(TERM_TOKEN=$token WS_MODULE_DIR=$NPM_DIR node "$CLIENT" \
+	R=$(TERM_TOKEN=$token node "$CLIENT" \
 		"ws://127.0.0.1:$PORT/v1/workspaces/$WS/terminals/$T/attach" \
 		"$(steps '{send:"echo TCP-$((1+2))\n"}' '{expect:"TCP-3\r\n"}')" "$TMP/tcp" 2>&1)
 	assert_eq null "$(j .error "$R")" "bearer token as a subprotocol" || diag "$R"
-	R=$(TERM_TOKEN=sst_wrong WS_MODULE_DIR=$NPM_DIR node "$CLIENT" \
+	R=$(TERM_TOKEN=sst_wrong node "$CLIENT" \
 		"ws://127.0.0.1:$PORT/v1/workspaces/$WS/terminals/$T/attach" '[]' "$TMP/tcp" 2>&1)
 	assert_eq 401 "$(j .status "$R")" "a wrong token refused" || diag "$R"
 }

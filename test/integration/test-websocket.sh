@@ -1,23 +1,19 @@
 #!/bin/bash
-# WebSocket (RFC 6455) against a real client, the npm `ws` package, installed by this test into
-# its own directory: GET …/commands/{run}/output upgraded streams the exact bytes; protocol
-# violations close with 1002 / 1007 / 1009 (each beside a positive control); ping, fragments and
-# the closing handshake; a client that stops reading neither stalls the controller nor the run
-# and later sees a marked gap; the handshake's errors; the bearer token over TCP.
+# WebSocket (RFC 6455) against a real client, the npm `ws` package (pinned in test/npm-tools):
+# GET …/commands/{run}/output upgraded streams the exact bytes; protocol violations close with
+# 1002 / 1007 / 1009 (each beside a positive control); ping, fragments and the closing
+# handshake; a client that stops reading neither stalls the controller nor the run and later
+# sees a marked gap; the handshake's errors; the bearer token over TCP.
 . "$(dirname "$0")/lib.sh"
 
 CLIENT=$SRC/test/integration/ws-client.mjs
-NPM_DIR=$TMP/npm
 
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-	skip "$TEST_NAME" "node and npm are needed (scripts/install-deps)"
+# ws, pinned in test/npm-tools (lib.sh: npm_tools)
+if ! npm_tools; then
+	skip "$TEST_NAME" "$NPM_TOOLS_ERROR"
 	exit 0
 fi
-if ! npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error ws@8 \
-	>"$TMP/npm.log" 2>&1; then
-	skip "$TEST_NAME" "npm install ws@8 failed: $(tail -n 1 "$TMP/npm.log")"
-	exit 0
-fi
+export WS_MODULE_DIR=$NPM_TOOLS
 
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 require_controller --listen "tcp:127.0.0.1:$PORT"
@@ -29,7 +25,7 @@ WS_HOME=$(j .home)
 wsc() {
 	local mode=$1 path=$2
 	shift 2
-	R=$(WS_MODULE_DIR=$NPM_DIR node "$CLIENT" "$mode" "ws+unix://$SOCK:$path" "$@" \
+	R=$(node "$CLIENT" "$mode" "ws+unix://$SOCK:$path" "$@" \
 		2>"$TMP/client-err")
 	[[ -n $R ]] || R='{}'
 }
@@ -39,7 +35,7 @@ wsc() {
 BG=
 output_bg() {
 	mkdir -p "$2"
-	WS_MODULE_DIR=$NPM_DIR node "$CLIENT" output "ws+unix://$SOCK:$(output_path "$1")" "$2" \
+	node "$CLIENT" output "ws+unix://$SOCK:$(output_path "$1")" "$2" \
 		${3:+"$3"} >"$2.json" 2>"$TMP/client-err" &
 	BG=$!
 	wait_for -t 10 test -e "$2/open" && return 0
@@ -222,11 +218,11 @@ t_bearer_token_over_tcp() {
 	local token url
 	token=$(tr -d '\n' <"$ROOT/admin.token")
 	url="ws://127.0.0.1:$PORT$(output_path "$LONG_RUN")"
-	R=$(WS_MODULE_DIR=$NPM_DIR node "$CLIENT" status "$url" 2>/dev/null)
+	R=$(node "$CLIENT" status "$url" 2>/dev/null)
 	assert_eq 401 "$(j .status "$R")" "no token" || diag "$R"
-	R=$(WS_MODULE_DIR=$NPM_DIR node "$CLIENT" status "$url" wrong-token 2>/dev/null)
+	R=$(node "$CLIENT" status "$url" wrong-token 2>/dev/null)
 	assert_eq 401 "$(j .status "$R")" "wrong token"
-	R=$(WS_MODULE_DIR=$NPM_DIR node "$CLIENT" status "$url" "$token" 2>/dev/null)
+	R=$(node "$CLIENT" status "$url" "$token" 2>/dev/null)
 	assert_eq true "$(j .open "$R")" "admin token: upgraded" || diag "$R"
 }
 
