@@ -7,7 +7,6 @@
 . "$(dirname "$0")/container-lib.sh"
 
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-NPM_DIR=$TMP/npm
 ARTIFACTS=${STATION_TEST_ARTIFACTS:-$BUILD/test-artifacts}
 
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -26,16 +25,15 @@ t_container_files() {
 		skip "$1" "the build has no CodeMirror bundle"
 		return 2
 	fi
-	if ! npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error playwright-core@1 \
-		>"$TMP/npm.log" 2>&1; then
-		skip "$1" "npm install playwright-core failed: $(tail -n 1 "$TMP/npm.log")"
+	if ! npm_tools; then # playwright-core, pinned in test/npm-tools
+		skip "$1" "$NPM_TOOLS_ERROR"
 		return 2
 	fi
 	run_cmd "$WS" 'ln -s /etc/passwd pw && test -L pw' || return 1
 	assert_eq 0 "$(j .exitCode)" "the link made inside the container" || return 1
 	mkdir -p "$ARTIFACTS"
 	rm -f "$shot" "${shot%.png}-failed.png"
-	R=$(PLAYWRIGHT_DIR=$NPM_DIR CHROMIUM=$CHROMIUM HOME=$TMP timeout 240 node \
+	R=$(PLAYWRIGHT_DIR=$NPM_TOOLS CHROMIUM=$CHROMIUM HOME=$TMP timeout 240 node \
 		"$SRC/test/integration/dashboard-files.mjs" "$URL" "$TOKEN" "$shot" "$WS" 2>"$TMP/browser.err")
 	[[ -n $R ]] || R="{\"error\":\"no result: $(tail -c 300 "$TMP/browser.err" | tr '\n"' ' ')\"}"
 	if [[ $(j .ok "$R") != true ]]; then

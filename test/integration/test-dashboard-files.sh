@@ -12,7 +12,6 @@
 . "$(dirname "$0")/lib.sh"
 
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-NPM_DIR=$TMP/npm
 ARTIFACTS=${STATION_TEST_ARTIFACTS:-$BUILD/test-artifacts}
 
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -59,15 +58,14 @@ t_browser_files() {
 		skip "$1" "the session drives CodeMirror, which this build lacks (the textarea is its last step)"
 		return 2
 	fi
-	if ! npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error playwright-core@1 \
-		>"$TMP/npm.log" 2>&1; then
-		skip "$1" "npm install playwright-core failed: $(tail -n 1 "$TMP/npm.log")"
+	if ! npm_tools; then # playwright-core, pinned in test/npm-tools
+		skip "$1" "$NPM_TOOLS_ERROR"
 		return 2
 	fi
 	mkdir -p "$ARTIFACTS"
 	local shot=$ARTIFACTS/dashboard-files.png R
 	rm -f "$shot" "${shot%.png}-failed.png"
-	R=$(PLAYWRIGHT_DIR=$NPM_DIR CHROMIUM=$CHROMIUM HOME=$TMP timeout 300 node \
+	R=$(PLAYWRIGHT_DIR=$NPM_TOOLS CHROMIUM=$CHROMIUM HOME=$TMP timeout 300 node \
 		"$SRC/test/integration/dashboard-files.mjs" "$URL" "$TOKEN" "$shot" 2>"$TMP/browser.err")
 	[[ -n $R ]] || R="{\"error\":\"no result: $(tail -c 300 "$TMP/browser.err" | tr '\n"' ' ')\"}"
 	BROWSER=$R

@@ -7,7 +7,6 @@
 . "$(dirname "$0")/lib.sh"
 
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-NPM_DIR=$TMP/npm
 SHOTS=$BUILD/test-artifacts/dashboard-work
 
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -22,16 +21,15 @@ t_browser() {
 		skip "$1" "chromium, node and npm are needed (scripts/install-deps)"
 		return 2
 	fi
-	if ! npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error playwright-core@1 \
-		>"$TMP/npm.log" 2>&1; then
-		skip "$1" "npm install playwright-core failed: $(tail -n 1 "$TMP/npm.log")"
+	if ! npm_tools; then # playwright-core, pinned in test/npm-tools
+		skip "$1" "$NPM_TOOLS_ERROR"
 		return 2
 	fi
 	new_ws ws '{"adapter":"host","memoryMb":512}' || return 1
 	new_ws gone '{"adapter":"host"}' || return 1
 	WS=$ws
 	rm -rf "$SHOTS"
-	R=$(DEBUG=${DASH_DEBUG:-} PLAYWRIGHT_DIR=$NPM_DIR CHROMIUM=$CHROMIUM HOME=$TMP timeout 600 node \
+	R=$(DEBUG=${DASH_DEBUG:-} PLAYWRIGHT_DIR=$NPM_TOOLS CHROMIUM=$CHROMIUM HOME=$TMP timeout 600 node \
 		"$SRC/test/integration/dashboard-work.mjs" "$URL" "$TOKEN" "$ws" "$gone" "$SHOTS" \
 		2>"$TMP/browser.err")
 	[[ -n $R ]] || R="{\"error\":\"no result: $(tail -c 300 "$TMP/browser.err" | tr '\n"' ' ')\"}"

@@ -430,16 +430,15 @@ t_browser() {
 		skip "$1" "chromium, node and npm are needed (scripts/install-deps)"
 		return 2
 	fi
-	if ! npm install --prefix "$TMP/npm" --no-audit --no-fund --loglevel=error playwright-core@1 \
-		>"$TMP/npm.log" 2>&1; then
-		skip "$1" "npm install playwright-core failed: $(tail -n 1 "$TMP/npm.log")"
+	if ! npm_tools; then # playwright-core, pinned in test/npm-tools
+		skip "$1" "$NPM_TOOLS_ERROR"
 		return 2
 	fi
 	[[ -n $WS3 ]] || {
 		_fail "no workspace on w3 (the forwarding test failed)"
 		return 1
 	}
-	r=$(PLAYWRIGHT_DIR=$TMP/npm CHROMIUM=$CHROMIUM HOME=$TMP timeout 600 node \
+	r=$(PLAYWRIGHT_DIR=$NPM_TOOLS CHROMIUM=$CHROMIUM HOME=$TMP timeout 600 node \
 		"$SRC/test/integration/workers-dashboard.mjs" "$W1" "$TOKEN" "$WS3" 2>"$TMP/browser.err")
 	[[ -n $r ]] || r="{\"error\":\"no result: $(tail -c 300 "$TMP/browser.err" | tr '\n"' '  ')\"}"
 	if [[ $(j .ok "$r") != true ]]; then

@@ -8,7 +8,6 @@
 . "$(dirname "$0")/lib.sh"
 
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-NPM_DIR=$TMP/npm
 
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 URL=http://127.0.0.1:$PORT
@@ -78,13 +77,12 @@ t_browser_session() {
 		skip "$1" "chromium, node and npm are needed (scripts/install-deps)"
 		return 2
 	fi
-	if ! npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error playwright-core@1 \
-		>"$TMP/npm.log" 2>&1; then
-		skip "$1" "npm install playwright-core failed: $(tail -n 1 "$TMP/npm.log")"
+	if ! npm_tools; then # playwright-core, pinned in test/npm-tools
+		skip "$1" "$NPM_TOOLS_ERROR"
 		return 2
 	fi
 	local shot=${DASHBOARD_SCREENSHOT:-$TMP/dashboard.png}
-	R=$(PLAYWRIGHT_DIR=$NPM_DIR CHROMIUM=$CHROMIUM HOME=$TMP timeout 240 node \
+	R=$(PLAYWRIGHT_DIR=$NPM_TOOLS CHROMIUM=$CHROMIUM HOME=$TMP timeout 240 node \
 		"$SRC/test/integration/dashboard.mjs" "$URL" "$TOKEN" test "$shot" 2>"$TMP/browser.err")
 	[[ -n $R ]] || R="{\"error\":\"no result: $(tail -c 300 "$TMP/browser.err" | tr '\n"' ' ')\"}"
 	BROWSER=$R

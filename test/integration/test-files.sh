@@ -8,7 +8,6 @@
 . "$(dirname "$0")/container-lib.sh"
 
 CLIENT=$SRC/test/integration/ws-client.mjs
-NPM_DIR=$TMP/npm
 HOST_MARKER=$TMP/host-marker
 echo "HOST-MARKER-$$" >"$HOST_MARKER"
 chmod 0644 "$HOST_MARKER"
@@ -465,15 +464,11 @@ t_watch_sse() {
 }
 
 ws_ok=0
-if command -v node >/dev/null && command -v npm >/dev/null &&
-	timeout 120 npm install --prefix "$NPM_DIR" --prefer-offline --no-audit --no-fund \
-		--loglevel=error ws@8 >"$TMP/npm.log" 2>&1; then
-	ws_ok=1
-fi
+npm_tools && ws_ok=1 # ws, pinned in test/npm-tools
 
 t_watch_ws() {
 	mkdir -p "$W/ww"
-	WS_MODULE_DIR=$NPM_DIR node "$CLIENT" events "ws+unix://$SOCK:$(F "$WS" "/watch?path=ww")" \
+	WS_MODULE_DIR=$NPM_TOOLS node "$CLIENT" events "ws+unix://$SOCK:$(F "$WS" "/watch?path=ww")" \
 		"$TMP/wsev" >"$TMP/wsres" 2>&1 &
 	local pid=$!
 	wait_for -t 10 grep -q '"ready"' "$TMP/wsev" 2>/dev/null || { _fail "no ready message"; kill $pid; return 1; }
@@ -487,7 +482,7 @@ t_watch_ws() {
 
 t_watch_overflow() {
 	mkdir -p "$W/wo"
-	WS_MODULE_DIR=$NPM_DIR node "$CLIENT" events "ws+unix://$SOCK:$(F "$WS" "/watch?path=wo")" \
+	WS_MODULE_DIR=$NPM_TOOLS node "$CLIENT" events "ws+unix://$SOCK:$(F "$WS" "/watch?path=wo")" \
 		"$TMP/woev" "$TMP/wo-go" >"$TMP/wores" 2>&1 &
 	local pid=$! i
 	wait_for -t 10 test -e "$TMP/woev.open" || { _fail "did not open"; kill $pid; return 1; }
@@ -546,8 +541,8 @@ if ((ws_ok)); then
 	ftest watch_websocket t_watch_ws
 	ftest watch_overflow t_watch_overflow
 else
-	skip watch_websocket "node/npm or ws@8 unavailable"
-	skip watch_overflow "node/npm or ws@8 unavailable"
+	skip watch_websocket "$NPM_TOOLS_ERROR"
+	skip watch_overflow "$NPM_TOOLS_ERROR"
 fi
 ftest watch_ends_with_workspace t_watch_workspace_stops
 

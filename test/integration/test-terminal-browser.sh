@@ -6,15 +6,13 @@
 . "$(dirname "$0")/lib.sh"
 
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-NPM_DIR=$TMP/npm
 
 if [[ ! -x $CHROMIUM ]] || ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 	skip "$TEST_NAME" "chromium, node and npm are needed (scripts/install-deps)"
 	exit 0
 fi
-if ! npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error playwright-core@1 \
-	>"$TMP/npm.log" 2>&1; then
-	skip "$TEST_NAME" "npm install playwright-core failed: $(tail -n 1 "$TMP/npm.log")"
+if ! npm_tools; then # playwright-core, pinned in test/npm-tools
+	skip "$TEST_NAME" "$NPM_TOOLS_ERROR"
 	exit 0
 fi
 
@@ -28,7 +26,7 @@ t_browser_types_echo_hi() {
 	api -q POST "/v1/workspaces/$WS/terminals" '{"cols":100,"rows":30}'
 	assert_status 201 "open terminal" || return 1
 	T=$(j .id)
-	R=$(PLAYWRIGHT_DIR=$NPM_DIR CHROMIUM=$CHROMIUM HOME=$TMP timeout 120 node \
+	R=$(PLAYWRIGHT_DIR=$NPM_TOOLS CHROMIUM=$CHROMIUM HOME=$TMP timeout 120 node \
 		"$SRC/test/integration/term-browser.mjs" "$TMP/page.html" \
 		"ws://127.0.0.1:$PORT/v1/workspaces/$WS/terminals/$T/attach" "$token" \
 		'echo hi' '\rhi\r?\n' 2>"$TMP/browser.err")
