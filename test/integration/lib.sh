@@ -35,6 +35,16 @@ CONTROLLER_LOG=$ROOT/controller.log
 STATUS=
 BODY=
 
+# python3 is Debian's (scripts/install-deps), which has all the tests' helpers import: the
+# standard library, and pytest and yaml from Debian's packages. A version manager's shim found
+# before it on PATH (pyenv's is a bash script that runs pyenv, 0.6 s a start here) would cost that
+# on every python3 a script starts, the helpers run through `#!/usr/bin/env python3` included.
+if [[ -x /usr/bin/python3 && $(command -v python3) != /usr/bin/python3 ]]; then
+	mkdir -p "$TMP/debian-python"
+	ln -s /usr/bin/python3 "$TMP/debian-python/python3"
+	PATH=$TMP/debian-python:$PATH
+fi
+
 # Sanitizer reports of every process we start (controller, agents, CLI) land in a directory.
 # Under test/run-all it is run-all's (STATION_TEST_SANITIZER_DIR, log_path already set), which
 # checks it when the script has ended, processes that outlived it included; run alone, the
