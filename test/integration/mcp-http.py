@@ -60,6 +60,16 @@ def post(body, token=True, headers=None, method="POST"):
     return r, data
 
 
+def api_get(path):
+    c = http.client.HTTPConnection("127.0.0.1", int(PORT), timeout=120)
+    c.request("GET", path, headers={"Authorization": "Bearer " + TOKEN})
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    eq(200, r.status, "GET %s (%s)" % (path, data[:200]))
+    return json.loads(data)
+
+
 def rpc(method, params=None, rid=1, **kw):
     r, data = post({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}, **kw)
     eq(200, r.status, "status of %s (%s)" % (method, data[:200]))
@@ -174,6 +184,11 @@ def closed_stream_cancels_run(_):
     wait_until(lambda: len(pgrep(mark)) == 2, "the command to run")
     s.close()
     wait_until(lambda: not pgrep(mark), "the run's processes to be killed")
+    # Cancelled, not ended by its own timeout (the worker's default, 60 s), which would also
+    # kill the processes: the MCP server must have seen the SIGTERM of its request's end.
+    runs = [run for run in api_get("/v1/workspaces/%s/commands" % ws)["commands"]
+            if run.get("command", "").startswith(mark)]
+    eq(["cancelled"], [run["status"] for run in runs], "the run's status")
     res = rpc("tools/call", {"name": "exec", "arguments": {"workspaceId": ws, "command": "true"}})
     eq("exited", res["result"]["structuredContent"]["status"], "the workspace still serves")
 
