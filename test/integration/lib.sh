@@ -328,12 +328,25 @@ last_status() {
 	cat "$TMP/last-status"
 }
 
+# npm_ci DIR [NPM OPTIONS...]: DIR's node_modules as its package-lock.json pins it: `npm ci`
+# unless `npm ls --offline` finds it already matching, under a lock on DIR, so that scripts
+# running at once that share DIR (sdk/typescript has three) install it once and never under one
+# another's feet (npm ci starts by removing node_modules). --prefer-offline: a pinned version
+# npm's cache holds is taken from there without asking the registry first (an unreachable
+# registry costs minutes of npm's retries). npm's output goes to stdout and stderr.
+npm_ci() {
+	local dir=$1
+	shift
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	flock -w 600 "$dir" bash -c 'cd "$1" || exit 1
+		shift
+		npm ls --offline --all >/dev/null 2>&1 && exit 0
+		npm ci --prefer-offline --no-audit --no-fund "$@"' _ "$dir" "$@"
+}
+
 # npm_tools: the npm packages the tests drive the controller with (ws, playwright-core), pinned
-# by test/npm-tools/package-lock.json, installed there with npm ci unless its node_modules
-# already matches; scripts resolve them from NPM_TOOLS (WS_MODULE_DIR, PLAYWRIGHT_DIR). Returns
-# 1 with the reason in NPM_TOOLS_ERROR. Scripts running at once install it once: each holds a
-# lock on the directory while it checks. --prefer-offline: a pinned version npm's cache holds
-# is taken from there without asking the registry first (unreachable, that costs minutes).
+# by test/npm-tools/package-lock.json and installed there by npm_ci; scripts resolve them from
+# NPM_TOOLS (WS_MODULE_DIR, PLAYWRIGHT_DIR). Returns 1 with the reason in NPM_TOOLS_ERROR.
 NPM_TOOLS=$SRC/test/npm-tools
 NPM_TOOLS_ERROR=
 npm_tools() {
@@ -341,11 +354,7 @@ npm_tools() {
 		NPM_TOOLS_ERROR="node and npm are needed (scripts/install-deps)"
 		return 1
 	fi
-	# shellcheck disable=SC2016 # expanded by the inner shell
-	flock -w 600 "$NPM_TOOLS" bash -c 'cd "$1" || exit 1
-		npm ls --offline --all >/dev/null 2>&1 && exit 0
-		npm ci --prefer-offline --no-audit --no-fund --loglevel=error' _ "$NPM_TOOLS" \
-		>"$TMP/npm.log" 2>&1 && return 0
+	npm_ci "$NPM_TOOLS" --loglevel=error >"$TMP/npm.log" 2>&1 && return 0
 	NPM_TOOLS_ERROR="npm ci in test/npm-tools failed: $(tail -n 1 "$TMP/npm.log")"
 	return 1
 }

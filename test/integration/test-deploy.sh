@@ -95,9 +95,8 @@ fi
 # reached (as the other scripts that take tools from npm, the checks then skip with the
 # reason); 1 anything else.
 validator_install() {
-	(cd "$VALIDATOR" && { npm ls --offline --all >/dev/null 2>&1 ||
-		npm ci --no-audit --no-fund --fetch-retries=2 --fetch-retry-mintimeout=2000 \
-			--fetch-retry-maxtimeout=10000 --fetch-timeout=60000; }) >"$TMP/npm.log" 2>&1 && return 0
+	npm_ci "$VALIDATOR" --fetch-retries=2 --fetch-retry-mintimeout=2000 \
+		--fetch-retry-maxtimeout=10000 --fetch-timeout=60000 >"$TMP/npm.log" 2>&1 && return 0
 	grep -Eq 'EHOSTUNREACH|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|ENETUNREACH' "$TMP/npm.log" &&
 		return 2
 	return 1

@@ -17,7 +17,7 @@ if [[ ! -f $TOOLS/package-lock.json ]]; then
 	skip "$TEST_NAME" "test/mcp-tools/package-lock.json is missing (npm install --package-lock-only there, with the npm registry reachable)"
 	exit 0
 fi
-if ! (cd "$TOOLS" && { npm ls --offline --all >/dev/null 2>&1 || npm ci --no-audit --no-fund; }) >"$TMP/npm.log" 2>&1; then
+if ! npm_ci "$TOOLS" >"$TMP/npm.log" 2>&1; then
 	skip "$TEST_NAME" "npm ci in test/mcp-tools failed: $(tail -n 1 "$TMP/npm.log")"
 	exit 0
 fi

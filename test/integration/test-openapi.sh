@@ -17,9 +17,7 @@ t_lint() {
 	local log=$TMP/lint.log
 	(
 		cd "$LINT" || exit 1
-		if ! npm ls --offline --all >/dev/null 2>&1; then
-			npm ci --no-audit --no-fund || exit 1
-		fi
+		npm_ci "$LINT" || exit 1
 		./node_modules/.bin/redocly lint --format=stylish --config redocly.yaml \
 			"$SRC/docs/openapi.yaml"
 	) >"$log" 2>&1 && return 0

@@ -19,9 +19,7 @@ t_pack() {
 	local log=$TMP/pack.log list
 	(
 		cd "$SDK" || exit 1
-		if ! npm ls --offline --all >/dev/null 2>&1; then
-			npm ci --no-audit --no-fund || exit 1
-		fi
+		npm_ci "$SDK" || exit 1
 		npm pack --silent --pack-destination "$TMP" >"$TMP/pack.out"
 	) >"$log" 2>&1 || {
 		_fail "npm pack failed:"

@@ -27,9 +27,7 @@ t_build() {
 	local log=$TMP/npm.log
 	(
 		cd "$SDK" || exit 1
-		if ! npm ls --offline --all >/dev/null 2>&1; then
-			npm ci --no-audit --no-fund || exit 1
-		fi
+		npm_ci "$SDK" || exit 1
 		npm run --silent build && npm run --silent typecheck
 	) >"$log" 2>&1 && return 0
 	_fail "the SDK does not build:"

@@ -40,9 +40,7 @@ t_build_ts() {
 	local log=$TMP/npm.log
 	(
 		cd "$SDK_TS" || exit 1
-		if ! npm ls --offline --all >/dev/null 2>&1; then
-			npm ci --no-audit --no-fund || exit 1
-		fi
+		npm_ci "$SDK_TS" || exit 1
 		mkdir -p "$TS" &&
 			cp -a "$SDK_TS/src" "$SDK_TS/test" "$SDK_TS/package.json" "$SDK_TS"/tsconfig*.json "$TS/" &&
 			ln -s "$SDK_TS/node_modules" "$TS/node_modules" &&
