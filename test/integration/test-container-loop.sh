@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: slow: 70 to 90 s (runtimes that hang until their timeouts)
 # Nothing slow on the event loop (issue 16 items 1-3): a runtime that hangs does not hold the
 # API; a call past --runtime-timeout-ms is killed with everything it started and its workspace
 # ends in a clear state; creates run side by side; GET /v1/ready spawns nothing per request;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # run-all: not under sanitizers: node tooling (npm ci, the manifest validator)
-# run-all: slow: about 110 s (npm ci, a controller under systemd and in a pod manifest)
+# run-all: slow: 50 to 110 s (two runtimes, container workspaces, node tooling)
 # The packaging in deploy/ (docs/operations.md, "Running under systemd", "Running on
 # Kubernetes"):
 # - the systemd unit passes `systemd-analyze verify` with nothing to say (a misspelled

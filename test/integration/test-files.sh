@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: slow: 60 to 110 s (every endpoint, the hostile-path table, file watches over WebSocket)
 # The files API (docs/api.md, "Files") end to end, done by the workspace's agent: every endpoint
 # with exact statuses and bodies on a host workspace; the hostile-path table (symlinks to host
 # paths, `..`, absolute paths, NUL, a 4 KiB path, a symlink swapped during downloads, a FIFO, a

@@ -1,6 +1,6 @@
 #!/bin/bash
 # run-all: exclusive: net-world: the outside worlds of net-world.sh (documentation networks, routes, nft tables) are few per machine
-# run-all: slow: about 110 s (100 create/delete cycles, every network mode)
+# run-all: slow: 100 to 240 s (100 create/delete cycles, every network mode)
 # Container workspaces' network modes against the outside world of net-world.sh, each denial
 # beside its positive control (the same probe from the host, from the namespace that plays a
 # workspace, or from a workspace whose mode or policy allows it):
