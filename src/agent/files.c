@@ -102,11 +102,11 @@ static void worker_stdio(void)
 
 /* Everything of the agent the worker must not keep: fds, signal handling, privileges. The
  * root is opened first, with the agent's rights: the user may not be able to walk to it by
- * name on the host. */
-static int worker_setup(const struct files_manager *m, int fd, int *ret_root_fd)
+ * name on the host. agent: the agent's pid, taken before the fork (a getppid() here would be
+ * the reaper's already when the agent died before the worker ran). */
+static int worker_setup(const struct files_manager *m, int fd, pid_t agent, int *ret_root_fd)
 {
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
-	pid_t parent = getppid();
 	sigset_t none;
 	int r;
 
@@ -130,7 +130,7 @@ static int worker_setup(const struct files_manager *m, int fd, int *ret_root_fd)
 	/* no worker outlives the agent (set after the drop, which clears it) */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		return -errno;
-	if (getppid() != parent)
+	if (getppid() != agent)
 		return -ESRCH;
 	umask(0);
 	return fd_set_nonblock(fd, false);
@@ -165,14 +165,14 @@ static int worker_serve(const struct files_manager *m, int fd, int root_fd, cons
 	return ops[q.op](&s, &q);
 }
 
-static _Noreturn void worker_main(struct files_manager *m, int fd, const struct frame *f,
-				  const uint8_t *rest, size_t rest_len)
+static _Noreturn void worker_main(struct files_manager *m, int fd, pid_t agent,
+				  const struct frame *f, const uint8_t *rest, size_t rest_len)
 {
 	int root_fd = -1, r;
 
 	if (m->before_worker)
 		m->before_worker(m->userdata);
-	r = worker_setup(m, fd, &root_fd);
+	r = worker_setup(m, fd, agent, &root_fd);
 	if (r < 0) {
 		struct files_session s = { .fd = fd };
 
@@ -200,7 +200,7 @@ static void reply_busy(int fd)
 void files_manager_open(struct files_manager *m, int fd, const struct frame *f, const uint8_t *rest,
 			size_t rest_len)
 {
-	pid_t pid;
+	pid_t pid, agent = getpid();
 
 	if (m->n_workers >= FILE_MAX_SESSIONS) {
 		log_warn("file session refused: too many", NULL);
@@ -210,7 +210,7 @@ void files_manager_open(struct files_manager *m, int fd, const struct frame *f, 
 	}
 	pid = fork();
 	if (pid == 0)
-		worker_main(m, fd, f, rest, rest_len);
+		worker_main(m, fd, agent, f, rest, rest_len);
 	if (pid < 0)
 		log_warn("cannot fork a file worker", "error", strerror(errno), NULL);
 	else
