@@ -148,7 +148,7 @@ static int single_reference(const struct bench_opts *o, struct station_client *c
 
 /* n creates at once, each on its own client and thread; with api_ms, GET /v1/workspaces back
  * to back on c while they run (the latencies in api_ms, their count in *n_api). The burst's
- * times in b->done_ms, its busy machine CPU in *ret_cpu. */
+ * times in b->done_ms, its busy machine CPU in *ret_cpu (when not NULL). */
 static int run_burst(const struct bench_opts *o, struct station_client *c, struct burst *b, int n,
 		     double *api_ms, size_t *n_api, int *api_failed, double *ret_cpu)
 {
@@ -175,7 +175,8 @@ static int run_burst(const struct bench_opts *o, struct station_client *c, struc
 		}
 	for (int i = 0; i < n; i++)
 		pthread_join(threads[i], NULL);
-	*ret_cpu = machine_cpu_ms() - c0;
+	if (ret_cpu)
+		*ret_cpu = machine_cpu_ms() - c0;
 	for (int i = 0; i < n; i++)
 		if (b->ids[i]) {
 			station_workspace_delete(c, b->ids[i], NULL);
@@ -199,7 +200,7 @@ int cmd_create_burst(const struct bench_opts *o)
 	struct station_client *c = NULL;
 	struct burst *b = calloc(1, sizeof *b);
 	double *api = calloc(API_SAMPLES_MAX, sizeof *api);
-	double single = 0, single_cpu = 0, burst_cpu = 0, probed_cpu = 0;
+	double single = 0, single_cpu = 0, burst_cpu = 0;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t n_api = 0;
 	int api_failed = 0;
@@ -226,7 +227,7 @@ int cmd_create_burst(const struct bench_opts *o)
 		goto out;
 	struct bench_opts ao = *o;
 	ao.id = "api.burst";
-	r = run_burst(&ao, c, b, n, api, &n_api, &api_failed, &probed_cpu);
+	r = run_burst(&ao, c, b, n, api, &n_api, &api_failed, NULL);
 	if (r >= 0 && n_api > 0) {
 		bench_stats_compute(api, n_api, &sa);
 		bench_emit(&ao, "ms", &sa,

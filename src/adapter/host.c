@@ -148,9 +148,7 @@ static void agent_exec(const char *agent_path, const struct cgroup *agent_cg, in
 		       int listen_fd, int log_fd, int err_fd, char **argv)
 {
 	int r = 0;
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL); /* forked from a worker thread: all blocked */
+	signals_reset_for_exec(); /* forked from a worker thread: all blocked */
 	if (setsid() < 0)
 		r = negative_errno();
 	if (r >= 0 && agent_cg)

@@ -144,18 +144,6 @@ static int child_private_mntns(int *ret_stage)
 	return 0;
 }
 
-/* Dispositions first, the mask after: a signal let through never runs one of our handlers in
- * the child (which shares our memory until it execs). */
-static void child_reset_signals(void)
-{
-	sigset_t all;
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			signal(sig, SIG_DFL);
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-}
-
 /* Places src[i] at fd i (0, 1, 2, 3, …) and closes everything else but keep_fd. Sources are
  * first copied above CHILD_FD_BASE so that no dup2 overwrites a source still to be placed. */
 static int child_place_fds(const int *src, size_t n, int keep_fd)
@@ -183,7 +171,7 @@ static _Noreturn void child_exec(const struct runtime *rt, struct call *c, const
 	struct child_report rep = { .stage = STAGE_FDS };
 	int r = 0;
 
-	child_reset_signals();
+	signals_reset_for_exec(); /* the child shares our memory until it execs */
 	/* its own process group: a call that times out is killed with all it forked */
 	(void)setpgid(0, 0);
 	report_fd = fcntl(report_fd, F_DUPFD_CLOEXEC, CHILD_FD_BASE + 16);

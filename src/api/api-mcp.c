@@ -285,13 +285,9 @@ static int child_spawn(struct mcp_child *c, const char *const *argv, char *const
 		return negative_errno();
 	}
 	if (c->pid == 0) {
-		sigset_t none;
-
-		/* The loop takes SIGTERM and SIGINT through a signalfd, blocked; a mask survives
-		 * execve, and the SIGTERM that cancels the child's request must reach it. */
-		sigemptyset(&none);
-		if (sigprocmask(SIG_SETMASK, &none, NULL) < 0 || dup2(in_fd, STDIN_FILENO) < 0 ||
-		    dup2(out[1], STDOUT_FILENO) < 0)
+		/* the SIGTERM that cancels the child's request must reach it */
+		signals_reset_for_exec();
+		if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0)
 			_exit(127);
 		execve(argv[0], (char *const *)argv, (char *const *)envp);
 		_exit(127);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -489,6 +490,17 @@ static void close_fd_range(unsigned first, unsigned last)
 		max = 1 << 20;
 	for (unsigned long fd = first; fd <= last && fd < (unsigned long)max; fd++)
 		close((int)fd);
+}
+
+void signals_reset_for_exec(void)
+{
+	sigset_t none;
+
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
 /* No allocation: safe between fork() and exec(). Unsorted, duplicated or negative entries in

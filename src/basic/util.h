@@ -73,6 +73,11 @@ int fd_set_nonblock(int fd, bool on);
 int fd_set_cloexec(int fd, bool on);
 /* Closes every fd >= 3 except those listed (close_range where available). */
 int close_all_fds_except(const int *keep, size_t n_keep);
+/* For a child between fork and exec: every signal to its default disposition, then none
+ * blocked (an ignored signal and the mask both survive execve; the controller blocks the ones
+ * its signalfd takes). Dispositions first: a signal let through never runs one of the parent's
+ * handlers. Async-signal-safe. */
+void signals_reset_for_exec(void);
 /* Full write, retrying on EINTR and short writes (blocking fds). */
 int write_all(int fd, const void *data, size_t n);
 
