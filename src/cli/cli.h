@@ -13,6 +13,7 @@
 #define EXIT_FAILED 1	     /* the controller refused or failed the request */
 #define EXIT_NO_CONTROLLER 2 /* nothing answered at the endpoint */
 #define EXIT_USAGE 64	     /* EX_USAGE */
+#define EXIT_OUTPUT 74	     /* EX_IOERR: what the command printed could not be written whole */
 
 struct cli_command;
 

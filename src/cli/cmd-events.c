@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 #include "output.h"
@@ -11,6 +12,7 @@
 struct events_args {
 	uint64_t count; /* 0: for ever */
 	uint64_t seen;
+	int write_error; /* -errno of a failed write to stdout */
 };
 
 static volatile sig_atomic_t interrupted;
@@ -29,9 +31,9 @@ static int on_event(json_t *event, void *userdata)
 {
 	struct events_args *a = userdata;
 
-	if (output_json(event) < 0)
-		return -EIO;
-	fflush(stdout);
+	a->write_error = output_json_line(event);
+	if (a->write_error < 0)
+		return a->write_error;
 	if (a->count && ++a->seen >= a->count)
 		return -ECANCELED;
 	return 0;
@@ -88,6 +90,11 @@ static int cmd_events(struct cli *cli, int argc, char **argv)
 	station_client_set_interrupt(cli->client, NULL, NULL);
 	if ((r == -EINTR && interrupted) || r == -ECANCELED)
 		return 0;
+	if (a.write_error < 0) {
+		fprintf(stderr, "station-sandbox: cannot write the events: %s\n",
+			strerror(-a.write_error));
+		return EXIT_OUTPUT;
+	}
 	return r < 0 ? cli_fail(cli, r) : 0;
 }
 

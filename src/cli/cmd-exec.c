@@ -54,7 +54,9 @@ static int interrupt_check(void *userdata)
 	return interrupted != 0;
 }
 
-/* The first SIGINT or SIGTERM asks to cancel; a second one kills as usual (SA_RESETHAND). */
+/* The first SIGINT or SIGTERM asks to cancel; a second one kills as usual (SA_RESETHAND). A
+ * reader that went away is a failed write (EPIPE), said and exited with EXIT_OUTPUT like any
+ * other, not a silent death by SIGPIPE: the message names the run, which goes on. */
 static void signals_install(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESETHAND };
@@ -62,6 +64,16 @@ static void signals_install(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Output that could not be written whole (a full disk, a reader gone): says so, naming the run
+ * and the cause, and returns EXIT_OUTPUT. */
+static int exec_write_failed(const char *run, int r)
+{
+	fprintf(stderr, "station-sandbox: cannot write the output of run %s: %s\n", run,
+		strerror(-r));
+	return EXIT_OUTPUT;
 }
 
 static void exec_args_done(struct exec_args *a)
@@ -321,11 +333,8 @@ static int exec_print_whole(const json_t *run, const char *id)
 	r = output_write(STDOUT_FILENO, out, out_len);
 	if (r >= 0)
 		r = output_write(STDERR_FILENO, err, err_len);
-	if (r < 0) {
-		fprintf(stderr, "station-sandbox: cannot write the output of run %s: %s\n", id,
-			strerror(-r));
-		return -EXIT_FAILED;
-	}
+	if (r < 0)
+		return -exec_write_failed(id, r);
 	return 1;
 }
 
@@ -366,9 +375,7 @@ static int exec_finish(struct cli *cli, const struct exec_args *a, const char *r
 		r = exec_cancel(c, a->ws, run, ret);
 	} else if (r < 0 && f.write_error < 0) {
 		/* The run goes on: its timeout bounds it, and `status` shows how it ended. */
-		fprintf(stderr, "station-sandbox: cannot write the output of run %s: %s\n", run,
-			strerror(-f.write_error));
-		return EXIT_FAILED;
+		return exec_write_failed(run, f.write_error);
 	}
 	return r < 0 ? cli_fail(cli, r) : 0;
 }
@@ -412,8 +419,11 @@ static int cmd_exec(struct cli *cli, int argc, char **argv)
 		r = exec_finish(cli, &a, id, &end);
 	if (r != 0)
 		return r;
-	if (a.json && output_json(end ? end : run) < 0)
-		return EXIT_FAILED;
+	if (a.json) {
+		r = output_json(end ? end : run);
+		if (r < 0)
+			return exec_write_failed(id, r);
+	}
 	return run_exit_status(end ? end : run, a.json);
 }
 
@@ -593,6 +603,14 @@ static int runs_parse(struct cli *cli, int argc, char **argv, bool *json, uint64
 	return -1;
 }
 
+/* --json: the document GET …/commands answers, {"commands":[…]}. */
+static int runs_print_json(json_t *list)
+{
+	_cleanup_json_ json_t *doc = json_pack("{s:O}", "commands", list);
+
+	return doc ? output_json(doc) : -ENOMEM;
+}
+
 static int cmd_runs(struct cli *cli, int argc, char **argv)
 {
 	_cleanup_json_ json_t *list = NULL;
@@ -606,7 +624,7 @@ static int cmd_runs(struct cli *cli, int argc, char **argv)
 	r = station_run_list(cli->client, argv[optind], (unsigned)limit, &list);
 	if (r < 0)
 		return cli_fail(cli, r);
-	r = json ? output_json(list) : runs_print(list);
+	r = json ? runs_print_json(list) : runs_print(list);
 	return r < 0 ? EXIT_FAILED : 0;
 }
 
@@ -623,7 +641,8 @@ const struct cli_command cli_cmd_exec = {
 		"  --stdin-file PATH|-  feed the command this file (- for our stdin), up to 1 MiB\n"
 		"  --json               wait silently and print the finished run as JSON\n"
 		"\nExit status: the command's; 128+N when killed by signal N; 124 timed out;\n"
-		"125 lost; 127 failed to start; 130 cancelled (SIGINT cancels the run).\n",
+		"125 lost; 127 failed to start; 130 cancelled (SIGINT cancels the run);\n"
+		"74 when the output could not be written whole (a full disk, a closed pipe).\n",
 	.run = cmd_exec,
 };
 
@@ -647,7 +666,7 @@ const struct cli_command cli_cmd_runs = {
 	.name = "runs",
 	.args = "WS [--json] [--limit N]",
 	.summary = "list a workspace's runs, newest first",
-	.help = "  --json     print the runs as a JSON array\n"
+	.help = "  --json     print the API's answer, {\"commands\":[…]}\n"
 		"  --limit N  at most N runs (1-1000, default 100)\n",
 	.run = cmd_runs,
 };

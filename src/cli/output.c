@@ -18,11 +18,29 @@ struct table {
 	char **cells; /* row-major, the header first */
 };
 
+/* The error of a write to stdout that failed, now or when buffered earlier. */
+static int stdout_error(void)
+{
+	return errno > 0 ? -errno : -EIO;
+}
+
+static int json_print(const json_t *doc, size_t flags)
+{
+	errno = 0;
+	if (json_dumpf(doc, stdout, flags | JSON_PRESERVE_ORDER) < 0 || putchar('\n') == EOF ||
+	    fflush(stdout) == EOF)
+		return stdout_error();
+	return 0;
+}
+
 int output_json(const json_t *doc)
 {
-	if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
-		return -EIO;
-	return putchar('\n') == EOF ? -EIO : 0;
+	return json_print(doc, JSON_INDENT(2));
+}
+
+int output_json_line(const json_t *doc)
+{
+	return json_print(doc, JSON_COMPACT);
 }
 
 int output_write(int fd, const void *data, size_t n)

@@ -9,8 +9,12 @@
 #include "basic/cleanup.h"
 #include "basic/json-util.h"
 
-/* Pretty JSON (2-space indent, keys in order) and a newline to stdout. */
+/* Pretty JSON (2-space indent, keys in order) and a newline to stdout, flushed: 0, or -errno
+ * of the write that failed (-ENOSPC, -EPIPE…). */
 int output_json(const json_t *doc);
+
+/* The same on one line (compact), for a stream of documents such as events. */
+int output_json_line(const json_t *doc);
 
 /* Writes all of data to fd, unbuffered, retrying short writes and EINTR. */
 int output_write(int fd, const void *data, size_t n);

@@ -321,6 +321,74 @@ t_status_and_runs() {
 	assert_contains "$run" "$OUT" "runs lists the run"
 }
 
+# runs --json prints what GET …/commands answers, the same document (with ?limit=N too).
+t_runs_json_api_shape() {
+	run_cmd "$WS" 'echo listed' || return 1
+	clirun runs --json "$WS"
+	assert_eq 0 "$RC" "runs --json exit status"
+	api -q GET "/v1/workspaces/$WS/commands"
+	assert_status 200 "GET …/commands"
+	assert_eq "$(jq -S . <<<"$BODY")" "$(jq -S . <<<"$OUT")" "runs --json is the API's answer"
+	assert_eq "$RUN" "$(jq -r '.commands[0].id' <<<"$OUT")" "the newest run first"
+	clirun runs --json --limit 1 "$WS"
+	api -q GET "/v1/workspaces/$WS/commands?limit=1"
+	assert_eq "$(jq -S . <<<"$BODY")" "$(jq -S . <<<"$OUT")" "runs --json --limit 1"
+	assert_eq 1 "$(jq '.commands | length' <<<"$OUT")" "one run with --limit 1"
+}
+
+# events prints one JSON object a line (docs/cli.md), each the event as the stream sent it.
+t_events_lines() {
+	local line n=0
+	run_cmd "$WS" 'true' || return 1
+	cli events --workspace "$WS" --since 0 --count 3 >"$TMP/events.out" 2>"$TMP/events.err" \
+		</dev/null
+	assert_eq 0 "$?" "events exit status" || diag "stderr: $(cat "$TMP/events.err")"
+	assert_eq 3 "$(wc -l <"$TMP/events.out")" "3 events, 3 lines"
+	while IFS= read -r line; do
+		n=$((n + 1))
+		assert_eq object "$(jq -r type <<<"$line" 2>&1)" "line $n is a JSON object: $line" ||
+			return 1
+		assert_eq "$WS" "$(jq -r .workspaceId <<<"$line")" "line $n is of the workspace"
+		assert_match '^[0-9]+$' "$(jq -r .seq <<<"$line")" "line $n has its seq"
+	done <"$TMP/events.out"
+}
+
+# exec's output that cannot be written whole (a full disk, a reader gone): a message naming the
+# run and the cause, exit 74, on every path (an answer that held the output, a followed run,
+# --json). A normal redirect, a pipe read to the end: the command's status and its bytes.
+t_exec_write_error() {
+	local what rc
+	for what in 'echo fast' 'sleep 0.3; echo followed' 'seq 1 100000'; do
+		cli exec "$WS" -- "$what" >/dev/full 2>"$TMP/cli.err" </dev/null
+		assert_eq 74 "$?" "[$what] >/dev/full: exit status"
+		assert_match '^station-sandbox: cannot write the output of run r-[a-z0-9]+: No space left on device' \
+			"$(cat "$TMP/cli.err")" "[$what] >/dev/full: the message"
+		cli exec --json "$WS" -- "$what" >/dev/full 2>"$TMP/cli.err" </dev/null
+		assert_eq 74 "$?" "[$what] --json >/dev/full: exit status"
+		assert_match '^station-sandbox: cannot write the output of run r-[a-z0-9]+: No space left on device' \
+			"$(cat "$TMP/cli.err")" "[$what] --json >/dev/full: the message"
+	done
+	cli exec "$WS" -- 'seq 1 1000000' 2>"$TMP/cli.err" </dev/null | head -c 1 >/dev/null
+	rc=${PIPESTATUS[0]}
+	assert_eq 74 "$rc" "a reader gone: exit status"
+	# (A line about bytes the follow missed may come first: the run kept 128 KiB of 6.9 MB.)
+	assert_match '^station-sandbox: cannot write the output of run r-[a-z0-9]+: Broken pipe$' \
+		"$(tail -n 1 "$TMP/cli.err")" "a reader gone: the message"
+	# Positive controls.
+	cli exec "$WS" -- 'echo into-a-file; exit 3' >"$TMP/exec.file" 2>"$TMP/cli.err" </dev/null
+	assert_eq 3 "$?" "> file: the command's status"
+	assert_eq into-a-file "$(cat "$TMP/exec.file")" "> file: the bytes"
+	seq 1 20000 | head -c 100000 >"$TMP/want.out"
+	for what in 'seq 1 20000 | head -c 100000' 'sleep 0.3; seq 1 20000 | head -c 100000'; do
+		cli exec "$WS" -- "$what" 2>"$TMP/cli.err" </dev/null | cat >"$TMP/exec.file"
+		assert_eq "0 0" "${PIPESTATUS[*]}" "[$what] | cat: exit statuses"
+		assert_files_eq "$TMP/want.out" "$TMP/exec.file" "[$what] | cat: every byte"
+	done
+	cli exec --json "$WS" -- 'exit 4' >"$TMP/exec.file" 2>"$TMP/cli.err" </dev/null
+	assert_eq 4 "$?" "--json > file: the command's status"
+	assert_eq 4 "$(jq .exitCode "$TMP/exec.file")" "--json > file: the run"
+}
+
 t_ready_worker() {
 	clirun ready
 	assert_eq 0 "$RC" "ready exit status"
@@ -485,6 +553,9 @@ run_test "exec fast path: a truncated run is followed" t_fast_path_truncated
 run_test "exec fast path: 100,000 bytes exact" t_fast_path_large
 run_test "create, ls, restart, rm" t_workspace_commands
 run_test "status and runs" t_status_and_runs
+run_test "runs --json is GET …/commands' answer" t_runs_json_api_shape
+run_test "events: one JSON object a line" t_events_lines
+run_test "exec: output not written whole exits 74" t_exec_write_error
 run_test "ready and worker" t_ready_worker
 run_test "--url and --token over TCP" t_tcp_url_token
 run_test "network and create --allow: usage errors" t_network_usage

@@ -136,7 +136,7 @@ t_route_by_id() {
 		out=$(wcli exec "$ws" -- 'echo "hi from $PWD"') || { _fail "exec on $ws failed"; return 1; }
 		assert_match "^hi from .*/workspaces/$ws/" "$out" "exec ran on ${ws%%-*}" || return 1
 		out=$(wcli runs --json "$ws") || { _fail "runs on $ws failed"; return 1; }
-		assert_eq 1 "$(jq length <<<"$out")" "the run is listed on its worker"
+		assert_eq 1 "$(jq ".commands | length" <<<"$out")" "the run is listed on its worker"
 	done
 	# Files and events of one workspace go to its worker too.
 	out=$(wcli files put "$WS2" - note.txt <<<"on w2" >/dev/null && wcli files cat "$WS2" note.txt)
