@@ -262,15 +262,19 @@ def test_codecs() -> None:
 
 def test_text_stream_for_callbacks() -> None:
     t = TextStream()
-    assert t.feed(b"a\xc3", 0) == ("a", 0)       # the half character is held back
-    assert t.feed(b"\xa9b", 2) == ("\u00e9b", 1)  # ... and comes whole, at its first byte
-    assert t.feed(b"\xe2\x82", 4) is None
-    assert t.feed(b"\xac", 6) == ("\u20ac", 4)
-    assert t.feed(b"\xff\xfe", 7) == (b"\xff\xfe", 7)  # not UTF-8: bytes from here on
-    assert t.feed(b"ok", 9) == (b"ok", 9)
+    assert t.feed(b"a\xc3", 0) == [("a", 0)]       # the half character is held back
+    assert t.feed(b"\xa9b", 2) == [("\u00e9b", 1)]  # ... and comes whole, at its first byte
+    assert t.feed(b"\xe2\x82", 4) == []
+    assert t.feed(b"\xac", 6) == [("\u20ac", 4)]
+    assert t.feed(b"\xff\xfe", 7) == [(b"\xff\xfe", 7)]  # not UTF-8: bytes from here on
+    assert t.feed(b"ok", 9) == [(b"ok", 9)]
     g = TextStream()
-    assert g.feed(b"x\xc3", 0) == ("x", 0)
-    assert g.feed(b"y", 100) == ("y", 100)  # a gap drops what was held
+    assert g.feed(b"x\xc3", 0) == [("x", 0)]
+    # A gap: what was held cannot complete, and comes as the bytes it is, before the rest.
+    assert g.feed(b"y", 100) == [(b"\xc3", 1), ("y", 100)]
+    assert g.feed(b"\xe2\x82", 101) == []
+    assert g.flush() == [(b"\xe2\x82", 101)]  # the stream's end: the same
+    assert g.flush() == []
 
 
 def test_header_injection_is_refused() -> None:

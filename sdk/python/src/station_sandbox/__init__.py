@@ -8,10 +8,12 @@
 ...         print(run.status, run.exit_code, run.stdout)
 """
 
-from .aio import (AsyncClient, AsyncFiles, AsyncRunHandle, AsyncServices, AsyncTerminal,
-                  AsyncTerminals, AsyncWorkspace)
-from .client import (READ_MAX_BYTES, Client, Files, Images, OutputCallback, RunHandle,
-                     Secrets, Services, Terminal, Terminals, Workspace, WorkspaceList)
+from ._follow import OutputGap
+from .aio import (AsyncClient, AsyncFiles, AsyncOutputStream, AsyncRunHandle, AsyncServices,
+                  AsyncTerminal, AsyncTerminals, AsyncWorkspace)
+from .client import (READ_MAX_BYTES, Client, Files, GapCallback, Images, OutputStream,
+                     OutputCallback, RunHandle, Secrets, Services, Terminal, Terminals,
+                     Workspace, WorkspaceList)
 from ._workers import WorkerConfig, worker_of_id
 from .errors import (BadRequest, Conflict, ConnectionFailed, Forbidden, NotFound,
                      PayloadTooLarge, PreconditionFailed, ProtocolError, StationError, Timeout,
@@ -22,10 +24,10 @@ from .models import (Attempt, FileEntry, FileList, Image, Network, Output, Ready
 __version__ = "0.1.0"
 
 __all__ = [
-    "AsyncClient", "AsyncFiles", "AsyncRunHandle", "AsyncServices", "AsyncTerminal",
+    "AsyncClient", "AsyncFiles", "AsyncOutputStream", "AsyncRunHandle", "AsyncServices", "AsyncTerminal",
     "AsyncTerminals", "AsyncWorkspace", "Attempt", "BadRequest", "Client", "Conflict",
-    "ConnectionFailed", "FileEntry", "FileList", "Files", "Forbidden", "Image", "Images",
-    "Network", "NotFound", "Output", "OutputCallback", "PayloadTooLarge", "PreconditionFailed",
+    "ConnectionFailed", "FileEntry", "FileList", "Files", "Forbidden", "GapCallback", "Image", "Images",
+    "Network", "NotFound", "Output", "OutputCallback", "OutputGap", "OutputStream", "PayloadTooLarge", "PreconditionFailed",
     "ProtocolError", "READ_MAX_BYTES", "ReadyReport", "Run", "RunHandle", "Secret", "Secrets",
     "Service", "Services", "StationError", "Terminal", "TerminalInfo", "Terminals", "Timeout",
     "TooManyRequests", "Unauthorized", "Unavailable", "WorkerConfig", "WorkerUnavailable",

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, Generator, Mapping, Optional, TypeVar, Union
 
 from ._wire import query, seg
-from .errors import ProtocolError, StationError, Unavailable
-from .models import ReadyReport, Run, Service
+from ._follow import as_bytes
+from .errors import ProtocolError, StationError, Timeout, Unavailable
+from .models import Attempt, ReadyReport, Run, Service
 
 T = TypeVar("T")
 
@@ -199,3 +200,24 @@ def stop_service(ws_id: str, name: str, timeout_s: float) -> Op[Service]:
         yield Req("SLEEP", "", POLL_S)
         svc = Service((yield Req("GET", svc_path(ws_id, name))))
     return svc
+
+
+def wait_attempt(ws_id: str, name: str, timeout_s: float) -> Op[Service]:
+    """The service once it has an attempt (a service just started is ``starting`` without one
+    for a moment: its logs' follow would show the previous attempt's, or nothing)."""
+    deadline = time.monotonic() + timeout_s
+    svc = Service((yield Req("GET", svc_path(ws_id, name))))
+    while svc.state == "starting" and not svc.current_attempt:
+        if time.monotonic() > deadline:
+            raise Timeout(0, "timeout", f"service {name!r} did not begin an attempt within "
+                          f"{timeout_s:g} s")
+        yield Req("SLEEP", "", POLL_S)
+        svc = Service((yield Req("GET", svc_path(ws_id, name))))
+    return svc
+
+
+def attempt_parts(a: Attempt) -> list[tuple[str, Optional[bytes], Optional[bytes], int]]:
+    """A finished attempt's stored output, per stream: head, tail and byte count."""
+    return [(s, as_bytes(head), as_bytes(tail), total or 0)
+            for s, head, tail, total in (("stdout", a.stdout, a.stdout_tail, a.stdout_bytes),
+                                         ("stderr", a.stderr, a.stderr_tail, a.stderr_bytes))]

@@ -475,22 +475,28 @@ class ChunkedDecoder:
 class TextStream:
     """Live output of one stream for callbacks: ``str`` while it is valid UTF-8 (a character
     split across chunks is held back until its last byte came, and its offset is that of its
-    first byte), the raw ``bytes`` from the first invalid sequence on."""
+    first byte), the raw ``bytes`` from the first invalid sequence on. Bytes held back that
+    cannot be completed (a gap follows them, or the stream ends) are handed over as ``bytes``:
+    every byte reaches the callback."""
 
     def __init__(self) -> None:
         self._held = b""
         self._next = 0  # the offset just past what was delivered or held
         self._binary = False
 
-    def feed(self, data: bytes, offset: int) -> Optional[tuple[Union[str, bytes], int]]:
-        if offset != self._next:
-            self._held = b""  # a gap: what was held cannot be completed
+    def flush(self) -> list[tuple[Union[str, bytes], int]]:
+        """What is held back, as bytes (at the end of the stream)."""
+        held, self._held = self._held, b""
+        return [(held, self._next - len(held))] if held else []
+
+    def feed(self, data: bytes, offset: int) -> list[tuple[Union[str, bytes], int]]:
+        out = self.flush() if offset != self._next else []  # a gap: the held cannot complete
         start = offset - len(self._held)
         whole = self._held + data
         self._next = offset + len(data)
         if self._binary:
             self._held = b""
-            return whole, start
+            return out + [(whole, start)]
         cut = len(whole)
         # Hold back an incomplete character at the end (at most 3 bytes of one).
         for back in range(1, min(4, len(whole)) + 1):
@@ -506,6 +512,6 @@ class TextStream:
         except UnicodeDecodeError:
             self._binary = True
             self._held = b""
-            return whole, start
+            return out + [(whole, start)]
         self._held = whole[cut:]
-        return (text, start) if text else None
+        return out + [(text, start)] if text else out

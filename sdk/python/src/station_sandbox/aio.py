@@ -13,10 +13,11 @@ from typing import (Any, AsyncIterator, Awaitable, Callable, Mapping, Optional, 
 from . import _ops
 from ._ops import NO_BODY, Op, Req, T, ws_path
 from ._wire import (DEFAULT_TIMEOUT, MAX_HEADER_BYTES, MAX_JSON_BYTES, OP_BINARY, OP_CLOSE,
-                    OP_PING, OP_PONG, OP_TEXT, ChunkedDecoder, Endpoint, OffsetFilter,
-                    SseEvent, SseParser, TextStream, WsParser, chunk_of, file_query, loads, octal_mode,
-                    output_event, parse_head, query, request_head, resolve_endpoint, seg,
+                    OP_PING, OP_PONG, OP_TEXT, ChunkedDecoder, Endpoint,
+                    SseEvent, SseParser, TextStream, WsParser, file_query, loads, octal_mode,
+                    parse_head, query, request_head, resolve_endpoint, seg,
                     ws_accept, ws_close_payload, ws_frame, ws_headers, ws_key)
+from ._follow import RETRIES, FollowState, Item, OutputGap
 from ._transport import NoRoute, os_reason
 from ._workers import (WorkersArg, most_free, resolve_workers, state_of, unknown_worker,
                        worker_of_id)
@@ -30,6 +31,7 @@ __all__ = ["AsyncClient", "AsyncWorkspace", "AsyncRunHandle", "AsyncServices",
            "AsyncTerminals", "AsyncTerminal", "AsyncFiles"]
 
 AsyncOutputCallback = Callable[[Union[str, bytes], int], Union[None, Awaitable[None]]]
+AsyncGapCallback = Callable[[OutputGap], Union[None, Awaitable[None]]]
 Chunk = tuple[str, bytes, int]
 
 
@@ -257,6 +259,135 @@ async def _maybe_await(x: Any) -> None:
         await x
 
 
+async def _ws_once(t: _AsyncTransport, path: str, state: FollowState, end_key: str,
+                   what: str) -> AsyncIterator[Item]:
+    """One connection of a follow (see :func:`station_sandbox.client._ws_once`)."""
+    reader, writer = await t.upgrade(path)
+    parser = WsParser()
+
+    async def send(opcode: int, payload: bytes) -> None:
+        writer.write(ws_frame(opcode, payload))
+        try:
+            async with asyncio.timeout(t.timeout):
+                await writer.drain()
+        except TimeoutError:
+            raise t._timeout_error(what, t.timeout) from None
+        except OSError as e:
+            raise t._conn_error(what, e) from None
+
+    async def recv() -> bytes:
+        for ping in (True, False):
+            try:
+                async with asyncio.timeout(t.timeout):
+                    return await reader.read(256 * 1024)
+            except TimeoutError:
+                pass
+            except OSError:
+                return b""
+            if ping:
+                try:
+                    await send(OP_PING, b"alive?")
+                except ConnectionFailed:
+                    return b""
+        raise Timeout(0, "timeout", f"{what}: no answer from the controller at {t.ep.where} "
+                      f"within {t.timeout:g} s")
+
+    try:
+        while True:
+            data = await recv()
+            if not data:
+                return
+            try:
+                msgs = parser.feed(data)
+            except ProtocolError as e:
+                writer.write(ws_frame(OP_CLOSE, ws_close_payload(getattr(e, "close_code", 1002))))
+                raise
+            for m in msgs:
+                items: list[Item] = []
+                if m.kind == "binary":
+                    items = state.binary(m.data, what)
+                elif m.kind == "text":
+                    items = state.text(m.data, end_key, what)
+                elif m.kind == "ping":
+                    await send(OP_PONG, m.data)
+                elif m.kind == "close":
+                    return
+                for item in items:
+                    yield item
+                if state.reconnect or state.end is not None:
+                    return
+    finally:
+        try:
+            if state.end is None:
+                writer.write(ws_frame(OP_CLOSE, ws_close_payload(1000)))
+        except (OSError, RuntimeError):
+            pass
+        writer.close()
+
+
+async def _ws_follow(t: _AsyncTransport, base: str, state: FollowState, end_key: str,
+                     again: Optional[Callable[[], Awaitable[Optional[list[Item]]]]] = None
+                     ) -> AsyncIterator[Item]:
+    """A run's output or a service's logs over WebSocket, opened again from where the follower
+    stands (see :func:`station_sandbox.client._ws_follow`)."""
+    what = f"GET {base}"
+    failed = 0
+    while True:
+        before = state.progress
+        state.new_connection()
+        try:
+            async with contextlib.aclosing(_ws_once(t, state.path(base), state, end_key, what)) as it:
+                async for item in it:
+                    yield item
+        except ConnectionFailed:
+            if failed >= RETRIES:
+                raise
+        if state.end is not None:
+            return
+        failed = 0 if state.progress > before else failed + 1
+        if failed > RETRIES:
+            raise ProtocolError(0, "protocol_error", f"{what}: the stream ended {failed} times "
+                                "without its end and without new output")
+        if again is not None:
+            rest = await again()
+            if rest is not None:
+                for item in rest:
+                    yield item
+                return
+        if not state.reconnect:
+            await asyncio.sleep(0.1 * failed)
+
+
+class AsyncOutputStream(AsyncIterator[Chunk]):
+    """The chunks of a follow as an async iterator (see :class:`station_sandbox.OutputStream`):
+    ``gaps`` lists the :class:`OutputGap` met so far; ``on_gap`` (a function or a coroutine
+    function) gets each."""
+
+    def __init__(self, items: AsyncIterator[Item], on_gap: Optional[AsyncGapCallback] = None,
+                 gaps: Optional[list[OutputGap]] = None) -> None:
+        self._items = items
+        self._on_gap = on_gap
+        self.gaps: list[OutputGap] = gaps if gaps is not None else []
+
+    def __aiter__(self) -> "AsyncOutputStream":
+        return self
+
+    async def __anext__(self) -> Chunk:
+        while True:
+            item = await self._items.__anext__()
+            if not isinstance(item, OutputGap):
+                return item
+            self.gaps.append(item)
+            if self._on_gap is not None:
+                await _maybe_await(self._on_gap(item))
+
+    async def aclose(self) -> None:
+        """Stops following (closes the connection)."""
+        close = getattr(self._items, "aclose", None)
+        if close is not None:
+            await close()
+
+
 class AsyncRunHandle:
     """A started command (see :class:`station_sandbox.RunHandle`)."""
 
@@ -264,6 +395,7 @@ class AsyncRunHandle:
         self._ws = workspace
         self._t = workspace._t
         self.run = run
+        self.gaps: list[OutputGap] = []
 
     @property
     def id(self) -> str:
@@ -285,34 +417,19 @@ class AsyncRunHandle:
         self.run = await self._t.drive(_ops.cancel(self._ws.id, self.id))
         return self.run
 
-    async def follow(self, from_offset: int = 0) -> AsyncIterator[Chunk]:
-        """``(stream, data, offset)`` chunks live until the run ends (``async for``)."""
+    def follow(self, from_offset: Union[int, Mapping[str, int]] = 0,
+               on_gap: Optional[AsyncGapCallback] = None) -> AsyncOutputStream:
+        """``(stream, data, offset)`` chunks live until the run ends (``async for``); gaps as
+        for :meth:`station_sandbox.RunHandle.follow`."""
+        state = FollowState(dict(from_offset) if isinstance(from_offset, Mapping) else from_offset)
         path = ws_path(self._ws.id, f"/commands/{seg(self.id)}/output")
-        what = f"GET {path}"
-        filt = OffsetFilter(from_offset)
-        idle_rounds = 0
-        while True:
-            progressed = False
-            try:
-                async with contextlib.aclosing(self._t.events(path)) as events:
-                    async for ev in events:
-                        progressed = True
-                        if ev.event == "output":
-                            stream, data, offset = chunk_of(output_event(ev, what), what)
-                            got = filt.take(stream, data, offset)
-                            if got:
-                                yield stream, got[0], got[1]
-                        elif ev.event == "end":
-                            self.run = Run(output_event(ev, what))
-                            return
-                        elif ev.event == "error":
-                            raise error_from_event(output_event(ev, what).get("error"), what)
-            except Timeout:
-                progressed = True  # a silent run, not a broken stream
-            await self._t.drive(_ops.get_run(self._ws.id, self.id))
-            idle_rounds = 0 if progressed else idle_rounds + 1
-            if idle_rounds > 3:
-                raise ProtocolError(0, "protocol_error", f"{what}: the stream keeps ending without an end event")
+
+        async def items() -> AsyncIterator[Item]:
+            async with contextlib.aclosing(_ws_follow(self._t, path, state, "run")) as it:
+                async for item in it:
+                    yield item
+            await self.refresh()
+        return AsyncOutputStream(items(), on_gap, self.gaps)
 
     def __repr__(self) -> str:
         return f"AsyncRunHandle(id={self.id!r}, status={self.status!r})"
@@ -363,47 +480,45 @@ class AsyncServices:
                               f"{timeout:g} s (state {svc.state})")
             await asyncio.sleep(_ops.POLL_S)
 
-    async def logs(self, name: str, attempt: Optional[int] = None,
-                   follow: bool = False) -> AsyncIterator[Chunk]:
+    def logs(self, name: str, attempt: Optional[int] = None, follow: bool = False,
+             on_gap: Optional[AsyncGapCallback] = None) -> AsyncOutputStream:
+        """A service's output as an async iterator (see
+        :meth:`station_sandbox.client.Services.logs`)."""
         if attempt is not None:
-            svc = await self.get(name)
-            found = [a for a in svc.attempts if a.number == attempt]
-            if not found:
-                raise NotFound(404, "not_found", f"service {name!r} has no attempt {attempt}")
-            a = found[0]
-            for stream, head, tail, total in (("stdout", a.stdout, a.stdout_tail, a.stdout_bytes),
-                                              ("stderr", a.stderr, a.stderr_tail, a.stderr_bytes)):
-                hb = head.encode("utf-8") if isinstance(head, str) else head
-                if hb:
-                    yield stream, hb, 0
-                if tail:
-                    tb = tail.encode("utf-8") if isinstance(tail, str) else tail
-                    yield stream, tb, total - len(tb)
-            return
+            return AsyncOutputStream(self._attempt_items(name, attempt), on_gap)
+        return AsyncOutputStream(self._log_items(name, follow), on_gap)
+
+    async def _attempt_items(self, name: str, number: int,
+                             state: Optional[FollowState] = None) -> AsyncIterator[Item]:
+        for item in await self._stored(name, number, state or FollowState()):
+            yield item
+
+    async def _stored(self, name: str, number: int, state: FollowState) -> list[Item]:
+        svc = await self.get(name)
+        found = [a for a in svc.attempts if a.number == number]
+        if not found:
+            raise NotFound(404, "not_found", f"service {name!r} has no attempt {number}")
+        return state.stored(_ops.attempt_parts(found[0]))
+
+    async def _log_items(self, name: str, follow: bool) -> AsyncIterator[Item]:
         path = _ops.svc_path(self._ws.id, name, "/logs" + query({"follow": follow}))
-        what = f"GET {path}"
-        attempt = (await self.get(name)).current_attempt if follow else None
-        filt = OffsetFilter()
-        while True:
-            try:
-                async with contextlib.aclosing(self._t.events(path)) as events:
-                    async for ev in events:
-                        if ev.event == "output":
-                            stream, data, offset = chunk_of(output_event(ev, what), what)
-                            got = filt.take(stream, data, offset)
-                            if got:
-                                yield stream, got[0], got[1]
-                        elif ev.event == "end":
-                            return
-                        elif ev.event == "error":
-                            raise error_from_event(output_event(ev, what).get("error"), what)
-                return
-            except Timeout:
-                if not follow:
-                    raise
+        state = FollowState()
+        number = None
+        if follow:
+            number = (await self._t.drive(_ops.wait_attempt(self._ws.id, name, self._t.timeout))).current_attempt
+
+        async def again() -> Optional[list[Item]]:
+            if number is None:
+                return None
             svc = await self.get(name)
-            if not svc.active or svc.current_attempt != attempt:
-                return
+            if svc.current_attempt == number:
+                return None
+            if not any(a.number == number and a.state == "ended" for a in svc.attempts):
+                return []
+            return await self._stored(name, number, state)
+        async with contextlib.aclosing(_ws_follow(self._t, path, state, "service", again)) as it:
+            async for item in it:
+                yield item
 
 
 class AsyncTerminal(TerminalInfo):
@@ -744,21 +859,30 @@ class AsyncWorkspace(WorkspaceInfo):
                   env: Optional[Mapping[str, str]] = None, stdin: Union[str, bytes, None] = None,
                   timeout_ms: Optional[int] = None, max_output_bytes: Optional[int] = None,
                   on_stdout: Optional[AsyncOutputCallback] = None,
-                  on_stderr: Optional[AsyncOutputCallback] = None) -> Run:
+                  on_stderr: Optional[AsyncOutputCallback] = None,
+                  on_gap: Optional[AsyncGapCallback] = None,
+                  idempotency_key: Optional[str] = None) -> Run:
         """The terminal :class:`Run`; callbacks (plain functions or coroutines) get
-        ``(data, offset)`` live."""
+        ``(data, offset)`` live, every kept byte exactly once, and ``on_gap`` each
+        :class:`OutputGap` (see :meth:`station_sandbox.Workspace.run`)."""
         body = _ops.command_body(command, cwd, env, stdin, timeout_ms, max_output_bytes)
         if on_stdout is None and on_stderr is None:
             return await self._t.drive(_ops.run(self.id, body))
         h = AsyncRunHandle(self, await self._t.drive(_ops.start(self.id, body)))
         text = {"stdout": TextStream(), "stderr": TextStream()}
-        async for stream, data, offset in h.follow():
-            got = text[stream].feed(data, offset)
-            cb = on_stdout if stream == "stdout" else on_stderr
-            if got is not None and cb is not None:
-                await _maybe_await(cb(got[0], got[1]))
+        cbs = {"stdout": on_stdout, "stderr": on_stderr}
+        async for stream, data, offset in h.follow(on_gap=on_gap):
+            cb = cbs[stream]
+            for piece, at in text[stream].feed(data, offset):
+                if cb is not None:
+                    await _maybe_await(cb(piece, at))
+        for stream, cb in cbs.items():
+            for piece, at in text[stream].flush():
+                if cb is not None:
+                    await _maybe_await(cb(piece, at))
         if not h.run.done:
             await h.wait()
+        h.run.gaps = h.gaps
         return h.run
 
     async def run_handle(self, run_id: str) -> AsyncRunHandle:

@@ -11,15 +11,16 @@ from typing import (Any, BinaryIO, Callable, Iterable, Iterator, Mapping, Option
 
 from . import _ops
 from ._ops import ws_path
+from ._follow import RETRIES, FollowState, Item, OutputGap
 from ._transport import NoRoute, Transport, WorkerTransport
 from ._workers import (WorkerConfig, WorkersArg, most_free, reason_of, resolve_workers, state_of,
                        unknown_worker, worker_of_id)
 from ._wire import (DEFAULT_TIMEOUT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT,
-                    OffsetFilter, TextStream, WsParser, chunk_of, file_query, octal_mode, output_event,
+                    TextStream, WsParser, file_query, octal_mode, output_event,
                     query, resolve_endpoint, seg, ws_close_payload, ws_frame)
 from .errors import (ConnectionFailed, PayloadTooLarge, ProtocolError, StationError, Timeout,
                      WorkerUnavailable, error_from_event)
-from .models import (Attempt, FileEntry, FileList, Image, Network, ReadyReport, Run, Secret,
+from .models import (FileEntry, FileList, Image, Network, ReadyReport, Run, Secret,
                      Service, TerminalInfo, WorkspaceInfo)
 
 __all__ = ["Client", "Workspace", "WorkspaceList", "RunHandle", "Services", "Terminals",
@@ -28,42 +29,133 @@ __all__ = ["Client", "Workspace", "WorkspaceList", "RunHandle", "Services", "Ter
 OutputCallback = Callable[[Union[str, bytes], int], None]
 """``callback(data, offset)``: a chunk of live output and its position in the stream."""
 
+GapCallback = Callable[[OutputGap], None]
+"""``on_gap(gap)``: bytes of a stream the run (or the attempt) did not keep: ``gap.stream``,
+``gap.offset``, ``gap.bytes``."""
+
 READ_MAX_BYTES = 64 * 1024 * 1024
 """What ``files.read`` caps a file at unless told otherwise."""
 
 Chunk = tuple[str, bytes, int]
 
 
-def _follow(t: Transport, ws_id: str, run_id: str, from_offset: int,
-            on_end: Callable[[Run], None]) -> Iterator[Chunk]:
-    """A run's output as it is produced (server-sent events), from ``from_offset`` of each
-    stream. A silent stream is re-opened after each timeout once the controller answered a
-    probe; bytes already delivered are not repeated."""
-    path = ws_path(ws_id, f"/commands/{seg(run_id)}/output")
-    what = f"GET {path}"
-    filt = OffsetFilter(from_offset)
-    idle_rounds = 0
-    while True:
-        progressed = False
-        try:
-            for ev in t.events(path):
-                progressed = True
-                if ev.event == "output":
-                    stream, data, offset = chunk_of(output_event(ev, what), what)
-                    got = filt.take(stream, data, offset)
-                    if got:
-                        yield stream, got[0], got[1]
-                elif ev.event == "end":
-                    on_end(Run(output_event(ev, what)))
+def _ws_recv(t: Transport, sock: socket.socket, what: str) -> bytes:
+    """The next bytes of a followed stream; b"" when it broke. A silent stream is pinged after
+    the client's timeout: a controller that does not answer that either is a Timeout."""
+    for ping in (True, False):
+        pending = getattr(sock, "pending", lambda: 0)()  # TLS: bytes already decrypted
+        if pending or select.select([sock], [], [], t.timeout)[0]:
+            try:
+                with t.net(what, t.timeout):
+                    sock.settimeout(t.timeout)
+                    return sock.recv(256 * 1024)
+            except ConnectionFailed:
+                return b""
+        if ping:
+            try:
+                with t.net(what, t.timeout):
+                    sock.sendall(ws_frame(OP_PING, b"alive?"))
+            except ConnectionFailed:
+                return b""
+    raise Timeout(0, "timeout", f"{what}: no answer from the controller at {t.ep.where} "
+                  f"within {t.timeout:g} s")
+
+
+def _ws_once(t: Transport, path: str, state: FollowState, end_key: str,
+             what: str) -> Iterator[Item]:
+    """One connection of a follow: what it brings, until its end, a gap that may be this
+    follower's slowness (``state.reconnect``) or the connection breaking."""
+    sock, data, _ = t.upgrade(path)
+    parser = WsParser()
+    try:
+        while True:
+            try:
+                msgs = parser.feed(data) if data else []
+            except ProtocolError as e:
+                sock.sendall(ws_frame(OP_CLOSE, ws_close_payload(getattr(e, "close_code", 1002))))
+                raise
+            for m in msgs:
+                if m.kind == "binary":
+                    yield from state.binary(m.data, what)
+                elif m.kind == "text":
+                    yield from state.text(m.data, end_key, what)
+                elif m.kind == "ping":
+                    with t.net(what, t.timeout):
+                        sock.sendall(ws_frame(OP_PONG, m.data))
+                elif m.kind == "close":
                     return
-                elif ev.event == "error":
-                    raise error_from_event(output_event(ev, what).get("error"), what)
-        except Timeout:
-            progressed = True  # a silent run, not a broken stream: is the controller still there?
-        t.drive(_ops.get_run(ws_id, run_id))  # raises when the controller is gone
-        idle_rounds = 0 if progressed else idle_rounds + 1
-        if idle_rounds > 3:
-            raise ProtocolError(0, "protocol_error", f"{what}: the stream keeps ending without an end event")
+                if state.reconnect or state.end is not None:
+                    return
+            data = _ws_recv(t, sock, what)
+            if not data:
+                return
+    finally:
+        try:
+            sock.settimeout(1.0)
+            if state.end is None:
+                sock.sendall(ws_frame(OP_CLOSE, ws_close_payload(1000)))
+        except OSError:
+            pass
+        sock.close()
+
+
+def _ws_follow(t: Transport, base: str, state: FollowState, end_key: str,
+               again: Optional[Callable[[], Optional[list[Item]]]] = None) -> Iterator[Item]:
+    """A run's output or a service's logs over WebSocket (docs/api.md), opened again from where
+    the follower stands when it broke or fell behind; :mod:`._follow` decides what is handed
+    over. ``again``: asked before each reconnect; a list ends the follow with those items."""
+    what = f"GET {base}"
+    failed = 0
+    while True:
+        before = state.progress
+        state.new_connection()
+        try:
+            yield from _ws_once(t, state.path(base), state, end_key, what)
+        except ConnectionFailed:
+            if failed >= RETRIES:
+                raise
+        if state.end is not None:
+            return
+        failed = 0 if state.progress > before else failed + 1
+        if failed > RETRIES:
+            raise ProtocolError(0, "protocol_error", f"{what}: the stream ended {failed} times "
+                                "without its end and without new output")
+        if again is not None:
+            rest = again()
+            if rest is not None:
+                yield from rest
+                return
+        if not state.reconnect:
+            time.sleep(0.1 * failed)
+
+
+class OutputStream(Iterator[Chunk]):
+    """The chunks of a follow, ``(stream, data, offset)``, as an iterator; ``gaps``: the
+    :class:`OutputGap` met so far (each also handed to ``on_gap`` when given), in order."""
+
+    def __init__(self, items: Iterator[Item], on_gap: Optional[GapCallback] = None,
+                 gaps: Optional[list[OutputGap]] = None) -> None:
+        self._items = items
+        self._on_gap = on_gap
+        self.gaps: list[OutputGap] = gaps if gaps is not None else []
+
+    def __iter__(self) -> "OutputStream":
+        return self
+
+    def __next__(self) -> Chunk:
+        while True:
+            item = next(self._items)
+            if not isinstance(item, OutputGap):
+                return item
+            self.gaps.append(item)
+            if self._on_gap is not None:
+                self._on_gap(item)
+
+    def close(self) -> None:
+        """Stops following (closes the connection)."""
+        close = getattr(self._items, "close", None)
+        if close is not None:
+            close()
 
 
 class RunHandle:
@@ -74,6 +166,8 @@ class RunHandle:
         self._ws = workspace
         self._t = workspace._t
         self.run = run
+        self.gaps: list[OutputGap] = []
+        """What ``follow()`` reported the run did not keep."""
 
     @property
     def id(self) -> str:
@@ -100,15 +194,24 @@ class RunHandle:
         self.run = self._t.drive(_ops.cancel(self._ws.id, self.id))
         return self.run
 
-    def follow(self, from_offset: int = 0) -> Iterator[Chunk]:
+    def follow(self, from_offset: Union[int, Mapping[str, int]] = 0,
+               on_gap: Optional[GapCallback] = None) -> "OutputStream":
         """``(stream, data, offset)`` for each chunk of output, live, until the run ends (then
         ``run`` is its final state). ``stream`` is ``"stdout"`` or ``"stderr"``; ``data`` the raw
-        bytes (a multi-byte character may span two chunks); ``offset`` its position. Bytes
-        before ``from_offset`` (per stream) are skipped; bytes the controller no longer holds
-        (beyond the kept head and tail of a long output) are skipped too."""
-        def end(run: Run) -> None:
-            self.run = run
-        return _follow(self._t, self._ws.id, self.id, from_offset, end)
+        bytes (a multi-byte character may span two chunks); ``offset`` its position. Every byte
+        the run keeps comes exactly once, however slowly the loop consumes (a follower that
+        falls behind is caught up from the run's kept output). Bytes the run did not keep (the
+        middle of an output over ``max_output_bytes``) are an :class:`OutputGap` each, handed to
+        ``on_gap`` before the chunk after them and listed in ``gaps``. Bytes before
+        ``from_offset`` (an int for both streams, or ``{"stdout": n, "stderr": m}``) are
+        skipped."""
+        state = FollowState(dict(from_offset) if isinstance(from_offset, Mapping) else from_offset)
+        path = ws_path(self._ws.id, f"/commands/{seg(self.id)}/output")
+
+        def items() -> Iterator[Item]:
+            yield from _ws_follow(self._t, path, state, "run")
+            self.refresh()
+        return OutputStream(items(), on_gap, self.gaps)
 
     def __repr__(self) -> str:
         return f"RunHandle(id={self.id!r}, status={self.status!r})"
@@ -167,57 +270,45 @@ class Services:
                               f"{timeout:g} s (state {svc.state})")
             time.sleep(_ops.POLL_S)
 
-    def logs(self, name: str, attempt: Optional[int] = None, follow: bool = False) -> Iterator[Chunk]:
+    def logs(self, name: str, attempt: Optional[int] = None, follow: bool = False,
+             on_gap: Optional[GapCallback] = None) -> "OutputStream":
         """``(stream, data, offset)`` chunks of a service's output. ``follow``: the current
-        attempt's output live until it ends; else the newest finished attempt's stored output;
-        ``attempt``: that attempt's stored output (head, then tail when truncated)."""
+        attempt's output (its kept head, then live; a service still ``starting`` is waited
+        for) until the attempt ends; else the newest finished attempt's stored output;
+        ``attempt``: that attempt's stored output. Every kept byte comes exactly once, however
+        slowly the loop consumes; bytes the attempt did not keep are an :class:`OutputGap`
+        each, handed to ``on_gap`` and listed in the iterator's ``gaps``."""
         if attempt is not None:
-            return self._attempt_chunks(name, attempt)
-        return self._log_stream(name, follow)
+            return OutputStream(self._attempt_items(name, attempt), on_gap)
+        return OutputStream(self._log_items(name, follow), on_gap)
 
-    def _attempt_chunks(self, name: str, number: int) -> Iterator[Chunk]:
+    def _attempt_items(self, name: str, number: int, state: Optional[FollowState] = None) -> Iterator[Item]:
         svc = self.get(name)
         found = [a for a in svc.attempts if a.number == number]
         if not found:
             from .errors import NotFound
             raise NotFound(404, "not_found", f"service {name!r} has no attempt {number}")
-        a: Attempt = found[0]
-        for stream, head, tail, total in (("stdout", a.stdout, a.stdout_tail, a.stdout_bytes),
-                                          ("stderr", a.stderr, a.stderr_tail, a.stderr_bytes)):
-            hb = head.encode("utf-8") if isinstance(head, str) else head
-            if hb:
-                yield stream, hb, 0
-            if tail:
-                tb = tail.encode("utf-8") if isinstance(tail, str) else tail
-                yield stream, tb, total - len(tb)
+        yield from (state or FollowState()).stored(_ops.attempt_parts(found[0]))
 
-    def _log_stream(self, name: str, follow: bool) -> Iterator[Chunk]:
+    def _log_items(self, name: str, follow: bool) -> Iterator[Item]:
         path = _ops.svc_path(self._ws.id, name, "/logs" + query({"follow": follow}))
-        what = f"GET {path}"
-        attempt = self.get(name).current_attempt if follow else None
-        filt = OffsetFilter()
-        while True:
-            try:
-                for ev in self._t.events(path):
-                    if ev.event == "output":
-                        stream, data, offset = chunk_of(output_event(ev, what), what)
-                        got = filt.take(stream, data, offset)
-                        if got:
-                            yield stream, got[0], got[1]
-                    elif ev.event == "end":
-                        return
-                    elif ev.event == "error":
-                        raise error_from_event(output_event(ev, what).get("error"), what)
-                return
-            except Timeout:
-                if not follow:
-                    raise
-            # A silent service: the controller answers (else this raises) and the attempt
-            # followed still runs, so the stream is re-opened; its replay is not repeated.
-            svc = self.get(name)
-            if not svc.active or svc.current_attempt != attempt:
-                return
+        state = FollowState()
+        number = None
+        if follow:
+            number = self._t.drive(_ops.wait_attempt(self._ws.id, name, self._t.timeout)).current_attempt
 
+        def again() -> Optional[list[Item]]:
+            # Opened again: the attempt followed, unless a newer one has begun since (the
+            # stream would show that one): the rest of ours then comes from its stored output.
+            if number is None:
+                return None
+            svc = self.get(name)
+            if svc.current_attempt == number:
+                return None
+            if not any(a.number == number and a.state == "ended" for a in svc.attempts):
+                return []
+            return list(self._attempt_items(name, number, state))
+        yield from _ws_follow(self._t, path, state, "service", again)
 
 class Terminal(TerminalInfo):
     """A terminal session attached over WebSocket. ``send`` keystrokes, ``read`` output (the
@@ -641,23 +732,33 @@ class Workspace(WorkspaceInfo):
     def run(self, command: str, cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
             stdin: Union[str, bytes, None] = None, timeout_ms: Optional[int] = None,
             max_output_bytes: Optional[int] = None, on_stdout: Optional[OutputCallback] = None,
-            on_stderr: Optional[OutputCallback] = None) -> Run:
+            on_stderr: Optional[OutputCallback] = None, on_gap: Optional[GapCallback] = None,
+            idempotency_key: Optional[str] = None) -> Run:
         """Runs ``/bin/sh -c command`` and returns the terminal :class:`Run`. A non-zero exit
         (or a timeout, a kill) is a result, not an exception: check ``status`` and
         ``exit_code``. With ``on_stdout``/``on_stderr``, output is followed live and each
-        callback gets ``(data, offset)`` (``data`` a str when the chunk is UTF-8, else bytes)."""
+        callback gets ``(data, offset)`` (``data`` a str when the chunk is UTF-8, else bytes):
+        every byte the run keeps, exactly once, however slow the callback. Bytes the run did
+        not keep (the middle of an output over ``max_output_bytes``) are an
+        :class:`OutputGap` each, handed to ``on_gap`` and listed in the run's ``gaps``."""
         body = _ops.command_body(command, cwd, env, stdin, timeout_ms, max_output_bytes)
         if on_stdout is None and on_stderr is None:
             return self._t.drive(_ops.run(self.id, body))
         h = RunHandle(self, self._t.drive(_ops.start(self.id, body)))
         text = {"stdout": TextStream(), "stderr": TextStream()}
-        for stream, data, offset in h.follow():
-            got = text[stream].feed(data, offset)
-            cb = on_stdout if stream == "stdout" else on_stderr
-            if got is not None and cb is not None:
-                cb(got[0], got[1])
+        cbs = {"stdout": on_stdout, "stderr": on_stderr}
+        for stream, data, offset in h.follow(on_gap=on_gap):
+            cb = cbs[stream]
+            for piece, at in text[stream].feed(data, offset):
+                if cb is not None:
+                    cb(piece, at)
+        for stream, cb in cbs.items():
+            for piece, at in text[stream].flush():
+                if cb is not None:
+                    cb(piece, at)
         if not h.run.done:
             h.wait()
+        h.run.gaps = h.gaps
         return h.run
 
     def run_handle(self, run_id: str) -> RunHandle:

@@ -67,7 +67,9 @@ class Run(_Outputs):
 
     Output: per stream the first and the last ``max_output_bytes / 2`` bytes are kept; when a
     stream produced more, ``truncated`` is true, ``stdout`` holds its head and ``stdout_tail``
-    its tail; ``stdout_bytes`` counts everything it wrote."""
+    its tail; ``stdout_bytes`` counts everything it wrote. ``gaps``: from ``run(...,
+    on_stdout=...)``, the :class:`OutputGap` of bytes the run did not keep that the live
+    follow met (empty otherwise)."""
 
     id: str
     workspace_id: str
@@ -94,6 +96,7 @@ class Run(_Outputs):
         if not isinstance(d.get("id"), str) or not isinstance(d.get("status"), str):
             raise ProtocolError(0, "protocol_error", f"a run without id and status: {d!r:.120}")
         self.raw = d
+        self.gaps: list[Any] = []
         self.id = d["id"]
         self.workspace_id = d.get("workspaceId") or ""
         self.command = d.get("command") or ""
