@@ -15,7 +15,7 @@ from .client import (READ_MAX_BYTES, Client, Files, GapCallback, Images, OutputS
                      OutputCallback, RunHandle, Secrets, Services, Terminal, Terminals,
                      Workspace, WorkspaceList)
 from ._workers import WorkerConfig, worker_of_id
-from .errors import (BadRequest, Conflict, ConnectionFailed, Forbidden, NotFound,
+from .errors import (BadRequest, Conflict, ConnectionFailed, Forbidden, InvalidArgument, NotFound,
                      PayloadTooLarge, PreconditionFailed, ProtocolError, StationError, Timeout,
                      TooManyRequests, Unauthorized, Unavailable, WorkerUnavailable)
 from .models import (Attempt, FileEntry, FileList, Image, Network, Output, ReadyReport, Run,
@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncClient", "AsyncFiles", "AsyncOutputStream", "AsyncRunHandle", "AsyncServices", "AsyncTerminal",
     "AsyncTerminals", "AsyncWorkspace", "Attempt", "BadRequest", "Client", "Conflict",
-    "ConnectionFailed", "FileEntry", "FileList", "Files", "Forbidden", "GapCallback", "Image", "Images",
+    "ConnectionFailed", "FileEntry", "FileList", "Files", "Forbidden", "GapCallback", "Image", "Images", "InvalidArgument",
     "Network", "NotFound", "Output", "OutputCallback", "OutputGap", "OutputStream", "PayloadTooLarge", "PreconditionFailed",
     "ProtocolError", "READ_MAX_BYTES", "ReadyReport", "Run", "RunHandle", "Secret", "Secrets",
     "Service", "Services", "StationError", "Terminal", "TerminalInfo", "Terminals", "Timeout",

@@ -18,7 +18,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
-from .errors import ProtocolError, error_from_event
+from .errors import InvalidArgument, ProtocolError, error_from_event
 
 STREAMS = ("stdout", "stderr")
 LAG_FREE_BYTES = 8 * 1024 * 1024
@@ -52,7 +52,7 @@ class FollowState:
         else:
             start = {s: int(from_offset.get(s, 0)) for s in STREAMS}
         if any(v < 0 for v in start.values()):
-            raise ValueError("from_offset must not be negative")
+            raise InvalidArgument("from_offset must not be negative")
         self.pos = dict(start)  # handed over (data or gap) up to here
         self.seen = {s: 0 for s in STREAMS}  # the server's bytes accounted for up to here
         self.conn_bytes = 0

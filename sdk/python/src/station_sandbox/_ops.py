@@ -11,7 +11,7 @@ from typing import Any, Generator, Mapping, Optional, TypeVar, Union
 
 from ._wire import query, seg
 from ._follow import as_bytes
-from .errors import ProtocolError, StationError, Timeout, Unavailable
+from .errors import InvalidArgument, ProtocolError, StationError, Timeout, Unavailable
 from .models import Attempt, ReadyReport, Run, Service
 
 T = TypeVar("T")
@@ -109,7 +109,7 @@ def command_body(command: str, cwd: Optional[str], env: Optional[Mapping[str, st
                  stdin: Union[str, bytes, None], timeout_ms: Optional[int],
                  max_output_bytes: Optional[int]) -> dict[str, Any]:
     if not isinstance(command, str) or not command:
-        raise ValueError("command must be a non-empty string")
+        raise InvalidArgument("command must be a non-empty string")
     body = defined(command=command, cwd=cwd, env=dict(env) if env is not None else None,
                    timeoutMs=timeout_ms, maxOutputBytes=max_output_bytes)
     if isinstance(stdin, str):
@@ -118,7 +118,7 @@ def command_body(command: str, cwd: Optional[str], env: Optional[Mapping[str, st
         body["stdin"] = base64.b64encode(bytes(stdin)).decode("ascii")
         body["stdinEncoding"] = "base64"
     elif stdin is not None:
-        raise TypeError(f"stdin must be str or bytes, not {type(stdin).__name__}")
+        raise InvalidArgument(f"stdin must be str or bytes, not {type(stdin).__name__}")
     return body
 
 

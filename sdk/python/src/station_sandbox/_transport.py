@@ -16,8 +16,8 @@ from typing import Any, BinaryIO, Iterable, Iterator, Mapping, Optional, Union
 from ._ops import NO_BODY, Op, Req, T
 from ._wire import (MAX_HEADER_BYTES, MAX_JSON_BYTES, Endpoint, SseEvent, SseParser, loads,
                     parse_head, request_head, ws_accept, ws_headers, ws_key)
-from .errors import (ConnectionFailed, ProtocolError, StationError, Timeout, WorkerUnavailable,
-                     error_from_body)
+from .errors import (ConnectionFailed, InvalidArgument, ProtocolError, StationError, Timeout,
+                     WorkerUnavailable, error_from_body)
 
 Body = Union[bytes, BinaryIO, Iterable[bytes], None]
 
@@ -61,7 +61,7 @@ class Transport:
 
     def __init__(self, endpoint: Endpoint, timeout: float) -> None:
         if not timeout or timeout <= 0:
-            raise ValueError("timeout must be a positive number of seconds")
+            raise InvalidArgument("timeout must be a positive number of seconds")
         self.ep = endpoint
         self.timeout = float(timeout)
 
@@ -75,6 +75,10 @@ class Transport:
         except (TimeoutError, socket.timeout):
             raise Timeout(0, "timeout", f"{what}: no answer from the controller at "
                           f"{self.ep.where} within {timeout:g} s") from None
+        except (http.client.RemoteDisconnected, http.client.IncompleteRead) as e:
+            # The connection broke (the controller went away): as the async client says it.
+            raise ConnectionFailed(0, "connection_failed", f"{what}: the controller at "
+                                   f"{self.ep.where} closed the connection: {e!r}") from None
         except (http.client.HTTPException, ValueError) as e:
             raise ProtocolError(0, "protocol_error", f"{what}: a bad answer from "
                                 f"{self.ep.where}: {e!r}") from None
@@ -290,8 +294,8 @@ class NoRoute:
     def __init__(self, names: list[str]) -> None:
         self.names = names
 
-    def _refuse(self, what: str) -> ValueError:
-        return ValueError(f"{what}: this client has several workers ({', '.join(self.names)}): "
+    def _refuse(self, what: str) -> InvalidArgument:
+        return InvalidArgument(f"{what}: this client has several workers ({', '.join(self.names)}): "
                           f"pick one with client.on(NAME)")
 
     def drive(self, op: Op[T]) -> T:

@@ -12,7 +12,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
-from .errors import ProtocolError
+from .errors import InvalidArgument, ProtocolError
 
 DEFAULT_SOCKET = "/var/lib/station-sandbox/station.sock"
 DEFAULT_TIMEOUT = 30.0
@@ -63,7 +63,7 @@ def resolve_endpoint(socket_path: Optional[str] = None, url: Optional[str] = Non
     ``$STATION_ROOT/station.sock``, ``/var/lib/station-sandbox/station.sock``. The token is
     ``token``, else ``$STATION_TOKEN``."""
     if socket_path is not None and url is not None:
-        raise ValueError("give either socket_path or url, not both")
+        raise InvalidArgument("give either socket_path or url, not both")
     if socket_path is None and url is None:
         if root_dir is not None:
             socket_path = os.path.join(root_dir, "station.sock")
@@ -77,25 +77,25 @@ def resolve_endpoint(socket_path: Optional[str] = None, url: Optional[str] = Non
             socket_path = DEFAULT_SOCKET
     tok = token if token else _env("STATION_TOKEN")
     if tok is not None and any(c in tok for c in "\r\n\0"):
-        raise ValueError("the token holds a line break or NUL")
+        raise InvalidArgument("the token holds a line break or NUL")
     if url is None:
         return Endpoint(socket_path, "unix", "localhost", 0, "", tok)
     if url.startswith("unix:"):
         return Endpoint(url[5:], "unix", "localhost", 0, "", tok)
     u = urllib.parse.urlsplit(url)
     if u.scheme not in ("http", "https") or not u.hostname:
-        raise ValueError(f"url {url!r}: want http://HOST:PORT or https://HOST:PORT")
+        raise InvalidArgument(f"url {url!r}: want http://HOST:PORT or https://HOST:PORT")
     try:
         port = u.port or (443 if u.scheme == "https" else 80)
     except ValueError as e:
-        raise ValueError(f"url {url!r}: {e}") from None
+        raise InvalidArgument(f"url {url!r}: {e}") from None
     return Endpoint(None, u.scheme, u.hostname, port, u.path.rstrip("/"), tok)
 
 
 def seg(s: str) -> str:
     """A path segment: ids, names and ``sha256:<hex>`` digests."""
     if not isinstance(s, str) or not s:
-        raise ValueError(f"expected a non-empty id, got {s!r}")
+        raise InvalidArgument(f"expected a non-empty id, got {s!r}")
     return urllib.parse.quote(s, safe=":")
 
 
@@ -117,7 +117,7 @@ def file_query(path: Union[str, bytes]) -> str:
     if isinstance(path, bytes):
         return urllib.parse.quote_from_bytes(path, safe="")
     if not isinstance(path, str):
-        raise TypeError(f"expected a path (str or bytes), got {path!r}")
+        raise InvalidArgument(f"expected a path (str or bytes), got {path!r}")
     return urllib.parse.quote(path, safe="")
 
 
@@ -129,7 +129,7 @@ def octal_mode(mode: Union[str, int]) -> str:
     elif isinstance(mode, str) and 1 <= len(mode) <= 4 and all(c in "01234567" for c in mode):
         n = int(mode, 8)
     if not 0 <= n <= 0o7777:
-        raise ValueError(f"mode must be permission bits like '0644' or 0o644, not {mode!r}")
+        raise InvalidArgument(f"mode must be permission bits like '0644' or 0o644, not {mode!r}")
     return format(n, "04o")
 
 

@@ -11,7 +11,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from .errors import NotFound
+from .errors import InvalidArgument, NotFound
 
 NAME_RE = re.compile(r"[a-z0-9-]{1,32}")
 MAX_FILE_BYTES = 256 * 1024
@@ -40,30 +40,30 @@ def worker_of_id(workspace_id: str) -> str:
 
 def _check(name: Any, url: Any, token: Any, where: str) -> WorkerConfig:
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
-        raise ValueError(f"{where}: worker name {name!r} is not 1-32 of [a-z0-9-]")
+        raise InvalidArgument(f"{where}: worker name {name!r} is not 1-32 of [a-z0-9-]")
     if not isinstance(url, str) or not url:
-        raise ValueError(f"{where}: worker {name} has no url")
+        raise InvalidArgument(f"{where}: worker {name} has no url")
     if url.startswith("unix:"):
         if not url[5:].startswith("/"):
-            raise ValueError(f"{where}: worker {name}: {url} is not unix:/absolute/path")
+            raise InvalidArgument(f"{where}: worker {name}: {url} is not unix:/absolute/path")
     else:
         u = urllib.parse.urlsplit(url)
         if u.scheme not in ("http", "https"):
-            raise ValueError(f"{where}: worker {name}: {url}: only http:, https: and unix: are supported")
+            raise InvalidArgument(f"{where}: worker {name}: {url}: only http:, https: and unix: are supported")
         if not u.hostname:
-            raise ValueError(f"{where}: worker {name}: {url!r} is not a URL")
+            raise InvalidArgument(f"{where}: worker {name}: {url!r} is not a URL")
     if token is not None and (not isinstance(token, str) or any(c in token for c in "\r\n\0")):
-        raise ValueError(f"{where}: worker {name}: the token must be a string without line breaks")
+        raise InvalidArgument(f"{where}: worker {name}: the token must be a string without line breaks")
     return WorkerConfig(name, url, token)
 
 
 def _check_list(workers: list[WorkerConfig], where: str) -> list[WorkerConfig]:
     if not workers:
-        raise ValueError(f"{where}: no workers")
+        raise InvalidArgument(f"{where}: no workers")
     seen: set[str] = set()
     for w in workers:
         if w.name in seen:
-            raise ValueError(f"{where}: worker {w.name} is named twice")
+            raise InvalidArgument(f"{where}: worker {w.name} is named twice")
         seen.add(w.name)
     return workers
 
@@ -76,7 +76,7 @@ def parse_workers_env(value: str, where: str = "STATION_WORKERS") -> list[Worker
             continue
         name, eq, url = item.partition("=")
         if not eq:
-            raise ValueError(f"{where}: {item!r} is not NAME=URL")
+            raise InvalidArgument(f"{where}: {item!r} is not NAME=URL")
         out.append(_check(name.strip(), url.strip(), None, where))
     return _check_list(out, where)
 
@@ -85,11 +85,11 @@ def _read_small(path: str, what: str, limit: int = MAX_FILE_BYTES) -> tuple[str,
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
-        raise ValueError(f"{what} {path}: {e.strerror or e}") from None
+        raise InvalidArgument(f"{what} {path}: {e.strerror or e}") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{what} {path}: not a regular file")
+            raise InvalidArgument(f"{what} {path}: not a regular file")
         data = b""
         while True:
             c = os.read(fd, limit + 1 - len(data))
@@ -97,11 +97,11 @@ def _read_small(path: str, what: str, limit: int = MAX_FILE_BYTES) -> tuple[str,
                 break
             data += c
             if len(data) > limit:
-                raise ValueError(f"{what} {path}: larger than {limit} bytes")
+                raise InvalidArgument(f"{what} {path}: larger than {limit} bytes")
         try:
             return data.decode("utf-8"), st
         except UnicodeDecodeError:
-            raise ValueError(f"{what} {path}: not UTF-8 text") from None
+            raise InvalidArgument(f"{what} {path}: not UTF-8 text") from None
     finally:
         os.close(fd)
 
@@ -112,14 +112,14 @@ def read_token_file(path: str) -> str:
     of printable ASCII without spaces (a final newline is dropped)."""
     text, st = _read_small(path, "token file", MAX_TOKEN_BYTES)
     if st.st_uid not in (os.geteuid(), 0):
-        raise ValueError(f"token file {path}: owned by uid {st.st_uid}, not by you or root")
+        raise InvalidArgument(f"token file {path}: owned by uid {st.st_uid}, not by you or root")
     if st.st_mode & 0o077:
-        raise ValueError(f"token file {path}: mode {stat.S_IMODE(st.st_mode):04o} lets group or "
+        raise InvalidArgument(f"token file {path}: mode {stat.S_IMODE(st.st_mode):04o} lets group or "
                          f"others at it (chmod 600 {path})")
     token = text[:-1] if text.endswith("\n") else text
     token = token[:-1] if token.endswith("\r") else token
     if not _TOKEN_RE.fullmatch(token):
-        raise ValueError(f"token file {path}: not one token of printable ASCII without spaces")
+        raise InvalidArgument(f"token file {path}: not one token of printable ASCII without spaces")
     return token
 
 
@@ -141,13 +141,13 @@ def read_workers_file(path: str) -> list[WorkerConfig]:
         where = f"workers file {path}, line {i}"
         parts = line.split()
         if len(parts) not in (2, 3):
-            raise ValueError(f"{where}: want NAME URL [TOKEN-FILE]")
+            raise InvalidArgument(f"{where}: want NAME URL [TOKEN-FILE]")
         token = None
         if len(parts) == 3:
             try:
                 token = read_token_file(_token_path(parts[2], path))
             except ValueError as e:
-                raise ValueError(f"{where}: {e}") from None
+                raise InvalidArgument(f"{where}: {e}") from None
         out.append(_check(parts[0], parts[1], token, where))
     return _check_list(out, f"workers file {path}")
 
@@ -171,7 +171,7 @@ def resolve_workers(workers: Optional[WorkersArg], socket_path: Optional[str], u
     single = socket_path is not None or url is not None or root_dir is not None
     if workers is not None:
         if single:
-            raise ValueError("give either workers or socket_path/url/root_dir, not both")
+            raise InvalidArgument("give either workers or socket_path/url/root_dir, not both")
         out: list[WorkerConfig] = []
         if isinstance(workers, Mapping):
             out = [_check(n, u, None, "workers") for n, u in workers.items()]
@@ -184,9 +184,9 @@ def resolve_workers(workers: Optional[WorkersArg], socket_path: Optional[str], u
                 elif isinstance(w, (list, tuple)) and len(w) in (2, 3):
                     out.append(_check(w[0], w[1], w[2] if len(w) == 3 else None, "workers"))
                 else:
-                    raise ValueError(f"workers: {w!r} is not {{name, url, token}}")
+                    raise InvalidArgument(f"workers: {w!r} is not {{name, url, token}}")
         else:
-            raise ValueError("workers: want a mapping of name to URL or a list of {name, url, token}")
+            raise InvalidArgument("workers: want a mapping of name to URL or a list of {name, url, token}")
         return _check_list(out, "workers"), "this client's workers"
     if single:
         return None

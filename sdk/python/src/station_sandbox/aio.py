@@ -22,7 +22,7 @@ from ._transport import NoRoute, os_reason
 from ._workers import (WorkersArg, most_free, resolve_workers, state_of, unknown_worker,
                        worker_of_id)
 from .client import WorkspaceList, _endpoint_of, _none_answered, _unreachable_of
-from .errors import (ConnectionFailed, NotFound, PayloadTooLarge, ProtocolError, StationError,
+from .errors import (ConnectionFailed, InvalidArgument, NotFound, PayloadTooLarge, ProtocolError, StationError,
                      Timeout, WorkerUnavailable, error_from_body, error_from_event)
 from .models import (FileEntry, FileList, Image, Network, ReadyReport, Run, Secret, Service,
                      TerminalInfo, WorkspaceInfo)
@@ -90,7 +90,7 @@ class _Answer:
 class _AsyncTransport:
     def __init__(self, endpoint: Endpoint, timeout: float) -> None:
         if not timeout or timeout <= 0:
-            raise ValueError("timeout must be a positive number of seconds")
+            raise InvalidArgument("timeout must be a positive number of seconds")
         self.ep = endpoint
         self.timeout = float(timeout)
 
@@ -533,6 +533,8 @@ class AsyncTerminal(TerminalInfo):
         self._parser = WsParser()
         self._pending: list[bytes] = []
         self._closed = False
+        self._detached = False
+        self._close_code: Optional[int] = None
         self.gap_bytes = 0
         self.exit: Optional[dict[str, Any]] = None
 
@@ -598,6 +600,7 @@ class AsyncTerminal(TerminalInfo):
             elif m.kind == "ping":
                 await self._send(OP_PONG, m.data)
             elif m.kind == "close":
+                self._close_code = m.code
                 await self._shut(m.code)
         return True
 
@@ -630,6 +633,11 @@ class AsyncTerminal(TerminalInfo):
             out = b"".join(self._pending)
             self._pending.clear()
             return out
+        if self.exit is None and not self._detached:
+            how = "" if self._close_code is None else f" (close code {self._close_code})"
+            raise ConnectionFailed(0, "connection_failed", f"terminal {self.id}: the session "
+                                   f"ended before the terminal did{how}: the controller went "
+                                   "away or closed it; the terminal may still run (attach again)")
         return b""
 
     async def expect(self, pattern: Union[str, bytes], timeout: Optional[float] = None) -> bytes:
@@ -673,6 +681,7 @@ class AsyncTerminal(TerminalInfo):
 
     async def close(self) -> None:
         """Detaches; the terminal keeps running."""
+        self._detached = True
         await self._shut(1000)
 
     async def kill(self) -> TerminalInfo:
@@ -760,7 +769,7 @@ class AsyncFiles:
         headers = {"Content-Type": "application/octet-stream", "Accept": "application/json"}
         if if_match is not None:
             if any(c in if_match for c in "\r\n\0"):
-                raise ValueError("if_match holds a line break or NUL")
+                raise InvalidArgument("if_match holds a line break or NUL")
             headers["If-Match"] = if_match
         ans = await self._t.open("PUT", q, body=body, headers=headers)
         try:
@@ -1018,7 +1027,7 @@ class AsyncClient:
     async def _create_transport(self, worker: Optional[str]) -> Any:
         if self._routes is None:
             if worker is not None:
-                raise ValueError(f"worker {worker!r}: this client has one controller, not several workers")
+                raise InvalidArgument(f"worker {worker!r}: this client has one controller, not several workers")
             return self._t
         if worker is None:
             states = await self.workers()

@@ -18,7 +18,7 @@ from ._workers import (WorkerConfig, WorkersArg, most_free, reason_of, resolve_w
 from ._wire import (DEFAULT_TIMEOUT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT,
                     TextStream, WsParser, file_query, octal_mode, output_event,
                     query, resolve_endpoint, seg, ws_close_payload, ws_frame)
-from .errors import (ConnectionFailed, PayloadTooLarge, ProtocolError, StationError, Timeout,
+from .errors import (ConnectionFailed, InvalidArgument, PayloadTooLarge, ProtocolError, StationError, Timeout,
                      WorkerUnavailable, error_from_event)
 from .models import (FileEntry, FileList, Image, Network, ReadyReport, Run, Secret,
                      Service, TerminalInfo, WorkspaceInfo)
@@ -323,6 +323,8 @@ class Terminal(TerminalInfo):
         self._parser = WsParser()
         self._pending: list[bytes] = []
         self._closed = False
+        self._detached = False
+        self._close_code: Optional[int] = None
         self.gap_bytes = 0
         """Output bytes this session missed (it read too slowly)."""
         self.exit: Optional[dict[str, Any]] = None
@@ -367,6 +369,7 @@ class Terminal(TerminalInfo):
             elif m.kind == "ping":
                 self._send(OP_PONG, m.data)
             elif m.kind == "close":
+                self._close_code = m.code
                 self._shut(m.code)
         return bool(msgs)
 
@@ -415,7 +418,9 @@ class Terminal(TerminalInfo):
 
     def read(self, timeout: Optional[float] = None) -> bytes:
         """The next output there is (waiting at most ``timeout`` seconds, default the
-        client's timeout, then Timeout); ``b""`` once the terminal ended or the session closed."""
+        client's timeout, then Timeout); ``b""`` once the terminal ended (``exit`` says how)
+        or after ``close()``. A session that ends without the terminal's end (the controller
+        went away or closed it) raises ConnectionFailed."""
         t = self._t.timeout if timeout is None else timeout
         deadline = time.monotonic() + t
         if self._head:
@@ -429,6 +434,11 @@ class Terminal(TerminalInfo):
             out = b"".join(self._pending)
             self._pending.clear()
             return out
+        if self.exit is None and not self._detached:
+            how = "" if self._close_code is None else f" (close code {self._close_code})"
+            raise ConnectionFailed(0, "connection_failed", f"terminal {self.id}: the session "
+                                   f"ended before the terminal did{how}: the controller went "
+                                   "away or closed it; the terminal may still run (attach again)")
         return b""
 
     def expect(self, pattern: Union[str, bytes], timeout: Optional[float] = None) -> bytes:
@@ -478,6 +488,7 @@ class Terminal(TerminalInfo):
 
     def close(self) -> None:
         """Detaches: the terminal keeps running (``terminals.attach(id)`` again later)."""
+        self._detached = True
         self._shut(1000)
 
     def kill(self) -> TerminalInfo:
@@ -611,7 +622,7 @@ class Files:
         headers = {"Content-Type": "application/octet-stream", "Accept": "application/json"}
         if if_match is not None:
             if any(c in if_match for c in "\r\n\0"):
-                raise ValueError("if_match holds a line break or NUL")
+                raise InvalidArgument("if_match holds a line break or NUL")
             headers["If-Match"] = if_match
         conn, resp = self._t.open("PUT", q, body=body, headers=headers, size=size)
         try:
@@ -953,7 +964,7 @@ class Client:
     def _create_transport(self, worker: Optional[str]) -> Any:
         if self._routes is None:
             if worker is not None:
-                raise ValueError(f"worker {worker!r}: this client has one controller, not several workers")
+                raise InvalidArgument(f"worker {worker!r}: this client has one controller, not several workers")
             return self._t
         if worker is None:
             states = self.workers()

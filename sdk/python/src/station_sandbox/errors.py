@@ -4,7 +4,9 @@ An error answer of the controller (``{"error":{"code","message","field"}}``) bec
 subclass for its status (:class:`NotFound`, :class:`Conflict`, ...). When no answer came at all,
 ``status`` is 0 and ``code`` says why: ``connection_failed`` (nothing listens there, a refused
 or reset connection), ``timeout`` (:class:`Timeout`: the controller did not answer within the
-client's timeout) or ``protocol_error`` (an answer that is not the API's).
+client's timeout) or ``protocol_error`` (an answer that is not the API's). A call this client
+refuses before sending it is :class:`InvalidArgument` (status 0, code ``invalid_argument``; also
+a ``ValueError``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, Optional
 __all__ = [
     "StationError",
     "BadRequest",
+    "InvalidArgument",
     "Unauthorized",
     "Forbidden",
     "NotFound",
@@ -60,6 +63,18 @@ class BadRequest(StationError):
     """400: a request the controller refused; ``field`` names the field at fault."""
 
 
+class InvalidArgument(BadRequest, ValueError, TypeError):
+    """A call this client refuses before asking the controller (status 0, code
+    ``invalid_argument``): an empty command, a bad mode, a header value with a line break, a
+    malformed workers list, ... Also a ``ValueError`` (and ``TypeError``), as it was before."""
+
+    def __init__(self, message: str, field: Optional[str] = None) -> None:
+        super().__init__(0, "invalid_argument", message, field)
+
+    def __str__(self) -> str:
+        return self.message  # as the ValueError it was
+
+
 class Unauthorized(StationError):
     """401: a TCP listener without a valid bearer token."""
 
@@ -94,7 +109,10 @@ class Unavailable(StationError):
 
 
 class ConnectionFailed(StationError):
-    """No answer: nothing listens at the endpoint, or the connection broke (status 0)."""
+    """No answer: nothing listens at the endpoint, or the connection broke (status 0): the
+    controller closed it before answering, an answer or a stream broke off, a terminal's
+    session ended without the terminal's end. The same in :class:`Client` and
+    :class:`AsyncClient`."""
 
 
 class WorkerUnavailable(ConnectionFailed):
