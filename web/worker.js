@@ -136,9 +136,12 @@ export function workerView(root, ctx) {
 			placeholder: 'one rule a line: github.com, *.npmjs.org:443, 203.0.113.0/24:443,80/tcp (empty: nothing allowed)',
 		});
 		const allowRow = h('div.container-only#allow-row', field('Allowed destinations', allow));
-		const cpus = h('input#new-cpus', { type: 'number', min: 0, max: 1024, step: 'any', placeholder: 'unlimited' });
-		const mem = h('input#new-memory', { type: 'number', min: 0, max: 1048576, step: 1, placeholder: 'unlimited' });
-		const pids = h('input#new-pids', { type: 'number', min: 0, max: 4194304, step: 1, placeholder: 'unlimited' });
+		// Empty or 0: no CPU limit, and the worker's defaults for memory and processes.
+		const l = worker.limits || {};
+		const byDefault = (v, unit) => `worker default: ${v === undefined ? '—' : v === 0 ? 'none' : `${v}${unit}`}`;
+		const cpus = h('input#new-cpus', { type: 'number', min: 0, max: 1024, step: 'any', placeholder: 'no limit' });
+		const mem = h('input#new-memory', { type: 'number', min: 0, max: 1048576, step: 1, placeholder: byDefault(l.defaultMemoryMb, ' MiB') });
+		const pids = h('input#new-pids', { type: 'number', min: 0, max: 4194304, step: 1, placeholder: byDefault(l.defaultPidsLimit, '') });
 		const env = h('textarea#new-env', { rows: 2, placeholder: 'KEY=value, one a line', spellcheck: 'false' });
 		const cerr = h('div.error', { hidden: true, role: 'alert' });
 		const button = h('button.primary#create', { type: 'submit' }, 'Create workspace');

@@ -109,9 +109,9 @@ export interface WorkspaceOptions {
   env?: Record<string, string>;
   /** CPUs (0-1024, fractions allowed); 0 or absent: unlimited. */
   cpus?: number;
-  /** Memory limit in MiB; 0 or absent: unlimited. */
+  /** Memory limit in MiB; 0 or absent: the worker's default (`--default-memory-mb`). */
   memoryMb?: number;
-  /** Process limit; 0 or absent: unlimited. */
+  /** Process limit; 0 or absent: the worker's default (`--default-pids-limit`). */
   pidsLimit?: number;
   /**
    * Stop a workspace once nothing runs, nobody is attached and no API call came for this long

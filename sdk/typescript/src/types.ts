@@ -94,7 +94,10 @@ interface WorkspaceBase {
   env: Record<string, string>;
   /** 0 means unlimited. */
   cpus: number;
+  /** The limit in force: the worker's default when create named none; 0 (unlimited) only from
+   * a worker whose default is 0. */
   memoryMb: number;
+  /** The limit in force, as memoryMb. */
   pidsLimit: number;
   /** Commands running now (sent by the controller, not listed in docs/api.md). */
   runningCommands?: number;
@@ -186,8 +189,11 @@ export interface CreateWorkspaceRequest {
   network?: NetworkMode;
   egress?: EgressPolicy;
   env?: Record<string, string>;
+  /** 0 or absent: no CPU limit. */
   cpus?: number;
+  /** 0 or absent: the worker's default (`--default-memory-mb`). */
   memoryMb?: number;
+  /** 0 or absent: the worker's default (`--default-pids-limit`). */
   pidsLimit?: number;
   /** Stop the workspace once idle this long (0 or 1000 ms to 30 days; 0: never). */
   idleTimeoutMs?: number;
