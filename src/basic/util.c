@@ -231,6 +231,37 @@ bool utf8_is_valid(const void *data, size_t n)
 	return true;
 }
 
+size_t utf8_cut_head(const void *data, size_t n)
+{
+	static const uint8_t fills[2] = { 0x80, 0xbf }; /* each lead's second byte allows one */
+	const uint8_t *p = data;
+	uint8_t c[4];
+
+	for (size_t k = 1; k <= 3 && k <= n; k++) {
+		if ((p[n - k] & 0xc0) == 0x80)
+			continue;
+		for (int f = 0; f < 2; f++) {
+			memcpy(c, p + n - k, k);
+			memset(c + k, fills[f], sizeof c - k);
+			size_t len = utf8_char_len(c, sizeof c);
+			if (len > k)
+				return k;
+		}
+		return 0;
+	}
+	return 0;
+}
+
+size_t utf8_cut_tail(const void *data, size_t n)
+{
+	const uint8_t *p = data;
+	size_t k = 0;
+
+	while (k < n && k < 4 && (p[k] & 0xc0) == 0x80)
+		k++;
+	return k <= 3 ? k : 0;
+}
+
 /* SHA-256, FIPS 180-4. */
 
 static const uint32_t sha256_k[64] = {

@@ -30,6 +30,13 @@ int base64_decode(const char *s, size_t len, uint8_t **ret, size_t *ret_len);
 bool utf8_is_valid(const void *data, size_t n);
 /* Length (1-4) of the well-formed, non-NUL UTF-8 sequence at data[0], 0 when there is none. */
 size_t utf8_char_len(const void *data, size_t n);
+/* For a cut after data[0..n): how many of its last bytes (0-3) begin a character that bytes
+ * after the cut could complete. 0 when it ends on a character boundary, or in bytes no
+ * continuation could make well-formed. */
+size_t utf8_cut_head(const void *data, size_t n);
+/* For a cut before data[0..n): how many of its first bytes (0-3) are continuation bytes that
+ * finish a character begun before the cut. 0 when there are none, or more than 3. */
+size_t utf8_cut_tail(const void *data, size_t n);
 
 /* SHA-256. */
 struct sha256_ctx {

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Runs and workspaces as the API shows them (docs/api.md). Process output never goes into JSON
- * unencoded: it is text when every part is valid UTF-8, else every part is base64. */
+ * unencoded: it is text when every stream is valid UTF-8 as written, else every part is base64.
+ * A truncated stream shown as text has its head end and its tail begin on a character boundary:
+ * a cut inside a character drops that character's bytes on the cut's side (at most 3 each). */
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,23 +32,74 @@ static json_t *bytes_json(const uint8_t *data, size_t n, bool base64)
 	return json_stringn(data ? (const char *)data : "", n);
 }
 
-static bool output_is_text(const struct run_row *r)
+static bool stream_truncated(const struct run_output *o)
 {
-	for (int i = 0; i < 2; i++) {
-		const struct run_output *o = &r->out[i];
-		if (!utf8_is_valid(o->head, o->head_len) || !utf8_is_valid(o->tail, o->tail_len))
+	return o->head_len + o->tail_len < o->total;
+}
+
+/* p + skip, with p NULL when there are no bytes. */
+static const uint8_t *bytes_from(const uint8_t *p, size_t skip)
+{
+	return skip ? p + skip : p;
+}
+
+/* What a truncated stream shows as text: its head up to the last character boundary, its tail
+ * from the first. */
+static void text_cut(const struct run_output *o, size_t *ret_head_len, size_t *ret_tail_skip)
+{
+	*ret_head_len = o->head_len - utf8_cut_head(o->head, o->head_len);
+	*ret_tail_skip = utf8_cut_tail(o->tail, o->tail_len);
+}
+
+/* A stream that was not truncated: head + tail, the character across their seam included. */
+static bool whole_is_valid(const struct run_output *o)
+{
+	size_t k = utf8_cut_head(o->head, o->head_len), skip = 0;
+	uint8_t c[4];
+
+	if (!utf8_is_valid(o->head, o->head_len - k))
+		return false;
+	if (k > 0) {
+		if (o->tail_len == 0)
 			return false;
+		skip = MIN(sizeof c - k, o->tail_len);
+		memcpy(c, o->head + o->head_len - k, k);
+		memcpy(c + k, o->tail, skip);
+		skip = utf8_char_len(c, k + skip);
+		if (skip <= k)
+			return false;
+		skip -= k;
 	}
-	return true;
+	return utf8_is_valid(bytes_from(o->tail, skip), o->tail_len - skip);
+}
+
+static bool stream_is_text(const struct run_output *o)
+{
+	size_t head_len, skip;
+
+	if (!stream_truncated(o))
+		return whole_is_valid(o);
+	text_cut(o, &head_len, &skip);
+	return utf8_is_valid(o->head, head_len) &&
+	       utf8_is_valid(bytes_from(o->tail, skip), o->tail_len - skip);
+}
+
+static bool output_is_text(const struct run_output out[2])
+{
+	return stream_is_text(&out[0]) && stream_is_text(&out[1]);
 }
 
 /* Not truncated: head + tail is the whole stream, shown as one string. */
 static void set_stream(json_t *o, const char *name, const struct run_output *out, bool base64)
 {
-	bool truncated = out->head_len + out->tail_len < out->total;
+	bool truncated = stream_truncated(out);
+	size_t head_len = out->head_len, skip = 0;
 	char key[32];
+
+	if (truncated && !base64)
+		text_cut(out, &head_len, &skip);
 	if (truncated || out->tail_len == 0) {
-		json_object_set_new(o, name, bytes_json(out->head, out->head_len, base64));
+		json_object_set_new(o, name, bytes_json(out->head, head_len, base64));
 	} else {
 		size_t n = out->head_len + out->tail_len;
 		_cleanup_free_ uint8_t *all = malloc(n);
@@ -58,7 +111,9 @@ static void set_stream(json_t *o, const char *name, const struct run_output *out
 	}
 	if (truncated) {
 		snprintf(key, sizeof key, "%sTail", name);
-		json_object_set_new(o, key, bytes_json(out->tail, out->tail_len, base64));
+		json_object_set_new(o, key,
+				    bytes_json(bytes_from(out->tail, skip), out->tail_len - skip,
+					       base64));
 	}
 	snprintf(key, sizeof key, "%sBytes", name);
 	json_object_set_new(o, key, json_integer((json_int_t)out->total));
@@ -108,7 +163,7 @@ json_t *run_to_json(const struct run_row *r, bool with_output)
 	json_object_set_new(o, "oomKilled", json_boolean(r->oom_killed));
 	json_object_set_new(o, "reason", nullable_str(r->reason));
 	if (with_output) {
-		bool base64 = !output_is_text(r);
+		bool base64 = !output_is_text(r->out);
 		set_stream(o, "stdout", &r->out[0], base64);
 		set_stream(o, "stderr", &r->out[1], base64);
 		json_object_set_new(o, "encoding", json_string(base64 ? "base64" : "utf-8"));
@@ -138,13 +193,9 @@ json_t *run_to_json(const struct run_row *r, bool with_output)
 
 void output_to_json(json_t *o, const struct run_output out[2])
 {
-	bool base64 = false, truncated = false;
+	bool base64 = !output_is_text(out);
+	bool truncated = stream_truncated(&out[0]) || stream_truncated(&out[1]);
 
-	for (int i = 0; i < 2; i++) {
-		base64 |= !utf8_is_valid(out[i].head, out[i].head_len) ||
-			  !utf8_is_valid(out[i].tail, out[i].tail_len);
-		truncated |= out[i].head_len + out[i].tail_len < out[i].total;
-	}
 	set_stream(o, "stdout", &out[0], base64);
 	set_stream(o, "stderr", &out[1], base64);
 	json_object_set_new(o, "encoding", json_string(base64 ? "base64" : "utf-8"));

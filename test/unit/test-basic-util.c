@@ -147,6 +147,38 @@ Test(utf8, invalid)
 	cr_assert_not(utf8_is_valid("\0", 1));
 }
 
+Test(utf8, cut_head)
+{
+	cr_assert_eq(utf8_cut_head(NULL, 0), 0);
+	cr_assert_eq(utf8_cut_head("ab", 2), 0);
+	cr_assert_eq(utf8_cut_head("a\xc3\xa9", 3), 0);	   /* ends on a boundary */
+	cr_assert_eq(utf8_cut_head("a\xc3", 2), 1);	   /* é, 1 of 2 */
+	cr_assert_eq(utf8_cut_head("a\xe2", 2), 1);	   /* €, 1 of 3 */
+	cr_assert_eq(utf8_cut_head("a\xe2\x82", 3), 2);	   /* €, 2 of 3 */
+	cr_assert_eq(utf8_cut_head("\xf0\x9f\x98", 3), 3); /* U+1F600, 3 of 4 */
+	cr_assert_eq(utf8_cut_head("a\xf0", 2), 1);	   /* needs a second byte >= 0x90 */
+	cr_assert_eq(utf8_cut_head("a\xe0", 2), 1);	   /* needs a second byte >= 0xa0 */
+	cr_assert_eq(utf8_cut_head("a\xed", 2), 1);	   /* needs a second byte <= 0x9f */
+	cr_assert_eq(utf8_cut_head("a\xf4", 2), 1);	   /* needs a second byte <= 0x8f */
+	cr_assert_eq(utf8_cut_head("a\xe0\x80", 3), 0);	   /* no completion is well-formed */
+	cr_assert_eq(utf8_cut_head("a\xed\xa0", 3), 0);	   /* a surrogate */
+	cr_assert_eq(utf8_cut_head("a\xf4\x90", 3), 0);	   /* beyond U+10FFFF */
+	cr_assert_eq(utf8_cut_head("a\xc0", 2), 0);	   /* overlong, whatever follows */
+	cr_assert_eq(utf8_cut_head("a\xff", 2), 0);
+	cr_assert_eq(utf8_cut_head("\x80\x80\x80", 3), 0); /* no lead among the last 3 */
+}
+
+Test(utf8, cut_tail)
+{
+	cr_assert_eq(utf8_cut_tail(NULL, 0), 0);
+	cr_assert_eq(utf8_cut_tail("ab", 2), 0);
+	cr_assert_eq(utf8_cut_tail("\xa9z", 2), 1);
+	cr_assert_eq(utf8_cut_tail("\x82\xacz", 3), 2);
+	cr_assert_eq(utf8_cut_tail("\x9f\x98\x80", 3), 3);
+	cr_assert_eq(utf8_cut_tail("\x80\x80\x80\x80z", 5), 0); /* no character has 4 */
+	cr_assert_eq(utf8_cut_tail("\xc3\xa9", 2), 0);
+}
+
 /* sha256 */
 
 Test(sha256, vectors)
