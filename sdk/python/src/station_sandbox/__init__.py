@@ -12,7 +12,7 @@ from ._follow import OutputGap
 from .aio import (AsyncClient, AsyncFiles, AsyncOutputStream, AsyncRunHandle, AsyncServices,
                   AsyncTerminal, AsyncTerminals, AsyncWorkspace)
 from .client import (READ_MAX_BYTES, Client, Files, GapCallback, Images, OutputStream,
-                     OutputCallback, RunHandle, Secrets, Services, Terminal, Terminals,
+                     OutputCallback, RunHandle, Secrets, Services, Terminal, Terminals, Tokens,
                      Workspace, WorkspaceList)
 from ._workers import WorkerConfig, worker_of_id
 from .errors import (BadRequest, Conflict, ConnectionFailed, Forbidden, InvalidArgument, NotFound,
@@ -30,6 +30,6 @@ __all__ = [
     "Network", "NotFound", "Output", "OutputCallback", "OutputGap", "OutputStream", "PayloadTooLarge", "PreconditionFailed",
     "ProtocolError", "READ_MAX_BYTES", "ReadyReport", "Run", "RunHandle", "Secret", "Secrets",
     "Service", "Services", "StationError", "Terminal", "TerminalInfo", "Terminals", "Timeout",
-    "TooManyRequests", "Unauthorized", "Unavailable", "WorkerConfig", "WorkerUnavailable",
+    "Tokens", "TooManyRequests", "Unauthorized", "Unavailable", "WorkerConfig", "WorkerUnavailable",
     "Workspace", "WorkspaceInfo", "WorkspaceList", "worker_of_id",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Generator, Mapping, Optional, TypeVar, Union
 
@@ -36,6 +37,7 @@ class Req:
     wait_s: float = 0.0
     accept: tuple[int, ...] = field(default_factory=tuple)
     timeout_s: Optional[float] = None
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 Op = Generator[Req, Any, T]
@@ -83,17 +85,52 @@ def ready(where: str, adapter: Optional[str]) -> Op[ReadyReport]:
     return report  # type: ignore[no-any-return]
 
 
+# -- creates: an Idempotency-Key, retried with it -------------------------------------------
+
+
+def idempotency_key(key: Optional[str]) -> str:
+    """``key``, checked (1-255 printable ASCII), else a random one for this call."""
+    if key is None:
+        return str(uuid.uuid4())
+    if not isinstance(key, str) or not 1 <= len(key) <= 255 or any(not " " <= c <= "~" for c in key):
+        raise InvalidArgument(f"idempotency_key must be 1-255 printable ASCII characters, not {key!r}",
+                              "Idempotency-Key")
+    return key
+
+
+def create(path: str, body: Any, key: Optional[str], retries: int = 2,
+           timeout_s: Optional[float] = None, wait_s: float = 0.0) -> Op[Any]:
+    """A POST that makes an object, with an ``Idempotency-Key`` (``key``, else a random one):
+    after no answer (the connection broke, a timeout) or ``in_progress`` it is sent again with
+    the same key, at most ``retries`` times, and never makes a second object (docs/api.md,
+    "Idempotency keys")."""
+    h = {"Idempotency-Key": idempotency_key(key)}
+    if not isinstance(retries, int) or not 0 <= retries <= 10:
+        raise InvalidArgument(f"retries must be an integer from 0 to 10, not {retries!r}")
+    for attempt in range(retries + 1):
+        try:
+            return (yield Req("POST", path, body, wait_s=wait_s, timeout_s=timeout_s, headers=h))
+        except StationError as e:
+            busy = e.code == "in_progress"
+            if attempt >= retries or not (busy or e.code in ("connection_failed", "timeout")):
+                raise
+        yield Req("SLEEP", "", 1.0 if busy else 0.25 * 2 ** attempt)
+    raise AssertionError("unreachable")
+
+
 # -- workspaces --------------------------------------------------------------------------------
 
 
 def create_body(adapter: Optional[str], image: Optional[str], env: Optional[Mapping[str, str]],
                 cpus: Optional[float], memory_mb: Optional[int], pids_limit: Optional[int],
                 network: Optional[str], seccomp_profile: Optional[str],
-                egress: Optional[Mapping[str, Any]]) -> dict[str, Any]:
+                egress: Optional[Mapping[str, Any]],
+                idle_timeout_ms: Optional[int] = None) -> dict[str, Any]:
     return defined(adapter=adapter, image=image, env=dict(env) if env is not None else None,
                    cpus=cpus, memoryMb=memory_mb, pidsLimit=pids_limit, network=network,
                    seccompProfile=seccomp_profile,
-                   egress=dict(egress) if egress is not None else None)
+                   egress=dict(egress) if egress is not None else None,
+                   idleTimeoutMs=idle_timeout_ms)
 
 
 def list_of(doc: Any, key: str, what: str) -> list[Any]:
@@ -122,9 +159,11 @@ def command_body(command: str, cwd: Optional[str], env: Optional[Mapping[str, st
     return body
 
 
-def start(ws_id: str, body: dict[str, Any], wait_ms: Optional[int] = None) -> Op[Run]:
+def start(ws_id: str, body: dict[str, Any], wait_ms: Optional[int] = None,
+          key: Optional[str] = None, retries: int = 2) -> Op[Run]:
     q = query({"waitMs": wait_ms})
-    doc = yield Req("POST", ws_path(ws_id, f"/commands{q}"), body, wait_s=(wait_ms or 0) / 1000)
+    doc = yield from create(ws_path(ws_id, f"/commands{q}"), body, key, retries,
+                            wait_s=(wait_ms or 0) / 1000)
     return Run(doc)
 
 
@@ -151,9 +190,9 @@ def wait_run(ws_id: str, run_id: str, timeout_ms: Optional[int] = None,
     return run
 
 
-def run(ws_id: str, body: dict[str, Any]) -> Op[Run]:
+def run(ws_id: str, body: dict[str, Any], key: Optional[str] = None) -> Op[Run]:
     """Starts a command and waits until it is terminal."""
-    first = yield from start(ws_id, body, SERVER_WAIT_CAP_MS)
+    first = yield from start(ws_id, body, SERVER_WAIT_CAP_MS, key)
     return (yield from wait_run(ws_id, first.id, None, first))
 
 
@@ -221,3 +260,34 @@ def attempt_parts(a: Attempt) -> list[tuple[str, Optional[bytes], Optional[bytes
     return [(s, as_bytes(head), as_bytes(tail), total or 0)
             for s, head, tail, total in (("stdout", a.stdout, a.stdout_tail, a.stdout_bytes),
                                          ("stderr", a.stderr, a.stderr_tail, a.stderr_bytes))]
+
+
+# -- events, tokens, audit ---------------------------------------------------------------------
+
+
+def events_path(workspace: Optional[str], types: Optional[Any], since: Optional[int]) -> str:
+    if types is not None and not isinstance(types, str):
+        types = ",".join(types)
+    return "/v1/events" + query({"since": since, "workspace": workspace, "types": types})
+
+
+def event_of(data: str, what: str) -> dict[str, Any]:
+    """An event's JSON (``{"seq", "type", ...}``; a gap is ``{"type": "gap", "seq", ...}``)."""
+    from ._wire import loads
+    doc = loads(data.encode("utf-8"), what)
+    if not isinstance(doc, dict) or not isinstance(doc.get("seq"), int) or not isinstance(
+            doc.get("type"), str):
+        raise ProtocolError(0, "protocol_error", f"{what}: an event without seq and type")
+    return doc
+
+
+def token_body(name: str, scope: str, tenant: Optional[str], expires_at: Optional[str],
+               limits: Optional[Mapping[str, Any]]) -> dict[str, Any]:
+    return defined(name=name, scope=scope, tenant=tenant, expiresAt=expires_at,
+                   limits=dict(limits) if limits is not None else None)
+
+
+def audit_path(limit: Optional[int], before: Optional[int], token_id: Optional[str],
+               tenant: Optional[str], workspace: Optional[str]) -> str:
+    return "/v1/audit" + query({"limit": limit, "before": before, "tokenId": token_id,
+                                "tenant": tenant, "workspace": workspace})

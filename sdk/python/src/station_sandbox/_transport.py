@@ -170,6 +170,7 @@ class Transport:
         if req.body is not NO_BODY:
             body = json.dumps(req.body).encode("utf-8")
             h["Content-Type"] = "application/json"
+        h.update(req.headers)
         conn = self._conn(t)
         try:
             with self.net(what, t):

@@ -8,7 +8,7 @@ import contextlib
 import json
 import ssl
 import time
-from typing import (Any, AsyncIterator, Awaitable, Callable, Mapping, Optional, Union)
+from typing import (Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Optional, Union)
 
 from . import _ops
 from ._ops import NO_BODY, Op, Req, T, ws_path
@@ -164,6 +164,7 @@ class _AsyncTransport:
         if req.body is not NO_BODY:
             body = json.dumps(req.body).encode("utf-8")
             h["Content-Type"] = "application/json"
+        h.update(req.headers)
         if body is not None or req.method in ("POST", "PUT"):
             h["Content-Length"] = str(len(body or b""))
         try:
@@ -447,10 +448,12 @@ class AsyncServices:
                     env: Optional[Mapping[str, str]] = None,
                     stop_signal: Union[str, int, None] = None,
                     stop_timeout_ms: Optional[int] = None,
-                    autostart: Optional[bool] = None) -> Service:
+                    autostart: Optional[bool] = None,
+                    idempotency_key: Optional[str] = None) -> Service:
         body = _ops.service_body(name, command, restart, max_restarts, delay_ms, backoff, cwd, env,
                                  stop_signal, stop_timeout_ms, autostart)
-        return Service(await self._t.drive(_ops.simple("POST", ws_path(self._ws.id, "/services"), body)))
+        return Service(await self._t.drive(_ops.create(ws_path(self._ws.id, "/services"), body,
+                                                       idempotency_key)))
 
     async def get(self, name: str) -> Service:
         return Service(await self._t.drive(_ops.simple("GET", _ops.svc_path(self._ws.id, name))))
@@ -697,10 +700,12 @@ class AsyncTerminals:
 
     async def create(self, cols: int = 80, rows: int = 24, command: Optional[str] = None,
                      cwd: Optional[str] = None,
-                     env: Optional[Mapping[str, str]] = None) -> AsyncTerminal:
+                     env: Optional[Mapping[str, str]] = None,
+                     idempotency_key: Optional[str] = None) -> AsyncTerminal:
         body = _ops.defined(cols=cols, rows=rows, command=command, cwd=cwd,
                             env=dict(env) if env is not None else None)
-        doc = await self._t.drive(_ops.simple("POST", ws_path(self._ws.id, "/terminals"), body, wait_s=5))
+        doc = await self._t.drive(_ops.create(ws_path(self._ws.id, "/terminals"), body,
+                                            idempotency_key, wait_s=5))
         return await self._attach(doc, False)
 
     async def attach(self, terminal_id: str, read_only: bool = False) -> AsyncTerminal:
@@ -860,9 +865,10 @@ class AsyncWorkspace(WorkspaceInfo):
     async def start(self, command: str, cwd: Optional[str] = None,
                     env: Optional[Mapping[str, str]] = None, stdin: Union[str, bytes, None] = None,
                     timeout_ms: Optional[int] = None,
-                    max_output_bytes: Optional[int] = None) -> AsyncRunHandle:
+                    max_output_bytes: Optional[int] = None,
+                    idempotency_key: Optional[str] = None) -> AsyncRunHandle:
         body = _ops.command_body(command, cwd, env, stdin, timeout_ms, max_output_bytes)
-        return AsyncRunHandle(self, await self._t.drive(_ops.start(self.id, body)))
+        return AsyncRunHandle(self, await self._t.drive(_ops.start(self.id, body, key=idempotency_key)))
 
     async def run(self, command: str, cwd: Optional[str] = None,
                   env: Optional[Mapping[str, str]] = None, stdin: Union[str, bytes, None] = None,
@@ -876,8 +882,8 @@ class AsyncWorkspace(WorkspaceInfo):
         :class:`OutputGap` (see :meth:`station_sandbox.Workspace.run`)."""
         body = _ops.command_body(command, cwd, env, stdin, timeout_ms, max_output_bytes)
         if on_stdout is None and on_stderr is None:
-            return await self._t.drive(_ops.run(self.id, body))
-        h = AsyncRunHandle(self, await self._t.drive(_ops.start(self.id, body)))
+            return await self._t.drive(_ops.run(self.id, body, idempotency_key))
+        h = AsyncRunHandle(self, await self._t.drive(_ops.start(self.id, body, key=idempotency_key)))
         text = {"stdout": TextStream(), "stderr": TextStream()}
         cbs = {"stdout": on_stdout, "stderr": on_stderr}
         async for stream, data, offset in h.follow(on_gap=on_gap):
@@ -921,12 +927,14 @@ class AsyncWorkspaces:
                      memory_mb: Optional[int] = None, pids_limit: Optional[int] = None,
                      network: Optional[str] = None, seccomp_profile: Optional[str] = None,
                      egress: Optional[Mapping[str, Any]] = None,
-                     timeout: float = 120.0, worker: Optional[str] = None) -> AsyncWorkspace:
+                     timeout: float = 120.0, worker: Optional[str] = None,
+                     idle_timeout_ms: Optional[int] = None,
+                     idempotency_key: Optional[str] = None, retries: int = 2) -> AsyncWorkspace:
         body = _ops.create_body(adapter, image, env, cpus, memory_mb, pids_limit, network,
-                                seccomp_profile, egress)
+                                seccomp_profile, egress, idle_timeout_ms)
         t = await self._client._create_transport(worker)
         return AsyncWorkspace(self._client, await t.drive(
-            _ops.simple("POST", "/v1/workspaces", body, timeout_s=timeout)))
+            _ops.create("/v1/workspaces", body, idempotency_key, retries, timeout_s=timeout)))
 
     async def get(self, workspace_id: str) -> AsyncWorkspace:
         t = self._client._transport_of(workspace_id)
@@ -984,6 +992,29 @@ class AsyncImages:
         return await self._t.drive(_ops.simple("DELETE", f"/v1/images/{seg(digest)}"))  # type: ignore[no-any-return]
 
 
+class AsyncTokens:
+    """Bearer tokens (see :class:`station_sandbox.client.Tokens`)."""
+
+    def __init__(self, client: "AsyncClient") -> None:
+        self._client = client
+
+    async def create(self, name: str, scope: str, tenant: Optional[str] = None,
+                     expires_at: Optional[str] = None,
+                     limits: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+        body = _ops.token_body(name, scope, tenant, expires_at, limits)
+        return await self._client._t.drive(_ops.simple("POST", "/v1/tokens", body))  # type: ignore[no-any-return]
+
+    async def list(self) -> list[dict[str, Any]]:
+        doc = await self._client._t.drive(_ops.simple("GET", "/v1/tokens"))
+        return _ops.list_of(doc, "tokens", "GET /v1/tokens")
+
+    async def get(self, token_id: str) -> dict[str, Any]:
+        return await self._client._t.drive(_ops.simple("GET", f"/v1/tokens/{seg(token_id)}"))  # type: ignore[no-any-return]
+
+    async def delete(self, token_id: str) -> dict[str, Any]:
+        return await self._client._t.drive(_ops.simple("DELETE", f"/v1/tokens/{seg(token_id)}"))  # type: ignore[no-any-return]
+
+
 class AsyncClient:
     """The asyncio twin of :class:`station_sandbox.Client`: same arguments (``workers=``
     included), same discovery order, every method a coroutine.
@@ -1009,6 +1040,7 @@ class AsyncClient:
         self._on: dict[str, "AsyncClient"] = {}
         self.workspaces = AsyncWorkspaces(self)
         self.images = AsyncImages(self)
+        self.tokens = AsyncTokens(self)
 
     @property
     def worker_names(self) -> list[str]:
@@ -1091,3 +1123,44 @@ class AsyncClient:
 
     async def workspace(self, workspace_id: str) -> AsyncWorkspace:
         return await self.workspaces.get(workspace_id)
+
+    async def openapi(self) -> dict[str, Any]:
+        return await self._t.drive(_ops.simple("GET", "/v1/openapi.json"))  # type: ignore[no-any-return]
+
+    async def audit(self, limit: Optional[int] = None, before: Optional[int] = None,
+                    token_id: Optional[str] = None, tenant: Optional[str] = None,
+                    workspace: Optional[str] = None) -> dict[str, Any]:
+        """The audit log (see :meth:`station_sandbox.Client.audit`)."""
+        return await self._t.drive(_ops.simple("GET", _ops.audit_path(  # type: ignore[no-any-return]
+            limit, before, token_id, tenant, workspace)))
+
+    async def events(self, workspace: Optional[str] = None,
+                     types: Optional[Iterable[str]] = None, since: Optional[int] = None,
+                     retries: int = 5) -> AsyncIterator[dict[str, Any]]:
+        """State changes as they happen (see :meth:`station_sandbox.Client.events`)."""
+        what = "GET /v1/events"
+        failed = 0
+        while True:
+            before = since
+            try:
+                async with contextlib.aclosing(self._t.events(
+                        _ops.events_path(workspace, types, since))) as events:
+                    async for ev in events:
+                        if not ev.data:
+                            continue
+                        doc = _ops.event_of(ev.data, what)
+                        if since is not None and doc["seq"] <= since:
+                            continue
+                        since = doc["seq"]
+                        yield doc
+            except Timeout:
+                await self._t.drive(_ops.simple("GET", "/v1/worker"))
+                continue
+            except ConnectionFailed:
+                if failed >= retries:
+                    raise
+            failed = 0 if since != before else failed + 1
+            if failed > retries:
+                raise ConnectionFailed(0, "connection_failed", f"{what}: the event stream "
+                                       f"ended {failed} times without a new event")
+            await asyncio.sleep(min(0.25 * 2 ** max(failed - 1, 0), 4.0))

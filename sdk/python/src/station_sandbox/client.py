@@ -228,13 +228,15 @@ class Services:
               *, max_restarts: Optional[int] = None, delay_ms: Optional[int] = None,
               backoff: Optional[Mapping[str, Any]] = None, cwd: Optional[str] = None,
               env: Optional[Mapping[str, str]] = None, stop_signal: Union[str, int, None] = None,
-              stop_timeout_ms: Optional[int] = None, autostart: Optional[bool] = None) -> Service:
+              stop_timeout_ms: Optional[int] = None, autostart: Optional[bool] = None,
+              idempotency_key: Optional[str] = None) -> Service:
         """Starts a foreground ``command`` under a restart policy: ``restart`` is ``"no"``
         (default), ``"on-failure"`` or ``"always"`` (or the API's ``restart`` object);
         ``max_restarts`` restarts at most, ``delay_ms`` before each."""
         body = _ops.service_body(name, command, restart, max_restarts, delay_ms, backoff, cwd, env,
                                  stop_signal, stop_timeout_ms, autostart)
-        return Service(self._t.drive(_ops.simple("POST", ws_path(self._ws.id, "/services"), body)))
+        return Service(self._t.drive(_ops.create(ws_path(self._ws.id, "/services"), body,
+                                                       idempotency_key)))
 
     def get(self, name: str) -> Service:
         """The service with its attempts and their output."""
@@ -505,12 +507,14 @@ class Terminals:
         self._t = workspace._t
 
     def create(self, cols: int = 80, rows: int = 24, command: Optional[str] = None,
-               cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> Terminal:
+               cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+               idempotency_key: Optional[str] = None) -> Terminal:
         """Starts a terminal (``command`` under ``/bin/sh -c``, else the user's login shell)
         and attaches to it."""
         body = _ops.defined(cols=cols, rows=rows, command=command, cwd=cwd,
                             env=dict(env) if env is not None else None)
-        doc = self._t.drive(_ops.simple("POST", ws_path(self._ws.id, "/terminals"), body, wait_s=5))
+        doc = self._t.drive(_ops.create(ws_path(self._ws.id, "/terminals"), body,
+                                            idempotency_key, wait_s=5))
         return self._attach(doc, False)
 
     def attach(self, terminal_id: str, read_only: bool = False) -> Terminal:
@@ -735,10 +739,13 @@ class Workspace(WorkspaceInfo):
 
     def start(self, command: str, cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
               stdin: Union[str, bytes, None] = None, timeout_ms: Optional[int] = None,
-              max_output_bytes: Optional[int] = None) -> RunHandle:
-        """Starts ``/bin/sh -c command`` and returns at once; a run id is not success."""
+              max_output_bytes: Optional[int] = None,
+              idempotency_key: Optional[str] = None) -> RunHandle:
+        """Starts ``/bin/sh -c command`` and returns at once; a run id is not success. Sent
+        with an ``Idempotency-Key`` (``idempotency_key``, else a random one) and retried with
+        it when no answer came: never a second run."""
         body = _ops.command_body(command, cwd, env, stdin, timeout_ms, max_output_bytes)
-        return RunHandle(self, self._t.drive(_ops.start(self.id, body)))
+        return RunHandle(self, self._t.drive(_ops.start(self.id, body, key=idempotency_key)))
 
     def run(self, command: str, cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
             stdin: Union[str, bytes, None] = None, timeout_ms: Optional[int] = None,
@@ -754,8 +761,8 @@ class Workspace(WorkspaceInfo):
         :class:`OutputGap` each, handed to ``on_gap`` and listed in the run's ``gaps``."""
         body = _ops.command_body(command, cwd, env, stdin, timeout_ms, max_output_bytes)
         if on_stdout is None and on_stderr is None:
-            return self._t.drive(_ops.run(self.id, body))
-        h = RunHandle(self, self._t.drive(_ops.start(self.id, body)))
+            return self._t.drive(_ops.run(self.id, body, idempotency_key))
+        h = RunHandle(self, self._t.drive(_ops.start(self.id, body, key=idempotency_key)))
         text = {"stdout": TextStream(), "stderr": TextStream()}
         cbs = {"stdout": on_stdout, "stderr": on_stderr}
         for stream, data, offset in h.follow(on_gap=on_gap):
@@ -829,17 +836,23 @@ class Workspaces:
                memory_mb: Optional[int] = None, pids_limit: Optional[int] = None,
                network: Optional[str] = None, seccomp_profile: Optional[str] = None,
                egress: Optional[Mapping[str, Any]] = None, timeout: float = 120.0,
-               worker: Optional[str] = None) -> Workspace:
+               worker: Optional[str] = None, idle_timeout_ms: Optional[int] = None,
+               idempotency_key: Optional[str] = None, retries: int = 2) -> Workspace:
         """A new workspace (``ready``). ``adapter``: ``"host"`` or ``"container"`` (default:
         the worker's); ``image`` a reference pinned by digest; ``network``: ``"none"``,
-        ``"bridge"`` or ``"restricted"`` (with ``egress``). Keep its id. With several workers:
-        on ``worker``, else on the one with the most free capacity (most free workspace slots,
-        then most available memory, then the first) among those that answer."""
+        ``"bridge"`` or ``"restricted"`` (with ``egress``). ``idle_timeout_ms``: stop the
+        workspace once it has been idle that long (1000 to 30 days; 0 or None: never), so a
+        crashed caller does not leave it running. Sent with an ``Idempotency-Key``
+        (``idempotency_key``, else a random one) and sent again with it, at most ``retries``
+        times, when no answer came: never a second workspace. Keep its id. With several
+        workers: on ``worker``, else on the one with the most free capacity (most free
+        workspace slots, then most available memory, then the first) among those that
+        answer."""
         body = _ops.create_body(adapter, image, env, cpus, memory_mb, pids_limit, network,
-                                seccomp_profile, egress)
+                                seccomp_profile, egress, idle_timeout_ms)
         t = self._client._create_transport(worker)
         return Workspace(self._client, t.drive(
-            _ops.simple("POST", "/v1/workspaces", body, timeout_s=timeout)))
+            _ops.create("/v1/workspaces", body, idempotency_key, retries, timeout_s=timeout)))
 
     def get(self, workspace_id: str) -> Workspace:
         t = self._client._transport_of(workspace_id)
@@ -903,6 +916,34 @@ class Images:
         return self._t.drive(_ops.simple("DELETE", f"/v1/images/{seg(digest)}"))  # type: ignore[no-any-return]
 
 
+class Tokens:
+    """Bearer tokens of TCP listeners (admin only): each with a ``scope`` (``admin``,
+    ``tenant``, ``read``). Tokens are dicts as docs/api.md shows them; the secret (``token``)
+    only in what ``create`` answers."""
+
+    def __init__(self, client: "Client") -> None:
+        self._client = client
+
+    def create(self, name: str, scope: str, tenant: Optional[str] = None,
+               expires_at: Optional[str] = None,
+               limits: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+        """A new token; its secret is in ``token`` of this answer and nowhere else."""
+        body = _ops.token_body(name, scope, tenant, expires_at, limits)
+        return self._client._t.drive(_ops.simple("POST", "/v1/tokens", body))  # type: ignore[no-any-return]
+
+    def list(self) -> list[dict[str, Any]]:
+        """Every token, oldest first, revoked ones too; never a secret."""
+        doc = self._client._t.drive(_ops.simple("GET", "/v1/tokens"))
+        return _ops.list_of(doc, "tokens", "GET /v1/tokens")
+
+    def get(self, token_id: str) -> dict[str, Any]:
+        return self._client._t.drive(_ops.simple("GET", f"/v1/tokens/{seg(token_id)}"))  # type: ignore[no-any-return]
+
+    def delete(self, token_id: str) -> dict[str, Any]:
+        """Revokes the token at once (its streams are closed); the token, ``revokedAt`` set."""
+        return self._client._t.drive(_ops.simple("DELETE", f"/v1/tokens/{seg(token_id)}"))  # type: ignore[no-any-return]
+
+
 def _endpoint_of(w: WorkerConfig, token: Optional[str]) -> Any:
     if w.url.startswith("unix:"):
         return resolve_endpoint(w.url[5:], None, None, w.token or token)
@@ -945,6 +986,7 @@ class Client:
         self._on: dict[str, "Client"] = {}
         self.workspaces = Workspaces(self)
         self.images = Images(self)
+        self.tokens = Tokens(self)
 
     @property
     def worker_names(self) -> list[str]:
@@ -1038,3 +1080,50 @@ class Client:
 
     def workspace(self, workspace_id: str) -> Workspace:
         return self.workspaces.get(workspace_id)
+
+    def openapi(self) -> dict[str, Any]:
+        """The API's OpenAPI 3.1 description, as the controller serves it."""
+        return self._t.drive(_ops.simple("GET", "/v1/openapi.json"))  # type: ignore[no-any-return]
+
+    def audit(self, limit: Optional[int] = None, before: Optional[int] = None,
+              token_id: Optional[str] = None, tenant: Optional[str] = None,
+              workspace: Optional[str] = None) -> dict[str, Any]:
+        """The audit log (admin only), newest first: ``{"entries", "nextBefore", "queued"}``;
+        pass ``before=nextBefore`` for the next page."""
+        return self._t.drive(_ops.simple("GET", _ops.audit_path(limit, before, token_id, tenant,  # type: ignore[no-any-return]
+                                                                workspace)))
+
+    def events(self, workspace: Optional[str] = None, types: Optional[Iterable[str]] = None,
+               since: Optional[int] = None, retries: int = 5) -> Iterator[dict[str, Any]]:
+        """State changes of workspaces, runs, services and terminals as they happen:
+        ``{"seq", "type", "change", "id", "workspaceId", "state", "at", ...}``, and
+        ``{"type": "gap", ...}`` for events the controller no longer keeps. ``since``: the seq
+        after which to begin (0: everything kept; None: from now on). A dropped or silent
+        stream is opened again after the last event yielded (none is seen twice); after
+        ``retries`` connections in a row without a new event, ConnectionFailed. Breaking out
+        of the loop closes the connection."""
+        what = "GET /v1/events"
+        failed = 0
+        while True:
+            before = since
+            try:
+                for ev in self._t.events(_ops.events_path(workspace, types, since)):
+                    if not ev.data:
+                        continue
+                    doc = _ops.event_of(ev.data, what)
+                    if since is not None and doc["seq"] <= since:
+                        continue
+                    since = doc["seq"]
+                    yield doc
+            except Timeout:
+                # Quiet, not broken, if the controller answers (else this raises).
+                self._t.drive(_ops.simple("GET", "/v1/worker"))
+                continue
+            except ConnectionFailed:
+                if failed >= retries:
+                    raise
+            failed = 0 if since != before else failed + 1
+            if failed > retries:
+                raise ConnectionFailed(0, "connection_failed", f"{what}: the event stream "
+                                       f"ended {failed} times without a new event")
+            time.sleep(min(0.25 * 2 ** max(failed - 1, 0), 4.0))
