@@ -171,7 +171,7 @@ static int run_poll_begin(struct http_request *req, unsigned status, const char 
 	return 0;
 }
 
-/* ?waitMs=N, capped at the server maximum; 0 when absent. */
+/* ?waitMs=N, capped at the server maximum; 0 when absent, and for a HEAD. */
 static int parse_wait(struct http_request *req, uint64_t *ret, struct station_error *e)
 {
 	bool present;
@@ -185,7 +185,7 @@ static int parse_wait(struct http_request *req, uint64_t *ret, struct station_er
 	r = validate_query_u64("waitMs", v, 0, UINT64_MAX, &w, e);
 	if (r < 0)
 		return r;
-	*ret = MIN(w, http_request_max_wait_ms(req));
+	*ret = http_request_wait_ms(req, w);
 	return 0;
 }
 

@@ -227,6 +227,9 @@ static void remote_call_run(void *userdata)
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_ms);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
+	/* A HEAD's answer has no body: libcurl must not wait for one. */
+	if (strcmp(c->method, "HEAD") == 0)
+		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	if (c->body_len > 0 || strcmp(c->method, "POST") == 0 || strcmp(c->method, "PUT") == 0) {
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->body ?: "");
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->body_len);
@@ -506,6 +509,12 @@ static const char *forward_path_refused(const char *path)
 	return NULL;
 }
 
+/* Never called: MHD sends no body for a HEAD. */
+static ssize_t head_no_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
 static int forward_reply(struct http_request *req, const struct remote_call *c)
 {
 	struct MHD_Response *r;
@@ -514,10 +523,17 @@ static int forward_reply(struct http_request *req, const struct remote_call *c)
 	if (c->status == 0)
 		return http_reply_status(req, strstr(c->error, "no answer within") ? 504 : 502,
 					 NULL, "%s", c->error);
-	r = MHD_create_response_from_buffer(c->answer_len, c->answer ?: (void *)"",
-					    MHD_RESPMEM_MUST_COPY);
+	/* A HEAD's answer came without its body, so its size is unknown here: none is said. */
+	if (strcmp(c->method, "HEAD") == 0)
+		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1, head_no_body, NULL,
+						      NULL);
+	else
+		r = MHD_create_response_from_buffer(c->answer_len, c->answer ?: (void *)"",
+						    MHD_RESPMEM_MUST_COPY);
 	if (!r)
 		return -ENOMEM;
+	if (strcmp(c->method, "HEAD") == 0)
+		(void)MHD_set_response_options(r, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT, MHD_RO_END);
 	for (const struct curl_slist *l = c->answer_headers; l; l = l->next) {
 		const char *colon = strchr(l->data, ':');
 		char name[64];

@@ -219,6 +219,16 @@ uint64_t http_request_max_wait_ms(struct http_request *req)
 	return req->server->cfg.max_wait_ms;
 }
 
+static bool request_is_head(const struct http_request *req)
+{
+	return strcmp(req->method, "HEAD") == 0;
+}
+
+uint64_t http_request_wait_ms(struct http_request *req, uint64_t asked_ms)
+{
+	return request_is_head(req) ? 0 : MIN(asked_ms, req->server->cfg.max_wait_ms);
+}
+
 struct fleet *http_request_fleet(struct http_request *req)
 {
 	return req->server->cfg.fleet;
@@ -392,10 +402,24 @@ static const char *request_name(struct http_request *req)
 
 /* ---- replies ------------------------------------------------------------------------------ */
 
+/* A HEAD gets GET's status and headers, and MHD sends no body for it. An event stream has no
+ * size, which would make it chunked, and MHD 0.9.75 sends the chunked terminator even for a HEAD
+ * (five bytes a keep-alive client reads as the next answer): such an answer is sent unchunked,
+ * without a Content-Length, and closes the connection. */
+static void response_for_head(struct MHD_Response *r)
+{
+	const char *type = MHD_get_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
+
+	if (type && strncmp(type, "text/event-stream", strlen("text/event-stream")) == 0)
+		(void)MHD_set_response_options(r, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT, MHD_RO_END);
+}
+
 int http_reply_response(struct http_request *req, unsigned status, struct MHD_Response *r)
 {
 	if (req->replied)
 		return -EALREADY;
+	if (request_is_head(req))
+		response_for_head(r);
 	if (MHD_queue_response(req->connection, status, r) != MHD_YES)
 		return -EIO;
 	req->replied = true;
@@ -649,7 +673,8 @@ static int request_check_upgrade(struct http_request *req, const char *version)
 	const char *upgrade = request_header(req, MHD_HTTP_HEADER_UPGRADE);
 	const char *v;
 
-	if (!upgrade || !header_has_token(upgrade, "websocket")) {
+	/* A HEAD is GET's answer without the body: never an upgrade. */
+	if (!upgrade || !header_has_token(upgrade, "websocket") || request_is_head(req)) {
 		if (!req->endpoint->fn)
 			return reply_upgrade_required(req, "this endpoint is WebSocket only");
 		return 0;
@@ -1064,11 +1089,21 @@ static int request_authenticate(struct http_request *req)
 	return 0;
 }
 
+/* The 401 says why: no token, a revoked one, an expired one, or one not known here. */
 static int reply_unauthenticated(struct http_request *req, int r)
 {
-	if (r == -EKEYEXPIRED)
+	switch (r) {
+	case -ENOKEY:
+		return http_reply_status(
+			req, 401, NULL,
+			"a bearer token is required (Authorization: Bearer <token>)");
+	case -EKEYREVOKED:
+		return http_reply_status(req, 401, NULL, "the bearer token was revoked");
+	case -EKEYEXPIRED:
 		return http_reply_status(req, 401, NULL, "the bearer token has expired");
-	return http_reply_status(req, 401, NULL, "a valid bearer token is required");
+	default:
+		return http_reply_status(req, 401, NULL, "a valid bearer token is required");
+	}
 }
 
 /* What the principal's scope allows at this endpoint; replies 403 when it is not allowed. */

@@ -45,7 +45,8 @@ unsigned http_connections_default_reserve(unsigned limit);
 struct http_config {
 	bool require_token; /* TCP listeners: every request is authenticated and audited */
 	/* The bearer token (n bytes) to a principal: 0 with *ret filled, -EKEYEXPIRED for an
-	 * expired token, another -errno for an unknown or revoked one (401 all). */
+	 * expired token, -EKEYREVOKED for a revoked one, another -errno for an unknown one (401
+	 * all, each message saying which). */
 	int (*authenticate)(void *userdata, const char *token, size_t n,
 			    struct auth_principal *ret);
 	void *token_userdata;
@@ -96,6 +97,10 @@ struct manager *http_request_manager(struct http_request *req);
 struct event_loop *http_request_loop(struct http_request *req);
 const struct route_match *http_request_route(struct http_request *req);
 uint64_t http_request_max_wait_ms(struct http_request *req);
+/* How long the request may wait for a state its client asked to wait for (waitMs): asked_ms
+ * capped at max_wait_ms; 0 for a HEAD, which is answered at once with what a GET would get
+ * now (docs/api.md, "HEAD"). */
+uint64_t http_request_wait_ms(struct http_request *req, uint64_t asked_ms);
 uint64_t http_request_max_body_bytes(struct http_request *req);
 struct fleet *http_request_fleet(struct http_request *req);
 /* The request's method and path (decoded, without the query). */

@@ -9,7 +9,8 @@
 
 /* '*' in a pattern is one id segment, the first the workspace (or the worker), the second the
  * run (or the service, terminal or secret); '@' is an image digest segment; a final '+' is
- * the rest of the path, at least one character. */
+ * the rest of the path, at least one character. The Allow value names HEAD after GET:
+ * every GET route serves HEAD (router_match()). */
 struct route {
 	const char *pattern;
 	const char *allow;
@@ -20,72 +21,76 @@ struct route {
 };
 
 static const struct route routes[] = {
-	{ "/v1/ready", "GET", { { "GET", EP_READY } } },
-	{ "/v1/openapi.json", "GET", { { "GET", EP_OPENAPI } } },
-	{ "/v1/worker", "GET", { { "GET", EP_WORKER } } },
-	{ "/v1/events", "GET", { { "GET", EP_EVENTS } } },
-	{ "/v1/workers", "GET", { { "GET", EP_WORKERS } } },
+	{ "/v1/ready", "GET, HEAD", { { "GET", EP_READY } } },
+	{ "/v1/openapi.json", "GET, HEAD", { { "GET", EP_OPENAPI } } },
+	{ "/v1/worker", "GET, HEAD", { { "GET", EP_WORKER } } },
+	{ "/v1/events", "GET, HEAD", { { "GET", EP_EVENTS } } },
+	{ "/v1/workers", "GET, HEAD", { { "GET", EP_WORKERS } } },
 	{ "/v1/workers/*/v1/+",
-	  "GET, POST, PUT, DELETE",
+	  "GET, HEAD, POST, PUT, DELETE",
 	  { { "GET", EP_WORKER_FORWARD_GET },
 	    { "POST", EP_WORKER_FORWARD_POST },
 	    { "PUT", EP_WORKER_FORWARD_PUT },
 	    { "DELETE", EP_WORKER_FORWARD_DELETE } } },
-	{ "/v1/tokens", "GET, POST", { { "GET", EP_TOKEN_LIST }, { "POST", EP_TOKEN_CREATE } } },
+	{ "/v1/tokens",
+	  "GET, HEAD, POST",
+	  { { "GET", EP_TOKEN_LIST }, { "POST", EP_TOKEN_CREATE } } },
 	{ "/v1/tokens/*",
-	  "GET, DELETE",
+	  "GET, HEAD, DELETE",
 	  { { "GET", EP_TOKEN_GET }, { "DELETE", EP_TOKEN_REVOKE } } },
-	{ "/v1/audit", "GET", { { "GET", EP_AUDIT_LIST } } },
+	{ "/v1/audit", "GET, HEAD", { { "GET", EP_AUDIT_LIST } } },
 	{ "/v1/workspaces",
-	  "GET, POST",
+	  "GET, HEAD, POST",
 	  { { "GET", EP_WORKSPACE_LIST }, { "POST", EP_WORKSPACE_CREATE } } },
 	{ "/v1/workspaces/*",
-	  "GET, DELETE",
+	  "GET, HEAD, DELETE",
 	  { { "GET", EP_WORKSPACE_GET }, { "DELETE", EP_WORKSPACE_DELETE } } },
 	{ "/v1/workspaces/*/restart", "POST", { { "POST", EP_WORKSPACE_RESTART } } },
 	{ "/v1/workspaces/*/network",
-	  "GET, PUT",
+	  "GET, HEAD, PUT",
 	  { { "GET", EP_WORKSPACE_NETWORK_GET }, { "PUT", EP_WORKSPACE_NETWORK_SET } } },
-	{ "/v1/workspaces/*/usage", "GET", { { "GET", EP_WORKSPACE_USAGE } } },
+	{ "/v1/workspaces/*/usage", "GET, HEAD", { { "GET", EP_WORKSPACE_USAGE } } },
 	{ "/v1/workspaces/*/commands",
-	  "GET, POST",
+	  "GET, HEAD, POST",
 	  { { "GET", EP_COMMAND_LIST }, { "POST", EP_COMMAND_START } } },
-	{ "/v1/workspaces/*/commands/*", "GET", { { "GET", EP_COMMAND_GET } } },
+	{ "/v1/workspaces/*/commands/*", "GET, HEAD", { { "GET", EP_COMMAND_GET } } },
 	{ "/v1/workspaces/*/commands/*/cancel", "POST", { { "POST", EP_COMMAND_CANCEL } } },
-	{ "/v1/workspaces/*/commands/*/output", "GET", { { "GET", EP_COMMAND_OUTPUT } } },
-	{ "/v1/images", "GET, POST", { { "GET", EP_IMAGE_LIST }, { "POST", EP_IMAGE_CREATE } } },
+	{ "/v1/workspaces/*/commands/*/output", "GET, HEAD", { { "GET", EP_COMMAND_OUTPUT } } },
+	{ "/v1/images",
+	  "GET, HEAD, POST",
+	  { { "GET", EP_IMAGE_LIST }, { "POST", EP_IMAGE_CREATE } } },
 	{ "/v1/images/@",
-	  "GET, DELETE",
+	  "GET, HEAD, DELETE",
 	  { { "GET", EP_IMAGE_GET }, { "DELETE", EP_IMAGE_DELETE } } },
 	{ "/v1/workspaces/*/services",
-	  "GET, POST",
+	  "GET, HEAD, POST",
 	  { { "GET", EP_SERVICE_LIST }, { "POST", EP_SERVICE_CREATE } } },
 	{ "/v1/workspaces/*/services/*",
-	  "GET, DELETE",
+	  "GET, HEAD, DELETE",
 	  { { "GET", EP_SERVICE_GET }, { "DELETE", EP_SERVICE_DELETE } } },
 	{ "/v1/workspaces/*/services/*/stop", "POST", { { "POST", EP_SERVICE_STOP } } },
 	{ "/v1/workspaces/*/services/*/restart", "POST", { { "POST", EP_SERVICE_RESTART } } },
-	{ "/v1/workspaces/*/services/*/logs", "GET", { { "GET", EP_SERVICE_LOGS } } },
+	{ "/v1/workspaces/*/services/*/logs", "GET, HEAD", { { "GET", EP_SERVICE_LOGS } } },
 	{ "/v1/workspaces/*/terminals",
-	  "GET, POST",
+	  "GET, HEAD, POST",
 	  { { "GET", EP_TERMINAL_LIST }, { "POST", EP_TERMINAL_CREATE } } },
 	{ "/v1/workspaces/*/terminals/*",
-	  "GET, DELETE",
+	  "GET, HEAD, DELETE",
 	  { { "GET", EP_TERMINAL_GET }, { "DELETE", EP_TERMINAL_DELETE } } },
-	{ "/v1/workspaces/*/terminals/*/attach", "GET", { { "GET", EP_TERMINAL_ATTACH } } },
+	{ "/v1/workspaces/*/terminals/*/attach", "GET, HEAD", { { "GET", EP_TERMINAL_ATTACH } } },
 	{ "/v1/workspaces/*/terminals/*/resize", "POST", { { "POST", EP_TERMINAL_RESIZE } } },
-	{ "/v1/workspaces/*/secrets", "GET", { { "GET", EP_SECRET_LIST } } },
+	{ "/v1/workspaces/*/secrets", "GET, HEAD", { { "GET", EP_SECRET_LIST } } },
 	{ "/v1/workspaces/*/secrets/*",
-	  "GET, PUT, DELETE",
+	  "GET, HEAD, PUT, DELETE",
 	  { { "GET", EP_SECRET_GET }, { "PUT", EP_SECRET_PUT }, { "DELETE", EP_SECRET_DELETE } } },
 	{ "/v1/workspaces/*/files",
-	  "GET, PUT, DELETE",
+	  "GET, HEAD, PUT, DELETE",
 	  { { "GET", EP_FILE_READ }, { "PUT", EP_FILE_WRITE }, { "DELETE", EP_FILE_DELETE } } },
-	{ "/v1/workspaces/*/files/stat", "GET", { { "GET", EP_FILE_STAT } } },
-	{ "/v1/workspaces/*/files/list", "GET", { { "GET", EP_FILE_LIST } } },
+	{ "/v1/workspaces/*/files/stat", "GET, HEAD", { { "GET", EP_FILE_STAT } } },
+	{ "/v1/workspaces/*/files/list", "GET, HEAD", { { "GET", EP_FILE_LIST } } },
 	{ "/v1/workspaces/*/files/mkdir", "POST", { { "POST", EP_FILE_MKDIR } } },
 	{ "/v1/workspaces/*/files/rename", "POST", { { "POST", EP_FILE_RENAME } } },
-	{ "/v1/workspaces/*/files/watch", "GET", { { "GET", EP_FILE_WATCH } } },
+	{ "/v1/workspaces/*/files/watch", "GET, HEAD", { { "GET", EP_FILE_WATCH } } },
 };
 
 static const char *const endpoint_names[_EP_MAX] = {
@@ -248,6 +253,14 @@ void router_foreach(router_route_fn fn, void *userdata)
 			   routes[i].methods[j].endpoint, userdata);
 }
 
+/* HEAD is served wherever GET is, by GET's endpoint (RFC 9110 9.3.2): the HTTP layer sends
+ * GET's status and headers without the body. */
+static bool method_serves(const char *route_method, const char *method)
+{
+	return strcmp(method, route_method) == 0 ||
+	       (strcmp(method, "HEAD") == 0 && strcmp(route_method, "GET") == 0);
+}
+
 int router_match(const char *method, const char *path, struct route_match *ret,
 		 const char **ret_allow)
 {
@@ -259,7 +272,7 @@ int router_match(const char *method, const char *path, struct route_match *ret,
 		if (!match_pattern(r->pattern, path, &m))
 			continue;
 		for (size_t j = 0; j < ELEMENTSOF(r->methods) && r->methods[j].method; j++)
-			if (strcmp(method, r->methods[j].method) == 0) {
+			if (method_serves(r->methods[j].method, method)) {
 				m.endpoint = r->methods[j].endpoint;
 				*ret = m;
 				return 1;

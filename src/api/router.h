@@ -81,8 +81,9 @@ struct route_match {
 };
 
 /* Returns 1 with *ret filled when method and path name an endpoint; 0 when the path is known
- * but the method is not, with *ret_allow set to the value of the Allow header ("GET, POST");
- * -ENOENT when no endpoint has this path. */
+ * but the method is not, with *ret_allow set to the value of the Allow header ("GET, HEAD,
+ * POST"); -ENOENT when no endpoint has this path. HEAD matches wherever GET does, with GET's
+ * endpoint: the caller answers it as GET without the body. */
 int router_match(const char *method, const char *path, struct route_match *ret,
 		 const char **ret_allow);
 

@@ -193,8 +193,10 @@ int manager_token_authenticate(struct manager *m, const char *secret, size_t n,
 		if (hash_equal(t->hash, hash))
 			found = t;
 	explicit_bzero(hash, sizeof hash);
-	if (!found || found->row.revoked_at)
+	if (!found)
 		return -EACCES;
+	if (found->row.revoked_at)
+		return -EKEYREVOKED;
 	now = realtime_usec();
 	if (token_expired(found, now))
 		return -EKEYEXPIRED;

@@ -634,9 +634,9 @@ void manager_events_unsubscribe(struct events_sub *s);
 /* At most this many tokens, revoked ones included (-EAGAIN, 429, for one more). */
 #define MANAGER_TOKENS_MAX 10000
 
-/* The principal of a bearer secret (n bytes): 0 with *ret filled; -EACCES for an unknown or
- * revoked one, -EKEYEXPIRED for an expired one. From the table on the loop: no SQLite, except
- * lastUsedAt written at most once a minute per token. */
+/* The principal of a bearer secret (n bytes): 0 with *ret filled; -EACCES for an unknown one,
+ * -EKEYREVOKED for a revoked one, -EKEYEXPIRED for an expired one. From the table on the
+ * loop: no SQLite, except lastUsedAt written at most once a minute per token. */
 int manager_token_authenticate(struct manager *m, const char *secret, size_t n,
 			       struct auth_principal *ret);
 /* POST /v1/tokens: body {name, scope, tenant?, expiresAt?, limits?}, validated here (400 naming

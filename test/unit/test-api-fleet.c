@@ -93,5 +93,5 @@ Test(fleet, forward_route)
 		     "nothing after /v1/");
 	cr_assert_eq(router_match("GET", "/v1/workers/w3/x", &m, &allow), -ENOENT);
 	cr_assert_eq(router_match("PATCH", "/v1/workers/w3/v1/workspaces", &m, &allow), 0);
-	cr_assert_str_eq(allow, "GET, POST, PUT, DELETE");
+	cr_assert_str_eq(allow, "GET, HEAD, POST, PUT, DELETE");
 }

@@ -30,7 +30,8 @@ static struct http_server *server;
 static char dir[64];
 static char sock_path[100];
 
-/* userdata: the admin secret; "r3ad-token" is a read token, "old-token" an expired one. */
+/* userdata: the admin secret; "r3ad-token" is a read token, "old-token" an expired one,
+ * "gone-token" a revoked one. */
 static int check_token(void *userdata, const char *token, size_t n, struct auth_principal *ret)
 {
 	if (strcmp(token, userdata) == 0) {
@@ -43,6 +44,8 @@ static int check_token(void *userdata, const char *token, size_t n, struct auth_
 						.scope = AUTH_SCOPE_READ };
 		return 0;
 	}
+	if (strcmp(token, "gone-token") == 0)
+		return -EKEYREVOKED;
 	return strcmp(token, "old-token") == 0 ? -EKEYEXPIRED : -EACCES;
 }
 
@@ -312,6 +315,9 @@ Test(http, read_token_only_reads)
 	const char *reader[] = { "-H", "Authorization: Bearer r3ad-token", NULL };
 	const char *admin[] = { "-H", "Authorization: Bearer s3cret", NULL };
 	const char *old[] = { "-H", "Authorization: Bearer old-token", NULL };
+	const char *gone[] = { "-H", "Authorization: Bearer gone-token", NULL };
+	const char *unknown[] = { "-H", "Authorization: Bearer n0-such-token", NULL };
+	const char *reader_head[] = { "--head", "-H", "Authorization: Bearer r3ad-token", NULL };
 	struct reply r;
 
 	start_server(&cfg);
@@ -332,6 +338,23 @@ Test(http, read_token_only_reads)
 	r = http("GET", "/v1/ready", old);
 	assert_error(&r, 401, "unauthorized", NULL);
 	cr_assert(strstr(r.body, "expired"), "%s", r.body);
+	reply_done(&r);
+	r = http("GET", "/v1/ready", gone);
+	assert_error(&r, 401, "unauthorized", NULL);
+	cr_assert(strstr(r.body, "the bearer token was revoked"), "%s", r.body);
+	reply_done(&r);
+	/* an unknown token is not said to be revoked, nor expired */
+	r = http("GET", "/v1/ready", unknown);
+	assert_error(&r, 401, "unauthorized", NULL);
+	cr_assert(strstr(r.body, "a valid bearer token is required"), "%s", r.body);
+	cr_assert(!strstr(r.body, "revoked") && !strstr(r.body, "expired"), "%s", r.body);
+	reply_done(&r);
+	/* a read token may HEAD wherever it may GET; a POST stays refused */
+	r = http("HEAD", "/v1/ready", reader_head);
+	cr_assert_eq(r.status, 200, "%s", r.headers);
+	reply_done(&r);
+	r = http("POST", "/v1/workspaces/w1-a/restart", reader);
+	assert_error(&r, 403, "forbidden", NULL);
 	reply_done(&r);
 	/* positive control: the admin token passes the scope check (the fake manager's 404) */
 	r = http("DELETE", "/v1/workspaces/w1-a", admin);
@@ -448,7 +471,7 @@ Test(http, not_found_and_method_not_allowed)
 	reply_done(&r);
 	r = http("DELETE", "/v1/workspaces", NULL);
 	assert_error(&r, 405, "method_not_allowed", NULL);
-	cr_assert(strstr(r.headers, "Allow: GET, POST"), "%s", r.headers);
+	cr_assert(strstr(r.headers, "Allow: GET, HEAD, POST"), "%s", r.headers);
 	reply_done(&r);
 	r = http("PUT", "/v1/workspaces/w1-test/commands/r-1/cancel", NULL);
 	assert_error(&r, 405, "method_not_allowed", NULL);
@@ -672,7 +695,7 @@ Test(http, workspace_network)
 	reply_done(&r);
 	r = http("POST", "/v1/workspaces/w1-test/network", NULL);
 	cr_assert_eq(r.status, 405, "%s", r.body);
-	cr_assert(strcasestr(r.headers, "Allow: GET, PUT"), "%s", r.headers);
+	cr_assert(strcasestr(r.headers, "Allow: GET, HEAD, PUT"), "%s", r.headers);
 	reply_done(&r);
 	stop_server();
 }
@@ -941,6 +964,63 @@ Test(http, long_poll_times_out_and_is_capped)
 	snprintf(path, sizeof path, "/v1/workspaces/w1-test/commands/r-99?waitMs=100");
 	r = http("GET", path, NULL);
 	assert_error(&r, 404, "not_found", NULL);
+	reply_done(&r);
+	stop_server();
+}
+
+static const char *header_line(const char *headers, const char *name, char *ret, size_t size)
+{
+	const char *p = strcasestr(headers, name);
+
+	if (!p)
+		return NULL;
+	snprintf(ret, size, "%.*s", (int)strcspn(p, "\r\n"), p);
+	return ret;
+}
+
+/* A HEAD is GET's status and headers at once: a long-poll does not wait, an event stream is
+ * not followed, a WebSocket-only endpoint is 426 as for a GET without the upgrade. */
+Test(http, head_answers_at_once)
+{
+	const char *head[] = { "--head", NULL };
+	char path[128], want[128], got[128];
+	struct http_config cfg = { .max_wait_ms = 30000 };
+	const char *id;
+	struct reply get, r;
+
+	start_server(&cfg);
+	id = start_run("hang");
+	snprintf(path, sizeof path, "/v1/workspaces/w1-test/commands/%s", id);
+	get = http("GET", path, NULL);
+	cr_assert_eq(get.status, 200);
+	snprintf(path, sizeof path, "/v1/workspaces/w1-test/commands/%s?waitMs=30000", id);
+	r = http("HEAD", path, head);
+	cr_assert_eq(r.status, 200, "%s", r.headers);
+	cr_assert_lt(r.elapsed_ms, 15000, "HEAD waited %lu ms", r.elapsed_ms);
+	cr_assert_not_null(header_line(get.headers, "Content-Length:", want, sizeof want));
+	cr_assert_not_null(header_line(r.headers, "Content-Length:", got, sizeof got), "%s",
+			   r.headers);
+	cr_assert_str_eq(got, want);
+	cr_assert(strcasestr(r.headers, "Content-Type: application/json"), "%s", r.headers);
+	cr_assert_eq(fake_manager_waiters(), 0);
+	reply_done(&r);
+	reply_done(&get);
+
+	snprintf(path, sizeof path, "/v1/workspaces/w1-test/commands/%s/output", id);
+	r = http("HEAD", path, head);
+	cr_assert_eq(r.status, 200, "%s", r.headers);
+	cr_assert(strcasestr(r.headers, "Content-Type: text/event-stream"), "%s", r.headers);
+	cr_assert(!strcasestr(r.headers, "Transfer-Encoding"), "%s", r.headers);
+	reply_done(&r);
+	pump_for(50);
+	cr_assert_eq(fake_manager_watches(), 0);
+
+	r = http("HEAD", "/v1/workspaces/w1-test/terminals/t-1/attach", head);
+	cr_assert_eq(r.status, 426, "%s", r.headers);
+	reply_done(&r);
+	r = http("HEAD", "/v1/workspaces/w1-test/restart", head);
+	cr_assert_eq(r.status, 405, "%s", r.headers);
+	cr_assert(strstr(r.headers, "Allow: POST"), "%s", r.headers);
 	reply_done(&r);
 	stop_server();
 }
@@ -1243,7 +1323,7 @@ Test(http, secrets_routes)
 	reply_done(&r);
 	r = http("POST", "/v1/workspaces/w1-test/secrets/gh", NULL);
 	assert_error(&r, 405, "method_not_allowed", NULL);
-	cr_assert(strstr(r.headers, "Allow: GET, PUT, DELETE"), "%s", r.headers);
+	cr_assert(strstr(r.headers, "Allow: GET, HEAD, PUT, DELETE"), "%s", r.headers);
 	reply_done(&r);
 	r = http("DELETE", "/v1/workspaces/w1-test/secrets", NULL);
 	assert_error(&r, 405, "method_not_allowed", NULL);

@@ -1020,7 +1020,7 @@ Test(router, every_endpoint)
 	route_ok("PUT", p, EP_WORKSPACE_NETWORK_SET, ws, "");
 	snprintf(p, sizeof p, "/v1/workspaces/%s/usage", ws);
 	route_ok("GET", p, EP_WORKSPACE_USAGE, ws, "");
-	route_405("POST", p, "GET");
+	route_405("POST", p, "GET, HEAD");
 	snprintf(p, sizeof p, "/v1/workspaces/%s/commands", ws);
 	route_ok("GET", p, EP_COMMAND_LIST, ws, "");
 	route_ok("POST", p, EP_COMMAND_START, ws, "");
@@ -1045,8 +1045,8 @@ Test(router, image_segments)
 	cr_assert_str_eq(m.image, DIGEST);
 	cr_assert_eq(router_match("GET", "/v1/workspaces/w1-x", &m, &allow), 1);
 	cr_assert_str_eq(m.image, "");
-	route_405("PUT", "/v1/images/" DIGEST, "GET, DELETE");
-	route_405("DELETE", "/v1/images", "GET, POST");
+	route_405("PUT", "/v1/images/" DIGEST, "GET, HEAD, DELETE");
+	route_405("DELETE", "/v1/images", "GET, HEAD, POST");
 	route_404("/v1/images/");
 	route_404("/v1/images/busybox");
 	route_404("/v1/images/busybox@" DIGEST);
@@ -1063,17 +1063,74 @@ Test(router, image_segments)
 
 Test(router, wrong_method)
 {
-	route_405("POST", "/v1/ready", "GET");
-	route_405("HEAD", "/v1/worker", "GET");
-	route_405("DELETE", "/v1/workspaces", "GET, POST");
-	route_405("POST", "/v1/workspaces/w1-x", "GET, DELETE");
+	route_405("POST", "/v1/ready", "GET, HEAD");
+	route_405("PUT", "/v1/worker", "GET, HEAD");
+	route_405("DELETE", "/v1/workspaces", "GET, HEAD, POST");
+	route_405("POST", "/v1/workspaces/w1-x", "GET, HEAD, DELETE");
 	route_405("GET", "/v1/workspaces/w1-x/restart", "POST");
-	route_405("POST", "/v1/workspaces/w1-x/network", "GET, PUT");
-	route_405("PUT", "/v1/workspaces/w1-x/commands", "GET, POST");
-	route_405("DELETE", "/v1/workspaces/w1-x/commands/r-y", "GET");
+	route_405("POST", "/v1/workspaces/w1-x/network", "GET, HEAD, PUT");
+	route_405("PUT", "/v1/workspaces/w1-x/commands", "GET, HEAD, POST");
+	route_405("DELETE", "/v1/workspaces/w1-x/commands/r-y", "GET, HEAD");
 	route_405("GET", "/v1/workspaces/w1-x/commands/r-y/cancel", "POST");
-	route_405("POST", "/v1/workspaces/w1-x/commands/r-y/output", "GET");
-	route_405("get", "/v1/ready", "GET"); /* methods are case-sensitive */
+	route_405("POST", "/v1/workspaces/w1-x/commands/r-y/output", "GET, HEAD");
+	route_405("get", "/v1/ready", "GET, HEAD"); /* methods are case-sensitive */
+	route_405("head", "/v1/ready", "GET, HEAD");
+	route_405("HEAD", "/v1/workspaces/w1-x/restart", "POST"); /* HEAD only where GET is */
+}
+
+/* A path the pattern matches: '*' an id, '@' a digest, '+' a rest of the path. */
+static void sample_path(const char *pattern, char *ret, size_t size)
+{
+	size_t n = 0;
+
+	for (const char *p = pattern; *p && n + 80 < size; p++) {
+		const char *part = *p == '*' ? "x1-a" :
+				   *p == '@' ? DIGEST :
+				   *p == '+' ? "rest" :
+					       NULL;
+
+		if (part) {
+			memcpy(ret + n, part, strlen(part));
+			n += strlen(part);
+		} else {
+			ret[n++] = *p;
+		}
+	}
+	ret[n] = '\0';
+}
+
+struct head_walk {
+	unsigned gets;
+};
+
+/* HEAD is served wherever GET is, by GET's endpoint, and every Allow that names GET names HEAD
+ * right after it. */
+static void check_head(const char *pattern, const char *method, enum endpoint ep, void *userdata)
+{
+	struct head_walk *w = userdata;
+	struct route_match m;
+	const char *allow = NULL;
+	char path[512];
+
+	sample_path(pattern, path, sizeof path);
+	cr_assert_eq(router_match("PATCH", path, &m, &allow), 0, "%s", path);
+	cr_assert_eq(strstr(allow, "GET") != NULL, strstr(allow, "GET, HEAD") != NULL,
+		     "%s: Allow \"%s\"", pattern, allow);
+	cr_assert(strstr(allow, method), "%s: Allow \"%s\" lacks %s", pattern, allow, method);
+	if (strcmp(method, "GET") != 0)
+		return;
+	w->gets++;
+	cr_assert_eq(router_match("HEAD", path, &m, &allow), 1, "HEAD %s", path);
+	cr_assert_eq(m.endpoint, ep, "HEAD %s: %s, not %s", path, endpoint_to_string(m.endpoint),
+		     endpoint_to_string(ep));
+}
+
+Test(router, head_wherever_get)
+{
+	struct head_walk w = {};
+
+	router_foreach(check_head, &w);
+	cr_assert_geq(w.gets, 30, "only %u GET routes walked", w.gets);
 }
 
 Test(router, unknown_paths)
