@@ -135,7 +135,8 @@ static void usage(FILE *f)
 		"--tenant-images (REF: NAME@sha256:… or REPO@* for any digest of REPO; default: the\n"
 		"default image), --tenant-seccomp-profiles (default: default) and --tenant-networks\n"
 		"(default: none) are what a tenant's token may create with.\n"
-		"The unix socket <root>/station.sock (mode 0600) is always served. TCP listeners\n"
+		"The unix socket <root>/station.sock (mode 0600) is always served (a --listen\n"
+		"unix: naming a socket already served adds nothing). TCP listeners\n"
 		"need a bearer token: the admin token is written to <root>/admin.token on first\n"
 		"start, or read from --admin-token-file (a root-owned file, not group- or\n"
 		"world-writable, one line of 32 to 4096 characters), which many workers can share.\n"
@@ -1211,6 +1212,8 @@ struct daemon {
 	struct manager *manager;
 	struct http_server *servers[MAX_LISTENERS + 1];
 	size_t n_servers;
+	struct stat unix_sockets[MAX_LISTENERS + 1]; /* the socket files bound, by st_dev/st_ino */
+	size_t n_unix_sockets;
 	struct http_connections conns; /* all listeners together */
 	struct fleet fleet;	       /* --workers */
 	bool has_fleet;
@@ -1241,14 +1244,44 @@ static void on_token_revoked(void *userdata, const char *token_id)
 		http_server_revoke(d->servers[i], token_id);
 }
 
+/* path is a socket file this controller bound already (<root>/station.sock, or an earlier
+ * --listen), however it is spelled: binding it again would unlink the one served and leave
+ * its listener running unreachable. */
+static bool unix_socket_served(const struct daemon *d, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
+		return false;
+	for (size_t i = 0; i < d->n_unix_sockets; i++)
+		if (d->unix_sockets[i].st_dev == st.st_dev &&
+		    d->unix_sockets[i].st_ino == st.st_ino)
+			return true;
+	return false;
+}
+
+/* A unix listener: its socket file is remembered (unix_socket_served()). */
+static int add_unix_listener(struct daemon *d, const char *path)
+{
+	int fd = listen_unix(path);
+
+	if (fd >= 0 && stat(path, &d->unix_sockets[d->n_unix_sockets]) == 0)
+		d->n_unix_sockets++;
+	return fd;
+}
+
 static int add_listener(struct daemon *d, const struct options *o, const char *spec)
 {
 	bool tcp = strncmp(spec, "tcp:", 4) == 0;
 	int fd;
+	if (!tcp && strncmp(spec, "unix:", 5) == 0 && unix_socket_served(d, spec + 5)) {
+		log_info("already listening there", "address", spec, NULL);
+		return 0;
+	}
 	if (tcp)
 		fd = listen_tcp(spec + 4);
 	else if (strncmp(spec, "unix:", 5) == 0)
-		fd = listen_unix(spec + 5);
+		fd = add_unix_listener(d, spec + 5);
 	else
 		fd = -EINVAL;
 	if (fd < 0) {
