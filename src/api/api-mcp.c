@@ -14,7 +14,15 @@
  * response: JSON, or for a tools/call whose client accepts text/event-stream, an event stream
  * carrying its progress notifications before the result. A client that goes away before the
  * end stops the child (SIGTERM), which cancels the run its exec started. Notifications and
- * responses are answered 202 without a child. */
+ * responses are answered 202 without a child.
+ *
+ * notifications/cancelled comes in a POST of its own, beside the open response of the request
+ * it names: it stops that request's child the same way. JSON-RPC ids are the client's, so two
+ * clients may both have a request 1 in flight: the answer to initialize carries an
+ * Mcp-Session-Id (random, and nothing is kept about it: it only tells clients apart), which
+ * clients send on every later request, and a cancel names the request of the same token, the
+ * same Mcp-Session-Id and the same id. Without an Mcp-Session-Id, the one such request of the
+ * token; when there are several, none. */
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -47,6 +55,7 @@
 static unsigned n_children; /* the loop's thread only */
 
 struct mcp_child {
+	struct mcp_child *next;	  /* in children: the requests a cancel may name */
 	struct http_request *req; /* NULL once the request is gone */
 	struct event_loop *loop;
 	pid_t pid;
@@ -63,10 +72,27 @@ struct mcp_child {
 	bool exited;
 	bool failed; /* too much output, or out of memory */
 	bool ended;  /* everything for the client is in buf */
+	/* What a notifications/cancelled must name to stop this request. */
+	char token_id[AUTH_TOKEN_ID_MAX + 1];
+	char *session; /* its Mcp-Session-Id; NULL: none */
+	json_t *id;
+	bool cancelled;
 };
+
+static struct mcp_child *children; /* the loop's thread only */
+
+static void child_unlink(struct mcp_child *c)
+{
+	for (struct mcp_child **p = &children; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			return;
+		}
+}
 
 static void child_free(struct mcp_child *c)
 {
+	child_unlink(c);
 	if (c->pid > 0)
 		n_children--;
 	event_source_free(c->out_watch);
@@ -77,6 +103,8 @@ static void child_free(struct mcp_child *c)
 		close(c->pidfd);
 	free(c->line);
 	free(c->buf);
+	free(c->session);
+	json_decref(c->id);
 	free(c);
 }
 
@@ -172,8 +200,15 @@ static int on_child_output(struct event_source *src, int fd, uint32_t revents, v
 		if (n <= 0) {
 			c->out_eof = true;
 			event_source_free(TAKE_PTR(c->out_watch));
-			if (!c->answered)
-				child_fail(c, "the MCP server ended without an answer");
+			if (c->answered)
+				break;
+			/* A cancelled request is not answered: its event stream just ends. */
+			if (c->cancelled && c->sse)
+				c->ended = true;
+			else
+				child_fail(c, c->cancelled ?
+						      "the request was cancelled" :
+						      "the MCP server ended without an answer");
 			break;
 		}
 		for (ssize_t i = 0; i < n; i++) {
@@ -313,6 +348,57 @@ static bool accepts_event_stream(struct http_request *req)
 	return accept && strcasestr(accept, "text/event-stream");
 }
 
+static bool same_session(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static bool child_named(const struct mcp_child *c, const struct auth_principal *who,
+			const char *session, const json_t *id)
+{
+	return c->req && !c->answered && !c->cancelled && c->pidfd >= 0 &&
+	       strcmp(c->token_id, who->token_id) == 0 && same_session(c->session, session) &&
+	       json_equal(c->id, (json_t *)id);
+}
+
+/* notifications/cancelled: SIGTERM to the child serving the request it names, which cancels
+ * the run an exec started and ends without an answer. */
+static void cancel_request(struct http_request *req, const json_t *msg)
+{
+	const json_t *id = json_object_get(json_object_get(msg, "params"), "requestId");
+	const char *session = http_request_header(req, "Mcp-Session-Id");
+	const struct auth_principal *who = http_request_principal(req);
+	unsigned n = 0;
+
+	if (!json_is_string(id) && !json_is_integer(id))
+		return;
+	for (struct mcp_child *c = children; c; c = c->next)
+		n += child_named(c, who, session, id);
+	if (n == 0 || (n > 1 && !session)) {
+		log_debug("mcp cancel names no request in flight", "matches",
+			  n > 1 ? "many" : "none", NULL);
+		return;
+	}
+	for (struct mcp_child *c = children; c; c = c->next)
+		if (child_named(c, who, session, id)) {
+			c->cancelled = true;
+			(void)syscall(SYS_pidfd_send_signal, c->pidfd, SIGTERM, NULL, 0);
+		}
+}
+
+/* A new Mcp-Session-Id: 128 random bits in hex. */
+static int session_new(char ret[33])
+{
+	uint8_t b[16];
+	int r = random_bytes(b, sizeof b);
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < sizeof b; i++)
+		snprintf(ret + 2 * i, 3, "%02x", b[i]);
+	return 0;
+}
+
 static int reply_accepted(struct http_request *req)
 {
 	struct MHD_Response *resp =
@@ -385,6 +471,7 @@ int api_mcp(struct http_request *req, const char *const *argv, const char *liste
 	struct MHD_Response *resp;
 	struct mcp_child *c;
 	const char *method;
+	char session[33];
 	size_t len = 0;
 	const void *body = http_request_body(req, &len);
 	json_error_t e;
@@ -397,8 +484,11 @@ int api_mcp(struct http_request *req, const char *const *argv, const char *liste
 						 "error", "code", -32700, "message",
 						 body ? e.text : "an empty body is not JSON-RPC"));
 	method = json_string_value(json_object_get(msg, "method"));
-	if (json_is_object(msg) && (!json_object_get(msg, "id") || !method))
+	if (json_is_object(msg) && (!json_object_get(msg, "id") || !method)) {
+		if (method && strcmp(method, "notifications/cancelled") == 0)
+			cancel_request(req, msg);
 		return reply_accepted(req); /* a notification or a response */
+	}
 	if (n_children >= MCP_CHILDREN_MAX)
 		return http_reply_status(req, 429, NULL,
 					 "%u MCP requests are being served; try again later",
@@ -417,6 +507,15 @@ int api_mcp(struct http_request *req, const char *const *argv, const char *liste
 	c->req = req;
 	c->loop = http_request_loop(req);
 	c->pidfd = c->out_fd = -1;
+	c->id = json_incref(json_object_get(msg, "id"));
+	snprintf(c->token_id, sizeof c->token_id, "%s", http_request_principal(req)->token_id);
+	if (http_request_header(req, "Mcp-Session-Id")) {
+		c->session = strdup(http_request_header(req, "Mcp-Session-Id"));
+		if (!c->session) {
+			child_free(c);
+			return http_reply_status(req, 500, NULL, "out of memory");
+		}
+	}
 	c->sse = method && strcmp(method, "tools/call") == 0 && accepts_event_stream(req);
 	if (http_request_principal(req)->scope != AUTH_SCOPE_ADMIN) {
 		r = scoped_argv(req, argv, listen_host, scoped, &url, &token_env);
@@ -443,6 +542,8 @@ int api_mcp(struct http_request *req, const char *const *argv, const char *liste
 		return http_reply_status(req, 500, NULL, "cannot start the MCP server: %s",
 					 strerror(-r));
 	}
+	c->next = children;
+	children = c;
 	http_request_set_state(req, c, state_free);
 	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, mcp_read, req, NULL);
 	if (!resp)
@@ -450,6 +551,8 @@ int api_mcp(struct http_request *req, const char *const *argv, const char *liste
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 				c->sse ? "text/event-stream" : "application/json");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (method && strcmp(method, "initialize") == 0 && session_new(session) >= 0)
+		MHD_add_response_header(resp, "Mcp-Session-Id", session);
 	r = http_reply_response(req, 200, resp);
 	MHD_destroy_response(resp);
 	return r;

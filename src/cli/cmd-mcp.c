@@ -28,6 +28,8 @@
 	"  --result-bytes N         output shown per stream in a result (default 16384)\n"          \
 	"  --wait-ms N              how long exec waits before returning a runId (default 25000)\n" \
 	"  --max-wait-ms N          the longest waitMs a client may ask for (default 300000)\n"     \
+	"  --exec-idle-timeout-ms N the idle timeout of a workspace exec makes when given no\n"     \
+	"                           workspaceId (default 1800000, 30 min; 0: never)\n"              \
 	"  --no-delete              do not offer workspace_delete\n"
 
 volatile sig_atomic_t mcp_terminated;
@@ -122,6 +124,9 @@ static int mcp_option(struct cli *cli, int opt, struct mcp_limits *l)
 		return cli_parse_u64(cli, "--wait-ms", optarg, &l->default_wait_ms);
 	case 'W':
 		return cli_parse_u64(cli, "--max-wait-ms", optarg, &l->max_wait_ms);
+	case 'I':
+		return cli_parse_u64(cli, "--exec-idle-timeout-ms", optarg,
+				     &l->exec_idle_timeout_ms);
 	case 'D':
 		l->allow_delete = false;
 		return 0;
@@ -147,6 +152,7 @@ static int mcp_parse(struct cli *cli, int argc, char **argv, struct mcp_limits *
 		{ "result-bytes", required_argument, NULL, 'r' },
 		{ "wait-ms", required_argument, NULL, 'w' },
 		{ "max-wait-ms", required_argument, NULL, 'W' },
+		{ "exec-idle-timeout-ms", required_argument, NULL, 'I' },
 		{ "no-delete", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -169,6 +175,9 @@ static int mcp_parse(struct cli *cli, int argc, char **argv, struct mcp_limits *
 		return cli_usage(cli, "--result-bytes wants 64 to 1048576");
 	if (l->max_output_bytes < 2 || l->max_output_bytes > 8388608)
 		return cli_usage(cli, "--max-output-bytes wants 2 to 8388608");
+	if (l->exec_idle_timeout_ms &&
+	    (l->exec_idle_timeout_ms < 1000 || l->exec_idle_timeout_ms > 2592000000ull))
+		return cli_usage(cli, "--exec-idle-timeout-ms wants 0 or 1000 to 2592000000");
 	if (l->default_wait_ms > l->max_wait_ms)
 		return cli_usage(cli, "--wait-ms is beyond --max-wait-ms");
 	if ((l->max_cpus && l->cpus > l->max_cpus) ||
@@ -192,6 +201,7 @@ static int mcp_run(struct cli *cli, int argc, char **argv)
 			.result_bytes = 16384,
 			.default_wait_ms = 25000,
 			.max_wait_ms = 300000,
+			.exec_idle_timeout_ms = MCP_EXEC_IDLE_TIMEOUT_MS,
 		},
 	};
 	int r;

@@ -115,6 +115,19 @@ static void run_kill(struct mcp_server *s, const char *ws, const char *run)
 			station_client_last_error(s->client));
 }
 
+/* A follow of run id that failed (the controller went away, most often): the run goes on in
+ * the workspace, so the error names it and how to find it. Returns -1. */
+static int run_lost(struct mcp_call *call, const char *ws, const char *id, const char *what)
+{
+	const char *m = station_client_last_error(call->s->client);
+
+	return mcp_fail(call,
+			"%s of run '%s' failed: %s. The run was started and goes on without this "
+			"call: call run_wait {\"workspaceId\":\"%s\",\"runId\":\"%s\"} (once the "
+			"controller answers again) for its outcome, or run_cancel to stop it",
+			what, id, m && *m ? m : "no answer from the controller", ws, id);
+}
+
 /* Follows run until it ends or wait_ms passes; owned: the request started it, so a cancelled
  * request cancels the run. The result is the finished run, or the running one with its output
  * so far. */
@@ -150,9 +163,9 @@ static int run_follow(struct mcp_call *call, const char *ws, const json_t *run, 
 		return running_result(call, &col, run, ws, mcp_now_ms() - start);
 	}
 	if (r < 0)
-		return mcp_fail_client(call, "following the run's output");
+		return run_lost(call, ws, id, "following the output");
 	if (station_run_get(s->client, ws, id, 0, &full) < 0)
-		return mcp_fail_client(call, "reading the finished run");
+		return run_lost(call, ws, id, "reading the outcome");
 	return finished_result(call, full, ws);
 }
 

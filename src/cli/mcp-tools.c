@@ -282,6 +282,7 @@ int mcp_workspace_new(struct mcp_call *call, json_t **ret)
 		.cpus = l->cpus,
 		.memory_mb = l->memory_mb,
 		.pids_limit = l->pids_limit,
+		.idle_timeout_ms = l->exec_idle_timeout_ms,
 	};
 
 	if (station_workspace_create(call->s->client, &o, ret) < 0)
@@ -700,9 +701,11 @@ static const struct tool tools[] = {
 	  "Runs a command with /bin/sh -c in a workspace and returns its status, exit code and "
 	  "output (head and tail when long). A non-zero exit code is a normal result. When the "
 	  "command is still running after waitMs, the result has status running and a runId: "
-	  "call run_wait to wait for it, run_cancel to stop it. Without workspaceId a new workspace "
-	  "is created for it: pass the workspaceId of the result to later calls, and delete it when "
-	  "done.",
+	  "call run_wait to wait for it, run_cancel to stop it. Without workspaceId every call "
+	  "creates a new workspace (stopped once idle for 30 minutes, unless the operator chose "
+	  "otherwise): to keep working in "
+	  "the same one (its files, installed tools, services), pass the workspaceId of the result "
+	  "to later calls, and delete it when done.",
 	  "{'type':'object','properties':{" WS_ARG ",'command':{'type':'string'},'cwd':{'type':"
 	  "'string'}," ENV_ARG ",'stdin':{'type':'string'},'timeoutMs':{'type':'integer',"
 	  "'minimum':1,'description':'the command is killed after this'},'maxOutputBytes':{'type':"
@@ -795,6 +798,8 @@ static json_t *tool_json(const struct mcp_server *s, const struct tool *t)
 	/* worker is a choice only over several workers. */
 	if (station_client_n_workers(s->client) == 0 && strcmp(t->name, "workspace_create") == 0)
 		json_object_del(json_object_get(input, "properties"), "worker");
+	/* Every tool refuses an argument it does not know (mcp_args_check): say so. */
+	json_object_set_new(input, "additionalProperties", json_false());
 	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:{s:s,s:b,s:b,s:b,s:b}}", "name", t->name, "title",
 			 t->title, "description", t->description, "inputSchema", input,
 			 "outputSchema", mcp_json_q(t->output), "annotations", "title", t->title,

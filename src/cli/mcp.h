@@ -33,6 +33,10 @@
 /* The longest input line (one JSON-RPC message): a file_write of 2 MiB in base64 fits. */
 #define MCP_LINE_MAX (8u * 1024 * 1024)
 
+/* The idle timeout of a workspace that exec makes (no workspaceId given): an agent that calls
+ * exec that way on every turn leaves a workspace per call, and none should stay forever. */
+#define MCP_EXEC_IDLE_TIMEOUT_MS (30u * 60 * 1000)
+
 /* What the operator lets MCP clients do (cmd-mcp.c's flags). */
 struct mcp_limits {
 	bool allow_host;      /* the host adapter may be used (never by default) */
@@ -48,6 +52,8 @@ struct mcp_limits {
 	uint64_t result_bytes;	   /* the most output shown per stream in one result */
 	uint64_t max_wait_ms;	   /* the longest waitMs of exec and run_wait */
 	uint64_t default_wait_ms;  /* waitMs when not given */
+	/* The idle timeout of a workspace exec makes when given no workspaceId; 0: never. */
+	uint64_t exec_idle_timeout_ms;
 };
 
 struct mcp_server {
