@@ -46,6 +46,7 @@ CONTROLLER_ARGS=(--listen "tcp:127.0.0.1:$PORT")
 # The container tests: the busybox image layout (imported by the tests through the SDK), when
 # this machine can run containers; else the reason goes to the tests, which skip with it.
 IMAGE_LAYOUT=
+DEFAULT_IMAGE=
 CONTAINER_SKIP=
 if ! command -v "$RUNTIME" >/dev/null; then
 	CONTAINER_SKIP="OCI runtime '$RUNTIME' not installed"
@@ -58,7 +59,10 @@ else
 	chmod 0755 "$TMP"
 	if python3 "$SRC/test/helpers/make-busybox-image" "$TMP/image" >"$TMP/image.log" 2>&1; then
 		IMAGE_LAYOUT=$TMP/image
-		CONTROLLER_ARGS+=(--runtime "$RUNTIME" --import-dir "$TMP")
+		# The worker's default image is the test image (imported by the tests): a container
+		# adapter that names no image gets it.
+		DEFAULT_IMAGE=busybox@$(jq -r '.manifests[0].digest' "$IMAGE_LAYOUT/index.json")
+		CONTROLLER_ARGS+=(--runtime "$RUNTIME" --import-dir "$TMP" --default-image "$DEFAULT_IMAGE")
 	else
 		not_ok "busybox test image builds" "$(tail -n 1 "$TMP/image.log")"
 		exit 1
@@ -123,6 +127,7 @@ run_node_tests() {
 			STATION_URL=http://127.0.0.1:$PORT \
 			STATION_TOKEN=$(tr -d '\n' <"$ROOT/admin.token") \
 			STATION_TEST_IMAGE_LAYOUT=$IMAGE_LAYOUT \
+			STATION_TEST_DEFAULT_IMAGE=$DEFAULT_IMAGE \
 			STATION_TEST_CONTAINER_SKIP=$CONTAINER_SKIP \
 			STATION_TEST_SECCOMP=$SRC/profiles/default.json \
 			timeout -k 10 300 node --test --test-reporter=tap test/*.test.mjs 2>&1

@@ -1,14 +1,16 @@
 // `import { ContainerSandboxAdapter } from "station-sandbox/container"`: workspaces in an OCI
-// container on an image pinned by digest, under a seccomp profile. Creation fails (it never
-// falls back to the host) when the runtime, the image or the profile is unavailable.
+// container on an image pinned by digest (the worker's default image when none is named), under
+// a seccomp profile. Creation fails (it never falls back to the host) when the runtime, the
+// image or the profile is unavailable.
 
 import { SandboxAdapter, NETWORK_CHECKS, type AdapterOptions, type WorkspaceOptions } from "./adapter.js";
 import { StationError } from "./errors.js";
 import type { CreateWorkspaceRequest, EgressPolicy, NetworkMode } from "./types.js";
 
 export interface ContainerSandboxAdapterOptions extends AdapterOptions {
-  /** `name@sha256:<64 hex>` or `sha256:<64 hex>`, already in the worker's image store. */
-  image: string;
+  /** `name@sha256:<64 hex>` or `sha256:<64 hex>`, already in the worker's image store; absent:
+   * the worker's default image (`--default-image`), as the API's create without `image`. */
+  image?: string;
   /** A Docker-format seccomp profile in the worker's profile directories: a name ("default")
    * or an absolute path beneath one of them; default: the worker's. */
   seccompProfile?: string;
@@ -51,15 +53,16 @@ const DIGEST = /(?:^|@)(sha256:[0-9a-f]{64})$/;
 
 export class ContainerSandboxAdapter extends SandboxAdapter {
   readonly adapter = "container" as const;
-  readonly image: string;
+  /** The image this adapter names; undefined: the worker's default. */
+  readonly image: string | undefined;
   readonly seccompProfile: string | undefined;
   readonly network: NetworkMode | undefined;
   readonly egress: EgressPolicy | undefined;
 
   constructor(options: ContainerSandboxAdapterOptions) {
     super(options);
-    if (!options || typeof options.image !== "string" || options.image === "")
-      throw new TypeError("ContainerSandboxAdapter needs an image pinned by digest (name@sha256:…)");
+    if (!options || (options.image !== undefined && (typeof options.image !== "string" || options.image === "")))
+      throw new TypeError("ContainerSandboxAdapter's image is a reference pinned by digest (name@sha256:…), or absent for the worker's default");
     this.image = options.image;
     this.seccompProfile = options.seccompProfile;
     this.network = networkOf(options);
@@ -67,7 +70,8 @@ export class ContainerSandboxAdapter extends SandboxAdapter {
   }
 
   protected createRequest(overrides: WorkspaceOptions): CreateWorkspaceRequest {
-    const req: CreateWorkspaceRequest = { adapter: "container", image: this.image, ...this.workspaceOptions, ...overrides };
+    const req: CreateWorkspaceRequest = { adapter: "container", ...this.workspaceOptions, ...overrides };
+    if (this.image !== undefined) req.image = this.image;
     if (this.seccompProfile !== undefined) req.seccompProfile = this.seccompProfile;
     if (this.network !== undefined) req.network = this.network;
     if (this.egress !== undefined) req.egress = this.egress;
@@ -75,12 +79,14 @@ export class ContainerSandboxAdapter extends SandboxAdapter {
   }
 
   protected checkMatters(name: string): boolean {
-    // `image` is about the worker's default image; this adapter names its own (checked below).
-    if (name === "image") return false;
+    // `image` is about the worker's default image: it matters when this adapter names none (one
+    // it names is checked below).
+    if (name === "image") return this.image === undefined;
     return !NETWORK_CHECKS.has(name) || (this.network !== undefined && this.network !== "none");
   }
 
   protected override async extraChecks(): Promise<string[]> {
+    if (this.image === undefined) return [];
     const m = DIGEST.exec(this.image);
     if (!m) return [`image: "${this.image}" is not pinned by digest (name@sha256:<64 hex>)`];
     try {

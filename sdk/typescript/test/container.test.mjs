@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
 import { ContainerSandboxAdapter, StationClient } from "station-sandbox/container";
-import { IMAGE_LAYOUT, ROOT, SECCOMP, SOCKET, until } from "./env.mjs";
+import { DEFAULT_IMAGE, IMAGE_LAYOUT, ROOT, SECCOMP, SOCKET, until } from "./env.mjs";
 
 const skip = IMAGE_LAYOUT
   ? false
@@ -82,6 +82,29 @@ test("container: the seed's flow (image by digest, seccomp profile, network none
   assert.equal(s.attempts[0].stdout, "up\n");
 
   assert.deepEqual(await sandboxes.delete(workspace.id), { id: workspace.id, state: "deleted" });
+});
+
+test("container: no image given: the worker's default image (--default-image)", { skip }, async () => {
+  assert.equal(image, DEFAULT_IMAGE, "the worker's default is the imported test image");
+  const sandboxes = new ContainerSandboxAdapter({ rootDir: ROOT, seccompProfile: SECCOMP });
+  assert.equal(sandboxes.image, undefined);
+  // The worker's image check matters to an adapter that takes the worker's image.
+  const report = await sandboxes.ready();
+  assert.deepEqual(
+    report.checks.find((c) => c.name === "image"),
+    { name: "image", ok: true, message: DEFAULT_IMAGE },
+  );
+  const workspace = await sandboxes.create();
+  made.push(workspace.id);
+  assert.equal(workspace.adapter, "container");
+  assert.equal(workspace.image, DEFAULT_IMAGE);
+  let run = await sandboxes.exec(workspace.id, { command: "busybox | head -n 1 | cut -c 1-7", timeoutMs: 10_000 });
+  while (run.status === "running") run = await sandboxes.command(workspace.id, run.id, { waitMs: 1000 });
+  assert.equal(run.exitCode, 0, JSON.stringify(run));
+  assert.equal(run.stdout, "BusyBox\n");
+  assert.deepEqual(await sandboxes.delete(workspace.id), { id: workspace.id, state: "deleted" });
+  // An empty name is a mistake, not "the default".
+  assert.throws(() => new ContainerSandboxAdapter({ rootDir: ROOT, image: "" }), TypeError);
 });
 
 test("container: an image not in the store fails create with 400 naming image", { skip }, async () => {

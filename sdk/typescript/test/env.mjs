@@ -3,6 +3,7 @@
 //   STATION_URL         a TCP listener (tests over TCP skip without it)
 //   STATION_TOKEN       the admin token of that listener
 //   STATION_TEST_IMAGE_LAYOUT  an OCI layout of the busybox test image (container tests skip without it)
+//   STATION_TEST_DEFAULT_IMAGE the worker's --default-image: that image, as name@sha256:…
 //   STATION_TEST_SECCOMP       the seccomp profile for container workspaces
 import { dirname } from "node:path";
 
@@ -10,6 +11,7 @@ export const SOCKET = process.env.STATION_SOCKET ?? "";
 export const URL = process.env.STATION_URL ?? "";
 export const TOKEN = process.env.STATION_TOKEN ?? "";
 export const IMAGE_LAYOUT = process.env.STATION_TEST_IMAGE_LAYOUT ?? "";
+export const DEFAULT_IMAGE = process.env.STATION_TEST_DEFAULT_IMAGE ?? "";
 export const SECCOMP = process.env.STATION_TEST_SECCOMP ?? "";
 export const ROOT = SOCKET ? dirname(SOCKET) : "";
 

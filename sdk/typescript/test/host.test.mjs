@@ -171,7 +171,7 @@ test("host: ready() of a container adapter names what is missing", async () => {
   });
   const tag = new ContainerSandboxAdapter({ socketPath: SOCKET, image: "busybox:latest" });
   await assert.rejects(tag.ready(), /not pinned by digest/);
-  assert.throws(() => new ContainerSandboxAdapter({ socketPath: SOCKET }), TypeError);
+  assert.throws(() => new ContainerSandboxAdapter({ socketPath: SOCKET, image: "" }), TypeError);
 });
 
 test("host: followOutput delivers output while the run is still running", async () => {

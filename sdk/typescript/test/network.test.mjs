@@ -119,3 +119,16 @@ test("network: the worker's network checks matter only to bridge and restricted 
   await assert.rejects(adapter({ networkRestricted: true }).ready(), { status: 503 });
   checks = [];
 });
+
+test("container: without an image the create names none (the worker's default), and its image check matters", async () => {
+  const body = await createBody({ image: undefined });
+  assert.equal(body.adapter, "container");
+  assert.equal("image" in body, false, JSON.stringify(body));
+  assert.equal((await createBody({})).image, IMAGE, "a given image is sent (positive control)");
+  checks = [{ name: "image", ok: false, message: "image busybox@sha256:… not in store" }];
+  await assert.rejects(adapter({ image: undefined }).ready(), { status: 503, message: /image: image busybox@sha256:… not in store/ });
+  requests = [];
+  await adapter({}).ready(); // names its own image: the worker's default does not matter
+  assert.deepEqual(requests.map((r) => r.path), ["/v1/ready", `/v1/images/${IMAGE.slice(8)}`]);
+  checks = [];
+});

@@ -71,8 +71,10 @@ export function errors(e: StationError): [number, string, string | undefined] {
   return [e.status, e.code, e.field];
 }
 
-// @ts-expect-error: the container adapter needs an image
+// Without an image: the worker's default image.
 new ContainerSandboxAdapter({ rootDir: "/x" });
+// @ts-expect-error: an image is a string
+new ContainerSandboxAdapter({ rootDir: "/x", image: 1 });
 // @ts-expect-error: the host adapter has no image
 new HostSandboxAdapter({ image: "busybox@sha256:0" });
 
