@@ -25,17 +25,23 @@ if [[ -z $PY ]]; then
 fi
 
 # ---------------------------------------------------------------------------------------------
-# The wheel, built offline (no build isolation: the backend is Debian's setuptools), installed
-# into a virtual environment that sees Debian's pytest (--system-site-packages) but not the
-# source tree.
+# The wheel, built offline (no build isolation: the backend is Debian's setuptools) from the
+# checkout's sdk/python itself, installed into a virtual environment that sees Debian's pytest
+# (--system-site-packages) but not the source tree.
 
 VENV=$TMP/venv
+# What is in sdk/python that a build could have left: build/, *.egg-info, anything newer than
+# pyproject.toml, and git's word (ignored files included). Taken before any build.
+sdk_leftovers() {
+	find "$SDK" -newer "$SDK/pyproject.toml" -o -name build -o -name '*.egg-info' | sort
+	git -C "$SRC" status --porcelain --ignored -- sdk/python 2>/dev/null
+}
+SDK_BEFORE=$(sdk_leftovers)
+
 t_wheel() {
 	local log=$TMP/wheel.log whl
 	mkdir -p "$TMP/dist"
-	# setuptools builds in the source tree: a copy keeps the checkout clean (and parallel runs apart).
-	cp -a "$SDK" "$TMP/sdk-src" && rm -rf "$TMP/sdk-src/build" "$TMP/sdk-src"/src/*.egg-info
-	if ! "$PY" -m pip wheel --no-deps --no-build-isolation --no-index -w "$TMP/dist" "$TMP/sdk-src" >"$log" 2>&1; then
+	if ! "$PY" -m pip wheel --no-deps --no-build-isolation --no-index -w "$TMP/dist" "$SDK" >"$log" 2>&1; then
 		_fail "pip wheel failed:"
 		tail -n 20 "$log" | sed 's/^/#   /'
 		return 1
@@ -55,18 +61,20 @@ t_wheel() {
 }
 run_test "sdk builds a wheel that installs into a venv (pip wheel --no-build-isolation)" t_wheel
 
-# The README's other way: pip install from the source directory.
+# The README's other way: pip install of the source directory, the checkout's own: it leaves
+# nothing behind there (no build/, no *.egg-info: sdk/python/_build's backend builds on a copy).
 t_install_source() {
 	local log=$TMP/source.log where
-	cp -a "$SDK" "$TMP/sdk-src2" && rm -rf "$TMP/sdk-src2/build" "$TMP/sdk-src2"/src/*.egg-info
 	if ! { "$PY" -m venv --system-site-packages "$TMP/venv2" &&
-		"$TMP/venv2/bin/pip" install --no-index --no-build-isolation "$TMP/sdk-src2"; } >"$log" 2>&1; then
+		"$TMP/venv2/bin/pip" install --no-index --no-build-isolation "$SDK"; } >"$log" 2>&1; then
 		_fail "pip install of the source directory failed:"
 		tail -n 20 "$log" | sed 's/^/#   /'
 		return 1
 	fi
 	where=$(cd "$TMP" && "$TMP/venv2/bin/python" -c 'import station_sandbox as s, os; print(os.path.exists(os.path.join(os.path.dirname(s.__file__), "py.typed")))')
-	assert_eq True "$where" "py.typed installed"
+	assert_eq True "$where" "py.typed installed" || return 1
+	# Neither this install nor the wheel built above left anything in the checkout.
+	assert_eq "$SDK_BEFORE" "$(sdk_leftovers)" "what is new in sdk/python (and git status --ignored) after pip wheel and pip install"
 }
 run_test "pip install of sdk/python into a venv" t_install_source
 ((_n_fail == 0)) || exit 1
