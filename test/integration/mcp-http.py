@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """POST /mcp (Streamable HTTP) of a controller started with --mcp: Origin and Host checks
 (403, with positive controls), the token (401), GET and DELETE 405, JSON and event-stream
-answers, and a closed response stream cancelling the run its exec started. Prints `ok NAME` /
+answers, a closed response stream or a notifications/cancelled cancelling the run its exec
+started, the Mcp-Session-Id of initialize. Prints `ok NAME` /
 `not ok NAME # why` lines.
 
 Usage: mcp-http.py PORT TOKEN SOCKET IMAGE"""
@@ -191,6 +192,53 @@ def closed_stream_cancels_run(_):
     eq(["cancelled"], [run["status"] for run in runs], "the run's status")
     res = rpc("tools/call", {"name": "exec", "arguments": {"workspaceId": ws, "command": "true"}})
     eq("exited", res["result"]["structuredContent"]["status"], "the workspace still serves")
+
+
+@test
+def cancel_notification_cancels_run(_):
+    """notifications/cancelled in a POST of its own, from a client with no Mcp-Session-Id (the
+    one request of this token with that id): the run is cancelled, the stream ends unanswered."""
+    ws = STATE["ws"]
+    mark = "sleep 1000.7%06d" % (os.getpid() % 1000000)
+    rid = "cancel-me-%d" % os.getpid()
+    body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                       "params": {"name": "exec", "arguments": {
+                           "workspaceId": ws, "command": mark + "1", "waitMs": 120000}}})
+    s = socket.create_connection(("127.0.0.1", int(PORT)), timeout=60)
+    s.sendall(("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nAuthorization: Bearer %s\r\n"
+               "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+               "Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (PORT, TOKEN, len(body), body)).encode())
+    wait_until(lambda: len(pgrep(mark)) == 1, "the command to run")
+    # A cancel naming another id cancels nothing (positive control below).
+    r, _ = post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid + "x"}})
+    eq(202, r.status, "a cancel naming nothing")
+    r, _ = post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}})
+    eq(202, r.status, "the cancel")
+    wait_until(lambda: not pgrep(mark), "the run's processes to be killed")
+    runs = [run for run in api_get("/v1/workspaces/%s/commands" % ws)["commands"]
+            if run.get("command", "").startswith(mark)]
+    eq(["cancelled"], [run["status"] for run in runs], "the run's status")
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    check(b" 200 " in data.split(b"\r\n", 1)[0], "the request's answer: %r" % data[:200])
+    check(b'"id":"%s"' % rid.encode() not in data, "the cancelled request is not answered: %r" % data[-300:])
+
+
+@test
+def initialize_gives_session(_):
+    r, data = post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT})
+    eq(200, r.status, "initialize")
+    sid = r.getheader("Mcp-Session-Id") or ""
+    check(len(sid) == 32 and all(ch in "0123456789abcdef" for ch in sid), "Mcp-Session-Id: %r" % sid)
+    r2, _ = post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT})
+    check(r2.getheader("Mcp-Session-Id") not in (None, sid), "another initialize, another id")
+    eq(None, post({"jsonrpc": "2.0", "id": 2, "method": "ping"})[0].getheader("Mcp-Session-Id"),
+       "no Mcp-Session-Id but on initialize")
 
 
 def main():
