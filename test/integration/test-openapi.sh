@@ -44,6 +44,48 @@ PY
 export SRC
 run_test "openapi build is current" t_build_current
 
+# Every error code the server's source can send is in the Error schema's enum: the returns of
+# error_http_code() (src/api/validate.c, the status-to-code table) and every code a reply sets
+# by name (a "code" set to a literal, http_reply_error_code()'s literal argument) in src/api and
+# src/daemon. The checker's positive control: an enum without one of them is reported.
+error_codes_check() {
+	python3 - "$SRC" "$1" <<'PY'
+import json, pathlib, re, sys
+src, spec = pathlib.Path(sys.argv[1]), json.load(open(sys.argv[2]))
+enum = set(spec["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]["enum"])
+table = (src / "src/api/validate.c").read_text()
+body = re.search(r"const char \*error_http_code\(unsigned status\)\n\{(.*?)\n\}", table, re.S)
+codes = {c: "error_http_code()" for c in re.findall(r'return "([a-z_]+)";', body.group(1))} if body else {}
+for f in sorted((src / "src/api").glob("*.c")) + sorted((src / "src/daemon").glob("*.c")):
+    text = f.read_text()
+    for c in re.findall(r'"code",\s*json_string\("([a-z_]+)"\)', text):
+        codes.setdefault(c, f.name)
+    for c in re.findall(r'http_reply_error_code\([^;]*?,\s*"([a-z_]+)"', text, re.S):
+        codes.setdefault(c, f.name)
+if len(codes) < 15 or not {"gateway_timeout", "in_progress", "upgrade_required"} <= set(codes):
+    sys.exit("found only %s: the source patterns no longer match" % sorted(codes))
+missing = sorted("%s (%s)" % (c, w) for c, w in codes.items() if c not in enum)
+if missing:
+    sys.exit("error codes the server sends that the Error schema does not list: " + ", ".join(missing))
+PY
+}
+
+t_error_codes() {
+	local out
+	out=$(error_codes_check "$SPEC_JSON" 2>&1) || {
+		_fail "$out"
+		return 1
+	}
+	jq '.components.schemas.Error.properties.error.properties.code.enum -= ["in_progress"]' \
+		"$SPEC_JSON" >"$TMP/short-enum.json"
+	if out=$(error_codes_check "$TMP/short-enum.json" 2>&1); then
+		_fail "an enum without in_progress passed the check"
+		return 1
+	fi
+	assert_contains "in_progress (idempotency.c)" "$out" "the check names the missing code"
+}
+run_test "the Error schema lists every error code the server sends" t_error_codes
+
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 URL=http://127.0.0.1:$PORT
 require_controller --listen "tcp:127.0.0.1:$PORT"
@@ -59,7 +101,7 @@ t_served() {
 	assert_eq 3.1.0 "$(jq -r .openapi "$TMP/served.json")" "openapi version"
 	api -q POST /v1/openapi.json '{}'
 	assert_status 405 "POST" || return 1
-	assert_eq GET "$(curl -sS --max-time 30 --unix-socket "$SOCK" -X POST -D - -o /dev/null http://station/v1/openapi.json | tr -d '\r' | sed -n 's/^[Aa]llow: //p')" "Allow"
+	assert_eq "GET, HEAD" "$(curl -sS --max-time 30 --unix-socket "$SOCK" -X POST -D - -o /dev/null http://station/v1/openapi.json | tr -d '\r' | sed -n 's/^[Aa]llow: //p')" "Allow"
 	api -q GET '/v1/openapi.json?x=1'
 	assert_status 400 "unknown query parameter"
 }
