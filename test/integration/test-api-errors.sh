@@ -157,7 +157,7 @@ t_network_requests() {
 	STATUS=$(awk 'NR == 1 {print $2}' <<<"$headers")
 	BODY=$(cat "$TMP/body")
 	expect_error 405 method_not_allowed
-	assert_eq 'Allow: GET, PUT' "$(grep -i '^allow:' <<<"$headers" | tr -d '\r')" "Allow header"
+	assert_eq 'Allow: GET, HEAD, PUT' "$(grep -i '^allow:' <<<"$headers" | tr -d '\r')" "Allow header"
 	# positive control: a well-formed PUT reaches the manager (whatever it answers, it is not
 	# the API layer's 400)
 	api -q PUT "/v1/workspaces/$WS/network" '{"egress":{"allow":[]}}'
