@@ -25,11 +25,21 @@ struct adapter_ops;
 struct idempotency_claim;
 
 /* A follower of the stdout and stderr of a run or a service attempt: gets each byte once and in
- * order, live or from the stored head and tail. */
+ * order, live or from the stored head and tail.
+ *
+ * A live follower asks the agent to watch, and the agent answers by sending what it keeps (the
+ * head from offset 0, then the tail), then live output. Output the agent sent before it had the
+ * request (for another follower) may still be on its way: until the replay comes, such bytes
+ * would make the follower count the kept head as missed. So each stream of a new live follower
+ * waits for the replay: chunks are dropped until one at offset 0 (the replay's head, or the
+ * stream's first bytes, all contiguous from there) or one that starts before the end of a
+ * dropped one (a replay whose head was not sent). */
 struct output_follower {
 	const struct run_watch_ops *ops;
 	void *userdata;
 	uint64_t next_offset[2]; /* per stream: it has every byte before */
+	bool awaiting_replay[2]; /* per stream: live chunks are dropped until the replay */
+	uint64_t dropped_end[2]; /* per stream: the end of the last chunk dropped so */
 };
 
 struct run_state {
@@ -213,11 +223,15 @@ int env_object_to_strv(json_t *env, char ***ret);
 
 /* manager-run.c: output for f, without what it already has. */
 /* Sets where f resumes (from: NULL, or per stream); out: the finished output, which from must
- * not lie beyond (-EINVAL naming the parameter), or NULL while it is still being produced. */
+ * not lie beyond (-EINVAL naming the parameter), or NULL while it is still being produced (f
+ * then waits for the agent's replay of what it keeps). */
 int output_follower_start(struct output_follower *f, const uint64_t *from,
 			  const struct run_output *out, struct station_error *e);
 void output_follower_deliver(struct output_follower *f, int stream, uint64_t offset,
 			     const uint8_t *data, size_t n);
+/* A chunk of live output from the agent (a replay of what it keeps, or new output). */
+void output_follower_deliver_live(struct output_follower *f, int stream, uint64_t offset,
+				  const uint8_t *data, size_t n);
 /* The stored output out[2] (NULL: none), what f does not have of it, then done(). */
 void output_follower_finish(struct output_follower *f, const struct run_output *out);
 

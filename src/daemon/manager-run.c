@@ -141,6 +141,21 @@ void output_follower_deliver(struct output_follower *f, int stream, uint64_t off
 	*next = offset + n;
 }
 
+void output_follower_deliver_live(struct output_follower *f, int stream, uint64_t offset,
+				  const uint8_t *data, size_t n)
+{
+	int i = stream - 1;
+
+	if (f->awaiting_replay[i]) {
+		if (offset != 0 && offset >= f->dropped_end[i]) {
+			f->dropped_end[i] = offset + n;
+			return;
+		}
+		f->awaiting_replay[i] = false;
+	}
+	output_follower_deliver(f, stream, offset, data, n);
+}
+
 void output_follower_finish(struct output_follower *f, const struct run_output *out)
 {
 	for (int s = 0; out && s < 2; s++) {
@@ -172,7 +187,7 @@ void run_on_output(struct workspace *ws, const char *run_id, int stream, uint64_
 		return;
 	}
 	for (struct run_watch *w = r->watches; w; w = w->next)
-		output_follower_deliver(&w->follower, stream, offset, data, n);
+		output_follower_deliver_live(&w->follower, stream, offset, data, n);
 }
 
 /* The row as the store holds it after store_run_finish() recorded result: the inserted columns
@@ -707,6 +722,8 @@ int output_follower_start(struct output_follower *f, const uint64_t *from,
 						 (unsigned long long)total);
 		f->next_offset[s] = from[s];
 	}
+	for (int s = 0; !out && s < 2; s++)
+		f->awaiting_replay[s] = true;
 	return 0;
 }
 

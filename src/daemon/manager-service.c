@@ -47,7 +47,7 @@ struct service_watch {
 	struct service *svc; /* NULL while replaying a stored attempt */
 	struct manager *m;
 	struct output_follower follower;
-	uint64_t attempt; /* the attempt followed */
+	uint64_t attempt; /* the attempt followed; 0: the one the service is starting */
 	struct service_attempt_row *replay;
 	struct event_source *timer;
 };
@@ -145,6 +145,39 @@ static void watches_end(struct service *svc, uint64_t attempt,
 	}
 	if (!svc->watches && attempt)
 		agent_watch(svc, false);
+}
+
+static int watch_replay(struct service *svc, struct service_watch *w, const uint64_t *from,
+			struct station_error *e);
+
+/* The watches that wait for the attempt a start is making (attempt 0), once the agent reported
+ * the service: they follow its current attempt, or, when none runs (it ended or never started),
+ * replay the newest finished attempt. */
+static void watches_settle_starting(struct service *svc)
+{
+	bool live = svc->row.current_attempt > 0;
+	bool watch = false;
+
+	if (svc->row.state == SERVICE_STARTING && !live)
+		return;
+	for (struct service_watch *w = svc->watches, *next; w; w = next) {
+		next = w->next;
+		if (w->attempt)
+			continue;
+		if (live) {
+			w->attempt = svc->row.current_attempt;
+			watch = true;
+			continue;
+		}
+		LIST_REMOVE(&svc->watches, w);
+		w->svc = NULL;
+		if (watch_replay(svc, w, w->follower.next_offset, NULL) < 0) {
+			output_follower_finish(&w->follower, NULL);
+			watch_free(w);
+		}
+	}
+	if (watch)
+		agent_watch(svc, true);
 }
 
 /* ---- definitions ---------------------------------------------------------------------------- */
@@ -462,6 +495,7 @@ void services_on_state(void *userdata, uint64_t seq, const struct agentlink_serv
 		if (svc->row.next_attempt <= st->attempt)
 			svc->row.next_attempt = st->attempt + 1;
 		service_save(svc);
+		watches_settle_starting(svc);
 	}
 	if (ws->link)
 		agentlink_send_ack(ws->link, seq);
@@ -519,7 +553,7 @@ void services_on_output(void *userdata, const char *name, uint64_t attempt, int 
 	}
 	for (struct service_watch *w = svc->watches; w; w = w->next)
 		if (w->attempt == attempt)
-			output_follower_deliver(&w->follower, stream, offset, data, n);
+			output_follower_deliver_live(&w->follower, stream, offset, data, n);
 }
 
 void services_on_link_ready(struct workspace *ws)
@@ -1122,14 +1156,17 @@ int manager_service_watch(struct manager *m, const char *ws_id, const char *name
 	if (!w)
 		return station_error_set(e, -ENOMEM, NULL, "out of memory");
 	*w = (struct service_watch){ .m = m, .follower = { .ops = ops, .userdata = userdata } };
-	if (follow && svc->row.current_attempt > 0 && svc->ws->link && svc->ws->link_ready) {
-		bool first = !svc->watches;
+	/* starting: created or restarted, the agent has not reported the attempt yet */
+	bool starting = svc->row.state == SERVICE_STARTING && svc->row.current_attempt == 0;
 
+	if (follow && (svc->row.current_attempt > 0 || starting) && svc->ws->link &&
+	    svc->ws->link_ready) {
 		(void)output_follower_start(&w->follower, from, NULL, e);
 		w->svc = svc;
 		w->attempt = svc->row.current_attempt;
 		LIST_APPEND(&svc->watches, w);
-		if (first)
+		/* every new follower: the agent sends what it keeps again, which the others skip */
+		if (w->attempt)
 			agent_watch(svc, true);
 	} else {
 		r = watch_replay(svc, w, from, e);
