@@ -283,6 +283,54 @@ test("host: a service runs, restarts and stops on request", async () => {
   await assert.rejects(sandboxes.service(ws.id, "nope"), { status: 404, code: "not_found" });
 });
 
+test("host: a service's logs followed right after its start get its first line, 10 of 10", async () => {
+  const misses = [];
+  for (let i = 0; i < 10; i++) {
+    await sandboxes.startService(ws.id, { name: `quick${i}`, command: `echo first-${i}; sleep 0.5` });
+    const out = [];
+    const gaps = [];
+    await sandboxes.client.serviceLogs(ws.id, `quick${i}`, {
+      follow: true,
+      onOutput: (c) => out.push(c.data.toString()),
+      onGap: (g) => gaps.push(g),
+    });
+    if (out.join("") !== `first-${i}\n` || gaps.length) misses.push({ i, out: out.join(""), gaps });
+    await sandboxes.deleteService(ws.id, `quick${i}`);
+  }
+  assert.deepEqual(misses, [], "follows that missed the first line");
+});
+
+test("host: two followers of a running service each get its first line, then live output, no gap", async () => {
+  await sandboxes.startService(ws.id, {
+    name: "pair",
+    command: "echo first-line; while [ ! -e go-pair ]; do sleep 0.05; done; echo last-line",
+  });
+  await until("pair running with its first line written", async () => {
+    const s = await sandboxes.service(ws.id, "pair");
+    return s.state === "running" && s.attempts.at(-1).stdoutBytes === 11;
+  });
+  const follow = () => {
+    const f = { out: [], gaps: [] };
+    f.done = sandboxes.client.serviceLogs(ws.id, "pair", {
+      follow: true,
+      onOutput: (c) => f.out.push(c.data.toString()),
+      onGap: (g) => f.gaps.push(g),
+    });
+    return f;
+  };
+  const one = follow();
+  await until("follower 1's first output", async () => one.out.length > 0);
+  const two = follow();
+  await until("follower 2's first output", async () => two.out.length > 0 || two.gaps.length > 0);
+  writeFileSync(join(ws.workdir, "go-pair"), "");
+  await Promise.all([one.done, two.done]);
+  for (const [n, f] of [["1", one], ["2", two]]) {
+    assert.equal(f.out.join(""), "first-line\nlast-line\n", `follower ${n}: stdout`);
+    assert.deepEqual(f.gaps, [], `follower ${n}: no gap`);
+  }
+  await sandboxes.deleteService(ws.id, "pair");
+});
+
 test("host: terminal create, attach, write, resize, close", async () => {
   const c = sandboxes.client;
   const t = await c.createTerminal(ws.id, { command: "cat", cols: 80, rows: 24 });
