@@ -22,7 +22,9 @@ const { chromium } = require('playwright-core');
 const [base, token, ws, goneWs, shotDir] = process.argv.slice(2);
 const origin = new URL(base).origin;
 const result = { ok: false, step: 'start', console: [], foreignRequests: [], requests: 0, shots: [] };
-const T = 20000;
+// How long a step waits for the state it needs: far beyond what it takes on a loaded machine
+// (a second or two at most), so that only a state that never comes reaches it.
+const T = 60000;
 
 function finish(code) {
 	fs.writeSync(1, JSON.stringify(result) + '\n');
@@ -91,6 +93,7 @@ function instrument() {
 
 async function newContext(browser, viewport) {
 	const context = await browser.newContext({ viewport, acceptDownloads: true });
+	context.setDefaultTimeout(T); // clicks, fills, navigations: the same bound as every wait
 	await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
 	await context.addInitScript(instrument);
 	context.on('request', (r) => {
@@ -136,6 +139,33 @@ async function signIn(page) {
 	await page.fill('#token', token);
 	await page.click('#login button[type=submit]');
 	await page.waitForSelector('#worker-name', { timeout: T });
+}
+
+// Waits for fn(arg) to hold in the page; when it does not within T, the error says what was
+// awaited and what the page showed then (seen(arg)).
+async function waitState(page, what, fn, arg, seen) {
+	try {
+		await page.waitForFunction(fn, arg, { timeout: T });
+	} catch (e) {
+		let saw;
+		try {
+			saw = JSON.stringify(await page.evaluate(seen, arg));
+		} catch (e2) {
+			saw = `nothing readable (${e2.message.split('\n')[0]})`;
+		}
+		throw new Error(`${what}: not within ${T / 1000} s; the page showed ${saw} (${e.message.split('\n')[0]})`);
+	}
+}
+
+// Polls fn() (in node) every 50 ms until ok(value), T at most; returns the last value, for the
+// caller to assert.
+async function settle(page, fn, ok) {
+	const end = Date.now() + T;
+	for (;;) {
+		const v = await fn();
+		if (ok(v) || Date.now() > end) return v;
+		await page.waitForTimeout(50);
+	}
 }
 
 async function go(page, hash, selector) {
@@ -196,6 +226,12 @@ try {
 	browser.on('disconnected', () => process.stderr.write('# the browser disconnected\n'));
 	const desk = await newContext(browser, { width: 1280, height: 900 });
 	const page = await newPage(desk);
+	// DASH_CPU_THROTTLE=N runs the page N times slower (what a loaded machine does to it), to
+	// check that every wait is for a state, not for a moment.
+	if (Number(process.env.DASH_CPU_THROTTLE) > 1) {
+		const cdp = await desk.newCDPSession(page);
+		await cdp.send('Emulation.setCPUThrottlingRate', { rate: Number(process.env.DASH_CPU_THROTTLE) });
+	}
 	const usageRequests = [];
 	page.on('request', (r) => {
 		if (new URL(r.url()).pathname === `/v1/workspaces/${ws}/usage`) usageRequests.push(Date.now());
@@ -206,6 +242,8 @@ try {
 	await page.waitForSelector('#ws-table', { timeout: T });
 	await shot(page, 'worker-desktop');
 	result.workerTimeoutText = await page.$eval('#worker-info', (e) => (/timeout ([^,]*) by default/.exec(e.textContent) || [])[1] || null);
+	await page.waitForSelector('#create-form #new-memory', { timeout: T });
+	result.limitPlaceholders = await page.$$eval('#new-cpus, #new-memory, #new-pids', (els) => els.map((e) => e.placeholder));
 
 	step('timeouts are typed in seconds');
 	await go(page, `#/w/${ws}/commands`, '#cmd-form');
@@ -271,27 +309,40 @@ try {
 	result.downloaded = fs.readFileSync(await download.path(), 'utf8');
 
 	step('the log viewer: pause auto-scroll, resume at the bottom');
-	// About 58 KB over 15 s: enough to overflow the view and keep coming while it is paused
-	// and resumed.
-	const chatty = await runCommand(page, 'i=0; while [ $i -lt 6000 ]; do i=$((i+1)); echo "line $i"; [ $((i % 20)) -eq 0 ] && sleep 0.05; done', '120');
+	// 2000 lines (19 KB) to overflow the view, then 500 more (5 KB) each time the test makes
+	// .more1 and .more2 in the workspace: output comes while the view is paused and after it
+	// follows again because the test asks for it then, not because a clock left some over (a
+	// command that wrote for a fixed time could be done before a loaded machine got there).
+	const chatty = await runCommand(page, 'emit() { n=0; while [ $n -lt $1 ]; do n=$((n+1)); i=$((i+1)); echo "line $i"; done; }; i=0; emit 2000; for g in 1 2; do until [ -e .more$g ]; do sleep 0.05; done; emit 500; done; exec sleep 600', '600');
+	const more = async (g) => {
+		const r = await apiCall('POST', `/v1/workspaces/${ws}/commands?waitMs=${T}`, { command: `touch .more${g}` });
+		if (r.body?.exitCode !== 0) throw new Error(`touch .more${g}: ${JSON.stringify(r.body)}`);
+	};
 	const pre = '#run-output';
-	await page.waitForFunction((s) => { const p = document.querySelector(s); return p && p.scrollHeight > p.clientHeight * 2; }, pre, { timeout: T });
+	// What the viewer showed when a wait gave up (run in the page: the selector, or [selector, …]).
+	const view = (a) => {
+		const p = document.querySelector(Array.isArray(a) ? a[0] : a);
+		return p && { len: p.textContent.length, tail: p.textContent.slice(-40), top: p.scrollTop, height: p.scrollHeight, client: p.clientHeight, follow: p.closest('.logview')?.dataset.follow };
+	};
+	await waitState(page, 'output overflowing the view', (s) => { const p = document.querySelector(s); return p && p.scrollHeight > p.clientHeight * 2; }, pre, view);
 	result.followAtStart = await page.$eval(`${viewer}`, (e) => e.dataset.follow);
 	step('the log viewer: pause');
 	await page.click(`${viewer} .logview-pause`);
 	result.followAfterPause = await page.$eval(`${viewer}`, (e) => e.dataset.follow);
 	const paused = await page.$eval(pre, (p) => ({ top: p.scrollTop, len: p.textContent.length }));
-	await page.waitForFunction(([s, len]) => document.querySelector(s).textContent.length > len + 500, [pre, paused.len], { timeout: T });
+	await more(1);
+	await waitState(page, 'output while paused (.more1)', ([s, len]) => document.querySelector(s).textContent.length > len + 500, [pre, paused.len], view);
 	result.pausedStays = await page.$eval(pre, (p, top) => p.scrollTop === top && p.scrollTop + p.clientHeight < p.scrollHeight - 4, paused.top);
 	step('the log viewer: scrolled to the bottom');
 	await page.$eval(pre, (p) => { p.scrollTop = p.scrollHeight; });
-	await page.waitForFunction((s) => document.querySelector(s).closest('.logview').dataset.follow === '1', pre, { timeout: T });
+	await waitState(page, 'following once at the bottom', (s) => document.querySelector(s).closest('.logview').dataset.follow === '1', pre, view);
 	step('the log viewer: following again');
 	const resumed = await page.$eval(pre, (p) => p.textContent.length);
-	await page.waitForFunction(([s, len]) => document.querySelector(s).textContent.length > len + 500, [pre, resumed], { timeout: T });
+	await more(2);
+	await waitState(page, 'output while following (.more2)', ([s, len]) => document.querySelector(s).textContent.length > len + 500 && /line 3000\n/.test(document.querySelector(s).textContent), [pre, resumed], view);
 	result.resumedAtBottom = await page.$eval(pre, (p) => p.scrollTop + p.clientHeight >= p.scrollHeight - 4);
 	await page.$eval(pre, (p) => { p.scrollTop = 0; });
-	await page.waitForFunction((s) => document.querySelector(s).closest('.logview').dataset.follow === '0', pre, { timeout: T });
+	await waitState(page, 'paused by scrolling up', (s) => document.querySelector(s).closest('.logview').dataset.follow === '0', pre, view);
 	result.scrollUpPauses = true;
 	await apiCall('POST', `/v1/workspaces/${ws}/commands/${chatty}/cancel`);
 
@@ -326,8 +377,9 @@ try {
 		document.dispatchEvent(new Event('visibilitychange'));
 	});
 	const hiddenAt = usageRequests.length;
-	// The service list polls every 2 s: three of its polls are the clock.
-	for (let i = 0; i < 3; i++) {
+	// The clock is the service list's own poll, every 10 s beside its events (web/services.js):
+	// two of them span at least 10 s, five of the usage feed's 2 s intervals (web/usage.js).
+	for (let i = 0; i < 2; i++) {
 		await page.waitForRequest((r) => new URL(r.url()).pathname === `/v1/workspaces/${ws}/services`, { timeout: T });
 	}
 	result.usageWhileHidden = usageRequests.length - hiddenAt;
@@ -353,21 +405,11 @@ try {
 		return { api: `${t.cols}×${t.rows}`, shown: shownSize };
 	};
 	await page.waitForFunction(() => document.querySelector('#term-size')?.textContent !== '100×30', null, { timeout: T });
-	for (let i = 0; i < 100; i++) {
-		const s = await sizeMatches();
-		if (s.api === s.shown) break;
-		await page.waitForTimeout(50);
-	}
-	result.termSizeFitted = await sizeMatches();
+	result.termSizeFitted = await settle(page, sizeMatches, (s) => s.api === s.shown);
 	await shot(page, 'workspace-terminal-desktop');
 	await page.setViewportSize({ width: 900, height: 600 });
 	await page.waitForFunction((old) => document.querySelector('#term-size')?.textContent !== old, result.termSizeFitted.shown, { timeout: T });
-	for (let i = 0; i < 100; i++) {
-		const s = await sizeMatches();
-		if (s.api === s.shown) break;
-		await page.waitForTimeout(50);
-	}
-	result.termSizeResized = await sizeMatches();
+	result.termSizeResized = await settle(page, sizeMatches, (s) => s.api === s.shown);
 	await page.setViewportSize({ width: 1280, height: 900 });
 	await page.click('#term-screen .xterm');
 	await page.keyboard.type('echo before-the-end; exit 7');
@@ -396,19 +438,12 @@ try {
 	let dialog = null;
 	page.once('dialog', (d) => { dialog = d.message(); d.dismiss(); });
 	await page.click('#ws-restart');
-	await page.waitForFunction(() => true);
-	for (let i = 0; i < 200 && !dialog; i++) await page.waitForTimeout(25);
-	result.restartQuestion = dialog;
+	result.restartQuestion = await settle(page, async () => dialog, (d) => d !== null);
 	result.afterDismiss = (await apiCall('GET', `/v1/workspaces/${ws}/commands/${result.sleeper}`)).body.status;
 	page.once('dialog', (d) => d.accept());
 	restartBegun = true;
 	await page.click('#ws-restart');
-	for (let i = 0; i < 400; i++) {
-		const s = (await apiCall('GET', `/v1/workspaces/${ws}/commands/${result.sleeper}`)).body.status;
-		if (s !== 'running') break;
-		await page.waitForTimeout(50);
-	}
-	result.afterAccept = (await apiCall('GET', `/v1/workspaces/${ws}/commands/${result.sleeper}`)).body.status;
+	result.afterAccept = await settle(page, async () => (await apiCall('GET', `/v1/workspaces/${ws}/commands/${result.sleeper}`)).body.status, (s) => s !== 'running');
 
 	step('a workspace deleted while its page is open: not found, nothing left running');
 	const gone = await newPage(desk);

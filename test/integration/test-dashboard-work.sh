@@ -85,6 +85,14 @@ t_timeouts_in_seconds() {
 	assert_match '^[0-9.]+ (s|min)' "$(j .workerTimeoutText "$R")" "the worker's default timeout in seconds"
 }
 
+# The create form's limits: empty means no CPU limit and the worker's defaults, as it says.
+t_limit_placeholders() {
+	browser_ran "$1" || return 2
+	api -q GET /v1/worker
+	assert_eq "[\"no limit\",\"worker default: $(j .limits.defaultMemoryMb) MiB\",\"worker default: $(j .limits.defaultPidsLimit)\"]" \
+		"$(j .limitPlaceholders "$R")" "placeholders of CPUs, memory, processes"
+}
+
 t_elapsed() {
 	browser_ran "$1" || return 2
 	assert_match '^[0-9.]+ (ms|s)$' "$(j '.elapsed[0]' "$R")" "elapsed clock"
@@ -194,6 +202,7 @@ run_or_skip "headless Chromium: a working session at desktop and phone size" t_b
 run_or_skip "no request leaves the controller's origin" t_origin
 run_or_skip "a screenshot of every page at both sizes" t_screenshots
 run_or_skip "timeouts and delays are typed in seconds" t_timeouts_in_seconds
+run_or_skip "the create form's empty limits say what they mean" t_limit_placeholders
 run_or_skip "a running command shows a live elapsed clock" t_elapsed
 run_or_skip "live resource use of the workspace, a command and a service; none while hidden" t_usage
 run_or_skip "log viewer: filter, search, copy, download, pause and resume" t_log_viewer
