@@ -1,11 +1,16 @@
 #!/bin/bash
 # run-all: exclusive: net-world: the outside worlds of net-world.sh (documentation networks, routes, nft tables) are few per machine
+# run-all: slow: it builds the tools image first (scripts/build-tools-image: about 25 min on a machine that has none, seconds once built) unless another script has
 # The outside world of the network tests (net-world.sh), without any controller: its hosts
 # answer from the host itself, and from a namespace that plays a workspace (veth, masquerade, its
 # own resolv.conf naming the world's DNS) the seed's workflow runs: git clone over smart HTTP,
 # npm ci from the test registry, npm install --global, the binary prints its text. world_down
 # leaves nothing behind.
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+#
+# The tools image is built into TOOLS_IMAGE (default <source>/build/tools-image, shared with
+# test-tools-image and test-network-seed) or found there up to date, under the build's lock:
+# a script that comes second waits for the first one's build.
+. "$(dirname "${BASH_SOURCE[0]}")/container-lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/net-world.sh"
 
 if ! world_prereqs; then
@@ -26,6 +31,24 @@ host_routes() {
 	done
 }
 HOST_ROUTES_BEFORE=$(host_routes)
+
+# The tools image, before the world comes up (the build reaches the Debian archive the host's
+# way). TOOLS_SKIP: why its case cannot run here; a build that fails otherwise fails the case.
+TOOLS_IMAGE=${TOOLS_IMAGE:-$SRC/build/tools-image}
+TOOLS_SKIP=
+TOOLS_FAILED=
+if ! command -v chroot >/dev/null; then
+	TOOLS_SKIP="chroot missing"
+else
+	t0=$SECONDS
+	tools_image_build
+	case $? in
+	0) note "tools image $TOOLS_DIGEST ready in $((SECONDS - t0)) s ($(tail -n 1 "$TMP/tools-image.log"))" ;;
+	2) TOOLS_SKIP=$TOOLS_IMAGE_WHY ;;
+	*) TOOLS_FAILED="the tools image does not build: $TOOLS_IMAGE_WHY" ;;
+	esac
+fi
+
 if ! world_up; then
 	not_ok "world comes up" "see the diagnostics above"
 	exit 1
@@ -141,8 +164,7 @@ test_play_npm() {
 
 # The same workflow with the tools image's own git, node and npm (npm 9: its `install --global .`
 # fetches the dependency again, from the configured registry), as user node in a chroot of its
-# rootfs inside the play namespace, when the image is built (test-network-seed builds it).
-TOOLS_IMAGE=${TOOLS_IMAGE:-$SRC/build/tools-image}
+# rootfs inside the play namespace.
 test_tools_image_workflow() {
 	local r=$TMP/tools-rootfs manifest layer out
 	manifest=$(jq -r '.manifests[0].digest' "$TOOLS_IMAGE/index.json" | cut -d: -f2)
@@ -241,10 +263,10 @@ if command -v npm >/dev/null; then
 else
 	skip net-world-play-npm "npm missing on this host (scripts/install-deps installs it)"
 fi
-if [[ ! -f $TOOLS_IMAGE/index.json ]]; then
-	skip net-world-tools-image-workflow "the tools image is not built in $TOOLS_IMAGE (test-network-seed builds it)"
-elif ! command -v chroot >/dev/null; then
-	skip net-world-tools-image-workflow "chroot missing"
+if [[ -n $TOOLS_SKIP ]]; then
+	skip net-world-tools-image-workflow "$TOOLS_SKIP"
+elif [[ -n $TOOLS_FAILED ]]; then
+	not_ok net-world-tools-image-workflow "$TOOLS_FAILED"
 else
 	run_test net-world-tools-image-workflow test_tools_image_workflow
 fi
