@@ -177,37 +177,46 @@ int api_service_delete(struct http_request *req)
 
 /* ---- logs ---------------------------------------------------------------------------------- */
 
-static int logs_watch(struct http_request *req, bool follow, const uint64_t *from,
+/* attempt: 0 for the one follow chooses, else that attempt (a follower watching again). */
+static int logs_watch(struct http_request *req, bool follow, uint64_t attempt, const uint64_t *from,
 		      const struct run_watch_ops *ops, void *userdata, void **ret,
 		      struct station_error *e)
 {
 	const struct route_match *m = http_request_route(req);
+	struct manager *mgr = http_request_manager(req);
 	struct service_watch *w = NULL;
-	int r = manager_service_watch(http_request_manager(req), m->ws_id, m->run_id, follow, from,
-				      ops, userdata, &w, e);
+	int r = attempt ? manager_service_watch_attempt(mgr, m->ws_id, m->run_id, attempt, from,
+							ops, userdata, &w, e) :
+			  manager_service_watch(mgr, m->ws_id, m->run_id, follow, from, ops,
+						userdata, &w, e);
 
 	if (r >= 0)
 		*ret = w;
 	return r;
 }
 
-static int logs_watch_follow(struct http_request *req, const uint64_t *from,
+static int logs_watch_follow(struct http_request *req, uint64_t attempt, const uint64_t *from,
 			     const struct run_watch_ops *ops, void *userdata, void **ret,
 			     struct station_error *e)
 {
-	return logs_watch(req, true, from, ops, userdata, ret, e);
+	return logs_watch(req, true, attempt, from, ops, userdata, ret, e);
 }
 
-static int logs_watch_once(struct http_request *req, const uint64_t *from,
+static int logs_watch_once(struct http_request *req, uint64_t attempt, const uint64_t *from,
 			   const struct run_watch_ops *ops, void *userdata, void **ret,
 			   struct station_error *e)
 {
-	return logs_watch(req, false, from, ops, userdata, ret, e);
+	return logs_watch(req, false, attempt, from, ops, userdata, ret, e);
 }
 
 static void logs_unwatch(void *watch)
 {
 	manager_service_unwatch(watch);
+}
+
+static uint64_t logs_shown(void *watch)
+{
+	return manager_service_watch_number(watch);
 }
 
 static int logs_end(struct http_request *req, json_t **ret, struct station_error *e)
@@ -220,12 +229,14 @@ static int logs_end(struct http_request *req, json_t **ret, struct station_error
 static const struct sse_source follow_source = {
 	.watch = logs_watch_follow,
 	.unwatch = logs_unwatch,
+	.shown = logs_shown,
 	.end = logs_end,
 };
 
 static const struct sse_source once_source = {
 	.watch = logs_watch_once,
 	.unwatch = logs_unwatch,
+	.shown = logs_shown,
 	.end = logs_end,
 };
 

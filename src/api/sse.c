@@ -100,12 +100,15 @@ struct sse {
 	struct http_request *req;
 	const struct sse_source *src;
 	void *watch;
+	uint64_t shown; /* what the watch shows (sse_source.shown), once behind */
 	char *buf;
 	size_t start, len, alloc;
 	struct output_cursor streams[2];
 	bool resumed;  /* the client gave an offset */
+	bool behind;   /* a piece did not fit: nothing is taken until the watch starts again */
 	bool done;     /* the manager has nothing more */
 	bool finished; /* the end event is in buf */
+	struct station_error rewatch_error; /* why watching again failed (err < 0) */
 };
 
 static int buf_reserve(struct sse *sse, size_t n)
@@ -225,20 +228,21 @@ static size_t output_event_size(size_t n)
 	return SSE_GAP_EVENT_MAX + (n + 2) / 3 * 4 + 3 + SSE_ID_LINE_MAX;
 }
 
-/* Sends one piece, or counts it missing when the client is too far behind. */
-static void take_piece(struct sse *sse, int idx, uint64_t offset, const uint8_t *data, size_t n)
+/* Sends one piece; false when it does not fit (the client is behind: the piece is left for
+ * the next watch). A piece that fits but cannot be written (out of memory) is counted
+ * missing. */
+static bool take_piece(struct sse *sse, int idx, uint64_t offset, const uint8_t *data, size_t n)
 {
 	struct output_cursor *st = &sse->streams[idx];
 	size_t need =
 		output_event_size(n) + (st->gap_bytes ? SSE_GAP_EVENT_MAX + SSE_ID_LINE_MAX : 0);
 
-	if (sse->len + need <= SSE_BUFFER_BYTES && append_gap(sse, idx) >= 0) {
-		st->next = offset + n;
-		if (append_output(sse, idx, offset, data, n) >= 0)
-			return;
-	}
+	if (sse->len + need > SSE_BUFFER_BYTES)
+		return false;
 	st->next = offset + n;
-	output_cursor_miss(st, offset, n);
+	if (append_gap(sse, idx) < 0 || append_output(sse, idx, offset, data, n) < 0)
+		output_cursor_miss(st, offset, n);
+	return true;
 }
 
 static void on_output(void *userdata, int stream, uint64_t offset, const void *data, size_t n)
@@ -247,12 +251,17 @@ static void on_output(void *userdata, int stream, uint64_t offset, const void *d
 	const uint8_t *p = data;
 	int idx = output_cursor_index(stream);
 
-	if (idx < 0 || !output_cursor_take(&sse->streams[idx], &offset, &p, &n))
+	if (sse->behind || idx < 0 || !output_cursor_take(&sse->streams[idx], &offset, &p, &n))
 		return;
 	while (n > 0) {
 		size_t piece = MIN(n, (size_t)SSE_CHUNK_BYTES);
 
-		take_piece(sse, idx, offset, p, piece);
+		if (!take_piece(sse, idx, offset, p, piece)) {
+			sse->behind = true;
+			if (sse->src->shown && sse->watch)
+				sse->shown = sse->src->shown(sse->watch);
+			break;
+		}
 		offset += piece;
 		p += piece;
 		n -= piece;
@@ -277,7 +286,7 @@ static const struct run_watch_ops sse_watch_ops = {
 /* The announcements still owed, then `end` with the run as it is now. */
 static int sse_finish(struct sse *sse)
 {
-	struct station_error e = {};
+	struct station_error e = sse->rewatch_error;
 	_cleanup_free_ char *text = NULL;
 	const char *event = "end";
 	json_t *run = NULL;
@@ -288,7 +297,7 @@ static int sse_finish(struct sse *sse)
 		if (r < 0)
 			return r;
 	}
-	r = sse->src->end(sse->req, &run, &e);
+	r = e.err < 0 ? e.err : sse->src->end(sse->req, &run, &e);
 	if (r < 0) {
 		event = "error";
 		run = error_json(error_http_status(e.err), e.message, e.field);
@@ -307,6 +316,29 @@ static int sse_finish(struct sse *sse)
 	return r;
 }
 
+/* The client has everything that fitted: a new watch from where it stands sends what is still
+ * kept from there (done() may have come meanwhile; the new watch replays the rest) and tells
+ * of what is not. A failure ends the stream with an error event. Callbacks never come from
+ * inside the watch call. */
+static void sse_rewatch(struct sse *sse)
+{
+	uint64_t from[2] = { sse->streams[0].next, sse->streams[1].next };
+	void *old = sse->watch;
+
+	sse->watch = NULL;
+	sse->behind = false;
+	sse->done = false;
+	if (sse->src->watch(sse->req, sse->shown, from, &sse_watch_ops, sse, &sse->watch,
+			    &sse->rewatch_error) < 0) {
+		if (sse->rewatch_error.err >= 0)
+			station_error_set(&sse->rewatch_error, -EIO, NULL,
+					  "cannot watch the output again");
+		sse->done = true;
+	}
+	if (old)
+		sse->src->unwatch(old);
+}
+
 static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
 {
 	struct http_request *req = cls;
@@ -315,6 +347,8 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
 
 	if (!sse || http_request_gone(req))
 		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (sse->len == 0 && sse->behind)
+		sse_rewatch(sse);
 	if (sse->len == 0 && sse->done) {
 		if (sse->finished)
 			return MHD_CONTENT_READER_END_OF_STREAM;
@@ -377,7 +411,7 @@ int sse_start_source(struct http_request *req, const struct sse_source *src, con
 	for (int i = 0; i < 2; i++)
 		sse->streams[i].next = from[i];
 	if (r >= 0)
-		r = src->watch(req, sse->resumed ? from : NULL, &sse_watch_ops, sse, &sse->watch,
+		r = src->watch(req, 0, sse->resumed ? from : NULL, &sse_watch_ops, sse, &sse->watch,
 			       &e);
 	if (r < 0) {
 		free(sse);
@@ -396,7 +430,7 @@ int sse_start_source(struct http_request *req, const struct sse_source *src, con
 	return 0;
 }
 
-static int run_watch(struct http_request *req, const uint64_t *from,
+static int run_watch(struct http_request *req, uint64_t shown, const uint64_t *from,
 		     const struct run_watch_ops *ops, void *userdata, void **ret,
 		     struct station_error *e)
 {

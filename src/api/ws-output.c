@@ -3,8 +3,11 @@
  * (docs/api.md "WebSocket"): the events of the SSE variant (sse.c) as messages. Binary: 1 byte
  * stream (1 stdout, 2 stderr), 8 bytes big-endian offset, the data. Text: {"type":"gap",…},
  * then {"type":"end","run":{…}} (a service's logs: "service") and a normal close. A client that
- * does not keep up never slows the run: what does not fit in the connection's queue is counted
- * and announced as a gap once the queue has drained. */
+ * does not keep up never slows the run: once a message does not fit in the connection's queue,
+ * nothing more is taken; when the queue has drained to half, the output is watched again from
+ * where the client stands, which sends what is still kept from there (the stored head and
+ * tail, or what the agent holds) and tells of what is not. So a gap is only ever bytes no
+ * longer kept. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -34,7 +37,9 @@ struct ws_output;
 /* Where the output comes from: a run, or a service's attempts. */
 struct ws_output_source {
 	int (*watch)(struct ws_output *o, const struct run_watch_ops *ops, struct station_error *e);
-	void (*unwatch)(struct ws_output *o);
+	void (*unwatch)(void *watch);
+	/* NULL, or what the watch shows (a service's attempt), for watching the same again. */
+	uint64_t (*shown)(struct ws_output *o);
 	/* The object of the end message, under end_key. */
 	int (*end)(struct ws_output *o, json_t **ret, struct station_error *e);
 	const char *end_key;
@@ -50,10 +55,12 @@ struct ws_output {
 	bool follow;		       /* a service's logs: ?follow=1 */
 	bool resumed;		       /* from holds where the client resumes */
 	uint64_t from[2];
+	uint64_t shown; /* 0, or what the watch shows (ws_output_source.shown), once behind */
 	struct output_cursor streams[2];
-	bool blocked; /* a send was refused: everything is counted missing until drain() */
-	bool done;    /* the manager has nothing more */
-	bool ended;   /* the end message is queued and the close begun */
+	bool behind; /* a send was refused: nothing is taken until the watch starts again */
+	bool done;   /* the manager has nothing more */
+	bool ended;  /* the end message is queued and the close begun */
+	struct station_error rewatch_error; /* why watching again failed (err < 0) */
 };
 
 /* 0 when announced (or nothing to announce), -EAGAIN and friends when it did not fit. */
@@ -86,25 +93,23 @@ static int send_chunk(struct ws_output *o, int idx, uint64_t offset, const void 
 	return ws_send_binaryv(o->conn, iov, 2);
 }
 
-/* Sends one piece, or counts it missing when the client is too far behind. A pending gap of
- * this stream goes first, so the client always learns of it before the bytes after it. Once a
- * send is refused, nothing is tried until the queue has drained to half: one gap per stall,
- * not a gap message between every two refused pieces. */
-static void take_piece(struct ws_output *o, int idx, uint64_t offset, const void *data, size_t n)
+/* Sends one piece; false when the queue has no room for it (the client is behind: the piece
+ * is left for the next watch). A pending gap of this stream goes first, so the client always
+ * learns of it before the bytes after it. A piece that cannot be sent for another reason (the
+ * connection is closing, out of memory) is counted missing. */
+static bool take_piece(struct ws_output *o, int idx, uint64_t offset, const void *data, size_t n)
 {
 	struct output_cursor *st = &o->streams[idx];
-	int r = -EAGAIN;
+	int r = send_gap(o, idx);
 
-	st->next = offset + n;
-	if (!o->blocked) {
-		r = send_gap(o, idx);
-		if (r >= 0)
-			r = send_chunk(o, idx, offset, data, n);
-	}
+	if (r >= 0)
+		r = send_chunk(o, idx, offset, data, n);
 	if (r == -EAGAIN)
-		o->blocked = true;
+		return false;
+	st->next = offset + n;
 	if (r < 0)
 		output_cursor_miss(st, offset, n);
+	return true;
 }
 
 static void on_output(void *userdata, int stream, uint64_t offset, const void *data, size_t n)
@@ -113,12 +118,19 @@ static void on_output(void *userdata, int stream, uint64_t offset, const void *d
 	const uint8_t *p = data;
 	int idx = output_cursor_index(stream);
 
-	if (idx < 0 || o->ended || !output_cursor_take(&o->streams[idx], &offset, &p, &n))
+	if (o->behind || idx < 0 || o->ended ||
+	    !output_cursor_take(&o->streams[idx], &offset, &p, &n))
 		return;
 	while (n > 0) {
 		size_t piece = MIN(n, (size_t)WS_OUTPUT_CHUNK);
 
-		take_piece(o, idx, offset, p, piece);
+		if (!take_piece(o, idx, offset, p, piece)) {
+			/* drain() comes once the queue is down to half */
+			o->behind = true;
+			if (o->src->shown && o->watch)
+				o->shown = o->src->shown(o);
+			return;
+		}
 		offset += piece;
 		p += piece;
 		n -= piece;
@@ -138,11 +150,11 @@ static json_t *error_message(const struct station_error *e)
  * messages. */
 static json_t *end_message(struct ws_output *o, bool *ret_ok)
 {
-	struct station_error e = {};
+	struct station_error e = o->rewatch_error;
 	json_t *doc = NULL;
 	int r;
 
-	r = o->src->end(o, &doc, &e);
+	r = e.err < 0 ? e.err : o->src->end(o, &doc, &e);
 	*ret_ok = r >= 0;
 	if (r < 0)
 		return error_message(&e);
@@ -158,7 +170,7 @@ static void try_finish(struct ws_output *o)
 	bool ok;
 	int r;
 
-	if (!o->done || o->ended)
+	if (!o->done || o->ended || o->behind)
 		return;
 	for (int i = 0; i < 2; i++)
 		if (send_gap(o, i) < 0)
@@ -190,11 +202,37 @@ static const struct run_watch_ops ws_output_watch_ops = {
 	.done = on_done,
 };
 
+/* The client has half a queue left to read: a new watch from where it stands sends what is
+ * still kept from there (done() may have come meanwhile; the new watch replays the rest) and
+ * tells of what is not. A failure ends the stream with an error message. Callbacks never come
+ * from inside the watch call. */
+static void rewatch(struct ws_output *o)
+{
+	void *old = o->watch;
+
+	o->watch = NULL;
+	o->behind = false;
+	o->done = false;
+	o->resumed = true;
+	for (int i = 0; i < 2; i++)
+		o->from[i] = o->streams[i].next;
+	if (o->src->watch(o, &ws_output_watch_ops, &o->rewatch_error) < 0) {
+		if (o->rewatch_error.err >= 0)
+			station_error_set(&o->rewatch_error, -EIO, NULL,
+					  "cannot watch the output again");
+		o->watch = NULL;
+		o->done = true;
+	}
+	if (old)
+		o->src->unwatch(old);
+}
+
 static void on_drain(void *userdata, struct ws_conn *c)
 {
 	struct ws_output *o = userdata;
 
-	o->blocked = false;
+	if (o->behind && !o->ended)
+		rewatch(o);
 	for (int i = 0; i < 2; i++)
 		if (send_gap(o, i) < 0)
 			return;
@@ -206,7 +244,7 @@ static void on_closed(void *userdata, struct ws_conn *c, uint16_t code, const ch
 	struct ws_output *o = userdata;
 
 	if (o->watch)
-		o->src->unwatch(o);
+		o->src->unwatch(o->watch);
 	free(o);
 }
 
@@ -234,9 +272,9 @@ static int run_watch(struct ws_output *o, const struct run_watch_ops *ops, struc
 	return r;
 }
 
-static void run_unwatch(struct ws_output *o)
+static void run_unwatch(void *watch)
 {
-	manager_run_unwatch(o->watch);
+	manager_run_unwatch(watch);
 }
 
 /* A run's or an attempt's output fields: the bytes came as binary messages, and the end message
@@ -270,16 +308,24 @@ static int service_watch(struct ws_output *o, const struct run_watch_ops *ops,
 			 struct station_error *e)
 {
 	struct service_watch *w = NULL;
-	int r = manager_service_watch(o->manager, o->ws_id, o->run_id, o->follow,
-				      o->resumed ? o->from : NULL, ops, o, &w, e);
+	const uint64_t *from = o->resumed ? o->from : NULL;
+	int r = o->shown ? manager_service_watch_attempt(o->manager, o->ws_id, o->run_id, o->shown,
+							 from, ops, o, &w, e) :
+			   manager_service_watch(o->manager, o->ws_id, o->run_id, o->follow, from,
+						 ops, o, &w, e);
 
 	o->watch = w;
 	return r;
 }
 
-static void service_unwatch(struct ws_output *o)
+static void service_unwatch(void *watch)
 {
-	manager_service_unwatch(o->watch);
+	manager_service_unwatch(watch);
+}
+
+static uint64_t service_shown(struct ws_output *o)
+{
+	return manager_service_watch_number(o->watch);
 }
 
 /* The service as GET returns it, its attempts without their output (up to 100 attempts with
@@ -299,6 +345,7 @@ static int service_end(struct ws_output *o, json_t **ret, struct station_error *
 static const struct ws_output_source service_source = {
 	.watch = service_watch,
 	.unwatch = service_unwatch,
+	.shown = service_shown,
 	.end = service_end,
 	.end_key = "service",
 };
@@ -337,7 +384,7 @@ static int output_ws_start(struct http_request *req, const struct ws_output_sour
 	r = http_reply_websocket(req, &ws_output_conn_ops, o, &o->conn);
 	if (r < 0) {
 		if (o->watch)
-			src->unwatch(o);
+			src->unwatch(o->watch);
 		free(o);
 		return http_reply_status(req, 500, NULL, "could not upgrade to a WebSocket");
 	}

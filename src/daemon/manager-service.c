@@ -1103,19 +1103,26 @@ static int on_replay(struct event_source *s, uint64_t now, void *userdata)
 	return 0;
 }
 
-/* The newest finished attempt's output (none: nothing), then done(), from a timer. */
-static int watch_replay(struct service *svc, struct service_watch *w, const uint64_t *from,
-			struct station_error *e)
+/* The stored output of attempt `number` (0: the newest finished one; none: nothing), then
+ * done(), from a timer. */
+static int watch_replay_attempt(struct service *svc, struct service_watch *w, uint64_t number,
+				const uint64_t *from, struct station_error *e)
 {
 	static const struct run_output none[2] = {};
 	struct service_attempt_row a = {};
 	const struct service_attempt_row *kept = pending_attempt_newest(svc->ws, svc->row.id);
-	int r = store_attempt_get(svc->ws->m->store, svc->row.id, 0, &a);
+	int r = store_attempt_get(svc->ws->m->store, svc->row.id, number, &a);
 	bool found = r >= 0;
 
+	if (kept && number && kept->number != number)
+		kept = NULL;
 	if (r < 0 && r != -ENOENT && !kept)
 		return station_error_set(e, r, NULL, "cannot read the service's output: %s",
 					 strerror(-r));
+	if (number && !found && !kept)
+		return station_error_set(e, -ENOENT, NULL,
+					 "attempt %llu of service \"%s\" not found",
+					 (unsigned long long)number, svc->row.name);
 	if (kept && (!found || kept->number > a.number)) { /* its end waits for room */
 		service_attempt_row_free(&a);
 		a = (struct service_attempt_row){};
@@ -1135,11 +1142,30 @@ static int watch_replay(struct service *svc, struct service_watch *w, const uint
 			return station_error_set(e, -ENOMEM, NULL, "out of memory");
 		}
 		*w->replay = a;
+		w->attempt = a.number;
 	}
 	r = event_add_timer(w->m->loop, &w->timer, 0, on_replay, w);
 	return r < 0 ? station_error_set(e, r, NULL, "cannot read the service's output: %s",
 					 strerror(-r)) :
 		       0;
+}
+
+static int watch_replay(struct service *svc, struct service_watch *w, const uint64_t *from,
+			struct station_error *e)
+{
+	return watch_replay_attempt(svc, w, 0, from, e);
+}
+
+/* A live follower of the current attempt (0: of the one the service is starting). */
+static void watch_live(struct service *svc, struct service_watch *w, const uint64_t *from)
+{
+	(void)output_follower_start(&w->follower, from, NULL, NULL);
+	w->svc = svc;
+	w->attempt = svc->row.current_attempt;
+	LIST_APPEND(&svc->watches, w);
+	/* every new follower: the agent sends what it keeps again, which the others skip */
+	if (w->attempt)
+		agent_watch(svc, true);
 }
 
 int manager_service_watch(struct manager *m, const char *ws_id, const char *name, bool follow,
@@ -1161,13 +1187,7 @@ int manager_service_watch(struct manager *m, const char *ws_id, const char *name
 
 	if (follow && (svc->row.current_attempt > 0 || starting) && svc->ws->link &&
 	    svc->ws->link_ready) {
-		(void)output_follower_start(&w->follower, from, NULL, e);
-		w->svc = svc;
-		w->attempt = svc->row.current_attempt;
-		LIST_APPEND(&svc->watches, w);
-		/* every new follower: the agent sends what it keeps again, which the others skip */
-		if (w->attempt)
-			agent_watch(svc, true);
+		watch_live(svc, w, from);
 	} else {
 		r = watch_replay(svc, w, from, e);
 		if (r < 0) {
@@ -1177,6 +1197,39 @@ int manager_service_watch(struct manager *m, const char *ws_id, const char *name
 	}
 	*ret = w;
 	return 0;
+}
+
+int manager_service_watch_attempt(struct manager *m, const char *ws_id, const char *name,
+				  uint64_t attempt, const uint64_t *from,
+				  const struct run_watch_ops *ops, void *userdata,
+				  struct service_watch **ret, struct station_error *e)
+{
+	struct service *svc = NULL;
+	struct service_watch *w;
+	int r = service_lookup(m, ws_id, name, &svc, e);
+
+	if (r < 0)
+		return r;
+	w = calloc(1, sizeof *w);
+	if (!w)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	*w = (struct service_watch){ .m = m, .follower = { .ops = ops, .userdata = userdata } };
+	if (attempt == svc->row.current_attempt && svc->ws->link && svc->ws->link_ready) {
+		watch_live(svc, w, from);
+	} else {
+		r = watch_replay_attempt(svc, w, attempt, from, e);
+		if (r < 0) {
+			watch_free(w);
+			return r;
+		}
+	}
+	*ret = w;
+	return 0;
+}
+
+uint64_t manager_service_watch_number(const struct service_watch *w)
+{
+	return w ? w->attempt : 0;
 }
 
 void manager_service_unwatch(struct service_watch *w)

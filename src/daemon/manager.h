@@ -403,6 +403,15 @@ struct service_watch;
 int manager_service_watch(struct manager *m, const char *ws_id, const char *name, bool follow,
 			  const uint64_t *from, const struct run_watch_ops *ops, void *userdata,
 			  struct service_watch **ret, struct station_error *e);
+/* The same for attempt `attempt` (> 0) alone: live while it is the current attempt, else its
+ * stored output (-ENOENT when there is none). What a follower that fell behind watches again
+ * from where it stood, as offsets count within one attempt. */
+int manager_service_watch_attempt(struct manager *m, const char *ws_id, const char *name,
+				  uint64_t attempt, const uint64_t *from,
+				  const struct run_watch_ops *ops, void *userdata,
+				  struct service_watch **ret, struct station_error *e);
+/* The attempt w shows (before done()): 0 while the service it waits for has not reported it. */
+uint64_t manager_service_watch_number(const struct service_watch *w);
 /* Before done(); afterwards the watch is gone. */
 void manager_service_unwatch(struct service_watch *w);
 

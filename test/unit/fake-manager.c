@@ -570,6 +570,19 @@ int manager_service_watch(struct manager *m, const char *ws_id, const char *name
 	return no_service(name, e);
 }
 
+int manager_service_watch_attempt(struct manager *m, const char *ws_id, const char *name,
+				  uint64_t attempt, const uint64_t *from,
+				  const struct run_watch_ops *ops, void *userdata,
+				  struct service_watch **ret, struct station_error *e)
+{
+	return no_service(name, e);
+}
+
+uint64_t manager_service_watch_number(const struct service_watch *w)
+{
+	return 0;
+}
+
 void manager_service_unwatch(struct service_watch *w)
 {
 }
