@@ -3,9 +3,9 @@
 # kept byte. Each case compares what the follower received with the stored run (or attempt)
 # byte for byte (slow-follow.py compare): every kept byte delivered exactly, chunks and gaps
 # covering each stream from 0 to its byte count, and no gap over a kept byte.
-# - A finished run with 8 MiB kept per stream (far more than a follower's queue) replayed
-#   over the event stream by curl, and over a WebSocket: exactly the kept bytes, and ONE gap,
-#   the truncated middle, at its exact offset and length.
+# - A finished run with 8 MiB kept per stream (more than a follower's queue) replayed over the
+#   event stream by curl, and over a WebSocket by a client that stalls 1 s before it reads:
+#   exactly the kept bytes, and ONE gap, the truncated middle, at its exact offset and length.
 # - A run writing about 20 MB as fast as it can, followed live over the event stream and over a
 #   WebSocket by a client that stalls, then reads slowly through a small receive buffer.
 # - The same for a follower of a service's logs.
@@ -63,7 +63,7 @@ t_finished_sse() {
 t_finished_ws() {
 	big_run || return 1
 	python3 "$FOLLOW" follow "$SOCK" "/v1/workspaces/$WS/commands/$BIG_RUN/output" \
-		--mode ws --out "$TMP/fin-ws"
+		--mode ws --out "$TMP/fin-ws" --stall-ms 1000 --rcvbuf 8192
 	compare "$TMP/fin-ws" "$TMP/big.json" --exact || return 1
 	check_middle_gap
 }
