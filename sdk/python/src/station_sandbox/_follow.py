@@ -2,13 +2,10 @@
 clients share (no I/O here): which bytes to hand the caller, which gaps to report, and when to
 open the stream again from where the caller stands.
 
-The server queues at most 16 MiB for a follower (docs/api.md, "WebSocket"); a follower that
-reads more slowly (a slow callback) is told of the bytes it missed by a ``gap`` message, the
-same message that tells it of bytes the run did not keep. A gap is taken as the run's word
-only when less than half that queue came before it on the connection (the server cannot have
-dropped anything for slowness then); after more, the stream is opened again from the first
-byte not yet handed over, and the server sends every byte it still keeps from there, then ONE
-gap for what it no longer keeps. So the caller gets every kept byte exactly once, and a gap
+A follower that reads more slowly than the run writes (a slow callback) is caught up by the
+server from what it still keeps (docs/api.md, "Resuming a stream"), so a ``gap`` message is
+always bytes the run did not keep. A connection that breaks is opened again from the first byte
+not yet handed over. So the caller gets every kept byte exactly once, and a gap
 (:class:`OutputGap`) for exactly the bytes the run did not keep."""
 
 from __future__ import annotations
@@ -21,9 +18,6 @@ from typing import Any, Optional, Union
 from .errors import InvalidArgument, ProtocolError, error_from_event
 
 STREAMS = ("stdout", "stderr")
-LAG_FREE_BYTES = 8 * 1024 * 1024
-"""Half the server's per-follower queue: a gap after fewer bytes than this on a connection is
-not the follower's slowness."""
 RETRIES = 3
 """Connections in a row that bring nothing new before a follow fails."""
 
@@ -55,8 +49,6 @@ class FollowState:
             raise InvalidArgument("from_offset must not be negative")
         self.pos = dict(start)  # handed over (data or gap) up to here
         self.seen = {s: 0 for s in STREAMS}  # the server's bytes accounted for up to here
-        self.conn_bytes = 0
-        self.reconnect = False
         self.end: Optional[dict[str, Any]] = None
 
     def resume_query(self) -> str:
@@ -69,29 +61,21 @@ class FollowState:
         q = self.resume_query()
         return f"{base}{'&' if '?' in base else '?'}{q}" if q else base
 
-    def new_connection(self) -> None:
-        self.conn_bytes = 0
-        self.reconnect = False
-
     @property
     def progress(self) -> int:
         return self.seen["stdout"] + self.seen["stderr"]
 
-    def _gap(self, stream: str, offset: int, n: int, out: list[Item]) -> bool:
-        """Accounts for a gap; False when it may be this follower's slowness (reconnect)."""
+    def _gap(self, stream: str, offset: int, n: int, out: list[Item]) -> None:
+        """Accounts for bytes the run did not keep."""
         start = max(offset, self.seen[stream])
         end = offset + n
         if end <= start:
-            return True
-        if self.conn_bytes >= LAG_FREE_BYTES:
-            self.reconnect = True
-            return False
+            return
         self.seen[stream] = end
         start = max(start, self.pos[stream])
         if end > start:
             out.append(OutputGap(stream, start, end - start))
             self.pos[stream] = end
-        return True
 
     def data(self, stream: str, offset: int, data: bytes, out: list[Item]) -> None:
         end = offset + len(data)
@@ -99,9 +83,8 @@ class FollowState:
             return  # sent again after a reconnect
         if offset < self.seen[stream]:
             data, offset = data[self.seen[stream] - offset:], self.seen[stream]
-        if offset > self.seen[stream] and not self._gap(stream, self.seen[stream],
-                                                         offset - self.seen[stream], out):
-            return
+        if offset > self.seen[stream]:
+            self._gap(stream, self.seen[stream], offset - self.seen[stream], out)
         self.seen[stream] = end
         if end <= self.pos[stream]:
             return
@@ -113,20 +96,19 @@ class FollowState:
     def binary(self, payload: bytes, what: str) -> list[Item]:
         """A binary message: 1 byte stream, 8 bytes offset, the data."""
         out: list[Item] = []
-        if self.reconnect or self.end is not None:
+        if self.end is not None:
             return out
         if len(payload) < 9 or payload[0] not in (1, 2):
             raise ProtocolError(0, "protocol_error", f"{what}: a binary message without its "
                                 "9-byte prefix")
         self.data(STREAMS[payload[0] - 1], struct.unpack_from("!Q", payload, 1)[0],
                   payload[9:], out)
-        self.conn_bytes += len(payload)
         return out
 
     def text(self, payload: bytes, end_key: str, what: str) -> list[Item]:
         """A text message: ``gap``, ``end`` (the object under ``end_key``) or ``error``."""
         out: list[Item] = []
-        if self.reconnect or self.end is not None:
+        if self.end is not None:
             return out
         try:
             m = json.loads(payload.decode("utf-8"))
@@ -147,14 +129,12 @@ class FollowState:
             self.end = obj
         elif kind == "error":
             raise error_from_event(m.get("error"), what)
-        self.conn_bytes += len(payload)
         return out
 
     def stored(self, parts: list[tuple[str, Optional[bytes], Optional[bytes], int]]) -> list[Item]:
         """What is left of a finished attempt from its stored output: per stream its head, its
         tail and its byte count. The bytes between them were not kept."""
         out: list[Item] = []
-        self.new_connection()
         for stream, head, tail, total in parts:
             if head:
                 self.data(stream, 0, head, out)

@@ -315,7 +315,7 @@ async def _ws_once(t: _AsyncTransport, path: str, state: FollowState, end_key: s
                     return
                 for item in items:
                     yield item
-                if state.reconnect or state.end is not None:
+                if state.end is not None:
                     return
     finally:
         try:
@@ -335,7 +335,6 @@ async def _ws_follow(t: _AsyncTransport, base: str, state: FollowState, end_key:
     failed = 0
     while True:
         before = state.progress
-        state.new_connection()
         try:
             async with contextlib.aclosing(_ws_once(t, state.path(base), state, end_key, what)) as it:
                 async for item in it:
@@ -355,8 +354,7 @@ async def _ws_follow(t: _AsyncTransport, base: str, state: FollowState, end_key:
                 for item in rest:
                     yield item
                 return
-        if not state.reconnect:
-            await asyncio.sleep(0.1 * failed)
+        await asyncio.sleep(0.1 * failed)
 
 
 class AsyncOutputStream(AsyncIterator[Chunk]):

@@ -63,8 +63,7 @@ def _ws_recv(t: Transport, sock: socket.socket, what: str) -> bytes:
 
 def _ws_once(t: Transport, path: str, state: FollowState, end_key: str,
              what: str) -> Iterator[Item]:
-    """One connection of a follow: what it brings, until its end, a gap that may be this
-    follower's slowness (``state.reconnect``) or the connection breaking."""
+    """One connection of a follow: what it brings, until its end or the connection breaking."""
     sock, data, _ = t.upgrade(path)
     parser = WsParser()
     try:
@@ -84,7 +83,7 @@ def _ws_once(t: Transport, path: str, state: FollowState, end_key: str,
                         sock.sendall(ws_frame(OP_PONG, m.data))
                 elif m.kind == "close":
                     return
-                if state.reconnect or state.end is not None:
+                if state.end is not None:
                     return
             data = _ws_recv(t, sock, what)
             if not data:
@@ -102,13 +101,12 @@ def _ws_once(t: Transport, path: str, state: FollowState, end_key: str,
 def _ws_follow(t: Transport, base: str, state: FollowState, end_key: str,
                again: Optional[Callable[[], Optional[list[Item]]]] = None) -> Iterator[Item]:
     """A run's output or a service's logs over WebSocket (docs/api.md), opened again from where
-    the follower stands when it broke or fell behind; :mod:`._follow` decides what is handed
-    over. ``again``: asked before each reconnect; a list ends the follow with those items."""
+    the follower stands when it broke; :mod:`._follow` decides what is handed over.
+    ``again``: asked before each reconnect; a list ends the follow with those items."""
     what = f"GET {base}"
     failed = 0
     while True:
         before = state.progress
-        state.new_connection()
         try:
             yield from _ws_once(t, state.path(base), state, end_key, what)
         except ConnectionFailed:
@@ -125,8 +123,7 @@ def _ws_follow(t: Transport, base: str, state: FollowState, end_key: str,
             if rest is not None:
                 yield from rest
                 return
-        if not state.reconnect:
-            time.sleep(0.1 * failed)
+        time.sleep(0.1 * failed)
 
 
 class OutputStream(Iterator[Chunk]):
