@@ -17,8 +17,10 @@ nothing_left() {
 	assert_eq '' "$left" "entries in $ROOT/workspaces"
 	left=$(cgroup_dirs "$WORKER-")
 	assert_eq '' "$left" "cgroups of this worker"
-	# (the controller's own lxcfs, serving ROOT/lxcfs, runs for the controller's lifetime)
-	left=$(pgrep -af -- "$ROOT/" | grep -v -e station-sandboxd -e pgrep -e " $ROOT/lxcfs\$")
+	# (the controller's own lxcfs, serving ROOT/lxcfs, runs for the controller's lifetime, and
+	# its readiness probe `RUNTIME --root ROOT/runtime --version` may be running at any moment)
+	left=$(pgrep -af -- "$ROOT/" | grep -v -e station-sandboxd -e pgrep -e " $ROOT/lxcfs\$" \
+		-e " --root $ROOT/runtime --version\$")
 	assert_eq '' "$left" "processes naming the root"
 	left=$(ws_mounts "$WORKER-")
 	assert_eq '' "$left" "mounts of this worker"
