@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: slow: 70 to 140 s (about 60 MB of output written and read slowly, byte-compared)
 # A follower that falls behind is caught up from what is still kept, never told a gap for a
 # kept byte. Each case compares what the follower received with the stored run (or attempt)
 # byte for byte (slow-follow.py compare): every kept byte delivered exactly, chunks and gaps
