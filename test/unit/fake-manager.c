@@ -386,7 +386,8 @@ int manager_run_watch(struct manager *m, const char *ws_id, const char *run_id,
 		if (!watches[i].used) {
 			struct run_watch *w = &watches[i];
 
-			*w = (struct run_watch){ true, r, ops, userdata, 0, NULL };
+			/* everything is kept: from the follower's offset on */
+			*w = (struct run_watch){ true, r, ops, userdata, from ? from[0] : 0, NULL };
 			event_add_timer(fake_loop, &w->timer, now_usec(), on_watch_timer, w);
 			*ret = w;
 			return 0;
