@@ -1168,13 +1168,13 @@ static void watch_live(struct service *svc, struct service_watch *w, const uint6
 		agent_watch(svc, true);
 }
 
-int manager_service_watch(struct manager *m, const char *ws_id, const char *name, bool follow,
-			  const uint64_t *from, const struct run_watch_ops *ops, void *userdata,
-			  struct service_watch **ret, struct station_error *e)
+/* The service named and a new watch for it, not yet following anything. */
+static int watch_new(struct manager *m, const char *ws_id, const char *name,
+		     const struct run_watch_ops *ops, void *userdata, struct service **ret_svc,
+		     struct service_watch **ret, struct station_error *e)
 {
-	struct service *svc = NULL;
 	struct service_watch *w;
-	int r = service_lookup(m, ws_id, name, &svc, e);
+	int r = service_lookup(m, ws_id, name, ret_svc, e);
 
 	if (r < 0)
 		return r;
@@ -1182,6 +1182,20 @@ int manager_service_watch(struct manager *m, const char *ws_id, const char *name
 	if (!w)
 		return station_error_set(e, -ENOMEM, NULL, "out of memory");
 	*w = (struct service_watch){ .m = m, .follower = { .ops = ops, .userdata = userdata } };
+	*ret = w;
+	return 0;
+}
+
+int manager_service_watch(struct manager *m, const char *ws_id, const char *name, bool follow,
+			  const uint64_t *from, const struct run_watch_ops *ops, void *userdata,
+			  struct service_watch **ret, struct station_error *e)
+{
+	struct service *svc = NULL;
+	struct service_watch *w = NULL;
+	int r = watch_new(m, ws_id, name, ops, userdata, &svc, &w, e);
+
+	if (r < 0)
+		return r;
 	/* starting: created or restarted, the agent has not reported the attempt yet */
 	bool starting = svc->row.state == SERVICE_STARTING && svc->row.current_attempt == 0;
 
@@ -1205,15 +1219,11 @@ int manager_service_watch_attempt(struct manager *m, const char *ws_id, const ch
 				  struct service_watch **ret, struct station_error *e)
 {
 	struct service *svc = NULL;
-	struct service_watch *w;
-	int r = service_lookup(m, ws_id, name, &svc, e);
+	struct service_watch *w = NULL;
+	int r = watch_new(m, ws_id, name, ops, userdata, &svc, &w, e);
 
 	if (r < 0)
 		return r;
-	w = calloc(1, sizeof *w);
-	if (!w)
-		return station_error_set(e, -ENOMEM, NULL, "out of memory");
-	*w = (struct service_watch){ .m = m, .follower = { .ops = ops, .userdata = userdata } };
 	if (attempt == svc->row.current_attempt && svc->ws->link && svc->ws->link_ready) {
 		watch_live(svc, w, from);
 	} else {
