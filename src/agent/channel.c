@@ -342,6 +342,8 @@ static int conn_read(struct conn *k)
 static int on_conn_io(struct event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct conn *k = userdata;
+	struct channel *c = k->channel;
+	size_t unsent;
 
 	if (revents & EPOLLIN) {
 		int r = conn_read(k);
@@ -354,10 +356,16 @@ static int on_conn_io(struct event_source *s, int fd, uint32_t revents, void *us
 		}
 	} else if (revents & (EPOLLHUP | EPOLLERR))
 		k->failed = true;
+	unsent = conn_unsent(k);
 	if (!k->failed)
 		conn_flush(k);
-	if (k->failed)
+	if (k->failed) {
 		conn_close(k);
+		return 0;
+	}
+	if (k == c->active && unsent > CHANNEL_MAX_UNSENT && conn_unsent(k) <= CHANNEL_MAX_UNSENT &&
+	    c->ops->drained)
+		c->ops->drained(c, c->userdata);
 	return 0;
 }
 

@@ -16,7 +16,8 @@
 #include "event/event.h"
 #include "proto/frame.h"
 
-/* Above this many unsent bytes, droppable frames (RUN_OUTPUT) are dropped. */
+/* Above this many unsent bytes no output frame is added: a run's or service's output waits
+ * for room in what its pipes keep (child.c), a terminal's is dropped (a gap in its offsets). */
 #define CHANNEL_MAX_UNSENT (4u * 1024 * 1024)
 
 struct channel;
@@ -26,6 +27,10 @@ struct channel_ops {
 	int (*message)(struct channel *c, const struct frame *f, void *userdata);
 	/* Appends the HELLO_OK fields that describe the agent's runs (RUN_ID*). */
 	int (*hello_fields)(struct channel *c, struct buf *b, void *userdata);
+	/* The authenticated connection's queue, over CHANNEL_MAX_UNSENT before, went down to it or
+	 * below: output that waited for room fits again. Never called from inside a channel call
+	 * that builds a frame. May be NULL. */
+	void (*drained)(struct channel *c, void *userdata);
 	/* The authenticated connection went away (closed, failed or replaced). */
 	void (*disconnected)(struct channel *c, void *userdata);
 	/* A new connection's first frame was FILE_OPEN with the right secret and version: fd

@@ -22,7 +22,7 @@
 #define PTY_READ_BYTES (64 * 1024)
 #define DRAIN_USEC 1000000ull
 /* A watched run's pipe is not read while the link to the controller is backed up, for at most
- * this long in a row; then reading goes on and what the link cannot take is dropped (a gap). */
+ * this long in a row; then reading goes on and the bytes wait in the run's buffer (pipe_hold()). */
 #define HOLD_MAX_USEC 100000ull
 #define HOLD_RETRY_USEC 1000ull
 
@@ -109,7 +109,7 @@ int child_base_put_usage(struct child_base *b, struct buf *buf)
 void child_base_unwatch(struct child_base *b)
 {
 	for (struct child *c = b->children; c; c = c->next)
-		c->watch = false;
+		c->watch = c->behind = false;
 }
 
 void child_base_kill(struct child_base *b)
@@ -223,45 +223,94 @@ void child_fail_start(struct child *c, char *reason)
 
 /* ---- output -------------------------------------------------------------------------------- */
 
-void child_send_output(struct child *c, int stream, uint64_t offset, const uint8_t *p, size_t n)
+/* One output frame of len <= OUTPUT_READ_BYTES bytes, whatever the queue holds. */
+static int send_frame(struct child *c, int stream, uint64_t offset, const uint8_t *p, size_t len)
 {
 	struct channel *ch = c->base->channel;
+	struct buf *b;
+	size_t start;
+	int k = channel_begin(ch, c->base->ops->output_type, &b, &start);
 
+	if (k < 0)
+		return k;
+	k = c->base->ops->put_ids ? c->base->ops->put_ids(c, b) :
+				    frame_put_str(b, c->base->ops->name_tag, c->name);
+	if (k >= 0 && stream)
+		k = frame_put_u64(b, TAG_STREAM, (uint64_t)stream);
+	if (k >= 0)
+		k = frame_put_u64(b, TAG_OFFSET, offset);
+	return channel_end_with_data(ch, start, k, TAG_DATA, p, len);
+}
+
+void child_send_output(struct child *c, int stream, uint64_t offset, const uint8_t *p, size_t n)
+{
 	while (n > 0) {
 		size_t len = MIN(n, (size_t)OUTPUT_READ_BYTES); /* one frame per pipe read */
-		struct buf *b;
-		size_t start;
-		int k;
 
-		if (!channel_output_ok(ch) ||
-		    channel_begin(ch, c->base->ops->output_type, &b, &start) < 0)
+		if (!channel_output_ok(c->base->channel) ||
+		    send_frame(c, stream, offset, p, len) < 0)
 			return;
-		k = c->base->ops->put_ids ? c->base->ops->put_ids(c, b) :
-					    frame_put_str(b, c->base->ops->name_tag, c->name);
-		if (k >= 0 && stream)
-			k = frame_put_u64(b, TAG_STREAM, (uint64_t)stream);
-		if (k >= 0)
-			k = frame_put_u64(b, TAG_OFFSET, offset);
-		(void)channel_end_with_data(ch, start, k, TAG_DATA, p, len);
 		offset += len;
 		p += len;
 		n -= len;
 	}
 }
 
-void child_send_snapshot(struct child *c)
+/* A child behind sends from each pipe's resend_next what its buffer keeps there (or after it,
+ * when those bytes left the tail), stdout first, one frame at a time while the link has room.
+ * The queue so holds at most CHANNEL_MAX_UNSENT and one frame more, and the bytes wait in the
+ * buffer they are kept in anyway. Caught up with both pipes' totals: live again. */
+static void child_catch_up(struct child *c)
 {
 	for (int i = 0; i < 2; i++) {
 		struct child_pipe *p = &c->out[i];
-		const uint8_t *data;
-		uint64_t offset;
-		size_t len;
 
-		output_buffer_head(&p->buf, &data, &len);
-		child_send_output(c, p->stream, 0, data, len);
-		output_buffer_tail(&p->buf, &data, &len, &offset);
-		child_send_output(c, p->stream, offset, data, len);
+		while (p->resend_next < output_buffer_total(&p->buf)) {
+			const uint8_t *data;
+			uint64_t offset;
+			size_t len;
+
+			if (!channel_output_ok(c->base->channel))
+				return;
+			output_buffer_piece(&p->buf, p->resend_next, &data, &len, &offset);
+			len = MIN(len, (size_t)OUTPUT_READ_BYTES);
+			if (len > 0 && send_frame(c, p->stream, offset, data, len) < 0)
+				return;
+			p->resend_next = offset + len;
+		}
 	}
+	c->behind = false;
+}
+
+/* Behind from offset on in p's stream (and from its total in the other one: nothing of it
+ * waits), unless already behind; then as far as the link takes it. */
+static void child_fall_behind(struct child_pipe *p, uint64_t offset)
+{
+	struct child *c = p->child;
+
+	if (!c->behind) {
+		for (int i = 0; i < 2; i++)
+			c->out[i].resend_next = output_buffer_total(&c->out[i].buf);
+		p->resend_next = offset;
+		c->behind = true;
+	}
+	child_catch_up(c);
+}
+
+void child_send_snapshot(struct child *c)
+{
+	if (c->base->ops->output)
+		return; /* a PTY's owner replays its own */
+	c->out[0].resend_next = c->out[1].resend_next = 0;
+	c->behind = true;
+	child_catch_up(c);
+}
+
+void child_base_output_room(struct child_base *b)
+{
+	for (struct child *c = b->children; c && channel_output_ok(b->channel); c = c->next)
+		if (c->behind && c->watch)
+			child_catch_up(c);
 }
 
 size_t child_output_kept(const struct child *c)
@@ -301,31 +350,38 @@ int child_put_output(struct child *c, struct buf *b, bool with_data)
 
 static void pipe_keep(struct child_pipe *p, const uint8_t *data, size_t n)
 {
+	struct child *c = p->child;
 	uint64_t offset = output_buffer_total(&p->buf);
 
 	output_buffer_append(&p->buf, data, n);
-	if (p->child->watch)
-		child_send_output(p->child, p->stream, offset, data, n);
-	if (p->child->base->ops->kept)
-		p->child->base->ops->kept(p->child);
+	/* in order: live while the link has room, else after what the child is behind with (n is
+	 * one read, so one frame) */
+	if (c->watch && channel_connected(c->base->channel) &&
+	    (c->behind || !channel_output_ok(c->base->channel) ||
+	     send_frame(c, p->stream, offset, data, n) < 0))
+		child_fall_behind(p, offset);
+	if (c->base->ops->kept)
+		c->base->ops->kept(c);
 }
 
 static int on_hold(struct event_source *s, uint64_t now, void *userdata);
 
-/* A watched run writing faster than the controller takes it: rather than drop what the link
- * cannot take (CHANNEL_MAX_UNSENT), the pipe is left unread for a moment, so the command waits
- * in write() as it would for any slower reader and the controller (a moment descheduled, on a
- * busy machine) catches up with nothing lost. Never longer than HOLD_MAX_USEC in a row: a
- * controller that stopped reading cannot stop the run; past that the bytes are read, kept in
- * the run's head and tail, and the ones the link cannot take are dropped and reported as a
- * gap. Nobody watching: never held. */
+/* A watched run writing faster than the controller takes it (the link over CHANNEL_MAX_UNSENT,
+ * or the run behind with what it keeps): the pipe is left unread for a moment, so the command
+ * waits in write() as it would for any slower reader and the controller (a moment descheduled,
+ * on a busy machine) catches up with nothing lost. Never longer than HOLD_MAX_USEC in a row: a
+ * controller that stopped reading cannot stop the run; past that the bytes are read and kept
+ * in the run's head and tail, and go to the controller as the link takes them, after what was
+ * waiting; those that left the tail before their turn are a gap the controller sees. Nobody
+ * watching: never held. */
 static bool pipe_hold(struct child_pipe *p)
 {
-	struct channel *ch = p->child->base->channel;
+	struct child *c = p->child;
+	struct channel *ch = c->base->channel;
 	uint64_t now;
 
-	if (!p->child->watch || p->child->base->ops->output || channel_output_ok(ch) ||
-	    !channel_connected(ch)) {
+	if (!c->watch || c->base->ops->output || !channel_connected(ch) ||
+	    (channel_output_ok(ch) && !c->behind)) {
 		p->held_since = 0;
 		return false;
 	}
@@ -335,7 +391,7 @@ static bool pipe_hold(struct child_pipe *p)
 	if (now - p->held_since >= HOLD_MAX_USEC)
 		return false;
 	if (!p->hold &&
-	    event_add_timer(p->child->base->loop, &p->hold, now + HOLD_RETRY_USEC, on_hold, p) < 0)
+	    event_add_timer(c->base->loop, &p->hold, now + HOLD_RETRY_USEC, on_hold, p) < 0)
 		return false;
 	if (event_source_set_time(p->hold, now + HOLD_RETRY_USEC) < 0)
 		return false;

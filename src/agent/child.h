@@ -115,6 +115,7 @@ struct child_pipe {
 	struct event_source *hold; /* the timer that looks again while the pipe is not read */
 	uint64_t held_since;	   /* the link has been backed up since (CLOCK_MONOTONIC usec) */
 	uint64_t read_bytes;	   /* read so far, until the pipe is grown (output_pipe_grow()) */
+	uint64_t resend_next;	   /* while the child's output is behind: the next offset to send */
 	bool grown;
 };
 
@@ -137,7 +138,8 @@ struct child {
 	int stdin_fd; /* a pipe for stdin: its write end, the owner's to write and close */
 	struct child_pipe out[2];
 	struct event_source *drain_timer;
-	bool watch; /* output is forwarded as it comes */
+	bool watch;  /* output is forwarded as it comes */
+	bool behind; /* pipes: output goes from out[].resend_next, as the link takes it */
 	uint64_t started_at;
 };
 
@@ -188,11 +190,18 @@ int child_exit_code(const struct child *c);
 /* EXIT_CODE or SIGNAL, as the main process ended; nothing for a failed start. */
 int child_put_exit(const struct child *c, struct buf *b);
 
-/* Output frames of at most 64 KiB each, dropped while the channel's queue is over its cap (a
- * gap the controller sees in the offsets). stream 0: none (a PTY). */
+/* Output frames of at most OUTPUT_READ_BYTES each, dropped while the channel's queue is over
+ * its cap (a gap the controller sees in the offsets). stream 0: none (a PTY). */
 void child_send_output(struct child *c, int stream, uint64_t offset, const uint8_t *p, size_t n);
-/* What both pipes kept, as output frames: head, then tail, stdout first. */
+/* What both pipes keep, as output frames from offset 0 (head, then tail, stdout first), and
+ * then live output: paced by the link, never dropped. Until it has caught up, the child is
+ * behind: frames go only while the channel's queue is at most CHANNEL_MAX_UNSENT, from what the
+ * pipes keep at that moment (bytes that left the tail meanwhile are skipped, a gap the
+ * controller sees in the offsets), and new output goes the same way after them. A watched
+ * child whose live output does not fit falls behind the same way, from that output on. */
 void child_send_snapshot(struct child *c);
+/* The channel has room again (channel_ops.drained): children behind send on. */
+void child_base_output_room(struct child_base *b);
 /* Bytes kept by both pipes. */
 size_t child_output_kept(const struct child *c);
 /* STDOUT_HEAD, _TAIL, _BYTES, then STDERR's; without data (with_data false) empty head and

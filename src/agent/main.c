@@ -456,6 +456,14 @@ static void on_disconnected(struct channel *c, void *userdata)
 		cred_server_disconnected(a->creds);
 }
 
+static void on_drained(struct channel *c, void *userdata)
+{
+	struct agent *a = userdata;
+
+	run_manager_output_room(a->runs);
+	service_manager_output_room(a->services);
+}
+
 static void on_file_session(struct channel *c, int fd, const struct frame *f, const uint8_t *rest,
 			    size_t rest_len, void *userdata)
 {
@@ -475,6 +483,7 @@ static void before_file_worker(void *userdata)
 static const struct channel_ops channel_ops = {
 	.message = on_message,
 	.hello_fields = on_hello_fields,
+	.drained = on_drained,
 	.disconnected = on_disconnected,
 	.file_session = on_file_session,
 };

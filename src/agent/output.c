@@ -119,6 +119,33 @@ void output_buffer_tail(struct output_buffer *o, const uint8_t **ret, size_t *re
 	*ret_offset = o->total - o->tail_len;
 }
 
+void output_buffer_piece(const struct output_buffer *o, uint64_t from, const uint8_t **ret,
+			 size_t *ret_len, uint64_t *ret_offset)
+{
+	uint64_t tail_start = o->total - o->tail_len;
+	uint64_t at = from > tail_start ? from : tail_start;
+	size_t oldest, i;
+
+	if (o->mem && from < o->head_len) {
+		*ret = o->mem + from;
+		*ret_len = o->head_len - (size_t)from;
+		*ret_offset = from;
+		return;
+	}
+	if (!o->mem || at >= o->total) {
+		*ret = NULL;
+		*ret_len = 0;
+		*ret_offset = o->total;
+		return;
+	}
+	/* The ring wraps only once full; then its oldest byte is at ring_next. */
+	oldest = o->tail_len == o->tail_max ? o->ring_next : 0;
+	i = (oldest + (size_t)(at - tail_start)) % o->tail_max;
+	*ret = ring(o) + i;
+	*ret_len = o->total - at < o->tail_max - i ? (size_t)(o->total - at) : o->tail_max - i;
+	*ret_offset = at;
+}
+
 /* /proc/sys/fs/pipe-max-size, read once (0: unknown, so the pipe is left alone). */
 static unsigned long pipe_max_size(void)
 {

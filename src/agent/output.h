@@ -41,6 +41,14 @@ void output_buffer_head(const struct output_buffer *o, const uint8_t **ret, size
 void output_buffer_tail(struct output_buffer *o, const uint8_t **ret, size_t *ret_len,
 			uint64_t *ret_offset);
 
+/* One contiguous piece of the kept bytes at stream offset from, or, when the bytes there are no
+ * longer kept, at the first kept byte after it: the head from `from` to its end, else the tail
+ * from max(from, its first offset) to the end of the ring or of the stream. Its offset in
+ * *ret_offset; *ret_len 0 (and *ret_offset the total) when nothing is kept at or after from.
+ * Does not reorder the ring; the pointer is valid until the next append. */
+void output_buffer_piece(const struct output_buffer *o, uint64_t from, const uint8_t **ret,
+			 size_t *ret_len, uint64_t *ret_offset);
+
 static inline uint64_t output_buffer_total(const struct output_buffer *o)
 {
 	return o->total;

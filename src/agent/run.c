@@ -517,6 +517,11 @@ void run_manager_disconnected(struct run_manager *m)
 	child_base_unwatch(&m->base);
 }
 
+void run_manager_output_room(struct run_manager *m)
+{
+	child_base_output_room(&m->base);
+}
+
 /* ---- the manager --------------------------------------------------------------------------- */
 
 static const struct child_ops run_ops = {

@@ -35,6 +35,8 @@ int run_manager_hello_fields(struct run_manager *m, struct buf *b);
 int run_manager_put_usage(struct run_manager *m, struct buf *b);
 /* The controller went away: watches end with the connection. */
 void run_manager_disconnected(struct run_manager *m);
+/* The link has room again: watched runs behind with their output send on. */
+void run_manager_output_room(struct run_manager *m);
 
 /* From the reaper: pid has been waited for. Pids that are no run's main process are ignored. */
 void run_manager_child_exited(struct run_manager *m, pid_t pid, int status,

@@ -771,6 +771,11 @@ void service_manager_disconnected(struct service_manager *m)
 	m->progress = false;
 }
 
+void service_manager_output_room(struct service_manager *m)
+{
+	child_base_output_room(&m->base);
+}
+
 /* ---- the manager --------------------------------------------------------------------------- */
 
 static const struct child_ops attempt_ops = {

@@ -1,5 +1,5 @@
 #!/bin/bash
-# run-all: slow: 70 to 140 s (about 60 MB of output written and read slowly, byte-compared)
+# run-all: slow: 90 to 180 s (about 100 MB of output written and read, byte-compared)
 # A follower that falls behind is caught up from what is still kept, never told a gap for a
 # kept byte. Each case compares what the follower received with the stored run (or attempt)
 # byte for byte (slow-follow.py compare): every kept byte delivered exactly, chunks and gaps
@@ -10,6 +10,9 @@
 # - A run writing about 20 MB as fast as it can, followed live over the event stream and over a
 #   WebSocket by a client that stalls, then reads slowly through a small receive buffer.
 # - The same for a follower of a service's logs.
+# - A run that keeps 8 MiB per stream, still running after writing about 12 MB on stdout and
+#   6 MB on stderr fast, then followed over the event stream and a WebSocket: the agent resends
+#   all it keeps (about 14 MB, more than its 4 MiB link limit) and then the live output.
 . "$(dirname "$0")/lib.sh"
 
 FOLLOW=$SRC/test/integration/slow-follow.py
@@ -117,9 +120,37 @@ service_logs() {
 t_service_sse() { service_logs sse; }
 t_service_ws() { service_logs ws; }
 
+# big_resend MODE: a run (8 MiB kept per stream) that writes 12,157,895 bytes of base64 on
+# stdout and 6,078,948 on stderr as fast as it can, then a line on each every 20 ms until its
+# follower has its first chunk, then 50 more lines and exits. The follower starts after the fast
+# part, so the agent has 8 MiB of stdout and all of stderr to resend; it reads as fast as it can.
+# compare: every byte of the stored head and tail delivered, gaps only over the lost middle.
+big_resend() {
+	rm -f "$WS_HOME/wrote-$1" "$WS_HOME/stop-$1"
+	run_start "$WS" "$(json_cmd 'head -c 9000000 /dev/urandom | base64
+		head -c 4500000 /dev/urandom | base64 >&2
+		touch "$HOME/wrote-'"$1"'"; i=0
+		while [ ! -e "$HOME/stop-'"$1"'" ] || [ $i -lt 50 ]; do
+			[ -e "$HOME/stop-'"$1"'" ] && i=$((i + 1))
+			echo "out line $i"; echo "err line $i" >&2; sleep 0.02
+		done' ".maxOutputBytes = $MAX | .timeoutMs = 120000")" || return 1
+	wait_for -t 60 test -e "$WS_HOME/wrote-$1" || _fail "the run did not write in 60 s" || return 1
+	python3 "$FOLLOW" follow "$SOCK" "/v1/workspaces/$WS/commands/$RUN/output" --mode "$1" \
+		--out "$TMP/resend-$1" --go-file "$WS_HOME/stop-$1"
+	run_wait "$WS" "$RUN" || return 1
+	printf '%s' "$BODY" >"$TMP/resend-$1.stored.json"
+	assert_eq exited "$(j .status)" "the run's status" || return 1
+	compare "$TMP/resend-$1" "$TMP/resend-$1.stored.json"
+}
+
+t_resend_sse() { big_resend sse; }
+t_resend_ws() { big_resend ws; }
+
 run_test "finished run, 8 MiB kept per stream, replayed over SSE: every kept byte" t_finished_sse
 run_test "finished run, 8 MiB kept per stream, replayed over WebSocket: every kept byte" t_finished_ws
 run_test "live run of 20 MB, slow SSE follower: every kept byte, gaps only for bytes not kept" t_live_sse
 run_test "live run of 20 MB, slow WebSocket follower: every kept byte, gaps only where not kept" t_live_ws
 run_test "service logs of 20 MB, slow SSE follower: every kept byte" t_service_sse
 run_test "service logs of 20 MB, slow WebSocket follower: every kept byte" t_service_ws
+run_test "running run with 14 MB kept, new SSE follower: every kept byte, then live output" t_resend_sse
+run_test "running run with 14 MB kept, new WebSocket follower: every kept byte, then live" t_resend_ws

@@ -238,3 +238,53 @@ Test(output, watcher_snapshot)
 	assert_kept(&o, 10, 20, off);
 	output_buffer_done(&o);
 }
+
+/* Walks the kept bytes with output_buffer_piece() from `from` (<= total), as a paced resend
+ * does: the pattern bytes at each piece's offset, the head and then the tail from max(from, the
+ * tail's first offset), contiguous but for the one jump over what is not kept, to the end. */
+static void assert_pieces(struct output_buffer *o, uint64_t from)
+{
+	uint64_t total = output_buffer_total(o), at = from, offset;
+	uint64_t tail_start = total - o->tail_len;
+	const uint8_t *p;
+	size_t len, pieces = 0, sent = 0;
+
+	for (;;) {
+		output_buffer_piece(o, at, &p, &len, &offset);
+		if (len == 0)
+			break;
+		cr_assert_eq(offset, at < o->head_len || at >= tail_start ? at : tail_start,
+			     "the piece for %llu", (unsigned long long)at);
+		assert_pattern(p, offset, len);
+		at = offset + len;
+		sent += len;
+		cr_assert_leq(++pieces, 3, "the head and at most two pieces of the ring");
+	}
+	cr_assert_eq(offset, total, "nothing kept at or after %llu", (unsigned long long)at);
+	cr_assert_eq(at, total, "walked from %llu to the end", (unsigned long long)from);
+	if (from == 0)
+		cr_assert_eq(sent, o->head_len + o->tail_len, "every kept byte");
+}
+
+/* For the sizes that matter: nothing kept yet, the head alone, a ring not yet wrapped, wrapped
+ * once or many times, with the walk starting at 0, in the head, in the lost middle and in the
+ * tail. */
+Test(output, pieces_from_any_offset)
+{
+	static const uint64_t totals[] = { 0, 5, 100, 150, 199, 200, 201, 250, 1000, 1037 };
+	static const size_t chunks[] = { 1, 7, 64, 1000 };
+
+	for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++)
+		for (size_t i = 0; i < sizeof totals / sizeof *totals; i++) {
+			struct output_buffer o;
+			uint64_t off = 0;
+
+			cr_assert_eq(output_buffer_init(&o, 100, 100), 0);
+			while (off < totals[i])
+				feed(&o, &off,
+				     totals[i] - off < chunks[c] ? totals[i] - off : chunks[c]);
+			for (uint64_t from = 0; from <= totals[i]; from++)
+				assert_pieces(&o, from);
+			output_buffer_done(&o);
+		}
+}
