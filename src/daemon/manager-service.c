@@ -1186,6 +1186,25 @@ static int watch_new(struct manager *m, const char *ws_id, const char *name,
 	return 0;
 }
 
+/* w follows the current attempt live when asked to and the agent is there, else replays the
+ * stored output of attempt `number` (0: the newest finished one). */
+static int watch_begin(struct service *svc, struct service_watch *w, bool live, uint64_t number,
+		       const uint64_t *from, struct service_watch **ret, struct station_error *e)
+{
+	if (live && svc->ws->link && svc->ws->link_ready) {
+		watch_live(svc, w, from);
+	} else {
+		int r = watch_replay_attempt(svc, w, number, from, e);
+
+		if (r < 0) {
+			watch_free(w);
+			return r;
+		}
+	}
+	*ret = w;
+	return 0;
+}
+
 int manager_service_watch(struct manager *m, const char *ws_id, const char *name, bool follow,
 			  const uint64_t *from, const struct run_watch_ops *ops, void *userdata,
 			  struct service_watch **ret, struct station_error *e)
@@ -1199,18 +1218,8 @@ int manager_service_watch(struct manager *m, const char *ws_id, const char *name
 	/* starting: created or restarted, the agent has not reported the attempt yet */
 	bool starting = svc->row.state == SERVICE_STARTING && svc->row.current_attempt == 0;
 
-	if (follow && (svc->row.current_attempt > 0 || starting) && svc->ws->link &&
-	    svc->ws->link_ready) {
-		watch_live(svc, w, from);
-	} else {
-		r = watch_replay(svc, w, from, e);
-		if (r < 0) {
-			watch_free(w);
-			return r;
-		}
-	}
-	*ret = w;
-	return 0;
+	return watch_begin(svc, w, follow && (svc->row.current_attempt > 0 || starting), 0, from,
+			   ret, e);
 }
 
 int manager_service_watch_attempt(struct manager *m, const char *ws_id, const char *name,
@@ -1224,17 +1233,7 @@ int manager_service_watch_attempt(struct manager *m, const char *ws_id, const ch
 
 	if (r < 0)
 		return r;
-	if (attempt == svc->row.current_attempt && svc->ws->link && svc->ws->link_ready) {
-		watch_live(svc, w, from);
-	} else {
-		r = watch_replay_attempt(svc, w, attempt, from, e);
-		if (r < 0) {
-			watch_free(w);
-			return r;
-		}
-	}
-	*ret = w;
-	return 0;
+	return watch_begin(svc, w, attempt == svc->row.current_attempt, attempt, from, ret, e);
 }
 
 uint64_t manager_service_watch_number(const struct service_watch *w)
