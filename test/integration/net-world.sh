@@ -40,6 +40,9 @@ NET_FLAG_RANGE=--network-range
 NET_FLAG_BRIDGE=--network-bridge
 NET_FLAG_DNS=--dns-upstream
 NET_FLAG_ALLOW=--network-allow
+# The controller flags every test's controller passes so that the world's hosts count as the
+# outside world (their ranges are reserved ones). Add them to every controller a world test starts.
+NET_WORLD_FLAGS=()
 
 NET_WORLD_PY=$SRC/test/helpers/net-world.py
 WORLD_ID=$$

@@ -51,7 +51,7 @@ fi
 world_route_from "$NET_RANGE" || exit 1
 
 if ! start_container_controller --import-dir "$TOOLS_IMAGE" \
-	"$NET_FLAG_RANGE" "$NET_RANGE" "$NET_FLAG_BRIDGE" "$NET_BRIDGE" "$NET_FLAG_DNS" "$WORLD_DNS:53"; then
+	"$NET_FLAG_RANGE" "$NET_RANGE" "$NET_FLAG_BRIDGE" "$NET_BRIDGE" "$NET_FLAG_DNS" "$WORLD_DNS:53" "${NET_WORLD_FLAGS[@]}"; then
 	not_ok "controller starts with a network range" "see the diagnostics above"
 	exit 1
 fi

@@ -42,7 +42,7 @@ fi
 # Whatever the policy does, a workspace's packets to the metadata address reach our world only.
 world_route_from "$NET_RANGE" || exit 1
 
-NET_FLAGS=("$NET_FLAG_RANGE" "$NET_RANGE" "$NET_FLAG_BRIDGE" "$NET_BRIDGE" "$NET_FLAG_DNS" "$WORLD_DNS:53")
+NET_FLAGS=("$NET_FLAG_RANGE" "$NET_RANGE" "$NET_FLAG_BRIDGE" "$NET_BRIDGE" "$NET_FLAG_DNS" "$WORLD_DNS:53" "${NET_WORLD_FLAGS[@]}")
 require_container_controller "${NET_FLAGS[@]}"
 
 # ---------------------------------------------------------------------------------------------
