@@ -3,7 +3,8 @@
 """The outside world of the network tests: the services of hosts that live in a network namespace
 the test made (test/integration/net-world.sh starts this inside it). Standard library only.
 
-usage: net-world.py serve [--dns ADDR:PORT --zone FILE --dns-log FILE]
+usage: net-world.py serve [--dns ADDR:PORT --zone FILE --dns-log FILE [--dns-wire-log FILE]
+                          [--dns-slow-ms MS]]
                           [--http ADDR:PORT:ROLE]... [--git-root DIR] [--git-token-file FILE]
                           [--registry-root DIR]
                           [--http-log FILE] [--echo ADDR:PORT]... [--udp-sink ADDR:PORT
@@ -14,7 +15,11 @@ serve runs every service in one process (threads) until SIGTERM:
   dns       an authoritative responder: A/AAAA records from FILE ("name A addr", "name AAAA
             addr", one a line, re-read for each query), NXDOMAIN for a name it does not have,
             NOERROR without answers for a type the name lacks; each query is logged to the log
-            file as "PEER NAME TYPE RCODE".
+            file as "PEER NAME TYPE RCODE". What else the message held goes to the wire log
+            (default: dns-wire.log beside the log), one line a datagram: "PEER NAME qd=N an=N
+            ns=N ar=N flags=0xHHHH edns=SIZE|none do=0|1 opts=CODE,...|none" (NAME "-" when
+            the question cannot be read). A name under slow.example.test is answered after
+            --dns-slow-ms (default 2000), the other queries meanwhile at once.
   http      ROLE git: git's smart HTTP (git http-backend) for the repositories in --git-root;
             a repository whose name starts with "private" answers only requests with HTTP
             basic auth of user x-access-token and the token in --git-token-file (read per
@@ -138,20 +143,82 @@ def dns_answer(query, zone):
     return head + question + b"".join(answers), name, f"{TYPES.get(qtype, qtype)} {rname}"
 
 
-def serve_dns(addr, zone_path, log_path):
+def dns_skip_name(msg, i):
+    """The offset just past the name at i (labels or a pointer); None when it runs off."""
+    while i < len(msg):
+        n = msg[i]
+        if n & 0xC0 == 0xC0:
+            return i + 2 if i + 2 <= len(msg) else None
+        if n == 0:
+            return i + 1
+        i += 1 + n
+    return None
+
+
+def dns_wire(msg):
+    """What a query holds beyond its question, for the wire log: counts, flags and EDNS."""
+    if len(msg) < 12:
+        return "- short"
+    _, flags, qd, an, ns, ar = struct.unpack("!HHHHHH", msg[:12])
+    name, i = "-", 12
+    edns, do, opts = "none", 0, []
+    for k in range(qd + an + ns + ar):
+        start = i
+        i = dns_skip_name(msg, i)
+        if i is None:
+            break
+        if k == 0 and qd:
+            labels, j = [], start
+            while msg[j] and not msg[j] & 0xC0:
+                labels.append(msg[j + 1:j + 1 + msg[j]].decode("ascii", "replace"))
+                j += 1 + msg[j]
+            name = ".".join(labels).lower() or "."
+        if k < qd:
+            i += 4
+            continue
+        if i + 10 > len(msg):
+            break
+        rtype, rclass, ttl, rdlen = struct.unpack("!HHIH", msg[i:i + 10])
+        rdata = msg[i + 10:i + 10 + rdlen]
+        i += 10 + rdlen
+        if rtype == 41 and k >= qd + an + ns:
+            edns, do = str(rclass), (ttl >> 15) & 1
+            j = 0
+            while j + 4 <= len(rdata):
+                code, olen = struct.unpack("!HH", rdata[j:j + 4])
+                opts.append(str(code))
+                j += 4 + olen
+    return (f"{name} qd={qd} an={an} ns={ns} ar={ar} flags=0x{flags:04x} edns={edns} do={do} "
+            f"opts={','.join(opts) or 'none'}")
+
+
+def dns_is_slow(name):
+    return name == "slow.example.test" or (name or "").endswith(".slow.example.test")
+
+
+def serve_dns(addr, zone_path, log_path, wire_log=None, slow_ms=2000):
     fam, host, port, _ = parse_addr(addr)
     sock = socket.socket(fam, socket.SOCK_DGRAM)
     sock.bind((host, port))
+    if log_path and not wire_log:
+        wire_log = os.path.join(os.path.dirname(log_path), "dns-wire.log")
+
+    def answer(resp, name, what, peer):
+        log_line(log_path, f"{peer[0]} {name} {what}")
+        sock.sendto(resp, peer)
 
     def loop():
         while True:
             data, peer = sock.recvfrom(4096)
+            log_line(wire_log, f"{peer[0]} {dns_wire(data)}")
             resp, name, what = dns_answer(data, read_zone(zone_path))
             if resp is None:
                 log_line(log_path, f"{peer[0]} - malformed")
                 continue
-            log_line(log_path, f"{peer[0]} {name} {what}")
-            sock.sendto(resp, peer)
+            if dns_is_slow(name):
+                threading.Timer(slow_ms / 1000, answer, (resp, name, what, peer)).start()
+                continue
+            answer(resp, name, what, peer)
 
     threading.Thread(target=loop, daemon=True).start()
 
@@ -351,7 +418,7 @@ def serve_udp_sink(addr, log_path):
 
 def serve(args):
     if args.dns:
-        serve_dns(args.dns, args.zone, args.dns_log)
+        serve_dns(args.dns, args.zone, args.dns_log, args.dns_wire_log, args.dns_slow_ms)
     for h in args.http:
         make_http(h, args)
     for e in args.echo:
@@ -415,6 +482,8 @@ def main():
     s.add_argument("--dns")
     s.add_argument("--zone")
     s.add_argument("--dns-log")
+    s.add_argument("--dns-wire-log")
+    s.add_argument("--dns-slow-ms", type=int, default=2000)
     s.add_argument("--http", action="append", default=[])
     s.add_argument("--git-root", default="/nonexistent")
     s.add_argument("--git-token-file")

@@ -4,7 +4,10 @@
 # test/helpers/net-world.py, one process inside the namespace):
 #
 #   WORLD_DNS       .2  DNS on 53/udp: A records of WORLD_DIR/zone, NXDOMAIN otherwise, every
-#                       query logged to WORLD_DIR/dns.log ("PEER NAME TYPE RCODE")
+#                       query logged to WORLD_DIR/dns.log ("PEER NAME TYPE RCODE"), and what
+#                       else it held to WORLD_DIR/dns-wire.log ("PEER NAME qd=N an=N ns=N ar=N
+#                       flags=0xHHHH edns=SIZE|none do=0|1 opts=…"); names under
+#                       slow.example.test are answered 2 s late
 #   WORLD_ECHO      .2  TCP WORLD_ECHO_PORT and WORLD_ECHO_PORT2: "peer <address it sees>"
 #                       UDP WORLD_UDP_PORT: a sink recording each datagram in WORLD_DIR/udp.log
 #   WORLD_OTHER     .3  HTTP: "other host=<Host header>" (no allowed name resolves to it)
