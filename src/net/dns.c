@@ -128,7 +128,7 @@ static int read_question(const uint8_t *msg, size_t len, const struct dns_header
 	size_t pos = DNS_HEADER_SIZE;
 	int r;
 
-	if (h->qdcount != 1)
+	if (h->qdcount == 0)
 		return -EBADMSG;
 	r = read_name(msg, len, &pos, ret->name);
 	if (r < 0)
@@ -143,10 +143,31 @@ static int read_question(const uint8_t *msg, size_t len, const struct dns_header
 	return 0;
 }
 
+/* What follows a query's question: nothing, or one OPT record (RFC 6891: the root name, type
+ * OPT, the UDP payload size as its class), whose size is kept; its options are never read. */
+static int read_query_rest(const uint8_t *msg, size_t len, const struct dns_header *h,
+			   struct dns_question *q)
+{
+	size_t pos = q->end;
+	uint16_t size;
+
+	if (h->qdcount != 1 || h->ancount != 0 || h->nscount != 0 || h->arcount > 1)
+		return DNS_RCODE_FORMERR;
+	if (h->arcount == 0)
+		return 0;
+	if (len - pos < 11 || msg[pos] != 0 || get_u16(msg + pos + 1) != DNS_TYPE_OPT ||
+	    get_u16(msg + pos + 9) > len - pos - 11)
+		return DNS_RCODE_FORMERR;
+	size = get_u16(msg + pos + 3);
+	q->edns = true;
+	q->udp_size = size < DNS_UDP_PLAIN ? DNS_UDP_PLAIN : size;
+	return 0;
+}
+
 int dns_parse_query(const uint8_t *msg, size_t len, struct dns_question *ret)
 {
 	struct dns_header h;
-	struct dns_question q;
+	struct dns_question q = {};
 	int r;
 
 	r = read_header(msg, len, &h);
@@ -157,8 +178,42 @@ int dns_parse_query(const uint8_t *msg, size_t len, struct dns_question *ret)
 	r = read_question(msg, len, &h, &q);
 	if (r < 0)
 		return r;
+	r = read_query_rest(msg, len, &h, &q);
 	*ret = q;
-	return 0;
+	return r;
+}
+
+int dns_build_query(const struct dns_question *q, uint16_t id, uint8_t *buf, size_t size)
+{
+	size_t name_len = strnlen(q->name, sizeof(q->name)), pos = DNS_HEADER_SIZE;
+	size_t len = DNS_HEADER_SIZE + (name_len ? name_len + 2 : 1) + 4 + 11;
+
+	if (name_len > DNS_NAME_MAX)
+		return -EINVAL;
+	if (size < len)
+		return -ENOBUFS;
+	put_u16(buf, id);
+	put_u16(buf + 2, DNS_FLAG_RD);
+	put_u16(buf + 4, 1);
+	memset(buf + 6, 0, 4);
+	put_u16(buf + 10, 1);
+	/* The parsed name's labels hold no '.', so the dots are exactly the label boundaries. */
+	for (const char *label = q->name; *label;) {
+		size_t n = strcspn(label, ".");
+		buf[pos++] = (uint8_t)n;
+		memcpy(buf + pos, label, n);
+		pos += n;
+		label += n + (label[n] == '.');
+	}
+	buf[pos++] = 0;
+	put_u16(buf + pos, q->qtype);
+	put_u16(buf + pos + 2, q->qclass);
+	pos += 4;
+	buf[pos++] = 0; /* OPT: the root, its type, our payload size, TTL 0 (DO clear), no data */
+	put_u16(buf + pos, DNS_TYPE_OPT);
+	put_u16(buf + pos + 2, DNS_UDP_PAYLOAD);
+	memset(buf + pos + 4, 0, 6);
+	return (int)(pos + 10);
 }
 
 /* One resource record at *pos: an A record of class IN is added to a; others are skipped. */
@@ -201,7 +256,8 @@ int dns_parse_response(const uint8_t *msg, size_t len, struct dns_answer *ret)
 	r = read_header(msg, len, &h);
 	if (r < 0)
 		return r;
-	if (!(h.flags & DNS_FLAG_QR) || DNS_OPCODE(h.flags) != 0 || h.ancount > DNS_MAX_RRS)
+	if (!(h.flags & DNS_FLAG_QR) || DNS_OPCODE(h.flags) != 0 || h.ancount > DNS_MAX_RRS ||
+	    h.qdcount != 1)
 		return -EBADMSG;
 	r = read_question(msg, len, &h, &a.q);
 	if (r < 0)
@@ -223,17 +279,77 @@ int dns_parse_response(const uint8_t *msg, size_t len, struct dns_answer *ret)
 	return 0;
 }
 
-int dns_build_reply(const struct dns_question *q, const uint8_t *query, size_t query_len,
-		    uint8_t rcode, uint8_t *buf, size_t size)
+static int build_reply(const struct dns_question *q, const uint8_t *query, size_t query_len,
+		       uint16_t flags, uint8_t rcode, uint8_t *buf, size_t size)
 {
 	if (q->end < DNS_HEADER_SIZE || q->end > query_len || q->end > INT_MAX || rcode > 0xf)
 		return -EINVAL;
 	if (size < q->end)
 		return -ENOBUFS;
 	put_u16(buf, q->id);
-	put_u16(buf + 2, (uint16_t)(DNS_FLAG_QR | (q->flags & DNS_FLAG_RD) | DNS_FLAG_RA | rcode));
+	put_u16(buf + 2,
+		(uint16_t)(DNS_FLAG_QR | (q->flags & DNS_FLAG_RD) | DNS_FLAG_RA | flags | rcode));
 	put_u16(buf + 4, 1);
 	memset(buf + 6, 0, 6);
 	memcpy(buf + DNS_HEADER_SIZE, query + DNS_HEADER_SIZE, q->end - DNS_HEADER_SIZE);
 	return (int)q->end;
+}
+
+int dns_build_reply(const struct dns_question *q, const uint8_t *query, size_t query_len,
+		    uint8_t rcode, uint8_t *buf, size_t size)
+{
+	return build_reply(q, query, query_len, 0, rcode, buf, size);
+}
+
+int dns_build_truncated(const struct dns_question *q, const uint8_t *query, size_t query_len,
+			uint8_t rcode, uint8_t *buf, size_t size)
+{
+	return build_reply(q, query, query_len, DNS_FLAG_TC, rcode, buf, size);
+}
+
+/* Where the last record of a response starts when it is an OPT record that ends the message,
+ * 0 otherwise. Compression pointers point only backwards, so cutting it breaks no name. */
+static size_t last_opt_offset(const uint8_t *msg, size_t len)
+{
+	struct dns_header h;
+	size_t pos = DNS_HEADER_SIZE, last = 0;
+	uint16_t type = 0;
+	unsigned n;
+
+	if (read_header(msg, len, &h) < 0 || h.qdcount != 1 || h.arcount == 0)
+		return 0;
+	n = (unsigned)h.ancount + h.nscount + h.arcount;
+	if (n > DNS_MAX_RRS || read_name(msg, len, &pos, NULL) < 0 || len - pos < 4)
+		return 0;
+	pos += 4;
+	for (unsigned i = 0; i < n; i++) {
+		last = pos;
+		if (read_name(msg, len, &pos, NULL) < 0 || len - pos < 10 ||
+		    get_u16(msg + pos + 8) > len - pos - 10)
+			return 0;
+		type = get_u16(msg + pos);
+		pos += 10 + get_u16(msg + pos + 8);
+	}
+	return pos == len && type == DNS_TYPE_OPT ? last : 0;
+}
+
+size_t dns_relay_answer(const struct dns_question *q, const uint8_t *query, uint8_t *msg,
+			size_t len)
+{
+	uint16_t flags = get_u16(msg + 2);
+	size_t opt;
+
+	put_u16(msg, q->id);
+	put_u16(msg + 2, (uint16_t)((flags & ~DNS_FLAG_RD) | (q->flags & DNS_FLAG_RD)));
+	/* The same labels (the first name of a message cannot be compressed), so the same length:
+	 * only the case of its letters may differ. */
+	memcpy(msg + DNS_HEADER_SIZE, query + DNS_HEADER_SIZE, q->end - DNS_HEADER_SIZE);
+	if (!q->edns) {
+		opt = last_opt_offset(msg, len);
+		if (opt) {
+			put_u16(msg + 10, (uint16_t)(get_u16(msg + 10) - 1));
+			len = opt;
+		}
+	}
+	return len;
 }

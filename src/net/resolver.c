@@ -2,15 +2,29 @@
 /*
  * The workspaces' resolver. A query comes over UDP or TCP from a sandbox and is hostile: it is
  * parsed by dns.c (malformed: dropped, or the TCP connection closed), and decide() says who sent
- * it and whether its name is allowed. A forwarded query goes to the upstream from a new UDP
- * socket connect()ed to it (the kernel then hands us only that address's datagrams, from a new
- * random source port) with a new random id; an answer counts only when it parses, carries that
- * id and echoes the question asked. Queries that came over TCP are forwarded over UDP as well,
- * and the answer relayed as it came (a truncated one included).
+ * it and whether its name is allowed. A query carrying more than its one question (more
+ * questions, answer or authority records, additional records but one OPT) is answered FORMERR,
+ * as Unbound does. The sandbox's message never leaves: a forwarded query is built anew from its
+ * parsed question (dns_build_query: our header, the name, type and class, our own OPT), so
+ * neither its flags nor its EDNS options nor any record of its choosing reach the upstream. It
+ * goes from a new UDP socket connect()ed to the upstream (the kernel then hands us only that
+ * address's datagrams, from a new random source port) with a new random id; an answer counts
+ * only when it parses, carries that id and echoes the question asked. It is relayed with the
+ * client's id, RD bit and spelling of the question, without our OPT when the client sent none,
+ * and over UDP truncated (TC, no records) when larger than the client takes. Queries that came
+ * over TCP are forwarded over UDP as well, and the answer relayed as it came (a truncated one
+ * included).
  *
- * Bounds: RESOLVER_MAX_PENDING forwarded queries (SERVFAIL beyond), each with a timeout per
- * upstream (then the next one, then SERVFAIL); RESOLVER_MAX_TCP connections, one query at a time
- * each, closed after RESOLVER_TCP_IDLE_MS without progress; messages of DNS_MAX_MESSAGE bytes.
+ * Bounds: RESOLVER_MAX_PENDING forwarded queries in all, each with a timeout per upstream (then
+ * the next one, then SERVFAIL); RESOLVER_MAX_TCP connections, one query at a time each, closed
+ * after RESOLVER_TCP_IDLE_MS without progress; messages of DNS_MAX_MESSAGE bytes.
+ *
+ * Fairness: one client address (one workspace) may have RESOLVER_CLIENT_PENDING queries pending
+ * and forward RESOLVER_CLIENT_RATE a second (a token bucket of RESOLVER_CLIENT_BURST); beyond
+ * either it gets SERVFAIL at once. When the table is full, a client holding less than an equal
+ * share of it (RESOLVER_MAX_PENDING over the clients with queries pending) takes the slot of
+ * the oldest query of the client holding the most, which is answered SERVFAIL: a flood of slow
+ * names costs the workspace that sends it, not the others.
  */
 #include "resolver.h"
 
@@ -31,6 +45,7 @@
 #define RESOLV_CONF_MAX (64 * 1024)
 
 struct tcp_conn;
+struct share;
 
 /* Where an answer goes: a UDP peer, or a TCP connection (NULL once it is gone). */
 struct client {
@@ -43,9 +58,10 @@ struct pending {
 	struct resolver *r;
 	struct pending *prev, *next;
 	struct client client;
+	struct share *share; /* its client address's */
 	void *cookie;
-	struct dns_question q; /* as the client asked it: its id, its name */
-	uint8_t query[DNS_MAX_MESSAGE];
+	struct dns_question q;		/* as the client asked it: its id, its name */
+	uint8_t query[DNS_MAX_MESSAGE]; /* the client's, for its question and our error replies */
 	size_t query_len;
 	uint16_t upstream_id;
 	size_t upstream; /* index of the upstream asked */
@@ -67,6 +83,15 @@ struct tcp_conn {
 	size_t out_len, out_off;
 };
 
+/* What one client address may still ask: its queries pending and its token bucket. */
+struct share {
+	struct share *prev, *next;
+	uint32_t src;
+	size_t n_pending;
+	uint64_t micro_tokens; /* a query costs 1000000 */
+	uint64_t refilled_usec;
+};
+
 struct resolver {
 	struct event_loop *loop;
 	const struct resolver_ops *ops;
@@ -77,8 +102,11 @@ struct resolver {
 	uint16_t port;
 	int udp_fd, tcp_fd;
 	struct event_source *udp_io, *tcp_io;
-	struct pending *pending;
+	struct pending *pending; /* newest first */
 	size_t n_pending;
+	struct share *shares;
+	size_t client_pending;
+	uint64_t client_rate, client_burst;
 	struct tcp_conn *conns;
 	size_t n_conns;
 };
@@ -121,6 +149,8 @@ static void pending_free(struct pending *p)
 		close(p->fd);
 	if (p->client.conn)
 		p->client.conn->pending = NULL;
+	if (p->share)
+		p->share->n_pending--;
 	LIST_REMOVE(&p->r->pending, p);
 	p->r->n_pending--;
 	free(p);
@@ -153,16 +183,23 @@ static struct tcp_conn *pending_fail(struct pending *p)
 static bool pending_answer(struct pending *p, uint8_t *msg, size_t len)
 {
 	struct resolver *r = p->r;
+	uint8_t truncated[DNS_MAX_MESSAGE];
 	struct dns_answer a;
+	int n;
 
 	if (dns_parse_response(msg, len, &a) < 0 || a.id != p->upstream_id ||
 	    a.q.qtype != p->q.qtype || a.q.qclass != p->q.qclass ||
-	    strcmp(a.q.name, p->q.name) != 0)
+	    strcmp(a.q.name, p->q.name) != 0 || a.q.end != p->q.end)
 		return false;
 	if (r->ops->answered)
 		r->ops->answered(r->userdata, p->client.src, p->cookie, &a);
-	msg[0] = (uint8_t)(p->q.id >> 8);
-	msg[1] = (uint8_t)p->q.id;
+	len = dns_relay_answer(&p->q, p->query, msg, len);
+	if (!p->client.conn && len > (p->q.edns ? p->q.udp_size : DNS_UDP_PLAIN)) {
+		n = dns_build_truncated(&p->q, p->query, p->query_len, a.rcode, truncated,
+					sizeof(truncated));
+		tcp_conn_free(pending_finish(p, n > 0 ? truncated : NULL, n > 0 ? (size_t)n : 0));
+		return true;
+	}
 	tcp_conn_free(pending_finish(p, msg, len));
 	return true;
 }
@@ -213,8 +250,9 @@ static int pending_send(struct pending *p)
 {
 	struct resolver *r = p->r;
 	_cleanup_close_ int fd = -1;
+	uint8_t query[DNS_UDP_PLAIN];
 	uint16_t id;
-	int k;
+	int k, len;
 
 	event_source_free(p->io);
 	p->io = NULL;
@@ -225,6 +263,9 @@ static int pending_send(struct pending *p)
 	k = random_bytes(&id, sizeof(id));
 	if (k < 0)
 		return k;
+	len = dns_build_query(&p->q, id, query, sizeof(query));
+	if (len < 0)
+		return len;
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return negative_errno();
@@ -232,9 +273,7 @@ static int pending_send(struct pending *p)
 		    sizeof(r->upstreams[0])) < 0)
 		return negative_errno();
 	p->upstream_id = id;
-	p->query[0] = (uint8_t)(id >> 8);
-	p->query[1] = (uint8_t)id;
-	if (send(fd, p->query, p->query_len, MSG_NOSIGNAL) < 0)
+	if (send(fd, query, (size_t)len, MSG_NOSIGNAL) < 0)
 		return negative_errno();
 	k = event_add_io(r->loop, &p->io, fd, EPOLLIN, on_upstream_io, p);
 	if (k < 0)
@@ -256,12 +295,110 @@ static int pending_ask(struct pending *p)
 	return k;
 }
 
+/* --- shares: each client address's bound, rate and fair part of the table --- */
+
+static void share_refill(struct resolver *r, struct share *s, uint64_t now)
+{
+	uint64_t cap = r->client_burst * 1000000;
+	uint64_t add = (now - s->refilled_usec) * r->client_rate;
+
+	s->micro_tokens = add >= cap - s->micro_tokens ? cap : s->micro_tokens + add;
+	s->refilled_usec = now;
+}
+
+/* Shares with nothing pending and a full bucket are as good as new: freed whenever a share is
+ * made, so there are never many more than the clients asking lately. */
+static void share_sweep(struct resolver *r, uint64_t now)
+{
+	struct share *s = r->shares;
+
+	while (s) {
+		struct share *next = s->next;
+		share_refill(r, s, now);
+		if (s->n_pending == 0 && s->micro_tokens == r->client_burst * 1000000) {
+			LIST_REMOVE(&r->shares, s);
+			free(s);
+		}
+		s = next;
+	}
+}
+
+static struct share *share_get(struct resolver *r, uint32_t src)
+{
+	uint64_t now = now_usec();
+	struct share *s;
+
+	for (s = r->shares; s; s = s->next)
+		if (s->src == src) {
+			share_refill(r, s, now);
+			return s;
+		}
+	share_sweep(r, now);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	*s = (struct share){ .src = src,
+			     .micro_tokens = r->client_burst * 1000000,
+			     .refilled_usec = now };
+	LIST_PREPEND(&r->shares, s);
+	return s;
+}
+
+/* Within its own bound and rate; takes a token. */
+static bool share_admit(struct resolver *r, struct share *s)
+{
+	if (s->n_pending >= r->client_pending || s->micro_tokens < 1000000)
+		return false;
+	s->micro_tokens -= 1000000;
+	return true;
+}
+
+static void shed(struct resolver *r, uint32_t src, void *cookie)
+{
+	if (r->ops->shed)
+		r->ops->shed(r->userdata, src, cookie);
+}
+
+/* The table is full: when s holds less than an equal share of it, the oldest query of the
+ * share holding the most (more than s would) is answered SERVFAIL and its slot freed. */
+static bool share_make_room(struct resolver *r, struct share *s)
+{
+	struct share *most = NULL;
+	struct pending *victim = NULL;
+	size_t n_active = s->n_pending == 0;
+
+	for (struct share *t = r->shares; t; t = t->next) {
+		n_active += t->n_pending > 0;
+		if (!most || t->n_pending > most->n_pending)
+			most = t;
+	}
+	if (s->n_pending >= RESOLVER_MAX_PENDING / n_active || most == s ||
+	    most->n_pending <= s->n_pending + 1)
+		return false;
+	for (struct pending *p = r->pending; p; p = p->next)
+		if (p->share == most)
+			victim = p;
+	if (!victim)
+		return false;
+	shed(r, victim->client.src, victim->cookie);
+	/* Another client's query: its TCP connection is no caller's, ours to close if broken. */
+	tcp_conn_free(pending_fail(victim));
+	return true;
+}
+
 static void forward(struct resolver *r, const struct client *cl, const struct dns_question *q,
 		    const uint8_t *query, size_t len, void *cookie)
 {
+	struct share *s = r->n_upstreams > 0 ? share_get(r, cl->src) : NULL;
 	struct pending *p;
 
-	if (r->n_pending >= RESOLVER_MAX_PENDING || r->n_upstreams == 0) {
+	if (!s) {
+		reply_rcode(r, cl, q, query, len, DNS_RCODE_SERVFAIL);
+		return;
+	}
+	if (!share_admit(r, s) ||
+	    (r->n_pending >= RESOLVER_MAX_PENDING && !share_make_room(r, s))) {
+		shed(r, cl->src, cookie);
 		reply_rcode(r, cl, q, query, len, DNS_RCODE_SERVFAIL);
 		return;
 	}
@@ -270,11 +407,17 @@ static void forward(struct resolver *r, const struct client *cl, const struct dn
 		reply_rcode(r, cl, q, query, len, DNS_RCODE_SERVFAIL);
 		return;
 	}
-	*p = (struct pending){ .r = r, .client = *cl, .cookie = cookie, .q = *q, .fd = -1 };
+	*p = (struct pending){ .r = r,
+			       .client = *cl,
+			       .share = s,
+			       .cookie = cookie,
+			       .q = *q,
+			       .fd = -1 };
 	memcpy(p->query, query, len);
 	p->query_len = len;
 	LIST_PREPEND(&r->pending, p);
 	r->n_pending++;
+	s->n_pending++;
 	if (cl->conn)
 		cl->conn->pending = p;
 	if (event_add_timer(r->loop, &p->timer, UINT64_MAX, on_upstream_timeout, p) < 0 ||
@@ -283,31 +426,31 @@ static void forward(struct resolver *r, const struct client *cl, const struct dn
 }
 
 /* One query from a client, len <= DNS_MAX_MESSAGE. Returns -EBADMSG when it is malformed or
- * its sender is no workspace (nothing was answered). */
+ * its sender is no workspace (nothing was answered). A query carrying more than its question
+ * gets FORMERR, once decide() has said its sender is a workspace. */
 static int handle_query(struct resolver *r, const struct client *cl, const uint8_t *query,
 			size_t len)
 {
 	struct dns_question q;
+	enum resolver_verdict verdict;
 	void *cookie = NULL;
 	int k;
 
 	k = dns_parse_query(query, len, &q);
 	if (k < 0)
 		return k;
-	switch (r->ops->decide(r->userdata, cl->src, &q, &cookie)) {
-	case RESOLVER_REFUSE:
-		reply_rcode(r, cl, &q, query, len, DNS_RCODE_NXDOMAIN);
-		return 0;
-	case RESOLVER_FORWARD:
-		if (q.qtype == DNS_TYPE_AAAA && q.qclass == DNS_CLASS_IN)
-			reply_rcode(r, cl, &q, query, len, DNS_RCODE_NOERROR);
-		else
-			forward(r, cl, &q, query, len, cookie);
-		return 0;
-	case RESOLVER_UNKNOWN:
-	default:
+	verdict = r->ops->decide(r->userdata, cl->src, &q, &cookie);
+	if (verdict != RESOLVER_REFUSE && verdict != RESOLVER_FORWARD)
 		return -EBADMSG;
-	}
+	if (k == DNS_RCODE_FORMERR)
+		reply_rcode(r, cl, &q, query, len, DNS_RCODE_FORMERR);
+	else if (verdict == RESOLVER_REFUSE)
+		reply_rcode(r, cl, &q, query, len, DNS_RCODE_NXDOMAIN);
+	else if (q.qtype == DNS_TYPE_AAAA && q.qclass == DNS_CLASS_IN)
+		reply_rcode(r, cl, &q, query, len, DNS_RCODE_NOERROR);
+	else
+		forward(r, cl, &q, query, len, cookie);
+	return 0;
 }
 
 static int on_udp_io(struct event_source *s, int fd, uint32_t revents, void *userdata)
@@ -578,6 +721,9 @@ int resolver_new(struct event_loop *loop, uint32_t listen_addr, uint16_t port,
 				.userdata = userdata,
 				.n_upstreams = n_upstreams,
 				.timeout_usec = (uint64_t)RESOLVER_TIMEOUT_MS * 1000,
+				.client_pending = RESOLVER_CLIENT_PENDING,
+				.client_rate = RESOLVER_CLIENT_RATE,
+				.client_burst = RESOLVER_CLIENT_BURST,
 				.udp_fd = -1,
 				.tcp_fd = -1 };
 	if (n_upstreams > 0)
@@ -609,6 +755,11 @@ void resolver_free(struct resolver *r)
 		pending_free(r->pending);
 	while (r->conns)
 		tcp_conn_free(r->conns);
+	while (r->shares) {
+		struct share *s = r->shares;
+		LIST_REMOVE(&r->shares, s);
+		free(s);
+	}
 	event_source_free(r->udp_io);
 	event_source_free(r->tcp_io);
 	if (r->udp_fd >= 0)
@@ -626,6 +777,16 @@ uint16_t resolver_port(const struct resolver *r)
 void resolver_set_timeout_ms(struct resolver *r, unsigned ms)
 {
 	r->timeout_usec = (uint64_t)ms * 1000;
+}
+
+void resolver_set_client_limits(struct resolver *r, size_t pending, unsigned per_sec,
+				unsigned burst)
+{
+	r->client_pending = pending;
+	r->client_rate = per_sec;
+	r->client_burst = burst;
+	for (struct share *s = r->shares; s; s = s->next)
+		s->micro_tokens = (uint64_t)burst * 1000000;
 }
 
 void resolver_forget(struct resolver *r, const void *cookie)

@@ -7,8 +7,13 @@
  * gets an empty answer (workspaces have no IPv6); an allowed one is forwarded to an upstream
  * server (a new socket per query, a random id, the answer checked against the question asked),
  * and before its answer is relayed, answered() receives its A records and TTLs (to pin them in
- * the firewall). Bounded: at most RESOLVER_MAX_PENDING queries in flight (SERVFAIL beyond),
- * RESOLVER_TIMEOUT_MS each (then SERVFAIL), TCP connections limited and timed out. */
+ * the firewall). A query is never forwarded as the sandbox wrote it: the upstream gets a query
+ * of our own for its one question (one carrying more gets FORMERR). Bounded: at most
+ * RESOLVER_MAX_PENDING queries in flight, RESOLVER_TIMEOUT_MS each (then SERVFAIL), TCP
+ * connections limited and timed out; per client address (a workspace) RESOLVER_CLIENT_PENDING
+ * in flight and RESOLVER_CLIENT_RATE a second (burst RESOLVER_CLIENT_BURST), SERVFAIL beyond,
+ * and a full table shared fairly (a client below an equal share takes the slot of the oldest
+ * query of the client holding the most, answered SERVFAIL). */
 
 #include <netinet/in.h>
 #include <stddef.h>
@@ -22,6 +27,14 @@
 #define RESOLVER_MAX_UPSTREAMS 4
 #define RESOLVER_MAX_TCP 32	   /* connections; more are closed when accepted */
 #define RESOLVER_TCP_IDLE_MS 10000 /* a connection waiting on its client that long is closed */
+/* Per workspace: an eighth of the table in flight, so eight flooding workspaces are needed
+ * before the table is full (and even then the fair share holds); 50 forwarded queries a second
+ * with a burst of 100 is ten times what a build tool's lookups need (npm, pip and git cache by
+ * process; AAAA questions are answered here and cost nothing), and keeps one workspace at a
+ * fifth of what the table drains at when the upstream answers within RESOLVER_TIMEOUT_MS. */
+#define RESOLVER_CLIENT_PENDING 32
+#define RESOLVER_CLIENT_RATE 50
+#define RESOLVER_CLIENT_BURST 100
 
 struct event_loop;
 struct resolver;
@@ -38,6 +51,10 @@ struct resolver_ops {
 					void **ret_cookie);
 	/* Called before the upstream's answer is relayed to src. */
 	void (*answered)(void *userdata, uint32_t src, void *cookie, const struct dns_answer *a);
+	/* Optional: a query of src that decide() forwarded was answered SERVFAIL for the bounds of
+	 * its client address (over its pending bound or rate, or its slot given to a client
+	 * below its fair share). */
+	void (*shed)(void *userdata, uint32_t src, void *cookie);
 };
 
 /* listen_addr:port (host byte order; port 53 in production; 0 picks a free port, the same for
@@ -53,6 +70,9 @@ void resolver_free(struct resolver *r);
 uint16_t resolver_port(const struct resolver *r);
 /* The time each upstream is given (RESOLVER_TIMEOUT_MS unless set; tests make it short). */
 void resolver_set_timeout_ms(struct resolver *r, unsigned ms);
+/* The bounds per client address (RESOLVER_CLIENT_* unless set; tests change them). */
+void resolver_set_client_limits(struct resolver *r, size_t pending, unsigned per_sec,
+				unsigned burst);
 /* Drops the queries in flight that decide() gave this cookie: answered() will not see it again
  * (call it before freeing what the cookie points to). */
 void resolver_forget(struct resolver *r, const void *cookie);

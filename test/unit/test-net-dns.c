@@ -138,13 +138,15 @@ Test(dns_query, root_and_trailing_records)
 	cr_assert_str_eq(q.name, "");
 	cr_assert_eq(q.end, 17);
 
-	/* An EDNS OPT record after the question (arcount 1) is left for the upstream. */
+	/* An EDNS OPT record after the question (arcount 1): its size is noted. */
 	m = MSG(query_a);
 	m.b[11] = 1;
 	memcpy(m.b + m.len, "\x00\x00\x29\x04\xd0\x00\x00\x00\x00\x00\x00", 11);
 	m.len += 11;
 	cr_assert_eq(parse_query(m.b, m.len, &q), 0);
 	cr_assert_eq(q.end, sizeof(query_a));
+	cr_assert(q.edns);
+	cr_assert_eq(q.udp_size, 1232);
 }
 
 Test(dns_query, truncated_at_every_offset)
@@ -172,16 +174,191 @@ Test(dns_query, header_checks)
 	m.b[5] = 0; /* no question */
 	cr_assert_eq(parse_query(m.b, m.len, &q), -EBADMSG);
 
-	/* Two questions, the second one whole */
+	/* Two questions, the second one whole: the first is read, the message gets FORMERR */
 	m = MSG(query_a);
 	m.b[5] = 2;
 	memcpy(m.b + m.len, "\xc0\x0c\x00\x01\x00\x01", 6);
 	m.len += 6;
-	cr_assert_eq(parse_query(m.b, m.len, &q), -EBADMSG);
+	cr_assert_eq(parse_query(m.b, m.len, &q), DNS_RCODE_FORMERR);
+	cr_assert_str_eq(q.name, "www.example.com");
 
 	m = MSG(query_a);
 	m.b[4] = 1; /* 257 questions */
-	cr_assert_eq(parse_query(m.b, m.len, &q), -EBADMSG);
+	cr_assert_eq(parse_query(m.b, m.len, &q), DNS_RCODE_FORMERR);
+}
+
+/* Records after the question: one OPT is all a plain query carries (its options and DO bit are
+ * never read, the resolver sends its own); anything else makes it a FORMERR. */
+Test(dns_query, records_beyond_the_question)
+{
+	static const uint8_t opt[] = { 0, 0,	41,   0x10, 0x00, 0,   0,   0x80, 0,  0,
+				       8, 0xfd, 0xe9, 0,    4,	  'l', 'e', 'a',  'k' };
+	static const uint8_t txt[] = { 0xc0, 0x0c, 0, 16, 0,   1,   0,	 0,  0,
+				       0,    0,	   5, 4,  'l', 'e', 'a', 'k' };
+	struct dns_question q;
+	struct msg m;
+
+	/* positive control: OPT (size 4096, DO, an option of code 65001) */
+	m = MSG(query_a);
+	m.b[11] = 1;
+	memcpy(m.b + m.len, opt, sizeof(opt));
+	m.len += sizeof(opt);
+	cr_assert_eq(parse_query(m.b, m.len, &q), 0);
+	cr_assert(q.edns);
+	cr_assert_eq(q.udp_size, 4096);
+	cr_assert_eq(q.end, sizeof(query_a));
+	/* a payload size below 512 counts as 512 */
+	m.b[sizeof(query_a) + 3] = 0;
+	m.b[sizeof(query_a) + 4] = 100;
+	cr_assert_eq(parse_query(m.b, m.len, &q), 0);
+	cr_assert_eq(q.udp_size, DNS_UDP_PLAIN);
+	/* without OPT: no EDNS */
+	cr_assert_eq(parse_query(query_a, sizeof(query_a), &q), 0);
+	cr_assert_not(q.edns);
+
+	/* the OPT record's data running past the end */
+	m.len--;
+	cr_assert_eq(parse_query(m.b, m.len, &q), DNS_RCODE_FORMERR);
+	m.len++;
+	/* an OPT owner other than the root */
+	m.b[sizeof(query_a)] = 0xc0;
+	cr_assert_eq(parse_query(m.b, m.len, &q), DNS_RCODE_FORMERR);
+
+	/* a TXT record in the additional section, alone or after the OPT */
+	m = MSG(query_a);
+	m.b[11] = 1;
+	memcpy(m.b + m.len, txt, sizeof(txt));
+	m.len += sizeof(txt);
+	cr_assert_eq(parse_query(m.b, m.len, &q), DNS_RCODE_FORMERR);
+	m = MSG(query_a);
+	m.b[11] = 2;
+	memcpy(m.b + m.len, opt, sizeof(opt));
+	m.len += sizeof(opt);
+	memcpy(m.b + m.len, txt, sizeof(txt));
+	m.len += sizeof(txt);
+	cr_assert_eq(parse_query(m.b, m.len, &q), DNS_RCODE_FORMERR);
+
+	/* the same record as an answer or an authority record */
+	for (size_t count = 6; count <= 8; count += 2) {
+		m = MSG(query_a);
+		m.b[count + 1] = 1;
+		memcpy(m.b + m.len, txt, sizeof(txt));
+		m.len += sizeof(txt);
+		cr_assert_eq(parse_query(m.b, m.len, &q), DNS_RCODE_FORMERR, "count at %zu", count);
+		cr_assert_str_eq(q.name, "www.example.com");
+	}
+}
+
+/* The query asked upstream holds the parsed question and nothing of the client's but it. */
+Test(dns_query, built_from_the_question_alone)
+{
+	/* clang-format off */
+	static const uint8_t want[] = {
+		0xbe, 0xef, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+		3, 'w', 'w', 'w', 7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 3, 'c', 'o', 'm', 0,
+		0x00, 0x01, 0x00, 0x01,
+		0, 0x00, 41, 0x04, 0xd0, 0, 0, 0, 0, 0x00, 0x00, /* OPT 1232, DO clear, no data */
+	};
+	static const uint8_t opt[] = { 0, 0, 41, 0x10, 0x00, 0, 0, 0x80, 0, 0, 8,
+				       0xfd, 0xe9, 0, 4, 'l', 'e', 'a', 'k' };
+	/* clang-format on */
+	uint8_t buf[512];
+	struct dns_question q, back;
+	struct msg m = MSG(query_a);
+	int n;
+
+	m.b[2] = 0x01 | 0x04 | 0x02; /* RD, AA, TC */
+	m.b[3] = 0x30;		     /* AD, CD */
+	m.b[11] = 1;
+	memcpy(m.b + m.len, opt, sizeof(opt));
+	m.len += sizeof(opt);
+	cr_assert_eq(parse_query(m.b, m.len, &q), 0);
+	n = dns_build_query(&q, 0xbeef, buf, sizeof(buf));
+	cr_assert_eq(n, (int)sizeof(want));
+	cr_assert_eq(memcmp(buf, want, sizeof(want)), 0);
+	cr_assert_eq(dns_parse_query(buf, (size_t)n, &back), 0);
+	cr_assert_str_eq(back.name, "www.example.com");
+	cr_assert_eq(back.udp_size, DNS_UDP_PAYLOAD);
+	cr_assert_eq(dns_build_query(&q, 0xbeef, buf, sizeof(want) - 1), -ENOBUFS);
+
+	/* the root */
+	static const uint8_t root[] = { 0 };
+	m = query_for(root, sizeof(root));
+	cr_assert_eq(parse_query(m.b, m.len, &q), 0);
+	n = dns_build_query(&q, 1, buf, sizeof(buf));
+	cr_assert_eq(n, 12 + 1 + 4 + 11);
+	cr_assert_eq(dns_parse_query(buf, (size_t)n, &back), 0);
+	cr_assert_str_eq(back.name, "");
+}
+
+/* An upstream answer to the query we built becomes the answer to the client's query. */
+Test(dns_reply, relayed_answer)
+{
+	static const uint8_t opt[] = { 0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0, 0 };
+	struct dns_question q;
+	struct dns_answer a;
+	struct msg up = MSG(response_cname), m;
+	size_t n;
+
+	/* the upstream's answer: our id, RD, our OPT last */
+	up.b[0] = 0xbe;
+	up.b[1] = 0xef;
+	up.b[11] = 1;
+	memcpy(up.b + up.len, opt, sizeof(opt));
+	up.len += sizeof(opt);
+
+	/* a client without EDNS, RD clear, its own spelling: the OPT left out */
+	m = MSG(query_a);
+	m.b[2] = 0;
+	cr_assert_eq(parse_query(m.b, m.len, &q), 0);
+	struct msg r = up;
+	n = dns_relay_answer(&q, m.b, r.b, r.len);
+	cr_assert_eq(n, sizeof(response_cname));
+	cr_assert_eq(r.b[0], 0x12);
+	cr_assert_eq(r.b[1], 0x34);
+	cr_assert_eq(r.b[2], 0x80);
+	cr_assert_eq(r.b[11], 0);
+	cr_assert_eq(memcmp(r.b + 12, query_a + 12, sizeof(query_a) - 12), 0);
+	cr_assert_eq(memcmp(r.b + sizeof(query_a), response_cname + sizeof(query_a),
+			    sizeof(response_cname) - sizeof(query_a)),
+		     0);
+	cr_assert_eq(parse_response(r.b, n, &a), 0);
+	cr_assert_eq(a.n_addrs, 2);
+
+	/* a client with EDNS: the OPT stays */
+	m.b[11] = 1;
+	memcpy(m.b + m.len, opt, sizeof(opt));
+	m.len += sizeof(opt);
+	cr_assert_eq(parse_query(m.b, m.len, &q), 0);
+	r = up;
+	cr_assert_eq(dns_relay_answer(&q, m.b, r.b, r.len), up.len);
+	cr_assert_eq(r.b[11], 1);
+
+	/* an OPT that is not the last record stays, whoever asked */
+	m = MSG(query_a);
+	cr_assert_eq(parse_query(m.b, m.len, &q), 0);
+	r = up;
+	r.b[11] = 2;
+	memcpy(r.b + r.len, "\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x01\x00\x04\x01\x02\x03\x04", 16);
+	r.len += 16;
+	cr_assert_eq(dns_relay_answer(&q, m.b, r.b, r.len), up.len + 16);
+	cr_assert_eq(r.b[11], 2);
+}
+
+Test(dns_reply, truncated)
+{
+	uint8_t buf[512];
+	struct dns_question q;
+	struct dns_answer a;
+	int n;
+
+	cr_assert_eq(parse_query(query_a, sizeof(query_a), &q), 0);
+	n = dns_build_truncated(&q, query_a, sizeof(query_a), DNS_RCODE_NOERROR, buf, sizeof(buf));
+	cr_assert_eq(n, (int)sizeof(query_a));
+	cr_assert_eq(buf[2], 0x83); /* QR, TC, RD */
+	cr_assert_eq(parse_response(buf, (size_t)n, &a), 0);
+	cr_assert(a.truncated);
+	cr_assert_eq(a.n_addrs, 0);
 }
 
 Test(dns_query, label_bytes)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The resolver on 127.0.0.1 with a port the kernel picks, fake upstreams that are UDP sockets
- * on the same event loop answering with crafted messages, and clients on 127.0.0.1 (a
- * workspace) and 127.0.0.2 (no workspace). */
+ * on the same event loop answering with crafted messages (never a name under "slow."), and
+ * clients on 127.0.0.1 and 127.0.0.3 onwards (workspaces) and 127.0.0.2 (no workspace). */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -19,11 +19,13 @@
 
 #define LOCALHOST 0x7f000001
 #define OTHER_HOST 0x7f000002	 /* a source decide() does not know */
+#define FLOOD_HOST 0x7f000003	 /* another workspace */
 #define ANSWER_ADDR1 0xcb007107u /* 203.0.113.7 */
 #define ANSWER_ADDR2 0xcb007108u /* 203.0.113.8 */
 #define SPOOF_ADDR 0xc6336442u	 /* 198.51.100.66 */
 
-enum upstream_mode { UPSTREAM_ANSWER, UPSTREAM_SPOOF_FIRST, UPSTREAM_SILENT };
+enum upstream_mode { UPSTREAM_ANSWER, UPSTREAM_SPOOF_FIRST, UPSTREAM_SILENT, UPSTREAM_LARGE };
+#define LARGE_N 40 /* A records in a large answer: 673 bytes */
 
 struct upstream {
 	int fd;
@@ -43,6 +45,7 @@ static struct {
 	struct resolver *r;
 	struct upstream up[2];
 	unsigned n_decide, n_answered;
+	unsigned n_shed[8]; /* by the last byte of the source address */
 	uint32_t answered_src;
 	void *answered_cookie;
 	struct dns_answer answered;
@@ -161,7 +164,16 @@ static void upstream_reply(struct upstream *u, const uint8_t *query, size_t len,
 			     (ssize_t)n - 2);
 	}
 	memcpy(buf, query, len);
-	n = build_answer(buf, q->end, addrs, ttls, ELEMENTSOF(addrs));
+	if (u->mode == UPSTREAM_LARGE) {
+		uint32_t many[LARGE_N], many_ttls[LARGE_N];
+		for (size_t i = 0; i < LARGE_N; i++) {
+			many[i] = ANSWER_ADDR1 + (uint32_t)i;
+			many_ttls[i] = 60;
+		}
+		n = build_answer(buf, q->end, many, many_ttls, LARGE_N);
+	} else {
+		n = build_answer(buf, q->end, addrs, ttls, ELEMENTSOF(addrs));
+	}
 	cr_assert_eq(sendto(u->fd, buf, n, 0, (const struct sockaddr *)to, sizeof(*to)),
 		     (ssize_t)n);
 }
@@ -187,7 +199,7 @@ static int on_upstream(struct event_source *s, int fd, uint32_t revents, void *u
 	memcpy(u->last_query, buf, (size_t)n);
 	u->last_len = (size_t)n;
 	u->last_from = from;
-	if (u->mode != UPSTREAM_SILENT)
+	if (u->mode != UPSTREAM_SILENT && strncmp(q.name, "slow.", 5) != 0)
 		upstream_reply(u, buf, (size_t)n, &q, &from);
 	return 0;
 }
@@ -211,7 +223,7 @@ static enum resolver_verdict decide(void *userdata, uint32_t src, const struct d
 {
 	(void)userdata;
 	f.n_decide++;
-	if (src != LOCALHOST)
+	if (src >> 8 != LOCALHOST >> 8 || src == OTHER_HOST)
 		return RESOLVER_UNKNOWN;
 	if (strcmp(q->name, "refused.test") == 0)
 		return RESOLVER_REFUSE;
@@ -229,7 +241,14 @@ static void answered(void *userdata, uint32_t src, void *cookie, const struct dn
 	f.client_readable_at_answered = f.client_fd >= 0 && readable(f.client_fd);
 }
 
-static const struct resolver_ops ops = { .decide = decide, .answered = answered };
+static void shed(void *userdata, uint32_t src, void *cookie)
+{
+	(void)userdata;
+	cr_assert_eq(cookie, &cookie_marker);
+	f.n_shed[src & 7]++;
+}
+
+static const struct resolver_ops ops = { .decide = decide, .answered = answered, .shed = shed };
 
 static void start(size_t n_upstreams, unsigned timeout_ms)
 {
@@ -750,36 +769,311 @@ Test(resolver, tcp_client_gone_while_pending)
 	cr_assert_eq(count_fds(), fds_before);
 }
 
-Test(resolver, servfail_beyond_max_pending)
+/* Sends n queries for name from fd with ids from id0, in batches that the resolver reads
+ * before the next (so that no datagram is lost to a full socket buffer). */
+static void send_batched(int fd, uint16_t id0, unsigned n, const char *name)
 {
-	const unsigned extra = 4, total = RESOLVER_MAX_PENDING + 4;
+	unsigned decided = f.n_decide;
+
+	for (unsigned i = 0; i < n; i++) {
+		send_query(fd, (uint16_t)(id0 + i), name, DNS_TYPE_A);
+		if (i % 32 == 31 || i == n - 1)
+			while (f.n_decide < decided + i + 1)
+				cr_assert_geq(event_loop_run_once(f.loop, 100), 0);
+	}
+}
+
+/* Runs the loop until the upstream u has seen n queries (2 s at most), then asserts it saw n. */
+static void upstream_wait(struct upstream *u, unsigned n)
+{
+	uint64_t end = now_usec() + 2000000;
+
+	while (u->n_queries < n && now_usec() < end)
+		cr_assert_geq(event_loop_run_once(f.loop, 10), 0);
+	run_for(20);
+	cr_assert_eq(u->n_queries, n, "the upstream saw %u queries, not %u", u->n_queries, n);
+}
+
+/* Reads the n answers fd has (each within 2 s), asserting their rcode; returns a bitmap of
+ * their ids (ids < 512). */
+static void recv_rcodes(int fd, unsigned n, uint8_t rcode, bool *ids)
+{
 	struct dns_answer a;
-	bool seen[RESOLVER_MAX_PENDING + 4] = {};
+
+	for (unsigned i = 0; i < n; i++) {
+		recv_answer(fd, &a);
+		cr_assert_eq(a.rcode, rcode, "answer %u of %u: rcode %u, id %u", i, n, a.rcode,
+			     a.id);
+		cr_assert_lt(a.id, 512);
+		cr_assert_not(ids[a.id], "id %u twice", a.id);
+		ids[a.id] = true;
+	}
+}
+
+/* The issue's case: one workspace floods a name its upstream never answers; another one's
+ * lookups are all answered, and the flood is shed at the flooder's own bounds. */
+Test(resolver, flood_costs_its_own_workspace)
+{
+	_cleanup_close_ int flood = -1;
+	bool ids[512] = {};
+	struct dns_answer a;
+
+	upstream_open(&f.up[0], UPSTREAM_ANSWER);
+	start(1, 10000);
+	flood = client_open(SOCK_DGRAM, FLOOD_HOST);
+	/* more than the whole table, read as they come: 32 pending, the others SERVFAIL at once */
+	for (unsigned i = 0; i < 300; i += 30) {
+		send_batched(flood, (uint16_t)i, 30, "slow.example.com");
+		while (readable(flood))
+			recv_rcodes(flood, 1, DNS_RCODE_SERVFAIL, ids);
+	}
+	upstream_wait(&f.up[0], RESOLVER_CLIENT_PENDING);
+	for (unsigned i = RESOLVER_CLIENT_PENDING; i < 300; i++)
+		if (!ids[i])
+			recv_rcodes(flood, 1, DNS_RCODE_SERVFAIL, ids);
+	cr_assert_eq(f.n_shed[FLOOD_HOST & 7], 300 - RESOLVER_CLIENT_PENDING);
+	for (unsigned i = 0; i < RESOLVER_CLIENT_PENDING; i++)
+		cr_assert_not(ids[i], "a pending query %u was answered", i);
+
+	/* the positive control: another workspace's lookups, while the flood's are pending */
+	f.client_fd = client_open(SOCK_DGRAM, LOCALHOST);
+	for (unsigned i = 0; i < 7; i++) {
+		send_query(f.client_fd, (uint16_t)(0x700 + i), "www.example.com", DNS_TYPE_A);
+		recv_answer(f.client_fd, &a);
+		assert_real_answer(&a, (uint16_t)(0x700 + i), "www.example.com");
+	}
+	cr_assert_eq(f.n_shed[LOCALHOST & 7], 0);
+}
+
+/* The table full of two clients' queries: a third client below its fair share takes the slot
+ * of the oldest query of the client holding the most; that client, above its share, cannot
+ * take a slot back. */
+Test(resolver, full_table_is_shared_fairly)
+{
+	_cleanup_close_ int big = -1, small = -1, third = -1;
+	bool ids[512] = {};
+	struct dns_answer a;
+
+	upstream_open(&f.up[0], UPSTREAM_SILENT);
+	start(1, 10000);
+	resolver_set_client_limits(f.r, 200, 1000, 1000);
+	big = client_open(SOCK_DGRAM, FLOOD_HOST);
+	small = client_open(SOCK_DGRAM, 0x7f000004);
+	third = client_open(SOCK_DGRAM, 0x7f000005);
+	send_batched(big, 0, 200, "www.example.com");
+	send_batched(small, 0, RESOLVER_MAX_PENDING - 200, "www.example.com");
+	upstream_wait(&f.up[0], RESOLVER_MAX_PENDING);
+	cr_assert_eq(run_until_readable(big, 50), false);
+	cr_assert_eq(run_until_readable(small, 0), false);
+
+	/* the third client: forwarded; the big one's oldest (id 0) answered SERVFAIL */
+	send_query(third, 0x300, "www.example.com", DNS_TYPE_A);
+	recv_answer(big, &a);
+	cr_assert_eq(a.rcode, DNS_RCODE_SERVFAIL);
+	cr_assert_eq(a.id, 0);
+	upstream_wait(&f.up[0], RESOLVER_MAX_PENDING + 1);
+	cr_assert_eq(run_until_readable(third, 0), false);
+	cr_assert_eq(f.n_shed[FLOOD_HOST & 7], 1);
+
+	/* the big one, above its share (256 / 3): its own new query is refused */
+	send_query(big, 0x301, "www.example.com", DNS_TYPE_A);
+	recv_answer(big, &a);
+	cr_assert_eq(a.rcode, DNS_RCODE_SERVFAIL);
+	cr_assert_eq(a.id, 0x301);
+	cr_assert_eq(f.up[0].n_queries, RESOLVER_MAX_PENDING + 1);
+	cr_assert_eq(f.n_shed[FLOOD_HOST & 7], 2);
+
+	/* the small one, below its share: the big one's next oldest (id 1) goes */
+	send_query(small, 0x302, "www.example.com", DNS_TYPE_A);
+	recv_answer(big, &a);
+	cr_assert_eq(a.rcode, DNS_RCODE_SERVFAIL);
+	cr_assert_eq(a.id, 1);
+	upstream_wait(&f.up[0], RESOLVER_MAX_PENDING + 2);
+	cr_assert_eq(run_until_readable(small, 0), false);
+	cr_assert_eq(f.n_shed[0x7f000004 & 7], 0);
+	cr_assert_eq(f.n_shed[0x7f000005 & 7], 0);
+	(void)ids;
+}
+
+/* A client's own bound of pending queries. */
+Test(resolver, per_client_pending_bound)
+{
+	bool ids[512] = {};
 
 	upstream_open(&f.up[0], UPSTREAM_SILENT);
 	start(1, 10000);
 	f.client_fd = client_open(SOCK_DGRAM, LOCALHOST);
-	/* in batches, so that no datagram is dropped by a full socket buffer */
-	for (unsigned i = 0; i < RESOLVER_MAX_PENDING; i++) {
-		send_query(f.client_fd, (uint16_t)i, "www.example.com", DNS_TYPE_A);
-		if (i % 32 == 31)
-			while (f.n_decide < i + 1)
-				cr_assert_geq(event_loop_run_once(f.loop, 100), 0);
-	}
-	cr_assert_eq(f.n_decide, RESOLVER_MAX_PENDING);
+	send_batched(f.client_fd, 0, RESOLVER_CLIENT_PENDING + 4, "www.example.com");
+	recv_rcodes(f.client_fd, 4, DNS_RCODE_SERVFAIL, ids);
+	for (unsigned i = RESOLVER_CLIENT_PENDING; i < RESOLVER_CLIENT_PENDING + 4; i++)
+		cr_assert(ids[i], "id %u not refused", i);
+	upstream_wait(&f.up[0], RESOLVER_CLIENT_PENDING);
 	cr_assert_eq(run_until_readable(f.client_fd, 50), false);
+	cr_assert_eq(f.n_shed[LOCALHOST & 7], 4);
+}
 
-	for (unsigned i = RESOLVER_MAX_PENDING; i < total; i++)
+/* The rate: a burst, then SERVFAIL until the bucket refills. */
+Test(resolver, per_client_rate)
+{
+	struct dns_answer a;
+
+	upstream_open(&f.up[0], UPSTREAM_ANSWER);
+	start(1, 0);
+	resolver_set_client_limits(f.r, 32, 1, 5);
+	f.client_fd = client_open(SOCK_DGRAM, LOCALHOST);
+	for (unsigned i = 0; i < 5; i++) {
 		send_query(f.client_fd, (uint16_t)i, "www.example.com", DNS_TYPE_A);
-	for (unsigned i = 0; i < extra; i++) {
 		recv_answer(f.client_fd, &a);
-		cr_assert_eq(a.rcode, DNS_RCODE_SERVFAIL);
-		cr_assert_geq(a.id, RESOLVER_MAX_PENDING);
-		cr_assert_lt(a.id, total);
-		cr_assert_not(seen[a.id]);
-		seen[a.id] = true;
+		assert_real_answer(&a, (uint16_t)i, "www.example.com");
 	}
-	cr_assert_eq(run_until_readable(f.client_fd, 100), false);
+	send_query(f.client_fd, 5, "www.example.com", DNS_TYPE_A);
+	recv_answer(f.client_fd, &a);
+	cr_assert_eq(a.rcode, DNS_RCODE_SERVFAIL);
+	cr_assert_eq(f.up[0].n_queries, 5);
+	/* refused names and AAAA questions cost no token */
+	send_query(f.client_fd, 6, "refused.test", DNS_TYPE_A);
+	recv_answer(f.client_fd, &a);
+	cr_assert_eq(a.rcode, DNS_RCODE_NXDOMAIN);
+	send_query(f.client_fd, 7, "www.example.com", DNS_TYPE_AAAA);
+	recv_answer(f.client_fd, &a);
+	cr_assert_eq(a.rcode, DNS_RCODE_NOERROR);
+	/* a second later, one more */
+	run_for(1100);
+	send_query(f.client_fd, 8, "www.example.com", DNS_TYPE_A);
+	recv_answer(f.client_fd, &a);
+	assert_real_answer(&a, 8, "www.example.com");
+	cr_assert_eq(f.n_shed[LOCALHOST & 7], 1);
+}
+
+/* Nothing of the client's message but its question reaches the upstream: not its flags, not
+ * its EDNS size, DO bit or options; the client gets the answer with its id and spelling. */
+Test(resolver, upstream_query_is_rebuilt)
+{
+	/* clang-format off */
+	static const uint8_t opt[] = { 0, 0, 41, 0x10, 0x00, 0, 0, 0x80, 0, 0, 8,
+				       0xfd, 0xe9, 0, 4, 'l', 'e', 'a', 'k' };
+	/* clang-format on */
+	uint8_t q[512], want[512], got[DNS_MAX_MESSAGE];
+	size_t len = build_query(q, 0x5151, "wWw.ExAmple.cOm", DNS_TYPE_A), qend = len;
+	size_t want_len = build_query(want, 0, "www.example.com", DNS_TYPE_A);
+	struct sockaddr_in to;
+	struct dns_answer a;
+	ssize_t n;
+
+	q[2] = 0x01 | 0x04; /* RD, AA */
+	q[3] = 0x30;	    /* AD, CD */
+	q[11] = 1;
+	memcpy(q + len, opt, sizeof(opt));
+	len += sizeof(opt);
+	/* what the upstream must get: RD, one question in lower case, our OPT (1232, no DO) */
+	want[11] = 1;
+	memcpy(want + want_len, "\x00\x00\x29\x04\xd0\x00\x00\x00\x00\x00\x00", 11);
+	want_len += 11;
+
+	upstream_open(&f.up[0], UPSTREAM_ANSWER);
+	start(1, 0);
+	f.client_fd = client_open(SOCK_DGRAM, LOCALHOST);
+	to = resolver_addr();
+	cr_assert_eq(sendto(f.client_fd, q, len, 0, (struct sockaddr *)&to, sizeof(to)),
+		     (ssize_t)len);
+	cr_assert(run_until_readable(f.client_fd, 2000), "no answer");
+	n = recv(f.client_fd, got, sizeof(got), MSG_DONTWAIT);
+	cr_assert_gt(n, 0);
+
+	cr_assert_eq(f.up[0].n_queries, 1);
+	cr_assert_eq(f.up[0].last_len, want_len);
+	cr_assert_eq(memcmp(f.up[0].last_query + 2, want + 2, want_len - 2), 0,
+		     "the upstream got flags %02x%02x, counts %02x%02x %02x%02x",
+		     f.up[0].last_query[2], f.up[0].last_query[3], f.up[0].last_query[5],
+		     f.up[0].last_query[11], f.up[0].last_query[want_len - 8],
+		     f.up[0].last_query[want_len - 7]);
+	/* the client's answer: its id, its RD, its spelling of the question */
+	cr_assert_eq(dns_parse_response(got, (size_t)n, &a), 0);
+	assert_real_answer(&a, 0x5151, "www.example.com");
+	cr_assert_eq(got[2] & 0x01, 0x01);
+	cr_assert_eq(memcmp(got + 12, q + 12, qend - 12), 0);
+}
+
+/* Messages carrying more than a question get FORMERR and are never forwarded; from no
+ * workspace, nothing. */
+Test(resolver, more_than_a_question_gets_formerr)
+{
+	static const uint8_t txt[] = { 0xc0, 0x0c, 0, 16, 0,   1,   0,	 0,  0,
+				       0,    0,	   5, 4,  'l', 'e', 'a', 'k' };
+	struct sockaddr_in to;
+	struct dns_answer a;
+	_cleanup_close_ int other = -1;
+
+	upstream_open(&f.up[0], UPSTREAM_ANSWER);
+	start(1, 0);
+	f.client_fd = client_open(SOCK_DGRAM, LOCALHOST);
+	other = client_open(SOCK_DGRAM, OTHER_HOST);
+	to = resolver_addr();
+	/* count at 4: a second question (the same one); 6, 8, 10: a TXT record */
+	for (size_t count = 4; count <= 10; count += 2) {
+		uint8_t q[512];
+		size_t len = build_query(q, (uint16_t)count, "www.example.com", DNS_TYPE_A);
+		if (count == 4) {
+			memcpy(q + len, "\xc0\x0c\x00\x01\x00\x01", 6);
+			len += 6;
+		} else {
+			memcpy(q + len, txt, sizeof(txt));
+			len += sizeof(txt);
+		}
+		q[count + 1]++;
+		cr_assert_eq(sendto(f.client_fd, q, len, 0, (struct sockaddr *)&to, sizeof(to)),
+			     (ssize_t)len);
+		recv_answer(f.client_fd, &a);
+		cr_assert_eq(a.id, count);
+		cr_assert_eq(a.rcode, DNS_RCODE_FORMERR, "count at %zu", count);
+		cr_assert_eq(sendto(other, q, len, 0, (struct sockaddr *)&to, sizeof(to)),
+			     (ssize_t)len);
+		cr_assert_eq(run_until_readable(other, 100), false);
+	}
+	cr_assert_eq(f.up[0].n_queries, 0);
+
+	/* the positive control: the plain query */
+	send_query(f.client_fd, 0x0d0d, "www.example.com", DNS_TYPE_A);
+	recv_answer(f.client_fd, &a);
+	assert_real_answer(&a, 0x0d0d, "www.example.com");
+}
+
+/* An answer larger than a UDP client takes (512 without EDNS) comes truncated, so that it asks
+ * again over TCP; with EDNS 4096, or over TCP, whole. */
+Test(resolver, large_answer_truncated_for_a_plain_udp_client)
+{
+	uint8_t q[512];
+	size_t len;
+	struct sockaddr_in to;
+	struct dns_answer a;
+	_cleanup_close_ int tcp = -1;
+
+	upstream_open(&f.up[0], UPSTREAM_LARGE);
+	start(1, 0);
+	f.client_fd = client_open(SOCK_DGRAM, LOCALHOST);
+	send_query(f.client_fd, 0x0e0e, "www.example.com", DNS_TYPE_A);
+	cr_assert_eq(recv_answer(f.client_fd, &a), 33);
+	cr_assert(a.truncated);
+	cr_assert_eq(a.id, 0x0e0e);
+	cr_assert_eq(a.n_addrs, 0);
+
+	len = build_query(q, 0x0f0f, "www.example.com", DNS_TYPE_A);
+	q[11] = 1;
+	memcpy(q + len, "\x00\x00\x29\x10\x00\x00\x00\x00\x00\x00\x00", 11);
+	len += 11;
+	to = resolver_addr();
+	cr_assert_eq(sendto(f.client_fd, q, len, 0, (struct sockaddr *)&to, sizeof(to)),
+		     (ssize_t)len);
+	cr_assert_eq(recv_answer(f.client_fd, &a), 33 + LARGE_N * 16);
+	cr_assert_not(a.truncated);
+	cr_assert_eq(a.n_addrs, DNS_MAX_ADDRS);
+
+	tcp = tcp_connect(LOCALHOST);
+	len = build_query(q, 0x1010, "www.example.com", DNS_TYPE_A);
+	tcp_send(tcp, q, len);
+	tcp_recv_answer(tcp, &a);
+	cr_assert_not(a.truncated);
+	cr_assert_eq(a.n_addrs, DNS_MAX_ADDRS);
 }
 
 Test(resolver_config, parse_upstream)
