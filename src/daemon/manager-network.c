@@ -319,6 +319,8 @@ static json_t *network_json(struct workspace *ws)
 			      "counters", "allowed", (json_int_t)c.allowed, "denied",
 			      (json_int_t)c.denied, "dnsAllowed", (json_int_t)c.dns_allowed,
 			      "dnsRefused", (json_int_t)c.dns_refused);
+	json_object_set_new(json_object_get(o, "counters"), "dnsShed",
+			    json_integer((json_int_t)c.dns_shed));
 	if (ws->net_policy)
 		json_object_set_new(o, "egress", net_policy_to_json(ws->net_policy));
 	return o;

@@ -35,7 +35,7 @@ struct net_entry {
 	uint32_t address;
 	enum net_mode mode;
 	struct net_policy *policy; /* restricted: our own copy */
-	uint64_t dns_allowed, dns_refused;
+	uint64_t dns_allowed, dns_refused, dns_shed;
 	uint64_t log_window_usec; /* refused names logged in this second, at most NET_LOG_PER_SEC */
 	unsigned logged;
 };
@@ -215,6 +215,7 @@ static int entry_set(struct net *n, const struct net_workspace *w)
 	if (old) {
 		e->dns_allowed = old->dns_allowed;
 		e->dns_refused = old->dns_refused;
+		e->dns_shed = old->dns_shed;
 		entry_remove(n, w->id);
 	}
 	e->next = n->entries;
@@ -263,9 +264,19 @@ static void on_dns_answered(void *userdata, uint32_t src, void *cookie, const st
 			nft_workspace_pin(n->nft, e->id, i, a->addrs, a->ttls, a->n_addrs);
 }
 
+static void on_dns_shed(void *userdata, uint32_t src, void *cookie)
+{
+	struct net_entry *e = entry_by_address(userdata, src);
+
+	(void)cookie;
+	if (e)
+		e->dns_shed++;
+}
+
 static const struct resolver_ops resolver_ops = {
 	.decide = on_dns_decide,
 	.answered = on_dns_answered,
+	.shed = on_dns_shed,
 };
 
 /* --- the denial log --- */
@@ -692,6 +703,7 @@ int net_workspace_counters(struct net *n, const char *id, struct net_counters *r
 	if (e) {
 		c.dns_allowed = e->dns_allowed;
 		c.dns_refused = e->dns_refused;
+		c.dns_shed = e->dns_shed;
 	}
 	*ret = c;
 	return r;

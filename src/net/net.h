@@ -128,5 +128,8 @@ struct net_counters {
 	uint64_t denied;      /* packets dropped by the policy (or the blocked ranges) */
 	uint64_t dns_allowed; /* queries forwarded (since the controller started) */
 	uint64_t dns_refused; /* queries answered NXDOMAIN (since the controller started) */
+	/* Allowed queries answered SERVFAIL at the workspace's resolver bounds (its pending
+	 * queries, its rate, its fair share of the table; since the controller started). */
+	uint64_t dns_shed;
 };
 int net_workspace_counters(struct net *n, const char *id, struct net_counters *ret);
