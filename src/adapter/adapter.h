@@ -34,6 +34,12 @@ struct adapter_context {
 	unsigned long lxcfs_serial;
 	bool host_user_set;	     /* host adapter: commands run as host_uid:host_gid, */
 	uint32_t host_uid, host_gid; /* no supplementary groups; else as root */
+	/* --workspace-ca (ca-bundle.h): the operator's certificates, checked PEM; NULL: none.
+	 * A container's bundle is its image's trust store and these, written at each start; a
+	 * host workspace's is host_ca_bundle (the host's trust store and these, made at start). */
+	const char *ca_pem;
+	size_t ca_pem_len;
+	const char *host_ca_bundle;
 };
 
 struct adapter_workspace {
@@ -42,7 +48,10 @@ struct adapter_workspace {
 	const char *dir;	     /* <root>/workspaces/<id> */
 	const struct cgroup *cgroup; /* the workspace cgroup, created by the caller */
 	char *const *env;	     /* workspace env, KEY=VALUE, NULL-terminated; may be NULL */
-	json_t *spec;		     /* the workspace spec (adapter fields are resolved into it) */
+	/* what the worker sets before env (which overrides it): the proxy variables of a
+	 * workspace whose network reaches the proxy; NULL-terminated, may be NULL */
+	char *const *worker_env;
+	json_t *spec; /* the workspace spec (adapter fields are resolved into it) */
 	/* container, network bridge or restricted: called between the runtime's create and its
 	 * start with the container's init pid, whose new network namespace it fills (net.h)
 	 * before anything of the sandbox runs; nameserver is the resolver its /etc/resolv.conf

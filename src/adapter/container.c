@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "adapter.h"
+#include "ca-bundle.h"
 #include "home-limit.h"
 #include "layers.h"
 #include "basic/cleanup.h"
@@ -699,14 +700,18 @@ struct agent_args {
 	char cgroup[256];
 	char user[32];
 	char workdir[PATH_MAX];
-	char **env; /* borrowed from the image and the workspace, NULL-terminated */
+	char **env;	  /* borrowed from the image, ca, the worker and the workspace */
+	struct ca_env ca; /* the CA variables, when the worker has --workspace-ca */
+	bool have_ca;
 };
 
-/* The image's env without HOME (the persistent one we mount wins), then the workspace's. */
+/* The image's env without HOME (the persistent one we mount wins), the CA variables, the
+ * worker's (proxy), then the workspace's: a later entry wins (the agent keeps the last). */
 static int build_agent_env(const struct adapter_workspace *ws, const struct image *img,
 			   struct agent_args *a)
 {
-	char *const *lists[] = { img->config.env, ws->env };
+	char *const *lists[] = { img->config.env, a->have_ca ? a->ca.list : NULL, ws->worker_env,
+				 ws->env };
 	size_t n = 0, total = 0;
 	for (size_t l = 0; l < ELEMENTSOF(lists); l++)
 		for (size_t i = 0; lists[l] && lists[l][i]; i++)
@@ -803,6 +808,52 @@ static int write_net_files(const struct adapter_workspace *ws, char *resolv, cha
 	return 0;
 }
 
+/* The workspace's CA bundle, bound read-only at OCI_CA_BUNDLE and over the image's own
+ * trust-store files (ca-bundle.h). */
+struct ca_binds {
+	char path[PATH_MAX]; /* "": the worker has no --workspace-ca */
+	char *targets[CA_STORE_MAX_TARGETS];
+	size_t n_targets;
+};
+
+static void ca_binds_done(struct ca_binds *b)
+{
+	for (size_t i = 0; i < b->n_targets; i++)
+		free(b->targets[i]);
+	*b = (struct ca_binds){ 0 };
+}
+
+/* <dir>/ca-certificates.crt: the image's trust store, read from the rootfs just mounted, then
+ * the operator's CAs. Made per workspace at every start, not cached per image: it costs one
+ * read of the image's store (about 220 KB for Debian) and one write, it goes with the
+ * workspace's directory (nothing to collect), a changed --workspace-ca reaches every workspace
+ * at its next start, and no file is shared between workspaces (or tenants) that one bad write
+ * could spoil for all. */
+static int write_ca_bundle(const struct adapter_workspace *ws, int rootfd, struct ca_binds *ret,
+			   struct station_error *e)
+{
+	char rootfs[PATH_MAX];
+	_cleanup_free_ char *store = NULL, *bundle = NULL;
+	size_t store_len = 0, len = 0;
+	*ret = (struct ca_binds){ 0 };
+	if (!ws->ctx->ca_pem)
+		return 0;
+	snprintf(rootfs, sizeof rootfs, "%s/rootfs", ws->dir);
+	snprintf(ret->path, sizeof ret->path, "%s/ca-certificates.crt", ws->dir);
+	int r = ca_image_store(rootfd, rootfs, &store, &store_len, ret->targets, &ret->n_targets);
+	if (r >= 0)
+		r = ca_bundle_join(store, store_len, ws->ctx->ca_pem, ws->ctx->ca_pem_len, &bundle,
+				   &len);
+	if (r >= 0)
+		r = write_file_atomic(ret->path, bundle, len, 0644);
+	if (r < 0) {
+		ca_binds_done(ret);
+		return station_error_set(e, r, NULL, "cannot write the workspace's CA bundle: %s",
+					 strerror(-r));
+	}
+	return 0;
+}
+
 /* The /proc view the container gets, recorded in the spec ("procView", docs/api.md): lxcfs's
  * when one serves (never under runsc, whose sentry makes its own /proc), else the host's. The
  * spec's "cpuset" (the manager's placement for "cpus") pins it to that many CPUs, which is what
@@ -827,7 +878,7 @@ static const char *proc_view(const struct adapter_workspace *ws)
 }
 
 static int write_bundle(const struct adapter_workspace *ws, const struct cgroup *c, char **argv,
-			json_t *seccomp, struct station_error *e)
+			json_t *seccomp, const struct ca_binds *ca, struct station_error *e)
 {
 	char rootfs[PATH_MAX], home[PATH_MAX], run[PATH_MAX], bundle[PATH_MAX], cred[PATH_MAX];
 	char resolv[PATH_MAX], hosts[PATH_MAX];
@@ -864,6 +915,9 @@ static int write_bundle(const struct adapter_workspace *ws, const struct cgroup 
 		.nproc = is_runsc(ws->ctx) ? spec_pids_limit(ws) : 0,
 		.resolv_conf = ws->net_attach ? resolv : NULL,
 		.hosts = ws->net_attach ? hosts : NULL,
+		.ca_bundle = ca->path[0] ? ca->path : NULL,
+		.ca_targets = ca->targets,
+		.n_ca_targets = ca->n_targets,
 		.lxcfs_dir = lxcfs_dir,
 		.cpuset = json_string_value(json_object_get(ws->spec, "cpuset")),
 	};
@@ -1053,6 +1107,7 @@ static int container_start_agent(const struct adapter_workspace *ws, const uint8
 	struct image *img = NULL;
 	struct cgroup *c = NULL;
 	json_t *seccomp = NULL;
+	struct ca_binds ca = { 0 };
 	char digest[SECCOMP_DIGEST_SIZE];
 	_cleanup_close_ int rootfd = -1;
 	uid_t uid = 0;
@@ -1074,14 +1129,19 @@ static int container_start_agent(const struct adapter_workspace *ws, const uint8
 	if (r >= 0 && is_runsc(ws->ctx))
 		r = runsc_host_limits(ws, e);
 	if (r >= 0)
+		r = write_ca_bundle(ws, rootfd, &ca, e);
+	if (r >= 0 && (args->have_ca = ca.path[0] != 0))
+		ca_env_fill(&args->ca, OCI_CA_BUNDLE);
+	if (r >= 0)
 		r = delegate_cgroup(ws, &c, e);
 	if (r >= 0 && build_agent_args(ws, img, c, uid, gid, args) < 0)
 		r = station_error_set(e, -ENOMEM, NULL, "out of memory");
 	if (r >= 0)
-		r = write_bundle(ws, c, args->argv, seccomp, e);
+		r = write_bundle(ws, c, args->argv, seccomp, &ca, e);
 	if (r >= 0)
 		r = run_container(ws, args, secret, secret_len, ret_pid, e);
 	json_decref(seccomp);
+	ca_binds_done(&ca);
 	cgroup_free(c);
 	image_free(img);
 	free(args->env);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "adapter.h"
+#include "ca-bundle.h"
 #include "basic/cleanup.h"
 #include "basic/safe-fs.h"
 #include "basic/util.h"
@@ -221,6 +222,26 @@ static int wait_exec(pid_t pid, int err_fd)
 	return 0;
 }
 
+/* The CA variables naming the host bundle (when the worker has --workspace-ca), the worker's
+ * (proxy), then the workspace's env, which wins (the agent keeps the last of a name): borrowed
+ * pointers, NULL-terminated; ca holds the CA entries. */
+static char **host_env(const struct adapter_workspace *ws, struct ca_env *ca)
+{
+	if (ws->ctx->host_ca_bundle)
+		ca_env_fill(ca, ws->ctx->host_ca_bundle);
+	char *const *lists[] = { ws->ctx->host_ca_bundle ? ca->list : NULL, ws->worker_env,
+				 ws->env };
+	size_t total = 0, n = 0;
+	for (size_t l = 0; l < ELEMENTSOF(lists); l++)
+		for (size_t i = 0; lists[l] && lists[l][i]; i++)
+			total++;
+	char **env = calloc(total + 1, sizeof *env);
+	for (size_t l = 0; env && l < ELEMENTSOF(lists); l++)
+		for (size_t i = 0; lists[l] && lists[l][i]; i++)
+			env[n++] = lists[l][i];
+	return env;
+}
+
 static int host_start_agent(const struct adapter_workspace *ws, const uint8_t *secret,
 			    size_t secret_len, pid_t *ret_pid, struct station_error *e)
 {
@@ -233,7 +254,11 @@ static int host_start_agent(const struct adapter_workspace *ws, const uint8_t *s
 		return station_error_set(e, wfd < 0 ? -errno : listen_fd, NULL,
 					 "agent socket \"%s\": %s", sock,
 					 strerror(wfd < 0 ? errno : -listen_fd));
-	_cleanup_close_ int secret_fd = adapter_start_fd(secret, secret_len, NULL, ws->env);
+	_cleanup_free_ struct ca_env *ca = calloc(1, sizeof *ca);
+	_cleanup_free_ char **env = ca ? host_env(ws, ca) : NULL;
+	if (!env)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	_cleanup_close_ int secret_fd = adapter_start_fd(secret, secret_len, NULL, env);
 	if (secret_fd < 0)
 		return station_error_set(e, secret_fd, "env", "the agent's start block: %s",
 					 strerror(-secret_fd));

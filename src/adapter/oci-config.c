@@ -70,6 +70,7 @@ static int check_paths(const struct oci_config *c, struct station_error *e)
 		{ "credential_dir", c->credential_dir, false },
 		{ "resolv_conf", c->resolv_conf, false },
 		{ "hosts", c->hosts, false },
+		{ "ca_bundle", c->ca_bundle, false },
 		{ "netns_path", c->netns_path, false },
 		{ "cgroups_path", c->cgroups_path, false },
 		{ "lxcfs_dir", c->lxcfs_dir, false },
@@ -273,6 +274,12 @@ static int add_bind_mounts(json_t *m, const struct oci_config *c)
 		r = add_mount(m, "/etc/resolv.conf", "bind", c->resolv_conf, file);
 	if (r >= 0 && c->hosts)
 		r = add_mount(m, "/etc/hosts", "bind", c->hosts, file);
+	if (r >= 0 && c->ca_bundle)
+		r = add_mount(m, OCI_CA_BUNDLE, "bind", c->ca_bundle, file);
+	for (size_t i = 0; r >= 0 && c->ca_bundle && i < c->n_ca_targets; i++)
+		r = is_abs(c->ca_targets[i]) ?
+			    add_mount(m, c->ca_targets[i], "bind", c->ca_bundle, file) :
+			    -EINVAL;
 	/* the sandbox's user reaches both: /run/station is container root's alone */
 	const char *const cred_tmpfs[] = {
 		"nosuid", "nodev", "noexec", "mode=755", "size=64k", NULL

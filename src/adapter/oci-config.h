@@ -14,6 +14,7 @@
  *  - mounts: /proc, /dev (tmpfs) with devpts, shm, mqueue, /sys read-only, /sys/fs/cgroup
  *    read-only, /tmp tmpfs (size-limited), HOME rw at home_target, the agent binary read-only,
  *    the agent socket dir rw at /run/station, resolv.conf and hosts read-only when given, the
+ *    CA bundle read-only at OCI_CA_BUNDLE and over the image's trust-store files when given, the
  *    credential socket dir rw at /run/station-credential (noexec; a bind or a small tmpfs)
  *    and the agent binary read-only as git-credential-station when either is asked for;
  *  - lxcfs_dir: its /proc files (OCI_LXCFS_PROC_FILES) and /sys/devices/system/cpu bound
@@ -49,6 +50,8 @@ extern const char *const oci_default_caps[]; /* OCI_DEFAULT_CAPS, NULL-terminate
 #define OCI_CRED_DIR "/run/station-credential"
 #define OCI_CRED_SOCKET OCI_CRED_DIR "/socket"
 #define OCI_CRED_HELPER "/usr/local/bin/git-credential-station"
+/* The workspace's CA bundle (adapter/ca-bundle.h), where the CA variables name it. */
+#define OCI_CA_BUNDLE "/run/station-ca/ca-certificates.crt"
 /* What is bound from an lxcfs mount (lxcfs 5 or later has all of them). */
 #define OCI_LXCFS_PROC_FILES "cpuinfo", "diskstats", "loadavg", "meminfo", "stat", "swaps", "uptime"
 #define OCI_LXCFS_SYS_CPU "/sys/devices/system/cpu"
@@ -85,6 +88,11 @@ struct oci_config {
 	size_t n_cgroup_binds;
 	const char *resolv_conf; /* host files bound ro at /etc/resolv.conf, /etc/hosts; optional */
 	const char *hosts;
+	/* host file bound ro at OCI_CA_BUNDLE and over each of ca_targets (absolute paths in the
+	 * rootfs, symlinks already resolved: the image's trust-store files); NULL: none */
+	const char *ca_bundle;
+	char *const *ca_targets;
+	size_t n_ca_targets;
 	const char *netns_path;	  /* join this network namespace; NULL: a new one */
 	uint64_t tmp_size_bytes;  /* /tmp tmpfs size; 0: OCI_TMP_SIZE_DEFAULT */
 	const char *cgroups_path; /* linux.cgroupsPath; NULL: the runtime's default */
