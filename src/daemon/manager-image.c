@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "adapter/ca-bundle.h"
 #include "basic/cleanup.h"
 #include "basic/list.h"
 #include "basic/log.h"
@@ -23,6 +24,33 @@
 #include "event/work.h"
 #include "image/image.h"
 #include "manager-internal.h"
+
+/* <root>/ca-certificates.crt, what host workspaces trust (adapter/ca-bundle.h): the host's
+ * trust store as it is at start, then the operator's CAs. The host's store itself is left as
+ * it is: the controller's and the host's other programs keep trusting what they trusted. */
+static void host_ca_bundle_init(struct manager *m)
+{
+	_cleanup_free_ char *store = NULL, *bundle = NULL, *path = NULL;
+	size_t store_len = 0, len = 0;
+	if (!m->cfg.workspace_ca_pem || asprintf(&path, "%s/ca-certificates.crt", m->cfg.root) < 0)
+		return;
+	int r = ca_host_store(&store, &store_len);
+	if (r >= 0)
+		r = ca_bundle_join(store, store_len, m->cfg.workspace_ca_pem,
+				   m->cfg.workspace_ca_len, &bundle, &len);
+	if (r >= 0)
+		r = write_file_atomic(path, bundle, len, 0644);
+	if (r < 0) {
+		log_error("cannot write the host workspaces' CA bundle", "path", path, "error",
+			  strerror(-r), NULL);
+		return;
+	}
+	if (!store)
+		log_warn("no trust store on this host: host workspaces trust the --workspace-ca "
+			 "certificates only",
+			 NULL);
+	m->actx.host_ca_bundle = TAKE_PTR(path); /* manager_free() frees it */
+}
 
 void manager_adapters_init(struct manager *m)
 {
@@ -37,7 +65,10 @@ void manager_adapters_init(struct manager *m)
 		.host_user_set = m->cfg.host_user_set,
 		.host_uid = m->cfg.host_uid,
 		.host_gid = m->cfg.host_gid,
+		.ca_pem = m->cfg.workspace_ca_pem,
+		.ca_pem_len = m->cfg.workspace_ca_len,
 	};
+	host_ca_bundle_init(m);
 	if (adapter_runtime_open(&m->actx, m->cfg.runtime, &e) < 0)
 		log_warn("container runtime unavailable", "runtime", m->cfg.runtime, "error",
 			 e.message, NULL);

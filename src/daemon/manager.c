@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "adapter/adapter.h"
+#include "adapter/proxy.h"
 #include "agentlink.h"
 #include "basic/cleanup.h"
 #include "basic/list.h"
@@ -197,6 +198,19 @@ static void workspace_free(struct workspace *ws)
 	free(ws);
 }
 
+/* The proxy's variables for a workspace whose network reaches the proxy (adapter/proxy.h):
+ * the host's own network, a bridge, a restricted one when the operator opened the proxy to
+ * those; "none" reaches nothing. */
+static char *const *workspace_proxy_env(const struct workspace *ws)
+{
+	const struct manager_config *c = &ws->m->cfg;
+	if (!c->workspace_proxy)
+		return NULL;
+	bool reaches = ws->adapter == &adapter_host || ws->net_mode == NET_BRIDGE ||
+		       (ws->net_mode == NET_RESTRICTED && c->workspace_proxy_restricted);
+	return reaches ? c->workspace_proxy->env : NULL;
+}
+
 static void adapter_ws(const struct workspace *ws, struct adapter_workspace *ret)
 {
 	*ret = (struct adapter_workspace){
@@ -205,6 +219,7 @@ static void adapter_ws(const struct workspace *ws, struct adapter_workspace *ret
 		.dir = ws->dir,
 		.cgroup = ws->cgroup,
 		.env = ws->env,
+		.worker_env = workspace_proxy_env(ws),
 		.spec = ws->spec,
 		.net_attach = ws->net_mode != NET_NONE ? workspace_network_attach : NULL,
 		.net_userdata = (void *)ws,
@@ -1933,6 +1948,7 @@ void manager_free(struct manager *m)
 	cgroup_free(m->base_cgroup);
 	adapter_runtime_close(&m->actx);
 	image_store_close(m->actx.images);
+	free((char *)m->actx.host_ca_bundle); /* manager-image.c made it */
 	explicit_bzero(m->secret_key, sizeof m->secret_key);
 	free(m);
 }

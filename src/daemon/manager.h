@@ -78,6 +78,13 @@ struct manager_config {
 	const char *const *tenant_seccomp_profiles;
 	const char *const *tenant_networks;
 	int runtime_timeout_ms; /* per runtime call; 0: the runtime's default (30 s) */
+	/* --workspace-ca (adapter/ca-bundle.h): the operator's certificates, checked PEM; NULL:
+	 * none. --workspace-proxy (adapter/proxy.h): NULL: none; its variables go to host
+	 * workspaces and bridge ones, to restricted ones only with proxy_restricted. */
+	const char *workspace_ca_pem;
+	size_t workspace_ca_len;
+	const struct workspace_proxy *workspace_proxy;
+	bool workspace_proxy_restricted;
 };
 
 struct pool_config {
