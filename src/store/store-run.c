@@ -14,7 +14,7 @@ _Static_assert(RUN_RUNNING == 0, "runs.status 0 must mean running");
 #define RUN_META_COLUMNS                                                                           \
 	"id, workspace_id, command, cwd, env_json, timeout_ms, max_output_bytes, status, "         \
 	"exit_code, signal, oom_killed, truncated, reason, stdout_total, stderr_total, "           \
-	"created_at, started_at, ended_at, cpu_usec, peak_memory"
+	"created_at, started_at, ended_at, cpu_usec, peak_memory, network_json"
 #define RUN_OUTPUT_COLUMNS "stdout_head, stdout_tail, stderr_head, stderr_tail"
 
 static void run_output_free(struct run_output *o)
@@ -33,6 +33,7 @@ void run_row_free(struct run_row *r)
 	free(r->cwd);
 	free(r->env_json);
 	free(r->reason);
+	free(r->network_json);
 	run_output_free(&r->out[0]);
 	run_output_free(&r->out[1]);
 	*r = (struct run_row){};
@@ -57,6 +58,7 @@ static void bind_result(struct store_binder *b, const struct run_row *r)
 	store_bind_blob(b, r->out[0].tail, r->out[0].tail_len);
 	store_bind_blob(b, r->out[1].head, r->out[1].head_len);
 	store_bind_blob(b, r->out[1].tail, r->out[1].tail_len);
+	store_bind_text(b, r->network_json);
 }
 
 int store_run_insert(struct store *s, const struct run_row *r)
@@ -71,9 +73,9 @@ int store_run_insert(struct store *s, const struct run_row *r)
 		s, STORE_STMT_RUN_INSERT,
 		"INSERT INTO runs (status, exit_code, signal, oom_killed, truncated, reason, "
 		"stdout_total, stderr_total, started_at, ended_at, cpu_usec, peak_memory, " RUN_OUTPUT_COLUMNS
-		", id, workspace_id, command, cwd, env_json, timeout_ms, "
+		", network_json, id, workspace_id, command, cwd, env_json, timeout_ms, "
 		"max_output_bytes, created_at) "
-		"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		&st);
 	if (k < 0)
 		return k;
@@ -125,7 +127,7 @@ static int run_finish_update(struct store *s, const struct run_row *r)
 		       "truncated = ?, reason = ?, stdout_total = ?, stderr_total = ?, "
 		       "started_at = coalesce(nullif(?, 0), started_at), ended_at = ?, "
 		       "cpu_usec = ?, peak_memory = ?, stdout_head = ?, stdout_tail = ?, "
-		       "stderr_head = ?, stderr_tail = ? "
+		       "stderr_head = ?, stderr_tail = ?, network_json = ? "
 		       "WHERE id = ? AND workspace_id = ? AND status = 0",
 		       &st);
 	if (k < 0)
@@ -202,6 +204,7 @@ static int run_read(sqlite3_stmt *st, void *userdata, void *ret)
 	r.ended_at = store_read_u64(&rd);
 	r.cpu_usec = store_read_u64(&rd);
 	r.peak_memory = store_read_u64(&rd);
+	store_read_text(&rd, &r.network_json);
 	if (with_output) {
 		store_read_blob(&rd, &r.out[0].head, &r.out[0].head_len);
 		store_read_blob(&rd, &r.out[0].tail, &r.out[0].tail_len);

@@ -131,6 +131,7 @@ struct run_row {
 	uint64_t ended_at;   /* 0 while running */
 	uint64_t cpu_usec;
 	uint64_t peak_memory;
+	char *network_json; /* the run's denials ({denied, lastDenied}); NULL without a network */
 };
 void run_row_free(struct run_row *r);
 

@@ -426,6 +426,41 @@ Test(store, run_finish_binary_output_and_idempotence)
 	run_row_free(&got);
 }
 
+/* A run's network (what the workspace's network refused while it ran) is stored by its finish
+ * and read back by get and list; a run without one reads NULL. */
+Test(store, run_network_json)
+{
+	static const char net[] = "{\"denied\":2,\"lastDenied\":{\"address\":\"203.0.113.3\","
+				  "\"port\":80,\"proto\":\"tcp\",\"at\":\"2026-01-01T00:00:00Z\"}}";
+	struct run_row r = run("r-1", "w1-a", 100), plain = run("r-2", "w1-a", 110), got = {},
+		       *rows = NULL;
+	size_t n = 0;
+
+	insert_ws("w1-a", 1);
+	cr_assert_eq(store_run_insert(store, &r), 0);
+	cr_assert_eq(store_run_insert(store, &plain), 0);
+	cr_assert_eq(store_run_get(store, "w1-a", "r-1", &got), 0);
+	cr_assert_null(got.network_json, "running: no network yet");
+	run_row_free(&got);
+	r.status = plain.status = RUN_EXITED;
+	r.exit_code = plain.exit_code = 0;
+	r.network_json = (char *)net;
+	cr_assert_eq(store_run_finish(store, &r), 1);
+	cr_assert_eq(store_run_finish(store, &plain), 1);
+
+	cr_assert_eq(store_run_get(store, "w1-a", "r-1", &got), 0);
+	cr_assert_str_eq(got.network_json, net);
+	run_row_free(&got);
+	cr_assert_eq(store_run_list(store, "w1-a", 10, &rows, &n), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_str_eq(rows[0].id, "r-2");
+	cr_assert_null(rows[0].network_json, "a run without a network");
+	cr_assert_str_eq(rows[1].network_json, net);
+	for (size_t i = 0; i < n; i++)
+		run_row_free(&rows[i]);
+	free(rows);
+}
+
 /* A completion is keyed by the workspace: another workspace's report about a run changes
  * nothing (an agent reports only for the workspace it serves). */
 Test(store, run_finish_scoped_by_workspace)
