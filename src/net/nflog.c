@@ -71,12 +71,14 @@ static int nflog_talk(struct nflog *l, struct nlmsghdr *nlh)
 	}
 }
 
-/* Binds this socket to the group and asks for the first NFLOG_COPY_RANGE bytes of each packet.
+/* Binds this socket to the group and asks for the first NFLOG_COPY_RANGE bytes of each packet,
+ * each sent as it is logged (a queue threshold of 1: the kernel's default holds up to 100 for a
+ * second), so that a reader that drains the socket has heard of every denial made before.
  * No NFULNL_CFG_CMD_PF_BIND: nftables' `log group` names the nfnetlink_log logger itself, and
  * binding it as the namespace's default logger would change what other users' log rules do. */
 static int nflog_bind(struct nflog *l)
 {
-	char buf[256]; /* one config request: two small attributes */
+	char buf[256]; /* one config request: three small attributes */
 	struct nlmsghdr *nlh = nflog_config_request(buf, l->group, (uint32_t)time(NULL));
 	struct nfulnl_msg_config_cmd cmd = { .command = NFULNL_CFG_CMD_BIND };
 	struct nfulnl_msg_config_mode mode = {
@@ -86,6 +88,7 @@ static int nflog_bind(struct nflog *l)
 
 	mnl_attr_put(nlh, NFULA_CFG_CMD, sizeof(cmd), &cmd);
 	mnl_attr_put(nlh, NFULA_CFG_MODE, sizeof(mode), &mode);
+	mnl_attr_put_u32(nlh, NFULA_CFG_QTHRESH, htonl(1));
 	return nflog_talk(l, nlh);
 }
 
