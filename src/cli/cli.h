@@ -108,3 +108,6 @@ int cli_egress_allow(const struct cli *cli, struct cli_egress *eg, const char *r
 int cli_egress_text(const struct cli *cli, struct cli_egress *eg, const char *file_option,
 		    const char **ret);
 void cli_egress_done(struct cli_egress *eg);
+/* After a finished run whose network refused something (run.network.denied > 0): one line on
+ * stderr naming the last destination refused and how to allow it (docs/cli.md). */
+void cli_run_network_report(const struct cli *cli, const char *ws, const json_t *run);

@@ -412,8 +412,10 @@ static int cmd_exec(struct cli *cli, int argc, char **argv)
 		r = exec_print_whole(run, id);
 		if (r < 0)
 			return -r;
-		if (r > 0)
+		if (r > 0) {
+			cli_run_network_report(cli, a.ws, run);
 			return run_exit_status(run, false);
+		}
 	}
 	if (!a.json || !station_run_is_terminal(run))
 		r = exec_finish(cli, &a, id, &end);
@@ -423,6 +425,8 @@ static int cmd_exec(struct cli *cli, int argc, char **argv)
 		r = output_json(end ? end : run);
 		if (r < 0)
 			return exec_write_failed(id, r);
+	} else {
+		cli_run_network_report(cli, a.ws, end ? end : run);
 	}
 	return run_exit_status(end ? end : run, a.json);
 }
@@ -509,6 +513,8 @@ static int cmd_status(struct cli *cli, int argc, char **argv)
 		r = run_print_stream(run, STATION_STREAM_STDERR, STDERR_FILENO);
 	if (r < 0)
 		fprintf(stderr, "station-sandbox: cannot show the output: %s\n", strerror(-r));
+	else
+		cli_run_network_report(cli, argv[optind], run);
 	return r < 0 ? EXIT_FAILED : 0;
 }
 

@@ -139,6 +139,115 @@ void cli_egress_done(struct cli_egress *eg)
 	*eg = (struct cli_egress){};
 }
 
+/* ---- a run's denials -------------------------------------------------------------------- */
+
+/* " --allow DEST[:PORTS][/PROTO]", quoted for a shell when it needs it. */
+static void allow_print(FILE *f, const char *dest, json_t *ports, const char *proto)
+{
+	static const char plain[] =
+		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-/";
+	bool quote = dest && strspn(dest, plain) != strlen(dest);
+	json_t *port;
+	size_t i;
+
+	fprintf(f, " --allow %s%s", quote ? "'" : "", dest ? dest : "?");
+	json_array_foreach(ports, i, port)
+		fprintf(f, "%s%" JSON_INTEGER_FORMAT, i ? "," : ":", json_integer_value(port));
+	if (proto)
+		fprintf(f, "/%s", proto);
+	if (quote)
+		fputc('\'', f);
+}
+
+/* "station-sandbox network WS --allow …": the rules in force plus the refused destination
+ * (--allow replaces the whole policy). */
+static void restricted_hint(FILE *f, const char *ws, json_t *network, json_t *last)
+{
+	_cleanup_json_ json_t *port = json_pack("[O]", json_object_get(last, "port"));
+	const char *name = json_string_value(json_object_get(last, "name"));
+	const char *proto = json_string_value(json_object_get(last, "proto"));
+	bool l4 = proto && (strcmp(proto, "tcp") == 0 || strcmp(proto, "udp") == 0);
+	json_t *rule;
+	size_t i;
+
+	fprintf(f,
+		"network restricted; to allow it, replace the policy with: "
+		"station-sandbox network %s",
+		ws);
+	json_array_foreach(json_object_get(json_object_get(network, "egress"), "allow"), i, rule) {
+		const char *d = json_string_value(json_object_get(rule, "cidr"));
+
+		allow_print(f, d ? d : json_string_value(json_object_get(rule, "domain")),
+			    json_object_get(rule, "ports"),
+			    json_string_value(json_object_get(rule, "proto")));
+	}
+	if (name)
+		allow_print(f, name, NULL, NULL);
+	else
+		allow_print(f, json_string_value(json_object_get(last, "address")),
+			    l4 ? port : NULL, l4 ? proto : NULL);
+}
+
+/* A bridged workspace reaches everything but the ranges the worker blocks. */
+static void bridge_hint(FILE *f, const char *address)
+{
+	unsigned a = 0, b = 0;
+	const char *class = NULL;
+
+	if (address && sscanf(address, "%u.%u.", &a, &b) == 2) {
+		if (a == 10 || (a == 172 && b >= 16 && b < 32) || (a == 192 && b == 168))
+			class = "private";
+		else if (a == 169 && b == 254)
+			class = "link-local";
+	}
+	fprintf(f, "network bridge: the worker blocks this address for workspaces; ");
+	if (class)
+		fprintf(f,
+			"an operator opens the %s range with station-sandboxd --network-allow %s",
+			class, class);
+	else
+		fprintf(f, "an operator opens its range with station-sandboxd --network-allow "
+			   "(docs/operations.md, \"Network\")");
+}
+
+void cli_run_network_report(const struct cli *cli, const char *ws, const json_t *run)
+{
+	json_t *denials = json_object_get(run, "network");
+	json_t *last = json_object_get(denials, "lastDenied");
+	json_int_t denied = json_integer_value(json_object_get(denials, "denied"));
+	const char *name = json_string_value(json_object_get(last, "name"));
+	const char *address = json_string_value(json_object_get(last, "address"));
+	_cleanup_json_ json_t *network = NULL;
+	_cleanup_free_ char *line = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (denied <= 0 || !(f = open_memstream(&line, &len)))
+		return;
+	fprintf(f,
+		"station-sandbox: the network refused %" JSON_INTEGER_FORMAT " %s while this ran",
+		denied, denied == 1 ? "packet or lookup" : "packets or lookups");
+	if (name)
+		fprintf(f, ", the last a lookup of %s", name);
+	else if (address)
+		fprintf(f, ", the last to %s:%" JSON_INTEGER_FORMAT "/%s", address,
+			json_integer_value(json_object_get(last, "port")),
+			json_string_value(json_object_get(last, "proto")));
+	fprintf(f, " (");
+	if (station_workspace_network_get(cli->client, ws, &network) < 0)
+		network = NULL;
+	const char *mode = json_string_value(json_object_get(network, "mode"));
+	if (mode && strcmp(mode, "bridge") == 0)
+		bridge_hint(f, address);
+	else if (mode && strcmp(mode, "restricted") == 0 && last)
+		restricted_hint(f, ws, network, last);
+	else
+		fprintf(f, "'station-sandbox network %s' lists what it refused", ws);
+	fprintf(f, ")\n");
+	if (fclose(f) == 0 && line)
+		fputs(line, stderr);
+}
+
 /* ---- network ----------------------------------------------------------------------------- */
 
 static const char *rule_proto(json_t *rule)
