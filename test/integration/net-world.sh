@@ -20,6 +20,10 @@
 #                       world_route_from (policy routing): the host's own link-local is untouched
 #   WORLD_V6            an IPv6 documentation address: the echo service
 # and on the host (the worker's own address, WORLD_HOST) an echo service on WORLD_HOST_PORT.
+# The world is routed, not connected: the host holds WORLD_HOST/32 on its end of the veth and
+# reaches WORLD_NET.0/24, WORLD_PRIVATE_NET and WORLD_META through WORLD_ROUTER (.254, an
+# address of the namespace, on-link), so the world's hosts are neither the worker's connected
+# network nor its gateways (both blocked by the controller); WORLD_ROUTER is its gateway.
 # HTTP requests are logged to WORLD_DIR/http.log ("ROLE LOCAL PEER METHOD PATH HOST STATUS").
 #
 # Names (world_up puts them in the zone): git.example.test, registry.example.test,
@@ -45,7 +49,7 @@ NET_FLAG_DNS=--dns-upstream
 NET_FLAG_ALLOW=--network-allow
 # The controller flags every test's controller passes so that the world's hosts count as the
 # outside world (their ranges are reserved ones). Add them to every controller a world test starts.
-NET_WORLD_FLAGS=()
+NET_WORLD_FLAGS=("$NET_FLAG_ALLOW" documentation,benchmarking)
 
 NET_WORLD_PY=$SRC/test/helpers/net-world.py
 WORLD_ID=$$
@@ -72,6 +76,7 @@ _world_addresses() {
 	WORLD_OTHER=$WORLD_NET.3
 	WORLD_GIT=$WORLD_NET.4
 	WORLD_REGISTRY=$WORLD_NET.5
+	WORLD_ROUTER=$WORLD_NET.254
 }
 _world_addresses
 WORLD_PRIVATE=${WORLD_PRIVATE_NET%.*}.2
@@ -236,12 +241,12 @@ world_up() {
 	_WORLD_UP=1
 	_world_run ip netns add "$WORLD_NS" || return 1
 	_world_run ip link add "$WORLD_IF" type veth peer name eth0 netns "$WORLD_NS" || return 1
-	_world_run ip addr add "$WORLD_HOST/24" dev "$WORLD_IF" || return 1
+	_world_run ip addr add "$WORLD_HOST/32" dev "$WORLD_IF" || return 1
 	_world_run ip -6 addr add "$WORLD_V6_HOST/64" dev "$WORLD_IF" nodad || return 1
 	_world_run ip link set "$WORLD_IF" up || return 1
 	local in=(ip -n "$WORLD_NS")
 	_world_run "${in[@]}" link set lo up || return 1
-	for r in "$WORLD_DNS" "$WORLD_OTHER" "$WORLD_GIT" "$WORLD_REGISTRY"; do
+	for r in "$WORLD_DNS" "$WORLD_OTHER" "$WORLD_GIT" "$WORLD_REGISTRY" "$WORLD_ROUTER"; do
 		_world_run "${in[@]}" addr add "$r/24" dev eth0 || return 1
 	done
 	_world_run "${in[@]}" addr add "$WORLD_PRIVATE/${WORLD_PRIVATE_NET#*/}" dev eth0 || return 1
@@ -249,9 +254,10 @@ world_up() {
 	_world_run "${in[@]}" -6 addr add "$WORLD_V6/64" dev eth0 nodad || return 1
 	_world_run "${in[@]}" link set eth0 up || return 1
 	# Replies to the private and metadata addresses leave from them toward WORLD_HOST (the
-	# masquerade address); nothing in the namespace needs a default route.
-	_world_run ip route add "$WORLD_PRIVATE_NET" via "$WORLD_DNS" dev "$WORLD_IF" || return 1
-	_world_run ip route add "$WORLD_META/32" via "$WORLD_DNS" dev "$WORLD_IF" table "$WORLD_TABLE" || return 1
+	# masquerade address, on the namespace's /24); nothing in the namespace needs a default route.
+	_world_run ip route add "$WORLD_NET.0/24" via "$WORLD_ROUTER" dev "$WORLD_IF" onlink || return 1
+	_world_run ip route add "$WORLD_PRIVATE_NET" via "$WORLD_ROUTER" dev "$WORLD_IF" onlink || return 1
+	_world_run ip route add "$WORLD_META/32" via "$WORLD_ROUTER" dev "$WORLD_IF" onlink table "$WORLD_TABLE" || return 1
 
 	world_make_content || return 1
 	: >"$WORLD_DIR/dns.log"
