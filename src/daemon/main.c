@@ -110,6 +110,7 @@ static void usage(FILE *f)
 		"                        [--network-range CIDR|none] [--network-bridge NAME]\n"
 		"                        [--dns-upstream ADDR[:PORT]]...\n"
 		"                        [--network-allow private,link-local,worker,workspaces]\n"
+		"                        [--egress-pin-min-ms N]\n"
 		"                        [--pool IMAGE[,size=N][,network=none|bridge][,seccomp=PROFILE]]...\n"
 		"                        [--lxcfs auto|off|DIR]\n"
 		"                        [--mcp] [--mcp-option FLAG]... [--mcp-cli PATH]\n"
@@ -140,7 +141,10 @@ static void usage(FILE *f)
 		"need a bearer token: the admin token is written to <root>/admin.token on first\n"
 		"start, or read from --admin-token-file (a root-owned file, not group- or\n"
 		"world-writable, one line of 32 to 4096 characters), which many workers can share.\n"
-		"--audit-kept keeps that many audit rows (default 100000), the oldest dropped.\n");
+		"--audit-kept keeps that many audit rows (default 100000), the oldest dropped.\n"
+		"--egress-pin-min-ms keeps an address that an allowed DNS answer gave a restricted\n"
+		"workspace reachable for at least N ms after the last such answer (default 600000;\n"
+		"0: the answer's TTL alone, at least 30 s); open connections outlive it.\n");
 }
 
 static void default_worker(char *buf, size_t n)
@@ -347,6 +351,7 @@ enum {
 	OPT_NETWORK_BRIDGE,
 	OPT_DNS_UPSTREAM,
 	OPT_NETWORK_ALLOW,
+	OPT_EGRESS_PIN_MIN,
 	OPT_POOL,
 	OPT_LXCFS,
 	OPT_MCP,
@@ -619,6 +624,9 @@ static int parse_network_option(struct options *o, int c, const char *arg)
 		return 0;
 	case OPT_NETWORK_ALLOW:
 		return parse_network_allow(&o->net, arg);
+	case OPT_EGRESS_PIN_MIN:
+		return parse_number("--egress-pin-min-ms", arg, 86400000,
+				    &o->net.egress_pin_min_ms);
 	default:
 		return -EINVAL;
 	}
@@ -632,6 +640,7 @@ static int parse_safety_option(struct options *o, int c, const char *arg)
 	case OPT_NETWORK_BRIDGE:
 	case OPT_DNS_UPSTREAM:
 	case OPT_NETWORK_ALLOW:
+	case OPT_EGRESS_PIN_MIN:
 		return parse_network_option(o, c, arg);
 	case OPT_ADAPTERS:
 		return parse_adapters(&o->mc, arg);
@@ -933,6 +942,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "network-bridge", required_argument, NULL, OPT_NETWORK_BRIDGE },
 		{ "dns-upstream", required_argument, NULL, OPT_DNS_UPSTREAM },
 		{ "network-allow", required_argument, NULL, OPT_NETWORK_ALLOW },
+		{ "egress-pin-min-ms", required_argument, NULL, OPT_EGRESS_PIN_MIN },
 		{ "pool", required_argument, NULL, OPT_POOL },
 		{ "tenant", required_argument, NULL, OPT_TENANT },
 		{ "tenant-images", required_argument, NULL, OPT_TENANT_IMAGES },
@@ -1517,6 +1527,7 @@ int main(int argc, char **argv)
 			.range = "10.231.0.0/16",
 			.bridge = "station0",
 			.dns_port = 53,
+			.egress_pin_min_ms = 600000,
 		},
 	};
 	_cleanup_(pool_bufs_free) struct options *pools_owner = &o;

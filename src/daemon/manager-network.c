@@ -314,11 +314,12 @@ static json_t *network_json(struct workspace *ws)
 	snprintf(gw, sizeof gw, "%s", ws->m->net ? net_nameserver(ws->m->net) : "");
 	if (ws->m->net)
 		net_workspace_counters(ws->m->net, ws->row.id, &c);
-	json_t *o = json_pack("{s:s,s:s,s:s,s:{s:I,s:I,s:I,s:I}}", "mode",
+	json_t *o = json_pack("{s:s,s:s,s:s,s:{s:I,s:I,s:I,s:I,s:I,s:I}}", "mode",
 			      net_mode_to_string(ws->net_mode), "address", addr, "gateway", gw,
 			      "counters", "allowed", (json_int_t)c.allowed, "denied",
 			      (json_int_t)c.denied, "dnsAllowed", (json_int_t)c.dns_allowed,
-			      "dnsRefused", (json_int_t)c.dns_refused);
+			      "dnsRefused", (json_int_t)c.dns_refused, "pinned",
+			      (json_int_t)c.pinned, "pinsExpired", (json_int_t)c.pins_expired);
 	json_object_set_new(json_object_get(o, "counters"), "dnsShed",
 			    json_integer((json_int_t)c.dns_shed));
 	if (ws->net_policy)

@@ -21,6 +21,7 @@
 #include "link.h"
 #include "nflog.h"
 #include "nft.h"
+#include "pins.h"
 #include "resolver.h"
 
 #define NET_PEER_NAME "eth0"
@@ -36,6 +37,7 @@ struct net_entry {
 	enum net_mode mode;
 	struct net_policy *policy; /* restricted: our own copy */
 	uint64_t dns_allowed, dns_refused, dns_shed;
+	struct pins pins;	  /* restricted: what its allowed answers pinned, until when */
 	uint64_t log_window_usec; /* refused names logged in this second, at most NET_LOG_PER_SEC */
 	unsigned logged;
 };
@@ -69,6 +71,7 @@ struct net {
 	struct event_loop *loop;
 	char *root, *bridge;
 	uint16_t dns_port, log_group;
+	uint32_t pin_min; /* seconds; 0: the TTL alone (nft_pin_timeout) */
 	bool allow_private, allow_link_local, allow_worker, allow_workspaces;
 	net_denied_fn on_denied;
 	void *userdata;
@@ -172,6 +175,7 @@ static void entry_free(struct net_entry *e)
 		return;
 	free(e->id);
 	net_policy_free(e->policy);
+	pins_free(&e->pins);
 	free(e);
 }
 
@@ -216,6 +220,10 @@ static int entry_set(struct net *n, const struct net_workspace *w)
 		e->dns_allowed = old->dns_allowed;
 		e->dns_refused = old->dns_refused;
 		e->dns_shed = old->dns_shed;
+		/* Its domain sets were emptied (applied again) or are as they were (adopted at
+		 * start, with nothing known of them): either way nothing is known pinned. */
+		e->pins.expired = old->pins.expired;
+		e->pins.untracked = old->pins.untracked;
 		entry_remove(n, w->id);
 	}
 	e->next = n->entries;
@@ -249,19 +257,29 @@ static enum resolver_verdict on_dns_decide(void *userdata, uint32_t src,
 	return RESOLVER_FORWARD;
 }
 
-/* The answer to an allowed name: its addresses become reachable for their TTL, under every
- * domain rule the name matched (the rule's ports and protocol still apply). */
+/* The answer to an allowed name: its addresses become reachable for max(TTL, pin_min) from
+ * now, under every domain rule the name matched (the rule's ports and protocol still apply),
+ * and their deadlines are kept to count what expires. The clock is read before the kernel's
+ * elements are added, so a deadline here never comes after the kernel's. */
 static void on_dns_answered(void *userdata, uint32_t src, void *cookie, const struct dns_answer *a)
 {
 	struct net *n = userdata;
 	struct net_entry *e = entry_by_address(n, src);
+	uint64_t now = now_usec();
+	bool pinned = false;
 
 	if (!e || e->mode != NET_RESTRICTED || a->n_addrs == 0 || !n->nft)
 		return;
 	uint64_t mask = net_policy_match_domain(e->policy, a->q.name);
 	for (size_t i = 0; i < e->policy->n_rules && i < 64; i++)
-		if (mask & (UINT64_C(1) << i))
-			nft_workspace_pin(n->nft, e->id, i, a->addrs, a->ttls, a->n_addrs);
+		if ((mask & (UINT64_C(1) << i)) &&
+		    nft_workspace_pin(n->nft, e->id, i, a->addrs, a->ttls, a->n_addrs,
+				      n->pin_min) >= 0)
+			pinned = true;
+	for (size_t i = 0; pinned && i < a->n_addrs; i++)
+		pins_refresh(&e->pins, a->addrs[i],
+			     now + nft_pin_timeout(a->ttls[i], n->pin_min) * UINT64_C(1000000),
+			     now);
 }
 
 static void on_dns_shed(void *userdata, uint32_t src, void *cookie)
@@ -451,6 +469,8 @@ int net_new(struct event_loop *loop, const struct net_config *cfg, net_denied_fn
 	}
 	n->dns_port = cfg->dns_port ? cfg->dns_port : 53;
 	n->log_group = cfg->log_group;
+	/* nft timeouts are whole seconds: a window is never shorter than asked */
+	n->pin_min = (uint32_t)((cfg->egress_pin_min_ms + 999) / 1000);
 	n->allow_private = cfg->allow_private;
 	n->allow_link_local = cfg->allow_link_local;
 	n->allow_worker = cfg->allow_worker;
@@ -703,6 +723,9 @@ int net_workspace_counters(struct net *n, const char *id, struct net_counters *r
 	if (e) {
 		c.dns_allowed = e->dns_allowed;
 		c.dns_refused = e->dns_refused;
+		pins_sweep(&e->pins, now_usec());
+		c.pinned = pins_count(&e->pins);
+		c.pins_expired = e->pins.expired;
 		c.dns_shed = e->dns_shed;
 	}
 	*ret = c;

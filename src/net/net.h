@@ -11,7 +11,8 @@
  *               opens them.
  *   restricted  bridge, plus an egress policy (policy.h), default deny; domain rules are
  *               enforced by DNS pinning: the resolver answers allowed names only and puts the
- *               addresses it answered into the workspace's nftables sets for their TTL.
+ *               addresses it answered into the workspace's nftables sets for their TTL, or
+ *               for the operator's egress_pin_min_ms when that is longer.
  *
  * The manager records each workspace's mode, address and policy (store: workspace_networks)
  * and hands them back here: nothing of this module needs the database. Every kernel object is
@@ -51,6 +52,10 @@ struct net_config {
 					   * nameservers of /etc/resolv.conf */
 	uint16_t dns_port;		  /* the resolver's port on the gateway (53) */
 	uint16_t log_group;		  /* nflog group for denials */
+	/* An address of an allowed answer stays pinned at least this long after the last allowed
+	 * answer naming it (clients cache lookups longer than TTLs); 0: the TTL alone, at least
+	 * 30 s. Rounded up to whole seconds, at most a day (nft.h's nft_pin_timeout). */
+	uint64_t egress_pin_min_ms;
 	bool allow_private, allow_link_local, allow_worker, allow_workspaces;
 };
 
@@ -131,5 +136,8 @@ struct net_counters {
 	/* Allowed queries answered SERVFAIL at the workspace's resolver bounds (its pending
 	 * queries, its rate, its fair share of the table; since the controller started). */
 	uint64_t dns_shed;
+	/* Addresses of allowed answers pinned now, and those whose pin ended with no allowed
+	 * answer renewing it (pins.h; since the controller started). */
+	uint64_t pinned, pins_expired;
 };
 int net_workspace_counters(struct net *n, const char *id, struct net_counters *ret);

@@ -920,13 +920,21 @@ static int pinned_from_json(json_t *items, struct pinned **ret, size_t *ret_n)
 	return 0;
 }
 
-static uint32_t ttl_bound(uint32_t ttl)
+/* pin_min 0: the TTL alone, floored at NFT_PIN_TTL_MIN so that a client resolving with TTL 0
+ * (or a short one) still has the time to connect. pin_min > 0 is the operator's window after an
+ * answer and replaces that floor: it is at least as long as any client needs to connect after
+ * its lookup (that is why it is asked for), and a window shorter than 30 s is what a test of the
+ * window needs. At least 1 s either way: an nft element without a timeout would never go. */
+uint32_t nft_pin_timeout(uint32_t ttl, uint32_t pin_min)
 {
-	return MIN(MAX(ttl, NFT_PIN_TTL_MIN), NFT_PIN_TTL_MAX);
+	uint32_t floor = pin_min > 0 ? pin_min : NFT_PIN_TTL_MIN;
+
+	return MIN(MAX(MAX(ttl, floor), 1u), NFT_PIN_TTL_MAX);
 }
 
 /* The longest ttl asked for addrs[i], or 0 when an earlier index already asked for it. */
-static uint32_t pin_ttl(const uint32_t *addrs, const uint32_t *ttls, size_t n, size_t i)
+static uint32_t pin_ttl(const uint32_t *addrs, const uint32_t *ttls, size_t n, size_t i,
+			uint32_t pin_min)
 {
 	uint32_t ttl = ttls[i];
 
@@ -937,11 +945,11 @@ static uint32_t pin_ttl(const uint32_t *addrs, const uint32_t *ttls, size_t n, s
 			return 0;
 		ttl = MAX(ttl, ttls[j]);
 	}
-	return ttl_bound(ttl);
+	return nft_pin_timeout(ttl, pin_min);
 }
 
 static int pin_once(struct nft *n, const char *key, size_t rule_index, const uint32_t *addrs,
-		    const uint32_t *ttls, size_t n_addrs)
+		    const uint32_t *ttls, size_t n_addrs, uint32_t pin_min)
 {
 	_cleanup_json_ json_t *items = NULL;
 	_cleanup_free_ struct pinned *have = NULL;
@@ -961,7 +969,7 @@ static int pin_once(struct nft *n, const char *key, size_t rule_index, const uin
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n_addrs; i++) {
-		uint32_t ttl = pin_ttl(addrs, ttls, n_addrs, i);
+		uint32_t ttl = pin_ttl(addrs, ttls, n_addrs, i, pin_min);
 		struct pinned k = { .addr = addrs[i] }, *old;
 		char a[16];
 
@@ -986,7 +994,8 @@ static int pin_once(struct nft *n, const char *key, size_t rule_index, const uin
 }
 
 static int nft_workspace_pin_locked(struct nft *n, const char *id, size_t rule_index,
-				    const uint32_t *addrs, const uint32_t *ttls, size_t n_addrs)
+				    const uint32_t *addrs, const uint32_t *ttls, size_t n_addrs,
+				    uint32_t pin_min)
 {
 	char key[NFT_ID_MAX + 1];
 	int r;
@@ -997,10 +1006,10 @@ static int nft_workspace_pin_locked(struct nft *n, const char *id, size_t rule_i
 		return -E2BIG;
 	if (n_addrs == 0)
 		return 0;
-	r = pin_once(n, key, rule_index, addrs, ttls, n_addrs);
+	r = pin_once(n, key, rule_index, addrs, ttls, n_addrs, pin_min);
 	/* An element that expired between the listing and the delete: once more from the top. */
 	if (r == -ENOENT)
-		r = pin_once(n, key, rule_index, addrs, ttls, n_addrs);
+		r = pin_once(n, key, rule_index, addrs, ttls, n_addrs, pin_min);
 	return r;
 }
 
@@ -1233,10 +1242,10 @@ int nft_workspace_remove(struct nft *n, const char *id, uint32_t addr)
 }
 
 int nft_workspace_pin(struct nft *n, const char *id, size_t rule_index, const uint32_t *addrs,
-		      const uint32_t *ttls, size_t n_addrs)
+		      const uint32_t *ttls, size_t n_addrs, uint32_t pin_min)
 {
 	pthread_mutex_lock(&n->lock);
-	int r = nft_workspace_pin_locked(n, id, rule_index, addrs, ttls, n_addrs);
+	int r = nft_workspace_pin_locked(n, id, rule_index, addrs, ttls, n_addrs, pin_min);
 	pthread_mutex_unlock(&n->lock);
 	return r;
 }

@@ -74,11 +74,17 @@ int nft_workspace_apply(struct nft *n, const char *id, uint32_t addr,
  * not known (reconcile of a chain no record names): the map elements that jump to the chain
  * are found in the map. */
 int nft_workspace_remove(struct nft *n, const char *id, uint32_t addr);
-/* Adds addrs[i] to the set of domain rule rule_index with timeout ttls[i] seconds, bounded to
- * [30 s, 1 day] (an address already there gets the longer of the two). At most 512 addresses
- * (-E2BIG); -ENOENT when the rule has no set. */
+/* The timeout in seconds of an address answered with ttl seconds when the operator keeps
+ * answers at least pin_min seconds: max(ttl, pin_min), where pin_min 0 means a 30 s floor (the
+ * TTL alone, as a client needs a moment to connect after its lookup); at most 1 day, at least
+ * 1 s. */
+uint32_t nft_pin_timeout(uint32_t ttl, uint32_t pin_min);
+/* Adds addrs[i] to the set of domain rule rule_index with timeout nft_pin_timeout(ttls[i],
+ * pin_min) seconds (an address already there gets the longer of the two: it is re-added only
+ * when the new timeout is longer than what it has left). At most 512 addresses (-E2BIG);
+ * -ENOENT when the rule has no set. */
 int nft_workspace_pin(struct nft *n, const char *id, size_t rule_index, const uint32_t *addrs,
-		      const uint32_t *ttls, size_t n_addrs);
+		      const uint32_t *ttls, size_t n_addrs, uint32_t pin_min);
 /* The packet counts of the workspace's counters ws_<key>_allowed and ws_<key>_denied, asked of
  * the kernel by name (nfnetlink, not libnftables: no ruleset cache, so the cost does not grow
  * with the table). -ENOENT when the table or the counters do not exist; the out-parameters are

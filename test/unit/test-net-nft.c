@@ -545,7 +545,7 @@ Test(nft_names, refused, .init = topo_up, .fini = topo_down)
 	for (size_t i = 0; i < ELEMENTSOF(bad_ids); i++) {
 		cr_assert_eq(nft_workspace_apply(T.nft, bad_ids[i], WS_ADDR, NULL, &e), -EINVAL);
 		cr_assert_eq(nft_workspace_remove(T.nft, bad_ids[i], WS_ADDR), -EINVAL);
-		cr_assert_eq(nft_workspace_pin(T.nft, bad_ids[i], 0, &a, &ttl, 1), -EINVAL);
+		cr_assert_eq(nft_workspace_pin(T.nft, bad_ids[i], 0, &a, &ttl, 1, 0), -EINVAL);
 		cr_assert_eq(nft_workspace_counters(T.nft, bad_ids[i], &x, &y), -EINVAL);
 	}
 	/* The longest id is fine. */
@@ -558,7 +558,8 @@ Test(nft_names, refused, .init = topo_up, .fini = topo_down)
 	b = base_default();
 	b.gateway = ip4("10.1.0.1");
 	cr_assert_eq(nft_base_ensure(T.nft, &b, &e), -EINVAL);
-	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", NET_POLICY_MAX_RULES, &a, &ttl, 1), -EINVAL);
+	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", NET_POLICY_MAX_RULES, &a, &ttl, 1, 0),
+		     -EINVAL);
 }
 
 /* libnftables' own words reach the caller. */
@@ -786,14 +787,14 @@ Test(nft_restricted, domain_pin_replace_counters, .init = topo_up, .fini = topo_
 	cr_assert_eq(d0, 0);
 
 	cr_assert_eq(tcp_probe(OUTSIDE, 8080), -ETIMEDOUT, "reached before pinning");
-	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 1, &addr, &ttl, 1), 0);
+	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 1, &addr, &ttl, 1, 0), 0);
 	cr_assert_eq(tcp_connects(OUTSIDE, 8080), 0, "pinned address refused");
 	accept_peer(out, peer);
 	cr_assert_str_eq(peer, "203.0.113.1");
 	cr_assert_eq(tcp_probe(OUTSIDE, 8081), -ETIMEDOUT, "port outside the rule");
 	cr_assert(!udp_probe(u9000, OUTSIDE, 9000, false), "udp to a pinned address");
 	/* Rule 0 is a cidr rule: it has no set. */
-	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &addr, &ttl, 1), -ENOENT);
+	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &addr, &ttl, 1, 0), -ENOENT);
 
 	assert_counters_as_nft("ws-1", "ws_1", &a1, &d1);
 	cr_assert_eq(a1, 1);
@@ -821,7 +822,7 @@ Test(nft_restricted, domain_pin_replace_counters, .init = topo_up, .fini = topo_
 	p.n_rules = 2;
 	apply("ws-1", WS_ADDR, &p);
 	cr_assert_eq(tcp_probe(OUTSIDE, 8080), -ETIMEDOUT);
-	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 1, &addr, &ttl, 1), 0);
+	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 1, &addr, &ttl, 1, 0), 0);
 	cr_assert_eq(tcp_connects(OUTSIDE, 8080), 0);
 	drain(out);
 	drain(l8081);
@@ -839,33 +840,107 @@ Test(nft_pin, longer_timeout_wins, .init = topo_up, .fini = topo_down)
 	ensure(&b);
 	apply("ws-1", WS_ADDR, &p);
 	ttl = 60;
-	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &a, &ttl, 1), 0);
+	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &a, &ttl, 1, 0), 0);
 	cr_assert_eq(set_timeout("ws_ws_1_d0", "198.51.100.7"), 60);
 	ttl = 3600;
-	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &a, &ttl, 1), 0);
+	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &a, &ttl, 1, 0), 0);
 	cr_assert_eq(set_timeout("ws_ws_1_d0", "198.51.100.7"), 3600);
 	ttl = 100;
-	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &a, &ttl, 1), 0);
+	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &a, &ttl, 1, 0), 0);
 	cr_assert_eq(set_timeout("ws_ws_1_d0", "198.51.100.7"), 3600, "shortened");
 	/* Bounds: [30 s, 1 day]. */
 	ttl = 1;
-	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &c, &ttl, 1), 0);
+	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &c, &ttl, 1, 0), 0);
 	cr_assert_eq(set_timeout("ws_ws_1_d0", "198.51.100.8"), 30);
 	ttl = 100000000;
-	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &c, &ttl, 1), 0);
+	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &c, &ttl, 1, 0), 0);
 	cr_assert_eq(set_timeout("ws_ws_1_d0", "198.51.100.8"), 86400);
 	/* One call naming an address twice: the longer. */
 	pair[0] = pair[1] = ip4("198.51.100.9");
-	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, pair, pair_ttls, 2), 0);
+	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, pair, pair_ttls, 2, 0), 0);
 	cr_assert_eq(set_timeout("ws_ws_1_d0", "198.51.100.9"), 500);
-	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, pair, pair_ttls, 0), 0);
+	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, pair, pair_ttls, 0, 0), 0);
 	/* Replacing the policy empties the set; bridge mode has none. */
 	apply("ws-1", WS_ADDR, &p);
 	cr_assert_eq(set_timeout("ws_ws_1_d0", "198.51.100.7"), 0);
 	apply("ws-1", WS_ADDR, NULL);
 	snprintf(what, sizeof(what), "list set inet %s ws_ws_1_d0", T.table);
 	cr_assert_null(nft_json(what), "bridge mode kept a domain set");
-	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &a, &ttl, 1), -ENOENT);
+	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &a, &ttl, 1, 0), -ENOENT);
+}
+
+Test(nft_pin, timeout_of_ttl_and_pin_min)
+{
+	/* pin_min 0: the TTL alone, [30 s, 1 day], as before pin_min existed. */
+	cr_assert_eq(nft_pin_timeout(0, 0), 30);
+	cr_assert_eq(nft_pin_timeout(1, 0), 30);
+	cr_assert_eq(nft_pin_timeout(60, 0), 60);
+	cr_assert_eq(nft_pin_timeout(100000000, 0), 86400);
+	/* pin_min > 0: the longer of the two, pin_min the floor (below 30 s too). */
+	cr_assert_eq(nft_pin_timeout(1, 4), 4);
+	cr_assert_eq(nft_pin_timeout(0, 1), 1);
+	cr_assert_eq(nft_pin_timeout(60, 4), 60);
+	cr_assert_eq(nft_pin_timeout(60, 600), 600);
+	cr_assert_eq(nft_pin_timeout(1, 100000), 86400);
+}
+
+/* True when "ping" went from the workspace's end c of a connection to its outside end a and
+ * back, each way within ms. */
+static bool tcp_roundtrip(int c, int a, int ms)
+{
+	struct pollfd p = { .fd = a, .events = POLLIN };
+	char buf[8] = "";
+
+	if (write(c, "ping", 4) != 4 || poll(&p, 1, ms) != 1 || read(a, buf, 4) != 4 ||
+	    write(a, buf, 4) != 4)
+		return false;
+	p.fd = c;
+	return poll(&p, 1, ms) == 1 && read(c, buf, sizeof(buf)) == 4 &&
+	       memcmp(buf, "ping", 4) == 0;
+}
+
+/* A pin of pin_min 2 s: the address is reachable for 2 s (not the TTL's 1 s, not 30 s), then new
+ * connections are refused while one opened before goes on carrying data both ways: established
+ * connections pass before the workspace's chain (nft.h). */
+Test(nft_pin, window_ends_established_stays, .init = topo_up, .fini = topo_down, .timeout = 60)
+{
+	struct nft_base b = base_default();
+	struct net_rule rule = domain_rule("outside.test", NET_PROTO_TCP, NULL, 0);
+	struct net_policy p = { .rules = &rule, .n_rules = 1 };
+	_cleanup_close_ int l = tcp_listen(T.out, OUTSIDE, 8080);
+	_cleanup_close_ int c = socket_in(T.ws, SOCK_STREAM);
+	_cleanup_close_ int a = -1;
+	struct sockaddr_in sa = sin_of(OUTSIDE, 8080);
+	struct pollfd pl = { .fd = l, .events = POLLIN };
+	uint32_t addr = ip4(OUTSIDE), ttl = 1;
+	int refused_after = -1;
+
+	ensure(&b);
+	apply("ws-1", WS_ADDR, &p);
+	cr_assert_eq(tcp_probe(OUTSIDE, 8080), -ETIMEDOUT, "reached before pinning");
+	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &addr, &ttl, 1, 2), 0);
+	cr_assert_eq(set_timeout("ws_ws_1_d0", OUTSIDE), 2, "timeout of TTL 1 s, pin_min 2 s");
+	cr_assert_eq(connect(c, (struct sockaddr *)&sa, sizeof(sa)), 0, "connect while pinned: %m");
+	cr_assert_eq(poll(&pl, 1, 2000), 1);
+	a = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	cr_assert_geq(a, 0);
+	cr_assert_eq(fd_set_nonblock(c, true), 0);
+	cr_assert(tcp_roundtrip(c, a, 2000), "no data while pinned");
+	/* The pin ends: new connections are refused after 2 s (a probe every 200 ms, 10 s at
+	 * most). */
+	for (int i = 0; i < 50 && refused_after < 0; i++) {
+		if (tcp_probe(OUTSIDE, 8080) == -ETIMEDOUT)
+			refused_after = i;
+		drain(l);
+		usleep(200000);
+	}
+	cr_assert_geq(refused_after, 0, "a new connection still passes 10 s after a 2 s pin");
+	cr_assert(tcp_roundtrip(c, a, 2000), "the open connection was cut when its pin ended");
+	cr_assert(tcp_roundtrip(c, a, 2000));
+	/* Positive control of the refusal: pinned again, a new connection passes. */
+	cr_assert_eq(nft_workspace_pin(T.nft, "ws-1", 0, &addr, &ttl, 1, 2), 0);
+	cr_assert_eq(tcp_connects(OUTSIDE, 8080), 0);
+	drain(l);
 }
 
 /* idempotence, listing, removal */
