@@ -8,12 +8,14 @@ usage: net-world.py serve [--dns ADDR:PORT --zone FILE --dns-log FILE [--dns-wir
                           [--http ADDR:PORT:ROLE]... [--git-root DIR] [--git-token-file FILE]
                           [--registry-root DIR]
                           [--http-log FILE] [--echo ADDR:PORT]... [--udp-sink ADDR:PORT
-                          --udp-log FILE] --ready FILE
+                          --udp-log FILE] [--https ADDR:PORT:ROLE --tls-cert FILE --tls-key FILE]...
+                          [--proxy ADDR:PORT --proxy-log FILE]... --ready FILE
        net-world.py registry DIR NAME VERSION BASE_URL MESSAGE
 
 serve runs every service in one process (threads) until SIGTERM:
-  dns       an authoritative responder: A/AAAA records from FILE ("name A addr", "name AAAA
-            addr", one a line, re-read for each query), NXDOMAIN for a name it does not have,
+  dns       an authoritative responder: A/AAAA records from FILE ("name A addr [ttl]", "name
+            AAAA addr [ttl]", one a line, re-read for each query; a "$TTL n" line sets the TTL of
+            the records that name none, 60 s without one), NXDOMAIN for a name it does not have,
             NOERROR without answers for a type the name lacks; each query is logged to the log
             file as "PEER NAME TYPE RCODE". What else the message held goes to the wire log
             (default: dns-wire.log beside the log), one line a datagram: "PEER NAME qd=N an=N
@@ -29,6 +31,10 @@ serve runs every service in one process (threads) until SIGTERM:
             header>". Each request is logged as "ROLE LOCAL PEER METHOD PATH HOST STATUS".
   echo      TCP: sends "peer <address>\\n" (the address the connection came from) and closes.
   udp-sink  records each datagram as "PEER LENGTH DATA" (DATA: its first 64 bytes, escaped).
+  https     ADDR:PORT:ROLE as http, over TLS with the certificate --tls-cert and key --tls-key.
+  proxy     an HTTP proxy: CONNECT HOST:PORT tunnels, absolute-URI requests are forwarded;
+            names are looked up in the --zone file; each request logged to --proxy-log as
+            "PEER METHOD TARGET STATUS".
 ADDR is an IPv4 address or an IPv6 one in brackets.
 
 registry writes into DIR a package NAME@VERSION whose index.js exports message() returning
@@ -49,6 +55,7 @@ import socket
 import socketserver
 import struct
 import subprocess
+import ssl
 import sys
 import tarfile
 import threading
@@ -86,16 +93,26 @@ TYPES = {1: "A", 28: "AAAA", 5: "CNAME", 15: "MX", 16: "TXT", 2: "NS", 6: "SOA",
          33: "SRV", 65: "HTTPS", 255: "ANY"}
 
 
+DEFAULT_TTL = 60
+
+
 def read_zone(path):
-    zone = {}
+    """{name: [(kind, addr, ttl)]}: "name A|AAAA addr [ttl]" lines; a "$TTL n" line (the last one
+    wins) is the TTL of every record that names none, DEFAULT_TTL without one."""
+    zone, default, records = {}, DEFAULT_TTL, []
     try:
         with open(path, encoding="utf-8") as f:
             for line in f:
                 p = line.split()
-                if len(p) == 3 and p[1] in ("A", "AAAA"):
-                    zone.setdefault(p[0].lower().rstrip("."), []).append((p[1], p[2]))
+                if len(p) == 2 and p[0] == "$TTL" and p[1].isdigit():
+                    default = int(p[1])
+                elif len(p) in (3, 4) and p[1] in ("A", "AAAA"):
+                    records.append((p, int(p[3]) if len(p) == 4 and p[3].isdigit() else None))
     except OSError:
         pass
+    for p, ttl in records:
+        zone.setdefault(p[0].lower().rstrip("."), []).append(
+            (p[1], p[2], default if ttl is None else ttl))
     return zone
 
 
@@ -131,11 +148,11 @@ def dns_answer(query, zone):
         rcode = 3  # NXDOMAIN
     else:
         rcode = 0
-        for kind, addr in records:
+        for kind, addr, ttl in records:
             if (kind == "A" and qtype in (1, 255)) or (kind == "AAAA" and qtype in (28, 255)):
                 fam = socket.AF_INET if kind == "A" else socket.AF_INET6
                 data = socket.inet_pton(fam, addr)
-                answers.append(struct.pack("!HHHIH", 0xC00C, 1 if kind == "A" else 28, 1, 60,
+                answers.append(struct.pack("!HHHIH", 0xC00C, 1 if kind == "A" else 28, 1, ttl,
                                            len(data)) + data)
     rflags = 0x8000 | 0x0400 | (flags & 0x0100) | rcode  # QR, AA, RD copied
     head = struct.pack("!HHHHHH", qid, rflags, 1, len(answers), 0, 0)
@@ -231,7 +248,7 @@ class Server(ThreadingHTTPServer):
     allow_reuse_address = True
 
 
-def make_http(addr, args):
+def make_http(addr, args, tls=None):
     fam, host, port, role = parse_addr(addr)
     role = role or "other"
 
@@ -376,6 +393,115 @@ def make_http(addr, args):
 
     Server.address_family = fam
     srv = Server((host, port), Handler)
+    if tls:
+        srv.socket = tls.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTPS and the HTTP proxy
+
+def make_https(addr, args):
+    """ADDR:PORT:ROLE as --http, over TLS with --tls-cert and --tls-key."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(args.tls_cert, args.tls_key)
+    make_http(addr, args, tls=ctx)
+
+
+def proxy_resolve(name, zone_path):
+    try:
+        socket.inet_aton(name)
+        return name
+    except OSError:
+        pass
+    try:
+        with open(zone_path or "/nonexistent", encoding="utf-8") as f:
+            for line in f:
+                p = line.split()
+                if len(p) >= 3 and p[1] == "A" and p[0].lower().rstrip(".") == name.lower():
+                    return p[2]
+    except OSError:
+        pass
+    return None
+
+
+def pipe(a, b):
+    try:
+        while True:
+            data = a.recv(65536)
+            if not data:
+                break
+            b.sendall(data)
+    except OSError:
+        pass
+    for s in (a, b):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def serve_proxy(addr, args):
+    """An HTTP proxy: CONNECT HOST:PORT (tunnelled) and absolute-URI requests (forwarded with
+    Connection: close); names from the zone. Logged as "PEER METHOD TARGET STATUS"."""
+    fam, host, port, _ = parse_addr(addr)
+
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self):
+            head = self.rfile.readline(8192).decode("latin-1")
+            lines = []
+            while True:
+                line = self.rfile.readline(8192).decode("latin-1")
+                if line in ("\r\n", "\n", ""):
+                    break
+                lines.append(line)
+            parts = head.split()
+            if len(parts) != 3:
+                return
+            method, target, _ = parts
+            if method == "CONNECT":
+                name, _, p = target.rpartition(":")
+                path = None
+            else:
+                rest = target.split("://", 1)[-1]
+                hostport, _, path = rest.partition("/")
+                name, _, p = hostport.partition(":")
+                p = p or "80"
+                path = "/" + path
+            address = proxy_resolve(name, args.zone)
+            status = 502
+            try:
+                if not address:
+                    raise OSError("unknown host")
+                up = socket.create_connection((address, int(p)), timeout=10)
+                status = 200
+            except (OSError, ValueError):
+                self.wfile.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+            log_line(args.proxy_log, f"{self.client_address[0]} {method} {target[:200]} {status}")
+            if status != 200:
+                return
+            if method == "CONNECT":
+                self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            else:
+                kept = [x for x in lines if not x.lower().startswith(("proxy-", "connection:"))]
+                up.sendall((f"{method} {path} HTTP/1.1\r\n" + "".join(kept) +
+                            "Connection: close\r\n\r\n").encode("latin-1"))
+                n = int(next((x.split(":", 1)[1] for x in lines
+                              if x.lower().startswith("content-length:")), "0").strip() or 0)
+                if n:
+                    up.sendall(self.rfile.read(min(n, MAX_BODY)))
+            up.settimeout(None)
+            t = threading.Thread(target=pipe, args=(up, self.connection), daemon=True)
+            t.start()
+            pipe(self.connection, up)
+            t.join(30)
+
+    class Srv(socketserver.ThreadingTCPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+        address_family = fam
+
+    srv = Srv((host, port), Handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
 
 
@@ -421,6 +547,10 @@ def serve(args):
         serve_dns(args.dns, args.zone, args.dns_log, args.dns_wire_log, args.dns_slow_ms)
     for h in args.http:
         make_http(h, args)
+    for h in args.https:
+        make_https(h, args)
+    for p in args.proxy:
+        serve_proxy(p, args)
     for e in args.echo:
         serve_echo(e)
     if args.udp_sink:
@@ -492,6 +622,11 @@ def main():
     s.add_argument("--echo", action="append", default=[])
     s.add_argument("--udp-sink")
     s.add_argument("--udp-log")
+    s.add_argument("--https", action="append", default=[])
+    s.add_argument("--tls-cert")
+    s.add_argument("--tls-key")
+    s.add_argument("--proxy", action="append", default=[])
+    s.add_argument("--proxy-log")
     s.add_argument("--ready", required=True)
     r = sub.add_parser("registry")
     for k in ("dir", "name", "version", "base_url", "message"):
