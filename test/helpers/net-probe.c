@@ -11,6 +11,14 @@
  *   net-probe dns NAME [SERVER] [a|aaaa]  one query (SERVER: the first nameserver of
  *                                       /etc/resolv.conf): rcode=NOERROR|NXDOMAIN|REFUSED|…|
  *                                       timeout|<errno name>, then answer=<address> per record
+ *   net-probe dns-raw KIND NAME [SERVER]  one A query carrying more than its question, KIND:
+ *                                       edns-options (an OPT of size 4096 with DO and option
+ *                                       65001 "leak", header flags AA, AD and CD),
+ *                                       two-questions, answer-record, extra-record (an OPT and a
+ *                                       TXT record): rcode=… and answer=… as for dns
+ *   net-probe dns-flood NAME MS [SERVER]  A queries for NAME, one every 2 ms during MS
+ *                                       milliseconds, answers read as they come (and 3 s more):
+ *                                       sent=<n> noerror=<n> servfail=<n> other=<n>
  *   net-probe listen PORT TEXT [any] [N]  listens on 127.0.0.1:PORT (any: every address),
  *                                       prints listening=PORT, sends TEXT to each of the first
  *                                       N clients (default 1; 30 s at most), accepted=<count>
@@ -89,21 +97,17 @@ static const char *rcode_name(int r)
 	return r >= 0 && r < 6 ? n[r] : "OTHER";
 }
 
-/* One query; fills up to max addresses (A or AAAA as text). Returns the rcode (>= 0), -ETIMEDOUT
- * or another -errno. */
-static int dns_query(const char *name, struct in_addr server, int qtype, char (*addrs)[64], int max,
-		     int *n_addrs)
+/* A query for name (id 0x5a17, RD, one question) into q (512 bytes); its length or -EINVAL. */
+static int dns_build(const char *name, int qtype, uint8_t *q)
 {
-	uint8_t q[512], r[1500];
 	size_t len = 12;
 	const char *p = name;
-	*n_addrs = 0;
-	memset(q, 0, sizeof q);
+	memset(q, 0, 512);
 	q[0] = 0x5a, q[1] = 0x17, q[2] = 0x01, q[5] = 1; /* id, RD, one question */
 	while (*p) {
 		const char *dot = strchr(p, '.');
 		size_t l = dot ? (size_t)(dot - p) : strlen(p);
-		if (l == 0 || l > 63 || len + l + 6 > sizeof q)
+		if (l == 0 || l > 63 || len + l + 6 > 400)
 			return -EINVAL;
 		q[len++] = (uint8_t)l;
 		memcpy(q + len, p, l);
@@ -112,6 +116,54 @@ static int dns_query(const char *name, struct in_addr server, int qtype, char (*
 	}
 	q[len++] = 0;
 	q[len++] = 0, q[len++] = (uint8_t)qtype, q[len++] = 0, q[len++] = 1;
+	return (int)len;
+}
+
+/* Adds what KIND carries beyond the question of the query q (len bytes); the new length, or
+ * -EINVAL for an unknown kind. */
+static int dns_add_extras(const char *kind, uint8_t *q, size_t len)
+{
+	static const uint8_t opt[] = { 0, 0,	41,   0x10, 0x00, 0,   0,   0x80, 0,  0,
+				       8, 0xfd, 0xe9, 0,    4,	  'l', 'e', 'a',  'k' };
+	static const uint8_t txt[] = { 0xc0, 0x0c, 0, 16, 0,   1,   0,	 0,  0,
+				       0,    0,	   5, 4,  'l', 'e', 'a', 'k' };
+	if (strcmp(kind, "edns-options") == 0) {
+		q[2] |= 0x04, q[3] |= 0x30, q[11] = 1; /* AA; AD, CD; one additional */
+		memcpy(q + len, opt, sizeof opt);
+		return (int)(len + sizeof opt);
+	}
+	if (strcmp(kind, "two-questions") == 0) {
+		q[5] = 2;
+		memcpy(q + len, "\xc0\x0c\x00\x01\x00\x01", 6);
+		return (int)len + 6;
+	}
+	if (strcmp(kind, "answer-record") == 0) {
+		q[7] = 1;
+		memcpy(q + len, txt, sizeof txt);
+		return (int)(len + sizeof txt);
+	}
+	if (strcmp(kind, "extra-record") == 0) {
+		q[11] = 2;
+		memcpy(q + len, opt, sizeof opt);
+		memcpy(q + len + sizeof opt, txt, sizeof txt);
+		return (int)(len + sizeof opt + sizeof txt);
+	}
+	return -EINVAL;
+}
+
+/* One query (kind: NULL for a plain one, see dns_add_extras); fills up to max addresses (A or
+ * AAAA as text). Returns the rcode (>= 0), -ETIMEDOUT or another -errno. */
+static int dns_query(const char *name, const char *kind, struct in_addr server, int qtype,
+		     char (*addrs)[64], int max, int *n_addrs)
+{
+	uint8_t q[512], r[1500];
+	int built = dns_build(name, qtype, q);
+	*n_addrs = 0;
+	if (built >= 0 && kind)
+		built = dns_add_extras(kind, q, (size_t)built);
+	if (built < 0)
+		return built;
+	size_t len = (size_t)built;
 
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -179,7 +231,7 @@ static int resolve(const char *host, struct in_addr *ret)
 		printf("resolve=no-nameserver\n");
 		return -ENOENT;
 	}
-	int r = dns_query(host, ns, 1, addrs, 4, &n);
+	int r = dns_query(host, NULL, ns, 1, addrs, 4, &n);
 	if (r != 0 || n == 0) {
 		printf("resolve=%s\n", r == -ETIMEDOUT ? "timeout" :
 				       r < 0	       ? err_name(-r) :
@@ -329,6 +381,89 @@ static int do_udp(const char *host, const char *port_s, const char *text)
 	return 0;
 }
 
+/* SERVER (or "-"/absent: the first nameserver of /etc/resolv.conf) into ns; 1 (printed) when
+ * there is none, 2 when SERVER is no address. */
+static int server_arg(int argc, char **argv, int i, struct in_addr *ns)
+{
+	if (argc > i && strcmp(argv[i], "-") != 0)
+		return inet_pton(AF_INET, argv[i], ns) == 1 ? 0 : 2;
+	if (nameserver(ns) < 0) {
+		printf("rcode=no-nameserver\n");
+		return 1;
+	}
+	return 0;
+}
+
+static int print_answer(int r, char (*addrs)[64], int n)
+{
+	if (r < 0) {
+		printf("rcode=%s\n", r == -ETIMEDOUT ? "timeout" : err_name(-r));
+		return 1;
+	}
+	printf("rcode=%s\n", rcode_name(r));
+	for (int i = 0; i < n; i++)
+		printf("answer=%s\n", addrs[i]);
+	return r == 0 ? 0 : 1;
+}
+
+static int do_dns_raw(int argc, char **argv)
+{
+	struct in_addr ns;
+	char addrs[16][64];
+	int n, k = server_arg(argc, argv, 3, &ns);
+	if (k)
+		return k;
+	int r = dns_query(argv[2], argv[1], ns, 1, addrs, 16, &n);
+	return r == -EINVAL ? 2 : print_answer(r, addrs, n);
+}
+
+static long long ms_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int do_dns_flood(int argc, char **argv)
+{
+	struct in_addr ns;
+	uint8_t q[512], r[1500];
+	unsigned sent = 0, noerror = 0, servfail = 0, other = 0;
+	int k = server_arg(argc, argv, 3, &ns), len;
+	long long ms = atoll(argv[2]), start = ms_now(), next = start;
+	if (k)
+		return k;
+	len = dns_build(argv[1], 1, q);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (len < 0 || fd < 0 || ms <= 0)
+		return 2;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53), .sin_addr = ns };
+	for (;;) {
+		long long now = ms_now();
+		if (now >= start + ms + 3000 ||
+		    (now >= start + ms && noerror + servfail + other >= sent))
+			break;
+		if (now >= next && now < start + ms) {
+			q[0] = (uint8_t)(sent >> 8), q[1] = (uint8_t)sent;
+			if (sendto(fd, q, (size_t)len, 0, (struct sockaddr *)&sa, sizeof sa) == len)
+				sent++;
+			next += 2;
+		}
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		if (poll(&pfd, 1, 1) == 1) {
+			ssize_t got = recv(fd, r, sizeof r, 0);
+			if (got >= 12) {
+				int rc = r[3] & 0x0f;
+				noerror += rc == 0, servfail += rc == 2,
+					other += rc != 0 && rc != 2;
+			}
+		}
+	}
+	close(fd);
+	printf("sent=%u\nnoerror=%u\nservfail=%u\nother=%u\n", sent, noerror, servfail, other);
+	return 0;
+}
+
 static int do_dns(int argc, char **argv)
 {
 	struct in_addr ns;
@@ -345,7 +480,7 @@ static int do_dns(int argc, char **argv)
 		printf("rcode=no-nameserver\n");
 		return 1;
 	}
-	int r = dns_query(argv[1], ns, qtype, addrs, 16, &n);
+	int r = dns_query(argv[1], NULL, ns, qtype, addrs, 16, &n);
 	if (r < 0) {
 		printf("rcode=%s\n", r == -ETIMEDOUT ? "timeout" : err_name(-r));
 		return 1;
@@ -437,12 +572,17 @@ int main(int argc, char **argv)
 		r = do_udp(argv[2], argv[3], argv[4]);
 	else if (argc >= 3 && strcmp(argv[1], "dns") == 0)
 		r = do_dns(argc - 1, argv + 1);
+	else if (argc >= 4 && strcmp(argv[1], "dns-raw") == 0)
+		r = do_dns_raw(argc - 1, argv + 1);
+	else if (argc >= 4 && strcmp(argv[1], "dns-flood") == 0)
+		r = do_dns_flood(argc - 1, argv + 1);
 	else if (argc >= 4 && strcmp(argv[1], "listen") == 0)
 		r = do_listen(argc - 1, argv + 1);
 	else if (argc >= 2 && strcmp(argv[1], "ifaces") == 0)
 		r = do_ifaces();
 	if (r == 2)
 		fprintf(stderr,
-			"usage: net-probe tcp|tcp6|http|udp|dns|listen|ifaces ... (see the source)\n");
+			"usage: net-probe tcp|tcp6|http|udp|dns|dns-raw|dns-flood|listen|ifaces ... "
+			"(see the source)\n");
 	return r;
 }
