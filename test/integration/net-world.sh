@@ -291,6 +291,12 @@ world_dns_add() {
 	printf '%s %s %s\n' "$1" "${3:-A}" "$2" >>"$WORLD_DIR/zone"
 }
 
+# world_dns_ttl SECONDS: the TTL of every record that names none (60 without this; the last
+# call wins, from the next query on).
+world_dns_ttl() {
+	printf '$TTL %s\n' "$1" >>"$WORLD_DIR/zone"
+}
+
 # world_make_content: the zone, the registry's package, the repository.
 world_make_content() {
 	local d=$WORLD_DIR
