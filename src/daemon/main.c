@@ -23,6 +23,8 @@
 #include <linux/sched/types.h>
 
 #include "adapter/adapter.h"
+#include "adapter/ca-bundle.h"
+#include "adapter/proxy.h"
 #include "basic/cleanup.h"
 #include "basic/log.h"
 #include "basic/util.h"
@@ -84,6 +86,12 @@ struct options {
 	char *tenant_bufs[3];
 	const char *tenant_lists[3][MAX_TENANT_LIST + 1];
 	const char *admin_token_file; /* --admin-token-file; NULL: <root>/admin.token, made here */
+	/* --workspace-ca, --workspace-proxy, --workspace-no-proxy as given; checked after the
+	 * flags into mc (setup_workspace_egress) */
+	const char *workspace_ca;
+	const char *workspace_proxy_url;
+	const char *workspace_no_proxy;
+	struct workspace_proxy workspace_proxy;
 };
 
 static void usage(FILE *f)
@@ -109,7 +117,8 @@ static void usage(FILE *f)
 		"                        [--home-size-mb N]\n"
 		"                        [--network-range CIDR|none] [--network-bridge NAME]\n"
 		"                        [--dns-upstream ADDR[:PORT]]...\n"
-		"                        [--network-allow private,link-local,worker,workspaces]\n"
+		"                        [--network-allow CLASS[,CLASS...]] (worker, gateways, connected,\n"
+		"                         workspaces, private, link-local, documentation, ...)\n"
 		"                        [--egress-pin-min-ms N]\n"
 		"                        [--pool IMAGE[,size=N][,network=none|bridge][,seccomp=PROFILE]]...\n"
 		"                        [--lxcfs auto|off|DIR]\n"
@@ -120,6 +129,8 @@ static void usage(FILE *f)
 		"                        [--tenant-seccomp-profiles NAME[,NAME…]]\n"
 		"                        [--tenant-networks none,bridge,restricted]\n"
 		"                        [--admin-token-file PATH] [--audit-kept N]\n"
+		"                        [--workspace-ca FILE] [--workspace-proxy http://HOST:PORT]\n"
+		"                        [--workspace-no-proxy LIST] [--workspace-proxy-restricted]\n"
 		"\n"
 		"--lxcfs auto (the default) starts lxcfs on <root>/lxcfs when it is installed and\n"
 		"binds its /proc and /sys/devices/system/cpu views into container workspaces;\n"
@@ -144,7 +155,15 @@ static void usage(FILE *f)
 		"--audit-kept keeps that many audit rows (default 100000), the oldest dropped.\n"
 		"--egress-pin-min-ms keeps an address that an allowed DNS answer gave a restricted\n"
 		"workspace reachable for at least N ms after the last such answer (default 600000;\n"
-		"0: the answer's TTL alone, at least 30 s); open connections outlive it.\n");
+		"0: the answer's TTL alone, at least 30 s); open connections outlive it.\n"
+		"--workspace-ca (PEM, one or more certificates) is trusted in every workspace: a\n"
+		"bundle of the image's (or the host's) CAs and these, bound over the image's trust\n"
+		"store and named by NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE, PIP_CERT,\n"
+		"GIT_SSL_CAINFO, CURL_CA_BUNDLE and SSL_CERT_FILE. --workspace-proxy sets\n"
+		"HTTP(S)_PROXY and http(s)_proxy (and NO_PROXY, no_proxy: --workspace-no-proxy,\n"
+		"default " PROXY_NO_PROXY_DEFAULT ") in host and bridge workspaces, and in\n"
+		"restricted ones with --workspace-proxy-restricted (which allows the proxy's\n"
+		"address and port there); a workspace's env overrides them.\n");
 }
 
 static void default_worker(char *buf, size_t n)
@@ -364,6 +383,10 @@ enum {
 	OPT_TENANT_IMAGES,
 	OPT_TENANT_SECCOMP,
 	OPT_TENANT_NETWORKS,
+	OPT_WORKSPACE_CA,
+	OPT_WORKSPACE_PROXY,
+	OPT_WORKSPACE_NO_PROXY,
+	OPT_WORKSPACE_PROXY_RESTRICTED,
 };
 
 static void pool_bufs_free(struct options **o)
@@ -584,21 +607,13 @@ static int parse_network_allow(struct net_config *n, const char *arg)
 	if (!copy)
 		return -ENOMEM;
 	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (strcmp(t, "private") == 0)
-			n->allow_private = true;
-		else if (strcmp(t, "link-local") == 0)
-			n->allow_link_local = true;
-		else if (strcmp(t, "worker") == 0)
-			n->allow_worker = true;
-		else if (strcmp(t, "workspaces") == 0)
-			n->allow_workspaces = true;
-		else {
-			fprintf(stderr,
-				"station-sandboxd: --network-allow: unknown \"%s\" (private, "
-				"link-local, worker, workspaces)\n",
-				t);
+		int c = net_class_from_string(t);
+		if (c < 0) {
+			fprintf(stderr, "station-sandboxd: --network-allow: unknown \"%s\" (%s)\n",
+				t, net_class_names());
 			return -EINVAL;
 		}
+		n->allow |= NET_CLASS_BIT(c);
 	}
 	return 0;
 }
@@ -632,6 +647,59 @@ static int parse_network_option(struct options *o, int c, const char *arg)
 	}
 }
 
+/* --workspace-*: what every workspace trusts and which proxy it uses. */
+static int parse_workspace_egress_option(struct options *o, int c, const char *arg)
+{
+	switch (c) {
+	case OPT_WORKSPACE_CA:
+		o->workspace_ca = arg;
+		return 0;
+	case OPT_WORKSPACE_PROXY:
+		o->workspace_proxy_url = arg;
+		return 0;
+	case OPT_WORKSPACE_NO_PROXY:
+		o->workspace_no_proxy = arg;
+		return 0;
+	case OPT_WORKSPACE_PROXY_RESTRICTED:
+		o->mc.workspace_proxy_restricted = true;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* At start, before anything is made: every certificate of --workspace-ca parses, the proxy's
+ * URL is well-formed and its host resolves. *ret_pem is the checked PEM (mc points at it). */
+static int setup_workspace_egress(struct options *o, char **ret_pem)
+{
+	struct station_error e = { 0 };
+	size_t count = 0;
+	if (o->workspace_ca &&
+	    ca_pem_load(o->workspace_ca, ret_pem, &o->mc.workspace_ca_len, &count, &e) < 0) {
+		fprintf(stderr, "station-sandboxd: %s\n", e.message);
+		return -EINVAL;
+	}
+	o->mc.workspace_ca_pem = *ret_pem;
+	if ((o->workspace_no_proxy || o->mc.workspace_proxy_restricted) &&
+	    !o->workspace_proxy_url) {
+		fprintf(stderr, "station-sandboxd: --workspace-no-proxy and "
+				"--workspace-proxy-restricted need --workspace-proxy\n");
+		return -EINVAL;
+	}
+	if (!o->workspace_proxy_url)
+		return 0;
+	if (workspace_proxy_parse(o->workspace_proxy_url, o->workspace_no_proxy,
+				  &o->workspace_proxy, &e) < 0) {
+		fprintf(stderr, "station-sandboxd: %s\n", e.message);
+		return -EINVAL;
+	}
+	o->mc.workspace_proxy = &o->workspace_proxy;
+	o->net.proxy_address = o->workspace_proxy.address;
+	o->net.proxy_port = o->workspace_proxy.port;
+	o->net.proxy_restricted = o->mc.workspace_proxy_restricted;
+	return 0;
+}
+
 /* The options that loosen or tighten what a workspace may do on this worker. */
 static int parse_safety_option(struct options *o, int c, const char *arg)
 {
@@ -642,6 +710,11 @@ static int parse_safety_option(struct options *o, int c, const char *arg)
 	case OPT_NETWORK_ALLOW:
 	case OPT_EGRESS_PIN_MIN:
 		return parse_network_option(o, c, arg);
+	case OPT_WORKSPACE_CA:
+	case OPT_WORKSPACE_PROXY:
+	case OPT_WORKSPACE_NO_PROXY:
+	case OPT_WORKSPACE_PROXY_RESTRICTED:
+		return parse_workspace_egress_option(o, c, arg);
 	case OPT_ADAPTERS:
 		return parse_adapters(&o->mc, arg);
 	case OPT_POOL:
@@ -955,6 +1028,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "mcp-allow-host", required_argument, NULL, OPT_MCP_ALLOW_HOST },
 		{ "workers", required_argument, NULL, OPT_WORKERS },
 		{ "workers-file", required_argument, NULL, OPT_WORKERS_FILE },
+		{ "workspace-ca", required_argument, NULL, OPT_WORKSPACE_CA },
+		{ "workspace-proxy", required_argument, NULL, OPT_WORKSPACE_PROXY },
+		{ "workspace-no-proxy", required_argument, NULL, OPT_WORKSPACE_NO_PROXY },
+		{ "workspace-proxy-restricted", no_argument, NULL, OPT_WORKSPACE_PROXY_RESTRICTED },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -1546,6 +1623,9 @@ int main(int argc, char **argv)
 	o.mc.network = o.network_off ? NULL : &o.net;
 	if (r > 0)
 		return 0;
+	_cleanup_free_ char *workspace_ca_pem = NULL;
+	if (setup_workspace_egress(&o, &workspace_ca_pem) < 0)
+		return 64;
 	_cleanup_free_ char *agent = o.agent ? strdup(o.agent) : default_agent_path();
 	_cleanup_(free_seccomp_dirs) char *seccomp_dirs[MAX_SECCOMP_DIRS + 2] = {};
 	_cleanup_free_ char *seccomp = NULL;

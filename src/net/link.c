@@ -20,12 +20,14 @@
 #include <linux/nsfs.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
@@ -755,4 +757,211 @@ int link_exists(const char *name)
 int sysctl_ip_forward_enable(void)
 {
 	return write_string_file("/proc/sys/net/ipv4/ip_forward", "1");
+}
+
+/* The worker's own view */
+
+/* Distinct entries a list of the host's view keeps: more gateways or networks than this is no
+ * worker we know of. */
+#define HOST_LIST_MAX 4096
+
+struct host_dump {
+	struct net_host *h;
+	int error;
+};
+
+static int cidr_list_add(struct net_cidr **v, size_t *n, uint32_t addr, unsigned prefix)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*v)[i].addr == addr && (*v)[i].prefix == prefix)
+			return 0;
+	if (*n == HOST_LIST_MAX)
+		return -E2BIG;
+	if (*n % 64 == 0) {
+		struct net_cidr *nv = reallocarray(*v, *n + 64, sizeof(**v));
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+	}
+	(*v)[(*n)++] = (struct net_cidr){ addr, prefix };
+	return 0;
+}
+
+static int addr_attr_cb(const struct nlattr *a, void *data)
+{
+	const struct nlattr **tb = data;
+	uint16_t type = mnl_attr_get_type(a);
+
+	if ((type == IFA_LOCAL || type == IFA_ADDRESS) &&
+	    mnl_attr_validate2(a, MNL_TYPE_BINARY, sizeof(uint32_t)) >= 0)
+		tb[type] = a;
+	return MNL_CB_OK;
+}
+
+static int addr_dump_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct host_dump *d = data;
+	const struct nlattr *tb[IFA_MAX + 1] = {};
+	const struct ifaddrmsg *ifa = mnl_nlmsg_get_payload(nlh);
+	const struct nlattr *a;
+	uint32_t addr;
+
+	if (nlh->nlmsg_type != RTM_NEWADDR || mnl_nlmsg_get_payload_len(nlh) < sizeof(*ifa) ||
+	    ifa->ifa_family != AF_INET || d->error < 0)
+		return MNL_CB_OK;
+	mnl_attr_parse(nlh, sizeof(*ifa), addr_attr_cb, tb);
+	a = tb[IFA_LOCAL] ? tb[IFA_LOCAL] : tb[IFA_ADDRESS];
+	if (!a)
+		return MNL_CB_OK;
+	memcpy(&addr, mnl_attr_get_payload(a), sizeof(addr));
+	d->error = cidr_list_add(&d->h->worker, &d->h->n_worker, ntohl(addr), 32);
+	return MNL_CB_OK;
+}
+
+static int route_attr_cb(const struct nlattr *a, void *data)
+{
+	const struct nlattr **tb = data;
+	uint16_t type = mnl_attr_get_type(a);
+
+	switch (type) {
+	case RTA_DST:
+	case RTA_GATEWAY:
+		if (mnl_attr_validate2(a, MNL_TYPE_BINARY, sizeof(uint32_t)) < 0)
+			return MNL_CB_OK;
+		break;
+	case RTA_MULTIPATH:
+		break;
+	default:
+		return MNL_CB_OK;
+	}
+	tb[type] = a;
+	return MNL_CB_OK;
+}
+
+static int gateway_add(struct host_dump *d, const struct nlattr *a)
+{
+	uint32_t gw;
+
+	memcpy(&gw, mnl_attr_get_payload(a), sizeof(gw));
+	return cidr_list_add(&d->h->gateways, &d->h->n_gateways, ntohl(gw), 32);
+}
+
+/* The gateways of a multipath route's next hops. */
+static int multipath_gateways(struct host_dump *d, const struct nlattr *mp)
+{
+	const char *p = mnl_attr_get_payload(mp);
+	size_t left = mnl_attr_get_payload_len(mp);
+	int r = 0;
+
+	while (r >= 0 && left >= sizeof(struct rtnexthop)) {
+		const struct rtnexthop *nh = (const struct rtnexthop *)p;
+		size_t len = nh->rtnh_len;
+
+		if (len < sizeof(*nh) || len > left)
+			break;
+		for (const struct nlattr *a = (const struct nlattr *)RTNH_DATA(nh);
+		     r >= 0 && mnl_attr_ok(a, (int)((const char *)nh + len - (const char *)a));
+		     a = mnl_attr_next(a))
+			if (mnl_attr_get_type(a) == RTA_GATEWAY &&
+			    mnl_attr_validate2(a, MNL_TYPE_BINARY, sizeof(uint32_t)) >= 0)
+				r = gateway_add(d, a);
+		len = RTNH_ALIGN(len);
+		if (len > left)
+			break;
+		p += len;
+		left -= len;
+	}
+	return r;
+}
+
+/* Unicast routes of every table: a gateway is the worker's gateway, a route without one (scope
+ * link) a network it is connected to. */
+static int route_dump_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct host_dump *d = data;
+	const struct nlattr *tb[RTA_MAX + 1] = {};
+	const struct rtmsg *rt = mnl_nlmsg_get_payload(nlh);
+	uint32_t dst = 0;
+
+	if (nlh->nlmsg_type != RTM_NEWROUTE || mnl_nlmsg_get_payload_len(nlh) < sizeof(*rt) ||
+	    rt->rtm_family != AF_INET || rt->rtm_type != RTN_UNICAST || rt->rtm_dst_len > 32 ||
+	    d->error < 0)
+		return MNL_CB_OK;
+	mnl_attr_parse(nlh, sizeof(*rt), route_attr_cb, tb);
+	if (tb[RTA_GATEWAY])
+		d->error = gateway_add(d, tb[RTA_GATEWAY]);
+	else if (tb[RTA_MULTIPATH])
+		d->error = multipath_gateways(d, tb[RTA_MULTIPATH]);
+	else if (rt->rtm_scope == RT_SCOPE_LINK) {
+		if (tb[RTA_DST])
+			memcpy(&dst, mnl_attr_get_payload(tb[RTA_DST]), sizeof(dst));
+		d->error = cidr_list_add(&d->h->connected, &d->h->n_connected, ntohl(dst),
+					 rt->rtm_dst_len);
+	}
+	return MNL_CB_OK;
+}
+
+static int host_dump(struct mnl_socket *nl, uint16_t type, mnl_cb_t cb, struct host_dump *d)
+{
+	char buf[NL_REQUEST_SIZE];
+	struct nlmsghdr *nlh = nl_request(buf, type, NLM_F_DUMP);
+	int r;
+
+	if (type == RTM_GETADDR) {
+		struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
+		ifa->ifa_family = AF_INET;
+	} else {
+		struct rtmsg *rt = mnl_nlmsg_put_extra_header(nlh, sizeof(*rt));
+		rt->rtm_family = AF_INET;
+		rt->rtm_table = RT_TABLE_UNSPEC; /* every table */
+	}
+	r = nl_talk(nl, nlh, cb, d);
+	return r < 0 ? r : d->error;
+}
+
+int link_host_read(struct net_host *ret)
+{
+	_cleanup_mnl_ struct mnl_socket *nl = NULL;
+	struct net_host h = {};
+	struct host_dump d = { .h = &h };
+	int r;
+
+	r = nl_open(&nl);
+	if (r >= 0)
+		r = host_dump(nl, RTM_GETADDR, addr_dump_cb, &d);
+	if (r >= 0)
+		r = host_dump(nl, RTM_GETROUTE, route_dump_cb, &d);
+	if (r < 0) {
+		net_host_done(&h);
+		return r;
+	}
+	*ret = h;
+	return 0;
+}
+
+int link_monitor_open(void)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK,
+				  .nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV4_ROUTE };
+	_cleanup_close_ int fd =
+		socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+
+	if (fd < 0)
+		return negative_errno();
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return negative_errno();
+	return TAKE_FD(fd);
+}
+
+void link_monitor_drain(int fd)
+{
+	char buf[8192];
+
+	/* What changed is read again whole (link_host_read()): the messages only say when. An
+	 * overrun (ENOBUFS) says the same. */
+	for (int i = 0; i < 1024; i++) {
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0 && errno != EINTR && errno != ENOBUFS)
+			return;
+	}
 }

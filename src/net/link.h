@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "net/blocked.h"
+
 /* A persistent network namespace: a new one, bind-mounted at path (the file is made, mode
  * 0444; its directory must exist). The caller's own namespace is unchanged afterwards. A path
  * that already holds a namespace mount is left as it is (0). */
@@ -49,3 +51,13 @@ int link_exists(const char *name);
 
 /* net.ipv4.ip_forward = 1 in the caller's namespace (idempotent). */
 int sysctl_ip_forward_enable(void);
+
+/* The worker's IPv4 side, from the kernel: its addresses (worker, /32 each), the destinations of
+ * unicast routes without a gateway and of scope link in every routing table (connected; a
+ * default one included: the caller decides) and the gateways of unicast routes (gateways,
+ * multipath next hops included). -E2BIG past 4096 distinct entries in one list. */
+int link_host_read(struct net_host *ret);
+/* A non-blocking netlink socket told of every IPv4 address and route change (the caller reads
+ * the whole view again), and the reading off of what it holds. */
+int link_monitor_open(void);
+void link_monitor_drain(int fd);

@@ -28,6 +28,9 @@
 #define NET_MIN_PREFIX 16 /* at most 65536 addresses: the allocator's bitmap stays small */
 #define NET_MAX_PREFIX 29
 #define NET_LOG_PER_SEC 10 /* refused names logged per workspace and second (the rest counted) */
+/* A change of the worker's addresses or routes comes in bursts (an interface coming up adds an
+ * address and several routes): the blocked set is made again once they settle. */
+#define NET_HOST_SETTLE_USEC (200 * 1000)
 
 /* One workspace the resolver and the denial log know, by address. */
 struct net_entry {
@@ -72,7 +75,7 @@ struct net {
 	char *root, *bridge;
 	uint16_t dns_port, log_group;
 	uint32_t pin_min; /* seconds; 0: the TTL alone (nft_pin_timeout) */
-	bool allow_private, allow_link_local, allow_worker, allow_workspaces;
+	uint32_t allow;
 	net_denied_fn on_denied;
 	void *userdata;
 
@@ -87,6 +90,12 @@ struct net {
 	struct nflog *nflog;
 	struct event_source *nflog_source;
 	struct net_entry *entries;
+
+	/* The worker's addresses and routes: read at start, again NET_HOST_SETTLE_USEC after the
+	 * first of a burst of changes. */
+	int host_fd;
+	struct event_source *host_source, *host_timer;
+	bool host_pending;
 };
 
 static const char *const mode_names[_NET_MODE_MAX] = {
@@ -364,6 +373,77 @@ static int upstreams_from_config(const struct net_config *cfg, struct sockaddr_i
 	return 0;
 }
 
+/* The base table (whole: ensure) or its blocked set alone, from the kernel's view now. */
+static int base_apply(struct net *n, bool ensure, struct station_error *e)
+{
+	struct net_host host = {};
+	struct nft_base b = {
+		.bridge = n->bridge,
+		.gateway = n->gateway,
+		.range = n->range,
+		.prefix = n->prefix,
+		.log_group = n->log_group,
+		.allow = n->allow,
+		.host = &host,
+	};
+	int r = link_host_read(&host);
+
+	if (r < 0)
+		return station_error_set(e, r, NULL,
+					 "cannot read the worker's addresses and routes: %s",
+					 strerror(-r));
+	r = ensure ? nft_base_ensure(n->nft, &b, e) : nft_blocked_update(n->nft, &b, e);
+	net_host_done(&host);
+	return r;
+}
+
+static int on_host_settled(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct net *n = userdata;
+	struct station_error e = { 0 };
+	int r;
+
+	n->host_pending = false;
+	r = base_apply(n, false, &e);
+	/* On failure the set keeps what it blocked before the change, until the next one. */
+	if (r < 0)
+		check_set(&n->checks[NET_CHECK_NFT], true,
+			  "table inet %s (the last change of the worker's addresses or routes is "
+			  "not applied: %s)",
+			  n->bridge, e.message);
+	else
+		check_set(&n->checks[NET_CHECK_NFT], true, "table inet %s", n->bridge);
+	return 0;
+}
+
+static int on_host_changed(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct net *n = userdata;
+
+	link_monitor_drain(fd);
+	if (!n->host_pending) {
+		n->host_pending = true;
+		event_source_set_time(n->host_timer, now_usec() + NET_HOST_SETTLE_USEC);
+	}
+	return 0;
+}
+
+/* Follows the worker's addresses and routes. Subscribed after the first read: a change between
+ * the two is caught by reading once more at once. */
+static void host_watch(struct net *n)
+{
+	int r;
+
+	n->host_fd = link_monitor_open();
+	if (n->host_fd < 0)
+		return;
+	r = event_add_timer(n->loop, &n->host_timer, now_usec(), on_host_settled, n);
+	if (r >= 0)
+		r = event_add_io(n->loop, &n->host_source, n->host_fd, EPOLLIN, on_host_changed, n);
+	if (r >= 0)
+		n->host_pending = true;
+}
+
 static void net_setup(struct net *n, const struct net_config *cfg)
 {
 	struct station_error e = { 0 };
@@ -408,22 +488,14 @@ static void net_setup(struct net *n, const struct net_config *cfg)
 		  strerror(-r));
 
 	r = nft_open(n->bridge, &n->nft, &e);
-	if (r >= 0) {
-		struct nft_base b = {
-			.bridge = n->bridge,
-			.gateway = n->gateway,
-			.range = n->range,
-			.prefix = n->prefix,
-			.log_group = n->log_group,
-			.allow_private = n->allow_private,
-			.allow_link_local = n->allow_link_local,
-			.allow_worker = n->allow_worker,
-			.allow_workspaces = n->allow_workspaces,
-		};
-		r = nft_base_ensure(n->nft, &b, &e);
-	}
+	if (r >= 0)
+		nft_set_proxy(n->nft, cfg->proxy_address, cfg->proxy_port, cfg->proxy_restricted);
+	if (r >= 0)
+		r = base_apply(n, true, &e);
 	check_set(&n->checks[NET_CHECK_NFT], r >= 0, r >= 0 ? "table inet %s" : "nftables: %s",
 		  r >= 0 ? n->bridge : e.message);
+	if (r >= 0)
+		host_watch(n);
 
 	struct sockaddr_in ups[RESOLVER_MAX_UPSTREAMS];
 	size_t n_ups = 0;
@@ -471,10 +543,8 @@ int net_new(struct event_loop *loop, const struct net_config *cfg, net_denied_fn
 	n->log_group = cfg->log_group;
 	/* nft timeouts are whole seconds: a window is never shorter than asked */
 	n->pin_min = (uint32_t)((cfg->egress_pin_min_ms + 999) / 1000);
-	n->allow_private = cfg->allow_private;
-	n->allow_link_local = cfg->allow_link_local;
-	n->allow_worker = cfg->allow_worker;
-	n->allow_workspaces = cfg->allow_workspaces;
+	n->allow = cfg->allow;
+	n->host_fd = -1;
 	n->on_denied = on_denied;
 	n->userdata = userdata;
 	check_set(&n->checks[NET_CHECK_BRIDGE], false, "not set up");
@@ -503,6 +573,10 @@ void net_free(struct net *n)
 	}
 	event_source_free(n->nflog_source);
 	nflog_close(n->nflog);
+	event_source_free(n->host_source);
+	event_source_free(n->host_timer);
+	if (n->host_fd >= 0)
+		close(n->host_fd);
 	resolver_free(n->resolver);
 	nft_close(n->nft);
 	if (n->lock_fd >= 0)
@@ -618,7 +692,9 @@ int net_workspace_make(struct net *n, const struct net_workspace *w, pid_t pid,
 	r = fd < 0 ? fd : 0;
 	if (r >= 0) {
 		step = "veth pair";
-		r = link_veth_add(link, n->bridge, !n->allow_workspaces, fd, NET_PEER_NAME);
+		r = link_veth_add(link, n->bridge,
+				  !(n->allow & NET_CLASS_BIT(NET_CLASS_WORKSPACES)), fd,
+				  NET_PEER_NAME);
 	}
 	if (r >= 0) {
 		step = "address and route";
@@ -712,6 +788,12 @@ int net_policy_replace(struct net *n, const char *id, uint32_t address,
 	return 0;
 }
 
+void net_denials_drain(struct net *n)
+{
+	if (n->nflog)
+		nflog_read(n->nflog, on_nflog_packet, n);
+}
+
 int net_workspace_counters(struct net *n, const char *id, struct net_counters *ret)
 {
 	struct net_entry *e = entry_by_id(n, id);
@@ -723,10 +805,10 @@ int net_workspace_counters(struct net *n, const char *id, struct net_counters *r
 	if (e) {
 		c.dns_allowed = e->dns_allowed;
 		c.dns_refused = e->dns_refused;
+		c.dns_shed = e->dns_shed;
 		pins_sweep(&e->pins, now_usec());
 		c.pinned = pins_count(&e->pins);
 		c.pins_expired = e->pins.expired;
-		c.dns_shed = e->dns_shed;
 	}
 	*ret = c;
 	return r;

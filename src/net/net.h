@@ -6,9 +6,11 @@
  *   bridge      its own network namespace (the container's, made by the runtime; filled here
  *               before the container starts), a veth pair to the worker's bridge, one IPv4 address of the worker's range, the
  *               default route via the bridge, the worker's resolver in /etc/resolv.conf,
- *               outbound traffic masqueraded. It cannot reach other workspaces, the worker's own
- *               addresses, link-local (cloud metadata) or private ranges unless the operator
- *               opens them.
+ *               outbound traffic masqueraded. It cannot reach the blocked classes (blocked.h:
+ *               other workspaces, the worker's own addresses, its connected networks and
+ *               gateways, link-local, private and the special-purpose ranges) unless the
+ *               operator opens them. The worker's addresses and routes are read at start and
+ *               again after each change (a netlink socket on the loop; a burst is one update).
  *   restricted  bridge, plus an egress policy (policy.h), default deny; domain rules are
  *               enforced by DNS pinning: the resolver answers allowed names only and puts the
  *               addresses it answered into the workspace's nftables sets for their TTL, or
@@ -28,6 +30,7 @@
 #include <sys/types.h>
 
 #include "basic/error.h"
+#include "net/blocked.h"
 #include "net/policy.h"
 
 struct event_loop;
@@ -56,7 +59,13 @@ struct net_config {
 	 * answer naming it (clients cache lookups longer than TTLs); 0: the TTL alone, at least
 	 * 30 s. Rounded up to whole seconds, at most a day (nft.h's nft_pin_timeout). */
 	uint64_t egress_pin_min_ms;
-	bool allow_private, allow_link_local, allow_worker, allow_workspaces;
+	uint32_t allow; /* NET_CLASS_BIT()s of the blocked classes the operator opened (blocked.h) */
+	/* --workspace-proxy (adapter/proxy.h): its IPv4 address and port, opened exactly to
+	 * bridge workspaces and, with proxy_restricted, restricted ones (nft_set_proxy); port 0:
+	 * none */
+	uint32_t proxy_address;
+	uint16_t proxy_port;
+	bool proxy_restricted;
 };
 
 /* A denial, for the daemon to log: what is "connection" (a packet the policy dropped; proto
@@ -141,3 +150,6 @@ struct net_counters {
 	uint64_t pinned, pins_expired;
 };
 int net_workspace_counters(struct net *n, const char *id, struct net_counters *ret);
+/* Hands every denial logged so far to the net_denied_fn, at once rather than when the event
+ * loop next polls the log (a run's end reads what happened before it). */
+void net_denials_drain(struct net *n);

@@ -56,7 +56,10 @@ struct nft {
 	unsigned portid;
 	uint32_t seq;
 	char table[NFT_TABLE_MAX + 1];
-	uint16_t log_group;   /* the last nft_base_ensure()'s */
+	uint16_t log_group;  /* the last nft_base_ensure()'s */
+	uint32_t proxy_addr; /* nft_set_proxy(); proxy_port 0: none */
+	uint16_t proxy_port;
+	bool proxy_restricted;
 	pthread_mutex_t lock; /* every public call holds it (recursive) */
 };
 
@@ -325,48 +328,6 @@ void nft_close(struct nft *n)
 
 /* Base */
 
-struct cidr {
-	uint32_t addr;
-	unsigned prefix;
-};
-
-static bool cidr_contains(struct cidr outer, struct cidr inner)
-{
-	return outer.prefix <= inner.prefix &&
-	       (inner.addr & prefix_mask(outer.prefix)) == outer.addr;
-}
-
-/* The blocked ranges as the flags leave them, none inside another (an interval set refuses
- * overlapping elements). */
-static size_t blocked_ranges(const struct nft_base *b, struct cidr ret[11])
-{
-	static const struct cidr private[] = {
-		{ 0x0a000000, 8 }, { 0xac100000, 12 }, { 0xc0a80000, 16 }, { 0x64400000, 10 },
-		{ 0x00000000, 8 }, { 0x7f000000, 8 },  { 0xe0000000, 4 },  { 0xf0000000, 4 },
-	};
-	struct cidr all[11];
-	size_t n_all = 0, n = 0;
-
-	if (!b->allow_link_local)
-		all[n_all++] = (struct cidr){ 0xa9fe0000, 16 };
-	if (!b->allow_private)
-		for (size_t i = 0; i < ELEMENTSOF(private); i++)
-			all[n_all++] = private[i];
-	if (!b->allow_workspaces)
-		all[n_all++] = (struct cidr){ b->range, b->prefix };
-
-	for (size_t i = 0; i < n_all; i++) {
-		bool inside = false;
-
-		for (size_t j = 0; j < n_all && !inside; j++)
-			inside = j != i && cidr_contains(all[j], all[i]) &&
-				 !(cidr_contains(all[i], all[j]) && j > i);
-		if (!inside)
-			ret[n++] = all[i];
-	}
-	return n;
-}
-
 static int base_check(const struct nft_base *b, struct station_error *e)
 {
 	if (!b->bridge || !ifname_is_valid(b->bridge))
@@ -380,48 +341,39 @@ static int base_check(const struct nft_base *b, struct station_error *e)
 	return 0;
 }
 
-/* The blocked ranges as address intervals; with allow_workspaces the workspaces' own range is
- * cut out of them (it lies inside 10/8 or another private range, blocked or not). */
-static size_t blocked_intervals(const struct nft_base *b, uint32_t ret_lo[12], uint32_t ret_hi[12])
+/* The blocked set: every class the operator did not open (blocked.h), as disjoint intervals
+ * (an interval set refuses overlapping elements). After "add set" and before the map, so the
+ * same text makes the set and refreshes it. */
+static int put_blocked(FILE *f, const char *t, const struct nft_base *b)
 {
-	struct cidr blocked[11];
-	size_t n = blocked_ranges(b, blocked), k = 0;
-	uint32_t r_lo = b->range, r_hi = b->range | ~prefix_mask(b->prefix);
+	_cleanup_free_ struct net_interval *v = NULL;
+	size_t n = 0;
+	int r = net_blocked_compute(b->allow, (struct net_cidr){ b->range, b->prefix }, b->host, &v,
+				    &n);
 
-	for (size_t i = 0; i < n; i++) {
-		uint32_t lo = blocked[i].addr, hi = lo | ~prefix_mask(blocked[i].prefix);
-
-		if (!b->allow_workspaces || hi < r_lo || lo > r_hi) {
-			ret_lo[k] = lo, ret_hi[k++] = hi;
-			continue;
-		}
-		if (lo < r_lo)
-			ret_lo[k] = lo, ret_hi[k++] = r_lo - 1;
-		if (hi > r_hi)
-			ret_lo[k] = r_hi + 1, ret_hi[k++] = hi;
-	}
-	return k;
-}
-
-static void put_base_sets(FILE *f, const char *t, const struct nft_base *b)
-{
-	uint32_t lo[12], hi[12];
-	size_t n = blocked_intervals(b, lo, hi);
-
-	fprintf(f, "add set inet %s blocked { type ipv4_addr; flags interval; }\n", t);
+	if (r < 0)
+		return r;
 	fprintf(f, "flush set inet %s blocked\n", t);
 	if (n > 0) {
 		fprintf(f, "add element inet %s blocked {", t);
 		for (size_t i = 0; i < n; i++) {
 			char a[16], z[16];
 
-			addr_format(lo[i], a);
-			addr_format(hi[i], z);
+			addr_format(v[i].lo, a);
+			addr_format(v[i].hi, z);
 			fprintf(f, "%s %s-%s", i ? "," : "", a, z);
 		}
 		fprintf(f, " }\n");
 	}
+	return 0;
+}
+
+static int put_base_sets(FILE *f, const char *t, const struct nft_base *b)
+{
+	fprintf(f, "add set inet %s blocked { type ipv4_addr; flags interval; }\n", t);
+	int r = put_blocked(f, t, b);
 	fprintf(f, "add map inet %s workspaces { type ipv4_addr : verdict; }\n", t);
+	return r;
 }
 
 static void put_base_chains(FILE *f, const char *t, const struct nft_base *b)
@@ -448,8 +400,15 @@ static void put_base_chains(FILE *f, const char *t, const struct nft_base *b)
 		"add rule inet %1$s input iifname \"%2$s\" ip daddr %3$s udp dport 53 accept\n"
 		"add rule inet %1$s input iifname \"%2$s\" ip daddr %3$s tcp dport 53 accept\n",
 		t, br, gw);
-	if (!b->allow_worker)
-		fprintf(f, "add rule inet %s input iifname \"%s\" drop\n", t, br);
+	/* The worker's own addresses: denied in the workspace's chain (counted and logged), whose
+	 * first rule drops what is for this host; what else comes here (broadcast, multicast)
+	 * and what no workspace sent is dropped without a word. */
+	if (!(b->allow & NET_CLASS_BIT(NET_CLASS_WORKER)))
+		fprintf(f,
+			"add rule inet %1$s input iifname \"%2$s\" fib daddr type local ip saddr "
+			"vmap @workspaces\n"
+			"add rule inet %1$s input iifname \"%2$s\" drop\n",
+			t, br);
 	fprintf(f,
 		"flush chain inet %1$s postrouting\n"
 		"add rule inet %1$s postrouting ip saddr %3$s/%4$u oifname != \"%2$s\" masquerade\n",
@@ -460,7 +419,7 @@ static void put_base_chains(FILE *f, const char *t, const struct nft_base *b)
  * routed), and a workspace could send with another's address (its policy would then apply).
  * A workspace's port (set ports, named as net.h says) may send IPv4 from its own address only
  * (set bound), ARP for it only, nothing else; a frame from or to one of them is not bridged to
- * another port unless allow_workspaces. Ports that are not in the set (another bridge's, or a
+ * another port unless the workspaces class is open. Ports that are not in the set (another bridge's, or a
  * workspace's before it is applied, when nothing runs in it yet) are left alone. */
 static void put_bridge(FILE *f, const char *t, const struct nft_base *b)
 {
@@ -477,7 +436,7 @@ static void put_bridge(FILE *f, const char *t, const struct nft_base *b)
 		"drop\n"
 		"flush chain bridge %1$s forward\n",
 		t);
-	if (!b->allow_workspaces)
+	if (!(b->allow & NET_CLASS_BIT(NET_CLASS_WORKSPACES)))
 		fprintf(f,
 			"add rule bridge %1$s forward iifname @ports drop\n"
 			"add rule bridge %1$s forward oifname @ports drop\n",
@@ -496,15 +455,40 @@ static int nft_base_ensure_locked(struct nft *n, const struct nft_base *b, struc
 	if (r < 0)
 		return station_error_set(e, r, NULL, "nftables: out of memory");
 	fprintf(batch.f, "add table inet %s\n", n->table);
-	put_base_sets(batch.f, n->table, b);
+	r = put_base_sets(batch.f, n->table, b);
 	put_base_chains(batch.f, n->table, b);
 	put_bridge(batch.f, n->table, b);
+	if (r < 0) {
+		batch_done(&batch);
+		return station_error_set(e, r, NULL, "nftables: out of memory");
+	}
 	r = batch_run(n, &batch, e);
 	batch_done(&batch);
 	if (r < 0)
 		return r;
 	n->log_group = b->log_group;
 	return 0;
+}
+
+static int nft_blocked_update_locked(struct nft *n, const struct nft_base *b,
+				     struct station_error *e)
+{
+	struct batch batch = {};
+	int r;
+
+	r = base_check(b, e);
+	if (r < 0)
+		return r;
+	r = batch_open(&batch);
+	if (r >= 0)
+		r = put_blocked(batch.f, n->table, b);
+	if (r < 0) {
+		batch_done(&batch);
+		return station_error_set(e, r, NULL, "nftables: out of memory");
+	}
+	r = batch_run(n, &batch, e);
+	batch_done(&batch);
+	return r;
 }
 
 static int nft_base_remove_locked(struct nft *n)
@@ -821,6 +805,16 @@ static int nft_workspace_apply_locked(struct nft *n, const char *id, uint32_t ad
 		"flush chain inet %1$s ws_%2$s\n",
 		t, key);
 	put_domain_sets(b.f, t, key, policy, inv.sets);
+	/* the operator's proxy, first: wherever it is (a blocked class, the worker itself) */
+	if (n->proxy_port && (!policy || n->proxy_restricted)) {
+		char a[16], match[64];
+
+		addr_format(n->proxy_addr, a);
+		snprintf(match, sizeof(match), "ip daddr %s tcp dport %u", a, n->proxy_port);
+		put_allow(b.f, t, key, match, NULL);
+	}
+	/* Only from the input hook: no forwarded packet is for this host. */
+	put_deny(b.f, t, id, key, "fib daddr type local ", n->log_group);
 	if (policy) {
 		put_policy_rules(b.f, t, id, key, policy, n->log_group);
 	} else {
@@ -1214,6 +1208,23 @@ int nft_base_ensure(struct nft *n, const struct nft_base *b, struct station_erro
 	int r = nft_base_ensure_locked(n, b, e);
 	pthread_mutex_unlock(&n->lock);
 	return r;
+}
+
+int nft_blocked_update(struct nft *n, const struct nft_base *b, struct station_error *e)
+{
+	pthread_mutex_lock(&n->lock);
+	int r = nft_blocked_update_locked(n, b, e);
+	pthread_mutex_unlock(&n->lock);
+	return r;
+}
+
+void nft_set_proxy(struct nft *n, uint32_t addr, uint16_t port, bool restricted)
+{
+	pthread_mutex_lock(&n->lock);
+	n->proxy_addr = addr;
+	n->proxy_port = port;
+	n->proxy_restricted = restricted;
+	pthread_mutex_unlock(&n->lock);
 }
 
 int nft_base_remove(struct nft *n)

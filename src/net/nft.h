@@ -12,22 +12,25 @@
  *     no workspace holds is dropped. Towards B (oifname B) only established/related passes:
  *     nothing outside opens a connection to a workspace.
  *   input hook: from B: established/related accepted; udp and tcp port 53 to G (the resolver)
- *     accepted; everything else dropped (the worker's own addresses), unless allow_worker.
+ *     accepted; unless the worker class is open, what is for one of this host's addresses
+ *     jumps through `ip saddr vmap @workspaces` to the sender's chain (which denies it, counted
+ *     and logged), everything else is dropped.
  *   postrouting (nat): from R out of any interface but B: masquerade.
- *   Sets: blocked (flags interval): link-local 169.254.0.0/16 unless allow_link_local; private
- *     ranges (10/8, 172.16/12, 192.168/16, 100.64/10, 0/8, 127/8, 224/4, 240/4 and R itself)
- *     unless allow_private (R stays blocked unless allow_workspaces, which cuts R out of the
- *     private ranges too).
+ *   Sets: blocked (flags interval): every class of blocked.h not in b->allow, the worker's
+ *     addresses, connected networks and gateways as b->host says (net_blocked_compute()).
+ *     nft_blocked_update() replaces its elements alone, in one transaction.
  *   `bridge <table>`, for what never reaches the inet hooks (bridged frames): a workspace's port
  *     (set ports; net.h's "sv<8 hex of the address>") sends IPv4 and ARP from its own address
  *     only (set bound: ifname . ipv4_addr) and nothing but IPv4 and ARP; frames from or to such
- *     a port are not bridged to another port unless allow_workspaces. Other ports are left
+ *     a port are not bridged to another port unless the workspaces class is open. Other ports are left
  *     alone.
  * Idempotent: called at every controller start; the per-workspace objects survive it.
  *
  * Per workspace (key: the id with '-' as '_'; chain ws_<key>, counters ws_<key>_allowed and
  * ws_<key>_denied, sets ws_<key>_d<i> for domain rule i), entered by the vmap element
  * <addr> : jump ws_<key>, its port bound to <addr> in the bridge table:
+ *   first (both modes): `fib daddr type local` (a packet for this host: only the input hook
+ *     jumps here with one) counted as denied, logged, dropped.
  *   bridge: daddr in @blocked: counted as denied, logged, dropped; else new connections
  *     counted as allowed and accepted.
  *   restricted (policy): cidr rules first (proto and ports as the rule says; a listed cidr
@@ -41,6 +44,7 @@
 #include <stdint.h>
 
 #include "basic/error.h"
+#include "net/blocked.h"
 #include "net/policy.h"
 
 struct nft;
@@ -51,7 +55,8 @@ struct nft_base {
 	uint32_t range;	  /* network address */
 	unsigned prefix;
 	uint16_t log_group;
-	bool allow_private, allow_link_local, allow_worker, allow_workspaces;
+	uint32_t allow;		     /* NET_CLASS_BIT()s of the classes the operator opened */
+	const struct net_host *host; /* the worker's addresses and routes; NULL: none known */
 };
 
 /* table: the name of our table (family inet). Opening does not touch the ruleset. */
@@ -62,6 +67,14 @@ void nft_close(struct nft *n);
  * words (no nf_tables in the kernel, no permission). The handle keeps b->log_group for the
  * workspace chains it writes afterwards. */
 int nft_base_ensure(struct nft *n, const struct nft_base *b, struct station_error *e);
+/* Replaces the elements of the set blocked with what b says now (b as nft_base_ensure() had
+ * it, its host read again), in one transaction: no packet sees the set half made. */
+int nft_blocked_update(struct nft *n, const struct nft_base *b, struct station_error *e);
+/* The operator's proxy (--workspace-proxy): the workspace chains written afterwards accept new
+ * TCP connections to addr:port exactly, counted as allowed, before any denial (a blocked class,
+ * the worker's own addresses): in bridge chains, and in restricted ones when restricted. port
+ * 0: none. */
+void nft_set_proxy(struct nft *n, uint32_t addr, uint16_t port, bool restricted);
 /* Removes both tables (every workspace's objects with them); absent tables are no error. */
 int nft_base_remove(struct nft *n);
 

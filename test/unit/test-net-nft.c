@@ -31,6 +31,7 @@
 #include "basic/cleanup.h"
 #include "basic/json-util.h"
 #include "basic/util.h"
+#include "net/link.h"
 #include "net/nft.h"
 
 #define WS_ADDR 0x0ae70005u  /* 10.231.0.5 */
@@ -96,7 +97,9 @@ static struct nft_base base_default(void)
 				  .gateway = GW_ADDR,
 				  .range = 0x0ae70000u,
 				  .prefix = 24,
-				  .log_group = 7 };
+				  .log_group = 7,
+				  /* OUTSIDE is a documentation address */
+				  .allow = NET_CLASS_BIT(NET_CLASS_DOCUMENTATION) };
 }
 
 static void topo_up(void)
@@ -507,6 +510,200 @@ static void assert_ids(const char *const *want, size_t n)
 	strv_free(ids);
 }
 
+/* The blocked classes as intervals (no kernel needed). */
+
+#define IP(a, b, c, d) (((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) | (d))
+
+static const struct net_cidr ws_range = { IP(10, 231, 0, 0), 24 };
+
+/* Sorted, disjoint and not adjacent (an interval set refuses overlaps). */
+static void assert_disjoint(const struct net_interval *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_leq(v[i].lo, v[i].hi, "interval %zu upside down", i);
+		if (i > 0)
+			cr_assert_gt(v[i].lo, v[i - 1].hi + 1, "intervals %zu and %zu touch", i - 1,
+				     i);
+	}
+}
+
+static bool blocked_has(const struct net_interval *v, size_t n, uint32_t a)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].lo <= a && a <= v[i].hi)
+			return true;
+	return false;
+}
+
+static void assert_intervals(const struct net_interval *v, size_t n, const uint32_t (*want)[2],
+			     size_t n_want)
+{
+	assert_disjoint(v, n);
+	for (size_t i = 0; i < n && i < n_want; i++) {
+		cr_assert_eq(v[i].lo, want[i][0], "interval %zu starts at %08x, not %08x", i,
+			     v[i].lo, want[i][0]);
+		cr_assert_eq(v[i].hi, want[i][1], "interval %zu ends at %08x, not %08x", i, v[i].hi,
+			     want[i][1]);
+	}
+	cr_assert_eq(n, n_want, "%zu intervals, not %zu", n, n_want);
+}
+
+Test(net_blocked, default_classes)
+{
+	static const uint32_t want[][2] = {
+		{ IP(0, 0, 0, 0), IP(0, 255, 255, 255) },
+		{ IP(10, 0, 0, 0), IP(10, 255, 255, 255) }, /* the workspaces' range inside */
+		{ IP(100, 64, 0, 0), IP(100, 127, 255, 255) },
+		{ IP(127, 0, 0, 0), IP(127, 255, 255, 255) },
+		{ IP(169, 254, 0, 0), IP(169, 254, 255, 255) },
+		{ IP(172, 16, 0, 0), IP(172, 31, 255, 255) },
+		{ IP(192, 0, 0, 0), IP(192, 0, 0, 8) },
+		{ IP(192, 0, 0, 11), IP(192, 0, 0, 255) },
+		{ IP(192, 0, 2, 0), IP(192, 0, 2, 255) },
+		{ IP(192, 88, 99, 0), IP(192, 88, 99, 255) },
+		{ IP(192, 168, 0, 0), IP(192, 168, 255, 255) },
+		{ IP(198, 18, 0, 0), IP(198, 19, 255, 255) },
+		{ IP(198, 51, 100, 0), IP(198, 51, 100, 255) },
+		{ IP(203, 0, 113, 0), IP(203, 0, 113, 255) },
+		{ IP(224, 0, 0, 0), IP(255, 255, 255, 255) }, /* multicast, reserved, broadcast */
+	};
+	_cleanup_free_ struct net_interval *v = NULL;
+	size_t n;
+
+	cr_assert_eq(net_blocked_compute(0, ws_range, NULL, &v, &n), 0);
+	assert_intervals(v, n, want, ELEMENTSOF(want));
+}
+
+Test(net_blocked, every_class_open)
+{
+	_cleanup_free_ struct net_interval *v = NULL;
+	size_t n = 1;
+
+	cr_assert_eq(net_blocked_compute(~UINT32_C(0), ws_range, NULL, &v, &n), 0);
+	cr_assert_eq(n, 0);
+	cr_assert_null(v);
+}
+
+/* Workspaces open, private closed: the range is cut out of 10/8. */
+Test(net_blocked, workspaces_cut_out_of_private)
+{
+	_cleanup_free_ struct net_interval *v = NULL;
+	size_t n;
+
+	cr_assert_eq(net_blocked_compute(NET_CLASS_BIT(NET_CLASS_WORKSPACES), ws_range, NULL, &v,
+					 &n),
+		     0);
+	assert_disjoint(v, n);
+	cr_assert(blocked_has(v, n, IP(10, 230, 255, 255)));
+	cr_assert(!blocked_has(v, n, IP(10, 231, 0, 0)));
+	cr_assert(!blocked_has(v, n, IP(10, 231, 0, 255)));
+	cr_assert(blocked_has(v, n, IP(10, 232, 0, 0)));
+}
+
+static struct net_cidr worker[] = { { IP(10, 232, 0, 1), 32 },
+				    { IP(203, 0, 113, 1), 32 },
+				    { IP(127, 0, 0, 1), 32 },
+				    { IP(10, 231, 0, 1), 32 } };
+static struct net_cidr connected[] = { { IP(10, 231, 0, 0), 24 }, /* the bridge: workspaces */
+				       { IP(10, 232, 0, 0), 24 },
+				       { IP(203, 0, 113, 0), 24 },
+				       { IP(203, 0, 113, 0), 24 }, /* twice (two tables) */
+				       { 0, 0 } /* a default route through a device */ };
+static struct net_cidr gateways[] = { { IP(203, 0, 113, 2), 32 }, { IP(10, 232, 0, 254), 32 } };
+static const struct net_host host = {
+	worker, connected, gateways, ELEMENTSOF(worker), ELEMENTSOF(connected), ELEMENTSOF(gateways)
+};
+
+/* The fixed ranges open: what the kernel says stays closed, whatever overlaps merged. */
+Test(net_blocked, host_closed_inside_open_ranges)
+{
+	uint32_t allow = NET_CLASS_BIT(NET_CLASS_PRIVATE) | NET_CLASS_BIT(NET_CLASS_DOCUMENTATION) |
+			 NET_CLASS_BIT(NET_CLASS_LOOPBACK);
+	static const uint32_t want[][2] = {
+		{ IP(0, 0, 0, 0), IP(0, 255, 255, 255) },
+		{ IP(10, 231, 0, 0), IP(10, 231, 0, 255) }, /* workspaces */
+		{ IP(10, 232, 0, 0), IP(10, 232, 0, 255) }, /* connected, a gateway inside */
+		{ IP(100, 64, 0, 0), IP(100, 127, 255, 255) },
+		{ IP(127, 0, 0, 1), IP(127, 0, 0, 1) }, /* loopback open, the address is ours */
+		{ IP(169, 254, 0, 0), IP(169, 254, 255, 255) },
+		{ IP(192, 0, 0, 0), IP(192, 0, 0, 8) },
+		{ IP(192, 0, 0, 11), IP(192, 0, 0, 255) },
+		{ IP(192, 88, 99, 0), IP(192, 88, 99, 255) },
+		{ IP(198, 18, 0, 0), IP(198, 19, 255, 255) },
+		{ IP(203, 0, 113, 0), IP(203, 0, 113, 255) },
+		{ IP(224, 0, 0, 0), IP(255, 255, 255, 255) },
+	};
+	_cleanup_free_ struct net_interval *v = NULL;
+	size_t n;
+
+	cr_assert_eq(net_blocked_compute(allow, ws_range, &host, &v, &n), 0);
+	assert_intervals(v, n, want, ELEMENTSOF(want));
+	cr_assert(!blocked_has(v, n, IP(8, 8, 8, 8)), "the default route closed everything");
+}
+
+/* connected open: the networks are cut out of the private and documentation ranges, the
+ * worker's addresses and the gateways in them stay closed. */
+Test(net_blocked, connected_open_keeps_gateways_and_worker)
+{
+	_cleanup_free_ struct net_interval *v = NULL;
+	size_t n;
+
+	cr_assert_eq(net_blocked_compute(NET_CLASS_BIT(NET_CLASS_CONNECTED), ws_range, &host, &v,
+					 &n),
+		     0);
+	assert_disjoint(v, n);
+	cr_assert(!blocked_has(v, n, IP(10, 232, 0, 2)));
+	cr_assert(!blocked_has(v, n, IP(203, 0, 113, 3)));
+	cr_assert(blocked_has(v, n, IP(10, 232, 0, 1)), "the worker's address");
+	cr_assert(blocked_has(v, n, IP(10, 232, 0, 254)), "a gateway");
+	cr_assert(blocked_has(v, n, IP(203, 0, 113, 1)));
+	cr_assert(blocked_has(v, n, IP(203, 0, 113, 2)));
+	cr_assert(blocked_has(v, n, IP(10, 231, 0, 9)), "the workspaces' range");
+	cr_assert(blocked_has(v, n, IP(10, 233, 0, 0)), "the rest of 10/8");
+	cr_assert(blocked_has(v, n, IP(192, 0, 2, 1)), "documentation");
+}
+
+/* gateways open: cut out of their connected networks and of the fixed ranges; a connected
+ * network wider than the workspaces' range leaves it to the workspaces class. */
+Test(net_blocked, gateways_open_and_wide_connected)
+{
+	struct net_cidr wide[] = { { IP(10, 0, 0, 0), 8 } };
+	struct net_host h = host;
+	_cleanup_free_ struct net_interval *v = NULL, *w = NULL;
+	size_t n, n_w;
+
+	cr_assert_eq(
+		net_blocked_compute(NET_CLASS_BIT(NET_CLASS_GATEWAYS), ws_range, &host, &v, &n), 0);
+	assert_disjoint(v, n);
+	cr_assert(!blocked_has(v, n, IP(203, 0, 113, 2)));
+	cr_assert(!blocked_has(v, n, IP(10, 232, 0, 254)));
+	cr_assert(blocked_has(v, n, IP(10, 232, 0, 253)));
+	cr_assert(blocked_has(v, n, IP(10, 232, 0, 255)));
+	cr_assert(blocked_has(v, n, IP(203, 0, 113, 1)), "the worker's address");
+
+	h.connected = wide;
+	h.n_connected = 1;
+	cr_assert_eq(net_blocked_compute(NET_CLASS_BIT(NET_CLASS_PRIVATE) |
+						 NET_CLASS_BIT(NET_CLASS_WORKSPACES),
+					 ws_range, &h, &w, &n_w),
+		     0);
+	assert_disjoint(w, n_w);
+	cr_assert(blocked_has(w, n_w, IP(10, 0, 0, 0)));
+	cr_assert(!blocked_has(w, n_w, IP(10, 231, 0, 5)), "the open workspaces' range");
+	cr_assert(blocked_has(w, n_w, IP(10, 231, 0, 1)), "the worker's bridge address");
+}
+
+Test(net_blocked, names)
+{
+	for (int c = 0; c < _NET_CLASS_MAX; c++) {
+		cr_assert_not_null(net_class_to_string(c));
+		cr_assert_eq(net_class_from_string(net_class_to_string(c)), c);
+		cr_assert_not_null(strstr(net_class_names(), net_class_to_string(c)));
+	}
+	cr_assert_eq(net_class_from_string("Private"), -EINVAL);
+	cr_assert_eq(net_class_from_string(""), -EINVAL);
+}
+
 /* Names: refused before any text is built. */
 
 Test(nft_names, refused, .init = topo_up, .fini = topo_down)
@@ -657,12 +854,11 @@ Test(nft_bridge, nat_blocked_worker, .init = topo_up, .fini = topo_down, .timeou
 	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &allowed, &denied), 0);
 	cr_assert_eq(allowed, 1);
 	cr_assert_geq(denied, 2);
-	assert_logged("ws-1", "ws_1", 7, 1); /* the blocked ranges */
+	assert_logged("ws-1", "ws_1", 7, 2); /* the worker's addresses, the blocked ranges */
 
 	/* Positive controls: the operator opens private ranges and the worker. The second
 	 * ensure keeps the workspace's vmap element (the outside stays reachable). */
-	b.allow_private = true;
-	b.allow_worker = true;
+	b.allow |= NET_CLASS_BIT(NET_CLASS_PRIVATE) | NET_CLASS_BIT(NET_CLASS_WORKER);
 	ensure(&b);
 	cr_assert_eq(map_size(), 1);
 	cr_assert_eq(tcp_connects(PRIVATE, 8080), 0);
@@ -673,7 +869,7 @@ Test(nft_bridge, nat_blocked_worker, .init = topo_up, .fini = topo_down, .timeou
 	cr_assert_eq(tcp_connects(OUTSIDE, 8080), 0);
 	drain(out);
 	cr_assert_eq(tcp_probe("169.254.169.254", 80), -ETIMEDOUT, "link-local reached");
-	b.allow_link_local = true;
+	b.allow |= NET_CLASS_BIT(NET_CLASS_LINK_LOCAL);
 	ensure(&b);
 	cr_assert_eq(tcp_connects("169.254.169.254", 80), 0);
 	drain(meta);
@@ -687,6 +883,86 @@ Test(nft_bridge, nat_blocked_worker, .init = topo_up, .fini = topo_down, .timeou
 }
 
 /* The bridge: no port to port, no address but a port's own. */
+/* A packet for the worker's own address goes to the input hook: denied there through the
+ * workspace's chain, counted once per packet (one SYN in DROP_MS) and logged. The resolver's
+ * port is not. Restricted: a cidr rule naming the worker's address does not open it. */
+Test(nft_bridge, worker_denial_counted, .init = topo_up, .fini = topo_down, .timeout = 60)
+{
+	struct nft_base b = base_default();
+	_cleanup_close_ int worker = tcp_listen(T.router, ROUTER, 8081);
+	_cleanup_close_ int dns = tcp_listen(T.router, ROUTER, 53);
+	_cleanup_close_ int out = tcp_listen(T.out, OUTSIDE, 8080);
+	struct net_rule rules[2];
+	struct net_policy p = { .rules = rules, .n_rules = 2 };
+	uint64_t allowed, denied;
+
+	ensure(&b);
+	apply("ws-1", WS_ADDR, NULL);
+	cr_assert_eq(tcp_connects(ROUTER, 53), 0, "the resolver's port is open");
+	drain(dns);
+	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &allowed, &denied), 0);
+	cr_assert_eq(denied, 0, "the resolver counted as denied");
+	cr_assert_eq(tcp_probe(ROUTER, 8081), -ETIMEDOUT, "worker reached");
+	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &allowed, &denied), 0);
+	cr_assert_eq(denied, 1, "the worker's address: %" PRIu64 " denied", denied);
+
+	rules[0] = cidr_rule(ROUTER, 32, NET_PROTO_TCP, NULL, 0);
+	rules[1] = cidr_rule(OUTSIDE, 32, NET_PROTO_TCP, NULL, 0);
+	apply("ws-1", WS_ADDR, &p);
+	assert_logged("ws-1", "ws_1", 7, 3);
+	cr_assert_eq(tcp_probe(ROUTER, 8081), -ETIMEDOUT, "a cidr rule opened the worker");
+	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &allowed, &denied), 0);
+	cr_assert_eq(denied, 2);
+	cr_assert_eq(tcp_connects(OUTSIDE, 8080), 0, "positive control: the cidr rule's other");
+	drain(out);
+
+	/* Positive control: the operator opens the worker. */
+	b.allow |= NET_CLASS_BIT(NET_CLASS_WORKER);
+	ensure(&b);
+	cr_assert_eq(tcp_connects(ROUTER, 8081), 0);
+	drain(worker);
+	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &allowed, &denied), 0);
+	cr_assert_eq(denied, 2);
+}
+
+/* The router's own view (link_host_read() in its namespace): its connected networks and its
+ * default gateway (OUTSIDE) are closed, each opened by its class, the set replaced in place. */
+Test(nft_bridge, host_view_classes, .init = topo_up, .fini = topo_down, .timeout = 60)
+{
+	struct nft_base b = base_default();
+	struct net_host host = {};
+	_cleanup_close_ int out = tcp_listen(T.out, OUTSIDE, 8080);
+	_cleanup_close_ int priv = tcp_listen(T.priv, PRIVATE, 8080);
+	struct station_error e = {};
+	uint64_t allowed, denied;
+	bool gw = false;
+
+	cr_assert_eq(link_host_read(&host), 0);
+	for (size_t i = 0; i < host.n_gateways; i++)
+		gw = gw || host.gateways[i].addr == IP(203, 0, 113, 2);
+	cr_assert(gw, "the default route's gateway not read");
+	b.host = &host;
+	b.allow |= NET_CLASS_BIT(NET_CLASS_PRIVATE);
+	ensure(&b);
+	apply("ws-1", WS_ADDR, NULL);
+	cr_assert_eq(tcp_probe(PRIVATE, 8080), -ETIMEDOUT, "a connected network reached");
+	cr_assert_eq(tcp_probe(OUTSIDE, 8080), -ETIMEDOUT, "the gateway reached");
+	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &allowed, &denied), 0);
+	cr_assert_eq(denied, 2);
+
+	b.allow |= NET_CLASS_BIT(NET_CLASS_CONNECTED);
+	cr_assert_eq(nft_blocked_update(T.nft, &b, &e), 0, "%s", e.message);
+	cr_assert_eq(tcp_connects(PRIVATE, 8080), 0);
+	drain(priv);
+	cr_assert_eq(tcp_probe(OUTSIDE, 8080), -ETIMEDOUT, "the gateway opened with its network");
+
+	b.allow |= NET_CLASS_BIT(NET_CLASS_GATEWAYS);
+	cr_assert_eq(nft_blocked_update(T.nft, &b, &e), 0, "%s", e.message);
+	cr_assert_eq(tcp_connects(OUTSIDE, 8080), 0);
+	drain(out);
+	net_host_done(&host);
+}
+
 Test(nft_bridge, ports, .init = topo_up, .fini = topo_down, .timeout = 60)
 {
 	struct nft_base b = base_default();
@@ -705,7 +981,7 @@ Test(nft_bridge, ports, .init = topo_up, .fini = topo_down, .timeout = 60)
 	cr_assert_eq(tcp_probe("10.231.0.6", 8080), -ETIMEDOUT, "workspace reached another");
 
 	/* Positive control: the operator lets workspaces talk. */
-	b.allow_workspaces = true;
+	b.allow |= NET_CLASS_BIT(NET_CLASS_WORKSPACES);
 	ensure(&b);
 	cr_assert_eq(tcp_connects("10.231.0.6", 8080), 0);
 	drain(peer_ws);
@@ -799,7 +1075,7 @@ Test(nft_restricted, domain_pin_replace_counters, .init = topo_up, .fini = topo_
 	assert_counters_as_nft("ws-1", "ws_1", &a1, &d1);
 	cr_assert_eq(a1, 1);
 	cr_assert_geq(d1, 3);
-	assert_logged("ws-1", "ws_1", 7, 2); /* the blocked ranges, then the default */
+	assert_logged("ws-1", "ws_1", 7, 3); /* the worker, the blocked ranges, the default */
 
 	/* Replaced without the domain rule: new connections are refused again, its set is
 	 * gone, the counters carry on. */
