@@ -42,11 +42,20 @@ struct output_follower {
 	uint64_t dropped_end[2]; /* per stream: the end of the last chunk dropped so */
 };
 
+/* A run's window on its workspace's denials (manager-denials.c): read when it starts, again
+ * when it ends. */
+struct run_network {
+	bool tracked;	/* the workspace had a network when the run started */
+	uint64_t base;	/* its denials then: packets dropped plus names refused */
+	uint64_t since; /* realtime usec of that reading */
+};
+
 struct run_state {
 	struct run_state *prev, *next; /* in workspace->runs */
 	struct workspace *ws;
 	char id[PROTO_MAX_ID + 1];
 	uint64_t started_at;
+	struct run_network net; /* not tracked for runs found running at startup */
 	unsigned link_gen; /* the agent connection it was sent on */
 	/* What the run's row was inserted with (id and workspace_id not kept): the finished run
 	 * is answered from it and the result, not read back. NULL for runs found running at
@@ -115,6 +124,7 @@ struct workspace {
 	enum net_mode net_mode;	    /* manager-network.c; NET_NONE: no record */
 	uint32_t net_address;
 	struct net_policy *net_policy; /* restricted */
+	struct denials *denials;       /* manager-denials.c: NULL until the first denial */
 	struct secret *secrets;	       /* manager-secret.c, by name */
 	size_t n_secrets;
 	uint64_t cred_window_start;	    /* manager-cred.c: the rate limit's window, monotonic */
@@ -405,6 +415,20 @@ int workspace_network_known(struct workspace *ws);
  * resolver knew. */
 void workspace_network_remove(struct workspace *ws);
 void workspace_network_free(struct workspace *ws);
+
+/* manager-denials.c: what a workspace's network refused, kept in memory (the last
+ * DENIALS_MAX destinations), and each run's share of it. */
+#define DENIALS_MAX 100
+/* A denial the network logged (net_denied_fn): recorded on its workspace. */
+void workspace_denial_record(struct manager *m, const char *id, const char *what,
+			     const char *dest, uint16_t port, const char *proto);
+/* [{address, port, proto, name?, count, firstAt, lastAt}], most recent first. */
+json_t *workspace_refused_json(const struct workspace *ws);
+void workspace_denials_free(struct workspace *ws);
+/* Before the run starts: its window opens (untracked without a network). */
+void run_network_begin(struct workspace *ws, struct run_network *ret);
+/* {denied, lastDenied} of the window so far; NULL when untracked or unreadable. */
+json_t *run_network_json(struct workspace *ws, const struct run_network *rn);
 
 /* manager-secret.c */
 /* Every stored secret, opened into its workspace (controller start, after the workspaces). */

@@ -21,6 +21,7 @@ static void on_denied(void *userdata, const char *id, const char *what, const ch
 {
 	char p[8];
 
+	workspace_denial_record(userdata, id, what, dest, port, proto);
 	snprintf(p, sizeof p, "%u", port);
 	if (strcmp(what, "dns") == 0)
 		log_info("egress denied: name not allowed", "workspace", id, "name", dest, NULL);
@@ -63,6 +64,7 @@ void workspace_network_free(struct workspace *ws)
 {
 	net_policy_free(ws->net_policy);
 	ws->net_policy = NULL;
+	workspace_denials_free(ws);
 }
 
 static struct net_workspace net_ws(const struct workspace *ws)
@@ -324,6 +326,7 @@ static json_t *network_json(struct workspace *ws)
 			    json_integer((json_int_t)c.dns_shed));
 	if (ws->net_policy)
 		json_object_set_new(o, "egress", net_policy_to_json(ws->net_policy));
+	json_object_set_new(o, "refused", workspace_refused_json(ws));
 	return o;
 }
 

@@ -8,6 +8,7 @@
 
 #include "agentlink.h"
 #include "basic/cleanup.h"
+#include "basic/json-util.h"
 #include "basic/list.h"
 #include "basic/log.h"
 #include "basic/util.h"
@@ -69,6 +70,7 @@ static struct run_row *run_row_dup(const struct run_row *row)
 		return NULL;
 	*c = *row;
 	c->id = c->workspace_id = c->command = c->cwd = c->env_json = c->reason = NULL;
+	c->network_json = NULL;
 	for (int i = 0; i < 2; i++)
 		c->out[i].head = c->out[i].tail = NULL;
 	r |= dup_str(&c->id, row->id);
@@ -77,6 +79,7 @@ static struct run_row *run_row_dup(const struct run_row *row)
 	r |= dup_str(&c->cwd, row->cwd);
 	r |= dup_str(&c->env_json, row->env_json);
 	r |= dup_str(&c->reason, row->reason);
+	r |= dup_str(&c->network_json, row->network_json);
 	for (int i = 0; i < 2; i++) {
 		r |= memdup_bytes(&c->out[i].head, row->out[i].head, row->out[i].head_len);
 		r |= memdup_bytes(&c->out[i].tail, row->out[i].tail, row->out[i].tail_len);
@@ -332,6 +335,14 @@ void run_pending_ack_later(struct workspace *ws, const char *run_id, uint64_t se
 	rs->pending_ack = true;
 }
 
+/* The run's network as its row stores it; NULL when untracked (or out of memory). */
+static char *run_network_text(struct workspace *ws, const struct run_network *rn)
+{
+	_cleanup_json_ json_t *o = run_network_json(ws, rn);
+
+	return o ? json_dumps(o, JSON_COMPACT) : NULL;
+}
+
 int run_finish(struct workspace *ws, const struct run_row *result)
 {
 	workspace_touch(ws);
@@ -341,9 +352,12 @@ int run_finish(struct workspace *ws, const struct run_row *result)
 		return run_pending_write(ws, rs);
 	struct run_row scoped = *result;
 	scoped.workspace_id = ws->row.id; /* only this workspace's run, whatever the report says */
+	_cleanup_free_ char *network = rs ? run_network_text(ws, &rs->net) : NULL;
+	if (network)
+		scoped.network_json = network;
 	int r = store_run_finish(ws->m->store, &scoped);
 	if (r < 0 && r != -ENOENT)
-		return run_keep_pending(ws, rs, result, r);
+		return run_keep_pending(ws, rs, &scoped, r);
 	if (r > 0) {
 		log_info("run finished", "workspace", ws->row.id, "run", result->id, "status",
 			 run_status_to_string(result->status), NULL);
@@ -355,7 +369,7 @@ int run_finish(struct workspace *ws, const struct run_row *result)
 					 0); /* the store writes again: so may the pending ones */
 	/* result may point into the run state (a lost run): nothing reads it after this */
 	if (rs)
-		run_state_end(ws, rs, result, r > 0);
+		run_state_end(ws, rs, &scoped, r > 0);
 	return r;
 }
 
@@ -538,12 +552,15 @@ int manager_run_start(struct manager *m, const char *ws_id, const struct run_spe
 		.head_bytes = output / 2,
 		.tail_bytes = output / 2,
 	};
+	struct run_network net;
+	run_network_begin(ws, &net); /* before the agent hears of it */
 	r = agentlink_send_run_start(ws->link, &ar);
 	strv_free(env);
 	struct run_state *rs = NULL;
 	if (r >= 0)
 		r = run_state_add(ws, id, &rs);
 	if (r >= 0) {
+		rs->net = net;
 		rs->link_gen = ws->link_gen;
 		rs->start =
 			run_start_copy(&row); /* NULL (out of memory): answered from the store */
@@ -567,11 +584,16 @@ int manager_run_start(struct manager *m, const char *ws_id, const struct run_spe
 }
 
 /* stored as the store has it; a running run with a pending result (rs) is answered with it. */
-static json_t *run_to_json_pending(const struct run_row *stored, const struct run_state *rs,
+static json_t *run_to_json_pending(const struct run_row *stored, struct run_state *rs,
 				   bool with_output)
 {
-	if (!rs || !rs->pending)
-		return run_to_json(stored, with_output);
+	if (!rs || !rs->pending) {
+		json_t *o = run_to_json(stored, with_output);
+		json_t *network = rs && o ? run_network_json(rs->ws, &rs->net) : NULL;
+		if (network) /* running: the denials so far */
+			json_object_set_new(o, "network", network);
+		return o;
+	}
 	struct run_row view = *rs->pending;
 	view.id = stored->id;
 	view.workspace_id = stored->workspace_id;

@@ -188,6 +188,9 @@ json_t *run_to_json(const struct run_row *r, bool with_output)
 				       json_null());
 	json_object_set_new(o, "peakMemoryBytes",
 			    measured ? json_integer((json_int_t)r->peak_memory) : json_null());
+	json_t *network = r->network_json ? json_loads(r->network_json, 0, NULL) : NULL;
+	if (network)
+		json_object_set_new(o, "network", network);
 	return o;
 }
 
