@@ -166,6 +166,34 @@ export interface NetworkCounters {
   dnsRefused: number;
 }
 
+/**
+ * A destination the network refused. For a refused DNS query: the resolver's address, port 53,
+ * `udp` and the `name` asked.
+ */
+export interface Denial {
+  address: string;
+  /** 0 when the protocol has no ports. */
+  port: number;
+  proto: "tcp" | "udp" | "icmp" | "ip";
+  name?: string;
+}
+
+/** One of the last 100 destinations a workspace's network refused (most recent first). */
+export interface RefusedDestination extends Denial {
+  /** Logged denials of it (at most 10 a second, bursts of 20, per workspace). */
+  count: number;
+  firstAt: string;
+  lastAt: string;
+}
+
+/** `run.network`: what the workspace's network refused while the run ran. */
+export interface RunNetwork {
+  /** Packets the firewall dropped plus DNS queries the resolver refused. */
+  denied: number;
+  /** The last denial logged in the run's window; absent when none was. */
+  lastDenied?: Denial & { at: string };
+}
+
 /** `GET|PUT /v1/workspaces/{id}/network`; mode `none` has `mode` only. */
 export interface WorkspaceNetwork {
   mode: NetworkMode;
@@ -174,6 +202,8 @@ export interface WorkspaceNetwork {
   /** Restricted only: the policy as the controller normalised it. */
   egress?: EgressPolicy;
   counters?: NetworkCounters;
+  /** Bridge and restricted: the last 100 refused destinations (kept in memory only). */
+  refused?: RefusedDestination[];
 }
 
 export type Workspace = HostWorkspace | ContainerWorkspace;
@@ -242,6 +272,11 @@ export interface RunInfo {
   durationMs: number | null;
   cpuMs: number | null;
   peakMemoryBytes: number | null;
+  /**
+   * On a workspace with a network (bridge, restricted): what it refused while the run ran, the
+   * count so far while running. Absent without a network.
+   */
+  network?: RunNetwork;
 }
 
 /**

@@ -18,17 +18,18 @@ from ._workers import WorkerConfig, worker_of_id
 from .errors import (BadRequest, Conflict, ConnectionFailed, Forbidden, InvalidArgument, NotFound,
                      PayloadTooLarge, PreconditionFailed, ProtocolError, StationError, Timeout,
                      TooManyRequests, Unauthorized, Unavailable, WorkerUnavailable)
-from .models import (Attempt, FileEntry, FileList, Image, Network, Output, ReadyReport, Run,
-                     Secret, Service, TerminalInfo, WorkspaceInfo)
+from .models import (Attempt, Denial, FileEntry, FileList, Image, Network, Output, ReadyReport,
+                     RefusedDestination, Run, RunNetwork, Secret, Service, TerminalInfo,
+                     WorkspaceInfo)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AsyncClient", "AsyncFiles", "AsyncOutputStream", "AsyncRunHandle", "AsyncServices", "AsyncTerminal",
     "AsyncTerminals", "AsyncWorkspace", "Attempt", "BadRequest", "Client", "Conflict",
-    "ConnectionFailed", "FileEntry", "FileList", "Files", "Forbidden", "GapCallback", "Image", "Images", "InvalidArgument",
+    "ConnectionFailed", "Denial", "FileEntry", "FileList", "Files", "Forbidden", "GapCallback", "Image", "Images", "InvalidArgument",
     "Network", "NotFound", "Output", "OutputCallback", "OutputGap", "OutputStream", "PayloadTooLarge", "PreconditionFailed",
-    "ProtocolError", "READ_MAX_BYTES", "ReadyReport", "Run", "RunHandle", "Secret", "Secrets",
+    "ProtocolError", "READ_MAX_BYTES", "ReadyReport", "RefusedDestination", "Run", "RunHandle", "RunNetwork", "Secret", "Secrets",
     "Service", "Services", "StationError", "Terminal", "TerminalInfo", "Terminals", "Timeout",
     "Tokens", "TooManyRequests", "Unauthorized", "Unavailable", "WorkerConfig", "WorkerUnavailable",
     "Workspace", "WorkspaceInfo", "WorkspaceList", "worker_of_id",

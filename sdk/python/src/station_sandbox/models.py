@@ -69,7 +69,8 @@ class Run(_Outputs):
     stream produced more, ``truncated`` is true, ``stdout`` holds its head and ``stdout_tail``
     its tail; ``stdout_bytes`` counts everything it wrote. ``gaps``: from ``run(...,
     on_stdout=...)``, the :class:`OutputGap` of bytes the run did not keep that the live
-    follow met (empty otherwise)."""
+    follow met (empty otherwise). ``network``: on a workspace with a network, what it refused
+    while the run ran (``{"denied": N, "lastDenied": {...}}``), else None."""
 
     id: str
     workspace_id: str
@@ -89,6 +90,7 @@ class Run(_Outputs):
     duration_ms: Optional[int]
     cpu_ms: Optional[int]
     peak_memory_bytes: Optional[int]
+    network: Optional[RunNetwork]
     raw: dict[str, Any]
 
     def __init__(self, doc: Any) -> None:
@@ -115,6 +117,8 @@ class Run(_Outputs):
         self.duration_ms = _opt_int(d.get("durationMs"))
         self.cpu_ms = _opt_int(d.get("cpuMs"))
         self.peak_memory_bytes = _opt_int(d.get("peakMemoryBytes"))
+        net = d.get("network")
+        self.network = net if isinstance(net, dict) else None
         self._decode_outputs(d)
 
     @property
@@ -387,9 +391,39 @@ class Secret(TypedDict, total=False):
     updatedAt: str
 
 
+class Denial(TypedDict, total=False):
+    """A destination the network refused: ``address``, ``port`` (0 when the protocol has none)
+    and ``proto``; for a refused DNS query the resolver's address, port 53, ``udp`` and the
+    ``name`` asked."""
+    address: str
+    port: int
+    proto: str
+    name: str
+
+
+class LastDenial(Denial, total=False):
+    at: str
+
+
+class RefusedDestination(Denial, total=False):
+    """One of the last 100 refused destinations (``Network["refused"]``): ``count`` logged
+    denials of it, ``firstAt`` and ``lastAt``."""
+    count: int
+    firstAt: str
+    lastAt: str
+
+
+class RunNetwork(TypedDict, total=False):
+    """``Run.network``: ``denied`` packets dropped plus DNS queries refused while the run ran,
+    ``lastDenied`` the last one logged in that time (absent when none was)."""
+    denied: int
+    lastDenied: LastDenial
+
+
 class Network(TypedDict, total=False):
     mode: str
     address: str
     gateway: str
     egress: dict[str, Any]
     counters: dict[str, int]
+    refused: list[RefusedDestination]
