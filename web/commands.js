@@ -29,6 +29,20 @@ function tickElapsed() {
 	}
 }
 
+// A refused destination as the CLI prints it: a name asked (DNS), or address:port/proto.
+export function refusedDest(d) {
+	if (d.name) return `${d.name} (DNS)`;
+	return d.port ? `${d.address}:${d.port}/${d.proto}` : `${d.address}/${d.proto}`;
+}
+
+// What the workspace's network refused while the run ran (runs on a workspace with a network).
+function deniedText(run) {
+	const n = run.network;
+	if (!n) return '—';
+	if (!n.denied) return '0';
+	return n.lastDenied ? `${n.denied}, the last ${refusedDest(n.lastDenied)}` : String(n.denied);
+}
+
 // The facts of a finished (or running) run, as a definition list.
 export function runFacts(run) {
 	const running = run.status === 'running';
@@ -41,6 +55,7 @@ export function runFacts(run) {
 		running ? [h('dt', 'Using now'), usageCell('run:' + run.id, 'dd#run-usage')] : [
 			h('dt', 'CPU'), h('dd', fmtMs(run.cpuMs)),
 			h('dt', 'Peak memory'), h('dd', fmtBytes(run.peakMemoryBytes))],
+		run.network ? [h('dt', 'Network refused'), h('dd#run-denied', { class: run.network.denied ? 'denied' : '' }, deniedText(run))] : null,
 		h('dt', 'Output'), h('dd', `stdout ${fmtBytes(run.stdoutBytes)}, stderr ${fmtBytes(run.stderrBytes)}${run.truncated ? ' (truncated: head and tail kept)' : ''}`),
 		h('dt', 'Started'), h('dd', fmtTime(run.startedAt || run.createdAt)));
 }
@@ -245,7 +260,7 @@ export function commandsTab(root, ctx, wsPath) {
 			return;
 		}
 		replace(history, h('div.table-scroll', h('table.list#history-table',
-			h('thead', h('tr', ['Command', 'Status', 'Exit', 'Started', 'Duration', 'CPU', ''].map((t) => h('th', t)))),
+			h('thead', h('tr', ['Command', 'Status', 'Exit', 'Started', 'Duration', 'CPU', 'Refused', ''].map((t) => h('th', t)))),
 			h('tbody', runs.map((r) => h('tr', { 'data-id': r.id, class: r.id === selected ? 'selected' : '' },
 				h('td.mono.cmd', { title: r.command }, r.command.length > 80 ? r.command.slice(0, 80) + '…' : r.command),
 				h('td', badge(r.status, statusKey(r))),
@@ -253,6 +268,7 @@ export function commandsTab(root, ctx, wsPath) {
 				h('td', fmtTime(r.startedAt || r.createdAt)),
 				r.status === 'running' ? elapsedCell(r, 'td') : h('td', fmtMs(r.durationMs)),
 				r.status === 'running' ? usageCell('run:' + r.id, 'td') : h('td', fmtMs(r.cpuMs)),
+				h('td.refused-count', { title: deniedText(r), class: r.network?.denied ? 'denied' : '' }, r.network ? String(r.network.denied) : '—'),
 				h('td.actions',
 					h('button', { type: 'button', on: { click: () => show(r) } }, 'Output'),
 					r.status === 'running' ? h('button.danger', {

@@ -2,7 +2,7 @@
 // A workspace: its summary and tabs for commands, services, terminals and files.
 import { api, enc, liveRefresh } from './api.js';
 import { h, replace, badge, fmtTime, showError } from './dom.js';
-import { commandsTab } from './commands.js';
+import { commandsTab, refusedDest } from './commands.js';
 import { servicesTab } from './services.js';
 import { terminalsTab, terminalView } from './terminals.js';
 import { filesTab } from './files.js';
@@ -113,7 +113,17 @@ export function workspaceView(root, ctx, id, tab, sub) {
 			net.mode === 'restricted' ? [h('dt', 'Allowed'), h('dd.mono#ws-net-allow', rules.length
 				? rules.map((r) => (r.cidr ?? r.domain) + (r.ports ? ':' + r.ports.join(',') : '') + (r.proto ? '/' + r.proto : '')).join('  ')
 				: 'nothing (default deny)')] : null,
+			net.refused ? [h('dt', 'Refused'), h('dd#ws-net-refused', refusedList(net.refused))] : null,
 		];
+	}
+
+	// The last destinations the network refused (the API keeps 100), most recent first.
+	function refusedList(refused) {
+		if (!refused.length) return h('span.muted', 'nothing since the controller started');
+		const shown = refused.slice(0, 10);
+		return [h('ul.refused', shown.map((d) => h('li', { 'data-dest': refusedDest(d) },
+			h('span.mono', refusedDest(d)), ` ×${d.count} · last ${fmtTime(d.lastAt)}`))),
+		refused.length > shown.length ? h('span.muted', `and ${refused.length - shown.length} more (GET …/network)`) : null];
 	}
 
 	async function act(what) {
@@ -159,7 +169,8 @@ export function workspaceView(root, ctx, id, tab, sub) {
 
 	const wsPath = '/v1/workspaces/' + enc(id);
 	load();
-	liveRefresh(ctx, { workspace: id, types: 'workspace' }, load);
+	// run events too: the refused destinations change while commands run
+	liveRefresh(ctx, { workspace: id, types: 'workspace,run' }, load);
 	startUsageFeed(ctx, wsPath);
 	if (tab === 'commands') commandsTab(body, ctx, wsPath);
 	else if (tab === 'services') servicesTab(body, ctx, wsPath);
