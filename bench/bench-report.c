@@ -193,6 +193,9 @@ static void budget_api_burst(const struct row_spec *s, json_t *row, json_t *ref,
 #define G_CREATE "workspace create → first exec possible (network none)"
 #define G_BURST "20 container creates at once (runc, network none), each to its first exec"
 #define G_NET "workspace create → first exec by network mode (runc, one controller)"
+#define G_NETEXEC                                                                                  \
+	"exec round trip of `true` by network mode (runc, one controller: bridge and restricted "  \
+	"add the run's denial bookkeeping)"
 #define G_RATE "execs per second, one host workspace, N clients (one handle each)"
 #define G_MEM "idle host workspaces, all held at once"
 #define G_CMEM "idle container workspaces (busybox, runc, network none), all held at once"
@@ -240,6 +243,10 @@ static const struct row_spec specs[] = {
 	{ "net.bridge", G_NET, "ours: network bridge", "net.none", "none" },
 	{ "net.restricted", G_NET, "ours: network restricted (2-rule policy)", "net.none", "none" },
 	{ "net.ip", G_NET, "`ip`: netns, veth, port, address, route" },
+	{ "netexec.none", G_NETEXEC, "ours: network none (no bookkeeping)" },
+	{ "netexec.bridge", G_NETEXEC, "ours: network bridge", "netexec.none", "none" },
+	{ "netexec.restricted", G_NETEXEC, "ours: network restricted (2-rule policy)",
+	  "netexec.none", "none" },
 	{ "rate.floor", G_RATE, "floor: 16 threads, posix_spawn + wait of /bin/sh" },
 	{ "rate.1", G_RATE, "1 client" },
 	{ "rate.4", G_RATE, "4 clients", "rate.1", "1 client" },
