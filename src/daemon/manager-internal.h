@@ -56,7 +56,7 @@ struct run_state {
 	char id[PROTO_MAX_ID + 1];
 	uint64_t started_at;
 	struct run_network net; /* not tracked for runs found running at startup */
-	unsigned link_gen; /* the agent connection it was sent on */
+	unsigned link_gen;	/* the agent connection it was sent on */
 	/* What the run's row was inserted with (id and workspace_id not kept): the finished run
 	 * is answered from it and the result, not read back. NULL for runs found running at
 	 * startup. */
@@ -420,8 +420,8 @@ void workspace_network_free(struct workspace *ws);
  * DENIALS_MAX destinations), and each run's share of it. */
 #define DENIALS_MAX 100
 /* A denial the network logged (net_denied_fn): recorded on its workspace. */
-void workspace_denial_record(struct manager *m, const char *id, const char *what,
-			     const char *dest, uint16_t port, const char *proto);
+void workspace_denial_record(struct manager *m, const char *id, const char *what, const char *dest,
+			     uint16_t port, const char *proto);
 /* [{address, port, proto, name?, count, firstAt, lastAt}], most recent first. */
 json_t *workspace_refused_json(const struct workspace *ws);
 void workspace_denials_free(struct workspace *ws);
