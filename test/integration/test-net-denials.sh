@@ -141,6 +141,7 @@ test_network_refused_list() {
 	assert_status 200 "GET network" || return 1
 	before=$(j "[.refused[] | select(.address == \"$WORLD_OTHER\" and .port == 80)][0].count // 0")
 	probe_run "$WS_R" tcp "$WORLD_OTHER" 80 || return 1
+	expect_network "the refused connection: denied" '.denied >= 1' true || return 1
 	api -q GET "/v1/workspaces/$WS_R/network"
 	assert_status 200 "GET network" || return 1
 	# Most recent first: this connection.
