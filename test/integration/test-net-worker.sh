@@ -119,7 +119,7 @@ nprobe() {
 	local ws=$1 q
 	shift
 	printf -v q '%q ' "$@"
-	PROBE_OUT= PROBE_RC=
+	PROBE_OUT='' PROBE_RC=''
 	run_cmd "$ws" "net-probe $q" || return 1
 	[[ $(j .status) == exited ]] || { _fail "net-probe $*: $(j '{status, reason, stderr}')"; return 1; }
 	PROBE_OUT=$(j .stdout)
