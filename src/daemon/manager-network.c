@@ -320,8 +320,8 @@ static json_t *network_json(struct workspace *ws)
 			      net_mode_to_string(ws->net_mode), "address", addr, "gateway", gw,
 			      "counters", "allowed", (json_int_t)c.allowed, "denied",
 			      (json_int_t)c.denied, "dnsAllowed", (json_int_t)c.dns_allowed,
-			      "dnsRefused", (json_int_t)c.dns_refused, "pinned", (json_int_t)c.pinned,
-			      "pinsExpired", (json_int_t)c.pins_expired);
+			      "dnsRefused", (json_int_t)c.dns_refused, "pinned",
+			      (json_int_t)c.pinned, "pinsExpired", (json_int_t)c.pins_expired);
 	json_object_set_new(json_object_get(o, "counters"), "dnsShed",
 			    json_integer((json_int_t)c.dns_shed));
 	if (ws->net_policy)
