@@ -46,6 +46,14 @@ enum net_class {
 };
 
 #define NET_CLASS_BIT(c) (UINT32_C(1) << (c))
+/* The classes that are the worker's own or lead into it: only the operator opens them. A
+ * restricted workspace's policy is its tenant's, and its cidr rules open what else is blocked
+ * for that workspace alone, never these (a tenant naming 169.254.169.254 or the worker's LAN
+ * would otherwise reach the worker's credentials and neighbours). */
+#define NET_CLASSES_FENCED                                                                         \
+	(NET_CLASS_BIT(NET_CLASS_WORKER) | NET_CLASS_BIT(NET_CLASS_GATEWAYS) |                     \
+	 NET_CLASS_BIT(NET_CLASS_CONNECTED) | NET_CLASS_BIT(NET_CLASS_WORKSPACES) |                \
+	 NET_CLASS_BIT(NET_CLASS_LINK_LOCAL))
 
 const char *net_class_to_string(enum net_class c);
 int net_class_from_string(const char *s); /* enum net_class or -EINVAL */

@@ -341,21 +341,21 @@ static int base_check(const struct nft_base *b, struct station_error *e)
 	return 0;
 }
 
-/* The blocked set: every class the operator did not open (blocked.h), as disjoint intervals
- * (an interval set refuses overlapping elements). After "add set" and before the map, so the
- * same text makes the set and refreshes it. */
-static int put_blocked(FILE *f, const char *t, const struct nft_base *b)
+/* Set name's elements: the intervals of the classes not in allow (blocked.h), disjoint (an
+ * interval set refuses overlapping elements). */
+static int put_intervals(FILE *f, const char *t, const char *name, uint32_t allow,
+			 const struct nft_base *b)
 {
 	_cleanup_free_ struct net_interval *v = NULL;
 	size_t n = 0;
-	int r = net_blocked_compute(b->allow, (struct net_cidr){ b->range, b->prefix }, b->host, &v,
+	int r = net_blocked_compute(allow, (struct net_cidr){ b->range, b->prefix }, b->host, &v,
 				    &n);
 
 	if (r < 0)
 		return r;
-	fprintf(f, "flush set inet %s blocked\n", t);
+	fprintf(f, "flush set inet %s %s\n", t, name);
 	if (n > 0) {
-		fprintf(f, "add element inet %s blocked {", t);
+		fprintf(f, "add element inet %s %s {", t, name);
 		for (size_t i = 0; i < n; i++) {
 			char a[16], z[16];
 
@@ -368,9 +368,24 @@ static int put_blocked(FILE *f, const char *t, const struct nft_base *b)
 	return 0;
 }
 
+/* The sets blocked (every class the operator did not open) and fenced (those of them that are
+ * the worker's own: NET_CLASSES_FENCED). After "add set" and before the map, so the same text
+ * makes the sets and refreshes them. */
+static int put_blocked(FILE *f, const char *t, const struct nft_base *b)
+{
+	int r = put_intervals(f, t, "blocked", b->allow, b);
+
+	if (r >= 0)
+		r = put_intervals(f, t, "fenced", b->allow | ~(uint32_t)NET_CLASSES_FENCED, b);
+	return r;
+}
+
 static int put_base_sets(FILE *f, const char *t, const struct nft_base *b)
 {
-	fprintf(f, "add set inet %s blocked { type ipv4_addr; flags interval; }\n", t);
+	fprintf(f,
+		"add set inet %1$s blocked { type ipv4_addr; flags interval; }\n"
+		"add set inet %1$s fenced { type ipv4_addr; flags interval; }\n",
+		t);
 	int r = put_blocked(f, t, b);
 	fprintf(f, "add map inet %s workspaces { type ipv4_addr : verdict; }\n", t);
 	return r;
@@ -689,6 +704,7 @@ static void put_allow(FILE *f, const char *t, const char *key, const char *match
 static void put_policy_rules(FILE *f, const char *t, const char *id, const char *key,
 			     const struct net_policy *p, uint16_t log_group)
 {
+	put_deny(f, t, id, key, "ip daddr @fenced ", log_group);
 	for (size_t i = 0; i < p->n_rules; i++) {
 		const struct net_rule *r = &p->rules[i];
 		char match[48] = "", a[16];

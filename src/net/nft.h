@@ -18,7 +18,9 @@
  *   postrouting (nat): from R out of any interface but B: masquerade.
  *   Sets: blocked (flags interval): every class of blocked.h not in b->allow, the worker's
  *     addresses, connected networks and gateways as b->host says (net_blocked_compute()).
- *     nft_blocked_update() replaces its elements alone, in one transaction.
+ *     fenced (flags interval): the part of blocked that is the worker's own (blocked.h,
+ *     NET_CLASSES_FENCED), which no cidr rule opens.
+ *     nft_blocked_update() replaces their elements alone, in one transaction.
  *   `bridge <table>`, for what never reaches the inet hooks (bridged frames): a workspace's port
  *     (set ports; net.h's "sv<8 hex of the address>") sends IPv4 and ARP from its own address
  *     only (set bound: ifname . ipv4_addr) and nothing but IPv4 and ARP; frames from or to such
@@ -34,7 +36,7 @@
  *   bridge: daddr in @blocked: counted as denied, logged, dropped; else new connections
  *     counted as allowed and accepted.
  *   restricted (policy): cidr rules first (proto and ports as the rule says; a listed cidr
- *     wins over @blocked); then @blocked dropped; then each domain rule i: daddr in
+ *     wins over @blocked but never over @fenced, dropped before them); then @blocked dropped; then each domain rule i: daddr in
  *     @ws_<key>_d<i> (with its proto and ports) accepted; everything else counted as denied,
  *     logged (`log group <log_group> prefix "<id> "`, rate limited) and dropped.
  * The allowed counter counts new connections (ct state new) accepted. */

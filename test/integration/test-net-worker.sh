@@ -13,7 +13,9 @@
 #   change      a route added while the controller runs makes DOC_HOST a gateway: refused; the
 #               route removed: reached again
 #   documentation  DOC_HOST refused when documentation is not opened, reached when it is
-#   restricted  a cidr rule opens a connected network for its workspace (as documented)
+#   restricted  a cidr rule (the tenant's policy) opens a closed fixed range (WORLD_PRIVATE)
+#               for its workspace, never the worker's own networks: its addresses, a
+#               connected host, a gateway
 # The probes run net-probe (test/helpers/net-probe.c) inside the busybox test image.
 . "$(dirname "${BASH_SOURCE[0]}")/container-lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/net-world.sh"
@@ -205,20 +207,25 @@ test_bridge_route_change() {
 		_fail "DOC_HOST still refused 20 s after the route went: $(tr '\n' ' ' <<<"$PROBE_OUT")"
 }
 
-# Restricted: a cidr rule does not open the worker's address; it does open a connected host for
-# its workspace (docs/operations.md: a cidr rule naming a blocked range opens it for it alone).
+# Restricted: the policy is the tenant's, the worker's networks the operator's: a cidr rule
+# opens a closed fixed range for its workspace (WORLD_PRIVATE, private; positive control) and
+# never the worker's address, a connected host or a gateway (docs/operations.md).
 WS_R=
 test_restricted() {
 	local allow
-	allow=$(jq -nc --arg w "$WORLD_HOST" --arg l "$LAN_HOST" --arg e "$WORLD_ECHO" \
-		'{allow: [{cidr: $w}, {cidr: $l}, {cidr: $e}]}')
+	allow=$(jq -nc --arg w "$WORLD_HOST" --arg l "$LAN_HOST" --arg g "$WORLD_ROUTER" \
+		--arg e "$WORLD_ECHO" --arg p "$WORLD_PRIVATE" \
+		'{allow: [{cidr: $w}, {cidr: $l}, {cidr: $g}, {cidr: $e}, {cidr: $p}]}')
 	net_ws WS_R restricted "$allow" || return 1
 	expect_denied "$WS_R" "$WORLD_HOST" "restricted: the worker's address under a cidr rule" \
 		"$WORLD_HOST_PORT" || return 1
-	expect_denied "$WS_R" "$WORLD_ROUTER" "restricted: the gateway" || return 1
+	expect_denied "$WS_R" "$WORLD_ROUTER" "restricted: the gateway under a cidr rule" || return 1
+	expect_denied "$WS_R" "$LAN_HOST" "restricted: a connected host under a cidr rule" || return 1
 	nprobe "$WS_R" tcp "$WORLD_ECHO" "$WORLD_ECHO_PORT" || return 1
 	[[ $PROBE_RC == 0 ]] || { _fail "restricted: the allowed echo: $(tr '\n' ' ' <<<"$PROBE_OUT")"; return 1; }
-	expect_reached "$WS_R" "$LAN_HOST" "restricted: a connected host under its cidr rule"
+	nprobe "$WS_R" tcp "$WORLD_PRIVATE" "$WORLD_ECHO_PORT" || return 1
+	[[ $PROBE_RC == 0 ]] ||
+		_fail "restricted: a private address under its cidr rule: $(tr '\n' ' ' <<<"$PROBE_OUT")"
 }
 
 # Another controller (same root, its workspaces kept) with connected and gateways open and

@@ -909,7 +909,7 @@ Test(nft_bridge, worker_denial_counted, .init = topo_up, .fini = topo_down, .tim
 	rules[0] = cidr_rule(ROUTER, 32, NET_PROTO_TCP, NULL, 0);
 	rules[1] = cidr_rule(OUTSIDE, 32, NET_PROTO_TCP, NULL, 0);
 	apply("ws-1", WS_ADDR, &p);
-	assert_logged("ws-1", "ws_1", 7, 3);
+	assert_logged("ws-1", "ws_1", 7, 4); /* the worker, fenced, blocked, the default */
 	cr_assert_eq(tcp_probe(ROUTER, 8081), -ETIMEDOUT, "a cidr rule opened the worker");
 	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &allowed, &denied), 0);
 	cr_assert_eq(denied, 2);
@@ -923,6 +923,53 @@ Test(nft_bridge, worker_denial_counted, .init = topo_up, .fini = topo_down, .tim
 	drain(worker);
 	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &allowed, &denied), 0);
 	cr_assert_eq(denied, 2);
+}
+
+/* A restricted workspace's cidr rules are its tenant's: they open a closed fixed class for it
+ * (private, positive control) and never the worker's own: link-local (cloud metadata), a
+ * connected network, a gateway. The operator's classes open them. */
+Test(nft_restricted, cidr_fenced, .init = topo_up, .fini = topo_down, .timeout = 60)
+{
+	struct nft_base b = base_default();
+	struct net_host host = {};
+	_cleanup_close_ int out = tcp_listen(T.out, OUTSIDE, 8080);
+	_cleanup_close_ int priv = tcp_listen(T.priv, PRIVATE, 8080);
+	_cleanup_close_ int meta = tcp_listen(T.out, "169.254.169.254", 80);
+	struct net_rule rules[3];
+	struct net_policy p = { .rules = rules, .n_rules = 3 };
+	struct station_error e = {};
+	uint64_t allowed, denied;
+
+	rules[0] = cidr_rule("169.254.169.254", 32, NET_PROTO_TCP, NULL, 0);
+	rules[1] = cidr_rule(PRIVATE, 32, NET_PROTO_TCP, NULL, 0);
+	rules[2] = cidr_rule(OUTSIDE, 32, NET_PROTO_TCP, NULL, 0);
+	ensure(&b);
+	apply("ws-1", WS_ADDR, &p);
+	cr_assert_eq(tcp_probe("169.254.169.254", 80), -ETIMEDOUT, "a cidr rule opened link-local");
+	cr_assert_eq(tcp_connects(PRIVATE, 8080), 0, "a cidr rule did not open a private address");
+	drain(priv);
+	cr_assert_eq(nft_workspace_counters(T.nft, "ws-1", &allowed, &denied), 0);
+	cr_assert_eq(denied, 1);
+
+	/* The router's own view: PRIVATE's network is connected, OUTSIDE its gateway. */
+	cr_assert_eq(link_host_read(&host), 0);
+	b.host = &host;
+	cr_assert_eq(nft_blocked_update(T.nft, &b, &e), 0, "%s", e.message);
+	cr_assert_eq(tcp_probe(PRIVATE, 8080), -ETIMEDOUT,
+		     "a cidr rule opened a connected network");
+	cr_assert_eq(tcp_probe(OUTSIDE, 8080), -ETIMEDOUT, "a cidr rule opened a gateway");
+
+	/* Positive controls: the operator opens them. */
+	b.allow |= NET_CLASS_BIT(NET_CLASS_LINK_LOCAL) | NET_CLASS_BIT(NET_CLASS_CONNECTED) |
+		   NET_CLASS_BIT(NET_CLASS_GATEWAYS);
+	cr_assert_eq(nft_blocked_update(T.nft, &b, &e), 0, "%s", e.message);
+	cr_assert_eq(tcp_connects("169.254.169.254", 80), 0);
+	drain(meta);
+	cr_assert_eq(tcp_connects(PRIVATE, 8080), 0);
+	drain(priv);
+	cr_assert_eq(tcp_connects(OUTSIDE, 8080), 0);
+	drain(out);
+	net_host_done(&host);
 }
 
 /* The router's own view (link_host_read() in its namespace): its connected networks and its
@@ -1075,7 +1122,7 @@ Test(nft_restricted, domain_pin_replace_counters, .init = topo_up, .fini = topo_
 	assert_counters_as_nft("ws-1", "ws_1", &a1, &d1);
 	cr_assert_eq(a1, 1);
 	cr_assert_geq(d1, 3);
-	assert_logged("ws-1", "ws_1", 7, 3); /* the worker, the blocked ranges, the default */
+	assert_logged("ws-1", "ws_1", 7, 4); /* the worker, fenced, blocked, the default */
 
 	/* Replaced without the domain rule: new connections are refused again, its set is
 	 * gone, the counters carry on. */
@@ -1272,7 +1319,8 @@ Test(nft_lifecycle, idempotent, .init = topo_up, .fini = topo_down, .timeout = 6
 			json_t *o = json_object_get(item, "set");
 			const char *name = json_string_value(json_object_get(o, "name"));
 
-			cr_assert(!o || strcmp(name, "blocked") == 0, "set %s left", name);
+			cr_assert(!o || strcmp(name, "blocked") == 0 || strcmp(name, "fenced") == 0,
+				  "set %s left", name);
 			cr_assert_null(json_object_get(item, "counter"), "counter left");
 		}
 	}
