@@ -10,6 +10,9 @@
 #include <sys/types.h>
 
 #include "basic/error.h"
+/* The worker-wide parts of a workspace's environment that the manager reads the flags of. */
+#include "adapter/ca-bundle.h"
+#include "adapter/proxy.h"
 
 struct cgroup;
 struct runtime;

@@ -23,8 +23,6 @@
 #include <linux/sched/types.h>
 
 #include "adapter/adapter.h"
-#include "adapter/ca-bundle.h"
-#include "adapter/proxy.h"
 #include "basic/cleanup.h"
 #include "basic/log.h"
 #include "basic/util.h"

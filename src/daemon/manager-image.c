@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "adapter/ca-bundle.h"
+#include "adapter/adapter.h"
 #include "basic/cleanup.h"
 #include "basic/list.h"
 #include "basic/log.h"

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "adapter/adapter.h"
-#include "adapter/proxy.h"
 #include "agentlink.h"
 #include "basic/cleanup.h"
 #include "basic/list.h"
