@@ -188,22 +188,25 @@ static void restricted_hint(FILE *f, const char *ws, json_t *network, json_t *la
 			    l4 ? port : NULL, l4 ? proto : NULL);
 }
 
-/* A bridged workspace reaches everything but the ranges the worker blocks. */
-static void bridge_hint(FILE *f, const char *address)
+/* The classes no egress rule opens (the worker's own): only the operator's flag does. */
+static bool class_fenced(const char *class)
 {
-	unsigned a = 0, b = 0;
-	const char *class = NULL;
+	static const char *const fenced[] = { "worker", "connected", "gateways", "link-local",
+					      "workspaces" };
 
-	if (address && sscanf(address, "%u.%u.", &a, &b) == 2) {
-		if (a == 10 || (a == 172 && b >= 16 && b < 32) || (a == 192 && b == 168))
-			class = "private";
-		else if (a == 169 && b == 254)
-			class = "link-local";
-	}
-	fprintf(f, "network bridge: the worker blocks this address for workspaces; ");
+	for (size_t i = 0; class && i < ELEMENTSOF(fenced); i++)
+		if (strcmp(class, fenced[i]) == 0)
+			return true;
+	return false;
+}
+
+/* An address the worker blocks for every workspace (lastDenied.class names why). */
+static void operator_hint(FILE *f, const char *mode, const char *class)
+{
+	fprintf(f, "network %s: the worker blocks this address for workspaces; ", mode);
 	if (class)
 		fprintf(f,
-			"an operator opens the %s range with station-sandboxd --network-allow %s",
+			"an operator opens the %s class with station-sandboxd --network-allow %s",
 			class, class);
 	else
 		fprintf(f, "an operator opens its range with station-sandboxd --network-allow "
@@ -217,6 +220,7 @@ void cli_run_network_report(const struct cli *cli, const char *ws, const json_t 
 	json_int_t denied = json_integer_value(json_object_get(denials, "denied"));
 	const char *name = json_string_value(json_object_get(last, "name"));
 	const char *address = json_string_value(json_object_get(last, "address"));
+	const char *class = json_string_value(json_object_get(last, "class"));
 	_cleanup_json_ json_t *network = NULL;
 	_cleanup_free_ char *line = NULL;
 	size_t len = 0;
@@ -238,7 +242,9 @@ void cli_run_network_report(const struct cli *cli, const char *ws, const json_t 
 		network = NULL;
 	const char *mode = json_string_value(json_object_get(network, "mode"));
 	if (mode && strcmp(mode, "bridge") == 0)
-		bridge_hint(f, address);
+		operator_hint(f, mode, class);
+	else if (mode && strcmp(mode, "restricted") == 0 && class_fenced(class))
+		operator_hint(f, mode, class);
 	else if (mode && strcmp(mode, "restricted") == 0 && last)
 		restricted_hint(f, ws, network, last);
 	else

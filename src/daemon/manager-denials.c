@@ -6,6 +6,7 @@
  * workspace's denials (packets dropped plus names refused, every one counted, from the counters)
  * between the run's start and its end, with the last one logged in that window. */
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,8 @@ struct denial_dest {
 	char address[16];
 	uint16_t port;
 	char proto[8];
-	char *name; /* a refused DNS query's name; NULL for a packet */
+	char *name;	   /* a refused DNS query's name; NULL for a packet */
+	const char *class; /* the --network-allow class that blocks address (static), or NULL */
 	uint64_t count, first_at, last_at;
 };
 
@@ -80,6 +82,10 @@ void workspace_denial_record(struct manager *m, const char *id, const char *what
 					   proto, dns ? dest : NULL);
 	if (!d)
 		return;
+	struct in_addr a;
+	d->class = !dns && inet_pton(AF_INET, dest, &a) == 1 ?
+			   net_address_class(m->net, ntohl(a.s_addr)) :
+			   NULL;
 	d->last_at = realtime_usec();
 	if (!d->count++)
 		d->first_at = d->last_at;
@@ -92,6 +98,8 @@ static json_t *dest_json(const struct denial_dest *d)
 
 	if (o && d->name)
 		json_object_set_new(o, "name", json_string(d->name));
+	if (o && d->class)
+		json_object_set_new(o, "class", json_string(d->class));
 	return o;
 }
 

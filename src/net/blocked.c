@@ -260,3 +260,39 @@ int net_blocked_compute(uint32_t allow, struct net_cidr workspaces, const struct
 	*ret_n = blocked.n;
 	return 0;
 }
+
+/* Whether class c holds addr. */
+static int class_holds(enum net_class c, struct net_cidr ws, const struct net_host *host,
+		       uint32_t addr)
+{
+	struct ivs these = {};
+	int r = class_ranges(c, ws, host, &these);
+
+	for (size_t i = 0; r >= 0 && i < these.n; i++)
+		if (addr >= these.v[i].lo && addr <= these.v[i].hi)
+			r = 1;
+	free(these.v);
+	return r;
+}
+
+int net_blocked_class(uint32_t allow, struct net_cidr workspaces, const struct net_host *host,
+		      uint32_t addr)
+{
+	/* net_blocked_compute()'s order backwards: the most specific class holding addr. */
+	static const enum net_class specific[] = { NET_CLASS_WORKER, NET_CLASS_GATEWAYS,
+						   NET_CLASS_WORKSPACES, NET_CLASS_CONNECTED };
+
+	for (size_t i = 0; i < ELEMENTSOF(specific); i++) {
+		int r = class_holds(specific[i], workspaces, host, addr);
+
+		if (r < 0)
+			return r;
+		if (r > 0)
+			return allow & NET_CLASS_BIT(specific[i]) ? -ENOENT : (int)specific[i];
+	}
+	for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
+		if (addr >= fixed[i].range.lo && addr <= fixed[i].range.hi)
+			return allow & NET_CLASS_BIT(fixed[i].class) ? -ENOENT :
+								       (int)fixed[i].class;
+	return -ENOENT;
+}

@@ -81,3 +81,7 @@ void net_host_done(struct net_host *h);
  * workspaces the workspaces' range. *ret is malloc'ed (NULL when empty). -ENOMEM only. */
 int net_blocked_compute(uint32_t allow, struct net_cidr workspaces, const struct net_host *host,
 			struct net_interval **ret, size_t *ret_n);
+/* The class that blocks addr (the most specific holding it, as net_blocked_compute() decides),
+ * or -ENOENT when none does (no class holds it, or the one deciding is open); -ENOMEM. */
+int net_blocked_class(uint32_t allow, struct net_cidr workspaces, const struct net_host *host,
+		      uint32_t addr);

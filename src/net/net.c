@@ -96,6 +96,7 @@ struct net {
 	int host_fd;
 	struct event_source *host_source, *host_timer;
 	bool host_pending;
+	struct net_host host; /* as the blocked set was last made from it */
 };
 
 static const char *const mode_names[_NET_MODE_MAX] = {
@@ -393,8 +394,21 @@ static int base_apply(struct net *n, bool ensure, struct station_error *e)
 					 "cannot read the worker's addresses and routes: %s",
 					 strerror(-r));
 	r = ensure ? nft_base_ensure(n->nft, &b, e) : nft_blocked_update(n->nft, &b, e);
-	net_host_done(&host);
+	if (r < 0) {
+		net_host_done(&host);
+		return r;
+	}
+	net_host_done(&n->host);
+	n->host = host;
 	return r;
+}
+
+const char *net_address_class(struct net *n, uint32_t address)
+{
+	int c = net_blocked_class(n->allow, (struct net_cidr){ n->range, n->prefix }, &n->host,
+				  address);
+
+	return c >= 0 ? net_class_to_string(c) : NULL;
 }
 
 static int on_host_settled(struct event_source *s, uint64_t now, void *userdata)
@@ -575,6 +589,7 @@ void net_free(struct net *n)
 	nflog_close(n->nflog);
 	event_source_free(n->host_source);
 	event_source_free(n->host_timer);
+	net_host_done(&n->host);
 	if (n->host_fd >= 0)
 		close(n->host_fd);
 	resolver_free(n->resolver);

@@ -132,6 +132,9 @@ void net_reconcile(struct net *n);
 void net_address_string(uint32_t address, char buf[16]);
 /* The resolver's address ("a.b.c.d") for the sandbox's /etc/resolv.conf. */
 const char *net_nameserver(const struct net *n);
+/* The name of the class (--network-allow) that blocks address (host byte order) for every
+ * workspace, as the blocked set was last made; NULL when none does. */
+const char *net_address_class(struct net *n, uint32_t address);
 
 /* Replaces a restricted workspace's policy (new connections see it at once). */
 int net_policy_replace(struct net *n, const char *id, uint32_t address,

@@ -130,6 +130,17 @@ test_cli_line() {
 	err=$(cli exec "$wb" -- net-probe tcp 169.254.169.254 80 2>&1 >/dev/null)
 	assert_contains "the last to 169.254.169.254:80/tcp" "$err" "bridge: the destination"
 	assert_contains "--network-allow link-local)" "$err" "bridge: the class"
+	# The world's router is a gateway of the worker's routes: its class, read from the kernel.
+	err=$(cli exec "$wb" -- net-probe tcp "$WORLD_ROUTER" 80 2>&1 >/dev/null)
+	assert_contains "the last to $WORLD_ROUTER:80/tcp (network bridge" "$err" "bridge: the router"
+	assert_contains "--network-allow gateways)" "$err" "bridge: the router's class"
+	api -q GET "/v1/workspaces/$wb/network"
+	assert_eq gateways "$(j "[.refused[] | select(.address == \"$WORLD_ROUTER\")][0].class")" \
+		"GET network: the router's class"
+	# Restricted: no egress rule opens the worker's own classes, so the hint is the operator's.
+	err=$(cli exec "$WS_R" -- net-probe tcp 169.254.169.254 80 2>&1 >/dev/null)
+	assert_contains "(network restricted: the worker blocks this address for workspaces; an operator opens the link-local class with station-sandboxd --network-allow link-local)" \
+		"$err" "restricted: a fenced class's hint"
 	err=$(cli exec "$wb" -- net-probe tcp "$WORLD_ECHO" "$WORLD_ECHO_PORT" 2>&1 >/dev/null)
 	assert_eq "" "$(grep 'network refused' <<<"$err")" "bridge: stderr after an allowed connection"
 }

@@ -663,6 +663,34 @@ Test(net_blocked, connected_open_keeps_gateways_and_worker)
 	cr_assert(blocked_has(v, n, IP(192, 0, 2, 1)), "documentation");
 }
 
+/* The class that blocks an address: the most specific holding it, none when that one is open
+ * (as net_blocked_compute decides). */
+Test(net_blocked, class_of_address)
+{
+	cr_assert_eq(net_blocked_class(0, ws_range, &host, IP(10, 232, 0, 1)), NET_CLASS_WORKER);
+	cr_assert_eq(net_blocked_class(0, ws_range, &host, IP(10, 232, 0, 254)),
+		     NET_CLASS_GATEWAYS);
+	cr_assert_eq(net_blocked_class(0, ws_range, &host, IP(10, 232, 0, 2)), NET_CLASS_CONNECTED);
+	cr_assert_eq(net_blocked_class(0, ws_range, &host, IP(10, 231, 0, 9)),
+		     NET_CLASS_WORKSPACES);
+	cr_assert_eq(net_blocked_class(0, ws_range, &host, IP(10, 233, 0, 0)), NET_CLASS_PRIVATE);
+	cr_assert_eq(net_blocked_class(0, ws_range, &host, IP(169, 254, 169, 254)),
+		     NET_CLASS_LINK_LOCAL);
+	cr_assert_eq(net_blocked_class(0, ws_range, NULL, IP(192, 0, 2, 1)),
+		     NET_CLASS_DOCUMENTATION);
+	cr_assert_eq(net_blocked_class(0, ws_range, &host, IP(8, 8, 8, 8)), -ENOENT);
+	/* open: the class deciding is open, whatever wider class holds it too */
+	cr_assert_eq(net_blocked_class(NET_CLASS_BIT(NET_CLASS_CONNECTED), ws_range, &host,
+				       IP(10, 232, 0, 2)),
+		     -ENOENT);
+	cr_assert_eq(net_blocked_class(NET_CLASS_BIT(NET_CLASS_CONNECTED), ws_range, &host,
+				       IP(10, 232, 0, 254)),
+		     NET_CLASS_GATEWAYS);
+	cr_assert_eq(net_blocked_class(NET_CLASS_BIT(NET_CLASS_PRIVATE), ws_range, &host,
+				       IP(10, 233, 0, 0)),
+		     -ENOENT);
+}
+
 /* gateways open: cut out of their connected networks and of the fixed ranges; a connected
  * network wider than the workspaces' range leaves it to the workspaces class. */
 Test(net_blocked, gateways_open_and_wide_connected)

@@ -176,6 +176,8 @@ export interface Denial {
   port: number;
   proto: "tcp" | "udp" | "icmp" | "ip";
   name?: string;
+  /** The --network-allow class that blocks the address for every workspace, when one does. */
+  class?: string;
 }
 
 /** One of the last 100 destinations a workspace's network refused (most recent first). */

@@ -394,7 +394,8 @@ class Secret(TypedDict, total=False):
 class Denial(TypedDict, total=False):
     """A destination the network refused: ``address``, ``port`` (0 when the protocol has none)
     and ``proto``; for a refused DNS query the resolver's address, port 53, ``udp`` and the
-    ``name`` asked."""
+    ``name`` asked; ``class`` the ``--network-allow`` class that blocks the address for every
+    workspace, when one does."""
     address: str
     port: int
     proto: str
