@@ -122,7 +122,8 @@ export function workspaceView(root, ctx, id, tab, sub) {
 		if (!refused.length) return h('span.muted', 'nothing since the controller started');
 		const shown = refused.slice(0, 10);
 		return [h('ul.refused', shown.map((d) => h('li', { 'data-dest': refusedDest(d) },
-			h('span.mono', refusedDest(d)), ` ×${d.count} · last ${fmtTime(d.lastAt)}`))),
+			h('span.mono', refusedDest(d)), ` ×${d.count} · last ${fmtTime(d.lastAt)}`,
+			d.class ? h('span.muted', { title: `the worker blocks this class for every workspace; an operator opens it with --network-allow ${d.class}` }, ` · ${d.class}`) : null))),
 		refused.length > shown.length ? h('span.muted', `and ${refused.length - shown.length} more (GET …/network)`) : null];
 	}
 
