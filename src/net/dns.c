@@ -308,7 +308,8 @@ int dns_build_truncated(const struct dns_question *q, const uint8_t *query, size
 }
 
 /* Where the last record of a response starts when it is an OPT record that ends the message,
- * 0 otherwise. Compression pointers point only backwards, so cutting it breaks no name. */
+ * 0 otherwise. Its caller checks that what is left still parses: a pointer leads backwards,
+ * but the labels it leads to may run on into the record cut. */
 static size_t last_opt_offset(const uint8_t *msg, size_t len)
 {
 	struct dns_header h;
@@ -347,8 +348,15 @@ size_t dns_relay_answer(const struct dns_question *q, const uint8_t *query, uint
 	if (!q->edns) {
 		opt = last_opt_offset(msg, len);
 		if (opt) {
+			struct dns_answer cut;
+
 			put_u16(msg + 10, (uint16_t)(get_u16(msg + 10) - 1));
-			len = opt;
+			/* A name may run on from where a pointer leads into the bytes cut: then
+			 * the message keeps its OPT rather than become one that does not parse. */
+			if (dns_parse_response(msg, opt, &cut) == 0)
+				len = opt;
+			else
+				put_u16(msg + 10, (uint16_t)(get_u16(msg + 10) + 1));
 		}
 	}
 	return len;
