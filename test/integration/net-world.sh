@@ -473,7 +473,7 @@ net_ports() {
 }
 # net_nft_objects: per-workspace objects in the controller's tables (inet and bridge, both named
 # after the bridge), one a line: chains, sets, maps and counters named ws_*, and every element
-# of a set or map but "blocked" (the worker's own list of blocked ranges).
+# of a set or map but "blocked" and "fenced" (the worker's own lists of blocked ranges).
 net_nft_objects() {
 	[[ -n $NET_BRIDGE ]] || return 0
 	local fam
@@ -482,7 +482,7 @@ net_nft_objects() {
 			| select(.key == "chain" or .key == "set" or .key == "map" or .key == "counter")
 			| .key as $k | .value
 			| (select(.name | startswith("ws_")) | "\($fam) \($k) \(.name)"),
-			  (select(($k == "set" or $k == "map") and .name != "blocked" and .elem != null)
+			  (select(($k == "set" or $k == "map") and .name != "blocked" and .name != "fenced" and .elem != null)
 			   | "\($fam) \($k) \(.name) element \(.elem | tostring | .[0:100])")'
 	done
 }
@@ -529,3 +529,46 @@ _world_exit() {
 	exit "$rc"
 }
 trap _world_exit EXIT
+
+# ---------------------------------------------------------------------------------------------
+# For the scripts that play workspaces against the world (they source container-lib.sh first).
+
+# net_prereqs CIDR...: skips the whole script unless this machine can hold a world, net-probe is
+# built and nftables works, and none of CIDR (the workspaces' range, whatever else the script
+# routes) is routed here yet.
+net_prereqs() {
+	local r
+	container_prereqs
+	world_prereqs || _container_skip_all "$WORLD_WHY"
+	[[ -x $NET_PROBE_BIN ]] || _container_skip_all "$NET_PROBE_BIN not built"
+	command -v nft >/dev/null || _container_skip_all "nft missing (apt-get install nftables)"
+	nft list tables >/dev/null 2>&1 || _container_skip_all "nftables unusable here: $(nft list tables 2>&1 | head -n 1)"
+	for r in "$@"; do
+		_world_routed "$r" && _container_skip_all "$r is already routed on this host"
+	done
+	return 0
+}
+
+# net_ws VAR MODE [EGRESS_JSON]: a container workspace on the busybox image in MODE.
+net_ws() {
+	local x
+	x=$(jq -nc --arg m "$2" --argjson e "${3:-null}" '{network: $m} + (if $e then {egress: $e} else {} end)')
+	new_cws "$1" "$x"
+}
+
+# nprobe WS ARGS...: net-probe ARGS in WS; its stdout in PROBE_OUT, its exit code in PROBE_RC.
+PROBE_OUT=
+PROBE_RC=
+nprobe() {
+	local ws=$1 q
+	shift
+	printf -v q '%q ' "$@"
+	PROBE_OUT='' PROBE_RC=''
+	run_cmd "$ws" "net-probe $q" || return 1
+	if [[ $(j .status) != exited ]]; then
+		_fail "net-probe $*: $(j '{status, reason, stderr}')"
+		return 1
+	fi
+	PROBE_OUT=$(j .stdout)
+	PROBE_RC=$(j .exitCode)
+}

@@ -20,14 +20,7 @@
 NET_RANGE=${NET_RANGE:-10.$((212 + $$ % 8)).$((($$ / 8) % 250)).0/24}
 NET_BRIDGE=stn$(($$ % 1000000))
 
-container_prereqs
-world_prereqs || _container_skip_all "$WORLD_WHY"
-[[ -x $NET_PROBE_BIN ]] || _container_skip_all "$NET_PROBE_BIN not built"
-command -v nft >/dev/null || _container_skip_all "nft missing (apt-get install nftables)"
-nft list tables >/dev/null 2>&1 || _container_skip_all "nftables unusable here: $(nft list tables 2>&1 | head -n 1)"
-if _world_routed "$NET_RANGE"; then
-	_container_skip_all "the workspace range $NET_RANGE is already routed on this host"
-fi
+net_prereqs "$NET_RANGE"
 if ! world_up; then
 	not_ok "world comes up" "see the diagnostics above"
 	exit 1
@@ -37,13 +30,6 @@ NET_FLAGS=("$NET_FLAG_RANGE" "$NET_RANGE" "$NET_FLAG_BRIDGE" "$NET_BRIDGE" "$NET
 require_container_controller "${NET_FLAGS[@]}" --listen "tcp:127.0.0.1:$PORT"
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 ARTIFACTS=${STATION_TEST_ARTIFACTS:-$BUILD/test-artifacts}
-
-# net_ws VAR MODE [EGRESS_JSON]: a container workspace on the busybox image in MODE.
-net_ws() {
-	local x
-	x=$(jq -nc --arg m "$2" --argjson e "${3:-null}" '{network: $m} + (if $e then {egress: $e} else {} end)')
-	new_cws "$1" "$x"
-}
 
 # probe_run WS ARGS...: net-probe ARGS in WS, finished (BODY the run, RUN its id).
 probe_run() {

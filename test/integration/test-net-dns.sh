@@ -19,14 +19,7 @@ NET_RANGE=${NET_RANGE:-10.$((212 + $$ % 8)).$((($$ / 8) % 250)).0/24}
 NET_BRIDGE=std$(($$ % 1000000))
 SLOW_NAME=slow.example.test
 
-container_prereqs
-world_prereqs || _container_skip_all "$WORLD_WHY"
-[[ -x $NET_PROBE_BIN ]] || _container_skip_all "$NET_PROBE_BIN not built"
-command -v nft >/dev/null || _container_skip_all "nft missing (apt-get install nftables)"
-nft list tables >/dev/null 2>&1 || _container_skip_all "nftables unusable here: $(nft list tables 2>&1 | head -n 1)"
-if _world_routed "$NET_RANGE"; then
-	_container_skip_all "the workspace range $NET_RANGE is already routed on this host"
-fi
+net_prereqs "$NET_RANGE"
 
 if ! world_up; then
 	not_ok "world comes up" "see the diagnostics above"
@@ -42,21 +35,6 @@ POLICY=$(jq -nc --arg e "$WORLD_ECHO_NAME" --arg s "$SLOW_NAME" '{allow: [{domai
 
 # ---------------------------------------------------------------------------------------------
 # Helpers
-
-# nprobe WS ARGS...: net-probe ARGS in WS; its stdout in PROBE_OUT, its exit code in PROBE_RC.
-nprobe() {
-	local ws=$1 q
-	shift
-	printf -v q '%q ' "$@"
-	PROBE_OUT= PROBE_RC=
-	run_cmd "$ws" "net-probe $q" || return 1
-	if [[ $(j .status) != exited ]]; then
-		_fail "net-probe $*: $(j '{status, reason, stderr}')"
-		return 1
-	fi
-	PROBE_OUT=$(j .stdout)
-	PROBE_RC=$(j .exitCode)
-}
 
 # wire_count NAME: the queries for NAME the world's DNS got.
 wire_count() {

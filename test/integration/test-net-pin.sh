@@ -19,14 +19,7 @@ NET_BRIDGE=stq$(($$ % 1000000))
 PIN_MS=6000
 HOLD_PORT=7010
 
-container_prereqs
-world_prereqs || _container_skip_all "$WORLD_WHY"
-[[ -x $NET_PROBE_BIN ]] || _container_skip_all "$NET_PROBE_BIN not built"
-command -v nft >/dev/null || _container_skip_all "nft missing (apt-get install nftables)"
-nft list tables >/dev/null 2>&1 || _container_skip_all "nftables unusable here: $(nft list tables 2>&1 | head -n 1)"
-if _world_routed "$NET_RANGE"; then
-	_container_skip_all "the workspace range $NET_RANGE is already routed on this host"
-fi
+net_prereqs "$NET_RANGE"
 if ! world_up; then
 	not_ok "world comes up" "see the diagnostics above"
 	exit 1
@@ -37,17 +30,6 @@ world_dns_ttl 1
 require_container_controller "$NET_FLAG_RANGE" "$NET_RANGE" "$NET_FLAG_BRIDGE" "$NET_BRIDGE" \
 	"$NET_FLAG_DNS" "$WORLD_DNS:53" --egress-pin-min-ms "$PIN_MS" "${NET_WORLD_FLAGS[@]}"
 
-# nprobe WS ARGS...: net-probe ARGS in WS (PROBE_OUT, PROBE_RC).
-nprobe() {
-	local ws=$1 q
-	shift
-	printf -v q '%q ' "$@"
-	PROBE_OUT= PROBE_RC=
-	run_cmd "$ws" "net-probe $q" || return 1
-	[[ $(j .status) == exited ]] || _fail "net-probe $*: $(j '{status, reason, stderr}')" || return 1
-	PROBE_OUT=$(j .stdout)
-	PROBE_RC=$(j .exitCode)
-}
 expect_reach() {
 	[[ $PROBE_RC == 0 && $(pval connect) == ok ]] && return 0
 	_fail "$1: expected to connect, got rc $PROBE_RC: $(tr '\n' ' ' <<<"$PROBE_OUT")"

@@ -32,14 +32,7 @@ DOC_HOST= # a documentation address no one routes (lan_up)
 ADDED=198.18.0.$((1 + $$ % 250)) # the destination of the route added while running
 PORT=7300
 
-container_prereqs
-world_prereqs || _container_skip_all "$WORLD_WHY"
-[[ -x $NET_PROBE_BIN ]] || _container_skip_all "$NET_PROBE_BIN not built"
-command -v nft >/dev/null || _container_skip_all "nft missing (apt-get install nftables)"
-nft list tables >/dev/null 2>&1 || _container_skip_all "nftables unusable here: $(nft list tables 2>&1 | head -n 1)"
-for r in "$NET_RANGE" "$LAN_NET.0/24" "$ADDED/32"; do
-	_world_routed "$r" && _container_skip_all "$r is already routed on this host"
-done
+net_prereqs "$NET_RANGE" "$LAN_NET.0/24" "$ADDED/32"
 
 lan_down() {
 	ip link del "$LAN_IF" 2>/dev/null
@@ -109,24 +102,6 @@ require_container_controller "${NET_FLAGS[@]}" "${NET_WORLD_FLAGS[@]}"
 
 # ---------------------------------------------------------------------------------------------
 # Helpers
-
-net_ws() {
-	local x
-	x=$(jq -nc --arg m "$2" --argjson e "${3:-null}" '{network: $m} + (if $e then {egress: $e} else {} end)')
-	new_cws "$1" "$x"
-}
-
-# nprobe WS ARGS...: net-probe ARGS in WS (PROBE_OUT, PROBE_RC).
-nprobe() {
-	local ws=$1 q
-	shift
-	printf -v q '%q ' "$@"
-	PROBE_OUT='' PROBE_RC=''
-	run_cmd "$ws" "net-probe $q" || return 1
-	[[ $(j .status) == exited ]] || { _fail "net-probe $*: $(j '{status, reason, stderr}')"; return 1; }
-	PROBE_OUT=$(j .stdout)
-	PROBE_RC=$(j .exitCode)
-}
 
 denied_count() {
 	api -q GET "/v1/workspaces/$1/network"

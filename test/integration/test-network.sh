@@ -25,15 +25,8 @@ NET_BRIDGE=stn$(($$ % 1000000))
 NET_PROBE=$NET_PROBE_BIN
 CYCLES=${NET_LIFECYCLE_CYCLES:-100}
 
-container_prereqs
-world_prereqs || _container_skip_all "$WORLD_WHY"
-[[ -x $NET_PROBE_BIN ]] || _container_skip_all "$NET_PROBE_BIN not built"
-command -v nft >/dev/null || _container_skip_all "nft missing (apt-get install nftables)"
-nft list tables >/dev/null 2>&1 || _container_skip_all "nftables unusable here: $(nft list tables 2>&1 | head -n 1)"
+net_prereqs "$NET_RANGE"
 command -v sqlite3 >/dev/null || _container_skip_all "sqlite3 missing (the lease check)"
-if _world_routed "$NET_RANGE"; then
-	_container_skip_all "the workspace range $NET_RANGE is already routed on this host"
-fi
 
 if ! world_up || ! world_play_up; then
 	not_ok "world comes up" "see the diagnostics above"
@@ -47,29 +40,6 @@ require_container_controller "${NET_FLAGS[@]}"
 
 # ---------------------------------------------------------------------------------------------
 # Helpers
-
-# net_ws VAR MODE [EGRESS_JSON]: a container workspace on the busybox image in MODE.
-net_ws() {
-	local x
-	x=$(jq -nc --arg m "$2" --argjson e "${3:-null}" '{network: $m} + (if $e then {egress: $e} else {} end)')
-	new_cws "$1" "$x"
-}
-
-# nprobe WS ARGS...: net-probe ARGS in WS; its stdout in PROBE_OUT, its exit code in PROBE_RC.
-PROBE_RC=
-nprobe() {
-	local ws=$1 q
-	shift
-	printf -v q '%q ' "$@"
-	PROBE_OUT= PROBE_RC=
-	run_cmd "$ws" "net-probe $q" || return 1
-	if [[ $(j .status) != exited ]]; then
-		_fail "net-probe $*: $(j '{status, reason, stderr}')"
-		return 1
-	fi
-	PROBE_OUT=$(j .stdout)
-	PROBE_RC=$(j .exitCode)
-}
 
 # hprobe ARGS...: net-probe on the host (PROBE_OUT, PROBE_RC); pprobe: in the play namespace;
 # oprobe: in the outside namespace.
