@@ -537,7 +537,10 @@ t_kubernetes_flags() {
 }
 
 HAS_TOKEN_FILE=false
-if "$REAL_DAEMON" --help 2>&1 | grep -q -- --admin-token-file; then
+# The whole text first: grep -q stops reading at the match, and under pipefail the controller's
+# SIGPIPE on its next write would read as "not there".
+DAEMON_HELP=$("$REAL_DAEMON" --help 2>&1)
+if grep -q -- --admin-token-file <<<"$DAEMON_HELP"; then
 	HAS_TOKEN_FILE=true
 fi
 run_test "the unit's flags start a controller" t_systemd_flags
