@@ -348,12 +348,19 @@ size_t dns_relay_answer(const struct dns_question *q, const uint8_t *query, uint
 	if (!q->edns) {
 		opt = last_opt_offset(msg, len);
 		if (opt) {
-			struct dns_answer cut;
+			struct dns_answer whole, cut;
+			bool same;
 
-			put_u16(msg + 10, (uint16_t)(get_u16(msg + 10) - 1));
 			/* A name may run on from where a pointer leads into the bytes cut: then
-			 * the message keeps its OPT rather than become one that does not parse. */
-			if (dns_parse_response(msg, opt, &cut) == 0)
+			 * the message keeps its OPT rather than say something else (or nothing
+			 * that parses) to the client. */
+			same = dns_parse_response(msg, len, &whole) == 0;
+			put_u16(msg + 10, (uint16_t)(get_u16(msg + 10) - 1));
+			same = same && dns_parse_response(msg, opt, &cut) == 0 &&
+			       cut.rcode == whole.rcode && cut.n_addrs == whole.n_addrs &&
+			       memcmp(cut.addrs, whole.addrs,
+				      whole.n_addrs * sizeof(whole.addrs[0])) == 0;
+			if (same)
 				len = opt;
 			else
 				put_u16(msg + 10, (uint16_t)(get_u16(msg + 10) + 1));
