@@ -108,6 +108,20 @@ run_test() {
 	fi
 }
 
+# run_or_skip NAME FN: run_test, but FN returning 2 (a skip it printed itself) is the test's
+# own line: nothing more is printed.
+run_or_skip() {
+	local name=$1 fn=$2
+	_t_failed=0
+	"$fn" "$name"
+	local rc=$?
+	[[ $rc -eq 2 ]] && return 0
+	if [[ $rc -eq 0 && $_t_failed -eq 0 ]]; then ok "$name"; else
+		not_ok "$name"
+		dump_controller_log 30
+	fi
+}
+
 # ---------------------------------------------------------------------------------------------
 # Assertions: each returns 1 (and marks the running test failed) on mismatch, so a test can
 # write `assert_eq 201 "$STATUS" "create" || return 1` to stop at the first broken step.

@@ -53,17 +53,4 @@ t_container_files() {
 	[[ -s $shot ]] && note "screenshot: $shot"
 }
 
-# run_test, but a skip inside (return 2) is the test's own line.
-run_or_skip() {
-	local name=$1 fn=$2
-	_t_failed=0
-	"$fn" "$name"
-	local rc=$?
-	[[ $rc -eq 2 ]] && return 0
-	if [[ $rc -eq 0 && $_t_failed -eq 0 ]]; then ok "$name"; else
-		not_ok "$name"
-		dump_controller_log 30
-	fi
-}
-
 run_or_skip "headless Chromium: Files tab of a container workspace: its workdir, a save, a link to /etc/passwd is the container's" t_container_files

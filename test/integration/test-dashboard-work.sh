@@ -185,19 +185,6 @@ t_phone() {
 	assert_eq auto "$(j .phoneTable.overflowX "$R")" "the box scrolls sideways"
 }
 
-# run_test, but a skip inside (return 2) is the test's own line.
-run_or_skip() {
-	local name=$1 fn=$2
-	_t_failed=0
-	"$fn" "$name"
-	local rc=$?
-	[[ $rc -eq 2 ]] && return 0
-	if [[ $rc -eq 0 && $_t_failed -eq 0 ]]; then ok "$name"; else
-		not_ok "$name"
-		dump_controller_log 30
-	fi
-}
-
 run_or_skip "headless Chromium: a working session at desktop and phone size" t_browser
 run_or_skip "no request leaves the controller's origin" t_origin
 run_or_skip "a screenshot of every page at both sizes" t_screenshots

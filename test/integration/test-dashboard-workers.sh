@@ -482,19 +482,6 @@ t_browser() {
 	assert_eq 4 "$(jq -r .exitCode "$TMP/direct")" "w3's record of it"
 }
 
-# run_test, but a skip inside (return 2) is the test's own line.
-run_or_skip() {
-	local name=$1 fn=$2
-	_t_failed=0
-	"$fn" "$name"
-	local rc=$?
-	[[ $rc -eq 2 ]] && return 0
-	if [[ $rc -eq 0 && $_t_failed -eq 0 ]]; then ok "$name"; else
-		not_ok "$name"
-		dump_controller_log 30
-	fi
-}
-
 run_test "GET /v1/workers: each worker's state, version and workspace count; a hung one is down" t_list_up
 run_test "a workspace and a command on w3 through w1, with the caller's token" t_forward
 run_test "the caller's own token goes on: w3's 401 comes back" t_token

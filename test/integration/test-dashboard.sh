@@ -141,19 +141,6 @@ t_service_outlives_tab() {
 	assert_eq 3 "$(j '.commands[0].exitCode')" "the command the page ran"
 }
 
-# run_test, but a skip inside (return 2) is the test's own line.
-run_or_skip() {
-	local name=$1 fn=$2
-	_t_failed=0
-	"$fn" "$name"
-	local rc=$?
-	[[ $rc -eq 2 ]] && return 0
-	if [[ $rc -eq 0 && $_t_failed -eq 0 ]]; then ok "$name"; else
-		not_ok "$name"
-		dump_controller_log 30
-	fi
-}
-
 run_test "static responses: no token, CSP, X-Frame-Options, nosniff, ETag" t_static_headers
 run_or_skip "headless Chromium: sign in, worker, workspace, command, terminal, service, 401" t_browser_session
 run_or_skip "the service outlives the closed tab" t_service_outlives_tab

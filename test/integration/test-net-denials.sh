@@ -209,19 +209,6 @@ t_dashboard() {
 	[[ -s $shot ]] && note "screenshot: $shot"
 }
 
-# run_test, but a skip inside (return 2) is the test's own line.
-run_or_skip() {
-	local name=$1 fn=$2
-	_t_failed=0
-	"$fn" "$name"
-	local rc=$?
-	[[ $rc -eq 2 ]] && return 0
-	if [[ $rc -eq 0 && $_t_failed -eq 0 ]]; then ok "$name"; else
-		not_ok "$name"
-		dump_controller_log 30
-	fi
-}
-
 run_test denials-run-refused-address test_run_refused_address
 run_test denials-run-refused-name test_run_refused_name
 run_test denials-cli-line test_cli_line
