@@ -85,6 +85,13 @@ struct manager_config {
 	size_t workspace_ca_len;
 	const struct workspace_proxy *workspace_proxy;
 	bool workspace_proxy_restricted;
+	/* Previews (manager-ports.c; docs/api.md "Previews"): the domain a preview's host label
+	 * goes under (NULL: no --preview-listen, previews off: exposing answers 409), and how
+	 * its URL is written: scheme ("http" or "https") and the port (0: the scheme's own, left
+	 * out of the URL). A URL is scheme://<label>.<domain>[:port]/. */
+	const char *preview_domain;
+	const char *preview_scheme;
+	uint16_t preview_port;
 };
 
 struct pool_config {
@@ -689,3 +696,65 @@ struct manager_audit_query {
 /* {"entries": [...], "nextBefore": id|null, "queued": n}, newest first. */
 int manager_audit_list(struct manager *m, const struct manager_audit_query *q, json_t **ret,
 		       struct station_error *e);
+
+/* ---- Previews (manager-ports.c; docs/api.md, "Previews") ------------------------------------ */
+
+/* A port of a workspace reached from outside through the preview listener (api/preview.c),
+ * which connects to it inside the workspace's own network namespace. An exposure has one host
+ * label of its own (PREVIEW_LABEL_MAX characters at most, unguessable), its access ("token":
+ * a bearer secret shown once and kept only as its SHA-256; "public": none) and an expiry. It
+ * is stored, so it outlives a controller restart; it ends with its DELETE, its expiry or its
+ * workspace's deletion, and the revoke hook is told each time. */
+#define PREVIEW_LABEL_MAX 63
+#define PREVIEW_DEFAULT_EXPIRES_MS (24ull * 3600 * 1000)
+#define PREVIEW_MAX_EXPIRES_MS (30ull * 24 * 3600 * 1000)
+
+struct port_spec {
+	uint16_t port;		/* 1 … 65535 */
+	bool public;		/* "access": "public"; else "token" */
+	uint64_t expires_in_ms; /* 1 … PREVIEW_MAX_EXPIRES_MS; 0: PREVIEW_DEFAULT_EXPIRES_MS */
+};
+
+/* POST /v1/workspaces/{id}/ports: {"port","host","url","access","token" (token access only,
+ * the only time it is shown),"expiresAt","createdAt"} (times RFC 3339 UTC, as elsewhere).
+ * 409 (-EBUSY) when previews are off, when the workspace has no network namespace of its own
+ * (host adapter; runsc), or when the port is exposed already (naming DELETE). */
+int manager_port_expose(struct manager *m, const char *ws_id, const struct port_spec *spec,
+			json_t **ret, struct station_error *e);
+/* GET …/ports: {"exposed":[{"port","host","url","access","expiresAt","createdAt"}…],
+ * "listening":[{"port","address","proto","pid","command"}…]}: the TCP sockets listening in the
+ * workspace's network namespace, pid as the workspace sees it (null when no process of the
+ * workspace holds the socket), command its name. */
+int manager_port_list(struct manager *m, const char *ws_id, json_t **ret, struct station_error *e);
+/* DELETE …/ports/{port}: 0, or -ENOENT when that port is not exposed. */
+int manager_port_revoke(struct manager *m, const char *ws_id, uint16_t port,
+			struct station_error *e);
+
+/* What the preview listener knows of a live exposure: a copy, valid until the next call into
+ * the manager. */
+struct preview_target {
+	char label[PREVIEW_LABEL_MAX + 1];
+	char ws_id[64];
+	uint16_t port;
+	bool public;
+	bool https;	     /* the preview URL's scheme is https (its cookie gets Secure) */
+	uint64_t expires_at; /* realtime usec */
+};
+/* The live (not expired) exposure whose host label is label (n bytes, lower case): 0, or
+ * -ENOENT (none, expired or revoked: the listener answers each the same). Not scoped by the
+ * viewer: the label is the capability. */
+int manager_preview_find(struct manager *m, const char *label, size_t n,
+			 struct preview_target *ret);
+/* Whether token (n bytes) is the exposure's: a constant-time compare of its SHA-256. false
+ * for a public one, an unknown label or an expired exposure. */
+bool manager_preview_token_ok(struct manager *m, const char *label, const char *token, size_t n);
+/* A non-blocking TCP socket made inside the exposure's workspace's network namespace with its
+ * connect() to the port on the namespace's loopback started (127.0.0.1; ipv6 true: ::1):
+ * 0 with *ret_fd, or -errno with e saying why in words a preview visitor may read (the
+ * workspace is not running, ...). */
+int manager_preview_connect(struct manager *m, const struct preview_target *t, bool ipv6,
+			    int *ret_fd, struct station_error *e);
+/* Called with the label of each exposure that ends (DELETE, expiry, workspace deletion), so
+ * that the listener closes its open connections at once. */
+typedef void (*manager_preview_revoked_fn)(void *userdata, const char *label);
+void manager_preview_on_revoke(struct manager *m, manager_preview_revoked_fn fn, void *userdata);
