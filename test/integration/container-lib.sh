@@ -9,7 +9,7 @@
 #
 # The image: make-busybox-image plus one extra layer of ours holding the static posture probe
 # (/usr/local/bin/posture-probe), the signal probe (/usr/local/bin/signal-probe), the network
-# probe (/usr/local/bin/net-probe) and the
+# probe (/usr/local/bin/net-probe), the preview tests' app (/usr/local/bin/preview-app) and the
 # busybox applets the tests need beyond the image's own.
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -19,6 +19,7 @@ RUNTIME_BIN=$(command -v "$RUNTIME" 2>/dev/null || true)
 PROBE_BIN=$BUILD/test/helpers/posture-probe
 SIGNAL_PROBE_BIN=$BUILD/test/helpers/signal-probe
 NET_PROBE_BIN=$BUILD/test/helpers/net-probe
+PREVIEW_APP_BIN=$BUILD/test/helpers/preview-app
 MAKE_IMAGE=$SRC/test/helpers/make-busybox-image
 DEFAULT_PROFILE=$SRC/profiles/default.json
 # The profile directory (--seccomp-dir) of this script's controllers: a workspace's profile
@@ -32,7 +33,7 @@ WORKER=c$(printf '%s' "$TEST_NAME$$" | md5sum | cut -c1-10)
 IMAGE=
 IMAGE_DIGEST=
 PROBE_OUT=
-EXTRA_APPLETS=(setsid unshare dd tail timeout grep seq kill ps cut tr sed nproc mount yes nc usleep)
+EXTRA_APPLETS=(setsid unshare dd tail timeout grep seq kill ps cut tr sed nproc mount yes nc usleep httpd)
 
 # The container's root (host uid 300000) walks from / down to <root>/workspaces/<id>/rootfs
 # when the runtime mounts it: the scratch directory (mktemp's 0700) must let it pass. ROOT
@@ -90,6 +91,9 @@ container_build_image() {
 		fi
 		if [[ -x $NET_PROBE_BIN ]]; then
 			cp "$NET_PROBE_BIN" "$extra/usr/local/bin/net-probe"
+		fi
+		if [[ -x $PREVIEW_APP_BIN ]]; then
+			cp "$PREVIEW_APP_BIN" "$extra/usr/local/bin/preview-app"
 		fi
 		for a in "${EXTRA_APPLETS[@]}"; do
 			ln -sf busybox "$extra/bin/$a"
