@@ -362,3 +362,28 @@ int store_secret_put(struct store *s, const struct secret_row *r);
 int store_secret_delete(struct store *s, const char *workspace_id, const char *name);
 /* Every secret of every workspace, by workspace and name. */
 int store_secret_list(struct store *s, struct secret_row **ret, size_t *ret_n);
+
+/* Exposed ports (store-ports.c; docs/api.md, "Previews"): one row per (workspace, port), its
+ * host label unique; a token exposure keeps only its token's SHA-256 (64 lower-case hex). The
+ * rows go with their workspace. */
+struct port_row {
+	char *workspace_id;
+	uint64_t port;	  /* 1 … 65535 */
+	char *label;	  /* "<port>-<26 base32>" */
+	char *access;	  /* "token" or "public" */
+	char *token_hash; /* NULL for a public one */
+	uint64_t expires_at;
+	uint64_t created_at;
+};
+void port_row_free(struct port_row *r);
+/* -EEXIST when the workspace has that port exposed already or the label is taken; -ENOENT when
+ * the workspace does not exist. */
+int store_port_insert(struct store *s, const struct port_row *r);
+/* -ENOENT when that port of the workspace is not exposed. */
+int store_port_delete(struct store *s, const char *workspace_id, uint64_t port);
+/* Every exposure of the workspace goes; returns how many. */
+int store_port_delete_workspace(struct store *s, const char *workspace_id);
+/* The exposures that expired at or before now; returns how many. */
+int store_port_delete_expired(struct store *s, uint64_t now);
+/* Every exposure, by workspace and port. */
+int store_port_list(struct store *s, struct port_row **ret, size_t *ret_n);
