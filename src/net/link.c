@@ -326,6 +326,26 @@ static int nl_open_in(int netns_fd, struct mnl_socket **ret)
 	return r;
 }
 
+int netns_socket(int netns_fd, int domain, int type, int protocol)
+{
+	int orig, fd, r, q;
+
+	if (netns_fd < 0)
+		return -EBADF;
+	r = netns_enter(netns_fd, &orig);
+	if (r < 0)
+		return r;
+	fd = socket(domain, type | SOCK_CLOEXEC, protocol);
+	r = fd < 0 ? negative_errno() : fd;
+	q = netns_leave(orig);
+	if (q < 0) {
+		if (fd >= 0)
+			close(fd);
+		return q;
+	}
+	return r;
+}
+
 int netns_create(const char *path)
 {
 	_cleanup_close_ int file = -1, existing = -1;

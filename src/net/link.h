@@ -24,6 +24,10 @@ int netns_remove(const char *path);
 int netns_open(const char *path);
 /* The network namespace of process pid (/proc/<pid>/ns/net), checked the same way. */
 int netns_open_pid(pid_t pid);
+/* socket(domain, type, protocol) made inside the namespace netns_fd (it lives there for good),
+ * the calling thread back in its own namespace afterwards: the socket's fd, or -errno (a
+ * failure to switch back is reported, the socket closed). */
+int netns_socket(int netns_fd, int domain, int type, int protocol);
 
 /* The bridge: made when missing (type bridge, no STP), addr/prefix on it (kept when there),
  * up. Idempotent. */
