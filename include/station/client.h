@@ -625,6 +625,37 @@ int station_secret_list(struct station_client *c, const char *ws, json_t **ret);
 /* DELETE …/secrets/{name}: revoked at once. *ret (optional) is {"name":…,"deleted":true}. */
 int station_secret_delete(struct station_client *c, const char *ws, const char *name, json_t **ret);
 
+/* ---- Previews ---------------------------------------------------------------------------- */
+
+/* A port of a workspace opened to people and programs outside through the controller's preview
+ * listener (docs/api.md, "Previews"), which connects to it inside the workspace's own network:
+ * a server bound to 127.0.0.1 is reachable, nothing is published on the host. An exposure is
+ * {"port","host","url","access":"token"|"public","expiresAt","createdAt"}; a token exposure's
+ * secret is only in station_port_expose()'s answer, as "token". A port is 1-65535 (-EINVAL
+ * without a request otherwise). */
+
+struct station_port_options {
+	bool public;		/* "access": "public", no token needed; false: "token" */
+	uint64_t expires_in_ms; /* 0: the server's default (24 h); at most 30 days */
+};
+
+/* POST …/ports: exposes port. opts may be NULL. *ret (optional) is the exposure, with "token"
+ * for token access: shown this once. -EBUSY (409) when the port is exposed already, when
+ * previews are off on the controller (no --preview-listen), or for a workspace without a
+ * network of its own (the host adapter): the message says which; -EINVAL (400) for an expiry
+ * out of range. */
+int station_port_expose(struct station_client *c, const char *ws, unsigned port,
+			const struct station_port_options *opts, json_t **ret);
+
+/* GET …/ports; *ret is {"exposed":[…],"listening":[{"port","address","proto","pid","command"}]}:
+ * the exposures (without tokens) and the TCP sockets listening in the workspace's network (pid
+ * as the workspace sees it, null when no process of the workspace holds the socket). */
+int station_port_list(struct station_client *c, const char *ws, json_t **ret);
+
+/* DELETE …/ports/{port}: the exposure ends at once, its URL answers 404 from then on and its
+ * open connections are closed. -ENOENT (404) when the port is not exposed. */
+int station_port_revoke(struct station_client *c, const char *ws, unsigned port);
+
 /* ---- Tokens and the audit log (admin only) ---------------------------------------------- */
 
 /* A token is {"id","name","scope","tenant","limits":{"cpus","memoryMb","pidsLimit",

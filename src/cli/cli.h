@@ -39,6 +39,7 @@ extern const struct cli_command cli_cmd_service;
 extern const struct cli_command cli_cmd_attach, cli_cmd_terminal;
 extern const struct cli_command cli_cmd_network;
 extern const struct cli_command cli_cmd_files, cli_cmd_secret;
+extern const struct cli_command cli_cmd_port;
 extern const struct cli_command cli_cmd_mcp;
 extern const struct cli_command cli_cmd_events;
 extern const struct cli_command cli_cmd_token, cli_cmd_audit;

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "duration.h"
 #include "output.h"
 
 static const char *json_str(const json_t *o, const char *key)
@@ -17,31 +18,25 @@ static const char *json_str(const json_t *o, const char *key)
 	return json_string_value(json_object_get(o, key));
 }
 
-/* "24h", "30m", "7d", "90s" from now, as RFC 3339 into buf. */
+/* "24h", "30m", "7d", "90s" from now, as RFC 3339 into buf: whole seconds, so a unit is
+ * needed (duration_parse_ms() alone takes a plain number as milliseconds). */
 static int expires_in(const struct cli *cli, const char *s, char *buf, size_t size)
 {
-	char *end = NULL;
-	unsigned long long n;
-	unsigned long long mult;
+	size_t n = strlen(s);
+	uint64_t ms;
 	time_t t;
 	struct tm tm;
 
-	errno = 0;
-	n = strtoull(s, &end, 10);
-	if (errno || end == s || !end[0] || end[1] || s[0] == '-')
+	if (duration_parse_ms(s, &ms) < 0 || n < 2 || !strchr("smhd", s[n - 1]) ||
+	    strcmp(s + n - 2, "ms") == 0)
 		return cli_usage(
 			cli, "--expires-in '%s': a number and a unit (s, m, h, d), e.g. 24h", s);
-	mult = end[0] == 's' ? 1 :
-	       end[0] == 'm' ? 60 :
-	       end[0] == 'h' ? 3600 :
-	       end[0] == 'd' ? 86400 :
-			       0;
-	if (!mult || n == 0 || n > 3650ull * 86400 / mult)
+	if (ms == 0 || ms > 3650ull * 86400 * 1000)
 		return cli_usage(cli,
 				 "--expires-in '%s': a number and a unit (s, m, h, d), up to "
 				 "3650d",
 				 s);
-	t = time(NULL) + (time_t)(n * mult);
+	t = time(NULL) + (time_t)(ms / 1000);
 	if (!gmtime_r(&t, &tm) || strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
 		return cli_usage(cli, "--expires-in '%s': cannot compute the time", s);
 	return 0;

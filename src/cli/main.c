@@ -22,8 +22,8 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_ready,	  &cli_cmd_worker,  &cli_cmd_create, &cli_cmd_ls,	&cli_cmd_rm,
 	&cli_cmd_restart, &cli_cmd_exec,    &cli_cmd_status, &cli_cmd_cancel,	&cli_cmd_runs,
 	&cli_cmd_image,	  &cli_cmd_service, &cli_cmd_attach, &cli_cmd_terminal, &cli_cmd_network,
-	&cli_cmd_files,	  &cli_cmd_secret,  &cli_cmd_mcp,    &cli_cmd_events,	&cli_cmd_token,
-	&cli_cmd_audit,
+	&cli_cmd_files,	  &cli_cmd_secret,  &cli_cmd_port,   &cli_cmd_mcp,	&cli_cmd_events,
+	&cli_cmd_token,	  &cli_cmd_audit,
 };
 
 struct global_options {
