@@ -301,9 +301,14 @@ static void base64(const unsigned char *in, size_t n, char *out)
 
 static void pattern_fill(unsigned char *dst, uint64_t offset, size_t n)
 {
+	unsigned m = (unsigned)(offset % 251), x = (unsigned)(offset >> 16) & 0xff;
+
 	for (size_t i = 0; i < n; i++) {
-		uint64_t at = offset + i;
-		dst[i] = (unsigned char)((at % 251) ^ ((at >> 16) & 0xff));
+		dst[i] = (unsigned char)(m ^ x);
+		if (++m == 251)
+			m = 0;
+		if (((offset + i + 1) & 0xffff) == 0)
+			x = (unsigned)((offset + i + 1) >> 16) & 0xff;
 	}
 }
 
