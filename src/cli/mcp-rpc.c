@@ -31,7 +31,8 @@ static const char *const legacy_versions[] = { MCP_PROTOCOL_LEGACY, "2025-06-18"
 	"with workspace_create and pass its id to the other tools. exec runs a shell command and "   \
 	"returns its exit code and output; a command still running after waitMs comes back with "    \
 	"status running and a runId: call run_wait with it. Long output is shown as head and tail; " \
-	"run_output reads the rest. Start long-lived processes (servers) with service_start."
+	"run_output reads the rest. Start long-lived processes (servers) with service_start; "       \
+	"port_expose gives a server's port a URL a person can open."
 
 uint64_t mcp_now_ms(void)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The tools of station-sandbox mcp: their table (names, schemas, annotations), the argument
- * readers, and the workspace, service and file tools. Runs are in mcp-run.c. */
+ * readers, and the workspace, service, file and port tools. Runs are in mcp-run.c. */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -626,6 +626,97 @@ static int tool_file_write(struct mcp_call *call)
 	return call->result ? 0 : mcp_fail(call, "out of memory");
 }
 
+/* ---- Previews (docs/api.md, "Previews") -------------------------------------------------- */
+
+/* The longest expiresInMs the API takes: 30 days. */
+#define PORT_EXPIRES_MAX 2592000000ull
+
+static int arg_port(struct mcp_call *call, uint16_t *ret)
+{
+	uint64_t port = 0;
+
+	if (mcp_arg_u64(call, "port", 1, 65535, &port) < 0)
+		return -1;
+	if (port == 0)
+		return mcp_fail(call, "argument 'port' is required");
+	*ret = (uint16_t)port;
+	return 0;
+}
+
+/* url?station_preview_token=TOKEN: the link that opens a token exposure in a browser once (it
+ * sets the preview's cookie and redirects to url). The token percent-encoded. */
+static int set_open_url(json_t *exposure)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const char *url = json_string_value(json_object_get(exposure, "url"));
+	const char *token = json_string_value(json_object_get(exposure, "token"));
+	_cleanup_free_ char *s = NULL;
+	size_t n, size;
+
+	if (!url || !token || json_object_get(exposure, "openUrl"))
+		return 0;
+	size = strlen(url) + sizeof "?station_preview_token=" + 3 * strlen(token);
+	s = malloc(size);
+	if (!s)
+		return -ENOMEM;
+	n = (size_t)snprintf(s, size, "%s?station_preview_token=", url);
+	for (const unsigned char *p = (const unsigned char *)token; *p; p++) {
+		if (strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~",
+			   *p)) {
+			s[n++] = (char)*p;
+			continue;
+		}
+		s[n++] = '%';
+		s[n++] = hex[*p >> 4];
+		s[n++] = hex[*p & 15];
+	}
+	s[n] = '\0';
+	return json_object_set_new(exposure, "openUrl", json_string(s)) < 0 ? -ENOMEM : 0;
+}
+
+static int tool_port_expose(struct mcp_call *call)
+{
+	static const char *const known[] = { "workspaceId", "port", "public", "expiresInMs", NULL };
+	struct station_port_options o = {};
+	const char *ws;
+	uint16_t port = 0;
+
+	if (mcp_args_check(call, known) < 0 || mcp_arg_workspace(call, &ws) < 0 ||
+	    arg_port(call, &port) < 0 || mcp_arg_bool(call, "public", &o.public) < 0 ||
+	    mcp_arg_u64(call, "expiresInMs", 1, PORT_EXPIRES_MAX, &o.expires_in_ms) < 0)
+		return -1;
+	if (station_port_expose(call->s->client, ws, port, &o, &call->result) < 0)
+		return mcp_fail_client(call, "port_expose");
+	return set_open_url(call->result) < 0 ? mcp_fail(call, "out of memory") : 0;
+}
+
+static int tool_port_list(struct mcp_call *call)
+{
+	static const char *const known[] = { "workspaceId", NULL };
+	const char *ws;
+
+	if (mcp_args_check(call, known) < 0 || mcp_arg_workspace(call, &ws) < 0)
+		return -1;
+	if (station_port_list(call->s->client, ws, &call->result) < 0)
+		return mcp_fail_client(call, "port_list");
+	return 0;
+}
+
+static int tool_port_revoke(struct mcp_call *call)
+{
+	static const char *const known[] = { "workspaceId", "port", NULL };
+	const char *ws;
+	uint16_t port = 0;
+
+	if (mcp_args_check(call, known) < 0 || mcp_arg_workspace(call, &ws) < 0 ||
+	    arg_port(call, &port) < 0)
+		return -1;
+	if (station_port_revoke(call->s->client, ws, port) < 0)
+		return mcp_fail_client(call, "port_revoke");
+	call->result = json_pack("{s:i,s:b}", "port", (int)port, "revoked", true);
+	return call->result ? 0 : mcp_fail(call, "out of memory");
+}
+
 /* ---- The table --------------------------------------------------------------------------- */
 
 #define READ_ONLY 1
@@ -780,6 +871,38 @@ static const struct tool tools[] = {
 		  "'truncated':{'type':'boolean'}",
 		  "'path','entries','truncated'"),
 	  READ_ONLY, tool_file_list },
+	{ "port_expose", "Expose a port",
+	  "Gives a web server listening on a port inside the workspace (on any address, 127.0.0.1 "
+	  "included) a preview URL of its own that people and programs can open. With token "
+	  "access (the default) the URL needs the token: send 'Authorization: Bearer TOKEN', or "
+	  "open openUrl in a browser once (it sets a cookie). The token is shown only now. With "
+	  "public true, anyone with the URL opens it. Fails when previews are off or the "
+	  "workspace has no network of its own.",
+	  "{'type':'object','properties':{" WS_ARG ",'port':{'type':'integer','minimum':1,"
+	  "'maximum':65535},'public':{'type':'boolean','description':'no token needed (default "
+	  "false)'},'expiresInMs':{'type':'integer','minimum':1,'maximum':2592000000,"
+	  "'description':'the URL stops working after this (default 24 hours)'}},'required':["
+	  "'workspaceId','port']}",
+	  OBJ_OUT("'port':{'type':'integer'},'host':{'type':'string'},'url':{'type':'string'},"
+		  "'access':{'type':'string','enum':['token','public']},'token':{'type':'string'},"
+		  "'openUrl':{'type':'string'},'expiresAt':{'type':'string'},'createdAt':{'type':"
+		  "'string'}",
+		  "'port','url','access','expiresAt'"),
+	  0, tool_port_expose },
+	{ "port_list", "List ports",
+	  "Lists the workspace's exposed ports with their URLs (never their tokens) and the TCP "
+	  "ports listening inside it.",
+	  "{'type':'object','properties':{" WS_ARG "},'required':['workspaceId']}",
+	  OBJ_OUT("'exposed':{'type':'array','items':{'type':'object'}},'listening':{'type':"
+		  "'array','items':{'type':'object'}}",
+		  "'exposed','listening'"),
+	  READ_ONLY, tool_port_list },
+	{ "port_revoke", "Revoke a port's URL",
+	  "Ends an exposure: its URL and token stop working at once.",
+	  "{'type':'object','properties':{" WS_ARG ",'port':{'type':'integer','minimum':1,"
+	  "'maximum':65535}},'required':['workspaceId','port']}",
+	  OBJ_OUT("'port':{'type':'integer'},'revoked':{'type':'boolean'}", "'port','revoked'"),
+	  DESTRUCTIVE, tool_port_revoke },
 };
 
 static bool tool_offered(const struct mcp_server *s, const struct tool *t)
