@@ -1,0 +1,1678 @@
+/* SPDX-License-Identifier: MIT */
+/* The preview listener (preview.h): a client connection at a time, each with at most one
+ * connection into its workspace.
+ *
+ * A connection moves bytes in two directions, "up" (client to workspace) and "down" (back),
+ * each through a buffer of its own. Bytes read into a buffer are written on only once the
+ * framing of their message has been checked up to them ("approved"): the length of a
+ * Content-Length body, each chunk's size line, data and CRLF, the trailer. A head is the
+ * exception: it is parsed whole, checked, and written on as a new head of ours (the station's
+ * parameter, cookie and Authorization taken out, hop-by-hop headers replaced, X-Forwarded-*
+ * set), so what the workspace receives is always what was checked. Bytes past the end of a
+ * request wait in the buffer until its answer has gone back (pipelining, one at a time).
+ *
+ * Answers of the listener's own (400, 401, 404, 431, 502, 503, the redirect that sets the
+ * cookie) close the connection after them: the rest of the client's bytes are read and
+ * dropped for a moment first, so that closing with unread input does not reset the
+ * connection under the answer. */
+
+#include "api/preview.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "basic/cleanup.h"
+#include "basic/error.h"
+#include "basic/list.h"
+#include "basic/log.h"
+#include "daemon/manager.h"
+#include "event/event.h"
+
+#define DEFAULT_MAX_CONNECTIONS 1024u
+#define DEFAULT_MAX_PER_WORKSPACE 512u
+#define DEFAULT_MAX_PER_EXPOSURE 256u
+#define DEFAULT_IDLE_MS (5u * 60 * 1000)
+#define DEFAULT_HEAD_MS 10000u
+#define DEFAULT_MAX_HEAD (16u << 10)
+#define MAX_HEADERS 128
+#define UP_BUFFER (64u << 10)	/* at least the head limit and a chunk-size line */
+#define DOWN_BUFFER (64u << 10) /* also the bound of a response head */
+#define CHUNK_LINE_MAX 1024	/* a chunk-size line with its extensions */
+#define TRAILER_MAX (16u << 10)
+#define DRAIN_USEC (2u * 1000000) /* reading a refused client's rest before closing */
+#define TICK_USEC (500u * 1000)
+#define ACCEPT_BURST 64
+#define TOKEN_PARAM "station_preview_token"
+#define TOKEN_COOKIE "station_preview"
+
+enum body_kind {
+	BODY_NONE,
+	BODY_LENGTH,
+	BODY_CHUNKED,
+	BODY_CLOSE,  /* until the sender closes (a response only) */
+	BODY_TUNNEL, /* after a 101: everything, both ways */
+};
+
+enum chunk_phase {
+	CHUNK_SIZE,
+	CHUNK_DATA,
+	CHUNK_DATA_END,
+	CHUNK_TRAILER,
+};
+
+struct framing {
+	enum body_kind kind;
+	enum chunk_phase phase;
+	uint64_t remaining; /* BODY_LENGTH: of the body; BODY_CHUNKED: of the chunk */
+	size_t trailer;	    /* trailer bytes so far */
+	bool done;	    /* the message ended at buf + approved */
+};
+
+/* One direction. Bytes [start, approved) are checked and go out after head (a head of ours,
+ * written first); [approved, len) wait for their framing to be known. */
+struct flow {
+	char *buf;
+	size_t cap, start, approved, len;
+	char *head;
+	size_t head_len, head_off;
+	struct framing f;
+	bool eof;  /* the reading side closed */
+	bool shut; /* our write side of the other end was shut after eof */
+};
+
+enum conn_state {
+	CONN_HEAD,    /* reading a request head (between requests too) */
+	CONN_CONNECT, /* the head is ours; the workspace connection is being made */
+	CONN_FORWARD, /* a request and its answer are on the way */
+	CONN_TUNNEL,  /* after a 101 */
+	CONN_ANSWER,  /* an answer of ours is being written; the connection closes after it */
+	CONN_DRAIN,   /* written and shut; reading what the client still sends, then close */
+};
+
+struct preview_server;
+
+struct conn {
+	struct conn *prev, *next;
+	struct preview_server *server;
+	int cfd, bfd;
+	struct event_source *cev, *bev;
+	enum conn_state state;
+	struct flow up, down;
+	char peer[INET6_ADDRSTRLEN];
+	/* the exposure this connection serves, from its first request on */
+	bool bound;
+	struct preview_target target;
+	/* the request on the way */
+	bool head_request, upgrade, client_close, backend_reusable, response_head_done;
+	bool tried_ipv6;
+	uint64_t deadline;   /* CLOCK_MONOTONIC usec */
+	uint64_t head_begin; /* the first byte of the head being read; 0: none yet */
+};
+
+struct preview_server {
+	struct event_loop *loop;
+	struct manager *manager;
+	struct preview_config cfg;
+	size_t domain_len;
+	int fds[8];
+	struct event_source *listeners[8];
+	size_t n_listeners;
+	bool accepting;
+	struct conn *conns;
+	unsigned n_conns;
+	struct event_source *tick;
+	uint64_t requests, refused;
+};
+
+static int on_client(struct event_source *s, int fd, uint32_t revents, void *userdata);
+static int on_backend(struct event_source *s, int fd, uint32_t revents, void *userdata);
+static void conn_step(struct conn *c);
+
+/* ---- small parsing helpers ------------------------------------------------------------- */
+
+static bool is_tchar(unsigned char ch)
+{
+	return isalnum(ch) || (ch && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
+static bool token_eq(const char *s, size_t n, const char *lit)
+{
+	return strlen(lit) == n && strncasecmp(s, lit, n) == 0;
+}
+
+/* Whether the comma-separated list s (n bytes) holds the token lit (case-insensitive). */
+static bool list_has(const char *s, size_t n, const char *lit)
+{
+	size_t i = 0;
+	while (i < n) {
+		size_t j = i;
+		while (j < n && s[j] != ',')
+			j++;
+		size_t a = i, b = j;
+		while (a < b && (s[a] == ' ' || s[a] == '\t'))
+			a++;
+		while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t'))
+			b--;
+		if (token_eq(s + a, b - a, lit))
+			return true;
+		i = j + 1;
+	}
+	return false;
+}
+
+static int hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	ch = (char)tolower((unsigned char)ch);
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	return -1;
+}
+
+/* Percent-decodes s (n bytes, '+' as space) into out (at most out_size - 1 bytes); false when
+ * it does not fit. */
+static bool percent_decode(const char *s, size_t n, char *out, size_t out_size)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+		if (ch == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
+			ch = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+			i += 2;
+		} else if (ch == '+') {
+			ch = ' ';
+		}
+		if (k + 1 >= out_size)
+			return false;
+		out[k++] = ch;
+	}
+	out[k] = 0;
+	return true;
+}
+
+/* ---- heads ----------------------------------------------------------------------------- */
+
+struct header {
+	const char *name, *value;
+	size_t name_len, value_len;
+};
+
+struct head {
+	const char *line; /* the start line, without CRLF */
+	size_t line_len;
+	struct header h[MAX_HEADERS];
+	size_t n;
+};
+
+/* The end of a head (the byte after its empty line) in buf, or 0 while it is incomplete. */
+static size_t head_end(const char *buf, size_t len)
+{
+	const char *p = memmem(buf, len, "\r\n\r\n", 4);
+	return p ? (size_t)(p - buf) + 4 : 0;
+}
+
+/* Splits a complete head (ending in CRLF CRLF) into its start line and fields, strictly:
+ * every line ends in CRLF (no bare CR or LF, no NUL), no folded line, a field name is a token
+ * followed at once by ':'. -EBADMSG otherwise, -E2BIG past MAX_HEADERS. */
+static int head_parse(const char *buf, size_t len, struct head *h)
+{
+	size_t i = 0;
+	bool first = true;
+
+	h->n = 0;
+	for (;;) {
+		const char *cr = memchr(buf + i, '\r', len - i);
+		if (!cr || (size_t)(cr - buf) + 1 >= len || cr[1] != '\n')
+			return -EBADMSG;
+		size_t end = (size_t)(cr - buf);
+		const char *line = buf + i;
+		size_t n = end - i;
+		if (memchr(line, '\n', n) || memchr(line, 0, n))
+			return -EBADMSG;
+		i = end + 2;
+		if (first) {
+			h->line = line;
+			h->line_len = n;
+			first = false;
+			continue;
+		}
+		if (n == 0)
+			return 0;
+		if (line[0] == ' ' || line[0] == '\t')
+			return -EBADMSG; /* obs-fold */
+		size_t k = 0;
+		while (k < n && is_tchar((unsigned char)line[k]))
+			k++;
+		if (k == 0 || k == n || line[k] != ':')
+			return -EBADMSG;
+		if (h->n == MAX_HEADERS)
+			return -E2BIG;
+		struct header *f = &h->h[h->n++];
+		f->name = line;
+		f->name_len = k;
+		size_t a = k + 1, b = n;
+		while (a < b && (line[a] == ' ' || line[a] == '\t'))
+			a++;
+		while (b > a && (line[b - 1] == ' ' || line[b - 1] == '\t'))
+			b--;
+		for (size_t q = a; q < b; q++)
+			if ((unsigned char)line[q] < 0x20 && line[q] != '\t')
+				return -EBADMSG;
+		f->value = line + a;
+		f->value_len = b - a;
+	}
+}
+
+static bool header_is(const struct header *f, const char *name)
+{
+	return token_eq(f->name, f->name_len, name);
+}
+
+/* A Content-Length value: digits only, at most 2^53. */
+static int parse_length(const char *s, size_t n, uint64_t *ret)
+{
+	uint64_t v = 0;
+	if (n == 0 || n > 16)
+		return -EBADMSG;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -EBADMSG;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (v > (1ull << 53))
+		return -EBADMSG;
+	*ret = v;
+	return 0;
+}
+
+/* A growable text for a head of ours. */
+struct text {
+	char *p;
+	size_t len, cap;
+	bool failed;
+};
+
+static void text_add(struct text *t, const char *s, size_t n)
+{
+	if (t->failed)
+		return;
+	if (t->len + n + 1 > t->cap) {
+		size_t cap = MAX(t->cap * 2, t->len + n + 256);
+		char *p = realloc(t->p, cap);
+		if (!p) {
+			t->failed = true;
+			return;
+		}
+		t->p = p;
+		t->cap = cap;
+	}
+	memcpy(t->p + t->len, s, n);
+	t->len += n;
+	t->p[t->len] = 0;
+}
+
+static void text_str(struct text *t, const char *s)
+{
+	text_add(t, s, strlen(s));
+}
+
+static void text_field(struct text *t, const char *name, const char *value, size_t n)
+{
+	text_str(t, name);
+	text_add(t, ": ", 2);
+	text_add(t, value, n);
+	text_add(t, "\r\n", 2);
+}
+
+static void header_add(struct text *t, const struct header *f)
+{
+	text_add(t, f->name, f->name_len);
+	text_add(t, ": ", 2);
+	text_add(t, f->value, f->value_len);
+	text_add(t, "\r\n", 2);
+}
+
+/* ---- framing --------------------------------------------------------------------------- */
+
+static void framing_start(struct framing *f, enum body_kind kind, uint64_t length)
+{
+	*f = (struct framing){ .kind = kind, .remaining = length };
+	if (kind == BODY_NONE || (kind == BODY_LENGTH && length == 0))
+		f->done = true;
+}
+
+/* A chunk-size line: 1 to 16 hex digits, then CRLF or ';' and extensions without controls.
+ * The size's value in *ret. */
+static int chunk_size_line(const char *s, size_t n, uint64_t *ret)
+{
+	uint64_t v = 0;
+	size_t i = 0;
+	while (i < n && hexval(s[i]) >= 0) {
+		if (i == 15)
+			return -EBADMSG;
+		v = v * 16 + (uint64_t)hexval(s[i]);
+		i++;
+	}
+	if (i == 0)
+		return -EBADMSG;
+	if (i < n) {
+		if (s[i] != ';')
+			return -EBADMSG;
+		for (size_t k = i; k < n; k++)
+			if ((unsigned char)s[k] < 0x20 && s[k] != '\t')
+				return -EBADMSG;
+	}
+	*ret = v;
+	return 0;
+}
+
+/* Moves fl->approved forward over what the framing allows; -EBADMSG on a malformed chunked
+ * body. */
+static int flow_scan(struct flow *fl)
+{
+	struct framing *f = &fl->f;
+
+	while (!f->done && fl->approved < fl->len) {
+		size_t avail = fl->len - fl->approved;
+		const char *p = fl->buf + fl->approved;
+
+		switch (f->kind) {
+		case BODY_NONE:
+			f->done = true;
+			break;
+		case BODY_CLOSE:
+		case BODY_TUNNEL:
+			fl->approved = fl->len;
+			break;
+		case BODY_LENGTH: {
+			size_t take = (size_t)MIN((uint64_t)avail, f->remaining);
+			fl->approved += take;
+			f->remaining -= take;
+			if (f->remaining == 0)
+				f->done = true;
+			break;
+		}
+		case BODY_CHUNKED:
+			switch (f->phase) {
+			case CHUNK_SIZE:
+			case CHUNK_TRAILER: {
+				const char *lf =
+					memchr(p, '\n', MIN(avail, (size_t)CHUNK_LINE_MAX));
+				if (!lf) {
+					if (avail >= CHUNK_LINE_MAX)
+						return -EBADMSG;
+					return 0;
+				}
+				size_t n = (size_t)(lf - p);
+				if (n == 0 || p[n - 1] != '\r' || memchr(p, '\r', n - 1))
+					return -EBADMSG;
+				n--; /* without the CR */
+				if (f->phase == CHUNK_SIZE) {
+					uint64_t size;
+					if (chunk_size_line(p, n, &size) < 0)
+						return -EBADMSG;
+					fl->approved += n + 2;
+					if (size == 0) {
+						f->phase = CHUNK_TRAILER;
+					} else {
+						f->phase = CHUNK_DATA;
+						f->remaining = size;
+					}
+				} else if (n == 0) {
+					fl->approved += 2;
+					f->done = true;
+				} else {
+					size_t k = 0;
+					while (k < n && is_tchar((unsigned char)p[k]))
+						k++;
+					f->trailer += n + 2;
+					if (k == 0 || k == n || p[k] != ':' ||
+					    f->trailer > TRAILER_MAX || memchr(p, 0, n))
+						return -EBADMSG;
+					fl->approved += n + 2;
+				}
+				break;
+			}
+			case CHUNK_DATA: {
+				size_t take = (size_t)MIN((uint64_t)avail, f->remaining);
+				fl->approved += take;
+				f->remaining -= take;
+				if (f->remaining == 0)
+					f->phase = CHUNK_DATA_END;
+				break;
+			}
+			case CHUNK_DATA_END:
+				if (avail < 2)
+					return 0;
+				if (p[0] != '\r' || p[1] != '\n')
+					return -EBADMSG;
+				fl->approved += 2;
+				f->phase = CHUNK_SIZE;
+				break;
+			}
+			break;
+		}
+	}
+	return 0;
+}
+
+/* ---- flows ----------------------------------------------------------------------------- */
+
+static bool flow_pending(const struct flow *fl)
+{
+	return fl->head_off < fl->head_len || fl->start < fl->approved;
+}
+
+static void flow_set_head(struct flow *fl, struct text *t)
+{
+	free(fl->head);
+	fl->head = TAKE_PTR(t->p);
+	fl->head_len = t->len;
+	fl->head_off = 0;
+}
+
+/* Bytes the buffer can still take; makes room by moving what is left to the front. */
+static size_t flow_room(struct flow *fl)
+{
+	if (fl->start == fl->len) {
+		fl->start = fl->approved = fl->len = 0;
+	} else if (fl->len == fl->cap && fl->start > 0) {
+		memmove(fl->buf, fl->buf + fl->start, fl->len - fl->start);
+		fl->approved -= fl->start;
+		fl->len -= fl->start;
+		fl->start = 0;
+	}
+	return fl->cap - fl->len;
+}
+
+/* Reads what fd has into the flow: > 0 bytes read, 0 at EOF (fl->eof set), -EAGAIN, or
+ * -errno. */
+static ssize_t flow_read(struct flow *fl, int fd)
+{
+	size_t room = flow_room(fl);
+	if (room == 0)
+		return -EAGAIN;
+	ssize_t n = read(fd, fl->buf + fl->len, room);
+	if (n < 0)
+		return errno == EINTR ? -EAGAIN : -errno;
+	if (n == 0)
+		fl->eof = true;
+	fl->len += (size_t)n;
+	return n;
+}
+
+/* Writes what is pending to fd: 0 when all of it went, -EAGAIN when some is left, -errno. */
+static int flow_write(struct flow *fl, int fd)
+{
+	while (fl->head_off < fl->head_len) {
+		ssize_t n = send(fd, fl->head + fl->head_off, fl->head_len - fl->head_off,
+				 MSG_NOSIGNAL);
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+		fl->head_off += (size_t)n;
+	}
+	while (fl->start < fl->approved) {
+		ssize_t n = send(fd, fl->buf + fl->start, fl->approved - fl->start, MSG_NOSIGNAL);
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+		fl->start += (size_t)n;
+	}
+	if (fl->start == fl->len)
+		fl->start = fl->approved = fl->len = 0;
+	return 0;
+}
+
+/* Whether a read can find room (flow_room() makes it). */
+static bool flow_can_read(const struct flow *fl)
+{
+	return fl->len < fl->cap || fl->start > 0;
+}
+
+static void flow_clear_head(struct flow *fl)
+{
+	free(fl->head);
+	fl->head = NULL;
+	fl->head_len = fl->head_off = 0;
+}
+
+/* ---- connections ----------------------------------------------------------------------- */
+
+static uint64_t idle_usec(const struct preview_server *s)
+{
+	return s->cfg.idle_timeout_ms * 1000;
+}
+
+static void backend_close(struct conn *c)
+{
+	event_source_free(c->bev);
+	c->bev = NULL;
+	if (c->bfd >= 0)
+		close(c->bfd);
+	c->bfd = -1;
+}
+
+static void conn_free(struct conn *c)
+{
+	struct preview_server *s = c->server;
+
+	backend_close(c);
+	event_source_free(c->cev);
+	if (c->cfd >= 0)
+		close(c->cfd);
+	free(c->up.buf);
+	free(c->up.head);
+	free(c->down.buf);
+	free(c->down.head);
+	LIST_REMOVE(&s->conns, c);
+	free(c);
+	s->n_conns--;
+	if (!s->accepting && s->n_conns < s->cfg.max_connections) {
+		for (size_t i = 0; i < s->n_listeners; i++)
+			(void)event_source_set_io_events(s->listeners[i], EPOLLIN);
+		s->accepting = true;
+	}
+}
+
+static const char *reason_of(unsigned status)
+{
+	switch (status) {
+	case 302:
+		return "Found";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 404:
+		return "Not Found";
+	case 408:
+		return "Request Timeout";
+	case 405:
+		return "Method Not Allowed";
+	case 421:
+		return "Misdirected Request";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 501:
+		return "Not Implemented";
+	case 502:
+		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
+	case 504:
+		return "Gateway Timeout";
+	default:
+		return "Error";
+	}
+}
+
+/* An answer of ours, then the connection closes. extra: more header lines (each ending in
+ * CRLF) or NULL; page: the body's one paragraph (text we wrote; never the client's). */
+static void conn_answer(struct conn *c, unsigned status, const char *extra, const char *title,
+			const char *page)
+{
+	struct preview_server *s = c->server;
+	char body[2048], head[1536];
+	int nb = 0;
+
+	if (page)
+		nb = snprintf(body, sizeof body,
+			      "<!doctype html><meta charset=\"utf-8\"><title>%s</title>"
+			      "<style>body{font:15px system-ui,sans-serif;margin:3em auto;"
+			      "max-width:36em;color:#222}</style><h1>%s</h1>%s\n",
+			      title, title, page);
+	if (nb < 0 || (size_t)nb >= sizeof body)
+		nb = 0;
+	int nh = snprintf(head, sizeof head,
+			  "HTTP/1.1 %u %s\r\nContent-Type: text/html; charset=utf-8\r\n"
+			  "Content-Length: %d\r\nCache-Control: no-store\r\n"
+			  "Content-Security-Policy: default-src 'none'; style-src 'unsafe-inline'; "
+			  "form-action 'self'\r\nX-Content-Type-Options: nosniff\r\n"
+			  "Referrer-Policy: no-referrer\r\n%sConnection: close\r\n\r\n",
+			  status, reason_of(status), nb, extra ? extra : "");
+	struct text t = {};
+	if (nh > 0 && (size_t)nh < sizeof head)
+		text_add(&t, head, (size_t)nh);
+	if (!c->head_request)
+		text_add(&t, body, (size_t)nb);
+	if (t.failed) {
+		free(t.p);
+		t = (struct text){};
+	}
+	backend_close(c);
+	/* whatever of a response was pending is dropped: an answer comes before any of it */
+	c->down.start = c->down.approved = c->down.len = 0;
+	flow_set_head(&c->down, &t);
+	c->state = CONN_ANSWER;
+	c->deadline = now_usec() + DRAIN_USEC;
+	s->refused++;
+}
+
+static void conn_page(struct conn *c, unsigned status, const char *title, const char *page)
+{
+	conn_answer(c, status, NULL, title, page);
+}
+
+/* The label of a Host value under the domain: lower-cased into label; false when the host is
+ * not <one label>.<domain>[:port]. */
+static bool host_label(const struct preview_server *s, const char *v, size_t n, char *label)
+{
+	size_t end = n;
+	if (n == 0 || v[0] == '[')
+		return false;
+	const char *colon = memchr(v, ':', n);
+	if (colon) {
+		end = (size_t)(colon - v);
+		for (size_t i = end + 1; i < n; i++)
+			if (v[i] < '0' || v[i] > '9')
+				return false;
+	}
+	if (end > 0 && v[end - 1] == '.')
+		end--; /* a fully qualified name */
+	if (end < s->domain_len + 2 || v[end - s->domain_len - 1] != '.' ||
+	    strncasecmp(v + end - s->domain_len, s->cfg.domain, s->domain_len) != 0)
+		return false;
+	size_t ln = end - s->domain_len - 1;
+	if (ln > PREVIEW_LABEL_MAX)
+		return false;
+	for (size_t i = 0; i < ln; i++) {
+		char ch = (char)tolower((unsigned char)v[i]);
+		if (!(isalnum((unsigned char)ch) || ch == '-'))
+			return false;
+		label[i] = ch;
+	}
+	label[ln] = 0;
+	return true;
+}
+
+/* The target without the station's parameter into t; the parameter's (last) value into tok
+ * (empty when absent). */
+static void target_strip(const char *target, size_t n, struct text *t, char *tok, size_t tok_size)
+{
+	const char *q = memchr(target, '?', n);
+	tok[0] = 0;
+	if (!q) {
+		text_add(t, target, n);
+		return;
+	}
+	text_add(t, target, (size_t)(q - target));
+	size_t i = (size_t)(q - target) + 1;
+	bool first = true;
+	while (i <= n) {
+		size_t j = i;
+		while (j < n && target[j] != '&')
+			j++;
+		const char *pair = target + i;
+		size_t plen = j - i;
+		const char *eq = memchr(pair, '=', plen);
+		size_t nlen = eq ? (size_t)(eq - pair) : plen;
+		char name[64];
+		if (percent_decode(pair, nlen, name, sizeof name) &&
+		    strcmp(name, TOKEN_PARAM) == 0) {
+			/* present but empty or too long: a wrong token, never none */
+			if (!eq || !percent_decode(eq + 1, plen - nlen - 1, tok, tok_size) ||
+			    !tok[0])
+				snprintf(tok, tok_size, "-");
+		} else if (plen > 0 || j < n) {
+			text_add(t, first ? "?" : "&", 1);
+			text_add(t, pair, plen);
+			first = false;
+		}
+		i = j + 1;
+	}
+}
+
+/* The value of the station's cookie among a Cookie field's pairs into tok (kept when absent),
+ * and the field without it into t (nothing when no pair is left). */
+static void cookie_strip(const struct header *f, struct text *t, char *tok, size_t tok_size)
+{
+	struct text rest = {};
+	size_t i = 0, n = f->value_len;
+	const char *v = f->value;
+	while (i < n) {
+		size_t j = i;
+		while (j < n && v[j] != ';')
+			j++;
+		size_t a = i, b = j;
+		while (a < b && v[a] == ' ')
+			a++;
+		while (b > a && v[b - 1] == ' ')
+			b--;
+		const char *eq = memchr(v + a, '=', b - a);
+		size_t nlen = eq ? (size_t)(eq - (v + a)) : b - a;
+		if (token_eq(v + a, nlen, TOKEN_COOKIE) &&
+		    strncmp(v + a, TOKEN_COOKIE, nlen) == 0) {
+			size_t vl = eq ? (size_t)(v + b - eq - 1) : 0;
+			if (vl + 1 <= tok_size) {
+				memcpy(tok, eq + 1, vl);
+				tok[vl] = 0;
+			}
+		} else if (b > a) {
+			if (rest.len)
+				text_add(&rest, "; ", 2);
+			text_add(&rest, v + a, b - a);
+		}
+		i = j + 1;
+	}
+	if (rest.len && !rest.failed)
+		text_field(t, "Cookie", rest.p, rest.len);
+	free(rest.p);
+}
+
+/* How many connections are bound to the exposure label, and to its workspace. */
+static void count_bound(const struct preview_server *s, const struct preview_target *t,
+			unsigned *exposure, unsigned *workspace)
+{
+	*exposure = *workspace = 0;
+	for (const struct conn *c = s->conns; c; c = c->next) {
+		if (!c->bound)
+			continue;
+		if (strcmp(c->target.label, t->label) == 0)
+			(*exposure)++;
+		if (strcmp(c->target.ws_id, t->ws_id) == 0)
+			(*workspace)++;
+	}
+}
+
+static int backend_open(struct conn *c)
+{
+	struct preview_server *s = c->server;
+	struct station_error e = {};
+	int fd, r;
+
+	r = manager_preview_connect(s->manager, &c->target, c->tried_ipv6, &fd, &e);
+	if (r < 0) {
+		/* the manager's words, escaped all the same */
+		const char *m = e.message[0] ? e.message : "The workspace cannot be reached";
+		char page[1200] = "<p>";
+		size_t k = 3;
+		for (; *m && k < sizeof page - 16; m++) {
+			const char *x = *m == '<' ? "&lt;" :
+					*m == '>' ? "&gt;" :
+					*m == '&' ? "&amp;" :
+						    NULL;
+			if (x) {
+				memcpy(page + k, x, strlen(x));
+				k += strlen(x);
+			} else {
+				page[k++] = *m;
+			}
+		}
+		memcpy(page + k, ".</p>", 6);
+		conn_page(c, 502, "Preview unavailable", page);
+		return r;
+	}
+	int one = 1;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	c->bfd = fd;
+	r = event_add_io(s->loop, &c->bev, fd, EPOLLOUT, on_backend, c);
+	if (r < 0) {
+		close(fd);
+		c->bfd = -1;
+		conn_page(c, 503, "Preview unavailable", "<p>The worker is out of resources.</p>");
+		return r;
+	}
+	c->state = CONN_CONNECT;
+	return 0;
+}
+
+static const char page_need_token[] =
+	"<p>This preview needs its access token. Open the link with the token, send it as "
+	"<code>Authorization: Bearer &lt;token&gt;</code>, or paste it here:</p>"
+	"<form method=\"get\"><input name=\"" TOKEN_PARAM "\" type=\"password\" "
+	"autocomplete=\"off\" size=\"48\"> <button>Open</button></form>";
+
+static const char page_bad_token[] =
+	"<p>The token is not this preview's, or it has expired.</p>"
+	"<form method=\"get\"><input name=\"" TOKEN_PARAM "\" type=\"password\" "
+	"autocomplete=\"off\" size=\"48\"> <button>Open</button></form>";
+
+static const char page_none[] =
+	"<p>No preview is here: the address is wrong, or the preview was removed or has "
+	"expired.</p>";
+
+/* A request head (up.buf[start, end)) is whole: checks it, finds its exposure, checks its
+ * access, and makes the head the workspace gets; or answers. */
+static void request_head(struct conn *c, size_t end)
+{
+	struct preview_server *s = c->server;
+	struct head h;
+	const char *buf = c->up.buf + c->up.start;
+	size_t len = end - c->up.start;
+	int r;
+
+	c->head_request = c->upgrade = c->client_close = false;
+	c->response_head_done = false;
+	c->head_begin = 0;
+	r = head_parse(buf, len, &h);
+	if (r == -E2BIG) {
+		conn_page(c, 431, "Too many header fields",
+			  "<p>The request has too many header fields.</p>");
+		return;
+	}
+	if (r < 0) {
+		conn_page(c, 400, "Bad request", "<p>The request's head is malformed.</p>");
+		return;
+	}
+
+	/* the request line: METHOD SP origin-form SP HTTP/1.x */
+	const char *sp1 = memchr(h.line, ' ', h.line_len);
+	const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', h.line_len - (size_t)(sp1 + 1 - h.line)) :
+				NULL;
+	if (!sp1 || !sp2 || sp1 == h.line || sp2 == sp1 + 1) {
+		conn_page(c, 400, "Bad request", "<p>The request line is malformed.</p>");
+		return;
+	}
+	const char *method = h.line, *target = sp1 + 1, *version = sp2 + 1;
+	size_t mlen = (size_t)(sp1 - h.line), tlen = (size_t)(sp2 - target);
+	size_t vlen = h.line_len - (size_t)(version - h.line);
+	bool http10 = vlen == 8 && memcmp(version, "HTTP/1.0", 8) == 0;
+	if (!http10 && !(vlen == 8 && memcmp(version, "HTTP/1.1", 8) == 0)) {
+		conn_page(c, 400, "Bad request", "<p>Only HTTP/1.0 and HTTP/1.1 are served.</p>");
+		return;
+	}
+	for (size_t i = 0; i < mlen; i++)
+		if (!is_tchar((unsigned char)method[i]))
+			mlen = 0;
+	bool target_ok = tlen > 0 && target[0] == '/';
+	for (size_t i = 0; target_ok && i < tlen; i++)
+		if ((unsigned char)target[i] <= 0x20 || (unsigned char)target[i] == 0x7f)
+			target_ok = false;
+	if (mlen == 0 || !target_ok) {
+		conn_page(
+			c, 400, "Bad request",
+			"<p>The request line is malformed (a path starting with / is needed).</p>");
+		return;
+	}
+	if (token_eq(method, mlen, "CONNECT")) {
+		conn_page(c, 405, "Method not allowed", "<p>CONNECT is not served here.</p>");
+		return;
+	}
+	c->head_request = token_eq(method, mlen, "HEAD");
+
+	/* the framing and the host, strictly */
+	const struct header *host = NULL, *length = NULL, *te = NULL, *upgrade = NULL;
+	bool conn_upgrade = false, conn_close = http10, conn_keep = false;
+	for (size_t i = 0; i < h.n; i++) {
+		const struct header *f = &h.h[i];
+		if (header_is(f, "Host")) {
+			if (host) {
+				conn_page(c, 400, "Bad request",
+					  "<p>More than one Host field.</p>");
+				return;
+			}
+			host = f;
+		} else if (header_is(f, "Content-Length")) {
+			if (length) {
+				conn_page(c, 400, "Bad request",
+					  "<p>More than one Content-Length field.</p>");
+				return;
+			}
+			length = f;
+		} else if (header_is(f, "Transfer-Encoding")) {
+			if (te) {
+				conn_page(c, 400, "Bad request",
+					  "<p>More than one Transfer-Encoding field.</p>");
+				return;
+			}
+			te = f;
+		} else if (header_is(f, "Upgrade")) {
+			upgrade = f;
+		} else if (header_is(f, "Connection")) {
+			conn_upgrade |= list_has(f->value, f->value_len, "upgrade");
+			conn_close |= list_has(f->value, f->value_len, "close");
+			conn_keep |= list_has(f->value, f->value_len, "keep-alive");
+		}
+	}
+	if (http10 && conn_keep)
+		conn_close = false;
+	uint64_t body = 0;
+	enum body_kind kind = BODY_NONE;
+	if (te && length) {
+		conn_page(
+			c, 400, "Bad request",
+			"<p>A request cannot have both Content-Length and Transfer-Encoding.</p>");
+		return;
+	}
+	if (te) {
+		if (http10 || !token_eq(te->value, te->value_len, "chunked")) {
+			conn_page(c, 501, "Not implemented",
+				  "<p>Transfer-Encoding other than chunked is not served.</p>");
+			return;
+		}
+		kind = BODY_CHUNKED;
+	} else if (length) {
+		if (parse_length(length->value, length->value_len, &body) < 0) {
+			conn_page(c, 400, "Bad request",
+				  "<p>The Content-Length is not a number.</p>");
+			return;
+		}
+		kind = BODY_LENGTH;
+	}
+	char label[PREVIEW_LABEL_MAX + 1];
+	if (!host || !host_label(s, host->value, host->value_len, label)) {
+		conn_page(c, host ? 404 : 400, host ? "Not found" : "Bad request",
+			  host ? page_none : "<p>The request has no Host field.</p>");
+		return;
+	}
+	if (c->bound && strcmp(label, c->target.label) != 0) {
+		conn_page(c, 421, "Misdirected request",
+			  "<p>This connection serves another preview: open a new one.</p>");
+		return;
+	}
+	struct preview_target t;
+	if (manager_preview_find(s->manager, label, strlen(label), &t) < 0) {
+		conn_page(c, 404, "Not found", page_none);
+		return;
+	}
+
+	/* the new head: the target without the parameter; the station's cookie and bearer out */
+	struct text out = {}, fields = {};
+	char qtok[160], ctok[160] = "", btok[160] = "";
+	bool bearer_used = false;
+	text_add(&out, method, mlen);
+	text_add(&out, " ", 1);
+	target_strip(target, tlen, &out, qtok, sizeof qtok);
+	text_add(&out, " ", 1);
+	text_add(&out, version, vlen);
+	text_add(&out, "\r\n", 2);
+	const char *xff = NULL;
+	size_t xff_len = 0;
+	for (size_t i = 0; i < h.n; i++) {
+		const struct header *f = &h.h[i];
+		if (header_is(f, "Cookie")) {
+			cookie_strip(f, &fields, ctok, sizeof ctok);
+			continue;
+		}
+		if (header_is(f, "Authorization") && !t.public && f->value_len > 7 &&
+		    strncasecmp(f->value, "Bearer ", 7) == 0 && f->value_len - 7 < sizeof btok) {
+			memcpy(btok, f->value + 7, f->value_len - 7);
+			btok[f->value_len - 7] = 0;
+			bearer_used = true;
+			continue;
+		}
+		if (header_is(f, "X-Forwarded-For")) {
+			xff = f->value;
+			xff_len = f->value_len;
+			continue;
+		}
+		if (header_is(f, "Connection") || header_is(f, "Keep-Alive") ||
+		    header_is(f, "Proxy-Connection") || header_is(f, "TE") ||
+		    header_is(f, "Upgrade") || header_is(f, "X-Forwarded-Proto") ||
+		    header_is(f, "X-Forwarded-Host") || header_is(f, "X-Forwarded-Port") ||
+		    header_is(f, "Forwarded") || header_is(f, "X-Real-IP"))
+			continue;
+		header_add(&fields, f);
+	}
+
+	/* access */
+	if (!t.public) {
+		const char *tok = qtok[0] ? qtok : btok[0] ? btok : ctok;
+		bool ok = tok[0] && manager_preview_token_ok(s->manager, label, tok, strlen(tok));
+		if (!ok) {
+			free(out.p);
+			free(fields.p);
+			conn_answer(c, 401,
+				    "WWW-Authenticate: Bearer realm=\"station-preview\"\r\n",
+				    "This preview needs a token",
+				    tok[0] ? page_bad_token : page_need_token);
+			return;
+		}
+		if (qtok[0] && (c->head_request || token_eq(method, mlen, "GET"))) {
+			/* the token becomes a host-only cookie; the address loses it */
+			char extra[1024];
+			uint64_t now = realtime_usec();
+			uint64_t age = t.expires_at > now ? (t.expires_at - now) / 1000000 : 0;
+			size_t path_len = (size_t)(strchr(out.p, ' ') - out.p) + 1;
+			const char *path = out.p + path_len;
+			const char *path_end = strchr(path, ' ');
+			int n = snprintf(extra, sizeof extra,
+					 "Location: %.*s\r\nSet-Cookie: " TOKEN_COOKIE
+					 "=%s; Path=/; Max-Age=%llu; HttpOnly; SameSite=Lax%s\r\n",
+					 (int)(path_end - path), path, qtok,
+					 (unsigned long long)age, t.https ? "; Secure" : "");
+			free(out.p);
+			free(fields.p);
+			if (n < 0 || (size_t)n >= sizeof extra) {
+				conn_page(c, 400, "Bad request", "<p>The address is too long.</p>");
+				return;
+			}
+			conn_answer(c, 302, extra, "Opening the preview", NULL);
+			return;
+		}
+		(void)bearer_used;
+	}
+
+	/* bounds */
+	if (!c->bound) {
+		unsigned ne, nw;
+		count_bound(s, &t, &ne, &nw);
+		if (ne >= s->cfg.max_per_exposure || nw >= s->cfg.max_per_workspace) {
+			free(out.p);
+			free(fields.p);
+			conn_answer(
+				c, 503, "Retry-After: 1\r\n", "Too many connections",
+				"<p>This preview has too many open connections; try again.</p>");
+			return;
+		}
+		c->bound = true;
+	}
+	c->target = t;
+
+	c->upgrade = upgrade && conn_upgrade;
+	if (c->upgrade) {
+		text_str(&fields, "Connection: Upgrade\r\n");
+		text_field(&fields, "Upgrade", upgrade->value, upgrade->value_len);
+	} else if (http10 && !conn_close) {
+		text_str(&fields, "Connection: keep-alive\r\n");
+	}
+	text_str(&fields, "X-Forwarded-For: ");
+	if (xff) {
+		text_add(&fields, xff, xff_len);
+		text_add(&fields, ", ", 2);
+	}
+	text_str(&fields, c->peer);
+	text_str(&fields, "\r\nX-Forwarded-Proto: ");
+	text_str(&fields, s->cfg.https ? "https" : "http");
+	text_str(&fields, "\r\n");
+	text_field(&fields, "X-Forwarded-Host", host->value, host->value_len);
+	text_add(&fields, "\r\n", 2);
+	if (fields.p)
+		text_add(&out, fields.p, fields.len);
+	bool failed = out.failed || fields.failed;
+	free(fields.p);
+	if (failed) {
+		free(out.p);
+		conn_page(c, 503, "Preview unavailable", "<p>The worker is out of memory.</p>");
+		return;
+	}
+	c->client_close = conn_close;
+	c->up.start = end; /* the head is consumed: ours goes instead */
+	c->up.approved = end;
+	flow_set_head(&c->up, &out);
+	framing_start(&c->up.f, kind, body);
+	s->requests++;
+	if (c->bfd < 0) {
+		c->tried_ipv6 = false;
+		if (backend_open(c) < 0)
+			return;
+	} else {
+		c->state = CONN_FORWARD;
+	}
+	framing_start(&c->down.f, BODY_NONE, 0);
+	c->down.f.done = false;
+}
+
+/* A response head (down.buf[start, end)) is whole. */
+static int response_head(struct conn *c, size_t end)
+{
+	struct head h;
+	const char *buf = c->down.buf + c->down.start;
+	size_t len = end - c->down.start;
+
+	if (head_parse(buf, len, &h) < 0 || h.line_len < 12 || memcmp(h.line, "HTTP/1.", 7) != 0 ||
+	    (h.line[7] != '0' && h.line[7] != '1') || h.line[8] != ' ' ||
+	    !isdigit((unsigned char)h.line[9]) || !isdigit((unsigned char)h.line[10]) ||
+	    !isdigit((unsigned char)h.line[11]) || (h.line_len > 12 && h.line[12] != ' '))
+		return -EBADMSG;
+	unsigned status =
+		(unsigned)((h.line[9] - '0') * 100 + (h.line[10] - '0') * 10 + (h.line[11] - '0'));
+	bool http10 = h.line[7] == '0';
+	const struct header *length = NULL, *te = NULL;
+	bool conn_close = http10, conn_keep = false;
+	for (size_t i = 0; i < h.n; i++) {
+		const struct header *f = &h.h[i];
+		if (header_is(f, "Content-Length")) {
+			if (length && (length->value_len != f->value_len ||
+				       memcmp(length->value, f->value, f->value_len) != 0))
+				return -EBADMSG;
+			length = f;
+		} else if (header_is(f, "Transfer-Encoding")) {
+			te = f;
+		} else if (header_is(f, "Connection")) {
+			conn_close |= list_has(f->value, f->value_len, "close");
+			conn_keep |= list_has(f->value, f->value_len, "keep-alive");
+		}
+	}
+	if (http10 && conn_keep)
+		conn_close = false;
+
+	enum body_kind kind = BODY_CLOSE;
+	uint64_t body = 0;
+	bool informational = status >= 100 && status < 200;
+	if (status == 101) {
+		if (!c->upgrade)
+			return -EBADMSG;
+		kind = BODY_TUNNEL;
+	} else if (informational || status == 204 || status == 304 || c->head_request) {
+		kind = BODY_NONE;
+	} else if (te) {
+		/* chunked last: that framing; anything else: until close. A Content-Length beside
+		 * it is dropped below, and the connection is not used again. */
+		const char *v = te->value;
+		size_t n = te->value_len, k = n;
+		while (k > 0 && v[k - 1] != ',')
+			k--;
+		while (k < n && (v[k] == ' ' || v[k] == '\t'))
+			k++;
+		kind = token_eq(v + k, n - k, "chunked") ? BODY_CHUNKED : BODY_CLOSE;
+		if (length)
+			conn_close = true;
+	} else if (length) {
+		if (parse_length(length->value, length->value_len, &body) < 0)
+			return -EBADMSG;
+		kind = BODY_LENGTH;
+	}
+	if (kind == BODY_CLOSE)
+		c->client_close = true;
+	if (!informational)
+		c->backend_reusable = !conn_close && kind != BODY_CLOSE;
+
+	struct text out = {};
+	text_add(&out, h.line, h.line_len);
+	text_add(&out, "\r\n", 2);
+	for (size_t i = 0; i < h.n; i++) {
+		const struct header *f = &h.h[i];
+		bool hop = header_is(f, "Connection") || header_is(f, "Keep-Alive") ||
+			   header_is(f, "Proxy-Connection");
+		if ((hop && kind != BODY_TUNNEL) || (te && header_is(f, "Content-Length")))
+			continue;
+		header_add(&out, f);
+	}
+	if (!informational && kind != BODY_TUNNEL && c->client_close)
+		text_str(&out, "Connection: close\r\n");
+	text_add(&out, "\r\n", 2);
+	if (out.failed) {
+		free(out.p);
+		return -ENOMEM;
+	}
+	c->down.start = c->down.approved = end;
+	flow_set_head(&c->down, &out);
+	if (informational && status != 101) {
+		framing_start(&c->down.f, BODY_NONE, 0);
+		c->down.f.done = false; /* another head follows */
+		return 0;
+	}
+	c->response_head_done = true;
+	framing_start(&c->down.f, kind, body);
+	if (kind == BODY_TUNNEL) {
+		c->state = CONN_TUNNEL;
+		framing_start(&c->up.f, BODY_TUNNEL, 0);
+	}
+	return 0;
+}
+
+/* Interest in each socket from what is pending. */
+static void conn_arm(struct conn *c)
+{
+	uint32_t ce = 0, be = 0;
+
+	switch (c->state) {
+	case CONN_HEAD:
+		ce = EPOLLIN;
+		be = EPOLLIN; /* a kept connection into the workspace that closes is let go */
+		break;
+	case CONN_CONNECT:
+		be = EPOLLOUT;
+		break;
+	case CONN_FORWARD:
+	case CONN_TUNNEL:
+		if (!c->up.f.done && !c->up.eof && flow_can_read(&c->up))
+			ce |= EPOLLIN;
+		if (flow_pending(&c->up))
+			be |= EPOLLOUT;
+		if (!c->down.eof && !c->down.f.done && flow_can_read(&c->down))
+			be |= EPOLLIN;
+		if (flow_pending(&c->down))
+			ce |= EPOLLOUT;
+		/* a client that goes away while its request waits for the answer is seen */
+		if (c->up.f.done && !c->up.eof && c->state == CONN_FORWARD)
+			ce |= EPOLLRDHUP;
+		break;
+	case CONN_ANSWER:
+		ce = EPOLLOUT;
+		break;
+	case CONN_DRAIN:
+		ce = EPOLLIN;
+		break;
+	}
+	(void)event_source_set_io_events(c->cev, ce);
+	if (c->bev)
+		(void)event_source_set_io_events(c->bev, be);
+}
+
+static void conn_close_now(struct conn *c)
+{
+	conn_free(c);
+}
+
+/* The request and its answer are through: the next request, or the end. */
+static void exchange_done(struct conn *c)
+{
+	if (!c->backend_reusable)
+		backend_close(c);
+	flow_clear_head(&c->down);
+	if (c->client_close || !c->up.f.done || flow_pending(&c->up) || c->up.eof) {
+		(void)shutdown(c->cfd, SHUT_WR);
+		c->state = CONN_DRAIN;
+		c->deadline = now_usec() + DRAIN_USEC;
+		return;
+	}
+	c->state = CONN_HEAD;
+	c->deadline = now_usec() + idle_usec(c->server);
+	/* what is left in the buffer is the next request's beginning */
+	c->up.approved = c->up.start;
+}
+
+static void conn_step(struct conn *c)
+{
+	struct preview_server *s = c->server;
+	int r;
+
+	for (int round = 0; round < 8; round++) {
+		switch (c->state) {
+		case CONN_HEAD: {
+			/* leading empty lines before a request line are skipped (RFC 9112 §2.2) */
+			while (c->up.len - c->up.start >= 2 && c->up.buf[c->up.start] == '\r' &&
+			       c->up.buf[c->up.start + 1] == '\n')
+				c->up.start += 2;
+			c->up.approved = c->up.start;
+			size_t have = c->up.len - c->up.start;
+			if (have == 0) {
+				if (c->up.eof)
+					goto close;
+				goto arm;
+			}
+			if (!c->head_begin) {
+				c->head_begin = now_usec();
+				c->deadline = c->head_begin + s->cfg.head_timeout_ms * 1000;
+			}
+			size_t end =
+				head_end(c->up.buf + c->up.start, MIN(have, s->cfg.max_head_bytes));
+			if (!end) {
+				if (have >= s->cfg.max_head_bytes) {
+					conn_page(c, 431, "Request head too large",
+						  "<p>The request's head is over the limit.</p>");
+					continue;
+				}
+				if (c->up.eof)
+					goto close;
+				if (flow_room(&c->up) == 0) /* cannot happen: cap > max head */
+					goto close;
+				goto arm;
+			}
+			request_head(c, c->up.start + end);
+			continue;
+		}
+		case CONN_CONNECT:
+			goto arm;
+		case CONN_FORWARD:
+		case CONN_TUNNEL:
+			break;
+		case CONN_ANSWER:
+			r = flow_write(&c->down, c->cfd);
+			if (r == -EAGAIN)
+				goto arm;
+			if (r < 0)
+				goto close;
+			(void)shutdown(c->cfd, SHUT_WR);
+			c->state = CONN_DRAIN;
+			goto arm;
+		case CONN_DRAIN:
+			if (c->up.eof)
+				goto close;
+			c->up.start = c->up.approved = c->up.len = 0; /* dropped */
+			goto arm;
+		}
+
+		/* forwarding, both ways */
+		if (flow_scan(&c->up) < 0) {
+			if (c->response_head_done || flow_pending(&c->down))
+				goto close;
+			conn_page(c, 400, "Bad request",
+				  "<p>The request's chunked body is malformed.</p>");
+			continue;
+		}
+		r = flow_write(&c->up, c->bfd);
+		if (r < 0 && r != -EAGAIN) {
+			if (!c->response_head_done && c->down.len == 0) {
+				conn_page(c, 502, "Preview unavailable",
+					  "<p>The workspace's server closed the connection.</p>");
+				continue;
+			}
+			goto close;
+		}
+		if (!c->response_head_done && c->state == CONN_FORWARD &&
+		    c->down.head_off == c->down.head_len) {
+			size_t have = c->down.len - c->down.start;
+			size_t end = head_end(c->down.buf + c->down.start, have);
+			if (end) {
+				if (response_head(c, c->down.start + end) < 0) {
+					if (c->down.head_off > 0)
+						goto close;
+					conn_page(
+						c, 502, "Bad gateway",
+						"<p>The workspace's server sent a malformed answer.</p>");
+					continue;
+				}
+				continue; /* the head may have changed the framing: scan again */
+			}
+			if (have == c->down.cap) {
+				conn_page(
+					c, 502, "Bad gateway",
+					"<p>The workspace's server sent an answer head over the limit.</p>");
+				continue;
+			}
+			if (c->down.eof) {
+				if (c->down.head_len > 0)
+					goto close; /* after a 1xx went out */
+				conn_page(
+					c, 502, "Preview unavailable",
+					"<p>The workspace's server closed the connection without an answer.</p>");
+				continue;
+			}
+		}
+		if (c->response_head_done && flow_scan(&c->down) < 0)
+			goto close;
+		r = flow_write(&c->down, c->cfd);
+		if (r < 0 && r != -EAGAIN)
+			goto close;
+
+		if (c->state == CONN_TUNNEL) {
+			/* half-closes pass on; both ends closed and flushed: done */
+			if (c->up.eof && !flow_pending(&c->up) && !c->up.shut) {
+				(void)shutdown(c->bfd, SHUT_WR);
+				c->up.shut = true;
+			}
+			if (c->down.eof && !flow_pending(&c->down) && !c->down.shut) {
+				(void)shutdown(c->cfd, SHUT_WR);
+				c->down.shut = true;
+			}
+			if (c->up.shut && c->down.shut)
+				goto close;
+			goto arm;
+		}
+		if (c->down.eof && c->response_head_done && !c->down.f.done) {
+			if (c->down.f.kind == BODY_CLOSE && !flow_pending(&c->down))
+				c->down.f.done = true; /* the end of a close-delimited body */
+			else if (!flow_pending(&c->down))
+				goto close; /* cut short: the client sees the close */
+		}
+		if (c->up.eof && !c->up.f.done)
+			goto close; /* the client went away inside its request */
+		if (c->response_head_done && c->down.f.done && !flow_pending(&c->down)) {
+			if (c->down.len > c->down.approved)
+				c->backend_reusable = false; /* bytes nobody asked for */
+			c->down.start = c->down.approved = c->down.len = 0;
+			exchange_done(c);
+			continue;
+		}
+		goto arm;
+	}
+arm:
+	conn_arm(c);
+	return;
+close:
+	conn_close_now(c);
+}
+
+static void conn_touch(struct conn *c)
+{
+	if (c->state != CONN_HEAD || !c->head_begin)
+		if (c->state != CONN_ANSWER && c->state != CONN_DRAIN)
+			c->deadline = now_usec() + idle_usec(c->server);
+}
+
+static int on_client(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct conn *c = userdata;
+	(void)s;
+
+	if (revents & (EPOLLERR | EPOLLHUP)) {
+		conn_close_now(c);
+		return 0;
+	}
+	if (revents & EPOLLIN) {
+		ssize_t n = flow_read(&c->up, fd);
+		if (n < 0 && n != -EAGAIN) {
+			conn_close_now(c);
+			return 0;
+		}
+		if (n > 0)
+			conn_touch(c);
+	} else if (revents & EPOLLRDHUP) {
+		c->up.eof = true; /* the client shut its side while it waits for its answer */
+	}
+	if (revents & EPOLLOUT)
+		conn_touch(c);
+	conn_step(c);
+	return 0;
+}
+
+static int on_backend(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct conn *c = userdata;
+	(void)s;
+
+	if (c->state != CONN_CONNECT && c->state != CONN_FORWARD && c->state != CONN_TUNNEL) {
+		backend_close(c); /* between requests: it closed, or sent what nobody asked */
+		conn_arm(c);
+		return 0;
+	}
+	if (c->state == CONN_CONNECT) {
+		int err = 0;
+		socklen_t el = sizeof err;
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+			err = errno;
+		if (err == ECONNREFUSED && !c->tried_ipv6) {
+			backend_close(c);
+			c->tried_ipv6 = true;
+			if (backend_open(c) >= 0)
+				conn_arm(c);
+			else
+				conn_step(c);
+			return 0;
+		}
+		if (err) {
+			char page[256];
+			snprintf(page, sizeof page,
+				 "<p>Nothing answers on port %u in the workspace (%s).</p>",
+				 (unsigned)c->target.port, strerror(err));
+			conn_page(c, 502, "Preview unavailable", page);
+			conn_step(c);
+			return 0;
+		}
+		c->state = CONN_FORWARD;
+		c->backend_reusable = false;
+		conn_step(c);
+		return 0;
+	}
+	if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+		ssize_t n = flow_read(&c->down, fd);
+		if (n < 0 && n != -EAGAIN) {
+			if (c->down.len == 0 && !c->response_head_done)
+				c->down.eof = true; /* answered 502 below */
+			else {
+				conn_close_now(c);
+				return 0;
+			}
+		}
+		if (n > 0)
+			conn_touch(c);
+	}
+	conn_step(c);
+	return 0;
+}
+
+static int on_accept(struct event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct preview_server *s = userdata;
+	(void)src;
+	(void)revents;
+
+	for (int i = 0; i < ACCEPT_BURST; i++) {
+		if (s->n_conns >= s->cfg.max_connections) {
+			for (size_t k = 0; k < s->n_listeners; k++)
+				(void)event_source_set_io_events(s->listeners[k], 0);
+			s->accepting = false;
+			return 0;
+		}
+		struct sockaddr_storage sa;
+		socklen_t sl = sizeof sa;
+		int cfd = accept4(fd, (struct sockaddr *)&sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (cfd < 0)
+			return 0; /* EAGAIN, or a connection that went (ECONNABORTED), or EMFILE */
+		struct conn *c = calloc(1, sizeof *c);
+		if (c) {
+			c->up.buf = malloc(UP_BUFFER);
+			c->down.buf = malloc(DOWN_BUFFER);
+		}
+		if (!c || !c->up.buf || !c->down.buf) {
+			if (c) {
+				free(c->up.buf);
+				free(c->down.buf);
+			}
+			free(c);
+			close(cfd);
+			continue;
+		}
+		c->server = s;
+		c->cfd = cfd;
+		c->bfd = -1;
+		c->up.cap = UP_BUFFER;
+		c->down.cap = DOWN_BUFFER;
+		if (sa.ss_family == AF_INET)
+			inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, c->peer,
+				  sizeof c->peer);
+		else if (sa.ss_family == AF_INET6)
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sa)->sin6_addr, c->peer,
+				  sizeof c->peer);
+		else
+			snprintf(c->peer, sizeof c->peer, "unknown");
+		int one = 1;
+		(void)setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		if (event_add_io(s->loop, &c->cev, cfd, EPOLLIN, on_client, c) < 0) {
+			free(c->up.buf);
+			free(c->down.buf);
+			free(c);
+			close(cfd);
+			continue;
+		}
+		c->state = CONN_HEAD;
+		c->deadline = now_usec() + idle_usec(s);
+		LIST_PREPEND(&s->conns, c);
+		s->n_conns++;
+	}
+	return 0;
+}
+
+static int on_tick(struct event_source *src, uint64_t now, void *userdata)
+{
+	struct preview_server *s = userdata;
+
+	for (struct conn *c = s->conns, *next; c; c = next) {
+		next = c->next;
+		if (now < c->deadline)
+			continue;
+		if (c->state == CONN_HEAD && c->head_begin) {
+			conn_page(c, 408, "Request timeout",
+				  "<p>The request's head did not arrive in time.</p>");
+			conn_step(c);
+		} else {
+			conn_close_now(c);
+		}
+	}
+	(void)event_source_set_time(src, now + TICK_USEC);
+	return 0;
+}
+
+int preview_server_new(struct event_loop *loop, struct manager *m, const struct preview_config *cfg,
+		       const int *fds, size_t n_fds, struct preview_server **ret)
+{
+	struct preview_server *s;
+	int r;
+
+	if (n_fds == 0 || n_fds > ELEMENTSOF(s->fds) || !cfg->domain)
+		return -EINVAL;
+	s = calloc(1, sizeof *s);
+	if (!s)
+		return -ENOMEM;
+	s->loop = loop;
+	s->manager = m;
+	s->cfg = *cfg;
+	if (!s->cfg.max_connections)
+		s->cfg.max_connections = DEFAULT_MAX_CONNECTIONS;
+	if (!s->cfg.max_per_workspace)
+		s->cfg.max_per_workspace = DEFAULT_MAX_PER_WORKSPACE;
+	if (!s->cfg.max_per_exposure)
+		s->cfg.max_per_exposure = DEFAULT_MAX_PER_EXPOSURE;
+	if (!s->cfg.idle_timeout_ms)
+		s->cfg.idle_timeout_ms = DEFAULT_IDLE_MS;
+	if (!s->cfg.head_timeout_ms)
+		s->cfg.head_timeout_ms = DEFAULT_HEAD_MS;
+	if (!s->cfg.max_head_bytes || s->cfg.max_head_bytes > UP_BUFFER / 2)
+		s->cfg.max_head_bytes = s->cfg.max_head_bytes ? UP_BUFFER / 2 : DEFAULT_MAX_HEAD;
+	s->domain_len = strlen(cfg->domain);
+	for (size_t i = 0; i < n_fds; i++)
+		s->fds[i] = fds[i];
+	for (size_t i = 0; i < n_fds; i++) {
+		r = event_add_io(loop, &s->listeners[i], fds[i], EPOLLIN, on_accept, s);
+		if (r < 0) {
+			for (size_t k = i; k < n_fds; k++)
+				close(fds[k]);
+			s->n_listeners = i;
+			preview_server_free(s);
+			return r;
+		}
+		s->n_listeners++;
+	}
+	s->accepting = true;
+	r = event_add_timer(loop, &s->tick, now_usec() + TICK_USEC, on_tick, s);
+	if (r < 0) {
+		preview_server_free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+void preview_server_free(struct preview_server *s)
+{
+	if (!s)
+		return;
+	while (s->conns)
+		conn_free(s->conns);
+	for (size_t i = 0; i < s->n_listeners; i++) {
+		event_source_free(s->listeners[i]);
+		close(s->fds[i]);
+	}
+	event_source_free(s->tick);
+	free(s);
+}
+
+void preview_server_revoke(struct preview_server *s, const char *label)
+{
+	if (!s)
+		return;
+	for (struct conn *c = s->conns, *next; c; c = next) {
+		next = c->next;
+		if (c->bound && strcmp(c->target.label, label) == 0)
+			conn_close_now(c);
+	}
+}
+
+void preview_server_stats(const struct preview_server *s, struct preview_stats *ret)
+{
+	*ret = (struct preview_stats){ .connections = s->n_conns,
+				       .requests = s->requests,
+				       .refused = s->refused };
+}
