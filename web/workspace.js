@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
-// A workspace: its summary and tabs for commands, services, terminals and files.
+// A workspace: its summary and tabs for commands, services, terminals, files and ports.
 import { api, enc, liveRefresh } from './api.js';
 import { h, replace, badge, fmtTime, showError } from './dom.js';
 import { commandsTab, refusedDest } from './commands.js';
 import { servicesTab } from './services.js';
 import { terminalsTab, terminalView } from './terminals.js';
 import { filesTab } from './files.js';
+import { portsTab } from './ports.js';
 import { startUsageFeed, usageCell } from './usage.js';
 
-const TABS = [['commands', 'Commands'], ['services', 'Services'], ['terminals', 'Terminals'], ['files', 'Files']];
+const TABS = [['commands', 'Commands'], ['services', 'Services'], ['terminals', 'Terminals'], ['files', 'Files'], ['ports', 'Ports']];
 
 // What a restart would end, counted from the lists.
 async function runningCounts(wsPath, signal) {
@@ -176,6 +177,7 @@ export function workspaceView(root, ctx, id, tab, sub) {
 	if (tab === 'commands') commandsTab(body, ctx, wsPath);
 	else if (tab === 'services') servicesTab(body, ctx, wsPath);
 	else if (tab === 'files') filesTab(body, ctx, wsPath);
+	else if (tab === 'ports') portsTab(body, ctx, wsPath);
 	else if (sub) terminalView(body, ctx, wsPath, sub, base);
 	else terminalsTab(body, ctx, wsPath, base);
 }
