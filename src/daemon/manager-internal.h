@@ -186,6 +186,7 @@ struct manager {
 	const char *viewer;
 	struct manager_tokens *tokens; /* manager-token.c */
 	struct manager_audit *audit;   /* manager-audit.c */
+	struct manager_ports *ports;   /* manager-ports.c: the live exposures */
 };
 
 /* manager-tenant.c: ws is the viewer's to see (manager_set_viewer()). */
@@ -199,6 +200,21 @@ int manager_tokens_init(struct manager *m);
 void manager_tokens_free(struct manager *m);
 int manager_audit_init(struct manager *m);
 void manager_audit_free(struct manager *m);
+
+/* manager-ports.c: the exposures from the store (an expired one dropped), their expiry timer. */
+struct manager_ports;
+int manager_ports_init(struct manager *m);
+void manager_ports_free(struct manager *m);
+/* The workspace's row is gone (its exposures' rows with it): its exposures end, the revoke
+ * hook told of each. */
+void ports_workspace_deleted(struct manager *m, const char *ws_id);
+/* The network namespace of ws through its live agent (its pidfd checked after the open, so a
+ * reused pid cannot hand over another namespace): an fd, or -errno with e in words a preview
+ * visitor may read. */
+int workspace_netns_open(const struct workspace *ws, struct station_error *e);
+/* manager-ports-listening.c: GET …/ports "listening" (a new reference; [] when the workspace
+ * does not run; NULL out of memory). */
+json_t *workspace_listening_json(const struct workspace *ws);
 
 /* manager-idempotency.c: deletes expired keys (from the prune timer); releases the claims. */
 void manager_idempotency_purge(struct manager *m);

@@ -1098,6 +1098,7 @@ static void teardown_job_done(struct ws_job *j)
 	}
 	workspace_network_remove(ws);
 	store_workspace_delete(m->store, ws->row.id);
+	ports_workspace_deleted(m, ws->row.id);
 	if (ws->pool)
 		m->n_pool_members--;
 	workspace_unlink(m, ws);
@@ -1147,6 +1148,7 @@ static void delete_job_done(struct ws_job *j)
 		return;
 	}
 	workspace_network_remove(ws);
+	ports_workspace_deleted(m, ws->row.id);
 	log_info("workspace deleted", "workspace", ws->row.id, NULL);
 	workspace_event(ws, MANAGER_EVENT_WORKSPACE, "deleted", ws->row.id, NULL, NULL);
 	if (ws->pool)
@@ -1817,6 +1819,8 @@ int manager_new(struct event_loop *loop, struct store *store, const struct manag
 	if (r >= 0)
 		r = manager_audit_init(m);
 	if (r >= 0)
+		r = manager_ports_init(m);
+	if (r >= 0)
 		r = manager_runs_init(m);
 	if (r >= 0)
 		r = manager_idle_init(m);
@@ -1943,6 +1947,7 @@ void manager_free(struct manager *m)
 	manager_network_free(m);
 	manager_events_free(m);
 	manager_audit_free(m);
+	manager_ports_free(m);
 	manager_tokens_free(m);
 	cgroup_free(m->base_cgroup);
 	adapter_runtime_close(&m->actx);

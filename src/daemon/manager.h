@@ -715,10 +715,14 @@ struct port_spec {
 	uint64_t expires_in_ms; /* 1 … PREVIEW_MAX_EXPIRES_MS; 0: PREVIEW_DEFAULT_EXPIRES_MS */
 };
 
+/* At most this many exposures per workspace (-EAGAIN, 429, for one more). */
+#define MANAGER_MAX_PORTS 32
 /* POST /v1/workspaces/{id}/ports: {"port","host","url","access","token" (token access only,
- * the only time it is shown),"expiresAt","createdAt"} (times RFC 3339 UTC, as elsewhere).
- * 409 (-EBUSY) when previews are off, when the workspace has no network namespace of its own
- * (host adapter; runsc), or when the port is exposed already (naming DELETE). */
+ * the only time it is shown),"openUrl" (token access only: url with
+ * ?station_preview_token=<token>, shown once too),"expiresAt","createdAt"} (times RFC 3339
+ * UTC, as elsewhere). 409 (-EBUSY) when previews are off, when the workspace has no network
+ * namespace of its own (host adapter; runsc), or when the port is exposed already (naming
+ * DELETE). */
 int manager_port_expose(struct manager *m, const char *ws_id, const struct port_spec *spec,
 			json_t **ret, struct station_error *e);
 /* GET …/ports: {"exposed":[{"port","host","url","access","expiresAt","createdAt"}…],
@@ -726,6 +730,10 @@ int manager_port_expose(struct manager *m, const char *ws_id, const struct port_
  * workspace's network namespace, pid as the workspace sees it (null when no process of the
  * workspace holds the socket), command its name. */
 int manager_port_list(struct manager *m, const char *ws_id, json_t **ret, struct station_error *e);
+/* One exposure as the list shows it (an idempotent POST's replay: without its token); -ENOENT
+ * when that port is not exposed. */
+int manager_port_get(struct manager *m, const char *ws_id, uint16_t port, json_t **ret,
+		     struct station_error *e);
 /* DELETE …/ports/{port}: 0, or -ENOENT when that port is not exposed. */
 int manager_port_revoke(struct manager *m, const char *ws_id, uint16_t port,
 			struct station_error *e);
