@@ -95,6 +95,9 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_TERMINAL_DELETE] = { api_terminal_delete, false, query_none },
 	[EP_TERMINAL_ATTACH] = { NULL, false, query_attach, api_terminal_attach },
 	[EP_TERMINAL_RESIZE] = { api_terminal_resize, true, query_none },
+	[EP_PORT_LIST] = { api_port_list, false, query_none },
+	[EP_PORT_EXPOSE] = { api_port_expose, true, query_none },
+	[EP_PORT_REVOKE] = { api_port_revoke, false, query_none },
 	[EP_SECRET_LIST] = { api_secret_list, false, query_none },
 	[EP_SECRET_GET] = { api_secret_get, false, query_none },
 	[EP_SECRET_PUT] = { api_secret_put, true, query_none },
@@ -137,6 +140,7 @@ struct http_server {
 	struct http_request *requests;
 	struct http_websocket *websockets;
 	unsigned n_websockets;
+	char *web_csp; /* the dashboard's (web_csp_new()) */
 };
 
 /* A WebSocket from its 101 to its closed(): waiting for the upgrade (req set), then on the
@@ -1245,7 +1249,7 @@ static int request_check_headers(struct http_request *req, const char *url, cons
 
 	/* The dashboard's static files hold no data: no token (its API calls carry one). */
 	if (web_path(url))
-		return web_reply(req, method, url);
+		return web_reply(req, method, url, s->web_csp);
 	snprintf(req->method, sizeof req->method, "%s", method);
 	snprintf(req->path, sizeof req->path, "%s", url);
 	req->audit = s->cfg.audit && (s->cfg.require_token ||
@@ -1586,6 +1590,11 @@ int http_server_new(struct event_loop *loop, struct manager *m, int listen_fd,
 	s = calloc(1, sizeof *s);
 	if (!s)
 		return -ENOMEM;
+	r = web_csp_new(cfg->preview_scheme, cfg->preview_domain, cfg->preview_port, &s->web_csp);
+	if (r < 0) {
+		free(s);
+		return r;
+	}
 	s->loop = loop;
 	s->manager = m;
 	s->cfg = *cfg;
@@ -1673,5 +1682,6 @@ void http_server_free(struct http_server *s)
 		MHD_stop_daemon(s->daemon);
 	event_source_free(s->io);
 	event_source_free(s->timer);
+	free(s->web_csp);
 	free(s);
 }

@@ -67,6 +67,11 @@ struct http_config {
 	/* GET /v1/workers and /v1/workers/NAME/v1/... (api-workers.c): the workers this
 	 * controller knows, started (fleet_start()); NULL: only itself, nothing forwarded. */
 	struct fleet *fleet;
+	/* The previews' URLs (manager_config's preview_scheme, preview_domain, preview_port):
+	 * the dashboard may frame them (web_csp_new()); preview_domain NULL: previews off. */
+	const char *preview_scheme;
+	const char *preview_domain;
+	uint16_t preview_port;
 };
 
 /* Serves the API on listen_fd, a listening stream socket (unix or TCP). On success the server
@@ -243,6 +248,9 @@ int api_terminal_get(struct http_request *req);
 int api_terminal_delete(struct http_request *req);
 int api_terminal_resize(struct http_request *req);
 int api_terminal_attach(struct http_request *req); /* WebSocket only */
+int api_port_list(struct http_request *req);	   /* api-ports.c */
+int api_port_expose(struct http_request *req);
+int api_port_revoke(struct http_request *req);
 int api_secret_list(struct http_request *req);	   /* api-secrets.c */
 int api_secret_get(struct http_request *req);
 int api_secret_put(struct http_request *req);

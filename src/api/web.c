@@ -3,17 +3,56 @@
 
 #include <errno.h>
 #include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/http.h"
 
 /* Scripts only from our own files (no inline script, no eval); API calls and WebSockets to
  * this origin. Inline styles are allowed: xterm.js sizes its DOM renderer through <style>
- * elements it creates (CSS cannot run code). Nothing may frame the page. */
+ * elements it creates (CSS cannot run code). Nothing may frame the page. web_csp_new() adds
+ * the frames the Ports tab may show: this worker's previews, none of its own pages. */
 #define WEB_CSP                                                                                    \
 	"default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "                \
 	"img-src 'self' data:; font-src 'self'; connect-src 'self' ws: wss:; object-src 'none'; "  \
 	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+/* A DNS name of letters, digits, '-' and '.', nothing a CSP could read as more than a host. */
+static bool csp_host_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 253 || s[0] == '.' || s[0] == '-' || s[n - 1] == '.')
+		return false;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") == n;
+}
+
+int web_csp_new(const char *preview_scheme, const char *preview_domain, uint16_t preview_port,
+		char **ret)
+{
+	char port[8] = "";
+	char *csp;
+
+	if (!preview_domain) {
+		csp = strdup(WEB_CSP);
+		if (!csp)
+			return -ENOMEM;
+		*ret = csp;
+		return 0;
+	}
+	if (!preview_scheme ||
+	    (strcmp(preview_scheme, "http") != 0 && strcmp(preview_scheme, "https") != 0) ||
+	    !csp_host_ok(preview_domain))
+		return -EINVAL;
+	if (preview_port)
+		snprintf(port, sizeof port, ":%u", preview_port);
+	if (asprintf(&csp, "%s; frame-src %s://*.%s%s", WEB_CSP, preview_scheme, preview_domain,
+		     port) < 0)
+		return -ENOMEM;
+	*ret = csp;
+	return 0;
+}
 
 bool web_path(const char *url)
 {
@@ -59,18 +98,18 @@ static bool etag_matches(const char *header, const char *etag)
 	return false;
 }
 
-static bool add_headers(struct MHD_Response *r, const struct web_asset *a)
+static bool add_headers(struct MHD_Response *r, const struct web_asset *a, const char *csp)
 {
 	return MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, a->etag) == MHD_YES &&
 	       MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache") == MHD_YES &&
-	       MHD_add_response_header(r, "Content-Security-Policy", WEB_CSP) == MHD_YES &&
+	       MHD_add_response_header(r, "Content-Security-Policy", csp ?: WEB_CSP) == MHD_YES &&
 	       MHD_add_response_header(r, "X-Frame-Options", "DENY") == MHD_YES &&
 	       MHD_add_response_header(r, "X-Content-Type-Options", "nosniff") == MHD_YES &&
 	       MHD_add_response_header(r, "Referrer-Policy", "no-referrer") == MHD_YES &&
 	       MHD_add_response_header(r, "Cross-Origin-Opener-Policy", "same-origin") == MHD_YES;
 }
 
-int web_reply(struct http_request *req, const char *method, const char *url)
+int web_reply(struct http_request *req, const char *method, const char *url, const char *csp)
 {
 	const struct web_asset *a;
 	struct MHD_Response *r;
@@ -94,7 +133,7 @@ int web_reply(struct http_request *req, const char *method, const char *url)
 			r = NULL;
 		}
 	}
-	if (r && !add_headers(r, a)) {
+	if (r && !add_headers(r, a, csp)) {
 		MHD_destroy_response(r);
 		r = NULL;
 	}

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct http_request;
 
@@ -28,6 +29,14 @@ extern const size_t web_n_assets;
 bool web_path(const char *url);
 /* The asset at url, NULL when there is none. */
 const struct web_asset *web_find(const char *url);
+/* The dashboard's Content-Security-Policy (*ret, to free). With previews (preview_domain not
+ * NULL; the scheme and port their URLs name, port 0 the scheme's own) the Ports tab may frame
+ * a preview: frame-src names every host under DOMAIN with SCHEME and PORT, each exposure's
+ * host, and nothing else.
+ * -EINVAL for a scheme other than http or https or a domain that is not a DNS name. */
+int web_csp_new(const char *preview_scheme, const char *preview_domain, uint16_t preview_port,
+		char **ret);
 /* Answers a request for a web_path(): the asset (GET, HEAD; 304 when If-None-Match names its
- * ETag), 404 for an unknown one, 405 for another method. */
-int web_reply(struct http_request *req, const char *method, const char *url);
+ * ETag), 404 for an unknown one, 405 for another method. csp: web_csp_new()'s (NULL: the one
+ * without previews). */
+int web_reply(struct http_request *req, const char *method, const char *url, const char *csp);

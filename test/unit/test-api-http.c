@@ -20,6 +20,7 @@
 #include "basic/cleanup.h"
 #include "basic/util.h"
 #include "api/http.h"
+#include "api/web.h"
 #include "event/event.h"
 #include "fake-manager.h"
 
@@ -1396,4 +1397,33 @@ Test(http, file_paths_and_streamed_body)
 	assert_error(&r, 400, "invalid_argument", "mode");
 	reply_done(&r);
 	stop_server();
+}
+
+/* The dashboard's CSP frames this worker's previews only, and nothing when previews are off;
+ * a domain or scheme that would write more into the header is refused. */
+Test(web, csp_frames_previews_only)
+{
+	_cleanup_free_ char *off = NULL, *on = NULL, *tls = NULL;
+	const char *want;
+	char *bad = NULL;
+
+	cr_assert_eq(web_csp_new(NULL, NULL, 0, &off), 0);
+	cr_assert_not_null(strstr(off, "frame-ancestors 'none'"), "%s", off);
+	cr_assert_null(strstr(off, "frame-src"), "previews off: no frame-src: %s", off);
+
+	cr_assert_eq(web_csp_new("http", "preview.localhost", 8081, &on), 0);
+	cr_assert_not_null(strstr(on, "; frame-src http://*.preview.localhost:8081"), "%s", on);
+	cr_assert_not_null(strstr(on, "default-src 'self'; script-src 'self';"), "%s", on);
+	cr_assert_eq(web_csp_new("https", "w2.preview.example.com", 0, &tls), 0);
+	want = "; frame-src https://*.w2.preview.example.com";
+	cr_assert(strlen(tls) > strlen(want) && strcmp(tls + strlen(tls) - strlen(want), want) == 0,
+		  "the scheme's own port is left out: %s", tls);
+
+	cr_assert_eq(web_csp_new("http", "p.example; script-src *", 0, &bad), -EINVAL);
+	cr_assert_eq(web_csp_new("http", "p example", 0, &bad), -EINVAL);
+	cr_assert_eq(web_csp_new("http", "", 0, &bad), -EINVAL);
+	cr_assert_eq(web_csp_new("http", ".example.com", 0, &bad), -EINVAL);
+	cr_assert_eq(web_csp_new("javascript", "example.com", 0, &bad), -EINVAL);
+	cr_assert_eq(web_csp_new(NULL, "example.com", 0, &bad), -EINVAL);
+	cr_assert_null(bad, "nothing returned on a refusal");
 }
