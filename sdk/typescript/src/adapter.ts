@@ -4,7 +4,7 @@
 import { StationClient, type ConnectionOptions, type CreateOptions, type CreateWorkspaceOptions, type WorkspaceList } from "./client.js";
 import type { WorkerState } from "./workers.js";
 import { StationError } from "./errors.js";
-import { WorkspaceFiles, WorkspaceSecrets } from "./files.js";
+import { WorkspaceFiles, WorkspacePorts, WorkspaceSecrets } from "./files.js";
 import type {
   AdapterKind,
   EndedAttemptInfo,
@@ -169,6 +169,8 @@ export abstract class SandboxAdapter {
   readonly files: WorkspaceFiles;
   /** A workspace's secrets: `sandboxes.secrets.set(workspace.id, "github", {value, host})`. */
   readonly secrets: WorkspaceSecrets;
+  /** A workspace's preview URLs: `sandboxes.ports.expose(workspace.id, 3000)`. */
+  readonly ports: WorkspacePorts;
   abstract readonly adapter: AdapterKind;
   protected readonly workspaceOptions: WorkspaceOptions;
 
@@ -178,6 +180,7 @@ export abstract class SandboxAdapter {
     this.client = client ?? new StationClient(defined({ socketPath, url, rootDir, token, workers, timeoutMs }));
     this.files = new WorkspaceFiles(this.client);
     this.secrets = new WorkspaceSecrets(this.client);
+    this.ports = new WorkspacePorts(this.client);
     this.workspaceOptions = defined({ env, cpus, memoryMb, pidsLimit, idleTimeoutMs });
   }
 

@@ -21,6 +21,8 @@ import type {
   EventsOptions,
   StationEvent,
   CreateTerminalRequest,
+  ExposedPort,
+  ExposePortOptions,
   CreateWorkspaceRequest,
   DeletedImage,
   DeletedService,
@@ -35,6 +37,7 @@ import type {
   ImportImageRequest,
   OutputChunk,
   OutputGap,
+  PortList,
   PullImageRequest,
   ReadFileOptions,
   ReadyReport,
@@ -168,6 +171,16 @@ function query(params: Record<string, string | number | boolean | undefined>): s
     parts.push(`${k}=${v === true ? 1 : encodeURIComponent(v)}`);
   }
   return parts.length ? `?${parts.join("&")}` : "";
+}
+
+/** The longest `expiresInMs` of an exposure (30 days). */
+const PREVIEW_MAX_EXPIRES_MS = 30 * 24 * 3600 * 1000;
+
+function portNumber(port: number): number {
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new TypeError(`port must be an integer from 1 to 65535, not ${JSON.stringify(port)}`);
+  }
+  return port;
 }
 
 /** A file path for a query: any string; the server judges it (400 naming the path). */
@@ -708,6 +721,40 @@ export class StationClient {
   /** Revoked at once: the next credential request for it is refused. */
   deleteSecret(workspaceId: string, name: string): Promise<DeletedSecret> {
     return this.t.json("DELETE", `/v1/workspaces/${seg(workspaceId)}/secrets/${seg(name)}`);
+  }
+
+  // -- previews (docs/api.md, "Previews") ---------------------------------------------------
+
+  /**
+   * Gives a port inside the workspace (a server bound to 127.0.0.1 included) a URL of its own,
+   * reached through the controller's preview listener. Token access unless `public`: the answer's
+   * `token` (shown this once) and `openUrl` (the link a browser opens). 409 when the port is
+   * exposed already, when the controller has no `--preview-listen`, or for a host workspace.
+   */
+  async exposePort(workspaceId: string, port: number, options: ExposePortOptions = {}): Promise<ExposedPort> {
+    const body: Record<string, unknown> = { port: portNumber(port), access: options.public ? "public" : "token" };
+    if (options.expiresInMs !== undefined) {
+      const ms = options.expiresInMs;
+      if (!Number.isInteger(ms) || ms < 1 || ms > PREVIEW_MAX_EXPIRES_MS) {
+        throw new TypeError(`expiresInMs must be an integer from 1 to ${PREVIEW_MAX_EXPIRES_MS} (30 days), not ${JSON.stringify(ms)}`);
+      }
+      body.expiresInMs = ms;
+    }
+    const e = await this.t.json<ExposedPort>("POST", `/v1/workspaces/${seg(workspaceId)}/ports`, body);
+    if (typeof e.token === "string" && e.openUrl === undefined) {
+      e.openUrl = `${e.url}${query({ station_preview_token: e.token })}`;
+    }
+    return e;
+  }
+
+  /** The exposed ports (without tokens) and the TCP ports listening in the workspace. */
+  ports(workspaceId: string): Promise<PortList> {
+    return this.t.json("GET", `/v1/workspaces/${seg(workspaceId)}/ports`);
+  }
+
+  /** Ends the exposure of `port`: its URL answers 404 from now on. 404 when it is not exposed. */
+  async revokePort(workspaceId: string, port: number): Promise<void> {
+    await this.t.json<void>("DELETE", `/v1/workspaces/${seg(workspaceId)}/ports/${portNumber(port)}`);
   }
 
   // -- events -----------------------------------------------------------------------------

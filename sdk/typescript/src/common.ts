@@ -12,7 +12,7 @@ export type {
 export { StationError } from "./errors.js";
 export { WorkerUnavailableError, workerOfId, mostFree, parseWorkersEnv, readWorkersFile } from "./workers.js";
 export type { UnreachableWorker, WorkerCapacity, WorkerConfig, WorkerState, WorkersOption } from "./workers.js";
-export { WorkspaceFiles, WorkspaceSecrets, READ_MAX_BYTES } from "./files.js";
+export { WorkspaceFiles, WorkspacePorts, WorkspaceSecrets, READ_MAX_BYTES } from "./files.js";
 export type { WatchOptions } from "./files.js";
 export type { ClientErrorCode } from "./errors.js";
 export { SandboxAdapter, decodeOutput, isTerminal } from "./adapter.js";

@@ -1,6 +1,6 @@
-// The adapters' `files` and `secrets`: a workspace's files (read and written by its agent,
-// inside the sandbox, as the sandbox's user) and the secrets its git credential helper may ask
-// for. Every method takes the workspace id first, as the adapter's own methods do.
+// The adapters' `files`, `secrets` and `ports`: a workspace's files (read and written by its
+// agent, inside the sandbox, as the sandbox's user), the secrets its git credential helper may
+// ask for, and its ports' preview URLs. Every method takes the workspace id first, as the adapter's own methods do.
 
 import type { Readable } from "node:stream";
 
@@ -9,9 +9,12 @@ import type {
   ByteRange,
   DeletedFile,
   DeletedSecret,
+  ExposedPort,
+  ExposePortOptions,
   FileEntry,
   FileEvent,
   FileList,
+  PortList,
   Secret,
   SetSecretRequest,
   WriteFileOptions,
@@ -126,5 +129,28 @@ export class WorkspaceSecrets {
   /** Revoked at once. */
   delete(workspaceId: string, name: string): Promise<DeletedSecret> {
     return this.client.deleteSecret(workspaceId, name);
+  }
+}
+
+/**
+ * Previews: a port inside a workspace given a URL of its own (docs/api.md, "Previews"). Needs a
+ * controller with `--preview-listen` and a workspace with its own network (a container).
+ */
+export class WorkspacePorts {
+  constructor(private readonly client: StationClient) {}
+
+  /** `{url, host, token, openUrl, expiresAt, …}`; the token only in this answer. */
+  expose(workspaceId: string, port: number, options: ExposePortOptions = {}): Promise<ExposedPort> {
+    return this.client.exposePort(workspaceId, port, options);
+  }
+
+  /** `{exposed, listening}`. */
+  list(workspaceId: string): Promise<PortList> {
+    return this.client.ports(workspaceId);
+  }
+
+  /** Its URL answers 404 from now on. */
+  revoke(workspaceId: string, port: number): Promise<void> {
+    return this.client.revokePort(workspaceId, port);
   }
 }

@@ -162,6 +162,7 @@ export class Transport {
     });
     const ok = accept ? accept(status) : status >= 200 && status < 300;
     if (!ok) throw errorFromBody(status, text, `${method} ${path}`);
+    if (status === 204) return undefined as T; // No Content (a port's DELETE)
     try {
       return JSON.parse(text) as T;
     } catch {

@@ -648,6 +648,58 @@ export interface DeletedSecret {
   deleted: true;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Previews: a port of a workspace given a URL of its own (docs/api.md, "Previews")
+
+/** `POST …/ports` (`exposePort`'s options). */
+export interface ExposePortOptions {
+  /** No token needed to open the URL. Default false: token access. */
+  public?: boolean;
+  /** The URL stops working after this. Default 24 hours, at most 30 days. */
+  expiresInMs?: number;
+}
+
+/**
+ * An exposed port. `host` is its own DNS label under the controller's preview domain, `url`
+ * opens it (a request whose Host matches no live exposure is 404, like an expired or revoked
+ * one).
+ */
+export interface PortExposure {
+  port: number;
+  host: string;
+  url: string;
+  access: "token" | "public";
+  expiresAt: string;
+  createdAt: string;
+}
+
+/**
+ * `exposePort`'s answer. Token access: `token` (shown this once; send `Authorization: Bearer
+ * TOKEN`) and `openUrl`, the link a browser opens once (the preview sets a cookie of that host
+ * and redirects to `url`). Public access: neither.
+ */
+export interface ExposedPort extends PortExposure {
+  token?: string;
+  openUrl?: string;
+}
+
+/** A TCP socket listening in the workspace's network namespace. */
+export interface ListeningPort {
+  port: number;
+  /** The address it is bound to: `0.0.0.0`, `127.0.0.1`, `::`, … */
+  address: string;
+  proto: string;
+  /** As the workspace sees it; null when no process of the workspace holds the socket. */
+  pid: number | null;
+  command: string | null;
+}
+
+/** `GET …/ports`: the exposures (never their tokens) and what listens. */
+export interface PortList {
+  exposed: PortExposure[];
+  listening: ListeningPort[];
+}
+
 /** What an event is about (GET /v1/events, `types` filter). */
 export type EventType = "workspace" | "run" | "service" | "terminal";
 

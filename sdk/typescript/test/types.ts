@@ -1,7 +1,7 @@
 // Type-level checks (`npm run typecheck`, no output): the seed's example compiles as written,
 // and the result types narrow as documented.
 import type { Readable } from "node:stream";
-import type { FileEntry, FileEvent, Secret, SetSecretRequest } from "station-sandbox";
+import type { ExposedPort, FileEntry, FileEvent, ListeningPort, PortList, Secret, SetSecretRequest } from "station-sandbox";
 import { ContainerSandboxAdapter } from "station-sandbox/container";
 import { HostSandboxAdapter, type EgressRule, type SandboxAttempt, type SandboxRun, type StationError } from "station-sandbox/host";
 
@@ -99,3 +99,17 @@ export async function filesAndSecrets(sandboxes: HostSandboxAdapter, id: string)
 
 // @ts-expect-error: a secret needs its value
 export const noValue: SetSecretRequest = { host: "github.com" };
+
+// Previews: expose's answer has the token and openUrl, a list's exposures never do.
+export async function previews(sandboxes: ContainerSandboxAdapter, id: string): Promise<string[]> {
+  const e: ExposedPort = await sandboxes.ports.expose(id, 3000, { expiresInMs: 3_600_000 });
+  const pub: ExposedPort = await sandboxes.ports.expose(id, 3001, { public: true });
+  const list: PortList = await sandboxes.ports.list(id);
+  const l: ListeningPort | undefined = list.listening[0];
+  const out = [e.url, e.openUrl ?? "", e.token ?? "", pub.access, String(l?.pid ?? "-")];
+  // @ts-expect-error: a listed exposure carries no token
+  out.push(list.exposed[0]!.token);
+  const none: void = await sandboxes.ports.revoke(id, 3000);
+  void none;
+  return out;
+}

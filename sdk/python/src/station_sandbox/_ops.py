@@ -262,6 +262,54 @@ def attempt_parts(a: Attempt) -> list[tuple[str, Optional[bytes], Optional[bytes
                                          ("stderr", a.stderr, a.stderr_tail, a.stderr_bytes))]
 
 
+# -- previews (docs/api.md, "Previews") --------------------------------------------------------
+
+PREVIEW_MAX_EXPIRES_MS = 30 * 24 * 3600 * 1000
+"""The longest ``expiresInMs`` the server takes (30 days; its default is 24 hours)."""
+
+
+def port_number(port: Any) -> int:
+    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+        raise InvalidArgument(f"port must be an integer from 1 to 65535, not {port!r}", "port")
+    return port
+
+
+def with_open_url(exposure: Any) -> Any:
+    """A token exposure with ``openUrl``: its ``url`` with ``?station_preview_token=TOKEN``, the
+    link a browser opens once (the preview sets its cookie and redirects to ``url``)."""
+    if isinstance(exposure, dict) and isinstance(exposure.get("token"), str) and \
+            isinstance(exposure.get("url"), str) and "openUrl" not in exposure:
+        exposure["openUrl"] = exposure["url"] + query({"station_preview_token": exposure["token"]})
+    return exposure
+
+
+def port_expose(ws_id: str, port: int, public: bool, expires_in_ms: Optional[int]) -> Op[Any]:
+    """POST …/ports: the exposure, with its token (token access: shown this once) and openUrl."""
+    if not isinstance(public, bool):
+        raise InvalidArgument(f"public must be True or False, not {public!r}", "public")
+    body: dict[str, Any] = {"port": port_number(port), "access": "public" if public else "token"}
+    if expires_in_ms is not None:
+        if not isinstance(expires_in_ms, int) or isinstance(expires_in_ms, bool) or \
+                not 1 <= expires_in_ms <= PREVIEW_MAX_EXPIRES_MS:
+            raise InvalidArgument(f"expires_in_ms must be an integer from 1 to "
+                                  f"{PREVIEW_MAX_EXPIRES_MS} (30 days), not {expires_in_ms!r}",
+                                  "expiresInMs")
+        body["expiresInMs"] = expires_in_ms
+    return with_open_url((yield Req("POST", ws_path(ws_id, "/ports"), body)))
+
+
+def port_list(ws_id: str) -> Op[Any]:
+    doc = yield Req("GET", ws_path(ws_id, "/ports"))
+    list_of(doc, "exposed", "GET ports")
+    list_of(doc, "listening", "GET ports")
+    return doc
+
+
+def port_revoke(ws_id: str, port: int) -> Op[None]:
+    yield Req("DELETE", ws_path(ws_id, f"/ports/{port_number(port)}"))
+    return None
+
+
 # -- events, tokens, audit ---------------------------------------------------------------------
 
 

@@ -183,6 +183,8 @@ class Transport:
                 text = self._read_body(resp, deadline, what, t)
             if not (200 <= resp.status < 300 or resp.status in req.accept):
                 raise error_from_body(resp.status, text, what)
+            if resp.status == 204:
+                return None  # No Content (a port's DELETE)
             return loads(text, what)
         finally:
             conn.close()

@@ -24,11 +24,11 @@ from ._workers import (WorkersArg, most_free, resolve_workers, state_of, unknown
 from .client import WorkspaceList, _endpoint_of, _none_answered, _unreachable_of
 from .errors import (ConnectionFailed, InvalidArgument, NotFound, PayloadTooLarge, ProtocolError, StationError,
                      Timeout, WorkerUnavailable, error_from_body, error_from_event)
-from .models import (FileEntry, FileList, Image, Network, ReadyReport, Run, Secret, Service,
-                     TerminalInfo, WorkspaceInfo)
+from .models import (FileEntry, FileList, Image, Network, PortExposure, PortList, ReadyReport,
+                     Run, Secret, Service, TerminalInfo, WorkspaceInfo)
 
 __all__ = ["AsyncClient", "AsyncWorkspace", "AsyncRunHandle", "AsyncServices",
-           "AsyncTerminals", "AsyncTerminal", "AsyncFiles"]
+           "AsyncTerminals", "AsyncTerminal", "AsyncFiles", "AsyncPorts"]
 
 AsyncOutputCallback = Callable[[Union[str, bytes], int], Union[None, Awaitable[None]]]
 AsyncGapCallback = Callable[[OutputGap], Union[None, Awaitable[None]]]
@@ -180,6 +180,8 @@ class _AsyncTransport:
             raise self._conn_error(what, e) from None
         if not (200 <= ans.status < 300 or ans.status in req.accept):
             raise error_from_body(ans.status, text, what)
+        if ans.status == 204:
+            return None  # No Content (a port's DELETE)
         return loads(text, what)
 
     async def drive(self, op: Op[T]) -> T:
@@ -825,6 +827,24 @@ class AsyncSecrets:
         return await self._t.drive(_ops.simple("DELETE", ws_path(self._ws.id, f"/secrets/{seg(name)}")))  # type: ignore[no-any-return]
 
 
+class AsyncPorts:
+    """A workspace's previews (see :class:`station_sandbox.Ports`)."""
+
+    def __init__(self, workspace: "AsyncWorkspace") -> None:
+        self._ws = workspace
+        self._t = workspace._t
+
+    async def expose(self, port: int, public: bool = False,
+                     expires_in_ms: Optional[int] = None) -> PortExposure:
+        return await self._t.drive(_ops.port_expose(self._ws.id, port, public, expires_in_ms))  # type: ignore[no-any-return]
+
+    async def list(self) -> PortList:
+        return await self._t.drive(_ops.port_list(self._ws.id))  # type: ignore[no-any-return]
+
+    async def revoke(self, port: int) -> None:
+        await self._t.drive(_ops.port_revoke(self._ws.id, port))
+
+
 class AsyncWorkspace(WorkspaceInfo):
     """A workspace (see :class:`station_sandbox.Workspace`)."""
 
@@ -836,6 +856,7 @@ class AsyncWorkspace(WorkspaceInfo):
         self.terminals = AsyncTerminals(self)
         self.files = AsyncFiles(self)
         self.secrets = AsyncSecrets(self)
+        self.ports = AsyncPorts(self)
 
     async def __aenter__(self) -> "AsyncWorkspace":
         return self

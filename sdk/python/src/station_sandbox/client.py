@@ -20,11 +20,11 @@ from ._wire import (DEFAULT_TIMEOUT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_T
                     query, resolve_endpoint, seg, ws_close_payload, ws_frame)
 from .errors import (ConnectionFailed, InvalidArgument, PayloadTooLarge, ProtocolError, StationError, Timeout,
                      WorkerUnavailable, error_from_event)
-from .models import (FileEntry, FileList, Image, Network, ReadyReport, Run, Secret,
-                     Service, TerminalInfo, WorkspaceInfo)
+from .models import (FileEntry, FileList, Image, Network, PortExposure, PortList, ReadyReport,
+                     Run, Secret, Service, TerminalInfo, WorkspaceInfo)
 
 __all__ = ["Client", "Workspace", "WorkspaceList", "RunHandle", "Services", "Terminals",
-           "Terminal", "Files", "Images", "Secrets", "OutputCallback", "READ_MAX_BYTES"]
+           "Terminal", "Files", "Images", "Secrets", "Ports", "OutputCallback", "READ_MAX_BYTES"]
 
 OutputCallback = Callable[[Union[str, bytes], int], None]
 """``callback(data, offset)``: a chunk of live output and its position in the stream."""
@@ -697,6 +697,34 @@ class Secrets:
         return self._t.drive(_ops.simple("DELETE", ws_path(self._ws.id, f"/secrets/{seg(name)}")))  # type: ignore[no-any-return]
 
 
+class Ports:
+    """A workspace's previews (docs/api.md, "Previews"): a port inside it given a URL of its
+    own, reached through the controller's preview listener inside the workspace's network (a
+    server bound to 127.0.0.1 included). Needs a controller with ``--preview-listen`` and a
+    container workspace: else :class:`Conflict`."""
+
+    def __init__(self, workspace: "Workspace") -> None:
+        self._ws = workspace
+        self._t = workspace._t
+
+    def expose(self, port: int, public: bool = False,
+               expires_in_ms: Optional[int] = None) -> PortExposure:
+        """Exposes ``port`` until ``expires_in_ms`` from now (default 24 hours, at most 30
+        days). Token access unless ``public``: the answer's ``token`` (shown this once) opens
+        ``url`` as ``Authorization: Bearer TOKEN``, and ``openUrl`` opens it in a browser.
+        :class:`Conflict` when the port is exposed already."""
+        return self._t.drive(_ops.port_expose(self._ws.id, port, public, expires_in_ms))  # type: ignore[no-any-return]
+
+    def list(self) -> PortList:
+        """The exposed ports (without tokens) and the TCP ports listening in the workspace."""
+        return self._t.drive(_ops.port_list(self._ws.id))  # type: ignore[no-any-return]
+
+    def revoke(self, port: int) -> None:
+        """Ends the exposure of ``port``: its URL answers 404 from now on. :class:`NotFound`
+        when it is not exposed."""
+        self._t.drive(_ops.port_revoke(self._ws.id, port))
+
+
 class Workspace(WorkspaceInfo):
     """A workspace: its attributes as last fetched (``refresh()``), and what runs in it."""
 
@@ -708,6 +736,7 @@ class Workspace(WorkspaceInfo):
         self.terminals = Terminals(self)
         self.files = Files(self)
         self.secrets = Secrets(self)
+        self.ports = Ports(self)
 
     def __enter__(self) -> "Workspace":
         return self

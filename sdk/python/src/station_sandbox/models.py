@@ -391,6 +391,39 @@ class Secret(TypedDict, total=False):
     updatedAt: str
 
 
+class PortExposure(TypedDict, total=False):
+    """A port of a workspace opened through the controller's preview listener
+    (``ws.ports.expose()``, ``ws.ports.list()["exposed"]``): ``url`` (``host`` its one DNS
+    label of its own under the preview domain), ``access`` ``"token"`` or ``"public"``,
+    ``expiresAt``, ``createdAt``. A token exposure's ``token`` is in expose's answer only (send
+    ``Authorization: Bearer TOKEN``), and ``openUrl`` beside it: the link a browser opens once
+    (the preview sets its cookie and redirects to ``url``)."""
+    port: int
+    host: str
+    url: str
+    access: str
+    token: str
+    openUrl: str
+    expiresAt: str
+    createdAt: str
+
+
+class ListeningPort(TypedDict, total=False):
+    """A TCP socket listening in the workspace's network: ``address`` it is bound to, ``pid``
+    as the workspace sees it (None when no process of the workspace holds it), ``command``."""
+    port: int
+    address: str
+    proto: str
+    pid: Optional[int]
+    command: str
+
+
+class PortList(TypedDict):
+    """``ws.ports.list()``: the exposures (without tokens) and the listening sockets."""
+    exposed: list[PortExposure]
+    listening: list[ListeningPort]
+
+
 class Denial(TypedDict, total=False):
     """A destination the network refused: ``address``, ``port`` (0 when the protocol has none)
     and ``proto``; for a refused DNS query the resolver's address, port 53, ``udp`` and the
