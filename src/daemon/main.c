@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <linux/sched.h>
@@ -28,6 +30,7 @@
 #include "basic/util.h"
 #include "event/event.h"
 #include "api/http.h"
+#include "api/preview.h"
 #include "domain/auth.h"
 #include "image/image.h"
 #include "manager.h"
@@ -38,6 +41,7 @@
 
 #define DEFAULT_ROOT "/var/lib/station-sandbox"
 #define MAX_LISTENERS 8
+#define MAX_PREVIEW_LISTENERS 4
 #define MAX_IMPORT_DIRS 16
 
 #define MAX_SECCOMP_DIRS 16
@@ -90,6 +94,15 @@ struct options {
 	const char *workspace_proxy_url;
 	const char *workspace_no_proxy;
 	struct workspace_proxy workspace_proxy;
+	/* --preview-*: the listeners as given, bound before the manager is made (a port 0
+	 * becomes the port the URLs name); domain and URL into mc by setup_previews() */
+	const char *preview_listen[MAX_PREVIEW_LISTENERS];
+	size_t n_preview_listen;
+	int preview_fds[MAX_PREVIEW_LISTENERS];
+	const char *preview_domain;
+	const char *preview_url;
+	char preview_host[256];
+	struct preview_config preview;
 };
 
 static void usage(FILE *f)
@@ -129,6 +142,10 @@ static void usage(FILE *f)
 		"                        [--admin-token-file PATH] [--audit-kept N]\n"
 		"                        [--workspace-ca FILE] [--workspace-proxy http://HOST:PORT]\n"
 		"                        [--workspace-no-proxy LIST] [--workspace-proxy-restricted]\n"
+		"                        [--preview-listen tcp:HOST:PORT]... [--preview-domain NAME]\n"
+		"                        [--preview-url http[s]://HOST[:PORT]]\n"
+		"                        [--preview-max-connections N] [--preview-workspace-connections N]\n"
+		"                        [--preview-port-connections N] [--preview-idle-timeout-ms N]\n"
 		"\n"
 		"--lxcfs auto (the default) starts lxcfs on <root>/lxcfs when it is installed and\n"
 		"binds its /proc and /sys/devices/system/cpu views into container workspaces;\n"
@@ -161,7 +178,13 @@ static void usage(FILE *f)
 		"HTTP(S)_PROXY and http(s)_proxy (and NO_PROXY, no_proxy: --workspace-no-proxy,\n"
 		"default " PROXY_NO_PROXY_DEFAULT ") in host and bridge workspaces, and in\n"
 		"restricted ones with --workspace-proxy-restricted (which allows the proxy's\n"
-		"address and port there); a workspace's env overrides them.\n");
+		"address and port there); a workspace's env overrides them.\n"
+		"--preview-listen serves previews of exposed workspace ports there (no API), each\n"
+		"at <label>.<domain>: --preview-domain (default preview.localhost, which browsers\n"
+		"resolve to 127.0.0.1, when every preview listener is on loopback). --preview-url\n"
+		"is what the URLs say when a reverse proxy (TLS, a wildcard certificate) is in\n"
+		"front: https://DOMAIN[:PORT]. Limits: connections in all (1024), per workspace\n"
+		"(512) and per exposed port (256); no byte either way for 5 minutes closes one.\n");
 }
 
 static void default_worker(char *buf, size_t n)
@@ -385,6 +408,13 @@ enum {
 	OPT_WORKSPACE_PROXY,
 	OPT_WORKSPACE_NO_PROXY,
 	OPT_WORKSPACE_PROXY_RESTRICTED,
+	OPT_PREVIEW_LISTEN,
+	OPT_PREVIEW_DOMAIN,
+	OPT_PREVIEW_URL,
+	OPT_PREVIEW_MAX_CONNECTIONS,
+	OPT_PREVIEW_WORKSPACE_CONNECTIONS,
+	OPT_PREVIEW_PORT_CONNECTIONS,
+	OPT_PREVIEW_IDLE_TIMEOUT,
 };
 
 static void pool_bufs_free(struct options **o)
@@ -698,6 +728,182 @@ static int setup_workspace_egress(struct options *o, char **ret_pem)
 	return 0;
 }
 
+static int listen_tcp(const char *spec);
+
+/* --preview-*: previews of exposed ports on listeners of their own. */
+static int parse_preview_option(struct options *o, int c, const char *arg)
+{
+	uint64_t v;
+
+	switch (c) {
+	case OPT_PREVIEW_LISTEN:
+		if (o->n_preview_listen == MAX_PREVIEW_LISTENERS || strncmp(arg, "tcp:", 4) != 0) {
+			fprintf(stderr,
+				"station-sandboxd: --preview-listen takes tcp:HOST:PORT (at most "
+				"%d)\n",
+				MAX_PREVIEW_LISTENERS);
+			return -EINVAL;
+		}
+		o->preview_listen[o->n_preview_listen++] = arg;
+		return 0;
+	case OPT_PREVIEW_DOMAIN:
+		o->preview_domain = arg;
+		return 0;
+	case OPT_PREVIEW_URL:
+		o->preview_url = arg;
+		return 0;
+	case OPT_PREVIEW_IDLE_TIMEOUT:
+		if (parse_number("--preview-idle-timeout-ms", arg, 86400000, &v) < 0 || v == 0)
+			return -EINVAL;
+		o->preview.idle_timeout_ms = v;
+		return 0;
+	default:
+		if (parse_number("--preview-*-connections", arg, 1 << 20, &v) < 0 || v == 0)
+			return -EINVAL;
+		*(c == OPT_PREVIEW_MAX_CONNECTIONS ? &o->preview.max_connections :
+		  c == OPT_PREVIEW_WORKSPACE_CONNECTIONS ?
+						     &o->preview.max_per_workspace :
+						     &o->preview.max_per_exposure) = (unsigned)v;
+		return 0;
+	}
+}
+
+/* A DNS name: labels of letters, digits and '-', lower-cased into out. */
+static bool dns_name_valid(const char *s, size_t n, char *out, size_t out_size)
+{
+	if (n == 0 || n >= out_size || n > 200 || s[0] == '.' || s[n - 1] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+		if (ch >= 'A' && ch <= 'Z')
+			ch = (char)(ch - 'A' + 'a');
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+		      (ch == '.' && s[i + 1] != '.')))
+			return false;
+		out[i] = ch;
+	}
+	out[n] = 0;
+	return true;
+}
+
+/* Whether the listening socket fd is bound to a loopback address; its port into *port. */
+static bool socket_loopback(int fd, uint16_t *port)
+{
+	struct sockaddr_storage sa;
+	socklen_t sl = sizeof sa;
+	if (getsockname(fd, (struct sockaddr *)&sa, &sl) < 0)
+		return false;
+	if (sa.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)&sa;
+		*port = ntohs(in->sin_port);
+		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	}
+	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&sa;
+	*port = ntohs(in6->sin6_port);
+	return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+}
+
+/* Binds the preview listeners and fills mc's preview_* from --preview-domain, --preview-url
+ * and the first listener's port: before the manager is made. Nothing to do without
+ * --preview-listen (the other --preview-* flags are refused then). */
+static int setup_previews(struct options *o)
+{
+	bool loopback = true;
+	uint16_t port = 0;
+
+	for (size_t i = 0; i < MAX_PREVIEW_LISTENERS; i++)
+		o->preview_fds[i] = -1;
+	if (!o->n_preview_listen) {
+		if (o->preview_domain || o->preview_url) {
+			fprintf(stderr, "station-sandboxd: --preview-domain and --preview-url need "
+					"--preview-listen\n");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	for (size_t i = 0; i < o->n_preview_listen; i++) {
+		uint16_t p = 0;
+		int fd = listen_tcp(o->preview_listen[i] + 4);
+		if (fd < 0) {
+			fprintf(stderr, "station-sandboxd: cannot listen on \"%s\": %s\n",
+				o->preview_listen[i],
+				fd == -EINVAL ? "use tcp:HOST:PORT" : strerror(-fd));
+			return fd;
+		}
+		o->preview_fds[i] = fd;
+		loopback &= socket_loopback(fd, &p);
+		if (i == 0)
+			port = p;
+	}
+	const char *scheme = "http";
+	if (o->preview_url) {
+		const char *u = o->preview_url, *host;
+		if (strncmp(u, "https://", 8) == 0)
+			scheme = "https", host = u + 8;
+		else if (strncmp(u, "http://", 7) == 0)
+			host = u + 7;
+		else
+			host = NULL;
+		size_t n = host ? strcspn(host, ":/") : 0;
+		uint64_t v = 0;
+		const char *rest = host ? host + n : NULL;
+		if (rest && *rest == ':') {
+			char num[8] = "";
+			size_t k = strcspn(rest + 1, "/");
+			if (k == 0 || k >= sizeof num)
+				host = NULL;
+			else {
+				memcpy(num, rest + 1, k);
+				if (parse_u64(num, 65535, &v) < 0 || v == 0)
+					host = NULL;
+				rest += 1 + k;
+			}
+		}
+		if (!host || (*rest && strcmp(rest, "/") != 0) ||
+		    !dns_name_valid(host, n, o->preview_host, sizeof o->preview_host)) {
+			fprintf(stderr,
+				"station-sandboxd: --preview-url is http[s]://DOMAIN[:PORT], the "
+				"address previews are reached at: \"%s\"\n",
+				u);
+			return -EINVAL;
+		}
+		port = (uint16_t)v;
+	} else if (o->preview_domain) {
+		if (!dns_name_valid(o->preview_domain, strlen(o->preview_domain), o->preview_host,
+				    sizeof o->preview_host)) {
+			fprintf(stderr,
+				"station-sandboxd: --preview-domain is a DNS name: \"%s\"\n",
+				o->preview_domain);
+			return -EINVAL;
+		}
+	} else if (loopback) {
+		snprintf(o->preview_host, sizeof o->preview_host, "preview.localhost");
+	} else {
+		fprintf(stderr,
+			"station-sandboxd: a --preview-listen off loopback needs "
+			"--preview-domain or --preview-url (the name its previews are under)\n");
+		return -EINVAL;
+	}
+	if (o->preview_url && o->preview_domain) {
+		char d[256];
+		if (!dns_name_valid(o->preview_domain, strlen(o->preview_domain), d, sizeof d) ||
+		    strcmp(d, o->preview_host) != 0) {
+			fprintf(stderr, "station-sandboxd: --preview-domain differs from "
+					"--preview-url's host: give one\n");
+			return -EINVAL;
+		}
+	}
+	if ((strcmp(scheme, "http") == 0 && port == 80) ||
+	    (strcmp(scheme, "https") == 0 && port == 443))
+		port = 0;
+	o->mc.preview_domain = o->preview_host;
+	o->mc.preview_scheme = scheme;
+	o->mc.preview_port = port;
+	o->preview.domain = o->preview_host;
+	o->preview.https = strcmp(scheme, "https") == 0;
+	return 0;
+}
+
 /* The options that loosen or tighten what a workspace may do on this worker. */
 static int parse_safety_option(struct options *o, int c, const char *arg)
 {
@@ -713,6 +919,14 @@ static int parse_safety_option(struct options *o, int c, const char *arg)
 	case OPT_WORKSPACE_NO_PROXY:
 	case OPT_WORKSPACE_PROXY_RESTRICTED:
 		return parse_workspace_egress_option(o, c, arg);
+	case OPT_PREVIEW_LISTEN:
+	case OPT_PREVIEW_DOMAIN:
+	case OPT_PREVIEW_URL:
+	case OPT_PREVIEW_MAX_CONNECTIONS:
+	case OPT_PREVIEW_WORKSPACE_CONNECTIONS:
+	case OPT_PREVIEW_PORT_CONNECTIONS:
+	case OPT_PREVIEW_IDLE_TIMEOUT:
+		return parse_preview_option(o, c, arg);
 	case OPT_ADAPTERS:
 		return parse_adapters(&o->mc, arg);
 	case OPT_POOL:
@@ -1030,6 +1244,15 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "workspace-proxy", required_argument, NULL, OPT_WORKSPACE_PROXY },
 		{ "workspace-no-proxy", required_argument, NULL, OPT_WORKSPACE_NO_PROXY },
 		{ "workspace-proxy-restricted", no_argument, NULL, OPT_WORKSPACE_PROXY_RESTRICTED },
+		{ "preview-listen", required_argument, NULL, OPT_PREVIEW_LISTEN },
+		{ "preview-domain", required_argument, NULL, OPT_PREVIEW_DOMAIN },
+		{ "preview-url", required_argument, NULL, OPT_PREVIEW_URL },
+		{ "preview-max-connections", required_argument, NULL, OPT_PREVIEW_MAX_CONNECTIONS },
+		{ "preview-workspace-connections", required_argument, NULL,
+		  OPT_PREVIEW_WORKSPACE_CONNECTIONS },
+		{ "preview-port-connections", required_argument, NULL,
+		  OPT_PREVIEW_PORT_CONNECTIONS },
+		{ "preview-idle-timeout-ms", required_argument, NULL, OPT_PREVIEW_IDLE_TIMEOUT },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -1299,8 +1522,9 @@ struct daemon {
 	size_t n_servers;
 	struct stat unix_sockets[MAX_LISTENERS + 1]; /* the socket files bound, by st_dev/st_ino */
 	size_t n_unix_sockets;
-	struct http_connections conns; /* all listeners together */
-	struct fleet fleet;	       /* --workers */
+	struct http_connections conns;	/* all listeners together */
+	struct preview_server *preview; /* --preview-listen */
+	struct fleet fleet;		/* --workers */
 	bool has_fleet;
 	struct event_source *signals[2];
 	int lock_fd;
@@ -1310,6 +1534,7 @@ static void daemon_free(struct daemon *d)
 {
 	for (size_t i = 0; i < d->n_servers; i++)
 		http_server_free(d->servers[i]);
+	preview_server_free(d->preview);
 	fleet_stop(&d->fleet);
 	manager_free(d->manager);
 	store_close(d->store);
@@ -1327,6 +1552,36 @@ static void on_token_revoked(void *userdata, const char *token_id)
 
 	for (size_t i = 0; i < d->n_servers; i++)
 		http_server_revoke(d->servers[i], token_id);
+}
+
+/* An exposure ended: its open preview connections end with it. */
+static void on_preview_revoked(void *userdata, const char *label)
+{
+	struct daemon *d = userdata;
+
+	preview_server_revoke(d->preview, label);
+}
+
+/* The preview listeners (bound by setup_previews()) served. */
+static int preview_start(struct daemon *d, struct options *o)
+{
+	int r;
+
+	if (!o->n_preview_listen)
+		return 0;
+	r = preview_server_new(d->loop, d->manager, &o->preview, o->preview_fds,
+			       o->n_preview_listen, &d->preview);
+	for (size_t i = 0; i < o->n_preview_listen; i++)
+		o->preview_fds[i] = -1; /* taken, or closed on failure */
+	if (r < 0) {
+		fprintf(stderr, "station-sandboxd: cannot serve previews: %s\n", strerror(-r));
+		return r;
+	}
+	manager_preview_on_revoke(d->manager, on_preview_revoked, d);
+	for (size_t i = 0; i < o->n_preview_listen; i++)
+		log_info("serving previews", "address", o->preview_listen[i], "domain",
+			 o->preview_host, NULL);
+	return 0;
 }
 
 /* path is a socket file this controller bound already (<root>/station.sock, or an earlier
@@ -1386,6 +1641,9 @@ static int add_listener(struct daemon *d, const struct options *o, const char *s
 		.mcp_listen_host = tcp ? spec + 4 : NULL,
 		.mcp_hosts = o->mcp_hosts,
 		.fleet = d->has_fleet ? &d->fleet : NULL,
+		.preview_scheme = o->mc.preview_scheme,
+		.preview_domain = o->mc.preview_domain,
+		.preview_port = o->mc.preview_port,
 	};
 	int r = http_server_new(d->loop, d->manager, fd, &hc, &d->servers[d->n_servers]);
 	if (r < 0) {
@@ -1445,6 +1703,9 @@ static int daemon_setup(struct daemon *d, struct options *o)
 	d->lock_fd = take_lock(o->root);
 	if (d->lock_fd < 0)
 		return d->lock_fd;
+	r = setup_previews(o);
+	if (r < 0)
+		return r;
 	/* Searchable, not listable, by others: a container's mapped root must reach its
 	 * workspace's rootfs and HOME. What is secret in here is 0600 on its own. */
 	if (chmod(o->root, 0711) < 0)
@@ -1496,6 +1757,9 @@ static int daemon_setup(struct daemon *d, struct options *o)
 	if (r < 0)
 		return r;
 	manager_token_on_revoke(d->manager, on_token_revoked, d);
+	r = preview_start(d, o);
+	if (r < 0)
+		return r;
 	snprintf(path, sizeof path, "unix:%s/station.sock", o->root);
 	r = add_listener(d, o, path);
 	for (size_t i = 0; r >= 0 && i < o->n_listen; i++)
@@ -1661,7 +1925,14 @@ int main(int argc, char **argv)
 	o.mc.agent_path = agent;
 	log_setup(STDERR_FILENO, o.log_format, o.log_level, "station-sandboxd");
 	signal(SIGPIPE, SIG_IGN);
-	raise_nofile(o.mc.max_workspaces, o.max_connections);
+	/* a preview connection holds two files: the client's and the workspace's */
+	uint64_t preview_files =
+		o.n_preview_listen ?
+			2ull * (o.preview.max_connections ? o.preview.max_connections : 1024) :
+			0;
+	raise_nofile(o.mc.max_workspaces,
+		     (o.max_connections ? o.max_connections : CONNECTIONS_DEFAULT_MAX) +
+			     preview_files);
 	raise_loop_priority(); /* before any thread or child is made */
 
 	struct daemon d = { .lock_fd = -1 };
