@@ -114,7 +114,8 @@ struct conn {
 	/* the request on the way */
 	bool head_request, upgrade, client_close, backend_reusable, response_head_done;
 	bool tried_ipv6;
-	uint64_t deadline;   /* CLOCK_MONOTONIC usec */
+	bool reused;	   /* the request went on a workspace connection kept from the one before */
+	uint64_t deadline; /* CLOCK_MONOTONIC usec */
 	uint64_t head_begin; /* the first byte of the head being read; 0: none yet */
 };
 
@@ -1096,11 +1097,13 @@ static void request_head(struct conn *c, size_t end)
 		return;
 	}
 	c->client_close = conn_close;
+	c->deadline = now_usec() + idle_usec(s);
 	c->up.start = end; /* the head is consumed: ours goes instead */
 	c->up.approved = end;
 	flow_set_head(&c->up, &out);
 	framing_start(&c->up.f, kind, body);
 	s->requests++;
+	c->reused = c->bfd >= 0;
 	if (c->bfd < 0) {
 		c->tried_ipv6 = false;
 		if (backend_open(c) < 0)
@@ -1110,6 +1113,38 @@ static void request_head(struct conn *c, size_t end)
 	}
 	framing_start(&c->down.f, BODY_NONE, 0);
 	c->down.f.done = false;
+}
+
+/* A Set-Cookie of the app without its Domain attribute: every cookie stays on the host of
+ * its own exposure, so no preview can set one for another's (all previews share the
+ * domain). */
+static void set_cookie_add(struct text *t, const struct header *f)
+{
+	const char *v = f->value;
+	size_t n = f->value_len, i = 0;
+	bool first = true;
+
+	text_str(t, "Set-Cookie: ");
+	while (i < n) {
+		size_t j = i;
+		while (j < n && v[j] != ';')
+			j++;
+		size_t a = i;
+		while (a < j && (v[a] == ' ' || v[a] == '\t'))
+			a++;
+		const char *eq = memchr(v + a, '=', j - a);
+		size_t nlen = eq ? (size_t)(eq - (v + a)) : j - a;
+		while (nlen > 0 && (v[a + nlen - 1] == ' ' || v[a + nlen - 1] == '\t'))
+			nlen--;
+		if (first || !token_eq(v + a, nlen, "domain")) {
+			if (!first)
+				text_add(t, "; ", 2);
+			text_add(t, v + a, j - a);
+			first = false;
+		}
+		i = j + 1;
+	}
+	text_add(t, "\r\n", 2);
 }
 
 /* A response head (down.buf[start, end)) is whole. */
@@ -1186,6 +1221,10 @@ static int response_head(struct conn *c, size_t end)
 			   header_is(f, "Proxy-Connection");
 		if ((hop && kind != BODY_TUNNEL) || (te && header_is(f, "Content-Length")))
 			continue;
+		if (header_is(f, "Set-Cookie")) {
+			set_cookie_add(&out, f);
+			continue;
+		}
 		header_add(&out, f);
 	}
 	if (!informational && kind != BODY_TUNNEL && c->client_close)
@@ -1273,12 +1312,29 @@ static void exchange_done(struct conn *c)
 	c->up.approved = c->up.start;
 }
 
+/* A kept workspace connection failed before any byte of the answer: the server closed it
+ * while it was idle. A request without a body is sent again once, on a new connection. */
+static bool retry_fresh(struct conn *c)
+{
+	if (!c->reused || c->up.f.kind != BODY_NONE || c->response_head_done || c->down.len ||
+	    c->down.head_len)
+		return false;
+	backend_close(c);
+	c->reused = false;
+	c->tried_ipv6 = false;
+	c->up.head_off = 0;
+	c->down.eof = false;
+	(void)backend_open(c); /* a failure has answered 502: the state says which */
+	return true;
+}
+
 static void conn_step(struct conn *c)
 {
 	struct preview_server *s = c->server;
 	int r;
 
-	for (int round = 0; round < 8; round++) {
+	/* every round that goes on has consumed bytes or changed the state */
+	for (int round = 0; round < 1024; round++) {
 		switch (c->state) {
 		case CONN_HEAD: {
 			/* leading empty lines before a request line are skipped (RFC 9112 §2.2) */
@@ -1344,6 +1400,8 @@ static void conn_step(struct conn *c)
 		}
 		r = flow_write(&c->up, c->bfd);
 		if (r < 0 && r != -EAGAIN) {
+			if (retry_fresh(c))
+				continue;
 			if (!c->response_head_done && c->down.len == 0) {
 				conn_page(c, 502, "Preview unavailable",
 					  "<p>The workspace's server closed the connection.</p>");
@@ -1373,6 +1431,8 @@ static void conn_step(struct conn *c)
 				continue;
 			}
 			if (c->down.eof) {
+				if (retry_fresh(c))
+					continue;
 				if (c->down.head_len > 0)
 					goto close; /* after a 1xx went out */
 				conn_page(
@@ -1496,6 +1556,8 @@ static int on_backend(struct event_source *s, int fd, uint32_t revents, void *us
 		conn_step(c);
 		return 0;
 	}
+	if (revents & EPOLLOUT)
+		conn_touch(c);
 	if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
 		ssize_t n = flow_read(&c->down, fd);
 		if (n < 0 && n != -EAGAIN) {
