@@ -28,6 +28,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "basic/cleanup.h"
@@ -51,6 +52,8 @@
 #define DRAIN_USEC (2u * 1000000) /* reading a refused client's rest before closing */
 #define TICK_USEC (500u * 1000)
 #define ACCEPT_BURST 64
+#define SPLICE_MIN (256u << 10)
+#define PIPE_SIZE (1u << 20)
 #define TOKEN_PARAM "station_preview_token"
 #define TOKEN_COOKIE "station_preview"
 
@@ -87,6 +90,12 @@ struct flow {
 	struct framing f;
 	bool eof;  /* the reading side closed */
 	bool shut; /* our write side of the other end was shut after eof */
+	/* A long run of body bytes (SPLICE_MIN and more, or a body until close) goes through a
+	 * pipe instead, with splice(2): never copied through the buffer. Only while the buffer
+	 * and head are empty, and nothing is read into the buffer while the pipe holds bytes,
+	 * so the order stays. pipe[0] < 0: none made yet. */
+	int pipe[2];
+	size_t in_pipe, pipe_cap;
 };
 
 enum conn_state {
@@ -471,7 +480,7 @@ static int flow_scan(struct flow *fl)
 
 static bool flow_pending(const struct flow *fl)
 {
-	return fl->head_off < fl->head_len || fl->start < fl->approved;
+	return fl->head_off < fl->head_len || fl->start < fl->approved || fl->in_pipe > 0;
 }
 
 static void flow_set_head(struct flow *fl, struct text *t)
@@ -496,14 +505,77 @@ static size_t flow_room(struct flow *fl)
 	return fl->cap - fl->len;
 }
 
+/* How many of the next bytes are body the framing lets through unread (0: none now). */
+static uint64_t flow_span(const struct flow *fl)
+{
+	const struct framing *f = &fl->f;
+
+	if (f->done || fl->start != fl->len || fl->head_off < fl->head_len)
+		return 0;
+	switch (f->kind) {
+	case BODY_LENGTH:
+		return f->remaining;
+	case BODY_CHUNKED:
+		return f->phase == CHUNK_DATA ? f->remaining : 0;
+	case BODY_CLOSE:
+		return UINT64_MAX;
+	default:
+		return 0; /* a tunnel's messages are small: the buffer serves them */
+	}
+}
+
+/* Whether the next read goes through the pipe (made here when first needed). */
+static bool flow_splicing(struct flow *fl)
+{
+	if (fl->in_pipe > 0)
+		return true;
+	if (flow_span(fl) < SPLICE_MIN)
+		return false;
+	if (fl->pipe[0] < 0) {
+		if (pipe2(fl->pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
+			fl->pipe[0] = fl->pipe[1] = -1;
+			return false;
+		}
+		int size = fcntl(fl->pipe[1], F_SETPIPE_SZ, PIPE_SIZE);
+		if (size < 0)
+			size = fcntl(fl->pipe[1], F_GETPIPE_SZ);
+		fl->pipe_cap = size > 0 ? (size_t)size : 65536;
+	}
+	return true;
+}
+
 /* Reads what fd has into the flow: > 0 bytes read, 0 at EOF (fl->eof set), -EAGAIN, or
  * -errno. */
 static ssize_t flow_read(struct flow *fl, int fd)
 {
+	ssize_t n;
+
+	if (flow_splicing(fl)) {
+		uint64_t span = flow_span(fl);
+		size_t want = (size_t)MIN(span ? span : 0, (uint64_t)(fl->pipe_cap - fl->in_pipe));
+		if (want == 0)
+			return -EAGAIN; /* the pipe is full, or bytes of another kind come next */
+		n = splice(fd, NULL, fl->pipe[1], NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+		if (n == 0)
+			fl->eof = true;
+		fl->in_pipe += (size_t)n;
+		if (fl->f.kind == BODY_LENGTH || fl->f.kind == BODY_CHUNKED) {
+			fl->f.remaining -= (uint64_t)n;
+			if (fl->f.remaining == 0) {
+				if (fl->f.kind == BODY_LENGTH)
+					fl->f.done = true;
+				else
+					fl->f.phase = CHUNK_DATA_END;
+			}
+		}
+		return n;
+	}
 	size_t room = flow_room(fl);
 	if (room == 0)
 		return -EAGAIN;
-	ssize_t n = read(fd, fl->buf + fl->len, room);
+	n = read(fd, fl->buf + fl->len, room);
 	if (n < 0)
 		return errno == EINTR ? -EAGAIN : -errno;
 	if (n == 0)
@@ -530,12 +602,23 @@ static int flow_write(struct flow *fl, int fd)
 	}
 	if (fl->start == fl->len)
 		fl->start = fl->approved = fl->len = 0;
+	while (fl->in_pipe > 0) {
+		ssize_t n = splice(fl->pipe[0], NULL, fd, NULL, fl->in_pipe,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+		if (n == 0)
+			return -EPIPE;
+		fl->in_pipe -= (size_t)n;
+	}
 	return 0;
 }
 
-/* Whether a read can find room (flow_room() makes it). */
+/* Whether a read can find room (flow_room() makes it, or the pipe has it). */
 static bool flow_can_read(const struct flow *fl)
 {
+	if (fl->in_pipe > 0)
+		return fl->in_pipe < fl->pipe_cap && flow_span(fl) > 0;
 	return fl->len < fl->cap || fl->start > 0;
 }
 
@@ -574,6 +657,12 @@ static void conn_free(struct conn *c)
 	free(c->up.head);
 	free(c->down.buf);
 	free(c->down.head);
+	for (int i = 0; i < 2; i++) {
+		if (c->up.pipe[i] >= 0)
+			close(c->up.pipe[i]);
+		if (c->down.pipe[i] >= 0)
+			close(c->down.pipe[i]);
+	}
 	LIST_REMOVE(&s->conns, c);
 	free(c);
 	s->n_conns--;
@@ -1612,6 +1701,7 @@ static int on_accept(struct event_source *src, int fd, uint32_t revents, void *u
 		c->bfd = -1;
 		c->up.cap = UP_BUFFER;
 		c->down.cap = DOWN_BUFFER;
+		c->up.pipe[0] = c->up.pipe[1] = c->down.pipe[0] = c->down.pipe[1] = -1;
 		if (sa.ss_family == AF_INET)
 			inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, c->peer,
 				  sizeof c->peer);
