@@ -30,6 +30,10 @@ static int idempotency_scope(const struct route_match *m, const char *tenant, ch
 		what = "services";
 		k = snprintf(buf, n, "/v1/workspaces/%s/%s", m->ws_id, what);
 		break;
+	case EP_PORT_EXPOSE:
+		what = "ports";
+		k = snprintf(buf, n, "/v1/workspaces/%s/%s", m->ws_id, what);
+		break;
 	case EP_TERMINAL_CREATE:
 		what = "terminals";
 		k = snprintf(buf, n, "/v1/workspaces/%s/%s", m->ws_id, what);

@@ -1075,6 +1075,38 @@ int validate_service_spec(json_t *body, struct service_spec *ret, struct station
 	return 0;
 }
 
+/* ---- ports --------------------------------------------------------------------------------- */
+
+int validate_port_spec(json_t *body, struct port_spec *ret, struct station_error *e)
+{
+	static const char *const known[] = { "port", "access", "expiresInMs", NULL };
+	struct port_spec s = {};
+	const char *access = NULL;
+	uint64_t port = 0;
+	int r;
+
+	r = check_known_fields(body, known, e);
+	if (r >= 0)
+		r = get_uint(body, "port", 1, 65535, &port, e);
+	if (r == 0)
+		return station_error_set(e, -EINVAL, "port",
+					 "field \"port\" is required: the workspace's TCP port, 1 "
+					 "to 65535");
+	if (r >= 0)
+		r = get_string(body, "access", 16, false, &access, NULL, e);
+	if (r > 0 && strcmp(access, "token") != 0 && strcmp(access, "public") != 0)
+		r = station_error_set(e, -EINVAL, "access",
+				      "field \"access\" must be \"token\" or \"public\"");
+	if (r >= 0)
+		r = get_uint(body, "expiresInMs", 1, PREVIEW_MAX_EXPIRES_MS, &s.expires_in_ms, e);
+	if (r < 0)
+		return r;
+	s.port = (uint16_t)port;
+	s.public = access && strcmp(access, "public") == 0;
+	*ret = s;
+	return 0;
+}
+
 /* ---- files --------------------------------------------------------------------------------- */
 
 int validate_file_mode(const char *field, const char *s, uint64_t *ret, struct station_error *e)

@@ -89,6 +89,11 @@ int validate_run_spec(json_t *body, struct run_spec *ret, uint8_t **ret_stdin,
  * Errors name the field, nested ones with a dot ("restart.policy"). */
 int validate_service_spec(json_t *body, struct service_spec *ret, struct station_error *e);
 
+/* Fills *ret from a POST …/ports body (docs/api.md, "Previews"): port 1-65535 (required),
+ * access "token" (the default) or "public", expiresInMs 1 to PREVIEW_MAX_EXPIRES_MS (absent:
+ * 0, the default); unknown fields refused. */
+int validate_port_spec(json_t *body, struct port_spec *ret, struct station_error *e);
+
 /* Terminals (docs/api.md, "Terminals"): cols and rows 1-10000. */
 #define API_MAX_TERMINAL_SIZE 10000u
 

@@ -695,6 +695,31 @@ int manager_secret_delete(struct manager *m, const char *ws_id, const char *name
 	return station_error_set(e, -ENOENT, NULL, "secret \"%s\" not found", name);
 }
 
+int manager_port_expose(struct manager *m, const char *ws_id, const struct port_spec *spec,
+			json_t **ret, struct station_error *e)
+{
+	return station_error_set(e, -EBUSY, NULL,
+				 "previews are off: start the controller with --preview-listen");
+}
+
+int manager_port_list(struct manager *m, const char *ws_id, json_t **ret, struct station_error *e)
+{
+	*ret = json_pack("{s:[],s:[]}", "exposed", "listening");
+	return 0;
+}
+
+int manager_port_get(struct manager *m, const char *ws_id, uint16_t port, json_t **ret,
+		     struct station_error *e)
+{
+	return station_error_set(e, -ENOENT, NULL, "port %u is not exposed", (unsigned)port);
+}
+
+int manager_port_revoke(struct manager *m, const char *ws_id, uint16_t port,
+			struct station_error *e)
+{
+	return station_error_set(e, -ENOENT, NULL, "port %u is not exposed", (unsigned)port);
+}
+
 int manager_secret_for_host(struct manager *m, const char *ws_id, const char *protocol,
 			    const char *host, char **ret_name, char **ret_username,
 			    char **ret_password)
