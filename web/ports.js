@@ -25,6 +25,16 @@ function openUrlOf(answer) {
 	return u.href;
 }
 
+// Whether url's host is on this page's site (its last two labels; an address is a site of
+// its own): roughly the browser's rule for sending a SameSite cookie from a frame.
+function sameSite(url) {
+	const here = location.hostname;
+	const there = new URL(url).hostname;
+	if (/^[\d.]+$|:/.test(here) || !here.includes('.')) return here === there;
+	const site = here.split('.').slice(-2).join('.');
+	return there === site || there.endsWith('.' + site);
+}
+
 function accessSelect(id) {
 	return h('select', { id, 'aria-label': 'access' },
 		h('option', { value: 'token', selected: true }, 'token'),
@@ -96,11 +106,15 @@ export function portsTab(root, ctx, wsPath) {
 
 	const frameTitle = h('span.mono#port-frame-url');
 	const frameNote = h('div.error#port-frame-error', { hidden: true, role: 'alert' });
+	// A browser keeps a cookie set in a frame of another site: a token preview framed here
+	// then asks for its token on every page (the cookie the token sets never comes back).
+	const frameHint = h('p.muted#port-frame-hint', { hidden: true },
+		'This dashboard and the preview are on different sites, so the browser does not let the frame keep the preview\'s cookie: a token preview may ask for its token here. Open it in a new tab, expose it public, or serve the dashboard under the same domain as the previews.');
 	const frameSlot = h('div.port-frame-slot');
 	const frameCard = h('section.card#port-frame-card', { hidden: true },
 		h('div.card-head', h('h2', 'Preview ', frameTitle),
 			h('div.actions', h('button#port-frame-close', { type: 'button', on: { click: () => closeFrame() } }, 'Close'))),
-		frameNote, frameSlot);
+		frameNote, frameHint, frameSlot);
 
 	replace(root,
 		err,
@@ -129,6 +143,7 @@ export function portsTab(root, ctx, wsPath) {
 		framed = x.host;
 		showError(frameNote, null);
 		replace(frameTitle, x.url);
+		frameHint.hidden = !(x.access === 'token' && !sameSite(x.url));
 		// No top navigation from the preview, nor the parent's origin (it is another origin anyway).
 		replace(frameSlot, h('iframe#port-frame', {
 			src: held.get(x.host) ?? x.url, title: 'preview of port ' + x.port,
