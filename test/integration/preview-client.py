@@ -18,9 +18,10 @@ when the exchange went as the app (test/helpers/preview-app.c) answers, 1 when n
   preview-client.py flood PORT HOST N [--token T]
       N connections open at once, then GET /bytes?n=4096 on each: served=<200 with the right
       body> refused=<503> bad=<anything else: reset, hang (30 s), other status>
-  preview-client.py raw PORT [--wait S]
-      sends stdin's bytes as they are, then reads until the peer closes (or S seconds, default
-      5): status=<code> per response head seen, closed=1|0, and the bytes as body=<repr>
+  preview-client.py raw PORT [--wait S] [--shut]
+      sends stdin's bytes as they are (--shut: then ends its sending side), then reads until the
+      peer closes (or S seconds, default 5): status=<code> per response head seen, closed=1|0
+      (reset=1 when it reset), and the bytes as body=<repr>
 """
 
 import base64
@@ -353,9 +354,11 @@ def cmd_flood(port, host, n, token):
     return 0 if not bad else 1
 
 
-def cmd_raw(port, wait):
+def cmd_raw(port, wait, shut):
     conn = Conn(port, timeout=wait)
     conn.sock.sendall(sys.stdin.buffer.read())
+    if shut:
+        conn.sock.shutdown(socket.SHUT_WR)
     data, closed, end = b"", 0, time.monotonic() + wait
     while time.monotonic() < end:
         conn.sock.settimeout(max(0.01, end - time.monotonic()))
@@ -381,7 +384,7 @@ def cmd_raw(port, wait):
 
 def main(argv):
     args = list(argv)
-    token, chunked, wait = None, False, 5.0
+    token, chunked, wait, shut = None, False, 5.0, False
     if "--token" in args:
         i = args.index("--token")
         token = args[i + 1]
@@ -389,6 +392,9 @@ def main(argv):
     if "--chunked" in args:
         args.remove("--chunked")
         chunked = True
+    if "--shut" in args:
+        args.remove("--shut")
+        shut = True
     if "--wait" in args:
         i = args.index("--wait")
         wait = float(args[i + 1])
@@ -397,7 +403,7 @@ def main(argv):
         raise Usage()
     cmd, port = args[0], int(args[1])
     if cmd == "raw" and len(args) == 2:
-        return cmd_raw(port, wait)
+        return cmd_raw(port, wait, shut)
     if cmd == "ws" and len(args) == 3:
         return cmd_ws(port, args[2], token)
     if len(args) != 4:
