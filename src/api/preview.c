@@ -880,6 +880,17 @@ static int backend_open(struct conn *c)
 	int fd, r;
 
 	r = manager_preview_connect(s->manager, &c->target, c->tried_ipv6, &fd, &e);
+	if (r == -ECONNREFUSED && !c->tried_ipv6) {
+		/* loopback refuses at once: a server on ::1 alone is tried too */
+		c->tried_ipv6 = true;
+		e = (struct station_error){};
+		r = manager_preview_connect(s->manager, &c->target, true, &fd, &e);
+		if (r == -ECONNREFUSED || r == -EADDRNOTAVAIL || r == -ENETUNREACH ||
+		    r == -EAFNOSUPPORT)
+			snprintf(e.message, sizeof e.message,
+				 "Nothing listens on port %u in the workspace (on 127.0.0.1 or ::1)",
+				 (unsigned)c->target.port);
+	}
 	if (r < 0) {
 		/* the manager's words, escaped all the same */
 		const char *m = e.message[0] ? e.message : "The workspace cannot be reached";
