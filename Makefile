@@ -51,6 +51,8 @@ TOOLS_IMAGE_NAME ?= node-tools
 SOCKET            = $(ROOT)/station.sock
 # The dashboard and the TCP API (bearer token: $(ROOT)/admin.token), on loopback only.
 PORT             ?= 8080
+# Previews of workspace ports (<label>.preview.localhost, which browsers resolve to 127.0.0.1).
+PREVIEW_PORT     ?= 8081
 
 tools-image:
 	scripts/build-tools-image $(TOOLS_IMAGE)
@@ -61,6 +63,7 @@ run: build
 	mkdir -p $(ROOT) || exit 1; \
 	./$(DAEMON) --root $(ROOT) --adapters container --log-format text \
 		--default-image $$image --listen tcp:127.0.0.1:$(PORT) \
+		--preview-listen tcp:127.0.0.1:$(PREVIEW_PORT) \
 		--import-dir $(abspath $(TOOLS_IMAGE)) & pid=$$!; \
 	trap 'kill -TERM $$pid 2>/dev/null' INT TERM; \
 	n=0; until ./$(CLI) --socket $(SOCKET) worker >/dev/null 2>&1; do \
@@ -88,6 +91,9 @@ run: build
 	echo "                ./$(CLI) exec \$$ws -- 'npm config get prefix; id'"; \
 	echo "  with a network: ./$(CLI) create --allow registry.npmjs.org --allow github.com"; \
 	echo "                (restricted: those names only; --network bridge: the outside world)"; \
+	echo "  a preview:    ./$(CLI) service start \$$ws web -- 'python3 -m http.server 3000 --bind 127.0.0.1'"; \
+	echo "                ./$(CLI) port expose \$$ws 3000   # prints the URL (and its token, once)"; \
+	echo "                open the URL it prints: http://<label>.preview.localhost:$(PREVIEW_PORT)/"; \
 	echo "  host workspaces (no sandbox) are off: add --adapters host,container to allow them"; \
 	echo "  stop with Ctrl-C"; \
 	while :; do wait $$pid; status=$$?; kill -0 $$pid 2>/dev/null || exit $$status; done
