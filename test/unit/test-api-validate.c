@@ -9,6 +9,7 @@
 #include "basic/cleanup.h"
 #include "api/router.h"
 #include "api/validate.h"
+#include "basic/json-util.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -1249,4 +1250,65 @@ Test(terminal, size)
 	cr_assert_eq(rows, 30);
 	cr_assert_eq(validate_terminal_size(v, NULL, &cols, &rows, &e), -EINVAL, "type unknown");
 	json_decref(v);
+}
+
+/* ---- ports ---------------------------------------------------------------------------------- */
+
+static void port_bad(const char *text, const char *field)
+{
+	_cleanup_json_ json_t *b = body_ok(text);
+	struct station_error e = {};
+	struct port_spec s = {};
+
+	cr_assert_eq(validate_port_spec(b, &s, &e), -EINVAL, "%s accepted", text);
+	cr_assert_str_eq(e.field, field, "%s: field %s", text, e.field);
+}
+
+Test(ports, spec_defaults_and_bounds)
+{
+	_cleanup_json_ json_t *b = body_ok("{\"port\":3000}");
+	_cleanup_json_ json_t *p =
+		body_ok("{\"port\":65535,\"access\":\"public\",\"expiresInMs\":2592000000}");
+	struct station_error e = {};
+	struct port_spec s = {};
+
+	cr_assert_eq(validate_port_spec(b, &s, &e), 0, "%s", e.message);
+	cr_assert_eq(s.port, 3000);
+	cr_assert(!s.public);
+	cr_assert_eq(s.expires_in_ms, 0);
+	cr_assert_eq(validate_port_spec(p, &s, &e), 0, "%s", e.message);
+	cr_assert_eq(s.port, 65535);
+	cr_assert(s.public);
+	cr_assert_eq(s.expires_in_ms, PREVIEW_MAX_EXPIRES_MS);
+}
+
+Test(ports, spec_refusals_name_the_field)
+{
+	port_bad("{}", "port");
+	port_bad("{\"port\":0}", "port");
+	port_bad("{\"port\":65536}", "port");
+	port_bad("{\"port\":-1}", "port");
+	port_bad("{\"port\":\"80\"}", "port");
+	port_bad("{\"port\":80.0}", "port");
+	port_bad("{\"port\":80,\"access\":\"open\"}", "access");
+	port_bad("{\"port\":80,\"access\":null}", "access");
+	port_bad("{\"port\":80,\"expiresInMs\":0}", "expiresInMs");
+	port_bad("{\"port\":80,\"expiresInMs\":2592000001}", "expiresInMs");
+	port_bad("{\"port\":80,\"token\":\"x\"}", "token");
+}
+
+Test(ports, routes)
+{
+	struct route_match m;
+	const char *allow = NULL;
+
+	cr_assert_eq(router_match("POST", "/v1/workspaces/w1/ports", &m, &allow), 1);
+	cr_assert_eq(m.endpoint, EP_PORT_EXPOSE);
+	cr_assert_eq(router_match("GET", "/v1/workspaces/w1/ports", &m, &allow), 1);
+	cr_assert_eq(m.endpoint, EP_PORT_LIST);
+	cr_assert_eq(router_match("DELETE", "/v1/workspaces/w1/ports/3000", &m, &allow), 1);
+	cr_assert_eq(m.endpoint, EP_PORT_REVOKE);
+	cr_assert_str_eq(m.run_id, "3000");
+	cr_assert_eq(router_match("GET", "/v1/workspaces/w1/ports/3000", &m, &allow), 0);
+	cr_assert_str_eq(allow, "DELETE");
 }
