@@ -374,7 +374,7 @@ def cmd_raw(port, wait, shut):
             closed = 1
             break
         data += piece
-    for line in data.split(b"\r\n"):
+    for line in data.split(b"\n"):
         if line.startswith(b"HTTP/1.") and line[8:9] == b" ":
             print(f"status={line[9:12].decode()}")
     print(f"closed={closed}")
