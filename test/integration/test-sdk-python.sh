@@ -80,10 +80,14 @@ run_test "pip install of sdk/python into a venv" t_install_source
 ((_n_fail == 0)) || exit 1
 
 # ---------------------------------------------------------------------------------------------
-# The controller, with a TCP listener for the token tests.
+# The controller, with a TCP listener for the token tests and a preview listener.
 
-PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
-CONTROLLER_ARGS=(--listen "tcp:127.0.0.1:$PORT")
+free_port() {
+	"$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+PORT=$(free_port)
+PREVIEW_PORT=$(free_port)
+CONTROLLER_ARGS=(--listen "tcp:127.0.0.1:$PORT" --preview-listen "tcp:127.0.0.1:$PREVIEW_PORT")
 
 IMAGE_LAYOUT=
 CONTAINER_SKIP=
@@ -118,6 +122,7 @@ run_pytest() {
 			STATION_TEST_IMAGE_LAYOUT=$IMAGE_LAYOUT \
 			STATION_TEST_CONTAINER_SKIP=$CONTAINER_SKIP \
 			STATION_TEST_SECCOMP=$SRC/profiles/default.json \
+			STATION_PREVIEW=127.0.0.1:$PREVIEW_PORT \
 			STATION_EXAMPLES=$SRC/examples/python \
 			PYTHONDONTWRITEBYTECODE=1 \
 			timeout -k 10 480 "$VENV/bin/python" -m pytest -p no:cacheprovider -q \

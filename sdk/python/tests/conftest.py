@@ -5,6 +5,8 @@ STATION_URL, STATION_TOKEN a TCP listener and its admin token (TCP tests skip wi
 STATION_TEST_IMAGE_LAYOUT  an OCI layout of the busybox test image (container tests skip
                            without it; STATION_TEST_CONTAINER_SKIP says why)
 STATION_TEST_SECCOMP       the seccomp profile for container workspaces
+STATION_PREVIEW            the controller's preview listener, HOST:PORT (the preview tests
+                           skip without it)
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ URL = os.environ.get("STATION_URL", "")
 TOKEN = os.environ.get("STATION_TOKEN", "")
 IMAGE_LAYOUT = os.environ.get("STATION_TEST_IMAGE_LAYOUT", "")
 SECCOMP = os.environ.get("STATION_TEST_SECCOMP", "")
+PREVIEW = os.environ.get("STATION_PREVIEW", "")
 CONTAINER_SKIP = (os.environ.get("STATION_TEST_CONTAINER_SKIP")
                   or "no container test image (STATION_TEST_IMAGE_LAYOUT not set)")
 
