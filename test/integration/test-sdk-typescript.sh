@@ -38,10 +38,14 @@ run_test "sdk builds (npm ci, tsc, type-level checks)" t_build
 ((_n_fail == 0)) || exit 1
 
 # ---------------------------------------------------------------------------------------------
-# The controller, with a TCP listener for the token tests.
+# The controller, with a TCP listener for the token tests and a preview listener.
 
-PORT=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
-CONTROLLER_ARGS=(--listen "tcp:127.0.0.1:$PORT")
+free_port() {
+	node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })'
+}
+PORT=$(free_port)
+PREVIEW_PORT=$(free_port)
+CONTROLLER_ARGS=(--listen "tcp:127.0.0.1:$PORT" --preview-listen "tcp:127.0.0.1:$PREVIEW_PORT")
 
 # The container tests: the busybox image layout (imported by the tests through the SDK), when
 # this machine can run containers; else the reason goes to the tests, which skip with it.
@@ -130,6 +134,7 @@ run_node_tests() {
 			STATION_TEST_DEFAULT_IMAGE=$DEFAULT_IMAGE \
 			STATION_TEST_CONTAINER_SKIP=$CONTAINER_SKIP \
 			STATION_TEST_SECCOMP=$SRC/profiles/default.json \
+			STATION_PREVIEW=127.0.0.1:$PREVIEW_PORT \
 			timeout -k 10 300 node --test --test-reporter=tap test/*.test.mjs 2>&1
 		echo $? >"$TMP/node-rc"
 	)

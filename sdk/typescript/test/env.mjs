@@ -5,6 +5,7 @@
 //   STATION_TEST_IMAGE_LAYOUT  an OCI layout of the busybox test image (container tests skip without it)
 //   STATION_TEST_DEFAULT_IMAGE the worker's --default-image: that image, as name@sha256:…
 //   STATION_TEST_SECCOMP       the seccomp profile for container workspaces
+//   STATION_PREVIEW            the controller's preview listener, HOST:PORT (preview tests skip without it)
 import { dirname } from "node:path";
 
 export const SOCKET = process.env.STATION_SOCKET ?? "";
@@ -13,6 +14,7 @@ export const TOKEN = process.env.STATION_TOKEN ?? "";
 export const IMAGE_LAYOUT = process.env.STATION_TEST_IMAGE_LAYOUT ?? "";
 export const DEFAULT_IMAGE = process.env.STATION_TEST_DEFAULT_IMAGE ?? "";
 export const SECCOMP = process.env.STATION_TEST_SECCOMP ?? "";
+export const PREVIEW = process.env.STATION_PREVIEW ?? "";
 export const ROOT = SOCKET ? dirname(SOCKET) : "";
 
 if (!SOCKET) throw new Error("STATION_SOCKET is not set: run test/integration/test-sdk-typescript.sh");
