@@ -2,11 +2,12 @@
 """Drives `station-sandbox mcp` over stdio with JSON-RPC (both protocol revisions) against a
 real controller and real container workspaces; prints `ok NAME` / `not ok NAME # why` lines.
 
-Usage: mcp-stdio.py CLI SOCKET IMAGE HOST_WS
-  CLI      the station-sandbox binary
-  SOCKET   the controller's unix socket
-  IMAGE    a busybox image reference (name@sha256:...) in the controller's store
-  HOST_WS  a host workspace made by the test (the MCP server must refuse it by default)
+Usage: mcp-stdio.py CLI SOCKET IMAGE HOST_WS PREVIEW_PORT
+  CLI          the station-sandbox binary
+  SOCKET       the controller's unix socket
+  IMAGE        a busybox image reference (name@sha256:...) in the controller's store
+  HOST_WS      a host workspace made by the test (the MCP server must refuse it by default)
+  PREVIEW_PORT the port of the controller's preview listener on 127.0.0.1
 
 Every wait is bounded and waits for a condition, never for time to pass."""
 
@@ -20,8 +21,9 @@ import subprocess
 import sys
 import time
 import traceback
+import urllib.parse
 
-CLI, SOCK, IMAGE, HOST_WS = sys.argv[1:5]
+CLI, SOCK, IMAGE, HOST_WS, PREVIEW_PORT = sys.argv[1:6]
 MODERN = "2026-07-28"
 FAILED = 0
 
@@ -186,7 +188,8 @@ def test(fn):
 STATE = {}
 TOOLS = {"workspace_create", "workspace_list", "workspace_get", "workspace_delete",
          "workspace_restart", "exec", "run_wait", "run_cancel", "run_output", "service_start",
-         "service_list", "service_logs", "service_stop", "file_read", "file_write", "file_list"}
+         "service_list", "service_logs", "service_stop", "file_read", "file_write", "file_list",
+         "port_expose", "port_list", "port_revoke"}
 
 
 @test
@@ -202,9 +205,12 @@ def legacy_initialize_and_tools_list(m):
     for t in tools:
         eq("object", t["inputSchema"]["type"], t["name"] + " inputSchema")
         eq("object", t["outputSchema"]["type"], t["name"] + " outputSchema")
-    for n in ("workspace_list", "workspace_get", "service_logs", "file_read", "run_output", "file_list"):
+    for n in ("workspace_list", "workspace_get", "service_logs", "file_read", "run_output", "file_list",
+              "port_list"):
         eq(True, by[n]["annotations"]["readOnlyHint"], n + " readOnlyHint")
-    for n in ("workspace_delete", "run_cancel", "service_stop"):
+    eq(False, by["port_expose"]["annotations"]["readOnlyHint"], "port_expose is not read-only")
+    eq(["workspaceId", "port"], by["port_expose"]["inputSchema"]["required"], "port_expose required")
+    for n in ("workspace_delete", "run_cancel", "service_stop", "port_revoke"):
         eq(True, by[n]["annotations"]["destructiveHint"], n + " destructiveHint")
     eq(False, by["exec"]["annotations"]["readOnlyHint"], "exec is not read-only")
     check("adapter" not in by["workspace_create"]["inputSchema"]["properties"],
@@ -406,6 +412,58 @@ def services(m):
     m.ok("service_stop", {"workspaceId": ws, "name": "web"})
     wait_until(lambda: m.ok("service_list", {"workspaceId": ws})["services"][0]["state"] == "stopped",
                "the service to stop")
+
+
+def preview_get(url, token=None):
+    """GET url through the controller's preview listener (its Host header the URL's host):
+    (status, body)."""
+    u = urllib.parse.urlsplit(url)
+    c = http.client.HTTPConnection("127.0.0.1", int(PREVIEW_PORT), timeout=30)
+    try:
+        h = {"Host": u.netloc}
+        if token:
+            h["Authorization"] = "Bearer " + token
+        c.request("GET", u.path or "/", headers=h)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+@test
+def ports(m):
+    ws = STATE["ws"]  # a container workspace with network none
+    m.ok("service_start", {"workspaceId": ws, "name": "www", "command":
+                           "mkdir -p www && echo hello-preview > www/index.html && "
+                           "exec busybox httpd -f -p 127.0.0.1:3000 -h www"})
+    wait_until(lambda: 3000 in [x["port"] for x in m.ok("port_list", {"workspaceId": ws})["listening"]],
+               "httpd listening on 3000 in port_list")
+    e = m.ok("port_expose", {"workspaceId": ws, "port": 3000, "expiresInMs": 600000})
+    eq(3000, e["port"], "port")
+    eq("token", e["access"], "token access by default")
+    check(len(e.get("token", "")) >= 16, "a token: %r" % e)
+    eq(e["url"] + "?station_preview_token=" + urllib.parse.quote(e["token"], safe=""), e["openUrl"], "openUrl")
+    # The URL answers with the token, 401 without (its positive control the line after).
+    eq(401, preview_get(e["url"])[0], "no token")
+    eq((200, b"hello-preview\n"), preview_get(e["url"], e["token"]), "through the preview with the token")
+    listed = m.ok("port_list", {"workspaceId": ws})
+    eq([3000], [x["port"] for x in listed["exposed"]], "exposed listed")
+    check("token" not in listed["exposed"][0], "a list shows no token")
+    msg = m.tool_error("port_expose", {"workspaceId": ws, "port": 3000})
+    check("exposed" in msg, "a second expose of the port is refused: %r" % msg)
+    msg = m.tool_error("port_expose", {"workspaceId": ws})
+    check("'port'" in msg, "port is required: %r" % msg)
+    msg = m.tool_error("port_expose", {"workspaceId": ws, "port": 70000})
+    check("'port'" in msg, "a port out of range is named: %r" % msg)
+    eq({"port": 3000, "revoked": True}, m.ok("port_revoke", {"workspaceId": ws, "port": 3000}), "revoke")
+    eq(404, preview_get(e["url"], e["token"])[0], "a revoked URL is 404")
+    m.tool_error("port_revoke", {"workspaceId": ws, "port": 3000})
+    p = m.ok("port_expose", {"workspaceId": ws, "port": 3000, "public": True})
+    eq("public", p["access"], "public access")
+    check("token" not in p and "openUrl" not in p, "a public exposure has no token: %r" % p)
+    eq((200, b"hello-preview\n"), preview_get(p["url"]), "public: no token needed")
+    m.ok("port_revoke", {"workspaceId": ws, "port": 3000})
+    m.ok("service_stop", {"workspaceId": ws, "name": "www"})
 
 
 @test

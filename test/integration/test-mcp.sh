@@ -2,15 +2,21 @@
 # station-sandbox mcp (issue 18): the stdio MCP server driven by JSON-RPC from mcp-stdio.py,
 # both protocol revisions, every tool against a real controller and real container workspaces
 # (the busybox image built here), a long command returning a handle, cancellation killing the
-# tree, huge and binary output, the JSON-RPC errors, the operator's limits, exit on EOF.
+# tree, huge and binary output, a port exposed and opened through the preview listener, the
+# JSON-RPC errors, the operator's limits, exit on EOF.
 . "$(dirname "$0")/container-lib.sh"
 
 command -v python3 >/dev/null || {
 	skip "$TEST_NAME" "python3 missing"
 	exit 0
 }
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-require_container_controller --listen "tcp:127.0.0.1:$PORT" --mcp --mcp-allow-host sandbox.example
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+PORT=$(free_port)
+PREVIEW_PORT=$(free_port)
+require_container_controller --listen "tcp:127.0.0.1:$PORT" --mcp --mcp-allow-host sandbox.example \
+	--preview-listen "tcp:127.0.0.1:$PREVIEW_PORT"
 new_ws HWS '{"adapter":"host"}' || {
 	not_ok "host workspace for the limits tests"
 	exit 1
@@ -27,7 +33,7 @@ py() {
 		esac
 	done < <(python3 "$SRC/test/integration/$1" "${@:2}" 2>&1)
 }
-py mcp-stdio.py "$CLI_BIN" "$SOCK" "$IMAGE" "$HWS"
+py mcp-stdio.py "$CLI_BIN" "$SOCK" "$IMAGE" "$HWS" "$PREVIEW_PORT"
 py mcp-http.py "$PORT" "$(cat "$ROOT/admin.token")" "$SOCK" "$IMAGE"
 if ((_n_fail > 0)); then
 	if [[ -s $TMP/mcp-stderr.log ]]; then
