@@ -35,6 +35,12 @@ function sameSite(url) {
 	return there === site || there.endsWith('.' + site);
 }
 
+// Whether the browser takes a Secure cookie from url: https, or a *.localhost host.
+function secureCookies(url) {
+	const u = new URL(url);
+	return u.protocol === 'https:' || u.hostname === 'localhost' || u.hostname.endsWith('.localhost');
+}
+
 function accessSelect(id) {
 	return h('select', { id, 'aria-label': 'access' },
 		h('option', { value: 'token', selected: true }, 'token'),
@@ -106,10 +112,11 @@ export function portsTab(root, ctx, wsPath) {
 
 	const frameTitle = h('span.mono#port-frame-url');
 	const frameNote = h('div.error#port-frame-error', { hidden: true, role: 'alert' });
-	// A browser keeps a cookie set in a frame of another site: a token preview framed here
-	// then asks for its token on every page (the cookie the token sets never comes back).
+	// A frame of another site keeps the preview's cookie only as a partitioned one, which must
+	// be Secure: over https, or under *.localhost. A token preview over plain http under
+	// another name asks for its token on every page in a frame.
 	const frameHint = h('p.muted#port-frame-hint', { hidden: true },
-		'This dashboard and the preview are on different sites, so the browser does not let the frame keep the preview\'s cookie: a token preview may ask for its token here. Open it in a new tab, expose it public, or serve the dashboard under the same domain as the previews.');
+		'This dashboard and the preview are on different sites and the preview is plain http, so the browser does not let the frame keep the preview\'s cookie: a token preview may ask for its token here. Open it in a new tab, expose it public, serve the previews over https, or serve the dashboard under the same domain as the previews.');
 	const frameSlot = h('div.port-frame-slot');
 	const frameCard = h('section.card#port-frame-card', { hidden: true },
 		h('div.card-head', h('h2', 'Preview ', frameTitle),
@@ -143,7 +150,7 @@ export function portsTab(root, ctx, wsPath) {
 		framed = x.host;
 		showError(frameNote, null);
 		replace(frameTitle, x.url);
-		frameHint.hidden = !(x.access === 'token' && !sameSite(x.url));
+		frameHint.hidden = !(x.access === 'token' && !sameSite(x.url) && !secureCookies(x.url));
 		// No top navigation from the preview, nor the parent's origin (it is another origin anyway).
 		replace(frameSlot, h('iframe#port-frame', {
 			src: held.get(x.host) ?? x.url, title: 'preview of port ' + x.port,

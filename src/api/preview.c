@@ -133,6 +133,7 @@ struct preview_server {
 	struct manager *manager;
 	struct preview_config cfg;
 	size_t domain_len;
+	bool localhost; /* the domain is localhost or under it */
 	int fds[8];
 	struct event_source *listeners[8];
 	size_t n_listeners;
@@ -887,9 +888,10 @@ static int backend_open(struct conn *c)
 		r = manager_preview_connect(s->manager, &c->target, true, &fd, &e);
 		if (r == -ECONNREFUSED || r == -EADDRNOTAVAIL || r == -ENETUNREACH ||
 		    r == -EAFNOSUPPORT)
-			snprintf(e.message, sizeof e.message,
-				 "Nothing listens on port %u in the workspace (on 127.0.0.1 or ::1)",
-				 (unsigned)c->target.port);
+			snprintf(
+				e.message, sizeof e.message,
+				"Nothing listens on port %u in the workspace (on 127.0.0.1 or ::1)",
+				(unsigned)c->target.port);
 	}
 	if (r < 0) {
 		/* the manager's words, escaped all the same */
@@ -1079,7 +1081,7 @@ static void request_head(struct conn *c, size_t end)
 	/* the new head: the target without the parameter; the station's cookie and bearer out */
 	struct text out = {}, fields = {};
 	char qtok[160], ctok[160] = "", btok[160] = "";
-	bool bearer_used = false;
+	bool framed = false;
 	text_add(&out, method, mlen);
 	text_add(&out, " ", 1);
 	target_strip(target, tlen, &out, qtok, sizeof qtok);
@@ -1098,9 +1100,10 @@ static void request_head(struct conn *c, size_t end)
 		    strncasecmp(f->value, "Bearer ", 7) == 0 && f->value_len - 7 < sizeof btok) {
 			memcpy(btok, f->value + 7, f->value_len - 7);
 			btok[f->value_len - 7] = 0;
-			bearer_used = true;
 			continue;
 		}
+		if (header_is(f, "Sec-Fetch-Dest") && token_eq(f->value, f->value_len, "iframe"))
+			framed = true;
 		if (header_is(f, "X-Forwarded-For")) {
 			xff = f->value;
 			xff_len = f->value_len;
@@ -1136,11 +1139,18 @@ static void request_head(struct conn *c, size_t end)
 			size_t path_len = (size_t)(strchr(out.p, ' ') - out.p) + 1;
 			const char *path = out.p + path_len;
 			const char *path_end = strchr(path, ' ');
+			/* Opened in a frame of another site (the dashboard's Open here), a Lax
+			 * cookie is never sent back: a partitioned one is, and only in frames
+			 * under that same top-level site. It must be Secure: https, or a
+			 * *.localhost name, which browsers hold secure over http. */
+			const char *attrs = t.https ? "SameSite=Lax; Secure" : "SameSite=Lax";
+			if (framed && (t.https || s->localhost))
+				attrs = "SameSite=None; Secure; Partitioned";
 			int n = snprintf(extra, sizeof extra,
 					 "Location: %.*s\r\nSet-Cookie: " TOKEN_COOKIE
-					 "=%s; Path=/; Max-Age=%llu; HttpOnly; SameSite=Lax%s\r\n",
+					 "=%s; Path=/; Max-Age=%llu; HttpOnly; %s\r\n",
 					 (int)(path_end - path), path, qtok,
-					 (unsigned long long)age, t.https ? "; Secure" : "");
+					 (unsigned long long)age, attrs);
 			free(out.p);
 			free(fields.p);
 			if (n < 0 || (size_t)n >= sizeof extra) {
@@ -1150,7 +1160,6 @@ static void request_head(struct conn *c, size_t end)
 			conn_answer(c, 302, extra, "Opening the preview", NULL);
 			return;
 		}
-		(void)bearer_used;
 	}
 
 	/* bounds */
@@ -1785,6 +1794,9 @@ int preview_server_new(struct event_loop *loop, struct manager *m, const struct 
 	if (!s->cfg.max_head_bytes || s->cfg.max_head_bytes > UP_BUFFER / 2)
 		s->cfg.max_head_bytes = s->cfg.max_head_bytes ? UP_BUFFER / 2 : DEFAULT_MAX_HEAD;
 	s->domain_len = strlen(cfg->domain);
+	s->localhost =
+		strcmp(cfg->domain, "localhost") == 0 ||
+		(s->domain_len > 10 && strcmp(cfg->domain + s->domain_len - 10, ".localhost") == 0);
 	for (size_t i = 0; i < n_fds; i++)
 		s->fds[i] = fds[i];
 	for (size_t i = 0; i < n_fds; i++) {

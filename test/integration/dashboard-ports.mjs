@@ -131,11 +131,15 @@ try {
 	await shot(tab, 'preview-tab');
 	await tab.close();
 
-	step('Open here: a token preview framed from another site');
+	step('Open here: a token preview framed from another site (its cookie partitioned)');
 	await page.click(`${exposedRow} button.port-frame`);
-	await page.waitForSelector('iframe#port-frame', { timeout: T });
-	await page.waitForSelector('#port-frame-hint:not([hidden])', { timeout: T });
-	result.tokenFrameHint = true;
+	const tokenFrameEl = await page.waitForSelector('iframe#port-frame', { timeout: T });
+	const tokenFrame = await tokenFrameEl.contentFrame();
+	await tokenFrame.waitForFunction(() => document.getElementById('ws')?.textContent === 'ws-ok', null, { timeout: T }).catch(async (e) => {
+		const text = await tokenFrame.textContent('body').catch(() => '');
+		throw new Error(`the token frame at ${tokenFrame.url()} shows "${text.slice(0, 300)}": ${e.message}`);
+	});
+	result.tokenFramed = { ws: await tokenFrame.textContent('#ws'), url: tokenFrame.url(), hint: !(await page.$eval('#port-frame-hint', (x) => x.hidden)) };
 
 	step('expose it again: 409 on the page');
 	await page.fill('#port-number', '3000');
