@@ -188,6 +188,35 @@ static void budget_api_burst(const struct row_spec *s, json_t *row, json_t *ref,
 	snprintf(v->text, sizeof v->text, "p99 <= 5 ms: %s", yes(v->met));
 }
 
+/* DESIGN §11: a request through a preview URL adds at most 0.3 ms to the p50 of the same
+ * request on a direct connection into the workspace's namespace (same run, same client). */
+static void budget_preview_rtt(const struct row_spec *s, json_t *row, json_t *ref,
+			       struct verdict *v)
+{
+	double added = num(row, "median") - num(ref, "median");
+	if (!ref || isnan(added)) {
+		v->met = -1;
+		snprintf(v->text, sizeof v->text, "added p50 <= 0.3 ms: no result");
+		return;
+	}
+	v->met = added <= 0.3;
+	snprintf(v->text, sizeof v->text, "added p50 <= 0.3 ms: %s", yes(v->met));
+}
+
+/* …and keeps at least 0.8x the direct connection's throughput. */
+static void budget_preview_rate(const struct row_spec *s, json_t *row, json_t *ref,
+				struct verdict *v)
+{
+	double ratio = num(row, "median") / num(ref, "median");
+	if (!ref || isnan(ratio)) {
+		v->met = -1;
+		snprintf(v->text, sizeof v->text, ">= 0.8x direct: no result");
+		return;
+	}
+	v->met = ratio >= 0.8;
+	snprintf(v->text, sizeof v->text, ">= 0.8x direct: %s", yes(v->met));
+}
+
 #define G_EXEC "exec round trip of `true`, client → result"
 #define G_CLI "`station-sandbox exec WS -- true` as a whole process (spawn → exit 0)"
 #define G_CREATE "workspace create → first exec possible (network none)"
@@ -201,6 +230,9 @@ static void budget_api_burst(const struct row_spec *s, json_t *row, json_t *ref,
 #define G_CMEM "idle container workspaces (busybox, runc, network none), all held at once"
 #define G_OUT "output streamed to a client: head -c N /dev/zero"
 #define G_POLL "API status polls: GET of a finished run"
+#define G_PREVIEW                                                                                  \
+	"a request through a preview URL (public, container workspace, network none) against a "   \
+	"direct connection to the app inside the workspace's namespace: same client, in turns"
 
 /* The ratio shown is this median / the ref's median: "2.41x floor"; for a baseline slower than
  * us (inverse) the same number reads "ours/ctr 14.0x faster" (ours = the container workspace). */
@@ -274,6 +306,15 @@ static const struct row_spec specs[] = {
 	{ "output.sse", G_OUT, "SSE (curl users), minimal reader, MB/s", "output.follow",
 	  "library" },
 	{ "polls.wrk", G_POLL, "wrk, 64 connections, TCP + bearer token" },
+	{ "preview.rtt.direct", G_PREVIEW, "direct: GET / round trip (keep-alive)" },
+	{ "preview.rtt", G_PREVIEW, "preview: GET / round trip (keep-alive)", "preview.rtt.direct",
+	  "direct", false, budget_preview_rtt },
+	{ "preview.down.direct", G_PREVIEW, "direct: GET /bytes, MB/s" },
+	{ "preview.down", G_PREVIEW, "preview: GET /bytes, MB/s", "preview.down.direct", "direct",
+	  false, budget_preview_rate },
+	{ "preview.up.direct", G_PREVIEW, "direct: POST /sink, MB/s" },
+	{ "preview.up", G_PREVIEW, "preview: POST /sink, MB/s", "preview.up.direct", "direct",
+	  false, budget_preview_rate },
 };
 
 /* --- machine --- */
@@ -476,6 +517,23 @@ static void row_note(const char *id, json_t *row, json_t *rows, char *buf, size_
 				extra(row, "singleCpuMs"), extra(row, "burstCpuMsPerCreate"),
 				(int)extra(row, "cores"), extra(row, "cpuFloorRatio"),
 				extra(row, "lastToCpuFloor"));
+		return;
+	}
+	if (strcmp(id, "preview.rtt") == 0) {
+		snprintf(buf, size, "added p50 %.3f ms, p99 %.3f ms", extra(row, "addedP50Ms"),
+			 extra(row, "addedP99Ms"));
+		return;
+	}
+	if (strcmp(id, "preview.down") == 0 || strcmp(id, "preview.up") == 0) {
+		/* What the proxy costs, and the rate that cost allows on a core of its own. */
+		double cpu = extra(row, "controllerCpuMsPerGiB");
+		int n = snprintf(buf, size, "%.0f MiB per transfer",
+				 extra(row, "bytes") / (1 << 20));
+		if (!isnan(cpu) && cpu > 0 && n > 0 && (size_t)n < size)
+			snprintf(buf + n, size - (size_t)n,
+				 "; controller CPU %.0f ms per GiB through it (one core's worth: "
+				 "%.0f MB/s)",
+				 cpu, (double)(1ull << 30) / 1e3 / cpu);
 		return;
 	}
 	if (strcmp(id, "api.burst") == 0) {

@@ -45,7 +45,9 @@ struct bench_opts {
 	int count;		/* workspaces (memory) */
 	uint64_t bytes;		/* output bytes */
 	pid_t controller_pid;
-	bool pool; /* create: served from the warm pool, waited full before each sample */
+	pid_t netns_pid; /* preview: a process in the workspace's network namespace */
+	int app_port;	 /* preview: the app's port inside it */
+	bool pool;	 /* create: served from the warm pool, waited full before each sample */
 };
 
 /* --- bench-util.c --- */
@@ -100,5 +102,7 @@ int cmd_memory(const struct bench_opts *o);
 int cmd_output(const struct bench_opts *o);
 int cmd_polls(const struct bench_opts *o);
 int cmd_oci_clean(const struct bench_opts *o);
+/* A preview URL (--url) against a direct connection inside the namespace (bench-preview.c). */
+int cmd_preview(const struct bench_opts *o);
 int cmd_command(const struct bench_opts *o, char **argv); /* times argv (after "--") */
 int cmd_report(int argc, char **argv);

@@ -32,6 +32,9 @@ static const struct {
 	{ "output", cmd_output,
 	  "--endpoint E --workspace W --bytes N --reps N [--transport follow|sse|ws]" },
 	{ "polls", cmd_polls, "--url URL --token-file F --clients N --seconds S --reps N" },
+	{ "preview", cmd_preview,
+	  "--url http://HOST:PORT/ --netns-pid PID --app-port N --runs N --bytes N --reps N "
+	  "[--controller-pid PID]" },
 	{ "oci-clean", cmd_oci_clean, "--runtime R --state DIR [--private-mntns]" },
 	{ "cmd", NULL, "--runs N -- ARGV…" },
 };
@@ -60,6 +63,8 @@ enum {
 	OPT_NETWORK,
 	OPT_EGRESS,
 	OPT_POOL,
+	OPT_NETNS_PID,
+	OPT_APP_PORT,
 };
 
 static const struct option options[] = {
@@ -86,6 +91,8 @@ static const struct option options[] = {
 	{ "network", required_argument, NULL, OPT_NETWORK },
 	{ "egress", required_argument, NULL, OPT_EGRESS },
 	{ "pool", no_argument, NULL, OPT_POOL },
+	{ "netns-pid", required_argument, NULL, OPT_NETNS_PID },
+	{ "app-port", required_argument, NULL, OPT_APP_PORT },
 	{},
 };
 
@@ -170,6 +177,12 @@ static int parse_option(int opt, const char *arg, struct bench_opts *o)
 		break;
 	case OPT_POOL:
 		o->pool = true;
+		break;
+	case OPT_NETNS_PID:
+		o->netns_pid = (pid_t)atoi(arg);
+		break;
+	case OPT_APP_PORT:
+		o->app_port = atoi(arg);
 		break;
 	default:
 		return -1;
