@@ -7,6 +7,9 @@ when the exchange went as the app (test/helpers/preview-app.c) answers, 1 when n
   preview-client.py ws PORT HOST [--token T]
       the WebSocket handshake to /ws (Sec-WebSocket-Accept checked), a text, a 70000-byte binary
       and a fragmented message echoed, a ping answered by a pong, the close handshake
+  preview-client.py ws-hold PORT HOST SECONDS [--token T]
+      the handshake and one echo, then open=1, then waits (SECONDS at most) for the listener
+      to end the connection: ended=eof|reset|close-frame|timeout after ms=T
   preview-client.py sse PORT HOST N [--token T]
       GET /sse?n=N: each event's arrival, ms after the response head (event=I ms=T), and
       spread_ms, the time from the first event to the last
@@ -213,6 +216,35 @@ def cmd_ws(port, host, token):
     return 0 if all(checks) else 1
 
 
+def cmd_ws_hold(port, host, seconds, token):
+    conn = Conn(port)
+    key = base64.b64encode(os.urandom(16)).decode()
+    extra = (f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+             "Sec-WebSocket-Version: 13\r\n").encode()
+    conn.sock.sendall(request(host, "GET", "/ws", token, extra))
+    status, _, _ = conn.head()
+    if status != 101:
+        print(f"status={status}")
+        return 1
+    ws_send(conn, 1, b"hold")
+    if ws_recv(conn)[2] != b"hold":
+        return 1
+    print("open=1", flush=True)
+    t0 = time.monotonic()
+    conn.sock.settimeout(seconds)
+    try:
+        _, op, _ = ws_recv(conn)
+        how = "close-frame" if op == 8 else f"frame-{op}"
+    except EOFError:
+        how = "eof"
+    except ConnectionResetError:
+        how = "reset"
+    except socket.timeout:
+        how = "timeout"
+    print(f"ended={how} ms={(time.monotonic() - t0) * 1000:.0f}")
+    return 0 if how != "timeout" else 1
+
+
 # ---- SSE, bytes, sink -----------------------------------------------------------------------
 
 def cmd_sse(port, host, n, token):
@@ -409,6 +441,8 @@ def main(argv):
     if len(args) != 4:
         raise Usage()
     host, n = args[2], int(args[3])
+    if cmd == "ws-hold":
+        return cmd_ws_hold(port, host, n, token)
     if cmd == "sse":
         return cmd_sse(port, host, n, token)
     if cmd == "download":

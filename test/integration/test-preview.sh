@@ -171,6 +171,7 @@ t_deleted() {
 	local h t
 	expose "$WS" 3004 || return 1
 	h=$PV_HOST t=$PV_TOKEN
+	H3004_OLD=$h T3004_OLD=$t
 	pv "$h" /headers -H "Authorization: Bearer $t"
 	assert_code 200 "before DELETE"
 	api -q DELETE "/v1/workspaces/$WS/ports/3004"
@@ -180,7 +181,48 @@ t_deleted() {
 	pv "$H3001" /headers -H "Authorization: Bearer $T3001"
 	assert_code 200 "another port of the workspace after the DELETE"
 }
+T3004_OLD=''
+H3004_OLD=''
 run_test "a deleted exposure is 404 at once, its token too; the workspace's other ports still answer" t_deleted
+
+ws_hold_open() {
+	grep -q '^open=1' "$TMP/hold.out"
+}
+
+ws_hold_ended() {
+	grep -q '^ended=' "$TMP/hold.out"
+}
+
+t_revoke_open() {
+	local h_old=$1 t_old=$2 h t pid
+	expose "$WS" 3004 || return 1
+	h=$PV_HOST t=$PV_TOKEN
+	assert_ne "$h_old" "$h" "the host of a port exposed again"
+	pv "$h" /headers -H "Authorization: Bearer $t_old"
+	assert_code 401 "the old exposure's token on the new one"
+	pv "$h_old" /headers -H "Authorization: Bearer $t"
+	assert_code 404 "the old host with the new token"
+	python3 "$PREVIEW_CLIENT" ws-hold "$PREVIEW_PORT" "$h" 60 --token "$t" >"$TMP/hold.out" 2>&1 &
+	pid=$!
+	wait_for -t 30 ws_hold_open || {
+		_fail "the WebSocket did not open: $(cat "$TMP/hold.out")"
+		kill "$pid"
+		return 1
+	}
+	# control: the WebSocket stays open while the exposure lives
+	pv "$h" /headers -H "Authorization: Bearer $t"
+	assert_code 200 "a request beside the open WebSocket"
+	ws_hold_ended && _fail "the WebSocket ended before the DELETE: $(cat "$TMP/hold.out")"
+	api -q DELETE "/v1/workspaces/$WS/ports/3004"
+	assert_status 204 "DELETE the port"
+	wait_for -t 10 ws_hold_ended || _fail "the WebSocket still open 10 s after the DELETE"
+	wait "$pid"
+	note "after the DELETE: $(grep '^ended=' "$TMP/hold.out")"
+	assert_match '^ended=(eof|reset|close-frame)' "$(grep '^ended=' "$TMP/hold.out")" "how it ended"
+}
+
+run_test "a port exposed again gets a new host and token (the old ones open nothing); its DELETE ends an open WebSocket at once" \
+	t_revoke_open "$H3004_OLD" "$T3004_OLD"
 
 t_public() {
 	pv "$HPUB" /headers
@@ -248,7 +290,7 @@ run_test "an SSE stream arrives event by event (5 events 100 ms apart, not toget
 
 t_download() {
 	pclient download "$PREVIEW_PORT" "$H3001" "$GIB" --token "$T3001"
-	note "download: $PC_OUT"
+	note "download: $(tr '\n' ' ' <<<"$PC_OUT")"
 	assert_eq 0 "$PC_RC" "1 GiB download" || return 1
 	assert_eq "$GIB" "$(pcval bytes)" "bytes received"
 	pclient download "$PREVIEW_PORT" "$H3001" 5000001 --chunked --token "$T3001"
@@ -344,5 +386,10 @@ t_tenants() {
 	# and A's token on the operator's workspace too
 	tapi "$ta" POST "/v1/workspaces/$WS/ports" '{"port":3005}'
 	assert_status 404 "tenant A exposes the operator's port"
+	# the workspace's deletion ends its exposures
+	tapi "$tb" DELETE "/v1/workspaces/$wb"
+	assert_status 200 "tenant B deletes its workspace"
+	pv "$hb" /headers -H "Authorization: Bearer $tokb"
+	assert_code 404 "B's preview after its workspace's deletion"
 }
 run_test "another tenant's API token cannot expose, list or delete a workspace's port (404) and is no preview token (401); the owner's works" t_tenants
