@@ -232,6 +232,17 @@ static size_t head_end(const char *buf, size_t len)
 	return p ? (size_t)(p - buf) + 4 : 0;
 }
 
+/* Whether buf holds a LF that no CR precedes: a head that ends its lines so never holds the
+ * CRLF CRLF head_end() waits for, and is refused at once rather than at the head timeout. */
+static bool has_bare_lf(const char *buf, size_t len)
+{
+	for (const char *p = memchr(buf, '\n', len); p;
+	     p = memchr(p + 1, '\n', len - (size_t)(p + 1 - buf)))
+		if (p == buf || p[-1] != '\r')
+			return true;
+	return false;
+}
+
 /* Splits a complete head (ending in CRLF CRLF) into its start line and fields, strictly:
  * every line ends in CRLF (no bare CR or LF, no NUL), no folded line, a field name is a token
  * followed at once by ':'. -EBADMSG otherwise, -E2BIG past MAX_HEADERS. */
@@ -986,6 +997,11 @@ static void request_head(struct conn *c, size_t end)
 	for (size_t i = 0; i < mlen; i++)
 		if (!is_tchar((unsigned char)method[i]))
 			mlen = 0;
+	/* before the target's form: CONNECT's is an authority (host:port) */
+	if (mlen > 0 && token_eq(method, mlen, "CONNECT")) {
+		conn_page(c, 405, "Method not allowed", "<p>CONNECT is not served here.</p>");
+		return;
+	}
 	bool target_ok = tlen > 0 && target[0] == '/';
 	for (size_t i = 0; target_ok && i < tlen; i++)
 		if ((unsigned char)target[i] <= 0x20 || (unsigned char)target[i] == 0x7f)
@@ -994,10 +1010,6 @@ static void request_head(struct conn *c, size_t end)
 		conn_page(
 			c, 400, "Bad request",
 			"<p>The request line is malformed (a path starting with / is needed).</p>");
-		return;
-	}
-	if (token_eq(method, mlen, "CONNECT")) {
-		conn_page(c, 405, "Method not allowed", "<p>CONNECT is not served here.</p>");
 		return;
 	}
 	c->head_request = token_eq(method, mlen, "HEAD");
@@ -1467,6 +1479,11 @@ static void conn_step(struct conn *c)
 				if (have >= s->cfg.max_head_bytes) {
 					conn_page(c, 431, "Request head too large",
 						  "<p>The request's head is over the limit.</p>");
+					continue;
+				}
+				if (has_bare_lf(c->up.buf + c->up.start, have)) {
+					conn_page(c, 400, "Bad request",
+						  "<p>The request's head is malformed.</p>");
 					continue;
 				}
 				if (c->up.eof)

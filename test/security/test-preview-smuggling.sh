@@ -6,7 +6,8 @@
 # chunked, a malformed chunk size, an obs-fold header line, whitespace before a header's colon
 # are refused (400, 501 for a coding it does not know) and the connection is closed after the
 # answer, so the request sent behind the refused one in the same bytes is never read; a head
-# over the limit is 431; a host with no exposure 404. Each refusal has its positive control:
+# over the limit is 431; a host with no exposure 404; bare LF or CR line ends 400; CONNECT 405;
+# a second request on the connection for another preview 421. Each refusal has its positive control:
 # the well-formed request succeeds, and pipelined behind it the next request is answered, so
 # the missing answer after a refusal is the listener's doing. The app's request log (GET /log)
 # shows at the end that no smuggled request ever reached it.
@@ -229,6 +230,30 @@ t_fold() {
 }
 run_test "a header line with obs-fold is 400 and closes the connection (control: unfolded)" t_fold
 
+t_line_ends() {
+	printf 'GET /headers?smuggled-41 HTTP/1.1\nHost: %s:%s\nAuthorization: Bearer %s\n\n' \
+		"$H" "$PREVIEW_PORT" "$T" | send --wait 5
+	refused "a head with bare LF line ends only" 400
+	{
+		printf 'GET /headers?smuggled-42 HTTP/1.1\r\nHost: %s:%s\r\nX-A: 1\nAuthorization: Bearer %s\r\n\r\n' \
+			"$H" "$PREVIEW_PORT" "$T"
+		smuggled 43
+	} | send --wait 5
+	refused "a bare LF inside a CRLF head" 400
+	{
+		printf 'GET /headers?smuggled-44 HTTP/1.1\r\nHost: %s:%s\r\nX-A: 1\rX-B: 2\r\nAuthorization: Bearer %s\r\n\r\n' \
+			"$H" "$PREVIEW_PORT" "$T"
+		smuggled 45
+	} | send --wait 5
+	refused "a bare CR inside a header line" 400
+	{
+		head_of /headers GET 'X-A: 1\r\nX-B: 2\r\n'
+		head_of "/headers?control-9" GET 'Connection: close\r\n'
+	} | send --wait 10
+	control "the same lines with CRLF"
+}
+run_test "bare LF or CR line ends are 400 at once and close the connection (control: CRLF)" t_line_ends
+
 t_no_exposure() {
 	{
 		printf 'GET /headers HTTP/1.1\r\nHost: nosuchlabel.preview.localhost:%s\r\nAuthorization: Bearer %s\r\n\r\n' \
@@ -253,12 +278,26 @@ t_no_exposure() {
 	} | send --wait 10
 	refused "no token" 401
 	{
+		printf 'CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\nAuthorization: Bearer %s\r\n\r\n' \
+			"$H" "$PREVIEW_PORT" "$H" "$PREVIEW_PORT" "$T"
+		smuggled 46
+	} | send --wait 10
+	refused "CONNECT" 405
+	# a second request on the connection for another preview (one whose token it carries)
+	expose "$WS" 3001 '{"access":"public"}' || return 1
+	{
+		head_of /headers
+		printf 'GET /headers?smuggled-47 HTTP/1.1\r\nHost: %s:%s\r\n\r\n' "$PV_HOST" "$PREVIEW_PORT"
+		smuggled 48
+	} | send --wait 10
+	refused "a request for another preview on the same connection (after one answer)" '200 421'
+	{
 		head_of /headers
 		head_of "/headers?control-6" GET 'Connection: close\r\n'
 	} | send --wait 10
 	control "the exposure's host"
 }
-run_test "a host with no exposure is 404, no Host or two 400, no token 401, and each closes the connection (control: the exposure's host)" t_no_exposure
+run_test "a host with no exposure is 404, no Host or two 400, no token 401, CONNECT 405, another preview's host on the connection 421, and each closes the connection (control: the exposure's host)" t_no_exposure
 
 t_closed_without_eof() {
 	# the refused client keeps its side open: the listener still closes within its bound
@@ -279,6 +318,6 @@ t_app_log() {
 	note "the app saw $(wc -l <<<"$APP_LOG") requests: $controls controls, $smuggled smuggled"
 	assert_eq 0 "$smuggled" "smuggled requests the app saw" ||
 		grep 'smuggled-' <<<"$APP_LOG" | head -n 5 | sed 's/^/#   /'
-	assert_eq 8 "$controls" "control requests the app saw (the control of the count)"
+	assert_eq 9 "$controls" "control requests the app saw (the control of the count)"
 }
 run_test "no smuggled request ever reached the app (its request log; the pipelined controls did)" t_app_log
