@@ -51,6 +51,7 @@
 #define TRAILER_MAX (16u << 10)
 #define DRAIN_USEC (2u * 1000000) /* reading a refused client's rest before closing */
 #define TICK_USEC (500u * 1000)
+#define KEEPALIVE_USEC (75ull * 1000000) /* a kept connection's wait for its next request */
 #define ACCEPT_BURST 64
 #define SPLICE_MIN (256u << 10)
 #define PIPE_SIZE (1u << 20)
@@ -126,6 +127,7 @@ struct conn {
 	bool reused;	   /* the request went on a workspace connection kept from the one before */
 	uint64_t deadline; /* CLOCK_MONOTONIC usec */
 	uint64_t head_begin; /* the first byte of the head being read; 0: none yet */
+	size_t head_scanned; /* bytes of that head already searched for its end (from up.start) */
 };
 
 struct preview_server {
@@ -234,9 +236,9 @@ static size_t head_end(const char *buf, size_t len)
 
 /* Whether buf holds a LF that no CR precedes: a head that ends its lines so never holds the
  * CRLF CRLF head_end() waits for, and is refused at once rather than at the head timeout. */
-static bool has_bare_lf(const char *buf, size_t len)
+static bool has_bare_lf(const char *buf, size_t from, size_t len)
 {
-	for (const char *p = memchr(buf, '\n', len); p;
+	for (const char *p = memchr(buf + from, '\n', len - from); p;
 	     p = memchr(p + 1, '\n', len - (size_t)(p + 1 - buf)))
 		if (p == buf || p[-1] != '\r')
 			return true;
@@ -1428,7 +1430,7 @@ static void exchange_done(struct conn *c)
 		return;
 	}
 	c->state = CONN_HEAD;
-	c->deadline = now_usec() + idle_usec(c->server);
+	c->deadline = now_usec() + MIN(idle_usec(c->server), (uint64_t)KEEPALIVE_USEC);
 	/* what is left in the buffer is the next request's beginning */
 	c->up.approved = c->up.start;
 }
@@ -1460,8 +1462,10 @@ static void conn_step(struct conn *c)
 		case CONN_HEAD: {
 			/* leading empty lines before a request line are skipped (RFC 9112 §2.2) */
 			while (c->up.len - c->up.start >= 2 && c->up.buf[c->up.start] == '\r' &&
-			       c->up.buf[c->up.start + 1] == '\n')
+			       c->up.buf[c->up.start + 1] == '\n') {
 				c->up.start += 2;
+				c->head_scanned = 0;
+			}
 			c->up.approved = c->up.start;
 			size_t have = c->up.len - c->up.start;
 			if (have == 0) {
@@ -1473,25 +1477,33 @@ static void conn_step(struct conn *c)
 				c->head_begin = now_usec();
 				c->deadline = c->head_begin + s->cfg.head_timeout_ms * 1000;
 			}
-			size_t end =
-				head_end(c->up.buf + c->up.start, MIN(have, s->cfg.max_head_bytes));
+			/* only what arrived since the last look is searched: a head sent a byte
+			 * at a time costs its length, not its square */
+			const char *h = c->up.buf + c->up.start;
+			size_t lim = MIN(have, s->cfg.max_head_bytes);
+			size_t from = c->head_scanned > 3 ? c->head_scanned - 3 : 0;
+			size_t end = lim > from ? head_end(h + from, lim - from) : 0;
+			if (end)
+				end += from;
 			if (!end) {
 				if (have >= s->cfg.max_head_bytes) {
 					conn_page(c, 431, "Request head too large",
 						  "<p>The request's head is over the limit.</p>");
 					continue;
 				}
-				if (has_bare_lf(c->up.buf + c->up.start, have)) {
+				if (has_bare_lf(h, from, lim)) {
 					conn_page(c, 400, "Bad request",
 						  "<p>The request's head is malformed.</p>");
 					continue;
 				}
+				c->head_scanned = lim;
 				if (c->up.eof)
 					goto close;
 				if (flow_room(&c->up) == 0) /* cannot happen: cap > max head */
 					goto close;
 				goto arm;
 			}
+			c->head_scanned = 0;
 			request_head(c, c->up.start + end);
 			continue;
 		}
@@ -1611,11 +1623,12 @@ close:
 	conn_close_now(c);
 }
 
+/* Bytes moved for a request on the way: its idle time starts again. Between requests the
+ * deadline is the head's (from the first byte, or from accept and the last answer). */
 static void conn_touch(struct conn *c)
 {
-	if (c->state != CONN_HEAD || !c->head_begin)
-		if (c->state != CONN_ANSWER && c->state != CONN_DRAIN)
-			c->deadline = now_usec() + idle_usec(c->server);
+	if (c->state == CONN_CONNECT || c->state == CONN_FORWARD || c->state == CONN_TUNNEL)
+		c->deadline = now_usec() + idle_usec(c->server);
 }
 
 static int on_client(struct event_source *s, int fd, uint32_t revents, void *userdata)
@@ -1757,7 +1770,7 @@ static int on_accept(struct event_source *src, int fd, uint32_t revents, void *u
 			continue;
 		}
 		c->state = CONN_HEAD;
-		c->deadline = now_usec() + idle_usec(s);
+		c->deadline = now_usec() + s->cfg.head_timeout_ms * 1000; /* a silent one goes */
 		LIST_PREPEND(&s->conns, c);
 		s->n_conns++;
 	}

@@ -310,6 +310,18 @@ t_closed_without_eof() {
 }
 run_test "after a refusal the listener closes the connection while the client keeps its side open" t_closed_without_eof
 
+t_silent() {
+	# a client that connects and says nothing holds a connection for the head's time (10 s),
+	# not the idle time (5 minutes): 1024 of them would hold the listener
+	local t0=$SECONDS
+	send --wait 20 </dev/null
+	note "a silent connection closed after $((SECONDS - t0)) s"
+	assert_eq 1 "$CLOSED" "the silent connection closed by the listener" || return 1
+	assert_eq '' "$STATUSES" "nothing answered to a request never sent" || return 1
+	assert_le $((SECONDS - t0)) 15 "seconds until the silent connection closed"
+}
+run_test "a connection that never sends a request is closed at the head's time limit" t_silent
+
 t_app_log() {
 	app_log "$H" "$T" || return 1
 	local smuggled controls
