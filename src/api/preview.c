@@ -17,6 +17,7 @@
  * connection under the answer. */
 
 #include "api/preview.h"
+#include "api/preview-http.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -44,42 +45,14 @@
 #define DEFAULT_IDLE_MS (5u * 60 * 1000)
 #define DEFAULT_HEAD_MS 10000u
 #define DEFAULT_MAX_HEAD (16u << 10)
-#define MAX_HEADERS 128
-#define UP_BUFFER (64u << 10)	/* at least the head limit and a chunk-size line */
-#define DOWN_BUFFER (64u << 10) /* also the bound of a response head */
-#define CHUNK_LINE_MAX 1024	/* a chunk-size line with its extensions */
-#define TRAILER_MAX (16u << 10)
+#define UP_BUFFER (64u << 10)	  /* at least the head limit and a chunk-size line */
+#define DOWN_BUFFER (64u << 10)	  /* also the bound of a response head */
 #define DRAIN_USEC (2u * 1000000) /* reading a refused client's rest before closing */
 #define TICK_USEC (500u * 1000)
 #define KEEPALIVE_USEC (75ull * 1000000) /* a kept connection's wait for its next request */
 #define ACCEPT_BURST 64
 #define SPLICE_MIN (256u << 10)
 #define PIPE_SIZE (1u << 20)
-#define TOKEN_PARAM "station_preview_token"
-#define TOKEN_COOKIE "station_preview"
-
-enum body_kind {
-	BODY_NONE,
-	BODY_LENGTH,
-	BODY_CHUNKED,
-	BODY_CLOSE,  /* until the sender closes (a response only) */
-	BODY_TUNNEL, /* after a 101: everything, both ways */
-};
-
-enum chunk_phase {
-	CHUNK_SIZE,
-	CHUNK_DATA,
-	CHUNK_DATA_END,
-	CHUNK_TRAILER,
-};
-
-struct framing {
-	enum body_kind kind;
-	enum chunk_phase phase;
-	uint64_t remaining; /* BODY_LENGTH: of the body; BODY_CHUNKED: of the chunk */
-	size_t trailer;	    /* trailer bytes so far */
-	bool done;	    /* the message ended at buf + approved */
-};
 
 /* One direction. Bytes [start, approved) are checked and go out after head (a head of ours,
  * written first); [approved, len) wait for their framing to be known. */
@@ -150,344 +123,10 @@ static int on_client(struct event_source *s, int fd, uint32_t revents, void *use
 static int on_backend(struct event_source *s, int fd, uint32_t revents, void *userdata);
 static void conn_step(struct conn *c);
 
-/* ---- small parsing helpers ------------------------------------------------------------- */
-
-static bool is_tchar(unsigned char ch)
-{
-	return isalnum(ch) || (ch && strchr("!#$%&'*+-.^_`|~", ch));
-}
-
-static bool token_eq(const char *s, size_t n, const char *lit)
-{
-	return strlen(lit) == n && strncasecmp(s, lit, n) == 0;
-}
-
-/* Whether the comma-separated list s (n bytes) holds the token lit (case-insensitive). */
-static bool list_has(const char *s, size_t n, const char *lit)
-{
-	size_t i = 0;
-	while (i < n) {
-		size_t j = i;
-		while (j < n && s[j] != ',')
-			j++;
-		size_t a = i, b = j;
-		while (a < b && (s[a] == ' ' || s[a] == '\t'))
-			a++;
-		while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t'))
-			b--;
-		if (token_eq(s + a, b - a, lit))
-			return true;
-		i = j + 1;
-	}
-	return false;
-}
-
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	ch = (char)tolower((unsigned char)ch);
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	return -1;
-}
-
-/* Percent-decodes s (n bytes, '+' as space) into out (at most out_size - 1 bytes); false when
- * it does not fit. */
-static bool percent_decode(const char *s, size_t n, char *out, size_t out_size)
-{
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		char ch = s[i];
-		if (ch == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
-			ch = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
-			i += 2;
-		} else if (ch == '+') {
-			ch = ' ';
-		}
-		if (k + 1 >= out_size)
-			return false;
-		out[k++] = ch;
-	}
-	out[k] = 0;
-	return true;
-}
-
-/* ---- heads ----------------------------------------------------------------------------- */
-
-struct header {
-	const char *name, *value;
-	size_t name_len, value_len;
-};
-
-struct head {
-	const char *line; /* the start line, without CRLF */
-	size_t line_len;
-	struct header h[MAX_HEADERS];
-	size_t n;
-};
-
-/* The end of a head (the byte after its empty line) in buf, or 0 while it is incomplete. */
-static size_t head_end(const char *buf, size_t len)
-{
-	const char *p = memmem(buf, len, "\r\n\r\n", 4);
-	return p ? (size_t)(p - buf) + 4 : 0;
-}
-
-/* Whether buf holds a LF that no CR precedes: a head that ends its lines so never holds the
- * CRLF CRLF head_end() waits for, and is refused at once rather than at the head timeout. */
-static bool has_bare_lf(const char *buf, size_t from, size_t len)
-{
-	for (const char *p = memchr(buf + from, '\n', len - from); p;
-	     p = memchr(p + 1, '\n', len - (size_t)(p + 1 - buf)))
-		if (p == buf || p[-1] != '\r')
-			return true;
-	return false;
-}
-
-/* Splits a complete head (ending in CRLF CRLF) into its start line and fields, strictly:
- * every line ends in CRLF (no bare CR or LF, no NUL), no folded line, a field name is a token
- * followed at once by ':'. -EBADMSG otherwise, -E2BIG past MAX_HEADERS. */
-static int head_parse(const char *buf, size_t len, struct head *h)
-{
-	size_t i = 0;
-	bool first = true;
-
-	h->n = 0;
-	for (;;) {
-		const char *cr = memchr(buf + i, '\r', len - i);
-		if (!cr || (size_t)(cr - buf) + 1 >= len || cr[1] != '\n')
-			return -EBADMSG;
-		size_t end = (size_t)(cr - buf);
-		const char *line = buf + i;
-		size_t n = end - i;
-		if (memchr(line, '\n', n) || memchr(line, 0, n))
-			return -EBADMSG;
-		i = end + 2;
-		if (first) {
-			h->line = line;
-			h->line_len = n;
-			first = false;
-			continue;
-		}
-		if (n == 0)
-			return 0;
-		if (line[0] == ' ' || line[0] == '\t')
-			return -EBADMSG; /* obs-fold */
-		size_t k = 0;
-		while (k < n && is_tchar((unsigned char)line[k]))
-			k++;
-		if (k == 0 || k == n || line[k] != ':')
-			return -EBADMSG;
-		if (h->n == MAX_HEADERS)
-			return -E2BIG;
-		struct header *f = &h->h[h->n++];
-		f->name = line;
-		f->name_len = k;
-		size_t a = k + 1, b = n;
-		while (a < b && (line[a] == ' ' || line[a] == '\t'))
-			a++;
-		while (b > a && (line[b - 1] == ' ' || line[b - 1] == '\t'))
-			b--;
-		for (size_t q = a; q < b; q++)
-			if ((unsigned char)line[q] < 0x20 && line[q] != '\t')
-				return -EBADMSG;
-		f->value = line + a;
-		f->value_len = b - a;
-	}
-}
-
-static bool header_is(const struct header *f, const char *name)
-{
-	return token_eq(f->name, f->name_len, name);
-}
-
-/* A Content-Length value: digits only, at most 2^53. */
-static int parse_length(const char *s, size_t n, uint64_t *ret)
-{
-	uint64_t v = 0;
-	if (n == 0 || n > 16)
-		return -EBADMSG;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -EBADMSG;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	if (v > (1ull << 53))
-		return -EBADMSG;
-	*ret = v;
-	return 0;
-}
-
-/* A growable text for a head of ours. */
-struct text {
-	char *p;
-	size_t len, cap;
-	bool failed;
-};
-
-static void text_add(struct text *t, const char *s, size_t n)
-{
-	if (t->failed)
-		return;
-	if (t->len + n + 1 > t->cap) {
-		size_t cap = MAX(t->cap * 2, t->len + n + 256);
-		char *p = realloc(t->p, cap);
-		if (!p) {
-			t->failed = true;
-			return;
-		}
-		t->p = p;
-		t->cap = cap;
-	}
-	memcpy(t->p + t->len, s, n);
-	t->len += n;
-	t->p[t->len] = 0;
-}
-
-static void text_str(struct text *t, const char *s)
-{
-	text_add(t, s, strlen(s));
-}
-
-static void text_field(struct text *t, const char *name, const char *value, size_t n)
-{
-	text_str(t, name);
-	text_add(t, ": ", 2);
-	text_add(t, value, n);
-	text_add(t, "\r\n", 2);
-}
-
-static void header_add(struct text *t, const struct header *f)
-{
-	text_add(t, f->name, f->name_len);
-	text_add(t, ": ", 2);
-	text_add(t, f->value, f->value_len);
-	text_add(t, "\r\n", 2);
-}
-
-/* ---- framing --------------------------------------------------------------------------- */
-
-static void framing_start(struct framing *f, enum body_kind kind, uint64_t length)
-{
-	*f = (struct framing){ .kind = kind, .remaining = length };
-	if (kind == BODY_NONE || (kind == BODY_LENGTH && length == 0))
-		f->done = true;
-}
-
-/* A chunk-size line: 1 to 16 hex digits, then CRLF or ';' and extensions without controls.
- * The size's value in *ret. */
-static int chunk_size_line(const char *s, size_t n, uint64_t *ret)
-{
-	uint64_t v = 0;
-	size_t i = 0;
-	while (i < n && hexval(s[i]) >= 0) {
-		if (i == 15)
-			return -EBADMSG;
-		v = v * 16 + (uint64_t)hexval(s[i]);
-		i++;
-	}
-	if (i == 0)
-		return -EBADMSG;
-	if (i < n) {
-		if (s[i] != ';')
-			return -EBADMSG;
-		for (size_t k = i; k < n; k++)
-			if ((unsigned char)s[k] < 0x20 && s[k] != '\t')
-				return -EBADMSG;
-	}
-	*ret = v;
-	return 0;
-}
-
-/* Moves fl->approved forward over what the framing allows; -EBADMSG on a malformed chunked
- * body. */
+/* Moves fl->approved forward over what the framing allows. */
 static int flow_scan(struct flow *fl)
 {
-	struct framing *f = &fl->f;
-
-	while (!f->done && fl->approved < fl->len) {
-		size_t avail = fl->len - fl->approved;
-		const char *p = fl->buf + fl->approved;
-
-		switch (f->kind) {
-		case BODY_NONE:
-			f->done = true;
-			break;
-		case BODY_CLOSE:
-		case BODY_TUNNEL:
-			fl->approved = fl->len;
-			break;
-		case BODY_LENGTH: {
-			size_t take = (size_t)MIN((uint64_t)avail, f->remaining);
-			fl->approved += take;
-			f->remaining -= take;
-			if (f->remaining == 0)
-				f->done = true;
-			break;
-		}
-		case BODY_CHUNKED:
-			switch (f->phase) {
-			case CHUNK_SIZE:
-			case CHUNK_TRAILER: {
-				const char *lf =
-					memchr(p, '\n', MIN(avail, (size_t)CHUNK_LINE_MAX));
-				if (!lf) {
-					if (avail >= CHUNK_LINE_MAX)
-						return -EBADMSG;
-					return 0;
-				}
-				size_t n = (size_t)(lf - p);
-				if (n == 0 || p[n - 1] != '\r' || memchr(p, '\r', n - 1))
-					return -EBADMSG;
-				n--; /* without the CR */
-				if (f->phase == CHUNK_SIZE) {
-					uint64_t size;
-					if (chunk_size_line(p, n, &size) < 0)
-						return -EBADMSG;
-					fl->approved += n + 2;
-					if (size == 0) {
-						f->phase = CHUNK_TRAILER;
-					} else {
-						f->phase = CHUNK_DATA;
-						f->remaining = size;
-					}
-				} else if (n == 0) {
-					fl->approved += 2;
-					f->done = true;
-				} else {
-					size_t k = 0;
-					while (k < n && is_tchar((unsigned char)p[k]))
-						k++;
-					f->trailer += n + 2;
-					if (k == 0 || k == n || p[k] != ':' ||
-					    f->trailer > TRAILER_MAX || memchr(p, 0, n))
-						return -EBADMSG;
-					fl->approved += n + 2;
-				}
-				break;
-			}
-			case CHUNK_DATA: {
-				size_t take = (size_t)MIN((uint64_t)avail, f->remaining);
-				fl->approved += take;
-				f->remaining -= take;
-				if (f->remaining == 0)
-					f->phase = CHUNK_DATA_END;
-				break;
-			}
-			case CHUNK_DATA_END:
-				if (avail < 2)
-					return 0;
-				if (p[0] != '\r' || p[1] != '\n')
-					return -EBADMSG;
-				fl->approved += 2;
-				f->phase = CHUNK_SIZE;
-				break;
-			}
-			break;
-		}
-	}
-	return 0;
+	return preview_framing_scan(&fl->f, fl->buf, fl->len, &fl->approved);
 }
 
 /* ---- flows ----------------------------------------------------------------------------- */
@@ -745,9 +384,9 @@ static void conn_answer(struct conn *c, unsigned status, const char *extra, cons
 			  status, reason_of(status), nb, extra ? extra : "");
 	struct text t = {};
 	if (nh > 0 && (size_t)nh < sizeof head)
-		text_add(&t, head, (size_t)nh);
+		preview_text_add(&t, head, (size_t)nh);
 	if (!c->head_request)
-		text_add(&t, body, (size_t)nb);
+		preview_text_add(&t, body, (size_t)nb);
 	if (t.failed) {
 		free(t.p);
 		t = (struct text){};
@@ -764,112 +403,6 @@ static void conn_answer(struct conn *c, unsigned status, const char *extra, cons
 static void conn_page(struct conn *c, unsigned status, const char *title, const char *page)
 {
 	conn_answer(c, status, NULL, title, page);
-}
-
-/* The label of a Host value under the domain: lower-cased into label; false when the host is
- * not <one label>.<domain>[:port]. */
-static bool host_label(const struct preview_server *s, const char *v, size_t n, char *label)
-{
-	size_t end = n;
-	if (n == 0 || v[0] == '[')
-		return false;
-	const char *colon = memchr(v, ':', n);
-	if (colon) {
-		end = (size_t)(colon - v);
-		for (size_t i = end + 1; i < n; i++)
-			if (v[i] < '0' || v[i] > '9')
-				return false;
-	}
-	if (end > 0 && v[end - 1] == '.')
-		end--; /* a fully qualified name */
-	if (end < s->domain_len + 2 || v[end - s->domain_len - 1] != '.' ||
-	    strncasecmp(v + end - s->domain_len, s->cfg.domain, s->domain_len) != 0)
-		return false;
-	size_t ln = end - s->domain_len - 1;
-	if (ln > PREVIEW_LABEL_MAX)
-		return false;
-	for (size_t i = 0; i < ln; i++) {
-		char ch = (char)tolower((unsigned char)v[i]);
-		if (!(isalnum((unsigned char)ch) || ch == '-'))
-			return false;
-		label[i] = ch;
-	}
-	label[ln] = 0;
-	return true;
-}
-
-/* The target without the station's parameter into t; the parameter's (last) value into tok
- * (empty when absent). */
-static void target_strip(const char *target, size_t n, struct text *t, char *tok, size_t tok_size)
-{
-	const char *q = memchr(target, '?', n);
-	tok[0] = 0;
-	if (!q) {
-		text_add(t, target, n);
-		return;
-	}
-	text_add(t, target, (size_t)(q - target));
-	size_t i = (size_t)(q - target) + 1;
-	bool first = true;
-	while (i <= n) {
-		size_t j = i;
-		while (j < n && target[j] != '&')
-			j++;
-		const char *pair = target + i;
-		size_t plen = j - i;
-		const char *eq = memchr(pair, '=', plen);
-		size_t nlen = eq ? (size_t)(eq - pair) : plen;
-		char name[64];
-		if (percent_decode(pair, nlen, name, sizeof name) &&
-		    strcmp(name, TOKEN_PARAM) == 0) {
-			/* present but empty or too long: a wrong token, never none */
-			if (!eq || !percent_decode(eq + 1, plen - nlen - 1, tok, tok_size) ||
-			    !tok[0])
-				snprintf(tok, tok_size, "-");
-		} else if (plen > 0 || j < n) {
-			text_add(t, first ? "?" : "&", 1);
-			text_add(t, pair, plen);
-			first = false;
-		}
-		i = j + 1;
-	}
-}
-
-/* The value of the station's cookie among a Cookie field's pairs into tok (kept when absent),
- * and the field without it into t (nothing when no pair is left). */
-static void cookie_strip(const struct header *f, struct text *t, char *tok, size_t tok_size)
-{
-	struct text rest = {};
-	size_t i = 0, n = f->value_len;
-	const char *v = f->value;
-	while (i < n) {
-		size_t j = i;
-		while (j < n && v[j] != ';')
-			j++;
-		size_t a = i, b = j;
-		while (a < b && v[a] == ' ')
-			a++;
-		while (b > a && v[b - 1] == ' ')
-			b--;
-		const char *eq = memchr(v + a, '=', b - a);
-		size_t nlen = eq ? (size_t)(eq - (v + a)) : b - a;
-		if (token_eq(v + a, nlen, TOKEN_COOKIE) &&
-		    strncmp(v + a, TOKEN_COOKIE, nlen) == 0) {
-			size_t vl = eq ? (size_t)(v + b - eq - 1) : 0;
-			if (vl + 1 <= tok_size) {
-				memcpy(tok, eq + 1, vl);
-				tok[vl] = 0;
-			}
-		} else if (b > a) {
-			if (rest.len)
-				text_add(&rest, "; ", 2);
-			text_add(&rest, v + a, b - a);
-		}
-		i = j + 1;
-	}
-	if (rest.len && !rest.failed)
-		text_field(t, "Cookie", rest.p, rest.len);
-	free(rest.p);
 }
 
 /* How many connections are bound to the exposure label, and to its workspace. */
@@ -969,7 +502,7 @@ static void request_head(struct conn *c, size_t end)
 	c->head_request = c->upgrade = c->client_close = false;
 	c->response_head_done = false;
 	c->head_begin = 0;
-	r = head_parse(buf, len, &h);
+	r = preview_head_parse(buf, len, &h);
 	if (r == -E2BIG) {
 		conn_page(c, 431, "Too many header fields",
 			  "<p>The request has too many header fields.</p>");
@@ -997,10 +530,10 @@ static void request_head(struct conn *c, size_t end)
 		return;
 	}
 	for (size_t i = 0; i < mlen; i++)
-		if (!is_tchar((unsigned char)method[i]))
+		if (!preview_tchar((unsigned char)method[i]))
 			mlen = 0;
 	/* before the target's form: CONNECT's is an authority (host:port) */
-	if (mlen > 0 && token_eq(method, mlen, "CONNECT")) {
+	if (mlen > 0 && preview_token_eq(method, mlen, "CONNECT")) {
 		conn_page(c, 405, "Method not allowed", "<p>CONNECT is not served here.</p>");
 		return;
 	}
@@ -1014,40 +547,40 @@ static void request_head(struct conn *c, size_t end)
 			"<p>The request line is malformed (a path starting with / is needed).</p>");
 		return;
 	}
-	c->head_request = token_eq(method, mlen, "HEAD");
+	c->head_request = preview_token_eq(method, mlen, "HEAD");
 
 	/* the framing and the host, strictly */
 	const struct header *host = NULL, *length = NULL, *te = NULL, *upgrade = NULL;
 	bool conn_upgrade = false, conn_close = http10, conn_keep = false;
 	for (size_t i = 0; i < h.n; i++) {
 		const struct header *f = &h.h[i];
-		if (header_is(f, "Host")) {
+		if (preview_header_is(f, "Host")) {
 			if (host) {
 				conn_page(c, 400, "Bad request",
 					  "<p>More than one Host field.</p>");
 				return;
 			}
 			host = f;
-		} else if (header_is(f, "Content-Length")) {
+		} else if (preview_header_is(f, "Content-Length")) {
 			if (length) {
 				conn_page(c, 400, "Bad request",
 					  "<p>More than one Content-Length field.</p>");
 				return;
 			}
 			length = f;
-		} else if (header_is(f, "Transfer-Encoding")) {
+		} else if (preview_header_is(f, "Transfer-Encoding")) {
 			if (te) {
 				conn_page(c, 400, "Bad request",
 					  "<p>More than one Transfer-Encoding field.</p>");
 				return;
 			}
 			te = f;
-		} else if (header_is(f, "Upgrade")) {
+		} else if (preview_header_is(f, "Upgrade")) {
 			upgrade = f;
-		} else if (header_is(f, "Connection")) {
-			conn_upgrade |= list_has(f->value, f->value_len, "upgrade");
-			conn_close |= list_has(f->value, f->value_len, "close");
-			conn_keep |= list_has(f->value, f->value_len, "keep-alive");
+		} else if (preview_header_is(f, "Connection")) {
+			conn_upgrade |= preview_list_has(f->value, f->value_len, "upgrade");
+			conn_close |= preview_list_has(f->value, f->value_len, "close");
+			conn_keep |= preview_list_has(f->value, f->value_len, "keep-alive");
 		}
 	}
 	if (http10 && conn_keep)
@@ -1061,14 +594,14 @@ static void request_head(struct conn *c, size_t end)
 		return;
 	}
 	if (te) {
-		if (http10 || !token_eq(te->value, te->value_len, "chunked")) {
+		if (http10 || !preview_token_eq(te->value, te->value_len, "chunked")) {
 			conn_page(c, 501, "Not implemented",
 				  "<p>Transfer-Encoding other than chunked is not served.</p>");
 			return;
 		}
 		kind = BODY_CHUNKED;
 	} else if (length) {
-		if (parse_length(length->value, length->value_len, &body) < 0) {
+		if (preview_parse_length(length->value, length->value_len, &body) < 0) {
 			conn_page(c, 400, "Bad request",
 				  "<p>The Content-Length is not a number.</p>");
 			return;
@@ -1076,7 +609,8 @@ static void request_head(struct conn *c, size_t end)
 		kind = BODY_LENGTH;
 	}
 	char label[PREVIEW_LABEL_MAX + 1];
-	if (!host || !host_label(s, host->value, host->value_len, label)) {
+	if (!host || !preview_host_label(s->cfg.domain, s->domain_len, host->value, host->value_len,
+					 label)) {
 		conn_page(c, host ? 404 : 400, host ? "Not found" : "Bad request",
 			  host ? page_none : "<p>The request has no Host field.</p>");
 		return;
@@ -1096,40 +630,42 @@ static void request_head(struct conn *c, size_t end)
 	struct text out = {}, fields = {};
 	char qtok[160], ctok[160] = "", btok[160] = "";
 	bool framed = false;
-	text_add(&out, method, mlen);
-	text_add(&out, " ", 1);
-	target_strip(target, tlen, &out, qtok, sizeof qtok);
-	text_add(&out, " ", 1);
-	text_add(&out, version, vlen);
-	text_add(&out, "\r\n", 2);
+	preview_text_add(&out, method, mlen);
+	preview_text_add(&out, " ", 1);
+	preview_target_strip(target, tlen, &out, qtok, sizeof qtok);
+	preview_text_add(&out, " ", 1);
+	preview_text_add(&out, version, vlen);
+	preview_text_add(&out, "\r\n", 2);
 	const char *xff = NULL;
 	size_t xff_len = 0;
 	for (size_t i = 0; i < h.n; i++) {
 		const struct header *f = &h.h[i];
-		if (header_is(f, "Cookie")) {
-			cookie_strip(f, &fields, ctok, sizeof ctok);
+		if (preview_header_is(f, "Cookie")) {
+			preview_cookie_strip(f, &fields, ctok, sizeof ctok);
 			continue;
 		}
-		if (header_is(f, "Authorization") && !t.public && f->value_len > 7 &&
+		if (preview_header_is(f, "Authorization") && !t.public && f->value_len > 7 &&
 		    strncasecmp(f->value, "Bearer ", 7) == 0 && f->value_len - 7 < sizeof btok) {
 			memcpy(btok, f->value + 7, f->value_len - 7);
 			btok[f->value_len - 7] = 0;
 			continue;
 		}
-		if (header_is(f, "Sec-Fetch-Dest") && token_eq(f->value, f->value_len, "iframe"))
+		if (preview_header_is(f, "Sec-Fetch-Dest") &&
+		    preview_token_eq(f->value, f->value_len, "iframe"))
 			framed = true;
-		if (header_is(f, "X-Forwarded-For")) {
+		if (preview_header_is(f, "X-Forwarded-For")) {
 			xff = f->value;
 			xff_len = f->value_len;
 			continue;
 		}
-		if (header_is(f, "Connection") || header_is(f, "Keep-Alive") ||
-		    header_is(f, "Proxy-Connection") || header_is(f, "TE") ||
-		    header_is(f, "Upgrade") || header_is(f, "X-Forwarded-Proto") ||
-		    header_is(f, "X-Forwarded-Host") || header_is(f, "X-Forwarded-Port") ||
-		    header_is(f, "Forwarded") || header_is(f, "X-Real-IP"))
+		if (preview_header_is(f, "Connection") || preview_header_is(f, "Keep-Alive") ||
+		    preview_header_is(f, "Proxy-Connection") || preview_header_is(f, "TE") ||
+		    preview_header_is(f, "Upgrade") || preview_header_is(f, "X-Forwarded-Proto") ||
+		    preview_header_is(f, "X-Forwarded-Host") ||
+		    preview_header_is(f, "X-Forwarded-Port") || preview_header_is(f, "Forwarded") ||
+		    preview_header_is(f, "X-Real-IP"))
 			continue;
-		header_add(&fields, f);
+		preview_header_add(&fields, f);
 	}
 
 	/* access */
@@ -1145,7 +681,7 @@ static void request_head(struct conn *c, size_t end)
 				    tok[0] ? page_bad_token : page_need_token);
 			return;
 		}
-		if (qtok[0] && (c->head_request || token_eq(method, mlen, "GET"))) {
+		if (qtok[0] && (c->head_request || preview_token_eq(method, mlen, "GET"))) {
 			/* the token becomes a host-only cookie; the address loses it */
 			char extra[1024];
 			uint64_t now = realtime_usec();
@@ -1194,24 +730,24 @@ static void request_head(struct conn *c, size_t end)
 
 	c->upgrade = upgrade && conn_upgrade;
 	if (c->upgrade) {
-		text_str(&fields, "Connection: Upgrade\r\n");
-		text_field(&fields, "Upgrade", upgrade->value, upgrade->value_len);
+		preview_text_str(&fields, "Connection: Upgrade\r\n");
+		preview_text_field(&fields, "Upgrade", upgrade->value, upgrade->value_len);
 	} else if (http10 && !conn_close) {
-		text_str(&fields, "Connection: keep-alive\r\n");
+		preview_text_str(&fields, "Connection: keep-alive\r\n");
 	}
-	text_str(&fields, "X-Forwarded-For: ");
+	preview_text_str(&fields, "X-Forwarded-For: ");
 	if (xff) {
-		text_add(&fields, xff, xff_len);
-		text_add(&fields, ", ", 2);
+		preview_text_add(&fields, xff, xff_len);
+		preview_text_add(&fields, ", ", 2);
 	}
-	text_str(&fields, c->peer);
-	text_str(&fields, "\r\nX-Forwarded-Proto: ");
-	text_str(&fields, s->cfg.https ? "https" : "http");
-	text_str(&fields, "\r\n");
-	text_field(&fields, "X-Forwarded-Host", host->value, host->value_len);
-	text_add(&fields, "\r\n", 2);
+	preview_text_str(&fields, c->peer);
+	preview_text_str(&fields, "\r\nX-Forwarded-Proto: ");
+	preview_text_str(&fields, s->cfg.https ? "https" : "http");
+	preview_text_str(&fields, "\r\n");
+	preview_text_field(&fields, "X-Forwarded-Host", host->value, host->value_len);
+	preview_text_add(&fields, "\r\n", 2);
 	if (fields.p)
-		text_add(&out, fields.p, fields.len);
+		preview_text_add(&out, fields.p, fields.len);
 	bool failed = out.failed || fields.failed;
 	free(fields.p);
 	if (failed) {
@@ -1224,7 +760,7 @@ static void request_head(struct conn *c, size_t end)
 	c->up.start = end; /* the head is consumed: ours goes instead */
 	c->up.approved = end;
 	flow_set_head(&c->up, &out);
-	framing_start(&c->up.f, kind, body);
+	preview_framing_start(&c->up.f, kind, body);
 	s->requests++;
 	c->reused = c->bfd >= 0;
 	if (c->bfd < 0) {
@@ -1234,40 +770,8 @@ static void request_head(struct conn *c, size_t end)
 	} else {
 		c->state = CONN_FORWARD;
 	}
-	framing_start(&c->down.f, BODY_NONE, 0);
+	preview_framing_start(&c->down.f, BODY_NONE, 0);
 	c->down.f.done = false;
-}
-
-/* A Set-Cookie of the app without its Domain attribute: every cookie stays on the host of
- * its own exposure, so no preview can set one for another's (all previews share the
- * domain). */
-static void set_cookie_add(struct text *t, const struct header *f)
-{
-	const char *v = f->value;
-	size_t n = f->value_len, i = 0;
-	bool first = true;
-
-	text_str(t, "Set-Cookie: ");
-	while (i < n) {
-		size_t j = i;
-		while (j < n && v[j] != ';')
-			j++;
-		size_t a = i;
-		while (a < j && (v[a] == ' ' || v[a] == '\t'))
-			a++;
-		const char *eq = memchr(v + a, '=', j - a);
-		size_t nlen = eq ? (size_t)(eq - (v + a)) : j - a;
-		while (nlen > 0 && (v[a + nlen - 1] == ' ' || v[a + nlen - 1] == '\t'))
-			nlen--;
-		if (first || !token_eq(v + a, nlen, "domain")) {
-			if (!first)
-				text_add(t, "; ", 2);
-			text_add(t, v + a, j - a);
-			first = false;
-		}
-		i = j + 1;
-	}
-	text_add(t, "\r\n", 2);
 }
 
 /* A response head (down.buf[start, end)) is whole. */
@@ -1277,10 +781,11 @@ static int response_head(struct conn *c, size_t end)
 	const char *buf = c->down.buf + c->down.start;
 	size_t len = end - c->down.start;
 
-	if (head_parse(buf, len, &h) < 0 || h.line_len < 12 || memcmp(h.line, "HTTP/1.", 7) != 0 ||
-	    (h.line[7] != '0' && h.line[7] != '1') || h.line[8] != ' ' ||
-	    !isdigit((unsigned char)h.line[9]) || !isdigit((unsigned char)h.line[10]) ||
-	    !isdigit((unsigned char)h.line[11]) || (h.line_len > 12 && h.line[12] != ' '))
+	if (preview_head_parse(buf, len, &h) < 0 || h.line_len < 12 ||
+	    memcmp(h.line, "HTTP/1.", 7) != 0 || (h.line[7] != '0' && h.line[7] != '1') ||
+	    h.line[8] != ' ' || !isdigit((unsigned char)h.line[9]) ||
+	    !isdigit((unsigned char)h.line[10]) || !isdigit((unsigned char)h.line[11]) ||
+	    (h.line_len > 12 && h.line[12] != ' '))
 		return -EBADMSG;
 	unsigned status =
 		(unsigned)((h.line[9] - '0') * 100 + (h.line[10] - '0') * 10 + (h.line[11] - '0'));
@@ -1289,16 +794,16 @@ static int response_head(struct conn *c, size_t end)
 	bool conn_close = http10, conn_keep = false;
 	for (size_t i = 0; i < h.n; i++) {
 		const struct header *f = &h.h[i];
-		if (header_is(f, "Content-Length")) {
+		if (preview_header_is(f, "Content-Length")) {
 			if (length && (length->value_len != f->value_len ||
 				       memcmp(length->value, f->value, f->value_len) != 0))
 				return -EBADMSG;
 			length = f;
-		} else if (header_is(f, "Transfer-Encoding")) {
+		} else if (preview_header_is(f, "Transfer-Encoding")) {
 			te = f;
-		} else if (header_is(f, "Connection")) {
-			conn_close |= list_has(f->value, f->value_len, "close");
-			conn_keep |= list_has(f->value, f->value_len, "keep-alive");
+		} else if (preview_header_is(f, "Connection")) {
+			conn_close |= preview_list_has(f->value, f->value_len, "close");
+			conn_keep |= preview_list_has(f->value, f->value_len, "keep-alive");
 		}
 	}
 	if (http10 && conn_keep)
@@ -1322,11 +827,11 @@ static int response_head(struct conn *c, size_t end)
 			k--;
 		while (k < n && (v[k] == ' ' || v[k] == '\t'))
 			k++;
-		kind = token_eq(v + k, n - k, "chunked") ? BODY_CHUNKED : BODY_CLOSE;
+		kind = preview_token_eq(v + k, n - k, "chunked") ? BODY_CHUNKED : BODY_CLOSE;
 		if (length)
 			conn_close = true;
 	} else if (length) {
-		if (parse_length(length->value, length->value_len, &body) < 0)
+		if (preview_parse_length(length->value, length->value_len, &body) < 0)
 			return -EBADMSG;
 		kind = BODY_LENGTH;
 	}
@@ -1336,23 +841,24 @@ static int response_head(struct conn *c, size_t end)
 		c->backend_reusable = !conn_close && kind != BODY_CLOSE;
 
 	struct text out = {};
-	text_add(&out, h.line, h.line_len);
-	text_add(&out, "\r\n", 2);
+	preview_text_add(&out, h.line, h.line_len);
+	preview_text_add(&out, "\r\n", 2);
 	for (size_t i = 0; i < h.n; i++) {
 		const struct header *f = &h.h[i];
-		bool hop = header_is(f, "Connection") || header_is(f, "Keep-Alive") ||
-			   header_is(f, "Proxy-Connection");
-		if ((hop && kind != BODY_TUNNEL) || (te && header_is(f, "Content-Length")))
+		bool hop = preview_header_is(f, "Connection") ||
+			   preview_header_is(f, "Keep-Alive") ||
+			   preview_header_is(f, "Proxy-Connection");
+		if ((hop && kind != BODY_TUNNEL) || (te && preview_header_is(f, "Content-Length")))
 			continue;
-		if (header_is(f, "Set-Cookie")) {
-			set_cookie_add(&out, f);
+		if (preview_header_is(f, "Set-Cookie")) {
+			preview_set_cookie_add(&out, f);
 			continue;
 		}
-		header_add(&out, f);
+		preview_header_add(&out, f);
 	}
 	if (!informational && kind != BODY_TUNNEL && c->client_close)
-		text_str(&out, "Connection: close\r\n");
-	text_add(&out, "\r\n", 2);
+		preview_text_str(&out, "Connection: close\r\n");
+	preview_text_add(&out, "\r\n", 2);
 	if (out.failed) {
 		free(out.p);
 		return -ENOMEM;
@@ -1360,15 +866,15 @@ static int response_head(struct conn *c, size_t end)
 	c->down.start = c->down.approved = end;
 	flow_set_head(&c->down, &out);
 	if (informational && status != 101) {
-		framing_start(&c->down.f, BODY_NONE, 0);
+		preview_framing_start(&c->down.f, BODY_NONE, 0);
 		c->down.f.done = false; /* another head follows */
 		return 0;
 	}
 	c->response_head_done = true;
-	framing_start(&c->down.f, kind, body);
+	preview_framing_start(&c->down.f, kind, body);
 	if (kind == BODY_TUNNEL) {
 		c->state = CONN_TUNNEL;
-		framing_start(&c->up.f, BODY_TUNNEL, 0);
+		preview_framing_start(&c->up.f, BODY_TUNNEL, 0);
 	}
 	return 0;
 }
@@ -1482,7 +988,7 @@ static void conn_step(struct conn *c)
 			const char *h = c->up.buf + c->up.start;
 			size_t lim = MIN(have, s->cfg.max_head_bytes);
 			size_t from = c->head_scanned > 3 ? c->head_scanned - 3 : 0;
-			size_t end = lim > from ? head_end(h + from, lim - from) : 0;
+			size_t end = lim > from ? preview_head_end(h + from, lim - from) : 0;
 			if (end)
 				end += from;
 			if (!end) {
@@ -1491,7 +997,7 @@ static void conn_step(struct conn *c)
 						  "<p>The request's head is over the limit.</p>");
 					continue;
 				}
-				if (has_bare_lf(h, from, lim)) {
+				if (preview_has_bare_lf(h, from, lim)) {
 					conn_page(c, 400, "Bad request",
 						  "<p>The request's head is malformed.</p>");
 					continue;
@@ -1550,7 +1056,7 @@ static void conn_step(struct conn *c)
 		if (!c->response_head_done && c->state == CONN_FORWARD &&
 		    c->down.head_off == c->down.head_len) {
 			size_t have = c->down.len - c->down.start;
-			size_t end = head_end(c->down.buf + c->down.start, have);
+			size_t end = preview_head_end(c->down.buf + c->down.start, have);
 			if (end) {
 				if (response_head(c, c->down.start + end) < 0) {
 					if (c->down.head_off > 0)
