@@ -421,9 +421,11 @@ void preview_cookie_strip(const struct header *f, struct text *t, char *tok, siz
 		size_t nlen = eq ? (size_t)(eq - (v + a)) : b - a;
 		if (preview_token_eq(v + a, nlen, TOKEN_COOKIE) &&
 		    strncmp(v + a, TOKEN_COOKIE, nlen) == 0) {
-			size_t vl = eq ? (size_t)(v + b - eq - 1) : 0;
+			/* the name alone is an empty value */
+			const char *val = eq ? eq + 1 : v + b;
+			size_t vl = (size_t)(v + b - val);
 			if (vl + 1 <= tok_size) {
-				memcpy(tok, eq + 1, vl);
+				memcpy(tok, val, vl);
 				tok[vl] = 0;
 			}
 		} else if (b > a) {

@@ -611,6 +611,9 @@ Test(cookie, strip)
 	/* a value too long for tok leaves it, and the cookie still goes */
 	assert_cookie("a=1; station_preview=0123456789012345678901234567890123456789",
 		      "Cookie: a=1\r\n", "kept");
+	/* the name alone (no '='): an empty token, and the pair goes */
+	assert_cookie("a=1; station_preview", "Cookie: a=1\r\n", "");
+	assert_cookie("station_preview", "", "");
 	/* empty pairs go */
 	assert_cookie(";; a=1 ;", "Cookie: a=1\r\n", "kept");
 }
