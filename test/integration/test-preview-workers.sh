@@ -10,7 +10,10 @@
 # positive control. The CLI with STATION_WORKERS lists the exposure from w2; a revoke through
 # the relay ends it. Then w2 again as a private worker (--tenant acme): acme's token exposes
 # its own workspace's port and the preview answers; another tenant's token gets 404 on expose,
-# list and revoke of it, and its preview stays the owner's.
+# list and revoke of it, and its preview stays the owner's. Last, w2 as a proxy's upstream
+# (--preview-url https://w2.preview.example.com): URLs say https without a port, a request as
+# the proxy passes it (the browser's Host, X-Forwarded-For) reaches the app with the client's
+# address and https, and the token's cookie is Secure.
 . "$(dirname "$0")/container-lib.sh"
 . "$(dirname "$0")/preview-lib.sh"
 
@@ -231,3 +234,43 @@ t_private_worker() {
 	assert_code 404 "acme's revoked preview"
 }
 run_test "a private worker (--tenant acme): acme's token exposes its workspace's port and the preview answers; another tenant's gets 404" t_private_worker
+
+# ---------------------------------------------------------------------------------------------
+# w2 behind a TLS proxy (docs/operations.md, "Previews"): --preview-url names the scheme and
+# domain browsers use; the proxy passes the Host on and adds X-Forwarded-For.
+
+t_preview_url() {
+	local flags=() i host tok cookie
+	for ((i = 0; i < ${#W2_FLAGS[@]}; i++)); do
+		if [[ ${W2_FLAGS[i]} == --preview-domain ]]; then
+			i=$((i + 1))
+		else
+			flags+=("${W2_FLAGS[i]}")
+		fi
+	done
+	stop_controller
+	start_container_controller "${flags[@]}" --preview-url https://w2.preview.example.com || return 1
+	start_apps "$WS" app 'exec preview-app 3001' 3001 || return 1
+	api -q POST "/v1/workspaces/$WS/ports" '{"port":3001}'
+	assert_status 201 "expose 3001" || return 1
+	host=$(j .host) tok=$(j .token)
+	assert_match '^3001-[a-z2-7]{26}\.w2\.preview\.example\.com$' "$host" "the host under --preview-url's domain" || return 1
+	assert_eq "https://$host/" "$(j .url)" "the URL: https, no port" || return 1
+	# what the proxy sends: the browser's Host, X-Forwarded-For with the client's address
+	pvat "$PV2" "$host" /headers -H "Authorization: Bearer $tok" -H 'X-Forwarded-For: 198.51.100.7' \
+		-H 'X-Forwarded-Proto: http'
+	assert_code 200 "the listener with the proxy's request" || return 1
+	assert_match "^Host: $host:$PV2"$'\r'"?$" "$(grep -i '^host:' <<<"$PV_BODY")" "the Host the app got"
+	assert_match "^X-Forwarded-For: 198\.51\.100\.7, 127\.0\.0\.1"$'\r'"?$" \
+		"$(grep -i '^x-forwarded-for:' <<<"$PV_BODY")" "the app's X-Forwarded-For: client, proxy"
+	assert_match "^X-Forwarded-Proto: https"$'\r'"?$" "$(grep -i '^x-forwarded-proto:' <<<"$PV_BODY")" \
+		"the app's X-Forwarded-Proto (the proxy's http dropped)"
+	pvat "$PV2" "$host" "/?station_preview_token=$tok"
+	assert_code 302 "the token as a parameter" || return 1
+	cookie=$(pv_header Set-Cookie)
+	assert_match "^station_preview=$tok;" "$cookie" "the cookie" &&
+		assert_match '; *Secure' "$cookie" "an https preview's cookie is Secure"
+	pvat "$PV2" "${host%%.*}.w2.preview.localhost" /headers -H "Authorization: Bearer $tok"
+	assert_code 404 "the label under the former domain"
+}
+run_test "--preview-url https://w2.preview.example.com: URLs say https without a port; behind a proxy the app gets the client's X-Forwarded-For and https, the cookie is Secure" t_preview_url
