@@ -8,9 +8,11 @@
 # w2.preview.localhost on w2's listener port and serves the page there; the same label sent to
 # w1's listener is 404 (a worker serves its own workspaces' previews only), w2's listener the
 # positive control. The CLI with STATION_WORKERS lists the exposure from w2; a revoke through
-# the relay ends it. Then w2 again as a private worker (--tenant acme): acme's token exposes
-# its own workspace's port and the preview answers; another tenant's token gets 404 on expose,
-# list and revoke of it, and its preview stays the owner's. Last, w2 as a proxy's upstream
+# the relay ends it. In Chromium (preview-workers-dashboard.mjs), w1's dashboard exposes it from
+# the w2 workspace's Ports tab at w2's URL, opens the page and revokes it. Then w2 again as a
+# private worker (--tenant acme): acme's token exposes its own workspace's port and the preview
+# answers; another tenant's token gets 404 on expose, list and revoke of it, and its preview
+# stays the owner's. Last, w2 as a proxy's upstream
 # (--preview-url https://w2.preview.example.com): URLs say https without a port, a request as
 # the proxy passes it (the browser's Host, X-Forwarded-For) reaches the app with the client's
 # address and https, and the token's cookie is Secure.
@@ -176,6 +178,38 @@ t_revoke_through_w1() {
 	assert_eq 404 "$STATUS" "a second revoke"
 }
 run_test "a revoke through w1's relay ends the preview on w2 (404)" t_revoke_through_w1
+
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+t_dashboard() {
+	local r
+	if [[ ! -x $CHROMIUM ]] || ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+		skip "$1" "chromium, node and npm are needed (scripts/install-deps)"
+		return 2
+	fi
+	if ! npm_tools; then # playwright-core, pinned in test/npm-tools
+		skip "$1" "$NPM_TOOLS_ERROR"
+		return 2
+	fi
+	r=$(PLAYWRIGHT_DIR=$NPM_TOOLS CHROMIUM=$CHROMIUM HOME=$TMP timeout 300 node \
+		"$SRC/test/integration/preview-workers-dashboard.mjs" "$W1" "$TOKEN" "$WS" 2>"$TMP/browser.err")
+	[[ -n $r ]] || r="{\"error\":\"no result: $(tail -c 300 "$TMP/browser.err" | tr '\n"' '  ')\"}"
+	if [[ $(j .ok "$r") != true ]]; then
+		_fail "the session stopped at \"$(j .step "$r")\": $(j .error "$r")"
+		diag "page: $(j .pageText "$r" | tr '\n' ' ' | cut -c 1-600)"
+		diag "console: $(j .console "$r")"
+		return 1
+	fi
+	assert_eq httpd "$(j .listedCommand "$r")" "port 3000 listening, as w2 reads it"
+	assert_match "^http://3000-[a-z2-7]{26}\\.w2\\.preview\\.localhost:$PV2/\$" "$(j .url "$r")" \
+		"the Ports tab's URL: w2's domain and listener port"
+	assert_eq preview-on-w2 "$(j .opened.text "$r")" "Open: the page through w2's listener"
+	assert_eq "$(j .url "$r")" "$(j .opened.url "$r")" "the tab ends at the URL (the token's parameter gone)"
+	assert_eq '[]' "$(j .previewConsole "$r")" "the preview's console errors"
+	assert_eq '[]' "$(j .pageErrors "$r")" "the dashboard's script errors"
+	tcp "$TOKEN" GET "$W1/v1/workers/$W2NAME/v1/workspaces/$WS/ports"
+	assert_eq '[]' "$(j .exposed)" "revoked from the tab: w2 lists no exposure"
+}
+run_test "w1's dashboard: the Ports tab of w2's workspace exposes port 3000 at w2's URL, Open shows the page, Revoke ends it" t_dashboard
 
 # ---------------------------------------------------------------------------------------------
 # w2 as a private worker.
