@@ -341,8 +341,6 @@ static const char *reason_of(unsigned status)
 		return "Request Timeout";
 	case 405:
 		return "Method Not Allowed";
-	case 421:
-		return "Misdirected Request";
 	case 431:
 		return "Request Header Fields Too Large";
 	case 501:
@@ -615,10 +613,12 @@ static void request_head(struct conn *c, size_t end)
 			  host ? page_none : "<p>The request has no Host field.</p>");
 		return;
 	}
+	/* A reverse proxy in front reuses a connection for any preview: one for another moves
+	 * the connection over, its bounds counted again, its connection into the workspace closed
+	 * (that one reaches the other's port). */
 	if (c->bound && strcmp(label, c->target.label) != 0) {
-		conn_page(c, 421, "Misdirected request",
-			  "<p>This connection serves another preview: open a new one.</p>");
-		return;
+		backend_close(c);
+		c->bound = false;
 	}
 	struct preview_target t;
 	if (manager_preview_find(s->manager, label, strlen(label), &t) < 0) {

@@ -7,7 +7,9 @@
 # are refused (400, 501 for a coding it does not know) and the connection is closed after the
 # answer, so the request sent behind the refused one in the same bytes is never read; a head
 # over the limit is 431; a host with no exposure 404; bare LF or CR line ends 400; CONNECT 405;
-# a second request on the connection for another preview 421. Each refusal has its positive control:
+# a second request on the connection for another preview with the first one's token 401 (a
+# reverse proxy reuses its connections for any preview: with its own token it is that preview's).
+# Each refusal has its positive control:
 # the well-formed request succeeds, and pipelined behind it the next request is answered, so
 # the missing answer after a refusal is the listener's doing. The app's request log (GET /log)
 # shows at the end that no smuggled request ever reached it.
@@ -283,21 +285,36 @@ t_no_exposure() {
 		smuggled 46
 	} | send --wait 10
 	refused "CONNECT" 405
-	# a second request on the connection for another preview (one whose token it carries)
-	expose "$WS" 3001 '{"access":"public"}' || return 1
+	# a second request on the connection for another preview goes to that one (a reverse proxy
+	# in front reuses its connections for any) and needs that one's token: the first one's is
+	# not carried over
+	start_apps "$WS" app2 'preview-app 3001' 3001 || return 1
+	expose "$WS" 3001 || return 1
+	local h2=$PV_HOST t2=$PV_TOKEN
 	{
 		head_of /headers
-		printf 'GET /headers?smuggled-47 HTTP/1.1\r\nHost: %s:%s\r\n\r\n' "$PV_HOST" "$PREVIEW_PORT"
+		printf 'GET /headers?smuggled-47 HTTP/1.1\r\nHost: %s:%s\r\nAuthorization: Bearer %s\r\n\r\n' \
+			"$h2" "$PREVIEW_PORT" "$T"
 		smuggled 48
 	} | send --wait 10
-	refused "a request for another preview on the same connection (after one answer)" '200 421'
+	refused "another preview's host on the connection with the first one's token" '200 401' || return 1
+	{
+		head_of /headers
+		printf 'GET /headers?control-10 HTTP/1.1\r\nHost: %s:%s\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n' \
+			"$h2" "$PREVIEW_PORT" "$t2"
+	} | send --wait 10
+	assert_eq "200 200" "$STATUSES" \
+		"another preview's host on the connection with its own token, after one answer of the first" || return 1
+	app_log "$h2" "$t2" || return 1
+	assert_eq 1 "$(grep -c 'control-10' <<<"$APP_LOG")" "port 3001's app answered the second request" || return 1
+	assert_eq 0 "$(grep -c 'smuggled-47' <<<"$APP_LOG")" "nor saw the one with the other's token" || return 1
 	{
 		head_of /headers
 		head_of "/headers?control-6" GET 'Connection: close\r\n'
 	} | send --wait 10
 	control "the exposure's host"
 }
-run_test "a host with no exposure is 404, no Host or two 400, no token 401, CONNECT 405, another preview's host on the connection 421, and each closes the connection (control: the exposure's host)" t_no_exposure
+run_test "a host with no exposure is 404, no Host or two 400, no token 401 (another preview's token on a kept connection too), CONNECT 405, and each closes the connection (control: the exposure's host; another preview with its own token on the same connection)" t_no_exposure
 
 t_closed_without_eof() {
 	# the refused client keeps its side open: the listener still closes within its bound
