@@ -345,6 +345,8 @@ Test(framing, chunked_refused)
 	/* a chunk longer than its size: its CRLF is missing where the size says */
 	assert_chunked_refused("3\r\nhello\r\n0\r\n\r\n", 6);
 	assert_chunked_refused("5\r\nhelloX\r\n0\r\n\r\n", 8);
+	assert_chunked_refused("4\r\nhello\n0\r\n\r\n", 7); /* a byte over, then a bare LF */
+	assert_chunked_refused("5\r\nhelloX\n0\r\n\r\n", 8);
 	assert_chunked_refused("5\r\nhello\n0\r\n\r\n", 8);
 	assert_chunked_refused("5\r\nhello\r0\r\n\r\n", 8);
 	assert_chunked_refused("5\r\nhello0\r\n\r\n", 8);
