@@ -251,7 +251,7 @@ int api_terminal_attach(struct http_request *req); /* WebSocket only */
 int api_port_list(struct http_request *req);	   /* api-ports.c */
 int api_port_expose(struct http_request *req);
 int api_port_revoke(struct http_request *req);
-int api_secret_list(struct http_request *req);	   /* api-secrets.c */
+int api_secret_list(struct http_request *req); /* api-secrets.c */
 int api_secret_get(struct http_request *req);
 int api_secret_put(struct http_request *req);
 int api_secret_delete(struct http_request *req);
