@@ -14,6 +14,12 @@
 
 /* ---- small parsing helpers ------------------------------------------------------------- */
 
+/* A byte a field value may not hold (RFC 9110 §5.5): a control other than tab, or DEL. */
+static bool value_forbidden(unsigned char ch)
+{
+	return (ch < 0x20 && ch != '\t') || ch == 0x7f;
+}
+
 bool preview_tchar(unsigned char ch)
 {
 	return isalnum(ch) || (ch && strchr("!#$%&'*+-.^_`|~", ch));
@@ -140,7 +146,7 @@ int preview_head_parse(const char *buf, size_t len, struct head *h)
 		while (b > a && (line[b - 1] == ' ' || line[b - 1] == '\t'))
 			b--;
 		for (size_t q = a; q < b; q++)
-			if ((unsigned char)line[q] < 0x20 && line[q] != '\t')
+			if (value_forbidden((unsigned char)line[q]))
 				return -EBADMSG;
 		f->value = line + a;
 		f->value_len = b - a;
@@ -236,7 +242,7 @@ static int chunk_size_line(const char *s, size_t n, uint64_t *ret)
 		if (s[i] != ';')
 			return -EBADMSG;
 		for (size_t k = i; k < n; k++)
-			if ((unsigned char)s[k] < 0x20 && s[k] != '\t')
+			if (value_forbidden((unsigned char)s[k]))
 				return -EBADMSG;
 	}
 	*ret = v;
@@ -302,8 +308,11 @@ int preview_framing_scan(struct framing *f, const char *buf, size_t len, size_t 
 						k++;
 					f->trailer += n + 2;
 					if (k == 0 || k == n || p[k] != ':' ||
-					    f->trailer > TRAILER_MAX || memchr(p, 0, n))
+					    f->trailer > TRAILER_MAX)
 						return -EBADMSG;
+					for (size_t q = k + 1; q < n; q++)
+						if (value_forbidden((unsigned char)p[q]))
+							return -EBADMSG;
 					*approved += n + 2;
 				}
 				break;

@@ -71,6 +71,7 @@ Test(head, refused)
 		"GET / HTTP/1.1\r\nA(: b\r\n\r\n",	 /* not a token */
 		"GET / HTTP/1.1\r\nA: b\x01\r\n\r\n",	 /* control in a value */
 		"GET / HTTP/1.1\r\nA: \x1b[31m\r\n\r\n", /* escape in a value */
+		"GET / HTTP/1.1\r\nA: b\x7f\r\n\r\n",	 /* DEL in a value */
 		"GET / HTTP/1.1\r\nA: b\r\n\r",		 /* incomplete */
 		"GET / HTTP/1.1\r\nA: b\r\n",		 /* incomplete */
 		"",
@@ -341,6 +342,7 @@ Test(framing, chunked_refused)
 	assert_chunked_refused("5\rhello\r\n0\r\n\r\n", 0);	    /* bare CR */
 	assert_chunked_refused("5;a\rb\r\nhello\r\n0\r\n\r\n", 0);  /* CR in an extension */
 	assert_chunked_refused("5;a\x01\r\nhello\r\n0\r\n\r\n", 0); /* control in one */
+	assert_chunked_refused("5;a\x7f\r\nhello\r\n0\r\n\r\n", 0); /* DEL in one */
 	assert_chunked_refused("5\r\nhello\r\n0\n\r\n", 10);	    /* the last one's LF */
 	/* a chunk longer than its size: its CRLF is missing where the size says */
 	assert_chunked_refused("3\r\nhello\r\n0\r\n\r\n", 6);
@@ -357,6 +359,9 @@ Test(framing, chunked_refused)
 	assert_chunked_refused("0\r\nX : v\r\n\r\n", 3);
 	assert_chunked_refused("0\r\nX: v\n\r\n", 3);
 	assert_chunked_refused("0\r\nX: a\rb\r\n\r\n", 3);
+	assert_chunked_refused("0\r\nX: a\x01b\r\n\r\n", 3); /* a control, as in a head */
+	assert_chunked_refused("0\r\nX: a\x1b[31m\r\n\r\n", 3);
+	assert_chunked_refused("0\r\nX: a\x7f\r\n\r\n", 3);
 	static const char nul[] = "0\r\nX: a\0b\r\n\r\n";
 	struct outcome o = scan_all(BODY_CHUNKED, 0, nul, sizeof nul - 1);
 	cr_assert_eq(o.r, -EBADMSG);
