@@ -65,7 +65,8 @@ static void check_head(const char *buf, size_t len)
 			      f->value[f->value_len - 1] != '\t');
 		}
 		for (size_t k = 0; k < f->value_len; k++)
-			CHECK((unsigned char)f->value[k] >= 0x20 || f->value[k] == '\t');
+			CHECK(((unsigned char)f->value[k] >= 0x20 || f->value[k] == '\t') &&
+			      (unsigned char)f->value[k] != 0x7f);
 	}
 }
 
@@ -182,7 +183,7 @@ static int ref_chunked(const unsigned char *b, size_t len, size_t *end)
 		if (d == 0 || d > 15 || (d < n && b[i + d] != ';'))
 			return -1;
 		for (size_t k = d; k < n; k++)
-			if (b[i + k] < 0x20 && b[i + k] != '\t')
+			if ((b[i + k] < 0x20 && b[i + k] != '\t') || b[i + k] == 0x7f)
 				return -1;
 		i += n + 2;
 		if (size == 0)
@@ -206,8 +207,11 @@ static int ref_chunked(const unsigned char *b, size_t len, size_t *end)
 		size_t k = 0;
 		while (k < n && preview_tchar(b[i + k]))
 			k++;
-		if (k == 0 || k == n || b[i + k] != ':' || memchr(b + i, 0, n))
+		if (k == 0 || k == n || b[i + k] != ':')
 			return -1;
+		for (size_t v = k + 1; v < n; v++) /* a value, as a head's (RFC 9110 5.5) */
+			if ((b[i + v] < 0x20 && b[i + v] != '\t') || b[i + v] == 0x7f)
+				return -1;
 		trailer += n + 2;
 		if (trailer > TRAILER_MAX)
 			return -1;
