@@ -50,6 +50,14 @@ int cli_usage(const struct cli *cli, const char *fmt, ...) __attribute__((format
 /* Prints the command's usage and help to stdout; returns 0. */
 int cli_help(const struct cli *cli);
 
+/* A command group's dispatch (image, files, secret, service, token, port): runs the command
+ * of commands (n, each named "<group> <sub>") that argv[1] names, with argv from there and
+ * cli->command set to it; alias_from, when not NULL, is another name for alias_to. Without a
+ * subcommand, or an unknown one, a usage error; --help, -h or help: the group's help. */
+int cli_dispatch(struct cli *cli, int argc, char **argv, const char *group,
+		 const struct cli_command *const *commands, size_t n, const char *alias_from,
+		 const char *alias_to);
+
 /* The usage error for what getopt_long() returned ('?' or ':'), with opterr = 0 and an
  * optstring starting with ':'. */
 int cli_option_error(const struct cli *cli, char **argv, int opt);

@@ -651,19 +651,8 @@ static const struct cli_command *const files_commands[] = {
 
 static int cmd_files(struct cli *cli, int argc, char **argv)
 {
-	const char *sub = argc > 1 ? argv[1] : NULL;
-
-	if (!sub)
-		return cli_usage(cli, "no files command given");
-	if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0)
-		return cli_help(cli);
-	for (size_t i = 0; i < ELEMENTSOF(files_commands); i++)
-		if (strcmp(files_commands[i]->name + strlen("files "), sub) == 0) {
-			cli->command = files_commands[i];
-			optind = 0;
-			return cli->command->run(cli, argc - 1, argv + 1);
-		}
-	return cli_usage(cli, "unknown files command '%s'", sub);
+	return cli_dispatch(cli, argc, argv, "files", files_commands, ELEMENTSOF(files_commands),
+			    NULL, NULL);
 }
 
 const struct cli_command cli_cmd_files = {

@@ -333,19 +333,8 @@ static const struct cli_command *const image_commands[] = {
 
 static int cmd_image(struct cli *cli, int argc, char **argv)
 {
-	const char *sub = argc > 1 ? argv[1] : NULL;
-
-	if (!sub)
-		return cli_usage(cli, "no image command given");
-	if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0)
-		return cli_help(cli);
-	for (size_t i = 0; i < ELEMENTSOF(image_commands); i++)
-		if (strcmp(image_commands[i]->name + strlen("image "), sub) == 0) {
-			cli->command = image_commands[i];
-			optind = 0;
-			return cli->command->run(cli, argc - 1, argv + 1);
-		}
-	return cli_usage(cli, "unknown image command '%s'", sub);
+	return cli_dispatch(cli, argc, argv, "image", image_commands, ELEMENTSOF(image_commands),
+			    NULL, NULL);
 }
 
 const struct cli_command cli_cmd_image = {

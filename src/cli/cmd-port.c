@@ -289,21 +289,8 @@ static const struct cli_command *const port_commands[] = {
 
 static int cmd_port(struct cli *cli, int argc, char **argv)
 {
-	const char *sub = argc > 1 ? argv[1] : NULL;
-
-	if (!sub)
-		return cli_usage(cli, "no port command given");
-	if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0)
-		return cli_help(cli);
-	if (strcmp(sub, "list") == 0)
-		sub = "ls";
-	for (size_t i = 0; i < ELEMENTSOF(port_commands); i++)
-		if (strcmp(port_commands[i]->name + strlen("port "), sub) == 0) {
-			cli->command = port_commands[i];
-			optind = 0;
-			return cli->command->run(cli, argc - 1, argv + 1);
-		}
-	return cli_usage(cli, "unknown port command '%s'", sub);
+	return cli_dispatch(cli, argc, argv, "port", port_commands, ELEMENTSOF(port_commands),
+			    "list", "ls");
 }
 
 const struct cli_command cli_cmd_port = {

@@ -293,19 +293,8 @@ static const struct cli_command *const secret_commands[] = {
 
 static int cmd_secret(struct cli *cli, int argc, char **argv)
 {
-	const char *sub = argc > 1 ? argv[1] : NULL;
-
-	if (!sub)
-		return cli_usage(cli, "no secret command given");
-	if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0)
-		return cli_help(cli);
-	for (size_t i = 0; i < ELEMENTSOF(secret_commands); i++)
-		if (strcmp(secret_commands[i]->name + strlen("secret "), sub) == 0) {
-			cli->command = secret_commands[i];
-			optind = 0;
-			return cli->command->run(cli, argc - 1, argv + 1);
-		}
-	return cli_usage(cli, "unknown secret command '%s'", sub);
+	return cli_dispatch(cli, argc, argv, "secret", secret_commands, ELEMENTSOF(secret_commands),
+			    NULL, NULL);
 }
 
 const struct cli_command cli_cmd_secret = {

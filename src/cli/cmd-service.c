@@ -459,19 +459,8 @@ static const struct cli_command *const service_commands[] = {
 
 static int cmd_service(struct cli *cli, int argc, char **argv)
 {
-	const char *sub = argc > 1 ? argv[1] : NULL;
-
-	if (!sub)
-		return cli_usage(cli, "no service command given");
-	if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0)
-		return cli_help(cli);
-	for (size_t i = 0; i < ELEMENTSOF(service_commands); i++)
-		if (strcmp(service_commands[i]->name + strlen("service "), sub) == 0) {
-			cli->command = service_commands[i];
-			optind = 0;
-			return cli->command->run(cli, argc - 1, argv + 1);
-		}
-	return cli_usage(cli, "unknown service command '%s'", sub);
+	return cli_dispatch(cli, argc, argv, "service", service_commands,
+			    ELEMENTSOF(service_commands), NULL, NULL);
 }
 
 const struct cli_command cli_cmd_service = {

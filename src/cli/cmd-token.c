@@ -250,21 +250,8 @@ static const struct cli_command *const token_commands[] = {
 
 static int cmd_token(struct cli *cli, int argc, char **argv)
 {
-	const char *sub = argc > 1 ? argv[1] : NULL;
-
-	if (!sub)
-		return cli_usage(cli, "no token command given");
-	if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0)
-		return cli_help(cli);
-	if (strcmp(sub, "ls") == 0)
-		sub = "list";
-	for (size_t i = 0; i < ELEMENTSOF(token_commands); i++)
-		if (strcmp(token_commands[i]->name + strlen("token "), sub) == 0) {
-			cli->command = token_commands[i];
-			optind = 0;
-			return cli->command->run(cli, argc - 1, argv + 1);
-		}
-	return cli_usage(cli, "unknown token command '%s'", sub);
+	return cli_dispatch(cli, argc, argv, "token", token_commands, ELEMENTSOF(token_commands),
+			    "ls", "list");
 }
 
 const struct cli_command cli_cmd_token = {

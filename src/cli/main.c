@@ -57,6 +57,28 @@ int cli_help(const struct cli *cli)
 	return 0;
 }
 
+int cli_dispatch(struct cli *cli, int argc, char **argv, const char *group,
+		 const struct cli_command *const *commands, size_t n, const char *alias_from,
+		 const char *alias_to)
+{
+	const char *sub = argc > 1 ? argv[1] : NULL;
+	size_t skip = strlen(group) + 1;
+
+	if (!sub)
+		return cli_usage(cli, "no %s command given", group);
+	if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0)
+		return cli_help(cli);
+	if (alias_from && strcmp(sub, alias_from) == 0)
+		sub = alias_to;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(commands[i]->name + skip, sub) == 0) {
+			cli->command = commands[i];
+			optind = 0;
+			return cli->command->run(cli, argc - 1, argv + 1);
+		}
+	return cli_usage(cli, "unknown %s command '%s'", group, sub);
+}
+
 int cli_option_error(const struct cli *cli, char **argv, int opt)
 {
 	const char *arg = argv[optind - 1];
