@@ -501,7 +501,7 @@ static int answer(int fd, const struct request *rq, int status, const char *reas
 }
 
 static const char page[] =
-	"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>preview-app</title></head>\n"
+	"<!doctype html>\n<html><head><meta charset=\"utf-8\"><link rel=\"icon\" href=\"data:,\"><title>preview-app</title></head>\n"
 	"<body><h1>preview-app</h1><p id=\"ws\">ws-pending</p>\n<script>\n"
 	"const s = new WebSocket((location.protocol === 'https:' ? 'wss:' : 'ws:') + '//' +\n"
 	"  location.host + '/ws');\n"

@@ -49,8 +49,6 @@ function watch(page, errs) {
 		const text = `${m.type()}: ${m.text()} (${m.location()?.url ?? ''})`.slice(0, 300);
 		process.stderr.write(`# console ${page.url().slice(0, 80)}: ${text}\n`);
 		if (errs) {
-			// the browser asks the app for /favicon.ico, which it does not have
-			if (/\/favicon\.ico$/.test(m.location()?.url ?? '')) return;
 			if (m.type() === 'error' || /Content Security Policy/i.test(m.text())) errs.push(text);
 		} else if (/Content Security Policy/i.test(m.text())) result.pageErrors.push(text);
 		else if (m.type() === 'error') result.console.push(text);
@@ -125,7 +123,7 @@ try {
 	await tab.waitForFunction(() => document.title === 'ws-ok', null, { timeout: T }).catch(async (e) => {
 		throw new Error(`the opened tab at ${tab.url()} shows "${(await tab.textContent('body').catch(() => '')).slice(0, 300)}": ${e.message}`);
 	});
-	// a moment for a late console error (a failed favicon, a socket closed) to show
+	// a moment for a late console error (a socket closed) to show
 	await tab.waitForTimeout(500);
 	result.opened = { title: await tab.title(), url: tab.url() };
 	await shot(tab, 'preview-tab');
@@ -169,7 +167,7 @@ try {
 	result.publicUrl = await page.$eval(`${exposedRow} td.port-url a`, (a) => a.textContent);
 	page.on('console', (m) => {
 		const u = m.location()?.url ?? '';
-		if (u.includes('.preview.localhost') && !/\/favicon\.ico$/.test(u) && m.type() === 'error') result.frameConsole.push(m.text().slice(0, 300));
+		if (u.includes('.preview.localhost') && m.type() === 'error') result.frameConsole.push(m.text().slice(0, 300));
 	});
 	await page.click(`${exposedRow} button.port-frame`);
 	const frameEl = await page.waitForSelector('iframe#port-frame', { timeout: T });

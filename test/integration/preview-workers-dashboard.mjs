@@ -34,8 +34,6 @@ function watch(page, errs) {
 	page.on('console', (m) => {
 		const text = `${m.type()}: ${m.text()} (${m.location()?.url ?? ''})`.slice(0, 300);
 		process.stderr.write(`# console ${page.url().slice(0, 80)}: ${text}\n`);
-		// the browser asks the app for /favicon.ico, which it does not have
-		if (/\/favicon\.ico$/.test(m.location()?.url ?? '')) return;
 		if (m.type() === 'error' || /Content Security Policy/i.test(m.text())) errs.push(text);
 	});
 	page.on('pageerror', (e) => result.pageErrors.push(String(e.message).slice(0, 300)));

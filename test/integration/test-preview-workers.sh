@@ -106,7 +106,8 @@ HOST='' PTOKEN='' PURL=''
 t_setup() {
 	new_cws WS '{"network":"none"}' || return 1
 	assert_match "^$W2NAME-" "$WS" "the workspace's id names w2" || return 1
-	run_cmd "$WS" 'mkdir -p www && echo preview-on-w2 >www/index.html' >/dev/null
+	# an icon of its own, so the browser's /favicon.ico is no 404 (no console error at all)
+	run_cmd "$WS" 'mkdir -p www && echo preview-on-w2 >www/index.html && : >www/favicon.ico' >/dev/null
 	assert_eq 0 "$(j .exitCode)" "write httpd's page" || return 1
 	# shellcheck disable=SC2016 # $PWD is the workspace's
 	start_apps "$WS" httpd 'httpd -f -p 127.0.0.1:3000 -h "$PWD/www"' 3000
