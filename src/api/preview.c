@@ -689,6 +689,9 @@ static void request_head(struct conn *c, size_t end)
 			size_t path_len = (size_t)(strchr(out.p, ' ') - out.p) + 1;
 			const char *path = out.p + path_len;
 			const char *path_end = strchr(path, ' ');
+			/* "//host/…" would send the browser to another site: one slash */
+			while (path_end - path > 1 && (path[1] == '/' || path[1] == '\\'))
+				path++;
 			/* Opened in a frame of another site (the dashboard's Open here), a Lax
 			 * cookie is never sent back: a partitioned one is, and only in frames
 			 * under that same top-level site. It must be Secure: https, or a

@@ -76,6 +76,10 @@ t_token_param() {
 	assert_match '; *SameSite=Lax' "$cookie" "the cookie is SameSite=Lax"
 	[[ $cookie != *Domain=* ]] || _fail "the cookie names a Domain (want host-only): $cookie"
 	[[ $cookie != *Secure* ]] || _fail "a Secure cookie on an http URL: $cookie"
+	# a target of two slashes would make the Location another site's ("//host/…"): one slash
+	pv "$H3001" "//evil.example/x?station_preview_token=$T3001"
+	assert_code 302 "a // target with the token" || return 1
+	assert_eq "/evil.example/x" "$(pv_header Location)" "the redirect stays on the preview's host"
 	# following the redirect with the cookie jar, plus a cookie of the app's own
 	pv "$H3001" "$loc" -b "$jar" -H 'Cookie: app=kept'
 	assert_code 200 "the redirect's target with the cookie" || return 1
