@@ -135,8 +135,16 @@ static int cmd_port_expose(struct cli *cli, int argc, char **argv)
 	if (r != 0)
 		return r;
 	r = station_port_expose(cli->client, argv[optind], port, &o, &e);
-	if (r < 0)
-		return cli_fail(cli, r);
+	if (r < 0) {
+		bool again = r == -EBUSY &&
+			     strstr(station_client_last_error(cli->client), "exposed already");
+		r = cli_fail(cli, r);
+		/* the controller names its API's DELETE: the CLI's way is port rm */
+		if (again)
+			fprintf(stderr, "  to expose it anew: station-sandbox port rm %s %u\n",
+				argv[optind], port);
+		return r;
+	}
 	r = json ? output_json(e) : exposure_print(e);
 	return r < 0 ? EXIT_FAILED : 0;
 }

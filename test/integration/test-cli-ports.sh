@@ -95,6 +95,7 @@ t_expose_again() {
 	assert_eq 1 "$RC" "exit status of a second expose" || return 1
 	assert_match '^station-sandbox: .*3000' "$ERR" "the controller's message names the port" || return 1
 	assert_match 'expos' "$ERR" "and says it is exposed already" || return 1
+	assert_contains "port rm $WS 3000" "$ERR" "and how to with the CLI" || return 1
 	assert_eq '' "$OUT" "nothing on stdout"
 }
 
