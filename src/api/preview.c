@@ -116,7 +116,6 @@ struct preview_server {
 	struct conn *conns;
 	unsigned n_conns;
 	struct event_source *tick;
-	uint64_t requests, refused;
 };
 
 static int on_client(struct event_source *s, int fd, uint32_t revents, void *userdata);
@@ -361,7 +360,6 @@ static const char *reason_of(unsigned status)
 static void conn_answer(struct conn *c, unsigned status, const char *extra, const char *title,
 			const char *page)
 {
-	struct preview_server *s = c->server;
 	char body[2048], head[1536];
 	int nb = 0;
 
@@ -395,7 +393,6 @@ static void conn_answer(struct conn *c, unsigned status, const char *extra, cons
 	flow_set_head(&c->down, &t);
 	c->state = CONN_ANSWER;
 	c->deadline = now_usec() + DRAIN_USEC;
-	s->refused++;
 }
 
 static void conn_page(struct conn *c, unsigned status, const char *title, const char *page)
@@ -764,7 +761,6 @@ static void request_head(struct conn *c, size_t end)
 	c->up.approved = end;
 	flow_set_head(&c->up, &out);
 	preview_framing_start(&c->up.f, kind, body);
-	s->requests++;
 	c->reused = c->bfd >= 0;
 	if (c->bfd < 0) {
 		c->tried_ipv6 = false;
@@ -1382,11 +1378,4 @@ void preview_server_revoke(struct preview_server *s, const char *label)
 		if (c->bound && strcmp(c->target.label, label) == 0)
 			conn_close_now(c);
 	}
-}
-
-void preview_server_stats(const struct preview_server *s, struct preview_stats *ret)
-{
-	*ret = (struct preview_stats){ .connections = s->n_conns,
-				       .requests = s->requests,
-				       .refused = s->refused };
 }

@@ -41,10 +41,3 @@ int preview_server_new(struct event_loop *loop, struct manager *m, const struct 
 void preview_server_free(struct preview_server *p);
 /* Closes every connection of the exposure label now (its exposure ended). */
 void preview_server_revoke(struct preview_server *p, const char *label);
-
-struct preview_stats {
-	unsigned connections; /* open client connections */
-	uint64_t requests;    /* requests passed to a workspace */
-	uint64_t refused;     /* answered by the listener itself (4xx, 5xx) */
-};
-void preview_server_stats(const struct preview_server *p, struct preview_stats *ret);

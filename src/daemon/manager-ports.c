@@ -492,20 +492,32 @@ static json_t *exposed_json(struct manager *m, const char *ws_id)
 	return a;
 }
 
-int manager_port_get(struct manager *m, const char *ws_id, uint16_t port, json_t **ret,
-		     struct station_error *e)
+/* The live exposure of a port of a workspace the viewer sees: 0, or -ENOENT naming what is
+ * missing. */
+static int exposure_of(struct manager *m, const char *ws_id, uint16_t port, struct exposure **ret,
+		       struct station_error *e)
 {
 	struct workspace *ws;
-	struct exposure *x;
 	int r = workspace_lookup(m, ws_id, &ws, e);
 
 	if (r < 0)
 		return r;
-	x = exposure_live(m, ws->row.id, port);
-	if (!x)
+	*ret = exposure_live(m, ws->row.id, port);
+	if (!*ret)
 		return station_error_set(e, -ENOENT, NULL,
 					 "port %u of workspace \"%s\" is not exposed",
 					 (unsigned)port, ws->row.id);
+	return 0;
+}
+
+int manager_port_get(struct manager *m, const char *ws_id, uint16_t port, json_t **ret,
+		     struct station_error *e)
+{
+	struct exposure *x;
+	int r = exposure_of(m, ws_id, port, &x, e);
+
+	if (r < 0)
+		return r;
 	*ret = exposure_to_json(m, x);
 	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
 }
@@ -539,18 +551,12 @@ int manager_port_list(struct manager *m, const char *ws_id, json_t **ret, struct
 int manager_port_revoke(struct manager *m, const char *ws_id, uint16_t port,
 			struct station_error *e)
 {
-	struct workspace *ws;
 	struct exposure *x;
-	int r = workspace_lookup(m, ws_id, &ws, e);
+	int r = exposure_of(m, ws_id, port, &x, e);
 
 	if (r < 0)
 		return r;
-	x = exposure_live(m, ws->row.id, port);
-	if (!x)
-		return station_error_set(e, -ENOENT, NULL,
-					 "port %u of workspace \"%s\" is not exposed",
-					 (unsigned)port, ws->row.id);
-	r = store_port_delete(m->store, ws->row.id, port);
+	r = store_port_delete(m->store, x->ws_id, port);
 	if (r < 0 && r != -ENOENT)
 		return station_error_set(e, r, NULL, "cannot delete the exposure: %s",
 					 strerror(-r));
