@@ -191,6 +191,12 @@ json_t *manager_worker(struct manager *m);
 #define WORKSPACE_MAX_MEMORY_MB 1048576u
 #define WORKSPACE_MAX_PIDS_LIMIT 4194304u
 
+/* What a workspace does once idle for idleTimeoutMs (workspace_spec.idle_action). */
+enum idle_action {
+	IDLE_ACTION_STOP = 0, /* today's: stopped, stopReason "idle" */
+	IDLE_ACTION_PAUSE,    /* paused, pauseReason "idle"; resumed by autoResume or resume */
+};
+
 struct workspace_spec {
 	const char *adapter; /* NULL: the worker's default adapter */
 	json_t *env;	     /* borrowed; NULL or an object of string values, validated */
@@ -205,6 +211,11 @@ struct workspace_spec {
 	uint64_t pids_limit; /* 0: the worker's default (--default-pids-limit) */
 	uint64_t idle_timeout_ms; /* 0: never stopped for being idle (manager-idle.c) */
 	const char *tenant;	  /* who the workspace is for; NULL or "": the operator */
+	/* Pause and snapshots (manager-pause.c, manager-snapshot.c) */
+	const char *snapshot;	      /* "s-…": start from this snapshot's image and HOME; the
+					* snapshot's image replaces image (both given: -EINVAL) */
+	bool auto_resume;	      /* a paused workspace resumes for a command, attach, write */
+	enum idle_action idle_action; /* what idle_timeout_ms does */
 };
 /* idleTimeoutMs: 0 (none) or in this range */
 #define WORKSPACE_MIN_IDLE_TIMEOUT_MS 1000u
@@ -766,3 +777,63 @@ int manager_preview_connect(struct manager *m, const struct preview_target *t, b
  * that the listener closes its open connections at once. */
 typedef void (*manager_preview_revoked_fn)(void *userdata, const char *label);
 void manager_preview_on_revoke(struct manager *m, manager_preview_revoked_fn fn, void *userdata);
+
+/* ---- Pause, snapshots and fork (manager-pause.c, manager-snapshot.c; docs/api.md "Pause and
+ * resume", "Snapshots and fork") ---------------------------------------------------------- */
+
+/* POST …/pause: every process of the workspace but its agent frozen (the cgroup freezer, v1
+ * freezer.state or v2 cgroup.freeze, on each group the agent's commands run in; a process the
+ * sandbox moved next to the agent is moved into a frozen group first), the agent told to stop
+ * its clocks (run timeouts, service restart delays) and the controller's idle clock stopped;
+ * the state "paused" is recorded, so that a paused workspace is paused still after a
+ * controller restart (the freezer holds without us). The agent keeps answering: status, file
+ * reads, usage. POST …/resume thaws it all, the clocks go on, state "ready". Each answers
+ * like restart: < 0 with e (-ENOENT; -EBUSY, 409, when neither ready nor paused), 0 with *ret
+ * at once (pausing a paused workspace, resuming a ready one: nothing to do), or 1 with fn
+ * called once it is done (the workspace's JSON, "pausedAt" set while paused). */
+int manager_workspace_pause(struct manager *m, const char *id, workspace_op_fn fn, void *userdata,
+			    struct workspace_op **ret_op, json_t **ret, struct station_error *e);
+int manager_workspace_resume(struct manager *m, const char *id, workspace_op_fn fn, void *userdata,
+			     struct workspace_op **ret_op, json_t **ret, struct station_error *e);
+
+/* 409 with the error code "paused" (not "conflict"): a command, terminal attach or open, file
+ * write or service start on a paused workspace created without "autoResume": true. With it,
+ * those requests resume the workspace first (the manager does it before it acts on them). */
+#define STATION_EPAUSED (-ESTRPIPE)
+
+/* POST …/snapshots {"name", "memory"}: HOME and the root filesystem's changes (the overlay's
+ * upper layer) of a container workspace, read while it is paused (paused for it and resumed
+ * after unless it was paused already; "pausedMs" says how long), stored as an image: the
+ * workspace's image's layers plus one new content-addressed layer (image_commit_layer()), so
+ * that it is listed, pinned by digest, exported and pulled like any image. A host workspace's
+ * snapshot holds its workspace directory only. memory: the processes too, through the
+ * runtime's checkpoint and CRIU (-ENOTSUP, 501, naming what this worker lacks, where it cannot).
+ * Answered through fn: {"id":"s-…","workspaceId","name","createdAt","sizeBytes","baseImage",
+ * "image","memory","pausedMs","tenant"}. -EAGAIN (429) past the tenant's snapshot count,
+ * -EFBIG (413) past --max-snapshot-bytes (naming the file that passed it). */
+struct snapshot_spec {
+	const char *name; /* NULL: none; else 1 … 128 printable characters */
+	bool memory;
+};
+#define SNAPSHOT_NAME_MAX 128
+#define SNAPSHOTS_PER_TENANT_DEFAULT 100
+int manager_snapshot_create(struct manager *m, const char *ws_id, const struct snapshot_spec *spec,
+			    workspace_op_fn fn, void *userdata, struct workspace_op **ret_op,
+			    struct station_error *e);
+/* GET /v1/snapshots: {"snapshots":[…]} the viewer's, newest first. GET /v1/snapshots/{id}: one
+ * (-ENOENT, 404, for another tenant's, as for a missing id). */
+int manager_snapshot_list(struct manager *m, json_t **ret, struct station_error *e);
+int manager_snapshot_get(struct manager *m, const char *id, json_t **ret, struct station_error *e);
+/* DELETE /v1/snapshots/{id}: the record, then its image (and whatever layers no other image
+ * uses) off the loop; fn gets NULL on success. -EBUSY (409) while a workspace runs on it. */
+int manager_snapshot_delete(struct manager *m, const char *id, workspace_op_fn fn, void *userdata,
+			    struct workspace_op **ret_op, struct station_error *e);
+
+/* POST …/fork {"count": N}: one snapshot of the workspace, then N workspaces created from it
+ * (as workspace_spec.snapshot, each with the source's limits, network mode, env, tenant), each
+ * independent from then on. fn gets {"workspaces":[…],"snapshot":"s-…","pausedMs"}. count
+ * 1 … FORK_MAX (-EINVAL, field "count"); past the worker's capacity -EAGAIN (429) before
+ * anything is made. */
+#define FORK_MAX 100
+int manager_workspace_fork(struct manager *m, const char *id, unsigned count, workspace_op_fn fn,
+			   void *userdata, struct workspace_op **ret_op, struct station_error *e);

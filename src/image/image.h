@@ -150,3 +150,58 @@ int image_store_clean(struct image_store *s, struct station_error *e);
 
 /* The overlayfs lowerdir= value for img: its layer dirs joined by ':', top layer first. */
 int image_overlay_lowerdir(const struct image *img, char **ret);
+
+/* ---- Snapshot layers (layer-write.c; docs/api.md "Snapshots and fork") ----------------------
+ *
+ * A workspace's snapshot is an image: its image's layers plus one layer written from the
+ * workspace's trees. Those trees are sandbox-controlled and hostile: they are walked through
+ * directory fds only (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, O_NOFOLLOW | O_NONBLOCK,
+ * a type check on the open fd before any read), never by path; a symlink is stored as a
+ * symlink and never followed; FIFOs, sockets and devices are left out (counted in skipped)
+ * but an overlay whiteout (char 0/0 in an upper) becomes an OCI whiteout; hard links are
+ * stored as separate files; setuid, setgid and file capabilities are dropped; a file's bytes
+ * are read up to the size fstat gave (a file growing meanwhile is cut there, one shrinking
+ * fails the snapshot). */
+
+struct image_layer_source {
+	int dir_fd;	    /* the tree's root, O_DIRECTORY (the caller opened it safely) */
+	const char *prefix; /* where the tree goes in the layer: "" (the root) or "home/node" */
+	bool overlay_upper; /* an overlay upper dir: char 0/0 files are whiteouts
+			      * (".wh.<name>"), trusted.overlay.opaque=y dirs opaque
+			      * (".wh..wh..opq") */
+};
+
+struct image_layer_options {
+	/* Host ids id_base … id_base + 65535 become 0 … 65535 in the layer (container root's
+	 * range); any other owner becomes 65534 (nobody). */
+	uint32_t id_base;
+	uint64_t max_bytes; /* 0: no limit; past it -EFBIG naming the file that passed it */
+};
+
+struct image_layer_stats {
+	uint64_t bytes;	  /* file bytes stored */
+	uint64_t entries; /* entries stored */
+	uint64_t skipped; /* FIFOs, sockets, devices left out */
+};
+
+/* Writes one uncompressed OCI layer tar (POSIX pax) of the sources, in order, to out_fd (a
+ * regular file, written from its current offset). Blocks: off the event loop. */
+int image_layer_write(const struct image_layer_source *src, size_t n_src,
+		      const struct image_layer_options *o, int out_fd,
+		      struct image_layer_stats *ret_stats, struct station_error *e);
+
+/* Adds to the store the image made of base's layers plus the layer tar read from tar_fd
+ * (uncompressed; verified, unpacked and stored like a pulled layer: unpack.c's rules), its
+ * config base's with the new diff id and a history entry, recorded under name (may be NULL).
+ * *ret (may be NULL) gets the new image; its digest is its identity, as for any image.
+ * Blocks: off the event loop. */
+int image_commit_layer(struct image_store *s, const struct image *base, int tar_fd,
+		       const char *name, struct image **ret, struct station_error *e);
+
+/* Copies the subtree prefix ("home/node") of img's top layer (unpacked) into dest_fd (an
+ * empty directory), regular files, directories and symlinks only, each owned by id_base plus
+ * its owner in the layer (the new workspace's range). The layer is the store's (trusted: its
+ * entries passed unpack.c), dest is a new workspace's. -ENOENT when the top layer has no such
+ * subtree. Blocks: off the event loop. */
+int image_layer_copy_subtree(const struct image *img, const char *prefix, int dest_fd,
+			     uint32_t id_base, struct station_error *e);
