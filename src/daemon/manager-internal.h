@@ -506,3 +506,15 @@ bool workspace_op_pending(const struct workspace *ws);
 void workspace_link(struct manager *m, struct workspace *ws);
 void workspace_unlink(struct manager *m, struct workspace *ws);
 int workspace_set_state(struct workspace *ws, enum workspace_state state, const char *reason);
+
+/* Pause (manager-pause.c), used by snapshots and fork (manager-snapshot.c): on the loop,
+ * synchronous and bounded. workspace_freeze() freezes every process of ws but its agent
+ * (-ETIMEDOUT when the freezer does not settle, everything thawed again); workspace_thaw()
+ * undoes it. Neither changes the recorded state: the API's pause does that. */
+int workspace_freeze(struct workspace *ws, struct station_error *e);
+int workspace_thaw(struct workspace *ws, struct station_error *e);
+/* The workspace's state is "paused" (recorded; its processes frozen). */
+bool workspace_is_paused(const struct workspace *ws);
+/* For a command, attach, open, write or service start: 0 when ws may take it now (ready, or
+ * paused with autoResume: resumed first, synchronously), STATION_EPAUSED with e otherwise. */
+int workspace_wake_for(struct workspace *ws, const char *what, struct station_error *e);
