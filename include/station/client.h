@@ -184,6 +184,15 @@ struct station_workspace_options {
 	 * capacity.memoryBytes.available, then the first listed (-EAGAIN when none answered with
 	 * room). Must be NULL on a client of one controller (-EINVAL). */
 	const char *worker;
+	/* "s-…": start from that snapshot's image, HOME and root filesystem (image must then be
+	 * NULL); NULL: none. On a client over several workers, worker must name the snapshot's
+	 * worker (-EINVAL without a request when it is NULL). */
+	const char *snapshot;
+	/* A paused workspace resumes by itself for a command, terminal, file write or service
+	 * start, instead of answering 409 "paused". */
+	bool auto_resume;
+	/* What idle_timeout_ms does: "stop" or "pause"; NULL: the server's default (stop). */
+	const char *idle_action;
 };
 
 /* POST /v1/workspaces; *ret is the new workspace. opts may be NULL. -EINVAL (without a
@@ -221,6 +230,57 @@ int station_workspace_network_get(struct station_client *c, const char *id, json
  * rule), -EBUSY (409) when the workspace's network is not "restricted". */
 int station_workspace_network_set(struct station_client *c, const char *id, const char *egress_json,
 				  json_t **ret);
+
+/* ---- Pause, snapshots and fork ----------------------------------------------------------- */
+
+/* POST /v1/workspaces/{id}/pause: every process of the workspace is frozen (its agent keeps
+ * answering status and file reads), its clocks (run timeouts, idle time) stop; state "paused",
+ * "pausedAt" set. POST …/resume thaws it: state "ready". *ret (optional) is the workspace.
+ * Pausing a paused workspace or resuming a ready one changes nothing. -EBUSY (409) when it is
+ * neither ready nor paused.
+ *
+ * A command, terminal open or attach, file write or service start on a paused workspace
+ * created without auto_resume fails with -EBUSY (409) and station_client_last_error_code()
+ * "paused" (STATION_ERROR_PAUSED): resume it first. */
+#define STATION_ERROR_PAUSED "paused"
+int station_workspace_pause(struct station_client *c, const char *id, json_t **ret);
+int station_workspace_resume(struct station_client *c, const char *id, json_t **ret);
+
+/* A snapshot is {"id":"s-…","workspaceId","name","createdAt","sizeBytes","baseImage","image",
+ * "memory","pausedMs"} (docs/api.md, "Snapshots and fork"): the workspace's HOME and root
+ * filesystem changes (a host workspace: its directory), kept as an image of the worker's image
+ * store. Snapshots live on one worker: on a client over several workers, list, get and delete
+ * are -EINVAL; make them on station_client_worker(). */
+#define STATION_SNAPSHOT_NAME_MAX 128
+#define STATION_FORK_MAX 100
+
+struct station_snapshot_options {
+	const char *name; /* NULL: none; else 1 to 128 bytes without control characters */
+	bool memory;	  /* the processes too (CRIU); -EOPNOTSUPP (501) naming what is missing */
+};
+
+/* POST /v1/workspaces/{ws}/snapshots: the workspace is paused while it is read (and resumed
+ * after, unless it was paused already). opts may be NULL. *ret (optional) is the snapshot.
+ * -EINVAL without a request for a bad name; -EAGAIN (429) past the tenant's snapshot count,
+ * -E2BIG (413) past the worker's --max-snapshot-bytes. */
+int station_snapshot_create(struct station_client *c, const char *ws,
+			    const struct station_snapshot_options *opts, json_t **ret);
+
+/* GET /v1/snapshots: *ret is the array of snapshots, newest first. */
+int station_snapshot_list(struct station_client *c, json_t **ret);
+
+/* GET /v1/snapshots/{id}. -ENOENT (404) for an unknown id (or another tenant's). */
+int station_snapshot_get(struct station_client *c, const char *id, json_t **ret);
+
+/* DELETE /v1/snapshots/{id}: the snapshot and its image. -EBUSY (409) while a workspace runs
+ * on it. */
+int station_snapshot_delete(struct station_client *c, const char *id);
+
+/* POST /v1/workspaces/{ws}/fork {"count"}: one snapshot of ws, then count workspaces made from
+ * it, each independent from then on. count 1 to STATION_FORK_MAX (-EINVAL without a request
+ * otherwise). *ret (optional) is {"workspaces":[…],"snapshot":"s-…","pausedMs"}. -EAGAIN (429)
+ * past the worker's capacity, before anything is made. */
+int station_workspace_fork(struct station_client *c, const char *ws, unsigned count, json_t **ret);
 
 /* ---- Images ------------------------------------------------------------------------------ */
 

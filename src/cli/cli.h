@@ -20,6 +20,7 @@ struct cli_command;
 struct cli {
 	struct station_client *client;
 	const struct cli_command *command;
+	const char *workspace; /* the workspace a command acts on, for cli_fail()'s hints */
 };
 
 struct cli_command {
@@ -43,6 +44,7 @@ extern const struct cli_command cli_cmd_port;
 extern const struct cli_command cli_cmd_mcp;
 extern const struct cli_command cli_cmd_events;
 extern const struct cli_command cli_cmd_token, cli_cmd_audit;
+extern const struct cli_command cli_cmd_pause, cli_cmd_resume, cli_cmd_snapshot, cli_cmd_fork;
 
 /* Prints "station-sandbox NAME: <message>" and the usage line to stderr; returns EXIT_USAGE. */
 int cli_usage(const struct cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -63,7 +65,8 @@ int cli_dispatch(struct cli *cli, int argc, char **argv, const char *group,
 int cli_option_error(const struct cli *cli, char **argv, int opt);
 
 /* Reports a failed client call r and returns the exit status: EXIT_NO_CONTROLLER with a hint
- * when nothing answered, else EXIT_FAILED with the client's message. */
+ * when nothing answered, else EXIT_FAILED with the client's message (and for a paused
+ * workspace, how to resume cli->workspace). */
 int cli_fail(const struct cli *cli, int r);
 
 /* Parses "[--json] ARG..." and --help: --json sets *json, and is an unknown option when json is

@@ -397,6 +397,7 @@ static int cmd_exec(struct cli *cli, int argc, char **argv)
 	}
 	signals_install();
 	a.run.wait_ms = a.json ? EXEC_START_WAIT_MS : EXEC_FAST_WAIT_MS;
+	cli->workspace = a.ws;
 	r = station_exec_start(cli->client, a.ws, &a.run, &run);
 	exec_args_done(&a);
 	if (r < 0)

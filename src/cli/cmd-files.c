@@ -416,6 +416,7 @@ static int cmd_files_put(struct cli *cli, int argc, char **argv)
 		.if_match = a.if_match,
 	};
 	interrupt_on_signals(cli);
+	cli->workspace = argv[optind];
 	r = station_file_upload(cli->client, argv[optind], argv[optind + 2], fd, &o, &e);
 	station_client_set_interrupt(cli->client, NULL, NULL);
 	if (r == -EINTR && interrupted)

@@ -214,8 +214,10 @@ static int cmd_service_start(struct cli *cli, int argc, char **argv)
 	int r;
 
 	r = start_parse(cli, argc, argv, &a);
-	if (r < 0)
+	if (r < 0) {
+		cli->workspace = argv[optind];
 		r = station_service_start(cli->client, argv[optind], &a.svc, &svc);
+	}
 	free(a.env);
 	free(a.command);
 	if (!svc)

@@ -241,6 +241,7 @@ static int open_terminal(struct cli *cli, const char *ws, const char *command, c
 	int r;
 
 	tty_size(&o.cols, &o.rows);
+	cli->workspace = ws;
 	r = station_terminal_open(cli->client, ws, &o, &t);
 	if (r < 0)
 		return cli_fail(cli, r);

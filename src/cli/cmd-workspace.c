@@ -73,6 +73,18 @@ static int create_option(struct cli *cli, int opt, char **argv, struct create_ar
 	case 'W':
 		a->ws.worker = optarg;
 		return 0;
+	case 'S':
+		a->ws.snapshot = optarg;
+		return 0;
+	case 'R':
+		a->ws.auto_resume = true;
+		return 0;
+	case 'D':
+		if (strcmp(optarg, "pause") != 0 && strcmp(optarg, "stop") != 0)
+			return cli_usage(cli, "--idle-action wants pause or stop, not '%s'",
+					 optarg);
+		a->ws.idle_action = optarg;
+		return 0;
 	case 'h':
 		return cli_help(cli);
 	default:
@@ -97,6 +109,9 @@ static int create_parse(struct cli *cli, int argc, char **argv, struct create_ar
 		{ "egress", required_argument, NULL, 'E' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "worker", required_argument, NULL, 'W' },
+		{ "snapshot", required_argument, NULL, 'S' },
+		{ "auto-resume", no_argument, NULL, 'R' },
+		{ "idle-action", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -115,6 +130,13 @@ static int create_parse(struct cli *cli, int argc, char **argv, struct create_ar
 	if (a->ws.worker && station_client_n_workers(cli->client) == 0)
 		return cli_usage(cli, "--worker needs a worker list (STATION_WORKERS or a workers "
 				      "file; docs/cli.md, \"Many workers\")");
+	if (a->ws.snapshot && a->ws.image)
+		return cli_usage(cli,
+				 "--snapshot and --image are exclusive (a snapshot has its image)");
+	if (a->ws.snapshot && !a->ws.worker && station_client_n_workers(cli->client) > 0)
+		return cli_usage(cli,
+				 "a snapshot is kept by one worker: with a worker list, name it "
+				 "(--worker NAME)");
 	if ((a->egress.allow || a->egress.file) && !a->ws.network)
 		a->ws.network = "restricted";
 	if ((a->egress.allow || a->egress.file) && strcmp(a->ws.network, "restricted") != 0)
@@ -273,7 +295,7 @@ const struct cli_command cli_cmd_create = {
 	.args = "[--adapter host|container] [--image REF] [--seccomp-profile NAME|PATH] "
 		"[--network none|bridge|restricted] [--allow RULE... | --egress FILE|-] "
 		"[--env K=V]... [--cpus N] [--memory-mb N] [--pids-limit N] [--idle-timeout-ms N] "
-		"[--worker NAME] [--json]",
+		"[--snapshot ID] [--auto-resume] [--idle-action pause|stop] [--worker NAME] [--json]",
 	.summary = "create a workspace and print its id",
 	.help = "  --adapter A            host or container (default: the controller's)\n"
 		"  --image REF            container image, pinned by digest: name@sha256:<64 hex>\n"
@@ -294,6 +316,11 @@ const struct cli_command cli_cmd_create = {
 		"  --memory-mb N          memory limit in MiB (0: the worker's default)\n"
 		"  --pids-limit N         process limit (0: the worker's default)\n"
 		"  --idle-timeout-ms N    stop it once idle this long (0: never)\n"
+		"  --idle-action A        what being idle that long does: stop (default) or pause\n"
+		"  --snapshot ID          start from a snapshot (s-…): its image, HOME and files\n"
+		"                         (snapshot create, fork); not with --image\n"
+		"  --auto-resume          once paused, resume by itself for a command, terminal,\n"
+		"                         file write or service start (else those are refused)\n"
 		"  --worker NAME          with a worker list: create on that worker (default:\n"
 		"                         the one with the most free capacity)\n"
 		"  --json                 print the new workspace as JSON\n",

@@ -23,7 +23,8 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_restart, &cli_cmd_exec,    &cli_cmd_status, &cli_cmd_cancel,	&cli_cmd_runs,
 	&cli_cmd_image,	  &cli_cmd_service, &cli_cmd_attach, &cli_cmd_terminal, &cli_cmd_network,
 	&cli_cmd_files,	  &cli_cmd_secret,  &cli_cmd_port,   &cli_cmd_mcp,	&cli_cmd_events,
-	&cli_cmd_token,	  &cli_cmd_audit,
+	&cli_cmd_token,	  &cli_cmd_audit,   &cli_cmd_pause,  &cli_cmd_resume,	&cli_cmd_snapshot,
+	&cli_cmd_fork,
 };
 
 struct global_options {
@@ -112,6 +113,11 @@ int cli_fail(const struct cli *cli, int r)
 	safe = output_escape(station_client_last_error(cli->client));
 	fprintf(stderr, PROGRAM ": %s\n", safe ? safe : station_client_last_error(cli->client));
 	free(safe);
+	if (strcmp(station_client_last_error_code(cli->client), STATION_ERROR_PAUSED) == 0)
+		fprintf(stderr,
+			"  to resume it: " PROGRAM " resume %s (or create workspaces with "
+			"--auto-resume)\n",
+			cli->workspace ? cli->workspace : "WS");
 	return EXIT_FAILED;
 }
 

@@ -576,6 +576,12 @@ static int workspace_put_strings(struct station_client *c, json_t *spec,
 		r = client_put_string(c, spec, "seccompProfile", o->seccomp_profile);
 	if (r >= 0)
 		r = client_put_string(c, spec, "network", o->network);
+	if (r >= 0)
+		r = client_put_string(c, spec, "snapshot", o->snapshot);
+	if (r >= 0)
+		r = client_put_string(c, spec, "idleAction", o->idle_action);
+	if (r >= 0 && o->auto_resume && json_object_set_new(spec, "autoResume", json_true()) < 0)
+		r = client_error(c, -ENOMEM, "out of memory");
 	return r;
 }
 
@@ -645,6 +651,11 @@ int station_workspace_create(struct station_client *c, const struct station_work
 	_cleanup_json_ json_t *spec = NULL;
 	int r;
 
+	if (c->workers && opts && opts->snapshot && !opts->worker)
+		return client_error(c, -EINVAL,
+				    "a snapshot is on one worker: name it (worker) to create from "
+				    "snapshot %.128s",
+				    opts->snapshot);
 	r = client_route_create(&c, opts ? opts->worker : NULL);
 	if (r < 0)
 		return r;
