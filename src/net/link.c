@@ -468,6 +468,29 @@ static int bridge_create(struct mnl_socket *nl, const char *name)
 	return nl_talk(nl, nlh, NULL, NULL);
 }
 
+/* The bridge's own MAC address: locally administered, unicast, derived from its name so that
+ * it is the same after a controller restart. Left to the kernel, a bridge takes the lowest
+ * address of its ports and changes it whenever a port comes or goes, and a workspace whose
+ * neighbour cache holds the old one loses its packets (to a MAC the worker no longer answers
+ * for, before any firewall rule sees them) until its cache notices, seconds later. An address
+ * set by us stays. */
+static int bridge_set_address(struct mnl_socket *nl, int ifindex, const char *name)
+{
+	char buf[NL_REQUEST_SIZE];
+	struct nlmsghdr *nlh = nl_request(buf, RTM_NEWLINK, NLM_F_ACK);
+	uint32_t h = 2166136261u;
+	uint8_t mac[6];
+
+	for (const char *p = name; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	mac[0] = 0x02; /* locally administered, unicast */
+	mac[1] = 0x5a;
+	memcpy(&mac[2], &h, sizeof h);
+	put_ifinfo(nlh, AF_UNSPEC, ifindex);
+	mnl_attr_put(nlh, IFLA_ADDRESS, sizeof mac, mac);
+	return nl_talk(nl, nlh, NULL, NULL);
+}
+
 int link_bridge_ensure(const char *name, uint32_t addr, unsigned prefix)
 {
 	_cleanup_mnl_ struct mnl_socket *nl = NULL;
@@ -487,6 +510,9 @@ int link_bridge_ensure(const char *name, uint32_t addr, unsigned prefix)
 		return r;
 	if (strcmp(info.kind, "bridge") != 0)
 		return -EEXIST; /* a link of another kind holds the name */
+	r = bridge_set_address(nl, info.ifindex, name);
+	if (r < 0)
+		return r;
 	r = addr_add(nl, info.ifindex, addr, prefix);
 	if (r < 0)
 		return r;

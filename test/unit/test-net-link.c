@@ -200,6 +200,40 @@ Test(net_link, bridge_ensure_is_idempotent)
 	cr_assert_eq(link_exists(bridge), 0);
 }
 
+/* A bridge whose address the kernel picks follows its ports: the lowest port address becomes
+ * the bridge's whenever a port comes or goes, and a workspace whose neighbour cache holds the
+ * old one sends its packets to a MAC the worker no longer answers for, lost before any firewall
+ * rule sees them, for the seconds its cache takes to notice. The bridge's address is ours,
+ * stable across ports and across a second ensure (a controller restart). */
+Test(net_link, bridge_address_is_fixed)
+{
+	_cleanup_free_ char *before = NULL, *again = NULL, *after = NULL, *gone = NULL;
+	const char *mac = "ip -j link show dev %s | jq -r '.[0].address'";
+
+	cr_assert_eq(link_bridge_ensure(bridge, GATEWAY, 24), 0);
+	before = run("", mac, bridge);
+	/* Positive control: a unicast, locally administered address, not the zeros a bridge
+	 * without ports has. */
+	cr_assert_neq(strcmp(before, "00:00:00:00:00:00\n"), 0, "the bridge's address: %s", before);
+	unsigned first = (unsigned)strtoul(before, NULL, 16);
+	cr_assert_eq(first & 3u, 2u, "locally administered unicast: %s", before);
+	cr_assert_eq(link_bridge_ensure(bridge, GATEWAY, 24), 0);
+	again = run("", mac, bridge);
+	cr_assert_str_eq(again, before, "a second ensure keeps the address");
+
+	/* A port whose address is lower than any other: the kernel would take it. */
+	free(run("",
+		 "ip link add tvlow type veth peer name tvlowp && ip link set tvlow address 02:00:00:00:00:01 "
+		 "&& ip link set tvlow master %s up",
+		 bridge));
+	after = run("", mac, bridge);
+	cr_assert_str_eq(after, before, "a new port does not change the bridge's address (%s, was %s)", after, before);
+	cr_assert_eq(link_delete("tvlow"), 0);
+	gone = run("", mac, bridge);
+	cr_assert_str_eq(gone, before, "nor does a port going");
+	cr_assert_eq(link_delete(bridge), 0);
+}
+
 Test(net_link, workspace_reaches_bridge)
 {
 	_cleanup_close_ int ws = -1, srv = -1;
