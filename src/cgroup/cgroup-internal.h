@@ -24,6 +24,11 @@ struct cgroup_ops {
 	int (*get_usage)(const struct cgroup *cg, struct cgroup_usage *ret);
 	int (*reset_stats)(const struct cgroup *cg); /* NULL: cannot */
 	void (*keep_files)(struct cgroup *cg);	     /* NULL: nothing to keep */
+	/* The freezer (cgroup-freeze.c): the dir of cg that has it (NULL: none), asking one dir
+	 * to freeze or thaw, and whether it is frozen now (1), not (0), or < 0. */
+	const char *(*freezer_dir)(const struct cgroup *cg);
+	int (*freeze_set)(const char *dir, bool frozen);
+	int (*freeze_state)(const char *dir);
 };
 
 extern const struct cgroup_ops cgroup_v1_ops;

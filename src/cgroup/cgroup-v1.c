@@ -548,6 +548,29 @@ static int v1_reset_stats(const struct cgroup *cg)
 	return r;
 }
 
+/* ---- the freezer (cgroup-freeze.c) ------------------------------------------------------------ */
+
+static const char *v1_freezer_dir(const struct cgroup *cg)
+{
+	return v1_dir_with(cg, "freezer.state");
+}
+
+static int v1_freeze_set(const char *dir, bool frozen)
+{
+	return cg_write(dir, "freezer.state", frozen ? "FROZEN" : "THAWED");
+}
+
+/* FREEZING (some member not yet stopped) is not frozen. */
+static int v1_freeze_state(const char *dir)
+{
+	char buf[32];
+	ssize_t n = cg_read_some(dir, "freezer.state", buf, sizeof buf);
+
+	if (n < 0)
+		return (int)n;
+	return strncmp(buf, "FROZEN", 6) == 0;
+}
+
 const struct cgroup_ops cgroup_v1_ops = {
 	.open_base = v1_open_base,
 	.create = v1_create,
@@ -559,4 +582,7 @@ const struct cgroup_ops cgroup_v1_ops = {
 	.get_usage = v1_get_usage,
 	.keep_files = v1_keep_files,
 	.reset_stats = v1_reset_stats,
+	.freezer_dir = v1_freezer_dir,
+	.freeze_set = v1_freeze_set,
+	.freeze_state = v1_freeze_state,
 };

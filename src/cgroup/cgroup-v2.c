@@ -329,6 +329,27 @@ static int v2_get_usage(const struct cgroup *cg, struct cgroup_usage *ret)
 	return 0;
 }
 
+/* ---- the freezer (cgroup-freeze.c) ------------------------------------------------------------ */
+
+static const char *v2_freezer_dir(const struct cgroup *cg)
+{
+	return cg_file_exists(cg->dirs[0], "cgroup.freeze") ? cg->dirs[0] : NULL;
+}
+
+static int v2_freeze_set(const char *dir, bool frozen)
+{
+	return cg_write(dir, "cgroup.freeze", frozen ? "1" : "0");
+}
+
+/* cgroup.events "frozen 1" once every member stopped. */
+static int v2_freeze_state(const char *dir)
+{
+	uint64_t frozen = 0;
+	int r = cg_read_keyed(dir, "cgroup.events", "frozen", &frozen);
+
+	return r < 0 ? r : frozen == 1;
+}
+
 const struct cgroup_ops cgroup_v2_ops = {
 	.open_base = v2_open_base,
 	.create = v2_create,
@@ -338,4 +359,7 @@ const struct cgroup_ops cgroup_v2_ops = {
 	.is_empty = v2_is_empty,
 	.get_stats = v2_get_stats,
 	.get_usage = v2_get_usage,
+	.freezer_dir = v2_freezer_dir,
+	.freeze_set = v2_freeze_set,
+	.freeze_state = v2_freeze_state,
 };

@@ -110,6 +110,41 @@ int cgroup_destroy(const struct cgroup *cg, int timeout_ms);
 void cgroup_keep_files(struct cgroup *cg);
 void cgroup_free(struct cgroup *cg);
 
+/* ---- the freezer (cgroup-freeze.c) -------------------------------------------------------- */
+
+/* Freezes (frozen) or thaws the group and everything below it (v1 freezer.state FROZEN or
+ * THAWED, v2 cgroup.freeze 1 or 0), then waits at most timeout_ms for the kernel to say so (v1
+ * freezer.state reads FROZEN, v2 cgroup.events "frozen 1"; and back). -ETIMEDOUT when it did
+ * not settle in time (still asked: the caller thaws if it gives up), -EOPNOTSUPP where the
+ * group has no freezer (v1 without the freezer hierarchy). */
+int cgroup_freeze(const struct cgroup *cg, bool frozen, int timeout_ms);
+
+/* Freezing what runs below a group whose own process must keep running: a workspace's command
+ * root, where the agent lives (container: the agent is in the root itself; host: in a child
+ * group). A frozen parent would freeze the agent (both freezers are hierarchical), so every
+ * child group but keep is frozen one by one, and every process in the root but keep_pid is
+ * first moved into hold (a child the caller's uid makes and owns, frozen before anyone
+ * enters). Whoever owns the root's cgroup.procs may move itself into the root or make new
+ * groups while this runs, so passes repeat until one finds every group frozen and nobody in
+ * the root to move (bounded by timeout_ms: -ETIMEDOUT, everything it froze still frozen: the
+ * caller thaws with cgroup_thaw_below()). */
+struct cgroup_freeze_spec {
+	const char *keep; /* a child group left running (the host agent's); NULL: none */
+	pid_t keep_pid;	  /* the one process of the root left running; 0: none */
+	const char *hold; /* the child group strays are moved into: [A-Za-z0-9._-]{1,64} */
+	int timeout_ms;
+};
+struct cgroup_freeze_stats {
+	unsigned passes; /* passes until one found nothing to do */
+	size_t groups;	 /* child groups frozen (the last pass's count) */
+	size_t moved;	 /* processes moved into hold, over all passes */
+};
+int cgroup_freeze_below(const struct cgroup *root, const struct cgroup_freeze_spec *spec,
+			struct cgroup_freeze_stats *ret);
+/* Thaws every child group of root but spec->keep (hold included; an empty hold is removed).
+ * What was moved into hold stays there, thawed. */
+int cgroup_thaw_below(const struct cgroup *root, const struct cgroup_freeze_spec *spec);
+
 /* "v1:/dir/a:/dir/b" or "v2:/dir": for argv and the store. */
 int cgroup_to_string(const struct cgroup *cg, char **ret);
 int cgroup_from_string(const char *s, struct cgroup **ret);

@@ -606,3 +606,126 @@ Test(cgroup, v2_kill_file_used, .init = base_setup_v2, .fini = base_teardown)
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
+
+/* ---- the freezer ---------------------------------------------------------------------------- */
+
+/* Counters the test's processes bump in shared memory, one slot each. */
+static volatile uint64_t *counters;
+
+static void counters_setup(void)
+{
+	base_setup();
+	counters = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(counters, MAP_FAILED);
+}
+
+static int count_forever(void *userdata)
+{
+	volatile uint64_t *c = &counters[(uintptr_t)userdata];
+	for (;;)
+		(*c)++;
+	return 0;
+}
+
+/* Whether slot i moves within 100 ms (a running process bumps it millions of times). */
+static bool advances(size_t i)
+{
+	uint64_t before = counters[i];
+	for (int k = 0; k < 20; k++) {
+		cg_sleep_ms(5);
+		if (counters[i] != before)
+			return true;
+	}
+	return false;
+}
+
+static void kill_wait(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+}
+
+Test(cgroup_freeze, group_stops_and_goes_on, .init = counters_setup, .fini = base_teardown)
+{
+	_cleanup_cgroup_ struct cgroup *a = make_child(base, "f");
+	pid_t pid = spawn_in(a, count_forever, (void *)0);
+
+	cr_assert(advances(0), "positive control: it counts before the freeze");
+	cr_assert_eq(cgroup_freeze(a, true, 2000), 0);
+	cr_assert_not(advances(0), "counted while frozen");
+	cr_assert_eq(cgroup_freeze(a, false, 2000), 0);
+	cr_assert(advances(0), "does not count after the thaw");
+	kill_wait(pid);
+}
+
+/* A process that moves itself into the root again and again, making new groups to hide in:
+ * what a sandbox that owns the root's cgroup.procs can do while it runs. */
+struct hostile {
+	const char *root;
+	size_t slot;
+};
+
+static int hostile_loop(void *userdata)
+{
+	struct hostile *h = userdata;
+	char name[32];
+	for (unsigned i = 0;; i++) {
+		counters[h->slot]++;
+		(void)cg_write_u64(h->root, "cgroup.procs", (uint64_t)getpid());
+		snprintf(name, sizeof name, "%s/x-%u", h->root, i % 8);
+		(void)cg_mkdir(name);
+		(void)cg_write_u64(name, "cgroup.procs", (uint64_t)getpid());
+	}
+	return 0;
+}
+
+static const char *freezer_dir_of(const struct cgroup *cg)
+{
+	const struct cgroup_ops *ops = cg->version == CGROUP_V2 ? &cgroup_v2_ops : &cgroup_v1_ops;
+	return ops->freezer_dir(cg);
+}
+
+Test(cgroup_freeze, below_spares_keeper_and_catches_strays, .init = counters_setup,
+     .fini = base_teardown)
+{
+	_cleanup_cgroup_ struct cgroup *root = make_child(base, "root");
+	_cleanup_cgroup_ struct cgroup *a = make_child(root, "r-1");
+	_cleanup_cgroup_ struct cgroup *nest = make_child(a, "inner");
+	_cleanup_cgroup_ struct cgroup *agent = make_child(root, "agent");
+	struct hostile h = { .root = freezer_dir_of(root), .slot = 4 };
+	struct cgroup_freeze_spec spec = { .keep = "agent", .hold = "held", .timeout_ms = 5000 };
+	struct cgroup_freeze_stats st = {};
+	pid_t keeper, kept_child, run, nested, stray, mover;
+
+	cr_assert_not_null(h.root);
+	keeper = spawn_in(root, count_forever, (void *)0);
+	kept_child = spawn_in(agent, count_forever, (void *)1);
+	run = spawn_in(a, count_forever, (void *)2);
+	nested = spawn_in(nest, count_forever, (void *)3);
+	mover = spawn_in(a, hostile_loop, &h);
+	stray = spawn_in(root, count_forever, (void *)5);
+	spec.keep_pid = keeper;
+	for (size_t i = 0; i <= 5; i++)
+		cr_assert(advances(i), "positive control: slot %zu counts before", i);
+
+	cr_assert_eq(cgroup_freeze_below(root, &spec, &st), 0);
+	cr_assert(advances(0), "the process kept in the root was frozen");
+	cr_assert(advances(1), "the kept group was frozen");
+	for (size_t i = 2; i <= 5; i++)
+		cr_assert_not(advances(i), "slot %zu counts while frozen", i);
+	cr_assert_geq(st.moved, 1, "the stray in the root was not moved");
+	_cleanup_free_ char *procs = NULL;
+	cr_assert_eq(cg_read(h.root, "cgroup.procs", &procs), 0);
+	cr_assert_eq(atoi(procs), keeper, "left in the root: %s", procs);
+	cr_assert(strchr(procs, '\n') == procs + strlen(procs) - 1, "left in the root: %s", procs);
+
+	cr_assert_eq(cgroup_thaw_below(root, &spec), 0);
+	for (size_t i = 0; i <= 5; i++)
+		cr_assert(advances(i), "slot %zu does not count after the thaw", i);
+	kill_wait(mover);
+	kill_wait(keeper);
+	kill_wait(kept_child);
+	kill_wait(run);
+	kill_wait(nested);
+	kill_wait(stray);
+}
