@@ -227,8 +227,9 @@ static bool network_allowed(const struct mcp_limits *l, const char *network)
 
 static int create_args(struct mcp_call *call, struct station_workspace_options *o, char ***env)
 {
-	static const char *const known[] = { "adapter",	  "image",   "env",    "cpus", "memoryMb",
-					     "pidsLimit", "network", "worker", NULL };
+	static const char *const known[] = { "adapter",	 "image",     "env",	 "cpus",
+					     "memoryMb", "pidsLimit", "network", "worker",
+					     "snapshot", NULL };
 	const struct mcp_limits *l = &call->s->limits;
 
 	o->adapter = l->allow_container ? "container" : "host";
@@ -241,6 +242,7 @@ static int create_args(struct mcp_call *call, struct station_workspace_options *
 	    mcp_arg_string(call, "image", false, &o->image) < 0 ||
 	    mcp_arg_string(call, "network", false, &o->network) < 0 ||
 	    mcp_arg_string(call, "worker", false, &o->worker) < 0 ||
+	    mcp_arg_string(call, "snapshot", false, &o->snapshot) < 0 ||
 	    mcp_arg_double(call, "cpus", 0.01, l->max_cpus ? l->max_cpus : 1024, &o->cpus) < 0 ||
 	    mcp_arg_u64(call, "memoryMb", 1, l->max_memory_mb ? l->max_memory_mb : 1048576,
 			&o->memory_mb) < 0 ||
@@ -250,6 +252,9 @@ static int create_args(struct mcp_call *call, struct station_workspace_options *
 		return -1;
 	if (!adapter_allowed(l, o->adapter))
 		return mcp_fail(call, "adapter '%.32s' is not offered by this server", o->adapter);
+	/* A snapshot brings its image: the operator's default image gives way. */
+	if (o->snapshot && o->image == l->image)
+		o->image = NULL;
 	if (strcmp(o->adapter, "host") == 0 && (o->image || o->network))
 		return mcp_fail(call, "image and network belong to the container adapter");
 	if (o->network && !network_allowed(l, o->network))
@@ -346,6 +351,45 @@ static int tool_workspace_delete(struct mcp_call *call)
 static int tool_workspace_restart(struct mcp_call *call)
 {
 	return workspace_simple(call, station_workspace_restart, "workspace_restart");
+}
+
+static int tool_workspace_pause(struct mcp_call *call)
+{
+	return workspace_simple(call, station_workspace_pause, "workspace_pause");
+}
+
+static int tool_workspace_resume(struct mcp_call *call)
+{
+	return workspace_simple(call, station_workspace_resume, "workspace_resume");
+}
+
+static int tool_workspace_fork(struct mcp_call *call)
+{
+	static const char *const known[] = { "workspaceId", "count", NULL };
+	uint64_t count = 1;
+	const char *id;
+
+	if (mcp_args_check(call, known) < 0 || mcp_arg_workspace(call, &id) < 0 ||
+	    mcp_arg_u64(call, "count", 1, STATION_FORK_MAX, &count) < 0)
+		return -1;
+	if (station_workspace_fork(call->s->client, id, (unsigned)count, &call->result) < 0)
+		return mcp_fail_client(call, "workspace_fork");
+	return 0;
+}
+
+static int tool_snapshot_create(struct mcp_call *call)
+{
+	static const char *const known[] = { "workspaceId", "name", "memory", NULL };
+	struct station_snapshot_options o = {};
+	const char *id;
+
+	if (mcp_args_check(call, known) < 0 || mcp_arg_workspace(call, &id) < 0 ||
+	    mcp_arg_string(call, "name", false, &o.name) < 0 ||
+	    mcp_arg_bool(call, "memory", &o.memory) < 0)
+		return -1;
+	if (station_snapshot_create(call->s->client, id, &o, &call->result) < 0)
+		return mcp_fail_client(call, "snapshot_create");
+	return 0;
 }
 
 /* ---- Services ---------------------------------------------------------------------------- */
@@ -766,7 +810,8 @@ static const struct tool tools[] = {
 	  "'pidsLimit':{'type':'integer','minimum':1},'network':{'type':'string','enum':['none',"
 	  "'bridge','restricted']},'adapter':{'type':'string','enum':['container','host']},"
 	  "'worker':{'type':'string','description':'the worker to create on; default: the one "
-	  "with the most free capacity'}}}",
+	  "with the most free capacity'},'snapshot':{'type':'string','description':'start from "
+	  "this snapshot (s-..., from snapshot_create or workspace_fork): its files and image'}}}",
 	  WS_OUT, 0, tool_workspace_create },
 	{ "workspace_list", "List workspaces",
 	  "Lists the workspaces (of every worker; 'unreachable' names workers that did not "
@@ -788,6 +833,38 @@ static const struct tool tools[] = {
 	  "Restarts a workspace: running commands end, files under the home directory stay.",
 	  "{'type':'object','properties':{" WS_ARG "},'required':['workspaceId']}", WS_OUT,
 	  DESTRUCTIVE, tool_workspace_restart },
+	{ "workspace_pause", "Pause a workspace",
+	  "Freezes every process of a workspace; its timeouts and idle time stop. Files can "
+	  "still be read; commands, terminals, file writes and service starts are refused until "
+	  "workspace_resume. Pausing a paused workspace changes nothing.",
+	  "{'type':'object','properties':{" WS_ARG "},'required':['workspaceId']}", WS_OUT,
+	  IDEMPOTENT, tool_workspace_pause },
+	{ "workspace_resume", "Resume a workspace",
+	  "Thaws a paused workspace: its processes and timeouts go on where they stopped.",
+	  "{'type':'object','properties':{" WS_ARG "},'required':['workspaceId']}", WS_OUT,
+	  IDEMPOTENT, tool_workspace_resume },
+	{ "workspace_fork", "Fork a workspace",
+	  "Snapshots a workspace (its home directory and file changes) and starts count new "
+	  "workspaces from it, each independent from then on: try several approaches from the "
+	  "same state. Returns the new workspaces; delete them when done.",
+	  "{'type':'object','properties':{" WS_ARG ",'count':{'type':'integer','minimum':1,"
+	  "'maximum':100,'description':'how many workspaces (default 1)'}},'required':["
+	  "'workspaceId']}",
+	  OBJ_OUT("'workspaces':{'type':'array','items':{'type':'object'}},'snapshot':{'type':"
+		  "'string'},'pausedMs':{'type':'integer'}",
+		  "'workspaces','snapshot'"),
+	  0, tool_workspace_fork },
+	{ "snapshot_create", "Snapshot a workspace",
+	  "Keeps a workspace's home directory and file changes as a snapshot (a checkpoint before "
+	  "a risky step); workspace_create with snapshot starts a workspace from it.",
+	  "{'type':'object','properties':{" WS_ARG ",'name':{'type':'string','minLength':1,"
+	  "'maxLength':128},'memory':{'type':'boolean','description':'the running processes too "
+	  "(refused, naming what is missing, where the worker cannot)'}},'required':["
+	  "'workspaceId']}",
+	  OBJ_OUT("'id':{'type':'string'},'workspaceId':{'type':'string'},'name':{'type':["
+		  "'string','null']},'sizeBytes':{'type':'integer'},'createdAt':{'type':'string'}",
+		  "'id','workspaceId'"),
+	  0, tool_snapshot_create },
 	{ "exec", "Run a shell command",
 	  "Runs a command with /bin/sh -c in a workspace and returns its status, exit code and "
 	  "output (head and tail when long). A non-zero exit code is a normal result. When the "

@@ -189,7 +189,8 @@ STATE = {}
 TOOLS = {"workspace_create", "workspace_list", "workspace_get", "workspace_delete",
          "workspace_restart", "exec", "run_wait", "run_cancel", "run_output", "service_start",
          "service_list", "service_logs", "service_stop", "file_read", "file_write", "file_list",
-         "port_expose", "port_list", "port_revoke"}
+         "port_expose", "port_list", "port_revoke", "workspace_pause", "workspace_resume",
+         "workspace_fork", "snapshot_create"}
 
 
 @test
@@ -216,6 +217,15 @@ def legacy_initialize_and_tools_list(m):
     check("adapter" not in by["workspace_create"]["inputSchema"]["properties"],
           "the adapter is not offered without --adapters host")
     eq(["command"], by["exec"]["inputSchema"]["required"], "exec required")
+    for n in ("workspace_pause", "workspace_resume", "workspace_fork", "snapshot_create"):
+        eq(["workspaceId"], by[n]["inputSchema"]["required"], n + " required")
+        eq(False, by[n]["annotations"]["readOnlyHint"], n + " is not read-only")
+    eq(True, by["workspace_pause"]["annotations"]["idempotentHint"], "pause is idempotent")
+    eq({"type": "integer", "minimum": 1, "maximum": 100},
+       {k: v for k, v in by["workspace_fork"]["inputSchema"]["properties"]["count"].items()
+        if k != "description"}, "fork count schema")
+    check("snapshot" in by["workspace_create"]["inputSchema"]["properties"],
+          "workspace_create takes a snapshot")
     eq({}, m.request("ping")["result"], "ping")
 
 
@@ -464,6 +474,57 @@ def ports(m):
     eq((200, b"hello-preview\n"), preview_get(p["url"]), "public: no token needed")
     m.ok("port_revoke", {"workspaceId": ws, "port": 3000})
     m.ok("service_stop", {"workspaceId": ws, "name": "www"})
+
+
+@test
+def pause_snapshot_fork(m):
+    src = m.ok("workspace_create", {"image": IMAGE})["id"]
+    made, snaps = [src], []
+    try:
+        m.ok("file_write", {"workspaceId": src, "path": "state.txt", "content": "before\n"})
+        p = m.ok("workspace_pause", {"workspaceId": src})
+        eq("paused", p["state"], "pause")
+        eq("paused", m.ok("workspace_pause", {"workspaceId": src})["state"], "pause again")
+        msg = m.tool_error("exec", {"workspaceId": src, "command": "true"})
+        check("paused" in msg, "exec on a paused workspace names why: %r" % msg)
+        eq("before\n", m.ok("file_read", {"workspaceId": src, "path": "state.txt"})["content"],
+           "files are read while paused")
+        eq("ready", m.ok("workspace_resume", {"workspaceId": src})["state"], "resume")
+        eq("", m.ok("exec", {"workspaceId": src, "command": "true"})["stdout"]["head"],
+           "exec after resume (the control)")
+        snap = m.ok("snapshot_create", {"workspaceId": src, "name": "before"})
+        check(snap["id"].startswith("s-"), "snapshot id: %r" % snap)
+        snaps.append(snap["id"])
+        eq(src, snap["workspaceId"], "snapshot workspaceId")
+        eq("before", snap["name"], "snapshot name")
+        m.ok("file_write", {"workspaceId": src, "path": "state.txt", "content": "after\n"})
+        w = m.ok("workspace_create", {"snapshot": snap["id"]})
+        made.append(w["id"])
+        eq("before\n", m.ok("exec", {"workspaceId": w["id"], "command": "cat state.txt"})["stdout"]["head"],
+           "a workspace from the snapshot has the file as it was")
+        f = m.ok("workspace_fork", {"workspaceId": src, "count": 2})
+        ids = [x["id"] for x in f["workspaces"]]
+        made.extend(ids)
+        snaps.append(f["snapshot"])
+        eq(2, len(ids), "two forks")
+        check(f["snapshot"].startswith("s-"), "fork's snapshot: %r" % f)
+        m.ok("file_write", {"workspaceId": ids[0], "path": "state.txt", "content": "fork0\n"})
+        eq("after\n", m.ok("file_read", {"workspaceId": ids[1], "path": "state.txt"})["content"],
+           "a write in one fork is not in the other")
+        eq("after\n", m.ok("file_read", {"workspaceId": src, "path": "state.txt"})["content"],
+           "nor in the source")
+        for bad in (0, 101):
+            msg = m.tool_error("workspace_fork", {"workspaceId": src, "count": bad})
+            check("'count'" in msg, "count %d refused by name: %r" % (bad, msg))
+        msg = m.tool_error("snapshot_create", {"workspaceId": src, "memory": "yes"})
+        check("'memory'" in msg, "memory must be a boolean: %r" % msg)
+        msg = m.tool_error("workspace_pause", {"workspaceId": HOST_WS})
+        check("host adapter" in msg, "a host workspace is refused by a container-only server: %r" % msg)
+    finally:
+        for ws in made:
+            api("DELETE", "/v1/workspaces/" + ws)
+        for sid in snaps:
+            api("DELETE", "/v1/snapshots/" + sid)
 
 
 @test
