@@ -3,7 +3,8 @@
 //   #/                          the worker: checks, workspaces, create form; when the controller
 //                               knows other workers (GET /v1/workers), the list of workers
 //   #/workers/NAME              one worker of that list (its calls forwarded when not this one)
-//   #/w/ID[/commands|services|terminals|files|ports]   a workspace, one tab, on the worker its id names
+//   #/w/ID[/commands|services|terminals|files|ports|snapshots]   a workspace, one tab, on the
+//                               worker its id names
 //   #/w/ID/terminals/T          a terminal, attached
 import { api, getToken, setToken, setUnauthorizedHandler, ApiError, setFleet, getFleet, setRemote, remoteWorker, workerOfId } from './api.js';
 import { fleetView, fleetOf } from './fleet.js';

@@ -4,6 +4,7 @@ import { api, enc, openSocket, liveRefresh } from './api.js';
 import { h, replace, append, badge, fmtTime, fmtMs, fmtBytes, field, showError, outputText, secondsToMs } from './dom.js';
 import { logViewer } from './logview.js';
 import { usageCell } from './usage.js';
+import { showRefusal } from './snapshots.js';
 
 const TERMINAL = ['exited', 'killed', 'timed_out', 'cancelled', 'failed_to_start', 'lost'];
 
@@ -60,12 +61,13 @@ export function runFacts(run) {
 		h('dt', 'Started'), h('dd', fmtTime(run.startedAt || run.createdAt)));
 }
 
-export function commandsTab(root, ctx, wsPath) {
+// hooks.resume(): the workspace page's resume, offered when a run is refused as paused.
+export function commandsTab(root, ctx, wsPath, hooks = {}) {
 	const command = h('textarea#cmd', { rows: 2, placeholder: 'echo hello  (Ctrl+Enter runs)', spellcheck: 'false', required: true });
 	const cwd = h('input#cmd-cwd', { type: 'text', placeholder: 'workspace directory', spellcheck: 'false' });
 	const timeout = h('input#cmd-timeout', { type: 'number', min: 0.001, max: 86400, step: 'any', placeholder: 'worker default' });
 	const stdin = h('input#cmd-stdin', { type: 'text', placeholder: 'none', spellcheck: 'false' });
-	const ferr = h('div.error', { hidden: true, role: 'alert' });
+	const ferr = h('div.error#cmd-error', { hidden: true, role: 'alert' });
 	const runBtn = h('button.primary#run', { type: 'submit' }, 'Run');
 	const form = h('form.card#cmd-form', { novalidate: true, on: { submit: (ev) => { ev.preventDefault(); start(); } } },
 		h('h2', 'Run a command'),
@@ -118,7 +120,7 @@ export function commandsTab(root, ctx, wsPath) {
 			show(run);
 			loadHistory();
 		} catch (e) {
-			showError(ferr, e);
+			showRefusal(ferr, e, hooks.resume);
 		} finally {
 			runBtn.disabled = false;
 		}

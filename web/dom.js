@@ -76,14 +76,22 @@ export function fmtBytes(n) {
 	return (n / 1024 / 1024 / 1024).toFixed(2) + ' GiB';
 }
 
+// "busybox@sha256:0123456789ab…": an image reference with its digest cut to 12 hex digits.
+export function shortImage(ref) {
+	if (!ref) return '—';
+	const m = /^(.*@?sha256:)([0-9a-f]{12})[0-9a-f]+$/.exec(ref);
+	return m ? m[1] + m[2] + '…' : ref;
+}
+
 // A state word as a coloured badge; the class comes from a fixed list, the text is text.
 const GOOD = ['ready', 'running', 'exited-0', 'ok', 'starting'];
 const BAD = ['failed', 'exhausted', 'lost', 'killed', 'timed_out', 'failed_to_start', 'closed',
 	'exited-bad', 'error', 'cancelled'];
+// A paused workspace is neither good nor bad: its own colour, and its title says what it means.
 export function badge(state, extra) {
 	const key = extra || state;
-	const cls = GOOD.includes(key) ? 'good' : BAD.includes(key) ? 'bad' : 'neutral';
-	return h('span.badge', { class: cls, 'data-state': state }, state ?? '—');
+	const cls = GOOD.includes(key) ? 'good' : BAD.includes(key) ? 'bad' : key === 'paused' ? 'paused' : 'neutral';
+	return h('span.badge', { class: cls, 'data-state': state, title: key === 'paused' ? 'paused: its processes are frozen until it is resumed' : null }, state ?? '—');
 }
 
 // Output fields of a run or attempt as text: base64 parts decoded (lossy for binary).

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The worker page: what the worker is, whether it is ready (each check), its workspaces.
 import { api, enc, liveRefresh } from './api.js';
-import { h, replace, badge, fmtTime, fmtMs, field, showError } from './dom.js';
+import { h, replace, badge, fmtTime, fmtMs, field, showError, shortImage, secondsToMs } from './dom.js';
 import { confirmRestart } from './workspace.js';
 
 function limitsText(ws) {
@@ -10,12 +10,6 @@ function limitsText(ws) {
 	p.push(ws.memoryMb ? `${ws.memoryMb} MB` : 'mem ∞');
 	p.push(ws.pidsLimit ? `${ws.pidsLimit} pids` : 'pids ∞');
 	return p.join(' · ');
-}
-
-function shortImage(ref) {
-	if (!ref) return '—';
-	const m = /^(.*@sha256:)([0-9a-f]{12})[0-9a-f]+$/.exec(ref);
-	return m ? m[1] + m[2] + '…' : ref;
 }
 
 export function workerView(root, ctx) {
@@ -33,7 +27,7 @@ export function workerView(root, ctx) {
 			err, list),
 		createBox);
 
-	let worker = null, images = [], ready = null, formBuilt = false;
+	let worker = null, images = [], snapshots = null, ready = null, formBuilt = false;
 
 	async function loadWorker() {
 		try {
@@ -51,6 +45,8 @@ export function workerView(root, ctx) {
 			if (e.name === 'AbortError') return;
 			images = [];
 		}
+		snapshots = await loadSnapshots();
+		if (!ctx.alive) return;
 		renderWorker();
 		if (!formBuilt) {
 			formBuilt = true;
@@ -77,6 +73,16 @@ export function workerView(root, ctx) {
 					h('span.mark', c.ok ? '✓' : '✗'),
 					h('span.name', c.name),
 					h('span.msg', c.message ?? '')))));
+	}
+
+	// The snapshots a workspace can be made from; null when the controller lists none (an older
+	// one without snapshots).
+	async function loadSnapshots() {
+		try {
+			return (await api('GET', '/v1/snapshots', undefined, { signal: ctx.signal })).snapshots || [];
+		} catch {
+			return null;
+		}
 	}
 
 	async function refresh() {
@@ -143,23 +149,47 @@ export function workerView(root, ctx) {
 		const mem = h('input#new-memory', { type: 'number', min: 0, max: 1048576, step: 1, placeholder: byDefault(l.defaultMemoryMb, ' MiB') });
 		const pids = h('input#new-pids', { type: 'number', min: 0, max: 4194304, step: 1, placeholder: byDefault(l.defaultPidsLimit, '') });
 		const env = h('textarea#new-env', { rows: 2, placeholder: 'KEY=value, one a line', spellcheck: 'false' });
+		// A snapshot names its image: the image select gives way while one is chosen.
+		const snapshotOptions = () => [h('option', { value: '' }, 'none: a fresh workspace'),
+			(snapshots || []).map((sn) => h('option', { value: sn.id },
+				`${sn.name || '(unnamed)'} — ${sn.id} of ${sn.workspaceId}${sn.memory ? ', with memory' : ''}`))];
+		const snapshot = h('select#new-snapshot', { name: 'snapshot' }, snapshotOptions());
+		snapshot.addEventListener('focus', async () => {
+			const now = await loadSnapshots();
+			if (!now || !ctx.alive || JSON.stringify(now) === JSON.stringify(snapshots)) return;
+			const was = snapshot.value;
+			snapshots = now;
+			replace(snapshot, snapshotOptions());
+			snapshot.value = snapshots.some((sn) => sn.id === was) ? was : '';
+			sync();
+		});
+		const snapshotRow = h('div.row#snapshot-row', { hidden: snapshots === null },
+			field('From snapshot', snapshot, 'its HOME and root filesystem; the snapshot\'s image replaces Image'));
+		const autoResume = h('input#new-auto-resume', { type: 'checkbox' });
+		const idle = h('input#new-idle', { type: 'number', min: 1, max: 2592000, step: 'any', placeholder: 'never' });
+		const idleAction = h('select#new-idle-action', { name: 'idleAction' },
+			h('option', { value: 'stop', selected: true }, 'stop'),
+			h('option', { value: 'pause' }, 'pause (resumed by Resume, or by a command with auto-resume)'));
 		const cerr = h('div.error', { hidden: true, role: 'alert' });
 		const button = h('button.primary#create', { type: 'submit' }, 'Create workspace');
 		const containerOnly = h('div.row.container-only', field('Image', image), field('Network', network));
 		const sync = () => {
+			image.disabled = snapshot.value !== '';
 			containerOnly.hidden = adapter.value !== 'container';
 			allowRow.hidden = adapter.value !== 'container' || network.value !== 'restricted';
 		};
 		adapter.addEventListener('change', sync);
 		network.addEventListener('change', sync);
+		snapshot.addEventListener('change', sync);
 		sync();
 		return h('form.card#create-form', {
 			on: {
 				submit: async (ev) => {
 					ev.preventDefault();
 					const body = { adapter: adapter.value };
+					if (snapshot.value) body.snapshot = snapshot.value;
 					if (adapter.value === 'container') {
-						if (image.value) body.image = image.value;
+						if (image.value && !body.snapshot) body.image = image.value;
 						body.network = network.value;
 					}
 					if (body.network === 'restricted') {
@@ -173,6 +203,16 @@ export function workerView(root, ctx) {
 					if (cpus.value !== '') body.cpus = Number(cpus.value);
 					if (mem.value !== '') body.memoryMb = Number(mem.value);
 					if (pids.value !== '') body.pidsLimit = Number(pids.value);
+					if (idle.value !== '') {
+						const ms = secondsToMs(idle.value);
+						if (ms === null || ms < 1000 || ms > 2592000000) {
+							showError(cerr, new Error(`Idle after: "${idle.value}" is not a number of seconds from 1 to 2592000 (30 days).`));
+							return;
+						}
+						body.idleTimeoutMs = ms;
+					}
+					if (idleAction.value === 'pause') body.idleAction = 'pause';
+					if (autoResume.checked) body.autoResume = true;
 					try {
 						const e = parseEnv(env.value);
 						if (e) body.env = e;
@@ -199,7 +239,10 @@ export function workerView(root, ctx) {
 		h('div.row', field('Adapter', adapter)),
 		containerOnly,
 		allowRow,
+		snapshotRow,
 		h('div.row', field('CPUs', cpus), field('Memory (MB)', mem), field('Processes', pids)),
+		h('div.row', field('Idle after (s)', idle, 'no command, terminal or service activity for this long'), field('When idle', idleAction)),
+		h('label.checkbox', autoResume, ' Auto-resume: a command, terminal or file write on it while paused resumes it first (else it is refused)'),
 		field('Environment', env),
 		cerr,
 		h('div.actions', button));

@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: MIT
-// A workspace: its summary and tabs for commands, services, terminals, files and ports.
+// A workspace: its summary (Pause/Resume, Fork, Restart, Delete) and tabs for commands,
+// services, terminals, files, ports and snapshots.
 import { api, enc, liveRefresh } from './api.js';
-import { h, replace, badge, fmtTime, showError } from './dom.js';
+import { h, replace, badge, fmtTime, fmtMs, showError } from './dom.js';
 import { commandsTab, refusedDest } from './commands.js';
 import { servicesTab } from './services.js';
 import { terminalsTab, terminalView } from './terminals.js';
 import { filesTab } from './files.js';
 import { portsTab } from './ports.js';
+import { snapshotsTab, openForkDialog } from './snapshots.js';
 import { startUsageFeed, usageCell } from './usage.js';
 
-const TABS = [['commands', 'Commands'], ['services', 'Services'], ['terminals', 'Terminals'], ['files', 'Files'], ['ports', 'Ports']];
+const TABS = [['commands', 'Commands'], ['services', 'Services'], ['terminals', 'Terminals'], ['files', 'Files'], ['ports', 'Ports'], ['snapshots', 'Snapshots']];
 
 // What a restart would end, counted from the lists.
 async function runningCounts(wsPath, signal) {
@@ -128,30 +130,60 @@ export function workspaceView(root, ctx, id, tab, sub) {
 		refused.length > shown.length ? h('span.muted', `and ${refused.length - shown.length} more (GET …/network)`) : null];
 	}
 
-	async function act(what) {
+	async function act(what, btn) {
 		if (what === 'delete' && !confirm(`Delete workspace ${id}? Its HOME and every run go with it.`)) return;
 		if (what === 'restart' && !(await confirmRestart(id, ctx.signal))) return;
+		if (btn) btn.disabled = true;
 		try {
 			if (what === 'delete') {
 				await api('DELETE', '/v1/workspaces/' + enc(id));
 				location.hash = '#/';
 				return;
 			}
-			ws = await api('POST', '/v1/workspaces/' + enc(id) + '/restart');
+			// restart, pause, resume: each answers with the workspace
+			ws = await api('POST', '/v1/workspaces/' + enc(id) + '/' + what);
 			showError(err, null);
 			render();
 		} catch (e) {
 			showError(err, e);
+			if (btn) btn.disabled = false;
 		}
 	}
 
+	// For a tab's "paused" refusal: resumes, redraws the summary; throws the API's error.
+	async function resume() {
+		ws = await api('POST', '/v1/workspaces/' + enc(id) + '/resume');
+		showError(err, null);
+		render();
+	}
+
+	// What the idle clock does: "pause after 10 min 0 s", or never.
+	function idleText() {
+		if (!ws.idleTimeoutMs) return 'nothing (no idle timeout)';
+		return `${ws.idleAction === 'pause' ? 'pause' : 'stop'} after ${fmtMs(ws.idleTimeoutMs)} idle`;
+	}
+
 	function render() {
+		const paused = ws.state === 'paused';
+		const forkable = ws.state === 'ready' || paused;
 		const limits = [ws.cpus ? `${ws.cpus} CPU` : 'CPU unlimited', ws.memoryMb ? `${ws.memoryMb} MB` : 'memory unlimited',
 			ws.pidsLimit ? `${ws.pidsLimit} processes` : 'processes unlimited'].join(' · ');
 		replace(summary,
 			h('div.card-head',
-				h('h2', 'Workspace ', h('span.mono#ws-id', ws.id), ' ', badge(ws.state)),
+				h('h2', 'Workspace ', h('span.mono#ws-id', ws.id), ' ', h('span#ws-state', badge(ws.state))),
 				h('div.actions',
+					// Pause while ready; Resume in its place while paused.
+					paused ? h('button.primary#ws-resume', { type: 'button', on: { click: (ev) => act('resume', ev.currentTarget) } }, 'Resume')
+						: h('button#ws-pause', {
+							type: 'button', disabled: ws.state !== 'ready',
+							title: ws.state === 'ready' ? 'freeze every process of the workspace' : `a ${ws.state} workspace cannot be paused`,
+							on: { click: (ev) => act('pause', ev.currentTarget) },
+						}, 'Pause'),
+					h('button#ws-fork', {
+						type: 'button', disabled: !forkable,
+						title: forkable ? 'new workspaces from a snapshot of this one' : `a ${ws.state} workspace cannot be forked`,
+						on: { click: () => openForkDialog(root, ctx, id, () => hooks.reloadSnapshots?.()) },
+					}, 'Fork…'),
 					h('button#ws-restart', { type: 'button', on: { click: () => act('restart') } }, 'Restart'),
 					h('button.danger#ws-delete', { type: 'button', on: { click: () => act('delete') } }, 'Delete'))),
 			ws.reason ? h('div.reason', ws.reason) : null,
@@ -166,6 +198,11 @@ export function workspaceView(root, ctx, id, tab, sub) {
 				h('dt', 'Limits'), h('dd', limits),
 				h('dt', 'Resource use'), h('dd#ws-usage', usageCell('workspace')),
 				h('dt', 'Working dir'), h('dd.mono', ws.workdir ?? '—'),
+				paused ? [h('dt', 'Paused since'), h('dd#ws-paused-at', fmtTime(ws.pausedAt), ws.pauseReason ? h('span.muted', ` (${ws.pauseReason})`) : null)] : null,
+				h('dt', 'When idle'), h('dd#ws-idle', idleText()),
+				ws.autoResume !== undefined ? [h('dt', 'Auto-resume'), h('dd#ws-auto-resume', ws.autoResume
+					? 'yes: a command, terminal or file write resumes it' : 'no: a command on it while paused is refused')] : null,
+				ws.snapshot ? [h('dt', 'From snapshot'), h('dd.mono', ws.snapshot)] : null,
 				h('dt', 'Created'), h('dd', fmtTime(ws.createdAt))));
 	}
 
@@ -174,10 +211,12 @@ export function workspaceView(root, ctx, id, tab, sub) {
 	// run events too: the refused destinations change while commands run
 	liveRefresh(ctx, { workspace: id, types: 'workspace,run' }, load);
 	startUsageFeed(ctx, wsPath);
-	if (tab === 'commands') commandsTab(body, ctx, wsPath);
+	const hooks = { workspace: () => ws, resume };
+	if (tab === 'commands') commandsTab(body, ctx, wsPath, hooks);
 	else if (tab === 'services') servicesTab(body, ctx, wsPath);
 	else if (tab === 'files') filesTab(body, ctx, wsPath);
 	else if (tab === 'ports') portsTab(body, ctx, wsPath);
+	else if (tab === 'snapshots') snapshotsTab(body, ctx, id, hooks);
 	else if (sub) terminalView(body, ctx, wsPath, sub, base);
 	else terminalsTab(body, ctx, wsPath, base);
 }
