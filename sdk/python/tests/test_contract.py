@@ -78,6 +78,13 @@ COVERED: dict[tuple[str, str], list[str]] = {
     ("GET", "/v1/tokens/{}"): ["Tokens.get", "AsyncTokens.get"],
     ("DELETE", "/v1/tokens/{}"): ["Tokens.delete", "AsyncTokens.delete"],
     ("GET", "/v1/audit"): ["Client.audit", "AsyncClient.audit"],
+    ("POST", "/v1/workspaces/{}/pause"): ["Workspace.pause", "AsyncWorkspace.pause"],
+    ("POST", "/v1/workspaces/{}/resume"): ["Workspace.resume", "AsyncWorkspace.resume"],
+    ("POST", "/v1/workspaces/{}/snapshots"): ["Workspace.snapshot", "AsyncWorkspace.snapshot"],
+    ("GET", "/v1/snapshots"): ["Snapshots.list", "AsyncSnapshots.list"],
+    ("GET", "/v1/snapshots/{}"): ["Snapshots.get", "AsyncSnapshots.get"],
+    ("DELETE", "/v1/snapshots/{}"): ["Snapshots.delete", "AsyncSnapshots.delete"],
+    ("POST", "/v1/workspaces/{}/fork"): ["Workspace.fork", "AsyncWorkspace.fork"],
 }
 
 # Deliberately without a method, and why.

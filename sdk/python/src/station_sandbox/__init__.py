@@ -10,27 +10,27 @@
 
 from ._follow import OutputGap
 from .aio import (AsyncClient, AsyncFiles, AsyncOutputStream, AsyncPorts, AsyncRunHandle,
-                  AsyncServices, AsyncTerminal, AsyncTerminals, AsyncWorkspace)
+                  AsyncServices, AsyncSnapshots, AsyncTerminal, AsyncTerminals, AsyncWorkspace)
 from .client import (READ_MAX_BYTES, Client, Files, GapCallback, Images, OutputStream,
-                     OutputCallback, Ports, RunHandle, Secrets, Services, Terminal, Terminals,
+                     OutputCallback, Ports, RunHandle, Secrets, Services, Snapshots, Terminal, Terminals,
                      Tokens, Workspace, WorkspaceList)
 from ._workers import WorkerConfig, worker_of_id
 from .errors import (BadRequest, Conflict, ConnectionFailed, Forbidden, InvalidArgument, NotFound,
-                     PayloadTooLarge, PreconditionFailed, ProtocolError, StationError, Timeout,
+                     Paused, PayloadTooLarge, PreconditionFailed, ProtocolError, StationError, Timeout,
                      TooManyRequests, Unauthorized, Unavailable, WorkerUnavailable)
 from .models import (Attempt, Denial, FileEntry, FileList, Image, ListeningPort, Network, Output,
                      PortExposure, PortList, ReadyReport, RefusedDestination, Run, RunNetwork,
-                     Secret, Service, TerminalInfo, WorkspaceInfo)
+                     Secret, Service, Snapshot, TerminalInfo, WorkspaceInfo)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AsyncClient", "AsyncFiles", "AsyncOutputStream", "AsyncPorts", "AsyncRunHandle", "AsyncServices", "AsyncTerminal",
+    "AsyncClient", "AsyncFiles", "AsyncOutputStream", "AsyncPorts", "AsyncRunHandle", "AsyncServices", "AsyncSnapshots", "AsyncTerminal",
     "AsyncTerminals", "AsyncWorkspace", "Attempt", "BadRequest", "Client", "Conflict",
     "ConnectionFailed", "Denial", "FileEntry", "FileList", "Files", "Forbidden", "GapCallback", "Image", "Images", "InvalidArgument",
-    "ListeningPort", "Network", "NotFound", "Output", "OutputCallback", "OutputGap", "OutputStream", "PayloadTooLarge", "PortExposure", "PortList", "Ports", "PreconditionFailed",
+    "ListeningPort", "Network", "NotFound", "Output", "Paused", "OutputCallback", "OutputGap", "OutputStream", "PayloadTooLarge", "PortExposure", "PortList", "Ports", "PreconditionFailed",
     "ProtocolError", "READ_MAX_BYTES", "ReadyReport", "RefusedDestination", "Run", "RunHandle", "RunNetwork", "Secret", "Secrets",
-    "Service", "Services", "StationError", "Terminal", "TerminalInfo", "Terminals", "Timeout",
+    "Service", "Services", "Snapshot", "Snapshots", "StationError", "Terminal", "TerminalInfo", "Terminals", "Timeout",
     "Tokens", "TooManyRequests", "Unauthorized", "Unavailable", "WorkerConfig", "WorkerUnavailable",
     "Workspace", "WorkspaceInfo", "WorkspaceList", "worker_of_id",
 ]

@@ -121,16 +121,32 @@ def create(path: str, body: Any, key: Optional[str], retries: int = 2,
 # -- workspaces --------------------------------------------------------------------------------
 
 
+IDLE_ACTIONS = ("stop", "pause")
+
+
 def create_body(adapter: Optional[str], image: Optional[str], env: Optional[Mapping[str, str]],
                 cpus: Optional[float], memory_mb: Optional[int], pids_limit: Optional[int],
                 network: Optional[str], seccomp_profile: Optional[str],
                 egress: Optional[Mapping[str, Any]],
-                idle_timeout_ms: Optional[int] = None) -> dict[str, Any]:
+                idle_timeout_ms: Optional[int] = None, snapshot: Optional[str] = None,
+                auto_resume: Optional[bool] = None,
+                idle_action: Optional[str] = None) -> dict[str, Any]:
+    if snapshot is not None:
+        seg(snapshot)
+        if image is not None:
+            raise InvalidArgument("snapshot and image are exclusive (a snapshot has its image)",
+                                  "snapshot")
+    if auto_resume is not None and not isinstance(auto_resume, bool):
+        raise InvalidArgument(f"auto_resume must be True or False, not {auto_resume!r}", "autoResume")
+    if idle_action is not None and idle_action not in IDLE_ACTIONS:
+        raise InvalidArgument(f"idle_action must be 'stop' or 'pause', not {idle_action!r}",
+                              "idleAction")
     return defined(adapter=adapter, image=image, env=dict(env) if env is not None else None,
                    cpus=cpus, memoryMb=memory_mb, pidsLimit=pids_limit, network=network,
                    seccompProfile=seccomp_profile,
                    egress=dict(egress) if egress is not None else None,
-                   idleTimeoutMs=idle_timeout_ms)
+                   idleTimeoutMs=idle_timeout_ms, snapshot=snapshot,
+                   autoResume=auto_resume or None, idleAction=idle_action)
 
 
 def list_of(doc: Any, key: str, what: str) -> list[Any]:
@@ -308,6 +324,40 @@ def port_list(ws_id: str) -> Op[Any]:
 def port_revoke(ws_id: str, port: int) -> Op[None]:
     yield Req("DELETE", ws_path(ws_id, f"/ports/{port_number(port)}"))
     return None
+
+
+# -- pause, snapshots, fork (docs/api.md, "Pause and resume", "Snapshots and fork") ------------
+
+FORK_MAX = 100
+SNAPSHOT_NAME_MAX = 128
+SNAPSHOT_TIMEOUT_S = 600.0
+"""A snapshot reads the workspace's changed files: more than the client's usual timeout."""
+
+
+def snapshot_create(ws_id: str, name: Optional[str], memory: bool) -> Op[Any]:
+    """POST …/snapshots: the snapshot."""
+    if name is not None and (not isinstance(name, str) or not 1 <= len(name) <= SNAPSHOT_NAME_MAX
+                             or any(c < " " or c == "\x7f" for c in name)):
+        raise InvalidArgument(f"name must be 1 to {SNAPSHOT_NAME_MAX} characters without control "
+                              f"characters, not {name!r:.160}", "name")
+    if not isinstance(memory, bool):
+        raise InvalidArgument(f"memory must be True or False, not {memory!r}", "memory")
+    body = defined(name=name, memory=memory)
+    return (yield Req("POST", ws_path(ws_id, "/snapshots"), body, timeout_s=SNAPSHOT_TIMEOUT_S))
+
+
+def snapshot_path(snapshot_id: str) -> str:
+    return f"/v1/snapshots/{seg(snapshot_id)}"
+
+
+def fork(ws_id: str, count: int) -> Op[Any]:
+    """POST …/fork: ``{"workspaces":[…],"snapshot","pausedMs"}``."""
+    if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= FORK_MAX:
+        raise InvalidArgument(f"count must be an integer from 1 to {FORK_MAX}, not {count!r}", "count")
+    doc = yield Req("POST", ws_path(ws_id, "/fork"), {"count": count},
+                    timeout_s=SNAPSHOT_TIMEOUT_S + 10 * count)
+    list_of(doc, "workspaces", "POST fork")
+    return doc
 
 
 # -- events, tokens, audit ---------------------------------------------------------------------

@@ -25,10 +25,10 @@ from .client import WorkspaceList, _endpoint_of, _none_answered, _unreachable_of
 from .errors import (ConnectionFailed, InvalidArgument, NotFound, PayloadTooLarge, ProtocolError, StationError,
                      Timeout, WorkerUnavailable, error_from_body, error_from_event)
 from .models import (FileEntry, FileList, Image, Network, PortExposure, PortList, ReadyReport,
-                     Run, Secret, Service, TerminalInfo, WorkspaceInfo)
+                     Run, Secret, Service, Snapshot, TerminalInfo, WorkspaceInfo)
 
 __all__ = ["AsyncClient", "AsyncWorkspace", "AsyncRunHandle", "AsyncServices",
-           "AsyncTerminals", "AsyncTerminal", "AsyncFiles", "AsyncPorts"]
+           "AsyncTerminals", "AsyncTerminal", "AsyncFiles", "AsyncPorts", "AsyncSnapshots"]
 
 AsyncOutputCallback = Callable[[Union[str, bytes], int], Union[None, Awaitable[None]]]
 AsyncGapCallback = Callable[[OutputGap], Union[None, Awaitable[None]]]
@@ -935,6 +935,32 @@ class AsyncWorkspace(WorkspaceInfo):
     async def usage(self) -> dict[str, Any]:
         return await self._t.drive(_ops.simple("GET", ws_path(self.id, "/usage"), wait_s=3))  # type: ignore[no-any-return]
 
+    async def pause(self) -> "AsyncWorkspace":
+        """Freezes every process of the workspace; its run timeouts and idle time stop. Files
+        are still read; a command, terminal, file write or service start raises
+        :class:`Paused` (409) until :meth:`resume`, unless it was created with
+        ``auto_resume``. Pausing a paused workspace changes nothing."""
+        self._load(await self._t.drive(_ops.simple("POST", ws_path(self.id, "/pause"), wait_s=60)))
+        return self
+
+    async def resume(self) -> "AsyncWorkspace":
+        """Thaws a paused workspace: its processes and clocks go on (``state`` ``ready``)."""
+        self._load(await self._t.drive(_ops.simple("POST", ws_path(self.id, "/resume"), wait_s=60)))
+        return self
+
+    async def snapshot(self, name: Optional[str] = None, memory: bool = False) -> Snapshot:
+        """Keeps HOME and the root filesystem's changes (a host workspace: its directory) as a
+        snapshot, the workspace paused while they are read. ``memory``: the processes too
+        (501 naming what the worker lacks where it cannot). ``client.workspaces.create(
+        snapshot=s["id"])`` starts a workspace from it."""
+        return await self._t.drive(_ops.snapshot_create(self.id, name, memory))  # type: ignore[no-any-return]
+
+    async def fork(self, n: int = 1) -> list["AsyncWorkspace"]:
+        """One snapshot of this workspace, then ``n`` (1 to 100) workspaces made from it, each
+        independent from then on. The new workspaces, ``ready``; delete them when done."""
+        doc = await self._t.drive(_ops.fork(self.id, n))
+        return [AsyncWorkspace(self._client, w) for w in doc["workspaces"]]
+
 
 class AsyncWorkspaces:
     def __init__(self, client: "AsyncClient") -> None:
@@ -948,9 +974,15 @@ class AsyncWorkspaces:
                      egress: Optional[Mapping[str, Any]] = None,
                      timeout: float = 120.0, worker: Optional[str] = None,
                      idle_timeout_ms: Optional[int] = None,
-                     idempotency_key: Optional[str] = None, retries: int = 2) -> AsyncWorkspace:
+                     idempotency_key: Optional[str] = None, retries: int = 2,
+                     snapshot: Optional[str] = None, auto_resume: Optional[bool] = None,
+                     idle_action: Optional[str] = None) -> AsyncWorkspace:
         body = _ops.create_body(adapter, image, env, cpus, memory_mb, pids_limit, network,
-                                seccomp_profile, egress, idle_timeout_ms)
+                                seccomp_profile, egress, idle_timeout_ms, snapshot, auto_resume,
+                                idle_action)
+        if snapshot is not None and worker is None and self._client._routes is not None:
+            raise InvalidArgument("a snapshot is kept by one worker: name it (worker=...) to "
+                                  f"create from {snapshot!r}", "snapshot")
         t = await self._client._create_transport(worker)
         return AsyncWorkspace(self._client, await t.drive(
             _ops.create("/v1/workspaces", body, idempotency_key, retries, timeout_s=timeout)))
@@ -1011,6 +1043,27 @@ class AsyncImages:
         return await self._t.drive(_ops.simple("DELETE", f"/v1/images/{seg(digest)}"))  # type: ignore[no-any-return]
 
 
+class AsyncSnapshots:
+    """The worker's snapshots (docs/api.md, "Snapshots and fork"), newest first. With several
+    workers, pick the worker: ``client.on(NAME).snapshots``."""
+
+    def __init__(self, client: "AsyncClient") -> None:
+        self._t = client._t
+
+    async def list(self) -> list[Snapshot]:
+        doc = await self._t.drive(_ops.simple("GET", "/v1/snapshots"))
+        return _ops.list_of(doc, "snapshots", "GET /v1/snapshots")
+
+    async def get(self, snapshot_id: str) -> Snapshot:
+        """:class:`NotFound` for an unknown id (or another tenant's)."""
+        return await self._t.drive(_ops.simple("GET", _ops.snapshot_path(snapshot_id)))  # type: ignore[no-any-return]
+
+    async def delete(self, snapshot_id: str) -> None:
+        """Deletes the snapshot and its image; :class:`Conflict` while a workspace runs on
+        it."""
+        await self._t.drive(_ops.simple("DELETE", _ops.snapshot_path(snapshot_id)))
+
+
 class AsyncTokens:
     """Bearer tokens (see :class:`station_sandbox.client.Tokens`)."""
 
@@ -1060,6 +1113,7 @@ class AsyncClient:
         self.workspaces = AsyncWorkspaces(self)
         self.images = AsyncImages(self)
         self.tokens = AsyncTokens(self)
+        self.snapshots = AsyncSnapshots(self)
 
     @property
     def worker_names(self) -> list[str]:

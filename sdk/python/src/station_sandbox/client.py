@@ -21,10 +21,11 @@ from ._wire import (DEFAULT_TIMEOUT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_T
 from .errors import (ConnectionFailed, InvalidArgument, PayloadTooLarge, ProtocolError, StationError, Timeout,
                      WorkerUnavailable, error_from_event)
 from .models import (FileEntry, FileList, Image, Network, PortExposure, PortList, ReadyReport,
-                     Run, Secret, Service, TerminalInfo, WorkspaceInfo)
+                     Run, Secret, Service, Snapshot, TerminalInfo, WorkspaceInfo)
 
 __all__ = ["Client", "Workspace", "WorkspaceList", "RunHandle", "Services", "Terminals",
-           "Terminal", "Files", "Images", "Secrets", "Ports", "OutputCallback", "READ_MAX_BYTES"]
+           "Terminal", "Files", "Images", "Secrets", "Ports", "Snapshots", "OutputCallback",
+           "READ_MAX_BYTES"]
 
 OutputCallback = Callable[[Union[str, bytes], int], None]
 """``callback(data, offset)``: a chunk of live output and its position in the stream."""
@@ -826,6 +827,32 @@ class Workspace(WorkspaceInfo):
         """CPU time and memory of the workspace and of each running command and service."""
         return self._t.drive(_ops.simple("GET", ws_path(self.id, "/usage"), wait_s=3))  # type: ignore[no-any-return]
 
+    def pause(self) -> "Workspace":
+        """Freezes every process of the workspace; its run timeouts and idle time stop. Files
+        are still read; a command, terminal, file write or service start raises
+        :class:`Paused` (409) until :meth:`resume`, unless it was created with
+        ``auto_resume``. Pausing a paused workspace changes nothing."""
+        self._load(self._t.drive(_ops.simple("POST", ws_path(self.id, "/pause"), wait_s=60)))
+        return self
+
+    def resume(self) -> "Workspace":
+        """Thaws a paused workspace: its processes and clocks go on (``state`` ``ready``)."""
+        self._load(self._t.drive(_ops.simple("POST", ws_path(self.id, "/resume"), wait_s=60)))
+        return self
+
+    def snapshot(self, name: Optional[str] = None, memory: bool = False) -> Snapshot:
+        """Keeps HOME and the root filesystem's changes (a host workspace: its directory) as a
+        snapshot, the workspace paused while they are read. ``memory``: the processes too
+        (501 naming what the worker lacks where it cannot). ``client.workspaces.create(
+        snapshot=s["id"])`` starts a workspace from it."""
+        return self._t.drive(_ops.snapshot_create(self.id, name, memory))  # type: ignore[no-any-return]
+
+    def fork(self, n: int = 1) -> list["Workspace"]:
+        """One snapshot of this workspace, then ``n`` (1 to 100) workspaces made from it, each
+        independent from then on. The new workspaces, ``ready``; delete them when done."""
+        doc = self._t.drive(_ops.fork(self.id, n))
+        return [Workspace(self._client, w) for w in doc["workspaces"]]
+
 
 class WorkspaceList(list):  # type: ignore[type-arg]
     """``workspaces.list()``: the workspaces, and ``unreachable``, the workers that did not
@@ -863,7 +890,9 @@ class Workspaces:
                network: Optional[str] = None, seccomp_profile: Optional[str] = None,
                egress: Optional[Mapping[str, Any]] = None, timeout: float = 120.0,
                worker: Optional[str] = None, idle_timeout_ms: Optional[int] = None,
-               idempotency_key: Optional[str] = None, retries: int = 2) -> Workspace:
+               idempotency_key: Optional[str] = None, retries: int = 2,
+               snapshot: Optional[str] = None, auto_resume: Optional[bool] = None,
+               idle_action: Optional[str] = None) -> Workspace:
         """A new workspace (``ready``). ``adapter``: ``"host"`` or ``"container"`` (default:
         the worker's); ``image`` a reference pinned by digest; ``network``: ``"none"``,
         ``"bridge"`` or ``"restricted"`` (with ``egress``). ``idle_timeout_ms``: stop the
@@ -875,7 +904,11 @@ class Workspaces:
         workspace slots, then most available memory, then the first) among those that
         answer."""
         body = _ops.create_body(adapter, image, env, cpus, memory_mb, pids_limit, network,
-                                seccomp_profile, egress, idle_timeout_ms)
+                                seccomp_profile, egress, idle_timeout_ms, snapshot, auto_resume,
+                                idle_action)
+        if snapshot is not None and worker is None and self._client._routes is not None:
+            raise InvalidArgument("a snapshot is kept by one worker: name it (worker=...) to "
+                                  f"create from {snapshot!r}", "snapshot")
         t = self._client._create_transport(worker)
         return Workspace(self._client, t.drive(
             _ops.create("/v1/workspaces", body, idempotency_key, retries, timeout_s=timeout)))
@@ -940,6 +973,27 @@ class Images:
 
     def delete(self, digest: str) -> dict[str, Any]:
         return self._t.drive(_ops.simple("DELETE", f"/v1/images/{seg(digest)}"))  # type: ignore[no-any-return]
+
+
+class Snapshots:
+    """The worker's snapshots (docs/api.md, "Snapshots and fork"), newest first. With several
+    workers, pick the worker: ``client.on(NAME).snapshots``."""
+
+    def __init__(self, client: "Client") -> None:
+        self._t = client._t
+
+    def list(self) -> list[Snapshot]:
+        doc = self._t.drive(_ops.simple("GET", "/v1/snapshots"))
+        return _ops.list_of(doc, "snapshots", "GET /v1/snapshots")
+
+    def get(self, snapshot_id: str) -> Snapshot:
+        """:class:`NotFound` for an unknown id (or another tenant's)."""
+        return self._t.drive(_ops.simple("GET", _ops.snapshot_path(snapshot_id)))  # type: ignore[no-any-return]
+
+    def delete(self, snapshot_id: str) -> None:
+        """Deletes the snapshot and its image; :class:`Conflict` while a workspace runs on
+        it."""
+        self._t.drive(_ops.simple("DELETE", _ops.snapshot_path(snapshot_id)))
 
 
 class Tokens:
@@ -1013,6 +1067,7 @@ class Client:
         self.workspaces = Workspaces(self)
         self.images = Images(self)
         self.tokens = Tokens(self)
+        self.snapshots = Snapshots(self)
 
     @property
     def worker_names(self) -> list[str]:

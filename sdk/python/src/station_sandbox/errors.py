@@ -22,6 +22,7 @@ __all__ = [
     "Forbidden",
     "NotFound",
     "Conflict",
+    "Paused",
     "PreconditionFailed",
     "PayloadTooLarge",
     "TooManyRequests",
@@ -91,6 +92,11 @@ class Conflict(StationError):
     """409: the wrong state (the workspace is not ready, the run already finished, ...)."""
 
 
+class Paused(Conflict):
+    """409 with code ``paused``: a command, terminal, file write or service start on a paused
+    workspace created without ``auto_resume``. ``ws.resume()`` and try again."""
+
+
 class PreconditionFailed(StationError):
     """412: a file changed since the etag given as ``if_match``."""
 
@@ -156,6 +162,7 @@ _STATUS_OF_CODE: dict[str, int] = {
     "forbidden": 403,
     "not_found": 404,
     "conflict": 409,
+    "paused": 409,
     "precondition_failed": 412,
     "payload_too_large": 413,
     "range_not_satisfiable": 416,
@@ -168,7 +175,9 @@ _STATUS_OF_CODE: dict[str, int] = {
 
 
 def make_error(status: int, code: str, message: str, field: Optional[str] = None) -> StationError:
-    """The StationError subclass for ``status``."""
+    """The StationError subclass for ``status`` (and for 409 ``paused``, :class:`Paused`)."""
+    if status == 409 and code == "paused":
+        return Paused(status, code, message, field)
     return _BY_STATUS.get(status, StationError)(status, code, message, field)
 
 

@@ -269,6 +269,9 @@ class WorkspaceInfo:
     runtime: Optional[str]
     created_at: Optional[str]
     updated_at: Optional[str]
+    paused_at: Optional[str]
+    auto_resume: bool
+    idle_action: Optional[str]
     raw: dict[str, Any]
 
     def _load(self, doc: Any) -> None:
@@ -294,6 +297,9 @@ class WorkspaceInfo:
         self.runtime = d.get("runtime")
         self.created_at = d.get("createdAt")
         self.updated_at = d.get("updatedAt")
+        self.paused_at = d.get("pausedAt")
+        self.auto_resume = d.get("autoResume") is True
+        self.idle_action = d.get("idleAction")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={self.id!r}, adapter={self.adapter!r}, state={self.state!r})"
@@ -389,6 +395,22 @@ class Secret(TypedDict, total=False):
     expired: bool
     createdAt: str
     updatedAt: str
+
+
+class Snapshot(TypedDict, total=False):
+    """A workspace's HOME and root filesystem changes kept as an image of the worker's store
+    (``ws.snapshot()``, ``client.snapshots``): ``workspaceId`` it was taken of, ``name``,
+    ``sizeBytes``, ``baseImage`` (the workspace's image) and ``image`` (the snapshot's own),
+    ``memory`` (processes too), ``pausedMs`` (how long the workspace was paused for it)."""
+    id: str
+    workspaceId: str
+    name: Optional[str]
+    createdAt: str
+    sizeBytes: int
+    baseImage: Optional[str]
+    image: Optional[str]
+    memory: bool
+    pausedMs: int
 
 
 class PortExposure(TypedDict, total=False):
