@@ -13,6 +13,8 @@ import type {
   DeletedService,
   DeletedWorkspace,
   EgressPolicy,
+  Snapshot,
+  SnapshotRequest,
   OutputGap,
   ReadyReport,
   Run,
@@ -245,6 +247,34 @@ export abstract class SandboxAdapter {
   /** Stops the workspace's agent (its runs end `lost`) and starts a new one; HOME is kept. */
   restart(workspaceId: string): Promise<Workspace> {
     return this.client.restartWorkspace(workspaceId);
+  }
+
+  /** Freezes every process of the workspace (see `StationClient.pauseWorkspace`). */
+  pause(workspaceId: string): Promise<Workspace> {
+    return this.client.pauseWorkspace(workspaceId);
+  }
+
+  resume(workspaceId: string): Promise<Workspace> {
+    return this.client.resumeWorkspace(workspaceId);
+  }
+
+  /** A snapshot of the workspace's HOME and file changes (see `StationClient.createSnapshot`). */
+  snapshot(workspaceId: string, request: SnapshotRequest = {}): Promise<Snapshot> {
+    return this.client.createSnapshot(workspaceId, request);
+  }
+
+  /** `n` (1-100) new workspaces made from one snapshot of this one, each independent. */
+  async fork(workspaceId: string, n = 1): Promise<Workspace[]> {
+    return (await this.client.forkWorkspace(workspaceId, n)).workspaces;
+  }
+
+  /**
+   * A workspace started from a snapshot (its files and image; this adapter's limits and env).
+   * With several workers, `options.worker` must name the snapshot's worker.
+   */
+  fromSnapshot(snapshotId: string, overrides: WorkspaceOptions = {}, options: CreateWorkspaceOptions = {}): Promise<Workspace> {
+    const { image: _image, ...request } = this.createRequest(overrides);
+    return this.client.createWorkspace({ ...request, snapshot: snapshotId }, options);
   }
 
   /**

@@ -3,7 +3,7 @@
 
 import { randomUUID } from "node:crypto";
 
-import { StationError } from "./errors.js";
+import { StationError, makeError } from "./errors.js";
 import { Transport, type ConnectionOptions, type RawResponse } from "./transport.js";
 import { Router, unavailable, type Route, type Wire } from "./route.js";
 import {
@@ -30,6 +30,9 @@ import type {
   DeletedSecret,
   DeletedWorkspace,
   EgressPolicy,
+  ForkResult,
+  Snapshot,
+  SnapshotRequest,
   FileEntry,
   FileEvent,
   FileList,
@@ -111,6 +114,7 @@ const STATUS_OF_CODE: Record<string, number> = {
   forbidden: 403,
   not_found: 404,
   conflict: 409,
+  paused: 409,
   unavailable: 503,
   internal: 500,
 };
@@ -171,6 +175,30 @@ function query(params: Record<string, string | number | boolean | undefined>): s
     parts.push(`${k}=${v === true ? 1 : encodeURIComponent(v)}`);
   }
   return parts.length ? `?${parts.join("&")}` : "";
+}
+
+/** The most workspaces one fork makes. */
+const FORK_MAX = 100;
+/** The longest snapshot name. */
+const SNAPSHOT_NAME_MAX = 128;
+
+function checkSnapshotRequest(r: SnapshotRequest): void {
+  if (typeof r !== "object" || r === null) throw new TypeError(`expected a snapshot request object, got ${JSON.stringify(r)}`);
+  const { name, memory } = r;
+  if (name !== undefined && (typeof name !== "string" || name.length < 1 || name.length > SNAPSHOT_NAME_MAX || /[\x00-\x1f\x7f]/.test(name)))
+    throw new TypeError(`name must be 1 to ${SNAPSHOT_NAME_MAX} characters without control characters, not ${JSON.stringify(name)}`);
+  if (memory !== undefined && typeof memory !== "boolean") throw new TypeError(`memory must be true or false, not ${JSON.stringify(memory)}`);
+}
+
+function checkCreateRequest(r: CreateWorkspaceRequest): void {
+  if (r.snapshot !== undefined) {
+    seg(r.snapshot);
+    if (r.image !== undefined) throw new TypeError("snapshot and image are exclusive (a snapshot has its image)");
+  }
+  if (r.autoResume !== undefined && typeof r.autoResume !== "boolean")
+    throw new TypeError(`autoResume must be true or false, not ${JSON.stringify(r.autoResume)}`);
+  if (r.idleAction !== undefined && r.idleAction !== "stop" && r.idleAction !== "pause")
+    throw new TypeError(`idleAction must be "stop" or "pause", not ${JSON.stringify(r.idleAction)}`);
 }
 
 /** The longest `expiresInMs` of an exposure (30 days). */
@@ -392,6 +420,9 @@ export class StationClient {
    */
   async createWorkspace(request: CreateWorkspaceRequest = {}, options: CreateWorkspaceOptions = {}): Promise<Workspace> {
     const { worker, ...create } = options;
+    checkCreateRequest(request);
+    if (request.snapshot !== undefined && this.router && worker === undefined)
+      throw new TypeError(`a snapshot is kept by one worker: name it (options.worker) to create from ${JSON.stringify(request.snapshot)}`);
     if (!this.router) {
       if (worker !== undefined) throw new TypeError(`worker ${JSON.stringify(worker)}: this client has one controller, not several workers`);
       return this.create("/v1/workspaces", request, create);
@@ -418,6 +449,63 @@ export class StationClient {
 
   restartWorkspace(id: string): Promise<Workspace> {
     return this.t.json("POST", `/v1/workspaces/${seg(id)}/restart`);
+  }
+
+  // -- pause, snapshots, fork (docs/api.md, "Pause and resume", "Snapshots and fork") -------
+
+  /**
+   * Freezes every process of the workspace; its run timeouts and idle time stop (state
+   * `paused`, `pausedAt` set). Files are still read; a command, terminal, file write or service
+   * start rejects with a PausedError (409 `paused`) until `resumeWorkspace`, unless it was
+   * created with `autoResume`. Pausing a paused workspace changes nothing.
+   */
+  pauseWorkspace(id: string): Promise<Workspace> {
+    return this.t.json("POST", `/v1/workspaces/${seg(id)}/pause`);
+  }
+
+  /** Thaws a paused workspace: its processes and clocks go on (state `ready`). */
+  resumeWorkspace(id: string): Promise<Workspace> {
+    return this.t.json("POST", `/v1/workspaces/${seg(id)}/resume`);
+  }
+
+  /**
+   * Keeps HOME and the root filesystem's changes (a host workspace: its directory) as a
+   * snapshot, the workspace paused while they are read. `memory`: the processes too (501
+   * naming what the worker lacks where it cannot). `createWorkspace({snapshot: s.id})` starts
+   * a workspace from it.
+   */
+  createSnapshot(workspaceId: string, request: SnapshotRequest = {}): Promise<Snapshot> {
+    checkSnapshotRequest(request);
+    return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/snapshots`, request);
+  }
+
+  /** The worker's snapshots, newest first. With several workers: `client.on(name).snapshots()`. */
+  async snapshots(): Promise<Snapshot[]> {
+    const doc = await this.t.json<{ snapshots: Snapshot[] }>("GET", "/v1/snapshots");
+    if (!Array.isArray(doc?.snapshots)) throw new StationError(200, "protocol_error", `GET /v1/snapshots: an answer without "snapshots"`);
+    return doc.snapshots;
+  }
+
+  /** One snapshot; 404 for an unknown id (or another tenant's). */
+  snapshot(id: string): Promise<Snapshot> {
+    return this.t.json("GET", `/v1/snapshots/${seg(id)}`);
+  }
+
+  /** Deletes the snapshot and its image; 409 while a workspace runs on it. */
+  async deleteSnapshot(id: string): Promise<void> {
+    await this.t.json("DELETE", `/v1/snapshots/${seg(id)}`);
+  }
+
+  /**
+   * One snapshot of the workspace, then `count` (1-100) workspaces made from it, each
+   * independent from then on: `{workspaces, snapshot, pausedMs}`.
+   */
+  async forkWorkspace(id: string, count = 1): Promise<ForkResult> {
+    if (!Number.isInteger(count) || count < 1 || count > FORK_MAX)
+      throw new TypeError(`count must be an integer from 1 to ${FORK_MAX}, not ${JSON.stringify(count)}`);
+    const doc = await this.t.json<ForkResult>("POST", `/v1/workspaces/${seg(id)}/fork`, { count });
+    if (!Array.isArray(doc?.workspaces)) throw new StationError(201, "protocol_error", `POST fork: an answer without "workspaces"`);
+    return doc;
   }
 
   /** Mode, address, egress policy and counters. */
@@ -697,7 +785,7 @@ export class StationClient {
       const d = JSON.parse(e.data) as FileEvent & { error?: { code?: string; message?: string; field?: string } };
       if (e.event === "error" && d.error) {
         const code = d.error.code ?? "internal";
-        throw new StationError(STATUS_OF_CODE[code] ?? 500, code, d.error.message ?? "watch failed", d.error.field);
+        throw makeError(STATUS_OF_CODE[code] ?? 500, code, d.error.message ?? "watch failed", d.error.field);
       }
       yield d;
     }
@@ -942,7 +1030,7 @@ export class StationClient {
         } else if (m.type === "error") {
           const e = m.error as { code?: string; message?: string; field?: string } | undefined;
           const code = e?.code ?? "internal";
-          throw new StationError(STATUS_OF_CODE[code] ?? 500, code, e?.message ?? "stream error", e?.field);
+          throw makeError(STATUS_OF_CODE[code] ?? 500, code, e?.message ?? "stream error", e?.field);
         }
         // other types are for newer clients
       };

@@ -9,7 +9,7 @@ export type {
   TerminalSession,
   WorkspaceList,
 } from "./client.js";
-export { StationError } from "./errors.js";
+export { PausedError, StationError } from "./errors.js";
 export { WorkerUnavailableError, workerOfId, mostFree, parseWorkersEnv, readWorkersFile } from "./workers.js";
 export type { UnreachableWorker, WorkerCapacity, WorkerConfig, WorkerState, WorkersOption } from "./workers.js";
 export { WorkspaceFiles, WorkspacePorts, WorkspaceSecrets, READ_MAX_BYTES } from "./files.js";

@@ -29,3 +29,20 @@ export class StationError extends Error {
     this.field = field;
   }
 }
+
+/**
+ * A 409 with code `paused`: a command, terminal, file write or service start on a paused
+ * workspace created without `autoResume`. Resume it (`resumeWorkspace`) and try again.
+ */
+export class PausedError extends StationError {
+  constructor(message: string, field?: string, options?: { cause?: unknown }) {
+    super(409, "paused", message, field, options);
+    this.name = "PausedError";
+  }
+}
+
+/** The error for an error answer: a PausedError for 409 `paused`, else a StationError. */
+export function makeError(status: number, code: string, message: string, field?: string): StationError {
+  if (status === 409 && code === "paused") return new PausedError(message, field);
+  return new StationError(status, code, message, field);
+}

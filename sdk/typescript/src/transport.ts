@@ -7,7 +7,7 @@ import * as https from "node:https";
 import type { Duplex, Readable } from "node:stream";
 import { join } from "node:path";
 
-import { StationError } from "./errors.js";
+import { StationError, makeError } from "./errors.js";
 import type { WorkersOption } from "./workers.js";
 
 /** Where the controller is. The first of these that is set wins (as for the CLI):
@@ -365,7 +365,7 @@ export function errorFromBody(status: number, text: string, what: string): Stati
     const b = JSON.parse(text) as { error?: { code?: unknown; message?: unknown; field?: unknown } };
     const e = b.error;
     if (e && typeof e.code === "string" && typeof e.message === "string") {
-      return new StationError(status, e.code, e.message, typeof e.field === "string" ? e.field : undefined);
+      return makeError(status, e.code, e.message, typeof e.field === "string" ? e.field : undefined);
     }
   } catch {
     // fall through

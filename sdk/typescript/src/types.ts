@@ -10,6 +10,7 @@ export type ErrorCode =
   | "method_not_allowed"
   | "forbidden"
   | "conflict"
+  | "paused"
   | "in_progress"
   | "precondition_failed"
   | "payload_too_large"
@@ -77,7 +78,9 @@ export interface WorkerInfo {
 // Workspaces
 
 export type AdapterKind = "host" | "container";
-export type WorkspaceState = "creating" | "ready" | "stopped" | "failed" | "deleting";
+export type WorkspaceState = "creating" | "ready" | "paused" | "stopped" | "failed" | "deleting";
+/** What a workspace idle for `idleTimeoutMs` does. */
+export type IdleAction = "stop" | "pause";
 export type NetworkMode = "none" | "bridge" | "restricted";
 
 interface WorkspaceBase {
@@ -108,8 +111,14 @@ interface WorkspaceBase {
    * none); now while busy. Kept in memory: a controller restart counts from its own start.
    */
   lastActivityAt: string;
-  /** Stopped once idle this long; 0: never. */
+  /** Stopped (or paused: `idleAction`) once idle this long; 0: never. */
   idleTimeoutMs: number;
+  /** What being idle for `idleTimeoutMs` does. */
+  idleAction?: IdleAction;
+  /** When it was paused, while it is; null otherwise. */
+  pausedAt?: string | null;
+  /** Once paused, a command, terminal, file write or service start resumes it. */
+  autoResume?: boolean;
   /** Why a stopped workspace stopped: `"idle"` (idleTimeoutMs) or `"lost"`; null otherwise. */
   stopReason: "idle" | "lost" | null;
   /**
@@ -229,6 +238,49 @@ export interface CreateWorkspaceRequest {
   pidsLimit?: number;
   /** Stop the workspace once idle this long (0 or 1000 ms to 30 days; 0: never). */
   idleTimeoutMs?: number;
+  /** What idleTimeoutMs does: `stop` (the default) or `pause`. */
+  idleAction?: IdleAction;
+  /** Once paused, a command, terminal, file write or service start resumes it first. */
+  autoResume?: boolean;
+  /** `s-…`: start from that snapshot's files and image (not with `image`). */
+  snapshot?: string;
+}
+
+/** `POST /v1/workspaces/{id}/snapshots`. */
+export interface SnapshotRequest {
+  /** 1-128 characters. */
+  name?: string;
+  /** The processes too (CRIU); refused (501) naming what the worker lacks where it cannot. */
+  memory?: boolean;
+}
+
+/**
+ * A workspace's HOME and root filesystem changes kept as an image of the worker's store
+ * (docs/api.md, "Snapshots and fork").
+ */
+export interface Snapshot {
+  /** `s-…`. */
+  id: string;
+  workspaceId: string;
+  name: string | null;
+  createdAt: string;
+  sizeBytes: number;
+  /** The workspace's image it was taken on (null: a host workspace). */
+  baseImage: string | null;
+  /** The snapshot's own image. */
+  image: string | null;
+  memory: boolean;
+  /** How long the workspace was paused for it. */
+  pausedMs: number;
+}
+
+/** `POST /v1/workspaces/{id}/fork`. */
+export interface ForkResult {
+  workspaces: Workspace[];
+  /** The snapshot the forks were made from. */
+  snapshot: string;
+  /** How long the source was paused. */
+  pausedMs: number;
 }
 
 /** `DELETE /v1/workspaces/{id}`. */
