@@ -180,6 +180,13 @@ int layer_unpack_file(const char *blob, const char *dest, const char *layer,
 		      const struct layer_limits *lim, uint64_t *ret_entries,
 		      struct station_error *e);
 
+/* The same for a tar archive the caller opened (its reader, format and filters), into dir,
+ * an empty directory the caller made and moves into place (or removes on failure). */
+struct archive;
+int layer_unpack_archive(struct archive *a, const char *dir, const char *layer,
+			 const struct layer_limits *lim, uint64_t *ret_entries,
+			 struct station_error *e);
+
 /* What the layers of one import have used so far, against the store's limits. */
 struct image_budget {
 	uint64_t bytes;

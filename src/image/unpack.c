@@ -517,27 +517,35 @@ static int entries_apply(struct unpack *u, struct archive *a)
 	}
 }
 
-static int unpack_into(const char *blob, const char *tmp, const char *layer,
-		       const struct layer_limits *lim, uint64_t *ret_entries,
-		       struct station_error *e)
+int layer_unpack_archive(struct archive *a, const char *dir, const char *layer,
+			 const struct layer_limits *lim, uint64_t *ret_entries,
+			 struct station_error *e)
 {
-	_cleanup_archive_ struct archive *a = NULL;
-	_cleanup_close_ int root_fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct unpack u = { .root = tmp, .layer = layer, .lim = lim, .e = e };
+	_cleanup_close_ int root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct unpack u = { .root = dir, .layer = layer, .lim = lim, .e = e };
 	int r;
 
 	if (root_fd < 0 || fchmod(root_fd, 0755) < 0)
 		return negative_errno();
 	u.root_fd = root_fd;
-	r = archive_open_layer(blob, false, layer, &a, e);
-	if (r < 0)
-		return r;
 	r = entries_apply(&u, a);
 	if (r >= 0 && syncfs(root_fd) < 0)
 		r = negative_errno();
 	if (r >= 0 && ret_entries)
 		*ret_entries = u.entries;
 	return r;
+}
+
+static int unpack_into(const char *blob, const char *tmp, const char *layer,
+		       const struct layer_limits *lim, uint64_t *ret_entries,
+		       struct station_error *e)
+{
+	_cleanup_archive_ struct archive *a = NULL;
+	int r = archive_open_layer(blob, false, layer, &a, e);
+
+	if (r < 0)
+		return r;
+	return layer_unpack_archive(a, tmp, layer, lim, ret_entries, e);
 }
 
 int layer_unpack_file(const char *blob, const char *dest, const char *layer,

@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: MIT */
+/* A snapshot layer written from a workspace's trees (image.h states the contract: directory fds
+ * only, symlinks stored never followed, FIFOs, sockets and devices left out, whiteouts and
+ * opaque directories of an overlay upper converted, hard links stored as separate files,
+ * setuid, setgid and capabilities dropped, owners shifted out of the workspace's range).
+ *
+ * What else this file decides:
+ *  - The same tree gives the same bytes, so the same layer digest (and one copy in the store):
+ *    a directory's entries are sorted by name (strcmp), a directory comes before its contents,
+ *    mtimes are stored in whole seconds, and nothing else of time, no user or group names and
+ *    no xattrs are stored (so no security.capability). Restricted pax: ustar headers, with a
+ *    pax extended header only where ustar cannot say it (a long name, a large size).
+ *  - A sparse file is stored dense, and its apparent size (st_size) counts against max_bytes
+ *    before a byte of it is read: a 1 TB sparse file fails with -EFBIG at once.
+ *  - A name starting ".wh." would read as a whiteout in a layer: such entries are left out
+ *    (counted in skipped), as are whiteouts outside an overlay upper (they are devices there).
+ *  - An entry that changes type while it is read (a directory swapped for a symlink between
+ *    the listing and the open) fails the snapshot with -EAGAIN; the open never follows it.
+ *  - One fd is open per directory level: nesting deeper than LAYER_DEPTH_MAX fails.
+ *  - Overlay metacopy and redirect_dir (off by default) keep file data or directory contents
+ *    in lower layers; an upper written with them is stored as the upper has it. */
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "basic/cleanup.h"
+#include "basic/safe-fs.h"
+#include "image/image-internal.h"
+
+#define LAYER_DEPTH_MAX 256
+#define LAYER_BLOCK (1u << 20) /* tar output block, and file read size */
+#define WHITEOUT_PREFIX ".wh."
+#define WHITEOUT_OPAQUE ".wh..wh..opq"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct archive *, archive_write_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
+
+struct layer_walk {
+	struct archive *a;
+	struct archive_entry *ent;
+	const struct image_layer_options *o;
+	const struct image_layer_source *src;
+	struct image_layer_stats stats;
+	char path[PATH_MAX]; /* the entry's name in the layer */
+	size_t path_len;
+	unsigned depth;
+	char *buf;
+	int out_fd;
+	int write_err; /* errno of the last failed write to out_fd */
+	struct station_error *e;
+};
+
+static uint32_t id_shift(const struct image_layer_options *o, uint32_t id)
+{
+	return id >= o->id_base && id - o->id_base < LAYER_ID_RANGE ? id - o->id_base :
+								      LAYER_ID_OVERFLOW;
+}
+
+static int walk_fail(struct layer_walk *w, int err, const char *cause)
+{
+	return station_error_set(w->e, err, NULL, "snapshot: \"%s\": %s", w->path, cause);
+}
+
+static int walk_changed(struct layer_walk *w)
+{
+	return walk_fail(w, -EAGAIN, "changed while the snapshot read it");
+}
+
+/* Appends "/name" (or "name" at the layer root) to w->path; *ret_len gets the length to go
+ * back to. */
+static int path_push(struct layer_walk *w, const char *name, size_t *ret_len)
+{
+	size_t n = strlen(name), sep = w->path_len > 0;
+
+	if (w->path_len + sep + n >= sizeof w->path)
+		return station_error_set(w->e, -ENAMETOOLONG, NULL,
+					 "snapshot: \"%s/%s\": path longer than %d bytes", w->path,
+					 name, PATH_MAX - 1);
+	*ret_len = w->path_len;
+	if (sep)
+		w->path[w->path_len++] = '/';
+	memcpy(w->path + w->path_len, name, n + 1);
+	w->path_len += n;
+	return 0;
+}
+
+static void path_pop(struct layer_walk *w, size_t len)
+{
+	w->path_len = len;
+	w->path[len] = '\0';
+}
+
+/* A new entry for w->path with st's owner (shifted) and mtime; perm without setuid/setgid. */
+static void entry_begin(struct layer_walk *w, const struct stat *st, mode_t type, mode_t perm)
+{
+	archive_entry_clear(w->ent);
+	archive_entry_copy_pathname(w->ent, w->path);
+	archive_entry_set_filetype(w->ent, type);
+	archive_entry_set_perm(w->ent, perm & 01777);
+	archive_entry_set_uid(w->ent, id_shift(w->o, st->st_uid));
+	archive_entry_set_gid(w->ent, id_shift(w->o, st->st_gid));
+	archive_entry_set_mtime(w->ent, st->st_mtim.tv_sec, 0);
+}
+
+static int archive_fail(struct layer_walk *w)
+{
+	int err = w->write_err ? w->write_err : archive_errno(w->a);
+	const char *msg = archive_error_string(w->a);
+
+	return station_error_set(w->e, err > 0 ? -err : -EIO, NULL,
+				 "snapshot: cannot write the layer at \"%s\": %s", w->path,
+				 w->write_err ? strerror(w->write_err) :
+				 msg	      ? msg :
+						"?");
+}
+
+static int header_write(struct layer_walk *w)
+{
+	if (archive_write_header(w->a, w->ent) < ARCHIVE_WARN)
+		return archive_fail(w);
+	w->stats.entries++;
+	return 0;
+}
+
+/* An empty regular file entry: a whiteout ".wh.NAME" or the opaque marker. */
+static int marker_write(struct layer_walk *w, const char *name, const struct stat *st)
+{
+	size_t len;
+	int r = path_push(w, name, &len);
+
+	if (r < 0)
+		return r;
+	entry_begin(w, st, AE_IFREG, 0644);
+	archive_entry_set_size(w->ent, 0);
+	r = header_write(w);
+	path_pop(w, len);
+	return r;
+}
+
+static int file_data_write(struct layer_walk *w, int fd, uint64_t size)
+{
+	for (uint64_t done = 0; done < size;) {
+		size_t want = size - done < LAYER_BLOCK ? size - done : LAYER_BLOCK;
+		ssize_t n = read(fd, w->buf, want);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return walk_fail(w, negative_errno(), strerror(errno));
+		if (n == 0)
+			return walk_fail(w, -EAGAIN, "shrank while the snapshot read it");
+		if (archive_write_data(w->a, w->buf, n) != n)
+			return archive_fail(w);
+		done += n;
+	}
+	return 0;
+}
+
+static int file_add(struct layer_walk *w, int dfd, const char *name)
+{
+	_cleanup_close_ int fd = safe_openat(
+		dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0, SAFE_BENEATH);
+	const uint64_t max = w->o->max_bytes;
+	struct stat st;
+	int r;
+
+	if (fd == -ELOOP || fd == -ENOENT || fd == -EXDEV)
+		return walk_changed(w);
+	if (fd < 0)
+		return walk_fail(w, fd, strerror(-fd));
+	if (fstat(fd, &st) < 0)
+		return walk_fail(w, negative_errno(), strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return walk_changed(w);
+	if (max && (uint64_t)st.st_size > max - MIN(max, w->stats.bytes)) {
+		char cause[160];
+
+		snprintf(cause, sizeof cause,
+			 "%llu bytes, which takes the snapshot past its limit of %llu bytes",
+			 (unsigned long long)st.st_size, (unsigned long long)max);
+		return walk_fail(w, -EFBIG, cause);
+	}
+	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	entry_begin(w, &st, AE_IFREG, st.st_mode);
+	archive_entry_set_size(w->ent, st.st_size);
+	r = header_write(w);
+	if (r < 0)
+		return r;
+	w->stats.bytes += st.st_size;
+	return file_data_write(w, fd, st.st_size);
+}
+
+static int symlink_add(struct layer_walk *w, int dfd, const char *name, const struct stat *st)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlinkat(dfd, name, target, sizeof target);
+
+	if (n < 0 && (errno == EINVAL || errno == ENOENT))
+		return walk_changed(w);
+	if (n < 0)
+		return walk_fail(w, negative_errno(), strerror(errno));
+	if ((size_t)n >= sizeof target)
+		return walk_fail(w, -ENAMETOOLONG, "symlink target too long");
+	target[n] = '\0';
+	entry_begin(w, st, AE_IFLNK, 0777);
+	archive_entry_copy_symlink(w->ent, target);
+	return header_write(w);
+}
+
+static bool dir_is_opaque(int fd)
+{
+	char v[2];
+
+	return (fgetxattr(fd, "trusted.overlay.opaque", v, sizeof v) == 1 && v[0] == 'y') ||
+	       (fgetxattr(fd, "user.overlay.opaque", v, sizeof v) == 1 && v[0] == 'y');
+}
+
+static int names_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in the directory fd, sorted, NULL-terminated. */
+static int dir_names(int fd, char ***ret)
+{
+	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	_cleanup_(closedirp) DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	char **names = calloc(1, sizeof(char *));
+	struct dirent *de;
+	int r = 0;
+
+	if (!d || !names) {
+		r = d ? -ENOMEM : negative_errno();
+		if (dfd >= 0 && !d)
+			close(dfd);
+		free(names);
+		return r;
+	}
+	while (r >= 0 && (errno = 0, de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			r = strv_push(&names, de->d_name);
+	if (r >= 0 && errno)
+		r = negative_errno();
+	if (r < 0) {
+		strv_free(names);
+		return r;
+	}
+	qsort(names, strv_length(names), sizeof *names, names_cmp);
+	*ret = names;
+	return 0;
+}
+
+static int entry_add(struct layer_walk *w, int dfd, const char *name);
+
+/* The entries of the directory fd (w->path), sorted; the opaque marker first. */
+static int dir_contents_add(struct layer_walk *w, int fd, const struct stat *st)
+{
+	char **names = NULL;
+	int r = 0;
+
+	if (w->depth >= LAYER_DEPTH_MAX)
+		return walk_fail(w, -ELOOP, "directories nested too deep");
+	if (w->src->overlay_upper && dir_is_opaque(fd))
+		r = marker_write(w, WHITEOUT_OPAQUE, st);
+	if (r < 0)
+		return r;
+	r = dir_names(fd, &names);
+	if (r < 0)
+		return walk_fail(w, r, strerror(-r));
+	w->depth++;
+	for (size_t i = 0; r >= 0 && names[i]; i++) {
+		size_t len;
+
+		r = path_push(w, names[i], &len);
+		if (r >= 0)
+			r = entry_add(w, fd, names[i]);
+		if (r >= 0)
+			path_pop(w, len);
+	}
+	w->depth--;
+	strv_free(names);
+	return r;
+}
+
+static int dir_add(struct layer_walk *w, int dfd, const char *name)
+{
+	_cleanup_close_ int fd =
+		safe_openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0, SAFE_BENEATH);
+	struct stat st;
+	int r;
+
+	if (fd == -ELOOP || fd == -ENOTDIR || fd == -ENOENT || fd == -EXDEV)
+		return walk_changed(w);
+	if (fd < 0)
+		return walk_fail(w, fd, strerror(-fd));
+	if (fstat(fd, &st) < 0)
+		return walk_fail(w, negative_errno(), strerror(errno));
+	entry_begin(w, &st, AE_IFDIR, st.st_mode);
+	r = header_write(w);
+	return r < 0 ? r : dir_contents_add(w, fd, &st);
+}
+
+/* An overlay whiteout (a 0/0 char device in an upper): ".wh.NAME" beside it. */
+static int whiteout_add(struct layer_walk *w, const char *name, const struct stat *st)
+{
+	char wh[NAME_MAX + 8];
+	size_t parent = w->path_len - strlen(name);
+
+	snprintf(wh, sizeof wh, WHITEOUT_PREFIX "%s", name);
+	path_pop(w, parent > 0 ? parent - 1 : 0);
+	return marker_write(w, wh, st);
+}
+
+/* w->path is the entry's layer path already; name is its last component. */
+static int entry_add(struct layer_walk *w, int dfd, const char *name)
+{
+	struct stat st;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? walk_changed(w) :
+					 walk_fail(w, negative_errno(), strerror(errno));
+	if (strncmp(name, WHITEOUT_PREFIX, strlen(WHITEOUT_PREFIX)) == 0) {
+		w->stats.skipped++; /* it would read as a whiteout */
+		return 0;
+	}
+	switch (st.st_mode & S_IFMT) {
+	case S_IFREG:
+		return file_add(w, dfd, name);
+	case S_IFDIR:
+		return dir_add(w, dfd, name);
+	case S_IFLNK:
+		return symlink_add(w, dfd, name, &st);
+	case S_IFCHR:
+		if (w->src->overlay_upper && st.st_rdev == 0)
+			return whiteout_add(w, name, &st);
+		w->stats.skipped++;
+		return 0;
+	default: /* FIFOs, sockets, block devices */
+		w->stats.skipped++;
+		return 0;
+	}
+}
+
+/* A prefix as the layer names it: relative, no "." or ".." or empty components. */
+static int prefix_check(const char *p, struct station_error *e)
+{
+	const char *c = p;
+
+	if (!p)
+		return 0;
+	if (p[0] == '/' || strlen(p) >= PATH_MAX / 2)
+		goto bad;
+	while (*c) {
+		size_t n = strcspn(c, "/");
+
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			goto bad;
+		c += n;
+		if (*c == '/' && !*++c)
+			goto bad;
+	}
+	return 0;
+bad:
+	return station_error_set(e, -EINVAL, NULL, "snapshot: invalid layer prefix \"%s\"", p);
+}
+
+static int source_add(struct layer_walk *w, const struct image_layer_source *src)
+{
+	struct stat st;
+	int r = prefix_check(src->prefix, w->e);
+
+	if (r < 0)
+		return r;
+	w->src = src;
+	snprintf(w->path, sizeof w->path, "%s", src->prefix ? src->prefix : "");
+	w->path_len = strlen(w->path);
+	if (fstat(src->dir_fd, &st) < 0)
+		return walk_fail(w, negative_errno(), strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return walk_fail(w, -ENOTDIR, "not a directory");
+	if (w->path_len > 0) {
+		entry_begin(w, &st, AE_IFDIR, st.st_mode);
+		r = header_write(w);
+		if (r < 0)
+			return r;
+	}
+	return dir_contents_add(w, src->dir_fd, &st);
+}
+
+static la_ssize_t out_write(struct archive *a, void *userdata, const void *buf, size_t n)
+{
+	struct layer_walk *w = userdata;
+	int r = write_all(w->out_fd, buf, n);
+
+	if (r < 0) {
+		w->write_err = -r;
+		archive_set_error(a, -r, "%s", strerror(-r));
+		return -1;
+	}
+	return n;
+}
+
+static int archive_out_open(struct layer_walk *w)
+{
+	w->a = archive_write_new();
+	w->ent = archive_entry_new();
+	if (!w->a || !w->ent)
+		return -ENOMEM;
+	if (archive_write_set_format_pax_restricted(w->a) != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(w->a, LAYER_BLOCK) != ARCHIVE_OK ||
+	    archive_write_set_bytes_in_last_block(w->a, 1) != ARCHIVE_OK ||
+	    archive_write_open(w->a, w, NULL, out_write, NULL) != ARCHIVE_OK)
+		return archive_fail(w);
+	return 0;
+}
+
+int image_layer_write(const struct image_layer_source *src, size_t n_src,
+		      const struct image_layer_options *o, int out_fd,
+		      struct image_layer_stats *ret_stats, struct station_error *e)
+{
+	struct station_error local = {};
+	_cleanup_free_ char *buf = malloc(LAYER_BLOCK);
+	struct layer_walk w = { .o = o, .out_fd = out_fd, .buf = buf, .e = e ? e : &local };
+	int r;
+
+	if (!buf)
+		return -ENOMEM;
+	r = archive_out_open(&w);
+	for (size_t i = 0; r >= 0 && i < n_src; i++)
+		r = source_add(&w, &src[i]);
+	if (r >= 0 && archive_write_close(w.a) != ARCHIVE_OK)
+		r = archive_fail(&w);
+	archive_entry_free(w.ent);
+	archive_write_free(w.a);
+	if (r >= 0 && ret_stats)
+		*ret_stats = w.stats;
+	return r;
+}
