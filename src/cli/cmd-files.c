@@ -446,6 +446,7 @@ static int cmd_files_mkdir(struct cli *cli, int argc, char **argv)
 	r = files_parse(cli, argc, argv, "p", options, 2, 2, &a);
 	if (r >= 0)
 		return r;
+	cli->workspace = argv[optind];
 	r = station_file_mkdir(cli->client, argv[optind], argv[optind + 1], a.parents, a.mode, &e);
 	if (r < 0)
 		return cli_fail(cli, r);
@@ -469,6 +470,7 @@ static int cmd_files_mv(struct cli *cli, int argc, char **argv)
 	r = files_parse(cli, argc, argv, "n", options, 3, 3, &a);
 	if (r >= 0)
 		return r;
+	cli->workspace = argv[optind];
 	r = station_file_rename(cli->client, argv[optind], argv[optind + 1], argv[optind + 2],
 				!a.no_overwrite, &e);
 	if (r < 0)
@@ -491,6 +493,7 @@ static int cmd_files_rm(struct cli *cli, int argc, char **argv)
 	r = files_parse(cli, argc, argv, "rR", options, 2, 2, &a);
 	if (r >= 0)
 		return r;
+	cli->workspace = argv[optind];
 	r = station_file_delete(cli->client, argv[optind], argv[optind + 1], a.recursive);
 	return r < 0 ? cli_fail(cli, r) : 0;
 }

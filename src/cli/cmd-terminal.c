@@ -241,7 +241,6 @@ static int open_terminal(struct cli *cli, const char *ws, const char *command, c
 	int r;
 
 	tty_size(&o.cols, &o.rows);
-	cli->workspace = ws;
 	r = station_terminal_open(cli->client, ws, &o, &t);
 	if (r < 0)
 		return cli_fail(cli, r);
@@ -283,6 +282,7 @@ static int cmd_attach(struct cli *cli, int argc, char **argv)
 	if (argc - optind > 2)
 		return cli_usage(cli, "unexpected argument '%s'", argv[optind + 2]);
 	s.ws = argv[optind];
+	cli->workspace = s.ws;
 	s.term = optind + 1 < argc ? argv[optind + 1] : NULL;
 	if (!s.term) {
 		r = open_terminal(cli, s.ws, command, &created);
