@@ -23,3 +23,18 @@ struct checkpoint_status {
 /* Runs the probe (blocks: criu check and a runtime call; off the event loop). runtime: the
  * worker's runtime name or path. */
 void checkpoint_probe(const char *runtime, struct checkpoint_status *ret);
+
+/* What the probe found, for checkpoint_status_from() (which the unit tests call with made-up
+ * facts). NULL strings: not found. */
+struct checkpoint_facts {
+	const char *criu_version;     /* "3.17.1"; NULL: criu not installed */
+	int criu_check_status;	      /* exit status of `criu check`; -1: it did not finish */
+	const char *criu_check_error; /* its first error, without criu's "Error (file:line): " */
+	const char *kernel;	      /* uname -r */
+	const char *runtime_name;     /* "runc", "crun", "runsc", another binary's basename */
+	const char *runtime_version;  /* NULL: the runtime is missing or `--version` failed */
+	bool runtime_criu;	      /* `--version` names +CRIU (crun's build feature) */
+};
+
+/* The status and the message for those facts: every missing piece named, joined by "; ". */
+void checkpoint_status_from(const struct checkpoint_facts *f, struct checkpoint_status *ret);

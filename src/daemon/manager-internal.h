@@ -4,6 +4,7 @@
 /* State shared by manager.c (workspaces, agents) and manager-run.c (runs, waiters, watches). */
 
 #include "adapter/adapter.h"
+#include "adapter/checkpoint.h"
 #include "manager.h"
 #include "net/net.h"
 #include "proto/agent-proto.h"
@@ -187,6 +188,9 @@ struct manager {
 	struct manager_tokens *tokens; /* manager-token.c */
 	struct manager_audit *audit;   /* manager-audit.c */
 	struct manager_ports *ports;   /* manager-ports.c: the live exposures */
+	/* manager-checkpoint.c: the memory-snapshot probe's answer, once it ran (at start) */
+	struct checkpoint_status checkpoint;
+	bool checkpoint_probed;
 };
 
 /* manager-tenant.c: ws is the viewer's to see (manager_set_viewer()). */
@@ -518,3 +522,12 @@ bool workspace_is_paused(const struct workspace *ws);
 /* For a command, attach, open, write or service start: 0 when ws may take it now (ready, or
  * paused with autoResume: resumed first, synchronously), STATION_EPAUSED with e otherwise. */
 int workspace_wake_for(struct workspace *ws, const char *what, struct station_error *e);
+
+/* manager-checkpoint.c: memory snapshots. _init() queues the probe (adapter/checkpoint.h) off
+ * the loop, once; _ready() adds GET /v1/ready's "checkpoint" check (named, not required: ok
+ * and the probe's message, "checking …" until it answered). workspace_checkpoint_check(): 0
+ * when a memory snapshot of ws can be taken here, else -ENOTSUP (501) with the probe's
+ * message (what is missing) in e. */
+void manager_checkpoint_init(struct manager *m);
+void manager_checkpoint_ready(struct manager *m, json_t *checks);
+int workspace_checkpoint_check(struct workspace *ws, struct station_error *e);

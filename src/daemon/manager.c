@@ -1624,6 +1624,7 @@ static void ready_job_done(void *userdata, bool cancelled)
 	 * create asking for more fails closed with the same words */
 	manager_network_ready(m, checks);
 	manager_view_ready(m, checks);
+	manager_checkpoint_ready(m, checks);
 	json_decref(m->ready);
 	m->ready = json_pack("{s:b,s:s,s:o,s:o,s:I}", "ready", ready, "defaultAdapter",
 			     m->cfg.default_adapter, "adapters", adapters_json(m), "checks", checks,
@@ -1830,6 +1831,8 @@ int manager_new(struct event_loop *loop, struct store *store, const struct manag
 		r = event_work_pool_new(loop, creates, &m->create_work);
 	if (r >= 0)
 		r = event_work_pool_new(loop, WORK_THREADS, &m->work);
+	if (r >= 0)
+		manager_checkpoint_init(m);
 	if (r >= 0)
 		r = event_add_timer(loop, &m->ready_timer, now_usec(), on_ready_timer, m);
 	if (r < 0) {
