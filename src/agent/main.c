@@ -411,12 +411,36 @@ static int on_usage_request(struct agent *a, const struct frame *f)
 	return 0;
 }
 
+/* PAUSE: the clocks stop and PAUSED says every request before it was acted on (the
+ * controller freezes the workspace's processes once it hears it); RESUME: they go on. */
+static int on_pause(struct agent *a, const struct frame *f)
+{
+	uint64_t request = UINT64_MAX;
+	struct buf *b;
+	size_t start;
+	bool paused = f->type == MSG_PAUSE;
+	int r = paused ? frame_for_each_field(f, usage_request_field, &request) : 0;
+
+	if (r < 0 || (paused && request == UINT64_MAX))
+		return -EBADMSG;
+	run_manager_pause(a->runs, paused);
+	service_manager_pause(a->services, paused);
+	log_info(paused ? "paused" : "resumed", NULL);
+	if (!paused || channel_begin(a->channel, MSG_PAUSED, &b, &start) < 0)
+		return 0;
+	r = frame_put_u64(b, TAG_REQUEST, request);
+	(void)channel_end(a->channel, start, r);
+	return 0;
+}
+
 static int on_message(struct channel *c, const struct frame *f, void *userdata)
 {
 	struct agent *a = userdata;
 
 	if (f->type == MSG_USAGE_REQUEST)
 		return on_usage_request(a, f);
+	if (f->type == MSG_PAUSE || f->type == MSG_RESUME)
+		return on_pause(a, f);
 
 	if (f->type == MSG_SHUTDOWN) {
 		agent_shutdown(a);

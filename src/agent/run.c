@@ -31,10 +31,12 @@ struct run {
 	size_t stdin_len;
 	size_t stdin_pos;
 	struct event_source *deadline;
+	uint64_t deadline_at; /* CLOCK_MONOTONIC usec the deadline fires, while armed */
 };
 
 struct run_manager {
 	struct child_base base; /* first (child_base_new()); its children are the live runs */
+	uint64_t paused_at;	/* CLOCK_MONOTONIC usec of PAUSE; 0: not paused */
 };
 
 /* The parsed RUN_START. */
@@ -344,7 +346,11 @@ static void run_kill(struct run *r, enum run_status why)
 
 static int on_deadline(struct event_source *s, uint64_t now, void *userdata)
 {
-	run_kill(userdata, RUN_TIMED_OUT);
+	struct run *r = userdata;
+
+	if (r->m->paused_at)
+		return 0; /* stopped by PAUSE as it fired: RESUME arms it again */
+	run_kill(r, RUN_TIMED_OUT);
 	return 0;
 }
 
@@ -375,9 +381,30 @@ static void arm_deadline(struct run *r, uint64_t timeout_ms)
 
 	if (timeout_ms == 0 || timeout_ms > (UINT64_MAX - now) / 1000)
 		return; /* no deadline */
-	if (event_add_timer(r->m->base.loop, &r->deadline, now + timeout_ms * 1000, on_deadline,
-			    r) < 0)
+	r->deadline_at = now + timeout_ms * 1000;
+	if (event_add_timer(r->m->base.loop, &r->deadline,
+			    r->m->paused_at ? UINT64_MAX : r->deadline_at, on_deadline, r) < 0)
 		log_warn("cannot arm run deadline", "run", r->id, NULL);
+	else if (r->m->paused_at) /* started just before PAUSE: its clock starts at RESUME */
+		r->deadline_at = r->m->paused_at + timeout_ms * 1000;
+}
+
+/* PAUSE: every deadline stops where it is; RESUME: each goes on, pushed back by the pause. */
+void run_manager_pause(struct run_manager *m, bool paused)
+{
+	uint64_t now = now_usec();
+
+	if (paused == (m->paused_at != 0))
+		return;
+	for (struct child *c = m->base.children; c; c = c->next) {
+		struct run *r = container_of(c, struct run, child);
+		if (!r->deadline)
+			continue;
+		if (!paused)
+			r->deadline_at += now - m->paused_at;
+		(void)event_source_set_time(r->deadline, paused ? UINT64_MAX : r->deadline_at);
+	}
+	m->paused_at = paused ? now : 0;
 }
 
 /* Forks the run; any failure ends it as failed_to_start with the reason set. */

@@ -35,6 +35,8 @@ int run_manager_hello_fields(struct run_manager *m, struct buf *b);
 int run_manager_put_usage(struct run_manager *m, struct buf *b);
 /* The controller went away: watches end with the connection. */
 void run_manager_disconnected(struct run_manager *m);
+/* PAUSE (paused) and RESUME: run deadlines stop, then go on pushed back by the time paused. */
+void run_manager_pause(struct run_manager *m, bool paused);
 /* The link has room again: watched runs behind with their output send on. */
 void run_manager_output_room(struct run_manager *m);
 

@@ -46,6 +46,7 @@ struct service {
 	uint64_t last_attempt;	  /* number of the newest attempt, 0 before the first */
 	uint64_t next_restart_at; /* CLOCK_REALTIME usec, in backoff */
 	struct event_source *restart_timer;
+	uint64_t restart_left;	 /* paused in backoff: usec the delay had left */
 	struct attempt *attempt; /* the current one, NULL when none */
 	bool watch;
 	bool remove; /* forget it once the attempt has ended */
@@ -58,6 +59,7 @@ struct service_manager {
 	bool progress;			     /* the controller asked for SERVICE_PROGRESS */
 	struct event_source *progress_timer; /* armed while totals wait to be sent */
 	bool progress_armed;
+	uint64_t paused_at; /* CLOCK_MONOTONIC usec of PAUSE; 0: not paused */
 };
 
 static void service_start_attempt(struct service *svc);
@@ -427,6 +429,10 @@ static int on_restart_timer(struct event_source *s, uint64_t now, void *userdata
 {
 	struct service *svc = userdata;
 
+	if (svc->m->paused_at) { /* stopped by PAUSE as it fired: RESUME restarts it */
+		svc->restart_left = 0;
+		return 0;
+	}
 	svc->restart_count++;
 	svc->next_restart_at = 0;
 	service_start_attempt(svc);
@@ -440,11 +446,14 @@ static void enter_backoff(struct service *svc, uint64_t delay_ms)
 
 	svc->state = SERVICE_BACKOFF;
 	svc->next_restart_at = realtime_usec() + delay_usec;
+	svc->restart_left = delay_usec;
+	/* paused: the delay starts at RESUME */
+	uint64_t at = svc->m->paused_at ? UINT64_MAX : now_usec() + delay_usec;
 	if (svc->restart_timer)
-		k = event_source_set_time(svc->restart_timer, now_usec() + delay_usec);
+		k = event_source_set_time(svc->restart_timer, at);
 	else
-		k = event_add_timer(svc->m->base.loop, &svc->restart_timer, now_usec() + delay_usec,
-				    on_restart_timer, svc);
+		k = event_add_timer(svc->m->base.loop, &svc->restart_timer, at, on_restart_timer,
+				    svc);
 	if (k < 0) {
 		log_error("cannot arm service restart timer", "service", svc->def.name, NULL);
 		svc->state = SERVICE_FAILED;
@@ -825,4 +834,36 @@ void service_manager_shutdown(struct service_manager *m)
 {
 	service_manager_kill_all(m);
 	child_base_shutdown(&m->base, SHUTDOWN_USEC);
+}
+
+/* ---- pause ------------------------------------------------------------------------------------ */
+
+static void service_pause(struct service *svc, bool paused, uint64_t paused_usec)
+{
+	struct attempt *a = svc->attempt;
+
+	if (a && !paused) /* how long it ran (the restart budget's reset) leaves the pause out */
+		a->started_mono += paused_usec;
+	if (svc->state != SERVICE_BACKOFF || !svc->restart_timer)
+		return;
+	if (paused) {
+		uint64_t now = realtime_usec();
+		svc->restart_left = svc->next_restart_at > now ? svc->next_restart_at - now : 0;
+		(void)event_source_set_time(svc->restart_timer, UINT64_MAX);
+		return;
+	}
+	svc->next_restart_at = realtime_usec() + svc->restart_left;
+	(void)event_source_set_time(svc->restart_timer, now_usec() + svc->restart_left);
+	report_state(svc);
+}
+
+void service_manager_pause(struct service_manager *m, bool paused)
+{
+	uint64_t now = now_usec();
+
+	if (paused == (m->paused_at != 0))
+		return;
+	for (struct service *svc = m->services; svc; svc = svc->next)
+		service_pause(svc, paused, paused ? 0 : now - m->paused_at);
+	m->paused_at = paused ? now : 0;
 }

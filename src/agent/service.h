@@ -99,6 +99,8 @@ int service_manager_hello_fields(struct service_manager *m, struct buf *b);
 /* USAGE_REPLY's entries: SERVICE_NAME, ATTEMPT, CPU_USEC, MEMORY_BYTES per running attempt. */
 int service_manager_put_usage(struct service_manager *m, struct buf *b);
 void service_manager_disconnected(struct service_manager *m);
+/* PAUSE (paused) and RESUME: restart delays stop, then go on with what they had left. */
+void service_manager_pause(struct service_manager *m, bool paused);
 /* The link has room again: watched attempts behind with their output send on. */
 void service_manager_output_room(struct service_manager *m);
 /* From the reaper; pids that are no attempt's main process are ignored. */

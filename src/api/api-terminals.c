@@ -331,7 +331,7 @@ static void on_ws_drain(void *userdata, struct ws_conn *c)
 
 static void send_error(struct term_ws *o, const struct station_error *e)
 {
-	json_t *body = error_json(error_http_status(e->err), e->message, e->field);
+	json_t *body = error_json_of(e);
 	json_t *msg = body ? json_pack("{s:s,s:O}", "type", "error", "error",
 				       json_object_get(body, "error")) :
 			     NULL;

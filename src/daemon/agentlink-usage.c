@@ -109,3 +109,52 @@ int agentlink_send_usage_request(struct agentlink *l, uint64_t request)
 		r = frame_put_u64(&b, TAG_REQUEST, request);
 	return agentlink_send_frame_end(l, &b, start, r);
 }
+
+/* ---- pause (docs/agent-protocol.md, "Pause") ------------------------------------------------ */
+
+static int paused_field(void *userdata, uint16_t tag, const uint8_t *v, size_t n)
+{
+	uint64_t *request = userdata;
+
+	if (tag != TAG_REQUEST || *request != UINT64_MAX)
+		return -EBADMSG;
+	return frame_val_u64(v, n, request);
+}
+
+int agentlink_paused_dispatch(const struct agentlink_ops *ops, void *userdata,
+			      const struct frame *f)
+{
+	uint64_t request = UINT64_MAX;
+	int r = frame_for_each_field(f, paused_field, &request);
+
+	if (r >= 0 && request == UINT64_MAX)
+		r = -EBADMSG;
+	if (r >= 0 && ops->paused)
+		ops->paused(userdata, request);
+	return r;
+}
+
+int agentlink_send_pause(struct agentlink *l, uint64_t request)
+{
+	struct buf b = { 0 };
+	size_t start;
+	int r;
+
+	if (!agentlink_has_feature(l, AGENT_FEATURE_PAUSE))
+		return -EOPNOTSUPP;
+	r = frame_begin(&b, &start, MSG_PAUSE, 0);
+	if (r >= 0)
+		r = frame_put_u64(&b, TAG_REQUEST, request);
+	return agentlink_send_frame_end(l, &b, start, r);
+}
+
+int agentlink_send_resume(struct agentlink *l)
+{
+	struct buf b = { 0 };
+	size_t start;
+
+	if (!agentlink_has_feature(l, AGENT_FEATURE_PAUSE))
+		return -EOPNOTSUPP;
+	int r = frame_begin(&b, &start, MSG_RESUME, 0);
+	return agentlink_send_frame_end(l, &b, start, r);
+}

@@ -263,6 +263,8 @@ static int link_dispatch(struct agentlink *l, const struct frame *f)
 		return agentlink_cred_dispatch(l->ops, l->userdata, f);
 	case MSG_USAGE_REPLY:
 		return agentlink_usage_dispatch(l->ops, l->userdata, f);
+	case MSG_PAUSED:
+		return agentlink_paused_dispatch(l->ops, l->userdata, f);
 	default:
 		return -EBADMSG;
 	}

@@ -111,6 +111,8 @@ struct agentlink_ops {
 	/* Resource use (agentlink-usage.c); may be NULL. request: the USAGE_REQUEST's number, as
 	 * the agent echoed it (any number: it may not match a request). */
 	void (*usage)(void *userdata, uint64_t request, const struct agentlink_usage *v, size_t n);
+	/* PAUSED (agentlink-usage.c); may be NULL. request: as the agent echoed it. */
+	void (*paused)(void *userdata, uint64_t request);
 };
 
 int agentlink_connect(struct event_loop *loop, const char *socket_path, const uint8_t *secret,
@@ -197,3 +199,8 @@ int agentlink_send_cred_reply(struct agentlink *l, uint64_t request, const char 
 
 /* USAGE_REQUEST (agentlink-usage.c): the agent answers with one USAGE_REPLY carrying request. */
 int agentlink_send_usage_request(struct agentlink *l, uint64_t request);
+
+/* PAUSE (request: echoed in PAUSED) and RESUME; only to an agent with AGENT_FEATURE_PAUSE
+ * (-EOPNOTSUPP). */
+int agentlink_send_pause(struct agentlink *l, uint64_t request);
+int agentlink_send_resume(struct agentlink *l);

@@ -702,6 +702,12 @@ static int session_connect(struct file_session *s, const struct file_request *q,
 	return 0;
 }
 
+static bool file_op_writes(int op)
+{
+	return op == FILE_OP_WRITE || op == FILE_OP_MKDIR || op == FILE_OP_RENAME ||
+	       op == FILE_OP_DELETE;
+}
+
 int manager_file_open(struct manager *m, const char *ws_id, const struct file_request *q,
 		      const struct file_session_ops *ops, void *userdata, struct file_session **ret,
 		      struct station_error *e)
@@ -710,8 +716,9 @@ int manager_file_open(struct manager *m, const char *ws_id, const struct file_re
 	struct file_session *s;
 	int r = workspace_lookup(m, ws_id, &ws, e);
 
-	if (r >= 0)
-		r = workspace_check_ready(ws, e);
+	if (r >= 0) /* reads answer while paused: the agent does them */
+		r = file_op_writes(q->op) ? workspace_wake_for(ws, "a file change", e) :
+					    workspace_check_ready(ws, e);
 	if (r >= 0)
 		r = request_check(q, e);
 	if (r < 0)

@@ -38,6 +38,21 @@ static uint64_t idle_timeout_ms(const struct workspace *ws)
 	return v > 0 ? (uint64_t)v : 0;
 }
 
+/* "idleAction": "pause" (manager-pause.c) instead of a stop. */
+static bool idle_pauses(const struct workspace *ws)
+{
+	const char *action = json_string_value(json_object_get(ws->spec, "idleAction"));
+	return action && strcmp(action, "pause") == 0;
+}
+
+static const char *reason_is_idle(const struct workspace *ws)
+{
+	return ws->row.reason && strncmp(ws->row.reason, IDLE_REASON ":",
+					 strlen(IDLE_REASON ":")) == 0 ?
+		       IDLE_REASON :
+		       NULL;
+}
+
 static void idle_check(struct workspace *ws, uint64_t now)
 {
 	uint64_t timeout = idle_timeout_ms(ws);
@@ -49,12 +64,20 @@ static void idle_check(struct workspace *ws, uint64_t now)
 	}
 	if (!timeout || now < ws->last_activity || now - ws->last_activity < timeout * 1000)
 		return;
+	if (workspace_op_pending(ws))
+		return; /* a pause or restart under way */
 	char reason[192], ms[24];
 	snprintf(ms, sizeof ms, "%llu", (unsigned long long)timeout);
 	snprintf(reason, sizeof reason,
 		 IDLE_REASON ": no command, service or attached terminal and no API call for %s "
 			     "ms (idleTimeoutMs)",
 		 ms);
+	if (idle_pauses(ws)) {
+		log_info("workspace idle, pausing it", "workspace", ws->row.id, "idle_timeout_ms",
+			 ms, NULL);
+		workspace_pause_queue(ws, reason);
+		return;
+	}
 	log_info("workspace idle, stopping it", "workspace", ws->row.id, "idle_timeout_ms", ms,
 		 NULL);
 	workspace_stop(ws, reason);
@@ -91,4 +114,9 @@ void workspace_activity_json(const struct workspace *ws, json_t *o)
 			       IDLE_REASON :
 			       "lost";
 	json_object_set_new(o, "stopReason", stop ? json_string(stop) : json_null());
+	const char *pause = NULL;
+	if (ws->row.state == WORKSPACE_PAUSED)
+		pause = reason_is_idle(ws) ? reason_is_idle(ws) : "requested";
+	json_object_set_new(o, "pauseReason", pause ? json_string(pause) : json_null());
+	json_object_set_new(o, "idleAction", json_string(idle_pauses(ws) ? "pause" : "stop"));
 }

@@ -434,7 +434,7 @@ static int run_check_limits(struct manager *m, const struct run_spec *spec, uint
 
 static int run_check_workspace(struct workspace *ws, struct station_error *e)
 {
-	int r = workspace_check_ready(ws, e);
+	int r = workspace_wake_for(ws, "a command", e);
 
 	if (r < 0)
 		return r;

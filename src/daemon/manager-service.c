@@ -910,6 +910,8 @@ int manager_service_start(struct manager *m, const char *ws_id, const struct ser
 	int r = workspace_lookup(m, ws_id, &ws, e);
 
 	if (r >= 0)
+		r = workspace_wake_for(ws, "a service start", e);
+	if (r >= 0)
 		r = check_agent(ws, e);
 	if (r < 0)
 		return r;
@@ -1041,6 +1043,8 @@ int manager_service_restart(struct manager *m, const char *ws_id, const char *na
 	struct service *svc = NULL;
 	int r = service_lookup(m, ws_id, name, &svc, e);
 
+	if (r >= 0)
+		r = workspace_wake_for(svc->ws, "a service restart", e);
 	if (r < 0)
 		return r;
 	if (service_state_is_active(svc->row.state)) {

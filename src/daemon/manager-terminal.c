@@ -504,6 +504,8 @@ int manager_terminal_open(struct manager *m, const char *ws_id, const struct ter
 	int r = workspace_lookup(m, ws_id, &ws, e);
 
 	if (r >= 0)
+		r = workspace_wake_for(ws, "a terminal", e);
+	if (r >= 0)
 		r = check_workspace(ws, e);
 	if (r < 0)
 		return r;
@@ -686,6 +688,9 @@ int manager_terminal_attach(struct manager *m, const char *ws_id, const char *te
 	struct terminal *t;
 	int r = terminal_lookup(m, ws_id, term_id, &ws, &row, e);
 
+	if (r >= 0 && (workspace_is_paused(ws) || ws->pausing) &&
+	    (r = workspace_wake_for(ws, "a terminal attach", e)) < 0)
+		terminal_row_free(&row);
 	if (r < 0)
 		return r;
 	a = calloc(1, sizeof *a);

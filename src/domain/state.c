@@ -7,7 +7,7 @@
 static const char *const workspace_state_names[_WORKSPACE_STATE_MAX] = {
 	[WORKSPACE_CREATING] = "creating", [WORKSPACE_READY] = "ready",
 	[WORKSPACE_STOPPED] = "stopped",   [WORKSPACE_FAILED] = "failed",
-	[WORKSPACE_DELETING] = "deleting",
+	[WORKSPACE_DELETING] = "deleting", [WORKSPACE_PAUSED] = "paused",
 };
 
 static const char *const terminal_state_names[_TERMINAL_STATE_MAX] = {

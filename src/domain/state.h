@@ -21,6 +21,8 @@ enum workspace_state {
 	WORKSPACE_STOPPED = 2,
 	WORKSPACE_FAILED = 3,
 	WORKSPACE_DELETING = 4,
+	WORKSPACE_PAUSED =
+		5, /* every process frozen but the agent (docs/api.md, "Pause and resume") */
 	_WORKSPACE_STATE_MAX,
 };
 

@@ -53,10 +53,11 @@ enum agent_feature {
 	AGENT_FEATURE_CREDENTIALS = 1u << 2,	  /* CRED_REQUEST / CRED_REPLY */
 	AGENT_FEATURE_SERVICE_RESET = 1u << 3,	  /* SERVICE_START's RESET_AFTER_MS */
 	AGENT_FEATURE_SERVICE_PROGRESS = 1u << 4, /* SERVICE_PROGRESS_WATCH / SERVICE_PROGRESS */
+	AGENT_FEATURE_PAUSE = 1u << 5,		  /* PAUSE / PAUSED / RESUME */
 };
 #define AGENT_FEATURES_ALL                                                                         \
 	(AGENT_FEATURE_FILES | AGENT_FEATURE_USAGE | AGENT_FEATURE_CREDENTIALS |                   \
-	 AGENT_FEATURE_SERVICE_RESET | AGENT_FEATURE_SERVICE_PROGRESS)
+	 AGENT_FEATURE_SERVICE_RESET | AGENT_FEATURE_SERVICE_PROGRESS | AGENT_FEATURE_PAUSE)
 
 enum msg_type {
 	MSG_HELLO = 1,	      /* C->A: SECRET, VERSION */
@@ -116,6 +117,11 @@ enum msg_type {
 	MSG_USAGE_REQUEST = 80, /* C->A: REQUEST */
 	MSG_USAGE_REPLY = 81,	/* A->C: REQUEST, then per live run / service attempt, in this
 				   order: RUN_ID | SERVICE_NAME (+ ATTEMPT), CPU_USEC, MEMORY_BYTES */
+	/* 90-99: pause (docs/agent-protocol.md, "Pause"), main connection */
+	MSG_PAUSE = 90,	 /* C->A: REQUEST: stop the clocks (run deadlines, service restart
+			    delays); answered by PAUSED once every request before it is done */
+	MSG_PAUSED = 91, /* A->C: REQUEST */
+	MSG_RESUME = 92, /* C->A: the clocks go on, each pushed back by the time paused */
 };
 
 /* Tags 100-149 are for terminals, 150-199 for services. */

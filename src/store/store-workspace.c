@@ -8,7 +8,7 @@
 
 #define WORKSPACE_COLUMNS                                                                          \
 	"id, worker, adapter, state, reason, spec_json, cgroup, agent_secret, agent_pid, "         \
-	"created_at, updated_at, tenant"
+	"created_at, updated_at, tenant, paused_at"
 
 void workspace_row_free(struct workspace_row *r)
 {
@@ -36,6 +36,7 @@ static void bind_mutable(struct store_binder *b, const struct workspace_row *r)
 	store_bind_i64(b, r->agent_pid);
 	store_bind_u64(b, r->updated_at);
 	store_bind_text(b, r->tenant ? r->tenant : "");
+	store_bind_u64(b, r->paused_at);
 }
 
 int store_workspace_insert(struct store *s, const struct workspace_row *r)
@@ -46,11 +47,12 @@ int store_workspace_insert(struct store *s, const struct workspace_row *r)
 
 	if (!s || !r || !r->id)
 		return -EINVAL;
-	k = store_prepare(s,
-			  "INSERT INTO workspaces (state, reason, spec_json, cgroup, agent_secret, "
-			  "agent_pid, updated_at, tenant, id, worker, adapter, created_at) "
-			  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-			  &st);
+	k = store_prepare(
+		s,
+		"INSERT INTO workspaces (state, reason, spec_json, cgroup, agent_secret, "
+		"agent_pid, updated_at, tenant, paused_at, id, worker, adapter, created_at) "
+		"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		&st);
 	if (k < 0)
 		return k;
 	b = STORE_BINDER(st);
@@ -74,7 +76,8 @@ int store_workspace_update(struct store *s, const struct workspace_row *r)
 	k = store_prepare(
 		s,
 		"UPDATE workspaces SET state = ?, reason = ?, spec_json = ?, cgroup = ?, "
-		"agent_secret = ?, agent_pid = ?, updated_at = ?, tenant = ? WHERE id = ?",
+		"agent_secret = ?, agent_pid = ?, updated_at = ?, tenant = ?, paused_at = ? "
+		"WHERE id = ?",
 		&st);
 	if (k < 0)
 		return k;
@@ -122,6 +125,7 @@ static int workspace_read(sqlite3_stmt *st, void *userdata, void *ret)
 	w.created_at = store_read_u64(&rd);
 	w.updated_at = store_read_u64(&rd);
 	store_read_text(&rd, &w.tenant);
+	w.paused_at = store_read_u64(&rd);
 	if (rd.err < 0) {
 		workspace_row_free(&w);
 		return rd.err;
