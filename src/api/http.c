@@ -70,6 +70,8 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_WORKSPACE_GET] = { api_workspace_get, false, query_none },
 	[EP_WORKSPACE_DELETE] = { api_workspace_delete, false, query_none },
 	[EP_WORKSPACE_RESTART] = { api_workspace_restart, false, query_none },
+	[EP_WORKSPACE_PAUSE] = { api_workspace_pause, false, query_none },
+	[EP_WORKSPACE_RESUME] = { api_workspace_resume, false, query_none },
 	[EP_WORKSPACE_NETWORK_GET] = { api_workspace_network_get, false, query_none },
 	[EP_WORKSPACE_NETWORK_SET] = { api_workspace_network_set, true, query_none },
 	[EP_WORKSPACE_USAGE] = { api_workspace_usage, false, query_none },
@@ -492,6 +494,8 @@ int http_reply_error(struct http_request *req, const struct station_error *e)
 }
 
 int http_reply_error_code(struct http_request *req, const struct station_error *e, const char *code,
+	if (e->err == STATION_EPAUSED)
+		return http_reply_error_code(req, e, error_code_of(e->err), NULL, NULL);
 			  const char *header, const char *value)
 {
 	unsigned status = error_http_status(e->err);

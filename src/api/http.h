@@ -221,6 +221,8 @@ int api_workspace_create(struct http_request *req);
 int api_workspace_get(struct http_request *req);
 int api_workspace_delete(struct http_request *req);
 int api_workspace_restart(struct http_request *req);
+int api_workspace_pause(struct http_request *req);
+int api_workspace_resume(struct http_request *req);
 int api_workspace_network_get(struct http_request *req);
 int api_workspace_network_set(struct http_request *req);
 int api_workspace_usage(struct http_request *req);

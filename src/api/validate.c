@@ -389,6 +389,30 @@ int validate_network_update(json_t *body, json_t **ret, struct station_error *e)
 	return 0;
 }
 
+/* "autoResume": a boolean; "idleAction": "stop" (the default) or "pause". */
+static int get_pause_fields(json_t *body, struct workspace_spec *w, struct station_error *e)
+{
+	json_t *auto_resume = json_object_get(body, "autoResume");
+	const char *action = NULL;
+	int r;
+
+	if (auto_resume && !json_is_boolean(auto_resume))
+		return type_error(e, "autoResume", "a boolean", auto_resume);
+	w->auto_resume = json_is_true(auto_resume);
+	r = get_string(body, "idleAction", 16, false, &action, NULL, e);
+	if (r < 0)
+		return r;
+	if (!action || strcmp(action, "stop") == 0)
+		w->idle_action = IDLE_ACTION_STOP;
+	else if (strcmp(action, "pause") == 0)
+		w->idle_action = IDLE_ACTION_PAUSE;
+	else
+		return station_error_set(e, -EINVAL, "idleAction",
+					 "field \"idleAction\" is \"%s\": \"stop\" or \"pause\"",
+					 action);
+	return 0;
+}
+
 int validate_workspace_spec(json_t *body, struct workspace_spec *ret, struct station_error *e)
 {
 	static const char *const known[] = { "adapter",	       "env",	    "cpus",
@@ -834,6 +858,7 @@ const char *error_http_code(unsigned status)
 		return "payload_too_large";
 	case 412:
 		return "precondition_failed";
+	case STATION_EPAUSED:
 	case 415:
 		return "unsupported_media_type";
 	case 416:
@@ -900,6 +925,13 @@ static bool service_name_ok(const char *s)
 	size_t n = strlen(s);
 
 	if (n == 0 || n > API_MAX_SERVICE_NAME_BYTES)
+const char *error_code_of(int err)
+{
+	if (err == STATION_EPAUSED)
+		return "paused";
+	return error_http_code(error_http_status(err));
+}
+
 		return false;
 	if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
 		return false;
@@ -1190,4 +1222,14 @@ int validate_file_rename(json_t *body, struct file_rename_request *ret, struct s
 	if (r >= 0)
 		r = get_flag(body, "overwrite", &ret->overwrite, e);
 	return r;
+}
+
+json_t *error_json_of(const struct station_error *e)
+{
+	json_t *body = error_json(error_http_status(e->err), e->message, e->field);
+
+	if (body && e->err == STATION_EPAUSED)
+		json_object_set_new(json_object_get(body, "error"), "code",
+				    json_string(error_code_of(e->err)));
+	return body;
 }

@@ -130,6 +130,11 @@ const char *error_http_code(unsigned status);
 json_t *error_json(unsigned status, const char *message, const char *field);
 
 /* Files (docs/api.md, "Files"). A path is 1 to 4096 bytes without NUL. */
+/* The code of an error: its status's, but "paused" for STATION_EPAUSED (a 409 a client acts
+ * on differently: resume, or create with autoResume). */
+const char *error_code_of(int err);
+/* error_json() of e, with error_code_of()'s code. */
+json_t *error_json_of(const struct station_error *e);
 #define API_MAX_FILE_PATH_BYTES 4096u
 
 /* "0644": 1 to 5 octal digits, at most 07777. */

@@ -53,7 +53,7 @@ struct workspace *workspace_find(struct manager *m, const char *id)
 
 int workspace_check_ready(const struct workspace *ws, struct station_error *e)
 {
-	if (ws->row.state == WORKSPACE_READY)
+	if (ws->row.state == WORKSPACE_READY || ws->row.state == WORKSPACE_PAUSED)
 		return 0;
 	return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is %s, not ready%s%s",
 				 ws->row.id, workspace_state_to_string(ws->row.state),
@@ -179,6 +179,7 @@ static void workspace_free(struct workspace *ws)
 	event_source_free(ws->link_timer);
 	event_source_free(ws->hello_timer);
 	ops_fail_all(ws);
+	event_source_free(ws->pause_timer);
 	event_source_free(ws->agent_watch);
 	if (ws->agent_pidfd >= 0)
 		close(ws->agent_pidfd);
@@ -332,6 +333,7 @@ static void agent_lost(struct workspace *ws, const char *reason)
 	terminals_lose_all(ws, reason);
 	files_lose_all(ws, reason);
 	agent_forget(ws);
+	workspace_unpause_for_teardown(ws);
 	/* Lost runs must not leave processes behind: nothing supervises them any more. The
 	 * container (runtime state, mounts) goes too, off the loop; restart makes it anew with
 	 * HOME kept. */
@@ -380,6 +382,7 @@ int workspace_stop(struct workspace *ws, const char *reason)
 	terminals_lose_all(ws, reason);
 	files_lose_all(ws, reason);
 	agent_forget(ws);
+	workspace_unpause_for_teardown(ws);
 	int r = ws->cgroup ? cgroup_kill(ws->cgroup) : 0;
 	workspace_set_state(ws, WORKSPACE_STOPPED, reason);
 	stop_begin(ws, reason);
@@ -493,6 +496,11 @@ static void on_link_closed(void *userdata, int err)
 }
 
 static const struct agentlink_ops link_ops = {
+static void on_paused(void *userdata, uint64_t request)
+{
+	workspace_on_paused(userdata, request);
+}
+
 	.hello = on_hello,
 	.run_started = on_run_started,
 	.run_output = on_run_output,
@@ -513,6 +521,7 @@ static const struct agentlink_ops link_ops = {
 	.cred_request = creds_on_request,
 	.usage = usage_on_reply,
 };
+	.paused = on_paused,
 
 /* --- the API --- */
 
@@ -702,7 +711,7 @@ int workspace_spec_resolve(struct manager *m, const struct adapter_ops *ops,
  * the adapter's directories, starting the agent) with plain inputs and plain results. One
  * operation per workspace runs at a time; the others wait on ws->ops in order. */
 
-enum op_kind { OP_CREATE, OP_RESTART, OP_STOP, OP_DELETE };
+enum op_kind { OP_CREATE, OP_RESTART, OP_STOP, OP_DELETE, OP_PAUSE, OP_RESUME };
 
 struct workspace_op {
 	struct workspace_op *next;
@@ -1181,6 +1190,7 @@ static void op_start(struct workspace *ws, struct workspace_op *op)
 		agentlink_free(ws->link);
 		ws->link = NULL;
 		ws->link_ready = false;
+		workspace_unpause_for_teardown(ws);
 		agent_unwatch(ws);
 		r = start_begin(ws, false, &e);
 		break;
@@ -1195,7 +1205,14 @@ static void op_start(struct workspace *ws, struct workspace_op *op)
 		terminals_lose_all(ws, "workspace deleted");
 		files_lose_all(ws, "workspace deleted");
 		agentlink_free(ws->link);
+	case OP_PAUSE:
+		r = workspace_pause_begin(ws, op->reason[0] ? op->reason : NULL, &e);
+		break;
+	case OP_RESUME:
+		r = workspace_resume_begin(ws, &e);
+		break;
 		ws->link = NULL;
+		workspace_unpause_for_teardown(ws);
 		ws->link_ready = false;
 		agent_unwatch(ws);
 		/* remove() stops the container itself: one runtime delete per removal */
@@ -1229,6 +1246,22 @@ int workspace_make(struct manager *m, const struct workspace_spec *spec, const c
 	const struct adapter_ops *ops = spec_adapter(m, spec, e);
 	if (!ops)
 		return e->err;
+void workspace_op_done(struct workspace *ws, int r, json_t *result, const struct station_error *e)
+{
+	op_end(ws, r, result, e);
+	op_start_next(ws);
+}
+
+void workspace_pause_queue(struct workspace *ws, const char *reason)
+{
+	struct workspace_op *op = op_new(ws, OP_PAUSE, NULL, NULL);
+	if (!op)
+		return;
+	snprintf(op->reason, sizeof op->reason, "%s", reason);
+	if (ws->ops == op)
+		op_start_next(ws);
+}
+
 	if (!m->base_cgroup)
 		return station_error_set(e, m->cgroup_error, NULL, "cgroups are unavailable: %s",
 					 strerror(-m->cgroup_error));
@@ -1592,6 +1625,43 @@ static void ready_job_run(void *userdata)
 		j->container_ok &= ok;
 	}
 }
+/* Pause and resume (manager-pause.c): nothing to do is answered at once, as is a state that
+ * neither pauses nor resumes; the rest queues like restart. */
+static int pause_request(struct manager *m, const char *id, enum op_kind kind, workspace_op_fn fn,
+			 void *userdata, struct workspace_op **ret_op, json_t **ret,
+			 struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	int r = workspace_lookup(m, id, &ws, e);
+	if (r < 0)
+		return r;
+	if (!workspace_op_pending(ws)) {
+		enum workspace_state done = kind == OP_PAUSE ? WORKSPACE_PAUSED : WORKSPACE_READY;
+		if (ws->row.state == done) {
+			*ret = workspace_to_json(ws);
+			return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
+		}
+		if (ws->row.state != WORKSPACE_READY && ws->row.state != WORKSPACE_PAUSED)
+			return station_error_set(e, -EBUSY, NULL,
+						 "workspace \"%s\" is %s: only a ready workspace "
+						 "pauses and only a paused one resumes",
+						 id, workspace_state_to_string(ws->row.state));
+	}
+	return op_request(m, id, kind, fn, userdata, ret_op, e);
+}
+
+int manager_workspace_pause(struct manager *m, const char *id, workspace_op_fn fn, void *userdata,
+			    struct workspace_op **ret_op, json_t **ret, struct station_error *e)
+{
+	return pause_request(m, id, OP_PAUSE, fn, userdata, ret_op, ret, e);
+}
+
+int manager_workspace_resume(struct manager *m, const char *id, workspace_op_fn fn, void *userdata,
+			     struct workspace_op **ret_op, json_t **ret, struct station_error *e)
+{
+	return pause_request(m, id, OP_RESUME, fn, userdata, ret_op, ret, e);
+}
+
 
 static void ready_start(struct manager *m);
 
@@ -1862,7 +1932,8 @@ void workspace_adopt(struct workspace *ws)
 		if (ws->cgroup)
 			cgroup_kill(ws->cgroup);
 	}
-	if (ws->row.state != WORKSPACE_READY) {
+	/* paused: the freezer held without us; it stays paused, its agent reconnected */
+	if (ws->row.state != WORKSPACE_READY && ws->row.state != WORKSPACE_PAUSED) {
 		runs_lose_all(ws, "the workspace was not ready when the controller started");
 		terminals_lose_all(ws, "the workspace was not ready when the controller started");
 		return;

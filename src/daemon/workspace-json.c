@@ -66,6 +66,11 @@ json_t *workspace_to_json(const struct workspace *ws)
 	workspace_view_json(ws, o);
 	workspace_activity_json(ws, o);
 	json_set_time(o, "createdAt", r->created_at);
+	json_object_set_new(o, "autoResume", json_boolean(workspace_auto_resume(ws)));
+	if (r->state == WORKSPACE_PAUSED && r->paused_at)
+		json_set_time(o, "pausedAt", r->paused_at);
+	else
+		json_object_set_new(o, "pausedAt", json_null());
 	json_set_time(o, "updatedAt", r->updated_at);
 	return o;
 }

@@ -41,6 +41,7 @@ struct workspace_row {
 	uint64_t created_at;
 	uint64_t updated_at;
 	char *tenant; /* "" (or NULL before insert): the operator's; else the tenant's name */
+	uint64_t paused_at; /* CLOCK_REALTIME µs the state became "paused"; 0 unless paused */
 };
 void workspace_row_free(struct workspace_row *r);
 
