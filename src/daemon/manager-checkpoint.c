@@ -56,6 +56,8 @@ void manager_checkpoint_init(struct manager *m)
 		return;
 	}
 	struct checkpoint_job *j = calloc(1, sizeof *j);
+	if (j)
+		j->m = m;
 	if (!j || !(j->runtime = strdup(m->actx.runtime->path)) ||
 	    event_work_queue(m->work, checkpoint_job_run, checkpoint_job_done, j) < 0) {
 		if (j)
