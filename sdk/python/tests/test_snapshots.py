@@ -166,3 +166,25 @@ def test_several_workers(cws: ss.Workspace) -> None:
     forks = c.workspace(cws.id).fork(1)  # routed by the workspace's id
     assert forks[0].id.startswith(cws.worker + "-")
     forks[0].delete()
+
+
+def _ready_with(checks: list[dict[str, object]], adapter: str) -> object:
+    op = ss._ops.ready("unix:/x", adapter)
+    next(op)
+    try:
+        op.send({"ready": True, "adapters": ["host", "container"], "checks": checks})
+    except StopIteration as e:
+        return e.value
+    raise AssertionError("ready() asked twice")
+
+
+def test_ready_ignores_the_checkpoint_check() -> None:
+    # checkpoint never decides ready (docs/api.md): a worker that cannot take memory snapshots
+    # still makes workspaces.
+    cp = {"name": "checkpoint", "ok": False, "message": "criu: 'criu check' fails"}
+    for adapter in ("host", "container"):
+        assert _ready_with([cp], adapter)["checks"] == [cp]  # type: ignore[index]
+    # The control: a check that matters still fails it.
+    with pytest.raises(ss.Unavailable) as e:
+        _ready_with([cp, {"name": "runtime", "ok": False, "message": "no runc"}], "container")
+    assert "runtime: no runc" in e.value.message and "checkpoint" not in e.value.message

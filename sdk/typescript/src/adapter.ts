@@ -129,6 +129,8 @@ export interface AdapterOptions extends ConnectionOptions, WorkspaceOptions {
 
 const TERMINAL_WAIT_CAP_MS = 60_000;
 const CONTAINER_CHECKS = new Set(["runtime", "images", "image", "seccompProfile"]);
+/** Checks that never decide ready: `checkpoint` says whether memory snapshots work. */
+const INFO_CHECKS = new Set(["checkpoint"]);
 /** The worker's network checks: they matter only to bridge and restricted workspaces. */
 const NETWORK_CHECKS = new Set([
   "networkRange",
@@ -203,7 +205,9 @@ export abstract class SandboxAdapter {
    */
   async ready(): Promise<ReadyReport> {
     const report = await this.client.ready();
-    const failing = report.checks.filter((c) => !c.ok && this.checkMatters(c.name)).map((c) => `${c.name}: ${c.message}`);
+    const failing = report.checks
+      .filter((c) => !c.ok && !INFO_CHECKS.has(c.name) && this.checkMatters(c.name))
+      .map((c) => `${c.name}: ${c.message}`);
     failing.push(...(await this.extraChecks()));
     if (failing.length) {
       throw new StationError(

@@ -19,8 +19,16 @@ let client;
 let ws;
 const made = [];
 
+/** Runs command in workspace id and waits for its end: the run, terminal. */
+async function sh(id, command) {
+  const h = await sandboxes.exec(id, { command, timeoutMs: 10_000 });
+  const r = await sandboxes.wait(id, h.id, { timeoutMs: 30_000 });
+  assert.notEqual(r.status, "running", `${command}: still running after 30 s`);
+  return r;
+}
+
 async function cat(id, path) {
-  const r = await sandboxes.exec(id, { command: `cat ${path}`, timeoutMs: 10_000 });
+  const r = await sh(id, `cat ${path}`);
   assert.equal(r.exitCode, 0, r.stderr);
   return r.stdout;
 }
@@ -32,7 +40,7 @@ before(async () => {
   sandboxes = new ContainerSandboxAdapter({ rootDir: ROOT, image: `busybox@${img.digest}`, seccompProfile: SECCOMP, network: "none" });
   ws = await sandboxes.create();
   made.push(ws.id);
-  const r = await sandboxes.exec(ws.id, { command: "echo base > state.txt && echo etc-base > /etc/ts-snap", timeoutMs: 10_000 });
+  const r = await sh(ws.id, "echo base > state.txt && echo etc-base > /etc/ts-snap");
   assert.equal(r.exitCode, 0, r.stderr);
 });
 
@@ -88,7 +96,7 @@ test("snapshots: autoResume and idleAction", { skip }, async () => {
   assert.equal(w.autoResume, true);
   assert.equal(w.idleAction, "pause");
   assert.equal((await client.pauseWorkspace(w.id)).state, "paused");
-  const r = await sandboxes.exec(w.id, { command: "echo woke", timeoutMs: 10_000 });
+  const r = await sh(w.id, "echo woke");
   assert.equal(r.stdout, "woke\n", "a command resumes it first");
   assert.equal((await client.workspace(w.id)).state, "ready");
 });
@@ -103,7 +111,7 @@ test("snapshots: create, list, get, a workspace from one, delete", { skip }, asy
   assert.equal(typeof s.pausedMs, "number");
   assert.equal((await client.snapshot(s.id)).id, s.id);
   assert.ok((await client.snapshots()).some((x) => x.id === s.id));
-  await sandboxes.exec(ws.id, { command: "echo later > state.txt" });
+  assert.equal((await sh(ws.id, "echo later > state.txt")).exitCode, 0);
   const w = await sandboxes.fromSnapshot(s.id);
   made.push(w.id);
   assert.equal(await cat(w.id, "state.txt"), "base\n");
@@ -124,10 +132,26 @@ test("snapshots: fork", { skip }, async () => {
   const [a, b] = doc.workspaces;
   assert.equal(await cat(a.id, "state.txt"), want);
   assert.equal(await cat(b.id, "/etc/ts-snap"), "etc-base\n");
-  await sandboxes.exec(a.id, { command: "echo mine > state.txt" });
+  assert.equal((await sh(a.id, "echo mine > state.txt")).exitCode, 0);
   assert.equal(await cat(b.id, "state.txt"), want, "a write in one fork is not in the other");
   assert.equal(await cat(ws.id, "state.txt"), want, "nor in the source");
   const one = await sandboxes.fork(ws.id);
   made.push(one[0].id);
   assert.equal(one.length, 1);
+});
+
+test("snapshots: ready() ignores the checkpoint check", async () => {
+  // checkpoint never decides ready (docs/api.md): a worker that cannot take memory snapshots
+  // still makes workspaces.
+  const cp = { name: "checkpoint", ok: false, message: "criu: 'criu check' fails" };
+  const fake = (checks) => ({ endpoint: "unix:/x", ready: async () => ({ ready: true, adapters: ["host"], checks }) });
+  const { HostSandboxAdapter } = await import("station-sandbox/host");
+  const report = await new HostSandboxAdapter({ client: fake([cp]) }).ready();
+  assert.deepEqual(report.checks, [cp]);
+  // The control: a check that matters still fails it.
+  await assert.rejects(new HostSandboxAdapter({ client: fake([cp, { name: "cgroup", ok: false, message: "no cgroup" }]) }).ready(), (e) => {
+    assert.match(e.message, /cgroup: no cgroup/);
+    assert.doesNotMatch(e.message, /checkpoint/);
+    return true;
+  });
 });

@@ -24,6 +24,8 @@ SERVER_WAIT_CAP_MS = 60_000
 CONTAINER_CHECKS = frozenset(["runtime", "images", "image", "seccompProfile", "homeSize"])
 NETWORK_CHECKS = frozenset(["networkRange", "bridge", "ipForward", "nftables", "resolver",
                             "denialLog"])
+INFO_CHECKS = frozenset(["checkpoint"])
+"""Checks that never decide ``ready``: ``checkpoint`` says whether memory snapshots work."""
 
 
 @dataclass
@@ -74,6 +76,8 @@ def ready(where: str, adapter: Optional[str]) -> Op[ReadyReport]:
             continue
         if name in NETWORK_CHECKS:
             continue  # they matter only to bridge and restricted workspaces
+        if name in INFO_CHECKS:
+            continue  # memory snapshots only: their refusal names it
         failing.append(f"{name}: {c.get('message')}")
     if adapter is not None and adapter not in (report.get("adapters") or []):
         failing.append(f"adapters: the worker does not allow {adapter!r} workspaces "
