@@ -514,11 +514,21 @@ static int seed_home(int rootfd, int hfd, struct station_error *e)
 	return 0;
 }
 
-/* home/ (bound at /home/node) and home/workspace. A fresh HOME is seeded from the image and
- * goes to the image user; an existing one keeps its owners. Below home/ the sandbox writes:
- * a symlink or file it put at workspace is its own business, left as it is. */
-static int prepare_home(const struct adapter_workspace *ws, int wfd, int rootfd, uid_t uid,
-			gid_t gid, struct station_error *e)
+/* A workspace created from a snapshot (spec "snapshot"): its fresh HOME is the snapshot's, the
+ * "home/node" subtree of its image's top layer (the snapshot's own layer), owners moved into
+ * this workspace's range. */
+static int seed_home_from_snapshot(const struct adapter_workspace *ws, const struct image *img,
+				   int hfd, struct station_error *e)
+{
+	int r = image_layer_copy_subtree(img, OCI_HOME_DIR + 1, hfd, ws_base(ws), e);
+	return r == -ENOENT ? 0 : r; /* a snapshot of no HOME: an empty one */
+}
+
+/* home/ (bound at /home/node) and home/workspace. A fresh HOME is seeded from the image (or
+ * the snapshot) and goes to the image user; an existing one keeps its owners. Below home/ the
+ * sandbox writes: a symlink or file it put at workspace is its own business, left as it is. */
+static int prepare_home(const struct adapter_workspace *ws, int wfd, int rootfd,
+			const struct image *img, uid_t uid, gid_t gid, struct station_error *e)
 {
 	uid_t huid = ws_base(ws) + uid;
 	gid_t hgid = ws_base(ws) + gid;
@@ -527,7 +537,10 @@ static int prepare_home(const struct adapter_workspace *ws, int wfd, int rootfd,
 	_cleanup_close_ int hfd = make_dir_fd(wfd, ws->dir, "home", 0755, -1, e);
 	if (hfd < 0)
 		return hfd;
-	int r = fresh ? seed_home(rootfd, hfd, e) : 0;
+	bool from_snapshot = json_object_get(ws->spec, "snapshot") != NULL;
+	int r = !fresh	      ? 0 :
+		from_snapshot ? seed_home_from_snapshot(ws, img, hfd, e) :
+				seed_home(rootfd, hfd, e);
 	if (r < 0)
 		return r;
 	_cleanup_close_ int wsfd = safe_mkdir_open(hfd, "workspace", 0755, (uid_t)-1, (gid_t)-1);
@@ -643,7 +656,7 @@ static int container_prepare(const struct adapter_workspace *ws, struct station_
 	if (r >= 0)
 		r = resolve_user(rootfd, img->config.user, &uid, &gid, e);
 	if (r >= 0)
-		r = prepare_home(ws, wfd, rootfd, uid, gid, e);
+		r = prepare_home(ws, wfd, rootfd, img, uid, gid, e);
 	if (r >= 0)
 		r = home_limit_mount(ws, e);
 	if (r >= 0)

@@ -46,7 +46,7 @@ static int parse_types(const char *v, unsigned *ret, struct station_error *e)
 	if (!v || !*v || strlen(v) >= sizeof buf)
 		return station_error_set(e, -EINVAL, "types",
 					 "types must be a comma-separated list of workspace, run, "
-					 "service, terminal");
+					 "service, terminal, snapshot");
 	snprintf(buf, sizeof buf, "%s", v);
 	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		int k = manager_event_kind_from_string(t);
@@ -54,7 +54,7 @@ static int parse_types(const char *v, unsigned *ret, struct station_error *e)
 		if (k < 0)
 			return station_error_set(e, -EINVAL, "types",
 						 "unknown event type \"%.32s\" (want workspace, "
-						 "run, service, terminal)",
+						 "run, service, terminal, snapshot)",
 						 t);
 		kinds |= 1u << k;
 	}

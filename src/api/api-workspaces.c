@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* /v1/workspaces: list, create, get, delete, restart, network. */
+/* /v1/workspaces: list, create, get, delete, restart, fork, network. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +250,59 @@ int api_workspace_restart(struct http_request *req)
 		return http_reply_status(req, 500, NULL, "out of memory");
 	r = manager_workspace_restart(http_request_manager(req), m->ws_id, on_op_end, w, &w->op,
 				      &e);
+	return op_wait_begin(req, w, r, NULL, &e);
+}
+
+/* POST …/pause and …/resume: 200 with the workspace once it is paused (resumed); at once when
+ * there is nothing to do. */
+static int pause_or_resume(struct http_request *req, bool pause)
+{
+	const struct route_match *m = http_request_route(req);
+	struct station_error e = {};
+	json_t *result = NULL;
+	struct op_wait *w;
+	int r;
+
+	w = op_wait_new(req, 200);
+	if (!w)
+		return http_reply_status(req, 500, NULL, "out of memory");
+	r = (pause ? manager_workspace_pause : manager_workspace_resume)(
+		http_request_manager(req), m->ws_id, on_op_end, w, &w->op, &result, &e);
+	return op_wait_begin(req, w, r, result, &e);
+}
+
+int api_workspace_pause(struct http_request *req)
+{
+	return pause_or_resume(req, true);
+}
+
+int api_workspace_resume(struct http_request *req)
+{
+	return pause_or_resume(req, false);
+}
+
+/* POST …/fork {"count": N}: 201 {"workspaces":[…],"snapshot","pausedMs"} once every fork is
+ * ready. */
+int api_workspace_fork(struct http_request *req)
+{
+	const struct route_match *m = http_request_route(req);
+	struct station_error e = {};
+	json_t *body = NULL;
+	struct op_wait *w;
+	unsigned count = 1;
+	int r;
+
+	r = api_request_json(req, true, &body, &e);
+	if (r >= 0)
+		r = validate_fork(body, &count, &e);
+	json_decref(body);
+	if (r < 0)
+		return api_reply_result(req, r, 201, NULL, &e);
+	w = op_wait_new(req, 201);
+	if (!w)
+		return http_reply_status(req, 500, NULL, "out of memory");
+	r = manager_workspace_fork(http_request_manager(req), m->ws_id, count, on_op_end, w, &w->op,
+				   &e);
 	return op_wait_begin(req, w, r, NULL, &e);
 }
 

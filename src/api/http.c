@@ -100,6 +100,11 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_PORT_LIST] = { api_port_list, false, query_none },
 	[EP_PORT_EXPOSE] = { api_port_expose, true, query_none },
 	[EP_PORT_REVOKE] = { api_port_revoke, false, query_none },
+	[EP_SNAPSHOT_CREATE] = { api_snapshot_create, true, query_none },
+	[EP_SNAPSHOT_LIST] = { api_snapshot_list, false, query_none },
+	[EP_SNAPSHOT_GET] = { api_snapshot_get, false, query_none },
+	[EP_SNAPSHOT_DELETE] = { api_snapshot_delete, false, query_none },
+	[EP_WORKSPACE_FORK] = { api_workspace_fork, true, query_none },
 	[EP_SECRET_LIST] = { api_secret_list, false, query_none },
 	[EP_SECRET_GET] = { api_secret_get, false, query_none },
 	[EP_SECRET_PUT] = { api_secret_put, true, query_none },
@@ -489,13 +494,13 @@ int http_reply_error(struct http_request *req, const struct station_error *e)
 {
 	unsigned status = error_http_status(e->err);
 
+	if (e->err == STATION_EPAUSED)
+		return http_reply_error_code(req, e, error_code_of(e->err), NULL, NULL);
 	return reply_error_with(req, status, e->message, e->field,
 				status == 401 ? MHD_HTTP_HEADER_WWW_AUTHENTICATE : NULL, "Bearer");
 }
 
 int http_reply_error_code(struct http_request *req, const struct station_error *e, const char *code,
-	if (e->err == STATION_EPAUSED)
-		return http_reply_error_code(req, e, error_code_of(e->err), NULL, NULL);
 			  const char *header, const char *value)
 {
 	unsigned status = error_http_status(e->err);
@@ -978,8 +983,10 @@ static void request_audit(struct http_request *req)
 		.status = req->status,
 	};
 
-	/* /v1/tokens/{id} captures the token's id as the path's first id. */
-	if (req->endpoint && (m->endpoint == EP_TOKEN_GET || m->endpoint == EP_TOKEN_REVOKE)) {
+	/* /v1/tokens/{id} and /v1/snapshots/{id} capture the object's id as the path's first. */
+	if (req->endpoint &&
+	    (m->endpoint == EP_TOKEN_GET || m->endpoint == EP_TOKEN_REVOKE ||
+	     m->endpoint == EP_SNAPSHOT_GET || m->endpoint == EP_SNAPSHOT_DELETE)) {
 		e.object_id = m->ws_id;
 		e.workspace_id = NULL;
 	}

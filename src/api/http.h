@@ -253,7 +253,12 @@ int api_terminal_attach(struct http_request *req); /* WebSocket only */
 int api_port_list(struct http_request *req);	   /* api-ports.c */
 int api_port_expose(struct http_request *req);
 int api_port_revoke(struct http_request *req);
-int api_secret_list(struct http_request *req); /* api-secrets.c */
+int api_snapshot_create(struct http_request *req); /* api-snapshots.c */
+int api_snapshot_list(struct http_request *req);
+int api_snapshot_get(struct http_request *req);
+int api_snapshot_delete(struct http_request *req);
+int api_workspace_fork(struct http_request *req); /* api-workspaces.c */
+int api_secret_list(struct http_request *req);	  /* api-secrets.c */
 int api_secret_get(struct http_request *req);
 int api_secret_put(struct http_request *req);
 int api_secret_delete(struct http_request *req);

@@ -230,8 +230,8 @@ static int get_cpus(json_t *body, double *ret, struct station_error *e)
 	return 0;
 }
 
-static const char *const container_fields[] = { "image", "seccompProfile", "network", "egress",
-						NULL };
+static const char *const container_fields[] = { "image",  "seccompProfile", "network",
+						"egress", "snapshot",	    NULL };
 
 /* Absent: the manager picks its default adapter, and the container fields may be given. */
 static int get_adapter(json_t *body, const char **ret, struct station_error *e)
@@ -418,7 +418,8 @@ int validate_workspace_spec(json_t *body, struct workspace_spec *ret, struct sta
 	static const char *const known[] = { "adapter",	       "env",	    "cpus",
 					     "memoryMb",       "pidsLimit", "image",
 					     "seccompProfile", "network",   "egress",
-					     "idleTimeoutMs",  NULL };
+					     "idleTimeoutMs",  "snapshot",  "autoResume",
+					     "idleAction",     NULL };
 	struct workspace_spec w = {};
 	int r;
 
@@ -453,7 +454,51 @@ int validate_workspace_spec(json_t *body, struct workspace_spec *ret, struct sta
 	r = get_container_fields(body, &w, e);
 	if (r < 0)
 		return r;
+	r = get_string(body, "snapshot", 64, false, &w.snapshot, NULL, e);
+	if (r < 0)
+		return r;
+	r = get_pause_fields(body, &w, e);
+	if (r < 0)
+		return r;
 	*ret = w;
+	return 0;
+}
+
+int validate_snapshot_spec(json_t *body, struct snapshot_spec *ret, struct station_error *e)
+{
+	static const char *const known[] = { "name", "memory", NULL };
+	struct snapshot_spec s = {};
+	json_t *memory = json_object_get(body, "memory");
+	int r;
+
+	r = check_known_fields(body, known, e);
+	if (r < 0)
+		return r;
+	r = get_string(body, "name", SNAPSHOT_NAME_MAX, false, &s.name, NULL, e);
+	if (r < 0)
+		return r;
+	if (s.name && !s.name[0])
+		return station_error_set(e, -EINVAL, "name", "field \"name\" is empty");
+	if (memory && !json_is_boolean(memory))
+		return type_error(e, "memory", "a boolean", memory);
+	s.memory = json_is_true(memory);
+	*ret = s;
+	return 0;
+}
+
+int validate_fork(json_t *body, unsigned *ret, struct station_error *e)
+{
+	static const char *const known[] = { "count", NULL };
+	uint64_t count = 1;
+	int r;
+
+	r = check_known_fields(body, known, e);
+	if (r < 0)
+		return r;
+	r = get_uint(body, "count", 1, FORK_MAX, &count, e);
+	if (r < 0)
+		return r;
+	*ret = (unsigned)count;
 	return 0;
 }
 
@@ -813,6 +858,7 @@ unsigned error_http_status(int err)
 		return 404;
 	case -EBUSY:
 	case -EINPROGRESS:
+	case STATION_EPAUSED:
 		return 409;
 	case -E2BIG:
 		return 413;
@@ -858,7 +904,6 @@ const char *error_http_code(unsigned status)
 		return "payload_too_large";
 	case 412:
 		return "precondition_failed";
-	case STATION_EPAUSED:
 	case 415:
 		return "unsupported_media_type";
 	case 416:
@@ -878,6 +923,13 @@ const char *error_http_code(unsigned status)
 	default:
 		return "internal";
 	}
+}
+
+const char *error_code_of(int err)
+{
+	if (err == STATION_EPAUSED)
+		return "paused";
+	return error_http_code(error_http_status(err));
 }
 
 /* A message may hold request bytes cut by snprintf in the middle of a UTF-8 sequence: keep
@@ -925,13 +977,6 @@ static bool service_name_ok(const char *s)
 	size_t n = strlen(s);
 
 	if (n == 0 || n > API_MAX_SERVICE_NAME_BYTES)
-const char *error_code_of(int err)
-{
-	if (err == STATION_EPAUSED)
-		return "paused";
-	return error_http_code(error_http_status(err));
-}
-
 		return false;
 	if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
 		return false;

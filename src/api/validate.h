@@ -67,6 +67,11 @@ int validate_workspace_spec(json_t *body, struct workspace_spec *ret, struct sta
 /* A PUT /v1/workspaces/{id}/network body, {"egress": {...}}: *ret borrows the egress object
  * (its rules are the manager's to check). */
 int validate_network_update(json_t *body, json_t **ret, struct station_error *e);
+/* POST /v1/workspaces/{id}/snapshots: {"name": 1 … SNAPSHOT_NAME_MAX bytes, "memory": bool},
+ * both optional. */
+int validate_snapshot_spec(json_t *body, struct snapshot_spec *ret, struct station_error *e);
+/* POST /v1/workspaces/{id}/fork: {"count": 1 … FORK_MAX}, 1 when absent. */
+int validate_fork(json_t *body, unsigned *ret, struct station_error *e);
 
 /* A POST /v1/images body: an import (path, name) or a pull (reference, registry, plainHttp),
  * exactly one of path and reference. Strings stay owned by the body. */
@@ -125,16 +130,16 @@ bool validate_content_type(const char *value);
 unsigned error_http_status(int err);
 /* "invalid_argument", …; "internal" for a status without a code of its own. */
 const char *error_http_code(unsigned status);
-/* {"error":{"code","message","field"?}}; field NULL or "" leaves it out. Never NULL unless out
- * of memory. */
-json_t *error_json(unsigned status, const char *message, const char *field);
-
-/* Files (docs/api.md, "Files"). A path is 1 to 4096 bytes without NUL. */
 /* The code of an error: its status's, but "paused" for STATION_EPAUSED (a 409 a client acts
  * on differently: resume, or create with autoResume). */
 const char *error_code_of(int err);
 /* error_json() of e, with error_code_of()'s code. */
 json_t *error_json_of(const struct station_error *e);
+/* {"error":{"code","message","field"?}}; field NULL or "" leaves it out. Never NULL unless out
+ * of memory. */
+json_t *error_json(unsigned status, const char *message, const char *field);
+
+/* Files (docs/api.md, "Files"). A path is 1 to 4096 bytes without NUL. */
 #define API_MAX_FILE_PATH_BYTES 4096u
 
 /* "0644": 1 to 5 octal digits, at most 07777. */

@@ -123,6 +123,7 @@ static void usage(FILE *f)
 		"                        [--userns-base UID]\n"
 		"                        [--import-dir DIR]... [--max-layer-bytes N]\n"
 		"                        [--max-image-bytes N] [--max-image-entries N]\n"
+		"                        [--max-snapshot-bytes N] [--max-snapshots-per-tenant N]\n"
 		"                        [--adapters host,container] [--host-user NAME|UID[:GID]]\n"
 		"                        [--default-pids-limit N] [--default-memory-mb N]\n"
 		"                        [--home-size-mb N]\n"
@@ -382,6 +383,8 @@ enum {
 	OPT_MAX_LAYER_BYTES,
 	OPT_MAX_IMAGE_BYTES,
 	OPT_MAX_IMAGE_ENTRIES,
+	OPT_MAX_SNAPSHOT_BYTES,
+	OPT_MAX_SNAPSHOTS,
 	OPT_ADAPTERS,
 	OPT_HOST_USER,
 	OPT_DEFAULT_PIDS,
@@ -553,6 +556,12 @@ static int parse_image_option(struct options *o, int c, const char *arg)
 		return parse_number("--max-image-bytes", arg, UINT64_MAX, &l->max_image_bytes);
 	case OPT_MAX_IMAGE_ENTRIES:
 		return parse_number("--max-image-entries", arg, UINT64_MAX, &l->max_image_entries);
+	case OPT_MAX_SNAPSHOT_BYTES: /* snapshots are images: their limits sit beside */
+		return parse_number("--max-snapshot-bytes", arg, UINT64_MAX,
+				    &o->mc.max_snapshot_bytes);
+	case OPT_MAX_SNAPSHOTS:
+		return parse_number("--max-snapshots-per-tenant", arg, 1000000,
+				    &o->mc.max_snapshots_per_tenant);
 	default:
 		return -EINVAL;
 	}
@@ -1158,6 +1167,8 @@ static int parse_option(struct options *o, int c, const char *arg)
 	case OPT_MAX_LAYER_BYTES:
 	case OPT_MAX_IMAGE_BYTES:
 	case OPT_MAX_IMAGE_ENTRIES:
+	case OPT_MAX_SNAPSHOT_BYTES:
+	case OPT_MAX_SNAPSHOTS:
 		return parse_image_option(o, c, arg);
 	default:
 		return parse_safety_option(o, c, arg);
@@ -1218,6 +1229,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "max-layer-bytes", required_argument, NULL, OPT_MAX_LAYER_BYTES },
 		{ "max-image-bytes", required_argument, NULL, OPT_MAX_IMAGE_BYTES },
 		{ "max-image-entries", required_argument, NULL, OPT_MAX_IMAGE_ENTRIES },
+		{ "max-snapshot-bytes", required_argument, NULL, OPT_MAX_SNAPSHOT_BYTES },
+		{ "max-snapshots-per-tenant", required_argument, NULL, OPT_MAX_SNAPSHOTS },
 		{ "adapters", required_argument, NULL, OPT_ADAPTERS },
 		{ "host-user", required_argument, NULL, OPT_HOST_USER },
 		{ "default-pids-limit", required_argument, NULL, OPT_DEFAULT_PIDS },
@@ -1853,6 +1866,8 @@ int main(int argc, char **argv)
 			.max_output_bytes = AGENT_MAX_OUTPUT_BYTES,
 			.max_running_per_workspace = 64,
 			.max_workspaces = 1000,
+			.max_snapshot_bytes = SNAPSHOT_MAX_BYTES_DEFAULT,
+			.max_snapshots_per_tenant = SNAPSHOTS_PER_TENANT_DEFAULT,
 			.retention_usec = 24ull * 3600 * 1000000,
 			.retention_runs = 1000,
 			.idempotency_retention_usec = 24ull * 3600 * 1000000,

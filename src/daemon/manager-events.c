@@ -48,10 +48,9 @@ struct manager_events {
 };
 
 static const char *const kind_names[_MANAGER_EVENT_KIND_MAX] = {
-	[MANAGER_EVENT_WORKSPACE] = "workspace",
-	[MANAGER_EVENT_RUN] = "run",
-	[MANAGER_EVENT_SERVICE] = "service",
-	[MANAGER_EVENT_TERMINAL] = "terminal",
+	[MANAGER_EVENT_WORKSPACE] = "workspace", [MANAGER_EVENT_RUN] = "run",
+	[MANAGER_EVENT_SERVICE] = "service",	 [MANAGER_EVENT_TERMINAL] = "terminal",
+	[MANAGER_EVENT_SNAPSHOT] = "snapshot",
 };
 
 const char *manager_event_kind_to_string(enum manager_event_kind k)

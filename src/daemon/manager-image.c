@@ -787,6 +787,8 @@ static void removal_claim_on_loop(void *userdata)
 					      "image %s is already being removed (by an earlier "
 					      "DELETE, still under way)",
 					      x->digest);
+	if (r >= 0) /* a snapshot's image goes with its snapshot (manager-snapshot.c) */
+		r = snapshot_image_in_use(m, x->digest, &x->e);
 	if (r >= 0)
 		r = image_in_use(m, x, &x->e);
 	m->viewer = viewer;

@@ -138,6 +138,12 @@ struct workspace {
 	 * rest wait their turn, in order */
 	struct workspace_op *ops;
 	struct event_source *hello_timer; /* a started agent's HELLO, bounded */
+	/* manager-pause.c: PAUSE sent, PAUSED awaited (commands are refused meanwhile) */
+	bool pausing;
+	uint64_t pause_request;
+	struct event_source *pause_timer;
+	char pause_reason[192];	    /* the reason "paused" is entered with ("" for none) */
+	unsigned snapshots_running; /* manager-snapshot.c: its trees are being read */
 };
 
 #define MANAGER_MAX_CPUS 1024
@@ -522,6 +528,36 @@ bool workspace_is_paused(const struct workspace *ws);
 /* For a command, attach, open, write or service start: 0 when ws may take it now (ready, or
  * paused with autoResume: resumed first, synchronously), STATION_EPAUSED with e otherwise. */
 int workspace_wake_for(struct workspace *ws, const char *what, struct station_error *e);
+/* manager-pause.c, for manager.c: the head operation OP_PAUSE (reason: NULL, or why: "idle:
+ * …") and OP_RESUME; each ends with workspace_op_done() (at once or later), or returns < 0 with
+ * e and leaves ending it to the caller. The agent's PAUSED. Before a restart, delete, stop or
+ * a lost agent's kill: a paused workspace thawed (its state left to the caller). */
+int workspace_pause_begin(struct workspace *ws, const char *reason, struct station_error *e);
+int workspace_resume_begin(struct workspace *ws, struct station_error *e);
+void workspace_on_paused(struct workspace *ws, uint64_t request);
+void workspace_unpause_for_teardown(struct workspace *ws);
+bool workspace_auto_resume(const struct workspace *ws);
+/* manager.c: the head operation ended: its waiter told (result's reference taken), the next
+ * one started. */
+void workspace_op_done(struct workspace *ws, int r, json_t *result, const struct station_error *e);
+/* manager.c: queues a pause nobody waits for (the idle clock's), reason as the state's. */
+void workspace_pause_queue(struct workspace *ws, const char *reason);
+
+/* manager-snapshot.c, for create: spec with its snapshot resolved (the viewer's own, else
+ * -ENOENT; the snapshot's image in place of spec.image, which may name only that image, else
+ * -EINVAL), into *ret, whose image points into image_buf. */
+#define SNAPSHOT_IMAGE_REF_MAX 80
+int snapshot_spec_apply(struct manager *m, const struct workspace_spec *spec,
+			struct workspace_spec *ret, char image_buf[SNAPSHOT_IMAGE_REF_MAX],
+			struct station_error *e);
+/* manager-snapshot.c, for image DELETE: -EBUSY naming the snapshot whose image digest is. */
+int snapshot_image_in_use(struct manager *m, const char *digest, struct station_error *e);
+/* manager.c: a handle of no workspace (as a warm pool's claim uses), for operations that
+ * span several (snapshots, fork): forgotten by manager_workspace_op_forget() like any other;
+ * ..._end() calls its fn (unless forgotten) and frees it. */
+struct workspace_op *workspace_op_detached(workspace_op_fn fn, void *userdata);
+void workspace_op_detached_end(struct workspace_op *op, int r, json_t *result,
+			       const struct station_error *e);
 
 /* manager-checkpoint.c: memory snapshots. _init() queues the probe (adapter/checkpoint.h) off
  * the loop, once; _ready() adds GET /v1/ready's "checkpoint" check (named, not required: ok

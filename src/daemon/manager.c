@@ -51,6 +51,7 @@ struct workspace *workspace_find(struct manager *m, const char *id)
 	return NULL;
 }
 
+/* Paused counts: its agent answers (what would start a process asks workspace_wake_for()). */
 int workspace_check_ready(const struct workspace *ws, struct station_error *e)
 {
 	if (ws->row.state == WORKSPACE_READY || ws->row.state == WORKSPACE_PAUSED)
@@ -178,8 +179,8 @@ static void workspace_free(struct workspace *ws)
 	agentlink_free(ws->link);
 	event_source_free(ws->link_timer);
 	event_source_free(ws->hello_timer);
-	ops_fail_all(ws);
 	event_source_free(ws->pause_timer);
+	ops_fail_all(ws);
 	event_source_free(ws->agent_watch);
 	if (ws->agent_pidfd >= 0)
 		close(ws->agent_pidfd);
@@ -332,8 +333,8 @@ static void agent_lost(struct workspace *ws, const char *reason)
 	services_lose_all(ws, reason);
 	terminals_lose_all(ws, reason);
 	files_lose_all(ws, reason);
-	agent_forget(ws);
 	workspace_unpause_for_teardown(ws);
+	agent_forget(ws);
 	/* Lost runs must not leave processes behind: nothing supervises them any more. The
 	 * container (runtime state, mounts) goes too, off the loop; restart makes it anew with
 	 * HOME kept. */
@@ -381,8 +382,8 @@ int workspace_stop(struct workspace *ws, const char *reason)
 	services_lose_all(ws, reason);
 	terminals_lose_all(ws, reason);
 	files_lose_all(ws, reason);
-	agent_forget(ws);
 	workspace_unpause_for_teardown(ws);
+	agent_forget(ws);
 	int r = ws->cgroup ? cgroup_kill(ws->cgroup) : 0;
 	workspace_set_state(ws, WORKSPACE_STOPPED, reason);
 	stop_begin(ws, reason);
@@ -495,12 +496,12 @@ static void on_link_closed(void *userdata, int err)
 	event_source_set_time(ws->link_timer, now_usec() + RECONNECT_DELAY_USEC);
 }
 
-static const struct agentlink_ops link_ops = {
 static void on_paused(void *userdata, uint64_t request)
 {
 	workspace_on_paused(userdata, request);
 }
 
+static const struct agentlink_ops link_ops = {
 	.hello = on_hello,
 	.run_started = on_run_started,
 	.run_output = on_run_output,
@@ -520,8 +521,8 @@ static void on_paused(void *userdata, uint64_t request)
 	.terminal_exit = terminals_on_exit,
 	.cred_request = creds_on_request,
 	.usage = usage_on_reply,
-};
 	.paused = on_paused,
+};
 
 /* --- the API --- */
 
@@ -541,6 +542,12 @@ static json_t *spec_to_json(const struct workspace_spec *spec)
 		json_object_set_new(o, "seccompProfile", json_string(spec->seccomp_profile));
 	if (spec->network)
 		json_object_set_new(o, "network", json_string(spec->network));
+	if (spec->auto_resume) /* manager-pause.c */
+		json_object_set_new(o, "autoResume", json_true());
+	if (spec->idle_action == IDLE_ACTION_PAUSE) /* manager-idle.c */
+		json_object_set_new(o, "idleAction", json_string("pause"));
+	if (spec->snapshot) /* the container adapter seeds HOME from it (manager-snapshot.c) */
+		json_object_set_new(o, "snapshot", json_string(spec->snapshot));
 	return o;
 }
 
@@ -1183,6 +1190,7 @@ static void op_start(struct workspace *ws, struct workspace_op *op)
 					      ws->row.id);
 			break;
 		}
+		workspace_unpause_for_teardown(ws);
 		runs_lose_all(ws, "workspace restarted");
 		services_lose_all(ws, "workspace restarted");
 		terminals_lose_all(ws, "workspace restarted");
@@ -1190,7 +1198,6 @@ static void op_start(struct workspace *ws, struct workspace_op *op)
 		agentlink_free(ws->link);
 		ws->link = NULL;
 		ws->link_ready = false;
-		workspace_unpause_for_teardown(ws);
 		agent_unwatch(ws);
 		r = start_begin(ws, false, &e);
 		break;
@@ -1198,21 +1205,21 @@ static void op_start(struct workspace *ws, struct workspace_op *op)
 		j = (struct ws_job){ .stop = true, .done = stop_job_done };
 		r = job_queue(ws, ws->m->work, &j, &e);
 		break;
-	case OP_DELETE:
-		workspace_set_state(ws, WORKSPACE_DELETING, NULL);
-		runs_lose_all(ws, "workspace deleted");
-		services_lose_all(ws, "workspace deleted");
-		terminals_lose_all(ws, "workspace deleted");
-		files_lose_all(ws, "workspace deleted");
-		agentlink_free(ws->link);
 	case OP_PAUSE:
 		r = workspace_pause_begin(ws, op->reason[0] ? op->reason : NULL, &e);
 		break;
 	case OP_RESUME:
 		r = workspace_resume_begin(ws, &e);
 		break;
-		ws->link = NULL;
+	case OP_DELETE:
 		workspace_unpause_for_teardown(ws);
+		workspace_set_state(ws, WORKSPACE_DELETING, NULL);
+		runs_lose_all(ws, "workspace deleted");
+		services_lose_all(ws, "workspace deleted");
+		terminals_lose_all(ws, "workspace deleted");
+		files_lose_all(ws, "workspace deleted");
+		agentlink_free(ws->link);
+		ws->link = NULL;
 		ws->link_ready = false;
 		agent_unwatch(ws);
 		/* remove() stops the container itself: one runtime delete per removal */
@@ -1239,13 +1246,6 @@ static void op_start_next(struct workspace *ws)
 		op_start(ws, ws->ops);
 }
 
-int workspace_make(struct manager *m, const struct workspace_spec *spec, const char *pool_key,
-		   struct pool *pool, workspace_op_fn fn, void *userdata,
-		   struct workspace_op **ret_op, struct station_error *e)
-{
-	const struct adapter_ops *ops = spec_adapter(m, spec, e);
-	if (!ops)
-		return e->err;
 void workspace_op_done(struct workspace *ws, int r, json_t *result, const struct station_error *e)
 {
 	op_end(ws, r, result, e);
@@ -1262,6 +1262,13 @@ void workspace_pause_queue(struct workspace *ws, const char *reason)
 		op_start_next(ws);
 }
 
+int workspace_make(struct manager *m, const struct workspace_spec *spec, const char *pool_key,
+		   struct pool *pool, workspace_op_fn fn, void *userdata,
+		   struct workspace_op **ret_op, struct station_error *e)
+{
+	const struct adapter_ops *ops = spec_adapter(m, spec, e);
+	if (!ops)
+		return e->err;
 	if (!m->base_cgroup)
 		return station_error_set(e, m->cgroup_error, NULL, "cgroups are unavailable: %s",
 					 strerror(-m->cgroup_error));
@@ -1389,6 +1396,20 @@ static void claim_forward(void *userdata, int r, json_t *result, const struct st
 	claim_op_end(userdata, r, result, e);
 }
 
+struct workspace_op *workspace_op_detached(workspace_op_fn fn, void *userdata)
+{
+	struct workspace_op *op = calloc(1, sizeof *op);
+	if (op)
+		*op = (struct workspace_op){ .kind = OP_CREATE, .fn = fn, .userdata = userdata };
+	return op;
+}
+
+void workspace_op_detached_end(struct workspace_op *op, int r, json_t *result,
+			       const struct station_error *e)
+{
+	claim_op_end(op, r, result, e);
+}
+
 static void claim_job_done(void *userdata, bool cancelled)
 {
 	struct claim_job *j = userdata;
@@ -1466,6 +1487,14 @@ int manager_workspace_create(struct manager *m, const struct workspace_spec *req
 			     workspace_op_fn fn, void *userdata, struct workspace_op **ret_op,
 			     json_t **ret, struct station_error *e)
 {
+	struct workspace_spec from_snapshot;
+	char snapshot_image[SNAPSHOT_IMAGE_REF_MAX];
+	if (req->snapshot) { /* its image in place of spec.image */
+		int r = snapshot_spec_apply(m, req, &from_snapshot, snapshot_image, e);
+		if (r < 0)
+			return r;
+		req = &from_snapshot;
+	}
 	if (!spec_adapter(m, req, e))
 		return e->err;
 	if (!m->base_cgroup)
@@ -1475,7 +1504,7 @@ int manager_workspace_create(struct manager *m, const struct workspace_spec *req
 	int r = workspace_count_check(m, e);
 	if (r < 0)
 		return r;
-	if (pool_claim_wanted(m, &spec))
+	if (!spec.snapshot && pool_claim_wanted(m, &spec))
 		return claim_begin(m, &spec, fn, userdata, ret_op, e);
 	r = workspace_make(m, &spec, NULL, NULL, fn, userdata, ret_op, e);
 	return r < 0 ? r : 1;
@@ -1534,6 +1563,12 @@ static int op_request(struct manager *m, const char *id, enum op_kind kind, work
 	if (kind == OP_RESTART && ws->row.state == WORKSPACE_DELETING)
 		return station_error_set(e, -EBUSY, NULL, "workspace \"%s\" is %s", id,
 					 workspace_state_to_string(ws->row.state));
+	if (ws->snapshots_running) /* its trees are being read off the loop */
+		return station_error_set(
+			e, -EBUSY, NULL,
+			"workspace \"%s\" is being snapshotted; try again once the "
+			"snapshot is made",
+			id);
 	struct workspace_op *op = op_new(ws, kind, fn, userdata);
 	if (!op)
 		return station_error_set(e, -ENOMEM, NULL, "out of memory");
@@ -1591,40 +1626,6 @@ int manager_workspace_restart(struct manager *m, const char *id, workspace_op_fn
 	return op_request(m, id, OP_RESTART, fn, userdata, ret_op, e);
 }
 
-/* --- readiness: checked off the loop, answered from the last check --- */
-
-struct ready_waiter {
-	struct ready_waiter *prev, *next;
-	struct manager *m;
-	void (*fn)(void *userdata, json_t *result);
-	void *userdata;
-};
-
-struct ready_job {
-	struct manager *m;
-	char *agent_path;
-	bool home_limit;
-	json_t *checks; /* agent, the container adapter's, homeSize */
-	bool agent_ok, container_ok;
-};
-
-static void ready_job_run(void *userdata)
-{
-	struct ready_job *j = userdata;
-	char msg[PATH_MAX + 64];
-	j->agent_ok = access(j->agent_path, X_OK) == 0;
-	snprintf(msg, sizeof msg, "%s \"%s\"",
-		 j->agent_ok ? "agent binary" : "agent binary missing:", j->agent_path);
-	json_array_append_new(j->checks, json_pack("{s:s,s:b,s:s}", "name", "agent", "ok",
-						   j->agent_ok, "message", msg));
-	j->container_ok = adapter_container.ready(&j->m->actx, j->checks);
-	if (j->home_limit) {
-		bool ok = adapter_home_limit_probe(msg, sizeof msg);
-		json_array_append_new(j->checks, json_pack("{s:s,s:b,s:s}", "name", "homeSize",
-							   "ok", ok, "message", msg));
-		j->container_ok &= ok;
-	}
-}
 /* Pause and resume (manager-pause.c): nothing to do is answered at once, as is a state that
  * neither pauses nor resumes; the rest queues like restart. */
 static int pause_request(struct manager *m, const char *id, enum op_kind kind, workspace_op_fn fn,
@@ -1662,6 +1663,40 @@ int manager_workspace_resume(struct manager *m, const char *id, workspace_op_fn 
 	return pause_request(m, id, OP_RESUME, fn, userdata, ret_op, ret, e);
 }
 
+/* --- readiness: checked off the loop, answered from the last check --- */
+
+struct ready_waiter {
+	struct ready_waiter *prev, *next;
+	struct manager *m;
+	void (*fn)(void *userdata, json_t *result);
+	void *userdata;
+};
+
+struct ready_job {
+	struct manager *m;
+	char *agent_path;
+	bool home_limit;
+	json_t *checks; /* agent, the container adapter's, homeSize */
+	bool agent_ok, container_ok;
+};
+
+static void ready_job_run(void *userdata)
+{
+	struct ready_job *j = userdata;
+	char msg[PATH_MAX + 64];
+	j->agent_ok = access(j->agent_path, X_OK) == 0;
+	snprintf(msg, sizeof msg, "%s \"%s\"",
+		 j->agent_ok ? "agent binary" : "agent binary missing:", j->agent_path);
+	json_array_append_new(j->checks, json_pack("{s:s,s:b,s:s}", "name", "agent", "ok",
+						   j->agent_ok, "message", msg));
+	j->container_ok = adapter_container.ready(&j->m->actx, j->checks);
+	if (j->home_limit) {
+		bool ok = adapter_home_limit_probe(msg, sizeof msg);
+		json_array_append_new(j->checks, json_pack("{s:s,s:b,s:s}", "name", "homeSize",
+							   "ok", ok, "message", msg));
+		j->container_ok &= ok;
+	}
+}
 
 static void ready_start(struct manager *m);
 

@@ -92,6 +92,11 @@ struct manager_config {
 	const char *preview_domain;
 	const char *preview_scheme;
 	uint16_t preview_port;
+	/* Snapshots (manager-snapshot.c): the most bytes one snapshot's layer holds
+	 * (--max-snapshot-bytes) and the most snapshots a tenant keeps (the operator counts as
+	 * one tenant; --max-snapshots-per-tenant). */
+	uint64_t max_snapshot_bytes;
+	uint64_t max_snapshots_per_tenant;
 };
 
 struct pool_config {
@@ -630,6 +635,7 @@ enum manager_event_kind {
 	MANAGER_EVENT_RUN,
 	MANAGER_EVENT_SERVICE,
 	MANAGER_EVENT_TERMINAL,
+	MANAGER_EVENT_SNAPSHOT, /* change created, deleted; id the snapshot's */
 	_MANAGER_EVENT_KIND_MAX,
 };
 const char *manager_event_kind_to_string(enum manager_event_kind k);
@@ -817,6 +823,7 @@ struct snapshot_spec {
 };
 #define SNAPSHOT_NAME_MAX 128
 #define SNAPSHOTS_PER_TENANT_DEFAULT 100
+#define SNAPSHOT_MAX_BYTES_DEFAULT (10ull << 30)
 int manager_snapshot_create(struct manager *m, const char *ws_id, const struct snapshot_spec *spec,
 			    workspace_op_fn fn, void *userdata, struct workspace_op **ret_op,
 			    struct station_error *e);

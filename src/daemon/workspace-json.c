@@ -56,7 +56,8 @@ json_t *workspace_to_json(const struct workspace *ws)
 			json_object_set_new(o, keys[i], json_integer(0));
 	}
 	static const char *const container_keys[] = { "image",	 "seccompProfile", "seccompDigest",
-						      "network", "runtime",	   "homeSizeMb" };
+						      "network", "runtime",	   "homeSizeMb",
+						      "snapshot" };
 	for (size_t i = 0; i < ELEMENTSOF(container_keys); i++) {
 		json_t *v = json_object_get(ws->spec, container_keys[i]);
 		if (v)
@@ -65,12 +66,12 @@ json_t *workspace_to_json(const struct workspace *ws)
 	json_object_set_new(o, "runningCommands", json_integer((json_int_t)ws->n_running));
 	workspace_view_json(ws, o);
 	workspace_activity_json(ws, o);
-	json_set_time(o, "createdAt", r->created_at);
 	json_object_set_new(o, "autoResume", json_boolean(workspace_auto_resume(ws)));
 	if (r->state == WORKSPACE_PAUSED && r->paused_at)
 		json_set_time(o, "pausedAt", r->paused_at);
 	else
 		json_object_set_new(o, "pausedAt", json_null());
+	json_set_time(o, "createdAt", r->created_at);
 	json_set_time(o, "updatedAt", r->updated_at);
 	return o;
 }

@@ -40,7 +40,7 @@ struct workspace_row {
 	int64_t agent_pid;  /* 0 when none */
 	uint64_t created_at;
 	uint64_t updated_at;
-	char *tenant; /* "" (or NULL before insert): the operator's; else the tenant's name */
+	char *tenant;	    /* "" (or NULL before insert): the operator's; else the tenant's name */
 	uint64_t paused_at; /* CLOCK_REALTIME µs the state became "paused"; 0 unless paused */
 };
 void workspace_row_free(struct workspace_row *r);
@@ -388,3 +388,28 @@ int store_port_delete_workspace(struct store *s, const char *workspace_id);
 int store_port_delete_expired(struct store *s, uint64_t now);
 /* Every exposure, by workspace and port. */
 int store_port_list(struct store *s, struct port_row **ret, size_t *ret_n);
+
+/* Snapshots (store-snapshot.c; docs/api.md, "Snapshots and fork"): one row per snapshot, kept
+ * after its workspace is gone. */
+struct snapshot_row {
+	char *id;	    /* "s-<26 base32>" */
+	char *workspace_id; /* the workspace it was made of */
+	char *tenant;	    /* "": the operator's */
+	char *name;	    /* NULL: none */
+	char *image;	    /* the snapshot's image digest */
+	char *base_image;   /* the workspace's image digest it was made on ("" host) */
+	uint64_t size_bytes;
+	bool memory;
+	uint64_t paused_ms;
+	uint64_t created_at;
+};
+void snapshot_row_free(struct snapshot_row *r);
+/* -EEXIST when the id is taken. */
+int store_snapshot_insert(struct store *s, const struct snapshot_row *r);
+/* -ENOENT when there is no such snapshot. */
+int store_snapshot_get(struct store *s, const char *id, struct snapshot_row *ret);
+int store_snapshot_delete(struct store *s, const char *id);
+/* Every snapshot, newest first. */
+int store_snapshot_list(struct store *s, struct snapshot_row **ret, size_t *ret_n);
+/* How many snapshots tenant ("" the operator) has. */
+int store_snapshot_count(struct store *s, const char *tenant, uint64_t *ret);

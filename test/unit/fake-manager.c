@@ -960,3 +960,65 @@ int manager_audit_list(struct manager *m, const struct manager_audit_query *q, j
 	*ret = json_pack("{s:[],s:n}", "entries", "nextBefore");
 	return 0;
 }
+
+/* Snapshots and fork: one snapshot "s-test" of w1-test, answered at once. */
+static json_t *fake_snapshot(void)
+{
+	return json_pack("{s:s,s:s,s:n,s:s,s:i,s:s,s:s,s:b,s:i,s:n}", "id", "s-test", "workspaceId",
+			 "w1-test", "name", "createdAt", "2026-12-01T00:00:00Z", "sizeBytes", 0,
+			 "baseImage", FAKE_IMAGE_USED, "image", FAKE_IMAGE_FREE, "memory", 0,
+			 "pausedMs", 0, "tenant");
+}
+
+int manager_snapshot_create(struct manager *m, const char *ws_id, const struct snapshot_spec *spec,
+			    workspace_op_fn fn, void *userdata, struct workspace_op **ret_op,
+			    struct station_error *e)
+{
+	json_t *ws = NULL, *s;
+	int r = manager_workspace_get(m, ws_id, &ws, e);
+
+	if (r < 0)
+		return r;
+	json_decref(ws);
+	s = fake_snapshot();
+	fn(userdata, 0, s, NULL);
+	json_decref(s);
+	return 1;
+}
+
+int manager_snapshot_list(struct manager *m, json_t **ret, struct station_error *e)
+{
+	*ret = json_pack("{s:[o]}", "snapshots", fake_snapshot());
+	return 0;
+}
+
+int manager_snapshot_get(struct manager *m, const char *id, json_t **ret, struct station_error *e)
+{
+	if (strcmp(id, "s-test") != 0)
+		return station_error_set(e, -ENOENT, NULL, "snapshot \"%s\" not found", id);
+	*ret = fake_snapshot();
+	return 0;
+}
+
+int manager_snapshot_delete(struct manager *m, const char *id, workspace_op_fn fn, void *userdata,
+			    struct workspace_op **ret_op, struct station_error *e)
+{
+	if (strcmp(id, "s-test") != 0)
+		return station_error_set(e, -ENOENT, NULL, "snapshot \"%s\" not found", id);
+	fn(userdata, 0, NULL, NULL);
+	return 1;
+}
+
+int manager_workspace_fork(struct manager *m, const char *id, unsigned count, workspace_op_fn fn,
+			   void *userdata, struct workspace_op **ret_op, struct station_error *e)
+{
+	json_t *ws = NULL, *o;
+	int r = manager_workspace_get(m, id, &ws, e);
+
+	if (r < 0)
+		return r;
+	o = json_pack("{s:[o],s:s,s:i}", "workspaces", ws, "snapshot", "s-test", "pausedMs", 0);
+	fn(userdata, 0, o, NULL);
+	json_decref(o);
+	return 1;
+}
