@@ -35,7 +35,8 @@ export function showRefusal(box, err, resume) {
 	box.dataset.code = 'paused';
 	replace(box,
 		h('div', 'This workspace is paused: its processes are frozen and nothing new starts in it until it is resumed. Resume it, then try again.'),
-		h('div.actions', btn, h('span.muted', `${err.message} (HTTP 409, paused)`)));
+		h('div.actions', btn),
+		h('div.muted', `${err.message} (HTTP 409, paused)`));
 }
 
 // The Fork dialog: how many (1 … FORK_MAX), then the new workspaces as links. onDone(answer)

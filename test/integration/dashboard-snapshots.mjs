@@ -148,6 +148,7 @@ try {
 	await page.click('#run');
 	await page.waitForSelector('#cmd-error[data-code="paused"]:not([hidden]) button.resume-here', { timeout: T });
 	result.pausedRefusal = await page.textContent('#cmd-error');
+	result.refusalWiderThanPage = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
 	result.runsWhilePaused = (await get(`/v1/workspaces/${ws}/commands?limit=1000`)).commands.length - runsBefore;
 	await shot(page, 'command-refused-paused');
 

@@ -98,6 +98,7 @@ t_paused_refusal() {
 	browser_ran "$1" || return 2
 	assert_match 'paused' "$(j .pausedRefusal "$R")" "a command on the paused workspace: refused in words" || return 1
 	assert_match '409' "$(j .pausedRefusal "$R")" "409" || return 1
+	assert_eq false "$(j .refusalWiderThanPage "$R")" "its words wrap inside the page" || return 1
 	assert_eq 0 "$(j .runsWhilePaused "$R")" "no run made" || return 1
 	assert_eq 1 "$(j '[.refusedConsole[] | select(startswith("[paused"))] | length' "$R")" \
 		"the one 409 the browser logged there" || return 1
