@@ -217,6 +217,27 @@ static void budget_preview_rate(const struct row_spec *s, json_t *row, json_t *r
 	snprintf(v->text, sizeof v->text, ">= 0.8x direct: %s", yes(v->met));
 }
 
+/* DESIGN §11: pause and resume of a workspace running 100 processes, p50 <= 10 ms each. */
+static void budget_pause(const struct row_spec *s, json_t *row, json_t *ref, struct verdict *v)
+{
+	v->met = num(row, "median") <= 10;
+	snprintf(v->text, sizeof v->text, "p50 <= 10 ms: %s", yes(v->met));
+}
+
+/* DESIGN §11: a snapshot <= 1.2x `tar` of the same tree; a fork of 10 <= 1.2x 10 creates plus
+ * one snapshot. */
+static void budget_within_1_2(const struct row_spec *s, json_t *row, json_t *ref, struct verdict *v)
+{
+	double ratio = num(row, "median") / num(ref, "median");
+	if (!ref || isnan(ratio)) {
+		v->met = -1;
+		snprintf(v->text, sizeof v->text, "<= 1.2x %s: no result", s->ref_name);
+		return;
+	}
+	v->met = ratio <= 1.2;
+	snprintf(v->text, sizeof v->text, "<= 1.2x %s: %s", s->ref_name, yes(v->met));
+}
+
 #define G_EXEC "exec round trip of `true`, client → result"
 #define G_CLI "`station-sandbox exec WS -- true` as a whole process (spawn → exit 0)"
 #define G_CREATE "workspace create → first exec possible (network none)"
@@ -233,6 +254,15 @@ static void budget_preview_rate(const struct row_spec *s, json_t *row, json_t *r
 #define G_PREVIEW                                                                                  \
 	"a request through a preview URL (public, container workspace, network none) against a "   \
 	"direct connection to the app inside the workspace's namespace: same client, in turns"
+#define G_PAUSE                                                                                    \
+	"pause and resume of a container workspace running 100 sleeping processes (runc), beside " \
+	"the freezer alone on 100 sleeps, in turns"
+#define G_SNAP                                                                                     \
+	"a snapshot (POST …/snapshots, without memory) against `tar cf` of the same trees (the " \
+	"overlay's upper and HOME), in turns"
+#define G_FORK                                                                                        \
+	"fork of 10 (POST …/fork, each new workspace to its first exec) against the same by hand: " \
+	"one snapshot, then 10 creates from it at once"
 
 /* The ratio shown is this median / the ref's median: "2.41x floor"; for a baseline slower than
  * us (inverse) the same number reads "ours/ctr 14.0x faster" (ours = the container workspace). */
@@ -315,6 +345,24 @@ static const struct row_spec specs[] = {
 	{ "preview.up.direct", G_PREVIEW, "direct: POST /sink, MB/s" },
 	{ "preview.up", G_PREVIEW, "preview: POST /sink, MB/s", "preview.up.direct", "direct",
 	  false, budget_preview_rate },
+	{ "snapshot.pause.bare", G_PAUSE, "the freezer alone: freeze 100 sleeps" },
+	{ "snapshot.pause", G_PAUSE, "ours: POST …/pause", "exec.floor", "floor", false,
+	  budget_pause },
+	{ "snapshot.resume.bare", G_PAUSE, "the freezer alone: thaw them" },
+	{ "snapshot.resume", G_PAUSE, "ours: POST …/resume", "exec.floor", "floor", false,
+	  budget_pause },
+	{ "snapshot.small.tar", G_SNAP, "`tar cf` of the trees, 10 MiB in HOME" },
+	{ "snapshot.small.tarsync", G_SNAP, "`tar cf` + fsync of the archive, 10 MiB" },
+	{ "snapshot.small", G_SNAP, "ours: snapshot, 10 MiB in HOME", "snapshot.small.tar", "tar",
+	  false, budget_within_1_2 },
+	{ "snapshot.big.tar", G_SNAP, "`tar cf` of the trees, --bytes in HOME" },
+	{ "snapshot.big.tarsync", G_SNAP, "`tar cf` + fsync of the archive, --bytes" },
+	{ "snapshot.big", G_SNAP, "ours: snapshot, --bytes in HOME", "snapshot.big.tar", "tar",
+	  false, budget_within_1_2 },
+	{ "snapshot.fork.base", G_FORK, "by hand: snapshot + 10 creates from it" },
+	{ "snapshot.fork", G_FORK, "ours: fork of 10", "snapshot.fork.base", "by hand", false,
+	  budget_within_1_2 },
+	{ "snapshot.fork.paused", G_FORK, "ours: the source paused during the fork" },
 };
 
 /* --- machine --- */
@@ -534,6 +582,44 @@ static void row_note(const char *id, json_t *row, json_t *rows, char *buf, size_
 				 "; controller CPU %.0f ms per GiB through it (one core's worth: "
 				 "%.0f MB/s)",
 				 cpu, (double)(1ull << 30) / 1e3 / cpu);
+		return;
+	}
+	if (strcmp(id, "snapshot.pause") == 0 || strcmp(id, "snapshot.resume") == 0) {
+		/* What we add to the kernel's own freeze or thaw of the same number of processes. */
+		char bare_id[32];
+		snprintf(bare_id, sizeof bare_id, "%s.bare", id);
+		json_t *bare = json_object_get(rows, bare_id);
+		int n = snprintf(buf, size, "%.0f processes", extra(row, "processes"));
+		if (measured_row(bare) && n > 0 && (size_t)n < size)
+			snprintf(buf + n, size - (size_t)n,
+				 "; the freezer alone p50 %.2f ms (%s): ours adds %.2f ms",
+				 num(bare, "median"),
+				 json_string_value(json_object_get(json_object_get(bare, "extra"),
+								   "freezer")),
+				 num(row, "median") - num(bare, "median"));
+		return;
+	}
+	if (strcmp(id, "snapshot.small") == 0 || strcmp(id, "snapshot.big") == 0) {
+		/* Against the archive made durable too: a snapshot is on disk when answered. */
+		char sync_id[32];
+		snprintf(sync_id, sizeof sync_id, "%s.tarsync", id);
+		json_t *ts = json_object_get(rows, sync_id);
+		int n = snprintf(buf, size,
+				 "%.0f MiB in HOME, layer %.1f MiB; source paused p50 %.0f ms",
+				 extra(row, "bytes") / (1 << 20),
+				 extra(row, "sizeBytes") / (1 << 20), extra(row, "pausedMedianMs"));
+		if (measured_row(ts) && n > 0 && (size_t)n < size)
+			snprintf(buf + n, size - (size_t)n, "; %.2fx tar + fsync",
+				 num(row, "median") / num(ts, "median"));
+		return;
+	}
+	if (strcmp(id, "snapshot.fork.base") == 0) {
+		snprintf(buf, size, "its snapshot p50 %.0f ms", extra(row, "snapshotMedianMs"));
+		return;
+	}
+	if (strcmp(id, "snapshot.fork.paused") == 0) {
+		snprintf(buf, size, "the snapshot by hand paused it p50 %.0f ms",
+			 extra(row, "snapshotPausedMedianMs"));
 		return;
 	}
 	if (strcmp(id, "api.burst") == 0) {

@@ -45,9 +45,11 @@ struct bench_opts {
 	int count;		/* workspaces (memory) */
 	uint64_t bytes;		/* output bytes */
 	pid_t controller_pid;
-	pid_t netns_pid; /* preview: a process in the workspace's network namespace */
-	int app_port;	 /* preview: the app's port inside it */
-	bool pool;	 /* create: served from the warm pool, waited full before each sample */
+	pid_t netns_pid;    /* preview: a process in the workspace's network namespace */
+	int app_port;	    /* preview: the app's port inside it */
+	bool pool;	    /* create: served from the warm pool, waited full before each sample */
+	const char *root;   /* snapshot: the controller's --root (the workspace's trees for tar) */
+	const char *cgroup; /* pause: the name of a freezer group of our own (the freezer alone) */
 };
 
 /* --- bench-util.c --- */
@@ -104,5 +106,9 @@ int cmd_polls(const struct bench_opts *o);
 int cmd_oci_clean(const struct bench_opts *o);
 /* A preview URL (--url) against a direct connection inside the namespace (bench-preview.c). */
 int cmd_preview(const struct bench_opts *o);
+/* Pause/resume, snapshot against tar, fork against a snapshot and creates (bench-snapshot.c). */
+int cmd_pause(const struct bench_opts *o);
+int cmd_snapshot(const struct bench_opts *o);
+int cmd_fork(const struct bench_opts *o);
 int cmd_command(const struct bench_opts *o, char **argv); /* times argv (after "--") */
 int cmd_report(int argc, char **argv);

@@ -35,6 +35,9 @@ static const struct {
 	{ "preview", cmd_preview,
 	  "--url http://HOST:PORT/ --netns-pid PID --app-port N --runs N --bytes N --reps N "
 	  "[--controller-pid PID]" },
+	{ "pause", cmd_pause, "--endpoint E --image REF --count N --runs N [--cgroup NAME]" },
+	{ "snapshot", cmd_snapshot, "--endpoint E --workspace W --root DIR --bytes N --runs N" },
+	{ "fork", cmd_fork, "--endpoint E --workspace W --count N --runs N" },
 	{ "oci-clean", cmd_oci_clean, "--runtime R --state DIR [--private-mntns]" },
 	{ "cmd", NULL, "--runs N -- ARGV…" },
 };
@@ -65,6 +68,8 @@ enum {
 	OPT_POOL,
 	OPT_NETNS_PID,
 	OPT_APP_PORT,
+	OPT_ROOT,
+	OPT_CGROUP,
 };
 
 static const struct option options[] = {
@@ -93,6 +98,8 @@ static const struct option options[] = {
 	{ "pool", no_argument, NULL, OPT_POOL },
 	{ "netns-pid", required_argument, NULL, OPT_NETNS_PID },
 	{ "app-port", required_argument, NULL, OPT_APP_PORT },
+	{ "root", required_argument, NULL, OPT_ROOT },
+	{ "cgroup", required_argument, NULL, OPT_CGROUP },
 	{},
 };
 
@@ -183,6 +190,12 @@ static int parse_option(int opt, const char *arg, struct bench_opts *o)
 		break;
 	case OPT_APP_PORT:
 		o->app_port = atoi(arg);
+		break;
+	case OPT_ROOT:
+		o->root = arg;
+		break;
+	case OPT_CGROUP:
+		o->cgroup = arg;
 		break;
 	default:
 		return -1;
