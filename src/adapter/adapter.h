@@ -91,6 +91,10 @@ struct adapter_ops {
 extern const struct adapter_ops adapter_host;
 extern const struct adapter_ops adapter_container;
 
+/* A host workspace's snapshot holds its HOME alone, at "home" in its one layer (where it is in
+ * the workspace directory); a create from it (spec "snapshot" and that image) is seeded so. */
+#define ADAPTER_HOST_SNAPSHOT_HOME "home"
+
 /* The agent of a workspace of ops binds its socket itself (runsc), so the socket's listener
  * is not the controller; otherwise the adapter listens and hands the socket over. */
 bool adapter_agent_binds_socket(const struct adapter_context *ctx, const struct adapter_ops *ops);

@@ -22,6 +22,7 @@
 #include "basic/safe-fs.h"
 #include "basic/util.h"
 #include "cgroup/cgroup.h"
+#include "image/image.h"
 #include "proto/agent-start.h"
 
 enum { AGENT_SECRET_FD = 3, AGENT_LISTEN_FD = 4, MAX_AGENT_ARGS = 16 };
@@ -49,6 +50,36 @@ static int give_home(const struct adapter_workspace *ws, int dfd, struct station
 	return 0;
 }
 
+/* A host workspace made from a snapshot (spec "snapshot", and "image" its image): its new HOME
+ * is the snapshot's, every entry the commands' user's (root's without --host-user). A HOME
+ * there already (a restart) is kept. */
+static int seed_home_from_snapshot(const struct adapter_workspace *ws, int wfd,
+				   struct station_error *e)
+{
+	const char *ref = json_string_value(json_object_get(ws->spec, "image"));
+	struct stat st;
+	if (!json_object_get(ws->spec, "snapshot") || !ref ||
+	    fstatat(wfd, "home", &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	if (!ws->ctx->images)
+		return station_error_set(e, -EHOSTDOWN, NULL, "the image store is unavailable");
+	struct image *img = NULL;
+	int r = image_lookup(ws->ctx->images, ref, &img, e);
+	if (r < 0)
+		return r;
+	_cleanup_close_ int hfd = safe_mkdir_open(wfd, "home", 0700, (uid_t)-1, (gid_t)-1);
+	if (hfd < 0)
+		r = station_error_set(e, hfd, NULL, "cannot create \"%s/home\": %s", ws->dir,
+				      strerror(-hfd));
+	else
+		r = image_layer_copy_subtree_owned(img, ADAPTER_HOST_SNAPSHOT_HOME, hfd,
+						   ws->ctx->host_user_set ? ws->ctx->host_uid : 0,
+						   ws->ctx->host_user_set ? ws->ctx->host_gid : 0,
+						   e);
+	image_free(img);
+	return r == -ENOENT ? 0 : r; /* a snapshot of no HOME: an empty one */
+}
+
 static int host_prepare(const struct adapter_workspace *ws, struct station_error *e)
 {
 	int r = mkdir_p(ws->dir, 0755);
@@ -62,6 +93,9 @@ static int host_prepare(const struct adapter_workspace *ws, struct station_error
 		const char *sub;
 		mode_t mode;
 	} dirs[] = { { "home", 0755 }, { "home/workspace", 0755 }, { "run", 0700 } };
+	r = seed_home_from_snapshot(ws, wfd, e);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
 		r = safe_mkdir(wfd, dirs[i].sub, dirs[i].mode, (uid_t)-1, (gid_t)-1);
 		if (r < 0)

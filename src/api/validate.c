@@ -230,8 +230,9 @@ static int get_cpus(json_t *body, double *ret, struct station_error *e)
 	return 0;
 }
 
-static const char *const container_fields[] = { "image",  "seccompProfile", "network",
-						"egress", "snapshot",	    NULL };
+/* "snapshot" is not among them: a host workspace starts from a host workspace's snapshot */
+static const char *const container_fields[] = { "image", "seccompProfile", "network", "egress",
+						NULL };
 
 /* Absent: the manager picks its default adapter, and the container fields may be given. */
 static int get_adapter(json_t *body, const char **ret, struct station_error *e)

@@ -11,9 +11,15 @@
  * of its own (image_commit_layer()). The loop records the row and answers. While the job
  * runs, the workspace cannot be deleted or restarted (409): its trees stay where they are.
  *
- * A create from a snapshot takes the snapshot's image as its image, and the container
- * adapter seeds the new HOME from the snapshot's layer (image_layer_copy_subtree()). A fork
- * is one snapshot and N such creates. A snapshot's image cannot be deleted while the
+ * A host workspace has no image and no overlay: its snapshot is its HOME alone (the workspace
+ * directory its commands work in), at ADAPTER_HOST_SNAPSHOT_HOME in an image of that one layer
+ * (image_commit_layer() with no base), every owner stored as 0 (host ids mean nothing in a
+ * layer); its row's base_image is "". A create from it is a host workspace whose HOME the host
+ * adapter seeds from the layer, every entry its configured user's (--host-user, else root's).
+ *
+ * A create from a snapshot takes the snapshot's image as its image, and the adapter seeds the
+ * new HOME from the snapshot's layer (image_layer_copy_subtree()). A fork is one snapshot and
+ * N such creates, of the source's adapter. A snapshot's image cannot be deleted while the
  * snapshot exists; a snapshot cannot be deleted while a workspace made from it exists. */
 
 #include <errno.h>
@@ -57,6 +63,7 @@ struct snapshot_job {
 	uint32_t id_base;
 	uint64_t max_bytes;
 	bool memory;
+	bool host;	 /* a host workspace's: HOME alone, no base image */
 	bool was_paused; /* paused before: left paused */
 	bool frozen;	 /* frozen by us, not yet thawed */
 	uint64_t frozen_at;
@@ -91,11 +98,12 @@ static const char *ref_digest(const char *ref)
 
 static json_t *snapshot_to_json(const struct snapshot_row *row)
 {
-	json_t *o = json_pack("{s:s,s:s,s:s?,s:I,s:s,s:s,s:b,s:I}", "id", row->id, "workspaceId",
-			      row->workspace_id, "name", row->name, "sizeBytes",
-			      (json_int_t)row->size_bytes, "baseImage", row->base_image, "image",
-			      row->image, "memory", row->memory, "pausedMs",
-			      (json_int_t)row->paused_ms);
+	bool host = !row->base_image[0];
+	json_t *o = json_pack("{s:s,s:s,s:s?,s:s,s:I,s:s?,s:s,s:b,s:I}", "id", row->id,
+			      "workspaceId", row->workspace_id, "name", row->name, "adapter",
+			      host ? "host" : "container", "sizeBytes", (json_int_t)row->size_bytes,
+			      "baseImage", host ? NULL : row->base_image, "image", row->image,
+			      "memory", row->memory, "pausedMs", (json_int_t)row->paused_ms);
 	if (!o)
 		return NULL;
 	json_set_time(o, "createdAt", row->created_at);
@@ -189,8 +197,27 @@ static int snapshot_open_trees(struct snapshot_job *j, int fds[2], struct statio
 	return 0;
 }
 
+/* A host workspace's HOME, at its place in the workspace directory. */
+static int snapshot_write_host_layer(struct snapshot_job *j, int out_fd)
+{
+	_cleanup_close_ int wfd = open(j->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (wfd < 0)
+		return station_error_set(&j->e, negative_errno(), NULL,
+					 "cannot open workspace directory \"%s\": %m", j->dir);
+	_cleanup_close_ int hfd = safe_open_dir(wfd, "home", SAFE_BENEATH);
+	if (hfd < 0)
+		return station_error_set(&j->e, hfd, NULL, "cannot open \"%s/home\": %s", j->dir,
+					 strerror(-hfd));
+	const struct image_layer_source src = { .dir_fd = hfd,
+						.prefix = ADAPTER_HOST_SNAPSHOT_HOME };
+	const struct image_layer_options o = { .owners_zero = true, .max_bytes = j->max_bytes };
+	return image_layer_write(&src, 1, &o, out_fd, &j->stats, &j->e);
+}
+
 static int snapshot_write_layer(struct snapshot_job *j, int out_fd)
 {
+	if (j->host)
+		return snapshot_write_host_layer(j, out_fd);
 	int fds[2] = { -1, -1 };
 	int r = snapshot_open_trees(j, fds, &j->e);
 	if (r >= 0) {
@@ -220,10 +247,10 @@ static int snapshot_commit(struct snapshot_job *j, int tar_fd)
 					 "cannot read the snapshot's layer back: %m");
 	snprintf(name, sizeof name, "snapshot/%s", j->id);
 	r = image_store_open(j->root, &s, &j->e);
-	if (r >= 0)
+	if (r >= 0 && !j->host) /* a host workspace's has no base: one layer */
 		r = image_lookup(s, j->base_ref, &base, &j->e);
 	if (r >= 0) {
-		snprintf(j->base_digest, sizeof j->base_digest, "%s", base->digest);
+		snprintf(j->base_digest, sizeof j->base_digest, "%s", base ? base->digest : "");
 		r = image_commit_layer(s, base, tar_fd, name, &img, &j->e);
 	}
 	if (r >= 0)
@@ -338,11 +365,6 @@ static int snapshot_check_count(struct manager *m, const char *tenant, struct st
 static int snapshot_check_workspace(struct manager *m, struct workspace *ws,
 				    struct station_error *e)
 {
-	if (ws->adapter != &adapter_container)
-		return station_error_set(e, -ENOTSUP, NULL,
-					 "workspace \"%s\" is a host workspace: snapshots are of "
-					 "container workspaces on this worker",
-					 ws->row.id);
 	if (workspace_op_pending(ws) || ws->snapshots_running)
 		return station_error_set(
 			e, -EBUSY, NULL,
@@ -369,7 +391,8 @@ static struct snapshot_job *snapshot_job_new(struct manager *m, struct workspace
 				    .pool = m->work,
 				    .id_base = id_base > 0 ? (uint32_t)id_base : m->cfg.id_base,
 				    .max_bytes = m->cfg.max_snapshot_bytes,
-				    .memory = spec->memory };
+				    .memory = spec->memory,
+				    .host = ws->adapter == &adapter_host };
 	random_id("s-", 26, j->id, sizeof j->id);
 	snprintf(j->ws_id, sizeof j->ws_id, "%s", ws->row.id);
 	snprintf(j->tenant, sizeof j->tenant, "%s", ws->row.tenant ? ws->row.tenant : "");
@@ -606,9 +629,16 @@ int snapshot_spec_apply(struct manager *m, const struct workspace_spec *spec,
 		snprintf(e->field, sizeof e->field, "snapshot");
 		return r;
 	}
-	if (spec->adapter && strcmp(spec->adapter, "container") != 0)
+	const char *adapter = row.base_image[0] ? "container" : "host";
+	if (spec->adapter && strcmp(spec->adapter, adapter) != 0)
 		r = station_error_set(e, -EINVAL, "adapter",
-				      "snapshot \"%s\" starts container workspaces only",
+				      "snapshot \"%s\" is of a %s workspace: it starts %s "
+				      "workspaces only, not %s ones",
+				      spec->snapshot, adapter, adapter, spec->adapter);
+	else if (spec->image && !row.base_image[0])
+		r = station_error_set(e, -EINVAL, "image",
+				      "snapshot \"%s\" is of a host workspace, which has no "
+				      "image: give the snapshot alone",
 				      spec->snapshot);
 	else if (spec->image && strcmp(ref_digest(spec->image), row.image) != 0)
 		r = station_error_set(e, -EINVAL, "image",
@@ -618,8 +648,8 @@ int snapshot_spec_apply(struct manager *m, const struct workspace_spec *spec,
 	if (r >= 0) {
 		snprintf(image_buf, SNAPSHOT_IMAGE_REF_MAX, "%s", row.image);
 		*ret = *spec;
-		ret->adapter = "container";
-		ret->image = image_buf;
+		ret->adapter = adapter;
+		ret->image = image_buf; /* a host workspace's HOME is seeded from it */
 	}
 	snapshot_row_free(&row);
 	return r;
@@ -632,7 +662,8 @@ struct fork_job {
 	struct manager *m;
 	struct workspace_op *op;
 	unsigned count;
-	unsigned pending; /* creates not ended, plus one while they are being started */
+	unsigned pending;    /* creates not ended, plus one while they are being started */
+	const char *adapter; /* the source's: "container" or "host" (static) */
 	char snapshot[SNAPSHOT_ID_MAX];
 	char image[IMAGE_DIGEST_MAX];
 	uint64_t paused_ms;
@@ -719,7 +750,7 @@ static struct workspace_spec fork_spec(const struct fork_job *f)
 	json_t *s = f->spec;
 	const char *idle = json_string_value(json_object_get(s, "idleAction"));
 	return (struct workspace_spec){
-		.adapter = "container",
+		.adapter = f->adapter,
 		.env = json_object_get(s, "env"),
 		.image = f->image,
 		.seccomp_profile = json_string_value(json_object_get(s, "seccompProfile")),
@@ -801,7 +832,7 @@ int manager_workspace_fork(struct manager *m, const char *id, unsigned count, wo
 	struct fork_job *f = calloc(1, sizeof *f);
 	if (!f)
 		return station_error_set(e, -ENOMEM, NULL, "out of memory");
-	*f = (struct fork_job){ .m = m, .count = count };
+	*f = (struct fork_job){ .m = m, .count = count, .adapter = ws->adapter->name };
 	f->workspaces = calloc(count, sizeof *f->workspaces);
 	f->spec = json_deep_copy(ws->spec);
 	f->tenant = strdup(ws->row.tenant ? ws->row.tenant : "");

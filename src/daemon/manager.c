@@ -546,7 +546,7 @@ static json_t *spec_to_json(const struct workspace_spec *spec)
 		json_object_set_new(o, "autoResume", json_true());
 	if (spec->idle_action == IDLE_ACTION_PAUSE) /* manager-idle.c */
 		json_object_set_new(o, "idleAction", json_string("pause"));
-	if (spec->snapshot) /* the container adapter seeds HOME from it (manager-snapshot.c) */
+	if (spec->snapshot) /* the adapter seeds HOME from it (manager-snapshot.c) */
 		json_object_set_new(o, "snapshot", json_string(spec->snapshot));
 	return o;
 }
@@ -601,7 +601,9 @@ static const struct adapter_ops *spec_adapter(struct manager *m, const struct wo
 					  "host,container')");
 		return NULL;
 	}
-	if (ops == &adapter_host && (spec->image || spec->seccomp_profile || spec->network)) {
+	/* a host workspace's image is its snapshot's, set by snapshot_spec_apply(), never asked */
+	if (ops == &adapter_host &&
+	    ((spec->image && !spec->snapshot) || spec->seccomp_profile || spec->network)) {
 		station_error_set(
 			e, -EINVAL,
 			spec->image	      ? "image" :

@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "basic/error.h"
 
@@ -175,6 +176,9 @@ struct image_layer_options {
 	/* Host ids id_base … id_base + 65535 become 0 … 65535 in the layer (container root's
 	 * range); any other owner becomes 65534 (nobody). */
 	uint32_t id_base;
+	/* Every owner stored as 0:0, id_base unused: a host workspace's tree, whose host ids mean
+	 * nothing in a layer (a create from it gives every entry its own user). */
+	bool owners_zero;
 	uint64_t max_bytes; /* 0: no limit; past it -EFBIG naming the file that passed it */
 };
 
@@ -193,8 +197,9 @@ int image_layer_write(const struct image_layer_source *src, size_t n_src,
 /* Adds to the store the image made of base's layers plus the layer tar read from tar_fd
  * (uncompressed; verified, unpacked and stored like a pulled layer: unpack.c's rules), its
  * config base's with the new diff id and a history entry, recorded under name (may be NULL).
- * *ret (may be NULL) gets the new image; its digest is its identity, as for any image.
- * Blocks: off the event loop. */
+ * base NULL (a host workspace's snapshot): an image of that one layer, its config this
+ * machine's os and architecture with no process settings. *ret (may be NULL) gets the new
+ * image; its digest is its identity, as for any image. Blocks: off the event loop. */
 int image_commit_layer(struct image_store *s, const struct image *base, int tar_fd,
 		       const char *name, struct image **ret, struct station_error *e);
 
@@ -205,3 +210,7 @@ int image_commit_layer(struct image_store *s, const struct image *base, int tar_
  * subtree. Blocks: off the event loop. */
 int image_layer_copy_subtree(const struct image *img, const char *prefix, int dest_fd,
 			     uint32_t id_base, struct station_error *e);
+/* The same with every entry owned by uid:gid whatever its owner in the layer (a host
+ * workspace's HOME: its configured user's, or root's). */
+int image_layer_copy_subtree_owned(const struct image *img, const char *prefix, int dest_fd,
+				   uid_t uid, gid_t gid, struct station_error *e);

@@ -10,7 +10,10 @@
  * the store when it is on the store's filesystem (nothing copied; the caller must not write to
  * tar_fd afterwards), else copied by the kernel (copy_file_range). A layer or blob with that
  * digest in the store already is kept and the new one dropped: identical trees are stored
- * once. */
+ * once.
+ *
+ * Without a base (a host workspace's snapshot: it has no image) the image is that one layer,
+ * its config this machine's platform and no process settings. */
 
 #include <archive.h>
 #include <errno.h>
@@ -297,6 +300,15 @@ static int base_load(struct commit *c)
 	return c->config ? 0 : -ENOMEM;
 }
 
+/* No base (a host workspace's snapshot): no layers below, a config of this platform only. */
+static int base_empty(struct commit *c)
+{
+	c->config = json_pack("{s:s, s:s, s:{}, s:{s:s, s:[]}, s:[]}", "architecture",
+			      host_architecture(), "os", "linux", "config", "rootfs", "type",
+			      "layers", "diff_ids", "history");
+	return c->config ? 0 : -ENOMEM;
+}
+
 /* A JSON array member of o, made when absent or not an array. */
 static json_t *array_member(json_t *o, const char *key)
 {
@@ -426,7 +438,7 @@ static int record_write(struct commit *c, const char *name)
 
 static int commit_locked(struct commit *c, int tar_fd, const char *name)
 {
-	int r = base_load(c);
+	int r = c->base ? base_load(c) : base_empty(c);
 
 	if (r >= 0)
 		r = layer_store(c, tar_fd);
@@ -454,7 +466,10 @@ int image_commit_layer(struct image_store *s, const struct image *base, int tar_
 	int r;
 
 	c.e->message[0] = '\0';
-	digest_short(base->digest, c.dshort);
+	if (base)
+		digest_short(base->digest, c.dshort);
+	else
+		snprintf(c.dshort, sizeof c.dshort, "(none)");
 	if (fstat(tar_fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return station_error_set(c.e, -EINVAL, NULL, "snapshot layer: not a regular file");
 	c.tar_size = st.st_size;

@@ -3,7 +3,8 @@
  * directory. The layer is the store's and its entries passed unpack.c; the destination is new
  * and empty, but is walked by directory fds all the same (*at() calls, O_NOFOLLOW, nothing
  * followed). Regular files, directories and symlinks are copied; whiteouts, FIFOs and anything
- * else are not. Owners are the layer's plus id_base; setuid and setgid are not kept. File data
+ * else are not. Owners are the layer's plus id_base (or one uid:gid for all, a host workspace's
+ * HOME); setuid and setgid are not kept. File data
  * is cloned where the filesystem can (FICLONE), else copied in the kernel (copy_file_range). */
 
 #include <dirent.h>
@@ -28,6 +29,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
 
 struct layer_copy {
 	uint32_t id_base;
+	bool owned; /* every entry uid:gid, not id_base plus its owner */
+	uid_t uid;
+	gid_t gid;
 	const char *what; /* the subtree, for messages */
 	struct station_error *e;
 };
@@ -38,12 +42,22 @@ static int copy_fail(struct layer_copy *c, const char *name, int err)
 				 strerror(-err));
 }
 
+static uid_t owner_uid(const struct layer_copy *c, const struct stat *st)
+{
+	return c->owned ? c->uid : c->id_base + st->st_uid;
+}
+
+static gid_t owner_gid(const struct layer_copy *c, const struct stat *st)
+{
+	return c->owned ? c->gid : c->id_base + st->st_gid;
+}
+
 /* Owner (shifted), mode (after chown, which clears setuid) and mtime of fd as st says. */
 static int meta_apply(struct layer_copy *c, int fd, const struct stat *st)
 {
 	struct timespec ts[2] = { st->st_atim, st->st_mtim };
 
-	if (fchown(fd, c->id_base + st->st_uid, c->id_base + st->st_gid) < 0 ||
+	if (fchown(fd, owner_uid(c, st), owner_gid(c, st)) < 0 ||
 	    fchmod(fd, st->st_mode & 01777) < 0 || futimens(fd, ts) < 0)
 		return negative_errno();
 	return 0;
@@ -109,8 +123,7 @@ static int symlink_copy(struct layer_copy *c, int sfd, int dfd, const char *name
 		return negative_errno();
 	target[n] = '\0';
 	if (symlinkat(target, dfd, name) < 0 ||
-	    fchownat(dfd, name, c->id_base + st->st_uid, c->id_base + st->st_gid,
-		     AT_SYMLINK_NOFOLLOW) < 0 ||
+	    fchownat(dfd, name, owner_uid(c, st), owner_gid(c, st), AT_SYMLINK_NOFOLLOW) < 0 ||
 	    utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW) < 0)
 		return negative_errno();
 	return 0;
@@ -184,33 +197,54 @@ static int tree_copy(struct layer_copy *c, int sfd, int dfd, unsigned depth)
 	return errno ? negative_errno() : 0;
 }
 
+static int subtree_copy(struct layer_copy *c, const struct image *img, const char *prefix,
+			int dest_fd)
+{
+	_cleanup_close_ int top = -1, from = -1;
+	struct stat st;
+	int r;
+
+	c->e->message[0] = '\0';
+	if (img->n_layers == 0)
+		return station_error_set(c->e, -ENOENT, NULL, "image %s has no layers",
+					 img->digest);
+	top = open(img->layers[img->n_layers - 1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (top < 0)
+		return station_error_set(c->e, negative_errno(), NULL,
+					 "image %s: cannot open its top layer: %m", img->digest);
+	from = safe_open_dir(top, prefix, SAFE_BENEATH);
+	if (from == -ENOENT || from == -ENOTDIR || from == -ELOOP)
+		return station_error_set(c->e, -ENOENT, NULL,
+					 "image %s: its top layer has no directory \"%s\"",
+					 img->digest, prefix);
+	if (from < 0)
+		return station_error_set(c->e, from, NULL, "image %s: cannot open \"%s\": %s",
+					 img->digest, prefix, strerror(-from));
+	r = tree_copy(c, from, dest_fd, 0);
+	if (r < 0)
+		return r;
+	r = fstat(from, &st) < 0 ? negative_errno() : meta_apply(c, dest_fd, &st);
+	return r < 0 ? copy_fail(c, ".", r) : 0;
+}
+
 int image_layer_copy_subtree(const struct image *img, const char *prefix, int dest_fd,
 			     uint32_t id_base, struct station_error *e)
 {
 	struct station_error local = {};
 	struct layer_copy c = { .id_base = id_base, .what = prefix, .e = e ? e : &local };
-	_cleanup_close_ int top = -1, from = -1;
-	struct stat st;
-	int r;
 
-	c.e->message[0] = '\0';
-	if (img->n_layers == 0)
-		return station_error_set(c.e, -ENOENT, NULL, "image %s has no layers", img->digest);
-	top = open(img->layers[img->n_layers - 1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (top < 0)
-		return station_error_set(c.e, negative_errno(), NULL,
-					 "image %s: cannot open its top layer: %m", img->digest);
-	from = safe_open_dir(top, prefix, SAFE_BENEATH);
-	if (from == -ENOENT || from == -ENOTDIR || from == -ELOOP)
-		return station_error_set(c.e, -ENOENT, NULL,
-					 "image %s: its top layer has no directory \"%s\"",
-					 img->digest, prefix);
-	if (from < 0)
-		return station_error_set(c.e, from, NULL, "image %s: cannot open \"%s\": %s",
-					 img->digest, prefix, strerror(-from));
-	r = tree_copy(&c, from, dest_fd, 0);
-	if (r < 0)
-		return r;
-	r = fstat(from, &st) < 0 ? negative_errno() : meta_apply(&c, dest_fd, &st);
-	return r < 0 ? copy_fail(&c, ".", r) : 0;
+	return subtree_copy(&c, img, prefix, dest_fd);
+}
+
+int image_layer_copy_subtree_owned(const struct image *img, const char *prefix, int dest_fd,
+				   uid_t uid, gid_t gid, struct station_error *e)
+{
+	struct station_error local = {};
+	struct layer_copy c = { .owned = true,
+				.uid = uid,
+				.gid = gid,
+				.what = prefix,
+				.e = e ? e : &local };
+
+	return subtree_copy(&c, img, prefix, dest_fd);
 }

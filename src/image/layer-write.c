@@ -61,6 +61,8 @@ struct layer_walk {
 
 static uint32_t id_shift(const struct image_layer_options *o, uint32_t id)
 {
+	if (o->owners_zero)
+		return 0;
 	return id >= o->id_base && id - o->id_base < LAYER_ID_RANGE ? id - o->id_base :
 								      LAYER_ID_OVERFLOW;
 }
