@@ -115,6 +115,22 @@ int image_import_layout(struct image_store *s, const char *path, const char *nam
 int image_import_layout_fd(struct image_store *s, int fd, const char *path, const char *name,
 			   struct image **ret, struct station_error *e);
 
+/* Writes the image ref names as an OCI image layout tar to out_fd (written from its current
+ * offset; a pipe or socket will do): oci-layout, index.json naming the image's manifest (with
+ * an org.opencontainers.image.ref.name annotation when the image has a name), and
+ * blobs/sha256/<hex> for the manifest, its config and every layer blob, as the store holds
+ * them; image_import_layout_fd() of the tar gives the same image (the same digest). An image
+ * imported through an image index exports as its manifest only. The same image gives the same
+ * bytes. Takes no lock: the blobs are opened before the first byte is written, so a removal
+ * meanwhile fails the export or leaves it whole. Every blob is verified against its digest:
+ * the manifest and config before anything is written, each layer as it streams; -EBADMSG
+ * naming the blob when one does not match (then nothing more is written, not even the tar's
+ * end). -ENOENT when the image, or one of its blobs, is not in the store; a write error on
+ * out_fd is its -errno (-EPIPE: the reader went away). Blocks for the whole stream: off the
+ * event loop. */
+int image_export_layout(struct image_store *s, const char *ref, int out_fd,
+			struct station_error *e);
+
 struct image_pull_options {
 	const char *registry; /* "host[:port]"; NULL: the host part of the reference's name */
 	bool plain_http;      /* http:// instead of https:// (test registries on loopback) */
