@@ -272,6 +272,30 @@ struct pause_ctx {
 	char err[1024];
 };
 
+/* 0 when the workspace runs --count sleeps, counted by ps (the image has no pgrep), and the
+ * freezer group alone (when made) holds as many; -EIO when not. */
+static int sleepers_all_there(struct pause_ctx *x)
+{
+	char cmd[128], path[300], line[64];
+	snprintf(cmd, sizeof cmd, "[ \"$(ps -o comm | grep -cx sleep)\" -ge %d ]", x->o->count);
+	int r = exec_sh(x->c, x->ws, cmd, 10000, x->err, sizeof x->err);
+	if (r < 0 || !x->bare.dir[0])
+		return r;
+	snprintf(path, sizeof path, "%s/cgroup.procs", x->bare.dir);
+	FILE *f = fopen(path, "re");
+	int n = 0;
+	while (f && fgets(line, sizeof line, f))
+		n++;
+	if (f)
+		fclose(f);
+	if (n != x->o->count) {
+		snprintf(x->err, sizeof x->err, "%s holds %d processes, not %d", path, n,
+			 x->o->count);
+		return -EIO;
+	}
+	return 0;
+}
+
 static int pause_setup(struct pause_ctx *x)
 {
 	const struct bench_opts *o = x->o;
@@ -301,11 +325,9 @@ static int pause_setup(struct pause_ctx *x)
 		return r;
 	}
 	json_decref(run);
-	/* Every sleeper started: counted inside the workspace by ps (the image has no pgrep). */
-	snprintf(cmd, sizeof cmd, "[ \"$(ps -o comm | grep -cx sleep)\" -ge %d ]", o->count);
+	/* Every sleeper started: counted inside the workspace (bounded). */
 	double deadline = bench_now_ms() + 60000;
-	while ((r = exec_sh(x->c, x->ws, cmd, 10000, x->err, sizeof x->err)) == -EIO &&
-	       bench_now_ms() < deadline)
+	while ((r = sleepers_all_there(x)) == -EIO && bench_now_ms() < deadline)
 		nanosleep(&(struct timespec){ 0, 50000000 }, NULL);
 	if (r < 0) {
 		snprintf(x->err, sizeof x->err, "%d sleeps did not all start in %s within 60 s",
@@ -366,6 +388,10 @@ int cmd_pause(const struct bench_opts *o)
 		if (i >= 0)
 			p[i] = t[0], q[i] = t[1], bp[i] = t[2], bq[i] = t[3];
 	}
+	/* Still all there at the end: each sample froze and thawed the same processes. */
+	if (r >= 0 && (r = sleepers_all_there(&x)) < 0)
+		snprintf(x.err + strlen(x.err), sizeof x.err - strlen(x.err),
+			 " (after the cycles)");
 	if (r < 0 && x.c && x.ws) /* not left paused for the teardown */
 		(void)station_workspace_resume(x.c, x.ws, NULL);
 	bool bare = x.bare.dir[0] != '\0';
