@@ -161,7 +161,8 @@ t_paused() {
 	assert_eq before-pause "$OUT" "a create from it has the file"
 }
 
-run_test "setup: a host workspace's snapshot of its HOME, the source runs after" t_setup || exit 1
+run_test "setup: a host workspace's snapshot of its HOME, the source runs after" t_setup
+[[ -n $S1 ]] || exit 1
 run_test "fork 3: every fork has the files as the host user's, a write in one is in no other" t_fork_three
 run_test "create from a host snapshot: host only, no image beside it" t_create_from_snapshot
 run_test "a HOME with links to the host and a FIFO: the host untouched" t_hostile_home

@@ -3,14 +3,15 @@
 # Snapshots and fork (docs/api.md "Snapshots and fork") against a real controller and container
 # workspaces of the busybox image: files written in HOME and under /etc before a snapshot are in
 # every fork of `fork 3`, a write in one fork is in no other and not in the source; a create
-# from the snapshot has them; a HOME holding a symlink to a host directory, a symlink to a host
-# file and a FIFO is snapshotted and forked without the host changing (contents, listing and
-# mtimes the same; the fork's links are links, the FIFO is left out, no hang) beside a plain
-# file that is carried (the control); another tenant's snapshot id is 404 on GET, DELETE and
-# create from it while its own tenant's token gets it; --max-snapshot-bytes refuses a snapshot
-# past it with 413 naming the file (the others, under it, are the control) and leaves the
-# workspace running; the snapshot's image is listed and DELETE of it is 409 naming the
-# snapshot; DELETE of a snapshot a workspace runs on is 409, then 204, then GET is 404.
+# from the snapshot has them (a host create from it is 400 naming the adapter); a HOME holding
+# a symlink to a host directory, a symlink to a host file and a FIFO is snapshotted and forked
+# without the host changing (contents, listing and mtimes the same; the fork's links are links,
+# the FIFO is left out, no hang) beside a plain file that is carried (the control); another
+# tenant's snapshot id is 404 on GET, DELETE and create from it while its own tenant's token
+# gets it; --max-snapshot-bytes refuses a snapshot past it with 413 naming the file (the
+# others, under it, are the control) and leaves the workspace running; the snapshot's image is
+# listed and DELETE of it is 409 naming the snapshot; DELETE of a snapshot a workspace runs on
+# is 409, then 204, then GET is 404. Host workspaces' snapshots: test-snapshot-host.sh.
 . "$(dirname "$0")/container-lib.sh"
 
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -122,6 +123,10 @@ t_create_from_snapshot() {
 	api -q POST /v1/workspaces "$(cws_body "{\"snapshot\":\"$S1\"}")"
 	assert_eq 400 "$STATUS" "another image beside the snapshot: $(_short "$BODY")" || return 1
 	assert_eq image "$(j .error.field)" "names the image" || return 1
+	api -q POST /v1/workspaces "{\"adapter\":\"host\",\"snapshot\":\"$S1\"}"
+	assert_eq 400 "$STATUS" "a host create from a container snapshot: $(_short "$BODY")" || return 1
+	assert_eq adapter "$(j .error.field)" "names the adapter" || return 1
+	assert_contains "is of a container workspace" "$(j .error.message)" "says which" || return 1
 	api -q POST /v1/workspaces '{"snapshot":"s-nonesuch"}'
 	assert_eq 404 "$STATUS" "a missing snapshot: $(_short "$BODY")"
 }

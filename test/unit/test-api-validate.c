@@ -264,6 +264,18 @@ Test(workspace, container_fields_on_host)
 	}
 }
 
+/* a host workspace starts from a host workspace's snapshot: the manager says which it is */
+Test(workspace, snapshot_on_host)
+{
+	struct workspace_spec w;
+	json_t *v;
+
+	ws_ok("{\"adapter\":\"host\",\"snapshot\":\"s-abc\"}", &w, &v);
+	cr_assert_str_eq(w.adapter, "host");
+	cr_assert_str_eq(w.snapshot, "s-abc");
+	json_decref(v);
+}
+
 /* The message of a refused workspace body must contain part. */
 static void ws_bad_says(const char *text, int err, const char *field, const char *part)
 {
