@@ -3,7 +3,7 @@
  * back out; hostile trees (symlinks to host directories, FIFOs, devices, hard links, setuid
  * files, huge sparse files, a directory swapped for a symlink) stored safely or refused, each
  * beside a positive control; overlay whiteouts and opaque directories converted; identical
- * trees giving one layer. */
+ * trees giving one layer; a host workspace's HOME as an image of one layer, no base. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -317,6 +317,68 @@ Test(layer, owners_shifted)
 	cr_assert_eq(tar_find("host-root")->gid, 65534);
 	cr_assert_eq(tar_find("past-range")->uid, 65534);
 	cr_assert_eq(tar_find("past-range")->gid, 65535);
+}
+
+/* A host workspace's HOME: owners stored as 0, an image of that one layer (no base), copied
+ * back out as one user's. */
+Test(layer, host_home_without_base)
+{
+	struct station_error e = {};
+	struct image_layer_stats st;
+	struct image *img = NULL, *found = NULL;
+	char copy[PATH_MAX], p[PATH_MAX];
+	int tfd, out, dfd, fd;
+
+	mkfile("a.txt", "hello\n", 0640, 1000, 1001);
+	mkdir_in("sub", 0750, 0);
+	mkfile("sub/b", "bee\n", 0755, ID_BASE + 3, 0);
+	mklink("link", "/etc");
+	tfd = open(tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	out = open(tarpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	cr_assert_geq(tfd, 0);
+	cr_assert_geq(out, 0);
+	const struct image_layer_source src = { .dir_fd = tfd, .prefix = "home" };
+	const struct image_layer_options o = { .id_base = ID_BASE, .owners_zero = true };
+	cr_assert_eq(image_layer_write(&src, 1, &o, out, &st, &e), 0, "%s", e.message);
+	close(tfd);
+	close(out);
+	tar_load(tarpath);
+	cr_assert_eq(n_items, 5);
+	for (size_t i = 0; i < n_items; i++)
+		cr_assert(items[i].uid == 0 && items[i].gid == 0, "%s: %u:%u", items[i].path,
+			  items[i].uid, items[i].gid);
+	cr_assert_str_eq(tar_find("home/link")->link, "/etc");
+
+	fd = open(tarpath, O_RDONLY | O_CLOEXEC);
+	cr_assert_eq(image_commit_layer(store, NULL, fd, "host-snap", &img, &e), 0, "%s",
+		     e.message);
+	close(fd);
+	cr_assert_eq(img->n_layers, 1, "one layer, no base's");
+	cr_assert_str_eq(img->name, "host-snap");
+	cr_assert_str_eq(img->config.os, "linux");
+	cr_assert_null(img->config.cmd);
+	cr_assert_eq(image_lookup(store, img->digest, &found, &e), 0, "%s", e.message);
+	cr_assert_eq(found->n_layers, 1);
+	image_free(found);
+
+	snprintf(copy, sizeof copy, "%s/copy", dir);
+	cr_assert_eq(mkdir(copy, 0700), 0);
+	dfd = open(copy, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_eq(image_layer_copy_subtree_owned(img, "home", dfd, 1234, 5678, &e), 0, "%s",
+		     e.message);
+	close(dfd);
+	assert_stat(copy, 0755, 1234, 5678);
+	snprintf(p, sizeof p, "%s/a.txt", copy);
+	assert_file(p, "hello\n");
+	assert_stat(p, 0640, 1234, 5678);
+	snprintf(p, sizeof p, "%s/sub", copy);
+	assert_stat(p, 0750, 1234, 5678);
+	snprintf(p, sizeof p, "%s/sub/b", copy);
+	assert_stat(p, 0755, 1234, 5678);
+	snprintf(p, sizeof p, "%s/link", copy);
+	assert_stat(p, 0777, 1234, 5678);
+	assert_stat("/etc", 0755, 0, 0); /* the link's target: not chowned through it */
+	image_free(img);
 }
 
 /* hostile trees */
