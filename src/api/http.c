@@ -84,6 +84,7 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_IMAGE_CREATE] = { api_image_create, true, query_none },
 	[EP_IMAGE_GET] = { api_image_get, false, query_none },
 	[EP_IMAGE_DELETE] = { api_image_delete, false, query_none },
+	[EP_IMAGE_EXPORT] = { api_image_export, false, query_none },
 	[EP_SERVICE_LIST] = { api_service_list, false, query_none },
 	[EP_SERVICE_CREATE] = { api_service_create, true, query_none },
 	[EP_SERVICE_GET] = { api_service_get, false, query_none },
@@ -141,8 +142,11 @@ struct http_server {
 	struct MHD_Daemon *daemon;
 	struct http_connections own_conns; /* when the config shares none */
 	struct http_connections *conns;
-	struct http_gate *gate;	    /* the listening socket */
-	struct event_source *io;    /* MHD's epoll fd */
+	struct http_gate *gate;	 /* the listening socket */
+	struct event_source *io; /* MHD's epoll fd */
+	/* A response ended in error (a stream cut short): MHD closes its socket only in its next
+	 * run, which must not wait for the next timeout. */
+	bool run_again;
 	struct event_source *timer; /* MHD_get_timeout(), or "now" after a resume */
 	struct http_request *requests;
 	struct http_websocket *websockets;
@@ -1457,6 +1461,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
 	struct http_request *req = *con_cls;
 
+	if (toe == MHD_REQUEST_TERMINATED_WITH_ERROR)
+		((struct http_server *)cls)->run_again = true;
 	if (!req)
 		return;
 	*con_cls = NULL;
@@ -1477,6 +1483,7 @@ static void server_run(struct http_server *s)
 	uint64_t when = UINT64_MAX;
 	bool timed = false;
 
+	s->run_again = false;
 	for (int i = 0; i < SERVER_RUNS_AT_ONCE && ms == 0; i++) {
 		(void)MHD_run(s->daemon);
 		timed = MHD_get_timeout(s->daemon, &ms) == MHD_YES;
@@ -1485,6 +1492,8 @@ static void server_run(struct http_server *s)
 	}
 	if (timed)
 		when = now_usec() + (uint64_t)MIN(ms, 3600000ULL) * 1000;
+	if (s->run_again)
+		when = 0;
 	(void)event_source_set_time(s->timer, when);
 }
 

@@ -236,6 +236,7 @@ int api_image_list(struct http_request *req);	     /* api-images.c */
 int api_image_create(struct http_request *req);
 int api_image_get(struct http_request *req);
 int api_image_delete(struct http_request *req);
+int api_image_export(struct http_request *req); /* the tar streamed */
 int api_service_list(struct http_request *req); /* api-services.c */
 int api_service_create(struct http_request *req);
 int api_service_get(struct http_request *req);

@@ -80,6 +80,7 @@ enum endpoint {
 	EP_SNAPSHOT_GET,
 	EP_SNAPSHOT_DELETE,
 	EP_WORKSPACE_FORK,
+	EP_IMAGE_EXPORT, /* api-images.c */
 	_EP_MAX,
 };
 

@@ -890,6 +890,133 @@ void manager_image_removal_forget(struct image_removal *x)
 		x->done = NULL;
 }
 
+/* ---- export: a worker thread writes the tar into a pipe the HTTP layer reads -------------
+ *
+ * The loop looks the image up and checks the tenant's right to it (as GET does); the thread
+ * runs image_export_layout() into the pipe's write end, blocking while the client reads
+ * slowly, and ends when the client goes away (the read end closed: EPIPE). Exports have a pool
+ * of their own: a slow client holds its thread for as long as it reads, which must not hold
+ * up stops, deletes or removals. */
+
+struct image_export {
+	struct manager *m;
+	struct image_store *images;
+	char ref[IMAGE_NAME_MAX + IMAGE_DIGEST_MAX + 2];
+	char tenant[MANAGER_TENANT_MAX + 1]; /* who asked: "" the operator */
+	int fd;				     /* the pipe's write end, the thread's */
+	image_export_done_fn done;
+	void *userdata;
+	int r;
+	struct station_error e;
+};
+
+static void export_run(void *userdata)
+{
+	struct image_export *x = userdata;
+
+	x->r = image_export_layout(x->images, x->ref, x->fd, &x->e);
+	close(x->fd); /* the reader sees the end */
+	x->fd = -1;
+}
+
+static void export_done(void *userdata, bool cancelled)
+{
+	struct image_export *x = userdata;
+
+	x->m->n_image_exports--;
+	if (x->fd >= 0) /* cancelled before it ran */
+		close(x->fd);
+	if (cancelled)
+		station_error_set(&x->e, x->r = -ECANCELED, NULL,
+				  "image %s: the controller stopped before the export ended",
+				  x->ref);
+	if (x->r == -EPIPE)
+		log_info("image export stopped: its client went away", "image", x->ref, "tenant",
+			 x->tenant, NULL);
+	else if (x->r < 0)
+		log_warn("image export failed", "image", x->ref, "tenant", x->tenant, "error",
+			 x->e.message, NULL);
+	else
+		log_info("image exported", "image", x->ref, "tenant", x->tenant, NULL);
+	if (x->done)
+		x->done(x->userdata, x->r, &x->e);
+	free(x);
+}
+
+/* The image is there and the viewer sees it, else the same 404 as GET /v1/images/{ref}. */
+static int export_check(struct manager *m, const char *ref, struct station_error *e)
+{
+	struct image *img = NULL;
+	struct image_ref parsed;
+	int r = images_available(m, e);
+
+	if (r >= 0)
+		r = image_ref_parse(ref, &parsed, e);
+	if (r >= 0 && !manager_image_visible(m, ref))
+		r = image_error_not_in_store(ref, e);
+	if (r >= 0)
+		r = image_lookup(m->actx.images, ref, &img, e);
+	image_free(img);
+	if (r >= 0 && m->n_image_exports >= MANAGER_MAX_IMAGE_EXPORTS)
+		r = station_error_set(e, -EAGAIN, NULL,
+				      "%zu image exports are under way, the most this worker runs "
+				      "at once; try again when one has finished",
+				      m->n_image_exports);
+	if (r >= 0 && !m->work)
+		r = station_error_set(e, -ECANCELED, NULL, "the controller is stopping");
+	if (r >= 0 && !m->export_work)
+		r = event_work_pool_new(m->loop, MANAGER_MAX_IMAGE_EXPORTS, &m->export_work);
+	return r;
+}
+
+int manager_image_export(struct manager *m, const char *ref, image_export_done_fn done,
+			 void *userdata, struct image_export **ret, int *ret_fd,
+			 struct station_error *e)
+{
+	_cleanup_close_ int rfd = -1;
+	struct image_export *x = NULL;
+	int p[2], r = export_check(m, ref, e);
+
+	if (r < 0)
+		return e && e->err ?
+			       r :
+			       station_error_set(e, r, NULL, "cannot export: %s", strerror(-r));
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return station_error_set(e, negative_errno(), NULL, "cannot export: %m");
+	rfd = p[0];
+	(void)fcntl(rfd, F_SETFL, O_NONBLOCK);
+	(void)fcntl(rfd, F_SETPIPE_SZ, 1 << 20); /* fewer wakeups; the default size is fine too */
+	x = calloc(1, sizeof *x);
+	if (!x) {
+		close(p[1]);
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	}
+	*x = (struct image_export){ .m = m,
+				    .images = m->actx.images,
+				    .fd = p[1],
+				    .done = done,
+				    .userdata = userdata };
+	snprintf(x->ref, sizeof x->ref, "%s", ref);
+	snprintf(x->tenant, sizeof x->tenant, "%s", m->viewer ? m->viewer : "");
+	r = event_work_queue(m->export_work, export_run, export_done, x);
+	if (r < 0) {
+		close(x->fd);
+		free(x);
+		return station_error_set(e, r, NULL, "cannot queue the export: %s", strerror(-r));
+	}
+	m->n_image_exports++;
+	if (ret)
+		*ret = x;
+	*ret_fd = TAKE_FD(rfd);
+	return 0;
+}
+
+void manager_image_export_forget(struct image_export *x)
+{
+	if (x)
+		x->done = NULL;
+}
+
 /* ---- at start: finish what a removal or import cut short left (off the loop) ---------------- */
 
 struct store_clean {

@@ -165,6 +165,8 @@ struct manager {
 	struct image_job *image_jobs;	    /* imports and pulls under way (manager-image.c) */
 	size_t n_image_jobs;
 	struct image_removal *image_removals; /* DELETEs of images under way (manager-image.c) */
+	struct event_work_pool *export_work; /* image exports (manager-image.c), made at the first */
+	size_t n_image_exports;		     /* under way */
 	struct net *net;		      /* NULL: networking off (manager-network.c) */
 	uint8_t secret_key[SECRET_KEY_BYTES]; /* cfg.secret_key's copy (manager-secret.c) */
 	bool secret_key_set;

@@ -2035,6 +2035,7 @@ void manager_free(struct manager *m)
 	struct event_work_pool *creates = TAKE_PTR(m->create_work), *work = TAKE_PTR(m->work);
 	event_work_pool_free(creates);
 	event_work_pool_free(work);
+	event_work_pool_free(TAKE_PTR(m->export_work)); /* the HTTP server closed its pipes */
 	event_source_free(m->ready_timer);
 	while (m->ready_waiters)
 		manager_ready_forget(m->ready_waiters);

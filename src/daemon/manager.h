@@ -371,6 +371,22 @@ int manager_image_remove(struct manager *m, const char *ref, image_remove_done_f
 			 void *userdata, struct image_removal **ret, struct station_error *e);
 /* The caller no longer wants the result: done() will not be called; the removal goes on. */
 void manager_image_removal_forget(struct image_removal *x);
+/* Export (GET /v1/images/{ref}/export): the image as an OCI image layout tar
+ * (image_export_layout()), written by a worker thread into a pipe whose read end *ret_fd gets
+ * (O_NONBLOCK, CLOEXEC; the caller reads and closes it: a close ends the export, its writes
+ * failing with EPIPE). Nothing is read or held in memory but a pipe's worth. done() is called
+ * once, from the loop, when the export ended: r < 0 and e when it failed (the bytes read so
+ * far are then not a whole layout); a failure before its first byte leaves the pipe empty. At
+ * once: -ENOENT (404) for an image not in the store or another tenant's, as GET
+ * /v1/images/{ref} says; -EAGAIN (429) past MANAGER_MAX_IMAGE_EXPORTS at once. */
+#define MANAGER_MAX_IMAGE_EXPORTS 8
+struct image_export;
+typedef void (*image_export_done_fn)(void *userdata, int r, const struct station_error *e);
+int manager_image_export(struct manager *m, const char *ref, image_export_done_fn done,
+			 void *userdata, struct image_export **ret, int *ret_fd,
+			 struct station_error *e);
+/* The caller no longer wants the result: done() will not be called. Close the fd too. */
+void manager_image_export_forget(struct image_export *x);
 
 /* Services (manager-service.c): foreground commands the workspace's agent supervises under a
  * restart policy. Service JSON and its attempts: docs/api.md, "Services". Names are unique

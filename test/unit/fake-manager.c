@@ -2,9 +2,11 @@
 #include "fake-manager.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "basic/cleanup.h"
 #include "daemon/manager.h"
@@ -556,6 +558,73 @@ int manager_service_restart(struct manager *m, const char *ws_id, const char *na
 			    struct station_error *e)
 {
 	return no_service(name, e);
+struct image_export {
+	struct event_source *timer;
+	int fd; /* the pipe's write end, non-blocking */
+	uint64_t written, total;
+	int r;
+	image_export_done_fn done;
+	void *userdata;
+};
+
+static int on_export_timer(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct image_export *x = userdata;
+	struct station_error e = {};
+	uint8_t buf[16384];
+
+	while (x->written < x->total) {
+		size_t n = x->total - x->written < sizeof buf ? x->total - x->written : sizeof buf;
+		for (size_t i = 0; i < n; i++)
+			buf[i] = (x->written + i) % 251;
+		ssize_t k = write(x->fd, buf, n);
+		if (k < 0 && errno == EAGAIN)
+			return event_source_set_time(x->timer, now_usec() + 1000);
+		if (k < 0) { /* the reader went away */
+			x->r = -EPIPE;
+			break;
+		}
+		x->written += k;
+	}
+	close(x->fd);
+	if (x->r < 0)
+		station_error_set(&e, x->r, NULL, "image %s: layer blob sha256:0123 damaged",
+				  FAKE_IMAGE_USED);
+	if (x->done)
+		x->done(x->userdata, x->r, &e);
+	event_source_free(x->timer);
+	free(x);
+	return 0;
+}
+
+int manager_image_export(struct manager *m, const char *ref, image_export_done_fn done,
+			 void *userdata, struct image_export **ret, int *ret_fd,
+			 struct station_error *e)
+{
+	struct image_export *x;
+	int p[2];
+
+	if (strcmp(ref, FAKE_IMAGE_USED) != 0 && strcmp(ref, FAKE_IMAGE_FREE) != 0)
+		return image_error_not_in_store(ref, e);
+	x = calloc(1, sizeof *x);
+	if (!x || pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+		free(x);
+		return -ENOMEM;
+	}
+	*x = (struct image_export){ .fd = p[1], .done = done, .userdata = userdata };
+	x->total = strcmp(ref, FAKE_IMAGE_FREE) == 0 ? FAKE_EXPORT_BYTES : FAKE_EXPORT_CUT;
+	x->r = strcmp(ref, FAKE_IMAGE_FREE) == 0 ? 0 : -EBADMSG;
+	*ret = x;
+	*ret_fd = p[0];
+	return event_add_timer(fake_loop, &x->timer, now_usec() + 1000, on_export_timer, x);
+}
+
+void manager_image_export_forget(struct image_export *x)
+{
+	if (x)
+		x->done = NULL;
+}
+
 }
 
 int manager_service_delete(struct manager *m, const char *ws_id, const char *name,

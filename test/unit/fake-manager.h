@@ -22,6 +22,10 @@ struct event_loop;
 #define FAKE_IMAGE_FREE "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 #define FAKE_IMAGE_IMPORTED                                                                        \
 	"sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+/* An export of FAKE_IMAGE_FREE is FAKE_EXPORT_BYTES (bytes i % 251), written as the pipe takes
+ * them; of FAKE_IMAGE_USED, FAKE_EXPORT_CUT of them and then a failure (a damaged layer). */
+#define FAKE_EXPORT_BYTES (3u << 20)
+#define FAKE_EXPORT_CUT (100u << 10)
 
 void fake_manager_setup(struct event_loop *loop);
 size_t fake_manager_waiters(void); /* registered and not yet called or cancelled */

@@ -770,6 +770,67 @@ Test(http, images)
 	cr_assert_str_eq(string_at(j, "name"), "busybox");
 	json_decref(j);
 	reply_done(&r);
+/* GET path by curl: its exit status, and the reply. */
+static int http_exit(const char *path, struct reply *r)
+{
+	char p[128];
+	_cleanup_free_ char *code = NULL;
+	int status = pump_until_exit(spawn_curl("GET", path, NULL));
+
+	snprintf(p, sizeof p, "%s/code", dir);
+	code = slurp(p);
+	r->status = atoi(code);
+	snprintf(p, sizeof p, "%s/headers", dir);
+	r->headers = slurp(p);
+	snprintf(p, sizeof p, "%s/body", dir);
+	r->body = slurp(p);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static size_t body_len(void)
+{
+	char p[128];
+	struct stat st;
+
+	snprintf(p, sizeof p, "%s/body", dir);
+	cr_assert_eq(stat(p, &st), 0);
+	return st.st_size;
+}
+
+Test(http, image_export)
+{
+	_cleanup_free_ char *data = NULL;
+	char p[128];
+	struct reply r = {};
+	size_t n;
+
+	start_default();
+	/* the whole tar, streamed as the pipe fills (3 MiB: more than a pipe holds) */
+	cr_assert_eq(http_exit("/v1/images/" FAKE_IMAGE_FREE "/export", &r), 0);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert(strcasestr(r.headers, "Content-Type: application/x-tar"), "%s", r.headers);
+	cr_assert(strcasestr(r.headers, "Content-Disposition: attachment; "
+					"filename=\"image-bbbbbbbbbbbb.tar\""),
+		  "%s", r.headers);
+	snprintf(p, sizeof p, "%s/body", dir);
+	cr_assert_eq(read_file(p, 64u << 20, &data, &n), 0);
+	cr_assert_eq(n, FAKE_EXPORT_BYTES);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq((uint8_t)data[i], i % 251, "byte %zu", i);
+	reply_done(&r);
+	/* a failure past the first byte: the transfer is cut, never ended as if whole (curl 18) */
+	cr_assert_eq(http_exit("/v1/images/" FAKE_IMAGE_USED "/export", &r), 18);
+	cr_assert_eq(r.status, 200);
+	cr_assert_leq(body_len(), FAKE_EXPORT_CUT);
+	reply_done(&r);
+	/* not in the store: an error answer, as GET /v1/images/{ref} */
+	r = http("GET", "/v1/images/" FAKE_IMAGE_IMPORTED "/export", NULL);
+	assert_error(&r, 404, "not_found", "image");
+	cr_assert(strstr(r.body, "not in store"), "%s", r.body);
+	reply_done(&r);
+	stop_server();
+}
+
 	r = post_json("/v1/images", "{\"path\":\"/missing\"}");
 	assert_error(&r, 404, "not_found", "path");
 	reply_done(&r);
