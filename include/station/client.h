@@ -314,6 +314,15 @@ int station_image_get(struct station_client *c, const char *ref, json_t **ret);
  * image (the message names the workspaces). *ret (optional) is {"digest":…,"removed":true}. */
 int station_image_remove(struct station_client *c, const char *ref, json_t **ret);
 
+/* GET /v1/images/{digest}/export, ref as for station_image_get(): the image as an OCI image
+ * layout tar, written to fd as it arrives (never whole in memory); station_image_import() of
+ * the tar, on this worker or another, gives the same digest. Nothing is written unless the
+ * controller answered 2xx. -ENOENT (404) for an image not in the store (or another tenant's);
+ * -EIO (500) naming the blob when its manifest or config is damaged; -ECONNRESET when the
+ * transfer is cut short after part of it was written (a damaged layer: the controller's log
+ * names it), which must be taken as a failure. *ret_bytes (optional) is the count written. */
+int station_image_export(struct station_client *c, const char *ref, int fd, uint64_t *ret_bytes);
+
 /* ---- Runs -------------------------------------------------------------------------------- */
 
 struct station_exec_options {

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* image import, pull, ls, rm: the container adapter's image store. */
+/* image import, pull, ls, rm, export: the container adapter's image store. */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "output.h"
@@ -16,6 +19,7 @@
 
 struct image_args {
 	const char *name;
+	const char *output; /* export: the file, "-" for stdout */
 	struct station_pull_options pull;
 	bool json;
 };
@@ -25,10 +29,14 @@ struct image_args {
 static int image_parse(struct cli *cli, int argc, char **argv, const struct option *longopts,
 		       int min, int max, struct image_args *a)
 {
+	const char *shortopts = ":h";
 	int opt;
 
+	for (const struct option *o = longopts; o->name; o++)
+		if (o->val == 'o')
+			shortopts = ":ho:"; /* -o FILE where --output is one */
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) >= 0) {
+	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) >= 0) {
 		switch (opt) {
 		case 'n':
 			a->name = optarg;
@@ -41,6 +49,9 @@ static int image_parse(struct cli *cli, int argc, char **argv, const struct opti
 			break;
 		case 'j':
 			a->json = true;
+			break;
+		case 'o':
+			a->output = optarg;
 			break;
 		case 'h':
 			return cli_help(cli);
@@ -285,6 +296,70 @@ static int cmd_image_rm(struct cli *cli, int argc, char **argv)
 	return status;
 }
 
+/* The export into a temporary file beside path, renamed over it once whole: a failed export
+ * leaves nothing behind (never half a tar). */
+static int export_file(struct cli *cli, const char *ref, const char *path)
+{
+	_cleanup_free_ char *tmp = NULL;
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	if (asprintf(&tmp, "%s.XXXXXX", path) < 0) {
+		fprintf(stderr, "station-sandbox: out of memory\n");
+		return EXIT_FAILED;
+	}
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "station-sandbox: cannot write '%s': %s\n", path, strerror(errno));
+		return EXIT_FAILED;
+	}
+	fchmod(fd, 0666 & ~umask(umask(0)));
+	r = station_image_export(cli->client, ref, fd, NULL);
+	if (r < 0) {
+		unlink(tmp);
+		if (r == -ECONNRESET)
+			fprintf(stderr,
+				"station-sandbox: image export %s: the transfer was cut short (a "
+				"damaged layer or the controller stopping: its log says which); "
+				"'%s' not written\n",
+				ref, path);
+		return r == -ECONNRESET ? EXIT_FAILED : cli_fail(cli, r);
+	}
+	if (fsync(fd) < 0 || rename(tmp, path) < 0) {
+		fprintf(stderr, "station-sandbox: cannot write '%s': %s\n", path, strerror(errno));
+		unlink(tmp);
+		return EXIT_FAILED;
+	}
+	return 0;
+}
+
+static int cmd_image_export(struct cli *cli, int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	struct image_args a = {};
+	int r;
+
+	r = image_parse(cli, argc, argv, options, 1, 1, &a);
+	if (r >= 0)
+		return r;
+	if (!a.output)
+		return cli_usage(cli, "missing -o FILE (or -o - for stdout)");
+	if (strcmp(a.output, "-") != 0)
+		return export_file(cli, argv[optind], a.output);
+	r = station_image_export(cli->client, argv[optind], STDOUT_FILENO, NULL);
+	if (r == -ECONNRESET)
+		fprintf(stderr,
+			"station-sandbox: image export %s: the transfer was cut short (a damaged "
+			"layer or the controller stopping: its log says which); what was written "
+			"is not a whole tar\n",
+			argv[optind]);
+	return r == -ECONNRESET ? EXIT_FAILED : r < 0 ? cli_fail(cli, r) : 0;
+}
+
 static const struct cli_command image_import = {
 	.name = "image import",
 	.args = "PATH [--name NAME] [--json]",
@@ -324,11 +399,17 @@ static const struct cli_command image_rm = {
 	.run = cmd_image_rm,
 };
 
+static const struct cli_command image_export = {
+	.name = "image export",
+	.args = "REF -o FILE|-",
+	.summary = "write an image as an OCI image layout tar (for 'image import' elsewhere)",
+	.help = "  REF           sha256:<64 hex> or name@sha256:<64 hex>\n"
+		"  -o, --output  the tar's file (written whole or not at all), or - for stdout\n",
+	.run = cmd_image_export,
+};
+
 static const struct cli_command *const image_commands[] = {
-	&image_import,
-	&image_pull,
-	&image_ls,
-	&image_rm,
+	&image_import, &image_pull, &image_ls, &image_rm, &image_export,
 };
 
 static int cmd_image(struct cli *cli, int argc, char **argv)
@@ -339,12 +420,13 @@ static int cmd_image(struct cli *cli, int argc, char **argv)
 
 const struct cli_command cli_cmd_image = {
 	.name = "image",
-	.args = "import|pull|ls|rm [ARGS]",
-	.summary = "manage container images: import, pull, ls, rm",
+	.args = "import|pull|ls|rm|export [ARGS]",
+	.summary = "manage container images: import, pull, ls, rm, export",
 	.help = "  import PATH [--name NAME]                      import an OCI image layout\n"
 		"  pull REF [--registry HOST:PORT] [--plain-http] pull an image by digest\n"
 		"  ls [--json]                                    list images\n"
 		"  rm REF...                                      remove images\n"
+		"  export REF -o FILE|-                           write an image as a layout tar\n"
 		"'station-sandbox image COMMAND --help' describes a command.\n",
 	.run = cmd_image,
 };

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Image calls: import, pull, list, get, remove. */
+/* Image calls: import, pull, list, get, remove, export. */
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "basic/util.h"
 
 #include "client-internal.h"
 
@@ -101,4 +104,46 @@ int station_image_get(struct station_client *c, const char *ref, json_t **ret)
 int station_image_remove(struct station_client *c, const char *ref, json_t **ret)
 {
 	return image_call(c, "DELETE", ref, ret);
+}
+
+struct export_sink {
+	struct station_client *c;
+	int fd;
+	uint64_t written;
+};
+
+static int export_write(const void *data, size_t n, void *userdata)
+{
+	struct export_sink *x = userdata;
+	int r = write_all(x->fd, data, n);
+
+	if (r < 0)
+		return client_error(x->c, r, "cannot write the export: %s", strerror(-r));
+	x->written += n;
+	return 0;
+}
+
+int station_image_export(struct station_client *c, const char *ref, int fd, uint64_t *ret_bytes)
+{
+	char path[sizeof("/v1/images//export") + DIGEST_LEN];
+	struct export_sink x = { .c = c, .fd = fd };
+	const char *digest = NULL;
+	struct client_io io = {
+		.method = "GET",
+		.path = path,
+		.accept = "Accept: application/x-tar, application/json",
+		.upload_fd = -1,
+		.on_data = export_write,
+		.userdata = &x,
+	};
+	int r = image_digest(c, ref, &digest);
+
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "/v1/images/%s/export", digest);
+	r = client_io(c, &io);
+	free(io.body);
+	if (ret_bytes)
+		*ret_bytes = x.written;
+	return r;
 }
