@@ -180,7 +180,12 @@ export function workerView(root, ctx) {
 		};
 		adapter.addEventListener('change', sync);
 		network.addEventListener('change', sync);
-		snapshot.addEventListener('change', sync);
+		// A snapshot is of one adapter (a host snapshot holds HOME only): the form follows it.
+		snapshot.addEventListener('change', () => {
+			const sn = (snapshots || []).find((x) => x.id === snapshot.value);
+			if (sn && sn.adapter && [...adapter.options].some((o) => o.value === sn.adapter)) adapter.value = sn.adapter;
+			sync();
+		});
 		sync();
 		return h('form.card#create-form', {
 			on: {
