@@ -250,6 +250,26 @@ static int create_args(struct mcp_call *call, struct station_workspace_options *
 			&o->pids_limit) < 0 ||
 	    mcp_arg_env(call, "env", env) < 0)
 		return -1;
+	/* A snapshot is of one adapter (a host one holds HOME only): unless named, it decides. */
+	if (o->snapshot && !json_object_get(call->args, "adapter")) {
+		struct station_client *c = call->s->client;
+		json_t *snap = NULL;
+		if (o->worker && station_client_n_workers(c) > 0)
+			c = station_client_worker(c, o->worker);
+		if (!c)
+			return mcp_fail(call, "no worker '%.64s'", o->worker);
+		if (station_snapshot_get(c, o->snapshot, &snap) < 0) {
+			const char *m = station_client_last_error(c);
+			return mcp_fail(call, "workspace_create failed: %s",
+					m && *m ? m : "no answer from the controller");
+		}
+		const char *a = json_string_value(json_object_get(snap, "adapter"));
+		if (a && strcmp(a, "host") == 0)
+			o->adapter = "host";
+		else if (a && strcmp(a, "container") == 0)
+			o->adapter = "container";
+		json_decref(snap);
+	}
 	if (!adapter_allowed(l, o->adapter))
 		return mcp_fail(call, "adapter '%.32s' is not offered by this server", o->adapter);
 	/* A snapshot brings its image: the operator's default image gives way. */

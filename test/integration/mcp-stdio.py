@@ -574,6 +574,20 @@ def operator_limits(m):
         # Positive control: the operator allowed host.
         r = limited.ok("exec", {"workspaceId": HOST_WS, "command": "echo host"})
         eq("host\n", r["stdout"]["head"], "host allowed by --adapters")
+        # A host snapshot decides the adapter of a create that names none (a host snapshot
+        # holds HOME only); the container-only server refuses it as the host adapter.
+        snap = limited.ok("snapshot_create", {"workspaceId": HOST_WS})
+        try:
+            eq("host", snap.get("adapter"), "a host workspace's snapshot")
+            msg = m.tool_error("workspace_create", {"snapshot": snap["id"]})
+            check("not offered" in msg, "host snapshot on a container-only server: %r" % msg)
+            w = limited.ok("workspace_create", {"snapshot": snap["id"]})
+            try:
+                eq("host", w["adapter"], "a create from a host snapshot naming no adapter")
+            finally:
+                api("DELETE", "/v1/workspaces/" + w["id"])
+        finally:
+            api("DELETE", "/v1/snapshots/" + snap["id"])
     finally:
         limited.close()
 
