@@ -43,6 +43,7 @@ COVERED: dict[tuple[str, str], list[str]] = {
     ("GET", "/v1/images"): ["Images.list", "AsyncImages.list"],
     ("GET", "/v1/images/{}"): ["Images.get", "AsyncImages.get"],
     ("DELETE", "/v1/images/{}"): ["Images.delete", "AsyncImages.delete"],
+    ("GET", "/v1/images/{}/export"): ["Images.export", "AsyncImages.export"],
     ("POST", "/v1/workspaces/{}/services"): ["Services.start", "AsyncServices.start"],
     ("GET", "/v1/workspaces/{}/services"): ["Services.list", "AsyncServices.list"],
     ("GET", "/v1/workspaces/{}/services/{}"): ["Services.get", "AsyncServices.get"],

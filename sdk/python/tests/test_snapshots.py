@@ -147,6 +147,10 @@ def test_async(cws: ss.Workspace) -> None:
             try:
                 assert (await client.snapshots.get(s["id"]))["name"] == "async"
                 assert s["id"] in [x["id"] for x in await client.snapshots.list()]
+                import io
+                buf = io.BytesIO()
+                n = await client.images.export(str(s["image"]), buf)
+                assert n == len(buf.getvalue()) and buf.getvalue()[257:262] == b"ustar"
             finally:
                 await client.snapshots.delete(s["id"])
             forks = await w.fork(1)
@@ -188,3 +192,34 @@ def test_ready_ignores_the_checkpoint_check() -> None:
     with pytest.raises(ss.Unavailable) as e:
         _ready_with([cp, {"name": "runtime", "ok": False, "message": "no runc"}], "container")
     assert "runtime: no runc" in e.value.message and "checkpoint" not in e.value.message
+
+
+def test_a_snapshots_image_exports_as_an_oci_layout(client: Client, cws: ss.Workspace) -> None:
+    """client.images.export() streams the snapshot's image as an OCI image layout tar: its
+    index names the image's manifest, whose blob and every layer are in it; an unknown
+    digest is NotFound (the control: the snapshot's own exports)."""
+    import hashlib
+    import io
+    import json as _json
+    import tarfile
+
+    snap = cws.snapshot(name="py-export")
+    try:
+        buf = io.BytesIO()
+        n = client.images.export(str(snap["image"]), buf)
+        assert n == len(buf.getvalue()) and n > 0
+        with tarfile.open(fileobj=io.BytesIO(buf.getvalue())) as t:
+            names = set(t.getnames())
+            assert {"oci-layout", "index.json"} <= names
+            index = _json.loads(t.extractfile("index.json").read())  # type: ignore[union-attr]
+            manifest_digest = index["manifests"][0]["digest"]
+            assert manifest_digest == str(snap["image"]).split("@")[-1]
+            raw = t.extractfile("blobs/sha256/" + manifest_digest[7:]).read()  # type: ignore[union-attr]
+            assert "sha256:" + hashlib.sha256(raw).hexdigest() == manifest_digest
+            manifest = _json.loads(raw)
+            for layer in manifest["layers"]:
+                assert "blobs/sha256/" + layer["digest"][7:] in names
+        with pytest.raises(ss.NotFound):
+            client.images.export("sha256:" + "0" * 64, io.BytesIO())
+    finally:
+        client.snapshots.delete(str(snap["id"]))

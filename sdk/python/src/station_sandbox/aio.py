@@ -8,7 +8,8 @@ import contextlib
 import json
 import ssl
 import time
-from typing import (Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Optional, Union)
+from typing import (Any, AsyncIterator, Awaitable, BinaryIO, Callable, Iterable, Mapping, Optional,
+                    Union)
 
 from . import _ops
 from ._ops import NO_BODY, Op, Req, T, ws_path
@@ -1041,6 +1042,26 @@ class AsyncImages:
 
     async def delete(self, digest: str) -> dict[str, Any]:
         return await self._t.drive(_ops.simple("DELETE", f"/v1/images/{seg(digest)}"))  # type: ignore[no-any-return]
+
+    async def export(self, digest: str, dest: BinaryIO) -> int:
+        """Streams the image as an OCI image layout tar into ``dest`` (see
+        :meth:`station_sandbox.Images.export`); the bytes written. The timeout holds for each
+        wait for more bytes, not for the whole image."""
+        ans = await self._t.open("GET", f"/v1/images/{seg(digest)}/export",
+                                 headers={"Accept": "application/x-tar"})
+        n = 0
+        try:
+            while True:
+                async with asyncio.timeout(self._t.timeout):
+                    c = await ans.read1()
+                if not c:
+                    return n
+                dest.write(c)
+                n += len(c)
+        except TimeoutError:
+            raise self._t._timeout_error(f"export {digest}", self._t.timeout) from None
+        finally:
+            ans.close()
 
 
 class AsyncSnapshots:

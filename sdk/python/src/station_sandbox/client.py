@@ -594,15 +594,8 @@ class Files:
     def download(self, path: Union[str, bytes], dest: BinaryIO) -> int:
         """Streams the file into ``dest`` (a binary file object); the bytes written."""
         conn, resp = self._t.open("GET", self._p("/files", path), headers={"Accept": "*/*"})
-        n = 0
         try:
-            with self._t.net(f"download {path!r}", self._t.timeout):
-                while True:
-                    c = resp.read1(256 * 1024)
-                    if not c:
-                        break
-                    dest.write(c)
-                    n += len(c)
+            n = _copy_body(self._t, resp, dest, f"download {path!r}")
             length = resp.getheader("Content-Length")
             if length is not None and int(length) != n:
                 raise ConnectionFailed(0, "connection_failed",
@@ -947,6 +940,18 @@ class Workspaces:
         return out
 
 
+def _copy_body(t: Transport, resp: Any, dest: BinaryIO, what: str) -> int:
+    """Streams an answer's body into ``dest``; the bytes written."""
+    n = 0
+    with t.net(what, t.timeout):
+        while True:
+            c = resp.read1(256 * 1024)
+            if not c:
+                return n
+            dest.write(c)
+            n += len(c)
+
+
 class Images:
     """The worker's image store (images are named by digest)."""
 
@@ -973,6 +978,17 @@ class Images:
 
     def delete(self, digest: str) -> dict[str, Any]:
         return self._t.drive(_ops.simple("DELETE", f"/v1/images/{seg(digest)}"))  # type: ignore[no-any-return]
+
+    def export(self, digest: str, dest: BinaryIO) -> int:
+        """Streams the image as an OCI image layout tar into ``dest`` (a binary file object),
+        which ``import_path`` on another worker takes back to the same digest; the bytes
+        written. A transfer the worker cut short (a damaged blob) is ConnectionFailed."""
+        conn, resp = self._t.open("GET", f"/v1/images/{seg(digest)}/export",
+                                  headers={"Accept": "application/x-tar"})
+        try:
+            return _copy_body(self._t, resp, dest, f"export {digest}")
+        finally:
+            conn.close()
 
 
 class Snapshots:
