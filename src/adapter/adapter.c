@@ -38,6 +38,11 @@ const char *adapter_runtime_name(const struct adapter_context *ctx)
 	return ctx->runtime ? ctx->runtime->name : NULL;
 }
 
+const char *adapter_runtime_path(const struct adapter_context *ctx)
+{
+	return ctx->runtime ? ctx->runtime->path : NULL;
+}
+
 int adapter_seccomp_find(const char *const *dirs, const char *name, char **ret_path,
 			 struct station_error *e)
 {

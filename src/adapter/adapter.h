@@ -12,6 +12,7 @@
 #include "basic/error.h"
 /* The worker-wide parts of a workspace's environment that the manager reads the flags of. */
 #include "adapter/ca-bundle.h"
+#include "adapter/checkpoint.h"
 #include "adapter/proxy.h"
 
 struct cgroup;
@@ -111,6 +112,8 @@ void adapter_runtime_close(struct adapter_context *ctx);
 void adapter_runtime_set_timeout(struct adapter_context *ctx, int timeout_ms);
 /* The runtime's name ("runc", ...); NULL when none is open. */
 const char *adapter_runtime_name(const struct adapter_context *ctx);
+/* The runtime binary's absolute path; NULL when none is open. */
+const char *adapter_runtime_path(const struct adapter_context *ctx);
 
 /* Finds the seccomp profile name (a name or an absolute path) in dirs the way a request's
  * profile is found, and checks that it opens: *ret_path is its absolute path. Errors and their

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "adapter/runtime.h"
+#include "adapter/adapter.h"
 #include "basic/log.h"
 #include "event/work.h"
 #include "manager-internal.h"
@@ -58,7 +58,7 @@ void manager_checkpoint_init(struct manager *m)
 	struct checkpoint_job *j = calloc(1, sizeof *j);
 	if (j)
 		j->m = m;
-	if (!j || !(j->runtime = strdup(m->actx.runtime->path)) ||
+	if (!j || !(j->runtime = strdup(adapter_runtime_path(&m->actx))) ||
 	    event_work_queue(m->work, checkpoint_job_run, checkpoint_job_done, j) < 0) {
 		if (j)
 			free(j->runtime);

@@ -4,7 +4,6 @@
 /* State shared by manager.c (workspaces, agents) and manager-run.c (runs, waiters, watches). */
 
 #include "adapter/adapter.h"
-#include "adapter/checkpoint.h"
 #include "manager.h"
 #include "net/net.h"
 #include "proto/agent-proto.h"
@@ -167,7 +166,7 @@ struct manager {
 	struct image_removal *image_removals; /* DELETEs of images under way (manager-image.c) */
 	struct event_work_pool *export_work; /* image exports (manager-image.c), made at the first */
 	size_t n_image_exports;		     /* under way */
-	struct net *net;		      /* NULL: networking off (manager-network.c) */
+	struct net *net;		     /* NULL: networking off (manager-network.c) */
 	uint8_t secret_key[SECRET_KEY_BYTES]; /* cfg.secret_key's copy (manager-secret.c) */
 	bool secret_key_set;
 	struct usage_waiter *usage_waiters; /* manager-usage.c */
