@@ -43,7 +43,7 @@ int agentlink_terminal_dispatch(const struct agentlink_ops *ops, void *userdata,
 int agentlink_usage_dispatch(const struct agentlink_ops *ops, void *userdata,
 			     const struct frame *f);
 int agentlink_paused_dispatch(const struct agentlink_ops *ops, void *userdata,
-				const struct frame *f);
+			      const struct frame *f);
 
 /* Copies the string in val to *dst; -EBADMSG when *dst is set already (a repeated field). */
 int agentlink_str_once(char **dst, const uint8_t *val, size_t len, size_t max_len);

@@ -227,7 +227,9 @@ Test(net_link, bridge_address_is_fixed)
 		 "&& ip link set tvlow master %s up",
 		 bridge));
 	after = run("", mac, bridge);
-	cr_assert_str_eq(after, before, "a new port does not change the bridge's address (%s, was %s)", after, before);
+	cr_assert_str_eq(after, before,
+			 "a new port does not change the bridge's address (%s, was %s)", after,
+			 before);
 	cr_assert_eq(link_delete("tvlow"), 0);
 	gone = run("", mac, bridge);
 	cr_assert_str_eq(gone, before, "nor does a port going");
