@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* The freezer: one group, and the child groups of a root whose own process keeps running
  * (cgroup.h, "the freezer"). The root belongs to the sandbox (container root owns a container
- * workspace's W/c and its cgroup.procs), so what is in it is read afresh on every pass and
- * nothing found there is trusted: a process may move itself into the root, or make a new
- * group and move into it, until the pass that freezes it. A frozen process cannot move or
- * thaw anything, so once a pass finds every group frozen and nobody to move, nothing in the
- * sandbox runs. */
+ * workspace's W/c and its cgroup.procs), so nothing found in it is trusted: a process may move
+ * itself into the root, make a new group and move into it, move back and remove the group,
+ * between any two reads of ours; no order of reads catches a process that keeps moving. So the
+ * root is frozen whole first (the kept process too, for a moment): once the kernel says it is
+ * frozen, nothing in it runs, nothing moves, and what is read then stays true. Every stray in
+ * the root is moved into a frozen hold group, every child group but the kept one is frozen on
+ * its own account, and the root is thawed: only the kept process and the kept group go on. A
+ * frozen process cannot move or thaw anything, and nothing else of the sandbox runs, so nothing
+ * undoes it. */
 
 #include <dirent.h>
 #include <errno.h>
@@ -93,13 +97,14 @@ static int move_strays(const char *dir, pid_t keep_pid, const char *hold, size_t
 	return 0;
 }
 
-/* Asks every child of dir but keep to freeze (or thaw); *ret_busy: how many are not frozen
- * yet, *ret_groups: how many there are. A group removed meanwhile is skipped. */
+/* Asks every child of dir but keep to freeze (or thaw) on its own account, even where it
+ * reads frozen already (a frozen parent freezes it, and the parent is thawed next). A group
+ * removed meanwhile is skipped. *ret_groups: how many there are. */
 static int set_children(const struct cgroup_ops *ops, const char *dir, const char *keep,
-			bool frozen, size_t *ret_busy, size_t *ret_groups)
+			bool frozen, size_t *ret_groups)
 {
 	_cleanup_(closedirp) DIR *d = opendir(dir);
-	size_t busy = 0, groups = 0;
+	size_t groups = 0;
 	struct dirent *de;
 
 	if (!d)
@@ -110,23 +115,13 @@ static int set_children(const struct cgroup_ops *ops, const char *dir, const cha
 			continue;
 		if (snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name) >= (int)sizeof sub)
 			return -ENAMETOOLONG;
-		int st = ops->freeze_state(sub);
-		if (st >= 0 && (st == 1) != frozen) {
-			int k = ops->freeze_set(sub, frozen);
-			if (k >= 0)
-				st = ops->freeze_state(sub);
-			else
-				st = k;
-		}
-		if (st == -ENOENT || st == -ENODEV)
+		int r = ops->freeze_set(sub, frozen);
+		if (r == -ENOENT || r == -ENODEV)
 			continue;
-		if (st < 0)
-			return st;
+		if (r < 0)
+			return r;
 		groups++;
-		if ((st == 1) != frozen)
-			busy++;
 	}
-	*ret_busy = busy;
 	*ret_groups = groups;
 	return 0;
 }
@@ -145,38 +140,29 @@ int cgroup_freeze_below(const struct cgroup *root, const struct cgroup_freeze_sp
 {
 	const struct cgroup_ops *ops = freeze_ops(root);
 	const char *dir = root->n_dirs > 0 ? ops->freezer_dir(root) : NULL;
-	uint64_t deadline = monotonic_ms() + (uint64_t)MAX(spec->timeout_ms, 0);
-	struct cgroup_freeze_stats stats = {};
+	struct cgroup_freeze_stats stats = { .passes = 1 };
 	char hold[PATH_MAX];
-	unsigned delay = 1;
-	int r;
+	int r, k;
 
 	if (!dir)
 		return -EOPNOTSUPP;
 	r = hold_dir(dir, spec, hold);
 	if (r >= 0)
 		r = cg_mkdir(hold);
-	if (r >= 0) /* frozen before anyone enters: a process moved in freezes on arrival */
+	if (r >= 0) /* frozen on its own account before anyone enters */
 		r = ops->freeze_set(hold, true);
-	while (r >= 0) {
-		size_t moved = 0, busy = 0;
-		stats.passes++;
-		r = move_strays(dir, spec->keep_pid, hold, &moved);
-		if (r >= 0)
-			r = set_children(ops, dir, spec->keep, true, &busy, &stats.groups);
-		if (r < 0)
-			break;
-		stats.moved += moved;
-		if (moved == 0 && busy == 0) {
-			if (ret)
-				*ret = stats;
-			return 0;
-		}
-		if (monotonic_ms() >= deadline)
-			return -ETIMEDOUT;
-		if (moved == 0)
-			poll_sleep(&delay);
-	}
+	if (r < 0)
+		return r;
+	r = cgroup_freeze(root, true, spec->timeout_ms);
+	if (r >= 0) /* nothing below the root runs from here until its thaw */
+		r = move_strays(dir, spec->keep_pid, hold, &stats.moved);
+	if (r >= 0)
+		r = set_children(ops, dir, spec->keep, true, &stats.groups);
+	k = cgroup_freeze(root, false, spec->timeout_ms); /* the kept ones go on */
+	if (r >= 0)
+		r = k;
+	if (r >= 0 && ret)
+		*ret = stats;
 	return r;
 }
 
@@ -184,13 +170,15 @@ int cgroup_thaw_below(const struct cgroup *root, const struct cgroup_freeze_spec
 {
 	const struct cgroup_ops *ops = freeze_ops(root);
 	const char *dir = root->n_dirs > 0 ? ops->freezer_dir(root) : NULL;
-	size_t busy = 0, groups = 0;
+	size_t groups = 0;
 	char hold[PATH_MAX];
 	int r;
 
 	if (!dir)
 		return -EOPNOTSUPP;
-	r = set_children(ops, dir, spec->keep, false, &busy, &groups);
+	r = ops->freeze_set(dir, false); /* left frozen by a freeze that never finished */
+	if (r >= 0)
+		r = set_children(ops, dir, spec->keep, false, &groups);
 	if (r >= 0 && hold_dir(dir, spec, hold) >= 0)
 		(void)rmdir(hold); /* busy while it holds someone: it stays, thawed */
 	return r;

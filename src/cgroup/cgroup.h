@@ -121,13 +121,15 @@ int cgroup_freeze(const struct cgroup *cg, bool frozen, int timeout_ms);
 
 /* Freezing what runs below a group whose own process must keep running: a workspace's command
  * root, where the agent lives (container: the agent is in the root itself; host: in a child
- * group). A frozen parent would freeze the agent (both freezers are hierarchical), so every
- * child group but keep is frozen one by one, and every process in the root but keep_pid is
- * first moved into hold (a child the caller's uid makes and owns, frozen before anyone
- * enters). Whoever owns the root's cgroup.procs may move itself into the root or make new
- * groups while this runs, so passes repeat until one finds every group frozen and nobody in
- * the root to move (bounded by timeout_ms: -ETIMEDOUT, everything it froze still frozen: the
- * caller thaws with cgroup_thaw_below()). */
+ * group). Whoever owns the root's cgroup.procs and the groups it makes may move itself between
+ * them, make and remove groups and thaw them while we look, so no order of reads can be
+ * trusted: the root is frozen whole first (keep_pid and keep too, until the kernel says every
+ * member stopped, bounded by timeout_ms), then every process in the root but keep_pid is moved
+ * into hold (a child the caller's uid makes and owns, frozen before anyone enters), every child
+ * group but keep is frozen on its own account, and the root is thawed: keep_pid and keep go
+ * on, nothing else of the root runs, and nothing frozen can undo it. On error (-ETIMEDOUT: a
+ * member did not stop in time) the root is thawed again, its children may be left frozen: the
+ * caller thaws with cgroup_thaw_below(). */
 struct cgroup_freeze_spec {
 	const char *keep; /* a child group left running (the host agent's); NULL: none */
 	pid_t keep_pid;	  /* the one process of the root left running; 0: none */
@@ -135,14 +137,14 @@ struct cgroup_freeze_spec {
 	int timeout_ms;
 };
 struct cgroup_freeze_stats {
-	unsigned passes; /* passes until one found nothing to do */
-	size_t groups;	 /* child groups frozen (the last pass's count) */
-	size_t moved;	 /* processes moved into hold, over all passes */
+	unsigned passes; /* always 1: everything is read while the root is frozen */
+	size_t groups;	 /* child groups frozen */
+	size_t moved;	 /* processes moved into hold */
 };
 int cgroup_freeze_below(const struct cgroup *root, const struct cgroup_freeze_spec *spec,
 			struct cgroup_freeze_stats *ret);
-/* Thaws every child group of root but spec->keep (hold included; an empty hold is removed).
- * What was moved into hold stays there, thawed. */
+/* Thaws root itself and every child group of root but spec->keep (hold included; an empty
+ * hold is removed). What was moved into hold stays there, thawed. */
 int cgroup_thaw_below(const struct cgroup *root, const struct cgroup_freeze_spec *spec);
 
 /* "v1:/dir/a:/dir/b" or "v2:/dir": for argv and the store. */

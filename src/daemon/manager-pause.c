@@ -6,10 +6,11 @@
  * keeps answering: status, file reads, usage. Where the agent lives decides what is frozen:
  * a container's agent is PID 1 in W/c, the group delegated to container root, and makes its
  * command groups below it; a host agent is in W/agent and its command groups are W's other
- * children. Neither freezer can freeze a parent and spare a child, so each command group is
- * frozen alone, and anything in W/c beside the agent (container root owns W/c's cgroup.procs:
- * a sandbox process can move itself there) is moved into a frozen group the controller owns
- * first (cgroup_freeze_below()).
+ * children. Neither freezer can keep a parent frozen and spare a child, so the root is frozen
+ * whole for a moment (the agent too), anything in W/c beside the agent (container root owns
+ * W/c's cgroup.procs: a sandbox process can move itself there) is moved into a frozen group
+ * the controller owns, each command group is frozen on its own account, and the root is
+ * thawed: only the agent goes on (cgroup_freeze_below()).
  *
  * Order matters. PAUSE goes to the agent first, and the freeze waits for its PAUSED: the agent
  * acts on requests in order, so every command asked for before the pause has been forked into

@@ -77,8 +77,8 @@ Test(domain_state, unknown_is_refused)
 /* The strings of docs/api.md, which the database's text columns hold too. */
 Test(domain_state, api_strings)
 {
-	static const char *const workspace[] = { "creating", "ready", "stopped", "failed",
-						 "deleting" };
+	static const char *const workspace[] = { "creating", "ready",	 "stopped",
+						 "failed",   "deleting", "paused" };
 	static const char *const terminal[] = { "starting", "running", "exited",
 						"closed",   "failed",  "lost" };
 	static const char *const run[] = { "running",	"exited",	   "killed", "timed_out",
@@ -103,7 +103,7 @@ Test(domain_state, api_strings)
 		cr_assert_str_eq(attempt_end_to_string(i), end[i]);
 	cr_assert_str_eq(run_stream_to_string(RUN_STREAM_STDOUT), "stdout");
 	cr_assert_str_eq(run_stream_to_string(RUN_STREAM_STDERR), "stderr");
-	cr_assert_eq(_WORKSPACE_STATE_MAX, 5);
+	cr_assert_eq(_WORKSPACE_STATE_MAX, 6);
 	cr_assert_eq(_TERMINAL_STATE_MAX, 6);
 }
 

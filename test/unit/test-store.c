@@ -551,13 +551,29 @@ Test(store, run_list_newest_first_without_output)
 	free(rows);
 }
 
+/* "paused" and when it began are kept, so that a paused workspace is paused after a restart. */
+Test(store, workspace_paused_and_paused_at_kept)
+{
+	struct workspace_row w = ws("w1-a", 10), got = {};
+
+	cr_assert_eq(store_workspace_insert(store, &w), 0);
+	w.state = WORKSPACE_PAUSED;
+	w.paused_at = 1234567;
+	cr_assert_eq(store_workspace_update(store, &w), 0);
+	cr_assert_eq(sql_int("SELECT count(*) FROM workspaces WHERE state = 'paused'"), 1);
+	cr_assert_eq(store_workspace_get(store, "w1-a", &got), 0);
+	cr_assert_eq(got.state, WORKSPACE_PAUSED);
+	cr_assert_eq(got.paused_at, 1234567);
+	workspace_row_free(&got);
+}
+
 Test(store, workspace_unknown_state_is_eio)
 {
 	struct workspace_row got = { .agent_pid = 77 }, *rows = NULL;
 	size_t n = 99;
 
 	insert_ws("w1-a", 1);
-	sql_exec("UPDATE workspaces SET state = 'paused'");
+	sql_exec("UPDATE workspaces SET state = 'hibernating'");
 	cr_assert_eq(store_workspace_get(store, "w1-a", &got), -EIO);
 	cr_assert_eq(got.agent_pid, 77, "ret touched on failure");
 	cr_assert_eq(store_workspace_list(store, &rows, &n), -EIO);
