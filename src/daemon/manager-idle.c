@@ -64,8 +64,8 @@ static void idle_check(struct workspace *ws, uint64_t now)
 	}
 	if (!timeout || now < ws->last_activity || now - ws->last_activity < timeout * 1000)
 		return;
-	if (workspace_op_pending(ws))
-		return; /* a pause or restart under way */
+	if (workspace_op_pending(ws) || ws->snapshots_running)
+		return; /* a pause, restart or snapshot under way */
 	char reason[192], ms[24];
 	snprintf(ms, sizeof ms, "%llu", (unsigned long long)timeout);
 	snprintf(reason, sizeof reason,

@@ -283,6 +283,11 @@ int workspace_wake_for(struct workspace *ws, const char *what, struct station_er
 					 "workspace \"%s\" is paused and busy with another "
 					 "operation; try again",
 					 ws->row.id);
+	if (ws->snapshots_running) /* its trees are being read: thawed, they would change */
+		return station_error_set(e, -EBUSY, NULL,
+					 "workspace \"%s\" is paused and being snapshotted: %s "
+					 "waits until the snapshot is made; try again then",
+					 ws->row.id, what);
 	log_info("workspace resumed for a request", "workspace", ws->row.id, "what", what, NULL);
 	return resume_now(ws, e);
 }

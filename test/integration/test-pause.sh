@@ -11,7 +11,9 @@
 
 require_container_controller
 
-COUNTER='i=0; while :; do i=$((i+1)); echo $i > $HOME/count; done'
+# The counter's file is renamed into place, so that a read never sees it half written (a
+# process frozen between a truncation and its write would leave it empty).
+COUNTER='i=0; while :; do i=$((i+1)); echo $i > count.new; mv count.new count; done'
 
 # count WS: the counter's last value, read through the agent (works while paused).
 count() {
@@ -47,7 +49,14 @@ still() {
 start_counter() {
 	api -q POST "/v1/workspaces/$1/services" "$(jq -nc --arg c "$COUNTER" '{name: "counter", command: $c}')"
 	assert_eq 201 "$STATUS" "counter service starts: $(_short "$BODY")" || return 1
-	wait_for -t 10 advances "$1"
+	wait_for -t 10 advances "$1" || _fail "the counter does not count: $(_short "$BODY")"
+}
+
+# ready_again WS: resumes WS if a failed test left it paused, so the next test starts ready.
+ready_again() {
+	api -q GET "/v1/workspaces/$1"
+	[[ $(j .state) == paused ]] && api -q POST "/v1/workspaces/$1/resume"
+	return 0
 }
 
 state_is() {
@@ -74,15 +83,38 @@ t_counter() {
 }
 run_test "a counter stops while paused and goes on after resume" t_counter
 
+# Workspace events since the start, until the first "paused" state; then from there until
+# "ready" again. Each of t_counter's pause and resume is an event and an audit row.
+t_events_audit() {
+	local r seq
+	r=$(python3 "$SRC/test/integration/events-client.py" "$SOCK" \
+		"/v1/events?workspace=$W&types=workspace&since=0" --until "workspace:$W:paused" --timeout 10)
+	assert_eq '"paused"' "$(j '[.events[].state] | last | tojson' "$r")" "the state event paused: $(_short "$r")" || return 1
+	assert_eq true "$(j '[.events[].state] | index("ready") != null' "$r")" "ready came before it: $(_short "$r")" || return 1
+	seq=$(j '.events | last | .seq' "$r")
+	r=$(python3 "$SRC/test/integration/events-client.py" "$SOCK" \
+		"/v1/events?workspace=$W&types=workspace&since=$seq" --until "workspace:$W:ready" --timeout 10)
+	assert_eq '"ready"' "$(j '[.events[].state] | last | tojson' "$r")" "the state event ready after the resume: $(_short "$r")" || return 1
+	api -q GET "/v1/audit?workspace=$W"
+	assert_eq 200 "$STATUS" "audit: $(_short "$BODY")" || return 1
+	assert_eq 2 "$(j '[.entries[] | select(.method == "POST" and (.path | endswith("/pause")) and .status == 200)] | length')" \
+		"audit: the two pauses" || return 1
+	assert_eq 1 "$(j '[.entries[] | select(.method == "POST" and (.path | endswith("/resume")) and .status == 200)] | length')" \
+		"audit: the resume"
+}
+run_test "pause and resume are state events and audit rows" t_events_audit
+
 t_denials() {
 	local wait
 	# positive controls: the same requests on the ready workspace
 	run_cmd "$W" 'echo hi'
 	assert_eq exited "$(j .status)" "a command on the ready workspace runs" || return 1
+	ready_again "$W"
 	api -q PUT "/v1/workspaces/$W/files?path=f1" 'one'
-	assert_eq 200 "$STATUS" "a file write on the ready workspace: $(_short "$BODY")" || return 1
-	api -q POST "/v1/workspaces/$W/terminals" '{}'
-	assert_eq 201 "$STATUS" "a terminal on the ready workspace" || return 1
+	assert_eq 201 "$STATUS" "a file write on the ready workspace: $(_short "$BODY")" || return 1
+	api -q POST "/v1/workspaces/$W/terminals" '{"cols":80,"rows":24}'
+	assert_eq 201 "$STATUS" "a terminal on the ready workspace: $(_short "$BODY")" || return 1
+	api -q DELETE "/v1/workspaces/$W/terminals/$(j .id)"
 	api -q POST "/v1/workspaces/$W/pause"
 	assert_eq paused "$(j .state)" || return 1
 	api -q POST "/v1/workspaces/$W/commands" "$(json_cmd 'echo hi')"
@@ -91,21 +123,26 @@ t_denials() {
 	api -q PUT "/v1/workspaces/$W/files?path=f2" 'two'
 	assert_eq 409 "$STATUS" "a file write on the paused workspace"
 	assert_eq paused "$(j .error.code)" "its code"
-	api -q POST "/v1/workspaces/$W/terminals" '{}'
+	api -q POST "/v1/workspaces/$W/terminals" '{"cols":80,"rows":24}'
 	assert_eq 409 "$STATUS" "a terminal on the paused workspace"
 	assert_eq paused "$(j .error.code)" "its code"
 	api -q POST "/v1/workspaces/$W/services" '{"name":"s2","command":"sleep 100"}'
 	assert_eq 409 "$STATUS" "a service start on the paused workspace"
+	assert_eq paused "$(j .error.code)" "its code"
 	api -q GET "/v1/workspaces/$W/files?path=f1"
 	assert_eq 200 "$STATUS" "a file read on the paused workspace is answered"
 	assert_eq one "$BODY" "what it read"
 	api -q POST "/v1/workspaces/$W/resume"
-	assert_eq ready "$(j .state)"
+	assert_eq ready "$(j .state)" || return 1
+	api -q POST "/v1/workspaces/$W/services" '{"name":"s2","command":"sleep 100"}'
+	assert_eq 201 "$STATUS" "the service starts once resumed (the control): $(_short "$BODY")"
+	api -q DELETE "/v1/workspaces/$W/services/s2"
 }
-run_test "a paused workspace refuses commands, terminals and writes with 409 paused" t_denials
+run_test "a paused workspace refuses commands, terminals, writes and service starts with 409 paused" t_denials
 
 t_timeout() {
 	local t0 t1 ended
+	ready_again "$W"
 	run_start "$W" "$(json_cmd 'sleep 30' '.timeoutMs=2000')" || return 1
 	local run=$RUN
 	api -q POST "/v1/workspaces/$W/pause"
@@ -141,6 +178,48 @@ t_auto_resume() {
 }
 run_test "autoResume: a command resumes a paused workspace" t_auto_resume
 
+# While a snapshot of a paused workspace is being read, a resume and a command that would
+# resume it (autoResume) are 409: thawed, its trees would change under the read. HOME holds
+# 256 MiB of random bytes so that the read lasts while the requests come; the loop says so
+# when the snapshot ended first (then nothing was provoked).
+t_snapshot_busy() {
+	local snap_pid code seen=0 tries=0
+	ready_again "$A"
+	run_cmd "$A" 'head -c 268435456 /dev/urandom > $HOME/big && echo done'
+	assert_eq done "$(j .stdout | tr -d '\n')" "the big file: $(_short "$BODY")" || return 1
+	api -q POST "/v1/workspaces/$A/pause"
+	assert_eq paused "$(j .state)" || return 1
+	curl -sS --max-time 120 --unix-socket "$SOCK" -X POST -H 'Content-Type: application/json' \
+		--data-binary '{"name":"busy"}' -o "$TMP/snap-body" -w '%{http_code}' \
+		"http://station/v1/workspaces/$A/snapshots" >"$TMP/snap-code" 2>&1 &
+	snap_pid=$!
+	while kill -0 "$snap_pid" 2>/dev/null && ((tries < 2000)); do
+		tries=$((tries + 1))
+		api -q POST "/v1/workspaces/$A/resume"
+		if [[ $STATUS == 409 ]]; then
+			seen=1
+			break
+		fi
+		[[ $STATUS == 200 && $(j .state) == ready ]] && _fail "resumed while the snapshot may run: $(_short "$BODY")" && break
+	done
+	if ((seen)); then
+		assert_contains snapshot "$(j .error.message)" "the refusal names the snapshot"
+		api -q POST "/v1/workspaces/$A/commands" "$(json_cmd 'echo hi')"
+		assert_eq 409 "$STATUS" "an autoResume command while the snapshot is read: $(_short "$BODY")"
+		api -q GET "/v1/workspaces/$A"
+		assert_eq paused "$(j .state)" "still paused"
+	fi
+	wait "$snap_pid"
+	code=$(cat "$TMP/snap-code")
+	((seen)) || _fail "the snapshot ended (HTTP $code) before a resume came: nothing provoked" || return 1
+	assert_eq 201 "$code" "the snapshot: $(_short "$(cat "$TMP/snap-body")")" || return 1
+	api -q POST "/v1/workspaces/$A/resume"
+	assert_eq ready "$(j .state)" "resumed once the snapshot is made (the control)" || return 1
+	api -q DELETE "/v1/snapshots/$(jq -r .id "$TMP/snap-body")"
+	run_cmd "$A" 'rm -f $HOME/big'
+}
+run_test "a resume or an autoResume command while a snapshot is read is 409" t_snapshot_busy
+
 t_validation() {
 	api -q POST /v1/workspaces "$(cws_body '{"autoResume":"yes"}')"
 	assert_eq 400 "$STATUS" "autoResume a string"
@@ -162,6 +241,8 @@ t_idle() {
 run_test "idleAction pause pauses an idle workspace" t_idle
 
 t_restart() {
+	ready_again "$W"
+	advances "$W" || _fail "positive control: the counter does not count before" || return 1
 	api -q POST "/v1/workspaces/$W/pause"
 	assert_eq paused "$(j .state)" || return 1
 	still "$W" || _fail "counting before the SIGKILL" || return 1
@@ -175,24 +256,55 @@ t_restart() {
 }
 run_test "a paused workspace stays paused across a controller SIGKILL" t_restart
 
+# The mover: moves itself into the container's own group W/c (beside the agent) in every
+# hierarchy, makes groups of its own there, moves into them and thaws them, and counts; it
+# records where it is (its freezer line) after each round.
+MOVER='cg=/run/station/cgroup; n=0; i=0
+while :; do
+	i=$((i+1)); echo $i > count2.new; mv count2.new count2
+	for d in $cg/*; do echo $$ > $d/cgroup.procs; done 2>/dev/null
+	n=$(( (n + 1) % 4 ))
+	for d in $cg/*; do
+		mkdir -p $d/mine-$n && echo $$ > $d/mine-$n/cgroup.procs
+		[ -f $d/mine-$n/freezer.state ] && echo THAWED > $d/mine-$n/freezer.state
+		[ -f $d/mine-$n/cgroup.freeze ] && echo 0 > $d/mine-$n/cgroup.freeze
+	done 2>/dev/null
+	grep -E "freezer|^0::" /proc/$$/cgroup > where.new; mv where.new where
+done'
+
+count2_moves() {
+	local a b
+	api -q GET "/v1/workspaces/$1/files?path=count2"
+	a=$BODY
+	sleep 0.2
+	api -q GET "/v1/workspaces/$1/files?path=count2"
+	b=$BODY
+	[[ $STATUS == 200 && -n $b && $a != "$b" ]]
+}
+
 t_hostile() {
-	# container root moves a counter of its own into W/c, beside the agent
-	run_start "$W" "$(json_cmd 'sh -c '"'"'echo $$ > /run/station/cgroup/0/cgroup.procs 2>/dev/null; for d in /run/station/cgroup/*; do echo $$ > $d/cgroup.procs; done; i=0; while :; do i=$((i+1)); echo $i > $HOME/count2; done'"'"' &')" 10000 || return 1
-	api -q GET "/v1/workspaces/$W/files?path=count2"
-	local a=$BODY
-	sleep 0.5
-	api -q GET "/v1/workspaces/$W/files?path=count2"
-	assert_ne "$a" "$BODY" "positive control: the mover counts before" || return 1
+	local a where
+	ready_again "$W"
+	api -q POST "/v1/workspaces/$W/services" "$(jq -nc --arg c "$MOVER" '{name: "mover", command: $c}')"
+	assert_eq 201 "$STATUS" "the mover starts: $(_short "$BODY")" || return 1
+	wait_for -t 10 count2_moves "$W" || _fail "positive control: the mover does not count" || return 1
+	api -q GET "/v1/workspaces/$W/files?path=where"
+	where=$BODY
+	note "the mover is in: $where"
+	assert_contains "/mine-" "$where" "positive control: it moved into a group it made" || return 1
 	api -q POST "/v1/workspaces/$W/pause"
-	assert_eq paused "$(j .state)" || return 1
+	assert_eq paused "$(j .state)" "pause: $(_short "$BODY")" || return 1
 	api -q GET "/v1/workspaces/$W/files?path=count2"
 	a=$BODY
 	sleep 1
 	api -q GET "/v1/workspaces/$W/files?path=count2"
-	assert_eq "$a" "$BODY" "the process in the agent's own group counted while paused"
+	assert_eq "$a" "$BODY" "the mover counted while paused" || return 1
 	api -q POST "/v1/workspaces/$W/resume"
+	assert_eq ready "$(j .state)" || return 1
+	wait_for -t 10 count2_moves "$W" || _fail "the mover does not count after resume" || return 1
+	api -q DELETE "/v1/workspaces/$W/services/mover"
 }
-run_test "a process that moved itself beside the agent is frozen too" t_hostile
+run_test "a process that moves itself beside the agent and into groups it makes is frozen too" t_hostile
 
 t_host() {
 	new_ws H '{"adapter":"host"}' || return 1
