@@ -80,6 +80,10 @@ static int find_ws(const char *id, struct station_error *e)
 	return station_error_set(e, -ENOENT, NULL, "no workspace \"%s\"", id);
 }
 
+/* Set by the fake pause, cleared by the fake resume: runs are then refused as the manager's
+ * workspace_wake_for() refuses them. */
+static bool fake_paused;
+
 static struct fake_run *find_run(const char *ws, const char *id, struct station_error *e)
 {
 	if (find_ws(ws, e) < 0)
@@ -233,6 +237,34 @@ int manager_workspace_restart(struct manager *m, const char *id, workspace_op_fn
 	return 1;
 }
 
+/* Pause answers at once, resume through fn, as the manager may do either. */
+int manager_workspace_pause(struct manager *m, const char *id, workspace_op_fn fn, void *userdata,
+			    struct workspace_op **ret_op, json_t **ret, struct station_error *e)
+{
+	int r = find_ws(id, e);
+
+	if (r < 0)
+		return r;
+	fake_paused = true;
+	*ret = json_pack("{s:s, s:s, s:s, s:s}", "id", id, "worker", "w1", "state", "paused",
+			 "pausedAt", "2026-12-01T00:00:00Z");
+	return 0;
+}
+
+int manager_workspace_resume(struct manager *m, const char *id, workspace_op_fn fn, void *userdata,
+			     struct workspace_op **ret_op, json_t **ret, struct station_error *e)
+{
+	json_t *ws = NULL;
+	int r = manager_workspace_get(m, id, &ws, e);
+
+	if (r < 0)
+		return r;
+	fake_paused = false;
+	fn(userdata, 0, ws, NULL);
+	json_decref(ws);
+	return 1;
+}
+
 static void run_finish(struct fake_run *r, const char *status)
 {
 	r->status = status;
@@ -276,6 +308,9 @@ int manager_run_start(struct manager *m, const char *ws_id, const struct run_spe
 
 	if (k < 0)
 		return k;
+	if (fake_paused)
+		return station_error_set(e, STATION_EPAUSED, NULL,
+					 "workspace \"%s\" is paused (resume it first)", ws_id);
 	if (n_runs >= MAX_RUNS)
 		return station_error_set(e, -EAGAIN, NULL, "too many runs");
 	r = &runs[n_runs++];
@@ -523,41 +558,6 @@ void manager_image_removal_forget(struct image_removal *x)
 		x->done = NULL;
 }
 
-/* Services: not faked; every call answers 404 (the HTTP layer's routing is what is tested). */
-static int no_service(const char *name, struct station_error *e)
-{
-	return station_error_set(e, -ENOENT, NULL, "service \"%s\" not found", name);
-}
-
-int manager_service_start(struct manager *m, const char *ws_id, const struct service_spec *spec,
-			  json_t **ret, struct station_error *e)
-{
-	return no_service(spec->name, e);
-}
-
-int manager_service_list(struct manager *m, const char *ws_id, json_t **ret,
-			 struct station_error *e)
-{
-	*ret = json_pack("{s:[]}", "services");
-	return 0;
-}
-
-int manager_service_get(struct manager *m, const char *ws_id, const char *name, json_t **ret,
-			struct station_error *e)
-{
-	return no_service(name, e);
-}
-
-int manager_service_stop(struct manager *m, const char *ws_id, const char *name, json_t **ret,
-			 struct station_error *e)
-{
-	return no_service(name, e);
-}
-
-int manager_service_restart(struct manager *m, const char *ws_id, const char *name, json_t **ret,
-			    struct station_error *e)
-{
-	return no_service(name, e);
 struct image_export {
 	struct event_source *timer;
 	int fd; /* the pipe's write end, non-blocking */
@@ -625,6 +625,41 @@ void manager_image_export_forget(struct image_export *x)
 		x->done = NULL;
 }
 
+/* Services: not faked; every call answers 404 (the HTTP layer's routing is what is tested). */
+static int no_service(const char *name, struct station_error *e)
+{
+	return station_error_set(e, -ENOENT, NULL, "service \"%s\" not found", name);
+}
+
+int manager_service_start(struct manager *m, const char *ws_id, const struct service_spec *spec,
+			  json_t **ret, struct station_error *e)
+{
+	return no_service(spec->name, e);
+}
+
+int manager_service_list(struct manager *m, const char *ws_id, json_t **ret,
+			 struct station_error *e)
+{
+	*ret = json_pack("{s:[]}", "services");
+	return 0;
+}
+
+int manager_service_get(struct manager *m, const char *ws_id, const char *name, json_t **ret,
+			struct station_error *e)
+{
+	return no_service(name, e);
+}
+
+int manager_service_stop(struct manager *m, const char *ws_id, const char *name, json_t **ret,
+			 struct station_error *e)
+{
+	return no_service(name, e);
+}
+
+int manager_service_restart(struct manager *m, const char *ws_id, const char *name, json_t **ret,
+			    struct station_error *e)
+{
+	return no_service(name, e);
 }
 
 int manager_service_delete(struct manager *m, const char *ws_id, const char *name,

@@ -365,6 +365,40 @@ Test(http, read_token_only_reads)
 	stop_server();
 }
 
+/* Pause answers at once, resume once its operation ends; while paused a command is 409 with
+ * the code "paused" (not "conflict"), and after the resume the same command is 201. */
+Test(http, pause_resume_and_the_paused_refusal)
+{
+	struct reply r;
+	json_t *j;
+
+	start_default();
+	r = http("POST", "/v1/workspaces/w1-test/pause", NULL);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	j = body_json(&r);
+	cr_assert_str_eq(string_at(j, "state"), "paused");
+	cr_assert_not_null(string_at(j, "pausedAt"));
+	json_decref(j);
+	reply_done(&r);
+	r = post_json("/v1/workspaces/w1-test/commands", "{\"command\":\"echo\"}");
+	assert_error(&r, 409, "paused", NULL);
+	cr_assert(strstr(r.body, "is paused"), "%s", r.body);
+	reply_done(&r);
+	r = http("POST", "/v1/workspaces/w1-test/resume", NULL);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	j = body_json(&r);
+	cr_assert_str_eq(string_at(j, "state"), "ready");
+	json_decref(j);
+	reply_done(&r);
+	r = post_json("/v1/workspaces/w1-test/commands", "{\"command\":\"echo\"}");
+	cr_assert_eq(r.status, 201, "%d %s", r.status, r.body);
+	reply_done(&r);
+	r = http("POST", "/v1/workspaces/w1-nope/pause", NULL);
+	assert_error(&r, 404, "not_found", NULL);
+	reply_done(&r);
+	stop_server();
+}
+
 Test(http, unix_socket_needs_no_token)
 {
 	struct reply r;
@@ -736,40 +770,6 @@ Test(http, bad_bodies)
 
 /* ---- images ------------------------------------------------------------------------------- */
 
-Test(http, images)
-{
-	struct reply r;
-	json_t *j;
-
-	start_default();
-	r = http("GET", "/v1/images", NULL);
-	cr_assert_eq(r.status, 200, "%s", r.body);
-	j = body_json(&r);
-	cr_assert_eq(json_array_size(json_object_get(j, "images")), 2, "%s", r.body);
-	json_decref(j);
-	reply_done(&r);
-
-	r = http("GET", "/v1/images/" FAKE_IMAGE_FREE, NULL);
-	cr_assert_eq(r.status, 200, "%s", r.body);
-	j = body_json(&r);
-	cr_assert_str_eq(string_at(j, "digest"), FAKE_IMAGE_FREE);
-	json_decref(j);
-	reply_done(&r);
-	r = http("GET", "/v1/images/" FAKE_IMAGE_IMPORTED, NULL);
-	assert_error(&r, 404, "not_found", NULL);
-	cr_assert(strstr(r.body, "image import"), "%s", r.body);
-	reply_done(&r);
-	r = http("GET", "/v1/images/busybox", NULL);
-	assert_error(&r, 404, "not_found", NULL);
-	reply_done(&r);
-
-	r = post_json("/v1/images", "{\"path\":\"/srv/oci\",\"name\":\"busybox\"}");
-	cr_assert_eq(r.status, 201, "%s", r.body);
-	j = body_json(&r);
-	cr_assert_str_eq(string_at(j, "digest"), FAKE_IMAGE_IMPORTED);
-	cr_assert_str_eq(string_at(j, "name"), "busybox");
-	json_decref(j);
-	reply_done(&r);
 /* GET path by curl: its exit status, and the reply. */
 static int http_exit(const char *path, struct reply *r)
 {
@@ -831,6 +831,40 @@ Test(http, image_export)
 	stop_server();
 }
 
+Test(http, images)
+{
+	struct reply r;
+	json_t *j;
+
+	start_default();
+	r = http("GET", "/v1/images", NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	j = body_json(&r);
+	cr_assert_eq(json_array_size(json_object_get(j, "images")), 2, "%s", r.body);
+	json_decref(j);
+	reply_done(&r);
+
+	r = http("GET", "/v1/images/" FAKE_IMAGE_FREE, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	j = body_json(&r);
+	cr_assert_str_eq(string_at(j, "digest"), FAKE_IMAGE_FREE);
+	json_decref(j);
+	reply_done(&r);
+	r = http("GET", "/v1/images/" FAKE_IMAGE_IMPORTED, NULL);
+	assert_error(&r, 404, "not_found", NULL);
+	cr_assert(strstr(r.body, "image import"), "%s", r.body);
+	reply_done(&r);
+	r = http("GET", "/v1/images/busybox", NULL);
+	assert_error(&r, 404, "not_found", NULL);
+	reply_done(&r);
+
+	r = post_json("/v1/images", "{\"path\":\"/srv/oci\",\"name\":\"busybox\"}");
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	j = body_json(&r);
+	cr_assert_str_eq(string_at(j, "digest"), FAKE_IMAGE_IMPORTED);
+	cr_assert_str_eq(string_at(j, "name"), "busybox");
+	json_decref(j);
+	reply_done(&r);
 	r = post_json("/v1/images", "{\"path\":\"/missing\"}");
 	assert_error(&r, 404, "not_found", "path");
 	reply_done(&r);
