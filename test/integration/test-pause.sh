@@ -306,6 +306,33 @@ t_hostile() {
 }
 run_test "a process that moves itself beside the agent and into groups it makes is frozen too" t_hostile
 
+# Latency of pause and resume of a container workspace running 100 sleeping processes, as a
+# client sees it (curl's total time), p50 and max over 30 cycles: a note, not a pass/fail
+# (timings belong in bench/); each answer's state is checked.
+sleepers() {
+	run_cmd "$1" 'n=0; for p in /proc/[0-9]*; do grep -qx sleep $p/comm 2>/dev/null && n=$((n+1)); done; echo $n'
+	[[ $(j .stdout | tr -d '\n') -ge 100 ]]
+}
+
+t_latency() {
+	local i t pauses=() resumes=()
+	new_cws L || return 1
+	api -q POST "/v1/workspaces/$L/services" '{"name":"sleepers","command":"for i in $(seq 100); do sleep 100000 & done; wait"}'
+	assert_eq 201 "$STATUS" "the sleepers start: $(_short "$BODY")" || return 1
+	wait_for -t 20 sleepers "$L" || _fail "100 sleeping processes: $(j .stdout)" || return 1
+	for i in $(seq 30); do
+		t=$(curl -sS --unix-socket "$SOCK" -X POST -o "$TMP/lat" -w '%{time_total}' "http://station/v1/workspaces/$L/pause")
+		assert_eq paused "$(jq -r .state "$TMP/lat")" "pause $i" || return 1
+		pauses+=("$t")
+		t=$(curl -sS --unix-socket "$SOCK" -X POST -o "$TMP/lat" -w '%{time_total}' "http://station/v1/workspaces/$L/resume")
+		assert_eq ready "$(jq -r .state "$TMP/lat")" "resume $i" || return 1
+		resumes+=("$t")
+	done
+	note "pause of 100 processes: $(printf '%s\n' "${pauses[@]}" | sort -n | awk '{a[NR]=$1*1000} END {printf "p50 %.1f ms, max %.1f ms", a[int((NR+1)/2)], a[NR]}')"
+	note "resume of 100 processes: $(printf '%s\n' "${resumes[@]}" | sort -n | awk '{a[NR]=$1*1000} END {printf "p50 %.1f ms, max %.1f ms", a[int((NR+1)/2)], a[NR]}')"
+}
+run_test "pause and resume latency with 100 processes (noted)" t_latency
+
 t_host() {
 	new_ws H '{"adapter":"host"}' || return 1
 	start_counter "$H" || return 1
