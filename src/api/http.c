@@ -417,16 +417,19 @@ static const char *request_name(struct http_request *req)
 
 /* ---- replies ------------------------------------------------------------------------------ */
 
-/* A HEAD gets GET's status and headers, and MHD sends no body for it. An event stream has no
- * size, which would make it chunked, and MHD 0.9.75 sends the chunked terminator even for a HEAD
- * (five bytes a keep-alive client reads as the next answer): such an answer is sent unchunked,
- * without a Content-Length, and closes the connection. */
+/* A HEAD gets GET's status and headers, and MHD sends no body for it. An event stream and an
+ * image export have no size, which would make them chunked, and MHD 0.9.75 sends the chunked
+ * terminator even for a HEAD (five bytes a keep-alive client reads as the next answer): such an
+ * answer is sent unchunked, without a Content-Length, and closes the connection. */
 static void response_for_head(struct MHD_Response *r)
 {
+	static const char *const unsized[] = { "text/event-stream", "application/x-tar" };
 	const char *type = MHD_get_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
 
-	if (type && strncmp(type, "text/event-stream", strlen("text/event-stream")) == 0)
-		(void)MHD_set_response_options(r, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT, MHD_RO_END);
+	for (size_t i = 0; type && i < ELEMENTSOF(unsized); i++)
+		if (strncmp(type, unsized[i], strlen(unsized[i])) == 0)
+			(void)MHD_set_response_options(r, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT,
+						       MHD_RO_END);
 }
 
 int http_reply_response(struct http_request *req, unsigned status, struct MHD_Response *r)

@@ -59,6 +59,8 @@ def target(path, ids, queries="query"):
         key = name
         if name == "id" and path.startswith("/v1/tokens/"):
             key = "token"
+        elif name == "id" and path.startswith("/v1/snapshots/"):
+            key = "snapshot"
         elif name == "name":
             key = "service" if "/services/" in path else "secret"
         return ids[key]

@@ -58,7 +58,7 @@ mktoken() {
 }
 
 t_walk() {
-	local ws run done_run term digest tok secret ids out
+	local ws run done_run term digest tok secret ids out snap
 	new_ws ws || return 1
 	run_start "$ws" "$(json_cmd 'echo hi; exec sleep 600' '.timeoutMs = 600000')" || return 1
 	run=$RUN
@@ -75,6 +75,10 @@ t_walk() {
 	STATUS=$(curl -sS --max-time 30 --unix-socket "$SOCK" -X PUT --data-binary "@$TMP/hello" \
 		-o /dev/null -w '%{http_code}' "http://station/v1/workspaces/$ws/files?path=hello.txt")
 	assert_eq 201 "$STATUS" "file written" || return 1
+	# A snapshot: GET /v1/snapshots/{id}, and its image for /v1/images/{digest}[/export].
+	api -q POST "/v1/workspaces/$ws/snapshots" '{"name":"walk"}'
+	assert_status 201 "snapshot" || return 1
+	snap=$(j .id)
 	api -q GET /v1/images
 	digest=$(j '.images[0].digest // empty')
 	[[ -n $digest ]] || digest=sha256:$(printf '%064d' 0)
@@ -82,8 +86,8 @@ t_walk() {
 	api -q GET /v1/openapi.json
 	printf '%s' "$BODY" >"$TMP/openapi.json"
 	ids=$(jq -nc --arg ws "$ws" --arg run "$run" --arg term "$term" --arg digest "$digest" \
-		--arg tok "$tok" '
-		{ id: $ws, run: $run, service: "web", secret: "gh", terminal: $term,
+		--arg tok "$tok" --arg snap "$snap" '
+		{ id: $ws, run: $run, service: "web", secret: "gh", terminal: $term, snapshot: $snap,
 		  digest: $digest, token: $tok, worker: "w2", path: "workspaces",
 		  query: { "/v1/workspaces/{id}/files": "path=hello.txt",
 			   "/v1/workspaces/{id}/files/stat": "path=hello.txt",
