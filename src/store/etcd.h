@@ -26,6 +26,10 @@
 #define ETCD_CONNECT_MS 2000
 #define ETCD_CALL_MS 5000
 #define ETCD_ENDPOINTS_MAX 8
+/* The largest answer of a call, and of one message of a watch (etcd's own limit on a request,
+ * 1.5 MiB by default, is about 2 MiB of base64): -EFBIG beyond. */
+#define ETCD_ANSWER_MAX (64 << 20)
+#define ETCD_WATCH_MESSAGE_MAX (8 << 20)
 
 struct etcd;
 
