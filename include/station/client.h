@@ -19,6 +19,8 @@
  *   -ECONNRESET    the connection broke before a whole response arrived
  *   -EPROTO        the answer was not the API's (not JSON, a broken event stream)
  *   -EINTR         the interrupt check (station_client_set_interrupt()) asked to stop
+ *   -ETIMEDOUT     the controller (or worker) did not answer within the call's deadline
+ *                  (station_client_set_timeout()); the message names it and the time
  *   -ENOMEM        out of memory, or a response larger than the client accepts (256 MiB)
  *   -EINVAL (400, 405, 415), -EACCES (401), -EPERM (403), -ENOENT (404), -EBUSY (409),
  *   -ESTALE (412), -E2BIG (413), -ERANGE (416), -EAGAIN (429), -EIO (500 and anything else),
@@ -117,6 +119,25 @@ long station_client_last_status(const struct station_client *c);
  * call gives up, drops the connection and returns -EINTR. NULL removes the check. */
 void station_client_set_interrupt(struct station_client *c, int (*check)(void *userdata),
 				  void *userdata);
+
+/* Deadlines. Every call gives up with -ETIMEDOUT, naming the controller or worker ("worker w2
+ * (http://host:8080) did not answer within 32 s"), when
+ * - a connection is not made within 10 s (or timeout_ms when shorter);
+ * - an answer does not begin within timeout_ms plus what the call asked the server to hold
+ *   (the waitMs of station_exec_start() and station_run_get(): a long-poll of 60 s with the
+ *   default is given 90 s);
+ * - an answer that began (a body, a download, an upload's acknowledgement, a WebSocket
+ *   upgrade) stays silent for timeout_ms;
+ * - a followed WebSocket stream (station_run_follow() and the other follows, terminals) stays
+ *   silent for timeout_ms plus 30 s: the server pings an idle one every 30 s, so only a server
+ *   that stopped answering is that silent. A server-sent event stream (station_request_stream(),
+ *   station_events_follow(), follows over https://) has no such deadline after its head: the
+ *   server sends nothing on a quiet one.
+ * timeout_ms is STATION_TIMEOUT_MS from the environment when station_client_new() reads it (a
+ * positive integer), else 30000; this sets it for c and, on a client over several workers, for
+ * every worker's handle. 0 restores the default. */
+#define STATION_DEFAULT_TIMEOUT_MS 30000
+void station_client_set_timeout(struct station_client *c, uint64_t timeout_ms);
 
 /* ---- Requests ---------------------------------------------------------------------------- */
 

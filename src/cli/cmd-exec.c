@@ -25,6 +25,9 @@
  * back in the one answer, output included, and needs no second connection; one that runs
  * longer is followed from its first byte, its live output shown at most this late. */
 #define EXEC_FAST_WAIT_MS 20
+/* After SIGINT or SIGTERM: how long the start still under way, then the cancel, may take
+ * before exec gives up on a worker that does not answer and says so (docs/cli.md). */
+#define EXEC_CANCEL_MS 5000
 
 #define EXIT_TIMED_OUT 124
 #define EXIT_LOST 125
@@ -43,15 +46,31 @@ struct exec_args {
 };
 
 static volatile sig_atomic_t interrupted;
+static struct timespec interrupted_at;
 
 static void on_signal(int sig)
 {
+	clock_gettime(CLOCK_MONOTONIC, &interrupted_at); /* async-signal-safe */
 	interrupted = sig;
 }
 
 static int interrupt_check(void *userdata)
 {
 	return interrupted != 0;
+}
+
+/* While the start is under way: a signal lets it finish (the run is then cancelled), for
+ * EXEC_CANCEL_MS at most. */
+static int start_interrupt_check(void *userdata)
+{
+	struct timespec now;
+
+	if (!interrupted)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - interrupted_at.tv_sec) * 1000 +
+		       (now.tv_nsec - interrupted_at.tv_nsec) / 1000000 >=
+	       EXEC_CANCEL_MS;
 }
 
 /* The first SIGINT or SIGTERM asks to cancel; a second one kills as usual (SA_RESETHAND). A
@@ -338,12 +357,14 @@ static int exec_print_whole(const json_t *run, const char *id)
 	return 1;
 }
 
-/* After SIGINT: cancels the run; *ret is the run as it ended (cancelled, or finished first). */
+/* After SIGINT: cancels the run; *ret is the run as it ended (cancelled, or finished first).
+ * A worker that does not answer within EXEC_CANCEL_MS is -ETIMEDOUT naming it. */
 static int exec_cancel(struct station_client *c, const char *ws, const char *run, json_t **ret)
 {
 	int r;
 
 	station_client_set_interrupt(c, NULL, NULL);
+	station_client_set_timeout(c, EXEC_CANCEL_MS);
 	r = station_run_cancel(c, ws, run, ret);
 	if (r == -EBUSY)
 		r = station_run_get(c, ws, run, 0, ret);
@@ -373,6 +394,12 @@ static int exec_finish(struct cli *cli, const struct exec_args *a, const char *r
 	report_missed(&f, true);
 	if (r == -EINTR && interrupted) {
 		r = exec_cancel(c, a->ws, run, ret);
+		if (r < 0) {
+			fprintf(stderr, "station-sandbox: cannot cancel run %s: %s\n", run,
+				station_client_last_error(c));
+			return r == -ETIMEDOUT || r == -ECONNREFUSED ? EXIT_NO_CONTROLLER :
+								       EXIT_FAILED;
+		}
 	} else if (r < 0 && f.write_error < 0) {
 		/* The run goes on: its timeout bounds it, and `status` shows how it ended. */
 		return exec_write_failed(run, f.write_error);
@@ -398,8 +425,17 @@ static int cmd_exec(struct cli *cli, int argc, char **argv)
 	signals_install();
 	a.run.wait_ms = a.json ? EXEC_START_WAIT_MS : EXEC_FAST_WAIT_MS;
 	cli->workspace = a.ws;
+	station_client_set_interrupt(cli->client, start_interrupt_check, NULL);
 	r = station_exec_start(cli->client, a.ws, &a.run, &run);
+	station_client_set_interrupt(cli->client, NULL, NULL);
 	exec_args_done(&a);
+	if (r == -EINTR && interrupted) {
+		fprintf(stderr,
+			"station-sandbox: interrupted: the start of the command had no answer %d s "
+			"after the signal (%s); it may have started: see 'station-sandbox runs %s'\n",
+			EXEC_CANCEL_MS / 1000, station_client_last_error(cli->client), a.ws);
+		return EXIT_NO_CONTROLLER;
+	}
 	if (r < 0)
 		return cli_fail(cli, r);
 	id = json_string_value(json_object_get(run, "id"));

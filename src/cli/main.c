@@ -104,6 +104,11 @@ int cli_fail(const struct cli *cli, int r)
 		fprintf(stderr, PROGRAM ": %s\n", station_client_last_error(cli->client));
 		return EXIT_NO_CONTROLLER;
 	}
+	if (r == -ETIMEDOUT) {
+		/* The message names the controller or worker and the deadline (STATION_TIMEOUT_MS). */
+		fprintf(stderr, PROGRAM ": %s\n", station_client_last_error(cli->client));
+		return EXIT_NO_CONTROLLER;
+	}
 	if (r == -ECONNREFUSED) {
 		fprintf(stderr, PROGRAM ": no controller at %s (" NO_CONTROLLER_HINT ")\n",
 			station_client_endpoint(cli->client));

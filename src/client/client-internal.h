@@ -32,6 +32,7 @@ struct station_client {
 	size_t n_workers;
 	struct station_client *current; /* the worker handle of the last failed call, or NULL */
 	char *worker_name;		/* a worker handle's name: its errors name it */
+	uint64_t timeout_ms; /* the answer deadline (station_client_set_timeout()), > 0 */
 };
 
 /* How long a call that asks every worker (a list, the choice of a worker for a create) waits
@@ -42,6 +43,13 @@ struct station_client {
  * about 22 MiB of base64; this leaves room and still bounds a misbehaving server. */
 #define CLIENT_RESPONSE_MAX (256u * 1024 * 1024)
 #define CLIENT_CONNECT_TIMEOUT_MS 10000L
+/* How long an answer may keep a call waiting beyond what the call asked the server to hold
+ * (waitMs), and the longest silence inside an answer once it began; STATION_TIMEOUT_MS or
+ * station_client_set_timeout() change it. */
+#define CLIENT_TIMEOUT_MS ((uint64_t)STATION_DEFAULT_TIMEOUT_MS)
+/* The server pings a WebSocket after this long without input (ws-conn.h): a followed stream
+ * that stays silent longer than this plus the answer deadline has a server that stopped. */
+#define CLIENT_WS_PING_MS 30000L
 #define CLIENT_BUF_SIZE (64u * 1024)
 
 /* Records a failure that is not an API error and returns err, so callers can
@@ -52,6 +60,14 @@ int client_error(struct station_client *c, int err, const char *fmt, ...)
 /* A controller that did not answer: "no controller at URL: why", or for a worker handle
  * "worker NAME (URL) did not answer: why". Returns err. */
 int client_unreachable(struct station_client *c, int err, const char *why);
+
+/* A call that got no answer within ms (connect, head or body): "worker NAME (URL) did not
+ * answer within N s", or "URL did not answer within N s". Returns -ETIMEDOUT. */
+int client_timed_out(struct station_client *c, uint64_t ms);
+
+/* How long the answer to a request for path may take to begin: the answer deadline plus the
+ * waitMs=N the path asks the server to hold (at most STATION_MAX_WAIT_MS). */
+uint64_t client_answer_ms(const struct station_client *c, const char *path);
 
 /* On a client over several workers, *c becomes the handle of the worker ws names (the prefix
  * of the id); an id whose worker is not in the list is -ENOENT naming it. A client of one

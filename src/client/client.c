@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -32,6 +33,56 @@ int client_error(struct station_client *c, int err, const char *fmt, ...)
 	c->error_code[0] = '\0';
 	c->last_status = 0;
 	return err;
+}
+
+int client_timed_out(struct station_client *c, uint64_t ms)
+{
+	char when[32];
+
+	if (ms % 1000 == 0)
+		snprintf(when, sizeof when, "%llu s", (unsigned long long)(ms / 1000));
+	else
+		snprintf(when, sizeof when, "%g s", (double)ms / 1000);
+	if (c->worker_name)
+		return client_error(c, -ETIMEDOUT, "worker %s (%s) did not answer within %s",
+				    c->worker_name, c->endpoint, when);
+	return client_error(c, -ETIMEDOUT, "%s did not answer within %s", c->endpoint, when);
+}
+
+uint64_t client_answer_ms(const struct station_client *c, const char *path)
+{
+	const char *q = path ? strchr(path, '?') : NULL, *w;
+	uint64_t hold = 0;
+
+	/* The query's waitMs=N: the only parameter by which a call asks the server to hold. */
+	for (w = q; w && (w = strstr(w + 1, "waitMs=")); w++)
+		if (w[-1] == '?' || w[-1] == '&') {
+			hold = strtoull(w + 7, NULL, 10);
+			break;
+		}
+	return (c->timeout_ms ? c->timeout_ms : CLIENT_TIMEOUT_MS) +
+	       MIN(hold, (uint64_t)STATION_MAX_WAIT_MS);
+}
+
+void station_client_set_timeout(struct station_client *c, uint64_t timeout_ms)
+{
+	c->timeout_ms = timeout_ms ? timeout_ms : CLIENT_TIMEOUT_MS;
+	for (size_t i = 0; i < c->n_workers; i++)
+		station_client_set_timeout(c->workers[i], timeout_ms);
+}
+
+/* STATION_TIMEOUT_MS, when it is a positive integer. */
+static uint64_t timeout_from_env(void)
+{
+	const char *v = getenv("STATION_TIMEOUT_MS");
+	unsigned long long ms;
+	char *end;
+
+	if (!v || *v < '0' || *v > '9')
+		return CLIENT_TIMEOUT_MS;
+	errno = 0;
+	ms = strtoull(v, &end, 10);
+	return errno == 0 && *end == '\0' && ms > 0 ? (uint64_t)ms : CLIENT_TIMEOUT_MS;
 }
 
 static int response_append(struct client_response *r, const void *data, size_t n)
@@ -232,6 +283,7 @@ int station_client_new(const char *endpoint, const char *token, struct station_c
 	if (!c)
 		return -ENOMEM;
 	c->fd = -1;
+	c->timeout_ms = timeout_from_env();
 	r = client_set_endpoint(c, endpoint);
 	if (r < 0)
 		return r;

@@ -3,7 +3,9 @@
  * unix socket or to host:port of an http:// endpoint, and sending on it. */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -76,8 +78,44 @@ static int split_url(struct station_client *c, char *host, size_t host_size, cha
 	return 0;
 }
 
+/* connect() that gives up after timeout_ms (a host that drops the SYN would take minutes):
+ * 0, or -errno with -ETIMEDOUT for the deadline and -EINTR when the interrupt check asked. */
+static int connect_within(struct station_client *c, int fd, const struct sockaddr *sa,
+			  socklen_t len, uint64_t timeout_ms)
+{
+	int flags = fcntl(fd, F_GETFL), err = 0, waited = 0;
+	socklen_t err_len = sizeof err;
+
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return -errno;
+	if (connect(fd, sa, len) < 0 && errno != EINPROGRESS)
+		return -errno;
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		int n;
+
+		if ((uint64_t)waited >= timeout_ms)
+			return -ETIMEDOUT;
+		n = poll(&p, 1, (int)MIN(timeout_ms - (uint64_t)waited, (uint64_t)200));
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (c->interrupt && c->interrupt(c->interrupt_userdata))
+			return -EINTR;
+		if (n > 0)
+			break;
+		if (n == 0)
+			waited += (int)MIN(timeout_ms - (uint64_t)waited, (uint64_t)200);
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) < 0)
+		return -errno;
+	if (err != 0)
+		return -err;
+	return fcntl(fd, F_SETFL, flags) < 0 ? -errno : 0;
+}
+
 static int connect_tcp(struct station_client *c, int *ret)
 {
+	uint64_t timeout_ms = MIN((uint64_t)CLIENT_CONNECT_TIMEOUT_MS, c->timeout_ms);
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
 	char host[256], port[16];
 	int r = split_url(c, host, sizeof host, port, sizeof port), fd = -1, err = 0;
@@ -89,13 +127,20 @@ static int connect_tcp(struct station_client *c, int *ret)
 		return client_unreachable(c, -ECONNREFUSED, gai_strerror(r));
 	for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
 		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-		if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) < 0) {
-			err = errno;
+		r = fd < 0 ? 0 : connect_within(c, fd, a->ai_addr, a->ai_addrlen, timeout_ms);
+		if (r < 0) {
+			err = -r;
 			close(fd);
 			fd = -1;
 		}
+		if (err == ETIMEDOUT || err == EINTR)
+			break;
 	}
 	freeaddrinfo(ai);
+	if (err == ETIMEDOUT)
+		return client_timed_out(c, timeout_ms);
+	if (err == EINTR)
+		return client_error(c, -EINTR, "interrupted");
 	if (fd < 0)
 		return client_unreachable(c, -ECONNREFUSED, strerror(err ? err : ECONNREFUSED));
 	*ret = fd;

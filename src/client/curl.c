@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CURL_DISABLE_TYPECHECK
@@ -37,7 +38,26 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 struct client_curl {
 	CURL *h;
 	char error[CURL_ERROR_SIZE];
+	/* The deadlines of the transfer under way (client-internal.h): its answer's head must
+	 * come within head_ms of the request's last byte sent; then, unless it is an event
+	 * stream, no silence may last the answer deadline. */
+	uint64_t head_ms;
+	uint64_t head_deadline; /* CLOCK_MONOTONIC ms */
+	uint64_t last_byte;	/* when a byte last came or went */
+	curl_off_t moved;	/* bytes that came and went so far */
+	long head_status;	/* the status of the head being received */
+	bool head_done;		/* a final (not 1xx) head arrived */
+	bool stream;
+	uint64_t missed_ms; /* > 0: that deadline passed and stopped the transfer */
 };
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 static void libcurl_load(void)
 {
@@ -131,7 +151,21 @@ static int transfer_progress(void *userdata, curl_off_t dltotal, curl_off_t dlno
 			     curl_off_t ultotal, curl_off_t ulnow)
 {
 	struct station_client *c = userdata;
+	struct client_curl *t = c->curl;
+	uint64_t now = now_ms();
 
+	if (dlnow + ulnow != t->moved) {
+		t->moved = dlnow + ulnow;
+		t->last_byte = now;
+		if (!t->head_done)
+			t->head_deadline = now + t->head_ms; /* an upload under way */
+	}
+	if (!t->head_done && now >= t->head_deadline)
+		t->missed_ms = t->head_ms;
+	else if (t->head_done && !t->stream && now - t->last_byte >= c->timeout_ms)
+		t->missed_ms = c->timeout_ms;
+	if (t->missed_ms > 0)
+		return 1;
 	return c->interrupt && c->interrupt(c->interrupt_userdata) ? 1 : 0;
 }
 
@@ -158,6 +192,8 @@ static int curl_result_to_error(struct station_client *c, CURLcode cc)
 	case CURLE_OPERATION_TIMEDOUT: /* only the connect phase has a timeout */
 		return curl_connect_error(c);
 	case CURLE_ABORTED_BY_CALLBACK:
+		if (c->curl->missed_ms > 0)
+			return client_timed_out(c, c->curl->missed_ms);
 		return client_error(c, -EINTR, "interrupted");
 	case CURLE_OUT_OF_MEMORY:
 		return client_error(c, -ENOMEM, "out of memory");
@@ -235,8 +271,16 @@ static size_t upload_read(char *buf, size_t size, size_t nitems, void *userdata)
 static size_t response_header(char *buf, size_t size, size_t nitems, void *userdata)
 {
 	struct client_response *r = userdata;
+	struct client_curl *t = r->c->curl;
 	size_t n = size * nitems;
 
+	t->last_byte = now_ms();
+	if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
+		const char *sp = memchr(buf, ' ', n);
+
+		t->head_status = sp ? strtol(sp + 1, NULL, 10) : 0;
+	} else if ((n == 2 && buf[0] == '\r') || (n == 1 && buf[0] == '\n'))
+		t->head_done = t->head_status >= 200;
 	if (!r->etag)
 		return n;
 	if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0)
@@ -289,7 +333,8 @@ int client_curl_perform(struct station_client *c, const struct client_io *io,
 	api.easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	api.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	api.easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-	api.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CLIENT_CONNECT_TIMEOUT_MS);
+	api.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+			(long)MIN((uint64_t)CLIENT_CONNECT_TIMEOUT_MS, c->timeout_ms));
 	api.easy_setopt(h, CURLOPT_ERRORBUFFER, c->curl->error);
 	api.easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 	api.easy_setopt(h, CURLOPT_WRITEFUNCTION, response_write);
@@ -302,6 +347,14 @@ int client_curl_perform(struct station_client *c, const struct client_io *io,
 	curl_setup_body(h, io, r);
 
 	c->curl->error[0] = '\0';
+	c->curl->head_ms = client_answer_ms(c, io->path);
+	c->curl->head_deadline = now_ms() + c->curl->head_ms;
+	c->curl->last_byte = now_ms();
+	c->curl->moved = 0;
+	c->curl->head_status = 0;
+	c->curl->head_done = false;
+	c->curl->stream = io->accept && strcasestr(io->accept, "text/event-stream");
+	c->curl->missed_ms = 0;
 	cc = api.easy_perform(h);
 	if (r->body_error < 0 || r->stop < 0 || r->upload_error < 0)
 		return -EIO; /* client_perform() says why */

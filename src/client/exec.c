@@ -577,6 +577,12 @@ static int follow_ws_once(struct follow *f, const char *path, void *buf)
 		}
 		f->event_r = 0;
 		r = client_ws_pump(w, buf, FOLLOW_READ_BYTES, FOLLOW_POLL_MS);
+		/* Silent past the server's ping interval and the answer deadline: it stopped. */
+		if (r == 0 &&
+		    client_ws_now_ms() - w->last_input >= c->timeout_ms + CLIENT_WS_PING_MS) {
+			r = client_timed_out(c, c->timeout_ms + CLIENT_WS_PING_MS);
+			break;
+		}
 		/* A signal woke the wait (the check above decides), unless a callback said -EINTR. */
 		if (r != 0 && (r != -EINTR || f->event_r == r))
 			break;
@@ -592,7 +598,7 @@ static int follow_ws_once(struct follow *f, const char *path, void *buf)
 		r = client_error(c, -ECONNRESET, "output stream of %s ended early", f->what);
 	else if (r == -EPROTO && f->event_r != r)
 		r = follow_protocol_error(f, client_ws_protocol_error(w));
-	else if (r < 0 && r != -EINTR && f->event_r != r)
+	else if (r < 0 && r != -EINTR && r != -ETIMEDOUT && f->event_r != r)
 		r = client_error(c, -ECONNRESET, "output stream of %s broke: %s", f->what,
 				 strerror(-r));
 	client_ws_free(w, r == -EPROTO ? WS_CLOSE_PROTOCOL_ERROR : WS_CLOSE_NORMAL, NULL);

@@ -6,10 +6,12 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "basic/cleanup.h"
@@ -33,13 +35,43 @@ struct exchange {
 	const struct client_io *io;
 	struct client_response *r;
 	struct http1_parser p;
-	bool reused;	  /* the connection carried an earlier request */
-	bool body_begun;  /* bytes of the upload were read from its fd */
-	bool body_unsent; /* the request's body did not (all) go: the connection ends */
-	bool answer_done; /* the whole final answer arrived */
-	bool got_interim; /* a 1xx answer arrived (100 Continue) */
-	int send_error;	  /* < 0: the request could not be sent whole */
+	bool reused;		/* the connection carried an earlier request */
+	bool body_begun;	/* bytes of the upload were read from its fd */
+	bool body_unsent;	/* the request's body did not (all) go: the connection ends */
+	bool answer_done;	/* the whole final answer arrived */
+	bool got_interim;	/* a 1xx answer arrived (100 Continue) */
+	bool stream;		/* an event stream: no deadline once its head arrived */
+	int send_error;		/* < 0: the request could not be sent whole */
+	uint64_t head_ms;	/* how long the answer may take to begin (client_answer_ms()) */
+	uint64_t head_deadline; /* CLOCK_MONOTONIC ms by which its head must have come */
+	uint64_t missed_ms;	/* the deadline that passed, for the message */
 };
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* How long the next wait for the answer may last (-1: for ever): until the head's deadline,
+ * then the answer deadline as the longest silence, none in an event stream once it began. */
+static int answer_wait_ms(struct exchange *ex)
+{
+	uint64_t now = now_ms();
+
+	if (ex->r->status == 0) {
+		ex->missed_ms = ex->head_ms;
+		return ex->head_deadline > now ?
+			       (int)MIN(ex->head_deadline - now, (uint64_t)INT_MAX) :
+			       0;
+	}
+	if (ex->stream)
+		return -1;
+	ex->missed_ms = ex->c->timeout_ms;
+	return (int)MIN(ex->c->timeout_ms, (uint64_t)INT_MAX);
+}
 
 void client_http1_close(struct station_client *c)
 {
@@ -213,7 +245,7 @@ static int parser_on_body(const void *data, size_t len, void *userdata)
 }
 
 /* Reads what the connection has (waiting up to timeout_ms, -1 for ever) and feeds it. Returns
- * an enum http1_feed, 0 on timeout too; -ECONNRESET when the connection ended before the
+ * an enum http1_feed, -ETIMEDOUT when nothing came in time; -ECONNRESET when the connection ended before the
  * answer did; -EPROTO for a bad answer; -EINTR; what a callback returned. */
 static int receive_some(struct exchange *ex, int timeout_ms)
 {
@@ -223,7 +255,9 @@ static int receive_some(struct exchange *ex, int timeout_ms)
 	int k;
 
 	k = wait_fd(c, POLLIN, timeout_ms);
-	if (k <= 0)
+	if (k == 0)
+		return -ETIMEDOUT;
+	if (k < 0)
 		return k;
 	n = recv(c->fd, c->buf, CLIENT_BUF_SIZE, MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -264,7 +298,13 @@ static int send_bytes(struct exchange *ex, const char *p, size_t n, bool stop_on
 		}
 		if (k < 0 && errno != EAGAIN && errno != EINTR)
 			return -errno;
-		ev = wait_fd(c, stop_on_answer ? POLLOUT | POLLIN : POLLOUT, -1);
+		/* A server that takes nothing for the answer deadline has stopped. */
+		ev = wait_fd(c, stop_on_answer ? POLLOUT | POLLIN : POLLOUT,
+			     (int)MIN(c->timeout_ms, (uint64_t)INT_MAX));
+		if (ev == 0)
+			ex->missed_ms = c->timeout_ms;
+		if (ev == 0)
+			return -ETIMEDOUT;
 		if (ev < 0)
 			return ev;
 		if (stop_on_answer && (ev & POLLIN))
@@ -342,9 +382,11 @@ static int await_continue(struct exchange *ex)
 {
 	int k = receive_some(ex, CONTINUE_WAIT_MS);
 
+	if (k == -ETIMEDOUT)
+		k = HTTP1_MORE; /* silence: the body goes */
 	/* Part of an answer: wait for the rest of its head. */
 	while (k == HTTP1_MORE && ex->p.got_bytes && !ex->got_interim && ex->r->status == 0)
-		k = receive_some(ex, -1);
+		k = receive_some(ex, answer_wait_ms(ex));
 	if (k < 0)
 		return k;
 	if (ex->r->status == 0)
@@ -361,6 +403,8 @@ static int exchange_fail(struct exchange *ex, int k)
 
 	if (k == -EINTR)
 		return client_error(c, -EINTR, "interrupted");
+	if (k == -ETIMEDOUT)
+		return client_timed_out(c, ex->missed_ms);
 	if (k == -EPROTO)
 		return client_error(c, -EIO, "request to %s failed: %s", c->endpoint,
 				    ex->p.error ? ex->p.error : "bad answer");
@@ -401,20 +445,22 @@ static int exchange_run(struct exchange *ex, const struct head *h)
 		k = await_continue(ex);
 	else if (k == 0 && io->data && !inline_body)
 		k = send_body(ex);
-	if (k == -EINTR || (k < 0 && ex->r->upload_error < 0))
-		return k == -EINTR ? exchange_fail(ex, k) : k;
+	if (k == -EINTR || k == -ETIMEDOUT || (k < 0 && ex->r->upload_error < 0))
+		return k == -EINTR || k == -ETIMEDOUT ? exchange_fail(ex, k) : k;
 	if (k < 0 && k != -EPIPE && k != -ECONNRESET && ex->send_error == 0)
 		return exchange_fail(ex, k);
 
 	/* The answer (also after a failed send: a server that refused the body may have said
 	 * why before it closed). */
 	while (!ex->answer_done) {
-		k = receive_some(ex, -1);
+		k = receive_some(ex, answer_wait_ms(ex));
 		if (k == HTTP1_DONE)
 			ex->answer_done = true;
 		else if (k < 0)
 			break;
 	}
+	if (k == -ETIMEDOUT) /* never sent again: the server may be acting on it */
+		return exchange_fail(ex, k);
 	if (ex->answer_done)
 		return ex->send_error == 0 || ex->r->status >= 400 ?
 			       EX_OK :
@@ -450,6 +496,8 @@ int client_http1_perform(struct station_client *c, const struct client_io *io,
 			.io = io,
 			.r = r,
 			.reused = c->fd >= 0 && attempt == 0,
+			.stream = io->accept && strcasestr(io->accept, "text/event-stream"),
+			.head_ms = client_answer_ms(c, io->path),
 			.p = {
 				.no_body = strcmp(io->method, "HEAD") == 0,
 				.on_header = parser_on_header,
@@ -467,6 +515,7 @@ int client_http1_perform(struct station_client *c, const struct client_io *io,
 		}
 		if (r->etag)
 			r->etag[0] = '\0';
+		ex.head_deadline = now_ms() + ex.head_ms;
 		k = exchange_run(&ex, &h);
 		if (k != EX_OK || !ex.p.keep_alive || ex.body_unsent || !ex.answer_done)
 			client_http1_close(c);

@@ -2,6 +2,7 @@
 /* The library's WebSocket client connection (ws-client.h): handshake, frames out, frames in. */
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "basic/util.h"
@@ -16,7 +18,6 @@
 
 #define HANDSHAKE_MAX (16u * 1024)
 #define ERROR_BODY_MAX (64u * 1024)
-#define HANDSHAKE_TIMEOUT_MS 10000
 /* Frames up to this size are masked on the stack. */
 #define SEND_STACK_BYTES 4096u
 
@@ -66,21 +67,37 @@ static char *head_header(const char *head, const char *name)
 	return NULL;
 }
 
-/* Reads until the end of the response head; the bytes after it stay in buf past *ret_head. */
-static int read_head(int fd, char *buf, size_t size, size_t *ret_len, size_t *ret_head)
+uint64_t client_ws_now_ms(void)
 {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Reads until the end of the response head, for at most timeout_ms; the bytes after it stay in
+ * buf past *ret_head. */
+static int read_head(struct station_client *c, int fd, char *buf, size_t size, uint64_t timeout_ms,
+		     size_t *ret_len, size_t *ret_head)
+{
+	uint64_t deadline = client_ws_now_ms() + timeout_ms;
 	size_t len = 0;
 
 	while (len + 1 < size) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
+		uint64_t now = client_ws_now_ms();
 		char *end;
 		ssize_t k;
-		int n = poll(&p, 1, HANDSHAKE_TIMEOUT_MS);
+		int n = now >= deadline ? 0 : poll(&p, 1, (int)MIN(deadline - now, (uint64_t)1000));
 
+		if (n < 0 && errno == EINTR && c->interrupt && c->interrupt(c->interrupt_userdata))
+			return -EINTR;
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n == 0)
+		if (n == 0 && client_ws_now_ms() >= deadline)
 			return -ETIMEDOUT;
+		if (n == 0)
+			continue;
 		k = recv(fd, buf + len, size - 1 - len, 0);
 		if (k < 0 && errno == EINTR)
 			continue;
@@ -115,7 +132,7 @@ static int handshake_refused(struct station_client *c, int fd, char *buf, size_t
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		ssize_t k;
 
-		if (poll(&p, 1, HANDSHAKE_TIMEOUT_MS) <= 0)
+		if (poll(&p, 1, (int)MIN(c->timeout_ms, (uint64_t)INT_MAX)) <= 0)
 			break;
 		k = recv(fd, body + have, want - have, 0);
 		if (k <= 0)
@@ -133,6 +150,7 @@ static int handshake(struct client_ws *w, const char *path)
 	char key[32], accept_want[WS_ACCEPT_SIZE], buf[HANDSHAKE_MAX];
 	_cleanup_free_ char *req = NULL, *b64 = NULL, *accept = NULL;
 	size_t len = 0, head = 0;
+	uint64_t head_ms = client_answer_ms(c, path);
 	long status;
 	int r;
 
@@ -147,15 +165,18 @@ static int handshake(struct client_ws *w, const char *path)
 		return client_error(c, -ENOMEM, "out of memory");
 	r = client_send_all(w->fd, req, strlen(req));
 	if (r >= 0)
-		r = read_head(w->fd, buf, sizeof buf, &len, &head);
+		r = read_head(c, w->fd, buf, sizeof buf, head_ms, &len, &head);
 	if (r == -E2BIG)
 		return client_error(c, -EPROTO,
 				    "%s answered the WebSocket upgrade with a head over %u bytes",
 				    c->endpoint, HANDSHAKE_MAX);
+	if (r == -ETIMEDOUT)
+		return client_timed_out(c, head_ms);
+	if (r == -EINTR)
+		return client_error(c, -EINTR, "interrupted");
 	if (r < 0)
-		return client_error(c, r == -ETIMEDOUT ? -ETIMEDOUT : -ECONNRESET,
-				    "WebSocket upgrade at %s failed: %s", c->endpoint,
-				    strerror(-r));
+		return client_error(c, -ECONNRESET, "WebSocket upgrade at %s failed: %s",
+				    c->endpoint, strerror(-r));
 	if (sscanf(buf, "HTTP/1.1 %ld", &status) != 1)
 		return client_error(c, -EPROTO,
 				    "%s answered the WebSocket upgrade with no HTTP status",
@@ -228,6 +249,7 @@ int client_ws_open(struct station_client *c, const char *path, uint64_t max_mess
 	w->c = c;
 	w->fd = -1;
 	r = client_connect(c, &w->fd);
+	w->last_input = client_ws_now_ms();
 	if (r >= 0)
 		r = handshake(w, path);
 	if (r >= 0 &&
@@ -318,6 +340,7 @@ int client_ws_pump(struct client_ws *w, void *buf, size_t size, int timeout_ms)
 								 -errno;
 	if (k == 0)
 		return 1;
+	w->last_input = client_ws_now_ms();
 	r = feed(w, buf, (size_t)k);
 	if (r < 0)
 		return r;

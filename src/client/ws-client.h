@@ -27,9 +27,14 @@ struct client_ws {
 	bool close_sent; /* ours went out */
 	uint16_t close_code;
 	char close_reason[WS_CONTROL_MAX];
+	uint64_t last_input; /* client_ws_now_ms() when bytes last came */
 };
 
-/* Connects and upgrades GET path; max_message bounds one message from the server (a bigger
+/* CLOCK_MONOTONIC in milliseconds, as last_input counts it. */
+uint64_t client_ws_now_ms(void);
+
+/* Connects and upgrades GET path (its answer must begin within client_answer_ms() and a body
+ * of a refusal must not stall for the answer deadline: -ETIMEDOUT naming the server); max_message bounds one message from the server (a bigger
  * one is a protocol error, decided from its header). A refused upgrade is the API error its
  * body carries (404 -ENOENT, 401 -EACCES, …). Errors are recorded on c. */
 int client_ws_open(struct station_client *c, const char *path, uint64_t max_message,
