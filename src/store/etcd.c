@@ -331,10 +331,10 @@ static bool curl_code_is_tls(CURLcode cc)
 
 /* -errno for a failed transfer, and why in words: "connection refused", "no answer within
  * 5000 ms", "TLS: …". */
-static int transfer_error(CURL *h, CURLcode cc, const char *detail, bool too_large, long limit_ms,
-			  char *why, size_t n)
+static int transfer_error(CURL *h, CURLcode cc, const char *detail, bool https, bool too_large,
+			  long limit_ms, char *why, size_t n)
 {
-	long os = 0;
+	long os = 0, status = 0;
 	curl_off_t connected = 0;
 
 	curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os);
@@ -364,7 +364,18 @@ static int transfer_error(CURL *h, CURLcode cc, const char *detail, bool too_lar
 		snprintf(why, n, "TLS: %s", detail[0] ? detail : curl_easy_strerror(cc));
 		return -EACCES;
 	}
-	snprintf(why, n, "%s", detail[0] ? detail : curl_easy_strerror(cc));
+	/* TLS 1.3: a client certificate is refused after the client's side of the handshake,
+	 * and the alert saying so is lost when the request's write fails first. */
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	if (https && status == 0 &&
+	    (cc == CURLE_SEND_ERROR || cc == CURLE_RECV_ERROR || cc == CURLE_GOT_NOTHING)) {
+		snprintf(why, n,
+			 "TLS: etcd closed the connection before answering (it refuses a client "
+			 "without a certificate it trusts): %s",
+			 detail[0] ? detail : curl_easy_strerror(cc));
+		return -EACCES;
+	}
+	snprintf(why, n, "%s (curl %d)", detail[0] ? detail : curl_easy_strerror(cc), (int)cc);
 	return cc == CURLE_OUT_OF_MEMORY ? -ENOMEM : -ECONNRESET;
 }
 
@@ -427,7 +438,7 @@ static int call_once(const struct etcd *c, const struct etcd_endpoint *ep, const
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
 	cc = curl_easy_perform(h);
 	if (cc != CURLE_OK) {
-		r = transfer_error(h, cc, detail, a.too_large, ETCD_CALL_MS, why, n);
+		r = transfer_error(h, cc, detail, c->https, a.too_large, ETCD_CALL_MS, why, n);
 		free(a.data);
 		return r;
 	}
@@ -945,7 +956,7 @@ static int watch_run(struct watch *w, CURLM *m, CURL *h, const char *detail, vol
 		return w->err;
 	}
 	if (cc != CURLE_OK)
-		return transfer_error(h, cc, detail, false, ETCD_CALL_MS, why, n);
+		return transfer_error(h, cc, detail, w->c->https, false, ETCD_CALL_MS, why, n);
 	snprintf(why, n, "the watch stream ended");
 	return -ECONNRESET;
 }

@@ -61,6 +61,8 @@ etcd_start() {
 		--initial-cluster "station-test=http://127.0.0.1:$ETCD_PEER_PORT" \
 		"${ETCD_FLAGS[@]}" </dev/null >>"$ETCD_LOG" 2>&1 &
 	ETCD_PID=$!
+	# not a job of the script: its end (SIGKILL included) is not announced on stderr
+	disown "$ETCD_PID"
 	if ! wait_for -t 30 _etcd_healthy; then
 		echo "# etcd on $ETCD_ENDPOINT not healthy within 30 s; its log:"
 		tail -n 20 "$ETCD_LOG" | sed 's/^/#   /'
@@ -74,7 +76,6 @@ _etcd_wait_gone() {
 		kill -0 "$ETCD_PID" 2>/dev/null || break
 		sleep 0.05
 	done
-	{ wait "$ETCD_PID"; } 2>/dev/null
 	if kill -0 "$ETCD_PID" 2>/dev/null; then
 		echo "# etcd $ETCD_PID still running 15 s after $1"
 		return 1
