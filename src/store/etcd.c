@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* etcd.h over libcurl and jansson. What it adds to the header:
+/* etcd.h over libcurl and jansson (the watch: etcd-watch.c). What it adds to the header:
  * - Endpoints are tried in the order given, starting from the one that answered last. Each
  *   attempt has ETCD_CONNECT_MS to connect and ETCD_CALL_MS in all, so a call whose endpoints
  *   all hang returns after n * ETCD_CALL_MS at most; a refused connection costs nothing. An
@@ -17,44 +17,18 @@
  *   ETCD_CALL_MS, or the next endpoint is tried. Once created it stays on that endpoint; TCP
  *   keepalives (ETCD_KEEPALIVE_S) notice a peer that vanished, and a stream that ends is
  *   -ECONNRESET. A watch cancelled by etcd other than for compaction is -ECANCELED. */
-#include "etcd.h"
+#include "etcd-internal.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
-#include "basic/cleanup.h"
-#include "basic/json-util.h"
 #include "basic/util.h"
 
-#define ETCD_KEEPALIVE_S 10
 #define ETCD_DEFAULT_PREFIX "/station/"
-
-struct etcd_endpoint {
-	char hostport[264]; /* "127.0.0.1:2379", "[::1]:2379" */
-};
-
-struct etcd {
-	struct etcd_endpoint ep[ETCD_ENDPOINTS_MAX];
-	size_t n_ep;
-	bool https;
-	char *prefix;
-	size_t prefix_len;
-	char *ca_file;
-	char *cert_file;
-	char *key_file;
-	char *description;
-	unsigned preferred; /* the endpoint that answered last (atomic) */
-};
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(CURL *, curl_easy_cleanup)
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct curl_slist *, curl_slist_free_all)
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_result;
@@ -278,8 +252,8 @@ static size_t on_answer(char *data, size_t size, size_t nmemb, void *userdata)
 
 /* A handle for POST path on ep, the connect deadline and TLS set; body and answer are the
  * caller's. */
-static CURL *handle_new(const struct etcd *c, const struct etcd_endpoint *ep, const char *path,
-			struct curl_slist *headers, char *detail)
+CURL *etcd_handle_new(const struct etcd *c, const struct etcd_endpoint *ep, const char *path,
+		      struct curl_slist *headers, char *detail)
 {
 	char url[320];
 	CURL *h;
@@ -331,8 +305,8 @@ static bool curl_code_is_tls(CURLcode cc)
 
 /* -errno for a failed transfer, and why in words: "connection refused", "no answer within
  * 5000 ms", "TLS: …". */
-static int transfer_error(CURL *h, CURLcode cc, const char *detail, bool https, bool too_large,
-			  long limit_ms, char *why, size_t n)
+int etcd_transfer_error(CURL *h, CURLcode cc, const char *detail, bool https, bool too_large,
+			long limit_ms, char *why, size_t n)
 {
 	long os = 0, status = 0;
 	curl_off_t connected = 0;
@@ -381,7 +355,7 @@ static int transfer_error(CURL *h, CURLcode cc, const char *detail, bool https, 
 
 /* The gateway's error {"error","code","message"} (a call) or {"error":{"grpc_code",
  * "message"}} (a stream) as -errno and words. */
-static int gateway_error(const json_t *ans, char *why, size_t n)
+int etcd_gateway_error(const json_t *ans, char *why, size_t n)
 {
 	const json_t *err = json_object_get(ans, "error");
 	const json_t *code = json_object_get(ans, "code");
@@ -428,7 +402,7 @@ static int call_once(const struct etcd *c, const struct etcd_endpoint *ep, const
 	headers = curl_slist_append(NULL, "Content-Type: application/json");
 	if (!headers)
 		return -ENOMEM;
-	h = handle_new(c, ep, path, headers, detail);
+	h = etcd_handle_new(c, ep, path, headers, detail);
 	if (!h)
 		return -ENOMEM;
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)ETCD_CALL_MS);
@@ -438,7 +412,7 @@ static int call_once(const struct etcd *c, const struct etcd_endpoint *ep, const
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
 	cc = curl_easy_perform(h);
 	if (cc != CURLE_OK) {
-		r = transfer_error(h, cc, detail, c->https, a.too_large, ETCD_CALL_MS, why, n);
+		r = etcd_transfer_error(h, cc, detail, c->https, a.too_large, ETCD_CALL_MS, why, n);
 		free(a.data);
 		return r;
 	}
@@ -450,9 +424,15 @@ static int call_once(const struct etcd *c, const struct etcd_endpoint *ep, const
 		return -EPROTO;
 	}
 	if (status != 200 || json_object_get(ans, "error"))
-		return gateway_error(ans, why, n);
+		return etcd_gateway_error(ans, why, n);
 	*ret = TAKE_PTR(ans);
 	return 0;
+}
+
+bool etcd_error_moves_on(int r)
+{
+	return r == -EAGAIN || r == -ETIMEDOUT || r == -ECONNREFUSED || r == -EHOSTUNREACH ||
+	       r == -ECONNRESET || r == -EACCES;
 }
 
 /* POSTs req to path on each endpoint in turn until one answers: 0 and the answer, or -errno
@@ -485,8 +465,7 @@ static int etcd_call(struct etcd *c, const char *path, const json_t *req, json_t
 			return r;
 		/* etcd's answer stands (another endpoint of the same cluster would say the same),
 		 * and a bound is a bound: only a transfer that failed or no leader moves on. */
-		if (r != -EAGAIN && r != -ETIMEDOUT && r != -ECONNREFUSED && r != -EHOSTUNREACH &&
-		    r != -ECONNRESET && r != -EACCES)
+		if (!etcd_error_moves_on(r))
 			break;
 	}
 	return station_error_set(e, r, NULL, "etcd %s: %s", path, words);
@@ -495,7 +474,7 @@ static int etcd_call(struct etcd *c, const char *path, const json_t *req, json_t
 /* ---- JSON fields ---------------------------------------------------------------------------- */
 
 /* An int64 field, which the gateway sends as a string; absent (proto3's zero) is 0. */
-static int json_int64(const json_t *obj, const char *name, int64_t *ret)
+int etcd_json_int64(const json_t *obj, const char *name, int64_t *ret)
 {
 	const json_t *v = json_object_get(obj, name);
 	const char *s;
@@ -521,11 +500,11 @@ static int64_t header_revision(const json_t *ans)
 {
 	int64_t rev = 0;
 
-	(void)json_int64(json_object_get(ans, "header"), "revision", &rev);
+	(void)etcd_json_int64(json_object_get(ans, "header"), "revision", &rev);
 	return rev;
 }
 
-static json_t *json_int64_new(int64_t v)
+json_t *etcd_json_int64_new(int64_t v)
 {
 	char buf[24];
 
@@ -541,7 +520,7 @@ static json_t *json_base64_new(const void *data, size_t n)
 }
 
 /* prefix + key, base64. */
-static json_t *key_json(const struct etcd *c, const char *key)
+json_t *etcd_key_json(const struct etcd *c, const char *key)
 {
 	size_t n = strlen(key);
 	_cleanup_free_ char *full = malloc(c->prefix_len + n + 1);
@@ -555,7 +534,7 @@ static json_t *key_json(const struct etcd *c, const char *key)
 
 /* The end of the range of every key beginning with prefix + key_prefix: that with its last
  * byte + 1 (a last 0xff dropped and the byte before it carried). */
-static json_t *range_end_json(const struct etcd *c, const char *key_prefix)
+json_t *etcd_range_end_json(const struct etcd *c, const char *key_prefix)
 {
 	size_t n = strlen(key_prefix);
 	_cleanup_free_ uint8_t *end = malloc(c->prefix_len + n + 1);
@@ -584,8 +563,8 @@ static int base64_field(const json_t *obj, const char *name, uint8_t **ret, size
 }
 
 /* One of the gateway's KeyValue objects, its key made relative to the prefix. */
-static int kv_from_json(const struct etcd *c, const json_t *j, struct etcd_kv *ret,
-			struct station_error *e)
+int etcd_kv_from_json(const struct etcd *c, const json_t *j, struct etcd_kv *ret,
+		      struct station_error *e)
 {
 	_cleanup_free_ uint8_t *key = NULL, *value = NULL;
 	struct etcd_kv kv = {};
@@ -593,8 +572,8 @@ static int kv_from_json(const struct etcd *c, const json_t *j, struct etcd_kv *r
 
 	if (!json_is_object(j) || base64_field(j, "key", &key, &key_len) < 0 ||
 	    base64_field(j, "value", &value, &value_len) < 0 ||
-	    json_int64(j, "mod_revision", &kv.mod_revision) < 0 ||
-	    json_int64(j, "lease", &kv.lease) < 0)
+	    etcd_json_int64(j, "mod_revision", &kv.mod_revision) < 0 ||
+	    etcd_json_int64(j, "lease", &kv.lease) < 0)
 		return station_error_set(e, -EPROTO, NULL, "etcd: a key-value not as sent by etcd");
 	if (key_len < c->prefix_len || memcmp(key, c->prefix, c->prefix_len) != 0 ||
 	    memchr(key, '\0', key_len))
@@ -617,8 +596,8 @@ static int range(struct etcd *c, const char *key, bool prefix, json_t **ret,
 {
 	_cleanup_json_ json_t *req = json_object();
 
-	if (!req || json_object_set_new(req, "key", key_json(c, key)) < 0 ||
-	    (prefix && json_object_set_new(req, "range_end", range_end_json(c, key)) < 0))
+	if (!req || json_object_set_new(req, "key", etcd_key_json(c, key)) < 0 ||
+	    (prefix && json_object_set_new(req, "range_end", etcd_range_end_json(c, key)) < 0))
 		return -ENOMEM;
 	return etcd_call(c, "/v3/kv/range", req, ret, e);
 }
@@ -636,7 +615,7 @@ int etcd_get(struct etcd *c, const char *key, struct etcd_kv *ret, int64_t *ret_
 	kvs = json_object_get(ans, "kvs");
 	if (json_array_size(kvs) == 0)
 		return station_error_set(e, -ENOENT, NULL, "etcd: no key '%s%s'", c->prefix, key);
-	r = kv_from_json(c, json_array_get(kvs, 0), ret, e);
+	r = etcd_kv_from_json(c, json_array_get(kvs, 0), ret, e);
 	if (r < 0)
 		return r;
 	if (ret_revision)
@@ -664,7 +643,7 @@ int etcd_range(struct etcd *c, const char *key_prefix, struct etcd_kv **ret, siz
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		r = kv_from_json(c, json_array_get(kvs, i), &v[i], e);
+		r = etcd_kv_from_json(c, json_array_get(kvs, i), &v[i], e);
 		if (r < 0) {
 			etcd_kv_free_array(v, i);
 			return r;
@@ -683,9 +662,9 @@ static json_t *put_json(const struct etcd *c, const char *key, const void *value
 {
 	_cleanup_json_ json_t *req = json_object();
 
-	if (!req || json_object_set_new(req, "key", key_json(c, key)) < 0 ||
+	if (!req || json_object_set_new(req, "key", etcd_key_json(c, key)) < 0 ||
 	    json_object_set_new(req, "value", json_base64_new(value, len)) < 0 ||
-	    (lease && json_object_set_new(req, "lease", json_int64_new(lease)) < 0))
+	    (lease && json_object_set_new(req, "lease", etcd_json_int64_new(lease)) < 0))
 		return NULL;
 	return TAKE_PTR(req);
 }
@@ -711,9 +690,9 @@ int etcd_create(struct etcd *c, const char *key, const void *value, size_t len, 
 
 	if (!put)
 		return -ENOMEM;
-	req = json_pack("{s:[{s:o,s:s,s:s,s:s}],s:[{s:O}]}", "compare", "key", key_json(c, key),
-			"target", "CREATE", "result", "EQUAL", "create_revision", "0", "success",
-			"request_put", put);
+	req = json_pack("{s:[{s:o,s:s,s:s,s:s}],s:[{s:O}]}", "compare", "key",
+			etcd_key_json(c, key), "target", "CREATE", "result", "EQUAL",
+			"create_revision", "0", "success", "request_put", put);
 	if (!req)
 		return -ENOMEM;
 	r = etcd_call(c, "/v3/kv/txn", req, &ans, e);
@@ -732,13 +711,13 @@ int etcd_delete(struct etcd *c, const char *key, bool prefix, struct station_err
 	int64_t deleted;
 	int r;
 
-	if (!req || json_object_set_new(req, "key", key_json(c, key)) < 0 ||
-	    (prefix && json_object_set_new(req, "range_end", range_end_json(c, key)) < 0))
+	if (!req || json_object_set_new(req, "key", etcd_key_json(c, key)) < 0 ||
+	    (prefix && json_object_set_new(req, "range_end", etcd_range_end_json(c, key)) < 0))
 		return -ENOMEM;
 	r = etcd_call(c, "/v3/kv/deleterange", req, &ans, e);
 	if (r < 0)
 		return r;
-	if (json_int64(ans, "deleted", &deleted) < 0)
+	if (etcd_json_int64(ans, "deleted", &deleted) < 0)
 		return station_error_set(e, -EPROTO, NULL, "etcd: deleted is not a number");
 	if (!prefix && deleted == 0)
 		return station_error_set(e, -ENOENT, NULL, "etcd: no key '%s%s'", c->prefix, key);
@@ -756,7 +735,7 @@ int etcd_lease_grant(struct etcd *c, int ttl_s, int64_t *ret_id, struct station_
 
 	if (ttl_s <= 0)
 		return station_error_set(e, -EINVAL, NULL, "etcd: a lease of %d s", ttl_s);
-	req = json_pack("{s:o}", "TTL", json_int64_new(ttl_s));
+	req = json_pack("{s:o}", "TTL", etcd_json_int64_new(ttl_s));
 	if (!req)
 		return -ENOMEM;
 	r = etcd_call(c, "/v3/lease/grant", req, &ans, e);
@@ -765,7 +744,7 @@ int etcd_lease_grant(struct etcd *c, int ttl_s, int64_t *ret_id, struct station_
 	err = json_string_value(json_object_get(ans, "error"));
 	if (err && err[0])
 		return station_error_set(e, -EIO, NULL, "etcd: lease grant: %s", err);
-	if (json_int64(ans, "ID", &id) < 0 || id == 0)
+	if (etcd_json_int64(ans, "ID", &id) < 0 || id == 0)
 		return station_error_set(e, -EPROTO, NULL, "etcd: lease grant without an ID");
 	*ret_id = id;
 	return 0;
@@ -773,7 +752,7 @@ int etcd_lease_grant(struct etcd *c, int ttl_s, int64_t *ret_id, struct station_
 
 int etcd_lease_keepalive(struct etcd *c, int64_t id, struct station_error *e)
 {
-	_cleanup_json_ json_t *req = json_pack("{s:o}", "ID", json_int64_new(id));
+	_cleanup_json_ json_t *req = json_pack("{s:o}", "ID", etcd_json_int64_new(id));
 	_cleanup_json_ json_t *ans = NULL;
 	const json_t *result;
 	int64_t ttl;
@@ -785,7 +764,7 @@ int etcd_lease_keepalive(struct etcd *c, int64_t id, struct station_error *e)
 	if (r < 0)
 		return r;
 	result = json_object_get(ans, "result");
-	if (!json_is_object(result) || json_int64(result, "TTL", &ttl) < 0)
+	if (!json_is_object(result) || etcd_json_int64(result, "TTL", &ttl) < 0)
 		return station_error_set(e, -EPROTO, NULL,
 					 "etcd: a keepalive answer without result");
 	if (ttl <= 0)
@@ -796,244 +775,10 @@ int etcd_lease_keepalive(struct etcd *c, int64_t id, struct station_error *e)
 
 int etcd_lease_revoke(struct etcd *c, int64_t id, struct station_error *e)
 {
-	_cleanup_json_ json_t *req = json_pack("{s:o}", "ID", json_int64_new(id));
+	_cleanup_json_ json_t *req = json_pack("{s:o}", "ID", etcd_json_int64_new(id));
 	_cleanup_json_ json_t *ans = NULL;
 
 	if (!req)
 		return -ENOMEM;
 	return etcd_call(c, "/v3/lease/revoke", req, &ans, e);
-}
-
-/* ---- watch ---------------------------------------------------------------------------------- */
-
-struct watch {
-	struct etcd *c;
-	etcd_watch_fn fn;
-	void *userdata;
-	int64_t start_revision;
-	char *buf; /* bytes of a message not yet ended by its newline */
-	size_t len;
-	bool created;
-	int err; /* set by a message that ends the watch */
-	struct station_error error;
-};
-
-static int watch_event(struct watch *w, const json_t *j)
-{
-	const char *type = json_string_value(json_object_get(j, "type"));
-	struct etcd_event ev = {};
-	int r;
-
-	if (!type || strcmp(type, "PUT") == 0)
-		ev.type = ETCD_EVENT_PUT;
-	else if (strcmp(type, "DELETE") == 0)
-		ev.type = ETCD_EVENT_DELETE;
-	else
-		return station_error_set(&w->error, -EPROTO, NULL, "an event of type '%s'", type);
-	r = kv_from_json(w->c, json_object_get(j, "kv"), &ev.kv, &w->error);
-	if (r < 0)
-		return r;
-	w->fn(&ev, w->userdata);
-	free(ev.kv.key);
-	free(ev.kv.value);
-	return 0;
-}
-
-/* One message of the stream: {"result":{created | canceled | events}} or {"error":{…}}. */
-static int watch_message(struct watch *w, const char *line, size_t n)
-{
-	_cleanup_json_ json_t *msg = json_loadb(line, n, 0, NULL);
-	const json_t *result = json_object_get(msg, "result"), *events;
-	char why[256];
-	int64_t compacted = 0;
-	size_t i;
-	json_t *ev;
-	int r;
-
-	if (json_object_get(msg, "error")) {
-		r = gateway_error(msg, why, sizeof why);
-		return station_error_set(&w->error, r, NULL, "%s", why);
-	}
-	if (!json_is_object(result))
-		return station_error_set(&w->error, -EPROTO, NULL,
-					 "a message that is not the gateway's");
-	if (json_is_true(json_object_get(result, "created")))
-		w->created = true;
-	if (json_is_true(json_object_get(result, "canceled"))) {
-		(void)json_int64(result, "compact_revision", &compacted);
-		if (compacted > 0)
-			return station_error_set(
-				&w->error, -ERANGE, NULL,
-				"revision %lld compacted away (the oldest kept is %lld)",
-				(long long)w->start_revision, (long long)compacted);
-		return station_error_set(
-			&w->error, -ECANCELED, NULL, "cancelled by etcd: %s",
-			json_string_value(json_object_get(result, "cancel_reason")) ?: "no reason");
-	}
-	events = json_object_get(result, "events");
-	json_array_foreach(events, i, ev) {
-		r = watch_event(w, ev);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* Bytes of the stream as they arrive: each newline ends a message. */
-static size_t on_watch_data(char *data, size_t size, size_t nmemb, void *userdata)
-{
-	struct watch *w = userdata;
-	size_t n = size * nmemb, start = 0;
-	char *p;
-
-	if (n > ETCD_WATCH_MESSAGE_MAX + 1 - w->len) {
-		w->err = station_error_set(&w->error, -EFBIG, NULL,
-					   "a message larger than %d bytes",
-					   ETCD_WATCH_MESSAGE_MAX);
-		return 0;
-	}
-	p = realloc(w->buf, w->len + n);
-	if (!p) {
-		w->err = -ENOMEM;
-		return 0;
-	}
-	w->buf = p;
-	memcpy(w->buf + w->len, data, n);
-	w->len += n;
-	for (size_t i = w->len - n; i < w->len; i++) {
-		if (w->buf[i] != '\n')
-			continue;
-		if (i > start) {
-			w->err = watch_message(w, w->buf + start, i - start);
-			if (w->err < 0)
-				return 0;
-		}
-		start = i + 1;
-	}
-	memmove(w->buf, w->buf + start, w->len - start);
-	w->len -= start;
-	return n;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* Runs the transfer h until *stop (0), its end or its failure (-errno, why), or no "created"
- * within ETCD_CALL_MS (-ETIMEDOUT). */
-static int watch_run(struct watch *w, CURLM *m, CURL *h, const char *detail, volatile int *stop,
-		     char *why, size_t n)
-{
-	uint64_t deadline = now_ms() + ETCD_CALL_MS;
-	CURLcode cc = CURLE_OK;
-	int running = 1;
-
-	for (;;) {
-		CURLMsg *msg;
-		int left;
-
-		if (*stop)
-			return 0;
-		if (curl_multi_perform(m, &running) != CURLM_OK)
-			return -ENOMEM;
-		while ((msg = curl_multi_info_read(m, &left)))
-			if (msg->msg == CURLMSG_DONE)
-				cc = msg->data.result;
-		if (!running)
-			break;
-		if (!w->created && now_ms() >= deadline) {
-			snprintf(why, n, "no answer within %d ms", ETCD_CALL_MS);
-			return -ETIMEDOUT;
-		}
-		curl_multi_poll(m, NULL, 0, ETCD_WATCH_TICK_MS / 2, NULL);
-	}
-	if (w->err < 0) {
-		snprintf(why, n, "%.*s", (int)n - 1, w->error.message);
-		return w->err;
-	}
-	if (cc != CURLE_OK)
-		return transfer_error(h, cc, detail, w->c->https, false, ETCD_CALL_MS, why, n);
-	snprintf(why, n, "the watch stream ended");
-	return -ECONNRESET;
-}
-
-/* The watch on one endpoint. */
-static int watch_once(struct watch *w, const struct etcd_endpoint *ep, const char *body,
-		      volatile int *stop, char *why, size_t n)
-{
-	char detail[CURL_ERROR_SIZE] = "";
-	CURLM *m;
-	int r;
-
-	_cleanup_(curl_slist_free_allp) struct curl_slist *headers = NULL;
-	_cleanup_(curl_easy_cleanupp) CURL *h = NULL;
-
-	headers = curl_slist_append(NULL, "Content-Type: application/json");
-	if (!headers)
-		return -ENOMEM;
-	h = handle_new(w->c, ep, "/v3/watch", headers, detail);
-	if (!h)
-		return -ENOMEM;
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_watch_data);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, w);
-	m = curl_multi_init();
-	if (!m)
-		return -ENOMEM;
-	if (curl_multi_add_handle(m, h) != CURLM_OK) {
-		curl_multi_cleanup(m);
-		return -ENOMEM;
-	}
-	r = watch_run(w, m, h, detail, stop, why, n);
-	curl_multi_remove_handle(m, h);
-	curl_multi_cleanup(m);
-	return r;
-}
-
-int etcd_watch(struct etcd *c, const char *key_prefix, int64_t start_revision, etcd_watch_fn fn,
-	       void *userdata, volatile int *stop, struct station_error *e)
-{
-	unsigned start = __atomic_load_n(&c->preferred, __ATOMIC_RELAXED);
-	struct watch w = { .c = c,
-			   .fn = fn,
-			   .userdata = userdata,
-			   .start_revision = start_revision };
-	char words[512] = "";
-	size_t used = 0;
-	int r = -EIO;
-
-	_cleanup_json_ json_t *req = json_pack("{s:{s:o,s:o,s:o}}", "create_request", "key",
-					       key_json(c, key_prefix), "range_end",
-					       range_end_json(c, key_prefix), "start_revision",
-					       json_int64_new(start_revision));
-	_cleanup_free_ char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
-
-	if (!body)
-		return -ENOMEM;
-	for (size_t i = 0; i < c->n_ep; i++) {
-		unsigned k = (start + i) % c->n_ep;
-		char why[256];
-
-		w.created = false;
-		w.err = 0;
-		w.len = 0;
-		r = watch_once(&w, &c->ep[k], body, stop, why, sizeof why);
-		if (r == 0 || r == -ENOMEM) {
-			free(w.buf);
-			return r;
-		}
-		if (used < sizeof words)
-			used += (size_t)snprintf(words + used, sizeof words - used, "%s%s: %s",
-						 used ? "; " : "", c->ep[k].hostport, why);
-		/* Once created, the watch was this endpoint's: its end is the caller's to see. */
-		if (w.created || (r != -EAGAIN && r != -ETIMEDOUT && r != -ECONNREFUSED &&
-				  r != -EHOSTUNREACH && r != -ECONNRESET && r != -EACCES))
-			break;
-	}
-	free(w.buf);
-	return station_error_set(e, r, NULL, "etcd watch: %s", words);
 }
