@@ -76,7 +76,8 @@ struct remote_wait {
 	unsigned pending;
 	size_t n;
 	struct remote_call *calls[FLEET_MAX];
-	json_t *self; /* /v1/workers: this controller's entry */
+	json_t *self;		      /* /v1/workers: this controller's entry */
+	struct fleet_worker *workers; /* /v1/workers: fleet_list()'s */
 };
 
 static void remote_call_free(struct remote_call *c)
@@ -99,6 +100,7 @@ static void remote_wait_free(struct remote_wait *w)
 	for (size_t i = 0; i < w->n; i++)
 		remote_call_free(w->calls[i]);
 	json_decref(w->self);
+	free(w->workers);
 	free(w);
 }
 
@@ -408,15 +410,14 @@ static json_t *remote_entry(const struct remote_call *c)
 static int workers_resumed(struct http_request *req)
 {
 	struct remote_wait *w = http_request_state(req);
-	struct fleet *fleet = http_request_fleet(req);
 	json_t *list = json_array();
 
 	if (!w || !list) {
 		json_decref(list);
 		return http_reply_status(req, 500, NULL, "out of memory");
 	}
-	for (size_t i = 0; i < fleet->n; i++) {
-		json_t *e = fleet->v[i].self ? json_incref(w->self) : remote_entry(w->calls[i]);
+	for (size_t i = 0; i < w->n; i++) {
+		json_t *e = w->workers[i].self ? json_incref(w->self) : remote_entry(w->calls[i]);
 
 		if (!e || json_array_append_new(list, e) < 0) {
 			json_decref(list);
@@ -455,9 +456,12 @@ int api_workers(struct http_request *req)
 	if (!w)
 		return http_reply_status(req, 500, NULL, "out of memory");
 	w->req = req;
-	w->n = fleet->n;
-	for (size_t i = 0; i < fleet->n; i++) {
-		const struct fleet_worker *wk = &fleet->v[i];
+	/* --workers, then the workers registered in the fleet's store */
+	if (fleet_list(fleet, manager_fleet_workers(http_request_manager(req)), &w->workers,
+		       &w->n) < 0)
+		goto oom;
+	for (size_t i = 0; i < w->n; i++) {
+		const struct fleet_worker *wk = &w->workers[i];
 		struct remote_call *c;
 
 		if (wk->self) {
@@ -624,7 +628,8 @@ static const struct fleet_worker *forward_target(struct http_request *req, const
 {
 	struct fleet *fleet = http_request_fleet(req);
 	const char *name = http_request_route(req)->ws_id;
-	const struct fleet_worker *wk = fleet_find(fleet, name);
+	const struct fleet_worker *wk =
+		fleet_resolve(fleet, manager_fleet_workers(http_request_manager(req)), name);
 	const char *path = http_request_url(req) + strlen("/v1/workers/") + strlen(name);
 	const char *why;
 

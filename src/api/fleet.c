@@ -75,6 +75,55 @@ const struct fleet_worker *fleet_find(const struct fleet *w, const char *name)
 	return NULL;
 }
 
+/* A registration (manager-fleet.c) as an entry; false when it cannot be one. */
+static bool registered_entry(const char *name, json_t *doc, struct fleet_worker *ret)
+{
+	const char *url = json_string_value(json_object_get(doc, "url"));
+
+	if (!url || strlen(name) > FLEET_NAME_MAX || strlen(url) > FLEET_URL_MAX)
+		return false;
+	memset(ret, 0, sizeof *ret);
+	snprintf(ret->name, sizeof ret->name, "%s", name);
+	snprintf(ret->url, sizeof ret->url, "%s", url);
+	return true;
+}
+
+int fleet_list(const struct fleet *w, const json_t *registered, struct fleet_worker **ret,
+	       size_t *ret_n)
+{
+	struct fleet_worker *v = calloc(FLEET_MAX, sizeof *v);
+	const char *name;
+	json_t *doc;
+	size_t n;
+
+	if (!v)
+		return -ENOMEM;
+	n = w ? w->n : 0;
+	if (n)
+		memcpy(v, w->v, n * sizeof *v);
+	json_object_foreach((json_t *)registered, name, doc) {
+		if (n == FLEET_MAX)
+			break;
+		if (!fleet_find(w, name) && registered_entry(name, doc, &v[n]))
+			n++;
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+const struct fleet_worker *fleet_resolve(struct fleet *w, const json_t *registered,
+					 const char *name)
+{
+	const struct fleet_worker *wk = fleet_find(w, name);
+	json_t *doc;
+
+	if (wk || !w || !name)
+		return wk;
+	doc = json_object_get(registered, name);
+	return doc && registered_entry(name, doc, &w->found) ? &w->found : NULL;
+}
+
 const struct fleet_worker *fleet_self(const struct fleet *w)
 {
 	for (size_t i = 0; w && i < w->n; i++)

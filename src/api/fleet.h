@@ -21,6 +21,8 @@
 #define FLEET_NAME_MAX 32
 #define FLEET_URL_MAX 2048
 
+#include <jansson.h>
+
 struct event_loop;
 struct event_work_pool;
 
@@ -35,6 +37,7 @@ struct fleet {
 	size_t n;
 	struct event_work_pool *pool; /* the remote calls; NULL until fleet_start() */
 	volatile int stopping;	      /* set by fleet_stop(): calls under way abort */
+	struct fleet_worker found;    /* fleet_resolve()'s answer for a registered worker */
 };
 
 /* Parses a STATION_WORKERS list (spec) or, when path is set instead, a workers file, with
@@ -45,6 +48,17 @@ int fleet_parse(struct fleet *w, const char *spec, const char *path, const char 
 		struct station_error *e);
 
 const struct fleet_worker *fleet_find(const struct fleet *w, const char *name);
+/* The workers a request may name (--fleet; docs/operations.md, "Many workers"): the list
+ * first, then the workers registered in the fleet's store (registered: name -> {url, ...}, as
+ * manager_fleet_workers() keeps them; NULL: none) that it does not name, each at its
+ * registered URL, at most FLEET_MAX in all. *ret is the caller's to free. */
+int fleet_list(const struct fleet *w, const json_t *registered, struct fleet_worker **ret,
+	       size_t *ret_n);
+/* fleet_find() over that list: a registered worker is copied into w->found, valid until the
+ * next call (on the loop). */
+const struct fleet_worker *fleet_resolve(struct fleet *w, const json_t *registered,
+					 const char *name);
+
 /* The entry of this controller (there is always one after fleet_parse()). */
 const struct fleet_worker *fleet_self(const struct fleet *w);
 

@@ -501,7 +501,7 @@ int http_reply_error(struct http_request *req, const struct station_error *e)
 {
 	unsigned status = error_http_status(e->err);
 
-	if (e->err == STATION_EPAUSED)
+	if (e->err == STATION_EPAUSED || e->err == STATION_EFLEET)
 		return http_reply_error_code(req, e, error_code_of(e->err), NULL, NULL);
 	return reply_error_with(req, status, e->message, e->field,
 				status == 401 ? MHD_HTTP_HEADER_WWW_AUTHENTICATE : NULL, "Bearer");

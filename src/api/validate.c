@@ -877,6 +877,7 @@ unsigned error_http_status(int err)
 		return 501;
 	case -ENOTCONN:
 	case -EHOSTDOWN:
+	case STATION_EFLEET:
 		return 503;
 	case -ENOSPC:
 	case -EDQUOT:
@@ -930,6 +931,8 @@ const char *error_code_of(int err)
 {
 	if (err == STATION_EPAUSED)
 		return "paused";
+	if (err == STATION_EFLEET)
+		return "fleet_unavailable";
 	return error_http_code(error_http_status(err));
 }
 

@@ -131,7 +131,8 @@ unsigned error_http_status(int err);
 /* "invalid_argument", …; "internal" for a status without a code of its own. */
 const char *error_http_code(unsigned status);
 /* The code of an error: its status's, but "paused" for STATION_EPAUSED (a 409 a client acts
- * on differently: resume, or create with autoResume). */
+ * on differently: resume, or create with autoResume) and "fleet_unavailable" for
+ * STATION_EFLEET (a 503: the fleet's etcd does not answer). */
 const char *error_code_of(int err);
 /* error_json() of e, with error_code_of()'s code. */
 json_t *error_json_of(const struct station_error *e);

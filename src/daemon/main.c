@@ -36,6 +36,7 @@
 #include "manager.h"
 #include "net/net.h"
 #include "proto/agent-proto.h"
+#include "store/etcd.h"
 #include "store/secret-box.h"
 #include "store/store.h"
 
@@ -83,6 +84,11 @@ struct options {
 	size_t n_mcp_hosts;
 	const char *workers;	  /* --workers LIST */
 	const char *workers_file; /* --workers-file PATH */
+	/* --fleet, --fleet-prefix, --fleet-ca, --fleet-cert, --fleet-key: etcd (store/etcd.h);
+	 * --advertise-url, or the one derived from a single tcp --listen (into advertise) */
+	struct etcd_config fleet;
+	const char *advertise_url;
+	char advertise[FLEET_URL_MAX + 1];
 	/* --tenant-images, --tenant-seccomp-profiles, --tenant-networks: the values split at
 	 * commas (in bufs, freed with the pools' strings) */
 	char *tenant_bufs[3];
@@ -137,6 +143,9 @@ static void usage(FILE *f)
 		"                        [--mcp] [--mcp-option FLAG]... [--mcp-cli PATH]\n"
 		"                        [--mcp-allow-host NAME]...\n"
 		"                        [--workers NAME=URL,... | --workers-file PATH]\n"
+		"                        [--fleet etcd[s]://HOST:PORT[,...]] [--fleet-prefix P]\n"
+		"                        [--fleet-ca FILE] [--fleet-cert FILE --fleet-key FILE]\n"
+		"                        [--advertise-url URL]\n"
 		"                        [--tenant NAME] [--tenant-images REF[,REF…]]\n"
 		"                        [--tenant-seccomp-profiles NAME[,NAME…]]\n"
 		"                        [--tenant-networks none,bridge,restricted]\n"
@@ -156,6 +165,11 @@ static void usage(FILE *f)
 		"--workers names the other workers (as STATION_WORKERS does for clients; this one is\n"
 		"added when not listed): GET /v1/workers lists them with their state and\n"
 		"/v1/workers/NAME/v1/... forwards a request to NAME with the caller's own token.\n"
+		"--fleet keeps the fleet's shared state in etcd (prefix P, default /station/):\n"
+		"this worker registers there at --advertise-url (default: http://HOST:PORT of a\n"
+		"single tcp --listen on a named address) under a 10 s lease, and tokens minted or\n"
+		"revoked on any worker hold on every worker; etcds:// is TLS (--fleet-ca, and a\n"
+		"client certificate with --fleet-cert and --fleet-key).\n"
 		"--pool keeps SIZE (default 1) started idle container workspaces of IMAGE (as a\n"
 		"create names it) with the runtime, network and seccomp profile given, refilled in\n"
 		"the background; a create that asks for the same and no env takes one.\n"
@@ -403,6 +417,12 @@ enum {
 	OPT_MCP_ALLOW_HOST,
 	OPT_WORKERS,
 	OPT_WORKERS_FILE,
+	OPT_FLEET,
+	OPT_FLEET_PREFIX,
+	OPT_FLEET_CA,
+	OPT_FLEET_CERT,
+	OPT_FLEET_KEY,
+	OPT_ADVERTISE_URL,
 	OPT_TENANT,
 	OPT_TENANT_IMAGES,
 	OPT_TENANT_SECCOMP,
@@ -989,6 +1009,30 @@ static int parse_safety_option(struct options *o, int c, const char *arg)
 		}
 		*(c == OPT_WORKERS ? &o->workers : &o->workers_file) = arg;
 		return 0;
+	case OPT_FLEET:
+		o->fleet.url = arg;
+		return 0;
+	case OPT_FLEET_PREFIX:
+		o->fleet.prefix = arg;
+		return 0;
+	case OPT_FLEET_CA:
+		o->fleet.ca_file = arg;
+		return 0;
+	case OPT_FLEET_CERT:
+		o->fleet.cert_file = arg;
+		return 0;
+	case OPT_FLEET_KEY:
+		o->fleet.key_file = arg;
+		return 0;
+	case OPT_ADVERTISE_URL:
+		if ((strncmp(arg, "http://", 7) != 0 && strncmp(arg, "https://", 8) != 0) ||
+		    strlen(arg) > FLEET_URL_MAX || arg[strcspn(arg, " \t\r\n")]) {
+			fprintf(stderr, "station-sandboxd: --advertise-url takes an http:// or "
+					"https:// URL\n");
+			return -EINVAL;
+		}
+		o->advertise_url = arg;
+		return 0;
 	case OPT_HOST_USER:
 		return parse_host_user(&o->mc, arg);
 	case OPT_DEFAULT_PIDS:
@@ -1253,6 +1297,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "mcp-allow-host", required_argument, NULL, OPT_MCP_ALLOW_HOST },
 		{ "workers", required_argument, NULL, OPT_WORKERS },
 		{ "workers-file", required_argument, NULL, OPT_WORKERS_FILE },
+		{ "fleet", required_argument, NULL, OPT_FLEET },
+		{ "fleet-prefix", required_argument, NULL, OPT_FLEET_PREFIX },
+		{ "fleet-ca", required_argument, NULL, OPT_FLEET_CA },
+		{ "fleet-cert", required_argument, NULL, OPT_FLEET_CERT },
+		{ "fleet-key", required_argument, NULL, OPT_FLEET_KEY },
+		{ "advertise-url", required_argument, NULL, OPT_ADVERTISE_URL },
 		{ "workspace-ca", required_argument, NULL, OPT_WORKSPACE_CA },
 		{ "workspace-proxy", required_argument, NULL, OPT_WORKSPACE_PROXY },
 		{ "workspace-no-proxy", required_argument, NULL, OPT_WORKSPACE_NO_PROXY },
@@ -1537,8 +1587,9 @@ struct daemon {
 	size_t n_unix_sockets;
 	struct http_connections conns;	/* all listeners together */
 	struct preview_server *preview; /* --preview-listen */
-	struct fleet fleet;		/* --workers */
+	struct fleet fleet;		/* --workers, --fleet */
 	bool has_fleet;
+	struct etcd *etcd; /* --fleet */
 	struct event_source *signals[2];
 	int lock_fd;
 };
@@ -1550,6 +1601,7 @@ static void daemon_free(struct daemon *d)
 	preview_server_free(d->preview);
 	fleet_stop(&d->fleet);
 	manager_free(d->manager);
+	etcd_free(d->etcd);
 	store_close(d->store);
 	for (size_t i = 0; i < ELEMENTSOF(d->signals); i++)
 		event_source_free(d->signals[i]);
@@ -1669,19 +1721,81 @@ static int add_listener(struct daemon *d, const struct options *o, const char *s
 	return 0;
 }
 
-/* --workers or --workers-file: the list, with this controller in it, and its call pool. */
+/* --fleet: what the other workers reach this one at, given or derived from a single tcp
+ * --listen on a named address (one on 0.0.0.0 or :: names none). */
+static int fleet_options_check(struct options *o)
+{
+	const char *tcp = NULL, *host;
+	size_t n_tcp = 0;
+
+	if (!o->fleet.url) {
+		if (o->fleet.prefix || o->fleet.ca_file || o->fleet.cert_file ||
+		    o->fleet.key_file || o->advertise_url) {
+			fprintf(stderr,
+				"station-sandboxd: --fleet-prefix, --fleet-ca, "
+				"--fleet-cert, --fleet-key and --advertise-url need --fleet\n");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (o->advertise_url)
+		return 0;
+	for (size_t i = 0; i < o->n_listen; i++)
+		if (strncmp(o->listen[i], "tcp:", 4) == 0 && n_tcp++ == 0)
+			tcp = o->listen[i] + 4;
+	host = tcp ?: "";
+	if (n_tcp != 1 || strncmp(host, "0.0.0.0:", 8) == 0 || strncmp(host, "[::]:", 5) == 0 ||
+	    host[0] == ':') {
+		fprintf(stderr,
+			"station-sandboxd: --fleet needs --advertise-url URL, the URL other "
+			"workers and clients reach this worker at (it is derived only from a "
+			"single tcp --listen on a named address; %s)\n",
+			n_tcp == 0 ? "there is none" :
+			n_tcp > 1  ? "there are several" :
+				     "this one listens on every address");
+		return -EINVAL;
+	}
+	snprintf(o->advertise, sizeof o->advertise, "http://%s", host);
+	o->advertise_url = o->advertise;
+	return 0;
+}
+
+/* --fleet: the client of etcd the manager uses (no connection made yet). */
+static int etcd_setup(struct daemon *d, struct options *o)
+{
+	struct station_error e = {};
+	int r;
+
+	if (!o->fleet.url)
+		return 0;
+	r = etcd_new(&o->fleet, &d->etcd, &e);
+	if (r < 0) {
+		fprintf(stderr, "station-sandboxd: --fleet: %s\n", e.message);
+		return r;
+	}
+	o->mc.fleet = d->etcd;
+	o->mc.advertise_url = o->advertise_url;
+	return 0;
+}
+
+/* --workers or --workers-file: the list, with this controller in it, and its call pool; with
+ * --fleet, the workers registered in etcd are added to it as they come and go. */
 static int fleet_setup(struct daemon *d, const struct options *o)
 {
 	struct station_error e = {};
 	int r;
 
-	if (!o->workers && !o->workers_file)
+	if (!o->workers && !o->workers_file && !o->fleet.url)
 		return 0;
-	r = fleet_parse(&d->fleet, o->workers, o->workers_file, o->worker, &e);
+	r = fleet_parse(&d->fleet, o->workers ?: (o->workers_file ? NULL : ""), o->workers_file,
+			o->worker, &e);
 	if (r < 0) {
 		fprintf(stderr, "station-sandboxd: --workers: %s\n", e.message);
 		return r;
 	}
+	if (o->advertise_url && !fleet_self(&d->fleet)->url[0])
+		snprintf(((struct fleet_worker *)fleet_self(&d->fleet))->url, FLEET_URL_MAX + 1,
+			 "%s", o->advertise_url);
 	r = fleet_start(&d->fleet, d->loop);
 	if (r < 0) {
 		fprintf(stderr, "station-sandboxd: cannot start the workers' pool: %s\n",
@@ -1748,6 +1862,9 @@ static int daemon_setup(struct daemon *d, struct options *o)
 			strerror(-r));
 		return r;
 	}
+	r = etcd_setup(d, o);
+	if (r < 0)
+		return r;
 	r = event_loop_new(&d->loop);
 	if (r >= 0)
 		r = event_add_signal(d->loop, &d->signals[0], SIGTERM, on_terminate, d->loop);
@@ -1770,6 +1887,10 @@ static int daemon_setup(struct daemon *d, struct options *o)
 	if (r < 0)
 		return r;
 	manager_token_on_revoke(d->manager, on_token_revoked, d);
+	if (manager_fleet_start(d->manager, &e) < 0) {
+		fprintf(stderr, "station-sandboxd: --fleet: %s\n", e.message);
+		return -EINVAL;
+	}
 	r = preview_start(d, o);
 	if (r < 0)
 		return r;
@@ -1902,6 +2023,8 @@ int main(int argc, char **argv)
 		return 0;
 	_cleanup_free_ char *workspace_ca_pem = NULL;
 	if (setup_workspace_egress(&o, &workspace_ca_pem) < 0)
+		return 64;
+	if (fleet_options_check(&o) < 0)
 		return 64;
 	_cleanup_free_ char *agent = o.agent ? strdup(o.agent) : default_agent_path();
 	_cleanup_(free_seccomp_dirs) char *seccomp_dirs[MAX_SECCOMP_DIRS + 2] = {};

@@ -193,6 +193,7 @@ struct manager {
 	/* manager_set_viewer(): the tenant the request being served may see (NULL: all) */
 	const char *viewer;
 	struct manager_tokens *tokens; /* manager-token.c */
+	struct manager_fleet *fleet;   /* manager-fleet.c: NULL without cfg.fleet */
 	struct manager_audit *audit;   /* manager-audit.c */
 	struct manager_ports *ports;   /* manager-ports.c: the live exposures */
 	/* manager-checkpoint.c: the memory-snapshot probe's answer, once it ran (at start) */
@@ -209,6 +210,31 @@ void manager_tenant_worker_json(struct manager *m, json_t *o);
 /* manager-token.c, manager-audit.c */
 int manager_tokens_init(struct manager *m);
 void manager_tokens_free(struct manager *m);
+/* The fleet's tokens (manager-fleet.c hands them over on the loop): a row put (taken; kept
+ * in the store too when new), a row gone (revoked here, its streams closed), and a whole
+ * snapshot: mark, put each, then sweep revokes every token that was not put since the mark
+ * and was in the table before since_usec (realtime: when the range began; one minted here
+ * since is left to the watch). The admin token is never the fleet's. */
+int manager_token_fleet_put(struct manager *m, struct token_row *row);
+void manager_token_fleet_gone(struct manager *m, const char *hash_hex);
+void manager_token_fleet_mark(struct manager *m);
+void manager_token_fleet_sweep(struct manager *m, uint64_t since_usec);
+/* manager-fleet.c: stops the threads and revokes the registration's lease (NULL fleet: no-op). */
+void manager_fleet_stop(struct manager *m);
+/* Whether the fleet's tokens may still be used: etcd answered within the last 24 h. */
+bool manager_fleet_tokens_trusted(struct manager *m);
+/* manager-fleet-token.c: a new token written to etcd (tokens/HASH) or a revoked one deleted
+ * there, before the table changes: STATION_EFLEET with e naming the store when it fails. */
+int manager_fleet_token_put(struct manager *m, const struct token_row *row,
+			    struct station_error *e);
+int manager_fleet_token_delete(struct manager *m, const char *hash_hex, struct station_error *e);
+/* manager-fleet-token.c: a token's row as etcd holds it (JSON, no secret), and back. */
+char *fleet_token_encode(const struct token_row *row);
+int fleet_token_decode(const char *json, size_t len, struct token_row *ret);
+/* manager-fleet.c: whether etcd answered the watch last time (a mint is refused at once when
+ * not), and its description for errors. */
+bool manager_fleet_watching(struct manager *m);
+const char *manager_fleet_describe(struct manager *m);
 int manager_audit_init(struct manager *m);
 void manager_audit_free(struct manager *m);
 

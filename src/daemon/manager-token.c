@@ -34,6 +34,8 @@ struct token {
 	uint8_t hash[32];	/* SHA-256 of the secret */
 	struct token_row row;	/* the stored row (hash hex included) */
 	struct auth_principal principal;
+	bool fleet_seen;     /* put since manager_token_fleet_mark() */
+	uint64_t added_usec; /* when it entered the table (realtime) */
 };
 
 struct manager_tokens {
@@ -109,6 +111,7 @@ static int token_add(struct manager_tokens *tt, struct token_row *row)
 		return -EINVAL;
 	}
 	principal_fill(t);
+	t->added_usec = realtime_usec();
 	t->next = tt->buckets[bucket_of(t->hash)];
 	tt->buckets[bucket_of(t->hash)] = t;
 	*tt->all_tail = t;
@@ -194,6 +197,9 @@ int manager_token_authenticate(struct manager *m, const char *secret, size_t n,
 			found = t;
 	explicit_bzero(hash, sizeof hash);
 	if (!found)
+		return -EACCES;
+	/* The fleet's tokens, once etcd has not answered for too long (manager-fleet.c). */
+	if (m->fleet && strcmp(found->row.id, "admin") != 0 && !manager_fleet_tokens_trusted(m))
 		return -EACCES;
 	if (found->row.revoked_at)
 		return -EKEYREVOKED;
@@ -470,6 +476,10 @@ int manager_token_create(struct manager *m, json_t *body, json_t **ret, struct s
 		r = station_error_set(e, -ENOMEM, NULL, "out of memory");
 		goto out;
 	}
+	/* In a fleet, etcd first: a token no other worker knows is never handed out. */
+	r = m->fleet ? manager_fleet_token_put(m, &row, e) : 0;
+	if (r < 0)
+		goto out;
 	r = store_token_insert(m->store, &row);
 	if (r < 0) {
 		station_error_set(e, r, NULL, "cannot store the token: %s", strerror(-r));
@@ -545,6 +555,9 @@ int manager_token_revoke(struct manager *m, const char *id, json_t **ret, struct
 					 "(give the controller another one with "
 					 "--admin-token-file and restart it)");
 	if (!t->row.revoked_at) {
+		r = m->fleet ? manager_fleet_token_delete(m, t->row.hash, e) : 0;
+		if (r < 0)
+			return r;
 		r = store_token_revoke(m->store, id, now);
 		if (r < 0)
 			return station_error_set(e, r, NULL, "cannot revoke token \"%s\": %s", id,
@@ -556,4 +569,77 @@ int manager_token_revoke(struct manager *m, const char *id, json_t **ret, struct
 	}
 	*ret = token_to_json(t, now);
 	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
+}
+
+/* ---- the fleet's tokens (manager-fleet-token.c hands them over on the loop) --------------- */
+
+static struct token *token_find_hash(struct manager *m, const char *hash_hex)
+{
+	for (struct token *t = m->tokens ? m->tokens->all : NULL; t; t = t->all_next)
+		if (strcmp(t->row.hash, hash_hex) == 0)
+			return t;
+	return NULL;
+}
+
+static void token_revoke_here(struct manager *m, struct token *t, const char *why)
+{
+	uint64_t now = realtime_usec();
+
+	if (t->row.revoked_at || strcmp(t->row.id, "admin") == 0)
+		return;
+	t->row.revoked_at = now;
+	(void)store_token_revoke(m->store, t->row.id, now);
+	log_info("token revoked", "token", t->row.id, "by", why, NULL);
+	if (m->tokens->revoked)
+		m->tokens->revoked(m->tokens->revoked_data, t->row.id);
+}
+
+int manager_token_fleet_put(struct manager *m, struct token_row *row)
+{
+	char hash[65];
+	struct token *t;
+	int r;
+
+	if (!m->tokens || !row->hash)
+		return -EINVAL;
+	t = token_find_hash(m, row->hash);
+	if (t) {
+		t->fleet_seen = true;
+		return 0;
+	}
+	if (m->tokens->n >= MANAGER_TOKENS_MAX)
+		return -EAGAIN;
+	r = store_token_insert(m->store, row);
+	if (r < 0)
+		log_warn("cannot keep a copy of the fleet's token", "token", row->id, "error",
+			 strerror(-r), NULL);
+	snprintf(hash, sizeof hash, "%s", row->hash);
+	r = token_add(m->tokens, row);
+	if (r < 0)
+		return r;
+	t = token_find_hash(m, hash);
+	if (t)
+		t->fleet_seen = true;
+	return 0;
+}
+
+void manager_token_fleet_gone(struct manager *m, const char *hash_hex)
+{
+	struct token *t = token_find_hash(m, hash_hex);
+
+	if (t)
+		token_revoke_here(m, t, "fleet");
+}
+
+void manager_token_fleet_mark(struct manager *m)
+{
+	for (struct token *t = m->tokens ? m->tokens->all : NULL; t; t = t->all_next)
+		t->fleet_seen = false;
+}
+
+void manager_token_fleet_sweep(struct manager *m, uint64_t since_usec)
+{
+	for (struct token *t = m->tokens ? m->tokens->all : NULL; t; t = t->all_next)
+		if (!t->fleet_seen && t->added_usec < since_usec)
+			token_revoke_here(m, t, "fleet");
 }

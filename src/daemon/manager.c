@@ -2031,6 +2031,7 @@ void manager_free(struct manager *m)
 {
 	if (!m)
 		return;
+	manager_fleet_stop(m); /* its threads apply what they learn to the tokens */
 	/* running jobs end (a create's agent keeps running, adopted at the next start) */
 	struct event_work_pool *creates = TAKE_PTR(m->create_work), *work = TAKE_PTR(m->work);
 	event_work_pool_free(creates);

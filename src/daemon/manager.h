@@ -18,6 +18,7 @@
 
 struct manager;
 struct event_loop;
+struct etcd;
 struct store;
 struct net_config;
 
@@ -97,6 +98,12 @@ struct manager_config {
 	 * one tenant; --max-snapshots-per-tenant). */
 	uint64_t max_snapshot_bytes;
 	uint64_t max_snapshots_per_tenant;
+	/* The fleet's shared state (manager-fleet.c, --fleet; docs/operations.md "Many
+	 * workers"): a client of etcd (store/etcd.h) the caller owns and frees after the
+	 * manager, and the URL this worker is registered at. NULL: no fleet, tokens in SQLite
+	 * alone. */
+	struct etcd *fleet;
+	const char *advertise_url;
 };
 
 struct pool_config {
@@ -721,6 +728,21 @@ struct manager_audit_entry {
 void manager_audit_record(struct manager *m, const struct manager_audit_entry *entry);
 struct manager_audit_query {
 	size_t limit;		  /* 1 to 1000 */
+/* ---- The fleet (manager-fleet.c; docs/operations.md, "Many workers") ------------------------ */
+
+/* 503 with the error code "fleet_unavailable": a token cannot be minted or revoked because the
+ * fleet's store (etcd) does not answer; nothing was changed. */
+#define STATION_EFLEET (-ENOLINK)
+/* With cfg.fleet: registers this worker under a lease (refused, -EEXIST with e naming the
+ * other's URL, when another worker holds its name), loads the fleet's tokens and workers
+ * and watches them from threads of their own. When etcd does not answer, the worker starts
+ * with what it last saw and catches up once etcd is back. 0 without cfg.fleet. */
+int manager_fleet_start(struct manager *m, struct station_error *e);
+/* The workers registered in the fleet, this one included: an object of name -> {name, url,
+ * version, tenant, capacity, updatedAt}, as last seen (borrowed; changes on the loop). NULL
+ * without a fleet. */
+const json_t *manager_fleet_workers(struct manager *m);
+
 	int64_t before;		  /* entries with a smaller id only; 0: from the newest */
 	const char *token_id;	  /* NULL: any */
 	const char *tenant;	  /* NULL: any */

@@ -123,6 +123,12 @@ json_t *manager_worker(struct manager *m)
 	return json_pack("{s:s, s:{s:i}}", "name", "w1", "limits", "maxWorkspaces", 1000);
 }
 
+/* No fleet: the static list alone. */
+const json_t *manager_fleet_workers(struct manager *m)
+{
+	return NULL;
+}
+
 /* Echoes the container fields so a test sees what reached the manager. */
 void manager_workspace_op_forget(struct workspace_op *op)
 {
