@@ -2006,6 +2006,9 @@ int main(int argc, char **argv)
 		},
 	};
 	_cleanup_(pool_bufs_free) struct options *pools_owner = &o;
+	/* An image import or pull the controller started (manager-image.c): not a controller. */
+	if (argc == 3 && strcmp(argv[1], "--image-job") == 0)
+		return manager_image_job_main(argv[2]);
 	default_worker(o.worker, sizeof o.worker);
 	int r = parse_args(argc, argv, &o);
 	if (r < 0) {

@@ -294,13 +294,24 @@ static int import_path_open(struct manager *m, const char *path, int *ret, struc
  * Why a process and not a thread: the layout or registry is hostile input, parsed by
  * libarchive, zlib, zstd, jansson and libcurl; in a child, a bug there cannot corrupt or crash
  * the controller, and the child can be killed at shutdown without leaving a thread holding the
- * loop's memory. What runs where: the child opens its own image store (its own images/lock open
- * file description, so flock() excludes it from other jobs and from the loop's removals) and
- * does every write of the import there, under images/lock, rolled back on failure. It touches
+ * loop's memory. Why a fresh program and not a fork of this one: the controller has threads
+ * (its pools, the fleet's calls), and a lock one of them held at the fork (the allocator's,
+ * libcurl's, OpenSSL's) stays held for ever in a forked copy, so a child that allocates or
+ * pulls could hang at its first call; the child therefore only moves its two fds into place
+ * and executes this binary again (/proc/self/exe: the running binary, even when an upgrade
+ * replaced the file) as `station-sandboxd --image-job REQUEST` (manager_image_job_main()).
+ * What runs where: the child opens its own image store (its own images/lock open file
+ * description, so flock() excludes it from other jobs and from the loop's removals) and does
+ * every write of the import there, under images/lock, rolled back on failure. It touches
  * nothing else: not the SQLite store, not the loop, not an HTTP connection (every other fd is
  * closed). It reports one line of JSON on a pipe: the image's digest, or the error. The loop
  * then reads the image's record (written atomically, last) to answer. Two jobs for the same
  * digest run one after the other under the lock; the second finds the image there. */
+
+/* The fds of an image job's program: the layout (an import; absent for a pull) and the pipe
+ * of its report. */
+#define JOB_LAYOUT_FD 3
+#define JOB_OUT_FD 4
 
 struct image_job {
 	struct manager *m;
@@ -336,35 +347,83 @@ static void job_result_write(int fd, int r, const struct image *img, const struc
 		(void)write_all(fd, text, strlen(text));
 }
 
-static _Noreturn void job_child(struct manager *m, int out, const struct job_request *jr)
+/* The request as the job's program reads it: everything it needs, since it shares no memory
+ * with the controller. */
+static char *job_request_encode(struct manager *m, const struct job_request *jr)
 {
+	const struct image_limits *l = &m->cfg.image_limits;
+	json_t *o = json_pack("{s:s,s:s?,s:s?,s:s?,s:s?,s:b,s:b,s:{s:I,s:I,s:I}}", "root",
+			      m->cfg.root, "path", jr->path, "name", jr->name, "ref", jr->ref,
+			      "registry", jr->registry, "plainHttp", jr->plain_http, "layout",
+			      jr->layout_fd >= 0, "limits", "layerBytes",
+			      (json_int_t)l->max_layer_bytes, "imageBytes",
+			      (json_int_t)l->max_image_bytes, "imageEntries",
+			      (json_int_t)l->max_image_entries);
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	json_decref(o);
+	return text;
+}
+
+/* Between fork() and execve(): async-signal-safe calls only (see above). */
+static _Noreturn void job_child(int out, int layout_fd, char *const argv[])
+{
+	sigset_t none;
+
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* out and layout_fd are above JOB_OUT_FD (fcntl F_DUPFD_CLOEXEC in job_start), so
+	 * neither dup2() below overwrites the other's source. */
+	if (dup2(out, JOB_OUT_FD) < 0 || (layout_fd >= 0 && dup2(layout_fd, JOB_LAYOUT_FD) < 0))
+		_exit(127);
+	close_all_fds_except((const int[]){ JOB_LAYOUT_FD, JOB_OUT_FD }, 2);
+	signals_reset_for_exec();
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL); /* the loop's signalfd signals were blocked */
+	execv("/proc/self/exe", argv);
+	_exit(127);
+}
+
+int manager_image_job_main(const char *request)
+{
+	json_t *o = json_loads(request, 0, NULL);
+	json_t *limits = json_object_get(o, "limits");
+	const char *root = json_string_value(json_object_get(o, "root"));
+	const char *path = json_string_value(json_object_get(o, "path"));
+	const char *name = json_string_value(json_object_get(o, "name"));
+	struct image_limits l = {
+		.max_layer_bytes =
+			(uint64_t)json_integer_value(json_object_get(limits, "layerBytes")),
+		.max_image_bytes =
+			(uint64_t)json_integer_value(json_object_get(limits, "imageBytes")),
+		.max_image_entries =
+			(uint64_t)json_integer_value(json_object_get(limits, "imageEntries")),
+	};
 	struct station_error e = {};
 	struct image_store *s = NULL;
 	struct image *img = NULL;
-	sigset_t none;
-	int r;
+	int r = root ? image_store_open(root, &s, &e) : -EINVAL;
 
-	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL); /* the loop's signalfd signals were blocked */
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
-	close_all_fds_except((const int[]){ out, jr->layout_fd }, 2);
-	r = image_store_open(m->cfg.root, &s, &e);
 	if (r >= 0) {
-		image_store_set_limits(s, &m->cfg.image_limits);
-		if (jr->layout_fd >= 0) {
-			r = image_import_layout_fd(s, jr->layout_fd, jr->path, jr->name, &img, &e);
+		image_store_set_limits(s, &l);
+		if (json_is_true(json_object_get(o, "layout"))) {
+			r = image_import_layout_fd(s, JOB_LAYOUT_FD, path ? path : "", name, &img,
+						   &e);
 		} else {
-			struct image_pull_options o = { .registry = jr->registry,
-							.plain_http = jr->plain_http };
-			r = image_pull(s, jr->ref, &o, &img, &e);
+			struct image_pull_options po = {
+				.registry = json_string_value(json_object_get(o, "registry")),
+				.plain_http = json_is_true(json_object_get(o, "plainHttp")),
+			};
+			const char *ref = json_string_value(json_object_get(o, "ref"));
+			r = ref ? image_pull(s, ref, &po, &img, &e) : -EINVAL;
 		}
 	}
 	if (r < 0 && !e.message[0])
 		station_error_set(&e, r, NULL, "%s", strerror(-r));
-	job_result_write(out, r, r >= 0 ? img : NULL, &e);
-	_exit(0);
+	job_result_write(JOB_OUT_FD, r, r >= 0 ? img : NULL, &e);
+	image_free(img);
+	image_store_close(s);
+	json_decref(o);
+	return r < 0 ? 1 : 0;
 }
 
 static void job_unlink(struct image_job *j)
@@ -517,6 +576,8 @@ static int job_start(struct manager *m, const struct job_request *jr, const char
 		     struct station_error *e)
 {
 	_cleanup_free_ struct image_job *j = NULL;
+	_cleanup_free_ char *request = NULL;
+	_cleanup_close_ int out = -1, layout = -1;
 	int p[2], r;
 
 	if (m->n_image_jobs >= MANAGER_MAX_IMAGE_JOBS)
@@ -543,20 +604,29 @@ static int job_start(struct manager *m, const struct job_request *jr, const char
 		snprintf(j->what, sizeof j->what, "layout \"%s\"", jr->path);
 	else
 		snprintf(j->what, sizeof j->what, "%s", jr->ref);
+	request = job_request_encode(m, jr);
+	if (!request)
+		return -ENOMEM;
+	char *argv[] = { (char *)"station-sandboxd", (char *)"--image-job", request, NULL };
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return station_error_set(e, negative_errno(), NULL, "cannot start the import: %m");
+	/* Both fds the child moves into place, above the numbers they go to. */
+	out = fcntl(p[1], F_DUPFD_CLOEXEC, JOB_OUT_FD + 1);
+	layout = jr->layout_fd < 0 ? -1 : fcntl(jr->layout_fd, F_DUPFD_CLOEXEC, JOB_OUT_FD + 1);
+	close(p[1]);
+	if (out < 0 || (jr->layout_fd >= 0 && layout < 0)) {
+		r = negative_errno();
+		close(p[0]);
+		return station_error_set(e, r, NULL, "cannot start the import: %s", strerror(-r));
+	}
 	j->pid = fork();
+	if (j->pid == 0)
+		job_child(out, layout, argv);
 	if (j->pid < 0) {
 		r = negative_errno();
 		close(p[0]);
-		close(p[1]);
 		return station_error_set(e, r, NULL, "cannot start the import: %s", strerror(-r));
 	}
-	if (j->pid == 0) {
-		close(p[0]);
-		job_child(m, p[1], jr);
-	}
-	close(p[1]);
 	j->fd = p[0];
 	(void)fcntl(j->fd, F_SETFL, O_NONBLOCK);
 	r = event_add_io(m->loop, &j->watch, j->fd, EPOLLIN, on_job_output, j);

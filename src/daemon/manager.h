@@ -364,6 +364,10 @@ int manager_image_pull(struct manager *m, const char *ref, const char *registry,
 /* The caller no longer wants the result: done() will not be called. The job itself runs to its
  * end (its own timeouts bound it), so the store is left as a whole import or none. */
 void manager_image_job_forget(struct image_job *j);
+/* The program of an image job: `station-sandboxd --image-job REQUEST`, which the controller
+ * runs for each import and pull (manager-image.c says why a fresh program), with the layout on
+ * fd 3 and its report's pipe on fd 4. Returns the exit status. */
+int manager_image_job_main(const char *request);
 int manager_image_list(struct manager *m, json_t **ret, struct station_error *e);
 /* Removal runs off the loop (a large image is many files; the store's filesystem may stall):
  * done() is called once, from the loop, with the result (r < 0: e says why). Errors found at

@@ -250,6 +250,16 @@ t_stalled_pull() {
 	assert_eq alive "$(j .stdout | tr -d '\n')" "run output during the stalled pull"
 	api -q GET /v1/images
 	assert_status 200 "GET /v1/images during the stalled pull"
+	# the pull runs in a program of its own, not a fork of the threaded controller (whose
+	# copy could hang on a lock another thread held at the fork): one thread, its own command
+	local job
+	job=$(pgrep -P "$CONTROLLER_PID" -f -- '--image-job' | head -1)
+	assert_ne '' "$job" "the pull's process, a child of the controller running --image-job"
+	if [[ -n $job ]]; then
+		assert_eq "station-sandboxd --image-job" \
+			"$(tr '\0' ' ' <"/proc/$job/cmdline" | cut -d' ' -f1-2)" "its command"
+		assert_eq 1 "$(awk '/^Threads:/ {print $2}' "/proc/$job/status")" "its threads"
+	fi
 	[[ -e $TMP/pull.status && -s $TMP/pull.status ]] && _fail "the pull answered before the gate"
 	# let the blob finish: the pull completes with the image
 	touch "$TMP/gate"
