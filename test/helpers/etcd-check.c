@@ -547,6 +547,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	alarm(120); /* a call that hangs fails the case instead of the whole script */
 	url = argv[1];
 	name = argv[2];
 	if (strcmp(name, "kv") == 0)
