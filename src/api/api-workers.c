@@ -513,6 +513,35 @@ static const char *forward_path_refused(const char *path)
 	return NULL;
 }
 
+/* A control character in a header value passed on (a bare CR, a NUL) could end its line or
+ * cut it short on the way to the worker; the WebSocket relay's handshake (worker-relay.c) is
+ * written by hand. Such a request is refused whole, nothing reaching the worker: why into
+ * ret, false when none. */
+static bool forward_headers_refused(struct http_request *req, char *ret, size_t size)
+{
+	static const char *const relayed[] = { "Sec-WebSocket-Protocol", "Sec-WebSocket-Key",
+					       NULL };
+	const char *const *lists[] = { request_headers, relayed };
+
+	for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++)
+		for (const char *const *h = lists[l]; *h; h++) {
+			size_t len = 0;
+			const char *v = http_request_header_n(req, *h, &len);
+
+			for (size_t i = 0; v && i < len; i++) {
+				unsigned char c = (unsigned char)v[i];
+
+				if ((c < 0x20 && c != '\t') || c == 0x7f) {
+					snprintf(ret, size,
+						 "header %s holds a control character (0x%02X)", *h,
+						 c);
+					return true;
+				}
+			}
+		}
+	return false;
+}
+
 /* Never called: MHD sends no body for a HEAD. */
 static ssize_t head_no_body(void *cls, uint64_t pos, char *buf, size_t max)
 {
@@ -631,6 +660,7 @@ static const struct fleet_worker *forward_target(struct http_request *req, const
 	const struct fleet_worker *wk =
 		fleet_resolve(fleet, manager_fleet_workers(http_request_manager(req)), name);
 	const char *path = http_request_url(req) + strlen("/v1/workers/") + strlen(name);
+	char header_why[96];
 	const char *why;
 
 	if (!wk) {
@@ -648,6 +678,11 @@ static const struct fleet_worker *forward_target(struct http_request *req, const
 	why = forward_path_refused(path);
 	if (why) {
 		http_reply_status(req, 400, NULL, "%s", why);
+		return NULL;
+	}
+	if (forward_headers_refused(req, header_why, sizeof header_why)) {
+		http_reply_status(req, 400, NULL, "%s: nothing is forwarded to worker %s",
+				  header_why, name);
 		return NULL;
 	}
 	*ret_path = path;

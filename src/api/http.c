@@ -193,7 +193,9 @@ struct http_request {
 	void *state;
 	void (*state_free)(void *state);
 
-	char *url; /* as libmicrohttpd gave it (decoded, no query); the method is below */
+	char *url;	  /* as libmicrohttpd gave it (decoded, no query); the method is below */
+	bool started;	  /* the handler has seen its headers */
+	char refused[96]; /* why the target as sent is refused (target_check()); "": it is not */
 
 	bool websocket; /* a checked WebSocket handshake */
 	char ws_accept[WS_ACCEPT_SIZE];
@@ -641,6 +643,19 @@ const char *http_request_header(struct http_request *req, const char *name)
 	return request_header(req, name);
 }
 
+const char *http_request_header_n(struct http_request *req, const char *name, size_t *ret_len)
+{
+	const char *value = NULL;
+	size_t len = 0;
+
+	if (MHD_lookup_connection_value_n(req->connection, MHD_HEADER_KIND, name, strlen(name),
+					  &value, &len) != MHD_YES ||
+	    !value)
+		return NULL;
+	*ret_len = len;
+	return value;
+}
+
 struct header_count {
 	const char *name;
 	unsigned n;
@@ -1046,6 +1061,52 @@ static struct http_request *request_new(struct http_server *s, struct MHD_Connec
 	return req;
 }
 
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* The request line's target as the client sent it, before libmicrohttpd decodes its escapes
+ * in place: a decoded %00 cuts short the path every route reads (/v1/workspaces/ID%00x would
+ * be ID's) and a query value read as a string. A path holding a control character, escaped or
+ * not, and a query holding a NUL are refused: why into ret, "" when neither. */
+static void target_check(const char *uri, char *ret, size_t size)
+{
+	bool query = false;
+
+	ret[0] = '\0';
+	for (const char *p = uri; *p; p++) {
+		bool escaped = p[0] == '%' && hex_digit(p[1]) >= 0 && hex_digit(p[2]) >= 0;
+		int c = escaped ? hex_digit(p[1]) * 16 + hex_digit(p[2]) : (unsigned char)*p;
+
+		query = query || *p == '?';
+		if (c == 0 || (!query && (c < 0x20 || c == 0x7f))) {
+			snprintf(ret, size, "the %s holds a control character (%s%02X)",
+				 query ? "query" : "path", escaped ? "%" : "byte 0x", (unsigned)c);
+			return;
+		}
+		if (escaped)
+			p += 2;
+	}
+}
+
+/* Each request begins at its request line (MHD_OPTION_URI_LOG_CALLBACK): the request made here
+ * is the one the handler gets, its target checked as sent. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	struct http_request *req = request_new(cls, c);
+
+	if (req)
+		target_check(uri, req->refused, sizeof req->refused);
+	return req;
+}
+
 /* Browsers cannot set Authorization on a WebSocket: an upgrade may instead offer the token as
  * a subprotocol "bearer.<token>" (docs/api.md, "Authentication"). Copies the first such
  * offer's token into ret; false when there is none (or it does not fit). */
@@ -1265,6 +1326,8 @@ static int request_check_headers(struct http_request *req, const char *url, cons
 	uint64_t len = 0;
 	int r;
 
+	if (req->refused[0])
+		return http_reply_status(req, 400, NULL, "%s", req->refused);
 	/* The dashboard's static files hold no data: no token (its API calls carry one). */
 	if (web_path(url))
 		return web_reply(req, method, url, s->web_csp);
@@ -1399,11 +1462,10 @@ static enum MHD_Result access_serve(struct http_request *req, struct MHD_Connect
 	http_handler_fn fn;
 	int r;
 
-	if (!req) {
-		req = request_new(s, c);
-		if (!req)
-			return MHD_NO;
-		*con_cls = req;
+	if (!req) /* out of memory at its request line: its target was never checked */
+		return MHD_NO;
+	if (!req->started) {
+		req->started = true;
 		r = request_check_headers(req, url, method, version);
 		request_scope(req);
 		if (r >= 0 && !req->replied && req->endpoint && req->endpoint->stream)
@@ -1560,6 +1622,7 @@ static struct MHD_Daemon *server_start_mhd(struct http_server *s)
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY,
 				MHD_OPTION_STRICT_FOR_CLIENT, (int)1,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				MHD_OPTION_URI_LOG_CALLBACK, on_request_line, s,
 				MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 				MHD_OPTION_END);
 	/* clang-format on */

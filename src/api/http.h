@@ -154,6 +154,8 @@ const struct http_connections *http_request_connections(struct http_request *req
 
 /* A request header; NULL when absent. */
 const char *http_request_header(struct http_request *req, const char *name);
+/* The same with its length: a value may hold a NUL, which a string would hide. */
+const char *http_request_header_n(struct http_request *req, const char *name, size_t *ret_len);
 /* How many times the request carries the header (names compared without case). */
 unsigned http_request_header_count(struct http_request *req, const char *name);
 /* Replies e with its status, the error code `code` instead of the status's own (NULL: the
