@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/auth.h"
 #include "api/http.h"
 #include "api/openapi.h"
 #include "daemon/manager.h"
@@ -122,6 +123,17 @@ static void worker_add_connections(struct http_request *req, json_t *worker)
 			  (json_int_t)c->refused, "refusedLongLived", (json_int_t)c->refused_long));
 }
 
+/* Who the caller is here, so that a client placing a create knows which private worker is its
+ * own (docs/operations.md, "Placement"). */
+static void worker_add_caller(struct http_request *req, json_t *worker)
+{
+	const struct auth_principal *p = http_request_principal(req);
+
+	json_object_set_new(worker, "caller",
+			    json_pack("{s:s,s:s?}", "scope", auth_scope_to_string(p->scope),
+				      "tenant", p->tenant[0] ? p->tenant : NULL));
+}
+
 int api_worker(struct http_request *req)
 {
 	json_t *worker = manager_worker(http_request_manager(req));
@@ -130,6 +142,7 @@ int api_worker(struct http_request *req)
 		return http_reply_status(req, 500, NULL, "worker description failed");
 	worker_add_http_limits(req, worker);
 	worker_add_connections(req, worker);
+	worker_add_caller(req, worker);
 	return http_reply_json(req, 200, worker);
 }
 
