@@ -12,9 +12,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "basic/placement.h"
 #include "basic/util.h"
 #include "basic/workers.h"
+#include "basic/json-util.h"
 #include "client-internal.h"
+
+/* STATION_WORKERS=discover:URL: the list is the one that worker knows (docs/operations.md). */
+#define DISCOVER_PREFIX "discover:"
 
 static struct station_client *worker_find(struct station_client *c, const char *name)
 {
@@ -60,12 +65,87 @@ static void refs_donep(struct worker_refs *l)
 	worker_refs_done(l);
 }
 
-static int load_refs(const char *workers, const char *workers_file, struct worker_refs *ret,
-		     struct station_error *e)
+/* The list a worker knows (its GET /v1/workers): each entry's name and URL, the worker asked
+ * at url when it lists itself without one. */
+static int discover_spec(const char *url, json_t *doc, char **ret, struct station_error *e)
 {
+	json_t *list = json_object_get(doc, "workers"), *entry;
+	_cleanup_free_ char *spec = NULL;
+	size_t i;
+
+	if (!json_is_array(list))
+		return station_error_set(
+			e, -EPROTO, NULL,
+			"discover: %s answered GET /v1/workers without \"workers\"", url);
+	json_array_foreach(list, i, entry) {
+		const char *name = json_string_value(json_object_get(entry, "name"));
+		const char *at = json_string_value(json_object_get(entry, "url"));
+		char *next;
+
+		if (!at && json_is_true(json_object_get(entry, "self")))
+			at = url;
+		if (!name || !at || strchr(name, ',') || strchr(at, ','))
+			return station_error_set(e, -EPROTO, NULL,
+						 "discover: %s listed worker %zu without a usable "
+						 "name and URL",
+						 url, i + 1);
+		if (asprintf(&next, "%s%s%s=%s", spec ? spec : "", spec ? "," : "", name, at) < 0)
+			return station_error_set(e, -ENOMEM, NULL, "out of memory");
+		free(spec);
+		spec = next;
+	}
+	*ret = TAKE_PTR(spec);
+	return 0;
+}
+
+/* STATION_WORKERS=discover:URL: the workers that worker lists, each checked as any list entry
+ * is (workers_parse_env()). */
+static int discover_refs(const char *url, const char *token, struct worker_refs *ret,
+			 struct station_error *e)
+{
+	struct station_client *h = NULL;
+	_cleanup_json_ json_t *doc = NULL;
+	_cleanup_free_ char *spec = NULL;
 	int r;
 
-	if (workers)
+	if (!worker_url_valid(url))
+		return station_error_set(e, -EINVAL, NULL,
+					 "STATION_WORKERS: discover:%.256s is not discover:URL",
+					 url);
+	r = station_client_new(url, token, &h);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "discover: cannot use %.256s", url);
+	r = station_request_json(h, "GET", "/v1/workers", NULL, &doc);
+	if (r < 0)
+		station_error_set(e, r, NULL, "discover: GET /v1/workers of %.256s: %s", url,
+				  station_client_last_error(h));
+	station_client_free(h);
+	if (r < 0)
+		return r;
+	r = discover_spec(url, doc, &spec, e);
+	if (r < 0)
+		return r;
+	r = workers_parse_env(spec ? spec : "", ret, e);
+	if (r < 0) {
+		char why[sizeof e->message];
+
+		snprintf(why, sizeof why, "%s", e->message);
+		return station_error_set(e, r, NULL, "discover: %.256s listed: %s", url, why);
+	}
+	return 0;
+}
+
+static int load_refs(const char *workers, const char *workers_file, const char *token,
+		     struct worker_refs *ret, struct station_error *e)
+{
+	const char *env = getenv("STATION_WORKERS");
+	int r;
+
+	if (!workers && !workers_file && env && strncmp(env, DISCOVER_PREFIX, 9) == 0)
+		workers = env;
+	if (workers && strncmp(workers, DISCOVER_PREFIX, 9) == 0)
+		r = discover_refs(workers + 9, token, ret, e);
+	else if (workers)
 		r = workers_parse_env(workers, ret, e);
 	else if (workers_file)
 		r = workers_read_file(workers_file, ret, e);
@@ -131,7 +211,7 @@ int station_client_new_workers(const char *workers, const char *workers_file, co
 		station_error_set(&e, -EINVAL, NULL, "invalid arguments");
 		return set_error(ret_error, &e);
 	}
-	r = load_refs(workers, workers_file, &refs, &e);
+	r = load_refs(workers, workers_file, token, &refs, &e);
 	if (r < 0)
 		return set_error(ret_error, &e);
 	c = calloc(1, sizeof *c);
@@ -393,44 +473,54 @@ static int64_t capacity_number(const json_t *worker, const char *what, const cha
 	return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
 }
 
-/* The most workspaces.free, then the most memoryBytes.available, then the first listed. */
-static int most_free(struct station_client *c, struct station_client **ret)
+/* A worker's GET /v1/worker answer as the placement rule reads it. */
+static struct placement_worker placement_entry(const struct probe *p)
 {
+	json_t *caller = json_object_get(p->doc, "caller");
+
+	return (struct placement_worker){
+		.name = p->w->worker_name,
+		.error = p->r < 0 ? p->w->error : NULL,
+		.tenant = json_string_value(json_object_get(p->doc, "tenant")),
+		.caller_admin =
+			json_is_string(json_object_get(caller, "scope")) &&
+			strcmp(json_string_value(json_object_get(caller, "scope")), "admin") == 0,
+		.caller_tenant = json_string_value(json_object_get(caller, "tenant")),
+		.free = capacity_number(p->doc, "workspaces", "free"),
+		.memory_available = capacity_number(p->doc, "memoryBytes", "available"),
+	};
+}
+
+/* The placement rule (basic/placement.h) over every worker's GET /v1/worker. */
+static int place(struct station_client *c, struct station_client **ret)
+{
+	_cleanup_free_ struct placement_worker *v = NULL;
 	struct probe *p = NULL;
-	size_t best = SIZE_MAX;
+	char why[2048];
 	int r = probe_all(c, "/v1/worker", &p);
 
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < c->n_workers; i++) {
-		int64_t f = capacity_number(p[i].doc, "workspaces", "free");
-		int64_t m = capacity_number(p[i].doc, "memoryBytes", "available");
-
-		if (p[i].r < 0 || f <= 0)
-			continue;
-		if (best == SIZE_MAX || f > capacity_number(p[best].doc, "workspaces", "free") ||
-		    (f == capacity_number(p[best].doc, "workspaces", "free") &&
-		     m > capacity_number(p[best].doc, "memoryBytes", "available")))
-			best = i;
-	}
-	if (best == SIZE_MAX) {
-		char why[1024] = "";
-		size_t off = 0;
-
-		for (size_t i = 0; i < c->n_workers && off < sizeof why; i++) {
-			if (p[i].r < 0)
-				off += (size_t)snprintf(why + off, sizeof why - off, "%s%s",
-							i ? "; " : "", p[i].w->error);
-			else
-				off += (size_t)snprintf(why + off, sizeof why - off,
-							"%sworker %s is full", i ? "; " : "",
-							p[i].w->worker_name);
-		}
+	v = calloc(c->n_workers, sizeof *v);
+	if (!v) {
 		probes_free(p, c->n_workers);
-		return client_error(c, -EAGAIN, "no worker has room for a workspace: %s", why);
+		return client_error(c, -ENOMEM, "out of memory");
 	}
-	*ret = c->workers[best];
+	for (size_t i = 0; i < c->n_workers; i++) {
+		const char *name = json_string_value(json_object_get(p[i].doc, "name"));
+
+		/* its ids would not route back to it */
+		if (p[i].r >= 0 && (!name || strcmp(name, p[i].w->worker_name) != 0))
+			p[i].r = client_error(p[i].w, -EPROTO, "worker %s (%s) calls itself %.64s",
+					      p[i].w->worker_name, p[i].w->endpoint,
+					      name ? name : "(no name)");
+		v[i] = placement_entry(&p[i]);
+	}
+	r = placement_choose(v, c->n_workers, why, sizeof why);
 	probes_free(p, c->n_workers);
+	if (r < 0)
+		return client_error(c, r, "no worker can take this workspace: %s", why);
+	*ret = c->workers[r];
 	return 0;
 }
 
@@ -455,7 +545,7 @@ int client_route_create(struct station_client **cp, const char *worker)
 					    "(STATION_WORKERS)",
 					    worker);
 	} else {
-		r = most_free(c, &w);
+		r = place(c, &w);
 		if (r < 0)
 			return r;
 	}
