@@ -21,6 +21,8 @@
 #include <curl/curl.h>
 
 #include "basic/cleanup.h"
+#include "basic/placement.h"
+#include "api/auth.h"
 #include "api/fleet.h"
 #include "api/http.h"
 #include "api/router.h"
@@ -78,6 +80,7 @@ struct remote_wait {
 	struct remote_call *calls[FLEET_MAX];
 	json_t *self;		      /* /v1/workers: this controller's entry */
 	struct fleet_worker *workers; /* /v1/workers: fleet_list()'s */
+	json_t *create;		      /* a placed create: its fields, without "placement" */
 };
 
 static void remote_call_free(struct remote_call *c)
@@ -100,6 +103,7 @@ static void remote_wait_free(struct remote_wait *w)
 	for (size_t i = 0; i < w->n; i++)
 		remote_call_free(w->calls[i]);
 	json_decref(w->self);
+	json_decref(w->create);
 	free(w->workers);
 	free(w);
 }
@@ -730,4 +734,165 @@ int api_worker_forward_ws(struct http_request *req)
 	if (!query || asprintf(&target, "%s%s%s", path, query[0] ? "?" : "", query) < 0)
 		return http_reply_status(req, 500, NULL, "out of memory");
 	return worker_relay_start(req, wk, target);
+}
+
+/* ---- POST /v1/workspaces {"placement":"any"} ------------------------------------------------ */
+
+/* A worker's GET /v1/worker answer, or NULL with why in c->error (no answer, an error status,
+ * not a worker's description, another name than the one listed). */
+static json_t *placement_answer(struct remote_call *c)
+{
+	json_t *doc, *name;
+
+	if (c->status == 0)
+		return NULL;
+	doc = json_loadb(c->answer ?: "", c->answer_len, 0, NULL);
+	name = json_object_get(doc, "name");
+	if (c->status < 200 || c->status > 299 || !json_is_object(doc))
+		snprintf(c->error, sizeof c->error, "worker %s (%.256s) answered %ld", c->name,
+			 c->base, c->status);
+	else if (!json_is_string(name) || strcmp(json_string_value(name), c->name) != 0)
+		snprintf(c->error, sizeof c->error, "worker %s (%.256s) calls itself %.64s",
+			 c->name, c->base,
+			 json_is_string(name) ? json_string_value(name) : "(none)");
+	else
+		return doc;
+	json_decref(doc);
+	return NULL;
+}
+
+static int64_t capacity_number(const json_t *worker, const char *what, const char *key)
+{
+	json_t *v =
+		json_object_get(json_object_get(json_object_get(worker, "capacity"), what), key);
+
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
+}
+
+/* An entry of the rule from a worker's description; the caller as that worker sees it (its
+ * "caller"), or as this one does for this controller's own. */
+static struct placement_worker placement_of(const char *name, const json_t *doc, const char *error,
+					    const struct auth_principal *here)
+{
+	const json_t *caller = json_object_get(doc, "caller");
+	const char *scope = json_string_value(json_object_get(caller, "scope"));
+
+	return (struct placement_worker){
+		.name = name,
+		.error = doc ? NULL : error,
+		.tenant = json_string_value(json_object_get(doc, "tenant")),
+		.caller_admin = here ? here->scope == AUTH_SCOPE_ADMIN :
+				       scope && strcmp(scope, "admin") == 0,
+		.caller_tenant = here ? here->tenant :
+					json_string_value(json_object_get(caller, "tenant")),
+		.free = capacity_number(doc, "workspaces", "free"),
+		.memory_available = capacity_number(doc, "memoryBytes", "available"),
+	};
+}
+
+/* The create forwarded to the chosen worker with the caller's headers; its answer is the
+ * caller's as a forward's is. Takes body. */
+static int placement_forward(struct http_request *req, const struct fleet_worker *wk, json_t *body)
+{
+	struct remote_wait *w = calloc(1, sizeof *w);
+	char *text = json_dumps(body, JSON_COMPACT);
+	struct remote_call *c = NULL;
+
+	json_decref(body);
+	if (w && text)
+		c = remote_call_new(w, http_request_fleet(req), wk, "POST", "/v1/workspaces");
+	if (!c || copy_headers(c, req) < 0) {
+		remote_call_free(c);
+		free(w);
+		free(text);
+		return http_reply_status(req, 500, NULL, "out of memory");
+	}
+	c->body = text;
+	c->body_len = strlen(text);
+	c->connect_ms = FORWARD_CONNECT_MS;
+	c->timeout_ms = (long)http_request_max_wait_ms(req) + FORWARD_EXTRA_MS;
+	c->max_answer = FORWARD_MAX_ANSWER;
+	w->req = req;
+	w->n = 1;
+	w->calls[0] = c;
+	return queue_calls(req, w, forward_resumed);
+}
+
+static int placement_resumed(struct http_request *req)
+{
+	struct remote_wait *w = http_request_state(req);
+	struct placement_worker v[FLEET_MAX];
+	json_t *docs[FLEET_MAX] = {};
+	struct fleet_worker chosen;
+	char why[2048];
+	json_t *body;
+	int k;
+
+	if (!w)
+		return http_reply_status(req, 500, NULL, "out of memory");
+	for (size_t i = 0; i < w->n; i++) {
+		if (w->workers[i].self) {
+			v[i] = placement_of(w->workers[i].name, w->self, NULL,
+					    http_request_principal(req));
+			continue;
+		}
+		docs[i] = placement_answer(w->calls[i]);
+		v[i] = placement_of(w->workers[i].name, docs[i], w->calls[i]->error, NULL);
+	}
+	k = placement_choose(v, w->n, why, sizeof why);
+	for (size_t i = 0; i < w->n; i++)
+		json_decref(docs[i]);
+	if (k >= 0)
+		chosen = w->workers[k];
+	body = TAKE_PTR(w->create);
+	http_request_set_state(req, NULL, NULL); /* frees w */
+	if (k < 0) {
+		json_decref(body);
+		return http_reply_status(req, 503, NULL, "no worker can take this workspace: %s",
+					 why);
+	}
+	if (chosen.self)
+		return api_workspace_create_here(req, body);
+	return placement_forward(req, &chosen, body);
+}
+
+int api_workspace_place(struct http_request *req, json_t *body)
+{
+	struct fleet *fleet = http_request_fleet(req);
+	struct remote_wait *w = calloc(1, sizeof *w);
+
+	if (!w) {
+		json_decref(body);
+		return http_reply_status(req, 500, NULL, "out of memory");
+	}
+	w->req = req;
+	w->create = body;
+	if (fleet_list(fleet, manager_fleet_workers(http_request_manager(req)), &w->workers,
+		       &w->n) < 0)
+		goto oom;
+	for (size_t i = 0; i < w->n; i++) {
+		const struct fleet_worker *wk = &w->workers[i];
+		struct remote_call *c;
+
+		if (wk->self) {
+			w->self = manager_worker(http_request_manager(req));
+			if (!w->self)
+				goto oom;
+			continue;
+		}
+		c = remote_call_new(w, fleet, wk, "GET", "/v1/worker");
+		if (!c || copy_headers(c, req) < 0) {
+			remote_call_free(c);
+			goto oom;
+		}
+		c->index = i;
+		c->connect_ms = PROBE_CONNECT_MS;
+		c->timeout_ms = PROBE_TIMEOUT_MS;
+		c->max_answer = PROBE_MAX_ANSWER;
+		w->calls[i] = c;
+	}
+	return queue_calls(req, w, placement_resumed);
+oom:
+	remote_wait_free(w);
+	return http_reply_status(req, 500, NULL, "out of memory");
 }

@@ -158,28 +158,65 @@ static int op_wait_begin(struct http_request *req, struct op_wait *w, int r, jso
 	return 0;
 }
 
+/* "placement": absent (false), "any" (true, and taken out of the body), anything else 400. */
+static int take_placement(json_t *body, bool *ret_any, struct station_error *e)
+{
+	json_t *v = json_object_get(body, "placement");
+
+	*ret_any = false;
+	if (!v)
+		return 0;
+	if (!json_is_string(v) || strcmp(json_string_value(v), "any") != 0)
+		return station_error_set(e, -EINVAL, "placement",
+					 "placement must be \"any\" (any worker this controller "
+					 "knows, by the placement rule) or absent (this worker)");
+	json_object_del(body, "placement");
+	*ret_any = true;
+	return 0;
+}
+
 int api_workspace_create(struct http_request *req)
+{
+	struct station_error e = {};
+	json_t *body = NULL;
+	bool any;
+	int r;
+
+	r = api_request_json(req, true, &body, &e);
+	if (r >= 0)
+		r = take_placement(body, &any, &e);
+	if (r < 0) {
+		json_decref(body);
+		return api_reply_result(req, r, 201, NULL, &e);
+	}
+	if (any && http_request_fleet(req))
+		return api_workspace_place(req, body);
+	return api_workspace_create_here(req, body);
+}
+
+int api_workspace_create_here(struct http_request *req, json_t *body)
 {
 	struct station_error e = {};
 	struct workspace_spec spec = {};
 	struct api_idempotency idem;
 	struct idempotency_hit hit;
-	json_t *body = NULL, *ws = NULL;
+	json_t *ws = NULL;
 	struct op_wait *w;
 	int r;
 
 	r = api_idempotency_begin(req, &idem, &hit);
-	if (r < 0 || r == IDEMPOTENCY_REPLIED)
+	if (r < 0 || r == IDEMPOTENCY_REPLIED) {
+		json_decref(body);
 		return r;
+	}
 	if (r == IDEMPOTENCY_REPLAY) {
+		json_decref(body);
 		r = manager_workspace_get(http_request_manager(req), hit.object_id, &ws, &e);
 		if (r == -ENOENT)
 			return api_idempotency_reply_gone(req, &idem, "workspace", hit.object_id);
 		return api_reply_result(req, r, hit.status, ws, &e);
 	}
-	r = api_request_json(req, true, &body, &e);
-	if (r >= 0)
-		r = validate_workspace_spec(body, &spec, &e);
+	r = validate_workspace_spec(body, &spec, &e);
 	if (r >= 0)
 		r = manager_tenant_admit(http_request_manager(req), http_request_principal(req),
 					 &spec, &e);

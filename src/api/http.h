@@ -279,6 +279,12 @@ int api_events_ws(struct http_request *req);
 int api_workers(struct http_request *req);	     /* api-workers.c */
 int api_worker_forward(struct http_request *req);    /* /v1/workers/NAME/v1/... */
 int api_worker_forward_ws(struct http_request *req); /* the same, a WebSocket relayed */
+/* POST /v1/workspaces {"placement":"any"} on a controller with --workers: the placement rule
+ * over this worker and the others (their GET /v1/worker with the caller's token), then the
+ * create here (api_workspace_create_here()) or forwarded to the chosen worker. Both take
+ * body, the create's fields without "placement". */
+int api_workspace_place(struct http_request *req, json_t *body);
+int api_workspace_create_here(struct http_request *req, json_t *body);
 
 /* POST /mcp (api-mcp.c): serves the request's JSON-RPC message with the MCP server argv. */
 int api_mcp(struct http_request *req, const char *const *argv, const char *listen_host);
