@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from station_sandbox import Client, worker_of_id
-from station_sandbox._workers import most_free, parse_workers_env, read_workers_file
+from station_sandbox._workers import parse_workers_env, place, read_workers_file
 
 
 def test_an_ids_worker_is_before_its_last_dash():
@@ -14,16 +14,36 @@ def test_an_ids_worker_is_before_its_last_dash():
     assert worker_of_id("eu-1-abcdefghijklmnopqrstuvwxyz") == "eu-1"
 
 
-def _st(name, free, avail, up=True):
-    return {"name": name, "up": up, "capacity": {"workspaces": {"free": free},
-                                                 "memoryBytes": {"available": avail}}}
+def _st(name, free, avail, up=True, tenant=None, caller=None):
+    return {"name": name, "url": "http://" + name, "up": up, "error": None if up else "refused",
+            "tenant": tenant, "caller": caller or {"scope": "tenant", "tenant": "a"},
+            "capacity": {"workspaces": {"free": free}, "memoryBytes": {"available": avail}}}
 
 
-def test_most_free_by_slots_then_memory_then_order():
-    assert most_free([_st("a", 1, 9), _st("b", 2, 1), _st("c", 2, 1)])["name"] == "b"
-    assert most_free([_st("a", 2, 1), _st("b", 2, 5), _st("c", 1, 99)])["name"] == "b"
-    assert most_free([_st("a", 9, 9, False), _st("b", 0, 0)])["name"] == "b"
-    assert most_free([_st("a", 9, 9, False)]) is None
+def test_placement_by_slots_then_memory_then_order():
+    assert place([_st("a", 1, 9), _st("b", 2, 1), _st("c", 2, 1)])[0]["name"] == "b"
+    assert place([_st("a", 2, 1), _st("b", 2, 5), _st("c", 1, 99)])[0]["name"] == "b"
+    assert place([_st("a", 9, 9, False), _st("b", 1, 0)])[0]["name"] == "b"
+
+
+def test_placement_skips_another_tenants_private_worker_and_prefers_its_own():
+    ws = [_st("w1", 1, 1), _st("w2", 50, 50, tenant="b")]
+    assert place(ws)[0]["name"] == "w1"
+    for w in ws:
+        w["caller"] = {"scope": "tenant", "tenant": "b"}
+    assert place(ws)[0]["name"] == "w2"
+    ws[1]["capacity"]["workspaces"]["free"] = 0  # its own is full: a shared one then
+    assert place(ws)[0]["name"] == "w1"
+    admin = [_st("w1", 1, 1, caller={"scope": "admin"}),
+             _st("w2", 50, 50, tenant="b", caller={"scope": "admin"})]
+    assert place(admin)[0]["name"] == "w2"
+
+
+def test_placement_says_why_each_worker_was_skipped():
+    best, why = place([_st("w1", 9, 9, False), _st("w2", 9, 9, tenant="b"), _st("w3", 0, 9)])
+    assert best is None
+    assert why == ("worker w1 (http://w1) did not answer: refused; worker w2 is private to "
+                   "another tenant; worker w3 is full")
 
 
 def test_station_workers_and_the_argument():

@@ -1,6 +1,7 @@
 """Several workers behind one client: the worker list (the ``workers`` argument,
 ``$STATION_WORKERS`` or a workers file, shared with the CLI: docs/operations.md), the worker a
-workspace id names, and the choice of the worker with the most free capacity."""
+workspace id names, and where a create goes (the placement rule: docs/operations.md,
+"Placement")."""
 
 from __future__ import annotations
 
@@ -227,9 +228,12 @@ def state_of(name: str, url: str, info: Any) -> dict[str, Any]:
             limits.get("maxWorkspaces"), int) and isinstance(used, int):
         cap = {"workspaces": {"max": limits["maxWorkspaces"], "used": used,
                               "free": max(0, limits["maxWorkspaces"] - used)}}
+    tenant = info.get("tenant")
+    caller = info.get("caller")
     return {"name": info.get("name"), "url": url, "up": True, "error": None,
             "version": info.get("version"), "capacity": cap if isinstance(cap, dict) else None,
-            "workspaces": used}
+            "workspaces": used, "tenant": tenant if isinstance(tenant, str) and tenant else None,
+            "caller": caller if isinstance(caller, dict) else None}
 
 
 def _num(d: Any, *keys: str) -> float:
@@ -240,18 +244,48 @@ def _num(d: Any, *keys: str) -> float:
     return d if isinstance(d, (int, float)) and not isinstance(d, bool) else -1
 
 
-def most_free(states: Iterable[dict[str, Any]]) -> Optional[dict[str, Any]]:
-    """The worker with the most free workspace slots, then the most available memory, then the
-    first in order; None when none is up."""
+def _own(s: dict[str, Any]) -> bool:
+    """The worker is private to the caller's own tenant."""
+    caller = s.get("caller") or {}
+    return bool(s.get("tenant")) and s.get("tenant") == caller.get("tenant")
+
+
+def skip_reason(s: dict[str, Any]) -> Optional[str]:
+    """Why a worker takes no create (``down``, ``private to another tenant``, ``full``), or None
+    (docs/operations.md, "Placement")."""
+    if not s.get("up"):
+        return "down"
+    caller = s.get("caller") or {}
+    if s.get("tenant") and caller.get("scope") != "admin" and not _own(s):
+        return "private to another tenant"
+    if _num(s.get("capacity"), "workspaces", "free") <= 0:
+        return "full"
+    return None
+
+
+def place(states: Sequence[dict[str, Any]]) -> tuple[Optional[dict[str, Any]], str]:
+    """The placement rule: among the workers that answered, have room and are not private to
+    another tenant, the caller's own private worker first, then the most free workspaces, then
+    the most available memory, then the first in order. Returns (the worker, "") or (None, why
+    each was skipped: ``worker w1 (URL) did not answer: ...; worker w2 is full``)."""
     best = None
-    for s in states:
-        if not s.get("up"):
+    for i, s in enumerate(states):
+        if skip_reason(s) is not None:
             continue
-        key = (_num(s.get("capacity"), "workspaces", "free"),
-               _num(s.get("capacity"), "memoryBytes", "available"))
+        key = (_own(s), _num(s.get("capacity"), "workspaces", "free"),
+               _num(s.get("capacity"), "memoryBytes", "available"), -i)
         if best is None or key > best[0]:
             best = (key, s)
-    return best[1] if best else None
+    if best is not None:
+        return best[1], ""
+    why = []
+    for s in states:
+        r = skip_reason(s)
+        if r == "down":
+            why.append(f"worker {s['name']} ({s['url']}) did not answer: {s.get('error')}")
+        else:
+            why.append(f"worker {s['name']} is {r}")
+    return None, "; ".join(why)
 
 
 def reason_of(e: BaseException) -> str:

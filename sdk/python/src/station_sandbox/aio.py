@@ -20,11 +20,11 @@ from ._wire import (DEFAULT_TIMEOUT, MAX_HEADER_BYTES, MAX_JSON_BYTES, OP_BINARY
                     ws_accept, ws_close_payload, ws_frame, ws_headers, ws_key)
 from ._follow import RETRIES, FollowState, Item, OutputGap
 from ._transport import NoRoute, os_reason
-from ._workers import (WorkersArg, most_free, resolve_workers, state_of, unknown_worker,
+from ._workers import (WorkersArg, place, resolve_workers, state_of, unknown_worker,
                        worker_of_id)
 from .client import WorkspaceList, _endpoint_of, _none_answered, _unreachable_of
 from .errors import (ConnectionFailed, InvalidArgument, NotFound, PayloadTooLarge, ProtocolError, StationError,
-                     Timeout, WorkerUnavailable, error_from_body, error_from_event)
+                     Timeout, Unavailable, WorkerUnavailable, error_from_body, error_from_event)
 from .models import (FileEntry, FileList, Image, Network, PortExposure, PortList, ReadyReport,
                      Run, Secret, Service, Snapshot, TerminalInfo, WorkspaceInfo)
 
@@ -1157,10 +1157,12 @@ class AsyncClient:
             return self._t
         if worker is None:
             states = await self.workers()
-            best = most_free(states)
-            if best is None:
+            best, why = place(states)
+            if best is None and not any(s["up"] for s in states):
                 raise _none_answered([{"worker": s["name"], "url": s["url"], "error": s["error"]}
                                       for s in states])
+            if best is None:
+                raise Unavailable(503, "unavailable", f"no worker can take this workspace: {why}")
             worker = best["name"]
         t = self._routes.get(worker)
         if t is None:

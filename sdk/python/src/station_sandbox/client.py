@@ -13,13 +13,13 @@ from . import _ops
 from ._ops import ws_path
 from ._follow import RETRIES, FollowState, Item, OutputGap
 from ._transport import NoRoute, Transport, WorkerTransport
-from ._workers import (WorkerConfig, WorkersArg, most_free, reason_of, resolve_workers, state_of,
+from ._workers import (WorkerConfig, WorkersArg, place, reason_of, resolve_workers, state_of,
                        unknown_worker, worker_of_id)
 from ._wire import (DEFAULT_TIMEOUT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT,
                     TextStream, WsParser, file_query, octal_mode, output_event,
                     query, resolve_endpoint, seg, ws_close_payload, ws_frame)
 from .errors import (ConnectionFailed, InvalidArgument, PayloadTooLarge, ProtocolError, StationError, Timeout,
-                     WorkerUnavailable, error_from_event)
+                     Unavailable, WorkerUnavailable, error_from_event)
 from .models import (FileEntry, FileList, Image, Network, PortExposure, PortList, ReadyReport,
                      Run, Secret, Service, Snapshot, TerminalInfo, WorkspaceInfo)
 
@@ -1107,10 +1107,12 @@ class Client:
             return self._t
         if worker is None:
             states = self.workers()
-            best = most_free(states)
-            if best is None:
+            best, why = place(states)
+            if best is None and not any(s["up"] for s in states):
                 raise _none_answered([{"worker": s["name"], "url": s["url"], "error": s["error"]}
                                       for s in states])
+            if best is None:
+                raise Unavailable(503, "unavailable", f"no worker can take this workspace: {why}")
             worker = best["name"]
         t = self._routes.get(worker)
         if t is None:
