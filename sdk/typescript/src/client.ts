@@ -8,7 +8,7 @@ import { Transport, type ConnectionOptions, type RawResponse } from "./transport
 import { Router, unavailable, type Route, type Wire } from "./route.js";
 import {
   WorkerUnavailableError,
-  mostFree,
+  placeWorker,
   reasonOf,
   resolveWorkers,
   type UnreachableWorker,
@@ -430,12 +430,13 @@ export class StationClient {
     let name = worker;
     if (name === undefined) {
       const states = await this.workers();
-      const best = mostFree(states);
-      if (!best) {
+      const { worker: best, why } = placeWorker(states);
+      if (!best && !states.some((s) => s.up)) {
         const first = states[0]!;
         const all = states.map((s) => `${s.name} (${s.url}): ${s.error}`).join("; ");
         throw new WorkerUnavailableError(first.name, first.url, first.error ?? "", { message: `no worker answered: ${all}` });
       }
+      if (!best) throw new StationError(503, "unavailable", `no worker can take this workspace: ${why}`);
       name = best.name;
     }
     return this.on(name).create<Workspace>("/v1/workspaces", request, create).catch((e) => {
@@ -1076,5 +1077,7 @@ function stateOf(name: string, url: string, info: WorkerInfo): WorkerState {
     version: info.version,
     ...(capacity ? { capacity } : {}),
     workspaces: info.workspaces,
+    tenant: info.tenant ?? null,
+    ...(info.caller ? { caller: info.caller } : {}),
   };
 }

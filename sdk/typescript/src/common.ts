@@ -10,7 +10,7 @@ export type {
   WorkspaceList,
 } from "./client.js";
 export { PausedError, StationError } from "./errors.js";
-export { WorkerUnavailableError, workerOfId, mostFree, parseWorkersEnv, readWorkersFile } from "./workers.js";
+export { WorkerUnavailableError, workerOfId, mostFree, placeWorker, skipReason, parseWorkersEnv, readWorkersFile } from "./workers.js";
 export type { UnreachableWorker, WorkerCapacity, WorkerConfig, WorkerState, WorkersOption } from "./workers.js";
 export { WorkspaceFiles, WorkspacePorts, WorkspaceSecrets, READ_MAX_BYTES } from "./files.js";
 export type { WatchOptions } from "./files.js";

@@ -65,6 +65,8 @@ export interface WorkerInfo {
   workspaces: number;
   /** The one tenant a private worker serves (--tenant); null on a shared worker. */
   tenant?: string | null;
+  /** Who the request's token is on this worker: its scope and tenant (null: none). */
+  caller?: { scope: "admin" | "tenant" | "read"; tenant: string | null };
   limits: WorkerLimits;
   /** Free and used capacity (workers that report it). */
   capacity?: {

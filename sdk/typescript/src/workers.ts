@@ -41,6 +41,10 @@ export interface WorkerState {
   capacity?: WorkerCapacity;
   /** How many workspaces it holds. */
   workspaces?: number;
+  /** The tenant of a private worker (`--tenant`); null or absent: shared. */
+  tenant?: string | null;
+  /** Who the client's token is there (`GET /v1/worker`'s `caller`). */
+  caller?: { scope: string; tenant: string | null };
 }
 
 export interface WorkerCapacity {
@@ -257,14 +261,46 @@ export function reasonOf(e: unknown): string {
   return cause instanceof Error ? cause.message : String(cause);
 }
 
-/** The worker with the most free capacity: most free workspace slots, then most available memory, then the first. */
-export function mostFree(states: WorkerState[]): WorkerState | undefined {
+function ownWorker(s: WorkerState): boolean {
+  return !!s.tenant && s.tenant === s.caller?.tenant;
+}
+
+/**
+ * Why a worker takes no create ("down", "private to another tenant", "full"), or undefined
+ * (docs/operations.md, "Placement").
+ */
+export function skipReason(s: WorkerState): string | undefined {
+  if (!s.up) return "down";
+  if (s.tenant && s.caller?.scope !== "admin" && !ownWorker(s)) return "private to another tenant";
+  if ((s.capacity?.workspaces?.free ?? -1) <= 0) return "full";
+  return undefined;
+}
+
+/**
+ * The placement rule: among the workers that answered, have room and are not private to another
+ * tenant, the caller's own private worker first, then the most free workspace slots, then the
+ * most available memory, then the first in order. `why` says why each worker was skipped when
+ * none is left (`worker w1 (URL) did not answer: …; worker w2 is full`).
+ */
+export function placeWorker(states: WorkerState[]): { worker?: WorkerState; why: string } {
   let best: WorkerState | undefined;
   const free = (s: WorkerState) => s.capacity?.workspaces?.free ?? -1;
   const mem = (s: WorkerState) => s.capacity?.memoryBytes?.available ?? -1;
+  const better = (a: WorkerState, b: WorkerState) =>
+    ownWorker(a) !== ownWorker(b) ? ownWorker(a) : free(a) !== free(b) ? free(a) > free(b) : mem(a) > mem(b);
   for (const s of states) {
-    if (!s.up) continue;
-    if (!best || free(s) > free(best) || (free(s) === free(best) && mem(s) > mem(best))) best = s;
+    if (skipReason(s) !== undefined) continue;
+    if (!best || better(s, best)) best = s;
   }
-  return best;
+  if (best) return { worker: best, why: "" };
+  const why = states.map((s) => {
+    const r = skipReason(s);
+    return r === "down" ? `worker ${s.name} (${s.url}) did not answer: ${s.error}` : `worker ${s.name} is ${r}`;
+  });
+  return { why: why.join("; ") };
+}
+
+/** The worker the placement rule chooses (placeWorker), or undefined when none is left. */
+export function mostFree(states: WorkerState[]): WorkerState | undefined {
+  return placeWorker(states).worker;
 }
