@@ -19,6 +19,8 @@
  *   -ECONNRESET    the connection broke before a whole response arrived
  *   -EPROTO        the answer was not the API's (not JSON, a broken event stream)
  *   -EINTR         the interrupt check (station_client_set_interrupt()) asked to stop
+ *   -EDESTADDRREQ  a call about no workspace made on a client over several workers: it goes
+ *                  to one worker's handle (station_client_worker())
  *   -ETIMEDOUT     the controller (or worker) did not answer within the call's deadline
  *                  (station_client_set_timeout()); the message names it and the time
  *   -ENOMEM        out of memory, or a response larger than the client accepts (256 MiB)
@@ -217,7 +219,9 @@ struct station_workspace_options {
 };
 
 /* POST /v1/workspaces; *ret is the new workspace. opts may be NULL. -EINVAL (without a
- * request) for an env entry without '=', or an egress that is not a JSON object. */
+ * request) for an env entry without '=', or an egress that is not a JSON object. On a client
+ * over several workers, the chosen worker's GET /v1/worker must give the name it is listed
+ * under (its ids start with it): -EPROTO naming both names, nothing created, otherwise. */
 int station_workspace_create(struct station_client *c, const struct station_workspace_options *opts,
 			     json_t **ret);
 

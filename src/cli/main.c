@@ -91,6 +91,12 @@ int cli_option_error(const struct cli *cli, char **argv, int opt)
 	return cli_usage(cli, "unknown option '%s'", arg);
 }
 
+/* "w1,w2" of a client over several workers' endpoint "workers:w1,w2". */
+static const char *workers_named(const char *endpoint)
+{
+	return strncmp(endpoint, "workers:", 8) == 0 ? endpoint + 8 : endpoint;
+}
+
 int cli_fail(const struct cli *cli, int r)
 {
 	char *safe;
@@ -103,6 +109,15 @@ int cli_fail(const struct cli *cli, int r)
 	if (r == -ECONNREFUSED && station_client_n_workers(cli->client) > 0) {
 		fprintf(stderr, PROGRAM ": %s\n", station_client_last_error(cli->client));
 		return EXIT_NO_CONTROLLER;
+	}
+	if (r == -EDESTADDRREQ) {
+		/* A command about no workspace, with a worker list: which worker is for the user. */
+		fprintf(stderr,
+			PROGRAM
+			" %s: with a worker list, this goes to one worker: add --worker NAME "
+			"before the command (one of %s)\n",
+			cli->command->name, workers_named(station_client_endpoint(cli->client)));
+		return EXIT_USAGE;
 	}
 	if (r == -ETIMEDOUT) {
 		/* The message names the controller or worker and the deadline (STATION_TIMEOUT_MS). */

@@ -187,7 +187,7 @@ static int client_perform(struct station_client *c, const struct client_io *io,
 	int k;
 
 	if (c->workers)
-		return client_error(c, -EINVAL,
+		return client_error(c, -EDESTADDRREQ,
 				    "%s %.200s: with several workers, a request about no workspace "
 				    "goes to one worker's handle (station_client_worker())",
 				    io->method, io->path);
@@ -697,6 +697,30 @@ static int workspace_spec(struct station_client *c, const struct station_workspa
 	return 0;
 }
 
+/* A worker of the list must answer under the name it is listed as: the ids it makes start with
+ * its own name, and an id naming another worker would be routed there (or nowhere). */
+static int worker_check_name(struct station_client *w)
+{
+	_cleanup_json_ json_t *info = NULL;
+	const char *name;
+	int r;
+
+	if (!w->worker_name)
+		return 0;
+	r = station_worker(w, &info);
+	if (r < 0)
+		return r;
+	name = json_string_value(json_object_get(info, "name"));
+	if (!name || strcmp(name, w->worker_name) != 0)
+		return client_error(w, -EPROTO,
+				    "worker %s (%s) answers as worker '%.64s': the ids it makes "
+				    "would not route to it; list it as %.64s (or start it with "
+				    "--worker %s)",
+				    w->worker_name, w->endpoint, name ? name : "",
+				    name ? name : "its name", w->worker_name);
+	return 0;
+}
+
 int station_workspace_create(struct station_client *c, const struct station_workspace_options *opts,
 			     json_t **ret)
 {
@@ -709,6 +733,9 @@ int station_workspace_create(struct station_client *c, const struct station_work
 				    "snapshot %.128s",
 				    opts->snapshot);
 	r = client_route_create(&c, opts ? opts->worker : NULL);
+	if (r < 0)
+		return r;
+	r = worker_check_name(c);
 	if (r < 0)
 		return r;
 	r = workspace_spec(c, opts, &spec);

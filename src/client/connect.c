@@ -167,7 +167,7 @@ int client_send_all(int fd, const void *data, size_t n)
 int client_connect(struct station_client *c, int *ret)
 {
 	if (c->workers)
-		return client_error(c, -EINVAL,
+		return client_error(c, -EDESTADDRREQ,
 				    "with several workers, a stream goes to one "
 				    "worker's handle (station_client_worker())");
 	return c->socket_path ? connect_unix(c, ret) : connect_tcp(c, ret);
