@@ -717,21 +717,6 @@ int manager_token_revoke(struct manager *m, const char *id, json_t **ret, struct
 typedef void (*manager_token_revoked_fn)(void *userdata, const char *token_id);
 void manager_token_on_revoke(struct manager *m, manager_token_revoked_fn fn, void *userdata);
 
-/* ---- Audit (manager-audit.c; docs/api.md, "Audit") ------------------------------------------ */
-
-struct manager_audit_entry {
-	const struct auth_principal *principal; /* NULL: no token checked out (a 401) */
-	const char *method;
-	const char *route; /* the route template */
-	const char *path;  /* without the query */
-	const char *workspace_id;
-	const char *object_id;
-	unsigned status; /* 0: no answer (the client went away) */
-};
-/* Queues a row (copied); written in batches off the request path. */
-void manager_audit_record(struct manager *m, const struct manager_audit_entry *entry);
-struct manager_audit_query {
-	size_t limit;		  /* 1 to 1000 */
 /* ---- The fleet (manager-fleet.c; docs/operations.md, "Many workers") ------------------------ */
 
 /* 503 with the error code "fleet_unavailable": a token cannot be minted or revoked because the
@@ -747,6 +732,21 @@ int manager_fleet_start(struct manager *m, struct station_error *e);
  * without a fleet. */
 const json_t *manager_fleet_workers(struct manager *m);
 
+/* ---- Audit (manager-audit.c; docs/api.md, "Audit") ------------------------------------------ */
+
+struct manager_audit_entry {
+	const struct auth_principal *principal; /* NULL: no token checked out (a 401) */
+	const char *method;
+	const char *route; /* the route template */
+	const char *path;  /* without the query */
+	const char *workspace_id;
+	const char *object_id;
+	unsigned status; /* 0: no answer (the client went away) */
+};
+/* Queues a row (copied); written in batches off the request path. */
+void manager_audit_record(struct manager *m, const struct manager_audit_entry *entry);
+struct manager_audit_query {
+	size_t limit;		  /* 1 to 1000 */
 	int64_t before;		  /* entries with a smaller id only; 0: from the newest */
 	const char *token_id;	  /* NULL: any */
 	const char *tenant;	  /* NULL: any */
