@@ -27,11 +27,12 @@ for mode in silent stall-body start-only; do
 	HANG_PORT[$mode]=$(cat "$TMP/hang-$mode.port")
 done
 stop_hang_workers() {
-	local pid
+	local rc=$? pid
 	for pid in "${HANG_PID[@]}"; do
 		kill "$pid" 2>/dev/null
 		wait "$pid" 2>/dev/null
 	done
+	(exit "$rc") # _cleanup takes the script's status from $?
 	_cleanup
 }
 trap stop_hang_workers EXIT
