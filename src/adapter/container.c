@@ -628,14 +628,24 @@ static int prepare_run_dir(const struct adapter_workspace *ws, int wfd, size_t n
 	return agent_mount_point(afd, path, e);
 }
 
+/* The workspace's image, its layers unpacked (a snapshot's are on its first use). */
 static int lookup_image(const struct adapter_workspace *ws, struct image **ret,
 			struct station_error *e)
 {
 	const char *ref = json_string_value(json_object_get(ws->spec, "image"));
+	struct image *img = NULL;
 	if (!ref || !ws->ctx->images)
 		return station_error_set(e, -EINVAL, "image", "workspace \"%s\" has no image",
 					 ws->id);
-	return image_lookup(ws->ctx->images, ref, ret, e);
+	int r = image_lookup(ws->ctx->images, ref, &img, e);
+	if (r >= 0)
+		r = image_layers_unpack(ws->ctx->images, img, e);
+	if (r < 0) {
+		image_free(img);
+		return r;
+	}
+	*ret = img;
+	return 0;
 }
 
 static int container_prepare(const struct adapter_workspace *ws, struct station_error *e)

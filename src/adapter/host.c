@@ -65,8 +65,12 @@ static int seed_home_from_snapshot(const struct adapter_workspace *ws, int wfd,
 		return station_error_set(e, -EHOSTDOWN, NULL, "the image store is unavailable");
 	struct image *img = NULL;
 	int r = image_lookup(ws->ctx->images, ref, &img, e);
-	if (r < 0)
+	if (r >= 0)
+		r = image_layers_unpack(ws->ctx->images, img, e);
+	if (r < 0) {
+		image_free(img);
 		return r;
+	}
 	_cleanup_close_ int hfd = safe_mkdir_open(wfd, "home", 0700, (uid_t)-1, (gid_t)-1);
 	if (hfd < 0)
 		r = station_error_set(e, hfd, NULL, "cannot create \"%s/home\": %s", ws->dir,

@@ -251,7 +251,7 @@ static int snapshot_commit(struct snapshot_job *j, int tar_fd)
 		r = image_lookup(s, j->base_ref, &base, &j->e);
 	if (r >= 0) {
 		snprintf(j->base_digest, sizeof j->base_digest, "%s", base ? base->digest : "");
-		r = image_commit_layer(s, base, tar_fd, name, &img, &j->e);
+		r = image_commit_layer(s, base, tar_fd, j->stats.diff_id, name, &img, &j->e);
 	}
 	if (r >= 0)
 		snprintf(j->image, sizeof j->image, "%s", img->digest);

@@ -187,6 +187,14 @@ int layer_unpack_archive(struct archive *a, const char *dir, const char *layer,
 			 const struct layer_limits *lim, uint64_t *ret_entries,
 			 struct station_error *e);
 
+/* An uncompressed layer tar read from fd (pread from offset 0) and unpacked into dir (as
+ * layer_unpack_archive()), hashed in the same pass: ret_diff_id gets the digest of every byte
+ * of the fd, *ret_size (may be NULL) their count, *ret_entries (may be NULL) the entries. The
+ * caller compares the digest before it moves dir into place. -EFBIG past lim->max_bytes. */
+int layer_unpack_tar_fd(int fd, const char *dir, const char *layer, const struct layer_limits *lim,
+			char ret_diff_id[IMAGE_DIGEST_MAX], uint64_t *ret_size,
+			uint64_t *ret_entries, struct station_error *e);
+
 /* What the layers of one import have used so far, against the store's limits. */
 struct image_budget {
 	uint64_t bytes;

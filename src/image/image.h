@@ -8,7 +8,8 @@
  *                                temporary file in the same directory (fsync + rename)
  *   images/layers/<hex>/         one unpacked layer per diff id (the digest of the uncompressed
  *                                tar), a read-only overlayfs lower dir: OCI whiteouts converted
- *                                to overlay whiteouts (char 0/0) and trusted.overlay.opaque=y
+ *                                to overlay whiteouts (char 0/0) and trusted.overlay.opaque=y;
+ *                                a snapshot's own layer is made from its blob on first use
  *   images/index/<hex>.json      one small JSON record per image, keyed by its manifest digest,
  *                                written atomically last: an image exists once it is there
  *   images/trash/                layer dirs being removed: a removal unlinks the record first
@@ -72,6 +73,9 @@ struct image {
 	struct image_config config;
 	char **layers; /* absolute paths of the unpacked layer dirs, bottom layer first */
 	size_t n_layers;
+	/* A layer dir is not there yet (a snapshot's layer is unpacked on first use) though its
+	 * blob is: image_layers_unpack() makes it before anything reads layers. */
+	bool layers_pending;
 	uint64_t size;	  /* sum of the manifest, config and layer blob sizes */
 	uint64_t created; /* CLOCK_REALTIME microseconds when it entered the store */
 };
@@ -152,6 +156,14 @@ int image_pull(struct image_store *s, const char *ref, const struct image_pull_o
 int image_lookup(struct image_store *s, const char *ref, struct image **ret,
 		 struct station_error *e);
 
+/* Makes the layer dirs of img that are not there yet (img->layers_pending) from their blobs,
+ * as an import unpacks them (unpack.c's rules and limits, each checked against its diff id,
+ * every file fsync()ed before the dir is moved into place); a no-op otherwise. Takes
+ * images/lock (waits for it: an import or another unpack may hold it). A layer refused leaves
+ * nothing under its name, and the image unusable (-EPERM, -EFBIG, -EBADMSG with a message
+ * naming the layer). Blocks for the whole unpack: off the event loop. */
+int image_layers_unpack(struct image_store *s, struct image *img, struct station_error *e);
+
 /* Every image in the store, oldest first. */
 int image_list(struct image_store *s, struct image **ret, size_t *ret_n);
 
@@ -199,31 +211,40 @@ struct image_layer_options {
 };
 
 struct image_layer_stats {
-	uint64_t bytes;	  /* file bytes stored */
-	uint64_t entries; /* entries stored */
-	uint64_t skipped; /* FIFOs, sockets, devices left out */
+	uint64_t bytes;			/* file bytes stored */
+	uint64_t entries;		/* entries stored */
+	uint64_t skipped;		/* FIFOs, sockets, devices left out */
+	uint64_t tar_bytes;		/* the tar's length */
+	char diff_id[IMAGE_DIGEST_MAX]; /* the tar's digest, hashed as it was written */
 };
 
 /* Writes one uncompressed OCI layer tar (POSIX pax) of the sources, in order, to out_fd (a
- * regular file, written from its current offset). Blocks: off the event loop. */
+ * regular file, written from its current offset); ret_stats gets its digest (the layer's
+ * diff id), hashed as it is written. Blocks: off the event loop. */
 int image_layer_write(const struct image_layer_source *src, size_t n_src,
 		      const struct image_layer_options *o, int out_fd,
 		      struct image_layer_stats *ret_stats, struct station_error *e);
 
-/* Adds to the store the image made of base's layers plus the layer tar read from tar_fd
- * (uncompressed; verified, unpacked and stored like a pulled layer: unpack.c's rules), its
+/* Adds to the store the image made of base's layers plus the layer tar of tar_fd
+ * (uncompressed, diff_id its digest as image_layer_write() gave it; NULL: hashed here) as a
+ * blob (the file itself linked in, fsync()ed, not copied when on the store's filesystem), its
  * config base's with the new diff id and a history entry, recorded under name (may be NULL).
- * base NULL (a host workspace's snapshot): an image of that one layer, its config this
+ * The layer is not unpacked: the image has layers_pending until image_layers_unpack(), which
+ * applies unpack.c's rules (an entry refused then makes the image unusable; a tar of
+ * image_layer_write() has none). -EFBIG when the tar is larger than the store's limit for a
+ * layer. base NULL (a host workspace's snapshot): an image of that one layer, its config this
  * machine's os and architecture with no process settings. *ret (may be NULL) gets the new
  * image; its digest is its identity, as for any image. Blocks: off the event loop. */
 int image_commit_layer(struct image_store *s, const struct image *base, int tar_fd,
-		       const char *name, struct image **ret, struct station_error *e);
+		       const char *diff_id, const char *name, struct image **ret,
+		       struct station_error *e);
 
 /* Copies the subtree prefix ("home/node") of img's top layer (unpacked) into dest_fd (an
  * empty directory), regular files, directories and symlinks only, each owned by id_base plus
  * its owner in the layer (the new workspace's range). The layer is the store's (trusted: its
  * entries passed unpack.c), dest is a new workspace's. -ENOENT when the top layer has no such
- * subtree. Blocks: off the event loop. */
+ * subtree; -EAGAIN when img->layers_pending (image_layers_unpack() first). Blocks: off the
+ * event loop. */
 int image_layer_copy_subtree(const struct image *img, const char *prefix, int dest_fd,
 			     uint32_t id_base, struct station_error *e);
 /* The same with every entry owned by uid:gid whatever its owner in the layer (a host

@@ -4,18 +4,19 @@
  * store's lock, each blob and layer it adds recorded in a transaction that a failure undoes,
  * the index record written last.
  *
- * The tar is read once: every byte is hashed (the diff id, which is also the blob's digest,
- * the layer being stored uncompressed) as unpack.c applies it into a temporary layer dir, with
- * the rules and limits of a pulled layer. The blob is then the tar's own file, hard-linked into
- * the store when it is on the store's filesystem (nothing copied; the caller must not write to
- * tar_fd afterwards), else copied by the kernel (copy_file_range). A layer or blob with that
- * digest in the store already is kept and the new one dropped: identical trees are stored
- * once.
+ * The tar is not read here: its digest (the diff id, which is also the blob's digest, the layer
+ * being stored uncompressed) is the one image_layer_write() computed as it wrote it (or, when
+ * the caller has none, hashed here), and the blob is the tar's own file, hard-linked into the
+ * store when it is on the store's filesystem (nothing copied; the caller must not write to
+ * tar_fd afterwards), else copied by the kernel (copy_file_range), fsync()ed before it is
+ * named. The layer is not unpacked: images/layers/<hex> is made from the blob the first time
+ * the image is used (image_layers_unpack(), with unpack.c's rules and limits, the digest
+ * checked in the same pass), so a snapshot writes its bytes once. A blob with that digest in
+ * the store already is kept and the new one dropped: identical trees are stored once.
  *
  * Without a base (a host workspace's snapshot: it has no image) the image is that one layer,
  * its config this machine's platform and no process settings. */
 
-#include <archive.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -35,7 +36,6 @@
 #define MT_OCI_LAYER_TAR "application/vnd.oci.image.layer.v1.tar"
 #define SNAPSHOT_CREATED_BY "station-sandbox snapshot"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct archive *, archive_read_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_MD_CTX *, EVP_MD_CTX_free);
 
 struct commit {
@@ -59,131 +59,37 @@ static void commit_done(struct commit *c)
 	json_decref(c->config);
 }
 
-/* the tar, hashed as it is read */
-
-struct tar_reader {
-	int fd;
-	uint64_t offset, max; /* max 0: no bound */
-	bool over;
-	EVP_MD_CTX *sha;
-	char *buf;
-};
-
-static ssize_t tar_reader_next(struct tar_reader *t)
-{
-	ssize_t n;
-
-	do
-		n = pread(t->fd, t->buf, TAR_BLOCK, t->offset);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return negative_errno();
-	t->offset += n;
-	if (t->max && t->offset > t->max) {
-		t->over = true;
-		return -EFBIG;
-	}
-	if (EVP_DigestUpdate(t->sha, t->buf, n) != 1)
-		return -ENOMEM;
-	return n;
-}
-
-static la_ssize_t tar_read(struct archive *a, void *userdata, const void **ret)
-{
-	struct tar_reader *t = userdata;
-	ssize_t n = tar_reader_next(t);
-
-	if (n < 0) {
-		archive_set_error(a, (int)-n, "%s", strerror((int)-n));
-		return -1;
-	}
-	*ret = t->buf;
-	return n;
-}
-
-/* What the archive left unread (the end-of-archive blocks' padding) is part of the blob. */
-static int tar_reader_drain(struct tar_reader *t, char ret[IMAGE_DIGEST_MAX])
-{
-	uint8_t sum[EVP_MAX_MD_SIZE];
-	unsigned len = 0;
-	char hex[65];
-	ssize_t n;
-
-	while ((n = tar_reader_next(t)) > 0)
-		;
-	if (n < 0)
-		return (int)n;
-	if (EVP_DigestFinal_ex(t->sha, sum, &len) != 1 || len != 32)
-		return -EIO;
-	hex_encode(sum, 32, hex);
-	snprintf(ret, IMAGE_DIGEST_MAX, "sha256:%s", hex);
-	return 0;
-}
-
-/* Unpacks the tar into dir, and the diff id. */
-static int tar_unpack(struct commit *c, int tar_fd, const char *dir, const struct layer_limits *lim)
+/* The tar's digest, when the caller did not hash it as it wrote it. */
+static int tar_hash(struct commit *c, int tar_fd)
 {
 	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *sha = EVP_MD_CTX_new();
-	_cleanup_(archive_read_freep) struct archive *a = archive_read_new();
 	_cleanup_free_ char *buf = malloc(TAR_BLOCK);
-	struct tar_reader t = { .fd = tar_fd, .max = lim->max_bytes, .sha = sha, .buf = buf };
-	int r;
+	uint8_t sum[EVP_MAX_MD_SIZE];
+	unsigned len = 0;
+	uint64_t offset = 0;
+	char hex[65];
 
-	if (!sha || !a || !buf || EVP_DigestInit_ex(sha, EVP_sha256(), NULL) != 1)
+	if (!sha || !buf || EVP_DigestInit_ex(sha, EVP_sha256(), NULL) != 1)
 		return -ENOMEM;
-	archive_read_support_format_tar(a);
-	if (archive_read_open(a, &t, NULL, tar_read, NULL) != ARCHIVE_OK)
-		r = t.over ?
-			    -EFBIG :
-			    station_error_set(c->e, -EBADMSG, NULL, "snapshot layer: not a tar: %s",
-					      archive_error_string(a));
-	else
-		r = layer_unpack_archive(a, dir, "of the snapshot", lim, NULL, c->e);
-	if (r >= 0)
-		r = tar_reader_drain(&t, c->diff_id);
-	if (t.over)
-		return station_error_set(c->e, -EFBIG, NULL,
-					 "snapshot layer: more than %llu bytes, %s",
-					 (unsigned long long)lim->max_bytes, lim->bytes_what);
-	if (r < 0 && !c->e->message[0])
-		return station_error_set(c->e, r, NULL, "snapshot layer: cannot read: %s",
-					 strerror(-r));
-	return r;
-}
+	for (;;) {
+		ssize_t n = pread(tar_fd, buf, TAR_BLOCK, offset);
 
-/* The unpacked layer under its diff id, unless the store has it already. */
-static int layer_store(struct commit *c, int tar_fd)
-{
-	const struct image_limits *l = &c->s->limits;
-	struct layer_limits lim = {
-		.max_bytes = l->max_layer_bytes,
-		.max_entries = l->max_image_entries,
-		.bytes_what = "the limit for a layer (--max-layer-bytes)",
-		.entries_what = "the limit for the image's layers (--max-image-entries)",
-	};
-	char tmp[PATH_MAX], dest[PATH_MAX];
-	struct stat st;
-	int r;
-
-	snprintf(tmp, sizeof tmp, "%s/snapshot.tmp-XXXXXX", c->s->layers);
-	if (!mkdtemp(tmp))
-		return station_error_set(c->e, negative_errno(), NULL,
-					 "snapshot layer: cannot create \"%s\": %m", tmp);
-	r = tar_unpack(c, tar_fd, tmp, &lim);
-	if (r >= 0) {
-		snprintf(dest, sizeof dest, "%s/%s", c->s->layers, c->diff_id + strlen("sha256:"));
-		if (stat(dest, &st) == 0 && S_ISDIR(st.st_mode))
-			r = rm_rf(tmp); /* the same layer, stored before */
-		else if (rename(tmp, dest) < 0)
-			r = station_error_set(
-				c->e, negative_errno(), NULL,
-				"snapshot layer: cannot move into place at \"%s\": %m", dest);
-		else
-			r = image_txn_add(&c->t, dest);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return station_error_set(c->e, negative_errno(), NULL,
+						 "snapshot layer: cannot read: %m");
+		if (n == 0)
+			break;
+		if (EVP_DigestUpdate(sha, buf, n) != 1)
+			return -ENOMEM;
+		offset += n;
 	}
-	if (r < 0)
-		(void)rm_rf(tmp);
-	return r;
+	if (EVP_DigestFinal_ex(sha, sum, &len) != 1 || len != 32)
+		return -EIO;
+	hex_encode(sum, 32, hex);
+	snprintf(c->diff_id, sizeof c->diff_id, "sha256:%s", hex);
+	return 0;
 }
 
 static int dir_fsync(const char *dir)
@@ -441,8 +347,6 @@ static int commit_locked(struct commit *c, int tar_fd, const char *name)
 	int r = c->base ? base_load(c) : base_empty(c);
 
 	if (r >= 0)
-		r = layer_store(c, tar_fd);
-	if (r >= 0)
 		r = tar_blob_store(c, tar_fd);
 	if (r >= 0)
 		r = config_write(c, name);
@@ -457,7 +361,8 @@ static int commit_locked(struct commit *c, int tar_fd, const char *name)
 }
 
 int image_commit_layer(struct image_store *s, const struct image *base, int tar_fd,
-		       const char *name, struct image **ret, struct station_error *e)
+		       const char *diff_id, const char *name, struct image **ret,
+		       struct station_error *e)
 {
 	struct station_error local = {};
 	struct commit c = { .s = s, .base = base, .e = e ? e : &local };
@@ -473,6 +378,17 @@ int image_commit_layer(struct image_store *s, const struct image *base, int tar_
 	if (fstat(tar_fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return station_error_set(c.e, -EINVAL, NULL, "snapshot layer: not a regular file");
 	c.tar_size = st.st_size;
+	if (s->limits.max_layer_bytes && c.tar_size > s->limits.max_layer_bytes)
+		return station_error_set(c.e, -EFBIG, NULL,
+					 "snapshot layer: more than %llu bytes, the limit for a "
+					 "layer (--max-layer-bytes)",
+					 (unsigned long long)s->limits.max_layer_bytes);
+	if (diff_id && !image_digest_is_valid(diff_id))
+		return station_error_set(c.e, -EINVAL, NULL, "snapshot layer: invalid digest");
+	if (diff_id)
+		snprintf(c.diff_id, sizeof c.diff_id, "%s", diff_id);
+	else if ((r = tar_hash(&c, tar_fd)) < 0)
+		return r;
 	r = image_store_lock(s);
 	if (r < 0)
 		return station_error_set(c.e, r, NULL, "image store: cannot lock: %s",

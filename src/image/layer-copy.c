@@ -208,6 +208,9 @@ static int subtree_copy(struct layer_copy *c, const struct image *img, const cha
 	if (img->n_layers == 0)
 		return station_error_set(c->e, -ENOENT, NULL, "image %s has no layers",
 					 img->digest);
+	if (img->layers_pending)
+		return station_error_set(c->e, -EAGAIN, NULL,
+					 "image %s: its layers are not unpacked yet", img->digest);
 	top = open(img->layers[img->n_layers - 1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (top < 0)
 		return station_error_set(c->e, negative_errno(), NULL,

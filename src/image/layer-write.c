@@ -25,6 +25,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,7 @@
 #define WHITEOUT_OPAQUE ".wh..wh..opq"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct archive *, archive_write_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_MD_CTX *, EVP_MD_CTX_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
 
 struct layer_walk {
@@ -55,7 +57,8 @@ struct layer_walk {
 	unsigned depth;
 	char *buf;
 	int out_fd;
-	int write_err; /* errno of the last failed write to out_fd */
+	EVP_MD_CTX *sha; /* every byte written to out_fd: the layer's diff id */
+	int write_err;	 /* errno of the last failed write to out_fd */
 	struct station_error *e;
 };
 
@@ -403,12 +406,29 @@ static la_ssize_t out_write(struct archive *a, void *userdata, const void *buf, 
 	struct layer_walk *w = userdata;
 	int r = write_all(w->out_fd, buf, n);
 
+	if (r >= 0 && EVP_DigestUpdate(w->sha, buf, n) != 1)
+		r = -ENOMEM;
+	if (r >= 0)
+		w->stats.tar_bytes += n;
 	if (r < 0) {
 		w->write_err = -r;
 		archive_set_error(a, -r, "%s", strerror(-r));
 		return -1;
 	}
 	return n;
+}
+
+static int diff_id_final(struct layer_walk *w)
+{
+	uint8_t sum[EVP_MAX_MD_SIZE];
+	unsigned len = 0;
+	char hex[65];
+
+	if (EVP_DigestFinal_ex(w->sha, sum, &len) != 1 || len != 32)
+		return -EIO;
+	hex_encode(sum, 32, hex);
+	snprintf(w->stats.diff_id, sizeof w->stats.diff_id, "sha256:%s", hex);
+	return 0;
 }
 
 static int archive_out_open(struct layer_walk *w)
@@ -431,16 +451,23 @@ int image_layer_write(const struct image_layer_source *src, size_t n_src,
 {
 	struct station_error local = {};
 	_cleanup_free_ char *buf = malloc(LAYER_BLOCK);
-	struct layer_walk w = { .o = o, .out_fd = out_fd, .buf = buf, .e = e ? e : &local };
+	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *sha = EVP_MD_CTX_new();
+	struct layer_walk w = { .o = o,
+				.out_fd = out_fd,
+				.sha = sha,
+				.buf = buf,
+				.e = e ? e : &local };
 	int r;
 
-	if (!buf)
+	if (!buf || !sha || EVP_DigestInit_ex(sha, EVP_sha256(), NULL) != 1)
 		return -ENOMEM;
 	r = archive_out_open(&w);
 	for (size_t i = 0; r >= 0 && i < n_src; i++)
 		r = source_add(&w, &src[i]);
 	if (r >= 0 && archive_write_close(w.a) != ARCHIVE_OK)
 		r = archive_fail(&w);
+	if (r >= 0)
+		r = diff_id_final(&w);
 	archive_entry_free(w.ent);
 	archive_write_free(w.a);
 	if (r >= 0 && ret_stats)

@@ -376,7 +376,12 @@ static int image_layers_from_record(struct image_store *s, json_t *layers, struc
 		if (asprintf(&img->layers[i], "%s/%s", s->layers, digest_hex(diff_id)) < 0)
 			return -ENOMEM;
 		img->n_layers++;
-		if (stat(img->layers[i], &st) < 0 || !S_ISDIR(st.st_mode))
+		if (stat(img->layers[i], &st) == 0 && S_ISDIR(st.st_mode))
+			continue;
+		/* not unpacked yet (a snapshot's layer), or lost: made from its blob before use */
+		if (blob_exists(s, json_str(l, "digest") ?: "", NULL) == 1)
+			img->layers_pending = true;
+		else
 			return station_error_set(e, -EUCLEAN, NULL,
 						 "image %s: layer %s is missing from the store "
 						 "(remove the image and import it again)",
@@ -754,6 +759,68 @@ int image_remove(struct image_store *s, const char *ref, struct station_error *e
 	}
 	image_store_unlock(s);
 	return r;
+}
+
+/* layers unpacked on first use */
+
+static int layers_unpack_locked(struct image_store *s, const struct image *img,
+				struct station_error *e)
+{
+	_cleanup_json_ json_t *j = NULL;
+	_cleanup_free_ char *path = NULL;
+	struct image_budget b = {};
+	struct image_txn t = {};
+	json_t *l;
+	size_t i;
+	int r = image_record_find(s, img->digest, &path);
+
+	if (r >= 0)
+		r = record_json_load(path, &j);
+	if (r == -ENOENT)
+		return image_error_not_in_store(img->digest, e);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "image %s: cannot read its record: %s",
+					 img->digest, strerror(-r));
+	json_array_foreach(json_object_get(j, "layers"), i, l) {
+		struct oci_descriptor d = {};
+		const char *diff_id = json_str(l, "diffId");
+
+		if (!json_str(l, "digest") || !diff_id || !image_digest_is_valid(diff_id))
+			return station_error_set(e, -EUCLEAN, NULL,
+						 "image index record \"%s\" is corrupt", path);
+		snprintf(d.digest, sizeof d.digest, "%s", json_str(l, "digest"));
+		r = layer_unpack(s, &t, &d, diff_id, &b, e); /* a layer there already is kept */
+		image_txn_done(&t);
+		if (r < 0)
+			return r;
+	}
+	return fsync_dir(s->layers);
+}
+
+int image_layers_unpack(struct image_store *s, struct image *img, struct station_error *e)
+{
+	_cleanup_free_ char *lock = NULL;
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	if (!img->layers_pending)
+		return 0;
+	/* A lock of its own: the store handle's fd may be shared by threads, which one flock()
+	 * on it would not keep apart. */
+	if (path_join(&lock, s->root, "lock") < 0)
+		return -ENOMEM;
+	fd = open(lock, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return station_error_set(e, negative_errno(), NULL,
+					 "image store: cannot open its lock: %m");
+	while ((r = flock(fd, LOCK_EX)) < 0 && errno == EINTR)
+		;
+	if (r < 0)
+		return station_error_set(e, negative_errno(), NULL, "image store: cannot lock: %m");
+	r = layers_unpack_locked(s, img, e);
+	if (r >= 0)
+		img->layers_pending = false;
+	return r; /* the lock goes with fd */
 }
 
 /* struct image */

@@ -32,13 +32,20 @@
  * Bounds. The decompressed size of a layer (the whole tar stream) and the number of entries are
  * bounded by the caller's limits, checked while the stream is read (layer_diff_id(), which runs
  * before anything is unpacked) and while entries are applied; going past one aborts the layer
- * with a message naming the layer and the limit. */
+ * with a message naming the layer and the limit.
+ *
+ * Durability. Before a layer dir is moved into place, every file and directory written into it
+ * is fsync()ed (each file's writeback started as soon as its data is written, so that the
+ * fsyncs at the end mostly find it done): the cost is the layer's own bytes, never what other
+ * writers on the filesystem have pending (a syncfs() waited for all of it). */
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +62,7 @@
 #define WHITEOUT_PREFIX ".wh."
 #define WHITEOUT_OPAQUE ".wh..wh..opq"
 #define READ_BLOCK (64u << 10)
+#define TAR_BLOCK (1u << 20)
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct archive *, archive_read_free);
 #define _cleanup_archive_ _cleanup_(archive_read_freep)
@@ -300,6 +308,8 @@ static int file_create(struct unpack *u, struct archive *a, struct archive_entry
 	r = file_data_copy(u, a, fd, ent);
 	if (r >= 0)
 		r = metadata_apply(u, fd, ent, true);
+	if (r >= 0) /* writeback under way now: tree_fsync() then mostly waits for nothing */
+		(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	return r;
 }
 
@@ -517,6 +527,50 @@ static int entries_apply(struct unpack *u, struct archive *a)
 	}
 }
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
+
+/* fsync()s every directory and regular file of the tree below dfd (a layer dir this file just
+ * wrote: nothing else writes there), dfd itself last. Symlinks are not opened. */
+static int tree_fsync(int dfd, unsigned depth)
+{
+	int fd = depth > PATH_MAX / 2 ? -ELOOP : fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+	_cleanup_(closedirp) DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	int r = 0;
+
+	if (fd < 0)
+		return fd == -ELOOP ? fd : negative_errno();
+	if (!d) {
+		r = negative_errno();
+		close(fd);
+		return r;
+	}
+	while (r >= 0 && (errno = 0, de = readdir(d))) {
+		_cleanup_close_ int cfd = -1;
+		unsigned char type = de->d_type;
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (type == DT_UNKNOWN && fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			type = S_ISDIR(st.st_mode) ? DT_DIR :
+			       S_ISREG(st.st_mode) ? DT_REG :
+						     DT_UNKNOWN;
+		if (type == DT_DIR) {
+			cfd = openat(dfd, de->d_name,
+				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			r = cfd < 0 ? negative_errno() : tree_fsync(cfd, depth + 1);
+		} else if (type == DT_REG) {
+			cfd = openat(dfd, de->d_name,
+				     O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			r = cfd < 0 || fsync(cfd) < 0 ? negative_errno() : 0;
+		}
+	}
+	if (r >= 0 && errno != 0)
+		r = negative_errno();
+	return r < 0 || fsync(dfd) >= 0 ? r : negative_errno();
+}
+
 int layer_unpack_archive(struct archive *a, const char *dir, const char *layer,
 			 const struct layer_limits *lim, uint64_t *ret_entries,
 			 struct station_error *e)
@@ -529,10 +583,110 @@ int layer_unpack_archive(struct archive *a, const char *dir, const char *layer,
 		return negative_errno();
 	u.root_fd = root_fd;
 	r = entries_apply(&u, a);
-	if (r >= 0 && syncfs(root_fd) < 0)
-		r = negative_errno();
+	if (r >= 0)
+		r = tree_fsync(root_fd, 0);
 	if (r >= 0 && ret_entries)
 		*ret_entries = u.entries;
+	return r;
+}
+
+/* the uncompressed tar of an fd, hashed as it is read */
+
+struct tar_reader {
+	int fd;
+	uint64_t offset, max; /* max 0: no bound */
+	bool over;
+	EVP_MD_CTX *sha;
+	char *buf;
+};
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_MD_CTX *, EVP_MD_CTX_free);
+
+static ssize_t tar_reader_next(struct tar_reader *t)
+{
+	ssize_t n;
+
+	do
+		n = pread(t->fd, t->buf, TAR_BLOCK, t->offset);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return negative_errno();
+	t->offset += n;
+	if (t->max && t->offset > t->max) {
+		t->over = true;
+		return -EFBIG;
+	}
+	if (EVP_DigestUpdate(t->sha, t->buf, n) != 1)
+		return -ENOMEM;
+	return n;
+}
+
+static la_ssize_t tar_read(struct archive *a, void *userdata, const void **ret)
+{
+	struct tar_reader *t = userdata;
+	ssize_t n = tar_reader_next(t);
+
+	if (n < 0) {
+		archive_set_error(a, (int)-n, "%s", strerror((int)-n));
+		return -1;
+	}
+	*ret = t->buf;
+	return n;
+}
+
+/* What the archive left unread (the end-of-archive blocks' padding) is part of the tar. */
+static int tar_reader_drain(struct tar_reader *t, char ret[IMAGE_DIGEST_MAX])
+{
+	uint8_t sum[EVP_MAX_MD_SIZE];
+	unsigned len = 0;
+	char hex[65];
+	ssize_t n;
+
+	while ((n = tar_reader_next(t)) > 0)
+		;
+	if (n < 0)
+		return (int)n;
+	if (EVP_DigestFinal_ex(t->sha, sum, &len) != 1 || len != 32)
+		return -EIO;
+	hex_encode(sum, 32, hex);
+	snprintf(ret, IMAGE_DIGEST_MAX, "sha256:%s", hex);
+	return 0;
+}
+
+int layer_unpack_tar_fd(int fd, const char *dir, const char *layer, const struct layer_limits *lim,
+			char ret_diff_id[IMAGE_DIGEST_MAX], uint64_t *ret_size,
+			uint64_t *ret_entries, struct station_error *e)
+{
+	struct station_error local = {};
+	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *sha = EVP_MD_CTX_new();
+	_cleanup_archive_ struct archive *a = archive_read_new();
+	_cleanup_free_ char *buf = malloc(TAR_BLOCK);
+	struct tar_reader t = { .fd = fd, .max = lim ? lim->max_bytes : 0, .sha = sha, .buf = buf };
+	int r;
+
+	if (!e)
+		e = &local;
+	e->message[0] = '\0';
+	if (!sha || !a || !buf || EVP_DigestInit_ex(sha, EVP_sha256(), NULL) != 1)
+		return -ENOMEM;
+	archive_read_support_format_tar(a);
+	if (archive_read_open(a, &t, NULL, tar_read, NULL) != ARCHIVE_OK)
+		r = t.over ? -EFBIG :
+			     station_error_set(e, -EBADMSG, NULL, "layer %s: not a tar: %s", layer,
+					       archive_error_string(a));
+	else
+		r = layer_unpack_archive(a, dir, layer, lim, ret_entries, e);
+	if (r >= 0)
+		r = tar_reader_drain(&t, ret_diff_id);
+	if (r >= 0 && ret_size)
+		*ret_size = t.offset;
+	if (t.over)
+		return station_error_set(e, -EFBIG, NULL, "layer %s: more than %llu bytes, %s",
+					 layer, (unsigned long long)lim->max_bytes,
+					 lim->bytes_what);
+	if (r < 0 && !e->message[0])
+		return station_error_set(e, r, NULL, "layer %s: cannot read: %s", layer,
+					 strerror(-r));
 	return r;
 }
 
@@ -607,6 +761,71 @@ int layer_diff_id(const char *blob, const char *layer, uint64_t max_bytes,
 	return 0;
 }
 
+static int diff_id_mismatch(const char *layer, const char *actual, const char *diff_id,
+			    struct station_error *e)
+{
+	return station_error_set(e, -EBADMSG, NULL,
+				 "layer %s: diff id mismatch: the uncompressed tar has %.19s, the "
+				 "image config says %.19s",
+				 layer, actual, diff_id);
+}
+
+/* An uncompressed layer blob read once: unpacked beside dest while hashed, moved into place
+ * only when its digest is diff_id. */
+static int layer_unpack_plain(const char *blob, const char *dest, const char *layer,
+			      const struct layer_limits *lim, const char *diff_id,
+			      uint64_t *ret_size, uint64_t *ret_entries, struct station_error *e)
+{
+	_cleanup_close_ int fd = open(blob, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	char tmp[PATH_MAX], actual[IMAGE_DIGEST_MAX];
+	int r;
+
+	if (fd < 0)
+		return station_error_set(e, negative_errno(), NULL, "layer %s: cannot read: %m",
+					 layer);
+	if (snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", dest) >= (int)sizeof tmp)
+		return -ENAMETOOLONG;
+	if (!mkdtemp(tmp))
+		return station_error_set(e, negative_errno(), NULL,
+					 "layer %s: cannot create \"%s\": %m", layer, tmp);
+	r = layer_unpack_tar_fd(fd, tmp, layer, lim, actual, ret_size, ret_entries, e);
+	if (r >= 0 && strcmp(actual, diff_id) != 0)
+		r = diff_id_mismatch(layer, actual, diff_id, e);
+	if (r >= 0 && rename(tmp, dest) < 0)
+		r = station_error_set(e, negative_errno(), NULL,
+				      "layer %s: cannot move into place at \"%s\": %m", layer,
+				      dest);
+	if (r < 0)
+		(void)rm_rf(tmp);
+	return r;
+}
+
+/* A compressed layer blob: its diff id checked first (one pass), then unpacked (another). */
+static int layer_unpack_checked(const char *blob, const char *dest, const char *layer,
+				const struct layer_limits *lim, bool image_bound,
+				uint64_t max_image_bytes, const char *diff_id, uint64_t *ret_size,
+				uint64_t *ret_entries, struct station_error *e)
+{
+	char actual[IMAGE_DIGEST_MAX];
+	int r = layer_diff_id(blob, layer, lim->max_bytes, actual, ret_size, e);
+
+	if (r == -EFBIG && image_bound)
+		return station_error_set(
+			e, -EFBIG, NULL,
+			"layer %s: the image's layers decompress to more than %llu bytes, %s",
+			layer, (unsigned long long)max_image_bytes, lim->bytes_what);
+	if (r == -EFBIG)
+		return station_error_set(e, -EFBIG, NULL,
+					 "layer %s: decompresses to more than %llu bytes, %s",
+					 layer, (unsigned long long)lim->max_bytes,
+					 lim->bytes_what);
+	if (r < 0)
+		return r;
+	if (strcmp(actual, diff_id) != 0)
+		return diff_id_mismatch(layer, actual, diff_id, e);
+	return layer_unpack_file(blob, dest, layer, lim, ret_entries, e);
+}
+
 static uint64_t budget_left(uint64_t max, uint64_t used)
 {
 	return used >= max ? 1 : max - used; /* 1: the next byte or entry is over */
@@ -615,7 +834,7 @@ static uint64_t budget_left(uint64_t max, uint64_t used)
 int layer_unpack(struct image_store *s, struct image_txn *t, const struct oci_descriptor *d,
 		 const char *diff_id, struct image_budget *b, struct station_error *e)
 {
-	char blob[PATH_MAX], dest[PATH_MAX], actual[IMAGE_DIGEST_MAX], layer[DIGEST_SHORT_LEN];
+	char blob[PATH_MAX], dest[PATH_MAX], layer[DIGEST_SHORT_LEN];
 	const struct image_limits *l = &s->limits;
 	uint64_t image_left = budget_left(l->max_image_bytes, b->bytes), size = 0, entries = 0;
 	bool image_bound = image_left < l->max_layer_bytes;
@@ -634,26 +853,11 @@ int layer_unpack(struct image_store *s, struct image_txn *t, const struct oci_de
 	if (stat(dest, &st) == 0 && S_ISDIR(st.st_mode))
 		return 0;
 	r = blob_path(s, d->digest, blob);
-	if (r >= 0)
-		r = layer_diff_id(blob, layer, lim.max_bytes, actual, &size, e);
-	if (r == -EFBIG && image_bound)
-		return station_error_set(
-			e, -EFBIG, NULL,
-			"layer %s: the image's layers decompress to more than %llu "
-			"bytes, %s",
-			layer, (unsigned long long)l->max_image_bytes, lim.bytes_what);
-	if (r == -EFBIG)
-		return station_error_set(e, -EFBIG, NULL,
-					 "layer %s: decompresses to more than %llu bytes, %s",
-					 layer, (unsigned long long)lim.max_bytes, lim.bytes_what);
-	if (r < 0)
-		return r;
-	if (strcmp(actual, diff_id) != 0)
-		return station_error_set(e, -EBADMSG, NULL,
-					 "layer %s: diff id mismatch: the uncompressed tar has "
-					 "%.19s, the image config says %.19s",
-					 layer, actual, diff_id);
-	r = layer_unpack_file(blob, dest, layer, &lim, &entries, e);
+	if (r >= 0 && strcmp(d->digest, diff_id) == 0) /* uncompressed: hashed as it unpacks */
+		r = layer_unpack_plain(blob, dest, layer, &lim, diff_id, &size, &entries, e);
+	else if (r >= 0)
+		r = layer_unpack_checked(blob, dest, layer, &lim, image_bound, l->max_image_bytes,
+					 diff_id, &size, &entries, e);
 	if (r < 0)
 		return r;
 	b->bytes += size;

@@ -174,6 +174,22 @@ static int layer_of_tree(const char *prefix, bool upper, uint64_t max_bytes,
 	return r;
 }
 
+/* The committed layer is a blob only until the image's first use unpacks it. */
+static void unpack_pending(struct image *img)
+{
+	struct station_error e = {};
+	struct stat st;
+	const char *top = img->layers[img->n_layers - 1];
+	bool there = stat(top, &st) == 0;
+
+	cr_assert_eq(img->layers_pending, !there, "pending %d, layer dir there %d",
+		     img->layers_pending, there);
+	cr_assert_eq(image_layers_unpack(store, img, &e), 0, "%s", e.message);
+	cr_assert_not(img->layers_pending);
+	cr_assert_eq(stat(top, &st), 0, "%s", top);
+	cr_assert(S_ISDIR(st.st_mode));
+}
+
 static struct image *commit_tar(const char *name)
 {
 	struct station_error e = {};
@@ -181,8 +197,9 @@ static struct image *commit_tar(const char *name)
 	int fd = open(tarpath, O_RDONLY | O_CLOEXEC);
 
 	cr_assert_geq(fd, 0);
-	cr_assert_eq(image_commit_layer(store, base, fd, name, &img, &e), 0, "%s", e.message);
+	cr_assert_eq(image_commit_layer(store, base, fd, NULL, name, &img, &e), 0, "%s", e.message);
 	close(fd);
+	unpack_pending(img);
 	return img;
 }
 
@@ -350,9 +367,10 @@ Test(layer, host_home_without_base)
 	cr_assert_str_eq(tar_find("home/link")->link, "/etc");
 
 	fd = open(tarpath, O_RDONLY | O_CLOEXEC);
-	cr_assert_eq(image_commit_layer(store, NULL, fd, "host-snap", &img, &e), 0, "%s",
+	cr_assert_eq(image_commit_layer(store, NULL, fd, NULL, "host-snap", &img, &e), 0, "%s",
 		     e.message);
 	close(fd);
+	unpack_pending(img);
 	cr_assert_eq(img->n_layers, 1, "one layer, no base's");
 	cr_assert_str_eq(img->name, "host-snap");
 	cr_assert_str_eq(img->config.os, "linux");
@@ -693,8 +711,10 @@ Test(layer, commit_copies_unlinkable_tar)
 	home_tree();
 	cr_assert_geq(out, 0);
 	cr_assert_eq(image_layer_write(&src, 1, &o, out, &st, &e), 0, "%s", e.message);
-	cr_assert_eq(image_commit_layer(store, base, out, NULL, &img, &e), 0, "%s", e.message);
+	cr_assert_eq(image_commit_layer(store, base, out, st.diff_id, NULL, &img, &e), 0, "%s",
+		     e.message);
 	diff_id = strrchr(img->layers[img->n_layers - 1], '/') + 1;
+	cr_assert_str_eq(diff_id, st.diff_id + strlen("sha256:"), "hashed as written");
 	snprintf(blob, sizeof blob, "%s/images/blobs/sha256/%s", root, diff_id);
 	cr_assert_eq(stat(blob, &s1), 0, "%s", blob);
 	cr_assert_eq(fstat(out, &s2), 0);
@@ -705,43 +725,127 @@ Test(layer, commit_copies_unlinkable_tar)
 	image_free(img);
 }
 
-/* A layer refused by unpack.c's rules, or over the store's limit, leaves nothing behind. */
+/* A layer over the store's limit is refused at commit, and leaves nothing behind. */
 Test(layer, failed_commit_leaves_nothing)
 {
 	struct station_error e = {};
-	struct tar_entry t[] = { { "ok", 'f', "x" }, { "dev", 'c' } };
 	struct image_limits lim = { .max_layer_bytes = 4096 };
 	struct image *img = (struct image *)0x1;
 	int blobs = store_count("blobs/sha256"), layers = store_count("layers");
 	int fd;
 
-	tar_write(tarpath, t, ELEMENTSOF(t), false);
-	fd = open(tarpath, O_RDONLY | O_CLOEXEC);
-	cr_assert_eq(image_commit_layer(store, base, fd, "bad", &img, &e), -EPERM);
-	cr_assert_str_eq(e.message, "layer of the snapshot entry \"dev\": device nodes are not "
-				    "allowed in a layer");
-	close(fd);
-	cr_assert_eq(img, (struct image *)0x1);
-	cr_assert_eq(store_count("blobs/sha256"), blobs);
-	cr_assert_eq(store_count("layers"), layers);
-	cr_assert_eq(store_count("index"), 1);
-
 	struct tar_entry big[] = { { "big", 'f', NULL, 0644, .zeros = 8192 } };
 	tar_write(tarpath, big, 1, false);
 	image_store_set_limits(store, &lim);
 	fd = open(tarpath, O_RDONLY | O_CLOEXEC);
-	cr_assert_eq(image_commit_layer(store, base, fd, "big", &img, &e), -EFBIG);
+	cr_assert_eq(image_commit_layer(store, base, fd, NULL, "big", &img, &e), -EFBIG);
 	cr_assert_str_eq(e.message, "snapshot layer: more than 4096 bytes, the limit for a layer "
 				    "(--max-layer-bytes)");
 	close(fd);
+	cr_assert_eq(img, (struct image *)0x1);
 	cr_assert_eq(store_count("blobs/sha256"), blobs);
 	cr_assert_eq(store_count("layers"), layers);
 	cr_assert_eq(store_count("index"), 1);
 	/* positive control: the same layer within the default limits */
 	image_store_set_limits(store, NULL);
 	fd = open(tarpath, O_RDONLY | O_CLOEXEC);
-	cr_assert_eq(image_commit_layer(store, base, fd, "big", &img, &e), 0, "%s", e.message);
+	cr_assert_eq(image_commit_layer(store, base, fd, NULL, "big", &img, &e), 0, "%s",
+		     e.message);
 	close(fd);
 	cr_assert_eq(store_count("index"), 2);
+	image_free(img);
+}
+
+/* A layer refused by unpack.c's rules when it is first unpacked leaves nothing under its name
+ * (no half-made layer dir, no temporary), and the image stays unusable; a good one unpacks. */
+Test(layer, refused_unpack_leaves_nothing)
+{
+	struct station_error e = {};
+	struct tar_entry t[] = { { "ok", 'f', "x" }, { "dev", 'c' } };
+	int layers = store_count("layers");
+	struct image *img = NULL, *again = NULL;
+	int fd;
+
+	tar_write(tarpath, t, ELEMENTSOF(t), false);
+	fd = open(tarpath, O_RDONLY | O_CLOEXEC);
+	cr_assert_eq(image_commit_layer(store, base, fd, NULL, "bad", &img, &e), 0, "%s",
+		     e.message);
+	close(fd);
+	cr_assert(img->layers_pending);
+	cr_assert_eq(store_count("layers"), layers, "committed, not unpacked");
+	cr_assert_eq(image_layers_unpack(store, img, &e), -EPERM);
+	cr_assert(strstr(e.message, " entry \"dev\": device nodes are not allowed in a layer"),
+		  "%s", e.message);
+	cr_assert(img->layers_pending);
+	cr_assert_eq(store_count("layers"), layers, "nothing left of the refused layer");
+	cr_assert_eq(image_layer_copy_subtree(img, "ok", -1, 0, &e), -EAGAIN);
+	/* found again, still pending: never taken for whole */
+	cr_assert_eq(image_lookup(store, img->digest, &again, &e), 0, "%s", e.message);
+	cr_assert(again->layers_pending);
+	image_free(again);
+	image_free(img);
+	/* positive control: the same without the device */
+	tar_write(tarpath, t, 1, false);
+	img = commit_tar("good");
+	cr_assert_eq(store_count("layers"), layers + 1);
+	image_free(img);
+}
+
+/* A blob changed after its commit (a disk that lost or damaged it) is refused when unpacked:
+ * its digest is checked in the same pass, and the layer dir is moved into place only after. */
+Test(layer, damaged_blob_not_unpacked)
+{
+	struct station_error e = {};
+	struct tar_entry t[] = { { "a", 'f', "aaaa" } };
+	int layers = store_count("layers");
+	_cleanup_free_ char *data = NULL;
+	struct image *img = NULL;
+	char blob[PATH_MAX], *at;
+	size_t len;
+	int fd;
+
+	tar_write(tarpath, t, 1, false);
+	fd = open(tarpath, O_RDONLY | O_CLOEXEC);
+	cr_assert_eq(image_commit_layer(store, base, fd, NULL, "damaged", &img, &e), 0, "%s",
+		     e.message);
+	close(fd);
+	snprintf(blob, sizeof blob, "%s/images/blobs/sha256/%s", root,
+		 strrchr(img->layers[img->n_layers - 1], '/') + 1);
+	cr_assert_eq(read_file(blob, 1 << 20, &data, &len), 0);
+	at = memmem(data, len, "aaaa", 4);
+	cr_assert_not_null(at);
+	cr_assert_eq(chmod(blob, 0644), 0);
+	fd = open(blob, O_WRONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pwrite(fd, "b", 1, at - data), 1); /* the file's data: "baaa" */
+	close(fd);
+	cr_assert_eq(image_layers_unpack(store, img, &e), -EBADMSG);
+	cr_assert(strstr(e.message, "diff id mismatch"), "%s", e.message);
+	cr_assert_eq(store_count("layers"), layers);
+	image_free(img);
+}
+
+/* Removing an image whose layer was never unpacked leaves nothing of it. */
+Test(layer, remove_pending_image)
+{
+	struct station_error e = {};
+	struct image_layer_stats st;
+	int blobs = store_count("blobs/sha256"), layers = store_count("layers");
+	struct image *img = NULL;
+	int fd;
+
+	home_tree();
+	cr_assert_eq(layer_of_tree("home/node", false, 0, &st, &e), 0, "%s", e.message);
+	fd = open(tarpath, O_RDONLY | O_CLOEXEC);
+	cr_assert_eq(image_commit_layer(store, base, fd, st.diff_id, "pending", &img, &e), 0, "%s",
+		     e.message);
+	close(fd);
+	cr_assert(img->layers_pending);
+	cr_assert_eq(store_count("blobs/sha256"), blobs + 3, "the layer, a config, a manifest");
+	cr_assert_eq(image_remove(store, img->digest, &e), 0, "%s", e.message);
+	cr_assert_eq(store_count("blobs/sha256"), blobs);
+	cr_assert_eq(store_count("layers"), layers);
+	cr_assert_eq(store_count("index"), 1);
+	cr_assert_eq(store_count("trash"), 0);
 	image_free(img);
 }
