@@ -10,7 +10,7 @@ import re
 import stat
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from .errors import InvalidArgument, NotFound
 
@@ -163,13 +163,38 @@ def _env(name: str) -> Optional[str]:
     return v if v else None
 
 
-def resolve_workers(workers: Optional[WorkersArg], socket_path: Optional[str], url: Optional[str],
-                    root_dir: Optional[str]) -> Optional[tuple[list[WorkerConfig], str]]:
+DISCOVER = "discover:"
+"""``discover:URL`` (``workers`` or ``$STATION_WORKERS``): the workers that worker lists."""
+
+
+def workers_of_list(doc: Any, url: str) -> list[WorkerConfig]:
+    """The workers of a ``GET /v1/workers`` answer, each at its listed URL (the worker asked at
+    ``url`` when it lists itself without one), checked as any list is."""
+    where = f"discover:{url}"
+    items = doc.get("workers") if isinstance(doc, dict) else None
+    if not isinstance(items, list):
+        raise InvalidArgument(f"{where}: GET /v1/workers answered without \"workers\"")
+    out = []
+    for w in items:
+        if not isinstance(w, dict):
+            raise InvalidArgument(f"{where}: a listed worker is not an object")
+        at = w.get("url") or (url if w.get("self") is True else None)
+        out.append(_check(w.get("name"), at, None, where))
+    return _check_list(out, where)
+
+
+def resolve_workers(workers: Optional[Union[WorkersArg, str]], socket_path: Optional[str],
+                    url: Optional[str], root_dir: Optional[str],
+                    discover: Optional[Callable[[str], list[WorkerConfig]]] = None,
+                    ) -> Optional[tuple[list[WorkerConfig], str]]:
     """The worker list and where it came from, or None for one controller. The first that
     applies: ``workers``; none when ``socket_path``, ``url`` or ``root_dir`` is given;
     ``$STATION_WORKERS``; ``$STATION_WORKERS_FILE``; the default workers file when it exists and
-    none of ``$STATION_URL``, ``$STATION_SOCKET``, ``$STATION_ROOT`` is set."""
+    none of ``$STATION_URL``, ``$STATION_SOCKET``, ``$STATION_ROOT`` is set. ``discover:URL``
+    (as ``workers`` or ``$STATION_WORKERS``) is ``discover(URL)``'s list."""
     single = socket_path is not None or url is not None or root_dir is not None
+    if isinstance(workers, str) and workers.startswith(DISCOVER) and not single and discover:
+        return discover(workers[len(DISCOVER):]), workers
     if workers is not None:
         if single:
             raise InvalidArgument("give either workers or socket_path/url/root_dir, not both")
@@ -192,6 +217,8 @@ def resolve_workers(workers: Optional[WorkersArg], socket_path: Optional[str], u
     if single:
         return None
     env = _env("STATION_WORKERS")
+    if env and env.startswith(DISCOVER) and discover:
+        return discover(env[len(DISCOVER):]), f"STATION_WORKERS={env}"
     if env:
         return parse_workers_env(env), "STATION_WORKERS"
     path = _env("STATION_WORKERS_FILE")

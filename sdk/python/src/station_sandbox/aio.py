@@ -22,7 +22,7 @@ from ._follow import RETRIES, FollowState, Item, OutputGap
 from ._transport import NoRoute, os_reason
 from ._workers import (WorkersArg, place, resolve_workers, state_of, unknown_worker,
                        worker_of_id)
-from .client import WorkspaceList, _endpoint_of, _none_answered, _unreachable_of
+from .client import WorkspaceList, _endpoint_of, _none_answered, _unreachable_of, discover_workers
 from .errors import (ConnectionFailed, InvalidArgument, NotFound, PayloadTooLarge, ProtocolError, StationError,
                      Timeout, Unavailable, WorkerUnavailable, error_from_body, error_from_event)
 from .models import (FileEntry, FileList, Image, Network, PortExposure, PortList, ReadyReport,
@@ -1115,8 +1115,10 @@ class AsyncClient:
 
     def __init__(self, socket_path: Optional[str] = None, url: Optional[str] = None,
                  token: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT,
-                 root_dir: Optional[str] = None, workers: Optional[WorkersArg] = None) -> None:
-        found = resolve_workers(workers, socket_path, url, root_dir)
+                 root_dir: Optional[str] = None, workers: Optional[Union[WorkersArg, str]] = None) -> None:
+        # discover:URL asks that worker once, here, with a blocking call (bounded by timeout)
+        found = resolve_workers(workers, socket_path, url, root_dir,
+                                lambda at: discover_workers(at, token, timeout))
         if found is None:
             self._setup(_AsyncTransport(resolve_endpoint(socket_path, url, root_dir, token), timeout))
         else:

@@ -14,7 +14,7 @@ from ._ops import ws_path
 from ._follow import RETRIES, FollowState, Item, OutputGap
 from ._transport import NoRoute, Transport, WorkerTransport
 from ._workers import (WorkerConfig, WorkersArg, place, reason_of, resolve_workers, state_of,
-                       unknown_worker, worker_of_id)
+                       unknown_worker, worker_of_id, workers_of_list)
 from ._wire import (DEFAULT_TIMEOUT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT,
                     TextStream, WsParser, file_query, octal_mode, output_event,
                     query, resolve_endpoint, seg, ws_close_payload, ws_frame)
@@ -1040,6 +1040,16 @@ class Tokens:
         return self._client._t.drive(_ops.simple("DELETE", f"/v1/tokens/{seg(token_id)}"))  # type: ignore[no-any-return]
 
 
+def discover_workers(url: str, token: Optional[str] = None,
+                     timeout: float = DEFAULT_TIMEOUT) -> list[WorkerConfig]:
+    """The workers the worker at ``url`` lists (its ``GET /v1/workers``: its ``--workers``, and
+    every registered worker of a ``--fleet``), each at its listed URL; what
+    ``workers="discover:URL"`` and ``STATION_WORKERS=discover:URL`` use."""
+    with Client(url=url, token=token, timeout=timeout) as one:
+        doc = one._t.drive(_ops.simple("GET", "/v1/workers"))
+    return workers_of_list(doc, url)
+
+
 def _endpoint_of(w: WorkerConfig, token: Optional[str]) -> Any:
     if w.url.startswith("unix:"):
         return resolve_endpoint(w.url[5:], None, None, w.token or token)
@@ -1056,16 +1066,19 @@ class Client:
 
     Several workers: ``workers={"w1": "http://host1:8080", ...}`` (or a list of
     ``{"name", "url", "token"}``), else ``$STATION_WORKERS``, ``$STATION_WORKERS_FILE`` or the
-    default workers file (docs/operations.md). Every call for a workspace goes to the worker its
-    id names (``w2-...`` is on ``w2``); ``workspaces.list()`` asks all at once; ``create`` goes
-    to ``worker=`` or the most free; a worker that does not answer raises
+    default workers file (docs/operations.md); ``workers="discover:http://host1:8080"`` (or
+    ``$STATION_WORKERS`` so) takes the list that worker's ``GET /v1/workers`` gives, once, here.
+    Every call for a workspace goes to the worker its id names (``w2-...`` is on ``w2``);
+    ``workspaces.list()`` asks all at once; ``create`` goes to ``worker=`` or where the
+    placement rule puts it (docs/operations.md, "Placement"); a worker that does not answer raises
     :class:`WorkerUnavailable` naming it. Calls that name no workspace (images, ``ready()``,
     ``worker()``) go to one worker: ``client.on("w1")``."""
 
     def __init__(self, socket_path: Optional[str] = None, url: Optional[str] = None,
                  token: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT,
-                 root_dir: Optional[str] = None, workers: Optional[WorkersArg] = None) -> None:
-        found = resolve_workers(workers, socket_path, url, root_dir)
+                 root_dir: Optional[str] = None, workers: Optional[Union[WorkersArg, str]] = None) -> None:
+        found = resolve_workers(workers, socket_path, url, root_dir,
+                                lambda at: discover_workers(at, token, timeout))
         if found is None:
             self._setup(Transport(resolve_endpoint(socket_path, url, root_dir, token), timeout))
         else:
