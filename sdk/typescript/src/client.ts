@@ -7,10 +7,12 @@ import { StationError, makeError } from "./errors.js";
 import { Transport, type ConnectionOptions, type RawResponse } from "./transport.js";
 import { Router, unavailable, type Route, type Wire } from "./route.js";
 import {
+  DISCOVER,
   WorkerUnavailableError,
   placeWorker,
   reasonOf,
   resolveWorkers,
+  workersOfList,
   type UnreachableWorker,
   type WorkerCapacity,
   type WorkerState,
@@ -277,6 +279,20 @@ export class StationClient {
     } else {
       this.t = new Transport(options);
     }
+  }
+
+  /**
+   * A client over the workers the worker at `url` lists (its `GET /v1/workers`: its `--workers`,
+   * and every registered worker of a `--fleet`), each at its listed URL with `options.token`;
+   * `url` absent: the one of `STATION_WORKERS=discover:URL`. The list is asked for once, here.
+   */
+  static async discover(url?: string, options: Omit<ConnectionOptions, "workers" | "url" | "socketPath" | "rootDir"> = {}): Promise<StationClient> {
+    const fromEnv = process.env.STATION_WORKERS;
+    const at = url ?? (fromEnv?.startsWith(DISCOVER) ? fromEnv.slice(DISCOVER.length) : undefined);
+    if (!at) throw new TypeError("StationClient.discover: give a worker's URL (or STATION_WORKERS=discover:URL)");
+    const one = new StationClient({ ...options, url: at });
+    const doc = await (one.t as Transport).json("GET", "/v1/workers", undefined, undefined, {}, one.timeoutMs);
+    return new StationClient({ ...options, workers: workersOfList(doc, at) });
   }
 
   /** The names of this client's workers (several workers only; else empty). */

@@ -208,6 +208,23 @@ function env(name: string): string | undefined {
   return v ? v : undefined;
 }
 
+/** `STATION_WORKERS=discover:URL`: the workers that worker lists (StationClient.discover). */
+export const DISCOVER = "discover:";
+
+/**
+ * The workers of a `GET /v1/workers` answer, each at its listed URL (the worker asked at `url`
+ * when it lists itself without one), checked as any list is.
+ */
+export function workersOfList(doc: unknown, url: string): WorkerConfig[] {
+  const where = `discover:${url}`;
+  const items = (doc as { workers?: unknown })?.workers;
+  if (!Array.isArray(items)) throw new TypeError(`${where}: GET /v1/workers answered without "workers"`);
+  const list = items.map((w: { name?: unknown; url?: unknown; self?: unknown }) =>
+    checkWorker({ name: w?.name as string, url: (w?.url ?? (w?.self === true ? url : undefined)) as string }, where),
+  );
+  return checkList(list, where);
+}
+
 /**
  * The worker list of a client, or undefined for one controller. The first that applies:
  * the `workers` option; none when `socketPath`, `url` or `rootDir` is given; `$STATION_WORKERS`;
@@ -231,6 +248,8 @@ export function resolveWorkers(options: {
   }
   if (options.socketPath !== undefined || options.url !== undefined || options.rootDir !== undefined) return undefined;
   const fromEnv = env("STATION_WORKERS");
+  if (fromEnv?.startsWith(DISCOVER))
+    throw new TypeError(`STATION_WORKERS=${fromEnv}: discovery asks that worker first: make the client with await StationClient.discover()`);
   if (fromEnv) return { list: parseWorkersEnv(fromEnv), source: "STATION_WORKERS" };
   const file = env("STATION_WORKERS_FILE");
   if (file) return { list: readWorkersFile(file), source: `the workers file ${file}` };
