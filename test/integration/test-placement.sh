@@ -6,10 +6,12 @@
 # others' stores, as a fleet sharing its tokens has them). Tenant a's creates through the CLI
 # (STATION_WORKERS), the Python SDK, the TypeScript SDK and the server-side "placement":"any"
 # (sent to W2, W3 and W1) all land on W1, never on W2 (another tenant's) or W3 (full); tenant
-# b's go to W2, its own, first; the operator's may go to W2. With W1 stopped, a's create fails
-# naming why each worker was skipped. Discovery: a client given W1's URL alone
-# (STATION_WORKERS=discover:URL) lists the workspaces of all three.
-# run-all: slow: three container controllers and a dozen container creates
+# b's go to W2, its own, first (W2 restarted with less room than W1 for that); the operator's
+# go to the most free. With W1 stopped, a's create fails naming why each worker was skipped.
+# Discovery: a client given W1's URL alone (the CLI and the Python SDK with
+# STATION_WORKERS=discover:URL, the TypeScript SDK's StationClient.discover()) lists the
+# workspaces of all three.
+# run-all: slow: three container controllers and fifteen container creates
 . "$(dirname "$0")/container-lib.sh"
 
 container_prereqs
@@ -141,19 +143,6 @@ worker_of() {
 	printf '%s\n' "${1%-*}"
 }
 
-# all_on WANT IDS...: every id names worker WANT.
-all_on() {
-	local want=$1 id seen=()
-	shift
-	for id in "$@"; do seen+=("$(worker_of "$id")"); done
-	for id in "${seen[@]}"; do
-		[[ $id == "$want" ]] || {
-			_fail "placed on ${seen[*]}, expected $want for each"
-			return 1
-		}
-	done
-}
-
 t_worker_says_who_calls() {
 	t_api 2 "$TA" GET /v1/worker
 	assert_status 200 "a's GET /v1/worker on W2" || return 1
@@ -167,95 +156,102 @@ pcli() {
 	STATION_WORKERS=$LIST HOME=$TMP "$CLI_BIN" "$@"
 }
 
-t_cli_tenant_a() {
-	local ids=() id i
-	for i in 1 2 3; do
-		id=$(STATION_TOKEN=$TA pcli create --image "$IMAGE" 2>"$TMP/err") || {
-			_fail "create: $(cat "$TMP/err")"
-			return 1
-		}
-		ids+=("$id")
-	done
-	all_on "${NAME[1]}" "${ids[@]}"
-}
-
-t_cli_tenant_b_own_first() {
+# Each client's create, with TOKEN and no worker named: prints the new workspace's worker.
+cli_create() {
 	local id
-	id=$(STATION_TOKEN=$TB pcli create --image "$IMAGE" 2>"$TMP/err") || {
-		_fail "create: $(cat "$TMP/err")"
-		return 1
-	}
-	all_on "${NAME[2]}" "$id"
+	id=$(STATION_TOKEN=$1 pcli create --image "$IMAGE") || return 1
+	worker_of "$id"
 }
 
 SDK_PY=$SRC/sdk/python/src
-t_python_sdk() {
-	local out
-	out=$(PYTHONPATH=$SDK_PY python3 - "$LIST" "$IMAGE" "$TA" "$TB" <<'EOF'
+python_create() {
+	PYTHONPATH=$SDK_PY python3 - "$LIST" "$IMAGE" "$1" <<'EOF'
 import sys
 from station_sandbox import Client
 workers = dict(item.split("=", 1) for item in sys.argv[1].split(","))
-for token in (sys.argv[3], sys.argv[3], sys.argv[4]):
-    c = Client(workers=workers, token=token)
-    print(c.workspaces.create(image=sys.argv[2]).worker)
+print(Client(workers=workers, token=sys.argv[3]).workspaces.create(image=sys.argv[2]).worker)
 EOF
-	) || {
-		_fail "python: $out"
-		return 1
-	}
-	assert_eq "${NAME[1]} ${NAME[1]} ${NAME[2]}" "$(tr '\n' ' ' <<<"$out" | sed 's/ $//')" \
-		"a's twice on W1, b's on W2"
 }
 
 SDK_TS=$SRC/sdk/typescript
-t_typescript_sdk() {
-	local out
+TS_BUILT=
+typescript_build() {
+	[[ -n $TS_BUILT ]] && return 0
 	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-		_fail "node and npm are needed (scripts/install-deps)"
+		diag "node and npm are needed (scripts/install-deps)"
 		return 1
 	fi
 	# shellcheck disable=SC2016 # expanded by the inner shell
 	flock -w 600 "$SDK_TS" bash -c 'cd "$1" && { npm ls --offline --all >/dev/null 2>&1 ||
 		npm ci --prefer-offline --no-audit --no-fund; } && npx tsc -p tsconfig.json' _ "$SDK_TS" \
 		>"$TMP/tsc.log" 2>&1 || {
-		_fail "the TypeScript SDK does not build: $(tail -n 5 "$TMP/tsc.log")"
+		diag "the TypeScript SDK does not build: $(tail -n 5 "$TMP/tsc.log")"
 		return 1
 	}
-	out=$(node --input-type=module - "$LIST" "$IMAGE" "$TA" "$TB" <<EOF
-import { StationClient } from "$SDK_TS/dist/index.js";
-const [list, image, ta, tb] = process.argv.slice(2);
-const workers = Object.fromEntries(list.split(",").map((e) => e.split("=")));
-for (const token of [ta, ta, tb]) {
-  const c = new StationClient({ workers, token });
-  console.log((await c.createWorkspace({ image })).worker);
+	TS_BUILT=1
 }
+typescript_create() {
+	typescript_build || return 1
+	node --input-type=module - "$LIST" "$IMAGE" "$1" <<EOF
+import { StationClient } from "$SDK_TS/dist/index.js";
+const [list, image, token] = process.argv.slice(2);
+const workers = Object.fromEntries(list.split(",").map((e) => e.split("=")));
+console.log((await new StationClient({ workers, token }).createWorkspace({ image })).worker);
 EOF
-	) || {
-		_fail "typescript: $out"
-		return 1
-	}
-	assert_eq "${NAME[1]} ${NAME[1]} ${NAME[2]}" "$(tr '\n' ' ' <<<"$out" | sed 's/ $//')" \
-		"a's twice on W1, b's on W2"
 }
 
-t_server_placement() {
-	local ids=() i body
-	body=$(jq -nc --arg i "$IMAGE" '{image: $i, placement: "any"}')
-	for i in 2 3 1; do
-		t_api "$i" "$TA" POST /v1/workspaces "$body"
-		assert_status 201 "a's placed create sent to worker $i" || return 1
-		ids+=("$(j .id)")
-	done
-	all_on "${NAME[1]}" "${ids[@]}" || return 1
-	t_api 1 "$TB" POST /v1/workspaces "$body"
-	assert_status 201 "b's placed create sent to W1" || return 1
-	all_on "${NAME[2]}" "$(j .id)" || return 1
-	# without placement the create stays where it was sent (W2 refuses a 403, W1 takes it)
+# server_create I TOKEN: "placement":"any" sent to worker I.
+server_create() {
+	t_api "$1" "$2" POST /v1/workspaces "$(jq -nc --arg i "$IMAGE" '{image: $i, placement: "any"}')"
+	[[ $STATUS == 201 ]] || {
+		echo "HTTP $STATUS $BODY"
+		return 1
+	}
+	worker_of "$(j .id)"
+}
+
+# lands WANT WHAT COMMAND...: the create COMMAND makes lands on worker WANT.
+lands() {
+	local want=$1 what=$2 got
+	shift 2
+	got=$("$@" 2>"$TMP/err") || {
+		_fail "$what: ${got:+$got }$(tail -n 5 "$TMP/err")"
+		return 1
+	}
+	assert_eq "$want" "$got" "$what"
+}
+
+t_tenant_a() {
+	lands "${NAME[1]}" "CLI" cli_create "$TA"
+	lands "${NAME[1]}" "CLI again" cli_create "$TA"
+	lands "${NAME[1]}" "Python SDK" python_create "$TA"
+	lands "${NAME[1]}" "Python SDK again" python_create "$TA"
+	lands "${NAME[1]}" "TypeScript SDK" typescript_create "$TA"
+	lands "${NAME[1]}" "TypeScript SDK again" typescript_create "$TA"
+	lands "${NAME[1]}" "placement any sent to W2" server_create 2 "$TA"
+	lands "${NAME[1]}" "placement any sent to W3" server_create 3 "$TA"
+	lands "${NAME[1]}" "placement any sent to W1" server_create 1 "$TA"
+}
+
+t_placement_field() {
 	t_api 2 "$TA" POST /v1/workspaces "$(jq -nc --arg i "$IMAGE" '{image: $i}')"
-	assert_status 403 "a's create sent to W2 without placement"
+	assert_status 403 "without placement a's create stays on W2, which refuses it"
 	t_api 1 "$TA" POST /v1/workspaces "$(jq -nc --arg i "$IMAGE" '{image: $i, placement: "w9"}')"
 	assert_status 400 "placement other than any" || return 1
 	assert_eq placement "$(j .error.field)" "the field named"
+}
+
+# b's own worker first even with less room than the shared one: W2 again with room for 5
+# (W1 has 10 left), which the most free alone would pass over.
+t_tenant_b_own_first() {
+	w_stop 2
+	EXTRA[2]="--tenant b --max-workspaces 5"
+	w_start 2 || return 1
+	lands "${NAME[2]}" "CLI" cli_create "$TB"
+	lands "${NAME[2]}" "Python SDK" python_create "$TB"
+	lands "${NAME[2]}" "TypeScript SDK" typescript_create "$TB"
+	lands "${NAME[2]}" "placement any sent to W1" server_create 1 "$TB"
+	lands "${NAME[1]}" "the operator's placement any: the most free" server_create 2 "$ADMIN"
 }
 
 t_none_left() {
@@ -284,6 +280,19 @@ except Unavailable as e:
 EOF
 	)
 	assert_eq "no worker can take this workspace: $want" "$err" "the Python SDK says why for each"
+	err=$(typescript_build && node --input-type=module - "$LIST" "$IMAGE" "$TA" <<EOF 2>&1
+import { StationClient } from "$SDK_TS/dist/index.js";
+const [list, image, token] = process.argv.slice(2);
+const workers = Object.fromEntries(list.split(",").map((e) => e.split("=")));
+try {
+  await new StationClient({ workers, token }).createWorkspace({ image });
+} catch (e) {
+  console.log(e.status + " " + e.message);
+}
+EOF
+	)
+	assert_eq "503 no worker can take this workspace: $want" "$err" \
+		"the TypeScript SDK says why for each"
 	w_start 1
 }
 
@@ -291,7 +300,7 @@ t_discovery() {
 	local out want
 	out=$(STATION_WORKERS="discover:${URL[1]}" STATION_TOKEN=$ADMIN HOME=$TMP "$CLI_BIN" worker ls --json)
 	assert_eq "${NAME[1]} ${NAME[2]} ${NAME[3]}" "$(jq -r '[.[].name] | join(" ")' <<<"$out")" \
-		"the workers learnt from W1's GET /v1/workers" || return 1
+		"the CLI: the workers learnt from W1's GET /v1/workers" || return 1
 	want=$(for i in 1 2 3; do
 		w_api "$i" GET /v1/workspaces
 		j '.workspaces[].id'
@@ -303,14 +312,24 @@ t_discovery() {
 	}
 	assert_eq "" "$(cat "$TMP/err")" "every worker answered"
 	assert_eq "$want" "$(jq -r '.[].id' <<<"$out" | sort | tr '\n' ' ')" \
-		"the workspaces of every worker, W1's and W2's"
+		"the CLI: the workspaces of every worker"
+	out=$(STATION_WORKERS="discover:${URL[1]}" STATION_TOKEN=$ADMIN PYTHONPATH=$SDK_PY python3 -c '
+from station_sandbox import Client
+print(" ".join(sorted(w.id for w in Client().workspaces.list())))' 2>&1)
+	assert_eq "$want" "$out " "the Python SDK (STATION_WORKERS=discover:URL)"
+	out=$(typescript_build && STATION_WORKERS="discover:${URL[1]}" STATION_TOKEN=$ADMIN \
+		node --input-type=module - <<EOF 2>&1
+import { StationClient } from "$SDK_TS/dist/index.js";
+const c = await StationClient.discover();
+console.log((await c.workspaces()).map((w) => w.id).sort().join(" "));
+EOF
+	)
+	assert_eq "$want" "$out " "the TypeScript SDK (StationClient.discover())"
 }
 
 run_test "GET /v1/worker says who calls: its scope and tenant" t_worker_says_who_calls
-run_test "CLI: tenant a's creates never land on b's private worker nor the full one" t_cli_tenant_a
-run_test "CLI: tenant b's create goes to its own private worker first" t_cli_tenant_b_own_first
-run_test "Python SDK: a's creates on the shared worker, b's on its own" t_python_sdk
-run_test "TypeScript SDK: a's creates on the shared worker, b's on its own" t_typescript_sdk
-run_test "server side: placement any on any worker forwards a's create to the shared one, b's to its own" t_server_placement
+run_test "tenant a's creates (CLI, both SDKs, placement any sent to each worker) never land on b's private worker nor the full one" t_tenant_a
+run_test "placement: without it a create stays where sent; a value other than any is 400" t_placement_field
+run_test "tenant b's creates go to its own private worker first, with less room than the shared one" t_tenant_b_own_first
 run_test "none left: the create fails naming why each worker was skipped" t_none_left
 run_test "discovery: a client given one worker's URL lists workspaces on all" t_discovery
