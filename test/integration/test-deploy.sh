@@ -21,6 +21,7 @@
 #   or a missing required field do not.
 # Runs on the controller's own temporary root; no systemd as PID 1 is needed (none is started).
 . "$(dirname "$0")/container-lib.sh"
+. "$(dirname "$0")/etcd-lib.sh"
 
 UNIT=$SRC/deploy/systemd/station-sandbox.service
 MANIFESTS=$SRC/deploy/kubernetes
@@ -113,8 +114,11 @@ t_manifests_valid() {
 	assert_eq 0 "$?" "validator exit status" || diag "$VOUT"
 	assert_eq "ConfigMap/station-sandbox-flags
 DaemonSet/station-sandbox
+Service/station-sandbox-etcd
+StatefulSet/station-sandbox-etcd
 Namespace/station-sandbox
 NetworkPolicy/station-sandbox-api
+NetworkPolicy/station-sandbox-etcd
 Secret/station-sandbox-admin-token
 Service/station-sandbox" "$(awk '$1 == "ok" {print $3}' <<<"$VOUT")" "documents validated"
 	assert_eq "" "$(grep -v '^ok ' <<<"$VOUT")" "errors"
@@ -464,6 +468,8 @@ start_configured() {
 			;;
 		--listen) a=tcp:127.0.0.1:$port ;;
 		--admin-token-file) a=$TMP/admin.token ;;
+		--advertise-url) a=http://127.0.0.1:$port ;;
+		--fleet) a=$ETCD_URL ;;
 		esac
 		args+=("$a")
 		prev=$a
@@ -491,6 +497,10 @@ start_configured() {
 	api -q GET /v1/worker
 	assert_status 200 "GET /v1/worker"
 	assert_eq "$want" "$(j .name)" "the worker's name"
+	if [[ -n $FLEET_CHECK ]]; then
+		assert_eq "http://127.0.0.1:$port" "$(etcdctl_ get --print-value-only \
+			"/station/workers/$FLEET_CHECK" | jq -r .url)" "its registration in the fleet's etcd"
+	fi
 	if $HAS_TOKEN_FILE; then
 		assert_eq 200 "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" \
 			"http://127.0.0.1:$port/v1/worker")" "TCP with the token file's token"
@@ -519,6 +529,16 @@ t_kubernetes_flags() {
 	assert_eq tcp:127.0.0.1:8080 "$(arg_of --listen)" "--listen from the pod's address"
 	assert_eq /etc/station-sandbox/admin.token "$(arg_of --admin-token-file)" "--admin-token-file"
 	assert_eq none "$(arg_of --network-range)" "--network-range from the ConfigMap"
+	assert_eq http://127.0.0.1:8080 "$(arg_of --advertise-url)" "--advertise-url from the pod's address"
+	local members
+	members=$(python3 -c 'import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "StatefulSet"]
+s = docs[0]; svc = s["spec"]["serviceName"]
+print(",".join("%s-%d.%s:2379" % (s["metadata"]["name"], i, svc) for i in range(s["spec"]["replicas"])))' \
+		"$MANIFESTS/etcd.yaml")
+	assert_eq "etcd://$members" "$(arg_of --fleet)" "--fleet names every member of etcd.yaml's StatefulSet"
+	# the controller started with them (etcd here, on loopback) registers in the fleet
+	etcd_start || return 1
 	# docs/operations.md's STATION_WORKERS snippet names the worker the same way
 	local filter
 	filter=$(sed -n "/get endpointslices/,/join/p" "$SRC/docs/operations.md" |
@@ -526,7 +546,10 @@ t_kubernetes_flags() {
 	assert_eq "ip-10-0-0-5-ec2-internal-example=http://10.1.0.5:8080" "$(jq -nc '{items: [{endpoints:
 		[{addresses: ["10.1.0.5"], nodeName: "Ip-10-0-0-5.EC2.Internal.example-with-a-long-name"}]}]}' |
 		jq -r "$filter")" "the docs' STATION_WORKERS from an EndpointSlice"
+	FLEET_CHECK=ip-10-0-0-5-ec2-internal-example
 	start_configured ip-10-0-0-5-ec2-internal-example || return 1
+	FLEET_CHECK=
+	etcd_stop
 	# control: a flag the controller does not know stops it at once, so a typo in the
 	# ConfigMap or the environment file cannot start a controller
 	local out rc
@@ -537,6 +560,7 @@ t_kubernetes_flags() {
 }
 
 HAS_TOKEN_FILE=false
+FLEET_CHECK=
 # The whole text first: grep -q stops reading at the match, and under pipefail the controller's
 # SIGPIPE on its next write would read as "not there".
 DAEMON_HELP=$("$REAL_DAEMON" --help 2>&1)
