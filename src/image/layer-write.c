@@ -38,7 +38,8 @@
 #include "image/image-internal.h"
 
 #define LAYER_DEPTH_MAX 256
-#define LAYER_BLOCK (1u << 20) /* tar output block, and file read size */
+#define LAYER_BLOCK                                                                                \
+	(64u << 10) /* tar output block, and file read size: cache-sized (1 MiB was 2x slower) */
 #define WHITEOUT_PREFIX ".wh."
 #define WHITEOUT_OPAQUE ".wh..wh..opq"
 
