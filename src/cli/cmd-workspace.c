@@ -322,7 +322,7 @@ const struct cli_command cli_cmd_create = {
 		"  --auto-resume          once paused, resume by itself for a command, terminal,\n"
 		"                         file write or service start (else those are refused)\n"
 		"  --worker NAME          with a worker list: create on that worker (default:\n"
-		"                         the one with the most free capacity)\n"
+		"                         where the placement rule puts it)\n"
 		"  --json                 print the new workspace as JSON\n",
 	.run = cmd_create,
 };

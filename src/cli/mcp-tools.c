@@ -829,8 +829,8 @@ static const struct tool tools[] = {
 	  ",'cpus':{'type':'number','minimum':0.01},'memoryMb':{'type':'integer','minimum':1},"
 	  "'pidsLimit':{'type':'integer','minimum':1},'network':{'type':'string','enum':['none',"
 	  "'bridge','restricted']},'adapter':{'type':'string','enum':['container','host']},"
-	  "'worker':{'type':'string','description':'the worker to create on; default: the one "
-	  "with the most free capacity'},'snapshot':{'type':'string','description':'start from "
+	  "'worker':{'type':'string','description':'the worker to create on; default: where "
+	  "the placement rule puts it'},'snapshot':{'type':'string','description':'start from "
 	  "this snapshot (s-..., from snapshot_create or workspace_fork): its files and image'}}}",
 	  WS_OUT, 0, tool_workspace_create },
 	{ "workspace_list", "List workspaces",

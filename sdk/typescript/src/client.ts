@@ -258,7 +258,7 @@ function abortError(): Error {
  * The client of one controller, or of several workers: with the `workers` option (or
  * `$STATION_WORKERS`, a workers file) every call for a workspace goes to the worker its id names
  * (`w2-…` is on `w2`), `workspaces()` lists across all workers at once, `createWorkspace` creates
- * on `worker` or the worker with the most free capacity, and a worker that does not answer
+ * on `worker` or where the placement rule puts it, and a worker that does not answer
  * gives a `WorkerUnavailableError` naming it. Calls that name no workspace (images, `worker()`,
  * `ready()`) go to one worker: `client.on("w1")`.
  */
@@ -430,9 +430,10 @@ export class StationClient {
   }
 
   /**
-   * Creates a workspace. With several workers: on `options.worker`, else on the worker with
-   * the most free capacity among those that answer `GET /v1/worker` (none answering: a
-   * WorkerUnavailableError).
+   * Creates a workspace. With several workers: on `options.worker`, else where the placement
+   * rule puts it (docs/operations.md, "Placement": not on a worker that is down, full or private
+   * to another tenant; the caller's own private worker first, then the most free). None left:
+   * a 503 StationError naming why each was skipped (none answering: a WorkerUnavailableError).
    */
   async createWorkspace(request: CreateWorkspaceRequest = {}, options: CreateWorkspaceOptions = {}): Promise<Workspace> {
     const { worker, ...create } = options;

@@ -893,9 +893,9 @@ class Workspaces:
         crashed caller does not leave it running. Sent with an ``Idempotency-Key``
         (``idempotency_key``, else a random one) and sent again with it, at most ``retries``
         times, when no answer came: never a second workspace. Keep its id. With several
-        workers: on ``worker``, else on the one with the most free capacity (most free
-        workspace slots, then most available memory, then the first) among those that
-        answer."""
+        workers: on ``worker``, else where the placement rule puts it (docs/operations.md,
+        "Placement"): not on a worker that is down, full or private to another tenant; the
+        caller's own private worker first, then the most free."""
         body = _ops.create_body(adapter, image, env, cpus, memory_mb, pids_limit, network,
                                 seccomp_profile, egress, idle_timeout_ms, snapshot, auto_resume,
                                 idle_action)
