@@ -193,9 +193,10 @@ struct http_request {
 	void *state;
 	void (*state_free)(void *state);
 
-	char *url;	  /* as libmicrohttpd gave it (decoded, no query); the method is below */
-	bool started;	  /* the handler has seen its headers */
-	char refused[96]; /* why the target as sent is refused (target_check()); "": it is not */
+	char *url;	   /* as libmicrohttpd gave it (decoded, no query); the method is below */
+	bool started;	   /* the handler has seen its headers */
+	char refused[128]; /* why the target as sent is refused (target_check()); "": it is not */
+	char refused_field[33]; /* the query parameter refused, if one was */
 
 	bool websocket; /* a checked WebSocket handshake */
 	char ws_accept[WS_ACCEPT_SIZE];
@@ -1075,20 +1076,30 @@ static int hex_digit(char c)
 /* The request line's target as the client sent it, before libmicrohttpd decodes its escapes
  * in place: a decoded %00 cuts short the path every route reads (/v1/workspaces/ID%00x would
  * be ID's) and a query value read as a string. A path holding a control character, escaped or
- * not, and a query holding a NUL are refused: why into ret, "" when neither. */
-static void target_check(const char *uri, char *ret, size_t size)
+ * not, and a query parameter holding a NUL are refused: why into ret (the parameter into
+ * ret_field), "" when neither. */
+static void target_check(const char *uri, char *ret, size_t size, char *ret_field,
+			 size_t field_size)
 {
-	bool query = false;
+	const char *param = NULL; /* the query parameter being read */
 
-	ret[0] = '\0';
+	ret[0] = ret_field[0] = '\0';
 	for (const char *p = uri; *p; p++) {
 		bool escaped = p[0] == '%' && hex_digit(p[1]) >= 0 && hex_digit(p[2]) >= 0;
 		int c = escaped ? hex_digit(p[1]) * 16 + hex_digit(p[2]) : (unsigned char)*p;
 
-		query = query || *p == '?';
-		if (c == 0 || (!query && (c < 0x20 || c == 0x7f))) {
-			snprintf(ret, size, "the %s holds a control character (%s%02X)",
-				 query ? "query" : "path", escaped ? "%" : "byte 0x", (unsigned)c);
+		if (*p == '?' || (param && *p == '&'))
+			param = p + 1;
+		if (param && c == 0) {
+			snprintf(ret_field, field_size, "%.*s", (int)strcspn(param, "=&"), param);
+			snprintf(ret, size,
+				 "query parameter \"%s\" holds a control character (%%00)",
+				 ret_field);
+			return;
+		}
+		if (!param && (c < 0x20 || c == 0x7f)) {
+			snprintf(ret, size, "the path holds a control character (%s%02X)",
+				 escaped ? "%" : "byte 0x", (unsigned)c);
 			return;
 		}
 		if (escaped)
@@ -1103,7 +1114,8 @@ static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *
 	struct http_request *req = request_new(cls, c);
 
 	if (req)
-		target_check(uri, req->refused, sizeof req->refused);
+		target_check(uri, req->refused, sizeof req->refused, req->refused_field,
+			     sizeof req->refused_field);
 	return req;
 }
 
@@ -1327,7 +1339,9 @@ static int request_check_headers(struct http_request *req, const char *url, cons
 	int r;
 
 	if (req->refused[0])
-		return http_reply_status(req, 400, NULL, "%s", req->refused);
+		return http_reply_status(req, 400,
+					 req->refused_field[0] ? req->refused_field : NULL, "%s",
+					 req->refused);
 	/* The dashboard's static files hold no data: no token (its API calls carry one). */
 	if (web_path(url))
 		return web_reply(req, method, url, s->web_csp);
