@@ -28,7 +28,7 @@ struct events_client {
 	struct http_request *req; /* SSE */
 	struct ws_conn *conn;	  /* WebSocket */
 	struct events_sub *sub;
-	uint64_t after; /* the seq it stands at */
+	struct manager_events_cursor at; /* where it stands */
 	char ws_id[ROUTE_ID_MAX + 1];
 	char tenant[MANAGER_TENANT_MAX + 1]; /* a tenant's stream: that tenant's events only */
 	struct manager_event_filter filter;
@@ -101,27 +101,30 @@ static int parse_request(struct http_request *req, struct events_client *c, stru
 						 "Last-Event-ID must be the seq of an event");
 		present = true;
 	}
-	if (!present) {
-		c->after = manager_events_last(c->m); /* from now on */
+	if (!present) { /* from now on */
+		c->at.after = manager_events_last(c->m, c->filter.tenant);
+		c->at.pos = manager_events_last(c->m, NULL);
 		return 0;
 	}
-	r = manager_events_check_since(c->m, since, e);
+	r = manager_events_check_since(c->m, since, c->filter.tenant, e);
 	if (r < 0)
 		return r;
-	c->after = since;
+	c->at = (struct manager_events_cursor){ .after = since,
+						.pos = c->filter.tenant ? 0 : since };
 	return 0;
 }
 
-/* The next event for c as JSON, with its seq; NULL when there is none yet (c->after moves to
- * where the ring stands), or out of memory (*ret_r < 0). */
-static char *next_event(struct events_client *c, uint64_t *ret_seq, bool *ret_gap, int *ret_r)
+/* The next event for c as JSON, with where c then stands; NULL when there is none yet (c->at
+ * moves to where the ring stands), or out of memory (*ret_r < 0). */
+static char *next_event(struct events_client *c, struct manager_events_cursor *ret_at,
+			bool *ret_gap, int *ret_r)
 {
 	struct manager_event ev;
 	char *text = NULL;
 
 	*ret_r = 0;
-	if (manager_events_next(c->m, c->after, &c->filter, &ev) == 0) {
-		c->after = ev.seq;
+	if (manager_events_next(c->m, &c->at, &c->filter, &ev) == 0) {
+		c->at = (struct manager_events_cursor){ .after = ev.seq, .pos = ev.pos };
 		return NULL;
 	}
 	if (ev.gap) {
@@ -145,7 +148,7 @@ static char *next_event(struct events_client *c, uint64_t *ret_seq, bool *ret_ga
 		*ret_r = -ENOMEM;
 		return NULL;
 	}
-	*ret_seq = ev.seq;
+	*ret_at = (struct manager_events_cursor){ .after = ev.seq, .pos = ev.pos };
 	*ret_gap = ev.gap;
 	return text;
 }
@@ -162,24 +165,24 @@ static void client_free(struct events_client *c)
 static int sse_fill(struct events_client *c)
 {
 	_cleanup_free_ char *text = NULL;
-	uint64_t seq;
+	struct manager_events_cursor at;
 	bool gap;
 	int r;
 
-	text = next_event(c, &seq, &gap, &r);
+	text = next_event(c, &at, &gap, &r);
 	if (!text)
 		return r;
 	free(c->out);
 	c->out = NULL;
-	r = asprintf(&c->out, "%sid: %" PRIu64 "\ndata: %s\n\n", gap ? "event: gap\n" : "", seq,
-		     text);
+	r = asprintf(&c->out, "%sid: %" PRIu64 "\ndata: %s\n\n", gap ? "event: gap\n" : "",
+		     at.after, text);
 	if (r < 0) {
 		c->out = NULL;
 		return -ENOMEM;
 	}
 	c->out_len = (size_t)r;
 	c->out_off = 0;
-	c->after = seq;
+	c->at = at;
 	return 1;
 }
 
@@ -210,7 +213,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 	if (n > 0)
 		return (ssize_t)n;
 	/* Nothing new: wait for the manager rather than be polled. */
-	return http_request_suspend(req, NULL) < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : 0;
+	return http_sse_idle(req, buf, max);
 }
 
 static void sse_notify(void *userdata)
@@ -272,11 +275,11 @@ static void ws_pump(struct events_client *c)
 {
 	while (!c->closing) {
 		_cleanup_free_ char *text = NULL;
-		uint64_t seq, before = c->after;
+		struct manager_events_cursor at, before = c->at;
 		bool gap;
 		int r;
 
-		text = next_event(c, &seq, &gap, &r);
+		text = next_event(c, &at, &gap, &r);
 		if (!text) {
 			if (r < 0) {
 				c->closing = true;
@@ -286,14 +289,14 @@ static void ws_pump(struct events_client *c)
 		}
 		r = ws_send_text(c->conn, text, strlen(text));
 		if (r == -EAGAIN) {
-			c->after = before; /* again after drain() */
+			c->at = before; /* again after drain() */
 			return;
 		}
 		if (r < 0) {
 			c->closing = true;
 			return;
 		}
-		c->after = seq;
+		c->at = at;
 	}
 }
 

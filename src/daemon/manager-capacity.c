@@ -2,7 +2,10 @@
 /* What GET /v1/worker says of the room left (docs/api.md, "GET /v1/worker"): workspaces
  * against --max-workspaces, the host's memory from /proc/meminfo (MemAvailable, read at the
  * request: one small file), and the online CPUs. Clients holding several workers create on the
- * one with the most free workspaces, then the most available memory. */
+ * one with the most free workspaces, then the most available memory. A tenant sees its own
+ * workspaces only: used counts them and free is what is left as though it were alone on the
+ * worker, so that no count of another tenant's shows through (docs/security.md, "The tenant
+ * boundary"). */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +33,9 @@ static uint64_t meminfo_bytes(const char *text, const char *key)
 json_t *manager_capacity_json(struct manager *m)
 {
 	_cleanup_free_ char *meminfo = NULL;
-	uint64_t used = m->n_workspaces - m->n_pool_members, max = m->cfg.max_workspaces;
+	uint64_t used = m->viewer ? manager_tenant_workspaces(m, m->viewer) :
+				    m->n_workspaces - m->n_pool_members;
+	uint64_t max = m->cfg.max_workspaces;
 	uint64_t total = 0, available = 0;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 

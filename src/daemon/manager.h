@@ -679,16 +679,27 @@ struct manager_event {
 	bool gap;	  /* events after gap_from up to seq are no longer kept */
 	uint64_t gap_from;
 	int64_t missed; /* how many; -1: unknown (they were before the controller restarted) */
+	uint64_t pos;	/* the ring position of the event (or where the reader now stands) */
 };
-/* The first event after seq `after` that passes f (NULL: all): 1 with *ret (a gap first when
+/* A tenant's events are numbered on their own (seq: the boot epoch times 2^32 plus the
+ * event's number among that tenant's in this boot), so that its stream shows no gap where
+ * another tenant's events went by. A reader stands at `after` (seq as it sees them: its
+ * tenant's, f->tenant) and at `pos` in the ring behind it (0: not known yet, found from after;
+ * for the operator's numbering after itself). */
+struct manager_events_cursor {
+	uint64_t after, pos;
+};
+/* The first event after the cursor that passes f (NULL: all): 1 with *ret (a gap first when
  * events after `after` are gone; after = 0: from the oldest kept, no gap), 0 when there is none
- * yet (ret->seq: where the caller now stands). */
-int manager_events_next(struct manager *m, uint64_t after, const struct manager_event_filter *f,
-			struct manager_event *ret);
-/* The newest event's seq (of this boot; its number 0 when none yet). */
-uint64_t manager_events_last(struct manager *m);
-/* -EINVAL naming since when since lies beyond the newest event. */
-int manager_events_check_since(struct manager *m, uint64_t since, struct station_error *e);
+ * yet (ret->seq and ret->pos: where the caller now stands). */
+int manager_events_next(struct manager *m, const struct manager_events_cursor *at,
+			const struct manager_event_filter *f, struct manager_event *ret);
+/* The newest event's seq (of this boot; its number 0 when none yet) in tenant's numbering
+ * (NULL: the operator's, every event). */
+uint64_t manager_events_last(struct manager *m, const char *tenant);
+/* -EINVAL naming since when since lies beyond the newest event (tenant's numbering). */
+int manager_events_check_since(struct manager *m, uint64_t since, const char *tenant,
+			       struct station_error *e);
 /* fn is called from the loop (never from inside an emit) when events may have come. */
 struct events_sub;
 typedef void (*manager_events_fn)(void *userdata);

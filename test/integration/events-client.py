@@ -3,7 +3,9 @@
 only.
 
     events-client.py SOCKET PATH [--last-event-id ID] [--count N] [--until TYPE:ID:STATE]
-                     [--pause-file FILE] [--rcvbuf BYTES] [--timeout S]
+                     [--pause-file FILE] [--rcvbuf BYTES] [--timeout S] [--token T]
+
+SOCKET is a unix socket's path, or tcp:PORT for 127.0.0.1:PORT (with --token: its bearer).
 
 Reads events until N events (gaps included) came (then the client closes the socket itself),
 or until an event of TYPE about ID in STATE came, or the timeout. With --pause-file it reads
@@ -30,14 +32,18 @@ def main():
     ap.add_argument("--pause-file")
     ap.add_argument("--rcvbuf", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("--token")
     a = ap.parse_args()
 
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    tcp = a.socket.startswith("tcp:")
+    s = socket.socket(socket.AF_INET if tcp else socket.AF_UNIX, socket.SOCK_STREAM)
     if a.rcvbuf:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, a.rcvbuf)
     s.settimeout(a.timeout)
-    s.connect(a.socket)
+    s.connect(("127.0.0.1", int(a.socket[4:])) if tcp else a.socket)
     req = "GET %s HTTP/1.0\r\nHost: station\r\n" % a.path
+    if a.token:
+        req += "Authorization: Bearer %s\r\n" % a.token
     if a.last_event_id is not None:
         req += "Last-Event-ID: %s\r\n" % a.last_event_id
     s.sendall((req + "\r\n").encode())

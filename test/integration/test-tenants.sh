@@ -221,6 +221,84 @@ t_worker_says_so() {
 	assert_eq 2 "$(j .workspaces)" "A's workspace count"
 }
 
+# evc TOKEN PATH [ARGS...]: events-client.py over TCP with TOKEN (admin: the unix socket when
+# TOKEN is empty); its JSON result in EV.
+evc() {
+	local token=$1 path=$2
+	shift 2
+	if [[ -n $token ]]; then
+		EV=$(python3 "$SRC/test/integration/events-client.py" "tcp:$PORT" "$path" --token "$token" --timeout 60 "$@")
+	else
+		EV=$(python3 "$SRC/test/integration/events-client.py" "$SOCK" "$path" --timeout 60 "$@")
+	fi
+}
+
+# contiguous SEQS...: each one more than the one before.
+contiguous() {
+	local prev= s
+	for s in "$@"; do
+		[[ -z $prev || $s -eq $((prev + 1)) ]] || return 1
+		prev=$s
+	done
+}
+
+t_others_activity_hidden() {
+	local img wb2 run max all a_seqs admin_a_seqs mid next
+	img=$(jq -nc --arg i "$IMAGE" '{image: $i}')
+	[[ -n $WA ]] || return 1
+	# B's activity after A's: a workspace of B's; then a run of A's.
+	tapi "$TB" POST /v1/workspaces "$img"
+	assert_eq 201 "$STATUS" "B creates a workspace ($(_short "$BODY"))" || return 1
+	wb2=$(j .id)
+	WORKSPACES+=("$wb2")
+	tapi "$TA" POST "/v1/workspaces/$WA/commands?waitMs=60000" '{"command":"true"}'
+	assert_eq 201 "$STATUS" "A's run ($(_short "$BODY"))" || return 1
+	run=$(j .id)
+	# GET /v1/worker: a tenant counts its own workspaces, free as though it were alone.
+	api -q GET /v1/worker
+	max=$(j .capacity.workspaces.max)
+	all=$(j .capacity.workspaces.used)
+	assert_eq 3 "$all" "the admin counts every workspace (A's 2, B's 1)"
+	tapi "$TA" GET /v1/worker
+	assert_eq 2 "$(j .capacity.workspaces.used)" "A's used: its own"
+	assert_eq $((max - 2)) "$(j .capacity.workspaces.free)" "A's free: max less its own"
+	assert_eq "$max" "$(j .capacity.workspaces.max)" "A's max"
+	tapi "$TB" GET /v1/worker
+	assert_eq 1 "$(j .capacity.workspaces.used)" "B's used: its own"
+	assert_eq $((max - 1)) "$(j .capacity.workspaces.free)" "B's free"
+	# Events: A's stream numbers A's events on their own, one after another.
+	evc "$TA" "/v1/events?since=0" --until "run:$run:exited"
+	assert_eq 200 "$(j .status "$EV")" "A's stream: $(_short "$EV")" || return 1
+	mapfile -t a_seqs < <(j '.events[].seq' "$EV")
+	assert_le 4 "${#a_seqs[@]}" "A's events"
+	assert_eq 1 "$((a_seqs[0] & 0xffffffff))" "A's first event is number 1 of this boot"
+	contiguous "${a_seqs[@]}" || _fail "A's seqs have gaps: ${a_seqs[*]}"
+	# The same events, as the admin sees them: in its numbering others' events lie between.
+	local a_ids a_events
+	a_ids=$(j '[.events[].workspaceId] | unique' "$EV")
+	a_events=$(j '[.events[] | del(.seq)]' "$EV")
+	evc "" "/v1/events?since=0" --until "run:$run:exited"
+	assert_eq "$a_events" "$(jq -c --argjson ids "$a_ids" '[.events[] | select(.workspaceId as $w | $ids | index($w)) | del(.seq)]' <<<"$EV")" \
+		"A's stream is the admin's events of A's workspaces, in order"
+	mapfile -t admin_a_seqs < <(jq -r --argjson ids "$a_ids" '.events[] | select(.workspaceId as $w | $ids | index($w)) | .seq' <<<"$EV")
+	assert_eq "${#a_seqs[@]}" "${#admin_a_seqs[@]}" "as many in the admin's stream"
+	! contiguous "${admin_a_seqs[@]}" ||
+		_fail "control: the admin's numbering of A's events has no gap (B's lie between): ${admin_a_seqs[*]}"
+	# Resuming A's stream at one of its seqs gives the next of A's.
+	mid=${a_seqs[$((${#a_seqs[@]} / 2))]}
+	evc "$TA" "/v1/events" --last-event-id "$mid" --count 1
+	assert_eq $((mid + 1)) "$(j '.events[0].seq' "$EV")" "Last-Event-ID $mid: the next of A's"
+	evc "$TA" "/v1/events?since=$mid" --count 1
+	assert_eq $((mid + 1)) "$(j '.events[0].seq' "$EV")" "since=$mid: the next of A's"
+	next=${a_seqs[-1]}
+	evc "$TA" "/v1/events?since=$((next - 1))" --count 1
+	assert_eq "$next" "$(j '.events[0].seq' "$EV")" "since the one before A's newest: A's newest"
+	evc "$TA" "/v1/events?since=$((next + 1))"
+	assert_eq 400 "$(j .status "$EV")" "since beyond A's newest"
+	assert_eq "since $((next + 1)) is beyond the newest event ($next)" \
+		"$(j .body "$EV" | jq -r .error.message)" "the message says A's newest"
+}
+
 t_private_worker() {
 	stop_controller
 	start_controller --listen "tcp:127.0.0.1:$PORT" --default-adapter container \
@@ -245,4 +323,5 @@ run_test lists-show-ones-own t_lists_show_ones_own
 run_test image-delete-by-tenant t_image_delete_by_tenant
 run_test creates-within-allow-lists-and-caps t_creates_within_allow_lists_and_caps
 run_test worker-says-so t_worker_says_so
+run_test others-activity-hidden t_others_activity_hidden
 run_test private-worker t_private_worker

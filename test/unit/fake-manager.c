@@ -984,21 +984,22 @@ int manager_event_kind_from_string(const char *s)
 	return -EINVAL;
 }
 
-int manager_events_next(struct manager *m, uint64_t after, const struct manager_event_filter *f,
-			struct manager_event *ret)
+int manager_events_next(struct manager *m, const struct manager_events_cursor *at,
+			const struct manager_event_filter *f, struct manager_event *ret)
 {
-	*ret = (struct manager_event){ .seq = after };
+	*ret = (struct manager_event){ .seq = at->after, .pos = at->pos };
 	return 0;
 }
 
-uint64_t manager_events_last(struct manager *m)
+uint64_t manager_events_last(struct manager *m, const char *tenant)
 {
 	return UINT64_C(1) << 32;
 }
 
-int manager_events_check_since(struct manager *m, uint64_t since, struct station_error *e)
+int manager_events_check_since(struct manager *m, uint64_t since, const char *tenant,
+			       struct station_error *e)
 {
-	return since > manager_events_last(m) ?
+	return since > manager_events_last(m, tenant) ?
 		       station_error_set(e, -EINVAL, "since", "since is beyond the newest event") :
 		       0;
 }
