@@ -517,6 +517,24 @@ Test(http, not_found_and_method_not_allowed)
 
 /* ---- bodies ------------------------------------------------------------------------------- */
 
+/* Without a worker list "placement":"any" is this worker; any other value is 400 naming it. */
+Test(http, workspace_create_placement)
+{
+	struct reply r;
+
+	start_default();
+	r = post_json("/v1/workspaces", "{\"placement\":\"w2\"}");
+	assert_error(&r, 400, "invalid_argument", "placement");
+	reply_done(&r);
+	r = post_json("/v1/workspaces", "{\"placement\":true}");
+	assert_error(&r, 400, "invalid_argument", "placement");
+	reply_done(&r);
+	r = post_json("/v1/workspaces", "{\"placement\":\"any\",\"adapter\":\"host\"}");
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	reply_done(&r);
+	stop_server();
+}
+
 Test(http, workspace_create_is_201)
 {
 	struct reply r;
