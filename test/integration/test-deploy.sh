@@ -51,6 +51,62 @@ t_unit_verify() {
 	assert_contains "Unknown key 'KilMode' in section [Service]" "$out" "verify of a copy with a misspelled directive"
 }
 
+# The admin token as a credential (deploy/systemd/admin-token.conf): the unit with the drop-in
+# verifies (a misspelled key in the drop-in is reported: verify reads it); the drop-in's command
+# line, %d replaced by a credentials directory made as systemd makes it (0500, the file 0400,
+# root's), starts a controller whose TCP listener takes that token. Control: the recipe through
+# the environment file, which systemd passes on unexpanded, stops the start naming the path.
+t_unit_credential() {
+	local f out port root=$TMP/cred-root creds=$TMP/creds token args pid
+	f=$(unit_copy station-sandbox.service)
+	mkdir -p "$f.d"
+	sed "s|/usr/local/bin/station-sandboxd|$REAL_DAEMON|" "$SRC/deploy/systemd/admin-token.conf" \
+		>"$f.d/admin-token.conf"
+	out=$(systemd-analyze verify "$f" 2>&1)
+	assert_eq 0 "$?" "verify of the unit with the drop-in" || diag "$out"
+	assert_eq "" "$out" "what systemd-analyze verify says"
+	sed -i 's/^LoadCredential=/LoadCredentia=/' "$f.d/admin-token.conf"
+	out=$(systemd-analyze verify "$f" 2>&1)
+	assert_contains "Unknown key 'LoadCredentia' in section [Service]" "$out" \
+		"a misspelled key in the drop-in is reported (control)"
+	rm -rf "$f.d"
+	# The drop-in's ExecStart, %d the credentials directory, $STATION_SANDBOXD_ARGS empty.
+	mkdir -p "$creds" "$root"
+	token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	printf '%s\n' "$token" >"$creds/admin-token"
+	chmod 0400 "$creds/admin-token"
+	chmod 0500 "$creds"
+	mapfile -t args < <(sed -n '/^ExecStart=./,/[^\\]$/p' "$SRC/deploy/systemd/admin-token.conf" |
+		sed 's/\\$//; s/^ExecStart=//' | tr -s ' \t' '\n\n' | grep -v '^$')
+	assert_eq "/usr/local/bin/station-sandboxd" "${args[0]}" "the drop-in's command" || return 1
+	assert_eq '%d/admin-token' "$(printf '%s\n' "${args[@]}" | grep -A1 -x -- --admin-token-file | tail -n 1)" \
+		"the flag names the credential through %d" || return 1
+	args=("${args[@]:1}")
+	args=("${args[@]//%d/$creds}")
+	args=("${args[@]//\/var\/lib\/station-sandbox/$root}")
+	mapfile -t args < <(printf '%s\n' "${args[@]}" | grep -vx '\$STATION_SANDBOXD_ARGS')
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	"$REAL_DAEMON" "${args[@]}" --worker cred --network-range none --adapters host \
+		--listen "tcp:127.0.0.1:$port" >"$TMP/cred.log" 2>&1 </dev/null &
+	pid=$!
+	cred_up() {
+		kill -0 "$pid" 2>/dev/null || return 2
+		[[ $(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" \
+			"http://127.0.0.1:$port/v1/workspaces") == 200 ]]
+	}
+	wait_for -t 20 cred_up || _fail "no controller taking the credential's token: $(tail -n 5 "$TMP/cred.log")"
+	assert_eq 401 "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer x$token" \
+		"http://127.0.0.1:$port/v1/workspaces")" "another token is refused"
+	kill -TERM "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	# Control: the recipe through the environment file reaches the controller unexpanded.
+	out=$("$REAL_DAEMON" --root "$root" --worker cred --network-range none --adapters host \
+		--admin-token-file '${CREDENTIALS_DIRECTORY}/admin-token' 2>&1 </dev/null)
+	assert_ne 0 "$?" "the literal \${CREDENTIALS_DIRECTORY} stops the start"
+	assert_contains '--admin-token-file "${CREDENTIALS_DIRECTORY}/admin-token"' "$out" "the message names it"
+	chmod 0700 "$creds"
+}
+
 # exposure FILE: the overall exposure score systemd-analyze security gives the unit file.
 exposure() {
 	systemd-analyze security --offline=true "$1" 2>&1 |
@@ -86,6 +142,11 @@ elif ! systemd-analyze security --help 2>/dev/null | grep -q -- --offline; then
 else
 	run_test "unit verifies" t_unit_verify
 	run_test "unit security exposure" t_unit_security
+fi
+if command -v systemd-analyze >/dev/null; then
+	run_test "the admin token as a systemd credential (drop-in)" t_unit_credential
+else
+	skip "the admin token as a systemd credential (drop-in)" "systemd-analyze missing (apt-get install systemd)"
 fi
 
 # ---------------------------------------------------------------------------------------------
