@@ -62,6 +62,9 @@ export function workerView(root, ctx) {
 				h('dt', 'Version'), h('dd', worker.version ?? '—'),
 				h('dt', 'Adapters'), h('dd', (worker.adapters || []).join(', ') || '—'),
 				h('dt', 'Default adapter'), h('dd', ready?.defaultAdapter ?? '—'),
+				worker.defaultImage !== undefined ? [h('dt', 'Default image'), worker.defaultImage
+					? h('dd.mono#worker-default-image', worker.defaultImage)
+					: h('dd#worker-default-image.warn', 'none: a container workspace must name its image (a create without one is refused)')] : null,
 				h('dt', 'OCI runtime'), h('dd', worker.runtime ?? '—'),
 				h('dt', 'cgroup'), h('dd', worker.cgroup ?? '—'),
 				h('dt', 'Workspaces'), h('dd', `${worker.workspaces ?? '—'} of ${l.maxWorkspaces ?? '—'}`),
@@ -69,8 +72,9 @@ export function workerView(root, ctx) {
 		replace(checks,
 			h('h2', 'Ready ', badge(ready.ready ? 'ready' : 'not ready', ready.ready ? 'ok' : 'error')),
 			h('ul.checks', (ready.checks || []).map((c) =>
-				h('li.check', { 'data-check': c.name, class: c.ok ? 'ok' : 'bad' },
-					h('span.mark', c.ok ? '✓' : '✗'),
+				// A check the operator turned off (--lxcfs off) is a choice, not a failure.
+				h('li.check', { 'data-check': c.name, class: c.disabled ? 'off' : c.ok ? 'ok' : 'bad' },
+					h('span.mark', c.disabled ? '–' : c.ok ? '✓' : '✗'),
 					h('span.name', c.name),
 					h('span.msg', c.message ?? '')))));
 	}

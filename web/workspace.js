@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A workspace: its summary (Pause/Resume, Fork, Restart, Delete) and tabs for commands,
 // services, terminals, files, ports and snapshots.
-import { api, enc, liveRefresh } from './api.js';
+import { api, enc, liveRefresh, remoteWorker } from './api.js';
 import { h, replace, badge, fmtTime, fmtMs, showError } from './dom.js';
 import { commandsTab, refusedDest } from './commands.js';
 import { servicesTab } from './services.js';
@@ -75,6 +75,7 @@ export function workspaceView(root, ctx, id, tab, sub) {
 		} catch (e) {
 			if (e.name === 'AbortError') return;
 			if (e.status === 404) notFound(e);
+			else if (!ws) unreachable(e);
 			else showError(err, e);
 			return;
 		}
@@ -101,6 +102,24 @@ export function workspaceView(root, ctx, id, tab, sub) {
 			h('p', 'No workspace ', h('span.mono', id), ' exists on this worker: it was deleted, or the address is wrong.'),
 			h('p.muted', e.message),
 			h('div.actions', h('a.button#ws-back', { href: '#/' }, 'Back to the workspaces'))));
+	}
+
+	// Never loaded (its worker is down, or the controller failed to answer): the page says so,
+	// naming the worker, instead of "Loading…", and offers to try again.
+	function unreachable(e) {
+		const worker = remoteWorker();
+		const down = worker && (e.status === 502 || e.status === 504 || e.status === 0);
+		ctx.close();
+		ctx.setCrumbs([[id, null]]);
+		replace(root, h('section.card#ws-unreachable', { 'data-worker': worker ?? '' },
+			h('h2', down ? `Worker ${worker} is down` : 'The workspace could not be loaded'),
+			h('p', down
+				? ['Workspace ', h('span.mono', id), ` is on worker ${worker}, which did not answer.`]
+				: ['Workspace ', h('span.mono', id), ' could not be loaded.']),
+			h('p.muted#ws-unreachable-error', e.message),
+			h('div.actions',
+				h('button#ws-retry', { type: 'button', on: { click: () => window.dispatchEvent(new HashChangeEvent('hashchange')) } }, 'Try again'),
+				h('a.button#ws-back', { href: '#/' }, 'Back to the workspaces'))));
 	}
 
 	// The network row: mode, then address and counters when the worker told them.

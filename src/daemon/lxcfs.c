@@ -541,6 +541,11 @@ bool lxcfs_status(const struct lxcfs *x, char *msg, size_t n)
 	return x && x->serving && !x->hung;
 }
 
+bool lxcfs_disabled(const struct lxcfs *x)
+{
+	return !x || x->mode == LXCFS_OFF;
+}
+
 /* SIGTERM: lxcfs unmounts as it exits; bounded, then SIGKILL and a detach. */
 static void stop(struct lxcfs *x)
 {

@@ -34,6 +34,8 @@ unsigned long lxcfs_serial(const struct lxcfs *x);
 
 /* For GET /v1/ready: true when serving; msg says what serves or why nothing does. */
 bool lxcfs_status(const struct lxcfs *x, char *msg, size_t n);
+/* The operator turned it off (--lxcfs off): a choice, not a failure. */
+bool lxcfs_disabled(const struct lxcfs *x);
 
 /* Stops our own lxcfs and unmounts it when keep is false (no container still reads it);
  * otherwise leaves it serving for the next controller. Frees x. */

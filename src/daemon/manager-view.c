@@ -130,6 +130,10 @@ void manager_view_ready(struct manager *m, json_t *checks)
 	if (!m->cfg.allow_container)
 		return;
 	bool ok = lxcfs_status(m->lxcfs, msg, sizeof msg);
-	json_array_append_new(checks, json_pack("{s:s,s:b,s:s}", "name", "lxcfs", "ok", ok,
-						"message", msg));
+	json_t *check = json_pack("{s:s,s:b,s:s}", "name", "lxcfs", "ok", ok, "message", msg);
+
+	/* --lxcfs off is the operator's choice: said so, for a client not to show it failed. */
+	if (check && lxcfs_disabled(m->lxcfs))
+		json_object_set_new(check, "disabled", json_true());
+	json_array_append_new(checks, check);
 }

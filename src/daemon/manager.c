@@ -1868,6 +1868,9 @@ json_t *manager_worker(struct manager *m)
 				   (json_int_t)m->cfg.home_size_mb);
 	json_object_set_new(o, "limits", limits);
 	json_object_set_new(o, "capacity", manager_capacity_json(m));
+	/* null: a container create that names no image is refused (the dashboard says so). */
+	json_object_set_new(o, "defaultImage",
+			    m->cfg.default_image ? json_string(m->cfg.default_image) : json_null());
 	json_object_set_new(o, "networks", manager_network_worker_json(m));
 	json_object_set_new(o, "pools", manager_pools_json(m));
 	manager_tenant_worker_json(m, o);

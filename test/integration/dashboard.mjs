@@ -79,6 +79,8 @@ try {
 	await page.waitForFunction((w) => document.querySelector('#worker-name')?.textContent === w, workerName, { timeout: T });
 	await page.waitForSelector('#ready li.check', { timeout: T });
 	result.checks = await page.$$eval('#ready li.check', (els) => els.map((e) => e.dataset.check + ':' + e.querySelector('.msg').textContent.length));
+	result.checkMarks = await page.$$eval('#ready li.check', (els) => Object.fromEntries(els.map((e) => [e.dataset.check, e.className.replace('check', '').trim() + ' ' + e.querySelector('.mark').textContent])));
+	result.defaultImage = (await page.textContent('#worker-default-image')).trim();
 	result.tokenInUrl = page.url().includes(token);
 
 	step('the create form offers the network modes and an allow list for restricted');

@@ -474,6 +474,16 @@ t_browser() {
 	assert_le 3 "$(j '[.requests[] | select(.[1] | startswith("/v1/workers/w3/v1/workspaces/"))] | length' "$r")" \
 		"the workspace's calls went through /v1/workers/w3"
 	assert_eq '[]' "$(j .console "$r")" "no console errors (answers of 400 and above: $(j .failed "$r"))"
+	# A workspace on w2, which is down: the page names it and offers to try again.
+	assert_eq w2 "$(j .down.worker "$r")" "the unreachable workspace's worker"
+	assert_eq "Worker w2 is down" "$(j .down.title "$r")" "the page says w2 is down"
+	assert_eq "worker w2 (http://127.0.0.1:$P2) did not answer: connection refused" \
+		"$(j .down.error "$r")" "with the forward's error"
+	assert_eq false "$(j .down.loading "$r")" "no Loading… left on the page"
+	assert_eq "Try again" "$(j .down.retry "$r")" "a retry"
+	assert_le 1 "$(j .down.askedAgain "$r")" "Try again asks w2 again"
+	assert_eq '[]' "$(j '[.downFailed[] | select(.[0] != 502 or (.[2] | startswith("/v1/workers/w2/") | not))]' "$r")" \
+		"the failed answers were w2's 502s: $(j .downFailed "$r")"
 	# The run is w3's (positive control: asked of w3 itself).
 	run=$(j .runId "$r")
 	STATUS=$(curl -s -o "$TMP/direct" -w '%{http_code}' --unix-socket "$TMP/w3/station.sock" \

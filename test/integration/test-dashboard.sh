@@ -11,7 +11,7 @@ CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 URL=http://127.0.0.1:$PORT
-require_controller --listen "tcp:127.0.0.1:$PORT"
+require_controller --listen "tcp:127.0.0.1:$PORT" --lxcfs off
 TOKEN=$(tr -d '\n' <"$ROOT/admin.token")
 
 # web_get PATH [CURL ARGS...]: no token; sets STATUS, HEADERS (lower-case names) and BODY.
@@ -96,6 +96,19 @@ t_browser_session() {
 	assert_contains "default-src 'self'" "$(j .csp "$R")" "the browser got the CSP"
 	assert_eq "The controller refused this token." "$(j .wrongTokenMessage "$R")" "a wrong token is refused"
 	assert_contains 'store:' "$(j '.checks | join(",")' "$R")" "ready checks listed"
+	# --lxcfs off is the operator's choice: neither ✓ nor ✗; every other check as the API says
+	# (✓ ok, ✗ not ok: whatever this machine gives, the page agrees with GET /v1/ready).
+	api -q GET /v1/ready
+	assert_eq true "$(j '.checks[] | select(.name == "lxcfs") | .disabled')" "the API says lxcfs is off by choice"
+	assert_eq "$(j '[.checks[] | {(.name): (if .disabled then "off –" elif .ok then "ok ✓" else "bad ✗" end)}] | add')" \
+		"$(j .checkMarks "$R")" "each check's mark on the page"
+	assert_eq "off –" "$(j '.checkMarks.lxcfs' "$R")" "lxcfs off: neither ✓ nor ✗"
+	assert_eq "ok ✓" "$(j '.checkMarks.store' "$R")" "a check that passes (control)"
+	# No --default-image: the worker view says a create must name its image.
+	api -q GET /v1/worker
+	assert_eq null "$(j .defaultImage)" "GET /v1/worker: no default image"
+	assert_eq "none: a container workspace must name its image (a create without one is refused)" \
+		"$(j .defaultImage "$R")" "the page says a create without an image is refused"
 	assert_eq false "$(j .tokenInUrl "$R")" "the token stays out of the URL"
 	assert_eq none,bridge,restricted "$(j .networkModes "$R")" "the network modes offered"
 	assert_eq true "$(j .allowRowHiddenForNone "$R")" "no allow list for network none"

@@ -143,6 +143,29 @@ try {
 	await page.waitForSelector('#cmd', { timeout: T });
 	await fwd('DELETE', `/v1/workspaces/${wsId}/services/dash`);
 
+	// Last: its 502s are console errors of their own, kept apart from the session's.
+	step('a workspace on w2, which is down, says so');
+	const before = { console: result.console.length, failed: result.failed.length };
+	const downId = 'w2-' + 'a'.repeat(26);
+	await page.evaluate((w) => { location.hash = `#/w/${w}`; }, downId);
+	await page.waitForSelector('#ws-unreachable', { timeout: T });
+	result.down = {
+		worker: await page.$eval('#ws-unreachable', (e) => e.dataset.worker),
+		title: (await text('#ws-unreachable h2')).trim(),
+		error: (await text('#ws-unreachable-error')).trim(),
+		loading: /Loading/.test(await text('#main') || await text('body')),
+		retry: await page.$eval('#ws-retry', (e) => e.textContent),
+	};
+	// Try again asks again (and is answered the same while w2 is down).
+	const askedOf = () => result.requests.filter(([, p]) => p === `/v1/workers/w2/v1/workspaces/${downId}`).length;
+	const asked = askedOf();
+	await page.click('#ws-retry');
+	for (const end = Date.now() + T; askedOf() === asked && Date.now() < end;) await new Promise((r) => setTimeout(r, 50));
+	await page.waitForSelector('#ws-unreachable', { timeout: T });
+	result.down.askedAgain = askedOf() - asked;
+	result.downConsole = result.console.splice(before.console);
+	result.downFailed = result.failed.splice(before.failed);
+
 	result.ok = true;
 } catch (e) {
 	result.error = String(e && e.message ? e.message : e).slice(0, 1000);
