@@ -419,6 +419,8 @@ static void on_usage(void *userdata, json_t *usage, const struct station_error *
 
 int api_workspace_usage(struct http_request *req)
 {
+	if (api_usage_history_asked(req))
+		return api_workspace_usage_history(req);
 	const struct route_match *m = http_request_route(req);
 	struct station_error e = {};
 	struct usage_poll *p;

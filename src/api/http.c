@@ -57,6 +57,7 @@ static const char *const query_watch[] = { "path", "recursive", NULL };
 static const char *const query_download[] = { "path", "maxBytes", NULL };
 static const char *const query_upload[] = { "path", "mode", "parents", "exclusive", NULL };
 static const char *const query_delete[] = { "path", "recursive", NULL };
+static const char *const query_usage[] = { "since", "step", NULL };
 static const char *const query_audit[] = {
 	"limit", "before", "tokenId", "tenant", "workspace", NULL
 };
@@ -65,6 +66,7 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_READY] = { api_ready, false, query_refresh },
 	[EP_OPENAPI] = { api_openapi, false, query_none },
 	[EP_WORKER] = { api_worker, false, query_none },
+	[EP_WORKER_USAGE] = { api_worker_usage, false, query_usage },
 	[EP_WORKSPACE_LIST] = { api_workspace_list, false, query_none },
 	[EP_WORKSPACE_CREATE] = { api_workspace_create, true, query_none },
 	[EP_WORKSPACE_GET] = { api_workspace_get, false, query_none },
@@ -74,7 +76,7 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_WORKSPACE_RESUME] = { api_workspace_resume, false, query_none },
 	[EP_WORKSPACE_NETWORK_GET] = { api_workspace_network_get, false, query_none },
 	[EP_WORKSPACE_NETWORK_SET] = { api_workspace_network_set, true, query_none },
-	[EP_WORKSPACE_USAGE] = { api_workspace_usage, false, query_none },
+	[EP_WORKSPACE_USAGE] = { api_workspace_usage, false, query_usage },
 	[EP_COMMAND_LIST] = { api_command_list, false, query_limit },
 	[EP_COMMAND_START] = { api_command_start, true, query_wait },
 	[EP_COMMAND_GET] = { api_command_get, false, query_wait },

@@ -213,6 +213,10 @@ bool http_request_gone(struct http_request *req);
 int api_ready(struct http_request *req);
 int api_openapi(struct http_request *req);
 int api_worker(struct http_request *req);
+/* api-usage.c: GET /v1/worker/usage, and GET …/usage when since or step is given. */
+int api_worker_usage(struct http_request *req);
+int api_workspace_usage_history(struct http_request *req);
+bool api_usage_history_asked(struct http_request *req);
 int api_token_list(struct http_request *req);
 int api_token_create(struct http_request *req);
 int api_token_get(struct http_request *req);

@@ -143,6 +143,7 @@ struct workspace {
 	struct event_source *pause_timer;
 	char pause_reason[192];	    /* the reason "paused" is entered with ("" for none) */
 	unsigned snapshots_running; /* manager-snapshot.c: its trees are being read */
+	struct usage_track *usage;  /* manager-usage-history.c: its open counter files */
 };
 
 #define MANAGER_MAX_CPUS 1024
@@ -199,7 +200,14 @@ struct manager {
 	/* manager-checkpoint.c: the memory-snapshot probe's answer, once it ran (at start) */
 	struct checkpoint_status checkpoint;
 	bool checkpoint_probed;
+	struct manager_usage_history *usage_history; /* manager-usage-history.c */
 };
+
+/* manager-usage-history.c: the sampler's timer, and a workspace's counter files closed. */
+struct usage_track;
+int manager_usage_history_init(struct manager *m);
+void manager_usage_history_free(struct manager *m);
+void usage_track_free(struct workspace *ws);
 
 /* manager-tenant.c: ws is the viewer's to see (manager_set_viewer()). */
 bool workspace_visible(const struct manager *m, const struct workspace *ws);

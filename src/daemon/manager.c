@@ -184,6 +184,7 @@ static void workspace_free(struct workspace *ws)
 	event_source_free(ws->agent_watch);
 	if (ws->agent_pidfd >= 0)
 		close(ws->agent_pidfd);
+	usage_track_free(ws);
 	cgroup_free(ws->cgroup);
 	workspace_network_free(ws);
 	secrets_free_all(ws);
@@ -1936,6 +1937,8 @@ int manager_new(struct event_loop *loop, struct store *store, const struct manag
 	if (r >= 0)
 		r = manager_idle_init(m);
 	if (r >= 0)
+		r = manager_usage_history_init(m);
+	if (r >= 0)
 		r = event_add_timer(loop, &m->prune_timer, now_usec(), on_prune, m);
 	if (r >= 0)
 		r = event_work_pool_new(loop, creates, &m->create_work);
@@ -2053,6 +2056,7 @@ void manager_free(struct manager *m)
 	while (m->fire_queue)
 		manager_run_waiter_cancel(m->fire_queue);
 	usage_waiters_free(m);
+	manager_usage_history_free(m);
 	event_source_free(m->fire_timer);
 	event_source_free(m->pending_timer);
 	event_source_free(m->prune_timer);

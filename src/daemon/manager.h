@@ -39,6 +39,10 @@ struct manager_config {
 	bool allow_host;		     /* --adapters: what the API may create */
 	size_t events_kept;		     /* 0: MANAGER_EVENTS_KEPT (--events-kept) */
 	uint64_t audit_kept;		     /* audit rows kept, 100000; 0: the default */
+	/* Usage history (manager-usage-history.c): the sampling interval, 0: 5000, at least
+	 * USAGE_INTERVAL_MIN_MS; the cap on its rows, 0: USAGE_MAX_ROWS_DEFAULT */
+	uint64_t usage_interval_ms;
+	uint64_t usage_max_rows;
 	bool allow_container;
 	uint64_t default_pids_limit;	 /* for workspaces that name none; 0: unlimited */
 	uint64_t default_memory_mb;	 /* likewise */
@@ -650,6 +654,18 @@ int manager_usage_get(struct manager *m, const char *ws_id, usage_fn fn, void *u
 		      struct usage_waiter **ret, struct station_error *e);
 /* Before fn was called; afterwards the waiter is gone. */
 void manager_usage_cancel(struct usage_waiter *w);
+
+/* Usage history (manager-usage-history.c, docs/api.md "Usage history"): what the sampler
+ * recorded since since_ms (realtime ms) in buckets of step_ms, at most USAGE_POINTS_MAX of the
+ * newest. A workspace's: 404 (-ENOENT) for one the viewer cannot see. The worker's: the
+ * operator gets every workspace's totals, a tenant viewer the sum over its own workspaces. */
+#define USAGE_INTERVAL_DEFAULT_MS 5000
+#define USAGE_INTERVAL_MIN_MS 100
+#define USAGE_MAX_ROWS_DEFAULT 4000000
+int manager_usage_history_get(struct manager *m, const char *ws_id, uint64_t since_ms,
+			      uint64_t step_ms, json_t **ret, struct station_error *e);
+int manager_worker_usage_history_get(struct manager *m, uint64_t since_ms, uint64_t step_ms,
+				     json_t **ret, struct station_error *e);
 
 /* Events (manager-events.c, docs/api.md "Events"): state changes of workspaces, runs, services
  * and terminals as JSON {seq,type,change,id,workspaceId,state,at,reason?}, the newest

@@ -878,6 +878,27 @@ void manager_usage_cancel(struct usage_waiter *w)
 {
 }
 
+/* Usage history: none recorded; the answer echoes the query so that parsing can be checked. */
+int manager_usage_history_get(struct manager *m, const char *ws_id, uint64_t since_ms,
+			      uint64_t step_ms, json_t **ret, struct station_error *e)
+{
+	int r = find_ws(ws_id, e);
+
+	if (r < 0)
+		return r;
+	*ret = json_pack("{s:s, s:I, s:I, s:[]}", "workspaceId", ws_id, "sinceMs",
+			 (json_int_t)since_ms, "stepMs", (json_int_t)step_ms, "samples");
+	return 0;
+}
+
+int manager_worker_usage_history_get(struct manager *m, uint64_t since_ms, uint64_t step_ms,
+				     json_t **ret, struct station_error *e)
+{
+	*ret = json_pack("{s:I, s:I, s:[]}", "sinceMs", (json_int_t)since_ms, "stepMs",
+			 (json_int_t)step_ms, "samples");
+	return 0;
+}
+
 /* Idempotency keys: a few in memory. A key starting with "busy-" is claimed by a request
  * still under way. */
 struct fake_key {
