@@ -2,24 +2,100 @@
 /* /v1/tokens (create, list, get, revoke) and /v1/audit: admin only, checked by the HTTP layer
  * before these run (docs/api.md, "Tokens", "Audit"). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/http.h"
 #include "api/router.h"
+#include "basic/cleanup.h"
 #include "basic/util.h"
 #include "daemon/manager.h"
+
+/* A mint or a revocation in a fleet waits for etcd off the loop (manager.h): the request
+ * waits suspended meanwhile, like a long-poll, and is answered when the call reports. */
+struct token_wait {
+	struct http_request *req;
+	struct token_call *call; /* NULL once it reported */
+	unsigned status;
+	int r;
+	json_t *token;
+	struct station_error e;
+};
+
+static void token_wait_free(void *state)
+{
+	struct token_wait *w = state;
+
+	manager_token_call_forget(w->call); /* the client went away: the call goes on unheard */
+	json_decref(w->token);
+	free(w);
+}
+
+static void on_token_done(void *userdata, int r, json_t *token, const struct station_error *e)
+{
+	struct token_wait *w = userdata;
+
+	w->call = NULL;
+	w->r = r;
+	w->token = token;
+	w->e = *e;
+	http_request_resume(w->req);
+}
+
+static int token_resumed(struct http_request *req)
+{
+	struct token_wait *w = http_request_state(req);
+	struct station_error e;
+	unsigned status;
+	json_t *token;
+	int r;
+
+	if (!w || w->call)
+		return http_reply_status(req, 500, NULL, "the token call was lost");
+	r = w->r;
+	e = w->e;
+	status = w->status;
+	token = TAKE_PTR(w->token);
+	http_request_set_state(req, NULL, NULL);
+	return api_reply_result(req, r, status, token, &e);
+}
+
+/* r from manager_token_create() or _revoke(): 1 suspends the request until w's call reports. */
+static int token_answer(struct http_request *req, struct token_wait *w, int r, json_t *token,
+			struct station_error *e)
+{
+	unsigned status = w->status;
+
+	if (r != 1) {
+		free(w);
+		return api_reply_result(req, r, status, token, e);
+	}
+	http_request_set_state(req, w, token_wait_free);
+	r = http_request_suspend(req, token_resumed);
+	if (r < 0) {
+		http_request_set_state(req, NULL, NULL); /* forgets the call */
+		return http_reply_status(req, 500, NULL, "cannot wait for the token call: %s",
+					 strerror(-r));
+	}
+	return 0;
+}
 
 int api_token_create(struct http_request *req)
 {
 	struct station_error e = {};
+	struct token_wait *w = calloc(1, sizeof *w);
 	json_t *body = NULL, *token = NULL;
 	int r;
 
+	if (!w)
+		return http_reply_status(req, 500, NULL, "out of memory");
+	*w = (struct token_wait){ .req = req, .status = 201 };
 	r = api_request_json(req, false, &body, &e);
 	if (r >= 0)
-		r = manager_token_create(http_request_manager(req), body, &token, &e);
+		r = manager_token_create(http_request_manager(req), body, on_token_done, w,
+					 &w->call, &token, &e);
 	json_decref(body);
-	return api_reply_result(req, r, 201, token, &e);
+	return token_answer(req, w, r, token, &e);
 }
 
 int api_token_list(struct http_request *req)
@@ -48,12 +124,16 @@ int api_token_get(struct http_request *req)
 int api_token_revoke(struct http_request *req)
 {
 	struct station_error e = {};
+	struct token_wait *w = calloc(1, sizeof *w);
 	json_t *token = NULL;
 	int r;
 
-	r = manager_token_revoke(http_request_manager(req), http_request_route(req)->ws_id, &token,
-				 &e);
-	return api_reply_result(req, r, 200, token, &e);
+	if (!w)
+		return http_reply_status(req, 500, NULL, "out of memory");
+	*w = (struct token_wait){ .req = req, .status = 200 };
+	r = manager_token_revoke(http_request_manager(req), http_request_route(req)->ws_id,
+				 on_token_done, w, &w->call, &token, &e);
+	return token_answer(req, w, r, token, &e);
 }
 
 /* A query filter: absent or 1-64 of the characters an id or a tenant may have. */

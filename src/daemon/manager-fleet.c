@@ -14,7 +14,12 @@
  * etcd away: the worker goes on with the workers and tokens it saw last, for
  * FLEET_TOKENS_TRUST_USEC after etcd last answered (kept in <root>/fleet.synced, so a restart
  * does not start the clock again); past that, only the admin token works. Minting and revoking
- * answer 503 meanwhile, so no revocation is ever lost: it waits for etcd. */
+ * answer 503 meanwhile, so no revocation is ever lost: it waits for etcd.
+ *
+ * Joining: a worker that never synced with the fleet (no fleet.synced) holds only tokens it
+ * minted before it joined. At its first sync those etcd does not hold are written there
+ * (fleet_join()), so that they go on working, on every worker; fleet.synced is written once
+ * they are, and from then on a token absent from etcd is a revoked one. */
 
 #include <errno.h>
 #include <limits.h>
@@ -28,6 +33,7 @@
 #include "basic/util.h"
 #include "event/event.h"
 #include "event/work.h"
+#include "fleet-token-json.h"
 #include "manager-internal.h"
 #include "store/etcd.h"
 
@@ -37,14 +43,19 @@
 #define FLEET_TOKENS_TRUST_USEC (24ull * 3600 * 1000000)
 #define FLEET_SYNCED_WRITE_USEC (60ull * 1000000)
 #define FLEET_TICK_NSEC (100 * 1000000L)
+/* The calls of mints and revocations: threads, and how many may wait or run at once (a hung
+ * etcd holds each for ETCD_CALL_MS) */
+#define FLEET_CALL_THREADS 2
+#define FLEET_CALLS_MAX 64
 #define WORKER_KEY_PREFIX "workers/"
 #define TOKEN_KEY_PREFIX "tokens/"
 
 struct manager_fleet {
 	struct manager *m;
 	struct etcd *etcd;
-	struct event_work_pool *pool; /* the lease and the watch */
-	struct event_source *timer;   /* the registration's value, made again */
+	struct event_work_pool *pool;  /* the lease and the watch */
+	struct event_work_pool *calls; /* mints and revocations (manager-fleet-token.c) */
+	struct event_source *timer;    /* the registration's value, made again */
 	volatile int stop;
 	/* the registration's value: made on the loop, put by the lease thread */
 	pthread_mutex_t lock;
@@ -56,9 +67,11 @@ struct manager_fleet {
 	uint64_t start_range_usec;
 	/* loop: name -> registration, as last seen */
 	json_t *workers;
-	/* atomics: when etcd last answered (realtime), whether the watch is up */
+	/* atomics: when etcd last answered (realtime), whether the watch is up, whether this
+	 * worker ever synced with the fleet (fleet.synced) */
 	uint64_t contact_usec;
 	int watching;
+	int synced;
 	char key[sizeof WORKER_KEY_PREFIX + 64];
 	char synced_path[PATH_MAX];
 };
@@ -260,6 +273,63 @@ static void on_watch_event(const struct etcd_event *ev, void *userdata)
 	event_work_call_on_loop(f->pool, apply_event, &fe);
 }
 
+static void synced_store(struct manager_fleet *f, uint64_t at, uint64_t *written);
+
+struct fleet_own {
+	struct manager_fleet *f;
+	const struct fleet_snapshot *s;
+	struct etcd_kv *kvs;
+	size_t n;
+	int r;
+};
+
+static void own_collect(void *userdata)
+{
+	struct fleet_own *o = userdata;
+
+	o->r = fleet_token_own(o->f->m, o->s->kvs, o->s->n, &o->kvs, &o->n);
+}
+
+/* The first sync of a worker that never synced: its tokens that etcd does not hold written
+ * there, then fleet.synced. 1 when some were (range again), 0 when none, or -errno (tried again
+ * at the next range: nothing of the fleet is applied meanwhile). */
+static int fleet_join(struct manager_fleet *f, bool on_loop, const struct fleet_snapshot *s,
+		      struct station_error *e)
+{
+	struct fleet_own o = { .f = f, .s = s };
+	uint64_t written = 0;
+	char count[24];
+	int r = 0;
+
+	if (on_loop)
+		own_collect(&o);
+	else
+		event_work_call_on_loop(f->pool, own_collect, &o);
+	if (o.r < 0)
+		return station_error_set(e, o.r, NULL, "cannot list this worker's tokens: %s",
+					 strerror(-o.r));
+	for (size_t i = 0; i < o.n && r >= 0; i++) {
+		r = etcd_create(f->etcd, o.kvs[i].key, o.kvs[i].value, o.kvs[i].value_len, 0, e);
+		if (r == -EEXIST)
+			r = 0;
+	}
+	if (r >= 0) {
+		synced_store(f, realtime_usec(), &written);
+		if (!written)
+			r = station_error_set(e, -EIO, NULL, "cannot write %s", f->synced_path);
+	}
+	if (r >= 0 && o.n) {
+		snprintf(count, sizeof count, "%zu", o.n);
+		log_info("tokens minted before this worker joined the fleet are the fleet's now",
+			 "tokens", count, "store", etcd_describe(f->etcd), NULL);
+	}
+	etcd_kv_free_array(o.kvs, o.n);
+	if (r < 0)
+		return r;
+	__atomic_store_n(&f->synced, 1, __ATOMIC_RELAXED);
+	return o.n > 0;
+}
+
 /* A range of the whole prefix applied on the loop: its revision, or -errno. */
 static int fleet_range(struct manager_fleet *f, bool on_loop, int64_t *ret_revision,
 		       struct station_error *e)
@@ -267,8 +337,18 @@ static int fleet_range(struct manager_fleet *f, bool on_loop, int64_t *ret_revis
 	struct fleet_snapshot s = { .f = f, .range_usec = realtime_usec() };
 	int r = etcd_range(f->etcd, "", &s.kvs, &s.n, ret_revision, e);
 
-	if (r < 0)
+	if (r >= 0 && !__atomic_load_n(&f->synced, __ATOMIC_RELAXED)) {
+		r = fleet_join(f, on_loop, &s, e);
+		if (r > 0) { /* the written tokens are in the range this time */
+			etcd_kv_free_array(s.kvs, s.n);
+			s = (struct fleet_snapshot){ .f = f, .range_usec = realtime_usec() };
+			r = etcd_range(f->etcd, "", &s.kvs, &s.n, ret_revision, e);
+		}
+	}
+	if (r < 0) {
+		etcd_kv_free_array(s.kvs, s.n);
 		return r;
+	}
 	fleet_contact(f);
 	if (on_loop)
 		apply_snapshot(&s);
@@ -316,16 +396,23 @@ static void watch_run(void *userdata)
 
 /* ---- the lease thread ---------------------------------------------------------------------- */
 
-static void synced_write(struct manager_fleet *f, uint64_t *written)
+static void synced_store(struct manager_fleet *f, uint64_t at, uint64_t *written)
 {
-	uint64_t at = __atomic_load_n(&f->contact_usec, __ATOMIC_RELAXED);
 	char buf[32];
 
-	if (at - *written < FLEET_SYNCED_WRITE_USEC)
-		return;
 	snprintf(buf, sizeof buf, "%llu\n", (unsigned long long)at);
 	if (write_file_atomic(f->synced_path, buf, strlen(buf), 0600) >= 0)
 		*written = at;
+}
+
+/* Not before the first sync: the file says this worker synced once. */
+static void synced_write(struct manager_fleet *f, uint64_t *written)
+{
+	uint64_t at = __atomic_load_n(&f->contact_usec, __ATOMIC_RELAXED);
+
+	if (at - *written >= FLEET_SYNCED_WRITE_USEC &&
+	    __atomic_load_n(&f->synced, __ATOMIC_RELAXED))
+		synced_store(f, at, written);
 }
 
 static void lease_renew(struct manager_fleet *f, uint64_t *put_gen, bool *said)
@@ -424,6 +511,20 @@ static int on_value_timer(struct event_source *s, uint64_t now, void *userdata)
 	return event_source_set_time(s, now + FLEET_RENEW_USEC);
 }
 
+/* ---- the calls of mints and revocations ----------------------------------------------------- */
+
+int manager_fleet_queue(struct manager *m, void (*fn)(void *userdata),
+			void (*done)(void *userdata, bool cancelled), void *userdata)
+{
+	struct manager_fleet *f = m->fleet;
+
+	if (!f)
+		return -ENOTCONN;
+	if (event_work_pending(f->calls) + event_work_running(f->calls) >= FLEET_CALLS_MAX)
+		return -EBUSY;
+	return event_work_queue(f->calls, fn, done, userdata);
+}
+
 /* ---- start and stop ------------------------------------------------------------------------ */
 
 /* The jobs hold nothing to free: the fleet outlives its pool. */
@@ -436,8 +537,10 @@ static void synced_read(struct manager_fleet *f)
 	_cleanup_free_ char *buf = NULL;
 	uint64_t at = 0;
 	size_t n = 0;
+	int r = read_file(f->synced_path, 64, &buf, &n);
 
-	if (read_file(f->synced_path, 64, &buf, &n) < 0)
+	f->synced = r != -ENOENT; /* a file that cannot be read: synced (absent means revoked) */
+	if (r < 0)
 		return;
 	buf[strcspn(buf, "\n")] = '\0';
 	if (parse_u64(buf, UINT64_MAX, &at) >= 0)
@@ -458,6 +561,8 @@ static int fleet_new(struct manager *m, struct manager_fleet **ret)
 	snprintf(f->synced_path, sizeof f->synced_path, "%s/fleet.synced", m->cfg.root);
 	f->workers = json_object();
 	r = f->workers ? event_work_pool_new(m->loop, 2, &f->pool) : -ENOMEM;
+	if (r >= 0)
+		r = event_work_pool_new(m->loop, FLEET_CALL_THREADS, &f->calls);
 	if (r >= 0)
 		r = value_refresh(f);
 	if (r >= 0)
@@ -507,6 +612,9 @@ void manager_fleet_stop(struct manager *m)
 	if (!f)
 		return;
 	__atomic_store_n(&f->stop, 1, __ATOMIC_RELAXED);
+	/* The HTTP servers are gone: a revocation learned from here on closes no stream. */
+	manager_token_on_revoke(m, NULL, NULL);
+	event_work_pool_free(f->calls); /* the table still there for the calls' done */
 	event_work_pool_free(f->pool);
 	event_source_free(f->timer);
 	json_decref(f->workers);

@@ -227,18 +227,35 @@ int manager_token_fleet_put(struct manager *m, struct token_row *row);
 void manager_token_fleet_gone(struct manager *m, const char *hash_hex);
 void manager_token_fleet_mark(struct manager *m);
 void manager_token_fleet_sweep(struct manager *m, uint64_t since_usec);
+/* fn for each token of the table but the admin token and revoked ones; stops at its first
+ * -errno, returned. */
+int manager_token_fleet_each(struct manager *m,
+			     int (*fn)(const struct token_row *row, void *userdata),
+			     void *userdata);
 /* manager-fleet.c: stops the threads and revokes the registration's lease (NULL fleet: no-op). */
 void manager_fleet_stop(struct manager *m);
 /* Whether the fleet's tokens may still be used: etcd answered within the last 24 h. */
 bool manager_fleet_tokens_trusted(struct manager *m);
 /* manager-fleet-token.c: a new token written to etcd (tokens/HASH) or a revoked one deleted
- * there, before the table changes: STATION_EFLEET with e naming the store when it fails. */
+ * there, before the table changes, on a call thread: 0 once under way, then done() on the
+ * loop with 0 or STATION_EFLEET and e naming the store (exactly once, -ECANCELED when the
+ * controller stops first); or -errno at once (STATION_EFLEET when etcd did not answer the
+ * watch last time, or too many calls wait for it), done() never called. */
+typedef void (*fleet_token_done_fn)(void *userdata, int r, const struct station_error *e);
 int manager_fleet_token_put(struct manager *m, const struct token_row *row,
-			    struct station_error *e);
-int manager_fleet_token_delete(struct manager *m, const char *hash_hex, struct station_error *e);
-/* manager-fleet-token.c: a token's row as etcd holds it (JSON, no secret), and back. */
-char *fleet_token_encode(const struct token_row *row);
-int fleet_token_decode(const char *json, size_t len, struct token_row *ret);
+			    fleet_token_done_fn done, void *userdata, struct station_error *e);
+int manager_fleet_token_delete(struct manager *m, const char *hash_hex, fleet_token_done_fn done,
+			       void *userdata, struct station_error *e);
+/* manager-fleet-token.c: the tokens of the table (manager_token_fleet_each()) that the range
+ * kvs of etcd does not hold, as keys and values to create there: what a worker that never
+ * synced with the fleet brings to it at its first sync. */
+struct etcd_kv;
+int fleet_token_own(struct manager *m, const struct etcd_kv *kvs, size_t n, struct etcd_kv **ret,
+		    size_t *ret_n);
+/* manager-fleet.c: fn on one of the fleet's call threads, done on the loop (event/work.h);
+ * -EBUSY when FLEET_CALLS_MAX calls wait or run already. */
+int manager_fleet_queue(struct manager *m, void (*fn)(void *userdata),
+			void (*done)(void *userdata, bool cancelled), void *userdata);
 /* manager-fleet.c: whether etcd answered the watch last time (a mint is refused at once when
  * not), and its description for errors. */
 bool manager_fleet_watching(struct manager *m);

@@ -42,6 +42,7 @@ struct manager_tokens {
 	struct token *buckets[TOKEN_BUCKETS];
 	struct token *all, **all_tail;
 	size_t n;
+	size_t minting; /* mints waiting for the fleet's store */
 	manager_token_revoked_fn revoked;
 	void *revoked_data;
 };
@@ -124,6 +125,14 @@ static struct token *token_find_id(struct manager *m, const char *id)
 {
 	for (struct token *t = m->tokens ? m->tokens->all : NULL; t; t = t->all_next)
 		if (strcmp(t->row.id, id) == 0)
+			return t;
+	return NULL;
+}
+
+static struct token *token_find_hash(struct manager *m, const char *hash_hex)
+{
+	for (struct token *t = m->tokens ? m->tokens->all : NULL; t; t = t->all_next)
+		if (strcmp(t->row.hash, hash_hex) == 0)
 			return t;
 	return NULL;
 }
@@ -434,15 +443,117 @@ static int token_new_id(char ret[AUTH_TOKEN_ID_MAX + 1])
 
 /* ---- the API ------------------------------------------------------------------------------ */
 
-int manager_token_create(struct manager *m, json_t *body, json_t **ret, struct station_error *e)
+/* A mint or a revocation in a fleet, while etcd is asked (manager-fleet-token.c). */
+struct token_call {
+	struct manager *m;
+	struct token_row row; /* a mint's new row */
+	char id[AUTH_TOKEN_ID_MAX + 1];
+	char hash[65];
+	char secret[sizeof TOKEN_SECRET_PREFIX + 64]; /* a mint's, shown once */
+	manager_token_done_fn done;		      /* NULL once forgotten */
+	void *userdata;
+};
+
+static void token_call_free(struct token_call *c)
+{
+	token_row_free(&c->row);
+	explicit_bzero(c->secret, sizeof c->secret);
+	free(c);
+}
+
+void manager_token_call_forget(struct token_call *c)
+{
+	if (c)
+		c->done = NULL;
+}
+
+static void token_call_answer(struct token_call *c, int r, json_t *token,
+			      const struct station_error *e)
+{
+	if (c->done)
+		c->done(c->userdata, r, token, e);
+	else
+		json_decref(token);
+	token_call_free(c);
+}
+
+/* The new token in the table and the store; the watch may have put it there already. */
+static int token_keep(struct manager *m, struct token_row *row, const char *secret, json_t **ret,
+		      struct station_error *e)
+{
+	char hash[65];
+	struct token *t = token_find_hash(m, row->hash);
+	json_t *o;
+	int r;
+
+	snprintf(hash, sizeof hash, "%s", row->hash);
+	if (!t) {
+		r = store_token_insert(m->store, row);
+		if (r < 0)
+			return station_error_set(e, r, NULL, "cannot store the token: %s",
+						 strerror(-r));
+		r = token_add(m->tokens, row);
+		if (r < 0)
+			return station_error_set(e, r, NULL, "cannot keep the token: %s",
+						 strerror(-r));
+		t = token_find_hash(m, hash);
+	}
+	o = t ? token_to_json(t, realtime_usec()) : NULL;
+	if (!o)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	json_object_set_new(o, "token", json_string(secret));
+	log_info("token created", "token", t->row.id, "scope", t->row.scope, "tenant",
+		 t->row.tenant ?: "", NULL);
+	*ret = o;
+	return 0;
+}
+
+static void on_fleet_put(void *userdata, int r, const struct station_error *fe)
+{
+	struct token_call *c = userdata;
+	struct station_error e = *fe;
+	json_t *token = NULL;
+
+	c->m->tokens->minting--;
+	if (r >= 0)
+		r = token_keep(c->m, &c->row, c->secret, &token, &e);
+	token_call_answer(c, r, token, &e);
+}
+
+/* In a fleet, etcd first: a token no other worker knows is never handed out. Takes row. */
+static int token_mint_fleet(struct manager *m, struct token_row *row, const char *secret,
+			    manager_token_done_fn done, void *userdata, struct token_call **ret,
+			    struct station_error *e)
+{
+	struct token_call *c = calloc(1, sizeof *c);
+	int r;
+
+	if (!c)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	c->m = m;
+	c->row = *row;
+	*row = (struct token_row){};
+	snprintf(c->secret, sizeof c->secret, "%s", secret);
+	c->done = done;
+	c->userdata = userdata;
+	r = manager_fleet_token_put(m, &c->row, on_fleet_put, c, e);
+	if (r < 0) {
+		token_call_free(c);
+		return r;
+	}
+	m->tokens->minting++;
+	*ret = c;
+	return 1;
+}
+
+int manager_token_create(struct manager *m, json_t *body, manager_token_done_fn done,
+			 void *userdata, struct token_call **ret_call, json_t **ret,
+			 struct station_error *e)
 {
 	struct token_input in = {};
 	struct token_row row = {};
 	uint8_t raw[32];
 	char id[AUTH_TOKEN_ID_MAX + 1], secret[sizeof TOKEN_SECRET_PREFIX + 64], hash[65];
-	uint64_t now = realtime_usec();
-	struct token *t;
-	json_t *o;
 	int r;
 
 	r = token_input_check(body, &in, e);
@@ -450,7 +561,7 @@ int manager_token_create(struct manager *m, json_t *body, json_t **ret, struct s
 		return r;
 	if (!m->tokens)
 		return station_error_set(e, -EIO, NULL, "the token table is not loaded");
-	if (m->tokens->n >= MANAGER_TOKENS_MAX)
+	if (m->tokens->n + m->tokens->minting >= MANAGER_TOKENS_MAX)
 		return station_error_set(e, -EAGAIN, NULL,
 					 "too many tokens (%d, revoked ones included)",
 					 MANAGER_TOKENS_MAX);
@@ -470,37 +581,14 @@ int manager_token_create(struct manager *m, json_t *body, json_t **ret, struct s
 	row.tenant = in.tenant ? strdup(in.tenant) : NULL;
 	row.hash = strdup(hash);
 	row.limits = in.limits;
-	row.created_at = now;
+	row.created_at = realtime_usec();
 	row.expires_at = in.expires_at;
-	if (!row.id || !row.name || !row.scope || !row.hash || (in.tenant && !row.tenant)) {
+	if (!row.id || !row.name || !row.scope || !row.hash || (in.tenant && !row.tenant))
 		r = station_error_set(e, -ENOMEM, NULL, "out of memory");
-		goto out;
-	}
-	/* In a fleet, etcd first: a token no other worker knows is never handed out. */
-	r = m->fleet ? manager_fleet_token_put(m, &row, e) : 0;
-	if (r < 0)
-		goto out;
-	r = store_token_insert(m->store, &row);
-	if (r < 0) {
-		station_error_set(e, r, NULL, "cannot store the token: %s", strerror(-r));
-		goto out;
-	}
-	r = token_add(m->tokens, &row);
-	if (r < 0) {
-		station_error_set(e, r, NULL, "cannot keep the token: %s", strerror(-r));
-		goto out;
-	}
-	t = token_find_id(m, id);
-	o = t ? token_to_json(t, now) : NULL;
-	if (!o) {
-		r = station_error_set(e, -ENOMEM, NULL, "out of memory");
-		goto out;
-	}
-	json_object_set_new(o, "token", json_string(secret));
-	log_info("token created", "token", id, "scope", auth_scope_to_string(in.scope), "tenant",
-		 in.tenant ?: "", NULL);
-	*ret = o;
-out:
+	else if (m->fleet)
+		r = token_mint_fleet(m, &row, secret, done, userdata, ret_call, e);
+	else
+		r = token_keep(m, &row, secret, ret, e);
 	explicit_bzero(secret, sizeof secret);
 	token_row_free(&row);
 	return r;
@@ -541,9 +629,77 @@ int manager_token_get(struct manager *m, const char *id, json_t **ret, struct st
 	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
 }
 
-int manager_token_revoke(struct manager *m, const char *id, json_t **ret, struct station_error *e)
+/* The token revoked in the store and the table, its streams closed. Once etcd deleted it,
+ * the table follows even when the store fails; otherwise the store's failure changes nothing. */
+static int token_revoke_here(struct manager *m, struct token *t, const char *by)
 {
 	uint64_t now = realtime_usec();
+	int r;
+
+	if (t->row.revoked_at || strcmp(t->row.id, "admin") == 0)
+		return 0;
+	r = store_token_revoke(m->store, t->row.id, now);
+	if (r < 0 && !m->fleet)
+		return r;
+	t->row.revoked_at = now;
+	log_info("token revoked", "token", t->row.id, "by", by, NULL);
+	if (m->tokens->revoked)
+		m->tokens->revoked(m->tokens->revoked_data, t->row.id);
+	return r;
+}
+
+static int token_revoked_json(struct manager *m, struct token *t, int r, json_t **ret,
+			      struct station_error *e)
+{
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot revoke token \"%s\": %s", t->row.id,
+					 strerror(-r));
+	*ret = token_to_json(t, realtime_usec());
+	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
+}
+
+static void on_fleet_delete(void *userdata, int r, const struct station_error *fe)
+{
+	struct token_call *c = userdata;
+	struct station_error e = *fe;
+	struct token *t = token_find_id(c->m, c->id);
+	json_t *token = NULL;
+
+	if (r >= 0 && !t)
+		r = station_error_set(&e, -ENOENT, NULL, "no such token: \"%.64s\"", c->id);
+	else if (r >= 0)
+		r = token_revoked_json(c->m, t, token_revoke_here(c->m, t, "api"), &token, &e);
+	token_call_answer(c, r, token, &e);
+}
+
+/* In a fleet, etcd first: a revocation is answered once no worker can learn the token from
+ * etcd any more. */
+static int token_revoke_fleet(struct manager *m, struct token *t, manager_token_done_fn done,
+			      void *userdata, struct token_call **ret, struct station_error *e)
+{
+	struct token_call *c = calloc(1, sizeof *c);
+	int r;
+
+	if (!c)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	c->m = m;
+	snprintf(c->id, sizeof c->id, "%s", t->row.id);
+	snprintf(c->hash, sizeof c->hash, "%s", t->row.hash);
+	c->done = done;
+	c->userdata = userdata;
+	r = manager_fleet_token_delete(m, c->hash, on_fleet_delete, c, e);
+	if (r < 0) {
+		token_call_free(c);
+		return r;
+	}
+	*ret = c;
+	return 1;
+}
+
+int manager_token_revoke(struct manager *m, const char *id, manager_token_done_fn done,
+			 void *userdata, struct token_call **ret_call, json_t **ret,
+			 struct station_error *e)
+{
 	struct token *t = NULL;
 	int r = token_lookup(m, id, &t, e);
 
@@ -554,45 +710,12 @@ int manager_token_revoke(struct manager *m, const char *id, json_t **ret, struct
 					 "the admin token cannot be revoked through the API "
 					 "(give the controller another one with "
 					 "--admin-token-file and restart it)");
-	if (!t->row.revoked_at) {
-		r = m->fleet ? manager_fleet_token_delete(m, t->row.hash, e) : 0;
-		if (r < 0)
-			return r;
-		r = store_token_revoke(m->store, id, now);
-		if (r < 0)
-			return station_error_set(e, r, NULL, "cannot revoke token \"%s\": %s", id,
-						 strerror(-r));
-		t->row.revoked_at = now;
-		log_info("token revoked", "token", id, NULL);
-		if (m->tokens->revoked)
-			m->tokens->revoked(m->tokens->revoked_data, id);
-	}
-	*ret = token_to_json(t, now);
-	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
+	if (!t->row.revoked_at && m->fleet)
+		return token_revoke_fleet(m, t, done, userdata, ret_call, e);
+	return token_revoked_json(m, t, token_revoke_here(m, t, "api"), ret, e);
 }
 
 /* ---- the fleet's tokens (manager-fleet-token.c hands them over on the loop) --------------- */
-
-static struct token *token_find_hash(struct manager *m, const char *hash_hex)
-{
-	for (struct token *t = m->tokens ? m->tokens->all : NULL; t; t = t->all_next)
-		if (strcmp(t->row.hash, hash_hex) == 0)
-			return t;
-	return NULL;
-}
-
-static void token_revoke_here(struct manager *m, struct token *t, const char *why)
-{
-	uint64_t now = realtime_usec();
-
-	if (t->row.revoked_at || strcmp(t->row.id, "admin") == 0)
-		return;
-	t->row.revoked_at = now;
-	(void)store_token_revoke(m->store, t->row.id, now);
-	log_info("token revoked", "token", t->row.id, "by", why, NULL);
-	if (m->tokens->revoked)
-		m->tokens->revoked(m->tokens->revoked_data, t->row.id);
-}
 
 int manager_token_fleet_put(struct manager *m, struct token_row *row)
 {
@@ -628,7 +751,22 @@ void manager_token_fleet_gone(struct manager *m, const char *hash_hex)
 	struct token *t = token_find_hash(m, hash_hex);
 
 	if (t)
-		token_revoke_here(m, t, "fleet");
+		(void)token_revoke_here(m, t, "fleet");
+}
+
+int manager_token_fleet_each(struct manager *m,
+			     int (*fn)(const struct token_row *row, void *userdata), void *userdata)
+{
+	int r;
+
+	for (struct token *t = m->tokens ? m->tokens->all : NULL; t; t = t->all_next) {
+		if (t->row.revoked_at || strcmp(t->row.id, "admin") == 0)
+			continue;
+		r = fn(&t->row, userdata);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 void manager_token_fleet_mark(struct manager *m)
@@ -641,5 +779,5 @@ void manager_token_fleet_sweep(struct manager *m, uint64_t since_usec)
 {
 	for (struct token *t = m->tokens ? m->tokens->all : NULL; t; t = t->all_next)
 		if (!t->fleet_seen && t->added_usec < since_usec)
-			token_revoke_here(m, t, "fleet");
+			(void)token_revoke_here(m, t, "fleet");
 }

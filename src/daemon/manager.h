@@ -733,14 +733,30 @@ void manager_events_unsubscribe(struct events_sub *s);
  * loop: no SQLite, except lastUsedAt written at most once a minute per token. */
 int manager_token_authenticate(struct manager *m, const char *secret, size_t n,
 			       struct auth_principal *ret);
+/* A mint or a revocation in a fleet asks etcd first, off the loop: the call returns 1 with
+ * the call under way in *ret_call, and done() is called on the loop with the token or the
+ * error (STATION_EFLEET when etcd did not answer: nothing changed), unless the caller forgot
+ * the call. Without a fleet, or when nothing needs etcd, the answer is at once: 0 with *ret,
+ * or -errno (as is a call refused before etcd is asked). */
+struct token_call;
+typedef void (*manager_token_done_fn)(void *userdata, int r, json_t *token,
+				      const struct station_error *e);
 /* POST /v1/tokens: body {name, scope, tenant?, expiresAt?, limits?}, validated here (400 naming
- * the field). *ret carries "token", the secret, which nothing shows again. */
-int manager_token_create(struct manager *m, json_t *body, json_t **ret, struct station_error *e);
+ * the field). The token carries "token", the secret, which nothing shows again. */
+int manager_token_create(struct manager *m, json_t *body, manager_token_done_fn done,
+			 void *userdata, struct token_call **ret_call, json_t **ret,
+			 struct station_error *e);
 int manager_token_list(struct manager *m, json_t **ret, struct station_error *e);
 int manager_token_get(struct manager *m, const char *id, json_t **ret, struct station_error *e);
-/* Revoked at once (a second revocation answers the same); "admin" cannot be (-EINVAL). Calls
- * the revocation hook with the id, so that open streams of the token are closed. */
-int manager_token_revoke(struct manager *m, const char *id, json_t **ret, struct station_error *e);
+/* Revoked at once, or once etcd deleted it (a second revocation answers the same); "admin"
+ * cannot be (-EINVAL). Calls the revocation hook with the id, so that open streams of the
+ * token are closed. */
+int manager_token_revoke(struct manager *m, const char *id, manager_token_done_fn done,
+			 void *userdata, struct token_call **ret_call, json_t **ret,
+			 struct station_error *e);
+/* The caller no longer wants the answer (its client went away): done() will not be called;
+ * the call goes on, and the table follows etcd's answer. NULL is fine. */
+void manager_token_call_forget(struct token_call *c);
 typedef void (*manager_token_revoked_fn)(void *userdata, const char *token_id);
 void manager_token_on_revoke(struct manager *m, manager_token_revoked_fn fn, void *userdata);
 

@@ -1061,7 +1061,9 @@ int manager_tenant_image_allowed(struct manager *m, const char *ref, const char 
 	return 0;
 }
 
-int manager_token_create(struct manager *m, json_t *body, json_t **ret, struct station_error *e)
+int manager_token_create(struct manager *m, json_t *body, manager_token_done_fn done,
+			 void *userdata, struct token_call **ret_call, json_t **ret,
+			 struct station_error *e)
 {
 	return station_error_set(e, -ENOSYS, NULL, "no tokens in the fake manager");
 }
@@ -1077,9 +1079,15 @@ int manager_token_get(struct manager *m, const char *id, json_t **ret, struct st
 	return station_error_set(e, -ENOENT, NULL, "no such token: \"%s\"", id);
 }
 
-int manager_token_revoke(struct manager *m, const char *id, json_t **ret, struct station_error *e)
+int manager_token_revoke(struct manager *m, const char *id, manager_token_done_fn done,
+			 void *userdata, struct token_call **ret_call, json_t **ret,
+			 struct station_error *e)
 {
 	return station_error_set(e, -ENOENT, NULL, "no such token: \"%s\"", id);
+}
+
+void manager_token_call_forget(struct token_call *c)
+{
 }
 
 void manager_audit_record(struct manager *m, const struct manager_audit_entry *entry)
