@@ -1094,9 +1094,7 @@ static void target_check(const char *uri, char *ret, size_t size, char *ret_fiel
 			param = p + 1;
 		if (param && c == 0) {
 			snprintf(ret_field, field_size, "%.*s", (int)strcspn(param, "=&"), param);
-			snprintf(ret, size,
-				 "query parameter \"%s\" holds a control character (%%00)",
-				 ret_field);
+			snprintf(ret, size, "query parameter \"%s\" holds a NUL (%%00)", ret_field);
 			return;
 		}
 		if (!param && (c < 0x20 || c == 0x7f)) {

@@ -152,7 +152,7 @@ t_query_nul() {
 	before=$(recorded)
 	raw "GET /v1/workers/w8/v1/x?a=b%%00c HTTP/1.1\r\n${HEAD}\r\n"
 	assert_eq 400 "$STATUS" "%00 in the query: $BODY"
-	assert_eq 'query parameter "a" holds a control character (%00)' "$(j .error.message)" "the message"
+	assert_eq 'query parameter "a" holds a NUL (%00)' "$(j .error.message)" "the message"
 	assert_eq a "$(j .error.field)" "the field"
 	assert_eq "$before" "$(recorded)" "w8 got nothing"
 }
