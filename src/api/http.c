@@ -14,6 +14,7 @@
 
 #include "basic/cleanup.h"
 #include "basic/log.h"
+#include "api/api-metrics.h"
 #include "api/auth.h"
 #include "api/http-gate.h"
 #include "api/router.h"
@@ -64,6 +65,7 @@ static const char *const query_audit[] = {
 
 static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_READY] = { api_ready, false, query_refresh },
+	[EP_METRICS] = { api_metrics, false, query_none },
 	[EP_OPENAPI] = { api_openapi, false, query_none },
 	[EP_WORKER] = { api_worker, false, query_none },
 	[EP_WORKER_USAGE] = { api_worker_usage, false, query_usage },
@@ -208,11 +210,17 @@ struct http_request {
 	bool audit;			 /* recorded when it ends */
 	bool token_checked;		 /* principal comes from a bearer token that checked out */
 	unsigned status;		 /* the status queued; 0: none yet */
+	uint64_t begun_usec;		 /* its request line came (CLOCK_MONOTONIC) */
 	char method[16];
 	char path[256]; /* without the query */
 };
 
 /* ---- accessors ---------------------------------------------------------------------------- */
+
+const struct api_metrics *http_request_metrics(struct http_request *req)
+{
+	return req->server->cfg.metrics;
+}
 
 struct manager *http_request_manager(struct http_request *req)
 {
@@ -770,6 +778,8 @@ static void websocket_unlink(struct http_websocket *h)
 	if (h->next)
 		h->next->prev = h->prev;
 	s->n_websockets--;
+	if (s->cfg.metrics && s->cfg.metrics->websockets > 0)
+		s->cfg.metrics->websockets--;
 	s->conns->long_lived--;
 	free(h);
 }
@@ -897,6 +907,8 @@ static void websocket_track(struct http_request *req, struct http_websocket *h)
 		s->websockets->prev = h;
 	s->websockets = h;
 	s->n_websockets++;
+	if (s->cfg.metrics)
+		s->cfg.metrics->websockets++;
 	s->conns->long_lived++;
 	req->ws = h;
 }
@@ -1024,6 +1036,12 @@ static void request_free(struct http_request *req)
 
 	if (req->audit && req->method[0])
 		request_audit(req);
+	if (req->method[0]) /* a dashboard file is not an API request */
+		api_metrics_request(s->cfg.metrics,
+				    req->endpoint == &mcp_endpoint ? API_METRICS_MCP :
+				    req->endpoint		   ? (unsigned)req->route.endpoint :
+								     API_METRICS_UNROUTED,
+				    req->status, now_usec() - req->begun_usec);
 	request_free_state(req);
 	event_source_free(req->hangup);
 	if (req->held)
@@ -1056,6 +1074,7 @@ static struct http_request *request_new(struct http_server *s, struct MHD_Connec
 		return NULL;
 	req->server = s;
 	req->connection = c;
+	req->begun_usec = now_usec();
 	req->principal = auth_admin_principal;
 	req->next = s->requests;
 	if (s->requests)

@@ -24,6 +24,7 @@ struct route_match;
 struct MHD_Response;
 
 struct http_server;
+struct api_metrics;
 
 /* The connection table: one per controller, shared by its listeners. Every connection counts
  * in open. Past limit a new connection is answered 503 (Retry-After) and closed at once,
@@ -72,6 +73,9 @@ struct http_config {
 	const char *preview_scheme;
 	const char *preview_domain;
 	uint16_t preview_port;
+	/* GET /metrics's request counts and WebSockets (api-metrics.h), shared by the listeners;
+	 * NULL: not kept. */
+	struct api_metrics *metrics;
 };
 
 /* Serves the API on listen_fd, a listening stream socket (unix or TCP). On success the server
@@ -99,6 +103,8 @@ struct http_request;
 typedef int (*http_handler_fn)(struct http_request *req);
 
 struct manager *http_request_manager(struct http_request *req);
+/* The listeners' request counts (http_config.metrics); NULL when not kept. */
+const struct api_metrics *http_request_metrics(struct http_request *req);
 struct event_loop *http_request_loop(struct http_request *req);
 const struct route_match *http_request_route(struct http_request *req);
 uint64_t http_request_max_wait_ms(struct http_request *req);
@@ -211,6 +217,7 @@ bool http_request_gone(struct http_request *req);
 
 /* Endpoint handlers: api-system.c, api-workspaces.c, api-commands.c, api-images.c. */
 int api_ready(struct http_request *req);
+int api_metrics(struct http_request *req); /* api-metrics.c */
 int api_openapi(struct http_request *req);
 int api_worker(struct http_request *req);
 /* api-usage.c: GET /v1/worker/usage, and GET …/usage when since or step is given. */

@@ -22,6 +22,7 @@ struct route {
 
 static const struct route routes[] = {
 	{ "/v1/ready", "GET, HEAD", { { "GET", EP_READY } } },
+	{ "/metrics", "GET, HEAD", { { "GET", EP_METRICS } } },
 	{ "/v1/openapi.json", "GET, HEAD", { { "GET", EP_OPENAPI } } },
 	{ "/v1/worker", "GET, HEAD", { { "GET", EP_WORKER } } },
 	{ "/v1/worker/usage", "GET, HEAD", { { "GET", EP_WORKER_USAGE } } },
@@ -109,6 +110,7 @@ static const struct route routes[] = {
 
 static const char *const endpoint_names[_EP_MAX] = {
 	[EP_READY] = "ready",
+	[EP_METRICS] = "metrics",
 	[EP_TOKEN_LIST] = "token-list",
 	[EP_TOKEN_CREATE] = "token-create",
 	[EP_TOKEN_GET] = "token-get",

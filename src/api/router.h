@@ -81,6 +81,7 @@ enum endpoint {
 	EP_SNAPSHOT_DELETE,
 	EP_WORKSPACE_FORK,
 	EP_IMAGE_EXPORT, /* api-images.c */
+	EP_METRICS,	 /* api-metrics.c */
 	EP_WORKER_USAGE, /* api-usage.c */
 	_EP_MAX,
 };

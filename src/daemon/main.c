@@ -29,6 +29,7 @@
 #include "basic/log.h"
 #include "basic/util.h"
 #include "event/event.h"
+#include "api/api-metrics.h"
 #include "api/http.h"
 #include "api/preview.h"
 #include "domain/auth.h"
@@ -118,6 +119,7 @@ static void usage(FILE *f)
 		"                        [--worker NAME] [--agent PATH] [--log-format json|text]\n"
 		"                        [--log-level debug|info|warn|error] [--max-wait-ms N]\n"
 		"                        [--max-running N] [--max-workspaces N] [--events-kept N]\n"
+		"                        [--metrics-max-workspaces N]\n"
 		"                        [--idempotency-retention-ms N]\n"
 		"                        [--default-timeout-ms N] [--max-timeout-ms N]\n"
 		"                        [--max-output-bytes N] [--max-body-bytes N]\n"
@@ -399,6 +401,7 @@ enum {
 	OPT_MAX_IMAGE_ENTRIES,
 	OPT_MAX_SNAPSHOT_BYTES,
 	OPT_MAX_SNAPSHOTS,
+	OPT_METRICS_MAX_WORKSPACES,
 	OPT_ADAPTERS,
 	OPT_HOST_USER,
 	OPT_DEFAULT_PIDS,
@@ -1175,6 +1178,11 @@ static int parse_option(struct options *o, int c, const char *arg)
 			return -EINVAL;
 		o->mc.max_workspaces = v;
 		return 0;
+	case OPT_METRICS_MAX_WORKSPACES: /* GET /metrics: per-workspace series */
+		if (parse_number("--metrics-max-workspaces", arg, 100000, &v) < 0 || v == 0)
+			return -EINVAL;
+		o->mc.metrics_max_workspaces = v;
+		return 0;
 	case OPT_IDEMPOTENCY_RETENTION:
 		if (parse_number("--idempotency-retention-ms", arg, 30 * 86400000ull, &v) < 0)
 			return -EINVAL;
@@ -1251,6 +1259,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "max-wait-ms", required_argument, NULL, OPT_MAX_WAIT },
 		{ "max-running", required_argument, NULL, OPT_MAX_RUNNING },
 		{ "max-workspaces", required_argument, NULL, OPT_MAX_WORKSPACES },
+		{ "metrics-max-workspaces", required_argument, NULL, OPT_METRICS_MAX_WORKSPACES },
 		{ "idempotency-retention-ms", required_argument, NULL, OPT_IDEMPOTENCY_RETENTION },
 		{ "events-kept", required_argument, NULL, OPT_EVENTS_KEPT },
 		{ "admin-token-file", required_argument, NULL, OPT_ADMIN_TOKEN_FILE },
@@ -1586,6 +1595,7 @@ struct daemon {
 	struct stat unix_sockets[MAX_LISTENERS + 1]; /* the socket files bound, by st_dev/st_ino */
 	size_t n_unix_sockets;
 	struct http_connections conns;	/* all listeners together */
+	struct api_metrics api_metrics; /* GET /metrics: every listener's requests */
 	struct preview_server *preview; /* --preview-listen */
 	struct fleet fleet;		/* --workers, --fleet */
 	bool has_fleet;
@@ -1702,6 +1712,7 @@ static int add_listener(struct daemon *d, const struct options *o, const char *s
 		.max_body_bytes = o->max_body,
 		.max_wait_ms = o->max_wait_ms,
 		.connections = &d->conns,
+		.metrics = &d->api_metrics,
 		.mcp_argv = tcp && o->mcp ? o->mcp_argv : NULL,
 		.mcp_listen_host = tcp ? spec + 4 : NULL,
 		.mcp_hosts = o->mcp_hosts,

@@ -200,6 +200,7 @@ struct manager {
 	/* manager-checkpoint.c: the memory-snapshot probe's answer, once it ran (at start) */
 	struct checkpoint_status checkpoint;
 	bool checkpoint_probed;
+	struct manager_metrics *metrics;	     /* manager-metrics.c */
 	struct manager_usage_history *usage_history; /* manager-usage-history.c */
 };
 
@@ -513,6 +514,20 @@ json_t *run_network_json(struct workspace *ws, const struct run_network *rn);
 void secrets_load(struct manager *m);
 /* Wipes and frees the workspace's secrets. */
 void secrets_free_all(struct workspace *ws);
+
+/* --- metrics (manager-metrics.c): bumped where it happens, read by manager_metrics_write() --- */
+struct manager_metrics;
+int manager_metrics_init(struct manager *m);
+void manager_metrics_free(struct manager *m);
+void metrics_run_started(struct manager *m);
+/* A terminal result recorded (its status, output totals and duration). */
+void metrics_run_ended(struct manager *m, const struct run_row *r);
+/* A create (not a pool's refill) ended: its workspace ready, or failed. */
+void metrics_create_ended(struct manager *m, const struct workspace *ws, bool ready);
+void metrics_snapshot_created(struct manager *m);
+void metrics_fork_done(struct manager *m, unsigned count);
+/* An agent's connection closed while the agent lives: a reconnect follows. */
+void metrics_agent_reconnect(struct manager *m);
 
 /* --- the warm pool (manager-pool.c) ---
  * Pool members are container workspaces made by workspace_make() like any other, kept in

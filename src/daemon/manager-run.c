@@ -361,6 +361,7 @@ int run_finish(struct workspace *ws, const struct run_row *result)
 	if (r > 0) {
 		log_info("run finished", "workspace", ws->row.id, "run", result->id, "status",
 			 run_status_to_string(result->status), NULL);
+		metrics_run_ended(ws->m, &scoped);
 		workspace_event(ws, MANAGER_EVENT_RUN, "ended", result->id,
 				run_status_to_string(result->status), result->reason);
 	}
@@ -541,6 +542,7 @@ int manager_run_start(struct manager *m, const char *ws_id, const struct run_spe
 	}
 	workspace_event(ws, MANAGER_EVENT_RUN, "created", id, run_status_to_string(RUN_RUNNING),
 			NULL);
+	metrics_run_started(m);
 	struct agentlink_run ar = {
 		.id = id,
 		.command = spec->command,

@@ -297,6 +297,7 @@ static int snapshot_record(struct snapshot_job *j, struct snapshot_row *row)
 					 j->id, j->image, strerror(-r));
 	manager_event_emit(m, MANAGER_EVENT_SNAPSHOT, "created", j->id, j->ws_id, j->tenant, NULL,
 			   NULL);
+	metrics_snapshot_created(m);
 	char bytes[24], entries[24];
 	snprintf(bytes, sizeof bytes, "%llu", (unsigned long long)j->stats.bytes);
 	snprintf(entries, sizeof entries, "%llu", (unsigned long long)j->stats.entries);
@@ -710,6 +711,8 @@ static void fork_finish(struct fork_job *f)
 	if (!o)
 		station_error_set(&e, -ENOMEM, NULL, "out of memory");
 	log_info("workspace forked", "snapshot", f->snapshot, NULL);
+	if (o)
+		metrics_fork_done(f->m, f->count);
 	workspace_op_detached_end(f->op, o ? 0 : -ENOMEM, o, &e);
 	json_decref(o);
 	fork_job_free(f);

@@ -494,6 +494,7 @@ static void on_link_closed(void *userdata, int err)
 	    event_add_timer(ws->m->loop, &ws->link_timer, UINT64_MAX, on_link_timer, ws) < 0)
 		return;
 	ws->reconnects++;
+	metrics_agent_reconnect(ws->m);
 	event_source_set_time(ws->link_timer, now_usec() + RECONNECT_DELAY_USEC);
 }
 
@@ -1050,8 +1051,10 @@ static void op_agent_hello(struct workspace *ws)
 	ws->hello_timer = NULL;
 	services_on_agent_started(ws);
 	workspace_set_state(ws, WORKSPACE_READY, NULL);
-	if (op->kind == OP_CREATE)
+	if (op->kind == OP_CREATE) {
 		log_info("workspace created", "workspace", ws->row.id, NULL);
+		metrics_create_ended(ws->m, ws, true);
+	}
 	op_end(ws, 0, workspace_to_json(ws), NULL);
 	op_start_next(ws);
 }
@@ -1083,6 +1086,8 @@ static void start_failed(struct workspace *ws, int r, const char *reason)
 	ws->link_ready = false;
 	agent_unwatch(ws);
 	workspace_set_state(ws, WORKSPACE_FAILED, reason);
+	if (op->kind == OP_CREATE)
+		metrics_create_ended(ws->m, ws, false);
 	struct station_error e = {};
 	struct ws_job j = { .kill = true,
 			    .stop = true,
@@ -1927,6 +1932,8 @@ int manager_new(struct event_loop *loop, struct store *store, const struct manag
 						     (unsigned)(cores > 0 ? cores * 2 : 2);
 	int r = manager_events_init(m);
 	if (r >= 0)
+		r = manager_metrics_init(m);
+	if (r >= 0)
 		r = manager_tokens_init(m);
 	if (r >= 0)
 		r = manager_audit_init(m);
@@ -2066,6 +2073,7 @@ void manager_free(struct manager *m)
 	manager_image_jobs_free(m);
 	manager_network_free(m);
 	manager_events_free(m);
+	manager_metrics_free(m);
 	manager_audit_free(m);
 	manager_ports_free(m);
 	manager_tokens_free(m);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "basic/error.h"
 #include "domain/auth.h"
@@ -108,6 +109,9 @@ struct manager_config {
 	 * alone. */
 	struct etcd *fleet;
 	const char *advertise_url;
+	/* GET /metrics: per-workspace series for at most this many workspaces
+	 * (--metrics-max-workspaces); 0: MANAGER_METRICS_MAX_WORKSPACES. */
+	size_t metrics_max_workspaces;
 };
 
 struct pool_config {
@@ -774,6 +778,17 @@ int manager_fleet_start(struct manager *m, struct station_error *e);
  * version, tenant, capacity, updatedAt}, as last seen (borrowed; changes on the loop). NULL
  * without a fleet. */
 const json_t *manager_fleet_workers(struct manager *m);
+
+/* ---- Metrics (manager-metrics.c; docs/operations.md, "Metrics") ---------------------------- */
+
+#define MANAGER_METRICS_MAX_WORKSPACES 1000
+/* Appends the manager's series to f in the Prometheus text format (0.0.4): workspaces by state
+ * and adapter, commands running, runs, creates, pools, snapshots, forks, agent reconnects,
+ * the loop's lag, the image store's bytes, and per workspace (at most
+ * cfg.metrics_max_workspaces, the rest counted) its CPU time, memory, pids and network bytes.
+ * A tenant viewer (manager_set_viewer()) gets its own workspaces' series and nothing
+ * worker-wide. Reads cgroup and sysfs files: a few microseconds per workspace. */
+void manager_metrics_write(struct manager *m, FILE *f);
 
 /* ---- Audit (manager-audit.c; docs/api.md, "Audit") ------------------------------------------ */
 

@@ -1049,6 +1049,15 @@ const char *manager_viewer(const struct manager *m)
 	return fake_viewer;
 }
 
+/* GET /metrics: one series saying whose view it is. */
+void manager_metrics_write(struct manager *m, FILE *f)
+{
+	fprintf(f,
+		"# HELP fake_viewer_workspaces Workspaces.\n# TYPE fake_viewer_workspaces gauge\n"
+		"fake_viewer_workspaces{tenant=\"%s\"} 1\n",
+		fake_viewer ?: "");
+}
+
 int manager_tenant_admit(struct manager *m, const struct auth_principal *p,
 			 struct workspace_spec *spec, struct station_error *e)
 {
