@@ -152,6 +152,7 @@ static void usage(FILE *f)
 		"                        [--tenant-seccomp-profiles NAME[,NAME…]]\n"
 		"                        [--tenant-networks none,bridge,restricted]\n"
 		"                        [--admin-token-file PATH] [--audit-kept N]\n"
+		"                        [--usage-interval-ms N] [--usage-max-rows N]\n"
 		"                        [--workspace-ca FILE] [--workspace-proxy http://HOST:PORT]\n"
 		"                        [--workspace-no-proxy LIST] [--workspace-proxy-restricted]\n"
 		"                        [--preview-listen tcp:HOST:PORT]... [--preview-domain NAME]\n"
@@ -185,6 +186,9 @@ static void usage(FILE *f)
 		"start, or read from --admin-token-file (a root-owned file, not group- or\n"
 		"world-writable, one line of 32 to 4096 characters), which many workers can share.\n"
 		"--audit-kept keeps that many audit rows (default 100000), the oldest dropped.\n"
+		"--usage-interval-ms samples each workspace's CPU, memory, pids and network every N\n"
+		"ms (default 5000, at least 100) for GET /v1/workspaces/ID/usage; --usage-max-rows\n"
+		"caps the usage history's rows (default 4000000), the oldest dropped.\n"
 		"--egress-pin-min-ms keeps an address that an allowed DNS answer gave a restricted\n"
 		"workspace reachable for at least N ms after the last such answer (default 600000;\n"
 		"0: the answer's TTL alone, at least 30 s); open connections outlive it.\n"
@@ -381,6 +385,8 @@ enum {
 	OPT_EVENTS_KEPT,
 	OPT_ADMIN_TOKEN_FILE,
 	OPT_AUDIT_KEPT,
+	OPT_USAGE_INTERVAL,
+	OPT_USAGE_MAX_ROWS,
 	OPT_DEFAULT_TIMEOUT,
 	OPT_MAX_TIMEOUT,
 	OPT_MAX_OUTPUT,
@@ -1206,6 +1212,22 @@ static int parse_option(struct options *o, int c, const char *arg)
 		}
 		o->mc.audit_kept = v;
 		return 0;
+	case OPT_USAGE_INTERVAL:
+		if (parse_number("--usage-interval-ms", arg, 3600000ull, &v) < 0 ||
+		    v < USAGE_INTERVAL_MIN_MS) {
+			fprintf(stderr, "station-sandboxd: --usage-interval-ms: %u to 3600000\n",
+				USAGE_INTERVAL_MIN_MS);
+			return -EINVAL;
+		}
+		o->mc.usage_interval_ms = v;
+		return 0;
+	case OPT_USAGE_MAX_ROWS:
+		if (parse_number("--usage-max-rows", arg, 1000000000ull, &v) < 0 || v < 1000) {
+			fprintf(stderr, "station-sandboxd: --usage-max-rows: 1000 to 1000000000\n");
+			return -EINVAL;
+		}
+		o->mc.usage_max_rows = v;
+		return 0;
 	case OPT_DEFAULT_TIMEOUT:
 		return parse_number("--default-timeout-ms", arg, 7 * 86400000ull,
 				    &o->mc.default_timeout_ms);
@@ -1264,6 +1286,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "events-kept", required_argument, NULL, OPT_EVENTS_KEPT },
 		{ "admin-token-file", required_argument, NULL, OPT_ADMIN_TOKEN_FILE },
 		{ "audit-kept", required_argument, NULL, OPT_AUDIT_KEPT },
+		{ "usage-interval-ms", required_argument, NULL, OPT_USAGE_INTERVAL },
+		{ "usage-max-rows", required_argument, NULL, OPT_USAGE_MAX_ROWS },
 		{ "default-timeout-ms", required_argument, NULL, OPT_DEFAULT_TIMEOUT },
 		{ "max-timeout-ms", required_argument, NULL, OPT_MAX_TIMEOUT },
 		{ "max-output-bytes", required_argument, NULL, OPT_MAX_OUTPUT },

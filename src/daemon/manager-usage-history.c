@@ -26,7 +26,9 @@
 #define USAGE_FINE_MS (60 * MINUTE_MS) /* rows older than this are merged per minute */
 #define USAGE_KEEP_MS (24 * 60 * MINUTE_MS)
 #define USAGE_PRUNE_EVERY_MS MINUTE_MS
-#define USAGE_POINTS_MAX 2000 /* points in one answer: the newest */
+#define USAGE_PRUNE_CHUNK_MS (10 * MINUTE_MS) /* expired in steps of this much */
+#define USAGE_PRUNE_BUDGET_USEC 20000	      /* of the loop's time per tick */
+#define USAGE_POINTS_MAX 2000		      /* points in one answer: the newest */
 
 /* What the sampler keeps of one workspace (ws->usage). */
 struct usage_track {
@@ -43,8 +45,11 @@ struct manager_usage_history {
 	uint64_t interval_ms;
 	uint64_t max_rows;
 	uint64_t next_prune_ms; /* realtime */
-	uint64_t merged_to_ms;	/* rows before it are per minute already */
-	bool store_failed;	/* logged once until a write succeeds */
+	bool pruning;		/* a retention pass under way, a share each tick */
+	uint64_t merged_to_ms;	/* rows before it are per minute already (0: not known yet) */
+	uint64_t expired_to_ms; /* rows before it are deleted */
+	unsigned passes;
+	bool store_failed; /* logged once until a write succeeds */
 	/* one tick's rows, grown as needed */
 	const char **ids;
 	struct usage_sample *rows;
@@ -198,26 +203,61 @@ static void usage_store_result(struct manager_usage_history *h, int r, const cha
 	h->store_failed = true;
 }
 
-static void usage_prune(struct manager *m, uint64_t now_ms)
+/* One tick's share of the retention pass: expire, merge and cap in steps of a transaction
+ * each, until USAGE_PRUNE_BUDGET_USEC is spent; true when caught up. */
+static bool usage_prune(struct manager *m, uint64_t now_ms)
 {
 	struct manager_usage_history *h = m->usage_history;
-	uint64_t before =
+	uint64_t keep = now_ms > USAGE_KEEP_MS ? now_ms - USAGE_KEEP_MS : 0;
+	uint64_t target =
 		now_ms > USAGE_FINE_MS ? (now_ms - USAGE_FINE_MS) / MINUTE_MS * MINUTE_MS : 0;
-	uint64_t from = h->merged_to_ms > MINUTE_MS ? h->merged_to_ms - MINUTE_MS : 0;
-	struct usage_prune_stats st;
-	int r;
+	uint64_t deadline = now_usec() + USAGE_PRUNE_BUDGET_USEC, oldest;
+	struct usage_prune_stats st = {};
+	int r = 0;
 
-	r = store_usage_prune(m->store, from, before, now_ms, USAGE_KEEP_MS, h->max_rows, &st);
-	usage_store_result(h, r, "retention");
+	if (h->merged_to_ms == 0) {
+		r = store_usage_oldest(m->store, &oldest);
+		if (r < 0)
+			goto fail;
+		h->merged_to_ms = oldest ? MIN(oldest / MINUTE_MS * MINUTE_MS, target) : target;
+		h->expired_to_ms = h->merged_to_ms;
+	}
+	while (h->expired_to_ms < keep && r >= 0) {
+		uint64_t next = MIN(keep, h->expired_to_ms + USAGE_PRUNE_CHUNK_MS);
+		r = store_usage_expire(m->store, next, 0, NULL);
+		h->expired_to_ms = next;
+		if (now_usec() >= deadline)
+			goto out;
+	}
+	h->merged_to_ms = MAX(h->merged_to_ms, keep / MINUTE_MS * MINUTE_MS);
+	while (h->merged_to_ms < target && r >= 0) {
+		/* a minute a step; a backlog (rows written by another controller, or a clock
+		 * that jumped) in 60 steps */
+		uint64_t step =
+			MAX(MINUTE_MS, (target - h->merged_to_ms) / 60 / MINUTE_MS * MINUTE_MS);
+		uint64_t next = MIN(target, h->merged_to_ms + step);
+		r = store_usage_merge(m->store, h->merged_to_ms, next, NULL);
+		h->merged_to_ms = next;
+		if (now_usec() >= deadline)
+			goto out;
+	}
+	/* the cap counts the table: every tenth pass */
+	if (r >= 0 && h->passes++ % 10 == 0)
+		r = store_usage_expire(m->store, keep, h->max_rows, &st);
+out:
 	if (r < 0)
-		return;
-	h->merged_to_ms = before;
+		goto fail;
+	usage_store_result(h, 0, NULL);
 	if (st.capped > 0) {
 		char deleted[24];
 		snprintf(deleted, sizeof deleted, "%llu", (unsigned long long)st.capped);
 		log_warn("usage history over its cap: oldest rows deleted", "deleted", deleted,
 			 NULL);
 	}
+	return h->expired_to_ms >= keep && h->merged_to_ms >= target;
+fail:
+	usage_store_result(h, r, "retention");
+	return true; /* tried again at the next pass */
 }
 
 static int on_usage_tick(struct event_source *s, uint64_t now, void *userdata)
@@ -246,8 +286,10 @@ static int on_usage_tick(struct event_source *s, uint64_t now, void *userdata)
 			   "samples");
 	if (now_ms >= h->next_prune_ms) {
 		h->next_prune_ms = now_ms + USAGE_PRUNE_EVERY_MS;
-		usage_prune(m, now_ms);
+		h->pruning = true;
 	}
+	if (h->pruning)
+		h->pruning = !usage_prune(m, now_ms);
 	return 0;
 }
 

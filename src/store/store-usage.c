@@ -244,54 +244,106 @@ static int cap_table(struct store *s, const char *table, uint64_t max_rows, uint
 	return 0;
 }
 
-static int prune_steps(struct store *s, uint64_t from_ms, uint64_t merge_before_ms, uint64_t now_ms,
-		       uint64_t keep_ms, uint64_t max_rows, struct usage_prune_stats *st)
+/* Runs steps(s, a) in one transaction. */
+static int in_transaction(struct store *s, int (*steps)(struct store *s, void *a), void *a)
 {
-	uint64_t oldest = now_ms > keep_ms ? now_ms - keep_ms : 0, worker_rows;
-	char sql[256];
-	int k;
+	int k = store_begin(s);
 
-	if (merge_before_ms > from_ms) {
-		k = merge_table(s, true, from_ms, merge_before_ms, &st->merged);
-		if (k >= 0)
-			k = merge_table(s, false, from_ms, merge_before_ms, &st->merged);
-		if (k < 0)
-			return k;
-	}
-	for (int i = 0; i < 2; i++) {
-		snprintf(sql, sizeof sql, "DELETE FROM %s WHERE ts < %llu",
-			 i == 0 ? "usage_samples" : "usage_worker", (unsigned long long)oldest);
-		k = store_exec(s, sql);
-		if (k < 0)
-			return k;
-		st->expired += (uint64_t)store_changes(s);
-	}
-	k = cap_table(s, "usage_samples", max_rows, &st->capped, &st->rows);
+	if (k < 0)
+		return k;
+	k = steps(s, a);
 	if (k >= 0)
-		k = cap_table(s, "usage_worker", max_rows ? MAX(max_rows / 100, 10000) : 0,
-			      &st->capped, &worker_rows);
+		k = store_commit(s);
+	if (k < 0)
+		store_rollback(s);
 	return k;
 }
 
-int store_usage_prune(struct store *s, uint64_t from_ms, uint64_t merge_before_ms, uint64_t now_ms,
-		      uint64_t keep_ms, uint64_t max_rows, struct usage_prune_stats *ret)
+struct merge_args {
+	uint64_t from_ms, before_ms, merged;
+};
+
+static int merge_steps(struct store *s, void *userdata)
 {
-	struct usage_prune_stats st = {};
+	struct merge_args *a = userdata;
+	int k = merge_table(s, true, a->from_ms, a->before_ms, &a->merged);
+
+	return k < 0 ? k : merge_table(s, false, a->from_ms, a->before_ms, &a->merged);
+}
+
+int store_usage_merge(struct store *s, uint64_t from_ms, uint64_t before_ms, uint64_t *ret_merged)
+{
+	struct merge_args a = { .from_ms = from_ms, .before_ms = before_ms };
 	int k;
 
-	if (!s || now_ms > INT64_MAX || merge_before_ms > INT64_MAX)
+	if (!s || before_ms > INT64_MAX)
 		return -EINVAL;
-	k = store_begin(s);
-	if (k < 0)
-		return k;
-	k = prune_steps(s, from_ms, merge_before_ms, now_ms, keep_ms, max_rows, &st);
-	if (k >= 0)
-		k = store_commit(s);
-	if (k < 0) {
-		store_rollback(s);
-		return k;
+	if (before_ms <= from_ms)
+		return 0;
+	k = in_transaction(s, merge_steps, &a);
+	if (k >= 0 && ret_merged)
+		*ret_merged = a.merged;
+	return k < 0 ? k : 0;
+}
+
+struct expire_args {
+	uint64_t before_ms, max_rows;
+	struct usage_prune_stats st;
+};
+
+static int expire_steps(struct store *s, void *userdata)
+{
+	struct expire_args *a = userdata;
+	uint64_t worker_rows;
+	char sql[256];
+	int k;
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(sql, sizeof sql, "DELETE FROM %s WHERE ts < %llu",
+			 i == 0 ? "usage_samples" : "usage_worker",
+			 (unsigned long long)a->before_ms);
+		k = store_exec(s, sql);
+		if (k < 0)
+			return k;
+		a->st.expired += (uint64_t)store_changes(s);
 	}
-	if (ret)
-		*ret = st;
+	if (a->max_rows == 0)
+		return 0;
+	k = cap_table(s, "usage_samples", a->max_rows, &a->st.capped, &a->st.rows);
+	if (k >= 0)
+		k = cap_table(s, "usage_worker", MAX(a->max_rows / 100, 10000), &a->st.capped,
+			      &worker_rows);
+	return k;
+}
+
+int store_usage_expire(struct store *s, uint64_t before_ms, uint64_t max_rows,
+		       struct usage_prune_stats *ret)
+{
+	struct expire_args a = { .before_ms = before_ms, .max_rows = max_rows };
+	int k;
+
+	if (!s || before_ms > INT64_MAX)
+		return -EINVAL;
+	k = in_transaction(s, expire_steps, &a);
+	if (k >= 0 && ret)
+		*ret = a.st;
+	return k < 0 ? k : 0;
+}
+
+int store_usage_oldest(struct store *s, uint64_t *ret)
+{
+	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
+	int k = store_prepare(
+		s,
+		"SELECT MIN(m) FROM (SELECT MIN(ts) AS m FROM usage_samples UNION ALL "
+		"SELECT MIN(ts) FROM usage_worker)",
+		&st);
+
+	if (k >= 0)
+		k = store_step_row(st);
+	if (k <= 0)
+		return k < 0 ? k : -EIO;
+	*ret = sqlite3_column_type(st, 0) == SQLITE_NULL ? 0 :
+							   (uint64_t)sqlite3_column_int64(st, 0);
 	return 0;
 }

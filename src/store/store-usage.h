@@ -40,15 +40,19 @@ int store_usage_query(struct store *s, const char *ws_id, const char *tenant, ui
 		      uint64_t step_ms, size_t max, struct usage_sample **ret, size_t *ret_n);
 
 struct usage_prune_stats {
-	uint64_t merged;  /* rows merged into per-minute rows */
-	uint64_t expired; /* rows older than keep_ms deleted */
+	uint64_t expired; /* rows deleted for their age */
 	uint64_t capped;  /* rows deleted to stay within max_rows */
-	uint64_t rows;	  /* usage_samples rows left */
+	uint64_t rows;	  /* usage_samples rows left (counted when max_rows is given) */
 };
 
-/* The retention pass, in one transaction: rows in [from_ms, merge_before_ms) become one row per
- * workspace and minute (its end's ts, a multiple of 60 000), rows before now_ms - keep_ms are
- * deleted, and when usage_samples holds more than max_rows the oldest go until it holds 9/10 of
- * it (0: no cap). usage_worker likewise (its cap: max_rows / 100, at least 10 000). */
-int store_usage_prune(struct store *s, uint64_t from_ms, uint64_t merge_before_ms, uint64_t now_ms,
-		      uint64_t keep_ms, uint64_t max_rows, struct usage_prune_stats *ret);
+/* The retention pass, in bounded steps, each one transaction (so that the loop that samples
+ * never waits long): rows in [from_ms, before_ms) that are not minute rows become one row per
+ * series and minute (its end's ts, a multiple of 60 000; added to a minute row that stands
+ * there; rows of a workspace that no longer exists dropped). */
+int store_usage_merge(struct store *s, uint64_t from_ms, uint64_t before_ms, uint64_t *ret_merged);
+/* Rows before before_ms deleted; then, with max_rows, when usage_samples holds more than that
+ * the oldest go until it holds 9/10 of it (usage_worker: max_rows / 100, at least 10 000). */
+int store_usage_expire(struct store *s, uint64_t before_ms, uint64_t max_rows,
+		       struct usage_prune_stats *ret);
+/* The oldest row's ts in either table, 0 when both are empty. */
+int store_usage_oldest(struct store *s, uint64_t *ret);
