@@ -248,6 +248,7 @@ static void budget_within_1_2(const struct row_spec *s, json_t *row, json_t *ref
 	"add the run's denial bookkeeping)"
 #define G_RATE "execs per second, one host workspace, N clients (one handle each)"
 #define G_MEM "idle host workspaces, all held at once"
+#define G_USAGE "usage history: one 5 s tick of the sampler, --workspaces idle cgroups (CPU ms)"
 #define G_CMEM "idle container workspaces (busybox, runc, network none), all held at once"
 #define G_OUT "output streamed to a client: head -c N /dev/zero"
 #define G_POLL "API status polls: GET of a finished run"
@@ -363,6 +364,7 @@ static const struct row_spec specs[] = {
 	{ "snapshot.fork", G_FORK, "ours: fork of 10", "snapshot.fork.base", "by hand", false,
 	  budget_within_1_2 },
 	{ "snapshot.fork.paused", G_FORK, "ours: the source paused during the fork" },
+	{ "usage.sample", G_USAGE, "read every group's open files + one transaction of rows" },
 };
 
 /* --- machine --- */
