@@ -256,6 +256,38 @@ int station_workspace_network_get(struct station_client *c, const char *id, json
 int station_workspace_network_set(struct station_client *c, const char *id, const char *egress_json,
 				  json_t **ret);
 
+/* ---- Usage history ----------------------------------------------------------------------- */
+
+/* What part of the history to ask for (docs/api.md, "Usage history"), as the API takes it. */
+struct station_usage_options {
+	/* An RFC 3339 time, milliseconds since the epoch (13 digits or more), or a duration back
+	 * from now ("90s", "30m", "1h"); NULL: an hour ago. */
+	const char *since;
+	/* The width of each point: "200ms", "5s", "1m", "1h" or milliseconds, 100 ms to 24 h;
+	 * NULL: the sampling interval within the last hour, else a minute. */
+	const char *step;
+};
+
+/* Whether opts holds what the controller takes: 0, or -EINVAL with a sentence in ret_error
+ * (size bytes, NUL-terminated) that starts with the parameter's name ("since '2x': want …").
+ * The calls below check opts so, without a request. */
+int station_usage_options_check(const struct station_usage_options *opts, char *ret_error,
+				size_t size);
+
+/* GET /v1/workspaces/{id}/usage?since=…&step=…; opts may be NULL. *ret is {"workspaceId",
+ * "stepMs","intervalMs","limits":{"cpus","memoryBytes","pidsLimit"},"samples":[{"t","cpu",
+ * "memoryBytes","memoryMaxBytes","pids","rxBytes","txBytes","spanMs"}]}, oldest first; a step
+ * without samples is absent. -ENOENT (404) for an unknown workspace (or another tenant's). */
+int station_workspace_usage_history(struct station_client *c, const char *id,
+				    const struct station_usage_options *opts, json_t **ret);
+
+/* GET /v1/worker/usage?since=…&step=…: the worker's totals, the same points with "worker" and
+ * "tenant" instead of "workspaceId" and "limits" (a tenant's token: its own workspaces' sum).
+ * On a client over several workers, make it on station_client_worker() (-EDESTADDRREQ
+ * otherwise). */
+int station_worker_usage(struct station_client *c, const struct station_usage_options *opts,
+			 json_t **ret);
+
 /* ---- Pause, snapshots and fork ----------------------------------------------------------- */
 
 /* POST /v1/workspaces/{id}/pause: every process of the workspace is frozen (its agent keeps
