@@ -209,11 +209,6 @@ struct usage_track;
 int manager_usage_history_init(struct manager *m);
 void manager_usage_history_free(struct manager *m);
 void usage_track_free(struct workspace *ws);
-/* The workspace's counters now (GET /metrics), through the sampler's open files (opened if
- * need be; nothing the history keeps changes): net[] its veth's received and sent bytes (0
- * without a network). false when its group cannot be read. */
-struct cgroup_sample;
-bool usage_track_read(struct workspace *ws, struct cgroup_sample *ret, uint64_t net[2]);
 
 /* manager-tenant.c: ws is the viewer's to see (manager_set_viewer()). */
 bool workspace_visible(const struct manager *m, const struct workspace *ws);
@@ -366,6 +361,15 @@ void run_on_output(struct workspace *ws, const char *run_id, int stream, uint64_
 /* run-json.c */
 json_t *run_to_json(const struct run_row *r, bool with_output);
 json_t *workspace_to_json(const struct workspace *ws);
+
+/* manager-labels.c: 0 when no workspace of tenant but except is called name (NULL: none),
+ * else -EBUSY with e naming the holder. */
+int workspace_name_free_check(struct manager *m, const char *tenant, const char *name,
+			      const struct workspace *except, struct station_error *e);
+/* Sets row's name and labels_json (labels NULL or {}: none) from copies; -ENOMEM. */
+int workspace_row_set_labels(struct workspace_row *row, const char *name, json_t *labels);
+/* Adds "name" and "labels" to the workspace's JSON o. */
+void workspace_labels_json(const struct workspace *ws, json_t *o);
 /* An env object as every response shows it: the names, each value ENV_REDACTED ({} for NULL or
  * anything but an object). Values may be tokens; they reach commands, never clients. */
 #define ENV_REDACTED "[redacted]"

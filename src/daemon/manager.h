@@ -236,6 +236,9 @@ struct workspace_spec {
 					* snapshot's image replaces image (both given: -EINVAL) */
 	bool auto_resume;	      /* a paused workspace resumes for a command, attach, write */
 	enum idle_action idle_action; /* what idle_timeout_ms does */
+	/* Names and labels (manager-labels.c), validated by the API layer (domain/labels.h) */
+	const char *name; /* NULL: none; unique per tenant (-EBUSY naming the holder) */
+	json_t *labels;	  /* borrowed; NULL or an object of string values */
 };
 /* idleTimeoutMs: 0 (none) or in this range */
 #define WORKSPACE_MIN_IDLE_TIMEOUT_MS 1000u
@@ -258,8 +261,29 @@ void manager_workspace_op_forget(struct workspace_op *op);
 /* The workspace an operation under way is for (listed from the start, `creating` for a
  * create); NULL once the operation has ended. */
 const char *manager_workspace_op_id(const struct workspace_op *op);
-int manager_workspace_list(struct manager *m, json_t **ret, struct station_error *e);
+/* What GET /v1/workspaces lists (docs/api.md, "Names and labels"): every condition holds. */
+struct workspace_filter {
+	const char *name;	   /* NULL: any */
+	const char *state;	   /* NULL: any; a workspace_state_to_string() */
+	const char *const *labels; /* NULL-terminated "KEY=VALUE" (equal) or "KEY" (present) */
+};
+/* f NULL: every workspace the viewer sees. */
+int manager_workspace_list(struct manager *m, const struct workspace_filter *f, json_t **ret,
+			   struct station_error *e);
 int manager_workspace_get(struct manager *m, const char *id, json_t **ret, struct station_error *e);
+/* PATCH /v1/workspaces/{id} (manager-labels.c): with name_set the name becomes name (NULL:
+ * none; -EBUSY naming the holder when another of the tenant's workspaces has it); labels (NULL:
+ * unchanged) is merged as a JSON merge patch: a string sets the key, null removes it, the
+ * labels null removes them all (labels_clear). -EINVAL (field "labels") beyond LABELS_MAX or
+ * LABELS_BYTES_MAX after the merge. *ret: the workspace as GET shows it; a "workspace"
+ * "updated" event. */
+int manager_workspace_update(struct manager *m, const char *id, bool name_set, const char *name,
+			     bool labels_clear, json_t *labels, json_t **ret,
+			     struct station_error *e);
+/* The id of the workspace of tenant (NULL or "": the operator's) called name, into ret: 0, or
+ * -ENOENT. Another tenant's workspace of that name is never found. */
+int manager_workspace_resolve(struct manager *m, const char *tenant, const char *name, char *ret,
+			      size_t size);
 int manager_workspace_delete(struct manager *m, const char *id, workspace_op_fn fn, void *userdata,
 			     struct workspace_op **ret_op, struct station_error *e);
 /* A workspace's network (docs/api.md, "Network"): {"mode", "address", "gateway", "egress",
