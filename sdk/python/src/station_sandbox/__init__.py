@@ -20,7 +20,8 @@ from .errors import (BadRequest, Conflict, ConnectionFailed, Forbidden, InvalidA
                      TooManyRequests, Unauthorized, Unavailable, WorkerUnavailable)
 from .models import (Attempt, Denial, FileEntry, FileList, Image, ListeningPort, Network, Output,
                      PortExposure, PortList, ReadyReport, RefusedDestination, Run, RunNetwork,
-                     Secret, Service, Snapshot, TerminalInfo, WorkspaceInfo)
+                     Secret, Service, Snapshot, TerminalInfo, UsageHistory, UsageSample,
+                     WorkspaceInfo)
 
 __version__ = "0.1.0"
 
@@ -31,6 +32,6 @@ __all__ = [
     "ListeningPort", "Network", "NotFound", "Output", "Paused", "OutputCallback", "OutputGap", "OutputStream", "PayloadTooLarge", "PortExposure", "PortList", "Ports", "PreconditionFailed",
     "ProtocolError", "READ_MAX_BYTES", "ReadyReport", "RefusedDestination", "Run", "RunHandle", "RunNetwork", "Secret", "Secrets",
     "Service", "Services", "Snapshot", "Snapshots", "StationError", "Terminal", "TerminalInfo", "Terminals", "Timeout",
-    "Tokens", "TooManyRequests", "Unauthorized", "Unavailable", "WorkerConfig", "WorkerUnavailable",
+    "Tokens", "TooManyRequests", "Unauthorized", "Unavailable", "UsageHistory", "UsageSample", "WorkerConfig", "WorkerUnavailable",
     "Workspace", "WorkspaceInfo", "WorkspaceList", "worker_of_id",
 ]

@@ -7,13 +7,14 @@ from __future__ import annotations
 import base64
 import time
 import uuid
+from datetime import datetime, timedelta, timezone
 from dataclasses import dataclass, field
 from typing import Any, Generator, Mapping, Optional, TypeVar, Union
 
 from ._wire import query, seg
 from ._follow import as_bytes
 from .errors import InvalidArgument, ProtocolError, StationError, Timeout, Unavailable
-from .models import Attempt, ReadyReport, Run, Service
+from .models import Attempt, ReadyReport, Run, Service, UsageHistory
 
 T = TypeVar("T")
 
@@ -51,6 +52,65 @@ def simple(method: str, path: str, body: Any = NO_BODY, **kw: Any) -> Op[Any]:
 
 def ws_path(ws_id: str, rest: str = "") -> str:
     return f"/v1/workspaces/{seg(ws_id)}{rest}"
+
+
+# -- usage history -----------------------------------------------------------------------------
+
+UsageSince = Union[str, int, datetime, timedelta]
+"""A usage history's start: an RFC 3339 time or a duration back from now as the API takes it
+(``"2026-12-07T07:00:00Z"``, ``"1h"``, ``"90s"``), a ``datetime`` (naive: UTC), a
+``timedelta`` back from now, or an ``int`` of milliseconds since the epoch."""
+UsageStep = Union[str, int, timedelta]
+"""A usage history's step: ``"5s"``, ``"1m"``, a ``timedelta`` or an ``int`` of milliseconds
+(100 ms to 24 h)."""
+
+
+def _duration_text(what: str, d: timedelta) -> str:
+    ms = int(d / timedelta(milliseconds=1))
+    if ms < 0:
+        raise InvalidArgument(f"{what} {d!r}: a duration must not be negative")
+    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+
+
+def usage_since_text(since: UsageSince) -> str:
+    if isinstance(since, bool):
+        raise InvalidArgument(f"since {since!r}: not a time")
+    if isinstance(since, datetime):
+        at = since if since.tzinfo else since.replace(tzinfo=timezone.utc)
+        return at.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if isinstance(since, timedelta):
+        return _duration_text("since", since)
+    if isinstance(since, int):
+        if since < 10 ** 12:
+            raise InvalidArgument(f"since {since}: an int is milliseconds since the epoch "
+                                  f"(a duration is a timedelta or a string such as '1h')")
+        return str(since)
+    if isinstance(since, str):
+        return since
+    raise InvalidArgument(f"since {since!r}: want a str, datetime, timedelta or int")
+
+
+def usage_step_text(step: UsageStep) -> str:
+    if isinstance(step, bool):
+        raise InvalidArgument(f"step {step!r}: not a duration")
+    if isinstance(step, timedelta):
+        return _duration_text("step", step)
+    if isinstance(step, int):
+        return f"{step}ms"
+    if isinstance(step, str):
+        return step
+    raise InvalidArgument(f"step {step!r}: want a str, timedelta or int of milliseconds")
+
+
+def usage_history(path: str, since: Optional[UsageSince], step: Optional[UsageStep]) -> Op[UsageHistory]:
+    """GET path?since=&step= (since an hour back when neither is given: without both the
+    workspace's path answers its use now). A malformed one is the server's BadRequest naming it."""
+    q = {"since": "1h" if since is None and step is None else None}
+    if since is not None:
+        q["since"] = usage_since_text(since)
+    if step is not None:
+        q["step"] = usage_step_text(step)
+    return UsageHistory((yield Req("GET", path + query(q))))
 
 
 def defined(**kw: Any) -> dict[str, Any]:

@@ -9,10 +9,10 @@ import json
 import ssl
 import time
 from typing import (Any, AsyncIterator, Awaitable, BinaryIO, Callable, Iterable, Mapping, Optional,
-                    Union)
+                    Union, overload)
 
 from . import _ops
-from ._ops import NO_BODY, Op, Req, T, ws_path
+from ._ops import NO_BODY, Op, Req, T, UsageSince, UsageStep, ws_path
 from ._wire import (DEFAULT_TIMEOUT, MAX_HEADER_BYTES, MAX_JSON_BYTES, OP_BINARY, OP_CLOSE,
                     OP_PING, OP_PONG, OP_TEXT, ChunkedDecoder, Endpoint,
                     SseEvent, SseParser, TextStream, WsParser, file_query, loads, octal_mode,
@@ -26,7 +26,7 @@ from .client import WorkspaceList, _endpoint_of, _none_answered, _unreachable_of
 from .errors import (ConnectionFailed, InvalidArgument, NotFound, PayloadTooLarge, ProtocolError, StationError,
                      Timeout, Unavailable, WorkerUnavailable, error_from_body, error_from_event)
 from .models import (FileEntry, FileList, Image, Network, PortExposure, PortList, ReadyReport,
-                     Run, Secret, Service, Snapshot, TerminalInfo, WorkspaceInfo)
+                     Run, Secret, Service, Snapshot, TerminalInfo, UsageHistory, WorkspaceInfo)
 
 __all__ = ["AsyncClient", "AsyncWorkspace", "AsyncRunHandle", "AsyncServices",
            "AsyncTerminals", "AsyncTerminal", "AsyncFiles", "AsyncPorts", "AsyncSnapshots"]
@@ -933,8 +933,19 @@ class AsyncWorkspace(WorkspaceInfo):
     async def set_egress(self, egress: Mapping[str, Any]) -> Network:
         return await self._t.drive(_ops.simple("PUT", ws_path(self.id, "/network"), {"egress": dict(egress)}))  # type: ignore[no-any-return]
 
-    async def usage(self) -> dict[str, Any]:
-        return await self._t.drive(_ops.simple("GET", ws_path(self.id, "/usage"), wait_s=3))  # type: ignore[no-any-return]
+    @overload
+    async def usage(self) -> dict[str, Any]: ...
+    @overload
+    async def usage(self, since: UsageSince, step: Optional[UsageStep] = None) -> UsageHistory: ...
+    @overload
+    async def usage(self, *, step: UsageStep) -> UsageHistory: ...
+
+    async def usage(self, since: Optional[UsageSince] = None,
+                    step: Optional[UsageStep] = None) -> Union[dict[str, Any], UsageHistory]:
+        """See :meth:`station_sandbox.Workspace.usage`."""
+        if since is None and step is None:
+            return await self._t.drive(_ops.simple("GET", ws_path(self.id, "/usage"), wait_s=3))  # type: ignore[no-any-return]
+        return await self._t.drive(_ops.usage_history(ws_path(self.id, "/usage"), since, step))  # type: ignore[no-any-return]
 
     async def pause(self) -> "AsyncWorkspace":
         """Freezes every process of the workspace; its run timeouts and idle time stop. Files
@@ -1218,6 +1229,12 @@ class AsyncClient:
 
     async def worker(self) -> dict[str, Any]:
         return await self._t.drive(_ops.simple("GET", "/v1/worker"))  # type: ignore[no-any-return]
+
+    async def worker_usage(self, since: Optional[UsageSince] = None, step: Optional[UsageStep] = None,
+                           worker: Optional[str] = None) -> UsageHistory:
+        """See :meth:`station_sandbox.Client.worker_usage`."""
+        c = self.on(worker) if worker is not None else self
+        return await c._t.drive(_ops.usage_history("/v1/worker/usage", since, step))  # type: ignore[no-any-return]
 
     async def workspace(self, workspace_id: str) -> AsyncWorkspace:
         return await self.workspaces.get(workspace_id)

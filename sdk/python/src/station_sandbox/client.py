@@ -7,10 +7,11 @@ import select
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import (Any, BinaryIO, Callable, Iterable, Iterator, Mapping, Optional, Union)
+from typing import (Any, BinaryIO, Callable, Iterable, Iterator, Mapping, Optional, Union,
+                    overload)
 
 from . import _ops
-from ._ops import ws_path
+from ._ops import UsageSince, UsageStep, ws_path
 from ._follow import RETRIES, FollowState, Item, OutputGap
 from ._transport import NoRoute, Transport, WorkerTransport
 from ._workers import (WorkerConfig, WorkersArg, place, reason_of, resolve_workers, state_of,
@@ -21,7 +22,7 @@ from ._wire import (DEFAULT_TIMEOUT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_T
 from .errors import (ConnectionFailed, InvalidArgument, PayloadTooLarge, ProtocolError, StationError, Timeout,
                      Unavailable, WorkerUnavailable, error_from_event)
 from .models import (FileEntry, FileList, Image, Network, PortExposure, PortList, ReadyReport,
-                     Run, Secret, Service, Snapshot, TerminalInfo, WorkspaceInfo)
+                     Run, Secret, Service, Snapshot, TerminalInfo, UsageHistory, WorkspaceInfo)
 
 __all__ = ["Client", "Workspace", "WorkspaceList", "RunHandle", "Services", "Terminals",
            "Terminal", "Files", "Images", "Secrets", "Ports", "Snapshots", "OutputCallback",
@@ -816,9 +817,22 @@ class Workspace(WorkspaceInfo):
         """Replaces a ``restricted`` workspace's egress policy (Conflict for another mode)."""
         return self._t.drive(_ops.simple("PUT", ws_path(self.id, "/network"), {"egress": dict(egress)}))  # type: ignore[no-any-return]
 
-    def usage(self) -> dict[str, Any]:
-        """CPU time and memory of the workspace and of each running command and service."""
-        return self._t.drive(_ops.simple("GET", ws_path(self.id, "/usage"), wait_s=3))  # type: ignore[no-any-return]
+    @overload
+    def usage(self) -> dict[str, Any]: ...
+    @overload
+    def usage(self, since: UsageSince, step: Optional[UsageStep] = None) -> UsageHistory: ...
+    @overload
+    def usage(self, *, step: UsageStep) -> UsageHistory: ...
+
+    def usage(self, since: Optional[UsageSince] = None,
+              step: Optional[UsageStep] = None) -> Union[dict[str, Any], UsageHistory]:
+        """Without arguments: CPU time and memory of the workspace and of each running command
+        and service now. With ``since`` or ``step``: its usage over time, a
+        :class:`UsageHistory` of :class:`UsageSample` (``since`` default an hour ago; ``step``
+        default the sampling interval within the last hour, else a minute)."""
+        if since is None and step is None:
+            return self._t.drive(_ops.simple("GET", ws_path(self.id, "/usage"), wait_s=3))  # type: ignore[no-any-return]
+        return self._t.drive(_ops.usage_history(ws_path(self.id, "/usage"), since, step))
 
     def pause(self) -> "Workspace":
         """Freezes every process of the workspace; its run timeouts and idle time stop. Files
@@ -1189,6 +1203,14 @@ class Client:
     def worker(self) -> dict[str, Any]:
         """Name, version, adapters, limits."""
         return self._t.drive(_ops.simple("GET", "/v1/worker"))  # type: ignore[no-any-return]
+
+    def worker_usage(self, since: Optional[UsageSince] = None, step: Optional[UsageStep] = None,
+                     worker: Optional[str] = None) -> UsageHistory:
+        """The worker's totals over time (a tenant's token: its own workspaces' sum), as
+        :meth:`Workspace.usage` with ``since`` or ``step``. With several workers, ``worker``
+        names which (else InvalidArgument)."""
+        c = self.on(worker) if worker is not None else self
+        return c._t.drive(_ops.usage_history("/v1/worker/usage", since, step))  # type: ignore[no-any-return]
 
     def workspace(self, workspace_id: str) -> Workspace:
         return self.workspaces.get(workspace_id)

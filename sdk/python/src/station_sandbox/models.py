@@ -16,6 +16,8 @@ __all__ = [
     "WorkspaceInfo",
     "TerminalInfo",
     "TERMINAL_RUN_STATES",
+    "UsageHistory",
+    "UsageSample",
 ]
 
 Output = Union[str, bytes]
@@ -483,3 +485,73 @@ class Network(TypedDict, total=False):
     egress: dict[str, Any]
     counters: dict[str, int]
     refused: list[RefusedDestination]
+
+
+class UsageSample:
+    """One point of a usage history: the ``step`` starting at ``t`` (RFC 3339, UTC). ``cpu``:
+    the cores used over it (CPU time / ``span_ms``, the time its samples cover);
+    ``memory_bytes`` the memory in use averaged over it (less inactive file cache),
+    ``memory_max_bytes`` its largest sample; ``pids`` the most processes and threads;
+    ``rx_bytes`` / ``tx_bytes`` what the workspace received and sent within it."""
+
+    t: str
+    cpu: float
+    memory_bytes: int
+    memory_max_bytes: int
+    pids: int
+    rx_bytes: int
+    tx_bytes: int
+    span_ms: int
+    raw: dict[str, Any]
+
+    def __init__(self, doc: Any) -> None:
+        d = _obj(doc, "a usage sample")
+        cpu = d.get("cpu")
+        if not isinstance(d.get("t"), str) or not isinstance(cpu, (int, float)) or isinstance(cpu, bool):
+            raise ProtocolError(0, "protocol_error", f"a usage sample without t and cpu: {d!r:.120}")
+        self.raw = d
+        self.t = d["t"]
+        self.cpu = float(cpu)
+        self.memory_bytes = _opt_int(d.get("memoryBytes")) or 0
+        self.memory_max_bytes = _opt_int(d.get("memoryMaxBytes")) or 0
+        self.pids = _opt_int(d.get("pids")) or 0
+        self.rx_bytes = _opt_int(d.get("rxBytes")) or 0
+        self.tx_bytes = _opt_int(d.get("txBytes")) or 0
+        self.span_ms = _opt_int(d.get("spanMs")) or 0
+
+    def __repr__(self) -> str:
+        return (f"UsageSample(t={self.t!r}, cpu={self.cpu:.3f}, memory_bytes={self.memory_bytes}, "
+                f"pids={self.pids}, rx_bytes={self.rx_bytes}, tx_bytes={self.tx_bytes})")
+
+
+class UsageHistory:
+    """A workspace's usage over time (``workspace_id``, ``limits``: ``{"cpus", "memoryBytes",
+    "pidsLimit"}``, each None when unlimited) or a worker's totals (``worker``, ``tenant``):
+    ``samples`` oldest first, one per ``step_ms`` that had samples; the controller samples
+    every ``interval_ms`` (docs/api.md, "Usage history")."""
+
+    workspace_id: Optional[str]
+    worker: Optional[str]
+    tenant: Optional[str]
+    step_ms: int
+    interval_ms: int
+    limits: Optional[dict[str, Any]]
+    samples: list[UsageSample]
+    raw: dict[str, Any]
+
+    def __init__(self, doc: Any) -> None:
+        d = _obj(doc, "a usage history")
+        if not isinstance(d.get("samples"), list) or _opt_int(d.get("stepMs")) is None:
+            raise ProtocolError(0, "protocol_error", f"a usage history without samples and stepMs: {d!r:.120}")
+        self.raw = d
+        self.workspace_id = d.get("workspaceId")
+        self.worker = d.get("worker")
+        self.tenant = d.get("tenant")
+        self.step_ms = d["stepMs"]
+        self.interval_ms = _opt_int(d.get("intervalMs")) or 0
+        self.limits = d.get("limits") if isinstance(d.get("limits"), dict) else None
+        self.samples = [UsageSample(s) for s in d["samples"]]
+
+    def __repr__(self) -> str:
+        who = f"workspace_id={self.workspace_id!r}" if self.workspace_id else f"worker={self.worker!r}"
+        return f"UsageHistory({who}, step_ms={self.step_ms}, samples={len(self.samples)})"
