@@ -16,6 +16,7 @@
  *   .exec        (container workspaces) exec of `true` into the last one created, o->runs
  *                samples, while all of them are held */
 
+#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stddef.h>
@@ -276,6 +277,76 @@ static void field_stats(const struct ws_mem *ws, int n, size_t offset, struct be
 	free(v);
 }
 
+/* GET /metrics with the workspaces held: each scrape's time, and the size and series of the
+ * answer (the last). */
+#define SCRAPES 20
+
+struct scrape_body {
+	size_t bytes, series;
+	bool line_start;
+};
+
+static size_t scrape_write(char *data, size_t size, size_t n, void *userdata)
+{
+	struct scrape_body *b = userdata;
+	for (size_t i = 0; i < size * n; i++) {
+		if (b->line_start && data[i] != '#')
+			b->series++;
+		b->line_start = data[i] == '\n';
+	}
+	b->bytes += size * n;
+	return size * n;
+}
+
+static int scrape_once(const struct bench_opts *o, double *ret_ms, struct scrape_body *b)
+{
+	CURL *c = curl_easy_init();
+	struct curl_slist *h = NULL;
+	char url[600], auth[400];
+	long status = 0;
+	if (!c)
+		return -ENOMEM;
+	if (strncmp(o->endpoint, "unix:", 5) == 0) {
+		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, o->endpoint + 5);
+		snprintf(url, sizeof url, "http://station/metrics");
+	} else {
+		snprintf(url, sizeof url, "%s/metrics", o->endpoint);
+	}
+	if (o->token) {
+		snprintf(auth, sizeof auth, "Authorization: Bearer %s", o->token);
+		h = curl_slist_append(h, auth);
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	}
+	*b = (struct scrape_body){ .line_start = true };
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, scrape_write);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
+	double start = bench_now_ms();
+	CURLcode r = curl_easy_perform(c);
+	*ret_ms = bench_now_ms() - start;
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	return r == CURLE_OK && status == 200 ? 0 : -EIO;
+}
+
+static int emit_scrape(const struct bench_opts *o, int n)
+{
+	char id[160];
+	double ms[SCRAPES];
+	struct scrape_body b;
+	struct bench_stats s;
+	struct bench_opts ro = row_opts(o, "scrape", id, sizeof id);
+	for (int i = 0; i < SCRAPES; i++)
+		if (scrape_once(o, &ms[i], &b) < 0)
+			return bench_emit_fail(&ro, "GET /metrics failed (scrape %d)", i + 1);
+	bench_stats_compute(ms, SCRAPES, &s);
+	return bench_emit(&ro, "ms", &s,
+			  json_pack("{si si si}", "workspaces", n, "bytes", (int)b.bytes, "series",
+				    (int)b.series));
+}
+
 static int emit_rows(const struct bench_opts *o, struct ws_mem *ws, int n, int version, double rss0,
 		     double rss1, double used_delta, const struct kernel_counts *k0,
 		     const struct kernel_counts *k1, double create_ms, double delete_ms)
@@ -409,6 +480,8 @@ int cmd_memory(const struct bench_opts *o)
 			 "found)",
 			 measured, made);
 	double create_med = median_of(create_ms, made);
+	if (!error[0])
+		(void)emit_scrape(o, made);
 	if (container && made > 0 && !error[0])
 		exec_last(o, c, ws[made - 1].id, error, sizeof error);
 	for (int i = 0; i < made; i++) {

@@ -321,6 +321,7 @@ static const struct row_spec specs[] = {
 	  budget_mem_system },
 	{ "mem.controller", G_MEM, "controller RSS with them", NULL, NULL, false,
 	  budget_controller },
+	{ "mem.scrape", G_MEM, "GET /metrics with them, ms" },
 	{ "cmem.cgroup", G_CMEM, "per workspace: cgroup memory minus page cache", NULL, NULL, false,
 	  budget_mem },
 	{ "cmem.agent", G_CMEM, "per workspace: agent RSS (/proc)" },
@@ -328,6 +329,7 @@ static const struct row_spec specs[] = {
 	  budget_mem_system },
 	{ "cmem.controller", G_CMEM, "controller RSS with them", NULL, NULL, false,
 	  budget_controller },
+	{ "cmem.scrape", G_CMEM, "GET /metrics with them, ms" },
 	{ "cmem.exec", G_CMEM, "exec `true` into the last one created", "exec.floor", "floor",
 	  false, budget_exec },
 	{ "output.follow", G_OUT, "station_run_follow (WebSocket), MB/s delivered", NULL, NULL,
@@ -521,6 +523,10 @@ static void row_note(const char *id, json_t *row, json_t *rows, char *buf, size_
 	if (m && strcmp(m, "controller") == 0)
 		snprintf(buf, size, "%.1f MiB before, +%.1f KiB/ws", extra(row, "rssBeforeMiB"),
 			 extra(row, "perWorkspaceKiB"));
+	if (m && strcmp(m, "scrape") == 0)
+		snprintf(buf, size, "%.0f KiB, %.0f series, %.0f workspaces",
+			 extra(row, "bytes") / 1024, extra(row, "series"),
+			 extra(row, "workspaces"));
 	if (strncmp(id, "output.", 7) == 0)
 		snprintf(buf, size, "%.1f%% lost to gaps; producer %.0f MB/s",
 			 100 * extra(row, "gapFractionMedian"), extra(row, "producerMBsMedian"));

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Commands: run one, follow its output live over the output WebSocket, the history.
 import { api, enc, openSocket, liveRefresh } from './api.js';
-import { h, replace, append, badge, fmtTime, fmtMs, fmtBytes, field, showError, outputText, secondsToMs } from './dom.js';
+import { h, replace, append, badge, fmtTime, fmtMs, fmtBytes, field, showError, outputText, secondsToMs, reveal } from './dom.js';
 import { logViewer } from './logview.js';
 import { usageCell } from './usage.js';
 import { showRefusal } from './snapshots.js';
@@ -57,7 +57,7 @@ export function runFacts(run) {
 			h('dt', 'CPU'), h('dd', fmtMs(run.cpuMs)),
 			h('dt', 'Peak memory'), h('dd', fmtBytes(run.peakMemoryBytes))],
 		run.network ? [h('dt', 'Network refused'), h('dd#run-denied', { class: run.network.denied ? 'denied' : '' }, deniedText(run))] : null,
-		h('dt', 'Output'), h('dd', `stdout ${fmtBytes(run.stdoutBytes)}, stderr ${fmtBytes(run.stderrBytes)}${run.truncated ? ' (truncated: head and tail kept)' : ''}`),
+		h('dt', 'Output'), h('dd#run-bytes', `stdout ${fmtBytes(run.stdoutBytes)}, stderr ${fmtBytes(run.stderrBytes)}${run.truncated ? ' (truncated: head and tail kept)' : ''}`),
 		h('dt', 'Started'), h('dd', fmtTime(run.startedAt || run.createdAt)));
 }
 
@@ -117,7 +117,7 @@ export function commandsTab(root, ctx, wsPath, hooks = {}) {
 		try {
 			const run = await api('POST', wsPath + '/commands', body);
 			showError(ferr, null);
-			show(run);
+			show(run, true);
 			loadHistory();
 		} catch (e) {
 			showRefusal(ferr, e, hooks.resume);
@@ -126,14 +126,20 @@ export function commandsTab(root, ctx, wsPath, hooks = {}) {
 		}
 	}
 
-	// Shows a run: live when running, its stored output when finished.
-	function show(run) {
+	// Shows a run: live when running, its stored output when finished. reveal: scrolled into
+	// view (below the form and the usage, it would start out of sight).
+	function show(run, reveal) {
 		closeSocket();
 		selected = run.id;
 		detail.hidden = false;
 		if (TERMINAL.includes(run.status) && run.stdout !== undefined) renderFinished(run);
-		else if (TERMINAL.includes(run.status)) fetchAndRender(run.id);
+		else if (TERMINAL.includes(run.status)) fetchAndRender(run.id, reveal);
 		else follow(run);
+		if (reveal) revealOutput();
+	}
+
+	function revealOutput() {
+		reveal(detail, detail.querySelector('.logview'));
 	}
 
 	function header(run, extra) {
@@ -142,10 +148,12 @@ export function commandsTab(root, ctx, wsPath, hooks = {}) {
 			h('div.actions', extra));
 	}
 
-	async function fetchAndRender(id) {
+	async function fetchAndRender(id, reveal) {
 		try {
 			const run = await api('GET', wsPath + '/commands/' + enc(id), undefined, { signal: ctx.signal });
-			if (selected === id) renderFinished(run);
+			if (selected !== id) return;
+			renderFinished(run);
+			if (reveal) revealOutput();
 		} catch (e) {
 			if (e.name !== 'AbortError') replace(detail, h('div.error', e.message));
 		}
@@ -191,6 +199,14 @@ export function commandsTab(root, ctx, wsPath, hooks = {}) {
 		}, 'Cancel');
 		replace(detail, header(run, [state, ' ', cancel]), h('pre.cmdline', '$ ' + run.command), facts, h('h3', 'Output'), view.el);
 		const decoders = { 1: new TextDecoder(), 2: new TextDecoder() };
+		// The byte counts so far, from where each chunk ends in its stream (a gap's end too).
+		const written = { 1: run.stdoutBytes ?? 0, 2: run.stderrBytes ?? 0 };
+		const counted = (stream, end) => {
+			if (end <= written[stream]) return;
+			written[stream] = end;
+			const el = facts.querySelector('#run-bytes');
+			if (el) replace(el, `stdout ${fmtBytes(written[1])}, stderr ${fmtBytes(written[2])} so far`);
+		};
 		const ws = (socket = openSocket(wsPath + '/commands/' + enc(run.id) + '/output'));
 		let ended = false;
 		ws.onopen = () => replace(state, 'live');
@@ -200,6 +216,7 @@ export function commandsTab(root, ctx, wsPath, hooks = {}) {
 				try { msg = JSON.parse(m.data); } catch { return; }
 				if (msg.type === 'gap') {
 					view.note(`\n[${fmtBytes(msg.bytes)} of ${msg.stream} not shown]\n`);
+					if (typeof msg.offset === 'number') counted(msg.stream === 'stderr' ? 2 : 1, msg.offset + msg.bytes);
 				} else if (msg.type === 'end') {
 					ended = true;
 					for (const [s, d] of Object.entries(decoders)) {
@@ -219,6 +236,7 @@ export function commandsTab(root, ctx, wsPath, hooks = {}) {
 			const b = new Uint8Array(m.data);
 			if (b.length < 9) return;
 			const stream = b[0];
+			if (stream === 1 || stream === 2) counted(stream, Number(new DataView(b.buffer, b.byteOffset, 9).getBigUint64(1)) + b.length - 9);
 			const text = (decoders[stream] || decoders[1]).decode(b.subarray(9), { stream: true });
 			view.write(stream === 2 ? 'stderr' : 'stdout', text);
 		};
@@ -272,7 +290,7 @@ export function commandsTab(root, ctx, wsPath, hooks = {}) {
 				r.status === 'running' ? usageCell('run:' + r.id, 'td') : h('td', fmtMs(r.cpuMs)),
 				h('td.refused-count', { title: deniedText(r), class: r.network?.denied ? 'denied' : '' }, r.network ? String(r.network.denied) : '—'),
 				h('td.actions',
-					h('button', { type: 'button', on: { click: () => show(r) } }, 'Output'),
+					h('button', { type: 'button', on: { click: () => show(r, true) } }, 'Output'),
 					r.status === 'running' ? h('button.danger', {
 						type: 'button',
 						on: {

@@ -153,3 +153,11 @@ export function secondsToMs(v) {
 export function msToSeconds(ms) {
 	return String(Math.round(ms) / 1000);
 }
+
+// Scrolls a card whose 'inner' part (live output) matters into view: the card from its top when
+// inner's first 300 px fit in the window then, else inner from its top.
+export function reveal(card, inner) {
+	const target = inner || card;
+	const lead = target.getBoundingClientRect().top - card.getBoundingClientRect().top;
+	(lead + 300 <= window.innerHeight ? card : target).scrollIntoView({ block: 'start' });
+}

@@ -2,7 +2,7 @@
 // Services: start one under a restart policy, the list, one service's attempts and their
 // output, live logs (server-sent events read with fetch, so the token goes in a header).
 import { api, enc, readEvents, b64decode, liveRefresh } from './api.js';
-import { h, replace, badge, fmtTime, fmtMs, fmtBytes, field, showError, outputBlock, secondsToMs } from './dom.js';
+import { h, replace, badge, fmtTime, fmtMs, fmtBytes, field, showError, outputBlock, secondsToMs, reveal } from './dom.js';
 import { logViewer } from './logview.js';
 import { usageCell } from './usage.js';
 
@@ -24,6 +24,10 @@ function attemptsOf(s) {
 		list.push({ number: s.currentAttempt, startedAt: s.currentAttemptStartedAt, running: true, pid: s.mainPid });
 	}
 	return list;
+}
+
+function bytesSoFar(a) {
+	return typeof a.stdoutBytes === 'number' ? ` · out ${fmtBytes(a.stdoutBytes)}, err ${fmtBytes(a.stderrBytes)} so far` : '';
 }
 
 export function servicesTab(root, ctx, wsPath) {
@@ -56,7 +60,7 @@ export function servicesTab(root, ctx, wsPath) {
 				try {
 					const s = await api('POST', wsPath + '/services', body);
 					showError(ferr, null);
-					select(s.name);
+					select(s.name, true);
 				} catch (e) {
 					showError(ferr, e);
 				} finally {
@@ -135,7 +139,7 @@ export function servicesTab(root, ctx, wsPath) {
 					h('button.danger', { type: 'button', on: { click: () => act(s, 'delete') } }, 'Delete'))))))));
 	}
 
-	function select(n) {
+	function select(n, reveal) {
 		if (selected !== n) {
 			logAbort?.abort();
 			logAbort = null;
@@ -146,7 +150,10 @@ export function servicesTab(root, ctx, wsPath) {
 		if (selected !== n) followed = null;
 		selected = n;
 		loadList();
-		loadDetail(true);
+		loadDetail(true).then(() => {
+			// its live logs below the list, else out of sight
+			if (reveal && selected === n && !detail.hidden) reveal(detail, detail.querySelector('.logview'));
+		});
 	}
 
 	async function loadDetail(force) {
@@ -162,8 +169,16 @@ export function servicesTab(root, ctx, wsPath) {
 			return;
 		}
 		if (selected !== n) return;
-		const key = JSON.stringify([s.updatedAt, s.state, s.stopping, s.currentAttempt, s.attempts.length, s.attempts.at(-1)?.endedAt, s.attempts.at(-1)?.stdoutBytes, s.attempts.at(-1)?.stderrBytes]);
-		if (!force && key === lastKey && !detail.hidden) return;
+		shownState = s.state;
+		// A running attempt's byte counts change all the time: updated in place, not redrawn.
+		const key = JSON.stringify([s.updatedAt, s.state, s.stopping, s.currentAttempt, s.attempts.length, s.attempts.at(-1)?.endedAt]);
+		if (!force && key === lastKey && !detail.hidden) {
+			for (const a of attemptsOf(s)) {
+				const el = a.running && detail.querySelector(`.attempt.running[data-attempt="${a.number}"] .attempt-bytes`);
+				if (el) replace(el, bytesSoFar(a));
+			}
+			return;
+		}
 		lastKey = key;
 		renderDetail(s);
 		// Each running attempt's output is followed once, as soon as it runs (a follow
@@ -199,7 +214,7 @@ export function servicesTab(root, ctx, wsPath) {
 			h('h3', `Attempts (${attempts.length})`),
 			attempts.length ? h('div.attempts', [...attempts].reverse().map((a) => a.running ? h('div.attempt.running', { 'data-attempt': String(a.number) },
 				h('span.mono', `#${a.number}`), ' ', h('span.end', 'running'),
-				h('span.muted', ` · since ${fmtTime(a.startedAt)} · pid ${a.pid ?? '—'}${typeof a.stdoutBytes === 'number' ? ` · out ${fmtBytes(a.stdoutBytes)}, err ${fmtBytes(a.stderrBytes)} so far` : ''} · its output: live logs above`)) : h('details.attempt', { 'data-attempt': String(a.number), open: openAttempts.has(String(a.number)) },
+				h('span.muted', ` · since ${fmtTime(a.startedAt)} · pid ${a.pid ?? '—'}`, h('span.attempt-bytes', bytesSoFar(a)), ' · its output: live logs above')) : h('details.attempt', { 'data-attempt': String(a.number), open: openAttempts.has(String(a.number)) },
 				h('summary', h('span.mono', `#${a.number}`), ' ', h('span.end', attemptEnd(a)),
 					h('span.muted', ` · ${fmtTime(a.startedAt)} · ${fmtMs(a.durationMs)} · out ${fmtBytes(a.stdoutBytes)}, err ${fmtBytes(a.stderrBytes)}`)),
 				a.reason ? h('div.reason', a.reason) : null,
@@ -239,8 +254,14 @@ export function servicesTab(root, ctx, wsPath) {
 		loadDetail(true);
 	}
 
+	// While the shown service runs, its counts are asked every 2 s (the page visible).
+	let shownState = null;
+	ctx.every(2000, () => {
+		if (!document.hidden && selected && ACTIVE.includes(shownState)) loadDetail(false);
+	});
+
 	loadList();
-	// State changes come as events; a slow poll besides (it also updates the byte counts).
+	// State changes come as events; a slow poll besides.
 	liveRefresh(ctx, { workspace: decodeURIComponent(wsPath.split('/')[3]), types: 'service' }, () => {
 		loadList();
 		loadDetail(false);

@@ -3,6 +3,7 @@
 import { api, enc, liveRefresh } from './api.js';
 import { h, replace, badge, fmtTime, fmtMs, field, showError, shortImage, secondsToMs } from './dom.js';
 import { confirmRestart } from './workspace.js';
+import { workerCharts, sparkCell, startSparklines } from './charts.js';
 
 function limitsText(ws) {
 	const p = [];
@@ -19,12 +20,14 @@ export function workerView(root, ctx) {
 	const err = h('div.error', { hidden: true, role: 'alert' });
 	const list = h('div#workspaces', h('p.muted', 'Loading workspaces…'));
 	const createBox = h('div#create-box');
+	const usage = h('section.card#worker-charts');
 	replace(root,
 		h('div.grid2', info, checks),
 		h('section.card',
 			h('div.card-head', h('h2', 'Workspaces'),
 				h('button#refresh', { type: 'button', on: { click: () => refresh() } }, 'Refresh')),
 			err, list),
+		usage,
 		createBox);
 
 	let worker = null, images = [], snapshots = null, ready = null, formBuilt = false;
@@ -104,13 +107,14 @@ export function workerView(root, ctx) {
 			return;
 		}
 		replace(list, h('div.table-scroll', h('table.list#ws-table',
-			h('thead', h('tr', ['Workspace', 'State', 'Adapter', 'Image', 'Limits', 'Created', ''].map((t) => h('th', t)))),
+			h('thead', h('tr', ['Workspace', 'State', 'Adapter', 'Image', 'Limits', 'CPU (10 min)', 'Created', ''].map((t) => h('th', t)))),
 			h('tbody', wss.map((ws) => h('tr', { 'data-id': ws.id },
 				h('td', h('a.mono', { href: '#/w/' + enc(ws.id) }, ws.id)),
 				h('td', badge(ws.state), ws.reason ? h('div.reason', ws.reason) : null),
 				h('td', ws.adapter),
 				h('td.mono', { title: ws.image || '' }, ws.adapter === 'container' ? shortImage(ws.image) : '—'),
 				h('td', limitsText(ws)),
+				sparkCell(ws.id),
 				h('td', fmtTime(ws.createdAt)),
 				h('td.actions',
 					h('button', { type: 'button', on: { click: () => act(ws, 'restart') } }, 'Restart'),
@@ -260,6 +264,8 @@ export function workerView(root, ctx) {
 	loadWorker();
 	refresh();
 	liveRefresh(ctx, { types: 'workspace' }, refresh);
+	workerCharts(ctx, usage, () => worker?.capacity);
+	startSparklines(ctx);
 }
 
 export function parseEnv(text) {

@@ -10,6 +10,7 @@ import { filesTab } from './files.js';
 import { portsTab } from './ports.js';
 import { snapshotsTab, openForkDialog } from './snapshots.js';
 import { startUsageFeed, usageCell } from './usage.js';
+import { workspaceCharts, runsTimeline } from './charts.js';
 
 const TABS = [['commands', 'Commands'], ['services', 'Services'], ['terminals', 'Terminals'], ['files', 'Files'], ['ports', 'Ports'], ['snapshots', 'Snapshots']];
 
@@ -61,8 +62,10 @@ export function workspaceView(root, ctx, id, tab, sub) {
 	const summary = h('section.card#ws-summary', h('p.muted', 'Loading the workspace…'));
 	const err = h('div.error', { hidden: true, role: 'alert' });
 	const body = h('div.tab-body');
+	const usage = h('section.card#ws-charts');
 	replace(root,
 		summary,
+		usage,
 		h('nav.tabs', { role: 'tablist' }, TABS.map(([t, label]) =>
 			h('a.tab', { href: base + '/' + t, role: 'tab', 'aria-selected': String(t === tab), class: t === tab ? 'active' : '', 'data-tab': t }, label))),
 		err,
@@ -228,8 +231,13 @@ export function workspaceView(root, ctx, id, tab, sub) {
 	const wsPath = '/v1/workspaces/' + enc(id);
 	load();
 	// run events too: the refused destinations change while commands run
-	liveRefresh(ctx, { workspace: id, types: 'workspace,run' }, load);
+	liveRefresh(ctx, { workspace: id, types: 'workspace,run' }, () => {
+		load();
+		timeline.reload();
+	});
 	startUsageFeed(ctx, wsPath);
+	workspaceCharts(ctx, usage, wsPath);
+	const timeline = runsTimeline(ctx, usage.appendChild(h('div#ws-runs')), wsPath, base + '/commands');
 	const hooks = { workspace: () => ws, resume };
 	if (tab === 'commands') commandsTab(body, ctx, wsPath, hooks);
 	else if (tab === 'services') servicesTab(body, ctx, wsPath);

@@ -216,12 +216,6 @@ struct station_workspace_options {
 	bool auto_resume;
 	/* What idle_timeout_ms does: "stop" or "pause"; NULL: the server's default (stop). */
 	const char *idle_action;
-	/* Its name, unique among the caller's workspaces on the worker (docs/api.md, "Names and
-	 * labels"); NULL: none. Any call that takes a workspace id takes its name too. */
-	const char *name;
-	/* NULL-terminated "KEY=VALUE" labels, or NULL (-EINVAL without a request for an entry
-	 * without '='). */
-	char *const *labels;
 };
 
 /* POST /v1/workspaces; *ret is the new workspace. opts may be NULL. -EINVAL (without a
@@ -244,29 +238,6 @@ int station_workspace_list_all(struct station_client *c, json_t **ret);
 
 int station_workspace_get(struct station_client *c, const char *id, json_t **ret);
 
-/* What GET /v1/workspaces?label=…&name=…&state=… selects: every condition holds. */
-struct station_workspace_filter {
-	const char *name;    /* NULL: any */
-	const char *state;   /* NULL: any; "ready", "stopped", … */
-	char *const *labels; /* NULL-terminated "KEY=VALUE" (equal) or "KEY" (present) */
-};
-/* As station_workspace_list_all(), of the workspaces f selects (NULL: all), on every worker of
- * a client over several. A malformed selector is the server's 400 (-EINVAL). */
-int station_workspace_list_where(struct station_client *c, const struct station_workspace_filter *f,
-				 json_t **ret);
-
-/* PATCH /v1/workspaces/{id}: with set_name, the name becomes name (NULL: none); labels is a
- * NULL-terminated list of "KEY=VALUE" (set) and "KEY-" (remove), merged into the workspace's
- * (NULL: unchanged). *ret (optional) is the workspace. -EBUSY when another workspace has the
- * name (the message names it). */
-struct station_workspace_update {
-	bool set_name;
-	const char *name;
-	char *const *labels;
-};
-int station_workspace_update(struct station_client *c, const char *id,
-			     const struct station_workspace_update *u, json_t **ret);
-
 /* DELETE /v1/workspaces/{id}; *ret (optional) is {"id":…,"state":"deleted"}. */
 int station_workspace_delete(struct station_client *c, const char *id, json_t **ret);
 
@@ -284,6 +255,38 @@ int station_workspace_network_get(struct station_client *c, const char *id, json
  * rule), -EBUSY (409) when the workspace's network is not "restricted". */
 int station_workspace_network_set(struct station_client *c, const char *id, const char *egress_json,
 				  json_t **ret);
+
+/* ---- Usage history ----------------------------------------------------------------------- */
+
+/* What part of the history to ask for (docs/api.md, "Usage history"), as the API takes it. */
+struct station_usage_options {
+	/* An RFC 3339 time, milliseconds since the epoch (13 digits or more), or a duration back
+	 * from now ("90s", "30m", "1h"); NULL: an hour ago. */
+	const char *since;
+	/* The width of each point: "200ms", "5s", "1m", "1h" or milliseconds, 100 ms to 24 h;
+	 * NULL: the sampling interval within the last hour, else a minute. */
+	const char *step;
+};
+
+/* Whether opts holds what the controller takes: 0, or -EINVAL with a sentence in ret_error
+ * (size bytes, NUL-terminated) that starts with the parameter's name ("since '2x': want …").
+ * The calls below check opts so, without a request. */
+int station_usage_options_check(const struct station_usage_options *opts, char *ret_error,
+				size_t size);
+
+/* GET /v1/workspaces/{id}/usage?since=…&step=…; opts may be NULL. *ret is {"workspaceId",
+ * "stepMs","intervalMs","limits":{"cpus","memoryBytes","pidsLimit"},"samples":[{"t","cpu",
+ * "memoryBytes","memoryMaxBytes","pids","rxBytes","txBytes","spanMs"}]}, oldest first; a step
+ * without samples is absent. -ENOENT (404) for an unknown workspace (or another tenant's). */
+int station_workspace_usage_history(struct station_client *c, const char *id,
+				    const struct station_usage_options *opts, json_t **ret);
+
+/* GET /v1/worker/usage?since=…&step=…: the worker's totals, the same points with "worker" and
+ * "tenant" instead of "workspaceId" and "limits" (a tenant's token: its own workspaces' sum).
+ * On a client over several workers, make it on station_client_worker() (-EDESTADDRREQ
+ * otherwise). */
+int station_worker_usage(struct station_client *c, const struct station_usage_options *opts,
+			 json_t **ret);
 
 /* ---- Pause, snapshots and fork ----------------------------------------------------------- */
 

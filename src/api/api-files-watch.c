@@ -268,7 +268,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
 	if (w->count == 0) {
 		if (w->ended)
 			return MHD_CONTENT_READER_END_OF_STREAM;
-		return http_request_suspend(req, NULL) < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : 0;
+		return http_sse_idle(req, out, max);
 	}
 	n = MIN(max, w->q_len[w->head] - w->off);
 	memcpy(out, w->q[w->head] + w->off, n);

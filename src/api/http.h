@@ -127,10 +127,6 @@ const void *http_request_body(struct http_request *req, size_t *ret_len);
  * differ from strlen(). */
 const char *http_request_query_n(struct http_request *req, const char *key, bool *ret_present,
 				 size_t *ret_len);
-/* Every value of a repeated query argument, in order, into ret (NULL for "?k" without '='):
- * how many there are (more than max: only max stored). */
-size_t http_request_query_all(struct http_request *req, const char *key, const char **ret,
-			      size_t max);
 
 /* A streamed body (an endpoint marked so in http.c's table): its handler runs as soon as the
  * headers are in, before any of the body, and either replies (the body is then not read) or
@@ -219,6 +215,18 @@ void http_request_resume(struct http_request *req);
 /* The client hung up (the request will be closed without a response). */
 bool http_request_gone(struct http_request *req);
 
+/* A server-sent event stream sends this comment line (HTTP_SSE_HEARTBEAT) after
+ * HTTP_SSE_HEARTBEAT_MS without anything else, so that a client can bound its wait and tell a
+ * quiet stream from a server that stopped (docs/api.md, "Event streams"). Half the WebSocket
+ * ping interval (ws-conn.h): a client allows its own deadline plus this much silence. */
+#define HTTP_SSE_HEARTBEAT_MS 15000
+#define HTTP_SSE_HEARTBEAT ": ping\n\n"
+/* What an event stream's content reader returns when it has nothing to send: suspends the
+ * request (as http_request_suspend(req, NULL)) until a resume or HTTP_SSE_HEARTBEAT_MS of
+ * quiet; called again after that quiet, it puts the heartbeat in out (max bytes) and returns
+ * its length. */
+ssize_t http_sse_idle(struct http_request *req, char *out, size_t max);
+
 /* Endpoint handlers: api-system.c, api-workspaces.c, api-commands.c, api-images.c. */
 int api_ready(struct http_request *req);
 int api_metrics(struct http_request *req); /* api-metrics.c */
@@ -236,7 +244,6 @@ int api_audit_list(struct http_request *req);
 int api_workspace_list(struct http_request *req);
 int api_workspace_create(struct http_request *req);
 int api_workspace_get(struct http_request *req);
-int api_workspace_update(struct http_request *req);
 int api_workspace_delete(struct http_request *req);
 int api_workspace_restart(struct http_request *req);
 int api_workspace_pause(struct http_request *req);

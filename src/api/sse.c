@@ -357,7 +357,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
 	}
 	if (sse->len == 0)
 		/* Nothing to send: wait for the manager rather than be polled. */
-		return http_request_suspend(req, NULL) < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : 0;
+		return http_sse_idle(req, out, max);
 	n = MIN(max, sse->len);
 	memcpy(out, sse->buf + sse->start, n);
 	sse->start += n;

@@ -537,6 +537,8 @@ void metrics_snapshot_created(struct manager *m);
 void metrics_fork_done(struct manager *m, unsigned count);
 /* An agent's connection closed while the agent lives: a reconnect follows. */
 void metrics_agent_reconnect(struct manager *m);
+/* Live port exposures (manager-ports.c). */
+size_t ports_exposures_count(struct manager *m);
 
 /* --- the warm pool (manager-pool.c) ---
  * Pool members are container workspaces made by workspace_make() like any other, kept in

@@ -4,7 +4,8 @@
  * a fork, an agent connection lost), the loop's own lateness from a timer, and what the
  * manager already keeps read at scrape time: workspaces by state and adapter, commands,
  * services and terminals running, the warm pools, the image store's bytes, and per workspace
- * its CPU time, memory, pids and network bytes from its cgroup and its veth.
+ * its CPU time, memory, pids and network bytes from its cgroup and its veth, read through the
+ * usage history's open counter files (usage_track_read(): a pread per file).
  *
  * Cardinality is bounded: per-workspace series for at most cfg.metrics_max_workspaces
  * workspaces (the newest), the rest counted in station_metrics_workspaces_omitted; every
@@ -285,49 +286,18 @@ static void write_image_bytes(struct manager *m, FILE *f)
 	metrics_sample_u64(f, "station_image_store_bytes", NULL, bytes);
 }
 
-/* A statistics file of the workspace's host veth ("sv" and its address in hex, net.h). */
-static uint64_t veth_counter(const struct workspace *ws, const char *name)
-{
-	char path[128], buf[32];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof path, "/sys/class/net/sv%08x/statistics/%s", ws->net_address, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	return strtoull(buf, NULL, 10);
-}
-
 struct ws_reading {
 	const struct workspace *ws;
 	struct cgroup_sample u;
-	uint64_t rx, tx; /* as the workspace sees them: received is the host veth's sent */
-	bool net;
+	uint64_t net[2]; /* as the workspace sees them: received, sent */
+	bool has_net;
 };
 
-static bool workspace_read(const struct workspace *ws, struct ws_reading *ret)
+/* Through the usage history's open counter files: a pread per file. */
+static bool workspace_read(struct workspace *ws, struct ws_reading *ret)
 {
-	struct cgroup_sampler *s = NULL;
-
-	*ret = (struct ws_reading){ .ws = ws };
-	if (!ws->cgroup || cgroup_sampler_open(ws->cgroup, &s) < 0)
-		return false;
-	int r = cgroup_sampler_read(s, &ret->u);
-	cgroup_sampler_free(s);
-	if (r < 0)
-		return false;
-	if (ws->net_mode != NET_NONE) {
-		ret->net = true;
-		ret->rx = veth_counter(ws, "tx_bytes");
-		ret->tx = veth_counter(ws, "rx_bytes");
-	}
-	return true;
+	*ret = (struct ws_reading){ .ws = ws, .has_net = ws->net_mode != NET_NONE };
+	return usage_track_read(ws, &ret->u, ret->net);
 }
 
 enum ws_series { WS_CPU, WS_MEMORY, WS_PIDS, WS_RX, WS_TX, _WS_SERIES_MAX };
@@ -367,9 +337,9 @@ static void write_ws_sample(struct manager *m, FILE *f, enum ws_series k,
 		break;
 	case WS_RX:
 	case WS_TX:
-		if (w->net)
+		if (w->has_net)
 			metrics_sample_u64(f, ws_series[k].name, labels,
-					   k == WS_RX ? w->rx : w->tx);
+					   w->net[k == WS_RX ? 0 : 1]);
 		break;
 	default:
 		break;

@@ -123,6 +123,19 @@ static struct usage_track *track_get(struct workspace *ws)
 	return t;
 }
 
+bool usage_track_read(struct workspace *ws, struct cgroup_sample *ret, uint64_t net[2])
+{
+	struct usage_track *t = track_get(ws);
+
+	net[0] = net[1] = 0;
+	if (!t || cgroup_sampler_read(t->cg, ret) < 0)
+		return false;
+	for (int i = 0; i < 2; i++)
+		if (t->net_fd[i] >= 0 && net_read(t->net_fd[i], &net[i]) < 0)
+			net[i] = 0;
+	return true;
+}
+
 static uint64_t counter_delta(uint64_t now, uint64_t before)
 {
 	return now >= before ? now - before : now; /* went back: counted from zero */

@@ -809,10 +809,15 @@ const json_t *manager_fleet_workers(struct manager *m);
 /* Appends the manager's series to f in the Prometheus text format (0.0.4): workspaces by state
  * and adapter, commands running, runs, creates, pools, snapshots, forks, agent reconnects,
  * the loop's lag, the image store's bytes, and per workspace (at most
- * cfg.metrics_max_workspaces, the rest counted) its CPU time, memory, pids and network bytes.
- * A tenant viewer (manager_set_viewer()) gets its own workspaces' series and nothing
+ * cfg.metrics_max_workspaces, the rest counted) its CPU time, memory, pids, network bytes and
+ * its firewall's counters (one dump of the table for all), the preview exposures. A tenant
+ * viewer (manager_set_viewer()) gets its own workspaces' series and nothing
  * worker-wide. Reads cgroup and sysfs files: a few microseconds per workspace. */
 void manager_metrics_write(struct manager *m, FILE *f);
+/* The preview listener's own series (its requests by result, connections and WebSockets
+ * open), written by fn into each operator's scrape (never a tenant's); fn NULL: none. */
+typedef void (*manager_metrics_fn)(void *userdata, FILE *f);
+void manager_metrics_on_write(struct manager *m, manager_metrics_fn fn, void *userdata);
 
 /* ---- Audit (manager-audit.c; docs/api.md, "Audit") ------------------------------------------ */
 

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+// The dashboard's usage charts in headless Chromium (Debian's, through npm's playwright-core):
+//
+//   node dashboard-charts.mjs BASE_URL TOKEN BUSY_WS IDLE_WS SHOT_DIR
+//
+// BUSY_WS is a host workspace (1 CPU, 256 MiB) whose service "spin" runs a CPU loop and whose
+// service "ticker" prints a line every 0.2 s, with some runs behind it; IDLE_WS one that runs
+// nothing. The controller samples every 200 ms. Reads what each chart shows from the page
+// (window.__charts, the elements' data-*), the runs timeline's bars, where the live output of a
+// started run is, how a running service's byte count moves while shown, what is asked while
+// the page is hidden; screenshots in SHOT_DIR. One JSON line on stdout: {ok, step, error,
+// ...facts}; the caller asserts the facts.
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const require = createRequire(path.join(process.env.PLAYWRIGHT_DIR || process.cwd(), 'x.js'));
+const { chromium } = require('playwright-core');
+
+const [base, token, busy, idle, shotDir] = process.argv.slice(2);
+const result = { ok: false, step: 'start', console: [], shots: [] };
+// How long a step waits for the state it needs: far beyond what it takes on a loaded machine.
+const T = 60000;
+
+function finish(code) {
+	fs.writeSync(1, JSON.stringify(result) + '\n');
+	process.exit(code);
+}
+
+const t0 = Date.now();
+function step(name) {
+	result.step = name;
+	process.stderr.write(`# step: ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)\n`);
+}
+
+async function waitState(page, what, fn, arg, seen) {
+	try {
+		await page.waitForFunction(fn, arg, { timeout: T, polling: 100 });
+	} catch (e) {
+		let saw;
+		try {
+			saw = JSON.stringify(await page.evaluate(seen, arg));
+		} catch (e2) {
+			saw = `nothing readable (${e2.message.split('\n')[0]})`;
+		}
+		throw new Error(`${what}: not within ${T / 1000} s; the page showed ${saw} (${e.message.split('\n')[0]})`);
+	}
+}
+
+async function shot(page, name) {
+	const file = path.join(shotDir, name + '.png');
+	await page.screenshot({ path: file, fullPage: true });
+	result.shots.push(file);
+}
+
+const chartOf = (name) => window.__charts?.[name] ?? null;
+
+let browser;
+try {
+	fs.mkdirSync(shotDir, { recursive: true });
+	step('launch');
+	browser = await chromium.launch({
+		executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+		args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+			'--disable-dev-shm-usage', '--no-first-run', '--disable-extensions'],
+	});
+	const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+	context.setDefaultTimeout(T);
+	const page = await context.newPage();
+	page.on('console', (m) => {
+		if (m.type() === 'error' || /Content Security Policy/i.test(m.text())) result.console.push(m.text().slice(0, 300));
+	});
+	page.on('pageerror', (e) => result.console.push('pageerror: ' + String(e.message).slice(0, 300)));
+	const history = [];
+	page.on('request', (r) => {
+		const u = new URL(r.url());
+		if (u.searchParams.has('since')) history.push(u.pathname);
+	});
+
+	step('sign in; the worker page: its totals and a sparkline per workspace');
+	await page.goto(base + '/', { waitUntil: 'domcontentloaded' });
+	await page.waitForSelector('#login #token');
+	await page.fill('#token', token);
+	await page.click('#login button[type=submit]');
+	await page.waitForSelector('#ws-table');
+	await waitState(page, 'the worker chart with 3 points, one of them above 0.5 cores',
+		() => {
+			const c = window.__charts?.['worker-cpu'];
+			return c && c.values.length >= 3 && c.values.some((v) => v > 0.5);
+		}, null, () => window.__charts?.['worker-cpu'] ?? null);
+	result.worker = await page.evaluate(chartOf, 'worker-cpu');
+	result.workerMemory = await page.evaluate(chartOf, 'worker-memory');
+	await waitState(page, 'a sparkline per workspace, the busy one above 0.5 cores',
+		(ids) => ids.every((id) => Number(document.querySelector(`td[data-spark="${id}"]`)?.dataset.points) > 0) &&
+			Number(document.querySelector(`td[data-spark="${ids[0]}"]`).dataset.last) > 0.5,
+		[busy, idle], (ids) => ids.map((id) => ({ ...document.querySelector(`td[data-spark="${id}"]`)?.dataset })));
+	result.sparks = await page.evaluate((ids) => ids.map((id) => {
+		const el = document.querySelector(`td[data-spark="${id}"]`);
+		return { id, points: Number(el.dataset.points), last: Number(el.dataset.last), svg: !!el.querySelector('svg polyline') };
+	}), [busy, idle]);
+	await shot(page, 'worker');
+
+	step('the busy workspace: CPU and memory with their limits');
+	await page.evaluate((h) => { location.hash = h; }, `#/w/${busy}/commands`);
+	await page.waitForSelector('#ws-charts .chart');
+	await waitState(page, 'the workspace chart with 3 points above 0.5 cores',
+		() => (window.__charts?.['ws-cpu']?.values || []).filter((v) => v > 0.5).length >= 3,
+		null, () => window.__charts?.['ws-cpu'] ?? document.querySelector('#ws-charts')?.textContent);
+	result.busyCpu = await page.evaluate(chartOf, 'ws-cpu');
+	result.busyMemory = await page.evaluate(chartOf, 'ws-memory');
+	result.busyCanvas = await page.$$eval('#ws-charts canvas', (cs) => cs.map((c) => c.width));
+	result.busyLegend = await page.$$eval('#ws-cpu .u-legend .u-series', (els) => els.map((e) => e.textContent.trim()));
+	result.busyNote = (await page.textContent('#ws-charts .chart-note')).trim();
+
+	step('the runs timeline');
+	await waitState(page, 'a bar per run', () => document.querySelectorAll('#runs-timeline .run-bar').length > 0,
+		null, () => document.querySelector('#ws-runs')?.textContent);
+	result.bars = await page.$$eval('#runs-timeline .run-bar', (els) => els.map((e) => ({ id: e.dataset.run, status: e.dataset.status, cls: e.className, width: e.getBoundingClientRect().width })));
+	await shot(page, 'workspace-busy');
+	result.shot = path.join(shotDir, 'workspace-busy.png');
+
+	step('a run started from the form: its live output in view, its byte count current');
+	await page.evaluate(() => window.scrollTo(0, 0));
+	await page.fill('#cmd', 'for i in $(seq 1 40); do echo line $i; sleep 0.1; done');
+	await page.click('#run');
+	await page.waitForSelector('#run-detail .logview');
+	result.outputRect = await page.$eval('#run-detail .logview', (e) => {
+		const r = e.getBoundingClientRect();
+		return { top: Math.round(r.top), bottom: Math.round(r.bottom), innerHeight: window.innerHeight };
+	});
+	// What the count says once it counts bytes while running (or at the run's end, when it
+	// never did: the caller's assertion names it).
+	// (the facts' "Output" row)
+	await page.waitForFunction(() => {
+		const fact = [...document.querySelectorAll('#run-status dt')].find((e) => e.textContent === 'Output')?.nextElementSibling;
+		return /stdout [1-9].* so far/.test(fact?.textContent || '') || document.querySelector('#run-status')?.dataset.status !== 'running';
+	}, null, { timeout: T, polling: 100 });
+	result.runBytesLive = await page.evaluate(() =>
+		[...document.querySelectorAll('#run-status dt')].find((e) => e.textContent === 'Output')?.nextElementSibling?.textContent.trim() ?? null);
+	const runId = (await page.textContent('#run-detail h2 .mono')).trim();
+	await waitState(page, 'the new run on the timeline', (id) => !!document.querySelector(`#runs-timeline .run-bar[data-run="${id}"]`),
+		runId, () => [...document.querySelectorAll('#runs-timeline .run-bar')].map((e) => e.dataset.run));
+	result.barsAfterRun = await page.$$eval('#runs-timeline .run-bar', (els) => els.length);
+	result.newRun = runId;
+
+	step('a running service: its byte count moves while shown');
+	await page.evaluate((h) => { location.hash = h; }, `#/w/${busy}/services`);
+	await page.waitForSelector('#svc-table tr[data-name="ticker"]');
+	await page.click('#svc-table tr[data-name="ticker"] a');
+	await page.waitForSelector('#svc-detail .attempt.running');
+	const seen = [];
+	const until = Date.now() + 8000;
+	while (Date.now() < until) {
+		const v = await page.$eval('#svc-detail .attempt.running', (e) => /out [^,]*, err [^ ]* [^ ]* so far/.exec(e.textContent)?.[0]).catch(() => null);
+		if (v && seen[seen.length - 1] !== v) seen.push(v);
+		await page.waitForTimeout(200);
+	}
+	result.serviceCounts = seen;
+
+	step('the idle workspace: its chart near 0');
+	await page.evaluate((h) => { location.hash = h; }, `#/w/${idle}/commands`);
+	await waitState(page, 'the idle chart with 3 points', (id) => (window.__charts?.['ws-cpu']?.values || []).length >= 3 && document.querySelector('#ws-id')?.textContent === id,
+		idle, () => window.__charts?.['ws-cpu'] ?? null);
+	result.idleCpu = await page.evaluate(chartOf, 'ws-cpu');
+	result.idleRuns = await page.$$eval('#runs-timeline .run-bar', (els) => els.length);
+
+	step('nothing asked while the page is hidden, asked again when shown');
+	await page.evaluate(() => {
+		Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+		Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
+		document.dispatchEvent(new Event('visibilitychange'));
+	});
+	await page.waitForTimeout(100); // a request already under way is let through
+	const hiddenAt = history.length;
+	// The clock: the usage feed's requests go on being skipped too; wait over three of the
+	// charts' 3 s intervals by the page's own time.
+	await page.waitForFunction(() => new Promise((r) => setTimeout(() => r(true), 10000)), null, { timeout: T });
+	result.historyWhileHidden = history.length - hiddenAt;
+	await page.evaluate(() => {
+		delete document.hidden;
+		delete document.visibilityState;
+		document.dispatchEvent(new Event('visibilitychange'));
+	});
+	await page.waitForRequest((r) => new URL(r.url()).searchParams.has('since'), { timeout: T });
+	result.historyWhenShown = true;
+
+	step('leaving the workspace ends its charts');
+	await page.evaluate(() => { location.hash = '#/'; });
+	await page.waitForSelector('#ws-table');
+	result.chartsAfterLeaving = await page.evaluate(() => Object.keys(window.__charts || {}).filter((k) => k.startsWith('ws-') || k === 'runs'));
+
+	step('done');
+	result.ok = true;
+	await browser.close();
+	finish(0);
+} catch (e) {
+	result.error = String(e.message || e).slice(0, 2000);
+	try {
+		await browser?.close();
+	} catch {}
+	finish(1);
+}
