@@ -36,6 +36,7 @@
 #include "basic/error.h"
 #include "basic/list.h"
 #include "basic/log.h"
+#include "basic/metrics.h"
 #include "daemon/manager.h"
 #include "event/event.h"
 
@@ -83,6 +84,27 @@ enum conn_state {
 
 struct preview_server;
 
+/* What became of a request (GET /metrics, station_preview_requests_total). */
+enum preview_result {
+	PREVIEW_PROXIED,      /* answered by the workspace's server */
+	PREVIEW_REDIRECTED,   /* the token in the address became a cookie (302) */
+	PREVIEW_UNAUTHORIZED, /* no token, or not this exposure's (401) */
+	PREVIEW_NOT_FOUND,    /* no exposure has the Host's label (404) */
+	PREVIEW_OVER_LIMIT,   /* past the connections of an exposure or a workspace (503) */
+	PREVIEW_BAD_REQUEST,  /* malformed or refused framing (400, 405, 431, 501) */
+	PREVIEW_TIMEOUT,      /* the head did not arrive in time (408) */
+	PREVIEW_UNAVAILABLE,  /* the workspace could not be reached, or the worker short (502,
+				 503, 504) */
+	_PREVIEW_RESULT_MAX,
+};
+
+static const char *const preview_result_names[_PREVIEW_RESULT_MAX] = {
+	[PREVIEW_PROXIED] = "proxied",		 [PREVIEW_REDIRECTED] = "redirected",
+	[PREVIEW_UNAUTHORIZED] = "unauthorized", [PREVIEW_NOT_FOUND] = "not_found",
+	[PREVIEW_OVER_LIMIT] = "over_limit",	 [PREVIEW_BAD_REQUEST] = "bad_request",
+	[PREVIEW_TIMEOUT] = "timeout",		 [PREVIEW_UNAVAILABLE] = "unavailable",
+};
+
 struct conn {
 	struct conn *prev, *next;
 	struct preview_server *server;
@@ -116,6 +138,7 @@ struct preview_server {
 	struct conn *conns;
 	unsigned n_conns;
 	struct event_source *tick;
+	uint64_t results[_PREVIEW_RESULT_MAX];
 };
 
 static int on_client(struct event_source *s, int fd, uint32_t revents, void *userdata);
@@ -355,13 +378,36 @@ static const char *reason_of(unsigned status)
 	}
 }
 
-/* An answer of ours, then the connection closes. extra: more header lines (each ending in
- * CRLF) or NULL; page: the body's one paragraph (text we wrote; never the client's). */
-static void conn_answer(struct conn *c, unsigned status, const char *extra, const char *title,
-			const char *page)
+static enum preview_result result_of(unsigned status)
+{
+	switch (status) {
+	case 302:
+		return PREVIEW_REDIRECTED;
+	case 401:
+		return PREVIEW_UNAUTHORIZED;
+	case 404:
+		return PREVIEW_NOT_FOUND;
+	case 408:
+		return PREVIEW_TIMEOUT;
+	case 502:
+	case 503:
+	case 504:
+		return PREVIEW_UNAVAILABLE;
+	default:
+		return PREVIEW_BAD_REQUEST;
+	}
+}
+
+/* An answer of ours, then the connection closes, counted as result. extra: more header lines
+ * (each ending in CRLF) or NULL; page: the body's one paragraph (text we wrote; never the
+ * client's). */
+static void conn_answer_as(struct conn *c, enum preview_result result, unsigned status,
+			   const char *extra, const char *title, const char *page)
 {
 	char body[2048], head[1536];
 	int nb = 0;
+
+	c->server->results[result]++;
 
 	if (page)
 		nb = snprintf(body, sizeof body,
@@ -393,6 +439,12 @@ static void conn_answer(struct conn *c, unsigned status, const char *extra, cons
 	flow_set_head(&c->down, &t);
 	c->state = CONN_ANSWER;
 	c->deadline = now_usec() + DRAIN_USEC;
+}
+
+static void conn_answer(struct conn *c, unsigned status, const char *extra, const char *title,
+			const char *page)
+{
+	conn_answer_as(c, result_of(status), status, extra, title, page);
 }
 
 static void conn_page(struct conn *c, unsigned status, const char *title, const char *page)
@@ -719,8 +771,9 @@ static void request_head(struct conn *c, size_t end)
 		if (ne >= s->cfg.max_per_exposure || nw >= s->cfg.max_per_workspace) {
 			free(out.p);
 			free(fields.p);
-			conn_answer(
-				c, 503, "Retry-After: 1\r\n", "Too many connections",
+			conn_answer_as(
+				c, PREVIEW_OVER_LIMIT, 503, "Retry-After: 1\r\n",
+				"Too many connections",
 				"<p>This preview has too many open connections; try again.</p>");
 			return;
 		}
@@ -870,6 +923,7 @@ static int response_head(struct conn *c, size_t end)
 		return 0;
 	}
 	c->response_head_done = true;
+	c->server->results[PREVIEW_PROXIED]++;
 	preview_framing_start(&c->down.f, kind, body);
 	if (kind == BODY_TUNNEL) {
 		c->state = CONN_TUNNEL;
@@ -1302,6 +1356,31 @@ static int on_tick(struct event_source *src, uint64_t now, void *userdata)
 	return 0;
 }
 
+/* The listener's part of GET /metrics (manager_metrics_on_write()). */
+static void preview_metrics_write(void *userdata, FILE *f)
+{
+	const struct preview_server *s = userdata;
+	uint64_t tunnels = 0;
+
+	metrics_family(f, "station_preview_requests_total", "counter",
+		       "Requests to the preview listener, by result (proxied: answered by the "
+		       "workspace's server).");
+	for (int r = 0; r < _PREVIEW_RESULT_MAX; r++) {
+		const char *labels[] = { "result", preview_result_names[r], NULL };
+		metrics_sample_u64(f, "station_preview_requests_total", labels, s->results[r]);
+	}
+	for (const struct conn *c = s->conns; c; c = c->next)
+		tunnels += c->state == CONN_TUNNEL;
+	metrics_family(
+		f, "station_preview_connections_open", "gauge",
+		"Client connections to the preview listener open now (WebSockets included).");
+	metrics_sample_u64(f, "station_preview_connections_open", NULL, s->n_conns);
+	metrics_family(
+		f, "station_preview_websockets_open", "gauge",
+		"Preview connections turned into a tunnel by a 101 answer (WebSockets) now.");
+	metrics_sample_u64(f, "station_preview_websockets_open", NULL, tunnels);
+}
+
 int preview_server_new(struct event_loop *loop, struct manager *m, const struct preview_config *cfg,
 		       const int *fds, size_t n_fds, struct preview_server **ret)
 {
@@ -1351,6 +1430,7 @@ int preview_server_new(struct event_loop *loop, struct manager *m, const struct 
 		preview_server_free(s);
 		return r;
 	}
+	manager_metrics_on_write(m, preview_metrics_write, s);
 	*ret = s;
 	return 0;
 }
@@ -1359,6 +1439,8 @@ void preview_server_free(struct preview_server *s)
 {
 	if (!s)
 		return;
+	if (s->manager)
+		manager_metrics_on_write(s->manager, NULL, NULL);
 	while (s->conns)
 		conn_free(s->conns);
 	for (size_t i = 0; i < s->n_listeners; i++) {

@@ -209,6 +209,11 @@ struct usage_track;
 int manager_usage_history_init(struct manager *m);
 void manager_usage_history_free(struct manager *m);
 void usage_track_free(struct workspace *ws);
+/* The workspace's counters now (GET /metrics), through the sampler's open files (opened if
+ * need be; nothing the history keeps changes): net[] its veth's received and sent bytes (0
+ * without a network). false when its group cannot be read. */
+struct cgroup_sample;
+bool usage_track_read(struct workspace *ws, struct cgroup_sample *ret, uint64_t net[2]);
 
 /* manager-tenant.c: ws is the viewer's to see (manager_set_viewer()). */
 bool workspace_visible(const struct manager *m, const struct workspace *ws);

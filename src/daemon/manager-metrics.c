@@ -45,6 +45,8 @@ struct manager_metrics {
 	double loop_lag_last;
 	uint64_t lag_due; /* CLOCK_MONOTONIC usec the timer was set for */
 	struct event_source *lag_timer;
+	manager_metrics_fn preview_fn; /* manager_metrics_on_write() */
+	void *preview_userdata;
 };
 
 static int on_lag_timer(struct event_source *s, uint64_t now, void *userdata)
@@ -137,6 +139,14 @@ void metrics_agent_reconnect(struct manager *m)
 {
 	if (m->metrics)
 		m->metrics->agent_reconnects++;
+}
+
+void manager_metrics_on_write(struct manager *m, manager_metrics_fn fn, void *userdata)
+{
+	if (!m->metrics)
+		return;
+	m->metrics->preview_fn = fn;
+	m->metrics->preview_userdata = userdata;
 }
 
 /* ---- the scrape -------------------------------------------------------------------------- */
@@ -291,6 +301,8 @@ struct ws_reading {
 	struct cgroup_sample u;
 	uint64_t net[2]; /* as the workspace sees them: received, sent */
 	bool has_net;
+	uint64_t egress[2]; /* the firewall's counters: allowed, denied */
+	bool has_egress;
 };
 
 /* Through the usage history's open counter files: a pread per file. */
@@ -300,7 +312,65 @@ static bool workspace_read(struct workspace *ws, struct ws_reading *ret)
 	return usage_track_read(ws, &ret->u, ret->net);
 }
 
-enum ws_series { WS_CPU, WS_MEMORY, WS_PIDS, WS_RX, WS_TX, _WS_SERIES_MAX };
+/* The firewall's counters of every workspace, from one dump of the table (net_counters_each()),
+ * matched to the readings by id: sorted pointers, a binary search per counter. */
+static int reading_by_id(const void *a, const void *b)
+{
+	const struct ws_reading *const *x = a, *const *y = b;
+
+	return strcmp((*x)->ws->row.id, (*y)->ws->row.id);
+}
+
+static int reading_key(const void *key, const void *elem)
+{
+	const struct ws_reading *const *y = elem;
+
+	return strcmp(key, (*y)->ws->row.id);
+}
+
+struct egress_match {
+	struct ws_reading **sorted;
+	size_t n;
+};
+
+static void on_egress_counter(void *userdata, const char *id, bool denied, uint64_t packets)
+{
+	struct egress_match *em = userdata;
+	struct ws_reading **w = bsearch(id, em->sorted, em->n, sizeof *em->sorted, reading_key);
+
+	if (!w)
+		return;
+	(*w)->egress[denied ? 1 : 0] = packets;
+	(*w)->has_egress = true;
+}
+
+static void workspaces_read_egress(struct manager *m, struct ws_reading *v, size_t n)
+{
+	struct egress_match em = { .sorted = calloc(n ?: 1, sizeof *em.sorted), .n = 0 };
+
+	if (!em.sorted || !m->net)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		if (v[i].has_net)
+			em.sorted[em.n++] = &v[i];
+	if (em.n == 0)
+		goto out;
+	qsort(em.sorted, em.n, sizeof *em.sorted, reading_by_id);
+	(void)net_counters_each(m->net, on_egress_counter, &em); /* a failed dump: no series */
+out:
+	free(em.sorted);
+}
+
+enum ws_series {
+	WS_CPU,
+	WS_MEMORY,
+	WS_PIDS,
+	WS_RX,
+	WS_TX,
+	WS_EGRESS_ALLOWED,
+	WS_EGRESS_DENIED,
+	_WS_SERIES_MAX
+};
 
 static const struct {
 	const char *name, *type, *help;
@@ -315,6 +385,12 @@ static const struct {
 		    "Bytes the workspace received on its network (bridge and restricted only)." },
 	[WS_TX] = { "station_workspace_network_transmit_bytes_total", "counter",
 		    "Bytes the workspace sent on its network (bridge and restricted only)." },
+	[WS_EGRESS_ALLOWED] = { "station_egress_allowed_total", "counter",
+				"New connections the workspace's firewall let out (bridge and "
+				"restricted only; DNS to the worker's resolver not counted)." },
+	[WS_EGRESS_DENIED] = { "station_egress_denied_total", "counter",
+			       "Packets the workspace's firewall dropped (bridge and restricted "
+			       "only; each retry of a refused connection counts)." },
 };
 
 static void write_ws_sample(struct manager *m, FILE *f, enum ws_series k,
@@ -341,6 +417,12 @@ static void write_ws_sample(struct manager *m, FILE *f, enum ws_series k,
 			metrics_sample_u64(f, ws_series[k].name, labels,
 					   w->net[k == WS_RX ? 0 : 1]);
 		break;
+	case WS_EGRESS_ALLOWED:
+	case WS_EGRESS_DENIED:
+		if (w->has_egress)
+			metrics_sample_u64(f, ws_series[k].name, labels,
+					   w->egress[k == WS_EGRESS_ALLOWED ? 0 : 1]);
+		break;
 	default:
 		break;
 	}
@@ -363,6 +445,7 @@ static void write_workspaces(struct manager *m, FILE *f)
 		if (workspace_read(ws, &v[n]))
 			n++;
 	}
+	workspaces_read_egress(m, v, n);
 	/* the list runs newest first: written oldest first */
 	for (int k = 0; k < _WS_SERIES_MAX; k++) {
 		metrics_family(f, ws_series[k].name, ws_series[k].type, ws_series[k].help);
@@ -386,6 +469,11 @@ void manager_metrics_write(struct manager *m, FILE *f)
 		write_counters(m->metrics, f);
 		write_pools(m, f);
 		write_image_bytes(m, f);
+		metrics_family(f, "station_preview_exposures", "gauge",
+			       "Ports exposed through the preview listener now.");
+		metrics_sample_u64(f, "station_preview_exposures", NULL, ports_exposures_count(m));
+		if (m->metrics->preview_fn)
+			m->metrics->preview_fn(m->metrics->preview_userdata, f);
 	}
 	write_workspaces(m, f);
 }

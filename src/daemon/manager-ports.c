@@ -126,6 +126,16 @@ static size_t exposures_of(struct manager *m, const char *ws_id)
 	return n;
 }
 
+size_t ports_exposures_count(struct manager *m)
+{
+	uint64_t now = realtime_usec();
+	size_t n = 0;
+
+	for (struct exposure *x = m->ports ? m->ports->all : NULL; x; x = x->next)
+		n += !exposure_expired(x, now);
+	return n;
+}
+
 /* ---- expiry ------------------------------------------------------------------------------- */
 
 static void ports_arm(struct manager *m)

@@ -829,6 +829,11 @@ int net_workspace_counters(struct net *n, const char *id, struct net_counters *r
 	return r;
 }
 
+int net_counters_each(struct net *n, net_counter_fn fn, void *userdata)
+{
+	return n && n->nft ? nft_counters_each(n->nft, fn, userdata) : 0;
+}
+
 void net_address_string(uint32_t address, char buf[16])
 {
 	addr_string(address, buf);

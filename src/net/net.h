@@ -153,6 +153,11 @@ struct net_counters {
 	uint64_t pinned, pins_expired;
 };
 int net_workspace_counters(struct net *n, const char *id, struct net_counters *ret);
+/* Every workspace's firewall counters (allowed: new connections accepted; denied: packets
+ * dropped) in one request to the kernel, fn called once per counter; nothing when the network
+ * has no firewall. */
+typedef void (*net_counter_fn)(void *userdata, const char *id, bool denied, uint64_t packets);
+int net_counters_each(struct net *n, net_counter_fn fn, void *userdata);
 /* Hands every denial logged so far to the net_denied_fn, at once rather than when the event
  * loop next polls the log (a run's end reads what happened before it). */
 void net_denials_drain(struct net *n);

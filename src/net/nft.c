@@ -43,6 +43,8 @@
 #define NFT_PORT_PREFIX "sv"
 /* A counter object's answer: names, type, data, handle and at most 256 bytes of user data. */
 #define NFT_NL_BUFFER_SIZE 8192
+/* A dump's parts (the kernel fills one to at most the size of our last read, 32 KiB). */
+#define NFT_NL_DUMP_BUFFER_SIZE 32768
 /* Our GETOBJ request: two names and the type. */
 #define NFT_NL_REQUEST_SIZE 512
 /* Stale datagrams read off the socket before a request (answers to an interrupted one). */
@@ -1182,6 +1184,95 @@ static int nft_workspace_counters_locked(struct nft *n, const char *id, uint64_t
 	return 0;
 }
 
+/* Every counter of the table in one NFT_MSG_GETOBJ dump (the kernel filters by table and
+ * type), each ws_<key>_allowed and ws_<key>_denied handed to fn: the cost of a scrape does not
+ * grow by a request per workspace. */
+
+struct counter_dump {
+	const char *table;
+	nft_counter_fn fn;
+	void *userdata;
+};
+
+static int counter_dump_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct counter_dump *d = data;
+	const struct nlattr *tb[NFTA_OBJ_MAX + 1] = {}, *ctb[NFTA_COUNTER_MAX + 1] = {};
+	char name[NFT_ID_MAX + 16], id[NFT_ID_MAX + 1];
+	size_t len;
+	bool denied;
+
+	if (nlh->nlmsg_type != ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWOBJ) ||
+	    mnl_nlmsg_get_payload_len(nlh) < sizeof(struct nfgenmsg) ||
+	    mnl_attr_parse(nlh, sizeof(struct nfgenmsg), obj_attr_cb, tb) < 0 ||
+	    !tb[NFTA_OBJ_TABLE] || !tb[NFTA_OBJ_NAME] || !tb[NFTA_OBJ_TYPE] || !tb[NFTA_OBJ_DATA])
+		return MNL_CB_OK;
+	if (strcmp(mnl_attr_get_str(tb[NFTA_OBJ_TABLE]), d->table) != 0 ||
+	    ntohl(mnl_attr_get_u32(tb[NFTA_OBJ_TYPE])) != NFT_OBJECT_COUNTER ||
+	    mnl_attr_parse_nested(tb[NFTA_OBJ_DATA], counter_data_attr_cb, ctb) < 0 ||
+	    !ctb[NFTA_COUNTER_PACKETS])
+		return MNL_CB_OK;
+	snprintf(name, sizeof name, "%s", mnl_attr_get_str(tb[NFTA_OBJ_NAME]));
+	len = strlen(name);
+	if (len > 8 && strcmp(name + len - 8, "_allowed") == 0) {
+		name[len - 8] = '\0';
+		denied = false;
+	} else if (len > 7 && strcmp(name + len - 7, "_denied") == 0) {
+		name[len - 7] = '\0';
+		denied = true;
+	} else {
+		return MNL_CB_OK;
+	}
+	if (id_from_chain(name, id) == 0)
+		d->fn(d->userdata, id, denied,
+		      be64toh(mnl_attr_get_u64(ctb[NFTA_COUNTER_PACKETS])));
+	return MNL_CB_OK;
+}
+
+static int nft_counters_each_locked(struct nft *n, nft_counter_fn fn, void *userdata)
+{
+	char req[NFT_NL_REQUEST_SIZE];
+	_cleanup_free_ char *buf = malloc(NFT_NL_DUMP_BUFFER_SIZE);
+	struct counter_dump d = { .table = n->table, .fn = fn, .userdata = userdata };
+	struct nlmsghdr *nlh;
+	struct nfgenmsg *nfg;
+	uint32_t seq;
+
+	if (!buf)
+		return -ENOMEM;
+	nl_drain(n, buf);
+	seq = ++n->seq;
+	nlh = mnl_nlmsg_put_header(req);
+	nlh->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETOBJ;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	nlh->nlmsg_seq = seq;
+	nfg = mnl_nlmsg_put_extra_header(nlh, sizeof(*nfg));
+	nfg->nfgen_family = NFPROTO_INET;
+	nfg->version = NFNETLINK_V0;
+	nfg->res_id = 0;
+	mnl_attr_put_strz(nlh, NFTA_OBJ_TABLE, n->table);
+	mnl_attr_put_u32(nlh, NFTA_OBJ_TYPE, htonl(NFT_OBJECT_COUNTER));
+
+	if (mnl_socket_sendto(n->nl, nlh, nlh->nlmsg_len) < 0)
+		return negative_errno();
+	/* the kernel makes each next part of a dump as the last one is read: never a wait */
+	for (;;) {
+		ssize_t len = mnl_socket_recvfrom(n->nl, buf, NFT_NL_DUMP_BUFFER_SIZE);
+		int r;
+
+		if (len < 0) {
+			if (errno == EINTR)
+				continue;
+			return negative_errno();
+		}
+		r = mnl_cb_run(buf, (size_t)len, seq, n->portid, counter_dump_cb, &d);
+		if (r < 0)
+			return errno == ENOENT ? 0 : negative_errno(); /* no table yet: none */
+		if (r == MNL_CB_STOP)
+			return 0;
+	}
+}
+
 static int nft_workspace_list_locked(struct nft *n, char ***ret_ids)
 {
 	_cleanup_json_ json_t *items = NULL;
@@ -1282,6 +1373,14 @@ int nft_workspace_counters(struct nft *n, const char *id, uint64_t *ret_allowed,
 {
 	pthread_mutex_lock(&n->lock);
 	int r = nft_workspace_counters_locked(n, id, ret_allowed, ret_denied);
+	pthread_mutex_unlock(&n->lock);
+	return r;
+}
+
+int nft_counters_each(struct nft *n, nft_counter_fn fn, void *userdata)
+{
+	pthread_mutex_lock(&n->lock);
+	int r = nft_counters_each_locked(n, fn, userdata);
 	pthread_mutex_unlock(&n->lock);
 	return r;
 }

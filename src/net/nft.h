@@ -106,6 +106,11 @@ int nft_workspace_pin(struct nft *n, const char *id, size_t rule_index, const ui
  * set on success only. */
 int nft_workspace_counters(struct nft *n, const char *id, uint64_t *ret_allowed,
 			   uint64_t *ret_denied);
+/* Every workspace's two counters at once (one nfnetlink dump of the table's counter objects):
+ * fn is called for each, with the workspace's id, which of the two (denied or allowed) and its
+ * packets. A table that does not exist yet gives none. */
+typedef void (*nft_counter_fn)(void *userdata, const char *id, bool denied, uint64_t packets);
+int nft_counters_each(struct nft *n, nft_counter_fn fn, void *userdata);
 /* The ids that have a chain in the table (from the chain names), NULL-terminated (strv_free()).
  * A table that does not exist yet gives an empty list. */
 int nft_workspace_list(struct nft *n, char ***ret_ids);
