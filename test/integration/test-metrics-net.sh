@@ -147,4 +147,32 @@ t_promtool() {
 }
 run_test "promtool check metrics passes on a scrape with egress and preview series" t_promtool
 
+# Every metric the shipped Grafana dashboard queries is in this scrape (which has a preview
+# listener and a network, unlike test-metrics').
+t_grafana() {
+	python3 - "$SRC/deploy/grafana/station-sandbox.json" "$TMP/all.txt" <<'PY'
+import json, re, sys
+board = json.load(open(sys.argv[1]))
+names = set()
+for line in open(sys.argv[2]):
+    m = re.match(r'# TYPE (\S+) (\S+)', line)
+    if m:
+        names.add(m.group(1))
+        if m.group(2) == 'histogram':
+            names.update(m.group(1) + s for s in ('_bucket', '_sum', '_count'))
+exprs = [t['expr'] for p in board['panels'] for t in p.get('targets', []) if 'expr' in t]
+queried = {m for e in exprs for m in re.findall(r'\bstation_[a-z0-9_]+', e)}
+for want in ('station_egress_allowed_total', 'station_egress_denied_total',
+             'station_preview_requests_total', 'station_preview_connections_open',
+             'station_preview_websockets_open', 'station_preview_exposures'):
+    if want not in queried:
+        sys.exit('the dashboard does not query ' + want)
+missing = sorted(queried - names)
+if missing:
+    sys.exit('queried but not in a scrape: ' + ', '.join(missing))
+print('# %d queries, every metric in the scrape' % len(exprs))
+PY
+}
+run_test "the Grafana dashboard's egress and preview panels query metrics a real scrape has" t_grafana
+
 exit $((_n_fail > 0))

@@ -243,7 +243,9 @@ def panels(ps):
         yield from panels(p.get('panels', []))
 exprs = [t['expr'] for p in panels(board['panels']) for t in p.get('targets', []) if 'expr' in t]
 assert len(exprs) >= 10, 'only %d queries' % len(exprs)
-missing = sorted({m for e in exprs for m in re.findall(r'\bstation_[a-z0-9_]+', e)} - names)
+# the preview listener's series: this controller has none (test-metrics-net checks them)
+missing = sorted({m for e in exprs for m in re.findall(r'\bstation_[a-z0-9_]+', e)
+                  if not m.startswith('station_preview_')} - names)
 if missing:
     sys.exit('queried but not in a scrape: ' + ', '.join(missing))
 print('# %d queries, every metric in the scrape' % len(exprs))
