@@ -132,9 +132,9 @@ void station_client_set_interrupt(struct station_client *c, int (*check)(void *u
  *   upgrade) stays silent for timeout_ms;
  * - a followed WebSocket stream (station_run_follow() and the other follows, terminals) stays
  *   silent for timeout_ms plus 30 s: the server pings an idle one every 30 s, so only a server
- *   that stopped answering is that silent. A server-sent event stream (station_request_stream(),
- *   station_events_follow(), follows over https://) has no such deadline after its head: the
- *   server sends nothing on a quiet one.
+ *   that stopped answering is that silent; a server-sent event stream
+ *   (station_request_stream(), station_events_follow(), follows over https://) silent for
+ *   timeout_ms plus 15 s: the server sends a quiet one a heartbeat comment every 15 s.
  * timeout_ms is STATION_TIMEOUT_MS from the environment when station_client_new() reads it (a
  * positive integer), else 30000; this sets it for c and, on a client over several workers, for
  * every worker's handle. 0 restores the default. */

@@ -50,6 +50,9 @@ struct station_client {
 /* The server pings a WebSocket after this long without input (ws-conn.h): a followed stream
  * that stays silent longer than this plus the answer deadline has a server that stopped. */
 #define CLIENT_WS_PING_MS 30000L
+/* The server sends a quiet event stream a heartbeat comment this often (docs/api.md): one
+ * silent longer than this plus the answer deadline has a server that stopped. */
+#define CLIENT_SSE_HEARTBEAT_MS 15000L
 #define CLIENT_BUF_SIZE (64u * 1024)
 
 /* Records a failure that is not an API error and returns err, so callers can

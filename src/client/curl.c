@@ -39,8 +39,8 @@ struct client_curl {
 	CURL *h;
 	char error[CURL_ERROR_SIZE];
 	/* The deadlines of the transfer under way (client-internal.h): its answer's head must
-	 * come within head_ms of the request's last byte sent; then, unless it is an event
-	 * stream, no silence may last the answer deadline. */
+	 * come within head_ms of the request's last byte sent; then no silence may last the
+	 * answer deadline (plus the server's heartbeat interval in an event stream). */
 	uint64_t head_ms;
 	uint64_t head_deadline; /* CLOCK_MONOTONIC ms */
 	uint64_t last_byte;	/* when a byte last came or went */
@@ -152,7 +152,8 @@ static int transfer_progress(void *userdata, curl_off_t dltotal, curl_off_t dlno
 {
 	struct station_client *c = userdata;
 	struct client_curl *t = c->curl;
-	uint64_t now = now_ms();
+	uint64_t now = now_ms(),
+		 idle_ms = c->timeout_ms + (t->stream ? CLIENT_SSE_HEARTBEAT_MS : 0);
 
 	if (dlnow + ulnow != t->moved) {
 		t->moved = dlnow + ulnow;
@@ -162,8 +163,8 @@ static int transfer_progress(void *userdata, curl_off_t dltotal, curl_off_t dlno
 	}
 	if (!t->head_done && now >= t->head_deadline)
 		t->missed_ms = t->head_ms;
-	else if (t->head_done && !t->stream && now - t->last_byte >= c->timeout_ms)
-		t->missed_ms = c->timeout_ms;
+	else if (t->head_done && now - t->last_byte >= idle_ms)
+		t->missed_ms = idle_ms;
 	if (t->missed_ms > 0)
 		return 1;
 	return c->interrupt && c->interrupt(c->interrupt_userdata) ? 1 : 0;

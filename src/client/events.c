@@ -136,10 +136,11 @@ int station_events(struct station_client *c, const struct station_events_options
 			break; /* the callback's own answer, or the stream's protocol error */
 		if (r == 0)
 			r = client_error(c, -ECONNRESET, "the event stream ended");
-		/* A refusal (400, 401…) is final; a connection that broke, or a controller not there
-		 * (restarting: no socket, refused), is tried again. */
-		if (r != -ECONNRESET && r != -EPIPE && r != -ECONNREFUSED && r != -ENOENT &&
-		    r != -ETIMEDOUT && r != -EIO)
+		/* A refusal (400, 401…) is final, and so is a controller that did not answer in time
+		 * (a quiet stream has its heartbeat: one silent past the deadline has a controller that
+		 * stopped); a connection that broke, or a controller not there (restarting: no socket,
+		 * refused), is tried again. */
+		if (r != -ECONNRESET && r != -EPIPE && r != -ECONNREFUSED && r != -ENOENT && r != -EIO)
 			break;
 		if (c->interrupt && c->interrupt(c->interrupt_userdata)) {
 			r = client_error(c, -EINTR, "interrupted");

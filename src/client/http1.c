@@ -40,7 +40,7 @@ struct exchange {
 	bool body_unsent;	/* the request's body did not (all) go: the connection ends */
 	bool answer_done;	/* the whole final answer arrived */
 	bool got_interim;	/* a 1xx answer arrived (100 Continue) */
-	bool stream;		/* an event stream: no deadline once its head arrived */
+	bool stream;		/* an event stream: silent for the heartbeat interval more */
 	int send_error;		/* < 0: the request could not be sent whole */
 	uint64_t head_ms;	/* how long the answer may take to begin (client_answer_ms()) */
 	uint64_t head_deadline; /* CLOCK_MONOTONIC ms by which its head must have come */
@@ -55,8 +55,8 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* How long the next wait for the answer may last (-1: for ever): until the head's deadline,
- * then the answer deadline as the longest silence, none in an event stream once it began. */
+/* How long the next wait for the answer may last: until the head's deadline, then the answer
+ * deadline as the longest silence, plus the server's heartbeat interval in an event stream. */
 static int answer_wait_ms(struct exchange *ex)
 {
 	uint64_t now = now_ms();
@@ -67,10 +67,8 @@ static int answer_wait_ms(struct exchange *ex)
 			       (int)MIN(ex->head_deadline - now, (uint64_t)INT_MAX) :
 			       0;
 	}
-	if (ex->stream)
-		return -1;
-	ex->missed_ms = ex->c->timeout_ms;
-	return (int)MIN(ex->c->timeout_ms, (uint64_t)INT_MAX);
+	ex->missed_ms = ex->c->timeout_ms + (ex->stream ? CLIENT_SSE_HEARTBEAT_MS : 0);
+	return (int)MIN(ex->missed_ms, (uint64_t)INT_MAX);
 }
 
 void client_http1_close(struct station_client *c)

@@ -2,8 +2,10 @@
 """A worker that hangs: listens on loopback, accepts every connection and reads what is sent,
 and never answers (--mode silent), or answers a request's head and then never sends the body
 it announced (--mode stall-body), or answers the start of a command (POST …/commands) with a
-running run and nothing else (--mode start-only: the follow and the cancel hang). Prints its port on stdout once it listens; runs until
-killed. For test-client-deadlines.sh and the SDKs' deadline tests."""
+running run and nothing else (--mode start-only: the follow and the cancel hang), or answers
+every request as an event stream that begins and then stays silent, without the server's
+heartbeat (--mode quiet-stream). Prints its port on stdout once it listens; runs until killed.
+For test-client-deadlines.sh and the SDKs' deadline tests (test-sdk-deadlines.sh)."""
 
 import argparse
 import socket
@@ -14,6 +16,9 @@ STALL_HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 
 
 RUN = b'{"id":"r1","status":"running","command":"sleep 100"}'
+
+STREAM_HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+               b"Cache-Control: no-store\r\n\r\n: stream\n\n")
 
 
 def serve(conn: socket.socket, mode: str) -> None:
@@ -34,6 +39,9 @@ def serve(conn: socket.socket, mode: str) -> None:
             if mode == "stall-body":
                 conn.sendall(STALL_HEAD)
                 answered = True
+            elif mode == "quiet-stream":
+                conn.sendall(STREAM_HEAD)
+                answered = True
             elif mode == "start-only" and line.startswith(b"POST ") and b"/commands" in line \
                     and b"/cancel" not in line:
                 conn.sendall(b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
@@ -43,7 +51,7 @@ def serve(conn: socket.socket, mode: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=["silent", "stall-body", "start-only"], default="silent")
+    ap.add_argument("--mode", choices=["silent", "stall-body", "start-only", "quiet-stream"], default="silent")
     ap.add_argument("--port", type=int, default=0)
     args = ap.parse_args()
     s = socket.socket()

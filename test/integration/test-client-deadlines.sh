@@ -17,7 +17,7 @@ require_controller --listen "tcp:127.0.0.1:$PORT"
 TOKEN=$(tr -d '\n' <"$ROOT/admin.token")
 
 declare -A HANG_PORT=() HANG_PID=()
-for mode in silent stall-body start-only; do
+for mode in silent stall-body start-only quiet-stream; do
 	python3 "$SRC/test/integration/hang-worker.py" --mode "$mode" >"$TMP/hang-$mode.port" &
 	HANG_PID[$mode]=$!
 	if ! wait_for -t 10 test -s "$TMP/hang-$mode.port"; then
@@ -174,6 +174,52 @@ t_sigterm_then_hung_cancel() {
 run_test "SIGTERM, then a cancel that gets no answer: exec ends within the cancel deadline" \
 	t_sigterm_then_hung_cancel
 
+# ---------------------------------------------------------------------------------------------
+# Event streams: the server's heartbeat every 15 s on a quiet one, and the client's deadline of
+# STATION_TIMEOUT_MS + 15 s of silence in one.
+
+# The comment line ": ping" comes on a quiet GET /v1/events 15 s after its opening comment.
+t_heartbeat_on_a_quiet_stream() {
+	local pid started seen=
+	curl -sN --max-time 40 --unix-socket "$SOCK" -H 'Accept: text/event-stream' \
+		"http://x/v1/events?types=terminal" >"$TMP/sse" 2>/dev/null &
+	pid=$!
+	started=${EPOCHREALTIME/./}
+	wait_for -t 30 grep -qx ': ping' "$TMP/sse" && seen=$(((${EPOCHREALTIME/./} - started) / 1000))
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	[[ -n $seen ]] || _fail "no ': ping' line within 30 s; the stream held: $(tr '\n' '|' <"$TMP/sse")" || return 1
+	assert_le 14000 "$seen" "milliseconds to the first heartbeat" || return 1
+	assert_le "$seen" 20000 "milliseconds to the first heartbeat" || return 1
+	note "first heartbeat after $seen ms"
+}
+run_test "server: a quiet event stream gets the heartbeat comment after 15 s" \
+	t_heartbeat_on_a_quiet_stream
+
+# A stream that began and then says nothing (no heartbeat): ends within 2 s + 15 s naming w2.
+t_events_on_a_hung_stream() {
+	fleet quiet-stream --worker w2 events
+	assert_eq 2 "$RC" "events on w2: exit status ($ERR)" || return 1
+	assert_contains "worker w2 (http://127.0.0.1:${HANG_PORT[quiet-stream]}) did not answer within 17 s" \
+		"$ERR" "events on w2: stderr" || return 1
+	assert_le 16000 "$MS" "milliseconds taken" || return 1
+	assert_le "$MS" 30000 "milliseconds taken"
+}
+run_test "events on a stream that stays silent past the deadline and heartbeat: fails naming it" \
+	t_events_on_a_hung_stream
+
+# Control: the controller's quiet stream, the same 2 s deadline, stays open for 20 s.
+t_events_quiet_stream_stays_open() {
+	local started=${EPOCHREALTIME/./} rc
+	STATION_TIMEOUT_MS=2000 timeout 20 "$CLI_BIN" --socket "$SOCK" events --types terminal \
+		>"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	assert_eq 124 "$rc" "events ended by timeout(1) after 20 s, not by itself ($(cat "$TMP/err"))" || return 1
+	assert_eq "" "$(cat "$TMP/err")" "stderr" || return 1
+	assert_le 19000 $(((${EPOCHREALTIME/./} - started) / 1000)) "milliseconds it stayed open"
+}
+run_test "control: events on a quiet stream stays open past the deadline (the heartbeat)" \
+	t_events_quiet_stream_stays_open
 
 # ---------------------------------------------------------------------------------------------
 # Fleet messages (the hang worker is not asked: these fail before any request).
