@@ -45,7 +45,9 @@ free_port() {
 }
 PORT=$(free_port)
 PREVIEW_PORT=$(free_port)
-CONTROLLER_ARGS=(--listen "tcp:127.0.0.1:$PORT" --preview-listen "tcp:127.0.0.1:$PREVIEW_PORT")
+# The usage history sampled every 200 ms, so that its tests see points within a second or two.
+CONTROLLER_ARGS=(--listen "tcp:127.0.0.1:$PORT" --preview-listen "tcp:127.0.0.1:$PREVIEW_PORT"
+	--usage-interval-ms 200)
 
 # The container tests: the busybox image layout (imported by the tests through the SDK), when
 # this machine can run containers; else the reason goes to the tests, which skip with it.

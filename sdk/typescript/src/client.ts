@@ -56,6 +56,8 @@ import type {
   StreamName,
   Terminal,
   TerminalExit,
+  UsageHistory,
+  UsageOptions,
   WorkerInfo,
   Workspace,
   WorkspaceNetwork,
@@ -177,6 +179,17 @@ function query(params: Record<string, string | number | boolean | undefined>): s
     parts.push(`${k}=${v === true ? 1 : encodeURIComponent(v)}`);
   }
   return parts.length ? `?${parts.join("&")}` : "";
+}
+
+/** `?since=&step=` of a usage history; since an hour back when neither is given (without both a workspace's path answers its use now). */
+function usageQuery(o: UsageOptions): string {
+  const since = o.since instanceof Date ? o.since.toISOString() : o.since;
+  if (typeof since === "number" && !(Number.isInteger(since) && since >= 1e12))
+    throw new TypeError(`since ${since}: a number is milliseconds since the epoch (a duration is a string such as "1h")`);
+  if (o.step !== undefined && typeof o.step === "number" && !Number.isInteger(o.step))
+    throw new TypeError(`step ${o.step}: a number is whole milliseconds`);
+  const step = typeof o.step === "number" ? `${o.step}ms` : o.step;
+  return query({ since: since === undefined && step === undefined ? "1h" : since, step });
 }
 
 /** The most workspaces one fork makes. */
@@ -380,6 +393,15 @@ export class StationClient {
     return this.t.json("GET", "/v1/worker");
   }
 
+  /**
+   * The worker's totals over time (a tenant's token: its own workspaces' sum), as
+   * `workspaceUsage()`. With several workers, `worker` names which (as `on(worker)`).
+   */
+  workerUsage(options: UsageOptions & { worker?: string } = {}): Promise<UsageHistory> {
+    const c = options.worker !== undefined ? this.on(options.worker) : this;
+    return c.t.json("GET", `/v1/worker/usage${usageQuery(options)}`);
+  }
+
   // -- workspaces -------------------------------------------------------------------------
 
   /**
@@ -534,6 +556,15 @@ export class StationClient {
   /** Replaces a restricted workspace's egress policy (409 for another mode). */
   setWorkspaceNetwork(id: string, egress: EgressPolicy): Promise<WorkspaceNetwork> {
     return this.t.json("PUT", `/v1/workspaces/${seg(id)}/network`, { egress });
+  }
+
+  /**
+   * The workspace's CPU, memory, pids and network over time (docs/api.md, "Usage history"):
+   * `samples` oldest first, one per `step` that had samples. A malformed since or step is a
+   * StationError 400 naming it.
+   */
+  workspaceUsage(id: string, options: UsageOptions = {}): Promise<UsageHistory> {
+    return this.t.json("GET", `/v1/workspaces/${seg(id)}/usage${usageQuery(options)}`);
   }
 
   // -- commands ---------------------------------------------------------------------------

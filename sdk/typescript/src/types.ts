@@ -219,6 +219,50 @@ export interface WorkspaceNetwork {
   refused?: RefusedDestination[];
 }
 
+/** What part of a usage history to ask for (docs/api.md, "Usage history"). */
+export interface UsageOptions {
+  /**
+   * From when: an RFC 3339 time or a duration back from now as the API takes it
+   * (`"2026-12-07T07:00:00Z"`, `"1h"`, `"90s"`), a `Date`, or a number of milliseconds since
+   * the epoch. Absent: an hour ago.
+   */
+  since?: string | number | Date;
+  /** Each point's width: `"5s"`, `"1m"`, or a number of milliseconds (100 ms to 24 h). Absent: the sampling interval within the last hour, else a minute. */
+  step?: string | number;
+}
+
+/** One point of a usage history: the step starting at `t`. */
+export interface UsageSample {
+  /** RFC 3339, UTC. */
+  t: string;
+  /** Cores used over the step (CPU time / `spanMs`). */
+  cpu: number;
+  /** Memory in use averaged over the step (less inactive file cache). */
+  memoryBytes: number;
+  memoryMaxBytes: number;
+  /** The most processes and threads. */
+  pids: number;
+  /** Bytes received and sent within the step (0 without a network). */
+  rxBytes: number;
+  txBytes: number;
+  /** The time its samples cover. */
+  spanMs: number;
+}
+
+/** `GET /v1/workspaces/{id}/usage?since=&step=` (workspaceId, limits) or `GET /v1/worker/usage` (worker, tenant). */
+export interface UsageHistory {
+  workspaceId?: string;
+  worker?: string;
+  tenant?: string | null;
+  stepMs: number;
+  /** How often the controller samples (`--usage-interval-ms`). */
+  intervalMs: number;
+  /** null: unlimited. */
+  limits?: { cpus: number | null; memoryBytes: number | null; pidsLimit: number | null };
+  /** Oldest first; a step without samples is absent. */
+  samples: UsageSample[];
+}
+
 export type Workspace = HostWorkspace | ContainerWorkspace;
 
 /**
