@@ -163,9 +163,10 @@ static bool id_valid(const char *id)
 {
 	size_t n = strlen(id);
 
-	if (n == 0 || n > 128)
+	if (n == 0 || n > 128 || id[0] == '.')
 		return false;
-	return strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") == n;
+	/* '.': a workspace's name may have one (docs/api.md, "Names and labels") */
+	return strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
 }
 
 static bool adapter_allowed(const struct mcp_limits *l, const char *adapter)
@@ -186,7 +187,9 @@ int mcp_arg_workspace(struct mcp_call *call, const char **ret_id)
 	if (mcp_arg_string(call, "workspaceId", true, &id) < 0)
 		return -1;
 	if (!id_valid(id))
-		return mcp_fail(call, "workspace '%.140s' not found (ids are [A-Za-z0-9_-])", id);
+		return mcp_fail(call,
+				"workspace '%.140s' not found (ids and names are [A-Za-z0-9_.-])",
+				id);
 	r = station_workspace_get(call->s->client, id, &ws);
 	if (r == -ENOENT)
 		return mcp_fail(call, "workspace '%s' not found", id);
@@ -797,7 +800,7 @@ struct tool {
 	int (*run)(struct mcp_call *call);
 };
 
-#define WS_ARG "'workspaceId':{'type':'string','description':'the workspace id'}"
+#define WS_ARG "'workspaceId':{'type':'string','description':'the workspace id, or its name'}"
 #define OBJ_OUT(props, req) "{'type':'object','properties':{" props "},'required':[" req "]}"
 #define WS_OUT                                                                                     \
 	OBJ_OUT("'id':{'type':'string'},'state':{'type':'string'},'adapter':{'type':'string'}",    \
