@@ -139,7 +139,7 @@ export function servicesTab(root, ctx, wsPath) {
 					h('button.danger', { type: 'button', on: { click: () => act(s, 'delete') } }, 'Delete'))))))));
 	}
 
-	function select(n, reveal) {
+	function select(n, inView) {
 		if (selected !== n) {
 			logAbort?.abort();
 			logAbort = null;
@@ -149,10 +149,10 @@ export function servicesTab(root, ctx, wsPath) {
 		}
 		if (selected !== n) followed = null;
 		selected = n;
-		loadList();
-		loadDetail(true).then(() => {
+		// the list above redrawn first: a row more moves the detail down
+		Promise.all([loadList(), loadDetail(true)]).then(() => {
 			// its live logs below the list, else out of sight
-			if (reveal && selected === n && !detail.hidden) reveal(detail, detail.querySelector('.logview'));
+			if (inView && selected === n && !detail.hidden) reveal(detail, detail.querySelector('.logview'));
 		});
 	}
 

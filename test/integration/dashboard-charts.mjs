@@ -3,7 +3,7 @@
 //
 //   node dashboard-charts.mjs BASE_URL TOKEN BUSY_WS IDLE_WS SHOT_DIR
 //
-// BUSY_WS is a host workspace (1 CPU, 256 MiB) whose service "spin" runs a CPU loop and whose
+// BUSY_WS is a host workspace (1 CPU, 256 MiB) whose service "spin" runs CPU loops and whose
 // service "ticker" prints a line every 0.2 s, with some runs behind it; IDLE_WS one that runs
 // nothing. The controller samples every 200 ms. Reads what each chart shows from the page
 // (window.__charts, the elements' data-*), the runs timeline's bars, where the live output of a
@@ -156,6 +156,22 @@ try {
 		await page.waitForTimeout(200);
 	}
 	result.serviceCounts = seen;
+
+	step('a service started from the form: its logs in view');
+	await page.evaluate(() => window.scrollTo(0, 0));
+	await page.fill('#svc-name', 'hello');
+	await page.fill('#svc-command', 'echo hello; sleep 600');
+	await page.click('#svc-start');
+	await waitState(page, 'the new service shown', () => /hello/.test(document.querySelector('#svc-detail h2')?.textContent || ''),
+		null, () => document.querySelector('#svc-detail')?.textContent);
+	await page.waitForFunction(() => {
+		const r = document.querySelector('#svc-detail .logview')?.getBoundingClientRect();
+		return r && r.top >= 0 && r.bottom <= window.innerHeight;
+	}, null, { timeout: 5000, polling: 100 }).catch(() => {});
+	result.serviceLogsRect = await page.$eval('#svc-detail .logview', (e) => {
+		const r = e.getBoundingClientRect();
+		return { top: Math.round(r.top), bottom: Math.round(r.bottom), innerHeight: window.innerHeight };
+	});
 
 	step('the idle workspace: its chart near 0');
 	await page.evaluate((h) => { location.hash = h; }, `#/w/${idle}/commands`);

@@ -35,7 +35,9 @@ t_browser() {
 		run_start "$busy" "$body" 5000 || return 1
 		RUNS+=("$RUN")
 	done
-	api -q POST "/v1/workspaces/$busy/services" '{"name":"spin","command":"while :; do :; done"}'
+	# Two loops under a 1 CPU limit: a whole CPU when the machine is free, and twice one
+	# thread's share when other work is contending for it.
+	api -q POST "/v1/workspaces/$busy/services" '{"name":"spin","command":"sh -c \"while :; do :; done\" & while :; do :; done"}'
 	assert_eq 201 "$STATUS" "the CPU loop starts" || return 1
 	api -q POST "/v1/workspaces/$busy/services" '{"name":"ticker","command":"while :; do echo tick; sleep 0.2; done"}'
 	assert_eq 201 "$STATUS" "the ticker starts" || return 1
@@ -121,6 +123,9 @@ t_service_counts() {
 	# The ticker writes 5 lines a second; over 8 s the shown count changes every poll (2 s),
 	# where a count refreshed with the list every 10 s shows at most two values.
 	assert_le 3 "$(j '.serviceCounts | length' "$R")" "distinct counts shown in 8 s"
+	note "service logs at $(j .serviceLogsRect "$R")"
+	assert_eq true "$(j '.serviceLogsRect.top >= 0 and .serviceLogsRect.bottom <= .serviceLogsRect.innerHeight' "$R")" \
+		"a started service's live logs wholly in the window"
 }
 
 t_hidden() {
@@ -136,5 +141,5 @@ run_or_skip "the worker's totals with its CPUs and memory" t_worker_chart
 run_or_skip "a CPU sparkline per workspace in the list" t_sparklines
 run_or_skip "the runs timeline: a bar per run, coloured by status" t_timeline
 run_or_skip "a started run's live output opens in view, its byte count current" t_live_output_in_view
-run_or_skip "a running service's byte count stays current while shown" t_service_counts
+run_or_skip "a running service's byte count stays current while shown; a started one's logs in view" t_service_counts
 run_or_skip "nothing asked while hidden; nothing left after leaving" t_hidden
