@@ -216,6 +216,12 @@ struct station_workspace_options {
 	bool auto_resume;
 	/* What idle_timeout_ms does: "stop" or "pause"; NULL: the server's default (stop). */
 	const char *idle_action;
+	/* Its name, unique among the caller's workspaces on the worker (docs/api.md, "Names and
+	 * labels"); NULL: none. Any call that takes a workspace id takes its name too. */
+	const char *name;
+	/* NULL-terminated "KEY=VALUE" labels, or NULL (-EINVAL without a request for an entry
+	 * without '='). */
+	char *const *labels;
 };
 
 /* POST /v1/workspaces; *ret is the new workspace. opts may be NULL. -EINVAL (without a
@@ -237,6 +243,29 @@ int station_workspace_list(struct station_client *c, json_t **ret);
 int station_workspace_list_all(struct station_client *c, json_t **ret);
 
 int station_workspace_get(struct station_client *c, const char *id, json_t **ret);
+
+/* What GET /v1/workspaces?label=…&name=…&state=… selects: every condition holds. */
+struct station_workspace_filter {
+	const char *name;    /* NULL: any */
+	const char *state;   /* NULL: any; "ready", "stopped", … */
+	char *const *labels; /* NULL-terminated "KEY=VALUE" (equal) or "KEY" (present) */
+};
+/* As station_workspace_list_all(), of the workspaces f selects (NULL: all), on every worker of
+ * a client over several. A malformed selector is the server's 400 (-EINVAL). */
+int station_workspace_list_where(struct station_client *c, const struct station_workspace_filter *f,
+				 json_t **ret);
+
+/* PATCH /v1/workspaces/{id}: with set_name, the name becomes name (NULL: none); labels is a
+ * NULL-terminated list of "KEY=VALUE" (set) and "KEY-" (remove), merged into the workspace's
+ * (NULL: unchanged). *ret (optional) is the workspace. -EBUSY when another workspace has the
+ * name (the message names it). */
+struct station_workspace_update {
+	bool set_name;
+	const char *name;
+	char *const *labels;
+};
+int station_workspace_update(struct station_client *c, const char *id,
+			     const struct station_workspace_update *u, json_t **ret);
 
 /* DELETE /v1/workspaces/{id}; *ret (optional) is {"id":…,"state":"deleted"}. */
 int station_workspace_delete(struct station_client *c, const char *id, json_t **ret);

@@ -9,6 +9,7 @@
 #include "api/idempotency.h"
 #include "basic/cleanup.h"
 #include "daemon/manager.h"
+#include "domain/labels.h"
 #include "api/router.h"
 #include "api/validate.h"
 
@@ -46,13 +47,42 @@ int api_reply_result(struct http_request *req, int r, unsigned status, json_t *r
 	return http_reply_json(req, status, result);
 }
 
+/* ?label=KEY[=VALUE] (repeated: all hold), ?name=, ?state= (docs/api.md, "Names and labels"). */
+static int list_filter(struct http_request *req, struct workspace_filter *f,
+		       const char *labels[LABELS_MAX + 1], struct station_error *e)
+{
+	size_t n = http_request_query_all(req, "label", labels, LABELS_MAX);
+	int r = 0;
+
+	if (n > LABELS_MAX)
+		return station_error_set(e, -EINVAL, "label", "%zu label selectors: at most %d", n,
+					 LABELS_MAX);
+	labels[n] = NULL;
+	for (size_t i = 0; i < n && r >= 0; i++)
+		r = validate_label_selector(labels[i], e);
+	f->labels = labels;
+	f->name = http_request_query(req, "name", NULL);
+	if (r >= 0 && f->name && workspace_name_check(f->name, e) < 0)
+		r = -EINVAL;
+	f->state = http_request_query(req, "state", NULL);
+	if (r >= 0 && f->state && workspace_state_from_string(f->state) < 0)
+		r = station_error_set(e, -EINVAL, "state",
+				      "query \"state\" is \"%.64s\", not a workspace state",
+				      f->state);
+	return r;
+}
+
 int api_workspace_list(struct http_request *req)
 {
 	struct station_error e = {};
+	const char *labels[LABELS_MAX + 1];
+	struct workspace_filter f = {};
 	json_t *list = NULL;
 	int r;
 
-	r = manager_workspace_list(http_request_manager(req), &list, &e);
+	r = list_filter(req, &f, labels, &e);
+	if (r >= 0)
+		r = manager_workspace_list(http_request_manager(req), &f, &list, &e);
 	if (r >= 0)
 		list = api_wrap_list(list, "workspaces");
 	return api_reply_result(req, r, 200, list, &e);
@@ -258,6 +288,24 @@ int api_workspace_get(struct http_request *req)
 	int r;
 
 	r = manager_workspace_get(http_request_manager(req), m->ws_id, &ws, &e);
+	return api_reply_result(req, r, 200, ws, &e);
+}
+
+int api_workspace_update(struct http_request *req)
+{
+	const struct route_match *m = http_request_route(req);
+	struct station_error e = {};
+	struct workspace_update u;
+	json_t *body = NULL, *ws = NULL;
+	int r;
+
+	r = api_request_json(req, false, &body, &e);
+	if (r >= 0)
+		r = validate_workspace_update(body, &u, &e);
+	if (r >= 0)
+		r = manager_workspace_update(http_request_manager(req), m->ws_id, u.name_set,
+					     u.name, u.labels_clear, u.labels, &ws, &e);
+	json_decref(body);
 	return api_reply_result(req, r, 200, ws, &e);
 }
 

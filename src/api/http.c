@@ -14,6 +14,7 @@
 
 #include "basic/cleanup.h"
 #include "basic/log.h"
+#include "basic/workers.h"
 #include "api/api-metrics.h"
 #include "api/auth.h"
 #include "api/http-gate.h"
@@ -59,6 +60,7 @@ static const char *const query_download[] = { "path", "maxBytes", NULL };
 static const char *const query_upload[] = { "path", "mode", "parents", "exclusive", NULL };
 static const char *const query_delete[] = { "path", "recursive", NULL };
 static const char *const query_usage[] = { "since", "step", NULL };
+static const char *const query_workspaces[] = { "label", "name", "state", NULL };
 static const char *const query_audit[] = {
 	"limit", "before", "tokenId", "tenant", "workspace", NULL
 };
@@ -69,10 +71,11 @@ static const struct endpoint_info endpoints[_EP_MAX] = {
 	[EP_OPENAPI] = { api_openapi, false, query_none },
 	[EP_WORKER] = { api_worker, false, query_none },
 	[EP_WORKER_USAGE] = { api_worker_usage, false, query_usage },
-	[EP_WORKSPACE_LIST] = { api_workspace_list, false, query_none },
+	[EP_WORKSPACE_LIST] = { api_workspace_list, false, query_workspaces },
 	[EP_WORKSPACE_CREATE] = { api_workspace_create, true, query_none },
 	[EP_WORKSPACE_GET] = { api_workspace_get, false, query_none },
 	[EP_WORKSPACE_DELETE] = { api_workspace_delete, false, query_none },
+	[EP_WORKSPACE_UPDATE] = { api_workspace_update, true, query_none },
 	[EP_WORKSPACE_RESTART] = { api_workspace_restart, false, query_none },
 	[EP_WORKSPACE_PAUSE] = { api_workspace_pause, false, query_none },
 	[EP_WORKSPACE_RESUME] = { api_workspace_resume, false, query_none },
@@ -365,6 +368,35 @@ const char *http_request_query(struct http_request *req, const char *key, bool *
 	if (ret_present)
 		*ret_present = present;
 	return present ? value : NULL;
+}
+
+struct query_all {
+	const char *key;
+	const char **values;
+	size_t max, n;
+};
+
+static enum MHD_Result query_all_one(void *cls, enum MHD_ValueKind kind, const char *key,
+				     const char *value)
+{
+	struct query_all *q = cls;
+
+	(void)kind;
+	if (key && strcmp(key, q->key) == 0) {
+		if (q->n < q->max)
+			q->values[q->n] = value;
+		q->n++;
+	}
+	return MHD_YES;
+}
+
+size_t http_request_query_all(struct http_request *req, const char *key, const char **ret,
+			      size_t max)
+{
+	struct query_all q = { .key = key, .values = ret, .max = max };
+
+	MHD_get_connection_values(req->connection, MHD_GET_ARGUMENT_KIND, query_all_one, &q);
+	return q.n;
 }
 
 const char *http_request_query_n(struct http_request *req, const char *key, bool *ret_present,
@@ -1034,6 +1066,22 @@ static void request_body_free(struct http_request *req)
 	req->body_len = req->body_alloc = 0;
 }
 
+/* A workspace named in the path by its name (docs/api.md, "Names and labels"): the route's id
+ * becomes the id of the caller's tenant's workspace of that name, before anything reads it. A
+ * name never has an id's shape, so an id is never taken for a name; another tenant's name finds
+ * nothing, and the handler answers 404 for it as for any unknown id. */
+static void request_resolve_name(struct http_request *req)
+{
+	static const char prefix[] = "/v1/workspaces/*";
+	struct route_match *m = &req->route;
+
+	if (!m->ws_id[0] || workspace_id_shaped(m->ws_id) ||
+	    strncmp(endpoint_route(m->endpoint), prefix, strlen(prefix)) != 0)
+		return;
+	manager_workspace_resolve(req->server->manager, req->principal.tenant, m->ws_id, m->ws_id,
+				  sizeof m->ws_id);
+}
+
 static void request_audit(struct http_request *req)
 {
 	const struct route_match *m = &req->route;
@@ -1420,6 +1468,7 @@ static int request_check_headers(struct http_request *req, const char *url, cons
 	r = request_check_scope(req, method);
 	if (r < 0 || req->replied)
 		return r;
+	request_resolve_name(req);
 	q.known = req->endpoint->query;
 	if (q.known)
 		MHD_get_connection_values(req->connection, MHD_GET_ARGUMENT_KIND, query_check_one,

@@ -127,6 +127,10 @@ const void *http_request_body(struct http_request *req, size_t *ret_len);
  * differ from strlen(). */
 const char *http_request_query_n(struct http_request *req, const char *key, bool *ret_present,
 				 size_t *ret_len);
+/* Every value of a repeated query argument, in order, into ret (NULL for "?k" without '='):
+ * how many there are (more than max: only max stored). */
+size_t http_request_query_all(struct http_request *req, const char *key, const char **ret,
+			      size_t max);
 
 /* A streamed body (an endpoint marked so in http.c's table): its handler runs as soon as the
  * headers are in, before any of the body, and either replies (the body is then not read) or
@@ -244,6 +248,7 @@ int api_audit_list(struct http_request *req);
 int api_workspace_list(struct http_request *req);
 int api_workspace_create(struct http_request *req);
 int api_workspace_get(struct http_request *req);
+int api_workspace_update(struct http_request *req);
 int api_workspace_delete(struct http_request *req);
 int api_workspace_restart(struct http_request *req);
 int api_workspace_pause(struct http_request *req);

@@ -416,11 +416,12 @@ static int get_pause_fields(json_t *body, struct workspace_spec *w, struct stati
 
 int validate_workspace_spec(json_t *body, struct workspace_spec *ret, struct station_error *e)
 {
-	static const char *const known[] = { "adapter",	       "env",	    "cpus",
-					     "memoryMb",       "pidsLimit", "image",
-					     "seccompProfile", "network",   "egress",
-					     "idleTimeoutMs",  "snapshot",  "autoResume",
-					     "idleAction",     NULL };
+	static const char *const known[] = {
+		"adapter",    "env",	       "cpus",		 "memoryMb",
+		"pidsLimit",  "image",	       "seccompProfile", "network",
+		"egress",     "idleTimeoutMs", "snapshot",	 "autoResume",
+		"idleAction", "name",	       "labels",	 NULL
+	};
 	struct workspace_spec w = {};
 	int r;
 
@@ -459,6 +460,9 @@ int validate_workspace_spec(json_t *body, struct workspace_spec *ret, struct sta
 	if (r < 0)
 		return r;
 	r = get_pause_fields(body, &w, e);
+	if (r < 0)
+		return r;
+	r = validate_workspace_labels(body, &w.name, &w.labels, e);
 	if (r < 0)
 		return r;
 	*ret = w;

@@ -64,6 +64,23 @@ int validate_body(const void *data, size_t n, bool allow_empty, json_t **ret,
  * rules are the manager's to check (net/policy.h). */
 int validate_workspace_spec(json_t *body, struct workspace_spec *ret, struct station_error *e);
 
+/* Names and labels (validate-labels.c, domain/labels.h). "name" and "labels" of a create:
+ * *ret_name a name or NULL (absent or null), *ret_labels an object of string values or NULL;
+ * both borrowed from body. -EINVAL naming the bad name or key. */
+int validate_workspace_labels(json_t *body, const char **ret_name, json_t **ret_labels,
+			      struct station_error *e);
+/* A PATCH /v1/workspaces/{id} body, {"name": string|null, "labels": {KEY: string|null}|null},
+ * both optional: a JSON merge patch (RFC 7396). Strings and objects borrowed from body. */
+struct workspace_update {
+	bool name_set;
+	const char *name; /* NULL with name_set: remove the name */
+	bool labels_clear;
+	json_t *labels; /* NULL: unchanged; values strings (set) or null (remove) */
+};
+int validate_workspace_update(json_t *body, struct workspace_update *ret, struct station_error *e);
+/* A ?label= selector of GET /v1/workspaces: "KEY" (present) or "KEY=VALUE". */
+int validate_label_selector(const char *s, struct station_error *e);
+
 /* A PUT /v1/workspaces/{id}/network body, {"egress": {...}}: *ret borrows the egress object
  * (its rules are the manager's to check). */
 int validate_network_update(json_t *body, json_t **ret, struct station_error *e);

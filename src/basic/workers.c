@@ -299,6 +299,22 @@ int worker_of_id(const char *id, char ret[WORKER_NAME_MAX + 1])
 	return worker_name_valid(ret) ? 0 : -EINVAL;
 }
 
+bool workspace_id_shaped(const char *s)
+{
+	char worker[WORKER_NAME_MAX + 1];
+	const char *tail;
+
+	if (!s || worker_of_id(s, worker) < 0)
+		return false;
+	tail = s + strlen(worker) + 1;
+	if (strlen(tail) != WORKSPACE_ID_RANDOM)
+		return false;
+	for (; *tail; tail++)
+		if (!((*tail >= 'a' && *tail <= 'z') || (*tail >= '2' && *tail <= '7')))
+			return false;
+	return true;
+}
+
 static bool token_valid(const char *s)
 {
 	if (!*s)

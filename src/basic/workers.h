@@ -71,6 +71,13 @@ const struct worker_ref *worker_refs_find(const struct worker_refs *l, const cha
  * "eu-1-3vqk…" → "eu-1"). -EINVAL when that is not a worker name. */
 int worker_of_id(const char *id, char ret[WORKER_NAME_MAX + 1]);
 
+/* The length of the random part of a workspace id: WORKER-<26 of [a-z2-7]>. */
+#define WORKSPACE_ID_RANDOM 26
+/* Whether s has the shape of a workspace id: a worker name, '-', then WORKSPACE_ID_RANDOM
+ * characters of [a-z2-7]. A workspace name never has it (domain/labels.h), so a client tells
+ * an id from a name by its shape alone. */
+bool workspace_id_shaped(const char *s);
+
 /* Reads a token file: a regular file (symlinks followed) owned by the caller or root that
  * neither group nor others may read or write (else -EPERM naming its mode), holding one token
  * of printable ASCII without spaces (a final newline is dropped). *ret is freshly allocated;

@@ -34,6 +34,7 @@ struct cli_command {
 
 extern const struct cli_command cli_cmd_ready, cli_cmd_worker;
 extern const struct cli_command cli_cmd_create, cli_cmd_ls, cli_cmd_rm, cli_cmd_restart;
+extern const struct cli_command cli_cmd_label, cli_cmd_update;
 extern const struct cli_command cli_cmd_exec, cli_cmd_status, cli_cmd_cancel, cli_cmd_runs;
 extern const struct cli_command cli_cmd_image;
 extern const struct cli_command cli_cmd_service;
@@ -92,6 +93,10 @@ int cli_parse_u64(const struct cli *cli, const char *name, const char *s, uint64
  * Returns 0, or EXIT_USAGE after printing the usage error for a word without '=' or with an
  * empty key, or EXIT_FAILED when out of memory. */
 int cli_env_add(const struct cli *cli, char ***env, const char *word);
+/* cmd-labels.c: the same for --label KEY=VALUE of a create, and for a list's selector (KEY=VALUE
+ * or KEY). */
+int cli_label_add(const struct cli *cli, char ***labels, const char *word);
+int cli_selector_add(const struct cli *cli, char ***labels, const char *word);
 
 /* A path for the controller, which resolves paths on its own host: an absolute path as given, a
  * relative one made absolute here (realpath, so it must exist). Returns 0 with *ret (free()),

@@ -13,6 +13,7 @@
 struct create_args {
 	struct station_workspace_options ws;
 	char **env;
+	char **labels;
 	char *seccomp_profile; /* a name, or a path made absolute */
 	struct cli_egress egress;
 	bool json;
@@ -37,6 +38,11 @@ static int create_option(struct cli *cli, int opt, char **argv, struct create_ar
 	switch (opt) {
 	case 'e':
 		return cli_env_add(cli, &a->env, optarg);
+	case 'L':
+		return cli_label_add(cli, &a->labels, optarg);
+	case 'N':
+		a->ws.name = optarg;
+		return 0;
 	case 'c':
 		return parse_cpus(cli, optarg, &a->ws.cpus);
 	case 'm':
@@ -112,6 +118,8 @@ static int create_parse(struct cli *cli, int argc, char **argv, struct create_ar
 		{ "snapshot", required_argument, NULL, 'S' },
 		{ "auto-resume", no_argument, NULL, 'R' },
 		{ "idle-action", required_argument, NULL, 'D' },
+		{ "name", required_argument, NULL, 'N' },
+		{ "label", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -146,6 +154,7 @@ static int create_parse(struct cli *cli, int argc, char **argv, struct create_ar
 	if (r != 0)
 		return r;
 	a->ws.env = a->env;
+	a->ws.labels = a->labels;
 	a->ws.seccomp_profile = a->seccomp_profile;
 	return -1;
 }
@@ -160,6 +169,7 @@ static int cmd_create(struct cli *cli, int argc, char **argv)
 	if (r < 0)
 		r = station_workspace_create(cli->client, &a.ws, &ws);
 	free(a.env);
+	free(a.labels);
 	free(a.seccomp_profile);
 	cli_egress_done(&a.egress);
 	if (!ws) /* help, a usage error, or a failed request */
@@ -170,12 +180,12 @@ static int cmd_create(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
-/* With several workers, a WORKER column comes second. */
+/* With several workers, a WORKER column comes second. The name comes last ("-": none). */
 static int ls_print(json_t *list, bool workers)
 {
-	static const char *const header[] = { "ID", "STATE", "ADAPTER", "CREATED" };
-	static const char *const header_workers[] = { "ID", "WORKER", "STATE", "ADAPTER",
-						      "CREATED" };
+	static const char *const header[] = { "ID", "STATE", "ADAPTER", "CREATED", "NAME" };
+	static const char *const header_workers[] = { "ID",	 "WORKER",  "STATE",
+						      "ADAPTER", "CREATED", "NAME" };
 	_cleanup_(table_freep) struct table *t = NULL;
 	json_t *ws;
 	size_t i;
@@ -184,7 +194,8 @@ static int ls_print(json_t *list, bool workers)
 		      workers ? header_workers : header, &t) < 0)
 		return -ENOMEM;
 	json_array_foreach(list, i, ws) {
-		const char *row[5], **p = row;
+		const char *row[6], **p = row;
+		const char *name = json_string_value(json_object_get(ws, "name"));
 
 		*p++ = json_string_value(json_object_get(ws, "id"));
 		if (workers)
@@ -192,6 +203,7 @@ static int ls_print(json_t *list, bool workers)
 		*p++ = json_string_value(json_object_get(ws, "state"));
 		*p++ = json_string_value(json_object_get(ws, "adapter"));
 		*p++ = json_string_value(json_object_get(ws, "createdAt"));
+		*p++ = name ? name : "-";
 		if (table_add_row(t, row) < 0)
 			return -ENOMEM;
 	}
@@ -216,22 +228,54 @@ static int ls_unreachable(struct cli *cli, json_t *all)
 	return 0;
 }
 
+/* ls's options; < 0 to go on, else the exit status. */
+static int ls_parse(struct cli *cli, int argc, char **argv, struct station_workspace_filter *f,
+		    char ***labels, bool *json)
+{
+	static const struct option options[] = {
+		{ "json", no_argument, NULL, 'j' },	  { "label", required_argument, NULL, 'L' },
+		{ "name", required_argument, NULL, 'N' }, { "state", required_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },	  {},
+	};
+	int opt, r;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
+		if (opt == 'h')
+			return cli_help(cli);
+		if (opt == 'j')
+			*json = true;
+		else if (opt == 'N')
+			f->name = optarg;
+		else if (opt == 'S')
+			f->state = optarg;
+		else if (opt == 'L' && (r = cli_selector_add(cli, labels, optarg)) != 0)
+			return r;
+		else if (opt != 'L')
+			return cli_option_error(cli, argv, opt);
+	}
+	f->labels = *labels;
+	if (optind < argc)
+		return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
+	return -1;
+}
+
 static int cmd_ls(struct cli *cli, int argc, char **argv)
 {
 	_cleanup_json_ json_t *list = NULL;
+	struct station_workspace_filter f = {};
+	_cleanup_free_ char **labels = NULL;
 	bool json = false;
 	int r;
 
-	r = cli_parse_json_args(cli, argc, argv, &json);
+	r = ls_parse(cli, argc, argv, &f, &labels, &json);
 	if (r >= 0)
 		return r;
-	if (optind < argc)
-		return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
 	if (station_client_n_workers(cli->client) > 0) {
 		_cleanup_json_ json_t *all = NULL;
 		int status;
 
-		r = station_workspace_list_all(cli->client, &all);
+		r = station_workspace_list_where(cli->client, &f, &all);
 		if (r < 0)
 			return cli_fail(cli, r);
 		status = ls_unreachable(cli, all);
@@ -239,9 +283,12 @@ static int cmd_ls(struct cli *cli, int argc, char **argv)
 			return status;
 		list = json_incref(json_object_get(all, "workspaces"));
 	} else {
-		r = station_workspace_list(cli->client, &list);
+		_cleanup_json_ json_t *all = NULL;
+
+		r = station_workspace_list_where(cli->client, &f, &all);
 		if (r < 0)
 			return cli_fail(cli, r);
+		list = json_incref(json_object_get(all, "workspaces"));
 	}
 	r = json ? output_json(list) : ls_print(list, station_client_n_workers(cli->client) > 0);
 	return r < 0 ? EXIT_FAILED : 0;
@@ -295,7 +342,8 @@ const struct cli_command cli_cmd_create = {
 	.args = "[--adapter host|container] [--image REF] [--seccomp-profile NAME|PATH] "
 		"[--network none|bridge|restricted] [--allow RULE... | --egress FILE|-] "
 		"[--env K=V]... [--cpus N] [--memory-mb N] [--pids-limit N] [--idle-timeout-ms N] "
-		"[--snapshot ID] [--auto-resume] [--idle-action pause|stop] [--worker NAME] [--json]",
+		"[--snapshot ID] [--auto-resume] [--idle-action pause|stop] [--name NAME] "
+		"[--label K=V]... [--worker NAME] [--json]",
 	.summary = "create a workspace and print its id",
 	.help = "  --adapter A            host or container (default: the controller's)\n"
 		"  --image REF            container image, pinned by digest: name@sha256:<64 hex>\n"
@@ -321,6 +369,10 @@ const struct cli_command cli_cmd_create = {
 		"                         (snapshot create, fork); not with --image\n"
 		"  --auto-resume          once paused, resume by itself for a command, terminal,\n"
 		"                         file write or service start (else those are refused)\n"
+		"  --name NAME            its name, unique among your workspaces on the worker:\n"
+		"                         [a-z0-9][a-z0-9._-]{0,62}, not shaped as an id; any\n"
+		"                         WS argument takes it in place of the id\n"
+		"  --label K=V            a label (repeatable; at most 32)\n"
 		"  --worker NAME          with a worker list: create on that worker (default:\n"
 		"                         where the placement rule puts it)\n"
 		"  --json                 print the new workspace as JSON\n",
@@ -329,9 +381,13 @@ const struct cli_command cli_cmd_create = {
 
 const struct cli_command cli_cmd_ls = {
 	.name = "ls",
-	.args = "[--json]",
+	.args = "[--label K=V|K]... [--name NAME] [--state STATE] [--json]",
 	.summary = "list workspaces (with a worker list: of every worker, a WORKER column)",
-	.help = "  --json  print the workspaces as a JSON array\n"
+	.help = "  --label K=V    only those with label K set to V (repeatable: all must hold)\n"
+		"  --label K      only those with label K\n"
+		"  --name NAME    only the one with this name\n"
+		"  --state STATE  only those in this state (ready, stopped, paused, …)\n"
+		"  --json         print the workspaces as a JSON array\n"
 		"With a worker list, each worker that did not answer is named on stderr; the exit\n"
 		"status is 0 when at least one answered, 1 when none did.\n",
 	.run = cmd_ls,

@@ -73,8 +73,9 @@ int client_timed_out(struct station_client *c, uint64_t ms);
 uint64_t client_answer_ms(const struct station_client *c, const char *path);
 
 /* On a client over several workers, *c becomes the handle of the worker ws names (the prefix
- * of the id); an id whose worker is not in the list is -ENOENT naming it. A client of one
- * controller is left as it is. */
+ * of the id); an id whose worker is not in the list is -ENOENT naming it. ws without an id's
+ * shape is a name: the worker whose GET /v1/workspaces?name= lists it (-ENOENT when none does,
+ * -EINVAL naming them when several do). A client of one controller is left as it is. */
 int client_route(struct station_client **c, const char *ws);
 #define CLIENT_ROUTE(c, ws)                                                                        \
 	do {                                                                                       \
@@ -97,6 +98,8 @@ int client_path(struct station_client *c, const char *ws, const char *run, const
 /* Sets o["env"] to an object made of the NULL-terminated "KEY=VALUE" strings of env; nothing
  * when env is NULL. -EINVAL for an entry without '=' or with an empty key. */
 int client_put_env(struct station_client *c, json_t *o, char *const *env);
+/* labels.c: "name" (when not NULL) and "labels" (from "KEY=VALUE" entries; NULL: none) into o. */
+int client_put_labels(struct station_client *c, json_t *o, const char *name, char *const *labels);
 
 /* Follows the server-sent output events at path (output, gap, end) the way station_run_follow()
  * does; what names the stream in errors. With any_end, any JSON object ends the stream (not
@@ -175,6 +178,14 @@ void client_curl_free(struct client_curl *t);
 /* Performs io. Returns 0 for a 2xx answer; any other status is the API error it carries (as for
  * station_request_json()); < 0 when no answer arrived or on_data stopped the transfer. */
 int client_io(struct station_client *c, struct client_io *io);
+
+/* Percent-encodes s for a query value: RFC 3986's unreserved characters and '/' stay. NULL:
+ * out of memory. */
+char *client_query_encode(const char *s);
+
+/* route.c: GET path (a list of workspaces, "/v1/workspaces?…") on every worker at once, as
+ * station_workspace_list_all() answers. */
+int client_list_all(struct station_client *c, const char *path, json_t **ret);
 
 /* "/v1/workspaces/{ws}" + suffix + "path=<path, percent-encoded>" + tail. The path must be a
  * non-empty string without NUL of at most 4096 bytes (else -EINVAL, without a request). */

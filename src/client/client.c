@@ -559,8 +559,9 @@ static bool id_is_valid(const char *id)
 {
 	size_t n = id ? strlen(id) : 0;
 
-	return n > 0 && n <= 128 &&
-	       strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
+	/* '.' for a workspace's name (never first: no "." or ".." segment) */
+	return n > 0 && n <= 128 && id[0] != '.' &&
+	       strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
 }
 
 int client_path(struct station_client *c, const char *ws, const char *run, const char *suffix,
@@ -682,6 +683,8 @@ static int workspace_spec(struct station_client *c, const struct station_workspa
 		json_object_set_new(spec, "idleTimeoutMs",
 				    json_integer((json_int_t)o->idle_timeout_ms));
 	r = client_put_env(c, spec, o->env);
+	if (r >= 0)
+		r = client_put_labels(c, spec, o->name, o->labels);
 	if (r < 0)
 		return r;
 	if (o->egress) {

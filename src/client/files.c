@@ -39,8 +39,7 @@ enum station_file_type client_file_type_from_string(const char *s)
 
 /* ---- Paths ------------------------------------------------------------------------------- */
 
-/* Percent-encodes s for a query value: RFC 3986's unreserved characters and '/' stay. */
-static char *query_encode(const char *s)
+char *client_query_encode(const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	char *out = malloc(strlen(s) * 3 + 1), *o = out;
@@ -69,7 +68,7 @@ int client_file_path(struct station_client *c, const char *ws, const char *suffi
 
 	if (!path)
 		return client_error(c, -EINVAL, "no path given");
-	enc = query_encode(path);
+	enc = client_query_encode(path);
 	if (!enc || asprintf(&q, "%s?path=%s%s", suffix, enc, tail ? tail : "") < 0)
 		return client_error(c, -ENOMEM, "out of memory");
 	return client_path(c, ws, NULL, q, ret);

@@ -18,6 +18,9 @@
 #include "basic/json-util.h"
 #include "client-internal.h"
 
+/* What a workspace name is made of (domain/labels.h has the whole rule; the worker checks it). */
+#define NAME_CHARS "abcdefghijklmnopqrstuvwxyz0123456789._-"
+
 /* STATION_WORKERS=discover:URL: the list is the one that worker knows (docs/operations.md). */
 #define DISCOVER_PREFIX "discover:"
 
@@ -29,6 +32,8 @@ static struct station_client *worker_find(struct station_client *c, const char *
 	return NULL;
 }
 
+static int route_name(struct station_client **cp, const char *ws);
+
 int client_route(struct station_client **cp, const char *ws)
 {
 	struct station_client *c = *cp, *w;
@@ -36,6 +41,8 @@ int client_route(struct station_client **cp, const char *ws)
 
 	if (!c->workers)
 		return 0;
+	if (ws && !workspace_id_shaped(ws) && ws[0] && strspn(ws, NAME_CHARS) == strlen(ws))
+		return route_name(cp, ws);
 	if (!ws || worker_of_id(ws, name) < 0)
 		return client_error(c, -EINVAL, "invalid workspace id '%.128s': it names no worker",
 				    ws ? ws : "");
@@ -387,15 +394,24 @@ static int check_owned(struct station_client *w, json_t *list)
 
 int station_workspace_list_all(struct station_client *c, json_t **ret)
 {
-	_cleanup_json_ json_t *out = NULL, *list = NULL;
-	json_t *all, *unreachable;
+	return client_list_all(c, "/v1/workspaces", ret);
+}
+
+int client_list_all(struct station_client *c, const char *path, json_t **ret)
+{
+	_cleanup_json_ json_t *out = NULL, *doc = NULL;
+	json_t *all, *unreachable, *list;
 	struct probe *p = NULL;
 	int r;
 
 	if (!c->workers) {
-		r = station_workspace_list(c, &list);
+		r = station_request_json(c, "GET", path, NULL, &doc);
 		if (r < 0)
 			return r;
+		list = json_object_get(doc, "workspaces");
+		if (!json_is_array(list))
+			return client_error(c, -EPROTO, "%s answered without \"workspaces\"",
+					    c->endpoint);
 		*ret = json_pack("{s:O,s:[]}", "workspaces", list, "unreachable");
 		return *ret ? 0 : client_error(c, -ENOMEM, "out of memory");
 	}
@@ -405,7 +421,7 @@ int station_workspace_list_all(struct station_client *c, json_t **ret)
 		return client_error(c, -ENOMEM, "out of memory");
 	all = json_object_get(out, "workspaces");
 	unreachable = json_object_get(out, "unreachable");
-	r = probe_all(c, "/v1/workspaces", &p);
+	r = probe_all(c, path, &p);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < c->n_workers; i++) {
@@ -551,5 +567,55 @@ int client_route_create(struct station_client **cp, const char *worker)
 	}
 	c->current = w;
 	*cp = w;
+	return 0;
+}
+
+/* A name: the worker that has a workspace of that name for the caller. Workers that do not
+ * answer are passed over unless none has it (then the first one's error is the answer). */
+static int route_name(struct station_client **cp, const char *ws)
+{
+	struct station_client *c = *cp, *found = NULL;
+	_cleanup_json_ json_t *all = NULL;
+	_cleanup_free_ char *path = NULL;
+	char holders[1024] = "";
+	size_t n_holders = 0, off = 0;
+	json_t *list, *one;
+	size_t i;
+	int r;
+
+	if (asprintf(&path, "/v1/workspaces?name=%s", ws) < 0)
+		return client_error(c, -ENOMEM, "out of memory");
+	r = client_list_all(c, path, &all);
+	if (r < 0)
+		return r;
+	list = json_object_get(all, "workspaces");
+	json_array_foreach(list, i, one) {
+		const char *worker = json_string_value(json_object_get(one, "worker"));
+		const char *id = json_string_value(json_object_get(one, "id"));
+
+		if (!worker || !id)
+			continue;
+		found = worker_find(c, worker);
+		n_holders++;
+		if (off < sizeof holders)
+			off += (size_t)snprintf(holders + off, sizeof holders - off, "%s%s (%s)",
+						off ? ", " : "", worker, id);
+	}
+	if (n_holders > 1)
+		return client_error(c, -EINVAL,
+				    "workspace name '%s' is on several workers: %s; use the id", ws,
+				    holders);
+	if (!found) {
+		json_t *u = json_array_get(json_object_get(all, "unreachable"), 0);
+
+		if (u)
+			return client_error(
+				c, -ENOENT,
+				"no worker that answered has a workspace named '%s' (%s)", ws,
+				json_string_value(json_object_get(u, "error")));
+		return client_error(c, -ENOENT, "no worker has a workspace named '%s'", ws);
+	}
+	c->current = found;
+	*cp = found;
 	return 0;
 }

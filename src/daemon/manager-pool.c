@@ -357,16 +357,27 @@ static int member_claim(struct workspace *ws, const struct workspace_spec *spec,
 		free(spec_json);
 		return -ENOMEM;
 	}
-	struct workspace_row row = ws->row;
+	struct workspace_row row = ws->row, named = { 0 };
 	row.spec_json = spec_json;
 	row.tenant = tenant;
 	row.created_at = row.updated_at = realtime_usec();
-	r = store_pool_claim(ws->m->store, &row);
+	r = workspace_name_free_check(ws->m, tenant, spec->name, NULL, NULL);
+	if (r >= 0)
+		r = workspace_row_set_labels(&named, spec->name, spec->labels);
+	row.name = named.name;
+	row.labels_json = named.labels_json;
+	if (r >= 0)
+		r = store_pool_claim(ws->m->store, &row);
 	if (r < 0) {
+		workspace_row_free(&named);
 		free(spec_json);
 		free(tenant);
 		return r;
 	}
+	free(ws->row.name);
+	ws->row.name = named.name;
+	free(ws->row.labels_json);
+	ws->row.labels_json = named.labels_json;
 	free(ws->row.tenant);
 	ws->row.tenant = tenant;
 	free(ws->row.spec_json);

@@ -618,8 +618,14 @@ static const struct adapter_ops *spec_adapter(struct manager *m, const struct wo
 }
 
 static int workspace_row_new(struct manager *m, const struct adapter_ops *ops, json_t *spec,
-			     const char *tenant, struct workspace **ret, struct station_error *e)
+			     const struct workspace_spec *req, struct workspace **ret,
+			     struct station_error *e)
 {
+	const char *tenant = req->tenant;
+	/* a pool's claim of the name may have ended since the create was let in */
+	int r = workspace_name_free_check(m, tenant, req->name, NULL, e);
+	if (r < 0)
+		return r;
 	char id[128];
 	random_id("", 26, id + snprintf(id, sizeof id, "%s-", m->cfg.worker), 64);
 	struct workspace_row row = {
@@ -632,7 +638,9 @@ static int workspace_row_new(struct manager *m, const struct adapter_ops *ops, j
 		.tenant = strdup(tenant ? tenant : ""),
 	};
 	row.updated_at = row.created_at;
-	int r = row.tenant ? workspace_new(m, &row, ret) : -ENOMEM;
+	r = row.tenant ? workspace_row_set_labels(&row, req->name, req->labels) : -ENOMEM;
+	if (r >= 0)
+		r = workspace_new(m, &row, ret);
 	workspace_row_free(&row);
 	if (r < 0)
 		return station_error_set(e, r, NULL, "cannot create a workspace: %s", strerror(-r));
@@ -1300,7 +1308,7 @@ int workspace_make(struct manager *m, const struct workspace_spec *spec, const c
 		r = alloc_id_base(m, spec_json, e);
 	struct workspace *ws = NULL;
 	if (r >= 0)
-		r = workspace_row_new(m, ops, spec_json, spec->tenant, &ws, e);
+		r = workspace_row_new(m, ops, spec_json, spec, &ws, e);
 	json_decref(spec_json);
 	if (r >= 0 && pool_key) {
 		r = store_pool_member_insert(m->store, ws->row.id, pool_key);
@@ -1364,8 +1372,8 @@ struct claim_job {
 	struct manager *m;
 	struct workspace_op *op;
 	struct workspace_spec spec; /* its strings and objects owned below */
-	char *adapter, *image, *seccomp, *network, *tenant;
-	json_t *env, *egress;
+	char *adapter, *image, *seccomp, *network, *tenant, *name;
+	json_t *env, *egress, *labels;
 	json_t *spec_json; /* as asked; resolved by the job */
 	int r;
 	struct station_error e;
@@ -1378,8 +1386,10 @@ static void claim_job_free(struct claim_job *j)
 	free(j->seccomp);
 	free(j->network);
 	free(j->tenant);
+	free(j->name);
 	json_decref(j->env);
 	json_decref(j->egress);
+	json_decref(j->labels);
 	json_decref(j->spec_json);
 	free(j);
 }
@@ -1456,12 +1466,16 @@ static int claim_begin(struct manager *m, const struct workspace_spec *spec, wor
 	int r = j && op ? 0 : -ENOMEM;
 	if (r >= 0) {
 		*op = (struct workspace_op){ .kind = OP_CREATE, .fn = fn, .userdata = userdata };
-		*j = (struct claim_job){ .m = m, .op = op, .spec = *spec };
+		*j = (struct claim_job){ .m = m,
+					 .op = op,
+					 .spec = *spec,
+					 .labels = json_incref(spec->labels) };
 		if (dup_or_null(spec->adapter, &j->adapter) < 0 ||
 		    dup_or_null(spec->image, &j->image) < 0 ||
 		    dup_or_null(spec->seccomp_profile, &j->seccomp) < 0 ||
 		    dup_or_null(spec->network, &j->network) < 0 ||
 		    dup_or_null(spec->tenant, &j->tenant) < 0 ||
+		    dup_or_null(spec->name, &j->name) < 0 ||
 		    !(j->spec_json = workspace_spec_request(m, &adapter_container, spec)))
 			r = -ENOMEM;
 		j->spec = (struct workspace_spec){ .adapter = j->adapter,
@@ -1474,7 +1488,9 @@ static int claim_begin(struct manager *m, const struct workspace_spec *spec, wor
 						   .memory_mb = spec->memory_mb,
 						   .pids_limit = spec->pids_limit,
 						   .idle_timeout_ms = spec->idle_timeout_ms,
-						   .tenant = j->tenant };
+						   .tenant = j->tenant,
+						   .name = j->name,
+						   .labels = j->labels };
 	}
 	if (r >= 0)
 		r = m->create_work ?
@@ -1510,22 +1526,14 @@ int manager_workspace_create(struct manager *m, const struct workspace_spec *req
 					 strerror(-m->cgroup_error));
 	const struct workspace_spec spec = workspace_spec_effective(m, req);
 	int r = workspace_count_check(m, e);
+	if (r >= 0)
+		r = workspace_name_free_check(m, spec.tenant, spec.name, NULL, e);
 	if (r < 0)
 		return r;
 	if (!spec.snapshot && pool_claim_wanted(m, &spec))
 		return claim_begin(m, &spec, fn, userdata, ret_op, e);
 	r = workspace_make(m, &spec, NULL, NULL, fn, userdata, ret_op, e);
 	return r < 0 ? r : 1;
-}
-
-int manager_workspace_list(struct manager *m, json_t **ret, struct station_error *e)
-{
-	json_t *a = json_array();
-	for (struct workspace *ws = m->workspaces; ws; ws = ws->next)
-		if (!ws->pool && workspace_visible(m, ws))
-			json_array_append_new(a, workspace_to_json(ws));
-	*ret = json_pack("{s:o}", "workspaces", a);
-	return 0;
 }
 
 int manager_workspace_get(struct manager *m, const char *id, json_t **ret, struct station_error *e)

@@ -42,6 +42,7 @@ json_t *workspace_to_json(const struct workspace *ws)
 	json_object_set_new(o, "adapter", json_string(r->adapter));
 	json_object_set_new(o, "tenant",
 			    r->tenant && r->tenant[0] ? json_string(r->tenant) : json_null());
+	workspace_labels_json(ws, o);
 	json_object_set_new(o, "state", json_string(workspace_state_to_string(r->state)));
 	json_object_set_new(o, "reason", nullable_str(r->reason));
 	json_object_set_new(o, "home", json_string(ws->home));

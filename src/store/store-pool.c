@@ -69,7 +69,7 @@ static int claim_steps(struct store *s, const struct workspace_row *r)
 	if (k >= 0)
 		k = store_prepare(s,
 				  "UPDATE workspaces SET spec_json = ?, created_at = ?, "
-				  "updated_at = ?, tenant = ? WHERE id = ?",
+				  "updated_at = ?, tenant = ?, name = ?, labels = ? WHERE id = ?",
 				  &upd);
 	if (k < 0)
 		return k;
@@ -78,6 +78,8 @@ static int claim_steps(struct store *s, const struct workspace_row *r)
 	store_bind_u64(&b, r->created_at);
 	store_bind_u64(&b, r->updated_at);
 	store_bind_text(&b, r->tenant ? r->tenant : "");
+	store_bind_text(&b, r->name);
+	store_bind_text(&b, r->labels_json);
 	store_bind_text(&b, r->id);
 	k = store_exec_bound(s, &b);
 	if (k < 0)

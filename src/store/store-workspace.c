@@ -8,7 +8,7 @@
 
 #define WORKSPACE_COLUMNS                                                                          \
 	"id, worker, adapter, state, reason, spec_json, cgroup, agent_secret, agent_pid, "         \
-	"created_at, updated_at, tenant, paused_at"
+	"created_at, updated_at, tenant, paused_at, name, labels"
 
 void workspace_row_free(struct workspace_row *r)
 {
@@ -22,6 +22,8 @@ void workspace_row_free(struct workspace_row *r)
 	free(r->cgroup);
 	free(r->agent_secret);
 	free(r->tenant);
+	free(r->name);
+	free(r->labels_json);
 	*r = (struct workspace_row){};
 }
 
@@ -37,6 +39,8 @@ static void bind_mutable(struct store_binder *b, const struct workspace_row *r)
 	store_bind_u64(b, r->updated_at);
 	store_bind_text(b, r->tenant ? r->tenant : "");
 	store_bind_u64(b, r->paused_at);
+	store_bind_text(b, r->name);
+	store_bind_text(b, r->labels_json);
 }
 
 int store_workspace_insert(struct store *s, const struct workspace_row *r)
@@ -50,8 +54,8 @@ int store_workspace_insert(struct store *s, const struct workspace_row *r)
 	k = store_prepare(
 		s,
 		"INSERT INTO workspaces (state, reason, spec_json, cgroup, agent_secret, "
-		"agent_pid, updated_at, tenant, paused_at, id, worker, adapter, created_at) "
-		"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		"agent_pid, updated_at, tenant, paused_at, name, labels, id, worker, adapter, "
+		"created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		&st);
 	if (k < 0)
 		return k;
@@ -76,8 +80,8 @@ int store_workspace_update(struct store *s, const struct workspace_row *r)
 	k = store_prepare(
 		s,
 		"UPDATE workspaces SET state = ?, reason = ?, spec_json = ?, cgroup = ?, "
-		"agent_secret = ?, agent_pid = ?, updated_at = ?, tenant = ?, paused_at = ? "
-		"WHERE id = ?",
+		"agent_secret = ?, agent_pid = ?, updated_at = ?, tenant = ?, paused_at = ?, "
+		"name = ?, labels = ? WHERE id = ?",
 		&st);
 	if (k < 0)
 		return k;
@@ -126,6 +130,8 @@ static int workspace_read(sqlite3_stmt *st, void *userdata, void *ret)
 	w.updated_at = store_read_u64(&rd);
 	store_read_text(&rd, &w.tenant);
 	w.paused_at = store_read_u64(&rd);
+	store_read_text(&rd, &w.name);
+	store_read_text(&rd, &w.labels_json);
 	if (rd.err < 0) {
 		workspace_row_free(&w);
 		return rd.err;

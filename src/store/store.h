@@ -42,12 +42,15 @@ struct workspace_row {
 	uint64_t updated_at;
 	char *tenant;	    /* "" (or NULL before insert): the operator's; else the tenant's name */
 	uint64_t paused_at; /* CLOCK_REALTIME µs the state became "paused"; 0 unless paused */
+	char *name;	    /* NULL: none; unique per tenant (-EEXIST) */
+	char *labels_json;  /* a JSON object of string values; NULL: none */
 };
 void workspace_row_free(struct workspace_row *r);
 
 int store_workspace_insert(struct store *s, const struct workspace_row *r);
 /* Replaces every mutable column (state, reason, spec_json, cgroup, agent_secret, agent_pid,
- * updated_at, tenant) of the row with r->id. -ENOENT when absent. */
+ * updated_at, tenant, paused_at, name, labels_json) of the row with r->id. -ENOENT when absent;
+ * -EEXIST when another workspace of the tenant has the name (insert too). */
 int store_workspace_update(struct store *s, const struct workspace_row *r);
 int store_workspace_delete(struct store *s, const char *id); /* its runs go too */
 int store_workspace_get(struct store *s, const char *id, struct workspace_row *ret);
@@ -65,7 +68,8 @@ int store_pool_member_insert(struct store *s, const char *workspace_id, const ch
 /* Every member, oldest first. */
 int store_pool_member_list(struct store *s, struct pool_member_row **ret, size_t *ret_n);
 /* In one transaction: r->id stops being a member (-ENOENT when it was not one: nothing is
- * changed) and its spec_json, created_at, updated_at and tenant become r's. */
+ * changed) and its spec_json, created_at, updated_at, tenant, name and labels_json become
+ * r's. */
 int store_pool_claim(struct store *s, const struct workspace_row *r);
 
 /* Image owners (store-image.c): a row per tenant that imported or pulled the image with this

@@ -158,10 +158,29 @@ int manager_workspace_create(struct manager *m, const struct workspace_spec *spe
 	return 0;
 }
 
-int manager_workspace_list(struct manager *m, json_t **ret, struct station_error *e)
+int manager_workspace_list(struct manager *m, const struct workspace_filter *f, json_t **ret,
+			   struct station_error *e)
 {
 	*ret = json_pack("[o]", ws_json("w1-test"));
 	return 0;
+}
+
+int manager_workspace_update(struct manager *m, const char *id, bool name_set, const char *name,
+			     bool labels_clear, json_t *labels, json_t **ret,
+			     struct station_error *e)
+{
+	int r = find_ws(id, e);
+
+	if (r < 0)
+		return r;
+	*ret = ws_json(id);
+	return 0;
+}
+
+int manager_workspace_resolve(struct manager *m, const char *tenant, const char *name, char *ret,
+			      size_t size)
+{
+	return -ENOENT;
 }
 
 int manager_workspace_get(struct manager *m, const char *id, json_t **ret, struct station_error *e)

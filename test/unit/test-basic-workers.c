@@ -206,3 +206,16 @@ Test(workers, env_wins_over_files)
 	setenv("HOME", "/nonexistent-home", 1);
 	cr_assert_eq(workers_from_env(&l, &e), 0);
 }
+
+Test(workers, id_shape)
+{
+	cr_assert(workspace_id_shaped("w2-3vqkabcdefghijklmnopqrstuv"));
+	cr_assert(workspace_id_shaped("eu-west-1-abcdefghijklmnopqrstuvwxyz"));
+	cr_assert_not(workspace_id_shaped("w2-3vqkabcdefghijklmnopqrst"));    /* 25 */
+	cr_assert_not(workspace_id_shaped("w2-3vqkabcdefghijklmnopqrstuvw")); /* 27 */
+	cr_assert_not(workspace_id_shaped("w2-3vqkabcdefghijklmnopqrst1v"));  /* 1 is not base32 */
+	cr_assert_not(workspace_id_shaped("W2-3vqkabcdefghijklmnopqrstuv"));
+	cr_assert_not(workspace_id_shaped("my-app"));
+	cr_assert_not(workspace_id_shaped(""));
+	cr_assert_not(workspace_id_shaped(NULL));
+}
