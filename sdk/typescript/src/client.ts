@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 
 import { StationError, makeError } from "./errors.js";
-import { Transport, type ConnectionOptions, type RawResponse } from "./transport.js";
+import { CONNECT_TIMEOUT_MS, Transport, resolveTimeout, type ConnectionOptions, type RawResponse } from "./transport.js";
 import { Router, unavailable, type Route, type Wire } from "./route.js";
 import {
   DISCOVER,
@@ -157,9 +157,11 @@ export interface CreateWorkspaceOptions extends CreateOptions {
  */
 export type WorkspaceList = Workspace[] & { unreachable: UnreachableWorker[] };
 
-const DEFAULT_WORKER_TIMEOUT_MS = 10_000;
-
 const CREATE_RETRY_DELAY_MS = 250;
+/** A cancel is answered once the run ended, at most this late (docs/api.md)… */
+const CANCEL_HOLD_MS = 10_000;
+/** …and gets this much more, whatever the answer deadline: a hung worker is named soon. */
+const CANCEL_TIMEOUT_MS = 5_000;
 
 function checkIdempotencyKey(key: string): void {
   if (typeof key !== "string" || !/^[\x20-\x7e]{1,255}$/.test(key))
@@ -278,19 +280,21 @@ function abortError(): Error {
 export class StationClient {
   private readonly t: Wire;
   private readonly router: Router | undefined;
+  /** The answer deadline (ConnectionOptions.timeoutMs). */
   private readonly timeoutMs: number;
+  /** How long a worker may take to answer GET /v1/worker or a list before it counts as down. */
+  private readonly probeMs: number;
   private readonly perWorker = new Map<string, StationClient>();
 
   constructor(options: ConnectionOptions = {}) {
-    const timeoutMs = options.timeoutMs ?? DEFAULT_WORKER_TIMEOUT_MS;
-    if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) throw new TypeError(`timeoutMs must be a positive integer, not ${JSON.stringify(timeoutMs)}`);
-    this.timeoutMs = timeoutMs;
+    this.timeoutMs = resolveTimeout(options.timeoutMs);
+    this.probeMs = Math.min(CONNECT_TIMEOUT_MS, this.timeoutMs);
     const workers = resolveWorkers(options);
     if (workers) {
-      this.router = new Router(workers.list, options.token, workers.source);
+      this.router = new Router(workers.list, options.token, workers.source, this.timeoutMs);
       this.t = this.router;
     } else {
-      this.t = new Transport(options);
+      this.t = new Transport({ ...options, timeoutMs: this.timeoutMs });
     }
   }
 
@@ -304,7 +308,7 @@ export class StationClient {
     const at = url ?? (fromEnv?.startsWith(DISCOVER) ? fromEnv.slice(DISCOVER.length) : undefined);
     if (!at) throw new TypeError("StationClient.discover: give a worker's URL (or STATION_WORKERS=discover:URL)");
     const one = new StationClient({ ...options, url: at });
-    const doc = await (one.t as Transport).json("GET", "/v1/workers", undefined, undefined, {}, one.timeoutMs);
+    const doc = await (one.t as Transport).json("GET", "/v1/workers", undefined, undefined, {}, one.probeMs);
     return new StationClient({ ...options, workers: workersOfList(doc, at) });
   }
 
@@ -332,14 +336,14 @@ export class StationClient {
   /**
    * Each worker's state, in the configured order (one entry with one controller): up or down
    * (with why), version, capacity and workspace count, asked of all at once; a worker that does
-   * not answer within the client's `timeoutMs` is down.
+   * not answer within 10 s (or the client's `timeoutMs`, when shorter) is down.
    */
   async workers(): Promise<WorkerState[]> {
     const routes: Route[] = this.router ? [...this.router.routes.values()] : [];
     if (!this.router) {
       const t = this.t as Transport;
       try {
-        const info = await t.json<WorkerInfo>("GET", "/v1/worker", undefined, undefined, {}, this.timeoutMs);
+        const info = await t.json<WorkerInfo>("GET", "/v1/worker", undefined, undefined, {}, this.probeMs);
         return [stateOf("", t.where, info)];
       } catch (e) {
         return [{ name: "", url: t.where, up: false, error: e instanceof StationError && e.status !== 0 ? e.message : reasonOf(e) }];
@@ -348,7 +352,7 @@ export class StationClient {
     return Promise.all(
       routes.map(async (r): Promise<WorkerState> => {
         try {
-          const info = await r.transport.json<WorkerInfo>("GET", "/v1/worker", undefined, undefined, {}, this.timeoutMs);
+          const info = await r.transport.json<WorkerInfo>("GET", "/v1/worker", undefined, undefined, {}, this.probeMs);
           return stateOf(r.config.name, r.config.url, info);
         } catch (e) {
           const error = e instanceof StationError && e.status !== 0 ? `HTTP ${e.status}: ${e.message}` : reasonOf(e);
@@ -418,7 +422,7 @@ export class StationClient {
     const answers = await Promise.all(
       routes.map(async (r) => {
         try {
-          const doc = await r.transport.json<{ workspaces: Workspace[] }>("GET", "/v1/workspaces", undefined, undefined, {}, this.timeoutMs);
+          const doc = await r.transport.json<{ workspaces: Workspace[] }>("GET", "/v1/workspaces", undefined, undefined, {}, this.probeMs);
           if (!Array.isArray(doc?.workspaces)) throw new StationError(200, "protocol_error", `GET /v1/workspaces: an answer without "workspaces"`);
           return { r, list: doc.workspaces };
         } catch (e) {
@@ -590,9 +594,13 @@ export class StationClient {
     return this.t.json("GET", `/v1/workspaces/${seg(workspaceId)}/commands/${seg(runId)}${query(options)}`);
   }
 
-  /** Kills the run's process tree; resolves with the run (`cancelled`); 409 when already finished. */
+  /**
+   * Kills the run's process tree; resolves with the run (`cancelled`); 409 when already finished.
+   * Its own deadline, whatever `timeoutMs`: the 10 s the server may hold it plus 5 s.
+   */
   cancelCommand(workspaceId: string, runId: string): Promise<Run> {
-    return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/commands/${seg(runId)}/cancel`);
+    const ms = CANCEL_HOLD_MS + CANCEL_TIMEOUT_MS;
+    return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/commands/${seg(runId)}/cancel`, undefined, undefined, {}, ms);
   }
 
   /**
@@ -958,7 +966,8 @@ export class StationClient {
             poke();
           },
           onProtocolError: (why) => (failure ??= new StationError(0, "protocol_error", `GET ${path}: ${why}`)),
-          onClose: () => {
+          onClose: (_code, _reason, error) => {
+            if (error instanceof StationError) failure ??= error; // a deadline that passed
             closed = true;
             poke();
           },
@@ -1097,8 +1106,9 @@ export class StationClient {
         onBinary: guard(onBinary),
         onText: guard(onText),
         onProtocolError: (why) => (failure ??= protocolError(why)),
-        onClose: (code, reason) => {
+        onClose: (code, reason, error) => {
           h.signal?.removeEventListener("abort", onAbort);
+          if (error instanceof StationError) failure ??= error; // a deadline that passed
           if (failure !== undefined) return reject(failure);
           if (end !== undefined) return resolve(end);
           const how = code === null || code === 1006 ? "" : ` (close ${code}${reason ? " " + reason : ""})`;

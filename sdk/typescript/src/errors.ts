@@ -1,11 +1,12 @@
 import type { ErrorCode } from "./types.js";
 
 /** Codes the SDK itself uses when no answer came from the controller (status 0). */
-export type ClientErrorCode = "connection_failed" | "protocol_error";
+export type ClientErrorCode = "connection_failed" | "timeout" | "protocol_error";
 
 /**
  * An error answer of the controller (`{"error":{"code","message","field"}}`) or a failure to
- * talk to it at all (then `status` is 0 and `code` is `connection_failed` or `protocol_error`).
+ * talk to it at all (then `status` is 0 and `code` is `connection_failed`, `timeout`: no answer
+ * within a deadline, or `protocol_error`).
  */
 export class StationError extends Error {
   /** The HTTP status, 0 when no answer came. */

@@ -42,11 +42,13 @@ export class Router implements Wire {
     workers: WorkerConfig[],
     token: string | undefined,
     readonly source: string,
+    timeoutMs?: number,
   ) {
     this.routes = new Map();
     for (const w of workers) {
       const where = w.url.startsWith("unix:") ? { socketPath: w.url.slice(5) } : { url: w.url };
-      this.routes.set(w.name, { config: w, transport: new Transport({ ...where, token: w.token ?? token }) });
+      const transport = new Transport({ ...where, token: w.token ?? token, timeoutMs }, { name: w.name, url: w.url });
+      this.routes.set(w.name, { config: w, transport });
     }
   }
 

@@ -4,11 +4,12 @@
 import { createHash, randomBytes } from "node:crypto";
 import * as http from "node:http";
 import * as https from "node:https";
+import type { Socket } from "node:net";
 import type { Duplex, Readable } from "node:stream";
 import { join } from "node:path";
 
 import { StationError, makeError } from "./errors.js";
-import type { WorkersOption } from "./workers.js";
+import { WorkerUnavailableError, type WorkersOption } from "./workers.js";
 
 /** Where the controller is. The first of these that is set wins (as for the CLI):
  *  `socketPath`, `url`, `rootDir` (its `station.sock`), `$STATION_URL`, `$STATION_SOCKET`,
@@ -30,10 +31,89 @@ export interface ConnectionOptions {
    */
   workers?: WorkersOption;
   /**
-   * With several workers: how long a worker may take to answer `GET /v1/worker` or a list
-   * before it counts as not answering (milliseconds, default 10000).
+   * The answer deadline in milliseconds (README, "Deadlines"); default `$STATION_TIMEOUT_MS`,
+   * else 30000. A connection must be made within 10 s (or this, when shorter); an answer must
+   * begin within this plus the `waitMs` the call asked the server to hold, and once begun never
+   * stay silent this long (this plus 15 s in an event stream, plus 30 s on a WebSocket: the
+   * server's heartbeat and ping intervals). A call that misses one fails with a StationError of
+   * code `timeout` naming the controller, or the worker (a `WorkerUnavailableError`). With
+   * several workers, `workers()` and `workspaces()` wait at most 10 s (or this) for each.
    */
   timeoutMs?: number;
+}
+
+/** The answer deadline when neither `timeoutMs` nor `$STATION_TIMEOUT_MS` gives one. */
+export const DEFAULT_TIMEOUT_MS = 30000;
+/** The longest a connection may take to be made (or the answer deadline, when shorter). */
+export const CONNECT_TIMEOUT_MS = 10000;
+/** The server sends an event stream a heartbeat comment after this long without an event. */
+export const SSE_HEARTBEAT_MS = 15000;
+/** The server pings a WebSocket after this long without input. */
+export const WS_PING_MS = 30000;
+/** The most the server holds a long-poll (`waitMs`). */
+const MAX_WAIT_MS = 60000;
+
+/** `timeoutMs`, else `$STATION_TIMEOUT_MS` (a positive integer), else DEFAULT_TIMEOUT_MS. */
+export function resolveTimeout(timeoutMs: number | undefined): number {
+  if (timeoutMs !== undefined) {
+    if (!Number.isInteger(timeoutMs) || timeoutMs <= 0)
+      throw new TypeError(`timeoutMs must be a positive integer, not ${JSON.stringify(timeoutMs)}`);
+    return timeoutMs;
+  }
+  const v = process.env.STATION_TIMEOUT_MS;
+  return v && /^[0-9]+$/.test(v) && Number(v) > 0 ? Number(v) : DEFAULT_TIMEOUT_MS;
+}
+
+/** What a request's path asks the server to hold it (`waitMs=N`, at most 60 s). */
+function waitOf(path: string): number {
+  const q = path.indexOf("?");
+  if (q < 0) return 0;
+  const w = Number(new URLSearchParams(path.slice(q + 1)).get("waitMs") ?? 0);
+  return Number.isFinite(w) && w > 0 ? Math.min(w, MAX_WAIT_MS) : 0;
+}
+
+/** "2 s", "2.02 s". */
+function seconds(ms: number): string {
+  return `${ms / 1000} s`;
+}
+
+/**
+ * One timer for the deadline of what a request waits for now: armed for ms, started over by
+ * bump() (bytes moved), stopped by stop(). When it passes, miss(ms) runs, unless held() says
+ * the wait is the reader's (bytes are buffered that it has not taken): then it starts over.
+ */
+class Deadline {
+  private timer: NodeJS.Timeout | undefined;
+  private ms = 0;
+
+  constructor(
+    private readonly miss: (ms: number) => void,
+    private readonly held: () => boolean = () => false,
+  ) {}
+
+  arm(ms: number): void {
+    this.ms = ms;
+    this.bump();
+  }
+
+  bump(): void {
+    if (this.ms <= 0) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.fire(), this.ms);
+  }
+
+  stop(): void {
+    this.ms = 0;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private fire(): void {
+    if (this.held()) return this.bump();
+    const ms = this.ms;
+    this.stop();
+    this.miss(ms);
+  }
 }
 
 export const DEFAULT_SOCKET = "/var/lib/station-sandbox/station.sock";
@@ -62,8 +142,12 @@ export class Transport {
   readonly socketPath: string | undefined;
   readonly url: URL | undefined;
   readonly token: string | undefined;
+  /** The answer deadline (ConnectionOptions.timeoutMs). */
+  readonly timeoutMs: number;
+  /** The worker this transport reaches, for its errors: a client with several workers. */
+  readonly worker: { name: string; url: string } | undefined;
 
-  constructor(options: ConnectionOptions = {}) {
+  constructor(options: ConnectionOptions = {}, worker?: { name: string; url: string }) {
     let socketPath = options.socketPath;
     let url = options.url;
     if (socketPath === undefined && url === undefined) {
@@ -80,6 +164,50 @@ export class Transport {
     if (this.url && this.url.protocol !== "http:" && this.url.protocol !== "https:")
       throw new TypeError(`url ${url}: only http: and https: are supported`);
     this.token = options.token || env("STATION_TOKEN");
+    this.timeoutMs = resolveTimeout(options.timeoutMs);
+    this.worker = worker;
+  }
+
+  /** The error of a deadline of ms that passed: names the worker, or the controller. */
+  timedOut(ms: number): StationError {
+    const reason = `no answer within ${seconds(ms)}`;
+    const cause = Object.assign(new Error(reason), { code: "ETIMEDOUT" });
+    if (this.worker)
+      return new WorkerUnavailableError(this.worker.name, this.worker.url, reason, {
+        cause,
+        code: "timeout",
+        message: `worker ${this.worker.name} (${this.worker.url}) did not answer within ${seconds(ms)}`,
+      });
+    return new StationError(0, "timeout", `${this.where} did not answer within ${seconds(ms)}`, undefined, { cause });
+  }
+
+  /**
+   * Holds req to its deadlines: connected within CONNECT_TIMEOUT_MS (or t), then the answer's
+   * head within headMs. The caller arms the deadline of the body once the head came. A miss
+   * destroys req (or res) with the timed-out error and hands it to fail.
+   */
+  private deadlines(
+    req: http.ClientRequest,
+    t: number,
+    headMs: number,
+    fail: (e: StationError) => void,
+    held?: () => boolean,
+  ): Deadline & { res?: http.IncomingMessage } {
+    const d: Deadline & { res?: http.IncomingMessage } = new Deadline((ms) => {
+      const e = this.timedOut(ms);
+      fail(e);
+      if (d.res) d.res.destroy(e);
+      req.destroy(e);
+    }, held);
+    d.arm(Math.min(CONNECT_TIMEOUT_MS, t));
+    req.on("socket", (s: Socket) => {
+      if (s.connecting) s.once("connect", () => d.arm(headMs));
+      else d.arm(headMs);
+    });
+    req.on("close", () => {
+      if (!d.res) d.stop();
+    });
+    return d;
   }
 
   /** `unix:/path` or the URL, for messages. */
@@ -112,6 +240,7 @@ export class Transport {
   }
 
   private connectionError(err: unknown): StationError {
+    if (err instanceof StationError) return err; // a deadline that passed
     const msg = err instanceof Error ? err.message : String(err);
     return new StationError(0, "connection_failed", `cannot reach the controller at ${this.where}: ${msg}`, undefined, {
       cause: err,
@@ -133,20 +262,19 @@ export class Transport {
       headers["Content-Type"] = "application/json";
       headers["Content-Length"] = String(payload.length);
     }
+    const t = timeoutMs ?? this.timeoutMs;
     const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
       const req = this.open(method, path, headers);
       req.on("error", (e) => reject(this.connectionError(e)));
-      if (timeoutMs !== undefined) {
-        const timer = setTimeout(() => {
-          const e = Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: "ETIMEDOUT" });
-          req.destroy(e);
-        }, timeoutMs);
-        req.on("close", () => clearTimeout(timer));
-      }
+      const d = this.deadlines(req, t, t + waitOf(path), reject);
       req.on("response", (res) => {
         const chunks: Buffer[] = [];
         let n = 0;
+        d.res = res;
+        d.arm(t);
+        res.on("close", () => d.stop());
         res.on("data", (c: Buffer) => {
+          d.bump();
           n += c.length;
           if (n > MAX_JSON_BYTES) {
             reject(new StationError(res.statusCode ?? 0, "protocol_error", `${method} ${path}: an answer over ${MAX_JSON_BYTES} bytes`));
@@ -183,10 +311,12 @@ export class Transport {
       const done = (err?: unknown) => {
         if (settled) return;
         settled = true;
+        d.stop();
         signal?.removeEventListener("abort", onAbort);
         if (err) reject(err);
         else resolve();
       };
+      const d = this.deadlines(req, this.timeoutMs, this.timeoutMs, done);
       const onAbort = () => {
         req.destroy();
         done();
@@ -196,6 +326,9 @@ export class Transport {
       req.on("response", (res) => {
         const status = res.statusCode ?? 0;
         res.setEncoding("utf8");
+        d.res = res;
+        d.arm(this.timeoutMs + SSE_HEARTBEAT_MS);
+        res.on("data", () => d.bump());
         if (status < 200 || status >= 300) {
           let text = "";
           res.on("data", (c: string) => (text += c));
@@ -230,6 +363,8 @@ export class Transport {
     const inMemory = body instanceof Uint8Array;
     if (inMemory) headers["Content-Length"] = String(body.byteLength);
     else if (body !== undefined && request.size !== undefined) headers["Content-Length"] = String(request.size);
+    const stream = /text\/event-stream/.test(headers["Accept"] ?? "");
+    const t = this.timeoutMs;
     return new Promise<RawResponse>((resolve, reject) => {
       if (signal?.aborted) return reject(abortError());
       const req = this.open(method, path, headers);
@@ -241,6 +376,9 @@ export class Transport {
         if (err) reject(err);
         else resolve(value!);
       };
+      // Once the body is the caller's: a wait while bytes are buffered that it has not read is
+      // its own, not the server's.
+      const d = this.deadlines(req, t, t + waitOf(path), (e) => settle(e), () => (d.res?.readableLength ?? 0) > 0);
       const onAbort = () => {
         req.destroy(abortError());
         settle(abortError());
@@ -249,6 +387,10 @@ export class Transport {
       req.on("error", (e) => settle(this.connectionError(e)));
       req.on("response", (res) => {
         const status = res.statusCode ?? 0;
+        d.res = res;
+        d.arm(stream && status >= 200 && status < 300 ? t + SSE_HEARTBEAT_MS : t);
+        res.on("data", () => d.bump());
+        res.on("close", () => d.stop());
         if (status >= 200 && status < 300) {
           signal?.removeEventListener("abort", onAbort);
           if (signal) {
@@ -271,7 +413,7 @@ export class Transport {
         req.end(body);
         return;
       }
-      pump(req, body, () => settled).then(
+      pump(req, body, () => settled, () => d.bump()).then(
         () => req.end(),
         (e) => {
           req.destroy();
@@ -323,7 +465,10 @@ export class Transport {
     return new Promise<Upgraded>((resolve, reject) => {
       const req = this.open("GET", path, headers);
       req.on("error", (e) => reject(this.connectionError(e)));
+      const d = this.deadlines(req, this.timeoutMs, this.timeoutMs, reject);
       req.on("upgrade", (res, socket, head) => {
+        d.stop();
+        this.idleWebSocket(socket as Socket);
         const want = createHash("sha1").update(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest("base64");
         if (res.headers["sec-websocket-accept"] !== want) {
           socket.destroy();
@@ -334,11 +479,30 @@ export class Transport {
       });
       req.on("response", (res) => {
         let text = "";
+        d.res = res;
+        d.arm(this.timeoutMs);
+        res.on("close", () => d.stop());
         res.setEncoding("utf8");
-        res.on("data", (c: string) => (text += c));
+        res.on("data", (c: string) => {
+          d.bump();
+          text += c;
+        });
         res.on("end", () => reject(errorFromBody(res.statusCode ?? 0, text, `GET ${path} (WebSocket)`)));
       });
       req.end();
+    });
+  }
+
+  /**
+   * An upgraded socket silent past the server's ping interval plus the answer deadline has a
+   * server that stopped: it is destroyed with the timed-out error (WsHandlers.onClose gets it).
+   * A socket the reader paused is not the server's silence.
+   */
+  private idleWebSocket(socket: Socket): void {
+    const ms = this.timeoutMs + WS_PING_MS;
+    socket.setTimeout(ms);
+    socket.on("timeout", () => {
+      if (!socket.isPaused()) socket.destroy(this.timedOut(ms));
     });
   }
 }
@@ -378,11 +542,20 @@ function abortError(): Error {
   return new DOMException("the request was aborted", "AbortError");
 }
 
-/** Writes an async iterable into a request, waiting for drain; stops early when `stop()` says. */
-async function pump(req: http.ClientRequest, body: AsyncIterable<Uint8Array | string>, stop: () => boolean): Promise<void> {
+/**
+ * Writes an async iterable into a request, waiting for drain; stops early when `stop()` says;
+ * `moved()` after each chunk taken.
+ */
+async function pump(
+  req: http.ClientRequest,
+  body: AsyncIterable<Uint8Array | string>,
+  stop: () => boolean,
+  moved: () => void,
+): Promise<void> {
   for await (const chunk of body) {
     if (stop()) return;
-    if (!req.write(chunk)) {
+    moved();
+    if (!req.write(chunk, () => moved())) {
       await new Promise<void>((resolve) => {
         const done = () => {
           req.off("drain", done);

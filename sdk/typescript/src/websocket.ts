@@ -12,7 +12,8 @@ export interface WsHandlers {
   onText?: (text: string) => void;
   /** The payload (not copied: it may share memory with the bytes received). */
   onBinary?: (data: Buffer) => void;
-  onClose?: (code: number | null, reason: string) => void;
+  /** error: what ended the connection, when it broke (a deadline that passed: README, "Deadlines"). */
+  onClose?: (code: number | null, reason: string, error?: Error) => void;
   /** The server broke the protocol (reason says how); onClose follows with the code sent. */
   onProtocolError?: (reason: string) => void;
   /** Bytes of one message at most; default 16 MiB. */
@@ -47,7 +48,7 @@ export class WsConnection {
       this.parse();
     });
     socket.on("close", () => this.finish(1006, "connection closed"));
-    socket.on("error", () => this.finish(1006, "connection error"));
+    socket.on("error", (e) => this.finish(1006, "connection error", true, e));
     if (head.length) queueMicrotask(() => this.parse());
   }
 
@@ -191,10 +192,10 @@ export class WsConnection {
     else if (opcode === OP_BINARY) this.handlers.onBinary?.(payload);
   }
 
-  private finish(code: number | null, reason: string, destroy = true): void {
+  private finish(code: number | null, reason: string, destroy = true, error?: Error): void {
     if (this.closed) return;
     this.closed = true;
     if (destroy) this.socket.destroy();
-    this.handlers.onClose?.(code, reason);
+    this.handlers.onClose?.(code, reason, error);
   }
 }

@@ -55,14 +55,16 @@ export interface WorkerCapacity {
 
 /**
  * A worker of a client with several workers did not answer (refused, unreachable, no answer
- * within the client's timeout). `worker` and `url` name it; the other workers keep working.
+ * within a deadline: README, "Deadlines"). `worker` and `url` name it; the other workers keep
+ * working.
  */
 export class WorkerUnavailableError extends StationError {
   readonly worker: string;
   readonly url: string;
 
-  constructor(worker: string, url: string, reason: string, options?: { cause?: unknown; message?: string }) {
-    super(0, "connection_failed", options?.message ?? `worker ${worker} (${url}) did not answer: ${reason}`, undefined, options);
+  /** `code`: `connection_failed`, or `timeout` when it accepted the connection and gave no answer in time. */
+  constructor(worker: string, url: string, reason: string, options?: { cause?: unknown; message?: string; code?: "connection_failed" | "timeout" }) {
+    super(0, options?.code ?? "connection_failed", options?.message ?? `worker ${worker} (${url}) did not answer: ${reason}`, undefined, options);
     this.name = "WorkerUnavailableError";
     this.worker = worker;
     this.url = url;

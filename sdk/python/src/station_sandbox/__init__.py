@@ -17,7 +17,7 @@ from .client import (READ_MAX_BYTES, Client, Files, GapCallback, Images, OutputS
 from ._workers import WorkerConfig, worker_of_id
 from .errors import (BadRequest, Conflict, ConnectionFailed, Forbidden, InvalidArgument, NotFound,
                      Paused, PayloadTooLarge, PreconditionFailed, ProtocolError, StationError, Timeout,
-                     TooManyRequests, Unauthorized, Unavailable, WorkerUnavailable)
+                     TooManyRequests, Unauthorized, Unavailable, WorkerTimeout, WorkerUnavailable)
 from .models import (Attempt, Denial, FileEntry, FileList, Image, ListeningPort, Network, Output,
                      PortExposure, PortList, ReadyReport, RefusedDestination, Run, RunNetwork,
                      Secret, Service, Snapshot, TerminalInfo, UsageHistory, UsageSample,
@@ -32,6 +32,7 @@ __all__ = [
     "ListeningPort", "Network", "NotFound", "Output", "Paused", "OutputCallback", "OutputGap", "OutputStream", "PayloadTooLarge", "PortExposure", "PortList", "Ports", "PreconditionFailed",
     "ProtocolError", "READ_MAX_BYTES", "ReadyReport", "RefusedDestination", "Run", "RunHandle", "RunNetwork", "Secret", "Secrets",
     "Service", "Services", "Snapshot", "Snapshots", "StationError", "Terminal", "TerminalInfo", "Terminals", "Timeout",
-    "Tokens", "TooManyRequests", "Unauthorized", "Unavailable", "UsageHistory", "UsageSample", "WorkerConfig", "WorkerUnavailable",
+    "Tokens", "TooManyRequests", "Unauthorized", "Unavailable", "UsageHistory", "UsageSample", "WorkerConfig", "WorkerTimeout",
+    "WorkerUnavailable",
     "Workspace", "WorkspaceInfo", "WorkspaceList", "worker_of_id",
 ]

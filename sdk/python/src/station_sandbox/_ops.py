@@ -276,8 +276,14 @@ def run(ws_id: str, body: dict[str, Any], key: Optional[str] = None) -> Op[Run]:
     return (yield from wait_run(ws_id, first.id, None, first))
 
 
+CANCEL_TIMEOUT_S = 5.0
+"""A cancel's own deadline beyond the 10 s the server may hold it, whatever the client's timeout:
+a worker that does not answer it is named soon."""
+
+
 def cancel(ws_id: str, run_id: str) -> Op[Run]:
-    doc = yield Req("POST", ws_path(ws_id, f"/commands/{seg(run_id)}/cancel"), wait_s=10)
+    doc = yield Req("POST", ws_path(ws_id, f"/commands/{seg(run_id)}/cancel"), wait_s=10,
+                    timeout_s=CANCEL_TIMEOUT_S)
     return Run(doc)
 
 

@@ -14,10 +14,11 @@ import time
 from typing import Any, BinaryIO, Iterable, Iterator, Mapping, Optional, Union
 
 from ._ops import NO_BODY, Op, Req, T
-from ._wire import (MAX_HEADER_BYTES, MAX_JSON_BYTES, Endpoint, SseEvent, SseParser, loads,
-                    parse_head, request_head, ws_accept, ws_headers, ws_key)
+from ._wire import (MAX_HEADER_BYTES, MAX_JSON_BYTES, SSE_HEARTBEAT_S, Endpoint, SseEvent,
+                    SseParser, loads, parse_head, request_head, resolve_timeout, ws_accept,
+                    ws_headers, ws_key)
 from .errors import (ConnectionFailed, InvalidArgument, ProtocolError, StationError, Timeout,
-                     WorkerUnavailable, error_from_body)
+                     WorkerTimeout, WorkerUnavailable, error_from_body)
 
 Body = Union[bytes, BinaryIO, Iterable[bytes], None]
 
@@ -57,9 +58,10 @@ def connect_socket(ep: Endpoint, timeout: float) -> socket.socket:
 
 
 class Transport:
-    """One endpoint and its default timeout (seconds)."""
+    """One endpoint and its default timeout (seconds; None: ``$STATION_TIMEOUT_MS`` or 30)."""
 
-    def __init__(self, endpoint: Endpoint, timeout: float) -> None:
+    def __init__(self, endpoint: Endpoint, timeout: Optional[float]) -> None:
+        timeout = resolve_timeout(timeout)
         if not timeout or timeout <= 0:
             raise InvalidArgument("timeout must be a positive number of seconds")
         self.ep = endpoint
@@ -73,8 +75,7 @@ class Transport:
         except StationError:
             raise
         except (TimeoutError, socket.timeout):
-            raise Timeout(0, "timeout", f"{what}: no answer from the controller at "
-                          f"{self.ep.where} within {timeout:g} s") from None
+            raise self.timeout_error(what, timeout) from None
         except (http.client.RemoteDisconnected, http.client.IncompleteRead) as e:
             # The connection broke (the controller went away): as the async client says it.
             raise ConnectionFailed(0, "connection_failed", f"{what}: the controller at "
@@ -88,6 +89,11 @@ class Transport:
     def _conn_error(self, what: str, e: OSError) -> ConnectionFailed:
         return ConnectionFailed(0, "connection_failed", f"{what}: cannot reach the controller "
                                 f"at {self.ep.where}: {e.strerror or e}")
+
+    def timeout_error(self, what: str, t: float) -> Timeout:
+        """No answer within ``t`` seconds: a Timeout naming the controller."""
+        return Timeout(0, "timeout", f"{what}: no answer from the controller at {self.ep.where} "
+                       f"within {t:g} s")
 
     def _conn(self, timeout: float) -> http.client.HTTPConnection:
         if self.ep.scheme == "unix":
@@ -132,7 +138,9 @@ class Transport:
                         self._send_body(conn, body, chunked)
                     except (BrokenPipeError, ConnectionResetError):
                         pass  # the server answered before taking it all: read why below
+                sock = conn.sock  # gone from conn once an answer that closes is read
                 resp = conn.getresponse()
+                resp.station_sock = sock  # type: ignore[attr-defined]
                 if not 200 <= resp.status < 300 and resp.status != 101:
                     text = resp.read(64 * 1024)
                     raise error_from_body(resp.status, text, what)
@@ -221,13 +229,18 @@ class Transport:
 
     def events(self, path: str, timeout: Optional[float] = None) -> Iterator[SseEvent]:
         """A server-sent event stream, read as it comes. Each read waits at most ``timeout``
-        (Timeout then); the iterator ends when the server ends the stream."""
+        plus the server's heartbeat interval (Timeout then); the iterator ends when the server
+        ends the stream."""
         t = timeout or self.timeout
         conn, resp = self.open("GET", path, headers={"Accept": "text/event-stream"}, timeout=t)
         try:
             parser = SseParser()
+            idle = t + SSE_HEARTBEAT_S
+            sock = getattr(resp, "station_sock", None)
+            if sock is not None:
+                sock.settimeout(idle)
             while True:
-                with self.net(f"GET {path}", t):
+                with self.net(f"GET {path}", idle):
                     chunk = resp.read1(64 * 1024)
                 if not chunk:
                     return
@@ -289,6 +302,9 @@ class WorkerTransport(Transport):
 
     def _conn_error(self, what: str, e: OSError) -> ConnectionFailed:
         return WorkerUnavailable(self.worker, self.url, os_reason(e))
+
+    def timeout_error(self, what: str, t: float) -> Timeout:
+        return WorkerTimeout(self.worker, self.url, t)
 
 
 class NoRoute:

@@ -16,7 +16,21 @@ from .errors import InvalidArgument, ProtocolError
 
 DEFAULT_SOCKET = "/var/lib/station-sandbox/station.sock"
 DEFAULT_TIMEOUT = 30.0
-"""Seconds a call waits for the controller (beyond any server-side wait it asked for)."""
+"""Seconds a call waits for the controller (beyond any server-side wait it asked for), unless
+the client's ``timeout`` or ``$STATION_TIMEOUT_MS`` says otherwise."""
+
+SSE_HEARTBEAT_S = 15.0
+"""The server sends a quiet event stream a heartbeat comment this often: a stream silent for
+the timeout plus this has a server that stopped."""
+
+
+def resolve_timeout(timeout: Optional[float]) -> float:
+    """``timeout``, else ``$STATION_TIMEOUT_MS`` (a positive integer of milliseconds), else
+    DEFAULT_TIMEOUT."""
+    if timeout is not None:
+        return timeout
+    v = os.environ.get("STATION_TIMEOUT_MS", "")
+    return int(v) / 1000 if v.isdigit() and int(v) > 0 else DEFAULT_TIMEOUT
 
 MAX_HEADER_BYTES = 64 * 1024
 MAX_JSON_BYTES = 64 * 1024 * 1024

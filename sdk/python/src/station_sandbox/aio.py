@@ -13,10 +13,10 @@ from typing import (Any, AsyncIterator, Awaitable, BinaryIO, Callable, Iterable,
 
 from . import _ops
 from ._ops import NO_BODY, Op, Req, T, UsageSince, UsageStep, ws_path
-from ._wire import (DEFAULT_TIMEOUT, MAX_HEADER_BYTES, MAX_JSON_BYTES, OP_BINARY, OP_CLOSE,
-                    OP_PING, OP_PONG, OP_TEXT, ChunkedDecoder, Endpoint,
+from ._wire import (MAX_HEADER_BYTES, MAX_JSON_BYTES, OP_BINARY, OP_CLOSE,
+                    OP_PING, OP_PONG, OP_TEXT, SSE_HEARTBEAT_S, ChunkedDecoder, Endpoint,
                     SseEvent, SseParser, TextStream, WsParser, file_query, loads, octal_mode,
-                    parse_head, query, request_head, resolve_endpoint, seg,
+                    parse_head, query, request_head, resolve_endpoint, resolve_timeout, seg,
                     ws_accept, ws_close_payload, ws_frame, ws_headers, ws_key)
 from ._follow import RETRIES, FollowState, Item, OutputGap
 from ._transport import NoRoute, os_reason
@@ -24,7 +24,8 @@ from ._workers import (WorkersArg, place, resolve_workers, state_of, unknown_wor
                        worker_of_id)
 from .client import WorkspaceList, _endpoint_of, _none_answered, _unreachable_of, discover_workers
 from .errors import (ConnectionFailed, InvalidArgument, NotFound, PayloadTooLarge, ProtocolError, StationError,
-                     Timeout, Unavailable, WorkerUnavailable, error_from_body, error_from_event)
+                     Timeout, Unavailable, WorkerTimeout, WorkerUnavailable, error_from_body,
+                     error_from_event)
 from .models import (FileEntry, FileList, Image, Network, PortExposure, PortList, ReadyReport,
                      Run, Secret, Service, Snapshot, TerminalInfo, UsageHistory, WorkspaceInfo)
 
@@ -89,7 +90,8 @@ class _Answer:
 
 
 class _AsyncTransport:
-    def __init__(self, endpoint: Endpoint, timeout: float) -> None:
+    def __init__(self, endpoint: Endpoint, timeout: Optional[float]) -> None:
+        timeout = resolve_timeout(timeout)
         if not timeout or timeout <= 0:
             raise InvalidArgument("timeout must be a positive number of seconds")
         self.ep = endpoint
@@ -201,14 +203,15 @@ class _AsyncTransport:
     async def events(self, path: str, timeout: Optional[float] = None) -> AsyncIterator[SseEvent]:
         t = timeout or self.timeout
         ans = await self.open("GET", path, headers={"Accept": "text/event-stream"}, timeout=t)
+        idle = t + SSE_HEARTBEAT_S  # the server's heartbeat keeps a quiet stream talking
         try:
             parser = SseParser()
             while True:
                 try:
-                    async with asyncio.timeout(t):
+                    async with asyncio.timeout(idle):
                         chunk = await ans.read1()
                 except TimeoutError:
-                    raise self._timeout_error(f"GET {path}", t) from None
+                    raise self._timeout_error(f"GET {path}", idle) from None
                 except OSError as e:
                     raise self._conn_error(f"GET {path}", e) from None
                 if not chunk:
@@ -252,6 +255,9 @@ class _AsyncWorkerTransport(_AsyncTransport):
     def _conn_error(self, what: str, e: OSError) -> ConnectionFailed:
         return WorkerUnavailable(self.worker, self.url, os_reason(e))
 
+    def _timeout_error(self, what: str, t: float) -> Timeout:
+        return WorkerTimeout(self.worker, self.url, t)
+
 
 class _AsyncNoRoute(NoRoute):
     async def drive(self, op: Op[T]) -> T:  # type: ignore[override]
@@ -293,8 +299,7 @@ async def _ws_once(t: _AsyncTransport, path: str, state: FollowState, end_key: s
                     await send(OP_PING, b"alive?")
                 except ConnectionFailed:
                     return b""
-        raise Timeout(0, "timeout", f"{what}: no answer from the controller at {t.ep.where} "
-                      f"within {t.timeout:g} s")
+        raise t._timeout_error(what, t.timeout)
 
     try:
         while True:
@@ -1125,7 +1130,7 @@ class AsyncClient:
     ``async with AsyncClient() as client: ...``"""
 
     def __init__(self, socket_path: Optional[str] = None, url: Optional[str] = None,
-                 token: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT,
+                 token: Optional[str] = None, timeout: Optional[float] = None,
                  root_dir: Optional[str] = None, workers: Optional[Union[WorkersArg, str]] = None) -> None:
         # discover:URL asks that worker once, here, with a blocking call (bounded by timeout)
         found = resolve_workers(workers, socket_path, url, root_dir,

@@ -16,7 +16,7 @@ from ._follow import RETRIES, FollowState, Item, OutputGap
 from ._transport import NoRoute, Transport, WorkerTransport
 from ._workers import (WorkerConfig, WorkersArg, place, reason_of, resolve_workers, state_of,
                        unknown_worker, worker_of_id, workers_of_list)
-from ._wire import (DEFAULT_TIMEOUT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT,
+from ._wire import (OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT,
                     TextStream, WsParser, file_query, octal_mode, output_event,
                     query, resolve_endpoint, seg, ws_close_payload, ws_frame)
 from .errors import (ConnectionFailed, InvalidArgument, PayloadTooLarge, ProtocolError, StationError, Timeout,
@@ -59,8 +59,7 @@ def _ws_recv(t: Transport, sock: socket.socket, what: str) -> bytes:
                     sock.sendall(ws_frame(OP_PING, b"alive?"))
             except ConnectionFailed:
                 return b""
-    raise Timeout(0, "timeout", f"{what}: no answer from the controller at {t.ep.where} "
-                  f"within {t.timeout:g} s")
+    raise t.timeout_error(what, t.timeout)
 
 
 def _ws_once(t: Transport, path: str, state: FollowState, end_key: str,
@@ -1055,7 +1054,7 @@ class Tokens:
 
 
 def discover_workers(url: str, token: Optional[str] = None,
-                     timeout: float = DEFAULT_TIMEOUT) -> list[WorkerConfig]:
+                     timeout: Optional[float] = None) -> list[WorkerConfig]:
     """The workers the worker at ``url`` lists (its ``GET /v1/workers``: its ``--workers``, and
     every registered worker of a ``--fleet``), each at its listed URL; what
     ``workers="discover:URL"`` and ``STATION_WORKERS=discover:URL`` use."""
@@ -1089,7 +1088,7 @@ class Client:
     ``worker()``) go to one worker: ``client.on("w1")``."""
 
     def __init__(self, socket_path: Optional[str] = None, url: Optional[str] = None,
-                 token: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT,
+                 token: Optional[str] = None, timeout: Optional[float] = None,
                  root_dir: Optional[str] = None, workers: Optional[Union[WorkersArg, str]] = None) -> None:
         found = resolve_workers(workers, socket_path, url, root_dir,
                                 lambda at: discover_workers(at, token, timeout))

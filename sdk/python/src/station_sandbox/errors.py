@@ -4,7 +4,7 @@ An error answer of the controller (``{"error":{"code","message","field"}}``) bec
 subclass for its status (:class:`NotFound`, :class:`Conflict`, ...). When no answer came at all,
 ``status`` is 0 and ``code`` says why: ``connection_failed`` (nothing listens there, a refused
 or reset connection), ``timeout`` (:class:`Timeout`: the controller did not answer within the
-client's timeout) or ``protocol_error`` (an answer that is not the API's). A call this client
+client's timeout; :class:`WorkerTimeout` names the worker) or ``protocol_error`` (an answer that is not the API's). A call this client
 refuses before sending it is :class:`InvalidArgument` (status 0, code ``invalid_argument``; also
 a ``ValueError``).
 """
@@ -31,6 +31,7 @@ __all__ = [
     "Timeout",
     "ProtocolError",
     "WorkerUnavailable",
+    "WorkerTimeout",
 ]
 
 
@@ -138,6 +139,17 @@ class WorkerUnavailable(ConnectionFailed):
 
 class Timeout(StationError, TimeoutError):
     """No answer within the client's timeout (status 0, code ``timeout``)."""
+
+
+class WorkerTimeout(WorkerUnavailable, Timeout):
+    """A worker of a client with several workers accepted the connection and did not answer
+    within the client's timeout (code ``timeout``): "worker w2 (URL) did not answer within
+    2 s". Both a :class:`WorkerUnavailable` and a :class:`Timeout`."""
+
+    def __init__(self, worker: str, url: str, seconds: float) -> None:
+        super().__init__(worker, url, f"no answer within {seconds:g} s",
+                         f"worker {worker} ({url}) did not answer within {seconds:g} s")
+        self.code = "timeout"
 
 
 class ProtocolError(StationError):
