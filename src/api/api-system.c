@@ -134,6 +134,27 @@ static void worker_add_caller(struct http_request *req, json_t *worker)
 				      "tenant", p->tenant[0] ? p->tenant : NULL));
 }
 
+/* A tenant sees its own activity only (docs/security.md, "The tenant boundary"): the
+ * connection counts and the warm pools' ready, starting and claimed counts move with every
+ * tenant's requests and creates, so a tenant's view keeps their limits and sizes only. */
+static void worker_hide_others(struct http_request *req, json_t *worker)
+{
+	static const char *const counts[] = { "open", "longLived", "refused", "refusedLongLived" };
+	const struct auth_principal *p = http_request_principal(req);
+	json_t *connections = json_object_get(worker, "connections"), *pool;
+	size_t i;
+
+	if (!p->tenant[0])
+		return;
+	for (i = 0; i < sizeof counts / sizeof *counts; i++)
+		json_object_del(connections, counts[i]);
+	json_array_foreach(json_object_get(worker, "pools"), i, pool) {
+		json_object_del(pool, "ready");
+		json_object_del(pool, "starting");
+		json_object_del(pool, "claimed");
+	}
+}
+
 int api_worker(struct http_request *req)
 {
 	json_t *worker = manager_worker(http_request_manager(req));
@@ -143,6 +164,7 @@ int api_worker(struct http_request *req)
 	worker_add_http_limits(req, worker);
 	worker_add_connections(req, worker);
 	worker_add_caller(req, worker);
+	worker_hide_others(req, worker);
 	return http_reply_json(req, 200, worker);
 }
 

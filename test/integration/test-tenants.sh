@@ -266,6 +266,10 @@ t_others_activity_hidden() {
 	tapi "$TB" GET /v1/worker
 	assert_eq 1 "$(j .capacity.workspaces.used)" "B's used: its own"
 	assert_eq $((max - 1)) "$(j .capacity.workspaces.free)" "B's free"
+	# nor the connections or warm pools everybody's requests move: their limits only
+	assert_eq '["limit","longLivedLimit"]' "$(j '.connections | keys')" "B's connections"
+	api -q GET /v1/worker
+	assert_eq number "$(j '.connections.open | type')" "control: the admin's connections.open"
 	# Events: A's stream numbers A's events on their own, one after another.
 	evc "$TA" "/v1/events?since=0" --until "run:$run:exited"
 	assert_eq 200 "$(j .status "$EV")" "A's stream: $(_short "$EV")" || return 1
@@ -303,11 +307,17 @@ t_private_worker() {
 	stop_controller
 	start_controller --listen "tcp:127.0.0.1:$PORT" --default-adapter container \
 		--worker "$WORKER" --runtime "$RUNTIME" --seccomp-dir "$PROFILES" --import-dir "$TMP" \
-		--tenant-images 'busybox@*' --tenant tenant-b || return 1
+		--tenant-images 'busybox@*' --tenant tenant-b --pool "$IMAGE,size=1" || return 1
 	local img
 	img=$(jq -nc --arg i "$IMAGE" '{image: $i}')
 	tapi "$TA" GET /v1/worker
 	assert_eq tenant-b "$(j .tenant)" "the private worker's tenant"
+	# a warm pool's counts move with every tenant's creates: a tenant sees its size only
+	assert_eq '[{"size":1}]' "$(j '[.pools[] | {size, ready, starting, claimed} | with_entries(select(.value != null))]')" \
+		"the pool as a tenant sees it"
+	api -q GET /v1/worker
+	assert_eq '["number","number","number"]' "$(j '[.pools[0] | .ready, .starting, .claimed | type]')" \
+		"control: the admin sees the pool's counts"
 	tapi "$TA" POST /v1/workspaces "$img"
 	assert_eq 403 "$STATUS" "another tenant's create" &&
 		assert_contains 'this worker serves tenant "tenant-b" only' "$(j .error.message)" message
