@@ -140,7 +140,8 @@ int station_events(struct station_client *c, const struct station_events_options
 		 * (a quiet stream has its heartbeat: one silent past the deadline has a controller that
 		 * stopped); a connection that broke, or a controller not there (restarting: no socket,
 		 * refused), is tried again. */
-		if (r != -ECONNRESET && r != -EPIPE && r != -ECONNREFUSED && r != -ENOENT && r != -EIO)
+		if (r != -ECONNRESET && r != -EPIPE && r != -ECONNREFUSED && r != -ENOENT &&
+		    r != -EIO)
 			break;
 		if (c->interrupt && c->interrupt(c->interrupt_userdata)) {
 			r = client_error(c, -EINTR, "interrupted");
