@@ -21,11 +21,14 @@ COVERED: dict[tuple[str, str], list[str]] = {
     ("GET", "/v1/openapi.json"): ["Client.openapi", "AsyncClient.openapi"],
     ("GET", "/v1/ready"): ["Client.ready", "AsyncClient.ready"],
     ("GET", "/v1/worker"): ["Client.worker", "AsyncClient.worker"],
+    ("GET", "/v1/worker/usage"): ["Client.worker_usage", "AsyncClient.worker_usage"],
     ("POST", "/v1/workspaces"): ["Workspaces.create", "AsyncWorkspaces.create"],
     ("GET", "/v1/workspaces"): ["Workspaces.list", "AsyncWorkspaces.list"],
     ("GET", "/v1/workspaces/{}"): ["Workspaces.get", "AsyncWorkspaces.get",
                                    "Workspace.refresh", "AsyncWorkspace.refresh"],
     ("DELETE", "/v1/workspaces/{}"): ["Workspace.delete", "AsyncWorkspace.delete"],
+    ("PATCH", "/v1/workspaces/{}"): ["Workspaces.update", "Workspace.update",
+                                     "AsyncWorkspaces.update", "AsyncWorkspace.update"],
     ("POST", "/v1/workspaces/{}/restart"): ["Workspace.restart", "AsyncWorkspace.restart"],
     ("GET", "/v1/workspaces/{}/network"): ["Workspace.get_network", "AsyncWorkspace.get_network"],
     ("PUT", "/v1/workspaces/{}/network"): ["Workspace.set_egress", "AsyncWorkspace.set_egress"],
@@ -91,6 +94,7 @@ COVERED: dict[tuple[str, str], list[str]] = {
 # Deliberately without a method, and why.
 EXCEPTIONS: dict[tuple[str, str], str] = {
     ("GET", "/v1/workers"): "the SDK holds its workers itself: Client(workers=...).workers()",
+    ("GET", "/metrics"): "a Prometheus scrape (text exposition), for a monitoring system",
     **{(m, "/v1/workers/{}/v1/{}"): "forwarding through a controller: the SDK routes each "
        "workspace's calls to its worker itself (Client(workers=...))"
        for m in ("GET", "POST", "PUT", "DELETE")},

@@ -5,11 +5,13 @@ result. Loops (waiting until a run is terminal, until a service has stopped) liv
 from __future__ import annotations
 
 import base64
+import re
 import time
+import urllib.parse
 import uuid
 from datetime import datetime, timedelta, timezone
 from dataclasses import dataclass, field
-from typing import Any, Generator, Mapping, Optional, TypeVar, Union
+from typing import Any, Generator, Iterable, Mapping, Optional, TypeVar, Union
 
 from ._wire import query, seg
 from ._follow import as_bytes
@@ -194,7 +196,8 @@ def create_body(adapter: Optional[str], image: Optional[str], env: Optional[Mapp
                 egress: Optional[Mapping[str, Any]],
                 idle_timeout_ms: Optional[int] = None, snapshot: Optional[str] = None,
                 auto_resume: Optional[bool] = None,
-                idle_action: Optional[str] = None) -> dict[str, Any]:
+                idle_action: Optional[str] = None, name: Optional[str] = None,
+                labels: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
     if snapshot is not None:
         seg(snapshot)
         if image is not None:
@@ -210,7 +213,63 @@ def create_body(adapter: Optional[str], image: Optional[str], env: Optional[Mapp
                    seccompProfile=seccomp_profile,
                    egress=dict(egress) if egress is not None else None,
                    idleTimeoutMs=idle_timeout_ms, snapshot=snapshot,
-                   autoResume=auto_resume or None, idleAction=idle_action)
+                   autoResume=auto_resume or None, idleAction=idle_action, name=name,
+                   labels=dict(labels) if labels is not None else None)
+
+
+# A workspace id is WORKER-<26 of [a-z2-7]>; anything else of a name's characters is a name
+# (docs/api.md, "Names and labels"): the shape alone tells them apart, on every worker.
+_ID_TAIL = re.compile(r"[a-z2-7]{26}")
+_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
+
+
+def is_name(ws: str) -> bool:
+    """Whether ``ws`` is a workspace name rather than an id."""
+    head, dash, tail = ws.rpartition("-")
+    if dash and head and _ID_TAIL.fullmatch(tail):
+        return False
+    return _NAME.fullmatch(ws) is not None
+
+
+def list_path(labels: Union[Mapping[str, Optional[str]], Iterable[str], None],
+              name: Optional[str], state: Optional[str]) -> str:
+    """GET /v1/workspaces with its filters: ``labels`` a mapping (a value of None: the key is
+    set, whatever its value) or strings ``"k=v"`` / ``"k"``; all must hold."""
+    q: list[tuple[str, str]] = []
+    if isinstance(labels, Mapping):
+        q += [("label", k if v is None else f"{k}={v}") for k, v in labels.items()]
+    elif labels is not None:
+        if isinstance(labels, str):
+            raise InvalidArgument("labels: a mapping or a list of 'key=value' / 'key', not a str",
+                                  "labels")
+        q += [("label", str(x)) for x in labels]
+    if name is not None:
+        q.append(("name", name))
+    if state is not None:
+        q.append(("state", state))
+    return "/v1/workspaces" + ("?" + urllib.parse.urlencode(q, safe="=/") if q else "")
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+def update_body(name: Any, labels: Optional[Mapping[str, Optional[str]]]) -> dict[str, Any]:
+    """PATCH /v1/workspaces/{id}'s JSON merge patch: ``name`` a str, None (removes it) or
+    UNSET (unchanged); ``labels`` merged into the workspace's (a value of None removes that
+    key, the others stay)."""
+    body: dict[str, Any] = {}
+    if name is not UNSET:
+        body["name"] = name
+    if labels is not None:
+        body["labels"] = dict(labels)
+    if not body:
+        raise InvalidArgument("nothing to update: give name= or labels=", "name")
+    return body
 
 
 def list_of(doc: Any, key: str, what: str) -> list[Any]:

@@ -22,7 +22,7 @@ from ._follow import RETRIES, FollowState, Item, OutputGap
 from ._transport import NoRoute, os_reason
 from ._workers import (WorkersArg, place, resolve_workers, state_of, unknown_worker,
                        worker_of_id)
-from .client import WorkspaceList, _endpoint_of, _none_answered, _unreachable_of, discover_workers
+from .client import WorkspaceList, _endpoint_of, _holder, _none_answered, _unreachable_of, discover_workers
 from .errors import (ConnectionFailed, InvalidArgument, NotFound, PayloadTooLarge, ProtocolError, StationError,
                      Timeout, Unavailable, WorkerTimeout, WorkerUnavailable, error_from_body,
                      error_from_event)
@@ -887,6 +887,12 @@ class AsyncWorkspace(WorkspaceInfo):
         self._load(await self._t.drive(_ops.simple("POST", ws_path(self.id, "/restart"), wait_s=60)))
         return self
 
+    async def update(self, name: Any = _ops.UNSET,
+                     labels: Optional[Mapping[str, Optional[str]]] = None) -> "AsyncWorkspace":
+        """See :meth:`station_sandbox.client.Workspace.update`."""
+        self._load(await self._t.drive(_ops.simple("PATCH", ws_path(self.id), _ops.update_body(name, labels))))
+        return self
+
     async def start(self, command: str, cwd: Optional[str] = None,
                     env: Optional[Mapping[str, str]] = None, stdin: Union[str, bytes, None] = None,
                     timeout_ms: Optional[int] = None,
@@ -993,10 +999,11 @@ class AsyncWorkspaces:
                      idle_timeout_ms: Optional[int] = None,
                      idempotency_key: Optional[str] = None, retries: int = 2,
                      snapshot: Optional[str] = None, auto_resume: Optional[bool] = None,
-                     idle_action: Optional[str] = None) -> AsyncWorkspace:
+                     idle_action: Optional[str] = None, name: Optional[str] = None,
+                     labels: Optional[Mapping[str, str]] = None) -> AsyncWorkspace:
         body = _ops.create_body(adapter, image, env, cpus, memory_mb, pids_limit, network,
                                 seccomp_profile, egress, idle_timeout_ms, snapshot, auto_resume,
-                                idle_action)
+                                idle_action, name, labels)
         if snapshot is not None and worker is None and self._client._routes is not None:
             raise InvalidArgument("a snapshot is kept by one worker: name it (worker=...) to "
                                   f"create from {snapshot!r}", "snapshot")
@@ -1005,21 +1012,32 @@ class AsyncWorkspaces:
             _ops.create("/v1/workspaces", body, idempotency_key, retries, timeout_s=timeout)))
 
     async def get(self, workspace_id: str) -> AsyncWorkspace:
-        t = self._client._transport_of(workspace_id)
+        """A workspace by its id or its name (see :meth:`station_sandbox.client.Workspaces.get`)."""
+        t = await self._client._route(workspace_id)
         return AsyncWorkspace(self._client, await t.drive(_ops.simple("GET", ws_path(workspace_id))))
 
-    async def list(self) -> WorkspaceList:
-        """Every workspace; with several workers of all at once (asyncio.gather), and
-        ``unreachable`` (see :meth:`station_sandbox.client.Workspaces.list`)."""
+    async def update(self, workspace_id: str, name: Any = _ops.UNSET,
+                     labels: Optional[Mapping[str, Optional[str]]] = None) -> AsyncWorkspace:
+        """See :meth:`station_sandbox.client.Workspaces.update`."""
+        body = _ops.update_body(name, labels)
+        t = await self._client._route(workspace_id)
+        return AsyncWorkspace(self._client, await t.drive(_ops.simple("PATCH", ws_path(workspace_id), body)))
+
+    async def list(self, labels: Union[Mapping[str, Optional[str]], Iterable[str], None] = None,
+                   name: Optional[str] = None, state: Optional[str] = None) -> WorkspaceList:
+        """Every workspace, or those matching the filters; with several workers of all at once
+        (asyncio.gather), and ``unreachable`` (see
+        :meth:`station_sandbox.client.Workspaces.list`)."""
+        path = _ops.list_path(labels, name, state)
         routes = self._client._routes
         if routes is None:
-            doc = await self._t.drive(_ops.simple("GET", "/v1/workspaces"))
+            doc = await self._t.drive(_ops.simple("GET", path))
             return WorkspaceList(AsyncWorkspace(self._client, w)
                                  for w in _ops.list_of(doc, "workspaces", "GET /v1/workspaces"))
 
         async def one(t: _AsyncWorkerTransport) -> Any:
             try:
-                doc = await t.drive(_ops.simple("GET", "/v1/workspaces"))
+                doc = await t.drive(_ops.simple("GET", path))
                 return _ops.list_of(doc, "workspaces", "GET /v1/workspaces")
             except StationError as e:
                 return e
@@ -1167,6 +1185,14 @@ class AsyncClient:
         if t is None:
             raise unknown_worker(name, self._source, workspace_id)
         return t
+
+    async def _route(self, workspace_id: str) -> Any:
+        """The route for a workspace by id or, with several workers, by name: the one worker
+        that has a workspace of that name."""
+        if self._routes is not None and isinstance(workspace_id, str) and _ops.is_name(workspace_id):
+            found = await self.workspaces.list(name=workspace_id)
+            return _holder(self._routes, self._source, workspace_id, found)
+        return self._transport_of(workspace_id)
 
     async def _create_transport(self, worker: Optional[str]) -> Any:
         if self._routes is None:

@@ -19,7 +19,7 @@ from ._workers import (WorkerConfig, WorkersArg, place, reason_of, resolve_worke
 from ._wire import (OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT,
                     TextStream, WsParser, file_query, octal_mode, output_event,
                     query, resolve_endpoint, seg, ws_close_payload, ws_frame)
-from .errors import (ConnectionFailed, InvalidArgument, PayloadTooLarge, ProtocolError, StationError, Timeout,
+from .errors import (ConnectionFailed, InvalidArgument, NotFound, PayloadTooLarge, ProtocolError, StationError, Timeout,
                      Unavailable, WorkerUnavailable, error_from_event)
 from .models import (FileEntry, FileList, Image, Network, PortExposure, PortList, ReadyReport,
                      Run, Secret, Service, Snapshot, TerminalInfo, UsageHistory, WorkspaceInfo)
@@ -757,6 +757,14 @@ class Workspace(WorkspaceInfo):
         self._load(self._t.drive(_ops.simple("POST", ws_path(self.id, "/restart"), wait_s=60)))
         return self
 
+    def update(self, name: Any = _ops.UNSET,
+               labels: Optional[Mapping[str, Optional[str]]] = None) -> "Workspace":
+        """Renames (``name=None`` removes the name) and relabels: ``labels`` is merged into
+        the workspace's, a value of None removes that key."""
+        body = _ops.update_body(name, labels)
+        self._load(self._t.drive(_ops.simple("PATCH", ws_path(self.id), body)))
+        return self
+
     def start(self, command: str, cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
               stdin: Union[str, bytes, None] = None, timeout_ms: Optional[int] = None,
               max_output_bytes: Optional[int] = None,
@@ -885,6 +893,24 @@ def _none_answered(unreachable: list[dict[str, str]]) -> WorkerUnavailable:
     return WorkerUnavailable(first["worker"], first["url"], first["error"], f"no worker answered: {all_}")
 
 
+def _holder(routes: Any, source: str, ws_name: str, found: WorkspaceList) -> Any:
+    """The route to the one worker of ``found`` (every worker's workspaces named ``ws_name``);
+    none or several are an error, the several named with their ids."""
+    if len(found) > 1:
+        holders = ", ".join(f"{w.worker} ({w.id})" for w in found)
+        raise InvalidArgument(f"workspace name {ws_name!r} is on several workers: {holders}; "
+                              "use the id", "name")
+    if not found:
+        if found.unreachable:
+            raise NotFound(404, "not_found", f"no worker that answered has a workspace named "
+                           f"{ws_name!r} ({found.unreachable[0]['error']})")
+        raise NotFound(404, "not_found", f"no worker has a workspace named {ws_name!r}")
+    t = routes.get(found[0].worker)
+    if t is None:
+        raise unknown_worker(found[0].worker, source, found[0].id)
+    return t
+
+
 class Workspaces:
     def __init__(self, client: "Client") -> None:
         self._client = client
@@ -898,8 +924,10 @@ class Workspaces:
                worker: Optional[str] = None, idle_timeout_ms: Optional[int] = None,
                idempotency_key: Optional[str] = None, retries: int = 2,
                snapshot: Optional[str] = None, auto_resume: Optional[bool] = None,
-               idle_action: Optional[str] = None) -> Workspace:
-        """A new workspace (``ready``). ``adapter``: ``"host"`` or ``"container"`` (default:
+               idle_action: Optional[str] = None, name: Optional[str] = None,
+               labels: Optional[Mapping[str, str]] = None) -> Workspace:
+        """A new workspace (``ready``). ``name``: unique among your workspaces on its worker,
+        usable wherever an id is; ``labels``: ``{"team": "x"}``. ``adapter``: ``"host"`` or ``"container"`` (default:
         the worker's); ``image`` a reference pinned by digest; ``network``: ``"none"``,
         ``"bridge"`` or ``"restricted"`` (with ``egress``). ``idle_timeout_ms``: stop the
         workspace once it has been idle that long (1000 to 30 days; 0 or None: never), so a
@@ -911,7 +939,7 @@ class Workspaces:
         caller's own private worker first, then the most free."""
         body = _ops.create_body(adapter, image, env, cpus, memory_mb, pids_limit, network,
                                 seccomp_profile, egress, idle_timeout_ms, snapshot, auto_resume,
-                                idle_action)
+                                idle_action, name, labels)
         if snapshot is not None and worker is None and self._client._routes is not None:
             raise InvalidArgument("a snapshot is kept by one worker: name it (worker=...) to "
                                   f"create from {snapshot!r}", "snapshot")
@@ -920,22 +948,37 @@ class Workspaces:
             _ops.create("/v1/workspaces", body, idempotency_key, retries, timeout_s=timeout)))
 
     def get(self, workspace_id: str) -> Workspace:
+        """A workspace by its id or its name (with several workers: on the one worker that
+        has a workspace of that name; several: InvalidArgument naming them)."""
         t = self._client._transport_of(workspace_id)
         return Workspace(self._client, t.drive(_ops.simple("GET", ws_path(workspace_id))))
 
-    def list(self) -> WorkspaceList:
-        """Every workspace. With several workers: of all of them, asked at once, in the
-        configured order; ``unreachable`` names the workers that did not answer (their
+    def update(self, workspace_id: str, name: Any = _ops.UNSET,
+               labels: Optional[Mapping[str, Optional[str]]] = None) -> Workspace:
+        """Renames (``name=None`` removes the name) and relabels a workspace (by id or name):
+        ``labels`` is merged into its labels, a value of None removes that key (PATCH, a
+        JSON merge patch)."""
+        body = _ops.update_body(name, labels)
+        t = self._client._transport_of(workspace_id)
+        return Workspace(self._client, t.drive(_ops.simple("PATCH", ws_path(workspace_id), body)))
+
+    def list(self, labels: Union[Mapping[str, Optional[str]], Iterable[str], None] = None,
+             name: Optional[str] = None, state: Optional[str] = None) -> WorkspaceList:
+        """Every workspace, or those that match all the filters given: ``labels`` a mapping
+        (``{"team": "x"}``; a value of None: the key is set) or a list of ``"k=v"`` and
+        ``"k"``; ``name``; ``state``. With several workers: of all of them, asked at once, in
+        the configured order; ``unreachable`` names the workers that did not answer (their
         workspaces are missing); none answering raises WorkerUnavailable."""
+        path = _ops.list_path(labels, name, state)
         router = self._client._routes
         if router is None:
-            doc = self._t.drive(_ops.simple("GET", "/v1/workspaces"))
+            doc = self._t.drive(_ops.simple("GET", path))
             return WorkspaceList(Workspace(self._client, w)
                                  for w in _ops.list_of(doc, "workspaces", "GET /v1/workspaces"))
 
         def one(t: WorkerTransport) -> Any:
             try:
-                doc = t.drive(_ops.simple("GET", "/v1/workspaces"))
+                doc = t.drive(_ops.simple("GET", path))
                 return _ops.list_of(doc, "workspaces", "GET /v1/workspaces")
             except StationError as e:
                 return e
@@ -1120,11 +1163,18 @@ class Client:
         if self._routes is None:
             return self._t
         seg(workspace_id)  # a non-empty string
+        if _ops.is_name(workspace_id):
+            return self._transport_of_name(workspace_id)
         name = worker_of_id(workspace_id)
         t = self._routes.get(name)
         if t is None:
             raise unknown_worker(name, self._source, workspace_id)
         return t
+
+    def _transport_of_name(self, ws_name: str) -> Any:
+        """The worker that has a workspace named ``ws_name`` for the caller: every worker is
+        asked; one that does not answer is passed over unless none has it."""
+        return _holder(self._routes, self._source, ws_name, self.workspaces.list(name=ws_name))
 
     def _create_transport(self, worker: Optional[str]) -> Any:
         if self._routes is None:

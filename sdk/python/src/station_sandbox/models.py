@@ -274,6 +274,8 @@ class WorkspaceInfo:
     paused_at: Optional[str]
     auto_resume: bool
     idle_action: Optional[str]
+    name: Optional[str]
+    labels: dict[str, str]
     raw: dict[str, Any]
 
     def _load(self, doc: Any) -> None:
@@ -302,6 +304,8 @@ class WorkspaceInfo:
         self.paused_at = d.get("pausedAt")
         self.auto_resume = d.get("autoResume") is True
         self.idle_action = d.get("idleAction")
+        self.name = d.get("name")
+        self.labels = dict(d.get("labels") or {})
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={self.id!r}, adapter={self.adapter!r}, state={self.state!r})"
