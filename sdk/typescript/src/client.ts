@@ -26,6 +26,8 @@ import type {
   ExposedPort,
   ExposePortOptions,
   CreateWorkspaceRequest,
+  UpdateWorkspaceRequest,
+  WorkspaceFilter,
   DeletedImage,
   DeletedService,
   DeletedFile,
@@ -205,6 +207,17 @@ function checkSnapshotRequest(r: SnapshotRequest): void {
   if (name !== undefined && (typeof name !== "string" || name.length < 1 || name.length > SNAPSHOT_NAME_MAX || /[\x00-\x1f\x7f]/.test(name)))
     throw new TypeError(`name must be 1 to ${SNAPSHOT_NAME_MAX} characters without control characters, not ${JSON.stringify(name)}`);
   if (memory !== undefined && typeof memory !== "boolean") throw new TypeError(`memory must be true or false, not ${JSON.stringify(memory)}`);
+}
+
+/** `?label=k=v&label=k&name=&state=` of a WorkspaceFilter ("" for none). */
+function workspaceQuery(f: WorkspaceFilter): string {
+  const q = new URLSearchParams();
+  if (Array.isArray(f.labels)) for (const l of f.labels) q.append("label", l);
+  else if (f.labels) for (const [k, v] of Object.entries(f.labels)) q.append("label", v === null || v === true ? k : `${k}=${v}`);
+  if (f.name !== undefined) q.append("name", f.name);
+  if (f.state !== undefined) q.append("state", f.state);
+  const s = q.toString().replace(/%3D/g, "=").replace(/%2F/g, "/");
+  return s ? `?${s}` : "";
 }
 
 function checkCreateRequest(r: CreateWorkspaceRequest): void {
@@ -413,16 +426,17 @@ export class StationClient {
    * order; the workers that did not answer (or answered an error) are in `unreachable`, and
    * when none answered this throws (a WorkerUnavailableError naming the first).
    */
-  async workspaces(): Promise<WorkspaceList> {
+  async workspaces(filter: WorkspaceFilter = {}): Promise<WorkspaceList> {
+    const path = `/v1/workspaces${workspaceQuery(filter)}`;
     if (!this.router) {
-      const list = (await this.t.json<{ workspaces: Workspace[] }>("GET", "/v1/workspaces")).workspaces;
+      const list = (await this.t.json<{ workspaces: Workspace[] }>("GET", path)).workspaces;
       return Object.assign(list, { unreachable: [] });
     }
     const routes = [...this.router.routes.values()];
     const answers = await Promise.all(
       routes.map(async (r) => {
         try {
-          const doc = await r.transport.json<{ workspaces: Workspace[] }>("GET", "/v1/workspaces", undefined, undefined, {}, this.probeMs);
+          const doc = await r.transport.json<{ workspaces: Workspace[] }>("GET", path, undefined, undefined, {}, this.probeMs);
           if (!Array.isArray(doc?.workspaces)) throw new StationError(200, "protocol_error", `GET /v1/workspaces: an answer without "workspaces"`);
           return { r, list: doc.workspaces };
         } catch (e) {
@@ -451,8 +465,22 @@ export class StationClient {
     return Object.assign(list, { unreachable });
   }
 
+  /**
+   * A workspace by id or by name. With several workers a name is looked up on every worker;
+   * on several: a StationError (code `invalid_argument`) naming each worker and id.
+   */
   workspace(id: string): Promise<Workspace> {
     return this.t.json("GET", `/v1/workspaces/${seg(id)}`);
+  }
+
+  /**
+   * Renames and relabels a workspace (by id or name): a JSON merge patch, `name: null` removes
+   * the name, in `labels` a string sets the key, `null` removes it, the others stay.
+   */
+  updateWorkspace(id: string, request: UpdateWorkspaceRequest): Promise<Workspace> {
+    if (request.name === undefined && request.labels === undefined)
+      throw new TypeError("updateWorkspace: nothing to update: give name or labels");
+    return this.t.json("PATCH", `/v1/workspaces/${seg(id)}`, request);
   }
 
   /**

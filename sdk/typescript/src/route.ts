@@ -34,6 +34,16 @@ export function unavailable(route: Route, e: unknown): unknown {
   return e;
 }
 
+/**
+ * Whether `ws` is a workspace name rather than an id (`WORKER-<26 of [a-z2-7]>`): the shape
+ * alone tells them apart, on every worker.
+ */
+export function isWorkspaceName(ws: string): boolean {
+  const dash = ws.lastIndexOf("-");
+  if (dash > 0 && /^[a-z2-7]{26}$/.test(ws.slice(dash + 1))) return false;
+  return /^[a-z0-9][a-z0-9._-]{0,62}$/.test(ws);
+}
+
 export class Router implements Wire {
   readonly routes: Map<string, Route>;
 
@@ -74,14 +84,50 @@ export class Router implements Wire {
     return this.route(name, `workspace ${id}`);
   }
 
+  /**
+   * The route of a workspace by id or by name: a name is looked up on every worker at once
+   * (`GET /v1/workspaces?name=`); the one that has it. None: 404; several: an error naming each
+   * worker and id (docs/api.md, "Names and labels").
+   */
+  async routeOfWorkspace(ws: string): Promise<Route> {
+    if (!isWorkspaceName(ws)) return this.routeOfId(ws);
+    const routes = [...this.routes.values()];
+    const answers = await Promise.all(
+      routes.map(async (r) => {
+        try {
+          const doc = await r.transport.json<{ workspaces: { id: string; worker: string }[] }>(
+            "GET",
+            `/v1/workspaces?name=${encodeURIComponent(ws)}`,
+          );
+          return { r, list: Array.isArray(doc?.workspaces) ? doc.workspaces : [] };
+        } catch (e) {
+          return { r, error: unavailable(r, e) };
+        }
+      }),
+    );
+    const found = answers.flatMap((a) => (a.list ?? []).map((w) => ({ route: a.r, id: w.id })));
+    if (found.length > 1) {
+      const holders = found.map((f) => `${f.route.config.name} (${f.id})`).join(", ");
+      throw new StationError(0, "invalid_argument", `workspace name '${ws}' is on several workers: ${holders}; use the id`, "name");
+    }
+    if (found.length === 1) return found[0]!.route;
+    const failed = answers.find((a) => a.error !== undefined);
+    if (failed) {
+      const e = failed.error;
+      const why = e instanceof WorkerUnavailableError ? reasonOf(e.cause) : e instanceof Error ? e.message : String(e);
+      throw new StationError(404, "not_found", `no worker that answered has a workspace named '${ws}' (${why})`);
+    }
+    throw new StationError(404, "not_found", `no worker has a workspace named '${ws}'`);
+  }
+
   /** The route of a request path: `/v1/workspaces/ID…`, or `/v1/events?workspace=ID`. */
-  private pick(method: string, path: string): Route {
+  private async pick(method: string, path: string): Promise<Route> {
     const m = /^\/v1\/workspaces\/([^/?]+)/.exec(path);
-    if (m) return this.routeOfId(decodeURIComponent(m[1]!));
+    if (m) return this.routeOfWorkspace(decodeURIComponent(m[1]!));
     const q = path.indexOf("?");
     if (q >= 0 && path.startsWith("/v1/events")) {
       const ws = new URLSearchParams(path.slice(q + 1)).get("workspace");
-      if (ws) return this.routeOfId(ws);
+      if (ws) return this.routeOfWorkspace(ws);
     }
     throw new TypeError(
       `${method} ${path.replace(/\?.*/, "")}: this client has several workers (${this.names.join(", ")}): ` +
@@ -97,7 +143,7 @@ export class Router implements Wire {
     extraHeaders: Record<string, string> = {},
     timeoutMs?: number,
   ): Promise<T> {
-    const r = this.pick(method, path);
+    const r = await this.pick(method, path);
     try {
       return await r.transport.json<T>(method, path, body, accept, extraHeaders, timeoutMs);
     } catch (e) {
@@ -106,7 +152,7 @@ export class Router implements Wire {
   }
 
   async raw(method: string, path: string, request?: RawRequest): Promise<RawResponse> {
-    const r = this.pick(method, path);
+    const r = await this.pick(method, path);
     try {
       return await r.transport.raw(method, path, request);
     } catch (e) {
@@ -115,7 +161,7 @@ export class Router implements Wire {
   }
 
   async *eventStream(path: string, signal?: AbortSignal): AsyncGenerator<SseEvent, void, undefined> {
-    const r = this.pick("GET", path);
+    const r = await this.pick("GET", path);
     try {
       yield* r.transport.eventStream(path, signal);
     } catch (e) {
@@ -124,7 +170,7 @@ export class Router implements Wire {
   }
 
   async upgrade(path: string, protocols: string[] = []): Promise<Upgraded> {
-    const r = this.pick("GET", path);
+    const r = await this.pick("GET", path);
     try {
       return await r.transport.upgrade(path, protocols);
     } catch (e) {

@@ -129,6 +129,10 @@ interface WorkspaceBase {
    * (the host's numbers), `"runsc"` (gVisor's own).
    */
   procView: "lxcfs" | "lxcfs-lost" | "host" | "runsc";
+  /** Its name, unique among the tenant's workspaces on its worker; null when none. */
+  name: string | null;
+  /** Its labels (`{}` when none). */
+  labels: Record<string, string>;
   createdAt: string;
   updatedAt: string;
 }
@@ -290,6 +294,32 @@ export interface CreateWorkspaceRequest {
   autoResume?: boolean;
   /** `s-…`: start from that snapshot's files and image (not with `image`). */
   snapshot?: string;
+  /**
+   * `[a-z0-9][a-z0-9._-]{0,62}`, not shaped as an id; unique among the tenant's workspaces on
+   * its worker (409 naming the holder). Usable wherever an id is.
+   */
+  name?: string;
+  /** At most 32; keys `[a-z0-9][a-z0-9._/-]{0,62}`, values UTF-8 of at most 256 bytes. */
+  labels?: Record<string, string>;
+}
+
+/**
+ * `PATCH /v1/workspaces/{id}`, a JSON merge patch: `name: null` removes the name; in `labels` a
+ * string sets the key, `null` removes it, the other labels stay; `labels: null` removes them all.
+ */
+export interface UpdateWorkspaceRequest {
+  name?: string | null;
+  labels?: Record<string, string | null> | null;
+}
+
+/**
+ * `GET /v1/workspaces`'s filters, all of which must hold: `labels` a record (a value of `null`
+ * or `true`: the key is set, whatever its value) or strings `"k=v"` / `"k"`; `name`; `state`.
+ */
+export interface WorkspaceFilter {
+  labels?: Record<string, string | null | true> | string[];
+  name?: string;
+  state?: string;
 }
 
 /** `POST /v1/workspaces/{id}/snapshots`. */

@@ -113,3 +113,17 @@ export async function previews(sandboxes: ContainerSandboxAdapter, id: string): 
   void none;
   return out;
 }
+
+// Names and labels: a workspace's name is a string or null, labels a record; a label patch may
+// remove a key with null, a create may not; a filter's labels are a record or strings.
+export async function names(c: import("station-sandbox").StationClient): Promise<void> {
+  const w = await c.createWorkspace({ adapter: "host", name: "web", labels: { team: "x" } });
+  const n: string | null = w.name;
+  const l: Record<string, string> = w.labels;
+  await c.updateWorkspace("web", { name: null, labels: { team: null, tier: "front" } });
+  await c.workspaces({ labels: ["team=x", "tier"], name: "web", state: "ready" });
+  await c.workspaces({ labels: { team: "x", tier: true } });
+  // @ts-expect-error: a create's label is a string, not null
+  await c.createWorkspace({ labels: { team: null } });
+  void n, l;
+}
