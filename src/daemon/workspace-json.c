@@ -68,6 +68,8 @@ json_t *workspace_to_json(const struct workspace *ws)
 	workspace_view_json(ws, o);
 	workspace_activity_json(ws, o);
 	json_object_set_new(o, "autoResume", json_boolean(workspace_auto_resume(ws)));
+	/* its trees are being read for a snapshot: a resume waits (409) until then */
+	json_object_set_new(o, "snapshotting", json_boolean(ws->snapshots_running > 0));
 	if (r->state == WORKSPACE_PAUSED && r->paused_at)
 		json_set_time(o, "pausedAt", r->paused_at);
 	else
