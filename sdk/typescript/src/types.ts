@@ -261,7 +261,7 @@ export interface UsageHistory {
   stepMs: number;
   /** How often the controller samples (`--usage-interval-ms`). */
   intervalMs: number;
-  /** null: unlimited. */
+  /** The limits in force; null where there is none. */
   limits?: { cpus: number | null; memoryBytes: number | null; pidsLimit: number | null };
   /** Oldest first; a step without samples is absent. */
   samples: UsageSample[];
