@@ -120,7 +120,7 @@ def _docs_ops() -> set[tuple[str, str]]:
         if not line.startswith("### `"):
             continue
         base = ""
-        for methods, path in re.findall(r"`([A-Z|]+) ((?:/v1|…)/[^`\s\[?]*)", line):
+        for methods, path in re.findall(r"`([A-Z|]+) ((?:/v1|…)/[^`\s\[?]*|/metrics)", line):
             if path.startswith("…"):
                 rest = path[1:]  # "/services/{name}"
                 head = rest.split("/")[1]
