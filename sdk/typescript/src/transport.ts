@@ -389,8 +389,15 @@ export class Transport {
         const status = res.statusCode ?? 0;
         d.res = res;
         d.arm(stream && status >= 200 && status < 300 ? t + SSE_HEARTBEAT_MS : t);
-        res.on("data", () => d.bump());
-        res.on("close", () => d.stop());
+        // Progress is seen on the socket: a "data" listener on res would set it flowing and
+        // its bytes would be gone before the caller reads them.
+        const socket = res.socket;
+        const onBytes = () => d.bump();
+        socket?.on("data", onBytes);
+        res.on("close", () => {
+          d.stop();
+          socket?.off("data", onBytes);
+        });
         if (status >= 200 && status < 300) {
           signal?.removeEventListener("abort", onAbort);
           if (signal) {
