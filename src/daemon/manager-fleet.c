@@ -31,6 +31,7 @@
 #include "basic/cleanup.h"
 #include "basic/log.h"
 #include "basic/util.h"
+#include "basic/workers.h"
 #include "event/event.h"
 #include "event/work.h"
 #include "fleet-token-json.h"
@@ -188,8 +189,18 @@ static void apply_worker(struct manager_fleet *f, const struct etcd_kv *kv, bool
 		json_object_del(f->workers, name);
 		return;
 	}
+	/* Every member of the fleet can write here: a name or URL no worker list would take,
+	 * or more workers than a list may hold, is not taken either. */
+	if (!worker_name_valid(name) ||
+	    (!json_object_get(f->workers, name) && json_object_size(f->workers) >= WORKERS_MAX)) {
+		log_warn("a worker's registration in the fleet is not taken (a bad name, or more "
+			 "workers than a fleet may have)",
+			 "key", kv->key, NULL);
+		return;
+	}
 	doc = json_loadb(kv->value ?: "", kv->value_len, 0, NULL);
 	if (!json_is_object(doc) || !json_is_string(json_object_get(doc, "url")) ||
+	    !worker_url_valid(json_string_value(json_object_get(doc, "url"))) ||
 	    !json_is_string(json_object_get(doc, "name")) ||
 	    strcmp(json_string_value(json_object_get(doc, "name")), name) != 0) {
 		log_warn("a worker's registration in the fleet is not one: ignored", "key", kv->key,

@@ -120,6 +120,30 @@ t_registered() {
 }
 run_test "three workers register: GET /v1/workers on each lists all three" t_registered
 
+# names_on W: the names GET /v1/workers on W lists, sorted, comma-separated
+names_on() {
+	tcp "$1" "$ADMIN" GET /v1/workers
+	[[ $STATUS == 200 ]] || return 1
+	LISTED=$(jq -r '[.workers[].name] | sort | join(",")' <<<"$BODY")
+	[[ $LISTED == "$2" ]]
+}
+t_foreign_registrations() {
+	local doc='{"name":"%s","url":"%s","version":"x","capacity":{}}'
+	# what any member of the fleet could write: a name no worker list takes, a URL that is not
+	# one, and (the control) a well-formed worker nobody runs
+	etcdctl_ put "${PREFIX}workers/W_9" "$(printf "$doc" W_9 http://127.0.0.1:9)" >/dev/null
+	etcdctl_ put "${PREFIX}workers/w9" "$(printf "$doc" w9 'file:///etc/passwd')" >/dev/null
+	etcdctl_ put "${PREFIX}workers/w8" "$(printf "$doc" w8 http://127.0.0.1:9)" >/dev/null
+	if ! wait_for -t 10 names_on w1 "w1,w2,w3,w8"; then
+		assert_eq "w1,w2,w3,w8" "$LISTED" "w1's list with the foreign registrations"
+	fi
+	etcdctl_ del "${PREFIX}workers/W_9" >/dev/null
+	etcdctl_ del "${PREFIX}workers/w9" >/dev/null
+	etcdctl_ del "${PREFIX}workers/w8" >/dev/null
+	wait_for -t 10 names_on w1 "w1,w2,w3" || assert_eq "w1,w2,w3" "$LISTED" "w1's list after"
+}
+run_test "registrations with a bad name or URL are not taken; a well-formed one is (control)" t_foreign_registrations
+
 TENANT='' TENANT_ID='' OPS='' OPS_ID='' KNOWN='' NEW_TOKEN=''
 t_mint_use() {
 	tcp w1 "$ADMIN" POST /v1/tokens '{"name":"acme-ci","scope":"tenant","tenant":"acme"}'
