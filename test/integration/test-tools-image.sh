@@ -3,8 +3,8 @@
 # The default tools image (scripts/build-tools-image) is agent-ready: in a container workspace
 # on it, what an agent tries first (free, ps, ip, python3 with pip and venv, node 20 or later,
 # npm, rg, curl, wget, git, jq, a C compiler, make) runs, as user node with HOME /home/node,
-# npm prefix /home/node/.local and working directory /home/node/workspace. Network "none": no
-# outside world needed.
+# npm prefix /home/node/.local and working directory /home/node/workspace; numpy, pandas,
+# matplotlib (Agg), scipy and ipykernel import. Network "none": no outside world needed.
 #
 # The tools image (minutes the first time) is cached in TOOLS_IMAGE (default
 # <source>/build/tools-image, shared with test-network-seed, `make test` and `make test-asan`).
@@ -86,4 +86,25 @@ printf "%s\n" "$(id -un) $(id -u) $HOME $(npm config get prefix) $PWD"' || retur
 	api -q DELETE "/v1/workspaces/$ws"
 }
 
+# What a code context and a data-analysis agent use: the kernel's packages import, and
+# matplotlib draws with Agg (the image's MPLBACKEND) into a PNG without a display.
+test_data_stack() {
+	local ws out
+	new_ws ws "$(jq -nc --arg img "$TOOLS" '{adapter: "container", image: $img}')" || return 1
+	sh_cmd "$ws" 'set -e
+python3 -c "import numpy, pandas, matplotlib, scipy, ipykernel, jupyter_client; print(matplotlib.get_backend())"
+python3 -c "
+import matplotlib.pyplot as plt
+plt.plot([1, 2, 3], [1, 4, 9])
+plt.savefig(\"/tmp/plot.png\")
+"
+head -c 8 /tmp/plot.png | od -An -tx1 | tr -d " \n"; echo
+echo "MPLBACKEND=$MPLBACKEND"' || return 1
+	out=$(j .stdout)
+	assert_eq "exited 0" "$(j '"\(.status) \(.exitCode)"')" "the imports and the plot ($(j .stderr | tail -n 3))" || return 1
+	assert_eq $'agg\n89504e470d0a1a0a\nMPLBACKEND=Agg' "$out" "backend, the PNG's signature, the image's Env"
+	api -q DELETE "/v1/workspaces/$ws"
+}
+
 run_test tools-image-agent-ready test_agent_tools
+run_test tools-image-data-stack test_data_stack
