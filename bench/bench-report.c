@@ -248,6 +248,9 @@ static void budget_within_1_2(const struct row_spec *s, json_t *row, json_t *ref
 	"add the run's denial bookkeeping)"
 #define G_RATE "execs per second, one host workspace, N clients (one handle each)"
 #define G_MEM "idle host workspaces, all held at once"
+#define G_CODE                                                                                      \
+	"code contexts, host workspace: a cell `1+1` to its result and a context's start, through " \
+	"the API against a bare jupyter_client client of a python3 ipykernel it started"
 #define G_USAGE "usage history: one 5 s tick of the sampler, --workspaces idle cgroups (CPU ms)"
 #define G_CMEM "idle container workspaces (busybox, runc, network none), all held at once"
 #define G_OUT "output streamed to a client: head -c N /dev/zero"
@@ -367,6 +370,12 @@ static const struct row_spec specs[] = {
 	  budget_within_1_2 },
 	{ "snapshot.fork.paused", G_FORK, "ours: the source paused during the fork" },
 	{ "usage.sample", G_USAGE, "read every group's open files + one transaction of rows" },
+	{ "code.rtt.bare", G_CODE, "bare: jupyter_client execute → reply" },
+	{ "code.rtt", G_CODE, "ours: POST …/execute?waitMs, python", "code.rtt.bare", "bare" },
+	{ "code.rtt.js", G_CODE, "ours: the same, javascript", "code.rtt.bare", "bare" },
+	{ "code.start.bare", G_CODE, "bare: KernelManager start → ready" },
+	{ "code.start", G_CODE, "ours: POST …/contexts → 201, python", "code.start.bare", "bare" },
+	{ "code.start.js", G_CODE, "ours: the same, javascript", "code.start.bare", "bare" },
 };
 
 /* --- machine --- */
