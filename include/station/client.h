@@ -488,6 +488,77 @@ int station_run_follow(struct station_client *c, const char *ws, const char *run
 int station_run_output(const json_t *run, enum station_stream s, bool tail, char **ret,
 		       size_t *ret_len);
 
+/* ---- Code contexts ----------------------------------------------------------------------- */
+
+/* A context is a stateful interpreter (a Jupyter kernel) in a workspace, {"id":"c-…",
+ * "workspaceId","language","state":"idle"|"busy"|"dead","reason","cwd","executionCount",
+ * "createdAt","cpuMs","memoryBytes"} (docs/api.md, "Code contexts"): what one cell defines,
+ * the next sees. An execution is one cell, {"id":"e-…","contextId","runId","status":"running"|
+ * "ok"|"error"|"timed_out"|"interrupted","executionCount","stdout","stderr",… (a run's output
+ * fields),"results":[{"type","data":{MIME:value},"truncated"}],"error":null|{"name","value",
+ * "traceback":[…]},"durationMs",…}; binary MIME values (image/png) are base64. */
+
+struct station_context_options {
+	const char *language; /* "python" or "javascript"; NULL: python */
+	const char *cwd;      /* NULL: the workspace directory */
+	char *const *env;     /* NULL-terminated "KEY=VALUE" strings, or NULL */
+};
+
+/* POST …/contexts; *ret is the context once its kernel answers. opts may be NULL. -EINVAL
+ * (422, code "kernel_missing") when the workspace has no kernel for the language (the message
+ * names the package); -EAGAIN (429) past the workspace's 8 contexts; -EIO (504) when the
+ * kernel did not answer in time (the message has its stderr's tail). */
+int station_context_create(struct station_client *c, const char *ws,
+			   const struct station_context_options *opts, json_t **ret);
+/* GET …/contexts; *ret is the array of contexts. */
+int station_context_list(struct station_client *c, const char *ws, json_t **ret);
+int station_context_get(struct station_client *c, const char *ws, const char *cid, json_t **ret);
+/* DELETE …/contexts/{cid}: the kernel and what it held are gone. */
+int station_context_delete(struct station_client *c, const char *ws, const char *cid);
+/* POST …/contexts/{cid}/restart: a new kernel, its variables gone; *ret (optional) the
+ * context. */
+int station_context_restart(struct station_client *c, const char *ws, const char *cid,
+			    json_t **ret);
+/* POST …/contexts/{cid}/interrupt: *ret (optional) is the interrupted execution once it ended.
+ * -EBUSY (409) when nothing runs. */
+int station_context_interrupt(struct station_client *c, const char *ws, const char *cid,
+			      json_t **ret);
+
+struct station_execute_options {
+	const char *code;    /* required, at most 1 MiB */
+	uint64_t timeout_ms; /* 0: the server's default */
+	uint64_t wait_ms;    /* > 0: the answer waits up to this long for the cell to end */
+};
+
+/* POST …/contexts/{cid}/execute; *ret is the execution: "running", or ended when wait_ms let
+ * it. -EBUSY (409, code "busy") while another cell runs in the context. */
+int station_context_execute(struct station_client *c, const char *ws, const char *cid,
+			    const struct station_execute_options *opts, json_t **ret);
+
+/* GET …/contexts/{cid}/executions/{eid}, held up to wait_ms for the cell to end. */
+int station_execution_get(struct station_client *c, const char *ws, const char *cid,
+			  const char *eid, uint64_t wait_ms, json_t **ret);
+
+/* GET …/contexts/{cid}/executions: *ret is the array, newest first. */
+int station_execution_list(struct station_client *c, const char *ws, const char *cid, json_t **ret);
+
+/* Follows the cell's stdout and stderr as they come (…/executions/{eid}/output, as
+ * station_run_follow() follows a run's; cb->on_end gets the execution), then waits for the
+ * execution to be recorded: returns 0 with *ret (optional) the ended execution, its results
+ * and error included. */
+int station_execution_follow(struct station_client *c, const char *ws, const char *cid,
+			     const char *eid, const struct station_follow_callbacks *cb,
+			     void *userdata, json_t **ret);
+
+/* True when the execution's status is anything but "running". */
+bool station_execution_is_done(const json_t *execution);
+
+/* One value of a result's MIME bundle (result is one element of "results"): the text of a text
+ * type, or the decoded bytes of a binary one (image/png, image/jpeg: base64 in the JSON).
+ * Returns 1 with *ret (NUL-terminated, free()) and *ret_len; 0 when the bundle has no such
+ * type; -EPROTO for a value that is not a string or not valid base64. */
+int station_result_data(const json_t *result, const char *mime, char **ret, size_t *ret_len);
+
 /* ---- Services ---------------------------------------------------------------------------- */
 
 /* A service is {"name","command","state","reason","restartCount","nextRestartAt","mainPid",

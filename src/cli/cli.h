@@ -47,6 +47,7 @@ extern const struct cli_command cli_cmd_events;
 extern const struct cli_command cli_cmd_token, cli_cmd_audit;
 extern const struct cli_command cli_cmd_pause, cli_cmd_resume, cli_cmd_snapshot, cli_cmd_fork;
 extern const struct cli_command cli_cmd_usage;
+extern const struct cli_command cli_cmd_code, cli_cmd_context;
 
 /* Prints "station-sandbox NAME: <message>" and the usage line to stderr; returns EXIT_USAGE. */
 int cli_usage(const struct cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -24,7 +24,8 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_image,	  &cli_cmd_service, &cli_cmd_attach, &cli_cmd_terminal, &cli_cmd_network,
 	&cli_cmd_files,	  &cli_cmd_secret,  &cli_cmd_port,   &cli_cmd_mcp,	&cli_cmd_events,
 	&cli_cmd_token,	  &cli_cmd_audit,   &cli_cmd_pause,  &cli_cmd_resume,	&cli_cmd_snapshot,
-	&cli_cmd_fork,	  &cli_cmd_label,   &cli_cmd_update, &cli_cmd_usage,
+	&cli_cmd_fork,	  &cli_cmd_label,   &cli_cmd_update, &cli_cmd_usage,	&cli_cmd_code,
+	&cli_cmd_context,
 };
 
 struct global_options {

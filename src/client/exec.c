@@ -529,6 +529,8 @@ static int follow_ws_text(struct follow *f, const char *data, size_t n)
 	end = json_object_get(doc, "run");
 	if (!end && f->any_end)
 		end = json_object_get(doc, "service");
+	if (!end && f->any_end)
+		end = json_object_get(doc, "execution");
 	return follow_end(f, end);
 }
 
