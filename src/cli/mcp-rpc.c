@@ -282,6 +282,9 @@ static json_t *call_result(struct mcp_call *call, int r)
 	if (r < 0)
 		return json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text",
 				 call->error, "isError", true);
+	if (call->content)
+		return json_pack("{s:O,s:O,s:b}", "content", call->content, "structuredContent",
+				 call->result, "isError", call->is_error);
 	text = json_dumps(call->result, JSON_COMPACT);
 	if (!text)
 		return NULL;
@@ -320,10 +323,12 @@ static json_t *method_tools_call(struct mcp_server *s, json_t *params, int *code
 	}
 	if (s->cancelled) {
 		json_decref(call.result);
+		json_decref(call.content);
 		return NULL; /* a cancelled request is not answered */
 	}
 	result = call_result(&call, r);
 	json_decref(call.result);
+	json_decref(call.content);
 	if (!result) {
 		*code = MCP_INTERNAL_ERROR;
 		snprintf(msg, msg_size, "out of memory");

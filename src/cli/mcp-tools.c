@@ -400,6 +400,26 @@ static int tool_workspace_fork(struct mcp_call *call)
 	return 0;
 }
 
+/* The usage history (docs/api.md, "Usage history"): since and step as the API takes them,
+ * checked here first so that a bad one names itself without a request. */
+static int tool_workspace_usage(struct mcp_call *call)
+{
+	static const char *const known[] = { "workspaceId", "since", "step", NULL };
+	struct station_usage_options o = {};
+	char why[256];
+	const char *id;
+
+	if (mcp_args_check(call, known) < 0 || mcp_arg_workspace(call, &id) < 0 ||
+	    mcp_arg_string(call, "since", false, &o.since) < 0 ||
+	    mcp_arg_string(call, "step", false, &o.step) < 0)
+		return -1;
+	if (station_usage_options_check(&o, why, sizeof why) < 0)
+		return mcp_fail(call, "%s", why);
+	if (station_workspace_usage_history(call->s->client, id, &o, &call->result) < 0)
+		return mcp_fail_client(call, "workspace_usage");
+	return 0;
+}
+
 static int tool_snapshot_create(struct mcp_call *call)
 {
 	static const char *const known[] = { "workspaceId", "name", "memory", NULL };
@@ -877,6 +897,23 @@ static const struct tool tools[] = {
 		  "'string'},'pausedMs':{'type':'integer'}",
 		  "'workspaces','snapshot'"),
 	  0, tool_workspace_fork },
+	{ "workspace_usage", "A workspace's usage over time",
+	  "Shows a workspace's CPU (cores), memory, processes and network bytes over time, one "
+	  "point per step, oldest first, with its limits: to see whether a command is starved "
+	  "of CPU or near its memory limit, or what an idle workspace costs.",
+	  "{'type':'object','properties':{" WS_ARG ",'since':{'type':'string','description':"
+	  "'from when: an RFC 3339 time, milliseconds since the epoch, or a duration back from "
+	  "now (90s, 30m, 1h); default an hour ago'},'step':{'type':'string','description':'the "
+	  "width of each point: 200ms, 5s, 1m, 1h or milliseconds, from 100 ms to 24 h; default "
+	  "the sampling interval within the last hour, else 1m'}},'required':['workspaceId']}",
+	  OBJ_OUT("'workspaceId':{'type':'string'},'stepMs':{'type':'integer'},'intervalMs':{"
+		  "'type':'integer'},'limits':{'type':'object'},'samples':{'type':'array','items':{"
+		  "'type':'object','properties':{'t':{'type':'string'},'cpu':{'type':'number'},"
+		  "'memoryBytes':{'type':'integer'},'memoryMaxBytes':{'type':'integer'},'pids':{"
+		  "'type':'integer'},'rxBytes':{'type':'integer'},'txBytes':{'type':'integer'},"
+		  "'spanMs':{'type':'integer'}}}}",
+		  "'workspaceId','stepMs','samples'"),
+	  READ_ONLY, tool_workspace_usage },
 	{ "snapshot_create", "Snapshot a workspace",
 	  "Keeps a workspace's home directory and file changes as a snapshot (a checkpoint before "
 	  "a risky step); workspace_create with snapshot starts a workspace from it.",
@@ -922,6 +959,26 @@ static const struct tool tools[] = {
 		  "'string'},'next':{'type':['integer','null']}",
 		  "'stream','offset','bytes','encoding','data'"),
 	  READ_ONLY, mcp_tool_run_output },
+	{ "code_execute", "Run a cell of code",
+	  "Runs a cell of Python (or JavaScript) in a stateful interpreter of the workspace: "
+	  "variables, imports and functions stay for the next call. Returns the cell's output, "
+	  "its results (the value of the last expression as text, plots and other images as "
+	  "image content) and its error with the traceback (isError). One interpreter per "
+	  "workspace and language is kept unless contextId names another.",
+	  "{'type':'object','properties':{" WS_ARG ",'code':{'type':'string'},'language':{'type':"
+	  "'string','enum':['python','javascript'],'description':'default python'},'contextId':{"
+	  "'type':'string','description':'run in this context (c-...) instead of the "
+	  "default one of the workspace'},'timeoutMs':{'type':'integer','minimum':1,'description':'the cell is "
+	  "interrupted after this (default 60000); its variables stay'}},'required':["
+	  "'workspaceId','code']}",
+	  OBJ_OUT("'workspaceId':{'type':'string'},'contextId':{'type':'string'},'executionId':{"
+		  "'type':'string'},'runId':{'type':'string'},'status':{'type':'string','enum':["
+		  "'ok','error','timed_out','interrupted','dead']},'executionCount':{'type':["
+		  "'integer','null']},'stdout':" STREAM_OUT ",'stderr':" STREAM_OUT
+		  ",'results':{'type':'array','items':{'type':'object'}},'error':{'type':["
+		  "'object','null']},'more':{'type':['string','null']}",
+		  "'workspaceId','contextId','status','stdout','stderr','results'"),
+	  0, mcp_tool_code_execute },
 	{ "service_start", "Start a service",
 	  "Starts a long-running process (a server) in the foreground under a restart policy.",
 	  "{'type':'object','properties':{" WS_ARG ",'name':{'type':'string','pattern':"

@@ -117,6 +117,10 @@ struct mcp_call {
 	struct mcp_server *s;
 	json_t *args;	/* borrowed, an object */
 	json_t *result; /* owned */
+	/* owned; NULL: the content is result as JSON text. With is_error, result and content
+	 * still go out, as an isError result (a cell that raised). */
+	json_t *content;
+	bool is_error;
 	char error[1024];
 };
 
@@ -155,6 +159,10 @@ int mcp_tool_exec(struct mcp_call *call);
 int mcp_tool_run_wait(struct mcp_call *call);
 int mcp_tool_run_cancel(struct mcp_call *call);
 int mcp_tool_run_output(struct mcp_call *call);
+
+/* ---- Code (mcp-code.c) ------------------------------------------------------------------- */
+
+int mcp_tool_code_execute(struct mcp_call *call);
 
 /* ---- Output shaping (mcp-output.c) ------------------------------------------------------- */
 
