@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "basic/cleanup.h"
+#include "basic/workers.h"
 #include "api/http.h"
 #include "api/router.h"
 #include "api/validate.h"
@@ -79,8 +80,15 @@ static int parse_request(struct http_request *req, struct events_client *c, stru
 	if (present) {
 		if (!v || !*v || strlen(v) > ROUTE_ID_MAX)
 			return station_error_set(e, -EINVAL, "workspace",
-						 "workspace must be a workspace id");
+						 "workspace must be a workspace id or name");
 		snprintf(c->ws_id, sizeof c->ws_id, "%s", v);
+		/* A name, as in a path (docs/api.md, "Names and labels"): the caller's tenant's
+		 * workspace of that name now; another tenant's name finds nothing. */
+		if (!workspace_id_shaped(v) &&
+		    manager_workspace_resolve(c->m, c->filter.tenant, v, c->ws_id,
+					      sizeof c->ws_id) < 0)
+			return station_error_set(e, -ENOENT, "workspace",
+						 "workspace \"%s\" not found", v);
 		c->filter.ws_id = c->ws_id;
 	}
 	v = http_request_query(req, "types", &present);

@@ -56,8 +56,24 @@ t_events_in_order() {
 
 	ec runs "/v1/events?workspace=$W&types=run&since=0" --count 2
 	assert_eq '["run","run"]' "$(j '[.events[].type]' "$R")" "types=run: runs only"
-	ec none "/v1/events?workspace=w-none&since=0" --count 1 --timeout 2
+	ec none "/v1/events?workspace=${W%-*}-aaaaaaaaaaaaaaaaaaaaaaaaaa&since=0" --count 1 --timeout 2
+	assert_eq 200 "$(j .status "$R")" "an id that names no workspace: 200"
 	assert_eq 0 "$(j '.events | length' "$R")" "another workspace's filter: nothing"
+}
+
+# workspace= takes a name as every {id} of a path does: the events of the workspace holding it.
+t_events_by_name() {
+	api -q PATCH "/v1/workspaces/$W" '{"name":"ev-web"}'
+	assert_eq 200 "$STATUS" "the workspace named" || return 1
+	ec byid "/v1/events?workspace=$W&types=workspace,run&since=0" --count 3 --timeout 10
+	ec byname "/v1/events?workspace=ev-web&types=workspace,run&since=0" --count 3 --timeout 10
+	assert_eq 200 "$(j .status "$R")" "by name: 200" || { diag "$R"; return 1; }
+	assert_eq "[\"$W\"]" "$(j '[.events[] | select(.type != "gap") | .workspaceId] | unique' "$R")" "only the named workspace's"
+	assert_eq "$(jq -c '[.events[].seq]' "$TMP/byid.json")" "$(j '[.events[].seq]' "$R")" \
+		"the same events as by its id"
+	ec unknown "/v1/events?workspace=ev-none&since=0" --count 1 --timeout 5
+	assert_eq 404 "$(j .status "$R")" "a name no workspace holds: 404"
+	assert_eq 'workspace "ev-none" not found' "$(j .body "$R" | jq -r .error.message)" "the message names it"
 }
 
 t_events_resume() {
@@ -161,6 +177,7 @@ t_events_bad() {
 }
 
 run_test "events: each state change of a run and a service, in order" t_events_in_order
+run_test "events: a workspace named instead of its id; an unknown name is 404" t_events_by_name
 run_test "events: resumed with Last-Event-ID, no duplicate, no loss" t_events_resume
 run_test "events: what is no longer kept is one gap with its count" t_events_gap
 run_test "events: a client that reads next to nothing stays bounded" t_events_slow_client

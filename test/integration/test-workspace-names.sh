@@ -211,6 +211,19 @@ t_tenants() {
 	assert_eq 0 "$(j '.workspaces | length')" "B's filter by A's name finds nothing"
 	tapi "$TA" GET "/v1/workspaces?name=only-a"
 	assert_eq "$wa" "$(j '.workspaces[0].id')" "A's filter finds it"
+	# The events stream takes a name too, of the caller's tenant only.
+	local r
+	r=$(python3 "$SRC/test/integration/events-client.py" "tcp:$PORT" \
+		"/v1/events?workspace=only-a&types=workspace&since=0" --token "$TA" --count 2 --timeout 10)
+	assert_eq "200 [\"$wa\"]" "$(jq -rc '"\(.status) \([.events[].workspaceId] | unique)"' <<<"$r")" \
+		"A's events by its name: A's workspace's"
+	r=$(python3 "$SRC/test/integration/events-client.py" "tcp:$PORT" \
+		"/v1/events?workspace=only-a&since=0" --token "$TB" --count 1 --timeout 5)
+	assert_eq 404 "$(jq -r .status <<<"$r")" "B's events by A's name: 404"
+	r=$(python3 "$SRC/test/integration/events-client.py" "tcp:$PORT" \
+		"/v1/events?workspace=shared&types=workspace&since=0" --token "$TB" --count 1 --timeout 10)
+	assert_eq "200 [\"$wb\"]" "$(jq -rc '"\(.status) \([.events[].workspaceId] | unique)"' <<<"$r")" \
+		"B's events by its shared name: B's own"
 }
 
 t_restart() {
