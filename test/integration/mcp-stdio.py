@@ -190,7 +190,7 @@ TOOLS = {"workspace_create", "workspace_list", "workspace_get", "workspace_delet
          "workspace_restart", "exec", "run_wait", "run_cancel", "run_output", "service_start",
          "service_list", "service_logs", "service_stop", "file_read", "file_write", "file_list",
          "port_expose", "port_list", "port_revoke", "workspace_pause", "workspace_resume",
-         "workspace_fork", "snapshot_create"}
+         "workspace_fork", "snapshot_create", "workspace_usage", "code_execute"}
 
 
 @test
@@ -207,7 +207,7 @@ def legacy_initialize_and_tools_list(m):
         eq("object", t["inputSchema"]["type"], t["name"] + " inputSchema")
         eq("object", t["outputSchema"]["type"], t["name"] + " outputSchema")
     for n in ("workspace_list", "workspace_get", "service_logs", "file_read", "run_output", "file_list",
-              "port_list"):
+              "port_list", "workspace_usage"):
         eq(True, by[n]["annotations"]["readOnlyHint"], n + " readOnlyHint")
     eq(False, by["port_expose"]["annotations"]["readOnlyHint"], "port_expose is not read-only")
     eq(["workspaceId", "port"], by["port_expose"]["inputSchema"]["required"], "port_expose required")
@@ -264,6 +264,41 @@ def workspace_tools(m):
     check(ws["id"] in ids, "listed")
     check(HOST_WS not in ids, "the host workspace is not listed by a container-only server")
     eq("ready", m.ok("workspace_restart", {"workspaceId": ws["id"]})["state"], "restart")
+
+
+@test
+def workspace_usage(m):
+    ws = STATE["ws"]
+
+    def sampled():
+        r = m.ok("workspace_usage", {"workspaceId": ws, "since": "10m", "step": "1s"})
+        if len(r["samples"]) < 2:
+            time.sleep(0.5)
+            return None
+        return r
+    # The controller samples every 5 s: two points come within 10 s.
+    r = wait_until(sampled, "two usage points", 60)
+    eq(ws, r["workspaceId"], "workspaceId")
+    eq(1000, r["stepMs"], "stepMs: the step asked")
+    eq(256 * 1024 * 1024, r["limits"]["memoryBytes"], "the memory limit")
+    keys = {"t", "cpu", "memoryBytes", "memoryMaxBytes", "pids", "rxBytes", "txBytes", "spanMs"}
+    check(all(keys <= set(p) for p in r["samples"]), "every point's fields: %r" % r["samples"][0])
+    check(all(p["memoryBytes"] > 0 for p in r["samples"]), "memory in use in every point")
+    # The API's own answer has the same points (the newest may have grown since).
+    status, direct = api("GET", "/v1/workspaces/%s/usage?since=10m&step=1s" % ws)
+    eq(200, status, "the API's history")
+    tool_t = [p["t"] for p in r["samples"][:-1]]
+    eq(r["samples"][:-1], [p for p in direct["samples"] if p["t"] in tool_t], "the API's points")
+    # Without since and step: the last hour, a point per sampling interval.
+    eq(5000, m.ok("workspace_usage", {"workspaceId": ws})["stepMs"], "the default step")
+    msg = m.tool_error("workspace_usage", {"workspaceId": ws, "step": "2x"})
+    check(msg.startswith("step '2x'"), "a bad step is named: %r" % msg)
+    msg = m.tool_error("workspace_usage", {"workspaceId": ws, "since": "yesterday"})
+    check(msg.startswith("since 'yesterday'"), "a bad since is named: %r" % msg)
+    msg = m.tool_error("workspace_usage", {"workspaceId": ws, "window": "1h"})
+    check("unknown argument 'window'" in msg, "an unknown argument: %r" % msg)
+    msg = m.tool_error("workspace_usage", {"workspaceId": HOST_WS})
+    check("host adapter" in msg, "a workspace of an adapter not offered: %r" % msg)
 
 
 @test
