@@ -4,6 +4,7 @@
 // with the error, the others stay usable. Opening one lists its workspaces (#/workers/NAME).
 import { api, enc, setFleet } from './api.js';
 import { h, replace, badge, fmtBytes, showError } from './dom.js';
+import { filterForm, filterQuery, filterActive, labelChips, networkText } from './worker.js';
 
 function capacityText(c) {
 	if (!c) return '—';
@@ -24,10 +25,50 @@ export function fleetView(root, ctx) {
 	ctx.setCrumbs([]);
 	const err = h('div.error', { hidden: true, role: 'alert' });
 	const list = h('div#workers', h('p.muted', 'Loading the workers…'));
+	let filter = null, names = null, self = null;
+	const found = h('div#fleet-results', h('p.muted', 'Searching every worker…'));
 	replace(root, h('section.card',
 		h('div.card-head', h('h2', 'Workers'),
 			h('button#refresh-workers', { type: 'button', on: { click: () => load() } }, 'Refresh')),
-		err, list));
+		err, list),
+	h('section.card',
+		h('div.card-head', h('h2', 'Workspaces of every worker')),
+		filterForm('fleet-filter', (f) => {
+			filter = f;
+			search();
+		}),
+		found));
+
+	// The list's filters asked of every worker that is up, at once (GET /v1/workspaces here,
+	// through /v1/workers/NAME/v1/workspaces elsewhere); a worker that fails is named, the
+	// others shown.
+	async function search() {
+		if (!names) return;
+		const asked = filter, q = filterQuery(asked);
+		const answers = await Promise.all(names.map(async (name) => {
+			const path = name === self ? '/v1/workspaces' + q : '/v1/workers/' + enc(name) + '/v1/workspaces' + q;
+			try {
+				return { name, wss: (await api('GET', path, undefined, { signal: ctx.signal })).workspaces || [] };
+			} catch (e) {
+				return { name, error: e };
+			}
+		}));
+		if (!ctx.alive || asked !== filter) return;
+		const rows = answers.flatMap((a) => (a.wss || []).map((ws) => h('tr', { 'data-id': ws.id, 'data-worker': a.name },
+			h('td', a.name),
+			h('td', h('a.mono', { href: '#/w/' + enc(ws.id) }, ws.id)),
+			h('td.ws-name', ws.name ?? '—'),
+			h('td.ws-labels', labelChips(ws.labels)),
+			h('td', badge(ws.state)),
+			h('td.ws-network', networkText(ws)))));
+		const failed = answers.filter((a) => a.error && a.error.name !== 'AbortError');
+		replace(found,
+			failed.map((a) => h('div.error.fleet-unreachable', { 'data-worker': a.name }, `worker ${a.name}: ${a.error.message}`)),
+			rows.length ? h('div.table-scroll', h('table.list#fleet-ws-table',
+				h('thead', h('tr', ['Worker', 'Workspace', 'Name', 'Labels', 'State', 'Network'].map((t) => h('th', t)))),
+				h('tbody', rows)))
+				: h('p.muted#fleet-none', filterActive(asked) ? 'No workspace of any worker matches these filters.' : 'No workspaces on any worker.'));
+	}
 
 	async function load() {
 		let workers;
@@ -40,6 +81,10 @@ export function fleetView(root, ctx) {
 		}
 		if (!ctx.alive) return;
 		setFleet(fleetOf(workers));
+		const first = names === null;
+		names = workers.filter((w) => w.state === 'up').map((w) => w.name); // a down one would hold the answer
+		self = workers.find((w) => w.self)?.name ?? null;
+		if (first) search();
 		replace(list, h('div.table-scroll', h('table.list#workers-table',
 			h('thead', h('tr', ['Worker', 'State', 'Version', 'Capacity', 'Workspaces'].map((t) => h('th', t)))),
 			h('tbody', workers.map((w) => h('tr', { 'data-worker': w.name, 'data-state': w.state },

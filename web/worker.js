@@ -13,6 +13,57 @@ function limitsText(ws) {
 	return p.join(' · ');
 }
 
+// The network a workspace's commands see: its mode, or the worker's own for a host workspace.
+export function networkText(ws) {
+	return ws.adapter === 'host' ? 'host' : ws.network ?? '—';
+}
+
+// Labels as chips "key=value", every one text (a label is the client's: never markup).
+export function labelChips(labels) {
+	const keys = Object.keys(labels || {}).sort();
+	if (!keys.length) return h('span.muted', '—');
+	return h('span.labels', keys.map((k) => h('span.label-chip', { 'data-key': k }, `${k}=${labels[k]}`)));
+}
+
+const STATES = ['creating', 'ready', 'paused', 'stopped', 'failed', 'deleting'];
+
+// The list's filters, as GET /v1/workspaces takes them: name, labels ("team=x, tier": each
+// KEY=VALUE or KEY, comma-separated, all of them must hold) and state. onChange(filter) after each change.
+export function filterForm(idPrefix, onChange) {
+	const name = h('input#' + idPrefix + '-name', { type: 'search', placeholder: 'name', spellcheck: 'false', autocomplete: 'off' });
+	const label = h('input#' + idPrefix + '-label', { type: 'search', placeholder: 'team=x, tier (all must hold)', spellcheck: 'false', autocomplete: 'off' });
+	const state = h('select#' + idPrefix + '-state', h('option', { value: '' }, 'any state'), STATES.map((st) => h('option', { value: st }, st)));
+	let timer = null;
+	const changed = () => {
+		clearTimeout(timer);
+		timer = setTimeout(() => onChange(current()), 250);
+	};
+	const current = () => ({ name: name.value.trim(), labels: label.value.split(',').map((l) => l.trim()).filter(Boolean), state: state.value });
+	name.addEventListener('input', changed);
+	label.addEventListener('input', changed);
+	state.addEventListener('change', changed);
+	const form = h('form.filters#' + idPrefix, {
+		role: 'search',
+		on: { submit: (ev) => { ev.preventDefault(); clearTimeout(timer); onChange(current()); } },
+	}, field('Name', name), field('Labels', label), field('State', state));
+	form.current = current;
+	return form;
+}
+
+// "?label=team%3Dx&name=web": the filter as the list's query ('' when none).
+export function filterQuery(f) {
+	const q = new URLSearchParams();
+	for (const l of f?.labels || []) q.append('label', l);
+	if (f?.name) q.set('name', f.name);
+	if (f?.state) q.set('state', f.state);
+	const s = q.toString();
+	return s ? '?' + s : '';
+}
+
+export function filterActive(f) {
+	return !!(f && (f.name || f.state || f.labels.length));
+}
+
 export function workerView(root, ctx) {
 	ctx.setCrumbs([]);
 	const info = h('section.card#worker-info', h('p.muted', 'Loading the worker…'));
@@ -21,12 +72,17 @@ export function workerView(root, ctx) {
 	const list = h('div#workspaces', h('p.muted', 'Loading workspaces…'));
 	const createBox = h('div#create-box');
 	const usage = h('section.card#worker-charts');
+	let filter = null;
+	const filters = filterForm('filter', (f) => {
+		filter = f;
+		refresh();
+	});
 	replace(root,
 		h('div.grid2', info, checks),
 		h('section.card',
 			h('div.card-head', h('h2', 'Workspaces'),
 				h('button#refresh', { type: 'button', on: { click: () => refresh() } }, 'Refresh')),
-			err, list),
+			filters, err, list),
 		usage,
 		createBox);
 
@@ -94,24 +150,28 @@ export function workerView(root, ctx) {
 
 	async function refresh() {
 		let wss;
+		const asked = filter;
 		try {
-			wss = (await api('GET', '/v1/workspaces', undefined, { signal: ctx.signal })).workspaces || [];
+			wss = (await api('GET', '/v1/workspaces' + filterQuery(asked), undefined, { signal: ctx.signal })).workspaces || [];
 			showError(err, null);
 		} catch (e) {
 			if (e.name !== 'AbortError') showError(err, e);
 			return;
 		}
-		if (!ctx.alive) return;
+		if (!ctx.alive || asked !== filter) return;
 		if (!wss.length) {
-			replace(list, h('p.muted', 'No workspaces yet: create one below.'));
+			replace(list, h('p.muted#ws-none', filterActive(asked) ? 'No workspace matches these filters.' : 'No workspaces yet: create one below.'));
 			return;
 		}
 		replace(list, h('div.table-scroll', h('table.list#ws-table',
-			h('thead', h('tr', ['Workspace', 'State', 'Adapter', 'Image', 'Limits', 'CPU (10 min)', 'Created', ''].map((t) => h('th', t)))),
+			h('thead', h('tr', ['Workspace', 'Name', 'Labels', 'State', 'Adapter', 'Network', 'Image', 'Limits', 'CPU (10 min)', 'Created', ''].map((t) => h('th', t)))),
 			h('tbody', wss.map((ws) => h('tr', { 'data-id': ws.id },
 				h('td', h('a.mono', { href: '#/w/' + enc(ws.id) }, ws.id)),
+				h('td.ws-name', ws.name ?? '—'),
+				h('td.ws-labels', labelChips(ws.labels)),
 				h('td', badge(ws.state), ws.reason ? h('div.reason', ws.reason) : null),
 				h('td', ws.adapter),
+				h('td.ws-network', networkText(ws)),
 				h('td.mono', { title: ws.image || '' }, ws.adapter === 'container' ? shortImage(ws.image) : '—'),
 				h('td', limitsText(ws)),
 				sparkCell(ws.id),

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // A workspace: its summary (Pause/Resume, Fork, Restart, Delete) and tabs for commands,
-// services, terminals, files, ports and snapshots.
+// services, terminals, files, ports, snapshots and code.
 import { api, enc, liveRefresh, remoteWorker } from './api.js';
 import { h, replace, badge, fmtTime, fmtMs, showError } from './dom.js';
 import { commandsTab, refusedDest } from './commands.js';
@@ -9,10 +9,12 @@ import { terminalsTab, terminalView } from './terminals.js';
 import { filesTab } from './files.js';
 import { portsTab } from './ports.js';
 import { snapshotsTab, openForkDialog } from './snapshots.js';
+import { codeTab } from './code.js';
 import { startUsageFeed, usageCell } from './usage.js';
 import { workspaceCharts, runsTimeline } from './charts.js';
+import { labelChips, networkText } from './worker.js';
 
-const TABS = [['commands', 'Commands'], ['services', 'Services'], ['terminals', 'Terminals'], ['files', 'Files'], ['ports', 'Ports'], ['snapshots', 'Snapshots']];
+const TABS = [['commands', 'Commands'], ['services', 'Services'], ['terminals', 'Terminals'], ['files', 'Files'], ['ports', 'Ports'], ['snapshots', 'Snapshots'], ['code', 'Code']];
 
 // What a restart would end, counted from the lists.
 async function runningCounts(wsPath, signal) {
@@ -127,7 +129,7 @@ export function workspaceView(root, ctx, id, tab, sub) {
 
 	// The network row: mode, then address and counters when the worker told them.
 	function networkDetails() {
-		if (!net) return [h('dt', 'Network'), h('dd#ws-network', ws.network ?? '—')];
+		if (!net) return [h('dt', 'Network'), h('dd#ws-network', networkText(ws))];
 		if (net.error) return [h('dt', 'Network'), h('dd#ws-network', ws.network, ' ', h('span.muted', `(${net.error})`))];
 		const c = net.counters;
 		const rules = net.egress?.allow ?? [];
@@ -185,6 +187,67 @@ export function workspaceView(root, ctx, id, tab, sub) {
 		return `${ws.idleAction === 'pause' ? 'pause' : 'stop'} after ${fmtMs(ws.idleTimeoutMs)} idle`;
 	}
 
+	// Name and labels, edited as a JSON merge patch (PATCH /v1/workspaces/{id}): a label
+	// removed is null, one added or changed its value, the others untouched; the controller's
+	// refusal (a name taken: 409, a label it does not take: 400) is shown in the form. The
+	// form outlives the summary's redraws, so what is typed stays.
+	let editor = null;
+	function labelRow(k, v) {
+		const row = h('div.label-row',
+			h('input.label-key', { type: 'text', value: k, placeholder: 'key', spellcheck: 'false', 'aria-label': 'label key' }),
+			h('input.label-value', { type: 'text', value: v, placeholder: 'value', spellcheck: 'false', 'aria-label': 'label value' }),
+			h('button.label-remove', { type: 'button', on: { click: () => row.remove() } }, 'Remove'));
+		return row;
+	}
+	function openEditor() {
+		const name = h('input#edit-name', { type: 'text', value: ws.name ?? '', placeholder: 'no name', spellcheck: 'false', autocomplete: 'off' });
+		const rows = h('div#edit-labels', Object.keys(ws.labels || {}).sort().map((k) => labelRow(k, ws.labels[k])));
+		const eerr = h('div.error#edit-error', { hidden: true, role: 'alert' });
+		const save = h('button.primary#edit-save', { type: 'submit' }, 'Save');
+		editor = h('form.card.edit#ws-edit-form', {
+			on: {
+				submit: async (ev) => {
+					ev.preventDefault();
+					let patch;
+					try {
+						patch = mergePatch(ws, name.value.trim(), [...rows.querySelectorAll('.label-row')]
+							.map((r) => [r.querySelector('.label-key').value.trim(), r.querySelector('.label-value').value]));
+					} catch (e) {
+						showError(eerr, e);
+						return;
+					}
+					if (!patch) {
+						closeEditor();
+						return;
+					}
+					save.disabled = true;
+					try {
+						ws = await api('PATCH', '/v1/workspaces/' + enc(id), patch);
+						closeEditor();
+						render();
+					} catch (e) {
+						showError(eerr, e);
+					} finally {
+						save.disabled = false;
+					}
+				},
+			},
+		},
+		h('h3', 'Name and labels'),
+		h('label.field', h('span.label', 'Name'), name, h('span.hint', 'a-z, 0-9, ".", "_", "-"; unique among your workspaces; empty: none')),
+		h('span.label', 'Labels'), rows,
+		h('div.actions',
+			h('button#edit-add-label', { type: 'button', on: { click: () => rows.append(labelRow('', '')) } }, 'Add label'),
+			h('button#edit-cancel', { type: 'button', on: { click: () => { closeEditor(); render(); } } }, 'Cancel'),
+			save),
+		eerr);
+		render();
+		name.focus();
+	}
+	function closeEditor() {
+		editor = null;
+	}
+
 	function render() {
 		const paused = ws.state === 'paused';
 		const forkable = ws.state === 'ready' || paused;
@@ -194,6 +257,7 @@ export function workspaceView(root, ctx, id, tab, sub) {
 			h('div.card-head',
 				h('h2', 'Workspace ', h('span.mono#ws-id', ws.id), ' ', h('span#ws-state', badge(ws.state))),
 				h('div.actions',
+					h('button#ws-edit', { type: 'button', disabled: !!editor, on: { click: () => openEditor() } }, 'Edit name and labels…'),
 					// Pause while ready; Resume in its place while paused.
 					paused ? h('button.primary#ws-resume', { type: 'button', on: { click: (ev) => act('resume', ev.currentTarget) } }, 'Resume')
 						: h('button#ws-pause', {
@@ -210,13 +274,15 @@ export function workspaceView(root, ctx, id, tab, sub) {
 					h('button.danger#ws-delete', { type: 'button', on: { click: () => act('delete') } }, 'Delete'))),
 			ws.reason ? h('div.reason', ws.reason) : null,
 			h('dl.kv',
+				h('dt', 'Name'), h('dd#ws-name', ws.name ?? h('span.muted', 'none')),
+				h('dt', 'Labels'), h('dd#ws-labels', labelChips(ws.labels)),
 				h('dt', 'Adapter'), h('dd#ws-adapter', ws.adapter),
 				ws.adapter === 'container' ? [
 					h('dt', 'Image'), h('dd.mono', ws.image ?? '—'),
 					h('dt', 'Runtime'), h('dd', ws.runtime ?? '—'),
 					networkDetails(),
 					h('dt', 'Seccomp'), h('dd.mono', ws.seccompProfile ?? '—'),
-				] : null,
+				] : [h('dt', 'Network'), h('dd#ws-network', networkText(ws), h('span.muted', ' (the worker\'s own)'))],
 				h('dt', 'Limits'), h('dd', limits),
 				h('dt', 'Resource use'), h('dd#ws-usage', usageCell('workspace')),
 				h('dt', 'Working dir'), h('dd.mono', ws.workdir ?? '—'),
@@ -225,7 +291,8 @@ export function workspaceView(root, ctx, id, tab, sub) {
 				ws.autoResume !== undefined ? [h('dt', 'Auto-resume'), h('dd#ws-auto-resume', ws.autoResume
 					? 'yes: a command, terminal or file write resumes it' : 'no: a command on it while paused is refused')] : null,
 				ws.snapshot ? [h('dt', 'From snapshot'), h('dd.mono', ws.snapshot)] : null,
-				h('dt', 'Created'), h('dd', fmtTime(ws.createdAt))));
+				h('dt', 'Created'), h('dd', fmtTime(ws.createdAt))),
+			editor);
 	}
 
 	const wsPath = '/v1/workspaces/' + enc(id);
@@ -244,6 +311,27 @@ export function workspaceView(root, ctx, id, tab, sub) {
 	else if (tab === 'files') filesTab(body, ctx, wsPath);
 	else if (tab === 'ports') portsTab(body, ctx, wsPath);
 	else if (tab === 'snapshots') snapshotsTab(body, ctx, id, hooks);
+	else if (tab === 'code') codeTab(body, ctx, wsPath);
 	else if (sub) terminalView(body, ctx, wsPath, sub, base);
 	else terminalsTab(body, ctx, wsPath, base);
+}
+
+// The merge patch from what the editor holds ([key, value] rows), or null when nothing changed.
+// Throws on a row it cannot send (no key, a key twice); the rest is the controller's to judge.
+export function mergePatch(ws, name, rows) {
+	const patch = {};
+	if ((name || null) !== (ws.name ?? null)) patch.name = name || null;
+	const now = {};
+	for (const [k, v] of rows) {
+		if (!k && !v) continue;
+		if (!k) throw new Error(`the label with value "${v}" has no key`);
+		if (k in now) throw new Error(`label "${k}" is there twice`);
+		now[k] = v;
+	}
+	const was = ws.labels || {};
+	const labels = {};
+	for (const k of Object.keys(was)) if (!(k in now)) labels[k] = null;
+	for (const [k, v] of Object.entries(now)) if (was[k] !== v) labels[k] = v;
+	if (Object.keys(labels).length) patch.labels = labels;
+	return Object.keys(patch).length ? patch : null;
 }
