@@ -8,6 +8,7 @@
 #include "api/http.h"
 #include "api/idempotency.h"
 #include "daemon/manager.h"
+#include "daemon/manager-contexts.h"
 #include "api/router.h"
 #include "api/sse.h"
 #include "api/validate.h"
@@ -16,6 +17,16 @@
 /* Stop answers once the service is at rest, at most its stopTimeoutMs plus this after the
  * request (the SIGKILL, the drain of its pipes, the agent's report). */
 #define STOP_WAIT_MARGIN_MS 5000u
+
+/* A code context's kernel is a service of the workspace's agent that no client names: its
+ * name answers as a missing service (and a create with it is refused). */
+static int refuse_hidden(struct http_request *req, const char *name)
+{
+	if (strncmp(name, CONTEXT_SERVICE_PREFIX, strlen(CONTEXT_SERVICE_PREFIX)) != 0)
+		return 0;
+	return http_reply_status(req, 404, NULL, "service \"%s\" not found in workspace \"%s\"",
+				 name, http_request_route(req)->ws_id) ?: 1;
+}
 
 struct stop_wait {
 	struct http_request *req;
@@ -46,6 +57,11 @@ int api_service_create(struct http_request *req)
 	r = api_request_json(req, false, &body, &e);
 	if (r >= 0)
 		r = validate_service_spec(body, &spec, &e);
+	if (r >= 0 &&
+	    strncmp(spec.name, CONTEXT_SERVICE_PREFIX, strlen(CONTEXT_SERVICE_PREFIX)) == 0)
+		r = station_error_set(&e, -EINVAL, "name",
+				      "service names starting with \"" CONTEXT_SERVICE_PREFIX
+				      "\" are kept for code contexts' kernels");
 	if (r >= 0)
 		r = manager_service_start(http_request_manager(req), m->ws_id, &spec, &svc, &e);
 	json_decref(body);
@@ -75,8 +91,10 @@ static int service_call(struct http_request *req, service_call_fn fn)
 	const struct route_match *m = http_request_route(req);
 	struct station_error e = {};
 	json_t *svc = NULL;
-	int r;
+	int r = refuse_hidden(req, m->run_id);
 
+	if (r != 0)
+		return r < 0 ? r : 0;
 	r = fn(http_request_manager(req), m->ws_id, m->run_id, &svc, &e);
 	return api_reply_result(req, r, 200, svc, &e);
 }
@@ -130,8 +148,10 @@ int api_service_stop(struct http_request *req)
 	struct stop_wait *p;
 	json_t *svc = NULL;
 	uint64_t wait_ms;
-	int r;
+	int r = refuse_hidden(req, m->run_id);
 
+	if (r != 0)
+		return r < 0 ? r : 0;
 	r = manager_service_stop(mgr, m->ws_id, m->run_id, &svc, &e);
 	if (r < 0)
 		return http_reply_error(req, &e);
@@ -167,8 +187,10 @@ int api_service_delete(struct http_request *req)
 {
 	const struct route_match *m = http_request_route(req);
 	struct station_error e = {};
-	int r;
+	int r = refuse_hidden(req, m->run_id);
 
+	if (r != 0)
+		return r < 0 ? r : 0;
 	r = manager_service_delete(http_request_manager(req), m->ws_id, m->run_id, &e);
 	if (r < 0)
 		return http_reply_error(req, &e);
@@ -249,7 +271,10 @@ int api_service_logs(struct http_request *req)
 	bool present;
 	const char *v = http_request_query(req, "follow", &present);
 	char label[128];
+	int r = refuse_hidden(req, m->run_id);
 
+	if (r != 0)
+		return r < 0 ? r : 0;
 	if (present && validate_query_u64("follow", v, 0, 1, &follow, &e) < 0)
 		return http_reply_error(req, &e);
 	snprintf(label, sizeof label, "service %s", m->run_id);

@@ -275,7 +275,18 @@ int api_service_stop(struct http_request *req);
 int api_service_restart(struct http_request *req);
 int api_service_logs(struct http_request *req);
 int api_service_logs_ws(struct http_request *req); /* ws-output.c */
-int api_terminal_list(struct http_request *req);   /* api-terminals.c */
+int api_context_list(struct http_request *req);	   /* api-contexts.c */
+int api_context_create(struct http_request *req);
+int api_context_get(struct http_request *req);
+int api_context_delete(struct http_request *req);
+int api_context_restart(struct http_request *req);
+int api_context_interrupt(struct http_request *req);
+int api_context_execute(struct http_request *req);
+int api_execution_list(struct http_request *req);
+int api_execution_get(struct http_request *req);
+int api_execution_output(struct http_request *req);
+int api_execution_output_ws(struct http_request *req);
+int api_terminal_list(struct http_request *req); /* api-terminals.c */
 int api_terminal_create(struct http_request *req);
 int api_terminal_get(struct http_request *req);
 int api_terminal_delete(struct http_request *req);

@@ -17,7 +17,7 @@ struct route {
 	struct {
 		const char *method;
 		enum endpoint endpoint;
-	} methods[4];
+	} methods[5];
 };
 
 static const struct route routes[] = {
@@ -29,10 +29,11 @@ static const struct route routes[] = {
 	{ "/v1/events", "GET, HEAD", { { "GET", EP_EVENTS } } },
 	{ "/v1/workers", "GET, HEAD", { { "GET", EP_WORKERS } } },
 	{ "/v1/workers/*/v1/+",
-	  "GET, HEAD, POST, PUT, DELETE",
+	  "GET, HEAD, POST, PUT, PATCH, DELETE",
 	  { { "GET", EP_WORKER_FORWARD_GET },
 	    { "POST", EP_WORKER_FORWARD_POST },
 	    { "PUT", EP_WORKER_FORWARD_PUT },
+	    { "PATCH", EP_WORKER_FORWARD_PATCH },
 	    { "DELETE", EP_WORKER_FORWARD_DELETE } } },
 	{ "/v1/tokens",
 	  "GET, HEAD, POST",
@@ -108,6 +109,20 @@ static const struct route routes[] = {
 	{ "/v1/workspaces/*/files/mkdir", "POST", { { "POST", EP_FILE_MKDIR } } },
 	{ "/v1/workspaces/*/files/rename", "POST", { { "POST", EP_FILE_RENAME } } },
 	{ "/v1/workspaces/*/files/watch", "GET, HEAD", { { "GET", EP_FILE_WATCH } } },
+	{ "/v1/workspaces/*/contexts",
+	  "GET, HEAD, POST",
+	  { { "GET", EP_CONTEXT_LIST }, { "POST", EP_CONTEXT_CREATE } } },
+	{ "/v1/workspaces/*/contexts/*",
+	  "GET, HEAD, DELETE",
+	  { { "GET", EP_CONTEXT_GET }, { "DELETE", EP_CONTEXT_DELETE } } },
+	{ "/v1/workspaces/*/contexts/*/restart", "POST", { { "POST", EP_CONTEXT_RESTART } } },
+	{ "/v1/workspaces/*/contexts/*/interrupt", "POST", { { "POST", EP_CONTEXT_INTERRUPT } } },
+	{ "/v1/workspaces/*/contexts/*/execute", "POST", { { "POST", EP_CONTEXT_EXECUTE } } },
+	{ "/v1/workspaces/*/contexts/*/executions", "GET, HEAD", { { "GET", EP_EXECUTION_LIST } } },
+	{ "/v1/workspaces/*/contexts/*/executions/*", "GET, HEAD", { { "GET", EP_EXECUTION_GET } } },
+	{ "/v1/workspaces/*/contexts/*/executions/*/output",
+	  "GET, HEAD",
+	  { { "GET", EP_EXECUTION_OUTPUT } } },
 };
 
 static const char *const endpoint_names[_EP_MAX] = {
@@ -180,7 +195,18 @@ static const char *const endpoint_names[_EP_MAX] = {
 	[EP_WORKER_FORWARD_GET] = "worker-forward-get",
 	[EP_WORKER_FORWARD_POST] = "worker-forward-post",
 	[EP_WORKER_FORWARD_PUT] = "worker-forward-put",
+	[EP_WORKER_FORWARD_PATCH] = "worker-forward-patch",
 	[EP_WORKER_FORWARD_DELETE] = "worker-forward-delete",
+	[EP_CONTEXT_LIST] = "context-list",
+	[EP_CONTEXT_CREATE] = "context-create",
+	[EP_CONTEXT_GET] = "context-get",
+	[EP_CONTEXT_DELETE] = "context-delete",
+	[EP_CONTEXT_RESTART] = "context-restart",
+	[EP_CONTEXT_INTERRUPT] = "context-interrupt",
+	[EP_CONTEXT_EXECUTE] = "context-execute",
+	[EP_EXECUTION_LIST] = "execution-list",
+	[EP_EXECUTION_GET] = "execution-get",
+	[EP_EXECUTION_OUTPUT] = "execution-output",
 };
 
 const char *endpoint_to_string(enum endpoint ep)
@@ -240,10 +266,10 @@ static bool take_digest(const char **path, char ret[ROUTE_IMAGE_MAX + 1])
 
 static bool match_pattern(const char *pattern, const char *path, struct route_match *ret)
 {
-	char *ids[] = { ret->ws_id, ret->run_id };
+	char *ids[] = { ret->ws_id, ret->run_id, ret->sub_id };
 	size_t n_ids = 0;
 
-	ret->ws_id[0] = ret->run_id[0] = ret->image[0] = '\0';
+	ret->ws_id[0] = ret->run_id[0] = ret->sub_id[0] = ret->image[0] = '\0';
 	while (*pattern) {
 		if (*pattern == '@') {
 			if (!take_digest(&path, ret->image))

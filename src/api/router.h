@@ -67,6 +67,7 @@ enum endpoint {
 	EP_WORKER_FORWARD_GET, /* /v1/workers/NAME/v1/..., one per method passed on */
 	EP_WORKER_FORWARD_POST,
 	EP_WORKER_FORWARD_PUT,
+	EP_WORKER_FORWARD_PATCH,
 	EP_WORKER_FORWARD_DELETE,
 	EP_TOKEN_LIST,
 	EP_TOKEN_CREATE,
@@ -84,6 +85,16 @@ enum endpoint {
 	EP_IMAGE_EXPORT, /* api-images.c */
 	EP_METRICS,	 /* api-metrics.c */
 	EP_WORKER_USAGE, /* api-usage.c */
+	EP_CONTEXT_LIST, /* api-contexts.c */
+	EP_CONTEXT_CREATE,
+	EP_CONTEXT_GET,
+	EP_CONTEXT_DELETE,
+	EP_CONTEXT_RESTART,
+	EP_CONTEXT_INTERRUPT,
+	EP_CONTEXT_EXECUTE,
+	EP_EXECUTION_LIST,
+	EP_EXECUTION_GET,
+	EP_EXECUTION_OUTPUT,
 	_EP_MAX,
 };
 
@@ -91,6 +102,7 @@ struct route_match {
 	enum endpoint endpoint;
 	char ws_id[ROUTE_ID_MAX + 1];	 /* "" when the path has none */
 	char run_id[ROUTE_ID_MAX + 1];	 /* the run, the service name, the terminal or the secret */
+	char sub_id[ROUTE_ID_MAX + 1];	 /* a third id: an execution of a context */
 	char image[ROUTE_IMAGE_MAX + 1]; /* "" when the path has none */
 };
 

@@ -59,6 +59,7 @@ struct options {
 	size_t n_listen;
 	char worker[33];
 	const char *agent;
+	const char *kernel_dir; /* --kernel-dir: the code contexts' kernel programs */
 	enum log_format log_format;
 	enum log_level log_level;
 	uint64_t max_wait_ms;
@@ -116,7 +117,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: station-sandboxd [--root DIR] [--listen unix:PATH|tcp:HOST:PORT]...\n"
-		"                        [--worker NAME] [--agent PATH] [--log-format json|text]\n"
+		"                        [--worker NAME] [--agent PATH] [--kernel-dir DIR]\n"
+		"                        [--log-format json|text]\n"
 		"                        [--log-level debug|info|warn|error] [--max-wait-ms N]\n"
 		"                        [--max-running N] [--max-workspaces N] [--events-kept N]\n"
 		"                        [--metrics-max-workspaces N]\n"
@@ -319,6 +321,15 @@ static char *default_agent_path(void)
 	return find_beside_self(candidates, ELEMENTSOF(candidates));
 }
 
+/* The code contexts' kernel programs (station-kernel-python, station-kernel-js): from a build
+ * tree or an installed tree. */
+static char *default_kernel_dir(void)
+{
+	static const char *const candidates[] = { "%s/../kernel", "%s/../libexec/station-sandbox",
+						  "%s/../lib/station-sandbox" };
+	return find_beside_self(candidates, ELEMENTSOF(candidates));
+}
+
 /* The reviewed profile shipped in profiles/: from a build tree or an installed tree. */
 static char *default_seccomp_path(void)
 {
@@ -376,6 +387,7 @@ enum {
 	OPT_LISTEN,
 	OPT_WORKER,
 	OPT_AGENT,
+	OPT_KERNEL_DIR,
 	OPT_LOG_FORMAT,
 	OPT_LOG_LEVEL,
 	OPT_MAX_WAIT,
@@ -1089,6 +1101,9 @@ static int parse_option(struct options *o, int c, const char *arg)
 	case OPT_AGENT:
 		o->agent = arg;
 		return 0;
+	case OPT_KERNEL_DIR:
+		o->kernel_dir = arg;
+		return 0;
 	case OPT_LOG_FORMAT:
 		if (strcmp(arg, "json") && strcmp(arg, "text")) {
 			fprintf(stderr, "station-sandboxd: --log-format is json or text\n");
@@ -1276,6 +1291,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{ "worker", required_argument, NULL, OPT_WORKER },
 		{ "agent", required_argument, NULL, OPT_AGENT },
+		{ "kernel-dir", required_argument, NULL, OPT_KERNEL_DIR },
 		{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "max-wait-ms", required_argument, NULL, OPT_MAX_WAIT },
@@ -2065,6 +2081,8 @@ int main(int argc, char **argv)
 	if (fleet_options_check(&o) < 0)
 		return 64;
 	_cleanup_free_ char *agent = o.agent ? strdup(o.agent) : default_agent_path();
+	_cleanup_free_ char *kernel_dir = o.kernel_dir ? strdup(o.kernel_dir) :
+							 default_kernel_dir();
 	_cleanup_(free_seccomp_dirs) char *seccomp_dirs[MAX_SECCOMP_DIRS + 2] = {};
 	_cleanup_free_ char *seccomp = NULL;
 	if (setup_seccomp(&o, seccomp_dirs, &seccomp) < 0)
@@ -2099,6 +2117,7 @@ int main(int argc, char **argv)
 	}
 	o.mc.worker = o.worker;
 	o.mc.agent_path = agent;
+	o.mc.kernel_dir = kernel_dir;
 	log_setup(STDERR_FILENO, o.log_format, o.log_level, "station-sandboxd");
 	signal(SIGPIPE, SIG_IGN);
 	/* a preview connection holds two files: the client's and the workspace's */

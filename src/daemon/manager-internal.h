@@ -144,6 +144,7 @@ struct workspace {
 	char pause_reason[192];	    /* the reason "paused" is entered with ("" for none) */
 	unsigned snapshots_running; /* manager-snapshot.c: its trees are being read */
 	struct usage_track *usage;  /* manager-usage-history.c: its open counter files */
+	struct context *contexts;   /* manager-contexts.c: its code contexts */
 };
 
 #define MANAGER_MAX_CPUS 1024
@@ -471,6 +472,16 @@ json_t *manager_capacity_json(struct manager *m);
 void usage_on_reply(void *userdata, uint64_t request, const struct agentlink_usage *v, size_t n);
 /* Controller shutdown: every waiter left is dropped without a call. */
 void usage_waiters_free(struct manager *m);
+
+/* manager-contexts.c: the contexts from the store (controller start, after the workspaces; a
+ * cell that ended meanwhile is recorded then); a workspace's freed without callbacks. A
+ * context's kernel is the service "ctx-<cid>", which the services API does not show. */
+struct context;
+void contexts_load(struct manager *m);
+void contexts_free_all(struct workspace *ws);
+bool service_name_hidden(const char *name);
+/* manager-service.c: the service has an attempt alive or starting. */
+bool service_is_active(struct workspace *ws, const char *name);
 
 /* manager-service.c: whether the service's current attempt is this one. */
 bool service_attempt_is_current(struct workspace *ws, const char *name, uint64_t attempt);

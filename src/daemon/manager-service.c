@@ -60,6 +60,23 @@ static struct service *service_find(struct workspace *ws, const char *name)
 	return NULL;
 }
 
+bool service_is_active(struct workspace *ws, const char *name)
+{
+	const struct service *svc = service_find(ws, name);
+
+	return svc && service_state_is_active(svc->row.state);
+}
+
+/* Services a client sees (a code context's kernel is not one), counted against the limit. */
+static size_t services_visible_count(const struct workspace *ws)
+{
+	size_t n = 0;
+
+	for (const struct service *s = ws->services; s; s = s->next)
+		n += !service_name_hidden(s->row.name);
+	return n;
+}
+
 bool service_attempt_is_current(struct workspace *ws, const char *name, uint64_t attempt)
 {
 	const struct service *svc = service_find(ws, name);
@@ -84,7 +101,7 @@ static void service_save(struct service *svc)
 	int r;
 
 	svc->row.updated_at = realtime_usec();
-	if (svc->event_state != (int)svc->row.state) {
+	if (svc->event_state != (int)svc->row.state && !service_name_hidden(svc->row.name)) {
 		svc->event_state = (int)svc->row.state;
 		workspace_event(svc->ws, MANAGER_EVENT_SERVICE, "state", svc->row.name,
 				service_state_to_string(svc->row.state), svc->row.reason);
@@ -896,8 +913,9 @@ static int service_create(struct workspace *ws, const struct service_spec *spec,
 	}
 	service_link(ws, svc);
 	svc->event_state = (int)svc->row.state;
-	workspace_event(ws, MANAGER_EVENT_SERVICE, "created", svc->row.name,
-			service_state_to_string(svc->row.state), NULL);
+	if (!service_name_hidden(svc->row.name))
+		workspace_event(ws, MANAGER_EVENT_SERVICE, "created", svc->row.name,
+				service_state_to_string(svc->row.state), NULL);
 	*ret = svc;
 	return 0;
 }
@@ -920,7 +938,7 @@ int manager_service_start(struct manager *m, const char *ws_id, const struct ser
 			e, -EBUSY, "name",
 			"a service named \"%s\" already exists in workspace \"%s\"", spec->name,
 			ws_id);
-	if (ws->n_services >= MANAGER_MAX_SERVICES)
+	if (!service_name_hidden(spec->name) && services_visible_count(ws) >= MANAGER_MAX_SERVICES)
 		return station_error_set(e, -EAGAIN, NULL,
 					 "workspace \"%s\" already has %d services (the limit)",
 					 ws_id, MANAGER_MAX_SERVICES);
@@ -951,7 +969,8 @@ int manager_service_list(struct manager *m, const char *ws_id, json_t **ret,
 	if (!a)
 		return station_error_set(e, -ENOMEM, NULL, "out of memory");
 	for (struct service *svc = ws->services; svc; svc = svc->next)
-		json_array_append_new(a, service_to_json(svc, false));
+		if (!service_name_hidden(svc->row.name))
+			json_array_append_new(a, service_to_json(svc, false));
 	*ret = json_pack("{s:o}", "services", a);
 	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
 }
@@ -1089,7 +1108,8 @@ int manager_service_delete(struct manager *m, const char *ws_id, const char *nam
 		return station_error_set(e, r, NULL, "cannot forget service \"%s\": %s", name,
 					 strerror(-r));
 	log_info("service deleted", "workspace", ws_id, "service", name, NULL);
-	workspace_event(ws, MANAGER_EVENT_SERVICE, "deleted", name, NULL, NULL);
+	if (!service_name_hidden(name))
+		workspace_event(ws, MANAGER_EVENT_SERVICE, "deleted", name, NULL, NULL);
 	watches_end(svc, 0, NULL);
 	service_unlink(svc);
 	service_free(svc);

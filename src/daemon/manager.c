@@ -174,6 +174,7 @@ static void workspace_free(struct workspace *ws)
 		return;
 	runs_free_all(ws);
 	services_free_all(ws);
+	contexts_free_all(ws);
 	terminals_free_all(ws);
 	files_free_all(ws);
 	agentlink_free(ws->link);
@@ -2043,6 +2044,7 @@ int manager_start(struct manager *m)
 		pool_member_row_free(&members[i]);
 	free(members);
 	secrets_load(m);
+	contexts_load(m);
 	manager_network_start(m);
 	manager_image_store_clean(m);
 	return 0;

@@ -27,6 +27,7 @@ struct manager_config {
 	const char *root;
 	const char *worker;
 	const char *agent_path;	       /* station-agent binary */
+	const char *kernel_dir;	       /* the code contexts' kernel programs; NULL: none */
 	uint64_t default_timeout_ms;   /* 60000 */
 	uint64_t max_timeout_ms;       /* 24 h */
 	uint64_t default_output_bytes; /* per stream kept: head + tail, 128 KiB */

@@ -417,3 +417,49 @@ int store_snapshot_delete(struct store *s, const char *id);
 int store_snapshot_list(struct store *s, struct snapshot_row **ret, size_t *ret_n);
 /* How many snapshots tenant ("" the operator) has. */
 int store_snapshot_count(struct store *s, const char *tenant, uint64_t *ret);
+
+/* Code contexts and their cells (store-context.c; docs/api.md, "Code contexts"). The states
+ * and statuses are stored as their API strings. */
+struct context_row {
+	char *id;
+	char *workspace_id;
+	char *language;
+	char *cwd;	/* NULL: the workspace directory */
+	char *env_json; /* NULL: none */
+	char *service_name;
+	char *state;  /* "idle", "busy", "dead" */
+	char *reason; /* NULL: none */
+	uint64_t execution_count;
+	uint64_t next_cell;
+	uint64_t created_at;
+};
+void context_row_free(struct context_row *r);
+int store_context_insert(struct store *s, const struct context_row *r);
+/* state, reason, execution_count, next_cell. -ENOENT when gone. */
+int store_context_update(struct store *s, const struct context_row *r);
+int store_context_delete(struct store *s, const char *id);
+/* Every context of every workspace, oldest first (controller start). */
+int store_context_list_all(struct store *s, struct context_row **ret, size_t *ret_n);
+
+struct cell_row {
+	char *id;
+	char *context_id;
+	uint64_t number;
+	char *run_id;
+	char *status;		 /* "running", "ok", "error", "timed_out", "interrupted" */
+	int64_t execution_count; /* -1: none */
+	char *results_json;	 /* NULL while running */
+	char *error_json;	 /* NULL: none */
+	uint64_t created_at;
+	uint64_t ended_at; /* 0 while running */
+};
+void cell_row_free(struct cell_row *r);
+/* Inserts the cell; keeps the newest `keep` cells of its context. */
+int store_cell_insert(struct store *s, const struct cell_row *r, size_t keep);
+/* Records the end: UPDATE … WHERE status = 'running'. 1 when it changed, 0 when it had ended
+ * already (a second recording), -ENOENT when there is no such cell. */
+int store_cell_finish(struct store *s, const struct cell_row *r);
+int store_cell_get(struct store *s, const char *context_id, const char *id, struct cell_row *ret);
+/* Newest first, at most limit. */
+int store_cell_list(struct store *s, const char *context_id, size_t limit, struct cell_row **ret,
+		    size_t *ret_n);

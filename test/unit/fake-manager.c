@@ -1190,3 +1190,90 @@ int manager_workspace_fork(struct manager *m, const char *id, unsigned count, wo
 	json_decref(o);
 	return 1;
 }
+
+/* Code contexts: the fake workspace has none. */
+#include "daemon/manager-contexts.h"
+
+static int no_context(const char *cid, struct station_error *e)
+{
+	return station_error_set(e, -ENOENT, NULL, "context \"%s\" not found", cid ? cid : "");
+}
+
+void manager_context_op_forget(struct context_op *op)
+{
+}
+
+int manager_context_create(struct manager *m, const char *ws_id, const struct context_spec *spec,
+			   context_done_fn fn, void *userdata, struct context_op **ret_op,
+			   struct station_error *e)
+{
+	return station_error_set(e, CONTEXT_EMISSING, "language", "no kernel in the fake");
+}
+
+int manager_context_restart(struct manager *m, const char *ws_id, const char *cid,
+			    context_done_fn fn, void *userdata, struct context_op **ret_op,
+			    struct station_error *e)
+{
+	return no_context(cid, e);
+}
+
+int manager_context_list(struct manager *m, const char *ws_id, json_t **ret,
+			 struct station_error *e)
+{
+	*ret = json_pack("{s:[]}", "contexts");
+	return 0;
+}
+
+int manager_context_get(struct manager *m, const char *ws_id, const char *cid, json_t **ret,
+			struct station_error *e)
+{
+	return no_context(cid, e);
+}
+
+int manager_context_delete(struct manager *m, const char *ws_id, const char *cid,
+			   struct station_error *e)
+{
+	return no_context(cid, e);
+}
+
+int manager_context_execute(struct manager *m, const char *ws_id, const char *cid, const char *code,
+			    size_t code_len, uint64_t timeout_ms, context_done_fn fn,
+			    void *userdata, struct context_op **ret_op, struct station_error *e)
+{
+	return no_context(cid, e);
+}
+
+int manager_context_interrupt(struct manager *m, const char *ws_id, const char *cid, char ret[64],
+			      struct station_error *e)
+{
+	return no_context(cid, e);
+}
+
+int manager_execution_get(struct manager *m, const char *ws_id, const char *cid, const char *eid,
+			  json_t **ret, struct station_error *e)
+{
+	return no_context(cid, e);
+}
+
+int manager_execution_list(struct manager *m, const char *ws_id, const char *cid, json_t **ret,
+			   struct station_error *e)
+{
+	return no_context(cid, e);
+}
+
+int manager_execution_run_id(struct manager *m, const char *ws_id, const char *cid, const char *eid,
+			     char ret[64], struct station_error *e)
+{
+	return no_context(cid, e);
+}
+
+int manager_execution_wait(struct manager *m, const char *ws_id, const char *cid, const char *eid,
+			   void (*fn)(void *userdata), void *userdata,
+			   struct execution_waiter **ret, struct station_error *e)
+{
+	return no_context(cid, e);
+}
+
+void manager_execution_waiter_cancel(struct execution_waiter *w)
+{
+}

@@ -1,0 +1,1296 @@
+/* SPDX-License-Identifier: MIT */
+/* Code contexts: a kernel supervised by the workspace's agent as a hidden service, and cells run
+ * as runs of the language's kernel program (manager-contexts.h). The controller's only new
+ * parsing of sandbox output is one bounded JSON result per cell, read through the agent's file
+ * read (as the sandbox's user, beneath its root, regular files only) and validated here. */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "basic/cleanup.h"
+#include "basic/json-util.h"
+#include "basic/list.h"
+#include "basic/log.h"
+#include "basic/util.h"
+#include "cgroup/cgroup.h"
+#include "event/event.h"
+#include "manager-contexts.h"
+#include "manager-internal.h"
+#include "proto/file-proto.h"
+
+#define CONTEXT_KEEP_CELLS 1000
+#define CONTEXT_OOM_REASON "the kernel was killed: out of memory (restart the context)"
+/* A result that could not be read yet (the agent away): tried again this often, this long. */
+#define CONTEXT_RETRY_MS 500
+#define CONTEXT_RETRY_MAX 240
+#define CONTEXT_MAX_RESULTS 1000
+#define CONTEXT_MAX_MIMES 32
+#define CONTEXT_MAX_TRACEBACK 1000
+#define CONTEXT_MAX_TEXT (64u << 10) /* error name, value and each traceback line */
+
+struct kernel_lang {
+	const char *name;
+	const char *program;
+	const char *package; /* what kernel_missing names */
+};
+
+static const struct kernel_lang langs[] = {
+	{ "python", "station-kernel-python", "python3-ipykernel" },
+	{ "javascript", "station-kernel-js", "nodejs" },
+};
+
+struct context_op {
+	struct context *ctx;
+	context_done_fn fn;
+	void *userdata;
+};
+
+struct execution_waiter {
+	struct execution_waiter *prev, *next;
+	struct cell *cell;
+	void (*fn)(void *userdata);
+	void *userdata;
+};
+
+/* The one cell a context runs at a time: the readiness probe (number 0, not stored) or one the
+ * API asked for. */
+struct cell {
+	struct context *ctx;
+	struct cell_row row;
+	struct context_op *op; /* the execute or the create/restart waiting */
+	struct file_session *file;
+	struct run_waiter *run_waiter;
+	struct execution_waiter *waiters;
+	char *code;
+	size_t code_len;
+	bool code_sent;
+	uint64_t timeout_ms;
+	uint64_t oom_before;
+	bool oom_known;
+	int64_t run_exit; /* the run's exit code, -1: none */
+	char *buf;	  /* the result's bytes */
+	size_t len;
+	struct event_source *retry;
+	unsigned retries;
+};
+
+struct context {
+	struct context *prev, *next; /* in ws->contexts */
+	struct workspace *ws;
+	struct context_row row;
+	const struct kernel_lang *lang;
+	char *dir; /* in the sandbox's view */
+	struct cell *cell;
+};
+
+static const struct kernel_lang *lang_find(const char *name)
+{
+	for (size_t i = 0; i < ELEMENTSOF(langs); i++)
+		if (name && strcmp(langs[i].name, name) == 0)
+			return &langs[i];
+	return NULL;
+}
+
+static char *program_path(struct workspace *ws, const struct kernel_lang *l)
+{
+	char *s = NULL;
+
+	if (strcmp(ws->row.adapter, "container") == 0)
+		return asprintf(&s, "/usr/local/bin/%s", l->program) < 0 ? NULL : s;
+	return asprintf(&s, "%s/%s", ws->m->cfg.kernel_dir ? ws->m->cfg.kernel_dir : "",
+			l->program) < 0 ?
+		       NULL :
+		       s;
+}
+
+static bool program_installed(struct manager *m, const struct kernel_lang *l)
+{
+	char path[4096];
+
+	if (!m->cfg.kernel_dir)
+		return false;
+	snprintf(path, sizeof path, "%s/%s", m->cfg.kernel_dir, l->program);
+	return access(path, R_OK) == 0;
+}
+
+/* ---- the context's books ------------------------------------------------------------------ */
+
+static void context_save(struct context *ctx)
+{
+	int r = store_context_update(ctx->ws->m->store, &ctx->row);
+
+	if (r < 0)
+		log_error("cannot record context", "workspace", ctx->ws->row.id, "context",
+			  ctx->row.id, "error", strerror(-r), NULL);
+}
+
+static void context_set_state(struct context *ctx, const char *state, const char *reason)
+{
+	(void)free_and_strdup(&ctx->row.state, state);
+	(void)free_and_strdup(&ctx->row.reason, reason);
+	context_save(ctx);
+}
+
+static void op_finish(struct context_op *op, int r, json_t *result, const struct station_error *e)
+{
+	if (op && op->fn)
+		op->fn(op->userdata, r, result, e);
+	else
+		json_decref(result);
+	free(op);
+}
+
+void manager_context_op_forget(struct context_op *op)
+{
+	if (op)
+		op->fn = NULL;
+}
+
+static void waiters_fire(struct cell *c)
+{
+	while (c->waiters) {
+		struct execution_waiter *w = c->waiters;
+
+		LIST_REMOVE(&c->waiters, w);
+		w->fn(w->userdata);
+		free(w);
+	}
+}
+
+static void cell_free(struct cell *c)
+{
+	if (!c)
+		return;
+	manager_file_close(c->file);
+	if (c->run_waiter)
+		manager_run_waiter_cancel(c->run_waiter);
+	event_source_free(c->retry);
+	waiters_fire(c);
+	cell_row_free(&c->row);
+	free(c->code);
+	free(c->buf);
+	free(c);
+}
+
+/* The cell is over for the context (recorded, or given up): the next may come. */
+static void cell_end(struct cell *c)
+{
+	struct context *ctx = c->ctx;
+
+	if (ctx->cell == c)
+		ctx->cell = NULL;
+	cell_free(c);
+}
+
+static void context_free(struct context *ctx)
+{
+	if (!ctx)
+		return;
+	if (ctx->cell) {
+		struct station_error e;
+		station_error_set(&e, -ECANCELED, NULL, "the context went away");
+		op_finish(TAKE_PTR(ctx->cell->op), -ECANCELED, NULL, &e);
+		cell_free(TAKE_PTR(ctx->cell));
+	}
+	context_row_free(&ctx->row);
+	free(ctx->dir);
+	free(ctx);
+}
+
+void contexts_free_all(struct workspace *ws)
+{
+	while (ws->contexts) {
+		struct context *ctx = ws->contexts;
+
+		LIST_REMOVE(&ws->contexts, ctx);
+		context_free(ctx);
+	}
+}
+
+static size_t contexts_count(const struct workspace *ws)
+{
+	size_t n = 0;
+
+	for (const struct context *c = ws->contexts; c; c = c->next)
+		n++;
+	return n;
+}
+
+static int context_dir_set(struct context *ctx)
+{
+	if (asprintf(&ctx->dir, "%s/.station/contexts/%s", ctx->ws->home, ctx->row.id) < 0) {
+		ctx->dir = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The state a client sees: a kernel whose service no longer runs is dead. */
+static const char *context_state(const struct context *ctx, const char **ret_reason)
+{
+	*ret_reason = ctx->row.reason;
+	if (strcmp(ctx->row.state, "dead") != 0 && !ctx->cell &&
+	    !service_is_active(ctx->ws, ctx->row.service_name)) {
+		*ret_reason = "the kernel is not running";
+		return "dead";
+	}
+	return ctx->row.state;
+}
+
+static json_t *context_to_json(const struct context *ctx)
+{
+	const char *reason;
+	const char *state = context_state(ctx, &reason);
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "id", json_string(ctx->row.id));
+	json_object_set_new(o, "workspaceId", json_string(ctx->ws->row.id));
+	json_object_set_new(o, "language", json_string(ctx->row.language));
+	json_object_set_new(o, "state", json_string(state));
+	json_object_set_new(o, "reason", reason ? json_string(reason) : json_null());
+	json_object_set_new(o, "cwd", ctx->row.cwd ? json_string(ctx->row.cwd) : json_null());
+	json_object_set_new(o, "executionCount",
+			    json_integer((json_int_t)ctx->row.execution_count));
+	json_set_time(o, "createdAt", ctx->row.created_at);
+	json_object_set_new(o, "cpuMs", json_null());
+	json_object_set_new(o, "memoryBytes", json_null());
+	return o;
+}
+
+static int context_lookup(struct manager *m, const char *ws_id, const char *cid,
+			  struct context **ret, struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	int r = workspace_lookup(m, ws_id, &ws, e);
+
+	if (r < 0)
+		return r;
+	for (struct context *c = ws->contexts; c; c = c->next)
+		if (strcmp(c->row.id, cid) == 0) {
+			*ret = c;
+			return 0;
+		}
+	return station_error_set(e, -ENOENT, NULL, "context \"%s\" not found in workspace \"%s\"",
+				 cid, ws_id);
+}
+
+/* ---- executions as JSON ------------------------------------------------------------------- */
+
+static const char *const run_fields[] = { "stdout",	"stdoutTail",	  "stderr",
+					  "stderrTail", "stdoutBytes",	  "stderrBytes",
+					  "truncated",	"encoding",	  "durationMs",
+					  "cpuMs",	"peakMemoryBytes" };
+
+static json_t *cell_to_json(struct context *ctx, const struct cell_row *r)
+{
+	struct station_error e = {};
+	json_t *o = json_object(), *run = NULL;
+
+	if (!o)
+		return NULL;
+	(void)manager_run_get(ctx->ws->m, ctx->ws->row.id, r->run_id, &run, &e);
+	json_object_set_new(o, "id", json_string(r->id));
+	json_object_set_new(o, "contextId", json_string(ctx->row.id));
+	json_object_set_new(o, "runId", json_string(r->run_id));
+	json_object_set_new(o, "status", json_string(r->status));
+	json_object_set_new(o, "executionCount",
+			    r->execution_count >= 0 ? json_integer(r->execution_count) :
+						      json_null());
+	for (size_t i = 0; i < ELEMENTSOF(run_fields); i++) {
+		json_t *v = json_object_get(run, run_fields[i]);
+		if (v)
+			json_object_set(o, run_fields[i], v);
+	}
+	json_t *results = r->results_json ? json_loads(r->results_json, 0, NULL) : NULL;
+	json_object_set_new(o, "results", results ? results : json_array());
+	json_t *error = r->error_json ? json_loads(r->error_json, 0, NULL) : NULL;
+	json_object_set_new(o, "error", error ? error : json_null());
+	json_set_time(o, "createdAt", r->created_at);
+	json_set_time(o, "endedAt", r->ended_at);
+	if (strcmp(r->status, "running") == 0)
+		json_object_set_new(o, "durationMs", json_null());
+	else if (!json_object_get(o, "durationMs") ||
+		 json_is_null(json_object_get(o, "durationMs")))
+		json_object_set_new(
+			o, "durationMs",
+			json_integer((json_int_t)((r->ended_at - r->created_at) / 1000)));
+	json_decref(run);
+	return o;
+}
+
+/* ---- the result: hostile input ------------------------------------------------------------ */
+
+static json_t *text_bounded(json_t *v, size_t max)
+{
+	const char *s = json_string_value(v);
+	size_t n = s ? json_string_length(v) : 0;
+
+	if (!s)
+		return json_string("");
+	if (n > max) { /* a UTF-8 sequence is not cut */
+		n = max;
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+	}
+	return json_stringn_nocheck(s, n);
+}
+
+/* One result's MIME bundle: string values (a text one cut at the bound, any other over it
+ * dropped), a JSON value kept when its text is within the bound; the rest counted. */
+static json_t *mime_bundle(json_t *data, bool *truncated, uint64_t *omitted)
+{
+	json_t *out = json_object();
+	const char *mime;
+	json_t *v;
+	size_t n = 0;
+
+	json_object_foreach(data, mime, v) {
+		if (n++ >= CONTEXT_MAX_MIMES || strlen(mime) > 127 || !strchr(mime, '/')) {
+			*truncated = true;
+			continue;
+		}
+		if (json_is_string(v)) {
+			size_t len = json_string_length(v);
+			if (len <= CONTEXT_MIME_MAX_BYTES) {
+				json_object_set(out, mime, v);
+				continue;
+			}
+			*truncated = true;
+			*omitted += len;
+			if (strncmp(mime, "text/", 5) == 0) {
+				json_object_set_new(out, mime,
+						    text_bounded(v, CONTEXT_MIME_MAX_BYTES));
+				*omitted -= CONTEXT_MIME_MAX_BYTES;
+			}
+			continue;
+		}
+		_cleanup_free_ char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (text && strlen(text) <= CONTEXT_MIME_MAX_BYTES) {
+			json_object_set(out, mime, v);
+			continue;
+		}
+		*truncated = true;
+		*omitted += text ? strlen(text) : 0;
+	}
+	return out;
+}
+
+static json_t *results_validate(json_t *in)
+{
+	json_t *out = json_array(), *item;
+	size_t i;
+
+	json_array_foreach(in, i, item) {
+		const char *type = json_string_value(json_object_get(item, "type"));
+		json_t *data = json_object_get(item, "data");
+		bool truncated = false;
+		uint64_t omitted = 0;
+
+		if (i >= CONTEXT_MAX_RESULTS)
+			break;
+		if (!type ||
+		    (strcmp(type, "execute_result") != 0 && strcmp(type, "display_data") != 0) ||
+		    !json_is_object(data))
+			continue;
+		json_t *r = json_pack("{s:s, s:o}", "type", type, "data",
+				      mime_bundle(data, &truncated, &omitted));
+		json_object_set_new(r, "truncated", json_boolean(truncated));
+		if (omitted)
+			json_object_set_new(r, "omittedBytes", json_integer((json_int_t)omitted));
+		json_array_append_new(out, r);
+	}
+	return out;
+}
+
+static json_t *error_validate(json_t *in)
+{
+	json_t *tb = json_array(), *line;
+	size_t i;
+
+	json_array_foreach(json_object_get(in, "traceback"), i, line) {
+		if (i >= CONTEXT_MAX_TRACEBACK)
+			break;
+		json_array_append_new(tb, text_bounded(line, CONTEXT_MAX_TEXT));
+	}
+	return json_pack("{s:o, s:o, s:o}", "name",
+			 text_bounded(json_object_get(in, "name"), CONTEXT_MAX_TEXT), "value",
+			 text_bounded(json_object_get(in, "value"), CONTEXT_MAX_TEXT), "traceback",
+			 tb);
+}
+
+static json_t *error_new(const char *name, const char *value)
+{
+	return json_pack("{s:s, s:s, s:[]}", "name", name, "value", value, "traceback");
+}
+
+static const char *const result_statuses[] = { "ok", "error", "timed_out", "interrupted", "dead" };
+
+/* The result's bytes into the row (status, count, results, error): *ret_dead when the kernel
+ * went away. Anything malformed is an error result naming why, never trusted further. */
+static void result_parse(struct cell *c, bool *ret_dead)
+{
+	json_error_t jerr;
+	_cleanup_json_ json_t *doc =
+		c->buf ? json_loadb(c->buf, c->len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+	const char *status = json_string_value(json_object_get(doc, "status"));
+	json_t *count = json_object_get(doc, "executionCount");
+	json_t *results = json_object_get(doc, "results");
+	json_t *error = json_object_get(doc, "error");
+	_cleanup_json_ json_t *err = NULL, *res = NULL;
+	bool known = false;
+
+	for (size_t i = 0; status && i < ELEMENTSOF(result_statuses); i++)
+		known = known || strcmp(status, result_statuses[i]) == 0;
+	*ret_dead = false;
+	if (!json_is_object(doc) || !known || (results && !json_is_array(results)) ||
+	    (error && !json_is_null(error) && !json_is_object(error)) ||
+	    (count && !json_is_null(count) &&
+	     (!json_is_integer(count) || json_integer_value(count) < 0))) {
+		char why[256];
+		snprintf(why, sizeof why, "the kernel's result is not valid: %s",
+			 !doc ? jerr.text : "fields of the wrong shape");
+		err = error_new("ResultInvalid", why);
+		(void)free_and_strdup(&c->row.status, "error");
+	} else {
+		*ret_dead = strcmp(status, "dead") == 0;
+		(void)free_and_strdup(&c->row.status, *ret_dead ? "error" : status);
+		if (json_is_integer(count))
+			c->row.execution_count = json_integer_value(count);
+		res = results_validate(results);
+		if (json_is_object(error))
+			err = error_validate(error);
+	}
+	free(c->row.results_json);
+	c->row.results_json = json_dumps(res ? res : json_array(), JSON_COMPACT);
+	free(c->row.error_json);
+	c->row.error_json = err ? json_dumps(err, JSON_COMPACT) : NULL;
+}
+
+static uint64_t workspace_oom_kills(struct workspace *ws, bool *known)
+{
+	struct cgroup_stats st = {};
+
+	*known = ws->cgroup && cgroup_get_stats(ws->cgroup, &st) >= 0;
+	return st.oom_kills;
+}
+
+/* ---- a cell's steps: code written, run, result read --------------------------------------- */
+
+static void cell_recorded(struct cell *c);
+static void result_read(struct cell *c);
+
+static void probe_done(struct cell *c, bool dead)
+{
+	struct context *ctx = c->ctx;
+	struct station_error e = {};
+	struct context_op *op = TAKE_PTR(c->op);
+	bool ok = !dead && strcmp(c->row.status, "ok") == 0;
+
+	if (ok) {
+		context_set_state(ctx, "idle", NULL);
+		cell_end(c);
+		op_finish(op, 0, context_to_json(ctx), NULL);
+		return;
+	}
+	if (c->run_exit == 3 || c->run_exit == 127) {
+		station_error_set(&e, CONTEXT_EMISSING, "language",
+				  "the workspace's image has no %s kernel (install the Debian "
+				  "package %s)",
+				  ctx->lang->name, ctx->lang->package);
+	} else {
+		_cleanup_json_ json_t *err =
+			c->row.error_json ? json_loads(c->row.error_json, 0, NULL) : NULL;
+		_cleanup_json_ json_t *svc = NULL;
+		const char *tail = "";
+		(void)manager_service_get(ctx->ws->m, ctx->ws->row.id, ctx->row.service_name, &svc,
+					  NULL);
+		json_t *atts = json_object_get(svc, "attempts");
+		json_t *last = json_array_get(atts, json_array_size(atts) - 1);
+		const char *s = json_string_value(json_object_get(last, "stderrTail"));
+		if (!s)
+			s = json_string_value(json_object_get(last, "stderr"));
+		if (s)
+			tail = strlen(s) > 400 ? s + strlen(s) - 400 : s;
+		station_error_set(&e, CONTEXT_ETIMEOUT, NULL,
+				  "the %s kernel did not answer within %d s (%s); its stderr: %s",
+				  ctx->lang->name, CONTEXT_START_TIMEOUT_MS / 1000,
+				  json_string_value(json_object_get(err, "value")) ?: "no result",
+				  tail);
+	}
+	context_set_state(ctx, "dead", e.message);
+	cell_end(c);
+	op_finish(op, e.err, NULL, &e);
+}
+
+static void cell_finish(struct cell *c)
+{
+	struct context *ctx = c->ctx;
+	struct workspace *ws = ctx->ws;
+	bool dead = false, known = false;
+
+	result_parse(c, &dead);
+	if (c->row.number == 0)
+		return probe_done(c, dead);
+	if (dead) {
+		uint64_t ooms = workspace_oom_kills(ws, &known);
+		bool oom = known && c->oom_known && ooms > c->oom_before;
+		_cleanup_json_ json_t *err =
+			oom ? error_new("OOMKilled",
+					"the kernel was killed for using more memory than the "
+					"workspace's limit") :
+			      error_new("KernelDied", "the kernel exited during the cell");
+		free(c->row.error_json);
+		c->row.error_json = json_dumps(err, JSON_COMPACT);
+		context_set_state(ctx, "dead", oom ? CONTEXT_OOM_REASON : "the kernel exited");
+	}
+	c->row.ended_at = realtime_usec();
+	int r = store_cell_finish(ws->m->store, &c->row);
+	if (r < 0)
+		log_error("cannot record cell", "workspace", ws->row.id, "context", ctx->row.id,
+			  "error", strerror(-r), NULL);
+	if (c->row.execution_count >= 0 &&
+	    (uint64_t)c->row.execution_count > ctx->row.execution_count)
+		ctx->row.execution_count = (uint64_t)c->row.execution_count;
+	if (!dead)
+		(void)free_and_strdup(&ctx->row.state, "idle");
+	context_save(ctx);
+	log_info("cell recorded", "workspace", ws->row.id, "context", ctx->row.id, "status",
+		 c->row.status, NULL);
+	cell_recorded(c);
+}
+
+static void cell_recorded(struct cell *c)
+{
+	cell_end(c);
+}
+
+static void on_result_data(void *userdata, const uint8_t *data, size_t n)
+{
+	struct cell *c = userdata;
+
+	if (c->len + n > CONTEXT_RESULT_MAX_BYTES || !c->buf) {
+		free(TAKE_PTR(c->buf));
+		c->len = SIZE_MAX / 2;
+		return;
+	}
+	memcpy(c->buf + c->len, data, n);
+	c->len += n;
+}
+
+static int on_retry(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct cell *c = userdata;
+
+	event_source_free(TAKE_PTR(c->retry));
+	result_read(c);
+	return 0;
+}
+
+/* The agent could not be asked (not connected yet, busy): again later, a bounded number of
+ * times. */
+static bool result_retry(struct cell *c, int r)
+{
+	if ((r != -ENOTCONN && r != -EBUSY && r != -EAGAIN) || c->retries++ >= CONTEXT_RETRY_MAX)
+		return false;
+	return event_add_timer(c->ctx->ws->m->loop, &c->retry,
+			       now_usec() + CONTEXT_RETRY_MS * 1000ull, on_retry, c) >= 0;
+}
+
+static void on_result_end(void *userdata, int r, bool flag, const struct station_error *e)
+{
+	struct cell *c = userdata;
+
+	c->file = NULL;
+	if (r < 0 && result_retry(c, r))
+		return;
+	if (r < 0 || !c->buf) {
+		char why[600];
+		_cleanup_json_ json_t *err = NULL;
+		snprintf(why, sizeof why, "the kernel's result could not be read: %s",
+			 !c->buf && r >= 0 ? "larger than 16 MiB" :
+			 e		   ? e->message :
+					     strerror(-r));
+		free(TAKE_PTR(c->buf));
+		c->len = 0;
+		err = error_new("ResultUnreadable", why);
+		c->buf = json_dumps(json_pack("{s:s, s:O}", "status", "error", "error", err),
+				    JSON_COMPACT);
+		c->len = c->buf ? strlen(c->buf) : 0;
+	}
+	cell_finish(c);
+}
+
+static const struct file_session_ops result_ops = {
+	.data = on_result_data,
+	.end = on_result_end,
+};
+
+static void result_read(struct cell *c)
+{
+	struct context *ctx = c->ctx;
+	struct station_error e = {};
+	char path[4096];
+	int r;
+
+	snprintf(path, sizeof path, "%s/cells/%" PRIu64 "/result.json", ctx->dir, c->row.number);
+	free(c->buf);
+	c->buf = malloc(CONTEXT_RESULT_MAX_BYTES);
+	c->len = 0;
+	struct file_request req = {
+		.op = FILE_OP_READ,
+		.path = path,
+		.has_max_bytes = true,
+		.max_bytes = CONTEXT_RESULT_MAX_BYTES,
+		.field = "path",
+	};
+	r = c->buf ? manager_file_open(ctx->ws->m, ctx->ws->row.id, &req, &result_ops, c, &c->file,
+				       &e) :
+		     -ENOMEM;
+	if (r < 0)
+		on_result_end(c, r, false, &e);
+}
+
+static void on_run_end(void *userdata, json_t *run)
+{
+	struct cell *c = userdata;
+	_cleanup_json_ json_t *fresh = NULL;
+	struct context *ctx = c->ctx;
+
+	c->run_waiter = NULL;
+	if (!run) {
+		(void)manager_run_get(ctx->ws->m, ctx->ws->row.id, c->row.run_id, &fresh, NULL);
+		run = fresh;
+	}
+	json_t *code = json_object_get(run, "exitCode");
+	c->run_exit = json_is_integer(code) ? json_integer_value(code) : -1;
+	result_read(c);
+}
+
+static int run_start(struct cell *c, struct station_error *e)
+{
+	struct context *ctx = c->ctx;
+	struct workspace *ws = ctx->ws;
+	_cleanup_free_ char *prog = program_path(ws, ctx->lang), *cmd = NULL;
+	_cleanup_json_ json_t *run = NULL;
+	uint64_t timeout = c->timeout_ms;
+	int r;
+
+	if (!prog || asprintf(&cmd, "exec '%s' exec '%s' %" PRIu64 " %" PRIu64, prog, ctx->dir,
+			      c->row.number, timeout) < 0)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	struct run_spec spec = {
+		.command = cmd,
+		.timeout_ms = timeout + 10000,
+	};
+	c->oom_before = workspace_oom_kills(ws, &c->oom_known);
+	r = manager_run_start(ws->m, ws->row.id, &spec, &run, e);
+	if (r < 0)
+		return r;
+	free(c->row.run_id);
+	c->row.run_id = strdup(json_string_value(json_object_get(run, "id")) ?: "");
+	if (!c->row.run_id)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	r = manager_run_wait(ws->m, ws->row.id, c->row.run_id, on_run_end, c, &c->run_waiter, e);
+	if (r == 1) /* ended already: read it from the loop */
+		r = event_add_timer(ws->m->loop, &c->retry, now_usec(), on_retry, c);
+	return r < 0 ? r : 0;
+}
+
+/* ---- executing ------------------------------------------------------------------------------ */
+
+static void cell_started(struct cell *c)
+{
+	struct context *ctx = c->ctx;
+	struct station_error e = {};
+	int r = run_start(c, &e);
+
+	if (r >= 0) {
+		c->row.created_at = realtime_usec();
+		r = store_cell_insert(ctx->ws->m->store, &c->row, CONTEXT_KEEP_CELLS);
+		if (r < 0)
+			station_error_set(&e, r, NULL, "cannot record the cell: %s", strerror(-r));
+	}
+	if (r < 0) {
+		(void)free_and_strdup(&ctx->row.state, "idle");
+		context_save(ctx);
+		struct context_op *op = TAKE_PTR(c->op);
+		cell_end(c);
+		op_finish(op, r, NULL, &e);
+		return;
+	}
+	op_finish(TAKE_PTR(c->op), 0, cell_to_json(ctx, &c->row), NULL);
+}
+
+static void on_code_writable(void *userdata)
+{
+	struct cell *c = userdata;
+
+	while (!c->code_sent && c->code_len > 0) {
+		size_t n = c->code_len > FILE_MAX_CHUNK ? FILE_MAX_CHUNK : c->code_len;
+		if (manager_file_write(c->file, c->code, n) < 0)
+			return; /* -EAGAIN: writable() again once drained */
+		memmove(c->code, c->code + n, c->code_len - n);
+		c->code_len -= n;
+	}
+	if (!c->code_sent) {
+		c->code_sent = true;
+		(void)manager_file_write_end(c->file);
+	}
+}
+
+static void on_code_end(void *userdata, int r, bool flag, const struct station_error *e)
+{
+	struct cell *c = userdata;
+	struct context *ctx = c->ctx;
+
+	c->file = NULL;
+	if (r < 0) {
+		struct station_error err = {};
+		station_error_set(&err, r, NULL, "cannot write the cell's code: %s",
+				  e ? e->message : strerror(-r));
+		(void)free_and_strdup(&ctx->row.state, "idle");
+		context_save(ctx);
+		struct context_op *op = TAKE_PTR(c->op);
+		cell_end(c);
+		op_finish(op, r, NULL, &err);
+		return;
+	}
+	cell_started(c);
+}
+
+static const struct file_session_ops code_ops = {
+	.writable = on_code_writable,
+	.end = on_code_end,
+};
+
+static int code_write(struct cell *c, struct station_error *e)
+{
+	struct context *ctx = c->ctx;
+	char path[4096];
+	int r;
+
+	snprintf(path, sizeof path, "%s/cells/%" PRIu64 "/code", ctx->dir, c->row.number);
+	struct file_request req = {
+		.op = FILE_OP_WRITE,
+		.path = path,
+		.flags = FILE_F_PARENTS,
+		.has_mode = true,
+		.mode = 0600,
+		.field = "path",
+	};
+	r = manager_file_open(ctx->ws->m, ctx->ws->row.id, &req, &code_ops, c, &c->file, e);
+	if (r < 0)
+		return r;
+	on_code_writable(c);
+	return 0;
+}
+
+static struct cell *cell_new(struct context *ctx, uint64_t number, uint64_t timeout_ms)
+{
+	struct cell *c = calloc(1, sizeof *c);
+	char id[PROTO_MAX_ID + 1];
+
+	if (!c)
+		return NULL;
+	random_id("e-", 22, id, sizeof id);
+	c->ctx = ctx;
+	c->timeout_ms = timeout_ms;
+	c->run_exit = -1;
+	c->row = (struct cell_row){
+		.id = strdup(id),
+		.context_id = strdup(ctx->row.id),
+		.number = number,
+		.run_id = strdup(""),
+		.status = strdup("running"),
+		.execution_count = -1,
+	};
+	if (!c->row.id || !c->row.context_id || !c->row.run_id || !c->row.status) {
+		cell_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static int op_new(context_done_fn fn, void *userdata, struct context_op **ret)
+{
+	struct context_op *op = calloc(1, sizeof *op);
+
+	if (!op)
+		return -ENOMEM;
+	op->fn = fn;
+	op->userdata = userdata;
+	*ret = op;
+	return 0;
+}
+
+int manager_context_execute(struct manager *m, const char *ws_id, const char *cid, const char *code,
+			    size_t code_len, uint64_t timeout_ms, context_done_fn fn,
+			    void *userdata, struct context_op **ret_op, struct station_error *e)
+{
+	struct context *ctx = NULL;
+	const char *reason;
+	struct cell *c;
+	int r = context_lookup(m, ws_id, cid, &ctx, e);
+
+	if (r >= 0)
+		r = workspace_wake_for(ctx->ws, "a cell", e);
+	if (r < 0)
+		return r;
+	if (ctx->cell)
+		return station_error_set(e, CONTEXT_EBUSY, NULL,
+					 "context \"%s\" is running a cell (interrupt it, or wait)",
+					 cid);
+	if (strcmp(context_state(ctx, &reason), "dead") == 0)
+		return station_error_set(e, -EBUSY, NULL, "context \"%s\" is dead: %s (restart it)",
+					 cid, reason ? reason : "");
+	if (timeout_ms == 0)
+		timeout_ms = m->cfg.default_timeout_ms;
+	c = cell_new(ctx, ctx->row.next_cell, timeout_ms);
+	if (!c || !(c->code = malloc(code_len ? code_len : 1)) ||
+	    op_new(fn, userdata, &c->op) < 0) {
+		cell_free(c);
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	}
+	memcpy(c->code, code, code_len);
+	c->code_len = code_len;
+	ctx->cell = c;
+	r = code_write(c, e);
+	if (r < 0) {
+		free(TAKE_PTR(c->op));
+		cell_end(c);
+		return r;
+	}
+	ctx->row.next_cell++;
+	(void)free_and_strdup(&ctx->row.state, "busy");
+	context_save(ctx);
+	*ret_op = c->op;
+	return 0;
+}
+
+/* ---- create, restart, delete ------------------------------------------------------------- */
+
+static int kernel_probe(struct context *ctx, context_done_fn fn, void *userdata,
+			struct context_op **ret_op, struct station_error *e)
+{
+	struct cell *c = cell_new(ctx, 0, CONTEXT_START_TIMEOUT_MS);
+	int r;
+
+	if (!c || op_new(fn, userdata, &c->op) < 0) {
+		cell_free(c);
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	}
+	ctx->cell = c;
+	r = run_start(c, e);
+	if (r < 0) {
+		free(TAKE_PTR(c->op));
+		cell_end(c);
+		return r;
+	}
+	*ret_op = c->op;
+	return 0;
+}
+
+static int kernel_service_start(struct context *ctx, struct station_error *e)
+{
+	struct workspace *ws = ctx->ws;
+	_cleanup_free_ char *prog = program_path(ws, ctx->lang), *cmd = NULL;
+	_cleanup_json_ json_t *env = ctx->row.env_json ? json_loads(ctx->row.env_json, 0, NULL) :
+							 NULL;
+	_cleanup_json_ json_t *svc = NULL;
+
+	if (!prog || asprintf(&cmd, "exec '%s' serve '%s'", prog, ctx->dir) < 0)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	struct service_spec spec = {
+		.name = ctx->row.service_name,
+		.command = cmd,
+		.cwd = ctx->row.cwd,
+		.env = env,
+		.policy = SERVICE_POLICY_NO,
+		.stop_signal = SIGKILL,
+		.stop_timeout_ms = 1000,
+	};
+	return manager_service_start(ws->m, ws->row.id, &spec, &svc, e);
+}
+
+static int context_row_new(struct workspace *ws, const struct context_spec *spec,
+			   struct context_row *row)
+{
+	char id[PROTO_MAX_ID + 1], svc[PROTO_MAX_ID + 8];
+
+	random_id("c-", 22, id, sizeof id);
+	snprintf(svc, sizeof svc, CONTEXT_SERVICE_PREFIX "%s", id);
+	*row = (struct context_row){
+		.id = strdup(id),
+		.workspace_id = strdup(ws->row.id),
+		.language = strdup(spec->language),
+		.cwd = spec->cwd ? strdup(spec->cwd) : NULL,
+		.env_json = spec->env ? json_dumps(spec->env, JSON_COMPACT) : NULL,
+		.service_name = strdup(svc),
+		.state = strdup("busy"),
+		.next_cell = 1,
+		.created_at = realtime_usec(),
+	};
+	if (!row->id || !row->workspace_id || !row->language || !row->service_name || !row->state ||
+	    (spec->cwd && !row->cwd) || (spec->env && !row->env_json)) {
+		context_row_free(row);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void context_forget(struct context *ctx)
+{
+	struct workspace *ws = ctx->ws;
+
+	(void)manager_service_delete(ws->m, ws->row.id, ctx->row.service_name, NULL);
+	(void)store_context_delete(ws->m->store, ctx->row.id);
+	LIST_REMOVE(&ws->contexts, ctx);
+	context_free(ctx);
+}
+
+int manager_context_create(struct manager *m, const char *ws_id, const struct context_spec *spec,
+			   context_done_fn fn, void *userdata, struct context_op **ret_op,
+			   struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	const struct kernel_lang *l = lang_find(spec->language);
+	struct context *ctx;
+	int r = workspace_lookup(m, ws_id, &ws, e);
+
+	if (r >= 0)
+		r = workspace_wake_for(ws, "a code context", e);
+	if (r < 0)
+		return r;
+	if (!l)
+		return station_error_set(e, -EINVAL, "language",
+					 "language must be \"python\" or \"javascript\"");
+	if (!program_installed(m, l))
+		return station_error_set(e, CONTEXT_EMISSING, "language",
+					 "this worker has no %s kernel program (%s is not "
+					 "installed)",
+					 l->name, l->program);
+	if (contexts_count(ws) >= MANAGER_MAX_CONTEXTS)
+		return station_error_set(e, -EAGAIN, NULL,
+					 "workspace \"%s\" already has %d contexts (the limit)",
+					 ws_id, MANAGER_MAX_CONTEXTS);
+	ctx = calloc(1, sizeof *ctx);
+	if (!ctx || context_row_new(ws, spec, &ctx->row) < 0) {
+		free(ctx);
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	}
+	ctx->ws = ws;
+	ctx->lang = l;
+	r = context_dir_set(ctx);
+	if (r >= 0)
+		r = store_context_insert(m->store, &ctx->row);
+	if (r < 0) {
+		context_free(ctx);
+		return station_error_set(e, r, NULL, "cannot record the context: %s", strerror(-r));
+	}
+	LIST_PREPEND(&ws->contexts, ctx);
+	r = kernel_service_start(ctx, e);
+	if (r >= 0)
+		r = kernel_probe(ctx, fn, userdata, ret_op, e);
+	if (r < 0) {
+		context_forget(ctx);
+		return r;
+	}
+	log_info("context created", "workspace", ws_id, "context", ctx->row.id, "language", l->name,
+		 NULL);
+	return 0;
+}
+
+int manager_context_restart(struct manager *m, const char *ws_id, const char *cid,
+			    context_done_fn fn, void *userdata, struct context_op **ret_op,
+			    struct station_error *e)
+{
+	struct context *ctx = NULL;
+	_cleanup_json_ json_t *svc = NULL;
+	int r = context_lookup(m, ws_id, cid, &ctx, e);
+
+	if (r >= 0)
+		r = workspace_wake_for(ctx->ws, "a context restart", e);
+	if (r < 0)
+		return r;
+	if (ctx->cell)
+		return station_error_set(
+			e, CONTEXT_EBUSY, NULL, "context \"%s\" is %s (interrupt it, or wait)", cid,
+			ctx->cell->row.number ? "running a cell" : "starting its kernel");
+	r = manager_service_restart(m, ws_id, ctx->row.service_name, &svc, e);
+	if (r == -ENOENT)
+		r = kernel_service_start(ctx, e);
+	if (r < 0)
+		return r;
+	ctx->row.execution_count = 0;
+	context_set_state(ctx, "busy", NULL);
+	return kernel_probe(ctx, fn, userdata, ret_op, e);
+}
+
+static void on_dir_removed(void *userdata, int r, bool flag, const struct station_error *e)
+{
+}
+
+static const struct file_session_ops dir_ops = { .end = on_dir_removed };
+
+int manager_context_delete(struct manager *m, const char *ws_id, const char *cid,
+			   struct station_error *e)
+{
+	struct context *ctx = NULL;
+	struct file_session *s = NULL;
+	int r = context_lookup(m, ws_id, cid, &ctx, e);
+
+	if (r < 0)
+		return r;
+	struct file_request req = {
+		.op = FILE_OP_DELETE,
+		.path = ctx->dir,
+		.flags = FILE_F_RECURSIVE,
+		.field = "path",
+	};
+	/* the kernel goes first (SIGKILL to its service), then its directory */
+	(void)manager_service_delete(m, ws_id, ctx->row.service_name, NULL);
+	if (workspace_check_ready(ctx->ws, NULL) >= 0)
+		(void)manager_file_open(m, ws_id, &req, &dir_ops, NULL, &s, NULL);
+	log_info("context deleted", "workspace", ws_id, "context", cid, NULL);
+	context_forget(ctx);
+	return 0;
+}
+
+int manager_context_list(struct manager *m, const char *ws_id, json_t **ret,
+			 struct station_error *e)
+{
+	struct workspace *ws = NULL;
+	json_t *a;
+	int r = workspace_lookup(m, ws_id, &ws, e);
+
+	if (r < 0)
+		return r;
+	a = json_array();
+	for (struct context *c = ws->contexts; a && c; c = c->next)
+		json_array_insert_new(a, 0, context_to_json(c));
+	*ret = a ? json_pack("{s:o}", "contexts", a) : NULL;
+	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
+}
+
+int manager_context_get(struct manager *m, const char *ws_id, const char *cid, json_t **ret,
+			struct station_error *e)
+{
+	struct context *ctx = NULL;
+	int r = context_lookup(m, ws_id, cid, &ctx, e);
+
+	if (r < 0)
+		return r;
+	*ret = context_to_json(ctx);
+	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
+}
+
+/* ---- interrupt and executions --------------------------------------------------------------- */
+
+int manager_context_interrupt(struct manager *m, const char *ws_id, const char *cid, char ret[64],
+			      struct station_error *e)
+{
+	struct context *ctx = NULL;
+	_cleanup_free_ char *prog = NULL, *cmd = NULL;
+	_cleanup_json_ json_t *run = NULL;
+	int r = context_lookup(m, ws_id, cid, &ctx, e);
+
+	if (r < 0)
+		return r;
+	if (!ctx->cell || ctx->cell->row.number == 0 || !ctx->cell->row.run_id[0])
+		return station_error_set(e, -EBUSY, NULL, "context \"%s\" runs no cell", cid);
+	prog = program_path(ctx->ws, ctx->lang);
+	if (!prog || asprintf(&cmd, "exec '%s' interrupt '%s'", prog, ctx->dir) < 0)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	struct run_spec spec = { .command = cmd, .timeout_ms = 10000 };
+	r = manager_run_start(m, ws_id, &spec, &run, e);
+	if (r < 0)
+		return r;
+	snprintf(ret, 64, "%s", ctx->cell->row.id);
+	return 0;
+}
+
+static int cell_get(struct context *ctx, const char *eid, struct cell_row *ret,
+		    struct station_error *e)
+{
+	int r = store_cell_get(ctx->ws->m->store, ctx->row.id, eid, ret);
+
+	if (r == -ENOENT)
+		return station_error_set(e, -ENOENT, NULL,
+					 "execution \"%s\" not found in context \"%s\"", eid,
+					 ctx->row.id);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot read execution \"%s\": %s", eid,
+					 strerror(-r));
+	return 0;
+}
+
+int manager_execution_get(struct manager *m, const char *ws_id, const char *cid, const char *eid,
+			  json_t **ret, struct station_error *e)
+{
+	struct context *ctx = NULL;
+	struct cell_row row = {};
+	int r = context_lookup(m, ws_id, cid, &ctx, e);
+
+	if (r >= 0)
+		r = cell_get(ctx, eid, &row, e);
+	if (r < 0)
+		return r;
+	*ret = cell_to_json(ctx, &row);
+	cell_row_free(&row);
+	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
+}
+
+int manager_execution_run_id(struct manager *m, const char *ws_id, const char *cid, const char *eid,
+			     char ret[64], struct station_error *e)
+{
+	struct context *ctx = NULL;
+	struct cell_row row = {};
+	int r = context_lookup(m, ws_id, cid, &ctx, e);
+
+	if (r >= 0)
+		r = cell_get(ctx, eid, &row, e);
+	if (r < 0)
+		return r;
+	snprintf(ret, 64, "%s", row.run_id);
+	cell_row_free(&row);
+	return 0;
+}
+
+int manager_execution_list(struct manager *m, const char *ws_id, const char *cid, json_t **ret,
+			   struct station_error *e)
+{
+	struct context *ctx = NULL;
+	struct cell_row *rows = NULL;
+	size_t n = 0;
+	json_t *a;
+	int r = context_lookup(m, ws_id, cid, &ctx, e);
+
+	if (r < 0)
+		return r;
+	r = store_cell_list(m->store, cid, CONTEXT_KEEP_CELLS, &rows, &n);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot list executions: %s", strerror(-r));
+	a = json_array();
+	for (size_t i = 0; i < n; i++) {
+		if (a)
+			json_array_append_new(a, cell_to_json(ctx, &rows[i]));
+		cell_row_free(&rows[i]);
+	}
+	free(rows);
+	*ret = a ? json_pack("{s:o}", "executions", a) : NULL;
+	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
+}
+
+int manager_execution_wait(struct manager *m, const char *ws_id, const char *cid, const char *eid,
+			   void (*fn)(void *userdata), void *userdata,
+			   struct execution_waiter **ret, struct station_error *e)
+{
+	struct context *ctx = NULL;
+	struct execution_waiter *w;
+	int r = context_lookup(m, ws_id, cid, &ctx, e);
+
+	if (r < 0)
+		return r;
+	if (!ctx->cell || strcmp(ctx->cell->row.id, eid) != 0) {
+		struct cell_row row = {};
+		r = cell_get(ctx, eid, &row, e);
+		cell_row_free(&row);
+		return r < 0 ? r : 1;
+	}
+	w = calloc(1, sizeof *w);
+	if (!w)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	w->cell = ctx->cell;
+	w->fn = fn;
+	w->userdata = userdata;
+	LIST_PREPEND(&ctx->cell->waiters, w);
+	*ret = w;
+	return 0;
+}
+
+void manager_execution_waiter_cancel(struct execution_waiter *w)
+{
+	if (!w)
+		return;
+	LIST_REMOVE(&w->cell->waiters, w);
+	free(w);
+}
+
+/* ---- controller start: contexts from the store, cells that ended meanwhile -------------------- */
+
+static void cell_resume(struct context *ctx, struct cell_row *row)
+{
+	struct cell *c = calloc(1, sizeof *c);
+	struct station_error e = {};
+	int r;
+
+	if (!c)
+		return;
+	c->ctx = ctx;
+	c->row = *row;
+	*row = (struct cell_row){};
+	c->run_exit = -1;
+	ctx->cell = c;
+	r = manager_run_wait(ctx->ws->m, ctx->ws->row.id, c->row.run_id, on_run_end, c,
+			     &c->run_waiter, &e);
+	if (r != 0) /* ended while the controller was away (or gone): read what it left */
+		(void)event_add_timer(ctx->ws->m->loop, &c->retry,
+				      now_usec() + CONTEXT_RETRY_MS * 1000ull, on_retry, c);
+}
+
+static void context_load(struct manager *m, struct context_row *row)
+{
+	struct workspace *ws = workspace_find(m, row->workspace_id);
+	struct context *ctx = ws ? calloc(1, sizeof *ctx) : NULL;
+	struct cell_row *cells = NULL;
+	size_t n = 0;
+
+	if (!ctx) {
+		context_row_free(row);
+		return;
+	}
+	ctx->ws = ws;
+	ctx->row = *row;
+	*row = (struct context_row){};
+	ctx->lang = lang_find(ctx->row.language);
+	if (!ctx->lang || context_dir_set(ctx) < 0) {
+		context_free(ctx);
+		return;
+	}
+	LIST_PREPEND(&ws->contexts, ctx);
+	if (store_cell_list(m->store, ctx->row.id, 1, &cells, &n) >= 0 && n == 1 &&
+	    strcmp(cells[0].status, "running") == 0)
+		cell_resume(ctx, &cells[0]);
+	else if (strcmp(ctx->row.state, "busy") == 0)
+		context_set_state(ctx, "idle", NULL);
+	for (size_t i = 0; i < n; i++)
+		cell_row_free(&cells[i]);
+	free(cells);
+}
+
+void contexts_load(struct manager *m)
+{
+	struct context_row *rows = NULL;
+	size_t n = 0;
+	int r = store_context_list_all(m->store, &rows, &n);
+
+	if (r < 0) {
+		log_error("cannot load contexts", "error", strerror(-r), NULL);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		context_load(m, &rows[i]);
+	free(rows);
+}
+
+bool service_name_hidden(const char *name)
+{
+	return name && strncmp(name, CONTEXT_SERVICE_PREFIX, strlen(CONTEXT_SERVICE_PREFIX)) == 0;
+}

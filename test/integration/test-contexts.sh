@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# run-all: slow: kernels start, a 50 MB cell, an OOM and a controller restart take minutes
+# Code contexts on host workspaces (docs/api.md, "Code contexts"): a Jupyter kernel the agent
+# supervises, cells as runs, results read back and stored once.
+source "$(dirname "$0")/lib.sh"
+
+if ! /usr/bin/python3 -c 'import ipykernel, jupyter_client' 2>/dev/null; then
+	skip "$TEST_NAME" "python3-ipykernel is not installed (scripts/install-deps)"
+	exit 0
+fi
+require_controller
+
+WS=
+CTX=
+new_ws WS || exit 1
+
+# ctx_new VAR [WS] [BODY]: a python context; VAR its id.
+ctx_new() {
+	local _ws=${2:-$WS} _body=${3:-'{"language":"python"}'}
+	api -q POST "/v1/workspaces/$_ws/contexts" "$_body"
+	assert_eq 201 "$STATUS" "create context: $(_short "$BODY")" || return 1
+	assert_eq idle "$(j .state)" "a new context is idle" || return 1
+	printf -v "$1" '%s' "$(j .id)"
+}
+
+# cell CTX CODE [TIMEOUT_MS] [WS]: executes and waits (60 s); BODY is the execution.
+cell() {
+	local body
+	body=$(jq -nc --arg c "$2" --argjson t "${3:-30000}" '{code: $c, timeoutMs: $t}')
+	api -q POST "/v1/workspaces/${4:-$WS}/contexts/$1/execute?waitMs=60000" "$body"
+	assert_eq 201 "$STATUS" "execute: $(_short "$BODY")"
+}
+
+t_state() {
+	ctx_new CTX || return 1
+	cell "$CTX" 'x = 41' || return 1
+	assert_eq ok "$(j .status)" "x = 41" || return 1
+	cell "$CTX" 'x + 1' || return 1
+	assert_eq ok "$(j .status)" "x + 1" || return 1
+	assert_eq 42 "$(j '.results[0].data["text/plain"]')" "the second cell sees x" || return 1
+	assert_eq execute_result "$(j '.results[0].type')" "an execute_result" || return 1
+	assert_eq 2 "$(j .executionCount)" "execution count"
+	api -q GET "/v1/workspaces/$WS/contexts/$CTX"
+	assert_eq 2 "$(j .executionCount)" "the context counts its cells"
+	api -q GET "/v1/workspaces/$WS/services"
+	assert_eq 0 "$(j '.services | length')" "the kernel's service is not listed"
+}
+
+t_stdout() {
+	cell "$CTX" 'print("hello"); import sys; print("oops", file=sys.stderr)' || return 1
+	assert_eq ok "$(j .status)" "status" || return 1
+	assert_eq $'hello\n' "$(j -r .stdout)"$'\n' "stdout" || return 1
+	assert_eq 6 "$(j .stdoutBytes)" "stdoutBytes"
+	assert_eq 5 "$(j .stderrBytes)" "stderrBytes"
+	local eid
+	eid=$(j .id)
+	api -q GET "/v1/workspaces/$WS/contexts/$CTX/executions/$eid/output"
+	assert_contains "$BODY" "hello" "the execution's output stream"
+}
+
+t_png() {
+	cell "$CTX" $'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [4, 1, 9])\nplt.show()' ||
+		return 1
+	assert_eq ok "$(j .status)" "status" || return 1
+	local png=$TMP/plot.png
+	j '[.results[] | .data["image/png"] | select(. != null)][0]' | base64 -d >"$png"
+	assert_eq 89504e470d0a1a0a "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')" \
+		"PNG signature" || return 1
+	local size
+	size=$(stat -c %s "$png")
+	((size > 1000)) || _fail "the PNG is $size bytes"
+}
+
+t_error() {
+	cell "$CTX" '1 / 0' || return 1
+	assert_eq error "$(j .status)" "status" || return 1
+	assert_eq ZeroDivisionError "$(j .error.name)" "error name" || return 1
+	assert_contains "$(j '.error.traceback | join("\n")')" "ZeroDivisionError" "traceback"
+}
+
+t_interrupt() {
+	local body eid
+	body=$(jq -nc --arg c 'while True: pass' '{code: $c, timeoutMs: 60000}')
+	api -q POST "/v1/workspaces/$WS/contexts/$CTX/execute" "$body"
+	assert_eq 201 "$STATUS" "execute" || return 1
+	eid=$(j .id)
+	api -q POST "/v1/workspaces/$WS/contexts/$CTX/execute" '{"code":"1"}'
+	assert_eq 409 "$STATUS" "a busy context refuses a second cell" || return 1
+	assert_eq busy "$(j .error.code)" "busy"
+	api -q POST "/v1/workspaces/$WS/contexts/$CTX/interrupt"
+	assert_eq 200 "$STATUS" "interrupt: $(_short "$BODY")" || return 1
+	assert_eq "$eid" "$(j .id)" "the interrupted execution" || return 1
+	assert_eq interrupted "$(j .status)" "status" || return 1
+	cell "$CTX" 'x' || return 1
+	assert_eq 41 "$(j '.results[0].data["text/plain"]')" "x survives the interrupt"
+	api -q POST "/v1/workspaces/$WS/contexts/$CTX/interrupt"
+	assert_eq 409 "$STATUS" "nothing to interrupt"
+}
+
+t_timeout_tree() {
+	local code=$'import subprocess\np = subprocess.Popen(["sleep", "1000"])\nimport time\ntime.sleep(60)'
+	no_process 'sleep 1000' || _fail "a sleep 1000 runs before the test"
+	cell "$CTX" "$code" 1500 || return 1
+	assert_eq timed_out "$(j .status)" "status" || return 1
+	no_process 'sleep 1000' || _fail "sleep 1000 survived the timeout: $(pgrep -af 'sleep 1000')"
+	cell "$CTX" 'x' || return 1
+	assert_eq 41 "$(j '.results[0].data["text/plain"]')" "x survives the timeout"
+}
+
+t_big_output() {
+	cell "$CTX" $'import sys\nline = "y" * 999 + "\\n"\nfor _ in range(50000): sys.stdout.write(line)' 120000 ||
+		return 1
+	assert_eq ok "$(j .status)" "status" || return 1
+	assert_eq 50000000 "$(j .stdoutBytes)" "every byte counted" || return 1
+	assert_eq true "$(j .truncated)" "bounded" || return 1
+	local kept
+	kept=$(($(j -r '.stdout' | wc -c) + $(j -r '.stdoutTail // ""' | wc -c)))
+	((kept < 1000000)) || _fail "kept $kept bytes"
+}
+
+t_two_contexts() {
+	local other
+	ctx_new other || return 1
+	cell "$other" 'x' || return 1
+	assert_eq error "$(j .status)" "x is not defined in another context" || return 1
+	assert_eq NameError "$(j .error.name)" "NameError"
+	api -q DELETE "/v1/workspaces/$WS/contexts/$other"
+	assert_eq 204 "$STATUS" "delete"
+	api -q GET "/v1/workspaces/$WS/contexts/$other"
+	assert_eq 404 "$STATUS" "deleted"
+}
+
+t_restart_ctx() {
+	local c
+	ctx_new c || return 1
+	cell "$c" 'y = 7' || return 1
+	api -q POST "/v1/workspaces/$WS/contexts/$c/restart"
+	assert_eq 200 "$STATUS" "restart: $(_short "$BODY")" || return 1
+	assert_eq idle "$(j .state)" "idle after restart"
+	cell "$c" 'y' || return 1
+	assert_eq NameError "$(j .error.name)" "variables gone after a restart"
+	api -q DELETE "/v1/workspaces/$WS/contexts/$c"
+}
+
+t_oom() {
+	local ws c
+	new_ws ws '{"memoryMb":160}' || return 1
+	ctx_new c "$ws" || return 1
+	cell "$c" $'blocks = []\nwhile True: blocks.append(bytearray(16 << 20))' 60000 "$ws" ||
+		return 1
+	assert_eq error "$(j .status)" "status: $(_short "$BODY")" || return 1
+	assert_eq OOMKilled "$(j .error.name)" "error name" || return 1
+	api -q GET "/v1/workspaces/$ws/contexts/$c"
+	assert_eq dead "$(j .state)" "the context is dead" || return 1
+	assert_contains "$(j .reason)" "out of memory" "its reason"
+	api -q POST "/v1/workspaces/$ws/contexts/$c/execute" '{"code":"1"}'
+	assert_eq 409 "$STATUS" "a dead context refuses cells"
+	api -q POST "/v1/workspaces/$ws/contexts/$c/restart"
+	assert_eq 200 "$STATUS" "a restart revives it"
+}
+
+t_tenant() {
+	api -q GET "/v1/workspaces/$WS/contexts/c-doesnotexist"
+	assert_eq 404 "$STATUS" "unknown context"
+	api -q GET "/v1/workspaces/$WS/contexts/$CTX/executions"
+	assert_eq 200 "$STATUS" "executions" || return 1
+	local n
+	n=$(j '.executions | length')
+	((n >= 5)) || _fail "only $n executions listed"
+	api -q POST "/v1/workspaces/$WS/contexts" '{"language":"cobol"}'
+	assert_eq 400 "$STATUS" "unknown language"
+	api -q POST "/v1/workspaces/$WS/services" '{"name":"ctx-mine","command":"sleep 1"}'
+	assert_eq 400 "$STATUS" "ctx- names are kept"
+}
+
+t_paused() {
+	local ws c
+	new_ws ws || return 1
+	ctx_new c "$ws" || return 1
+	api -q POST "/v1/workspaces/$ws/pause"
+	assert_eq 200 "$STATUS" "pause: $(_short "$BODY")" || return 1
+	api -q POST "/v1/workspaces/$ws/contexts/$c/execute" '{"code":"1"}'
+	assert_eq 409 "$STATUS" "paused" || return 1
+	assert_eq paused "$(j .error.code)" "the code"
+	api -q POST "/v1/workspaces/$ws/resume"
+}
+
+t_controller_kill() {
+	local body eid
+	body=$(jq -nc --arg c $'import time\nprint("before", flush=True)\ntime.sleep(4)\nprint("after")\nz = 5' '{code: $c}')
+	api -q POST "/v1/workspaces/$WS/contexts/$CTX/execute" "$body"
+	assert_eq 201 "$STATUS" "execute" || return 1
+	eid=$(j .id)
+	stop_controller KILL
+	sleep 5 # the cell ends while the controller is away: the point of the test
+	restart_controller || return 1
+	api -q GET "/v1/workspaces/$WS/contexts/$CTX/executions/$eid?waitMs=30000"
+	assert_eq ok "$(j .status)" "recorded after the restart: $(_short "$BODY")" || return 1
+	assert_eq $'before\nafter' "$(j -r .stdout)" "its output" || return 1
+	api -q GET "/v1/workspaces/$WS/contexts/$CTX/executions"
+	assert_eq 1 "$(j "[.executions[] | select(.id == \"$eid\")] | length")" "recorded once"
+	cell "$CTX" 'z' || return 1
+	assert_eq 5 "$(j '.results[0].data["text/plain"]')" "the kernel survived the controller"
+}
+
+measure() {
+	local t0 t1 t2 c
+	t0=${EPOCHREALTIME/./}
+	api -q POST "/v1/workspaces/$WS/contexts" '{"language":"python"}'
+	t1=${EPOCHREALTIME/./}
+	c=$(j .id)
+	cell "$c" '1+1' >/dev/null
+	t2=${EPOCHREALTIME/./}
+	note "context start $(((t1 - t0) / 1000)) ms, 1+1 round trip $(((t2 - t1) / 1000)) ms"
+	api -q DELETE "/v1/workspaces/$WS/contexts/$c"
+}
+
+run_test "context: x = 41 then x + 1 gives 42" t_state
+run_test "context: stdout and stderr as a run's" t_stdout
+run_test "context: a matplotlib chart comes back as a PNG" t_png
+run_test "context: ZeroDivisionError is an error with its traceback" t_error
+run_test "context: interrupt, and the next cell sees x" t_interrupt
+run_test "context: a timed-out cell leaves no process behind" t_timeout_tree
+run_test "context: 50 MB of output bounded and counted" t_big_output
+run_test "context: two contexts do not share variables" t_two_contexts
+run_test "context: restart gives a fresh kernel" t_restart_ctx
+run_test "context: a kernel OOM is reported and the context dead" t_oom
+run_test "context: lookups, limits and reserved names" t_tenant
+run_test "context: a paused workspace answers 409 paused" t_paused
+run_test "context: a controller SIGKILL during a cell loses nothing" t_controller_kill
+measure
+exit $((_n_fail > 0))
