@@ -3,11 +3,14 @@
 # process, one vm context), `exec DIR N TIMEOUT_MS` (one cell: its output on our stdout/stderr,
 # DIR/cells/N/result.json), `interrupt DIR`. State survives from cell to cell and across an
 # interrupt; errors carry their name and traceback; `while (true) {}` is interruptible, also
-# after an await; a timed-out cell leaves no child process. No controller: node only.
+# after an await; a timed-out cell leaves no child process; DIR's sockets work however deep DIR
+# is. No controller: node only.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 KERNEL=$SRC/src/kernel/station-kernel-js
-DIR=$ROOT/ctx
+# as deep as a workspace's HOME may put it: DIR/kernel.sock is longer than a unix socket's
+# address may be (108 bytes)
+DIR=$ROOT/home-$(printf '%0100d' 0)/.station/contexts/c-1
 OUT=$TMP/out
 
 if ! command -v node >/dev/null; then
@@ -38,6 +41,7 @@ start_kernel() {
 
 test_start() {
 	start_kernel || return 1
+	assert_le 109 "${#DIR}" "DIR's length (a deep DIR)"
 	assert_eq 700 "$(stat -c %a "$DIR")" "DIR's mode"
 	assert_eq 600 "$(stat -c %a "$DIR/kernel.sock")" "kernel.sock's mode"
 	assert_eq "$(kernel_pid)" "$(pgrep -f -- "$KERNEL serve $DIR" | head -n 1)" "kernel.pid names the kernel"
