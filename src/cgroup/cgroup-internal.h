@@ -79,6 +79,10 @@ int cg_read_keyed(const char *dir, const char *file, const char *key, uint64_t *
 int cg_tree_has_procs(const char *dir);
 /* SIGKILLs every pid in cgroup.procs of dir and every group below it. *ret_n counts them. */
 int cg_tree_kill(const char *dir, size_t *ret_n);
+/* Writes value to file in dir and in every group below it (pre-order; a group gone meanwhile
+ * is skipped): a kill thaws with it every group frozen on its own account below the one it
+ * killed (v1 freezer.state, v2 cgroup.freeze), which a thaw of the parent leaves frozen. */
+int cg_tree_write(const char *dir, const char *file, const char *value);
 /* Depth-first rmdir of every group below dir (dir itself stays). Missing is fine. */
 int cg_tree_remove_children(const char *dir);
 /* Sleeps for ms milliseconds (restarting on EINTR). */

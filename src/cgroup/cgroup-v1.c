@@ -333,10 +333,12 @@ static int v1_kill(const struct cgroup *cg)
 	if (cg->n_dirs == 0)
 		return -EINVAL;
 	if (freezer) {
-		/* frozen members cannot fork; SIGKILL takes effect at thaw */
+		/* frozen members cannot fork; SIGKILL takes effect at thaw, so every group below
+		 * that is frozen on its own account (the sandbox may freeze the groups it makes)
+		 * is thawed too, or its processes would stay, killed and frozen, for ever */
 		(void)v1_freeze(freezer);
 		r = v1_kill_all(cg, &n);
-		int k = cg_write(freezer, "freezer.state", "THAWED");
+		int k = cg_tree_write(freezer, "freezer.state", "THAWED");
 		return r < 0 ? r : k;
 	}
 	/* no freezer: kill until a pass finds nobody (bounded; forks may race a pass) */

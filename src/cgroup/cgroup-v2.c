@@ -264,15 +264,21 @@ static int v2_kill_frozen(const char *dir)
 		return r;
 	(void)v2_wait_frozen(dir);
 	r = cg_tree_kill(dir, NULL);
-	k = cg_write(dir, "cgroup.freeze", "0");
+	k = cg_tree_write(dir, "cgroup.freeze", "0");
 	return r < 0 ? r : k;
 }
 
+/* A fatal signal ends a v2 frozen process, so cgroup.kill reaches groups frozen below too;
+ * they are thawed all the same (cg_tree_write), so that nothing of the subtree stays frozen. */
 static int v2_kill(const struct cgroup *cg)
 {
 	const char *dir = cg->dirs[0];
 	int r = cg_write(dir, "cgroup.kill", "1");
 
+	if (r >= 0) {
+		r = cg_tree_write(dir, "cgroup.freeze", "0");
+		return r == -ENOENT ? 0 : r; /* removed meanwhile: nothing is left in it */
+	}
 	if (r != -ENOENT || !cg_file_exists(dir, "cgroup.procs"))
 		return r;
 	return v2_kill_frozen(dir);

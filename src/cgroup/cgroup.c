@@ -375,6 +375,21 @@ int cg_tree_kill(const char *dir, size_t *ret_n)
 	return 0;
 }
 
+struct tree_write {
+	const char *file, *value;
+};
+
+static int write_one(const char *dir, void *userdata)
+{
+	const struct tree_write *t = userdata;
+	return cg_write(dir, t->file, t->value);
+}
+
+int cg_tree_write(const char *dir, const char *file, const char *value)
+{
+	return cg_tree_walk(dir, write_one, &(struct tree_write){ .file = file, .value = value });
+}
+
 int cg_tree_remove_children(const char *dir)
 {
 	_cleanup_(closedirp) DIR *d = opendir(dir);

@@ -786,3 +786,118 @@ Test(cgroup_freeze, below_spares_keeper_and_catches_strays, .init = counters_set
 	kill_wait(nested);
 	kill_wait(stray);
 }
+
+/* pid ended by SIGKILL within 5 s (a v1 SIGKILL waits for a thaw that may never come, so the
+ * wait is bounded and says what it saw). */
+static void killed_within(pid_t pid, const char *what)
+{
+	int status = 0;
+	pid_t got = 0;
+	for (int i = 0; i < 500 && (got = waitpid(pid, &status, WNOHANG)) == 0; i++)
+		cg_sleep_ms(10);
+	cr_assert_eq(got, pid, "%s (pid %d) still there 5 s after the kill", what, (int)pid);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "%s: status %x", what,
+		  status);
+}
+
+/* Groups below the killed one that were frozen on their own account (a sandbox owns the groups
+ * it makes and may freeze them): the kill thaws them too, so their processes die at once and
+ * none is left behind in a frozen group. */
+static void kill_through_frozen(struct cgroup *top, struct cgroup *inner, struct cgroup *deep)
+{
+	pid_t p[3] = { spawn_in(top, count_forever, (void *)0),
+		       spawn_in(inner, count_forever, (void *)1),
+		       spawn_in(deep, count_forever, (void *)2) };
+	for (size_t i = 0; i < 3; i++)
+		cr_assert(advances(i), "positive control: slot %zu counts before", i);
+	cr_assert_eq(cgroup_freeze(deep, true, 2000), 0); /* each on its own account */
+	cr_assert_eq(cgroup_freeze(inner, true, 2000), 0);
+	cr_assert(advances(0), "the top group was frozen");
+	cr_assert(stays(1) && stays(2), "the inner groups were not frozen");
+
+	cr_assert_eq(cgroup_kill(top), 0);
+	killed_within(p[0], "the top group's process");
+	killed_within(p[1], "the frozen inner group's process");
+	killed_within(p[2], "the frozen group's process below it");
+	int empty = 0;
+	for (int i = 0; i < 200 && (empty = cgroup_is_empty(top)) == 0; i++)
+		cg_sleep_ms(5);
+	cr_assert_eq(empty, 1, "processes left in the killed group");
+}
+
+Test(cgroup_freeze, kill_thaws_groups_frozen_below, .init = counters_setup, .fini = freeze_teardown)
+{
+	_cleanup_cgroup_ struct cgroup *top = make_child(base, "kt");
+	_cleanup_cgroup_ struct cgroup *inner = make_child(top, "inner");
+	_cleanup_cgroup_ struct cgroup *deep = make_child(inner, "deep");
+
+	cr_assert_not_null(freezer_dir_of(top), "no freezer");
+	kill_through_frozen(top, inner, deep);
+}
+
+/* The same on a cgroup v2 hierarchy where the host is v1 and mounts one beside (hybrid):
+ * groups of our own there, no controllers needed for cgroup.freeze and cgroup.kill. */
+#define UNIFIED_MOUNT "/sys/fs/cgroup/unified"
+static struct cgroup *unified;
+
+static void unified_thaw(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	if (!d)
+		return;
+	(void)cg_write(dir, "cgroup.freeze", "0");
+	while ((de = readdir(d))) {
+		char sub[PATH_MAX];
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name);
+		unified_thaw(sub);
+	}
+	closedir(d);
+}
+
+static void unified_setup(void)
+{
+	char name[64], path[PATH_MAX];
+
+	counters_setup();
+	if (version == CGROUP_V2)
+		return;
+	if (access(UNIFIED_MOUNT "/cgroup.procs", F_OK) < 0)
+		cr_skip_test("cgroup v1 host without a v2 hierarchy beside it");
+	snprintf(name, sizeof name, "test-cgroup-%d-", (int)getpid());
+	cr_assert_eq(random_id(name, 6, name, sizeof name), 0);
+	snprintf(path, sizeof path, "v2:" UNIFIED_MOUNT "/%s", name);
+	cr_assert_eq(cgroup_from_string(path, &unified), 0);
+	cr_assert_eq(cg_mkdir(unified->dirs[0]), 0);
+}
+
+static void unified_teardown(void)
+{
+	if (unified) {
+		unified_thaw(unified->dirs[0]);
+		cr_expect_eq(cgroup_destroy(unified, 5000), 0);
+		cgroup_free(unified);
+		unified = NULL;
+	}
+	freeze_teardown();
+}
+
+Test(cgroup_freeze, v2_kill_thaws_groups_frozen_below, .init = unified_setup,
+     .fini = unified_teardown)
+{
+	struct cgroup *parent = unified ? unified : base;
+	struct cgroup *top = NULL, *inner = NULL, *deep = NULL;
+
+	cr_assert_eq(cgroup_child(parent, "kt", &top), 0);
+	cr_assert_eq(cgroup_child(top, "inner", &inner), 0);
+	cr_assert_eq(cgroup_child(inner, "deep", &deep), 0);
+	cr_assert_eq(cg_mkdir(top->dirs[0]), 0);
+	cr_assert_eq(cg_mkdir(inner->dirs[0]), 0);
+	cr_assert_eq(cg_mkdir(deep->dirs[0]), 0);
+	kill_through_frozen(top, inner, deep);
+	cgroup_free(deep);
+	cgroup_free(inner);
+	cgroup_free(top);
+}
