@@ -30,13 +30,18 @@ cell() {
 r() { jq -r "$1" <<<"$RESULT"; }
 
 kernel_pid() { cat "$DIR/kernel.pid" 2>/dev/null; }
-kernel_ready() { [[ -s $DIR/kernel.pid && -S $DIR/kernel.sock ]]; }
 
+# The probe (cell 0) first, as the controller starts it: before the kernel made DIR.
 start_kernel() {
+	rm -rf "$DIR"
+	timeout 60 "$KERNEL" exec "$DIR" 0 20000 &
+	local probe=$!
+	wait_for -t 20 test -e "$DIR/exec.pid" || { _fail "the probe did not start"; return 1; }
 	"$KERNEL" serve "$DIR" >"$TMP/kernel.out" 2>"$TMP/kernel.err" &
-	wait_for -t 20 kernel_ready || { _fail "kernel ready: $(cat "$TMP/kernel.err")"; return 1; }
-	cell 0 '' 20000
-	assert_eq "0 ok" "$RC $(r .status)" "readiness probe (cell 0): $RESULT" || return 1
+	wait "$probe"
+	RC=$?
+	RESULT=$(cat "$DIR/cells/0/result.json" 2>/dev/null)
+	assert_eq "0 ok" "$RC $(r .status)" "readiness probe (cell 0, its directory made by exec): $RESULT" || return 1
 }
 
 test_start() {
