@@ -81,10 +81,9 @@ export function fleetView(root, ctx) {
 		}
 		if (!ctx.alive) return;
 		setFleet(fleetOf(workers));
-		const first = names === null;
 		names = workers.filter((w) => w.state === 'up').map((w) => w.name); // a down one would hold the answer
 		self = workers.find((w) => w.self)?.name ?? null;
-		if (first) search();
+		search();
 		replace(list, h('div.table-scroll', h('table.list#workers-table',
 			h('thead', h('tr', ['Worker', 'State', 'Version', 'Capacity', 'Workspaces'].map((t) => h('th', t)))),
 			h('tbody', workers.map((w) => h('tr', { 'data-worker': w.name, 'data-state': w.state },

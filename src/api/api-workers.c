@@ -236,7 +236,8 @@ static void remote_call_run(void *userdata)
 	/* A HEAD's answer has no body: libcurl must not wait for one. */
 	if (strcmp(c->method, "HEAD") == 0)
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-	if (c->body_len > 0 || strcmp(c->method, "POST") == 0 || strcmp(c->method, "PUT") == 0) {
+	if (c->body_len > 0 || strcmp(c->method, "POST") == 0 || strcmp(c->method, "PUT") == 0 ||
+	    strcmp(c->method, "PATCH") == 0) {
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->body ?: "");
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->body_len);
 	}

@@ -8,7 +8,8 @@
 # the serving controller's other requests. WebSockets are relayed (ws-relay-client.py): a
 # run's output live, a terminal that echoes what is typed, a service's logs followed, the
 # worker's 401 for a token it does not take, a refused path never reaching the worker, and the
-# worker going away closing the client's socket.
+# worker going away closing the client's socket. PATCH is forwarded as the other methods are.
+# The dashboard's list of every worker's workspaces filters by label and name on each worker.
 . "$(dirname "$0")/lib.sh"
 
 free_port() {
@@ -166,6 +167,17 @@ t_forward() {
 	tcp GET "$W1/v1/workers/w3/v1/workspaces/$WS3/files/stat?path=a%20b%2Fc%26d"
 	assert_eq 200 "$STATUS" "a query with an encoded space, slash and ampersand: $BODY"
 	assert_eq dir "$(j .type)" "stat of the directory"
+	# A merge patch goes on as the other methods do: w3 itself has the name and labels.
+	tcp PATCH "$W1/v1/workers/w3/v1/workspaces/$WS3" "$TOKEN" '{"name":"far","labels":{"team":"x"}}'
+	assert_eq 200 "$STATUS" "PATCH through w1: $BODY" || return 1
+	assert_eq far "$(j .name)" "the answer's name"
+	STATUS=$(curl -s -o "$TMP/direct" -w '%{http_code}' --unix-socket "$TMP/w3/station.sock" \
+		"http://x/v1/workspaces/far")
+	assert_eq 200 "$STATUS" "w3 finds its workspace by the new name"
+	assert_eq "$WS3 x" "$(jq -r '.id + " " + .labels.team' "$TMP/direct")" "w3's own answer"
+	tcp PATCH "$W1/v1/workers/w3/v1/workspaces/far" "$TOKEN" '{"labels":{"team":null}}'
+	assert_eq 200 "$STATUS" "PATCH by name through w1: $BODY"
+	assert_eq '{}' "$(j .labels)" "the label removed"
 }
 run_done_remote() {
 	tcp GET "$W1/v1/workers/w3/v1/workspaces/$WS3/commands/$1?waitMs=2000"
@@ -195,6 +207,10 @@ t_refusals() {
 	tcp GET "$W1/v1/workers/w3/v1/workers/w2/v1/workspaces"
 	assert_eq 400 "$STATUS" "forwarding of forwarding"
 	assert_eq "a forwarded request cannot be forwarded again" "$(j .error.message)" "why"
+	tcp PATCH "$W1/v1/workers/w3/v1/workers/w2/v1/workspaces/x" "$TOKEN" '{"name":"y"}'
+	assert_eq 400 "$STATUS" "forwarding of forwarding, PATCH"
+	tcp PATCH "$W1/v1/workers/w7/v1/workspaces/x" "$TOKEN" '{"name":"y"}'
+	assert_eq 404 "$STATUS" "an unconfigured name, PATCH"
 	STATUS=$(curl -s --path-as-is -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
 		"$W1/v1/workers/w3/v1/workspaces/$WS3/../../workspaces")
 	assert_eq 400 "$STATUS" "a dot segment"
@@ -438,8 +454,14 @@ t_browser() {
 		_fail "no workspace on w3 (the forwarding test failed)"
 		return 1
 	}
+	# A label on w3's workspace (through w1) and on one of w1's: the fleet's list finds both.
+	tcp PATCH "$W1/v1/workers/w3/v1/workspaces/$WS3" "$TOKEN" '{"labels":{"fleet":"yes"}}'
+	assert_eq 200 "$STATUS" "w3's workspace labelled: $BODY" || return 1
+	local w1ws w1other
+	new_ws w1ws '{"adapter":"host","labels":{"fleet":"yes"}}' || return 1
+	new_ws w1other '{"adapter":"host","labels":{"fleet":"no"}}' || return 1
 	r=$(PLAYWRIGHT_DIR=$NPM_TOOLS CHROMIUM=$CHROMIUM HOME=$TMP timeout 600 node \
-		"$SRC/test/integration/workers-dashboard.mjs" "$W1" "$TOKEN" "$WS3" 2>"$TMP/browser.err")
+		"$SRC/test/integration/workers-dashboard.mjs" "$W1" "$TOKEN" "$WS3" "$w1ws" 2>"$TMP/browser.err")
 	[[ -n $r ]] || r="{\"error\":\"no result: $(tail -c 300 "$TMP/browser.err" | tr '\n"' '  ')\"}"
 	if [[ $(j .ok "$r") != true ]]; then
 		_fail "the session stopped at \"$(j .step "$r")\": $(j .error "$r")"
@@ -448,6 +470,9 @@ t_browser() {
 		return 1
 	fi
 	assert_eq '["w1","w2","w3","w9"]' "$(j '[.workers[].name]' "$r")" "the workers on the page"
+	assert_eq "$(jq -nc --arg a "w1 $w1ws" --arg b "w3 $WS3" '[$a, $b] | sort')" "$(j .fleetByLabel "$r")" \
+		"the fleet's list filtered by label: w1's and w3's (not w1's fleet=no)"
+	assert_eq "[\"w3 $WS3\"]" "$(j .fleetByName "$r")" "filtered by name: w3's far"
 	assert_eq '["up","down","up","down"]' "$(j '[.workers[].state]' "$r")" "their states"
 	assert_eq "worker w2 (http://127.0.0.1:$P2) did not answer: connection refused" \
 		"$(j '.workers[1].error' "$r")" "w2's error on the page"

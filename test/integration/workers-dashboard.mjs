@@ -16,7 +16,7 @@ import path from 'node:path';
 const require = createRequire(path.join(process.env.PLAYWRIGHT_DIR || process.cwd(), 'x.js'));
 const { chromium } = require('playwright-core');
 
-const [base, token, wsId] = process.argv.slice(2);
+const [base, token, wsId, w1Labelled] = process.argv.slice(2);
 const result = { ok: false, step: 'start', console: [], requests: [], sockets: [], failed: [] };
 const T = 30000;
 
@@ -70,6 +70,22 @@ try {
 		error: r.querySelector('.worker-error')?.textContent ?? null,
 		workspaces: r.lastElementChild.textContent,
 	})));
+
+	step('every worker\'s workspaces, filtered');
+	const fleetRows = () => [...document.querySelectorAll('#fleet-ws-table tbody tr')].map((r) => `${r.dataset.worker} ${r.dataset.id}`).sort();
+	const fleetTo = async (what, name, label, want) => {
+		await page.fill('#fleet-filter-name', name);
+		await page.fill('#fleet-filter-label', label);
+		try {
+			await page.waitForFunction((w) => JSON.stringify([...document.querySelectorAll('#fleet-ws-table tbody tr')]
+				.map((r) => `${r.dataset.worker} ${r.dataset.id}`).sort()) === JSON.stringify(w), [...want].sort(), { timeout: T, polling: 100 });
+		} catch {
+			throw new Error(`${what}: the page showed ${JSON.stringify(await page.evaluate(fleetRows))}`);
+		}
+		return page.evaluate(fleetRows);
+	};
+	result.fleetByLabel = await fleetTo('label fleet=yes on w1 and w3', '', 'fleet=yes', [`w1 ${w1Labelled}`, `w3 ${wsId}`]);
+	result.fleetByName = await fleetTo('name far: w3\'s', 'far', '', [`w3 ${wsId}`]);
 
 	step('open w3');
 	await page.click('#workers-table tr[data-worker=w3] a');

@@ -92,6 +92,8 @@ Test(fleet, forward_route)
 	cr_assert_eq(router_match("GET", "/v1/workers/w3/v1/", &m, &allow), -ENOENT,
 		     "nothing after /v1/");
 	cr_assert_eq(router_match("GET", "/v1/workers/w3/x", &m, &allow), -ENOENT);
-	cr_assert_eq(router_match("PATCH", "/v1/workers/w3/v1/workspaces", &m, &allow), 0);
-	cr_assert_str_eq(allow, "GET, HEAD, POST, PUT, DELETE");
+	cr_assert_eq(router_match("PATCH", "/v1/workers/w3/v1/workspaces/web", &m, &allow), 1);
+	cr_assert_eq(m.endpoint, EP_WORKER_FORWARD_PATCH);
+	cr_assert_eq(router_match("OPTIONS", "/v1/workers/w3/v1/workspaces", &m, &allow), 0);
+	cr_assert_str_eq(allow, "GET, HEAD, POST, PUT, PATCH, DELETE");
 }
