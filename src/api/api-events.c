@@ -83,12 +83,11 @@ static int parse_request(struct http_request *req, struct events_client *c, stru
 						 "workspace must be a workspace id or name");
 		snprintf(c->ws_id, sizeof c->ws_id, "%s", v);
 		/* A name, as in a path (docs/api.md, "Names and labels"): the caller's tenant's
-		 * workspace of that name now; another tenant's name finds nothing. */
-		if (!workspace_id_shaped(v) &&
-		    manager_workspace_resolve(c->m, c->filter.tenant, v, c->ws_id,
-					      sizeof c->ws_id) < 0)
-			return station_error_set(e, -ENOENT, "workspace",
-						 "workspace \"%s\" not found", v);
+		 * workspace of that name now. A name none holds (another tenant's too) stays as
+		 * it is: no id has a name's shape, so it matches nothing, as an unknown id does. */
+		if (!workspace_id_shaped(v))
+			(void)manager_workspace_resolve(c->m, c->filter.tenant, v, c->ws_id,
+							sizeof c->ws_id);
 		c->filter.ws_id = c->ws_id;
 	}
 	v = http_request_query(req, "types", &present);
