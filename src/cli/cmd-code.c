@@ -21,6 +21,9 @@
 #define CODE_MAX (1024 * 1024) /* the controller's limit on a cell */
 /* How long interrupting may take before code gives up on a worker that does not answer. */
 #define CODE_INTERRUPT_MS 10000
+/* How long a context's create or restart may take: the controller's 30 s for the kernel to
+ * answer, and some. */
+#define CODE_START_MS 60000
 
 #define EXIT_CELL_ERROR 1
 #define EXIT_TIMED_OUT 124
@@ -91,12 +94,15 @@ static int context_choose(struct cli *cli, const struct code_args *a, char **ret
 		*ret = strdup(json_str(c, "id"));
 		return *ret ? 0 : -ENOMEM;
 	}
+	/* The controller answers once the kernel does: up to 30 s. */
+	station_client_set_timeout(cli->client, CODE_START_MS);
 	if (dead) {
 		fprintf(stderr, "station-sandbox: context %s had died; restarting it\n", dead);
 		r = station_context_restart(cli->client, a->ws, dead, &ctx);
 	} else {
 		r = station_context_create(cli->client, a->ws, &opts, &ctx);
 	}
+	station_client_set_timeout(cli->client, 0);
 	if (r < 0)
 		return r;
 	if (!json_str(ctx, "id"))
@@ -151,6 +157,9 @@ static int result_print(const struct code_args *a, const char *eid, size_t index
 	r = station_result_data(result, "image/png", &data, &n);
 	if (r > 0)
 		return image_write(a, eid, index, data, n);
+	if (r < 0)
+		fprintf(stderr, "station-sandbox: result %zu: its image/png is not valid base64\n",
+			index);
 	r = station_result_data(result, "text/plain", &data, &n);
 	if (r <= 0)
 		return r;
@@ -377,6 +386,7 @@ static int cmd_code(struct cli *cli, int argc, char **argv)
 	}
 	cli->workspace = a.ws;
 	signals_install();
+	r = 0;
 	if (a.context)
 		cid = strdup(a.context);
 	else
@@ -484,6 +494,7 @@ static int cmd_context_restart(struct cli *cli, int argc, char **argv)
 	if (r >= 0)
 		return r;
 	cli->workspace = argv[optind];
+	station_client_set_timeout(cli->client, CODE_START_MS);
 	r = station_context_restart(cli->client, argv[optind], argv[optind + 1], &ctx);
 	if (r < 0)
 		return cli_fail(cli, r);

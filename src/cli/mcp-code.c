@@ -16,6 +16,8 @@
 /* The longest cell code_execute waits for when given no timeoutMs. */
 #define CODE_TIMEOUT_DEFAULT_MS 60000
 #define CODE_TIMEOUT_MAX_MS 86400000
+/* How long a context's create or restart may take: the controller's 30 s, and some. */
+#define CODE_START_MS 60000
 
 static const char *json_str(const json_t *o, const char *key)
 {
@@ -32,6 +34,7 @@ static int code_context(struct mcp_call *call, const char *ws, const char *langu
 	const char *dead = NULL;
 	json_t *ctx;
 	size_t i;
+	int r;
 
 	if (mcp_arg_string(call, "contextId", false, ret) < 0)
 		return -1;
@@ -52,8 +55,12 @@ static int code_context(struct mcp_call *call, const char *ws, const char *langu
 		return 0;
 	}
 	ctx = NULL;
-	if (dead ? station_context_restart(c, ws, dead, &ctx) < 0 :
-		   station_context_create(c, ws, &opts, &ctx) < 0)
+	/* The controller answers once the kernel does: up to 30 s. */
+	station_client_set_timeout(c, CODE_START_MS);
+	r = dead ? station_context_restart(c, ws, dead, &ctx) :
+		   station_context_create(c, ws, &opts, &ctx);
+	station_client_set_timeout(c, 0);
+	if (r < 0)
 		return mcp_fail_client(call, dead ? "restarting the dead context" :
 						    "creating a code context");
 	json_decref(*keep);

@@ -252,8 +252,9 @@ int station_result_data(const json_t *result, const char *mime, char **ret, size
 {
 	json_t *v = json_object_get(json_object_get(result, "data"), mime);
 	_cleanup_free_ uint8_t *bytes = NULL;
+	_cleanup_free_ char *packed = NULL;
+	size_t n, k = 0;
 	char *out;
-	size_t n;
 
 	if (!v)
 		return 0;
@@ -279,8 +280,15 @@ int station_result_data(const json_t *result, const char *mime, char **ret, size
 		*ret_len = n;
 		return 1;
 	}
-	/* base64_decode() leaves a NUL after the bytes. */
-	if (base64_decode(json_string_value(v), json_string_length(v), &bytes, &n) < 0)
+	/* Kernels wrap base64 in lines (IPython ends it with one newline); base64_decode() leaves
+	 * a NUL after the bytes. */
+	packed = strdup(json_string_value(v));
+	if (!packed)
+		return -ENOMEM;
+	for (const char *p = json_string_value(v); *p; p++)
+		if (!strchr(" \t\r\n", *p))
+			packed[k++] = *p;
+	if (base64_decode(packed, k, &bytes, &n) < 0)
 		return -EPROTO;
 	*ret = (char *)TAKE_PTR(bytes);
 	*ret_len = n;
