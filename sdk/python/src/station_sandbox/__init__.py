@@ -11,7 +11,7 @@
 from ._follow import OutputGap
 from .aio import (AsyncClient, AsyncFiles, AsyncOutputStream, AsyncPorts, AsyncRunHandle,
                   AsyncServices, AsyncSnapshots, AsyncTerminal, AsyncTerminals, AsyncWorkspace)
-from .client import (READ_MAX_BYTES, Client, Files, GapCallback, Images, OutputStream,
+from .client import (READ_MAX_BYTES, Client, CodeContext, Contexts, Files, GapCallback, Images, OutputStream,
                      OutputCallback, Ports, RunHandle, Secrets, Services, Snapshots, Terminal, Terminals,
                      Tokens, Workspace, WorkspaceList)
 from ._workers import WorkerConfig, worker_of_id
@@ -21,13 +21,14 @@ from .errors import (BadRequest, Conflict, ConnectionFailed, Forbidden, InvalidA
 from .models import (Attempt, Denial, FileEntry, FileList, Image, ListeningPort, Network, Output,
                      PortExposure, PortList, ReadyReport, RefusedDestination, Run, RunNetwork,
                      Secret, Service, Snapshot, TerminalInfo, UsageHistory, UsageSample,
-                     WorkspaceInfo)
+                     WorkspaceInfo, ContextInfo, Execution, CellResult, CellError)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AsyncClient", "AsyncFiles", "AsyncOutputStream", "AsyncPorts", "AsyncRunHandle", "AsyncServices", "AsyncSnapshots", "AsyncTerminal",
-    "AsyncTerminals", "AsyncWorkspace", "Attempt", "BadRequest", "Client", "Conflict",
+    "AsyncTerminals", "AsyncWorkspace", "Attempt", "BadRequest", "CellError", "CellResult",
+    "Client", "CodeContext", "Conflict", "ContextInfo", "Contexts", "Execution",
     "ConnectionFailed", "Denial", "FileEntry", "FileList", "Files", "Forbidden", "GapCallback", "Image", "Images", "InvalidArgument",
     "ListeningPort", "Network", "NotFound", "Output", "Paused", "OutputCallback", "OutputGap", "OutputStream", "PayloadTooLarge", "PortExposure", "PortList", "Ports", "PreconditionFailed",
     "ProtocolError", "READ_MAX_BYTES", "ReadyReport", "RefusedDestination", "Run", "RunHandle", "RunNetwork", "Secret", "Secrets",

@@ -21,11 +21,13 @@ from ._wire import (OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT,
                     query, resolve_endpoint, seg, ws_close_payload, ws_frame)
 from .errors import (ConnectionFailed, InvalidArgument, NotFound, PayloadTooLarge, ProtocolError, StationError, Timeout,
                      Unavailable, WorkerUnavailable, error_from_event)
-from .models import (FileEntry, FileList, Image, Network, PortExposure, PortList, ReadyReport,
-                     Run, Secret, Service, Snapshot, TerminalInfo, UsageHistory, WorkspaceInfo)
+from .models import (CONTEXT_LANGUAGES, ContextInfo, Execution, FileEntry, FileList, Image,
+                     Network, PortExposure, PortList, ReadyReport, Run, Secret, Service,
+                     Snapshot, TerminalInfo, UsageHistory, WorkspaceInfo)
 
 __all__ = ["Client", "Workspace", "WorkspaceList", "RunHandle", "Services", "Terminals",
            "Terminal", "Files", "Images", "Secrets", "Ports", "Snapshots", "OutputCallback",
+           "Contexts", "CodeContext",
            "READ_MAX_BYTES"]
 
 OutputCallback = Callable[[Union[str, bytes], int], None]
@@ -719,6 +721,133 @@ class Ports:
         self._t.drive(_ops.port_revoke(self._ws.id, port))
 
 
+
+class CodeContext(ContextInfo):
+    """A code context (``ws.contexts.create("python")``): ``execute()`` cells in it; what one
+    cell defines the next sees. Attributes as last fetched (``refresh()``)."""
+
+    def __init__(self, workspace: "Workspace", doc: Any) -> None:
+        info = ContextInfo.from_doc(doc)
+        self.__dict__.update(info.__dict__)
+        self._ws = workspace
+        self._t = workspace._t
+
+    def _path(self, rest: str = "") -> str:
+        return ws_path(self._ws.id, f"/contexts/{seg(self.id)}{rest}")
+
+    def _load(self, doc: Any) -> "CodeContext":
+        self.__dict__.update(ContextInfo.from_doc(doc).__dict__)
+        return self
+
+    def refresh(self) -> "CodeContext":
+        return self._load(self._t.drive(_ops.simple("GET", self._path())))
+
+    def execute(self, code: str, on_stdout: Optional[Callable[[str], None]] = None,
+                on_stderr: Optional[Callable[[str], None]] = None,
+                timeout_ms: Optional[int] = None) -> Execution:
+        """Runs a cell and returns it ended: check ``status`` (``ok``, ``error``,
+        ``timed_out``, ``interrupted``); a cell that raised is a result, not an exception.
+        With ``on_stdout``/``on_stderr``, its output is handed over live as text. Conflict
+        (``busy``) while another cell runs here."""
+        if not isinstance(code, str):
+            raise InvalidArgument("code must be a string", "code")
+        body = {"code": code}
+        if timeout_ms is not None:
+            body["timeoutMs"] = timeout_ms
+        live = on_stdout is not None or on_stderr is not None
+        q = "" if live else f"?waitMs={_ops.SERVER_WAIT_CAP_MS}"
+        doc = self._t.drive(_ops.simple("POST", self._path(f"/execute{q}"), body,
+                                        wait_s=0 if live else _ops.SERVER_WAIT_CAP_MS / 1000))
+        e = Execution.from_doc(doc)
+        if live and not e.done:
+            self._follow(e.id, {"stdout": on_stdout, "stderr": on_stderr})
+        elif live:
+            for cb, out in ((on_stdout, e.stdout), (on_stderr, e.stderr)):
+                if cb is not None and out:
+                    cb(out if isinstance(out, str) else out.decode("utf-8", "replace"))
+        return self._wait(e)
+
+    def _follow(self, eid: str, cbs: Mapping[str, Optional[Callable[[str], None]]]) -> None:
+        path = self._path(f"/executions/{seg(eid)}/output")
+        text = {"stdout": TextStream(), "stderr": TextStream()}
+        for stream, data, offset in OutputStream(_ws_follow(self._t, path, FollowState(0), "run")):
+            cb = cbs[stream]
+            for piece, _ in text[stream].feed(data, offset):
+                if cb is not None:
+                    cb(piece if isinstance(piece, str) else piece.decode("utf-8", "replace"))
+        for stream, cb in cbs.items():
+            for piece, _ in text[stream].flush():
+                if cb is not None:
+                    cb(piece if isinstance(piece, str) else piece.decode("utf-8", "replace"))
+
+    def _wait(self, e: Execution) -> Execution:
+        while not e.done:
+            e = self.execution(e.id, wait_ms=_ops.SERVER_WAIT_CAP_MS)
+        return e
+
+    def execution(self, execution_id: str, wait_ms: Optional[int] = None) -> Execution:
+        """One execution; with ``wait_ms`` the answer waits that long for it to end."""
+        q = query({"waitMs": wait_ms})
+        return Execution.from_doc(self._t.drive(_ops.simple(
+            "GET", self._path(f"/executions/{seg(execution_id)}{q}"),
+            wait_s=(wait_ms or 0) / 1000)))
+
+    def executions(self) -> list[Execution]:
+        """The context's executions, newest first."""
+        doc = self._t.drive(_ops.simple("GET", self._path("/executions")))
+        return [Execution.from_doc(e) for e in _ops.list_of(doc, "executions", "GET executions")]
+
+    def interrupt(self) -> Execution:
+        """Interrupts the running cell and returns it ended (``interrupted``); the context and
+        its variables stay. Conflict when no cell runs."""
+        return Execution.from_doc(self._t.drive(_ops.simple("POST", self._path("/interrupt"),
+                                                            wait_s=10)))
+
+    def restart(self) -> "CodeContext":
+        """A new interpreter: its variables are gone, the state ``idle``."""
+        return self._load(self._t.drive(_ops.simple("POST", self._path("/restart"), wait_s=30)))
+
+    def delete(self) -> None:
+        """Ends the interpreter; the context is gone."""
+        self._t.drive(_ops.simple("DELETE", self._path()))
+        self.state = "deleted"
+
+    def __repr__(self) -> str:
+        return f"CodeContext(id={self.id!r}, language={self.language!r}, state={self.state!r})"
+
+
+class Contexts:
+    """A workspace's code contexts (docs/api.md, "Code contexts")."""
+
+    def __init__(self, workspace: "Workspace") -> None:
+        self._ws = workspace
+        self._t = workspace._t
+
+    def create(self, language: str = "python", cwd: Optional[str] = None,
+               env: Optional[Mapping[str, str]] = None) -> CodeContext:
+        """A new context once its interpreter answers. InvalidArgument (``kernel_missing``)
+        when the workspace has no interpreter for ``language`` (the message names the
+        package); TooManyRequests past 8 per workspace."""
+        if language not in CONTEXT_LANGUAGES:
+            raise InvalidArgument(f"language must be python or javascript, not {language!r}",
+                                  "language")
+        body: dict[str, Any] = {"language": language}
+        if cwd is not None:
+            body["cwd"] = cwd
+        if env is not None:
+            body["env"] = dict(env)
+        doc = self._t.drive(_ops.simple("POST", ws_path(self._ws.id, "/contexts"), body, wait_s=35))
+        return CodeContext(self._ws, doc)
+
+    def get(self, context_id: str) -> CodeContext:
+        return CodeContext(self._ws, self._t.drive(_ops.simple(
+            "GET", ws_path(self._ws.id, f"/contexts/{seg(context_id)}"))))
+
+    def list(self) -> list[CodeContext]:
+        doc = self._t.drive(_ops.simple("GET", ws_path(self._ws.id, "/contexts")))
+        return [CodeContext(self._ws, c) for c in _ops.list_of(doc, "contexts", "GET contexts")]
+
+
 class Workspace(WorkspaceInfo):
     """A workspace: its attributes as last fetched (``refresh()``), and what runs in it."""
 
@@ -731,6 +860,7 @@ class Workspace(WorkspaceInfo):
         self.files = Files(self)
         self.secrets = Secrets(self)
         self.ports = Ports(self)
+        self.contexts = Contexts(self)
 
     def __enter__(self) -> "Workspace":
         return self

@@ -3,6 +3,8 @@ was UTF-8, the exact ``bytes`` when it was not). ``raw`` keeps the object as the
 
 from __future__ import annotations
 
+import base64
+from dataclasses import dataclass, field
 from typing import Any, Optional, TypedDict, Union
 
 from ._wire import decode_part
@@ -18,6 +20,10 @@ __all__ = [
     "TERMINAL_RUN_STATES",
     "UsageHistory",
     "UsageSample",
+    "ContextInfo",
+    "Execution",
+    "CellResult",
+    "CellError",
 ]
 
 Output = Union[str, bytes]
@@ -559,3 +565,154 @@ class UsageHistory:
     def __repr__(self) -> str:
         who = f"workspace_id={self.workspace_id!r}" if self.workspace_id else f"worker={self.worker!r}"
         return f"UsageHistory({who}, step_ms={self.step_ms}, samples={len(self.samples)})"
+
+
+CONTEXT_LANGUAGES = ("python", "javascript")
+
+
+@dataclass
+class ContextInfo:
+    """A code context: a stateful interpreter (a Jupyter kernel) in a workspace, what one cell
+    defines the next sees. ``state`` is ``idle``, ``busy`` or ``dead`` (``reason`` says why,
+    an OOM kill say, until ``restart()``)."""
+
+    id: str
+    workspace_id: str
+    language: str
+    state: str
+    reason: Optional[str]
+    cwd: Optional[str]
+    execution_count: int
+    created_at: Optional[str]
+    cpu_ms: Optional[int]
+    memory_bytes: Optional[int]
+    raw: dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_doc(cls, doc: Any) -> "ContextInfo":
+        d = _obj(doc, "a context")
+        if not isinstance(d.get("id"), str) or not isinstance(d.get("state"), str):
+            raise ProtocolError(0, "protocol_error", f"a context without id and state: {d!r:.120}")
+        return cls(id=d["id"], workspace_id=d.get("workspaceId") or "",
+                   language=d.get("language") or "", state=d["state"], reason=d.get("reason"),
+                   cwd=d.get("cwd"), execution_count=_opt_int(d.get("executionCount")) or 0,
+                   created_at=d.get("createdAt"), cpu_ms=_opt_int(d.get("cpuMs")),
+                   memory_bytes=_opt_int(d.get("memoryBytes")), raw=d)
+
+
+@dataclass
+class CellResult:
+    """One display or execute result of a cell: ``data`` its MIME bundle as sent (binary types
+    base64); ``text`` its ``text/plain``, ``html`` its ``text/html`` (untrusted: the cell made
+    it), ``png`` the decoded bytes of its ``image/png``; ``truncated`` when the controller cut
+    a value that was too large."""
+
+    type: str
+    data: dict[str, Any]
+    truncated: bool
+    text: Optional[str]
+    html: Optional[str]
+    png: Optional[bytes] = field(repr=False)
+
+    @classmethod
+    def from_doc(cls, doc: Any) -> "CellResult":
+        d = _obj(doc, "a cell result")
+        data = d.get("data") if isinstance(d.get("data"), dict) else {}
+        png = data.get("image/png")
+        try:
+            png_bytes = base64.b64decode(png) if isinstance(png, str) else None
+        except ValueError:
+            raise ProtocolError(0, "protocol_error", "a cell result's image/png is not base64") from None
+        text, html = data.get("text/plain"), data.get("text/html")
+        return cls(type=d.get("type") or "", data=data, truncated=d.get("truncated") is True,
+                   text=text if isinstance(text, str) else None,
+                   html=html if isinstance(html, str) else None, png=png_bytes)
+
+
+@dataclass
+class CellError:
+    """What a cell raised: ``name`` (``ZeroDivisionError``), ``value`` and the ``traceback``
+    lines (with the kernel's terminal colours)."""
+
+    name: str
+    value: str
+    traceback: list[str]
+
+
+@dataclass
+class Execution:
+    """One cell. ``status`` is ``running``, then one of ``ok``, ``error`` (``error`` says what
+    was raised; an OOM-killed kernel is ``OOMKilled``), ``timed_out`` or ``interrupted``: the
+    context keeps its variables after each. ``stdout``/``stderr`` as a run's (head, and
+    ``stdout_tail`` when longer than kept; ``*_bytes`` count all); ``results`` the display and
+    execute results in order."""
+
+    id: str
+    context_id: str
+    run_id: Optional[str]
+    status: str
+    execution_count: Optional[int]
+    stdout: Output
+    stderr: Output
+    stdout_tail: Optional[Output]
+    stderr_tail: Optional[Output]
+    stdout_bytes: int
+    stderr_bytes: int
+    truncated: bool
+    results: list[CellResult]
+    error: Optional[CellError]
+    created_at: Optional[str]
+    ended_at: Optional[str]
+    duration_ms: Optional[int]
+    cpu_ms: Optional[int]
+    peak_memory_bytes: Optional[int]
+    raw: dict[str, Any] = field(repr=False)
+
+    @property
+    def done(self) -> bool:
+        return self.status != "running"
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def text(self) -> Optional[str]:
+        """The ``text/plain`` of the last execute result (the cell's value), if any."""
+        for r in reversed(self.results):
+            if r.type == "execute_result":
+                return r.text
+        return None
+
+    @property
+    def images(self) -> list[bytes]:
+        """The PNG bytes of every result that has one, in order."""
+        return [r.png for r in self.results if r.png is not None]
+
+    @classmethod
+    def from_doc(cls, doc: Any) -> "Execution":
+        d = _obj(doc, "an execution")
+        if not isinstance(d.get("id"), str) or not isinstance(d.get("status"), str):
+            raise ProtocolError(0, "protocol_error", f"an execution without id and status: {d!r:.120}")
+        enc = d.get("encoding")
+        empty: Output = b"" if enc == "base64" else ""
+        err = d.get("error")
+        error = None
+        if isinstance(err, dict):
+            tb = err.get("traceback")
+            error = CellError(name=str(err.get("name") or ""), value=str(err.get("value") or ""),
+                              traceback=[str(x) for x in tb] if isinstance(tb, list) else [])
+        results = d.get("results") if isinstance(d.get("results"), list) else []
+        return cls(id=d["id"], context_id=d.get("contextId") or "", run_id=d.get("runId"),
+                   status=d["status"], execution_count=_opt_int(d.get("executionCount")),
+                   stdout=decode_part(enc, d.get("stdout")) or empty,
+                   stderr=decode_part(enc, d.get("stderr")) or empty,
+                   stdout_tail=decode_part(enc, d.get("stdoutTail")),
+                   stderr_tail=decode_part(enc, d.get("stderrTail")),
+                   stdout_bytes=_opt_int(d.get("stdoutBytes")) or 0,
+                   stderr_bytes=_opt_int(d.get("stderrBytes")) or 0,
+                   truncated=d.get("truncated") is True,
+                   results=[CellResult.from_doc(r) for r in results], error=error,
+                   created_at=d.get("createdAt"), ended_at=d.get("endedAt"),
+                   duration_ms=_opt_int(d.get("durationMs")), cpu_ms=_opt_int(d.get("cpuMs")),
+                   peak_memory_bytes=_opt_int(d.get("peakMemoryBytes")), raw=d)
