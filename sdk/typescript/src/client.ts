@@ -64,7 +64,11 @@ import type {
   Workspace,
   WorkspaceNetwork,
   WriteFileOptions,
+  ContextInfo,
+  CreateContextRequest,
+  ExecutionInfo,
 } from "./types.js";
+import { Contexts } from "./contexts.js";
 
 export type { ConnectionOptions } from "./transport.js";
 
@@ -640,6 +644,60 @@ export class StationClient {
     const path = `/v1/workspaces/${seg(workspaceId)}/commands/${seg(runId)}/output`;
     await this.stream<Run>(path, handlers, "run");
     return this.command(workspaceId, runId);
+  }
+
+  // -- code contexts ----------------------------------------------------------------------
+
+  /** A workspace's code contexts: `contexts(id).create("python")`, then `execute(code)`. */
+  contexts(workspaceId: string): Contexts {
+    return new Contexts(this, workspaceId);
+  }
+
+  /** POST …/contexts: resolves once the context's interpreter answers (up to 30 s). */
+  createContext(workspaceId: string, request: CreateContextRequest): Promise<ContextInfo> {
+    return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/contexts`, request, undefined, {}, this.timeoutMs + 35_000);
+  }
+
+  async listContexts(workspaceId: string): Promise<ContextInfo[]> {
+    return (await this.t.json<{ contexts: ContextInfo[] }>("GET", `/v1/workspaces/${seg(workspaceId)}/contexts`)).contexts;
+  }
+
+  context(workspaceId: string, contextId: string): Promise<ContextInfo> {
+    return this.t.json("GET", `/v1/workspaces/${seg(workspaceId)}/contexts/${seg(contextId)}`);
+  }
+
+  async deleteContext(workspaceId: string, contextId: string): Promise<void> {
+    await this.t.json("DELETE", `/v1/workspaces/${seg(workspaceId)}/contexts/${seg(contextId)}`);
+  }
+
+  restartContext(workspaceId: string, contextId: string): Promise<ContextInfo> {
+    return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/contexts/${seg(contextId)}/restart`, undefined, undefined, {}, this.timeoutMs + 35_000);
+  }
+
+  interruptContext(workspaceId: string, contextId: string): Promise<ExecutionInfo> {
+    return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/contexts/${seg(contextId)}/interrupt`, undefined, undefined, {}, this.timeoutMs + 10_000);
+  }
+
+  /** POST …/execute; with `waitMs` the answer waits for the cell to end (server cap 60 s). */
+  executeCell(workspaceId: string, contextId: string, request: { code: string; timeoutMs?: number }, options: { waitMs?: number } = {}): Promise<ExecutionInfo> {
+    const path = `/v1/workspaces/${seg(workspaceId)}/contexts/${seg(contextId)}/execute${query(options)}`;
+    return this.t.json("POST", path, request);
+  }
+
+  execution(workspaceId: string, contextId: string, executionId: string, options: { waitMs?: number } = {}): Promise<ExecutionInfo> {
+    const path = `/v1/workspaces/${seg(workspaceId)}/contexts/${seg(contextId)}/executions/${seg(executionId)}${query(options)}`;
+    return this.t.json("GET", path);
+  }
+
+  async executions(workspaceId: string, contextId: string): Promise<ExecutionInfo[]> {
+    const path = `/v1/workspaces/${seg(workspaceId)}/contexts/${seg(contextId)}/executions`;
+    return (await this.t.json<{ executions: ExecutionInfo[] }>("GET", path)).executions;
+  }
+
+  /** Follows a cell's stdout and stderr (its run's output stream) until the cell's run ends. */
+  async followExecution(workspaceId: string, contextId: string, executionId: string, handlers: OutputHandlers = {}): Promise<void> {
+    const path = `/v1/workspaces/${seg(workspaceId)}/contexts/${seg(contextId)}/executions/${seg(executionId)}/output`;
+    await this.stream<Run>(path, handlers, "run");
   }
 
   // -- images -----------------------------------------------------------------------------

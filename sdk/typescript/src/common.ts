@@ -1,5 +1,7 @@
 // What every entry point exports besides its adapter.
 export { StationClient } from "./client.js";
+export { CodeContext, Contexts, decodeExecution } from "./contexts.js";
+export type { CellResult, ExecuteOptions, Execution } from "./contexts.js";
 export type {
   AttachHandlers,
   ConnectionOptions,

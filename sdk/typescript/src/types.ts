@@ -869,3 +869,59 @@ export interface EventsOptions {
   /** Connections in a row without a new event after a drop before the iteration throws. Default 5. */
   retries?: number;
 }
+
+// -- code contexts (docs/api.md, "Code contexts") ------------------------------------------
+
+export type ContextLanguage = "python" | "javascript";
+export type ContextState = "idle" | "busy" | "dead";
+export type ExecutionStatus = "running" | "ok" | "error" | "timed_out" | "interrupted";
+
+export interface ContextInfo {
+  id: string;
+  workspaceId: string;
+  language: ContextLanguage;
+  state: ContextState;
+  /** Why it is dead (an OOM kill, a kernel that exited), else null. */
+  reason: string | null;
+  cwd: string;
+  executionCount: number;
+  createdAt: string;
+  cpuMs: number | null;
+  memoryBytes: number | null;
+}
+
+export interface CreateContextRequest {
+  language: ContextLanguage;
+  cwd?: string;
+  env?: Record<string, string>;
+}
+
+export interface CellErrorInfo {
+  name: string;
+  value: string;
+  traceback: string[];
+}
+
+/** An execution as the API sends it (binary MIME values base64). */
+export interface ExecutionInfo {
+  id: string;
+  contextId: string;
+  runId?: string | null;
+  status: ExecutionStatus;
+  executionCount?: number | null;
+  stdout?: string;
+  stderr?: string;
+  stdoutTail?: string | null;
+  stderrTail?: string | null;
+  stdoutBytes?: number;
+  stderrBytes?: number;
+  truncated?: boolean;
+  encoding?: "utf-8" | "base64";
+  results?: { type: string; data: Record<string, unknown>; truncated?: boolean }[];
+  error?: CellErrorInfo | null;
+  createdAt?: string;
+  endedAt?: string | null;
+  durationMs?: number | null;
+  cpuMs?: number | null;
+  peakMemoryBytes?: number | null;
+}
