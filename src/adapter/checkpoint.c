@@ -133,12 +133,13 @@ static void first_error(const char *text, char *ret, size_t size)
 	snprintf(ret, size, "%s", what ? what + 3 : line);
 }
 
-static void gather_criu(struct checkpoint_facts *f, char *version, char *error, size_t size)
+static void gather_criu(struct checkpoint_facts *f, const char *criu, char *version, char *error,
+			size_t size)
 {
 	char path[PATH_MAX];
 	_cleanup_free_ char *out = malloc(PROBE_OUTPUT_MAX);
 	int status;
-	if (!out || !find_binary("criu", path, sizeof path))
+	if (!out || !find_binary(criu ? criu : "criu", path, sizeof path))
 		return;
 	const char *version_argv[] = { path, "--version", NULL };
 	if (capture(version_argv, out, PROBE_OUTPUT_MAX, &status) < 0 || status != 0)
@@ -234,7 +235,7 @@ void checkpoint_status_from(const struct checkpoint_facts *f, struct checkpoint_
 			 criu, criu[0] && rt[0] ? "; " : "", rt);
 }
 
-void checkpoint_probe(const char *runtime, struct checkpoint_status *ret)
+void checkpoint_probe(const char *runtime, const char *criu, struct checkpoint_status *ret)
 {
 	char criu_version[256] = "", criu_error[256] = "", runtime_version[256] = "";
 	struct utsname u;
@@ -243,7 +244,7 @@ void checkpoint_probe(const char *runtime, struct checkpoint_status *ret)
 				      .runtime_name = base ? base + 1 : runtime };
 	if (uname(&u) == 0)
 		f.kernel = u.release;
-	gather_criu(&f, criu_version, criu_error, sizeof criu_error);
+	gather_criu(&f, criu, criu_version, criu_error, sizeof criu_error);
 	if (runtime)
 		gather_runtime(&f, runtime, runtime_version, sizeof runtime_version);
 	checkpoint_status_from(&f, ret);

@@ -21,8 +21,9 @@ struct checkpoint_status {
 };
 
 /* Runs the probe (blocks: criu check and a runtime call; off the event loop). runtime: the
- * worker's runtime name or path. */
-void checkpoint_probe(const char *runtime, struct checkpoint_status *ret);
+ * worker's runtime name or path; criu: the criu binary the runtime is to run (--criu), NULL for
+ * the criu of PATH (then /usr/sbin, where Debian puts it). */
+void checkpoint_probe(const char *runtime, const char *criu, struct checkpoint_status *ret);
 
 /* What the probe found, for checkpoint_status_from() (which the unit tests call with made-up
  * facts). NULL strings: not found. */

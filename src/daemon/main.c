@@ -128,6 +128,7 @@ static void usage(FILE *f)
 		"                        [--max-connections N] [--reserved-connections N]\n"
 		"                        [--default-adapter host|container] [--runtime runc|crun|runsc|PATH]\n"
 		"                        [--runtime-timeout-ms N] [--create-concurrency N]\n"
+		"                        [--criu PATH]\n"
 		"                        [--default-image NAME@sha256:…] [--seccomp-profile NAME|PATH]\n"
 		"                        [--seccomp-dir DIR]...\n"
 		"                        [--userns-base UID]\n"
@@ -407,6 +408,7 @@ enum {
 	OPT_RESERVED_CONNECTIONS,
 	OPT_RUNTIME,
 	OPT_RUNTIME_TIMEOUT,
+	OPT_CRIU,
 	OPT_CREATE_CONCURRENCY,
 	OPT_DEFAULT_IMAGE,
 	OPT_SECCOMP,
@@ -1126,6 +1128,13 @@ static int parse_option(struct options *o, int c, const char *arg)
 	case OPT_RUNTIME:
 		o->mc.runtime = arg;
 		return 0;
+	case OPT_CRIU:
+		if (arg[0] != '/') {
+			fprintf(stderr, "station-sandboxd: --criu must be an absolute path\n");
+			return -EINVAL;
+		}
+		o->mc.criu = arg;
+		return 0;
 	case OPT_RUNTIME_TIMEOUT: {
 		uint64_t v;
 		int r = parse_number("--runtime-timeout-ms", arg, 3600000, &v);
@@ -1312,6 +1321,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "reserved-connections", required_argument, NULL, OPT_RESERVED_CONNECTIONS },
 		{ "runtime", required_argument, NULL, OPT_RUNTIME },
 		{ "runtime-timeout-ms", required_argument, NULL, OPT_RUNTIME_TIMEOUT },
+		{ "criu", required_argument, NULL, OPT_CRIU },
 		{ "create-concurrency", required_argument, NULL, OPT_CREATE_CONCURRENCY },
 		{ "default-image", required_argument, NULL, OPT_DEFAULT_IMAGE },
 		{ "seccomp-profile", required_argument, NULL, OPT_SECCOMP },

@@ -16,13 +16,14 @@
 struct checkpoint_job {
 	struct manager *m;
 	char *runtime;
+	const char *criu; /* the manager's config: lives as long as it */
 	struct checkpoint_status status;
 };
 
 static void checkpoint_job_run(void *userdata)
 {
 	struct checkpoint_job *j = userdata;
-	checkpoint_probe(j->runtime, &j->status);
+	checkpoint_probe(j->runtime, j->criu, &j->status);
 }
 
 static void checkpoint_job_done(void *userdata, bool cancelled)
@@ -57,7 +58,7 @@ void manager_checkpoint_init(struct manager *m)
 	}
 	struct checkpoint_job *j = calloc(1, sizeof *j);
 	if (j)
-		j->m = m;
+		j->m = m, j->criu = m->cfg.criu;
 	if (!j || !(j->runtime = strdup(adapter_runtime_path(&m->actx))) ||
 	    event_work_queue(m->work, checkpoint_job_run, checkpoint_job_done, j) < 0) {
 		if (j)

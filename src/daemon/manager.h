@@ -46,12 +46,14 @@ struct manager_config {
 	uint64_t usage_interval_ms;
 	uint64_t usage_max_rows;
 	bool allow_container;
-	uint64_t default_pids_limit;	 /* for workspaces that name none; 0: unlimited */
-	uint64_t default_memory_mb;	 /* likewise */
-	uint64_t home_size_mb;		 /* container HOME size limit for new workspaces; 0: none */
-	bool host_user_set;		 /* --host-user: host workspaces run commands as */
-	uint32_t host_uid, host_gid;	 /* this uid and gid, with no supplementary groups */
-	const char *runtime;		 /* OCI runtime: runc, crun, runsc or a path */
+	uint64_t default_pids_limit; /* for workspaces that name none; 0: unlimited */
+	uint64_t default_memory_mb;  /* likewise */
+	uint64_t home_size_mb;	     /* container HOME size limit for new workspaces; 0: none */
+	bool host_user_set;	     /* --host-user: host workspaces run commands as */
+	uint32_t host_uid, host_gid; /* this uid and gid, with no supplementary groups */
+	const char *runtime;	     /* OCI runtime: runc, crun, runsc or a path */
+	/* --criu: the criu memory snapshots use (the probe and the runtime); NULL: PATH's */
+	const char *criu;
 	const char *default_image;	 /* NULL: container workspaces must name one */
 	const char *default_seccomp;	 /* the worker's default seccomp profile (path) */
 	uint32_t id_base;		 /* host uid/gid of container root (range of 65536) */

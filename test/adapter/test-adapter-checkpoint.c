@@ -123,7 +123,7 @@ Test(checkpoint, both_pieces_missing_are_both_named)
 Test(checkpoint, probe_names_criu)
 {
 	struct checkpoint_status s;
-	checkpoint_probe("runc", &s);
+	checkpoint_probe("runc", NULL, &s);
 	cr_assert(strstr(s.message, "criu"), "%s", s.message);
 	cr_assert(s.ok == (strncmp(s.message, "criu ", 5) == 0), "%d %s", s.ok, s.message);
 }

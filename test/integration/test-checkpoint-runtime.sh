@@ -127,6 +127,39 @@ t_workspace_itself() {
 	wait_for -t 20 _ws_counted_past "$n" || _fail "the workspace stopped counting at $n"
 }
 
+CHECK=
+_checkpoint_probed() {
+	api -q GET /v1/ready
+	CHECK=$(j '.checks[] | select(.name == "checkpoint")')
+	[[ -n $CHECK && $(jq -r .message <<<"$CHECK") != checking* ]]
+}
+
+# --criu: the probe asks that criu, so GET /v1/ready says this worker has the pieces; a memory
+# snapshot is still refused, by the controller (it takes none yet), not for want of criu.
+t_controller_criu() {
+	[[ -n $CRIU ]] || { skip "$1" "no criu 4.1 (see the first case)"; return 2; }
+	local version
+	version=$("$CRIU" --version | sed -n 's/^Version: //p')
+	stop_controller TERM
+	start_container_controller --criu "$CRIU" || return 1
+	wait_for -t 60 _checkpoint_probed || {
+		_fail "no probed checkpoint check within 60 s: $(_short "$BODY")"
+		return 1
+	}
+	assert_eq true "$(jq -r .ok <<<"$CHECK")" "checkpoint ok: $CHECK"
+	assert_contains "criu $version via runc " "$(jq -r .message <<<"$CHECK")" "message"
+	new_cws WS2 || return 1
+	api -q POST "/v1/workspaces/$WS2/snapshots" '{"name":"with-memory","memory":true}'
+	assert_eq 501 "$STATUS" "memory snapshot: $(_short "$BODY")"
+	assert_contains "does not take memory snapshots yet" "$(j .error.message)" "refusal"
+	# a relative --criu is refused at start
+	stop_controller TERM
+	"$DAEMON" --root "$ROOT" --criu criu >/dev/null 2>"$TMP/relative.err" &&
+		_fail "--criu criu was taken"
+	assert_contains "--criu must be an absolute path" "$(cat "$TMP/relative.err")" "relative --criu"
+	start_container_controller || return 1
+}
+
 cleanup_checkpoint() { runc --root "$XRT" delete -f "$XID" >/dev/null 2>&1 || true; }
 _exit_all() {
 	local rc=$?
@@ -139,3 +172,4 @@ trap _exit_all EXIT
 run_or_skip criu-4.1-from-debian-13-passes-check t_criu
 run_or_skip workspace-bundle-checkpoints-and-restores-counting-on t_bundle_checkpoint_restore
 run_or_skip workspace-itself-checkpoint-tried t_workspace_itself
+run_or_skip controller-criu-option-probes-that-criu t_controller_criu
