@@ -128,10 +128,11 @@ static void call_wait(struct ctx_call *c)
 	int r = manager_execution_wait(http_request_manager(c->req), m->ws_id, c->cid, c->eid,
 				       on_ended, c, &c->waiter, NULL);
 
-	if (r == 0 && event_add_timer(http_request_loop(c->req), &c->timer,
-				      now_usec() + c->wait_ms * 1000, on_timeout, c) >= 0)
-		return;
-	http_request_resume(c->req);
+	/* ended already: answered from the loop (the request may not be suspended yet) */
+	uint64_t at = now_usec() + (r == 0 ? c->wait_ms * 1000 : 0);
+
+	if (event_add_timer(http_request_loop(c->req), &c->timer, at, on_timeout, c) < 0)
+		http_request_resume(c->req);
 }
 
 static void on_done(void *userdata, int r, json_t *result, const struct station_error *e)

@@ -481,6 +481,25 @@ static uint64_t workspace_oom_kills(struct workspace *ws, bool *known)
 	return st.oom_kills;
 }
 
+/* Whether the kernel that died during c was killed for memory: the workspace's group counted an
+ * OOM kill since the cell began (cgroup v2 counts a child's up the tree), or, where a kill is
+ * counted only in the victim's own group (v1: the kernel's, gone with it), the workspace's
+ * memory high-water mark reached its limit (within 5 %). */
+static bool cell_oom(struct cell *c)
+{
+	struct workspace *ws = c->ctx->ws;
+	struct cgroup_stats st = {};
+	bool known = false;
+	uint64_t ooms = workspace_oom_kills(ws, &known);
+	uint64_t limit_mb = (uint64_t)json_integer_value(json_object_get(ws->spec, "memoryMb"));
+
+	if (known && c->oom_known && ooms > c->oom_before)
+		return true;
+	if (!limit_mb || !ws->cgroup || cgroup_get_stats(ws->cgroup, &st) < 0)
+		return false;
+	return st.peak_memory >= (limit_mb << 20) / 100 * 95;
+}
+
 /* ---- a cell's steps: code written, run, result read --------------------------------------- */
 
 static void cell_recorded(struct cell *c);
@@ -533,14 +552,13 @@ static void cell_finish(struct cell *c)
 {
 	struct context *ctx = c->ctx;
 	struct workspace *ws = ctx->ws;
-	bool dead = false, known = false;
+	bool dead = false;
 
 	result_parse(c, &dead);
 	if (c->row.number == 0)
 		return probe_done(c, dead);
 	if (dead) {
-		uint64_t ooms = workspace_oom_kills(ws, &known);
-		bool oom = known && c->oom_known && ooms > c->oom_before;
+		bool oom = cell_oom(c);
 		_cleanup_json_ json_t *err =
 			oom ? error_new("OOMKilled",
 					"the kernel was killed for using more memory than the "
