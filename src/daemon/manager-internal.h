@@ -143,8 +143,11 @@ struct workspace {
 	struct event_source *pause_timer;
 	char pause_reason[192];	    /* the reason "paused" is entered with ("" for none) */
 	unsigned snapshots_running; /* manager-snapshot.c: its trees are being read */
-	struct usage_track *usage;  /* manager-usage-history.c: its open counter files */
-	struct context *contexts;   /* manager-contexts.c: its code contexts */
+	/* manager-snapshot.c: frozen by a snapshot whose read of its trees goes on: what would
+	 * start a process or change a file is refused (workspace_wake_for()) until the thaw */
+	unsigned snapshot_reading;
+	struct usage_track *usage; /* manager-usage-history.c: its open counter files */
+	struct context *contexts;  /* manager-contexts.c: its code contexts */
 };
 
 #define MANAGER_MAX_CPUS 1024

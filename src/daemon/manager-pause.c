@@ -265,6 +265,13 @@ bool workspace_auto_resume(const struct workspace *ws)
 
 int workspace_wake_for(struct workspace *ws, const char *what, struct station_error *e)
 {
+	if (ws->snapshot_reading) /* started now, it would run unfrozen beside the read */
+		return station_error_set(e, -EBUSY, NULL,
+					 "workspace \"%s\" is frozen while a snapshot reads its "
+					 "files: %s would run beside the read, and what it writes "
+					 "might or might not be in the snapshot; try again once "
+					 "\"snapshotting\" is false (it is answered then)",
+					 ws->row.id, what);
 	if (ws->pausing)
 		return station_error_set(e, STATION_EPAUSED, NULL,
 					 "workspace \"%s\" is being paused: %s waits for its "

@@ -147,6 +147,7 @@ static void snapshot_thaw(struct snapshot_job *j)
 	if (!j->frozen)
 		return;
 	j->frozen = false;
+	j->ws->snapshot_reading--;
 	j->paused_ms = (now_usec() - j->frozen_at) / 1000;
 	if (workspace_thaw(j->ws, &e) < 0)
 		log_error("cannot thaw a workspace after its snapshot", "workspace", j->ws_id,
@@ -435,6 +436,7 @@ static int snapshot_begin(struct manager *m, struct workspace *ws, const struct 
 		}
 		j->frozen = true;
 		j->frozen_at = now_usec();
+		ws->snapshot_reading++;
 	}
 	r = event_work_queue(m->work, snapshot_job_run, snapshot_job_done, j);
 	if (r < 0) {

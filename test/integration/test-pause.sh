@@ -227,6 +227,58 @@ t_snapshot_busy() {
 }
 run_test "a resume or an autoResume command while a snapshot is read is 409" t_snapshot_busy
 
+# A snapshot of a ready workspace freezes it while its trees are read: a command, a file write,
+# a terminal or a service started then would run unfrozen beside the read, its writes in the
+# snapshot or not by chance. They are 409 (naming the snapshot) until the read ends; the same
+# command after the snapshot's answer runs, and what it writes is not in the snapshot (a
+# workspace made from it has the big file, the control, and not the command's). HOME holds
+# 256 MiB so that the read lasts while the requests come; the four go at once, as soon as the
+# workspace says it is being snapshotted.
+sock_req() { # NAME METHOD PATH [BODY]: in the background; status in $TMP/NAME.code
+	curl -sS --max-time 120 --unix-socket "$SOCK" -X "$2" -H 'Content-Type: application/json' \
+		${4:+--data-binary "$4"} -o "$TMP/$1.body" -w '%{http_code}' "http://station$3" \
+		>"$TMP/$1.code" 2>&1 &
+}
+
+t_snapshot_holds_starts() {
+	local snap_pid code tries=0 snap k pids
+	new_cws S || return 1
+	run_cmd "$S" 'head -c 268435456 /dev/urandom > $HOME/big && echo done'
+	assert_eq done "$(j .stdout | tr -d '\n')" "the big file: $(_short "$BODY")" || return 1
+	sock_req snap POST "/v1/workspaces/$S/snapshots" '{"name":"holds"}'
+	snap_pid=$!
+	while kill -0 "$snap_pid" 2>/dev/null && ((tries < 2000)); do
+		tries=$((tries + 1))
+		api -q GET "/v1/workspaces/$S"
+		[[ $(j .snapshotting) == true ]] && break
+	done
+	sock_req cmd POST "/v1/workspaces/$S/commands" "$(json_cmd 'echo during > $HOME/during')"
+	pids=($!)
+	sock_req put PUT "/v1/workspaces/$S/files?path=written" 'during'
+	pids+=($!)
+	sock_req term POST "/v1/workspaces/$S/terminals" '{"cols":80,"rows":24}'
+	pids+=($!)
+	sock_req svc POST "/v1/workspaces/$S/services" '{"name":"during","command":"sleep 100"}'
+	wait "$snap_pid" "${pids[@]}"
+	code=$(cat "$TMP/snap.code")
+	assert_eq 201 "$code" "the snapshot: $(_short "$(cat "$TMP/snap.body")")" || return 1
+	snap=$(jq -r .id "$TMP/snap.body")
+	note "the snapshot paused the workspace $(jq -r .pausedMs "$TMP/snap.body") ms"
+	for k in cmd put term svc; do
+		assert_eq 409 "$(cat "$TMP/$k.code")" "$k while the snapshot reads: $(_short "$(cat "$TMP/$k.body")")"
+		assert_contains snapshot "$(jq -r .error.message "$TMP/$k.body")" "$k: the refusal names the snapshot"
+	done
+	run_cmd "$S" 'echo during > $HOME/during && cat $HOME/during'
+	assert_eq during "$(j .stdout | tr -d '\n')" "the command runs once the snapshot is made" || return 1
+	new_ws F "$(jq -nc --arg s "$snap" '{snapshot: $s}')" || return 1
+	run_cmd "$F" 'test -s $HOME/big && echo big; test -e $HOME/during && echo during; test -e $HOME/workspace/written && echo written; true'
+	assert_eq big "$(j .stdout | tr -d '\n')" "the snapshot has the big file and nothing refused" || return 1
+	api -q DELETE "/v1/workspaces/$F"
+	api -q DELETE "/v1/workspaces/$S"
+	api -q DELETE "/v1/snapshots/$snap"
+}
+run_test "a command, file write, terminal or service start while a snapshot reads is 409" t_snapshot_holds_starts
+
 t_validation() {
 	api -q POST /v1/workspaces "$(cws_body '{"autoResume":"yes"}')"
 	assert_eq 400 "$STATUS" "autoResume a string"
