@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The Code tab: a notebook on a code context (docs/api.md, "Code contexts"). A language picker,
 // cells (a textarea, Run or Shift+Enter, Interrupt), each cell's stdout and stderr as they come
-// (the execution's output stream), its results: text/plain and text/html as text (the cell made
-// them: never live HTML), image/png as an <img> of a data: URL, an error with its traceback. The
-// context is made at the first Run and kept while the page is open; it is deleted when the tab
-// is left.
+// (the execution's output stream), its results: text/plain, and text/html as text under it (the
+// cell made it: never live HTML), image/png as an <img> of a data: URL, an error with its
+// traceback. The context is made at the first Run and kept while the page is open; it is deleted
+// when the tab is left.
 import { api, enc, readEvents, b64decode } from './api.js';
 import { h, replace, append, badge, showError } from './dom.js';
 
@@ -21,9 +21,14 @@ function resultView(r) {
 	if (typeof d['image/png'] === 'string') {
 		return h('img.cell-image', { src: 'data:image/png;base64,' + d['image/png'].replace(/\s+/g, ''), alt: d['text/plain'] || 'image/png result' });
 	}
-	const text = typeof d['text/plain'] === 'string' ? d['text/plain'] : typeof d['text/html'] === 'string' ? d['text/html'] : null;
-	if (text === null) return h('div.cell-note', `a result of ${Object.keys(d).join(', ') || 'no type'} (not shown)`);
-	return h('pre.cell-result', { 'data-type': r.type }, text);
+	const text = typeof d['text/plain'] === 'string' ? d['text/plain'] : null;
+	const html = typeof d['text/html'] === 'string' ? d['text/html'] : null;
+	if (text === null && html === null) return h('div.cell-note', `a result of ${Object.keys(d).join(', ') || 'no type'} (not shown)`);
+	// An HTML display's text/plain is often only its repr ("<IPython.core.display.HTML
+	// object>"): its markup is shown too, as text (open when the text says nothing more).
+	const bare = text === null || /^<[\w.]+ object>$/.test(text);
+	return [text !== null && h('pre.cell-result', { 'data-type': r.type }, text),
+		html !== null && h('details.cell-html', { open: bare }, h('summary', 'text/html (shown as text)'), h('pre', html))];
 }
 
 function errorView(e) {
