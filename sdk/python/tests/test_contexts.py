@@ -4,6 +4,7 @@ with the image decoded, an error with its traceback, interrupt, restart, delete,
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import threading
 from typing import Any
@@ -11,9 +12,14 @@ from typing import Any
 import pytest
 
 from conftest import SOCKET
-from station_sandbox import CellError, Client, CodeContext, Conflict, Execution, NotFound
+from station_sandbox import (AsyncClient, AsyncCodeContext, CellError, Client, CodeContext, Conflict,
+                             Execution, NotFound)
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# bbox_inches None: the inline backend's default ("tight") crops the figure
+PLOT = ("%config InlineBackend.print_figure_kwargs = {'bbox_inches': None}\n"
+        "import matplotlib.pyplot as plt\n"
+        "fig = plt.figure(figsize=(4, 3), dpi=50)\nplt.plot([1, 2, 3])\nplt.show()")
 
 
 @pytest.fixture(scope="module")
@@ -108,3 +114,48 @@ def test_restart_forgets_and_delete_removes(ws: Any) -> None:
     c.delete()
     with pytest.raises(NotFound):
         ws.contexts.get(c.id)
+
+
+def test_async_client_contexts(ws: Any) -> None:
+    """AsyncClient's ws.contexts: the same flow as coroutines, a coroutine as on_stdout, an
+    interrupt from another task, restart and delete."""
+
+    async def main() -> None:
+        aws = await AsyncClient(socket_path=SOCKET).workspaces.get(ws.id)
+        c = await aws.contexts.create("python")
+        assert isinstance(c, AsyncCodeContext) and (c.language, c.state) == ("python", "idle")
+        assert (await c.execute("x = 41")).status == "ok"
+        seen: list[str] = []
+
+        async def on_out(s: str) -> None:
+            seen.append(s)
+
+        e = await c.execute("print('seen', x)\nx + 1", on_stdout=on_out)
+        assert (e.status, e.text, e.stdout, "".join(seen)) == ("ok", "42", "seen 41\n", "seen 41\n")
+        e = await c.execute(PLOT)
+        assert len(e.images) == 1 and e.images[0][:8] == PNG_SIGNATURE
+        assert struct.unpack(">II", e.images[0][16:24]) == (200, 150)
+        e = await c.execute("1 / 0")
+        assert (e.status, e.error.name if e.error else None) == ("error", "ZeroDivisionError")
+
+        started = asyncio.Event()
+        loop = asyncio.create_task(c.execute("print('looping', flush=True)\nwhile True: pass",
+                                             on_stdout=lambda s: started.set()))
+        await asyncio.wait_for(started.wait(), 30)
+        other = await (await AsyncClient(socket_path=SOCKET).workspaces.get(ws.id)).contexts.get(c.id)
+        assert (await other.interrupt()).status == "interrupted"
+        assert (await asyncio.wait_for(loop, 30)).status == "interrupted"
+        assert (await c.execute("x")).text == "41"
+        with pytest.raises(Conflict):
+            await c.interrupt()
+        assert [x.id for x in await aws.contexts.list() if x.id == c.id] == [c.id]
+
+        await c.restart()
+        assert c.state == "idle"
+        e = await c.execute("x")
+        assert (e.status, e.error.name if e.error else None) == ("error", "NameError")
+        await c.delete()
+        with pytest.raises(NotFound):
+            await aws.contexts.get(c.id)
+
+    asyncio.run(main())

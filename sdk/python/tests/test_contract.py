@@ -89,6 +89,24 @@ COVERED: dict[tuple[str, str], list[str]] = {
     ("GET", "/v1/snapshots/{}"): ["Snapshots.get", "AsyncSnapshots.get"],
     ("DELETE", "/v1/snapshots/{}"): ["Snapshots.delete", "AsyncSnapshots.delete"],
     ("POST", "/v1/workspaces/{}/fork"): ["Workspace.fork", "AsyncWorkspace.fork"],
+    ("POST", "/v1/workspaces/{}/contexts"): ["Contexts.create", "AsyncContexts.create"],
+    ("GET", "/v1/workspaces/{}/contexts"): ["Contexts.list", "AsyncContexts.list"],
+    ("GET", "/v1/workspaces/{}/contexts/{}"): ["Contexts.get", "AsyncContexts.get",
+                                               "CodeContext.refresh", "AsyncCodeContext.refresh"],
+    ("DELETE", "/v1/workspaces/{}/contexts/{}"): ["CodeContext.delete", "AsyncCodeContext.delete"],
+    ("POST", "/v1/workspaces/{}/contexts/{}/restart"): ["CodeContext.restart",
+                                                        "AsyncCodeContext.restart"],
+    ("POST", "/v1/workspaces/{}/contexts/{}/interrupt"): ["CodeContext.interrupt",
+                                                          "AsyncCodeContext.interrupt"],
+    ("POST", "/v1/workspaces/{}/contexts/{}/execute"): ["CodeContext.execute",
+                                                        "AsyncCodeContext.execute"],
+    ("GET", "/v1/workspaces/{}/contexts/{}/executions"): ["CodeContext.executions",
+                                                          "AsyncCodeContext.executions"],
+    ("GET", "/v1/workspaces/{}/contexts/{}/executions/{}"): ["CodeContext.execution",
+                                                             "AsyncCodeContext.execution"],
+    # execute(on_stdout=...) follows it
+    ("GET", "/v1/workspaces/{}/contexts/{}/executions/{}/output"): ["CodeContext.execute",
+                                                                    "AsyncCodeContext.execute"],
 }
 
 # Deliberately without a method, and why.
@@ -97,7 +115,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("GET", "/metrics"): "a Prometheus scrape (text exposition), for a monitoring system",
     **{(m, "/v1/workers/{}/v1/{}"): "forwarding through a controller: the SDK routes each "
        "workspace's calls to its worker itself (Client(workers=...))"
-       for m in ("GET", "POST", "PUT", "DELETE")},
+       for m in ("GET", "POST", "PUT", "DELETE", "PATCH")},
 }
 
 

@@ -9,8 +9,9 @@
 """
 
 from ._follow import OutputGap
-from .aio import (AsyncClient, AsyncFiles, AsyncOutputStream, AsyncPorts, AsyncRunHandle,
-                  AsyncServices, AsyncSnapshots, AsyncTerminal, AsyncTerminals, AsyncWorkspace)
+from .aio import (AsyncClient, AsyncCodeContext, AsyncContexts, AsyncFiles, AsyncOutputStream,
+                  AsyncPorts, AsyncRunHandle, AsyncServices, AsyncSnapshots, AsyncTerminal,
+                  AsyncTerminals, AsyncWorkspace)
 from .client import (READ_MAX_BYTES, Client, CodeContext, Contexts, Files, GapCallback, Images, OutputStream,
                      OutputCallback, Ports, RunHandle, Secrets, Services, Snapshots, Terminal, Terminals,
                      Tokens, Workspace, WorkspaceList)
@@ -26,7 +27,7 @@ from .models import (Attempt, Denial, FileEntry, FileList, Image, ListeningPort,
 __version__ = "0.1.0"
 
 __all__ = [
-    "AsyncClient", "AsyncFiles", "AsyncOutputStream", "AsyncPorts", "AsyncRunHandle", "AsyncServices", "AsyncSnapshots", "AsyncTerminal",
+    "AsyncClient", "AsyncCodeContext", "AsyncContexts", "AsyncFiles", "AsyncOutputStream", "AsyncPorts", "AsyncRunHandle", "AsyncServices", "AsyncSnapshots", "AsyncTerminal",
     "AsyncTerminals", "AsyncWorkspace", "Attempt", "BadRequest", "CellError", "CellResult",
     "Client", "CodeContext", "Conflict", "ContextInfo", "Contexts", "Execution",
     "ConnectionFailed", "Denial", "FileEntry", "FileList", "Files", "Forbidden", "GapCallback", "Image", "Images", "InvalidArgument",

@@ -16,7 +16,7 @@ from typing import Any, Generator, Iterable, Mapping, Optional, TypeVar, Union
 from ._wire import query, seg
 from ._follow import as_bytes
 from .errors import InvalidArgument, ProtocolError, StationError, Timeout, Unavailable
-from .models import Attempt, ReadyReport, Run, Service, UsageHistory
+from .models import CONTEXT_LANGUAGES, Attempt, ReadyReport, Run, Service, UsageHistory
 
 T = TypeVar("T")
 
@@ -54,6 +54,49 @@ def simple(method: str, path: str, body: Any = NO_BODY, **kw: Any) -> Op[Any]:
 
 def ws_path(ws_id: str, rest: str = "") -> str:
     return f"/v1/workspaces/{seg(ws_id)}{rest}"
+
+
+# -- code contexts -----------------------------------------------------------------------------
+
+CONTEXT_START_S = 35
+"""What a context's create or restart gets on top of the client's timeout: the controller
+answers once the new interpreter does, which it waits up to 30 s for (longer than the default
+timeout on a loaded machine)."""
+
+
+def context_path(ws_id: str, context_id: str, rest: str = "") -> str:
+    return ws_path(ws_id, f"/contexts/{seg(context_id)}{rest}")
+
+
+def context_create(ws_id: str, language: str, cwd: Optional[str],
+                   env: Optional[Mapping[str, str]]) -> Op[Any]:
+    if language not in CONTEXT_LANGUAGES:
+        raise InvalidArgument(f"language must be python or javascript, not {language!r}",
+                              "language")
+    body: dict[str, Any] = {"language": language}
+    if cwd is not None:
+        body["cwd"] = cwd
+    if env is not None:
+        body["env"] = dict(env)
+    return (yield Req("POST", ws_path(ws_id, "/contexts"), body, wait_s=CONTEXT_START_S))
+
+
+def context_restart(ws_id: str, context_id: str) -> Op[Any]:
+    return (yield Req("POST", context_path(ws_id, context_id, "/restart"),
+                      wait_s=CONTEXT_START_S))
+
+
+def context_execute(ws_id: str, context_id: str, code: str, timeout_ms: Optional[int],
+                    live: bool) -> Op[Any]:
+    """POST …/execute: long-polled (the server's cap) unless the caller follows it live."""
+    if not isinstance(code, str):
+        raise InvalidArgument("code must be a string", "code")
+    body: dict[str, Any] = {"code": code}
+    if timeout_ms is not None:
+        body["timeoutMs"] = timeout_ms
+    q = "" if live else f"?waitMs={SERVER_WAIT_CAP_MS}"
+    return (yield Req("POST", context_path(ws_id, context_id, f"/execute{q}"), body,
+                      wait_s=0 if live else SERVER_WAIT_CAP_MS / 1000))
 
 
 # -- usage history -----------------------------------------------------------------------------

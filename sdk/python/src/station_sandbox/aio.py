@@ -26,11 +26,13 @@ from .client import WorkspaceList, _endpoint_of, _holder, _none_answered, _unrea
 from .errors import (ConnectionFailed, InvalidArgument, NotFound, PayloadTooLarge, ProtocolError, StationError,
                      Timeout, Unavailable, WorkerTimeout, WorkerUnavailable, error_from_body,
                      error_from_event)
-from .models import (FileEntry, FileList, Image, Network, PortExposure, PortList, ReadyReport,
-                     Run, Secret, Service, Snapshot, TerminalInfo, UsageHistory, WorkspaceInfo)
+from .models import (ContextInfo, Execution, FileEntry, FileList, Image, Network, PortExposure,
+                     PortList, ReadyReport, Run, Secret, Service, Snapshot, TerminalInfo,
+                     UsageHistory, WorkspaceInfo)
 
 __all__ = ["AsyncClient", "AsyncWorkspace", "AsyncRunHandle", "AsyncServices",
-           "AsyncTerminals", "AsyncTerminal", "AsyncFiles", "AsyncPorts", "AsyncSnapshots"]
+           "AsyncTerminals", "AsyncTerminal", "AsyncFiles", "AsyncPorts", "AsyncSnapshots",
+           "AsyncContexts", "AsyncCodeContext"]
 
 AsyncOutputCallback = Callable[[Union[str, bytes], int], Union[None, Awaitable[None]]]
 AsyncGapCallback = Callable[[OutputGap], Union[None, Awaitable[None]]]
@@ -851,6 +853,116 @@ class AsyncPorts:
         await self._t.drive(_ops.port_revoke(self._ws.id, port))
 
 
+AsyncTextCallback = Callable[[str], Union[None, Awaitable[None]]]
+
+
+class AsyncCodeContext(ContextInfo):
+    """A code context (see :class:`station_sandbox.CodeContext`): ``await execute(code)``."""
+
+    def __init__(self, workspace: "AsyncWorkspace", doc: Any) -> None:
+        self.__dict__.update(ContextInfo.from_doc(doc).__dict__)
+        self._ws = workspace
+        self._t = workspace._t
+
+    def _path(self, rest: str = "") -> str:
+        return _ops.context_path(self._ws.id, self.id, rest)
+
+    def _load(self, doc: Any) -> "AsyncCodeContext":
+        self.__dict__.update(ContextInfo.from_doc(doc).__dict__)
+        return self
+
+    async def refresh(self) -> "AsyncCodeContext":
+        return self._load(await self._t.drive(_ops.simple("GET", self._path())))
+
+    async def execute(self, code: str, on_stdout: Optional[AsyncTextCallback] = None,
+                      on_stderr: Optional[AsyncTextCallback] = None,
+                      timeout_ms: Optional[int] = None) -> Execution:
+        """Runs a cell and returns it ended (see
+        :meth:`station_sandbox.CodeContext.execute`); ``on_stdout``/``on_stderr`` (functions
+        or coroutine functions) get its output live as text."""
+        live = on_stdout is not None or on_stderr is not None
+        e = Execution.from_doc(await self._t.drive(
+            _ops.context_execute(self._ws.id, self.id, code, timeout_ms, live)))
+        cbs = {"stdout": on_stdout, "stderr": on_stderr}
+        if live and not e.done:
+            await self._follow(e.id, cbs)
+        elif live:
+            for stream, out in (("stdout", e.stdout), ("stderr", e.stderr)):
+                await self._hand(cbs[stream], out)
+        while not e.done:
+            e = await self.execution(e.id, wait_ms=_ops.SERVER_WAIT_CAP_MS)
+        return e
+
+    @staticmethod
+    async def _hand(cb: Optional[AsyncTextCallback], piece: Union[str, bytes]) -> None:
+        if cb is not None and piece:
+            await _maybe_await(cb(piece if isinstance(piece, str) else
+                                  piece.decode("utf-8", "replace")))
+
+    async def _follow(self, eid: str, cbs: Mapping[str, Optional[AsyncTextCallback]]) -> None:
+        path = self._path(f"/executions/{seg(eid)}/output")
+        text = {"stdout": TextStream(), "stderr": TextStream()}
+        items = _ws_follow(self._t, path, FollowState(0), "run")
+        async with contextlib.aclosing(items):
+            async for stream, data, offset in AsyncOutputStream(items):
+                for piece, _ in text[stream].feed(data, offset):
+                    await self._hand(cbs[stream], piece)
+        for stream, cb in cbs.items():
+            for piece, _ in text[stream].flush():
+                await self._hand(cb, piece)
+
+    async def execution(self, execution_id: str, wait_ms: Optional[int] = None) -> Execution:
+        """One execution; with ``wait_ms`` the answer waits that long for it to end."""
+        return Execution.from_doc(await self._t.drive(_ops.simple(
+            "GET", self._path(f"/executions/{seg(execution_id)}{query({'waitMs': wait_ms})}"),
+            wait_s=(wait_ms or 0) / 1000)))
+
+    async def executions(self) -> list[Execution]:
+        """The context's executions, newest first."""
+        doc = await self._t.drive(_ops.simple("GET", self._path("/executions")))
+        return [Execution.from_doc(e) for e in _ops.list_of(doc, "executions", "GET executions")]
+
+    async def interrupt(self) -> Execution:
+        """Interrupts the running cell and returns it ended (``interrupted``). Conflict when
+        no cell runs."""
+        return Execution.from_doc(await self._t.drive(
+            _ops.simple("POST", self._path("/interrupt"), wait_s=10)))
+
+    async def restart(self) -> "AsyncCodeContext":
+        """A new interpreter: its variables are gone, the state ``idle``."""
+        return self._load(await self._t.drive(_ops.context_restart(self._ws.id, self.id)))
+
+    async def delete(self) -> None:
+        await self._t.drive(_ops.simple("DELETE", self._path()))
+        self.state = "deleted"
+
+    def __repr__(self) -> str:
+        return f"AsyncCodeContext(id={self.id!r}, language={self.language!r}, state={self.state!r})"
+
+
+class AsyncContexts:
+    """A workspace's code contexts (see :class:`station_sandbox.Contexts`)."""
+
+    def __init__(self, workspace: "AsyncWorkspace") -> None:
+        self._ws = workspace
+        self._t = workspace._t
+
+    async def create(self, language: str = "python", cwd: Optional[str] = None,
+                     env: Optional[Mapping[str, str]] = None) -> AsyncCodeContext:
+        """A new context once its interpreter answers (see
+        :meth:`station_sandbox.Contexts.create`)."""
+        return AsyncCodeContext(self._ws, await self._t.drive(
+            _ops.context_create(self._ws.id, language, cwd, env)))
+
+    async def get(self, context_id: str) -> AsyncCodeContext:
+        return AsyncCodeContext(self._ws, await self._t.drive(_ops.simple(
+            "GET", _ops.context_path(self._ws.id, context_id))))
+
+    async def list(self) -> list[AsyncCodeContext]:
+        doc = await self._t.drive(_ops.simple("GET", ws_path(self._ws.id, "/contexts")))
+        return [AsyncCodeContext(self._ws, c) for c in _ops.list_of(doc, "contexts", "GET contexts")]
+
+
 class AsyncWorkspace(WorkspaceInfo):
     """A workspace (see :class:`station_sandbox.Workspace`)."""
 
@@ -863,6 +975,7 @@ class AsyncWorkspace(WorkspaceInfo):
         self.files = AsyncFiles(self)
         self.secrets = AsyncSecrets(self)
         self.ports = AsyncPorts(self)
+        self.contexts = AsyncContexts(self)
 
     async def __aenter__(self) -> "AsyncWorkspace":
         return self

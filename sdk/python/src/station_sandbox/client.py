@@ -21,7 +21,7 @@ from ._wire import (OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT,
                     query, resolve_endpoint, seg, ws_close_payload, ws_frame)
 from .errors import (ConnectionFailed, InvalidArgument, NotFound, PayloadTooLarge, ProtocolError, StationError, Timeout,
                      Unavailable, WorkerUnavailable, error_from_event)
-from .models import (CONTEXT_LANGUAGES, ContextInfo, Execution, FileEntry, FileList, Image,
+from .models import (ContextInfo, Execution, FileEntry, FileList, Image,
                      Network, PortExposure, PortList, ReadyReport, Run, Secret, Service,
                      Snapshot, TerminalInfo, UsageHistory, WorkspaceInfo)
 
@@ -749,15 +749,8 @@ class CodeContext(ContextInfo):
         ``timed_out``, ``interrupted``); a cell that raised is a result, not an exception.
         With ``on_stdout``/``on_stderr``, its output is handed over live as text. Conflict
         (``busy``) while another cell runs here."""
-        if not isinstance(code, str):
-            raise InvalidArgument("code must be a string", "code")
-        body = {"code": code}
-        if timeout_ms is not None:
-            body["timeoutMs"] = timeout_ms
         live = on_stdout is not None or on_stderr is not None
-        q = "" if live else f"?waitMs={_ops.SERVER_WAIT_CAP_MS}"
-        doc = self._t.drive(_ops.simple("POST", self._path(f"/execute{q}"), body,
-                                        wait_s=0 if live else _ops.SERVER_WAIT_CAP_MS / 1000))
+        doc = self._t.drive(_ops.context_execute(self._ws.id, self.id, code, timeout_ms, live))
         e = Execution.from_doc(doc)
         if live and not e.done:
             self._follow(e.id, {"stdout": on_stdout, "stderr": on_stderr})
@@ -805,7 +798,7 @@ class CodeContext(ContextInfo):
 
     def restart(self) -> "CodeContext":
         """A new interpreter: its variables are gone, the state ``idle``."""
-        return self._load(self._t.drive(_ops.simple("POST", self._path("/restart"), wait_s=30)))
+        return self._load(self._t.drive(_ops.context_restart(self._ws.id, self.id)))
 
     def delete(self) -> None:
         """Ends the interpreter; the context is gone."""
@@ -828,15 +821,7 @@ class Contexts:
         """A new context once its interpreter answers. InvalidArgument (``kernel_missing``)
         when the workspace has no interpreter for ``language`` (the message names the
         package); TooManyRequests past 8 per workspace."""
-        if language not in CONTEXT_LANGUAGES:
-            raise InvalidArgument(f"language must be python or javascript, not {language!r}",
-                                  "language")
-        body: dict[str, Any] = {"language": language}
-        if cwd is not None:
-            body["cwd"] = cwd
-        if env is not None:
-            body["env"] = dict(env)
-        doc = self._t.drive(_ops.simple("POST", ws_path(self._ws.id, "/contexts"), body, wait_s=35))
+        doc = self._t.drive(_ops.context_create(self._ws.id, language, cwd, env))
         return CodeContext(self._ws, doc)
 
     def get(self, context_id: str) -> CodeContext:
