@@ -84,8 +84,11 @@ EOF
 	}
 	! runc --root "$XRT" list -q | grep -qx "$XID" ||
 		_fail "the container still runs after its checkpoint"
-	# the images as the restored process (container root, host uid HOST_ID_BASE) reads them
-	chown -R "$HOST_ID_BASE:$HOST_ID_BASE" "$XIMG"
+	# the restored init looks timens-0.img up in the images directory, by the directory's fd,
+	# maybe before criu wrote its uid map (as the overflow uid, 65534): runc makes the
+	# directory 0600, so it needs the search bit for all (the files stay criu's, 0600 but that
+	# one, 0644); else "Unable to open timens-0.img: Permission denied", now and then
+	chmod 0711 "$XIMG"
 	xrunc restore -d --bundle "$bundle" --image-path "$XIMG" --work-path "$XWORK" "$XID" \
 		</dev/null >/dev/null 2>"$TMP/xrestore.err" || {
 		_fail "runc restore: $(cat "$TMP/xrestore.err"): $(grep -m3 Error "$XWORK/restore.log" | tr '\n' ' ')"
