@@ -818,9 +818,9 @@ class Contexts:
 
     def create(self, language: str = "python", cwd: Optional[str] = None,
                env: Optional[Mapping[str, str]] = None) -> CodeContext:
-        """A new context once its interpreter answers. InvalidArgument (``kernel_missing``)
-        when the workspace has no interpreter for ``language`` (the message names the
-        package); TooManyRequests past 8 per workspace."""
+        """A new context once its interpreter answers. A StationError with status 422 and
+        code ``kernel_missing`` when the workspace has no interpreter for ``language`` (the
+        message names the package); TooManyRequests past 8 per workspace."""
         doc = self._t.drive(_ops.context_create(self._ws.id, language, cwd, env))
         return CodeContext(self._ws, doc)
 
