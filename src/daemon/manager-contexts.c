@@ -342,8 +342,17 @@ static json_t *text_bounded(json_t *v, size_t max)
 	return json_stringn_nocheck(s, n);
 }
 
+/* Whether a MIME type's value may be JSON other than a string: application/json, ...+json. */
+static bool mime_is_json(const char *mime)
+{
+	size_t n = strlen(mime);
+	return strcmp(mime, "application/json") == 0 ||
+	       (n > 5 && strcmp(mime + n - 5, "+json") == 0);
+}
+
 /* One result's MIME bundle: string values (a text one cut at the bound, any other over it
- * dropped), a JSON value kept when its text is within the bound; the rest counted. */
+ * dropped), a JSON type's other values kept when their text is within the bound (any other
+ * type's are dropped: a client decodes image/png as base64 text); the rest counted. */
 static json_t *mime_bundle(json_t *data, bool *truncated, uint64_t *omitted)
 {
 	json_t *out = json_object();
@@ -372,7 +381,7 @@ static json_t *mime_bundle(json_t *data, bool *truncated, uint64_t *omitted)
 			continue;
 		}
 		_cleanup_free_ char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-		if (text && strlen(text) <= CONTEXT_MIME_MAX_BYTES) {
+		if (text && strlen(text) <= CONTEXT_MIME_MAX_BYTES && mime_is_json(mime)) {
 			json_object_set(out, mime, v);
 			continue;
 		}
