@@ -59,7 +59,7 @@ t_schemas_closed() {
 	sdk calls "$CLI_BIN" "$SOCK" "$calls" --adapters host || return 1
 	results=$OUT
 	n=$(jq ".tools | length" <<<"$tools")
-	assert_eq 23 "$n" "tools listed" || return 1
+	assert_eq 25 "$n" "tools listed" || return 1
 	for ((i = 0; i < n; i++)); do
 		name=$(jq -r ".tools[$i].name" <<<"$tools")
 		if [[ $(jq -r ".[$i].content[0].text" <<<"$results") == "unknown argument 'zzUnknown'" ]]; then
