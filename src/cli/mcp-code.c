@@ -141,8 +141,9 @@ static int code_stream(struct mcp_call *call, const json_t *e, enum station_stre
 	return 0;
 }
 
-/* The results: text/plain (or else text/html) as text content, image/png as image content;
- * structuredContent's copy lists each result's MIME types and text. */
+/* The results: text/plain as text content, image/png as image content (a result with neither,
+ * text/html alone say, shows only in structuredContent's copy, which lists each result's MIME
+ * types and text). */
 static int code_results(struct mcp_call *call, const json_t *e, json_t *content)
 {
 	json_t *results = json_object_get(e, "results"), *res, *out = json_array();
