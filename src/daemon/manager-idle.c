@@ -2,7 +2,8 @@
 /* Activity and the idle timeout (docs/api.md, "Activity and idle").
  *
  * A workspace is busy while a command runs, a service is active (starting, running or waiting
- * to restart) or a terminal has an attacher. Its last activity is the last moment it was busy
+ * to restart; a code context's kernel is none, its cells are runs) or a terminal has an
+ * attacher. Its last activity is the last moment it was busy
  * or the last API call on it (looking at the workspace itself, GET and the list, is none: a
  * dashboard or a monitor keeps nothing awake). A workspace with idleTimeoutMs that has been
  * neither busy nor called for that long is stopped, the way a dead agent stops it: every

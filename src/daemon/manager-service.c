@@ -1280,10 +1280,12 @@ void manager_service_unwatch(struct service_watch *w)
 	watch_free(w);
 }
 
+/* A context's kernel (a hidden service) is not counted: it would keep its workspace awake
+ * for ever; its cells are runs, which do. */
 size_t services_active_count(const struct workspace *ws)
 {
 	size_t n = 0;
 	for (const struct service *s = ws->services; s; s = s->next)
-		n += service_state_is_active(s->row.state);
+		n += !service_name_hidden(s->row.name) && service_state_is_active(s->row.state);
 	return n;
 }

@@ -203,6 +203,27 @@ t_controller_kill() {
 	assert_eq 5 "$(j '.results[0].data["text/plain"]')" "the kernel survived the controller"
 }
 
+ws_state_is() {
+	api -q GET "/v1/workspaces/$1"
+	[[ $(j .state) == "$2" ]]
+}
+
+# A context's kernel does not keep its workspace awake (a hidden service), a running cell does
+# (a run): a cell sleeping past idleTimeoutMs ends ok, then the workspace idles out.
+t_idle() {
+	local ws c
+	new_ws ws '{"idleTimeoutMs":3000}' || return 1
+	ctx_new c "$ws" || return 1
+	cell "$c" $'import time\ntime.sleep(6)\n7' 30000 "$ws" || return 1
+	assert_eq "ok 7" "$(j '"\(.status) \(.results[0].data["text/plain"])"')" \
+		"a cell longer than the idle timeout: $(_short "$BODY")" || return 1
+	wait_for -t 60 ws_state_is "$ws" stopped || {
+		_fail "still $(j .state) 60 s after the cell: the kernel keeps the workspace awake"
+		return 1
+	}
+	assert_match '^idle: ' "$(j .reason)" "stopped for being idle"
+}
+
 measure() {
 	local t0 t1 t2 c
 	t0=${EPOCHREALTIME/./}
@@ -228,5 +249,6 @@ run_test "context: a kernel OOM is reported and the context dead" t_oom
 run_test "context: lookups, limits and reserved names" t_tenant
 run_test "context: a paused workspace answers 409 paused" t_paused
 run_test "context: a controller SIGKILL during a cell loses nothing" t_controller_kill
+run_test "context: the kernel keeps no workspace awake, a running cell does" t_idle
 measure
 exit $((_n_fail > 0))
