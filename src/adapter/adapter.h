@@ -23,6 +23,9 @@ struct image_store;
 struct adapter_context {
 	const char *root;
 	const char *agent_path;
+	/* the code contexts' kernel programs (station-kernel-python, station-kernel-js): bound
+	 * read-only into a container at OCI_KERNEL_DIR; NULL: none */
+	const char *kernel_dir;
 	struct runtime *runtime;     /* NULL: the container adapter is unavailable */
 	char runtime_error[512];     /* why, when runtime is NULL */
 	struct image_store *images;  /* NULL: no image store */

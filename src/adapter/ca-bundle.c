@@ -184,7 +184,9 @@ static char *in_root_path(int fd, const char *rootfs)
 static bool target_allowed(const char *path)
 {
 	static const char *const ours[] = { "/etc/resolv.conf", "/etc/hosts",
-					    "/usr/local/bin/git-credential-station" };
+					    "/usr/local/bin/git-credential-station",
+					    "/usr/local/bin/station-kernel-python",
+					    "/usr/local/bin/station-kernel-js" };
 	if (strncmp(path, "/etc/", 5) != 0 && strncmp(path, "/usr/", 5) != 0)
 		return false;
 	for (size_t i = 0; i < ELEMENTSOF(ours); i++)

@@ -877,6 +877,52 @@ static int write_ca_bundle(const struct adapter_workspace *ws, int rootfd, struc
 	return 0;
 }
 
+/* The code contexts' kernel programs the container gets, read-only at OCI_KERNEL_DIR. The
+ * runtime resolves a mount's destination inside the rootfs, following the image's symlinks
+ * there, so an image with /usr/local/bin (or the program's own name) a symlink would have the
+ * bind land elsewhere (over /etc/resolv.conf, over the agent): a target reached through a
+ * symlink, or that is not a regular file, gets no bind (the context then finds no kernel). A
+ * target missing is made by the runtime, beneath no symlink. Nothing of the sandbox runs
+ * between this check and the runtime's mount. */
+struct kernel_binds {
+	char *paths[2];
+	size_t n;
+};
+
+static void kernel_binds_done(struct kernel_binds *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		free(b->paths[i]);
+	*b = (struct kernel_binds){ 0 };
+}
+
+static bool bind_target_plain(int rootfd, const char *target)
+{
+	struct stat st;
+	_cleanup_close_ int fd =
+		safe_openat(rootfd, target + 1, O_PATH | O_NOFOLLOW, 0, SAFE_BENEATH);
+	if (fd == -ENOENT)
+		return true;
+	return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static void kernel_binds_find(const struct adapter_workspace *ws, int rootfd,
+			      struct kernel_binds *ret)
+{
+	static const char *const names[] = { OCI_KERNEL_PROGRAMS };
+	char host[PATH_MAX], target[128];
+	*ret = (struct kernel_binds){ 0 };
+	for (size_t i = 0; ws->ctx->kernel_dir && i < ELEMENTSOF(names); i++) {
+		snprintf(host, sizeof host, "%s/%s", ws->ctx->kernel_dir, names[i]);
+		snprintf(target, sizeof target, OCI_KERNEL_DIR "/%s", names[i]);
+		if (access(host, R_OK) < 0 || !bind_target_plain(rootfd, target))
+			continue;
+		ret->paths[ret->n] = strdup(host);
+		if (ret->paths[ret->n])
+			ret->n++;
+	}
+}
+
 /* The /proc view the container gets, recorded in the spec ("procView", docs/api.md): lxcfs's
  * when one serves (never under runsc, whose sentry makes its own /proc), else the host's. The
  * spec's "cpuset" (the manager's placement for "cpus") pins it to that many CPUs, which is what
@@ -901,7 +947,8 @@ static const char *proc_view(const struct adapter_workspace *ws)
 }
 
 static int write_bundle(const struct adapter_workspace *ws, const struct cgroup *c, char **argv,
-			json_t *seccomp, const struct ca_binds *ca, struct station_error *e)
+			json_t *seccomp, const struct ca_binds *ca,
+			const struct kernel_binds *kernels, struct station_error *e)
 {
 	char rootfs[PATH_MAX], home[PATH_MAX], run[PATH_MAX], bundle[PATH_MAX], cred[PATH_MAX];
 	char resolv[PATH_MAX], hosts[PATH_MAX];
@@ -941,6 +988,8 @@ static int write_bundle(const struct adapter_workspace *ws, const struct cgroup 
 		.ca_bundle = ca->path[0] ? ca->path : NULL,
 		.ca_targets = ca->targets,
 		.n_ca_targets = ca->n_targets,
+		.kernel_programs = kernels->paths,
+		.n_kernel_programs = kernels->n,
 		.lxcfs_dir = lxcfs_dir,
 		.cpuset = json_string_value(json_object_get(ws->spec, "cpuset")),
 	};
@@ -1131,6 +1180,7 @@ static int container_start_agent(const struct adapter_workspace *ws, const uint8
 	struct cgroup *c = NULL;
 	json_t *seccomp = NULL;
 	struct ca_binds ca = { 0 };
+	struct kernel_binds kernels = { 0 };
 	char digest[SECCOMP_DIGEST_SIZE];
 	_cleanup_close_ int rootfd = -1;
 	uid_t uid = 0;
@@ -1156,15 +1206,18 @@ static int container_start_agent(const struct adapter_workspace *ws, const uint8
 	if (r >= 0 && (args->have_ca = ca.path[0] != 0))
 		ca_env_fill(&args->ca, OCI_CA_BUNDLE);
 	if (r >= 0)
+		kernel_binds_find(ws, rootfd, &kernels);
+	if (r >= 0)
 		r = delegate_cgroup(ws, &c, e);
 	if (r >= 0 && build_agent_args(ws, img, c, uid, gid, args) < 0)
 		r = station_error_set(e, -ENOMEM, NULL, "out of memory");
 	if (r >= 0)
-		r = write_bundle(ws, c, args->argv, seccomp, &ca, e);
+		r = write_bundle(ws, c, args->argv, seccomp, &ca, &kernels, e);
 	if (r >= 0)
 		r = run_container(ws, args, secret, secret_len, ret_pid, e);
 	json_decref(seccomp);
 	ca_binds_done(&ca);
+	kernel_binds_done(&kernels);
 	cgroup_free(c);
 	image_free(img);
 	free(args->env);

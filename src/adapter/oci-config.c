@@ -83,6 +83,14 @@ static int check_paths(const struct oci_config *c, struct station_error *e)
 						 "oci config: %s must be an absolute path",
 						 paths[i].name);
 	}
+	for (size_t i = 0; i < c->n_kernel_programs; i++) {
+		const char *p = c->kernel_programs[i], *name = p ? strrchr(p, '/') : NULL;
+		if (!is_abs(p) || !name[1] || strlen(name) > 64)
+			return station_error_set(
+				e, -EINVAL, "kernel_programs",
+				"oci config: kernel_programs must be absolute paths "
+				"of files");
+	}
 	return 0;
 }
 
@@ -290,6 +298,12 @@ static int add_bind_mounts(json_t *m, const struct oci_config *c)
 		r = add_mount(m, OCI_CRED_DIR, "tmpfs", "tmpfs", cred_tmpfs);
 	if (r >= 0 && (c->credential_dir || c->credential_tmpfs) && c->agent_path)
 		r = add_mount(m, OCI_CRED_HELPER, "bind", c->agent_path, agent);
+	for (size_t i = 0; r >= 0 && i < c->n_kernel_programs; i++) {
+		const char *name = strrchr(c->kernel_programs[i], '/'); /* check_paths: there */
+		char dest[128];
+		snprintf(dest, sizeof dest, OCI_KERNEL_DIR "%s", name);
+		r = add_mount(m, dest, "bind", c->kernel_programs[i], agent);
+	}
 	return r;
 }
 

@@ -17,6 +17,7 @@
  *    CA bundle read-only at OCI_CA_BUNDLE and over the image's trust-store files when given, the
  *    credential socket dir rw at /run/station-credential (noexec; a bind or a small tmpfs)
  *    and the agent binary read-only as git-credential-station when either is asked for;
+ *    each of kernel_programs read-only (executable) at OCI_KERNEL_DIR/<its name>;
  *  - lxcfs_dir: its /proc files (OCI_LXCFS_PROC_FILES) and /sys/devices/system/cpu bound
  *    read-only (nosuid, nodev, noexec) over the container's own, so that what a process inside
  *    reads there is what the container's cgroups allow (lxcfs decides per reader);
@@ -50,6 +51,9 @@ extern const char *const oci_default_caps[]; /* OCI_DEFAULT_CAPS, NULL-terminate
 #define OCI_CRED_DIR "/run/station-credential"
 #define OCI_CRED_SOCKET OCI_CRED_DIR "/socket"
 #define OCI_CRED_HELPER "/usr/local/bin/git-credential-station"
+/* Where the code contexts' kernel programs are bound (read-only, executable). */
+#define OCI_KERNEL_DIR "/usr/local/bin"
+#define OCI_KERNEL_PROGRAMS "station-kernel-python", "station-kernel-js"
 /* The workspace's CA bundle (adapter/ca-bundle.h), where the CA variables name it. */
 #define OCI_CA_BUNDLE "/run/station-ca/ca-certificates.crt"
 /* What is bound from an lxcfs mount (lxcfs 5 or later has all of them). */
@@ -83,7 +87,11 @@ struct oci_config {
 	bool credential_tmpfs;	    /* without credential_dir: a small tmpfs at OCI_CRED_DIR instead
 				* (runsc: on a host directory it makes the socket but
 				* refuses to chown it, EPERM) */
-	char *const *cgroup_binds;  /* host cgroup dirs delegated to the agent, bound rw at
+	/* host files (absolute) bound ro at OCI_KERNEL_DIR "/" <basename>: the caller checked
+	 * that no symlink of the image redirects those targets (none: NULL, 0) */
+	char *const *kernel_programs;
+	size_t n_kernel_programs;
+	char *const *cgroup_binds; /* host cgroup dirs delegated to the agent, bound rw at
 				    * OCI_RUN_DIR "/cgroup/<i>" in this order */
 	size_t n_cgroup_binds;
 	const char *resolv_conf; /* host files bound ro at /etc/resolv.conf, /etc/hosts; optional */

@@ -58,6 +58,7 @@ void manager_adapters_init(struct manager *m)
 	m->actx = (struct adapter_context){
 		.root = m->cfg.root,
 		.agent_path = m->cfg.agent_path,
+		.kernel_dir = m->cfg.kernel_dir,
 		.default_image = m->cfg.default_image,
 		.default_seccomp = m->cfg.default_seccomp,
 		.seccomp_dirs = m->cfg.seccomp_dirs,

@@ -315,6 +315,42 @@ Test(oci_config, credential_mounts)
 	json_decref(sec);
 }
 
+/* The kernel programs are bound read-only and executable at /usr/local/bin under their own
+ * names, after everything else; none without kernel_programs (golden_fields); a relative path
+ * is refused. */
+Test(oci_config, kernel_mounts)
+{
+	json_t *sec = fake_seccomp(), *root = NULL;
+	struct oci_config c = base(sec);
+	struct station_error e = { 0 };
+	char *const progs[] = { "/usr/libexec/station-sandbox/station-kernel-python",
+				"/usr/libexec/station-sandbox/station-kernel-js" };
+	char *const bad[] = { "station-kernel-js" };
+
+	c.kernel_programs = progs;
+	c.n_kernel_programs = 2;
+	cr_assert_eq(oci_config_build(&c, &root, &e), 0, "%s", e.message);
+	json_t *mounts = json_object_get(root, "mounts");
+	size_t n = json_array_size(mounts);
+	_cleanup_free_ char *py = dump(json_array_get(mounts, n - 2));
+	cr_assert_str_eq(
+		py, "{\"destination\":\"/usr/local/bin/station-kernel-python\",\"options\":"
+		    "[\"bind\",\"ro\",\"nosuid\",\"nodev\"],\"source\":"
+		    "\"/usr/libexec/station-sandbox/station-kernel-python\",\"type\":\"bind\"}");
+	_cleanup_free_ char *js = dump(json_array_get(mounts, n - 1));
+	cr_assert_str_eq(js,
+			 "{\"destination\":\"/usr/local/bin/station-kernel-js\",\"options\":"
+			 "[\"bind\",\"ro\",\"nosuid\",\"nodev\"],\"source\":"
+			 "\"/usr/libexec/station-sandbox/station-kernel-js\",\"type\":\"bind\"}");
+	json_decref(root);
+	root = NULL;
+	c.kernel_programs = bad;
+	c.n_kernel_programs = 1;
+	cr_assert_eq(oci_config_build(&c, &root, &e), -EINVAL);
+	cr_assert_str_eq(e.message, "oci config: kernel_programs must be absolute paths of files");
+	json_decref(sec);
+}
+
 /* lxcfs: its /proc files and /sys/devices/system/cpu bound read-only over the container's own
  * (after /proc and /sys are mounted), nothing of its cgroup tree; a cpuset in the resources. */
 Test(oci_config, lxcfs_and_cpuset)
