@@ -87,12 +87,13 @@ printf "%s\n" "$(id -un) $(id -u) $HOME $(npm config get prefix) $PWD"' || retur
 }
 
 # What a code context and a data-analysis agent use: the kernel's packages import, and
-# matplotlib draws with Agg (the image's MPLBACKEND) into a PNG without a display.
+# matplotlib draws with Agg (the image's MPLBACKEND; matplotlib spells it Agg or agg by version)
+# into a PNG without a display.
 test_data_stack() {
 	local ws out
 	new_ws ws "$(jq -nc --arg img "$TOOLS" '{adapter: "container", image: $img}')" || return 1
 	sh_cmd "$ws" 'set -e
-python3 -c "import numpy, pandas, matplotlib, scipy, ipykernel, jupyter_client; print(matplotlib.get_backend())"
+python3 -c "import numpy, pandas, matplotlib, scipy, ipykernel, jupyter_client; print(matplotlib.get_backend().lower())"
 python3 -c "
 import matplotlib.pyplot as plt
 plt.plot([1, 2, 3], [1, 4, 9])
