@@ -312,7 +312,7 @@ dump_controller_log() {
 # api [-q] METHOD PATH [BODY]: one request over the unix socket. Sets STATUS (HTTP status,
 # 000 when no answer) and BODY, also kept in $TMP/last-status and $TMP/last-body so a caller
 # that ran api in a subshell can read them. Prints the body unless -q. A BODY starting with
-# '@' names a file to send.
+# '@' names a file to send. API_MAX_TIME (seconds, default 90) bounds the request.
 api() {
 	local quiet=0
 	if [[ $1 == -q ]]; then
@@ -320,7 +320,7 @@ api() {
 		shift
 	fi
 	local method=$1 path=$2
-	local args=(-sS --max-time 90 --unix-socket "$SOCK" -X "$method" -o "$TMP/last-body"
+	local args=(-sS --max-time "${API_MAX_TIME:-90}" --unix-socket "$SOCK" -X "$method" -o "$TMP/last-body"
 		-w '%{http_code}')
 	if [[ $# -ge 3 ]]; then
 		local body=$3

@@ -250,7 +250,7 @@ t_node() {
 		_fail "tools image: $TOOLS_IMAGE_WHY"
 		return 1
 	}
-	api -q POST /v1/images "$(jq -nc --arg p "$TOOLS_IMAGE" '{path: $p, name: "node-tools"}')"
+	tools_image_import node-tools
 	assert_status 201 "tools image import" || return 1
 	local img=node-tools@$(j .digest) n1 n2
 	new_ws n1 "$(jq -nc --arg i "$img" '{adapter: "container", image: $i, cpus: 1, memoryMb: 256}')" || return 1

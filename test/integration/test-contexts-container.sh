@@ -84,7 +84,7 @@ case $? in
 	;;
 esac
 note "tools image $TOOLS_DIGEST ready in $((SECONDS - t0)) s"
-api -q POST /v1/images "$(jq -nc --arg p "$TOOLS_IMAGE" --arg n "$TOOLS_IMAGE_NAME" '{path: $p, name: $n}')"
+tools_image_import "$TOOLS_IMAGE_NAME"
 if [[ $STATUS != 201 || $(j .digest) != "$TOOLS_DIGEST" ]]; then
 	not_ok "tools image imports" "HTTP $STATUS $(_short "$BODY")"
 	exit 1

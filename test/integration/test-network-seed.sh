@@ -57,7 +57,7 @@ if ! start_container_controller --import-dir "$TOOLS_IMAGE" \
 	not_ok "controller starts with a network range" "see the diagnostics above"
 	exit 1
 fi
-api -q POST /v1/images "$(jq -nc --arg p "$TOOLS_IMAGE" --arg n "$TOOLS_IMAGE_NAME" '{path: $p, name: $n}')"
+tools_image_import "$TOOLS_IMAGE_NAME"
 if [[ $STATUS != 201 || $(j .digest) != "$TOOLS_DIGEST" ]]; then
 	not_ok "tools image imports" "HTTP $STATUS $(_short "$BODY")"
 	exit 1
