@@ -15,6 +15,7 @@
 #include "basic/cleanup.h"
 #include "basic/log.h"
 #include "basic/util.h"
+#include "cgroup/cgroup.h"
 
 #define SHUTDOWN_USEC 2000000ull
 #define REASON_MAX 1024
@@ -198,6 +199,29 @@ static int put_end(struct buf *b, const struct attempt *a, enum attempt_end end)
 	return k;
 }
 
+/* The attempt's group at its end, read before it is released: OOM_KILLED, CPU_USEC and
+ * PEAK_MEMORY go out only when it could be read (a controller takes their absence as unknown). */
+static int put_stats(struct buf *b, const struct attempt *a)
+{
+	struct cgroup_stats st = {};
+	int k;
+
+	if (!a->child.cg)
+		return 0;
+	k = cgroup_get_stats(a->child.cg, &st);
+	if (k < 0) {
+		log_warn("cannot read service attempt cgroup stats", "service", a->svc->def.name,
+			 "error", strerror(-k), NULL);
+		return 0;
+	}
+	k = frame_put_u64(b, TAG_OOM_KILLED, st.oom_kills > 0);
+	if (k >= 0)
+		k = frame_put_u64(b, TAG_CPU_USEC, st.cpu_usec);
+	if (k >= 0)
+		k = frame_put_u64(b, TAG_PEAK_MEMORY, st.peak_memory);
+	return k;
+}
+
 static int build_done(const struct service *svc, struct attempt *a, enum attempt_end end,
 		      uint64_t seq, uint64_t ended, struct buf *b)
 {
@@ -220,6 +244,8 @@ static int build_done(const struct service *svc, struct attempt *a, enum attempt
 		k = frame_put_u64(b, TAG_STARTED_AT, a->child.started_at);
 	if (k >= 0)
 		k = frame_put_u64(b, TAG_ENDED_AT, ended);
+	if (k >= 0)
+		k = put_stats(b, a);
 	if (k >= 0)
 		k = frame_end(b, start);
 	return k;

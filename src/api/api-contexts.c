@@ -14,7 +14,6 @@
 #include "api/validate.h"
 #include "basic/cleanup.h"
 #include "basic/json-util.h"
-#include "daemon/manager-contexts.h"
 #include "daemon/manager.h"
 #include "event/event.h"
 
@@ -283,24 +282,99 @@ int api_context_restart(struct http_request *req)
 	return call_suspend(c);
 }
 
-int api_context_list(struct http_request *req)
+/* GET of a context or the list: the kernels' cpuMs and memoryBytes come from the agent's report
+ * of the workspace's use (bounded by USAGE_AGENT_TIMEOUT_MS); a workspace whose agent cannot be
+ * asked (not ready, an agent without resource reports) or did not answer gives them null. */
+struct ctx_get {
+	struct http_request *req;
+	struct usage_waiter *waiter;
+	json_t *usage;
+	bool done;
+};
+
+static void ctx_get_free(void *userdata)
+{
+	struct ctx_get *g = userdata;
+
+	manager_usage_cancel(g->waiter);
+	json_decref(g->usage);
+	free(g);
+}
+
+static int ctx_get_reply(struct http_request *req, const json_t *usage)
 {
 	const struct route_match *m = http_request_route(req);
 	struct station_error e = {};
-	json_t *list = NULL;
-	int r = manager_context_list(http_request_manager(req), m->ws_id, &list, &e);
+	json_t *out = NULL;
+	int r = m->run_id[0] ?
+			manager_context_get(http_request_manager(req), m->ws_id, m->run_id, usage,
+					    &out, &e) :
+			manager_context_list(http_request_manager(req), m->ws_id, usage, &out, &e);
 
-	return api_reply_result(req, r, 200, list, &e);
+	return api_reply_result(req, r, 200, out, &e);
+}
+
+static int ctx_get_resumed(struct http_request *req)
+{
+	struct ctx_get *g = http_request_state(req);
+	int r;
+
+	if (!g || !g->done)
+		return http_reply_status(req, 500, NULL, "the wait was lost");
+	r = ctx_get_reply(req, g->usage);
+	http_request_set_state(req, NULL, NULL);
+	return r;
+}
+
+static void on_ctx_usage(void *userdata, json_t *usage, const struct station_error *e)
+{
+	struct ctx_get *g = userdata;
+
+	g->waiter = NULL; /* gone once called */
+	g->usage = usage;
+	g->done = true;
+	http_request_resume(g->req);
+}
+
+static int ctx_get(struct http_request *req)
+{
+	const struct route_match *m = http_request_route(req);
+	struct station_error e = {};
+	json_t *out = NULL;
+	struct ctx_get *g;
+	int r = m->run_id[0] ?
+			manager_context_get(http_request_manager(req), m->ws_id, m->run_id, NULL,
+					    &out, &e) :
+			manager_context_list(http_request_manager(req), m->ws_id, NULL, &out, &e);
+
+	if (r < 0)
+		return api_reply_result(req, r, 200, NULL, &e);
+	g = calloc(1, sizeof *g);
+	if (g)
+		g->req = req;
+	if (!g || manager_usage_get(http_request_manager(req), m->ws_id, on_ctx_usage, g,
+				    &g->waiter, &e) < 0) {
+		free(g);
+		return api_reply_result(req, 0, 200, out, &e);
+	}
+	json_decref(out);
+	http_request_set_state(req, g, ctx_get_free);
+	r = http_request_suspend(req, ctx_get_resumed);
+	if (r < 0) {
+		http_request_set_state(req, NULL, NULL);
+		return http_reply_status(req, 500, NULL, "cannot wait for the agent");
+	}
+	return 0;
+}
+
+int api_context_list(struct http_request *req)
+{
+	return ctx_get(req);
 }
 
 int api_context_get(struct http_request *req)
 {
-	const struct route_match *m = http_request_route(req);
-	struct station_error e = {};
-	json_t *ctx = NULL;
-	int r = manager_context_get(http_request_manager(req), m->ws_id, m->run_id, &ctx, &e);
-
-	return api_reply_result(req, r, 200, ctx, &e);
+	return ctx_get(req);
 }
 
 int api_context_delete(struct http_request *req)

@@ -119,6 +119,16 @@ static int attempt_field(void *userdata, uint16_t tag, const uint8_t *v, size_t 
 	case TAG_OUTPUT_DROPPED:
 		a->output_dropped = u != 0;
 		break;
+	case TAG_OOM_KILLED:
+		a->has_stats = true;
+		a->oom_killed = u != 0;
+		break;
+	case TAG_CPU_USEC:
+		a->cpu_usec = u;
+		break;
+	case TAG_PEAK_MEMORY:
+		a->peak_memory = u;
+		break;
 	default:
 		break;
 	}

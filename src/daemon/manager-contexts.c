@@ -32,6 +32,9 @@
 #define CONTEXT_MAX_MIMES 32
 #define CONTEXT_MAX_TRACEBACK 1000
 #define CONTEXT_MAX_TEXT (64u << 10) /* error name, value and each traceback line */
+/* A cell whose kernel died waits this long for the agent's report of the kernel's end (whether
+ * it was OOM-killed): the kernel's service ends just after the cell's exec saw it go. */
+#define CONTEXT_KERNEL_END_WAIT_MS 5000
 
 struct kernel_lang {
 	const char *name;
@@ -72,8 +75,10 @@ struct cell {
 	uint64_t timeout_ms;
 	uint64_t oom_before;
 	bool oom_known;
-	int64_t run_exit; /* the run's exit code, -1: none */
-	char *buf;	  /* the result's bytes */
+	uint64_t kernel_attempt; /* the kernel's service attempt as the cell began; 0: unknown */
+	struct event_source *kernel_wait; /* dead: waiting for the kernel's end report */
+	int64_t run_exit;		  /* the run's exit code, -1: none */
+	char *buf;			  /* the result's bytes */
 	size_t len;
 	struct event_source *retry;
 	unsigned retries;
@@ -86,6 +91,8 @@ struct context {
 	const struct kernel_lang *lang;
 	char *dir; /* in the sandbox's view */
 	struct cell *cell;
+	struct service_attempt_row kernel_end; /* the newest end of its kernel the agent reported
+						  (number 0: none); no strings kept */
 };
 
 static const struct kernel_lang *lang_find(const char *name)
@@ -170,6 +177,7 @@ static void cell_free(struct cell *c)
 	if (c->run_waiter)
 		manager_run_waiter_cancel(c->run_waiter);
 	event_source_free(c->retry);
+	event_source_free(c->kernel_wait);
 	waiters_fire(c);
 	cell_row_free(&c->row);
 	free(c->code);
@@ -242,7 +250,37 @@ static const char *context_state(const struct context *ctx, const char **ret_rea
 	return ctx->row.state;
 }
 
-static json_t *context_to_json(const struct context *ctx)
+static json_t *u64_json(uint64_t v)
+{
+	return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
+
+/* cpuMs and memoryBytes: a live kernel's from the agent's usage report (its service attempt's
+ * cgroup: CPU time so far, memory charged now), a dead one's CPU time from the report of its end
+ * (and no memory); null when neither says. */
+static void context_usage_json(const struct context *ctx, const char *state, const json_t *usage,
+			       json_t *o)
+{
+	json_t *cpu = json_null(), *mem = json_null(), *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(usage, "services"), i, e) {
+		const char *name = json_string_value(json_object_get(e, "name"));
+		if (strcmp(state, "dead") == 0 || !name || strcmp(name, ctx->row.service_name) != 0)
+			continue;
+		cpu = json_incref(json_object_get(e, "cpuMs"));
+		mem = json_incref(json_object_get(e, "memoryBytes"));
+		break;
+	}
+	if (strcmp(state, "dead") == 0 && ctx->kernel_end.number && ctx->kernel_end.has_stats) {
+		cpu = u64_json(ctx->kernel_end.cpu_usec / 1000);
+		mem = json_integer(0);
+	}
+	json_object_set_new(o, "cpuMs", cpu ? cpu : json_null());
+	json_object_set_new(o, "memoryBytes", mem ? mem : json_null());
+}
+
+static json_t *context_to_json(const struct context *ctx, const json_t *usage)
 {
 	const char *reason;
 	const char *state = context_state(ctx, &reason);
@@ -259,8 +297,7 @@ static json_t *context_to_json(const struct context *ctx)
 	json_object_set_new(o, "executionCount",
 			    json_integer((json_int_t)ctx->row.execution_count));
 	json_set_time(o, "createdAt", ctx->row.created_at);
-	json_object_set_new(o, "cpuMs", json_null());
-	json_object_set_new(o, "memoryBytes", json_null());
+	context_usage_json(ctx, state, usage, o);
 	return o;
 }
 
@@ -490,23 +527,27 @@ static uint64_t workspace_oom_kills(struct workspace *ws, bool *known)
 	return st.oom_kills;
 }
 
-/* Whether the kernel that died during c was killed for memory: the workspace's group counted an
- * OOM kill since the cell began (cgroup v2 counts a child's up the tree), or, where a kill is
- * counted only in the victim's own group (v1: the kernel's, gone with it), the workspace's
- * memory high-water mark reached its limit (within 5 %). */
+/* The agent reported the end of the kernel c ran in. */
+static bool cell_kernel_end_known(const struct cell *c)
+{
+	const struct service_attempt_row *k = &c->ctx->kernel_end;
+
+	return k->number && (!c->kernel_attempt || k->number >= c->kernel_attempt);
+}
+
+/* Whether the kernel that died during c was killed for memory: the agent's report of its end
+ * read the OOM kill in the kernel's own group (on cgroup v1 a kill is counted there only); from
+ * an agent that does not say, the workspace's group counted an OOM kill since the cell began
+ * (cgroup v2 counts a child's up the tree; on v1 such a kernel's death is KernelDied). */
 static bool cell_oom(struct cell *c)
 {
-	struct workspace *ws = c->ctx->ws;
-	struct cgroup_stats st = {};
 	bool known = false;
-	uint64_t ooms = workspace_oom_kills(ws, &known);
-	uint64_t limit_mb = (uint64_t)json_integer_value(json_object_get(ws->spec, "memoryMb"));
+	uint64_t ooms;
 
-	if (known && c->oom_known && ooms > c->oom_before)
-		return true;
-	if (!limit_mb || !ws->cgroup || cgroup_get_stats(ws->cgroup, &st) < 0)
-		return false;
-	return st.peak_memory >= (limit_mb << 20) / 100 * 95;
+	if (cell_kernel_end_known(c) && c->ctx->kernel_end.has_stats)
+		return c->ctx->kernel_end.oom_killed;
+	ooms = workspace_oom_kills(c->ctx->ws, &known);
+	return known && c->oom_known && ooms > c->oom_before;
 }
 
 /* ---- a cell's steps: code written, run, result read --------------------------------------- */
@@ -524,7 +565,7 @@ static void probe_done(struct cell *c, bool dead)
 	if (ok) {
 		context_set_state(ctx, "idle", NULL);
 		cell_end(c);
-		op_finish(op, 0, context_to_json(ctx), NULL);
+		op_finish(op, 0, context_to_json(ctx, NULL), NULL);
 		return;
 	}
 	if (c->run_exit == 3 || c->run_exit == 127) {
@@ -557,15 +598,62 @@ static void probe_done(struct cell *c, bool dead)
 	op_finish(op, e.err, NULL, &e);
 }
 
+static void cell_record(struct cell *c, bool dead);
+
+static int on_kernel_wait(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct cell *c = userdata;
+
+	event_source_free(TAKE_PTR(c->kernel_wait));
+	log_warn("no report of the kernel's end: OOM judged without it", "workspace",
+		 c->ctx->ws->row.id, "context", c->ctx->row.id, NULL);
+	cell_record(c, true);
+	return 0;
+}
+
+void contexts_on_kernel_end(struct workspace *ws, const char *name,
+			    const struct service_attempt_row *a)
+{
+	struct context *ctx = ws->contexts;
+
+	while (ctx && strcmp(ctx->row.service_name, name) != 0)
+		ctx = ctx->next;
+	if (!ctx || a->number < ctx->kernel_end.number)
+		return;
+	ctx->kernel_end = (struct service_attempt_row){
+		.number = a->number,
+		.has_stats = a->has_stats,
+		.oom_killed = a->oom_killed,
+		.cpu_usec = a->cpu_usec,
+		.peak_memory = a->peak_memory,
+	};
+	if (ctx->cell && ctx->cell->kernel_wait && cell_kernel_end_known(ctx->cell)) {
+		event_source_free(TAKE_PTR(ctx->cell->kernel_wait));
+		cell_record(ctx->cell, true);
+	}
+}
+
 static void cell_finish(struct cell *c)
 {
-	struct context *ctx = c->ctx;
-	struct workspace *ws = ctx->ws;
 	bool dead = false;
 
 	result_parse(c, &dead);
 	if (c->row.number == 0)
 		return probe_done(c, dead);
+	/* a dead kernel: its end's report says whether it was OOM, bounded wait for it */
+	if (dead && !cell_kernel_end_known(c) &&
+	    event_add_timer(c->ctx->ws->m->loop, &c->kernel_wait,
+			    now_usec() + CONTEXT_KERNEL_END_WAIT_MS * 1000ull, on_kernel_wait,
+			    c) >= 0)
+		return;
+	cell_record(c, dead);
+}
+
+static void cell_record(struct cell *c, bool dead)
+{
+	struct context *ctx = c->ctx;
+	struct workspace *ws = ctx->ws;
+
 	if (dead) {
 		bool oom = cell_oom(c);
 		_cleanup_json_ json_t *err =
@@ -717,6 +805,7 @@ static int run_start(struct cell *c, struct station_error *e)
 		.timeout_ms = timeout + 10000,
 	};
 	c->oom_before = workspace_oom_kills(ws, &c->oom_known);
+	c->kernel_attempt = service_current_attempt(ws, ctx->row.service_name);
 	r = manager_run_start(ws->m, ws->row.id, &spec, &run, e);
 	if (r < 0)
 		return r;
@@ -1090,7 +1179,7 @@ int manager_context_delete(struct manager *m, const char *ws_id, const char *cid
 	return 0;
 }
 
-int manager_context_list(struct manager *m, const char *ws_id, json_t **ret,
+int manager_context_list(struct manager *m, const char *ws_id, const json_t *usage, json_t **ret,
 			 struct station_error *e)
 {
 	struct workspace *ws = NULL;
@@ -1101,20 +1190,20 @@ int manager_context_list(struct manager *m, const char *ws_id, json_t **ret,
 		return r;
 	a = json_array();
 	for (struct context *c = ws->contexts; a && c; c = c->next)
-		json_array_insert_new(a, 0, context_to_json(c));
+		json_array_insert_new(a, 0, context_to_json(c, usage));
 	*ret = a ? json_pack("{s:o}", "contexts", a) : NULL;
 	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
 }
 
-int manager_context_get(struct manager *m, const char *ws_id, const char *cid, json_t **ret,
-			struct station_error *e)
+int manager_context_get(struct manager *m, const char *ws_id, const char *cid, const json_t *usage,
+			json_t **ret, struct station_error *e)
 {
 	struct context *ctx = NULL;
 	int r = context_lookup(m, ws_id, cid, &ctx, e);
 
 	if (r < 0)
 		return r;
-	*ret = context_to_json(ctx);
+	*ret = context_to_json(ctx, usage);
 	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
 }
 
@@ -1264,6 +1353,7 @@ static void cell_resume(struct context *ctx, struct cell_row *row)
 	c->row = *row;
 	*row = (struct cell_row){};
 	c->run_exit = -1;
+	c->kernel_attempt = service_current_attempt(ctx->ws, ctx->row.service_name);
 	ctx->cell = c;
 	r = manager_run_wait(ctx->ws->m, ctx->ws->row.id, c->row.run_id, on_run_end, c,
 			     &c->run_waiter, &e);

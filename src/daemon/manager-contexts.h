@@ -51,10 +51,12 @@ int manager_context_create(struct manager *m, const char *ws_id, const struct co
 int manager_context_restart(struct manager *m, const char *ws_id, const char *cid,
 			    context_done_fn fn, void *userdata, struct context_op **ret_op,
 			    struct station_error *e);
-int manager_context_list(struct manager *m, const char *ws_id, json_t **ret,
+/* usage: the workspace's resource use (manager_usage_get()), whose services give each live
+ * kernel's cpuMs and memoryBytes; NULL: those of live kernels are null. */
+int manager_context_list(struct manager *m, const char *ws_id, const json_t *usage, json_t **ret,
 			 struct station_error *e);
-int manager_context_get(struct manager *m, const char *ws_id, const char *cid, json_t **ret,
-			struct station_error *e);
+int manager_context_get(struct manager *m, const char *ws_id, const char *cid, const json_t *usage,
+			json_t **ret, struct station_error *e);
 /* The kernel's service removed (its processes killed), DIR removed, the rows gone. */
 int manager_context_delete(struct manager *m, const char *ws_id, const char *cid,
 			   struct station_error *e);

@@ -483,8 +483,14 @@ struct context;
 void contexts_load(struct manager *m);
 void contexts_free_all(struct workspace *ws);
 bool service_name_hidden(const char *name);
+/* An attempt of a hidden service (a kernel) ended as the agent reports it (each report once
+ * or more: a re-sent copy after a reconnect). */
+void contexts_on_kernel_end(struct workspace *ws, const char *name,
+			    const struct service_attempt_row *a);
 /* manager-service.c: the service has an attempt alive or starting. */
 bool service_is_active(struct workspace *ws, const char *name);
+/* manager-service.c: the number of the service's live attempt; 0: none. */
+uint64_t service_current_attempt(struct workspace *ws, const char *name);
 
 /* manager-service.c: whether the service's current attempt is this one. */
 bool service_attempt_is_current(struct workspace *ws, const char *name, uint64_t attempt);

@@ -77,6 +77,13 @@ static size_t services_visible_count(const struct workspace *ws)
 	return n;
 }
 
+uint64_t service_current_attempt(struct workspace *ws, const char *name)
+{
+	const struct service *svc = service_find(ws, name);
+
+	return svc ? svc->row.current_attempt : 0;
+}
+
 bool service_attempt_is_current(struct workspace *ws, const char *name, uint64_t attempt)
 {
 	const struct service *svc = service_find(ws, name);
@@ -527,6 +534,8 @@ void services_on_attempt(void *userdata, uint64_t seq, const char *name,
 	struct service *svc = service_of_report(ws, name, a->service_id);
 	int r = 0;
 
+	if (svc && service_name_hidden(name))
+		contexts_on_kernel_end(ws, name, a);
 	if (svc) {
 		struct pending_attempt *p = pending_attempt_find(ws, a->service_id, a->number);
 		if (p) { /* re-sent after a reconnect: acknowledge this copy once written */

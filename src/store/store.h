@@ -297,6 +297,12 @@ struct service_attempt_row {
 	bool daemonized;
 	bool output_dropped;
 	struct run_output out[2];
+	/* The agent's report of the attempt's cgroup at its end, not stored: has_stats false when
+	 * it said nothing (an older agent, or no group). */
+	bool has_stats;
+	bool oom_killed;
+	uint64_t cpu_usec;
+	uint64_t peak_memory;
 };
 void service_attempt_row_free(struct service_attempt_row *r);
 

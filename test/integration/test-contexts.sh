@@ -153,10 +153,46 @@ t_oom() {
 	api -q GET "/v1/workspaces/$ws/contexts/$c"
 	assert_eq dead "$(j .state)" "the context is dead" || return 1
 	assert_contains "out of memory" "$(j .reason)" "its reason"
+	# a dead kernel: its CPU time from the report of its end, no memory
+	assert_eq "number 0" "$(j '"\(.cpuMs | type) \(.memoryBytes)"')" "cpuMs and memoryBytes"
 	api -q POST "/v1/workspaces/$ws/contexts/$c/execute" '{"code":"1"}'
 	assert_eq 409 "$STATUS" "a dead context refuses cells"
 	api -q POST "/v1/workspaces/$ws/contexts/$c/restart"
 	assert_eq 200 "$STATUS" "a restart revives it"
+}
+
+# The workspace's memory reaches its limit through a command (a run: a cgroup of its own) that
+# the OOM killer ends; then the kernel is killed by a signal: that is no OOM of the kernel.
+t_not_oom() {
+	local ws c
+	new_ws ws '{"memoryMb":160}' || return 1
+	ctx_new c "$ws" || return 1
+	run_cmd "$ws" "python3 -c 'open(\"/proc/self/oom_score_adj\", \"w\").write(\"1000\"); b = bytearray(400 << 20)'" || return 1
+	assert_eq "true" "$(j .oomKilled)" "the command is OOM-killed: $(_short "$BODY")" || return 1
+	cell "$c" $'import os, signal\nos.kill(os.getpid(), signal.SIGKILL)' 30000 "$ws" || return 1
+	assert_eq error "$(j .status)" "status: $(_short "$BODY")" || return 1
+	assert_eq KernelDied "$(j .error.name)" "error name" || return 1
+	api -q GET "/v1/workspaces/$ws/contexts/$c"
+	assert_eq "dead the kernel exited" "$(j '"\(.state) \(.reason)"')" "the context"
+	api -q DELETE "/v1/workspaces/$ws"
+}
+
+# cpuMs and memoryBytes: the kernel's service attempt's cgroup as the agent reports it.
+t_usage() {
+	local before after
+	api -q GET "/v1/workspaces/$WS/contexts/$CTX"
+	assert_eq 200 "$STATUS" "get: $(_short "$BODY")" || return 1
+	assert_eq "number true" "$(j '"\(.cpuMs | type) \(.memoryBytes > 0)"')" \
+		"a live kernel's cpuMs and memoryBytes: $(_short "$BODY")" || return 1
+	before=$(j .cpuMs)
+	cell "$CTX" $'import time\nt = time.process_time()\nwhile time.process_time() - t < 1.1: pass' || return 1
+	assert_eq ok "$(j .status)" "the CPU-bound cell" || return 1
+	api -q GET "/v1/workspaces/$WS/contexts/$CTX"
+	after=$(j .cpuMs)
+	((after - before >= 1000)) || _fail "cpuMs $before -> $after after 1.1 s of CPU in the kernel"
+	api -q GET "/v1/workspaces/$WS/contexts"
+	assert_eq number "$(jq -r --arg c "$CTX" '.contexts[] | select(.id == $c) | .cpuMs | type' <<<"$BODY")" \
+		"the list's cpuMs"
 }
 
 t_tenant() {
@@ -246,6 +282,8 @@ run_test "context: 50 MB of output bounded and counted" t_big_output
 run_test "context: two contexts do not share variables" t_two_contexts
 run_test "context: restart gives a fresh kernel" t_restart_ctx
 run_test "context: a kernel OOM is reported and the context dead" t_oom
+run_test "context: a kernel killed after the workspace's memory peaked is no OOM" t_not_oom
+run_test "context: cpuMs and memoryBytes of the kernel, cpuMs rising after a CPU-bound cell" t_usage
 run_test "context: lookups, limits and reserved names" t_tenant
 run_test "context: a paused workspace answers 409 paused" t_paused
 run_test "context: a controller SIGKILL during a cell loses nothing" t_controller_kill

@@ -1217,15 +1217,15 @@ int manager_context_restart(struct manager *m, const char *ws_id, const char *ci
 	return no_context(cid, e);
 }
 
-int manager_context_list(struct manager *m, const char *ws_id, json_t **ret,
+int manager_context_list(struct manager *m, const char *ws_id, const json_t *usage, json_t **ret,
 			 struct station_error *e)
 {
 	*ret = json_pack("{s:[]}", "contexts");
 	return 0;
 }
 
-int manager_context_get(struct manager *m, const char *ws_id, const char *cid, json_t **ret,
-			struct station_error *e)
+int manager_context_get(struct manager *m, const char *ws_id, const char *cid, const json_t *usage,
+			json_t **ret, struct station_error *e)
 {
 	return no_context(cid, e);
 }

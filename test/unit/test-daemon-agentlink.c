@@ -1042,7 +1042,7 @@ static void attempt_done(uint64_t seq)
 	put_u64(TAG_STDERR_BYTES, 5);
 	put_u64(TAG_STARTED_AT, 21);
 	put_u64(TAG_ENDED_AT, 22);
-	put_u64(TAG_CPU_USEC, 1); /* not an attempt's: skipped */
+	put_u64(TAG_CPU_USEC, 1); /* without OOM_KILLED: an older agent's, no stats */
 	put_u64(999, 1);
 }
 
@@ -1069,6 +1069,23 @@ Test(agentlink, attempt_done)
 	cr_assert_eq(got.att.out[1].total, 5);
 	cr_assert_eq(got.att.started_at, 21);
 	cr_assert_eq(got.att.ended_at, 22);
+	cr_assert(!got.att.has_stats);
+	cr_assert(!got.att.oom_killed);
+}
+
+/* The attempt's cgroup at its end: OOM_KILLED, CPU_USEC, PEAK_MEMORY. */
+Test(agentlink, attempt_done_stats)
+{
+	attempt_done(9);
+	put_u64(TAG_OOM_KILLED, 1);
+	put_u64(TAG_CPU_USEC, 5000);
+	put_u64(TAG_PEAK_MEMORY, 7 << 20);
+	end();
+	cr_assert_eq(feed(), 0);
+	cr_assert(got.att.has_stats);
+	cr_assert(got.att.oom_killed);
+	cr_assert_eq(got.att.cpu_usec, 5000);
+	cr_assert_eq(got.att.peak_memory, 7 << 20);
 }
 
 Test(agentlink, attempt_done_out_of_range_values)
