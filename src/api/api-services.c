@@ -8,7 +8,6 @@
 #include "api/http.h"
 #include "api/idempotency.h"
 #include "daemon/manager.h"
-#include "daemon/manager-contexts.h"
 #include "api/router.h"
 #include "api/sse.h"
 #include "api/validate.h"

@@ -976,3 +976,6 @@ int manager_snapshot_delete(struct manager *m, const char *id, workspace_op_fn f
 #define FORK_MAX 100
 int manager_workspace_fork(struct manager *m, const char *id, unsigned count, workspace_op_fn fn,
 			   void *userdata, struct workspace_op **ret_op, struct station_error *e);
+
+/* Code contexts: their part of the manager's API, in a header of its own. */
+#include "manager-contexts.h"
