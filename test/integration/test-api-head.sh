@@ -58,7 +58,7 @@ mktoken() {
 }
 
 t_walk() {
-	local ws run done_run term digest tok secret ids out snap
+	local ws run done_run term digest tok secret ids out snap cid eid
 	new_ws ws || return 1
 	run_start "$ws" "$(json_cmd 'echo hi; exec sleep 600' '.timeoutMs = 600000')" || return 1
 	run=$RUN
@@ -82,12 +82,20 @@ t_walk() {
 	api -q GET /v1/images
 	digest=$(j '.images[0].digest // empty')
 	[[ -n $digest ]] || digest=sha256:$(printf '%064d' 0)
+	# A code context and one cell of it: GET …/contexts/{cid}[/executions[/{eid}[/output]]].
+	api -q POST "/v1/workspaces/$ws/contexts" '{"language":"python"}'
+	assert_status 201 "code context" || return 1
+	cid=$(j .id)
+	api -q POST "/v1/workspaces/$ws/contexts/$cid/execute?waitMs=60000" '{"code":"1+1"}'
+	assert_status 201 "a cell" || return 1
+	eid=$(j .id)
 	mktoken tok secret '{"name":"walker","scope":"read"}' || return 1
 	api -q GET /v1/openapi.json
 	printf '%s' "$BODY" >"$TMP/openapi.json"
 	ids=$(jq -nc --arg ws "$ws" --arg run "$run" --arg term "$term" --arg digest "$digest" \
-		--arg tok "$tok" --arg snap "$snap" '
+		--arg tok "$tok" --arg snap "$snap" --arg cid "$cid" --arg eid "$eid" '
 		{ id: $ws, run: $run, service: "web", secret: "gh", terminal: $term, snapshot: $snap,
+		  cid: $cid, eid: $eid,
 		  digest: $digest, token: $tok, worker: "w2", path: "workspaces",
 		  query: { "/v1/workspaces/{id}/files": "path=hello.txt",
 			   "/v1/workspaces/{id}/files/stat": "path=hello.txt",
@@ -95,6 +103,7 @@ t_walk() {
 			   "/v1/workspaces/{id}/files/watch": "path=." } }
 		| .head_query = (.query + {
 			   "/v1/workspaces/{id}/commands/{run}": "waitMs=60000",
+			   "/v1/workspaces/{id}/contexts/{cid}/executions/{eid}": "waitMs=60000",
 			   "/v1/workspaces/{id}/services/{name}/logs": "follow=1" })')
 	printf '%s' "$ids" >"$TMP/ids.json"
 	if ! python3 "$SRC/test/integration/head-walk.py" "$SOCK" "$TMP/openapi.json" "$TMP/ids.json" \
