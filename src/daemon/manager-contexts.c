@@ -77,6 +77,8 @@ struct cell {
 	bool oom_known;
 	uint64_t kernel_attempt; /* the kernel's service attempt as the cell began; 0: unknown */
 	struct event_source *kernel_wait; /* dead: waiting for the kernel's end report */
+	struct usage_waiter *usage;	  /* the agent's usage report asked (start or end) */
+	int64_t kernel_cpu_start_ms;	  /* the kernel's CPU time as the cell began; -1: unknown */
 	int64_t run_exit;		  /* the run's exit code, -1: none */
 	char *buf;			  /* the result's bytes */
 	size_t len;
@@ -178,6 +180,7 @@ static void cell_free(struct cell *c)
 		manager_run_waiter_cancel(c->run_waiter);
 	event_source_free(c->retry);
 	event_source_free(c->kernel_wait);
+	manager_usage_cancel(c->usage);
 	waiters_fire(c);
 	cell_row_free(&c->row);
 	free(c->code);
@@ -320,6 +323,11 @@ static int context_lookup(struct manager *m, const char *ws_id, const char *cid,
 
 /* ---- executions as JSON ------------------------------------------------------------------- */
 
+static json_t *opt_i64_json(int64_t v)
+{
+	return v < 0 ? json_null() : json_integer(v);
+}
+
 static const char *const run_fields[] = { "stdout",	"stdoutTail",	  "stderr",
 					  "stderrTail", "stdoutBytes",	  "stderrBytes",
 					  "truncated",	"encoding",	  "durationMs",
@@ -351,6 +359,8 @@ static json_t *cell_to_json(struct context *ctx, const struct cell_row *r)
 	json_object_set_new(o, "error", error ? error : json_null());
 	json_set_time(o, "createdAt", r->created_at);
 	json_set_time(o, "endedAt", r->ended_at);
+	json_object_set_new(o, "kernelCpuMs", opt_i64_json(r->kernel_cpu_ms));
+	json_object_set_new(o, "kernelMemoryBytes", opt_i64_json(r->kernel_memory_bytes));
 	if (strcmp(r->status, "running") == 0)
 		json_object_set_new(o, "durationMs", json_null());
 	else if (!json_object_get(o, "durationMs") ||
@@ -664,6 +674,12 @@ static void cell_record(struct cell *c, bool dead)
 		free(c->row.error_json);
 		c->row.error_json = json_dumps(err, JSON_COMPACT);
 		context_set_state(ctx, "dead", oom ? CONTEXT_OOM_REASON : "the kernel exited");
+		const struct service_attempt_row *k = &ctx->kernel_end;
+		if (c->row.kernel_cpu_ms < 0 && c->kernel_cpu_start_ms >= 0 &&
+		    cell_kernel_end_known(c) && k->has_stats && k->number == c->kernel_attempt &&
+		    (int64_t)(k->cpu_usec / 1000) >= c->kernel_cpu_start_ms)
+			c->row.kernel_cpu_ms =
+				(int64_t)(k->cpu_usec / 1000) - c->kernel_cpu_start_ms;
 	}
 	c->row.ended_at = realtime_usec();
 	int r = store_cell_finish(ws->m->store, &c->row);
@@ -772,6 +788,67 @@ static void result_read(struct cell *c)
 		on_result_end(c, r, false, &e);
 }
 
+/* The kernel's cpuMs and memoryBytes in the agent's usage report (its service attempt's
+ * cgroup); false when the report does not give them (a kernel gone, an older agent). */
+static bool kernel_usage(const struct context *ctx, const json_t *usage, int64_t *ret_cpu_ms,
+			 int64_t *ret_memory)
+{
+	json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(usage, "services"), i, e) {
+		const char *name = json_string_value(json_object_get(e, "name"));
+		json_t *cpu = json_object_get(e, "cpuMs"), *mem = json_object_get(e, "memoryBytes");
+		if (!name || strcmp(name, ctx->row.service_name) != 0)
+			continue;
+		if (!json_is_integer(cpu) || !json_is_integer(mem))
+			return false;
+		*ret_cpu_ms = json_integer_value(cpu);
+		*ret_memory = json_integer_value(mem);
+		return true;
+	}
+	return false;
+}
+
+static void on_start_usage(void *userdata, json_t *usage, const struct station_error *e)
+{
+	struct cell *c = userdata;
+	int64_t cpu, mem;
+
+	c->usage = NULL; /* gone once called */
+	if (kernel_usage(c->ctx, usage, &cpu, &mem))
+		c->kernel_cpu_start_ms = cpu;
+	json_decref(usage);
+}
+
+/* The cell's kernelCpuMs (the difference from the start's reading) and kernelMemoryBytes. */
+static void on_end_usage(void *userdata, json_t *usage, const struct station_error *e)
+{
+	struct cell *c = userdata;
+	int64_t cpu, mem;
+
+	c->usage = NULL;
+	if (kernel_usage(c->ctx, usage, &cpu, &mem)) {
+		c->row.kernel_memory_bytes = mem;
+		if (c->kernel_cpu_start_ms >= 0 && cpu >= c->kernel_cpu_start_ms)
+			c->row.kernel_cpu_ms = cpu - c->kernel_cpu_start_ms;
+	}
+	json_decref(usage);
+	result_read(c);
+}
+
+/* The cell's run ended: the kernel's use read from the agent's usage report (asynchronously,
+ * bounded by its timeout), then the result. A start reading still unanswered is given up. */
+static void cell_usage_end(struct cell *c)
+{
+	struct context *ctx = c->ctx;
+
+	manager_usage_cancel(TAKE_PTR(c->usage));
+	if (c->row.number == 0 ||
+	    manager_usage_get(ctx->ws->m, ctx->ws->row.id, on_end_usage, c, &c->usage, NULL) < 0)
+		result_read(c);
+}
+
 static void on_run_end(void *userdata, json_t *run)
 {
 	struct cell *c = userdata;
@@ -785,7 +862,7 @@ static void on_run_end(void *userdata, json_t *run)
 	}
 	json_t *code = json_object_get(run, "exitCode");
 	c->run_exit = json_is_integer(code) ? json_integer_value(code) : -1;
-	result_read(c);
+	cell_usage_end(c);
 }
 
 static int run_start(struct cell *c, struct station_error *e)
@@ -806,6 +883,11 @@ static int run_start(struct cell *c, struct station_error *e)
 	};
 	c->oom_before = workspace_oom_kills(ws, &c->oom_known);
 	c->kernel_attempt = service_current_attempt(ws, ctx->row.service_name);
+	/* the kernel's CPU time as the cell begins: asked before the run, the agent answers its
+	 * frames in order, so the reading precedes the exec client */
+	c->kernel_cpu_start_ms = -1;
+	if (c->row.number > 0)
+		(void)manager_usage_get(ws->m, ws->row.id, on_start_usage, c, &c->usage, NULL);
 	r = manager_run_start(ws->m, ws->row.id, &spec, &run, e);
 	if (r < 0)
 		return r;
@@ -926,7 +1008,10 @@ static struct cell *cell_new(struct context *ctx, uint64_t number, uint64_t time
 		.run_id = strdup(""),
 		.status = strdup("running"),
 		.execution_count = -1,
+		.kernel_cpu_ms = -1,
+		.kernel_memory_bytes = -1,
 	};
+	c->kernel_cpu_start_ms = -1;
 	if (!c->row.id || !c->row.context_id || !c->row.run_id || !c->row.status) {
 		cell_free(c);
 		return NULL;
@@ -1353,6 +1438,7 @@ static void cell_resume(struct context *ctx, struct cell_row *row)
 	c->row = *row;
 	*row = (struct cell_row){};
 	c->run_exit = -1;
+	c->kernel_cpu_start_ms = -1; /* asked by the controller that started the cell: lost */
 	c->kernel_attempt = service_current_attempt(ctx->ws, ctx->row.service_name);
 	ctx->cell = c;
 	r = manager_run_wait(ctx->ws->m, ctx->ws->row.id, c->row.run_id, on_run_end, c,

@@ -12,7 +12,7 @@
 	"execution_count, next_cell, created_at"
 #define CELL_COLUMNS                                                                               \
 	"id, context_id, number, run_id, status, execution_count, results_json, error_json, "      \
-	"created_at, ended_at"
+	"created_at, ended_at, kernel_cpu_ms, kernel_memory_bytes"
 
 void context_row_free(struct context_row *r)
 {
@@ -66,6 +66,24 @@ static int context_read(sqlite3_stmt *st, void *userdata, void *ret)
 	return 0;
 }
 
+/* A nullable integer column: -1 when NULL. */
+static int64_t read_opt_i64(struct store_reader *rd)
+{
+	if (sqlite3_column_type(rd->st, rd->idx) == SQLITE_NULL) {
+		rd->idx++;
+		return -1;
+	}
+	return store_read_i64(rd);
+}
+
+static void bind_opt_i64(struct store_binder *b, int64_t v)
+{
+	if (v < 0)
+		store_bind_text(b, NULL);
+	else
+		store_bind_i64(b, v);
+}
+
 static int cell_read(sqlite3_stmt *st, void *userdata, void *ret)
 {
 	struct store_reader rd = STORE_READER(st);
@@ -85,6 +103,8 @@ static int cell_read(sqlite3_stmt *st, void *userdata, void *ret)
 	store_read_text(&rd, &r.error_json);
 	r.created_at = store_read_u64(&rd);
 	r.ended_at = store_read_u64(&rd);
+	r.kernel_cpu_ms = read_opt_i64(&rd);
+	r.kernel_memory_bytes = read_opt_i64(&rd);
 	if (rd.err < 0 || !r.id || !r.context_id || !r.run_id || !r.status) {
 		cell_row_free(&r);
 		return rd.err < 0 ? rd.err : -EIO;
@@ -201,7 +221,7 @@ int store_cell_insert(struct store *s, const struct cell_row *r, size_t keep)
 		return -EINVAL;
 	k = store_prepare(s,
 			  "INSERT INTO cells (" CELL_COLUMNS
-			  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 			  &st);
 	if (k < 0)
 		return k;
@@ -219,6 +239,8 @@ int store_cell_insert(struct store *s, const struct cell_row *r, size_t keep)
 	store_bind_text(&b, r->error_json);
 	store_bind_u64(&b, r->created_at);
 	store_bind_u64(&b, r->ended_at);
+	bind_opt_i64(&b, r->kernel_cpu_ms);
+	bind_opt_i64(&b, r->kernel_memory_bytes);
 	k = store_exec_bound(s, &b);
 	if (k >= 0 && keep > 0)
 		k = cell_prune(s, r->context_id, keep);
@@ -233,10 +255,12 @@ int store_cell_finish(struct store *s, const struct cell_row *r)
 
 	if (!s || !r || !r->id)
 		return -EINVAL;
-	k = store_prepare(s,
-			  "UPDATE cells SET status = ?, execution_count = ?, results_json = ?, "
-			  "error_json = ?, ended_at = ? WHERE id = ? AND status = 'running'",
-			  &st);
+	k = store_prepare(
+		s,
+		"UPDATE cells SET status = ?, execution_count = ?, results_json = ?, "
+		"error_json = ?, ended_at = ?, kernel_cpu_ms = ?, kernel_memory_bytes = ? "
+		"WHERE id = ? AND status = 'running'",
+		&st);
 	if (k < 0)
 		return k;
 	b = STORE_BINDER(st);
@@ -248,6 +272,8 @@ int store_cell_finish(struct store *s, const struct cell_row *r)
 	store_bind_text(&b, r->results_json);
 	store_bind_text(&b, r->error_json);
 	store_bind_u64(&b, r->ended_at);
+	bind_opt_i64(&b, r->kernel_cpu_ms);
+	bind_opt_i64(&b, r->kernel_memory_bytes);
 	store_bind_text(&b, r->id);
 	k = store_exec_bound(s, &b);
 	if (k != 0)

@@ -458,11 +458,14 @@ struct cell_row {
 	char *error_json;	 /* NULL: none */
 	uint64_t created_at;
 	uint64_t ended_at; /* 0 while running */
+	/* The kernel's CPU time during the cell and its memory in use at the end; -1: unknown. */
+	int64_t kernel_cpu_ms;
+	int64_t kernel_memory_bytes;
 };
 void cell_row_free(struct cell_row *r);
 /* Inserts the cell; keeps the newest `keep` cells of its context. */
 int store_cell_insert(struct store *s, const struct cell_row *r, size_t keep);
-/* Records the end: UPDATE … WHERE status = 'running'. 1 when it changed, 0 when it had ended
+/* Records the end (with the kernel's use): UPDATE … WHERE status = 'running'. 1 when it changed, 0 when it had ended
  * already (a second recording), -ENOENT when there is no such cell. */
 int store_cell_finish(struct store *s, const struct cell_row *r);
 int store_cell_get(struct store *s, const char *context_id, const char *id, struct cell_row *ret);

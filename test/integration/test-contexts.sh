@@ -195,6 +195,30 @@ t_usage() {
 		"the list's cpuMs"
 }
 
+# kernelCpuMs and kernelMemoryBytes: the kernel's CPU time during the cell (the agent's usage
+# report asked as the cell starts and as it ends) and its memory in use at the end; the cell's
+# cpuMs is its run's (the exec client's).
+t_kernel_usage() {
+	cell "$CTX" $'import time; t=time.process_time()\nwhile time.process_time()-t<1: pass' || return 1
+	assert_eq ok "$(j .status)" "the CPU-bound cell: $(_short "$BODY")" || return 1
+	assert_eq "number number" "$(j '"\(.kernelCpuMs | type) \(.cpuMs | type)"')" \
+		"kernelCpuMs and cpuMs: $(_short "$BODY")" || return 1
+	(($(j .kernelCpuMs) >= 900)) || _fail "kernelCpuMs $(j .kernelCpuMs) after 1 s of CPU"
+	(($(j .cpuMs) < 500)) || _fail "the run's cpuMs $(j .cpuMs) (the exec client's)"
+	note "1 s of CPU: kernelCpuMs $(j .kernelCpuMs), the run's cpuMs $(j .cpuMs)"
+	cell "$CTX" 'x = bytearray(200*1024*1024)' || return 1
+	assert_eq ok "$(j .status)" "the 200 MiB cell: $(_short "$BODY")" || return 1
+	(($(j '.kernelMemoryBytes // 0') >= 200 << 20)) ||
+		_fail "kernelMemoryBytes $(j .kernelMemoryBytes) with 200 MiB held"
+	note "200 MiB held: kernelMemoryBytes $(j .kernelMemoryBytes)"
+	cell "$CTX" '1+1' || return 1
+	assert_eq number "$(j '.kernelCpuMs | type')" "1+1's kernelCpuMs: $(_short "$BODY")" || return 1
+	(($(j .kernelCpuMs) < 500)) || _fail "kernelCpuMs $(j .kernelCpuMs) for 1+1"
+	api -q GET "/v1/workspaces/$WS/contexts/$CTX/executions/$(j .id)"
+	assert_eq number "$(j '.kernelCpuMs | type')" "a GET of the execution: $(_short "$BODY")"
+	cell "$CTX" 'del x' || return 1
+}
+
 t_tenant() {
 	api -q GET "/v1/workspaces/$WS/contexts/c-doesnotexist"
 	assert_eq 404 "$STATUS" "unknown context"
@@ -233,6 +257,7 @@ t_controller_kill() {
 	api -q GET "/v1/workspaces/$WS/contexts/$CTX/executions/$eid?waitMs=30000"
 	assert_eq ok "$(j .status)" "recorded after the restart: $(_short "$BODY")" || return 1
 	assert_eq $'before\nafter' "$(j .stdout)" "its output" || return 1
+	assert_eq null "$(j .kernelCpuMs)" "kernelCpuMs across a controller restart (no reading at the start)"
 	api -q GET "/v1/workspaces/$WS/contexts/$CTX/executions"
 	assert_eq 1 "$(j "[.executions[] | select(.id == \"$eid\")] | length")" "recorded once"
 	cell "$CTX" 'z' || return 1
@@ -284,6 +309,7 @@ run_test "context: restart gives a fresh kernel" t_restart_ctx
 run_test "context: a kernel OOM is reported and the context dead" t_oom
 run_test "context: a kernel killed after the workspace's memory peaked is no OOM" t_not_oom
 run_test "context: cpuMs and memoryBytes of the kernel, cpuMs rising after a CPU-bound cell" t_usage
+run_test "context: kernelCpuMs and kernelMemoryBytes are the kernel's during the cell" t_kernel_usage
 run_test "context: lookups, limits and reserved names" t_tenant
 run_test "context: a paused workspace answers 409 paused" t_paused
 run_test "context: a controller SIGKILL during a cell loses nothing" t_controller_kill
