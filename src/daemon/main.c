@@ -1962,12 +1962,12 @@ static int daemon_setup(struct daemon *d, struct options *o)
 	return r;
 }
 
-/* Open files the controller holds: per workspace its agent's connection and pidfd, per run
- * and client connection more. The soft limit (often 1024) is raised toward what
+/* Open files the controller holds: per workspace its agent's connection and pidfd and the
+ * usage history's counter files (6), per run and client connection more. The soft limit (often 1024) is raised toward what
  * --max-workspaces needs, never past the hard limit; a hard limit too low for it is said once,
  * at start. */
 #define NOFILE_BASE 1024
-#define NOFILE_PER_WORKSPACE 4
+#define NOFILE_PER_WORKSPACE 10
 /* Client connections: one fd each, and up to 64 refused ones still being answered. */
 #define NOFILE_REFUSED 64
 #define CONNECTIONS_DEFAULT_MAX 1024

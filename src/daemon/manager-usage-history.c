@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "basic/log.h"
@@ -31,9 +32,14 @@
 #define USAGE_POINTS_MAX 2000		      /* points in one answer: the newest */
 
 /* What the sampler keeps of one workspace (ws->usage). */
+/* The files a track holds open: the group's counters (cgroup-sample.c: at most 4) and the
+ * veth's two. */
+#define USAGE_TRACK_FDS 6
+
 struct usage_track {
 	struct cgroup_sampler *cg;
 	int net_fd[2]; /* the host veth's tx_bytes, rx_bytes: what the workspace received, sent */
+	bool held;     /* its files stay open between readings (counted in tracks_held) */
 	bool have_last;
 	struct cgroup_sample last;
 	uint64_t last_net[2];
@@ -50,6 +56,10 @@ struct manager_usage_history {
 	uint64_t expired_to_ms; /* rows before it are deleted */
 	unsigned passes;
 	bool store_failed; /* logged once until a write succeeds */
+	/* Workspaces whose counter files stay open, at most held_max: the rest open and close
+	 * theirs at each reading, so that the readings never take the open files a create or a
+	 * client connection needs (a quarter of RLIMIT_NOFILE at most). */
+	size_t tracks_held, held_max;
 	/* one tick's rows, grown as needed */
 	const char **ids;
 	struct usage_sample *rows;
@@ -65,14 +75,33 @@ static void net_close(struct usage_track *t)
 	}
 }
 
+/* Closes t's files (opened again at the next reading). */
+static void track_close(struct workspace *ws, struct usage_track *t)
+{
+	struct manager_usage_history *h = ws->m->usage_history;
+
+	cgroup_sampler_free(t->cg);
+	t->cg = NULL;
+	net_close(t);
+	if (t->held && h)
+		h->tracks_held--;
+	t->held = false;
+}
+
+/* After a reading: a track over the budget lets its files go. */
+static void track_done(struct workspace *ws, struct usage_track *t)
+{
+	if (!t->held)
+		track_close(ws, t);
+}
+
 void usage_track_free(struct workspace *ws)
 {
 	struct usage_track *t = ws->usage;
 
 	if (!t)
 		return;
-	cgroup_sampler_free(t->cg);
-	net_close(t);
+	track_close(ws, t);
 	free(t);
 	ws->usage = NULL;
 }
@@ -105,8 +134,10 @@ static int net_read(int fd, uint64_t *ret)
 	return parse_u64(buf, UINT64_MAX, ret);
 }
 
+/* ws's track with its files open; track_done() after the reading. */
 static struct usage_track *track_get(struct workspace *ws)
 {
+	struct manager_usage_history *h = ws->m->usage_history;
 	struct usage_track *t = ws->usage;
 
 	if (!t) {
@@ -120,6 +151,10 @@ static struct usage_track *track_get(struct workspace *ws)
 		return NULL; /* no group now (stopped): tried again next tick */
 	if (ws->net_mode != NET_NONE && t->net_fd[0] < 0)
 		net_open(ws, t);
+	if (!t->held && h && h->tracks_held < h->held_max) {
+		t->held = true;
+		h->tracks_held++;
+	}
 	return t;
 }
 
@@ -127,13 +162,17 @@ bool usage_track_read(struct workspace *ws, struct cgroup_sample *ret, uint64_t 
 {
 	struct usage_track *t = track_get(ws);
 
+	bool ok;
+
 	net[0] = net[1] = 0;
-	if (!t || cgroup_sampler_read(t->cg, ret) < 0)
+	if (!t)
 		return false;
-	for (int i = 0; i < 2; i++)
+	ok = cgroup_sampler_read(t->cg, ret) >= 0;
+	for (int i = 0; ok && i < 2; i++)
 		if (t->net_fd[i] >= 0 && net_read(t->net_fd[i], &net[i]) < 0)
 			net[i] = 0;
-	return true;
+	track_done(ws, t);
+	return ok;
 }
 
 static uint64_t counter_delta(uint64_t now, uint64_t before)
@@ -151,8 +190,7 @@ static bool workspace_sample(struct workspace *ws, uint64_t now_ms, struct usage
 	if (!t)
 		return false;
 	if (cgroup_sampler_read(t->cg, &c) < 0) {
-		cgroup_sampler_free(t->cg);
-		t->cg = NULL;
+		track_close(ws, t);
 		t->have_last = false;
 		return false;
 	}
@@ -174,6 +212,7 @@ static bool workspace_sample(struct workspace *ws, uint64_t now_ms, struct usage
 	t->last_net[0] = net[0];
 	t->last_net[1] = net[1];
 	t->last_ms = now_ms;
+	track_done(ws, t);
 	return true;
 }
 
@@ -309,6 +348,7 @@ static int on_usage_tick(struct event_source *s, uint64_t now, void *userdata)
 int manager_usage_history_init(struct manager *m)
 {
 	struct manager_usage_history *h = calloc(1, sizeof(*h));
+	struct rlimit rl;
 
 	if (!h)
 		return -ENOMEM;
@@ -316,6 +356,10 @@ int manager_usage_history_init(struct manager *m)
 						    USAGE_INTERVAL_DEFAULT_MS;
 	h->interval_ms = MAX(h->interval_ms, USAGE_INTERVAL_MIN_MS);
 	h->max_rows = m->cfg.usage_max_rows ? m->cfg.usage_max_rows : USAGE_MAX_ROWS_DEFAULT;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		h->held_max = (size_t)(rl.rlim_cur / 4 / USAGE_TRACK_FDS);
+	else
+		h->held_max = SIZE_MAX;
 	m->usage_history = h;
 	return event_add_timer(m->loop, &h->timer, now_usec() + h->interval_ms * 1000,
 			       on_usage_tick, m);

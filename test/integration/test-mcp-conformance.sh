@@ -35,7 +35,7 @@ t_inspector_tools_list() {
 		_fail "inspector tools/list failed: $(tail -n 5 "$TMP/inspector.err")"
 		return 1
 	}
-	assert_eq 23 "$(jq '.tools | length' <<<"$out")" "tools listed"
+	assert_eq 25 "$(jq '.tools | length' <<<"$out")" "tools listed"
 	assert_eq exec "$(jq -r '.tools[] | select(.name == "exec") | .name' <<<"$out")" "exec listed"
 }
 run_test "inspector --cli: tools/list" t_inspector_tools_list
