@@ -34,6 +34,10 @@ def test_state_persists_between_cells(ws: Any, ctx: CodeContext) -> None:
     second = ctx.execute("x + 1")
     assert (second.status, second.text, second.error) == ("ok", "42", None)
     assert second.execution_count == first.execution_count + 1
+    # the kernel's own numbers beside the exec client's
+    assert (second.kernel_cpu_ms, second.kernel_memory_bytes) == (
+        second.raw.get("kernelCpuMs"), second.raw.get("kernelMemoryBytes"))
+    assert isinstance(second.kernel_memory_bytes, int) and second.kernel_memory_bytes > 0
     assert [c.id for c in ws.contexts.list() if c.id == ctx.id] == [ctx.id]
 
 

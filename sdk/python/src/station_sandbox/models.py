@@ -664,8 +664,10 @@ class Execution:
     created_at: Optional[str]
     ended_at: Optional[str]
     duration_ms: Optional[int]
-    cpu_ms: Optional[int]
+    cpu_ms: Optional[int]  # the cell's exec client's run, not the kernel's
     peak_memory_bytes: Optional[int]
+    kernel_cpu_ms: Optional[int]  # the kernel's CPU time during the cell
+    kernel_memory_bytes: Optional[int]  # the kernel's memory in use at the cell's end
     raw: dict[str, Any] = field(repr=False)
 
     @property
@@ -715,4 +717,6 @@ class Execution:
                    results=[CellResult.from_doc(r) for r in results], error=error,
                    created_at=d.get("createdAt"), ended_at=d.get("endedAt"),
                    duration_ms=_opt_int(d.get("durationMs")), cpu_ms=_opt_int(d.get("cpuMs")),
-                   peak_memory_bytes=_opt_int(d.get("peakMemoryBytes")), raw=d)
+                   peak_memory_bytes=_opt_int(d.get("peakMemoryBytes")),
+                   kernel_cpu_ms=_opt_int(d.get("kernelCpuMs")),
+                   kernel_memory_bytes=_opt_int(d.get("kernelMemoryBytes")), raw=d)
