@@ -922,6 +922,11 @@ export interface ExecutionInfo {
   createdAt?: string;
   endedAt?: string | null;
   durationMs?: number | null;
+  /** The cell's exec client's run. */
   cpuMs?: number | null;
   peakMemoryBytes?: number | null;
+  /** The kernel's CPU time during the cell; null when unknown (a cell across a controller restart). */
+  kernelCpuMs?: number | null;
+  /** The kernel's memory in use at the cell's end; null when unknown. */
+  kernelMemoryBytes?: number | null;
 }
