@@ -10,48 +10,16 @@
 // started run is, how a running service's byte count moves while shown, what is asked while
 // the page is hidden; screenshots in SHOT_DIR. One JSON line on stdout: {ok, step, error,
 // ...facts}; the caller asserts the facts.
-import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import path from 'node:path';
-
-const require = createRequire(path.join(process.env.PLAYWRIGHT_DIR || process.cwd(), 'x.js'));
-const { chromium } = require('playwright-core');
+import { chromium, scriptRun } from './dashboard-lib.mjs';
 
 const [base, token, busy, idle, shotDir] = process.argv.slice(2);
 const result = { ok: false, step: 'start', console: [], shots: [] };
 // How long a step waits for the state it needs: far beyond what it takes on a loaded machine.
 const T = 60000;
 
-function finish(code) {
-	fs.writeSync(1, JSON.stringify(result) + '\n');
-	process.exit(code);
-}
-
-const t0 = Date.now();
-function step(name) {
-	result.step = name;
-	process.stderr.write(`# step: ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)\n`);
-}
-
-async function waitState(page, what, fn, arg, seen) {
-	try {
-		await page.waitForFunction(fn, arg, { timeout: T, polling: 100 });
-	} catch (e) {
-		let saw;
-		try {
-			saw = JSON.stringify(await page.evaluate(seen, arg));
-		} catch (e2) {
-			saw = `nothing readable (${e2.message.split('\n')[0]})`;
-		}
-		throw new Error(`${what}: not within ${T / 1000} s; the page showed ${saw} (${e.message.split('\n')[0]})`);
-	}
-}
-
-async function shot(page, name) {
-	const file = path.join(shotDir, name + '.png');
-	await page.screenshot({ path: file, fullPage: true });
-	result.shots.push(file);
-}
+const { finish, step, waitState, shot } = scriptRun(result, T, shotDir);
 
 const chartOf = (name) => window.__charts?.[name] ?? null;
 

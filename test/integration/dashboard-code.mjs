@@ -7,47 +7,14 @@
 // 50 dpi (uncropped), 1 / 0, x = 41, an endless loop stopped with Interrupt, x + 1, and an
 // IPython HTML object whose markup would run script if it were live. One JSON line on stdout:
 // {ok, step, error, ...facts}; the caller asserts the facts.
-import { createRequire } from 'node:module';
 import fs from 'node:fs';
-import path from 'node:path';
-
-const require = createRequire(path.join(process.env.PLAYWRIGHT_DIR || process.cwd(), 'x.js'));
-const { chromium } = require('playwright-core');
+import { chromium, scriptRun } from './dashboard-lib.mjs';
 
 const [base, token, ws, shotDir] = process.argv.slice(2);
 const result = { ok: false, step: 'start', console: [], dialogs: [], shots: [], cells: [] };
 const T = 90000; // a first cell starts the interpreter (the controller waits up to 30 s for it)
 
-function finish(code) {
-	fs.writeSync(1, JSON.stringify(result) + '\n');
-	process.exit(code);
-}
-
-const t0 = Date.now();
-function step(name) {
-	result.step = name;
-	process.stderr.write(`# step: ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)\n`);
-}
-
-async function waitState(page, what, fn, arg, seen) {
-	try {
-		await page.waitForFunction(fn, arg, { timeout: T, polling: 100 });
-	} catch (e) {
-		let saw;
-		try {
-			saw = JSON.stringify(await page.evaluate(seen, arg));
-		} catch (e2) {
-			saw = `nothing readable (${e2.message.split('\n')[0]})`;
-		}
-		throw new Error(`${what}: not within ${T / 1000} s; the page showed ${saw} (${e.message.split('\n')[0]})`);
-	}
-}
-
-async function shot(page, name) {
-	const file = path.join(shotDir, name + '.png');
-	await page.screenshot({ path: file, fullPage: true });
-	result.shots.push(file);
-}
+const { finish, step, waitState, shot } = scriptRun(result, T, shotDir);
 
 // What cell i (0-based) shows.
 function cellView(i) {

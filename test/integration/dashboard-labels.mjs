@@ -10,47 +10,14 @@
 // then on A's page edits its name and labels: a taken name and a bad key are refused in the
 // form, then a rename with a label changed, one removed and one added. One JSON line on stdout:
 // {ok, step, error, ...facts}; the caller asserts the facts.
-import { createRequire } from 'node:module';
 import fs from 'node:fs';
-import path from 'node:path';
-
-const require = createRequire(path.join(process.env.PLAYWRIGHT_DIR || process.cwd(), 'x.js'));
-const { chromium } = require('playwright-core');
+import { chromium, scriptRun } from './dashboard-lib.mjs';
 
 const [base, token, wsA, wsB, wsC, shotDir] = process.argv.slice(2);
 const result = { ok: false, step: 'start', console: [], dialogs: [], shots: [], lists: [] };
 const T = 60000;
 
-function finish(code) {
-	fs.writeSync(1, JSON.stringify(result) + '\n');
-	process.exit(code);
-}
-
-const t0 = Date.now();
-function step(name) {
-	result.step = name;
-	process.stderr.write(`# step: ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)\n`);
-}
-
-async function waitState(page, what, fn, arg, seen) {
-	try {
-		await page.waitForFunction(fn, arg, { timeout: T, polling: 100 });
-	} catch (e) {
-		let saw;
-		try {
-			saw = JSON.stringify(await page.evaluate(seen, arg));
-		} catch (e2) {
-			saw = `nothing readable (${e2.message.split('\n')[0]})`;
-		}
-		throw new Error(`${what}: not within ${T / 1000} s; the page showed ${saw} (${e.message.split('\n')[0]})`);
-	}
-}
-
-async function shot(page, name) {
-	const file = path.join(shotDir, name + '.png');
-	await page.screenshot({ path: file, fullPage: true });
-	result.shots.push(file);
-}
+const { finish, step, waitState, shot } = scriptRun(result, T, shotDir);
 
 // The ids the list shows, in order.
 const rowIds = () => [...document.querySelectorAll('#ws-table tbody tr')].map((r) => r.dataset.id);
