@@ -492,7 +492,7 @@ static const char *const result_statuses[] = { "ok", "error", "timed_out", "inte
  * went away. Anything malformed is an error result naming why, never trusted further. */
 static void result_parse(struct cell *c, bool *ret_dead)
 {
-	json_error_t jerr;
+	json_error_t jerr = { .text = "no result (out of memory)" };
 	_cleanup_json_ json_t *doc =
 		c->buf ? json_loadb(c->buf, c->len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
 	const char *status = json_string_value(json_object_get(doc, "status"));
@@ -524,7 +524,7 @@ static void result_parse(struct cell *c, bool *ret_dead)
 			err = error_validate(error);
 	}
 	free(c->row.results_json);
-	c->row.results_json = json_dumps(res ? res : json_array(), JSON_COMPACT);
+	c->row.results_json = res ? json_dumps(res, JSON_COMPACT) : strdup("[]");
 	free(c->row.error_json);
 	c->row.error_json = err ? json_dumps(err, JSON_COMPACT) : NULL;
 }
@@ -743,16 +743,16 @@ static void on_result_end(void *userdata, int r, bool flag, const struct station
 		return;
 	if (r < 0 || !c->buf) {
 		char why[600];
-		_cleanup_json_ json_t *err = NULL;
+		_cleanup_json_ json_t *doc = NULL;
 		snprintf(why, sizeof why, "the kernel's result could not be read: %s",
 			 !c->buf && r >= 0 ? "larger than 16 MiB" :
 			 e		   ? e->message :
 					     strerror(-r));
 		free(TAKE_PTR(c->buf));
 		c->len = 0;
-		err = error_new("ResultUnreadable", why);
-		c->buf = json_dumps(json_pack("{s:s, s:O}", "status", "error", "error", err),
-				    JSON_COMPACT);
+		doc = json_pack("{s:s, s:o}", "status", "error", "error",
+				error_new("ResultUnreadable", why));
+		c->buf = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 		c->len = c->buf ? strlen(c->buf) : 0;
 	}
 	cell_finish(c);
