@@ -273,7 +273,10 @@ try {
 	await page.click('#run');
 	await page.waitForFunction(() => document.querySelector('#run-exit')?.textContent === '0', null, { timeout: SLOW });
 	await page.waitForSelector(stateSel('ready'), { timeout: T });
-	result.autoResumed = { output: /forked-content/.test(await page.textContent('#run-detail')), api: (await get(`/v1/workspaces/${formId}`)).state };
+	// the exit code can show before the output's last chunk is drawn: wait for the file's text
+	const shown = await page.waitForFunction(() => /forked-content/.test(document.querySelector('#run-detail')?.textContent || ''),
+		null, { timeout: T, polling: 100 }).then(() => true, () => false);
+	result.autoResumed = { output: shown, text: shown ? undefined : (await page.textContent('#run-detail')).slice(0, 500), api: (await get(`/v1/workspaces/${formId}`)).state };
 	await shot(page, 'auto-resumed');
 
 	// a moment for a late console error to show

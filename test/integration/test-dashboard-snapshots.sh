@@ -167,7 +167,7 @@ t_create() {
 	assert_match '^yes' "$(j .fromFormPage.autoResume "$R")" "and auto-resume" || return 1
 	api -q GET "/v1/workspaces/$(j .fromForm.id "$R")"
 	assert_eq "$snap" "$(j '.snapshot // empty')" "made from the snapshot" || return 1
-	assert_eq true "$(j .autoResumed.output "$R")" "paused, a command ran: the snapshot's file" || return 1
+	assert_eq true "$(j .autoResumed.output "$R")" "paused, a command ran: the snapshot's file ($(j .autoResumed.text "$R"))" || return 1
 	assert_eq ready "$(j .autoResumed.api "$R")" "and resumed it"
 }
 
