@@ -59,8 +59,19 @@ tools_image_import() {
 # archive cannot be reached, which TOOLS_IMAGE_WHY names (the machine's network, not the image);
 # 1 on any other failure, with the build's last lines in TOOLS_IMAGE_WHY.
 tools_image_build() {
-	local rc=0 digest
+	local rc=0 digest waited=0 limit=${TOOLS_IMAGE_WAIT:-300}
 	TOOLS_DIGEST='' TOOLS_IMAGE_WHY=''
+	# Another process is building it (CI builds it beside the tests): wait for that, but not
+	# into run-all's limit for a script (600 s): after TOOLS_IMAGE_WAIT seconds the tests that
+	# need it skip, naming why.
+	while [[ -e $TOOLS_IMAGE.lock ]] && ! flock -n "$TOOLS_IMAGE.lock" true 2>/dev/null; do
+		if ((waited >= limit)); then
+			TOOLS_IMAGE_WHY="the tools image is still being built by another process after $limit s"
+			return 2
+		fi
+		sleep 5
+		waited=$((waited + 5))
+	done
 	"$SRC/scripts/build-tools-image" "$TOOLS_IMAGE" >"$TMP/tools-image.out" 2>"$TMP/tools-image.log" || rc=$?
 	digest=$(tail -n 1 "$TMP/tools-image.out")
 	if [[ $rc -eq 0 && $digest =~ ^sha256:[0-9a-f]{64}$ ]]; then

@@ -1,5 +1,5 @@
 #!/bin/bash
-# run-all: slow: the tools image (minutes the first time), kernels in containers
+# run-all: serial: needs the tools image, which CI builds beside the other tests (it runs after them)
 # run-all: not under sanitizers: the tools image's kernels in a container; the controller paths run in test-contexts
 # Code contexts in container workspaces (docs/api.md, "Code contexts"): the controller binds
 # station-kernel-python and station-kernel-js read-only at /usr/local/bin, and the tools
