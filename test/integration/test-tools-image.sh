@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: serial: needs the tools image, which CI builds beside the other tests (it runs after them)
 # run-all: not under sanitizers: the tools image's own programs in a container; the controller paths run in the container tests
 # The default tools image (scripts/build-tools-image) is agent-ready: in a container workspace
 # on it, what an agent tries first (free, ps, ip, python3 with pip and venv, node 20 or later,
