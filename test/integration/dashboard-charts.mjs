@@ -12,7 +12,7 @@
 // ...facts}; the caller asserts the facts.
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium, scriptRun } from './dashboard-lib.mjs';
+import { launch, scriptRun } from './dashboard-lib.mjs';
 
 const [base, token, busy, idle, shotDir] = process.argv.slice(2);
 const result = { ok: false, step: 'start', console: [], shots: [] };
@@ -47,11 +47,7 @@ let browser;
 try {
 	fs.mkdirSync(shotDir, { recursive: true });
 	step('launch');
-	browser = await chromium.launch({
-		executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-		args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-			'--disable-dev-shm-usage', '--no-first-run', '--disable-extensions'],
-	});
+	browser = await launch();
 	const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
 	context.setDefaultTimeout(T);
 	const page = await context.newPage();

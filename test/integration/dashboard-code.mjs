@@ -8,7 +8,7 @@
 // IPython HTML object whose markup would run script if it were live. One JSON line on stdout:
 // {ok, step, error, ...facts}; the caller asserts the facts.
 import fs from 'node:fs';
-import { chromium, scriptRun } from './dashboard-lib.mjs';
+import { launch, scriptRun } from './dashboard-lib.mjs';
 
 const [base, token, ws, shotDir] = process.argv.slice(2);
 const result = { ok: false, step: 'start', console: [], dialogs: [], shots: [], cells: [] };
@@ -56,11 +56,7 @@ let browser;
 try {
 	fs.mkdirSync(shotDir, { recursive: true });
 	step('launch');
-	browser = await chromium.launch({
-		executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-		args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-			'--disable-dev-shm-usage', '--no-first-run', '--disable-extensions'],
-	});
+	browser = await launch();
 	const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
 	context.setDefaultTimeout(T);
 	const page = await context.newPage();

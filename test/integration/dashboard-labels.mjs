@@ -11,7 +11,7 @@
 // form, then a rename with a label changed, one removed and one added. One JSON line on stdout:
 // {ok, step, error, ...facts}; the caller asserts the facts.
 import fs from 'node:fs';
-import { chromium, scriptRun } from './dashboard-lib.mjs';
+import { launch, scriptRun } from './dashboard-lib.mjs';
 
 const [base, token, wsA, wsB, wsC, shotDir] = process.argv.slice(2);
 const result = { ok: false, step: 'start', console: [], dialogs: [], shots: [], lists: [] };
@@ -39,11 +39,7 @@ let browser;
 try {
 	fs.mkdirSync(shotDir, { recursive: true });
 	step('launch');
-	browser = await chromium.launch({
-		executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-		args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-			'--disable-dev-shm-usage', '--no-first-run', '--disable-extensions'],
-	});
+	browser = await launch();
 	const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
 	context.setDefaultTimeout(T);
 	const page = await context.newPage();

@@ -8,7 +8,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 const require = createRequire(path.join(process.env.PLAYWRIGHT_DIR || process.cwd(), 'x.js'));
-export const { chromium } = require('playwright-core');
+const { chromium } = require('playwright-core');
+
+// Headless Chromium (CHROMIUM, else Debian's) as every dashboard script starts it.
+export function launch() {
+	return chromium.launch({
+		executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+		args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+			'--disable-dev-shm-usage', '--no-first-run', '--disable-extensions'],
+	});
+}
 
 // result: the facts (result.step, result.shots filled here); T: how long a wait may take (ms);
 // shotDir: where screenshots go.
