@@ -98,11 +98,14 @@ t_interrupt() {
 }
 
 t_timeout_tree() {
-	local code=$'import subprocess\np = subprocess.Popen(["sleep", "1000"])\nimport time\ntime.sleep(60)'
-	no_process 'sleep 1000' || _fail "a sleep 1000 runs before the test"
+	# a duration of this script's own: other scripts beside it run their own sleeps
+	local dur=1000.$$
+	local code=$'import subprocess\np = subprocess.Popen(["sleep", "'$dur$'"])\nimport time\ntime.sleep(60)'
+	local mark="^sleep ${dur//./\\.}\$"
+	no_process "$mark" || _fail "a sleep $dur runs before the test"
 	cell "$CTX" "$code" 1500 || return 1
 	assert_eq timed_out "$(j .status)" "status" || return 1
-	no_process 'sleep 1000' || _fail "sleep 1000 survived the timeout: $(pgrep -af 'sleep 1000')"
+	no_process "$mark" || _fail "sleep $dur survived the timeout: $(pgrep -af "$mark")"
 	cell "$CTX" 'x' || return 1
 	assert_eq 41 "$(j '.results[0].data["text/plain"]')" "x survives the timeout"
 }
