@@ -85,6 +85,7 @@ struct cell {
 	char *code;
 	size_t code_len;
 	bool code_sent;
+	bool interrupt_pending; /* interrupted while its code was being written: once its run starts */
 	uint64_t timeout_ms;
 	uint64_t oom_before;
 	bool oom_known;
@@ -980,6 +981,8 @@ static int run_start(struct cell *c, struct station_error *e)
 
 /* ---- executing ------------------------------------------------------------------------------ */
 
+static int interrupt_start(struct context *ctx, struct station_error *e);
+
 static void cell_started(struct cell *c)
 {
 	struct context *ctx = c->ctx;
@@ -1001,6 +1004,9 @@ static void cell_started(struct cell *c)
 		return;
 	}
 	op_finish(TAKE_PTR(c->op), 0, cell_to_json(ctx, &c->row), NULL);
+	if (c->interrupt_pending && interrupt_start(ctx, &e) < 0)
+		log_error("cannot interrupt the cell", "workspace", ctx->ws->row.id, "context",
+			  ctx->row.id, "error", e.message, NULL);
 }
 
 static void on_code_writable(void *userdata)
@@ -1371,24 +1377,32 @@ int manager_context_get(struct manager *m, const char *ws_id, const char *cid, c
 
 /* ---- interrupt and executions --------------------------------------------------------------- */
 
+/* The in-sandbox program SIGINTs the cell's exec client (waiting briefly for it to start),
+ * which interrupts the kernel, or ends the cell as interrupted if it had not reached the kernel. */
+static int interrupt_start(struct context *ctx, struct station_error *e)
+{
+	_cleanup_free_ char *prog = program_path(ctx->ws, ctx->lang), *cmd = NULL;
+	_cleanup_json_ json_t *run = NULL;
+
+	if (!prog || asprintf(&cmd, "exec '%s' interrupt '%s'", prog, ctx->dir) < 0)
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	struct run_spec spec = { .command = cmd, .timeout_ms = 10000 };
+	return manager_run_start(ctx->ws->m, ctx->ws->row.id, &spec, &run, e);
+}
+
 int manager_context_interrupt(struct manager *m, const char *ws_id, const char *cid, char ret[64],
 			      struct station_error *e)
 {
 	struct context *ctx = NULL;
-	_cleanup_free_ char *prog = NULL, *cmd = NULL;
-	_cleanup_json_ json_t *run = NULL;
 	int r = context_lookup(m, ws_id, cid, &ctx, e);
 
 	if (r < 0)
 		return r;
-	if (!ctx->cell || ctx->cell->row.number == 0 || !ctx->cell->row.run_id[0])
+	if (!ctx->cell || ctx->cell->row.number == 0)
 		return station_error_set(e, -EBUSY, NULL, "context \"%s\" runs no cell", cid);
-	prog = program_path(ctx->ws, ctx->lang);
-	if (!prog || asprintf(&cmd, "exec '%s' interrupt '%s'", prog, ctx->dir) < 0)
-		return station_error_set(e, -ENOMEM, NULL, "out of memory");
-	struct run_spec spec = { .command = cmd, .timeout_ms = 10000 };
-	r = manager_run_start(m, ws_id, &spec, &run, e);
-	if (r < 0)
+	if (!ctx->cell->row.run_id[0]) /* its code is still being written */
+		ctx->cell->interrupt_pending = true;
+	else if ((r = interrupt_start(ctx, e)) < 0)
 		return r;
 	snprintf(ret, 64, "%s", ctx->cell->row.id);
 	return 0;

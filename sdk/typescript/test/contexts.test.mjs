@@ -91,9 +91,15 @@ test("contexts: a cell that raised resolves with status error and the traceback"
 });
 
 test("contexts: interrupt() from another handle stops the cell; x stays", { skip }, async () => {
-  const running = ctx.execute("print('looping', flush=True)\nwhile True: pass", { onStdout: () => {} });
+  let printed = false;
+  const running = ctx.execute("print('looping', flush=True)\nwhile True: pass", {
+    onStdout: () => {
+      printed = true;
+    },
+  });
   const other = await client.contexts(ws.id).get(ctx.id);
-  await until("the cell to run", async () => (await other.refresh()).state === "busy", 30_000);
+  await until("the cell to print", async () => printed, 30_000);
+  assert.equal((await other.refresh()).state, "busy");
   const stopped = await other.interrupt();
   assert.equal(stopped.status, "interrupted");
   const e = await running;
@@ -104,6 +110,19 @@ test("contexts: interrupt() from another handle stops the cell; x stays", { skip
   assert.equal((await ctx.execute("x")).text, "41");
   // Nothing runs now: 409.
   await assert.rejects(other.interrupt(), (err) => err instanceof StationError && err.status === 409);
+});
+
+test("contexts: interrupt() the moment the context shows busy ends that cell, even before it ran", { skip }, async () => {
+  // The context is busy from the execute on, while its code is still being written into the
+  // workspace: an interrupt then is kept for the cell, which ends interrupted all the same.
+  const running = ctx.execute("while True: pass");
+  const other = await client.contexts(ws.id).get(ctx.id);
+  await until("the context to be busy", async () => (await other.refresh()).state === "busy", 30_000);
+  const stopped = await other.interrupt();
+  assert.equal(stopped.status, "interrupted");
+  const e = await running;
+  assert.deepEqual([e.status, e.id], ["interrupted", stopped.id]);
+  assert.equal((await ctx.execute("x")).text, "41");
 });
 
 test("contexts: executions() lists the cells newest first", { skip }, async () => {
