@@ -458,6 +458,8 @@ static void on_usage(void *userdata, json_t *usage, const struct station_error *
 
 	p->waiter = NULL; /* gone once called */
 	p->usage = usage;
+	if (usage)
+		manager_usage_contexts_split(usage);
 	if (!usage) {
 		p->failed = true;
 		p->e = *e;

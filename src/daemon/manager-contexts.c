@@ -1588,3 +1588,27 @@ bool service_name_hidden(const char *name)
 {
 	return name && strncmp(name, CONTEXT_SERVICE_PREFIX, strlen(CONTEXT_SERVICE_PREFIX)) == 0;
 }
+
+void manager_usage_contexts_split(json_t *usage)
+{
+	json_t *services = json_object_get(usage, "services"), *contexts = json_array();
+	size_t i = 0;
+
+	if (!contexts)
+		return;
+	while (i < json_array_size(services)) {
+		json_t *e = json_array_get(services, i);
+		const char *name = json_string_value(json_object_get(e, "name"));
+		if (!service_name_hidden(name)) {
+			i++;
+			continue;
+		}
+		json_array_append_new(contexts,
+				      json_pack("{s:s,s:O,s:O}", "id",
+						name + strlen(CONTEXT_SERVICE_PREFIX), "cpuMs",
+						json_object_get(e, "cpuMs"), "memoryBytes",
+						json_object_get(e, "memoryBytes")));
+		json_array_remove(services, i);
+	}
+	json_object_set_new(usage, "contexts", contexts);
+}

@@ -57,6 +57,9 @@ int manager_context_list(struct manager *m, const char *ws_id, const json_t *usa
 			 struct station_error *e);
 int manager_context_get(struct manager *m, const char *ws_id, const char *cid, const json_t *usage,
 			json_t **ret, struct station_error *e);
+/* A usage report (manager_usage_get()) as clients see it: each kernel's entry moved from
+ * "services" (where its hidden service stands) to "contexts" as {"id","cpuMs","memoryBytes"}. */
+void manager_usage_contexts_split(json_t *usage);
 /* The kernel's service removed (its processes killed), DIR removed, the rows gone. */
 int manager_context_delete(struct manager *m, const char *ws_id, const char *cid,
 			   struct station_error *e);

@@ -195,7 +195,14 @@ t_usage() {
 	((after - before >= 1000)) || _fail "cpuMs $before -> $after after 1.1 s of CPU in the kernel"
 	api -q GET "/v1/workspaces/$WS/contexts"
 	assert_eq number "$(jq -r --arg c "$CTX" '.contexts[] | select(.id == $c) | .cpuMs | type' <<<"$BODY")" \
-		"the list's cpuMs"
+		"the list's cpuMs" || return 1
+	# the workspace's usage: the kernel under contexts, never as its hidden service
+	api -q GET "/v1/workspaces/$WS/usage"
+	assert_eq 200 "$STATUS" "usage: $(_short "$BODY")" || return 1
+	assert_eq true "$(jq -r --arg c "$CTX" '[.contexts[] | select(.id == $c) | .cpuMs >= 1000] == [true]' <<<"$BODY")" \
+		"usage's contexts: $(_short "$BODY")" || return 1
+	assert_eq "" "$(j '[.services[].name | select(startswith("ctx-"))] | join(",")')" \
+		"usage's services hold no kernel"
 }
 
 # kernelCpuMs and kernelMemoryBytes: the kernel's CPU time during the cell (the agent's usage

@@ -1217,6 +1217,10 @@ int manager_context_restart(struct manager *m, const char *ws_id, const char *ci
 	return no_context(cid, e);
 }
 
+void manager_usage_contexts_split(json_t *usage)
+{
+}
+
 int manager_context_list(struct manager *m, const char *ws_id, const json_t *usage, json_t **ret,
 			 struct station_error *e)
 {
