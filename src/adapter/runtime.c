@@ -103,9 +103,9 @@ static const char *const runsc_flags[] = {
 	"--host-uds=create", /* the agent binds its socket in /run/station (no fd passing) */
 };
 
-/* argv: name [--log=FILE] --root ROOT [--log-format=json] [runsc flags] WHAT */
-static void call_init(struct call *c, const struct runtime *rt, const char *what, const char *id,
-		      const char *log_arg)
+/* argv: name [--log=FILE] --root ROOT [--log-format=json] [runsc flags] [--criu CRIU] WHAT */
+static void call_init_criu(struct call *c, const struct runtime *rt, const char *what,
+			   const char *id, const char *log_arg, const char *criu)
 {
 	*c = (struct call){ .what = what, .id = id };
 	call_push(c, rt->name);
@@ -117,7 +117,17 @@ static void call_init(struct call *c, const struct runtime *rt, const char *what
 		call_push(c, "--log-format=json");
 	for (size_t i = 0; rt->kind == RUNTIME_RUNSC && i < ELEMENTSOF(runsc_flags); i++)
 		call_push(c, runsc_flags[i]);
+	if (criu) {
+		call_push(c, "--criu");
+		call_push(c, criu);
+	}
 	call_push(c, what);
+}
+
+static void call_init(struct call *c, const struct runtime *rt, const char *what, const char *id,
+		      const char *log_arg)
+{
+	call_init_criu(c, rt, what, id, log_arg, NULL);
 }
 
 bool runtime_host_is_hybrid(void)
@@ -857,5 +867,29 @@ int runtime_delete(const struct runtime *rt, const char *id, struct station_erro
 			*e = (struct station_error){};
 		return 0;
 	}
+	return r;
+}
+
+/* runc: the images in image_dir, criu's log (dump.log) and work files in work_dir; the
+ * container runs on. criu: the criu binary runc is to run (NULL: runc's PATH's). */
+int runtime_checkpoint(const struct runtime *rt, const char *id, const char *criu,
+		       const char *image_dir, const char *work_dir, struct station_error *e)
+{
+	struct call c;
+	int r = check_id(id, e);
+	if (r < 0)
+		return r;
+	if (rt->kind != RUNTIME_RUNC)
+		return station_error_set(e, -EOPNOTSUPP, NULL,
+					 "%s checkpoints are not taken here (runc only)", rt->name);
+	call_init_criu(&c, rt, "checkpoint", id, NULL, criu);
+	call_push(&c, "--leave-running");
+	call_push(&c, "--image-path");
+	call_push(&c, image_dir);
+	call_push(&c, "--work-path");
+	call_push(&c, work_dir);
+	call_push(&c, id);
+	r = call_capture(rt, &c, e);
+	call_done(&c);
 	return r;
 }

@@ -105,3 +105,7 @@ int runtime_kill(const struct runtime *rt, const char *id, int sig, bool all,
 /* `delete --force`: kills what still runs and removes the state. A container the runtime does
  * not know is not an error (teardown is idempotent). */
 int runtime_delete(const struct runtime *rt, const char *id, struct station_error *e);
+/* `runc [--criu CRIU] checkpoint --leave-running` of id into image_dir (criu's log and work
+ * files in work_dir); -EOPNOTSUPP for another runtime. */
+int runtime_checkpoint(const struct runtime *rt, const char *id, const char *criu,
+		       const char *image_dir, const char *work_dir, struct station_error *e);

@@ -36,6 +36,7 @@ struct conn {
 	size_t out_pos;
 	bool authenticated;
 	bool failed;
+	bool close_when_sent; /* checkpoint: closed once its queue is sent */
 };
 
 struct done {
@@ -112,6 +113,8 @@ static void conn_flush(struct conn *k)
 		}
 		k->out_pos += (size_t)n;
 	}
+	if (k->out_pos == k->out.len && k->close_when_sent)
+		k->failed = true;
 	if (k->out_pos == k->out.len) {
 		k->out.len = k->out_pos = 0;
 		if (k->out.cap > KEEP_BUFFER_BYTES)
@@ -504,6 +507,32 @@ void channel_free(struct channel *c)
 	event_source_free(c->accept_timer);
 	explicit_bzero(c->secret, sizeof c->secret);
 	free(c);
+}
+
+int channel_replace_listener(struct channel *c, int listen_fd)
+{
+	struct event_source *io = NULL;
+	int r = fd_set_nonblock(listen_fd, true);
+	if (r >= 0)
+		r = event_add_io(c->loop, &io, listen_fd, EPOLLIN, on_listen_io, c);
+	if (r < 0)
+		return r;
+	event_source_free(c->listen_io);
+	event_source_free(c->accept_timer);
+	c->accept_timer = NULL;
+	close(c->listen_fd);
+	c->listen_fd = listen_fd;
+	c->listen_io = io;
+	for (struct conn *k = c->conns, *next; k; k = next) {
+		next = k->next;
+		if (k != c->active) {
+			conn_close(k);
+			continue;
+		}
+		k->close_when_sent = true;
+		conn_flush(k);
+	}
+	return 0;
 }
 
 void channel_forget_secret(struct channel *c)

@@ -43,6 +43,9 @@ struct channel_ops {
 int channel_new(struct event_loop *loop, int listen_fd, const void *secret, size_t secret_len,
 		const struct channel_ops *ops, void *userdata, struct channel **ret);
 void channel_free(struct channel *c);
+/* Listens on listen_fd (taken) in place of the listener so far, which is closed; every
+ * connection is closed, the authenticated one once what is queued on it is sent. */
+int channel_replace_listener(struct channel *c, int listen_fd);
 /* Wipes the secret (in a forked child, which must not keep it). */
 void channel_forget_secret(struct channel *c);
 

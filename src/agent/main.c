@@ -26,6 +26,7 @@
 #include "agent/spawn.h"
 #include "basic/cleanup.h"
 #include "basic/log.h"
+#include "basic/safe-fs.h"
 #include "basic/util.h"
 #include "cgroup/cgroup.h"
 #include "event/event.h"
@@ -433,6 +434,125 @@ static int on_pause(struct agent *a, const struct frame *f)
 	return 0;
 }
 
+struct checkpoint_request {
+	uint64_t request;
+	char *dir;
+};
+
+static int checkpoint_field(void *userdata, uint16_t tag, const uint8_t *v, size_t n)
+{
+	struct checkpoint_request *q = userdata;
+
+	if (tag == TAG_REQUEST && q->request == UINT64_MAX)
+		return frame_val_u64(v, n, &q->request);
+	if (tag == TAG_PATH && !q->dir)
+		return frame_val_strdup(v, n, PROTO_MAX_PATH, &q->dir);
+	return -EBADMSG;
+}
+
+/* DIR/agent.log as stdout and stderr: a regular file of one link, never what a symlink, FIFO
+ * or device planted there leads to. */
+static int checkpoint_log(int dfd, const char **ret_why)
+{
+	struct stat st;
+	_cleanup_close_ int fd = openat(dfd, "agent.log",
+					O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK |
+						O_NOCTTY | O_CLOEXEC,
+					0600);
+	if (fd < 0) {
+		*ret_why = "cannot open agent.log in the run directory";
+		return -errno;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+		*ret_why = "agent.log in the run directory is not a regular file of one link";
+		return -EINVAL;
+	}
+	if (dup2(fd, STDOUT_FILENO) < 0 || dup2(fd, STDERR_FILENO) < 0) {
+		*ret_why = "cannot point stdout and stderr at agent.log";
+		return -errno;
+	}
+	return 0;
+}
+
+/* A listener of ours at DIR/agent.sock, in the container's namespaces, in place of whatever is
+ * at that name (the controller's socket, or anything planted there: removed, not followed). */
+static int checkpoint_listener(int dfd, const char **ret_why)
+{
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || (unlinkat(dfd, "agent.sock", 0) < 0 && errno != ENOENT)) {
+		*ret_why = "cannot replace agent.sock in the run directory";
+		return -errno;
+	}
+	mode_t old = umask(0177);
+	int r = safe_bind_unix(fd, dfd, "agent.sock");
+	umask(old);
+	if (r >= 0 && listen(fd, 16) < 0)
+		r = -errno;
+	if (r < 0) {
+		*ret_why = "cannot listen on agent.sock in the run directory";
+		return r;
+	}
+	return TAKE_FD(fd);
+}
+
+/* The listener to take once CHECKPOINT_READY is queued, or < 0 with why. */
+static int checkpoint_prepare(struct agent *a, const char *dir, const char **ret_why)
+{
+	if (files_manager_alive(a->files) > 0) {
+		*ret_why =
+			"file operations are in progress (their connections are the controller's)";
+		return -EBUSY;
+	}
+	_cleanup_close_ int root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int dfd = root < 0 ? -errno : safe_open_dir(root, dir + 1, SAFE_BENEATH);
+	if (dfd < 0) {
+		*ret_why = "cannot open the run directory (a symlink on its path?)";
+		return dfd;
+	}
+	int r = checkpoint_log(dfd, ret_why);
+	if (r < 0)
+		return r;
+	/* CRIU reads us through ptrace and /proc; non-dumpable again at the next HELLO */
+	(void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	return checkpoint_listener(dfd, ret_why);
+}
+
+/* CHECKPOINT: nothing of ours reaches outside the container's mounts and namespaces, so that
+ * CRIU can dump us (docs/agent-protocol.md "Checkpoint"). CHECKPOINT_READY is queued before the
+ * listener is replaced, which closes every connection once it is sent. */
+static int on_checkpoint(struct agent *a, const struct frame *f)
+{
+	struct checkpoint_request q = { .request = UINT64_MAX };
+	const char *why = NULL;
+	struct buf *b;
+	size_t start;
+	int r = frame_for_each_field(f, checkpoint_field, &q);
+
+	if (r < 0 || q.request == UINT64_MAX || !q.dir || q.dir[0] != '/') {
+		free(q.dir);
+		return -EBADMSG;
+	}
+	if (!channel_connected(a->channel)) {
+		free(q.dir);
+		return 0; /* nobody to answer */
+	}
+	int fd = checkpoint_prepare(a, q.dir, &why);
+	free(q.dir);
+	log_info(fd < 0 ? "checkpoint refused" : "ready for a checkpoint", "reason", why ? why : "",
+		 NULL);
+	r = channel_begin(a->channel, MSG_CHECKPOINT_READY, &b, &start);
+	if (r >= 0)
+		r = frame_put_u64(b, TAG_REQUEST, q.request);
+	if (r >= 0 && fd < 0)
+		r = frame_put_str(b, TAG_REASON, why);
+	(void)channel_end(a->channel, start, r);
+	if (fd >= 0 && (r = channel_replace_listener(a->channel, fd)) < 0) {
+		close(fd);
+		log_error("cannot listen on the new socket", "error", strerror(-r), NULL);
+	}
+	return 0;
+}
+
 static int on_message(struct channel *c, const struct frame *f, void *userdata)
 {
 	struct agent *a = userdata;
@@ -441,6 +561,8 @@ static int on_message(struct channel *c, const struct frame *f, void *userdata)
 		return on_usage_request(a, f);
 	if (f->type == MSG_PAUSE || f->type == MSG_RESUME)
 		return on_pause(a, f);
+	if (f->type == MSG_CHECKPOINT)
+		return on_checkpoint(a, f);
 
 	if (f->type == MSG_SHUTDOWN) {
 		agent_shutdown(a);
@@ -459,6 +581,8 @@ static int on_hello_fields(struct channel *c, struct buf *b, void *userdata)
 {
 	struct agent *a = userdata;
 
+	/* dumpable only from a CHECKPOINT to the next controller (harden()) */
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	int r = frame_put_u64(b, TAG_FEATURES, AGENT_FEATURES_ALL);
 
 	if (r >= 0)

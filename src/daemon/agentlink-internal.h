@@ -42,6 +42,8 @@ int agentlink_terminal_dispatch(const struct agentlink_ops *ops, void *userdata,
 /* USAGE_REPLY. */
 int agentlink_usage_dispatch(const struct agentlink_ops *ops, void *userdata,
 			     const struct frame *f);
+int agentlink_checkpoint_ready_dispatch(const struct agentlink_ops *ops, void *userdata,
+					const struct frame *f);
 int agentlink_paused_dispatch(const struct agentlink_ops *ops, void *userdata,
 			      const struct frame *f);
 

@@ -158,3 +158,51 @@ int agentlink_send_resume(struct agentlink *l)
 	int r = frame_begin(&b, &start, MSG_RESUME, 0);
 	return agentlink_send_frame_end(l, &b, start, r);
 }
+
+/* ---- checkpoint (docs/agent-protocol.md, "Checkpoint") -------------------------------------- */
+
+struct checkpoint_ready {
+	uint64_t request;
+	char *reason;
+};
+
+static int checkpoint_ready_field(void *userdata, uint16_t tag, const uint8_t *v, size_t n)
+{
+	struct checkpoint_ready *q = userdata;
+
+	if (tag == TAG_REQUEST && q->request == UINT64_MAX)
+		return frame_val_u64(v, n, &q->request);
+	if (tag == TAG_REASON && !q->reason)
+		return frame_val_strdup(v, n, 1024, &q->reason);
+	return -EBADMSG;
+}
+
+int agentlink_checkpoint_ready_dispatch(const struct agentlink_ops *ops, void *userdata,
+					const struct frame *f)
+{
+	struct checkpoint_ready q = { .request = UINT64_MAX };
+	int r = frame_for_each_field(f, checkpoint_ready_field, &q);
+
+	if (r >= 0 && q.request == UINT64_MAX)
+		r = -EBADMSG;
+	if (r >= 0 && ops->checkpoint_ready)
+		ops->checkpoint_ready(userdata, q.request, q.reason);
+	free(q.reason);
+	return r;
+}
+
+int agentlink_send_checkpoint(struct agentlink *l, uint64_t request, const char *run_dir)
+{
+	struct buf b = { 0 };
+	size_t start;
+	int r;
+
+	if (!agentlink_has_feature(l, AGENT_FEATURE_CHECKPOINT))
+		return -EOPNOTSUPP;
+	r = frame_begin(&b, &start, MSG_CHECKPOINT, 0);
+	if (r >= 0)
+		r = frame_put_u64(&b, TAG_REQUEST, request);
+	if (r >= 0)
+		r = frame_put_str(&b, TAG_PATH, run_dir);
+	return agentlink_send_frame_end(l, &b, start, r);
+}

@@ -265,6 +265,8 @@ static int link_dispatch(struct agentlink *l, const struct frame *f)
 		return agentlink_usage_dispatch(l->ops, l->userdata, f);
 	case MSG_PAUSED:
 		return agentlink_paused_dispatch(l->ops, l->userdata, f);
+	case MSG_CHECKPOINT_READY:
+		return agentlink_checkpoint_ready_dispatch(l->ops, l->userdata, f);
 	default:
 		return -EBADMSG;
 	}
@@ -376,12 +378,23 @@ int agentlink_connect(struct event_loop *loop, const char *socket_path, const ui
 		      size_t secret_len, const struct agentlink_ops *ops, void *userdata,
 		      struct agentlink **ret)
 {
+	return agentlink_connect_checked(loop, socket_path, NULL, secret, secret_len, ops, userdata,
+					 ret);
+}
+
+int agentlink_connect_checked(struct event_loop *loop, const char *socket_path,
+			      int (*peer_check)(int fd, void *userdata), const uint8_t *secret,
+			      size_t secret_len, const struct agentlink_ops *ops, void *userdata,
+			      struct agentlink **ret)
+{
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return negative_errno();
 	/* the socket lives in run/, which container root owns: a symlink it put there in place
 	 * of the socket is refused, not followed to another socket on the host */
 	int r = safe_connect_unix(fd, socket_path);
+	if (r >= 0 && peer_check) /* before the secret goes out */
+		r = peer_check(fd, userdata);
 	if (r < 0)
 		return r;
 

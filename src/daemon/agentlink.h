@@ -113,11 +113,20 @@ struct agentlink_ops {
 	void (*usage)(void *userdata, uint64_t request, const struct agentlink_usage *v, size_t n);
 	/* PAUSED (agentlink-usage.c); may be NULL. request: as the agent echoed it. */
 	void (*paused)(void *userdata, uint64_t request);
+	/* CHECKPOINT_READY (agentlink-usage.c); may be NULL. reason: NULL when the agent is
+	 * ready (it closes the connection next), else why it refused. */
+	void (*checkpoint_ready)(void *userdata, uint64_t request, const char *reason);
 };
 
 int agentlink_connect(struct event_loop *loop, const char *socket_path, const uint8_t *secret,
 		      size_t secret_len, const struct agentlink_ops *ops, void *userdata,
 		      struct agentlink **ret);
+/* agentlink_connect() that asks peer_check(fd, userdata) about the socket's listener before
+ * HELLO (and the secret) is sent: < 0 refuses it. */
+int agentlink_connect_checked(struct event_loop *loop, const char *socket_path,
+			      int (*peer_check)(int fd, void *userdata), const uint8_t *secret,
+			      size_t secret_len, const struct agentlink_ops *ops, void *userdata,
+			      struct agentlink **ret);
 void agentlink_free(struct agentlink *l);
 
 /* Blocks (at most timeout_ms) until the agent's HELLO_OK has been handled: for a freshly
@@ -204,3 +213,7 @@ int agentlink_send_usage_request(struct agentlink *l, uint64_t request);
  * (-EOPNOTSUPP). */
 int agentlink_send_pause(struct agentlink *l, uint64_t request);
 int agentlink_send_resume(struct agentlink *l);
+
+/* CHECKPOINT (request: echoed in CHECKPOINT_READY; run_dir: the run directory as the
+ * container sees it); only to an agent with AGENT_FEATURE_CHECKPOINT (-EOPNOTSUPP). */
+int agentlink_send_checkpoint(struct agentlink *l, uint64_t request, const char *run_dir);

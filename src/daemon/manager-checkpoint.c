@@ -4,14 +4,29 @@
  * runtime take a second or more), answered from then on by GET /v1/ready's "checkpoint" check
  * and by the refusal of a snapshot with "memory": true. */
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "adapter/adapter.h"
+#include "adapter/oci-config.h"
+#include "adapter/runtime.h"
+#include "agentlink.h"
+#include "basic/cleanup.h"
 #include "basic/log.h"
+#include "basic/safe-fs.h"
+#include "basic/util.h"
+#include "event/event.h"
 #include "event/work.h"
 #include "manager-internal.h"
+#include "net/net.h"
+
+#define CHECKPOINT_READY_TIMEOUT_USEC (10 * 1000000ull)
 
 struct checkpoint_job {
 	struct manager *m;
@@ -98,10 +113,297 @@ int workspace_checkpoint_check(struct workspace *ws, struct station_error *e)
 					 "(criu check); ask again in a few seconds");
 	if (!m->checkpoint.ok)
 		return station_error_set(e, -ENOTSUP, "memory", "%s", m->checkpoint.message);
-	/* The pieces are there, but taking the checkpoint and restoring it into a new workspace
-	 * is not done yet: refused rather than a snapshot that says memory and holds none. */
-	return station_error_set(e, -ENOTSUP, "memory",
-				 "this worker has %s, but this controller does not take memory "
-				 "snapshots yet (docs/operations.md \"Memory snapshots\")",
-				 m->checkpoint.message);
+	if (ws->net_mode != NET_NONE)
+		return station_error_set(
+			e, -ENOTSUP, "memory",
+			"memory snapshots are taken of workspaces with network \"none\" only; "
+			"\"%s\" has network \"%s\" (its links and their addresses are outside "
+			"what a checkpoint carries)",
+			ws->row.id, net_mode_to_string(ws->net_mode));
+	if (workspace_is_paused(ws))
+		return station_error_set(e, -EBUSY, "memory",
+					 "workspace \"%s\" is paused: resume it for a memory "
+					 "snapshot (CRIU freezes and thaws it itself)",
+					 ws->row.id);
+	if (ws->checkpoint)
+		return station_error_set(e, -EBUSY, "memory",
+					 "workspace \"%s\" is being checkpointed already",
+					 ws->row.id);
+	return 0;
+}
+
+/* ---- taking one ------------------------------------------------------------------------- *
+ *
+ * The agent is the container's init, and what it holds of the controller's CRIU cannot carry:
+ * stdout and stderr on agent.log of the workspace directory (outside every mount of the
+ * container), a listener the controller made in the host's network namespace, connections
+ * whose other end is the controller. CHECKPOINT has it log to run/agent.log, listen on a socket
+ * of its own at run/agent.sock, and close every connection; the controller expects that close
+ * (runs, services, terminals go on: nothing is lost), runs `runc checkpoint --leave-running`
+ * off the loop, and connects again, as after a restart of its own. The agent's own listener is
+ * trusted by its pid (agent_peer_ok()). */
+
+struct checkpoint_take {
+	struct workspace *ws;
+	struct event_work_pool *pool;
+	checkpoint_done_fn done;
+	void *userdata;
+	uint64_t request;
+	bool ready;  /* CHECKPOINT_READY said yes: the close is expected */
+	bool queued; /* the runtime's checkpoint is under way */
+	struct event_source *timer;
+	/* for the job */
+	const struct runtime *runtime;
+	const char *criu;
+	char *dir;
+	char id[PROTO_MAX_ID + 1];
+	int r;
+	struct station_error e;
+};
+
+static uint64_t checkpoint_requests;
+
+static void take_free(struct checkpoint_take *t)
+{
+	event_source_free(t->timer);
+	free(t->dir);
+	free(t);
+}
+
+/* Once, on the loop: the agent is reconnected, the caller told. */
+static void take_finish(struct checkpoint_take *t, int r, const struct station_error *e)
+{
+	struct workspace *ws = t->ws;
+	ws->checkpoint = NULL;
+	if (!ws->link)
+		workspace_agent_reconnect(ws);
+	if (r < 0)
+		log_warn("checkpoint failed", "workspace", ws->row.id, "error", e->message, NULL);
+	t->done(t->userdata, r, e);
+	take_free(t);
+}
+
+static int make_private_dir(const char *path, struct station_error *e)
+{
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return station_error_set(e, negative_errno(), NULL, "cannot make \"%s\": %m", path);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fchown(fd, 0, 0) < 0 || fchmod(fd, 0700) < 0)
+		return station_error_set(e, negative_errno(), NULL, "cannot own \"%s\": %m", path);
+	return 0;
+}
+
+/* criu writes most images 0644: 0600 each, so only root reads a process's memory. */
+static int files_private(const char *path, struct station_error *e)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d)
+		return station_error_set(e, negative_errno(), NULL, "cannot read \"%s\": %m", path);
+	fd = -1; /* the DIR's now */
+	int r = 0;
+	for (struct dirent *de; r >= 0 && (de = readdir(d));)
+		if (de->d_type == DT_REG &&
+		    fchmodat(dirfd(d), de->d_name, 0600, AT_SYMLINK_NOFOLLOW) < 0 &&
+		    errno != EOPNOTSUPP)
+			r = station_error_set(e, negative_errno(), NULL,
+					      "cannot close \"%s/%s\" to others: %m", path,
+					      de->d_name);
+	closedir(d);
+	return r;
+}
+
+/* The runtime's error and criu's first one from dump.log (its work directory is root's). */
+static void checkpoint_dump_error(const char *work, struct station_error *e)
+{
+	_cleanup_close_ int wfd = open(work, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_free_ char *log = NULL;
+	size_t len = 0;
+	if (wfd < 0 || safe_read_file(wfd, "dump.log", SAFE_BENEATH, 4 << 20, &log, &len) < 0)
+		return;
+	const char *err = strstr(log, "Error (");
+	if (!err)
+		return;
+	size_t n = strcspn(err, "\n");
+	size_t used = strnlen(e->message, sizeof e->message - 1);
+	snprintf(e->message + used, sizeof e->message - used, "; criu: %.*s", (int)MIN(n, 300u),
+		 err);
+}
+
+static void take_job_run(void *userdata)
+{
+	struct checkpoint_take *t = userdata;
+	_cleanup_free_ char *images = NULL, *work = NULL;
+	if (asprintf(&images, "%s/images", t->dir) < 0 || asprintf(&work, "%s/work", t->dir) < 0) {
+		t->r = station_error_set(&t->e, -ENOMEM, NULL, "out of memory");
+		return;
+	}
+	_cleanup_free_ char *parent = strdup(t->dir);
+	char *slash = parent ? strrchr(parent, '/') : NULL;
+	if (!slash) {
+		t->r = station_error_set(&t->e, -ENOMEM, NULL, "out of memory");
+		return;
+	}
+	*slash = 0;
+	int r = make_private_dir(parent, &t->e);
+	if (r >= 0)
+		r = make_private_dir(t->dir, &t->e);
+	if (r >= 0)
+		r = make_private_dir(images, &t->e);
+	if (r >= 0)
+		r = make_private_dir(work, &t->e);
+	if (r >= 0) {
+		r = runtime_checkpoint(t->runtime, t->id, t->criu, images, work, &t->e);
+		if (r < 0) /* criu's own words are in dump.log */
+			checkpoint_dump_error(work, &t->e);
+	}
+	if (r >= 0)
+		r = files_private(images, &t->e);
+	if (r >= 0)
+		r = files_private(work, &t->e);
+	t->r = r;
+}
+
+static void take_job_done(void *userdata, bool cancelled)
+{
+	struct checkpoint_take *t = userdata;
+	int r = t->r;
+	if (cancelled)
+		r = station_error_set(&t->e, -ECANCELED, NULL,
+				      "the controller stopped before the checkpoint was taken");
+	take_finish(t, r, &t->e);
+}
+
+static int take_on_timeout(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct checkpoint_take *t = userdata;
+	struct station_error e = {};
+	if (t->queued)
+		return 0;
+	station_error_set(&e, -ETIMEDOUT, NULL,
+			  "the agent of workspace \"%s\" did not get ready for the checkpoint in "
+			  "time",
+			  t->ws->row.id);
+	take_finish(t, e.err, &e);
+	return 0;
+}
+
+int workspace_checkpoint_take(struct workspace *ws, const char *dir, checkpoint_done_fn done,
+			      void *userdata, struct station_error *e)
+{
+	struct manager *m = ws->m;
+	if (!ws->link || !ws->link_ready)
+		return station_error_set(e, -ENOTCONN, NULL,
+					 "the agent of workspace \"%s\" is not connected; try "
+					 "again",
+					 ws->row.id);
+	struct checkpoint_take *t = calloc(1, sizeof *t);
+	if (!t || !(t->dir = strdup(dir))) {
+		free(t);
+		return station_error_set(e, -ENOMEM, NULL, "out of memory");
+	}
+	*t = (struct checkpoint_take){ .ws = ws,
+				       .done = done,
+				       .userdata = userdata,
+				       .request = ++checkpoint_requests,
+				       .runtime = m->actx.runtime,
+				       .criu = m->cfg.criu,
+				       .dir = t->dir };
+	snprintf(t->id, sizeof t->id, "%s", ws->row.id);
+	int r = agentlink_send_checkpoint(ws->link, t->request, OCI_RUN_DIR);
+	if (r >= 0)
+		r = event_add_timer(m->loop, &t->timer, now_usec() + CHECKPOINT_READY_TIMEOUT_USEC,
+				    take_on_timeout, t);
+	if (r < 0) {
+		take_free(t);
+		return station_error_set(e, r == -EOPNOTSUPP ? -ENOTSUP : r, "memory",
+					 r == -EOPNOTSUPP ?
+						 "the agent of workspace \"%s\" predates "
+						 "checkpoints: restart the workspace" :
+						 "cannot ask the agent of workspace \"%s\" for a "
+						 "checkpoint",
+					 ws->row.id);
+	}
+	ws->checkpoint = t;
+	return 0;
+}
+
+void workspace_on_checkpoint_ready(struct workspace *ws, uint64_t request, const char *reason)
+{
+	struct checkpoint_take *t = ws->checkpoint;
+	struct station_error e = {};
+	if (!t || t->request != request || t->ready) {
+		agent_report_ignored(ws, "checkpoint ready", NULL);
+		return;
+	}
+	if (!reason) {
+		t->ready = true; /* the close comes next */
+		return;
+	}
+	station_error_set(&e, -EBUSY, "memory",
+			  "the agent of workspace \"%s\" cannot be "
+			  "checkpointed now: %s",
+			  ws->row.id, reason);
+	take_finish(t, e.err, &e);
+}
+
+bool workspace_checkpoint_link_closed(struct workspace *ws)
+{
+	struct checkpoint_take *t = ws->checkpoint;
+	struct station_error e = {};
+	if (!t || t->queued)
+		return false;
+	if (!t->ready) { /* closed before it answered: taken for a lost connection */
+		station_error_set(&e, -ECONNRESET, NULL,
+				  "the agent of workspace \"%s\" closed its connection before it "
+				  "was ready for the checkpoint",
+				  ws->row.id);
+		ws->checkpoint = NULL;
+		t->done(t->userdata, e.err, &e);
+		take_free(t);
+		return false;
+	}
+	t->queued = true;
+	int r = event_work_queue(ws->m->work, take_job_run, take_job_done, t);
+	if (r < 0) {
+		station_error_set(&e, r, NULL, "cannot queue the checkpoint: %s", strerror(-r));
+		take_finish(t, r, &e);
+	}
+	return true;
+}
+
+/* ---- a memory snapshot's checkpoint ----------------------------------------------------- */
+
+void checkpoint_dir_path(const struct manager *m, const char *snapshot_id, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/" CHECKPOINT_DIR "/%s", m->cfg.root, snapshot_id);
+}
+
+void checkpoint_dir_remove(const struct manager *m, const char *snapshot_id)
+{
+	char dir[PATH_MAX];
+	checkpoint_dir_path(m, snapshot_id, dir, sizeof dir);
+	int r = rm_rf(dir);
+	if (r < 0 && r != -ENOENT)
+		log_warn("cannot remove a checkpoint", "snapshot", snapshot_id, "path", dir,
+			 "error", strerror(-r), NULL);
+}
+
+uint64_t checkpoint_dir_bytes(const char *dir)
+{
+	char images[PATH_MAX];
+	snprintf(images, sizeof images, "%s/images", dir);
+	_cleanup_close_ int fd = open(images, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	uint64_t bytes = 0;
+	struct stat st;
+	if (!d)
+		return 0;
+	fd = -1;
+	for (struct dirent *de; (de = readdir(d));)
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode))
+			bytes += (uint64_t)st.st_size;
+	closedir(d);
+	return bytes;
 }

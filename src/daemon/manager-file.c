@@ -650,26 +650,20 @@ static int request_check(const struct file_request *q, struct station_error *e)
  * there, then read the secret of every file operation. The listener's credentials are taken
  * at listen(), by the adapter in the controller (host, runc, crun), whose uid is 0; container
  * root is a uid of the workspace's range, and a host workspace's commands run as --host-user.
- * The pid is no help: after a controller restart the listener is an earlier controller. runsc's
- * agent binds its own socket through the sandbox: there the socket's safety rests on run/. */
+ * The controller's pid is no help (after a restart the listener is an earlier controller); the
+ * agent's is: after a checkpoint the agent listens itself, and only it has its pid
+ * (workspace_agent_peer_check()). runsc's agent binds its own socket through the sandbox:
+ * there the socket's safety rests on run/. */
 static int peer_check(const struct workspace *ws, int fd, struct station_error *e)
 {
-	struct ucred cr = {};
-	socklen_t len = sizeof cr;
-
-	if (adapter_agent_binds_socket(&ws->m->actx, ws->adapter))
-		return 0;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
-		return station_error_set(e, -ENOTCONN, NULL, "cannot check the agent's socket: %m");
-	if (cr.uid == 0)
-		return 0;
-	log_warn("agent socket not made by the controller: file operation refused", "workspace",
-		 ws->row.id, NULL);
-	return station_error_set(
-		e, -EPROTO, NULL,
-		"the agent socket of workspace \"%s\" is not the agent's: its listener "
-		"is uid %u",
-		ws->row.id, (unsigned)cr.uid);
+	int r = workspace_agent_peer_check(ws, fd);
+	if (r == -ENOTCONN)
+		return station_error_set(e, r, NULL, "cannot check the agent's socket: %m");
+	if (r < 0)
+		return station_error_set(e, r, NULL,
+					 "the agent socket of workspace \"%s\" is not the agent's",
+					 ws->row.id);
+	return 0;
 }
 
 static int session_connect(struct file_session *s, const struct file_request *q,

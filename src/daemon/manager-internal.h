@@ -91,6 +91,9 @@ struct run_watch {
 	struct event_source *timer;
 };
 
+struct workspace;
+typedef void (*workspace_held_fn)(struct workspace *ws, void *userdata);
+
 struct workspace {
 	struct workspace *prev, *next;
 	struct manager *m;
@@ -141,6 +144,8 @@ struct workspace {
 	bool pausing;
 	uint64_t pause_request;
 	struct event_source *pause_timer;
+	workspace_held_fn held_fn; /* workspace_hold_agent(): called on PAUSED (or its timeout) */
+	void *held_data;
 	char pause_reason[192];	    /* the reason "paused" is entered with ("" for none) */
 	unsigned snapshots_running; /* manager-snapshot.c: its trees are being read */
 	/* manager-snapshot.c: frozen by a snapshot whose read of its trees goes on: what would
@@ -148,6 +153,9 @@ struct workspace {
 	unsigned snapshot_reading;
 	struct usage_track *usage; /* manager-usage-history.c: its open counter files */
 	struct context *contexts;  /* manager-contexts.c: its code contexts */
+	/* manager-checkpoint.c: a checkpoint under way (its agent's connection closed on
+	 * purpose: no reconnect until the runtime's checkpoint ended) */
+	struct checkpoint_take *checkpoint;
 };
 
 #define MANAGER_MAX_CPUS 1024
@@ -626,6 +634,15 @@ int workspace_set_state(struct workspace *ws, enum workspace_state state, const 
  * undoes it. Neither changes the recorded state: the API's pause does that. */
 int workspace_freeze(struct workspace *ws, struct station_error *e);
 int workspace_thaw(struct workspace *ws, struct station_error *e);
+/* Before a freeze: PAUSE to the agent (its clocks stop) and fn(ws, userdata) once it answered
+ * PAUSED, on the loop: every request sent to it before has been acted on (a command forked
+ * into its group, frozen with the rest), none starts beside the freeze. 1: fn comes later
+ * (bounded: without PAUSED in 2 s it comes anyway); 0: the agent cannot hold (it predates
+ * PAUSE or is not connected), fn is not called and the caller goes on at once; < 0 with e.
+ * workspace_release_agent() is the RESUME after the thaw of a hold that answered 1. */
+int workspace_hold_agent(struct workspace *ws, workspace_held_fn fn, void *userdata,
+			 struct station_error *e);
+void workspace_release_agent(struct workspace *ws);
 /* The workspace's state is "paused" (recorded; its processes frozen). */
 bool workspace_is_paused(const struct workspace *ws);
 /* For a command, attach, open, write or service start: 0 when ws may take it now (ready, or
@@ -670,3 +687,25 @@ void workspace_op_detached_end(struct workspace_op *op, int r, json_t *result,
 void manager_checkpoint_init(struct manager *m);
 void manager_checkpoint_ready(struct manager *m, json_t *checks);
 int workspace_checkpoint_check(struct workspace *ws, struct station_error *e);
+/* Takes ws's checkpoint into dir (made here, 0700: images/ and criu's work/ in it, files
+ * 0600) with the workspace running on: CHECKPOINT to the agent, which lets go of everything of
+ * the controller's and closes the connection; the runtime's checkpoint off the loop; the agent
+ * reconnected. done: called once, on the loop, unless this fails at once (< 0, e set). */
+typedef void (*checkpoint_done_fn)(void *userdata, int r, const struct station_error *e);
+int workspace_checkpoint_take(struct workspace *ws, const char *dir, checkpoint_done_fn done,
+			      void *userdata, struct station_error *e);
+/* A memory snapshot's checkpoint: <root>/checkpoints/<snapshot id> (0700, root's), the bytes
+ * of its images, its removal (with the snapshot, or its failure). */
+#define CHECKPOINT_DIR "checkpoints"
+void checkpoint_dir_path(const struct manager *m, const char *snapshot_id, char *buf, size_t n);
+void checkpoint_dir_remove(const struct manager *m, const char *snapshot_id);
+uint64_t checkpoint_dir_bytes(const char *dir);
+/* From the link (manager.c): CHECKPOINT_READY, and the connection's close (true when the
+ * checkpoint under way expected it). */
+void workspace_on_checkpoint_ready(struct workspace *ws, uint64_t request, const char *reason);
+bool workspace_checkpoint_link_closed(struct workspace *ws);
+/* manager.c: 0 when the listener of the socket fd reached is the controller (uid 0) or ws's
+ * agent (its pid), -EPROTO when not (the sandbox's), -ENOTCONN when it cannot be asked. */
+int workspace_agent_peer_check(const struct workspace *ws, int fd);
+/* manager.c: connect to the agent again now (as after a controller restart). */
+void workspace_agent_reconnect(struct workspace *ws);

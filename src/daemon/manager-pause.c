@@ -135,6 +135,66 @@ static bool agent_pausable(const struct workspace *ws)
 	return ws->link && ws->link_ready && agentlink_has_feature(ws->link, AGENT_FEATURE_PAUSE);
 }
 
+/* ---- the agent's hold: PAUSE, then PAUSED awaited --------------------------------------- */
+
+static void held(struct workspace *ws)
+{
+	workspace_held_fn fn = ws->held_fn;
+
+	event_source_free(ws->pause_timer);
+	ws->pause_timer = NULL;
+	ws->held_fn = NULL;
+	if (fn)
+		fn(ws, ws->held_data);
+}
+
+void workspace_on_paused(struct workspace *ws, uint64_t request)
+{
+	if (ws->held_fn && request == ws->pause_request)
+		held(ws);
+}
+
+static int on_pause_timeout(struct event_source *s, uint64_t now, void *userdata)
+{
+	struct workspace *ws = userdata;
+
+	log_warn("the agent did not answer PAUSE in time; freezing anyway", "workspace", ws->row.id,
+		 NULL);
+	held(ws);
+	return 0;
+}
+
+int workspace_hold_agent(struct workspace *ws, workspace_held_fn fn, void *userdata,
+			 struct station_error *e)
+{
+	int r;
+
+	if (!agent_pausable(ws)) /* an agent that predates PAUSE: its clocks run on */
+		return 0;
+	if (ws->held_fn)
+		return station_error_set(e, -EBUSY, NULL,
+					 "workspace \"%s\" is already being held for a freeze",
+					 ws->row.id);
+	r = agentlink_send_pause(ws->link, ++ws->pause_request);
+	if (r >= 0)
+		r = event_add_timer(ws->m->loop, &ws->pause_timer,
+				    now_usec() + PAUSE_AGENT_TIMEOUT_USEC, on_pause_timeout, ws);
+	if (r < 0)
+		return station_error_set(e, r, NULL,
+					 "cannot ask the agent of workspace \"%s\" to "
+					 "pause: %s",
+					 ws->row.id, strerror(-r));
+	ws->held_fn = fn;
+	ws->held_data = userdata;
+	return 1;
+}
+
+void workspace_release_agent(struct workspace *ws)
+{
+	if (agent_pausable(ws))
+		(void)agentlink_send_resume(ws->link);
+}
+
 /* ---- pause ------------------------------------------------------------------------------- */
 
 static void pause_finish(struct workspace *ws)
@@ -143,12 +203,9 @@ static void pause_finish(struct workspace *ws)
 	int r;
 
 	ws->pausing = false;
-	event_source_free(ws->pause_timer);
-	ws->pause_timer = NULL;
 	r = workspace_freeze(ws, &e);
 	if (r < 0) {
-		if (agent_pausable(ws))
-			(void)agentlink_send_resume(ws->link);
+		workspace_release_agent(ws);
 		log_warn("cannot pause workspace", "workspace", ws->row.id, "error", e.message,
 			 NULL);
 		workspace_op_done(ws, r, NULL, &e);
@@ -159,20 +216,9 @@ static void pause_finish(struct workspace *ws)
 	workspace_op_done(ws, 0, workspace_to_json(ws), NULL);
 }
 
-void workspace_on_paused(struct workspace *ws, uint64_t request)
+static void pause_held(struct workspace *ws, void *userdata)
 {
-	if (ws->pausing && request == ws->pause_request)
-		pause_finish(ws);
-}
-
-static int on_pause_timeout(struct event_source *s, uint64_t now, void *userdata)
-{
-	struct workspace *ws = userdata;
-
-	log_warn("the agent did not answer PAUSE in time; freezing anyway", "workspace", ws->row.id,
-		 NULL);
 	pause_finish(ws);
-	return 0;
 }
 
 int workspace_pause_begin(struct workspace *ws, const char *reason, struct station_error *e)
@@ -188,22 +234,12 @@ int workspace_pause_begin(struct workspace *ws, const char *reason, struct stati
 		return r;
 	snprintf(ws->pause_reason, sizeof ws->pause_reason, "%s", reason ? reason : "");
 	ws->pausing = true;
-	if (!agent_pausable(ws)) { /* an agent that predates PAUSE: its clocks run on */
-		pause_finish(ws);
-		return 0;
-	}
-	r = agentlink_send_pause(ws->link, ++ws->pause_request);
-	if (r >= 0)
-		r = event_add_timer(ws->m->loop, &ws->pause_timer,
-				    now_usec() + PAUSE_AGENT_TIMEOUT_USEC, on_pause_timeout, ws);
-	if (r < 0) {
+	r = workspace_hold_agent(ws, pause_held, NULL, e);
+	if (r < 0)
 		ws->pausing = false;
-		return station_error_set(e, r, NULL,
-					 "cannot ask the agent of workspace \"%s\" to "
-					 "pause: %s",
-					 ws->row.id, strerror(-r));
-	}
-	return 0;
+	else if (r == 0)
+		pause_finish(ws);
+	return r < 0 ? r : 0;
 }
 
 /* ---- resume ------------------------------------------------------------------------------ */
@@ -214,8 +250,7 @@ static int resume_now(struct workspace *ws, struct station_error *e)
 
 	if (r < 0)
 		return r;
-	if (agent_pausable(ws))
-		(void)agentlink_send_resume(ws->link);
+	workspace_release_agent(ws);
 	ws->row.paused_at = 0;
 	workspace_touch(ws); /* the idle clock starts over */
 	workspace_set_state(ws, WORKSPACE_READY, NULL);
@@ -248,6 +283,7 @@ void workspace_unpause_for_teardown(struct workspace *ws)
 		ws->pausing = false;
 		event_source_free(ws->pause_timer);
 		ws->pause_timer = NULL;
+		ws->held_fn = NULL;
 	}
 	if (!workspace_is_paused(ws))
 		return;

@@ -2,8 +2,10 @@
 /* Snapshots, creates from a snapshot, and fork (docs/api.md "Snapshots and fork").
  *
  * A snapshot is an image: the workspace's image plus one layer holding the overlay's upper
- * (the root filesystem's changes) and HOME at home/node. The loop checks, freezes the
- * workspace (workspace_freeze(), unless it is paused already) and queues a job; the job opens
+ * (the root filesystem's changes) and HOME at home/node. The loop checks, holds the agent and
+ * freezes the workspace as a pause does (workspace_hold_agent(), then workspace_freeze(); not
+ * when it is paused already: a command sent before the freeze is forked and frozen with the
+ * rest, none starts beside the read) and queues a job; the job opens
  * the trees through the workspace directory's fd (safe-fs.h: no symlink followed, no path
  * walked by name into what the sandbox wrote), writes the layer to an unlinked file under the
  * root (image_layer_write(): its own rules for what the sandbox put there), has the loop thaw
@@ -63,9 +65,12 @@ struct snapshot_job {
 	uint32_t id_base;
 	uint64_t max_bytes;
 	bool memory;
-	bool host;	 /* a host workspace's: HOME alone, no base image */
-	bool was_paused; /* paused before: left paused */
-	bool frozen;	 /* frozen by us, not yet thawed */
+	bool host;	       /* a host workspace's: HOME alone, no base image */
+	bool was_paused;       /* paused before: left paused */
+	bool frozen;	       /* frozen by us, not yet thawed */
+	bool held;	       /* its agent told PAUSE by us, not yet RESUME */
+	bool reading;	       /* counted in ws->snapshot_reading: starts are refused */
+	uint64_t memory_bytes; /* its checkpoint's images (manager-checkpoint.c) */
 	uint64_t frozen_at;
 	uint64_t paused_ms;
 	/* the job's results */
@@ -139,19 +144,60 @@ static int snapshot_memory_check(struct workspace *ws, struct station_error *e)
 	return workspace_checkpoint_check(ws, e);
 }
 
+static int snapshot_layer_begin(struct snapshot_job *j, struct station_error *e);
+
+/* The checkpoint is taken (the workspace ran on through it): the layer is read as for any
+ * snapshot, the images' bytes counted in its size. */
+static void snapshot_checkpoint_done(void *userdata, int r, const struct station_error *e)
+{
+	struct snapshot_job *j = userdata;
+	struct station_error le = {};
+	char dir[PATH_MAX];
+	checkpoint_dir_path(j->m, j->id, dir, sizeof dir);
+	j->ws->snapshots_running--;
+	if (r >= 0) {
+		j->memory_bytes = checkpoint_dir_bytes(dir);
+		if ((r = snapshot_layer_begin(j, &le)) >= 0)
+			return;
+		e = &le;
+	}
+	checkpoint_dir_remove(j->m, j->id);
+	log_info("snapshot failed", "workspace", j->ws_id, "error", e->message, NULL);
+	j->done(j, r, NULL, e);
+	snapshot_job_free(j);
+}
+
+static int snapshot_memory_begin(struct snapshot_job *j, struct station_error *e)
+{
+	char dir[PATH_MAX];
+	checkpoint_dir_path(j->m, j->id, dir, sizeof dir);
+	int r = workspace_checkpoint_take(j->ws, dir, snapshot_checkpoint_done, j, e);
+	if (r < 0)
+		return r;
+	j->ws->snapshots_running++; /* no delete, no restart meanwhile */
+	return 0;
+}
+
 /* ---- the job ---------------------------------------------------------------------------- */
 
 static void snapshot_thaw(struct snapshot_job *j)
 {
 	struct station_error e = {};
-	if (!j->frozen)
+	if (!j->reading)
 		return;
-	j->frozen = false;
+	j->reading = false;
 	j->ws->snapshot_reading--;
 	j->paused_ms = (now_usec() - j->frozen_at) / 1000;
-	if (workspace_thaw(j->ws, &e) < 0)
+	if (j->frozen && workspace_thaw(j->ws, &e) < 0)
 		log_error("cannot thaw a workspace after its snapshot", "workspace", j->ws_id,
 			  "error", e.message, NULL);
+	if (j->frozen) /* the line's time is after the thaw's */
+		log_info("workspace thawed after a snapshot's read", "workspace", j->ws_id,
+			 "snapshot", j->id, NULL);
+	j->frozen = false;
+	if (j->held) /* thawed first, then told, as a resume does */
+		workspace_release_agent(j->ws);
+	j->held = false;
 }
 
 static void snapshot_thaw_on_loop(void *userdata)
@@ -284,7 +330,7 @@ static int snapshot_record(struct snapshot_job *j, struct snapshot_row *row)
 				      .name = j->name,
 				      .image = j->image,
 				      .base_image = j->base_digest,
-				      .size_bytes = j->stats.bytes,
+				      .size_bytes = j->stats.bytes + j->memory_bytes,
 				      .memory = j->memory,
 				      .paused_ms = j->paused_ms,
 				      .created_at = realtime_usec() };
@@ -324,6 +370,8 @@ static void snapshot_job_done(void *userdata, bool cancelled)
 	if (r >= 0 && !(snapshot = snapshot_to_json(&row)))
 		r = station_error_set(&j->e, -ENOMEM, NULL, "out of memory");
 	if (r < 0) {
+		if (j->memory)
+			checkpoint_dir_remove(j->m, j->id);
 		if (r == -EFBIG) /* past --max-snapshot-bytes: 413 */
 			j->e.err = r = -E2BIG;
 		log_info("snapshot failed", "workspace", j->ws_id, "error", j->e.message, NULL);
@@ -427,24 +475,73 @@ static int snapshot_begin(struct manager *m, struct workspace *ws, const struct 
 		return station_error_set(e, -ENOMEM, NULL, "out of memory");
 	j->done = done;
 	j->userdata = userdata;
-	j->was_paused = workspace_is_paused(ws);
-	if (!j->was_paused) {
-		r = workspace_freeze(ws, e);
-		if (r < 0) {
-			snapshot_job_free(j);
-			return r;
-		}
-		j->frozen = true;
-		j->frozen_at = now_usec();
-		ws->snapshot_reading++;
+	r = spec->memory ? snapshot_memory_begin(j, e) : snapshot_layer_begin(j, e);
+	if (r < 0)
+		snapshot_job_free(j);
+	return r;
+}
+
+/* Freezes the workspace (unless paused) and queues the job; on failure the workspace is thawed
+ * and released, and j is the caller's. */
+static int snapshot_freeze_queue(struct snapshot_job *j, struct station_error *e)
+{
+	struct workspace *ws = j->ws;
+	if (!j->was_paused) /* the line's time is before the freeze's (the tests' reference) */
+		log_info("workspace frozen for a snapshot", "workspace", j->ws_id, "snapshot",
+			 j->id, NULL);
+	int r = j->was_paused ? 0 : workspace_freeze(ws, e);
+	if (r >= 0) {
+		j->frozen = !j->was_paused;
+		r = event_work_queue(j->m->work, snapshot_job_run, snapshot_job_done, j);
+		if (r < 0)
+			station_error_set(e, r, NULL, "cannot queue the snapshot: %s",
+					  strerror(-r));
 	}
-	r = event_work_queue(m->work, snapshot_job_run, snapshot_job_done, j);
 	if (r < 0) {
 		snapshot_thaw(j);
-		snapshot_job_free(j);
-		return station_error_set(e, r, NULL, "cannot queue the snapshot: %s", strerror(-r));
+		return r;
 	}
 	ws->snapshots_running++;
+	return 0;
+}
+
+/* The agent answered PAUSED (or not in time): every command asked for before is forked. */
+static void snapshot_held(struct workspace *ws, void *userdata)
+{
+	struct snapshot_job *j = userdata;
+	struct station_error e = {};
+	ws->snapshots_running--;
+	int r = snapshot_freeze_queue(j, &e);
+	if (r >= 0)
+		return;
+	if (j->memory)
+		checkpoint_dir_remove(j->m, j->id);
+	log_info("snapshot failed", "workspace", j->ws_id, "error", e.message, NULL);
+	j->done(j, r, NULL, &e);
+	snapshot_job_free(j);
+}
+
+/* Holds the agent, freezes the workspace (unless paused) and queues the job; on failure j is
+ * the caller's. A command asked for before is forked (and frozen) by the freeze, none after:
+ * from here until the thaw, starts are refused (workspace_wake_for()). */
+static int snapshot_layer_begin(struct snapshot_job *j, struct station_error *e)
+{
+	struct workspace *ws = j->ws;
+	j->was_paused = workspace_is_paused(ws);
+	if (j->was_paused)
+		return snapshot_freeze_queue(j, e);
+	j->reading = true;
+	j->frozen_at = now_usec();
+	ws->snapshot_reading++;
+	int r = workspace_hold_agent(ws, snapshot_held, j, e);
+	if (r == 0) /* an agent that predates PAUSE */
+		return snapshot_freeze_queue(j, e);
+	if (r < 0) {
+		snapshot_thaw(j);
+		return r;
+	}
+	j->held = true;
+	ws->snapshots_running++; /* no delete, no restart meanwhile */
 	return 0;
 }
 
@@ -577,6 +674,8 @@ int manager_snapshot_delete(struct manager *m, const char *id, workspace_op_fn f
 		snapshot_row_free(&row);
 		return r;
 	}
+	if (row.memory)
+		checkpoint_dir_remove(m, row.id);
 	manager_event_emit(m, MANAGER_EVENT_SNAPSHOT, "deleted", row.id, row.workspace_id,
 			   row.tenant, NULL, NULL);
 	log_info("snapshot deleted", "snapshot", row.id, "image", row.image, NULL);
@@ -638,6 +737,12 @@ int snapshot_spec_apply(struct manager *m, const struct workspace_spec *spec,
 				      "snapshot \"%s\" is of a %s workspace: it starts %s "
 				      "workspaces only, not %s ones",
 				      spec->snapshot, adapter, adapter, spec->adapter);
+	else if (row.memory) /* docs/operations.md "Memory snapshots" */
+		r = station_error_set(e, -ENOTSUP, "snapshot",
+				      "snapshot \"%s\" holds processes: restoring them into a new "
+				      "workspace is not built yet (its filesystem alone cannot be "
+				      "started from it either: take a snapshot without memory)",
+				      spec->snapshot);
 	else if (spec->image && !row.base_image[0])
 		r = station_error_set(e, -EINVAL, "image",
 				      "snapshot \"%s\" is of a host workspace, which has no "

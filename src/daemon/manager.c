@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -368,12 +369,37 @@ static int agent_watch(struct workspace *ws)
 	return event_add_io(ws->m->loop, &ws->agent_watch, fd, EPOLLIN, on_agent_exit, ws);
 }
 
+/* The listener of the agent's socket was made by the controller (uid 0: the adapter listens
+ * and hands it over), or by the agent itself (its pid: after a checkpoint, or restored from
+ * one); runsc's agent binds its own, whose safety rests on run/. Anything else at run/agent.sock
+ * was put there by the sandbox and gets no secret. */
+int workspace_agent_peer_check(const struct workspace *ws, int fd)
+{
+	struct ucred cr = {};
+	socklen_t len = sizeof cr;
+
+	if (adapter_agent_binds_socket(&ws->m->actx, ws->adapter))
+		return 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return -ENOTCONN;
+	if (cr.uid == 0 || (ws->agent_pid > 0 && cr.pid == ws->agent_pid))
+		return 0;
+	log_warn("agent socket not made by the controller or the agent: refused", "workspace",
+		 ws->row.id, NULL);
+	return -EPROTO;
+}
+
+static int agent_peer_check(int fd, void *userdata)
+{
+	return workspace_agent_peer_check(userdata, fd);
+}
+
 static int agent_connect(struct workspace *ws)
 {
 	ws->link_ready = false;
 	ws->link_gen++;
-	return agentlink_connect(ws->m->loop, ws->socket_path, ws->secret, SECRET_BYTES, &link_ops,
-				 ws, &ws->link);
+	return agentlink_connect_checked(ws->m->loop, ws->socket_path, agent_peer_check, ws->secret,
+					 SECRET_BYTES, &link_ops, ws, &ws->link);
 }
 
 /* As when the agent is lost (agent_lost()), on purpose: every process is killed through the
@@ -489,6 +515,8 @@ static void on_link_closed(void *userdata, int err)
 	ws->link_ready = false;
 	if (ws->agent_pidfd < 0)
 		return;
+	if (workspace_checkpoint_link_closed(ws))
+		return; /* closed by the agent for a checkpoint: reconnected once it is taken */
 	log_warn("agent connection closed", "workspace", ws->row.id, "error",
 		 err < 0 ? strerror(-err) : "eof", NULL);
 	if (!ws->link_timer &&
@@ -502,6 +530,21 @@ static void on_link_closed(void *userdata, int err)
 static void on_paused(void *userdata, uint64_t request)
 {
 	workspace_on_paused(userdata, request);
+}
+
+static void on_checkpoint_ready(void *userdata, uint64_t request, const char *reason)
+{
+	workspace_on_checkpoint_ready(userdata, request, reason);
+}
+
+void workspace_agent_reconnect(struct workspace *ws)
+{
+	if (ws->link || ws->agent_pidfd < 0)
+		return;
+	if (!ws->link_timer &&
+	    event_add_timer(ws->m->loop, &ws->link_timer, UINT64_MAX, on_link_timer, ws) < 0)
+		return;
+	event_source_set_time(ws->link_timer, now_usec());
 }
 
 static const struct agentlink_ops link_ops = {
@@ -525,6 +568,7 @@ static const struct agentlink_ops link_ops = {
 	.cred_request = creds_on_request,
 	.usage = usage_on_reply,
 	.paused = on_paused,
+	.checkpoint_ready = on_checkpoint_ready,
 };
 
 /* --- the API --- */

@@ -54,10 +54,12 @@ enum agent_feature {
 	AGENT_FEATURE_SERVICE_RESET = 1u << 3,	  /* SERVICE_START's RESET_AFTER_MS */
 	AGENT_FEATURE_SERVICE_PROGRESS = 1u << 4, /* SERVICE_PROGRESS_WATCH / SERVICE_PROGRESS */
 	AGENT_FEATURE_PAUSE = 1u << 5,		  /* PAUSE / PAUSED / RESUME */
+	AGENT_FEATURE_CHECKPOINT = 1u << 6,	  /* CHECKPOINT / CHECKPOINT_READY */
 };
 #define AGENT_FEATURES_ALL                                                                         \
 	(AGENT_FEATURE_FILES | AGENT_FEATURE_USAGE | AGENT_FEATURE_CREDENTIALS |                   \
-	 AGENT_FEATURE_SERVICE_RESET | AGENT_FEATURE_SERVICE_PROGRESS | AGENT_FEATURE_PAUSE)
+	 AGENT_FEATURE_SERVICE_RESET | AGENT_FEATURE_SERVICE_PROGRESS | AGENT_FEATURE_PAUSE |      \
+	 AGENT_FEATURE_CHECKPOINT)
 
 enum msg_type {
 	MSG_HELLO = 1,	      /* C->A: SECRET, VERSION */
@@ -122,6 +124,11 @@ enum msg_type {
 			    delays); answered by PAUSED once every request before it is done */
 	MSG_PAUSED = 91, /* A->C: REQUEST */
 	MSG_RESUME = 92, /* C->A: the clocks go on, each pushed back by the time paused */
+	/* 93-94: checkpoint (docs/agent-protocol.md, "Checkpoint"), main connection */
+	MSG_CHECKPOINT = 93,	   /* C->A: REQUEST, PATH (the run dir, as the container sees it):
+				      log to PATH/agent.log, listen on PATH/agent.sock, close every
+				      connection once CHECKPOINT_READY is sent */
+	MSG_CHECKPOINT_READY = 94, /* A->C: REQUEST, REASON? (present: refused, nothing changed) */
 };
 
 /* Tags 100-149 are for terminals, 150-199 for services. */
