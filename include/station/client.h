@@ -207,9 +207,11 @@ struct station_workspace_options {
 	 * capacity.memoryBytes.available, then the first listed (-EAGAIN when none answered with
 	 * room). Must be NULL on a client of one controller (-EINVAL). */
 	const char *worker;
-	/* "s-…": start from that snapshot's image, HOME and root filesystem (image must then be
-	 * NULL); NULL: none. On a client over several workers, worker must name the snapshot's
-	 * worker (-EINVAL without a request when it is NULL). */
+	/* "s-WORKER-…": start from that snapshot's image, HOME and root filesystem (image must
+	 * then be NULL); NULL: none. On a client over several workers, the create goes to the
+	 * worker the id names (worker, when given, must be that one: -EINVAL otherwise); an id
+	 * of the older shape "s-…" names no worker: worker must name the one that keeps it
+	 * (-EINVAL without a request when it is NULL). */
 	const char *snapshot;
 	/* A paused workspace resumes by itself for a command, terminal, file write or service
 	 * start, instead of answering 409 "paused". */
@@ -332,11 +334,14 @@ int station_worker_usage(struct station_client *c, const struct station_usage_op
 int station_workspace_pause(struct station_client *c, const char *id, json_t **ret);
 int station_workspace_resume(struct station_client *c, const char *id, json_t **ret);
 
-/* A snapshot is {"id":"s-…","workspaceId","name","createdAt","sizeBytes","baseImage","image",
- * "memory","pausedMs"} (docs/api.md, "Snapshots and fork"): the workspace's HOME and root
- * filesystem changes (a host workspace: its directory), kept as an image of the worker's image
- * store. Snapshots live on one worker: on a client over several workers, list, get and delete
- * are -EINVAL; make them on station_client_worker(). */
+/* A snapshot is {"id":"s-WORKER-…","worker","workspaceId","name","createdAt","sizeBytes",
+ * "baseImage","image","memory","pausedMs"} (docs/api.md, "Snapshots and fork"): the
+ * workspace's HOME and root filesystem changes (a host workspace: its directory), kept as an
+ * image of the worker's image store. Its id names the worker that keeps it, as a workspace
+ * id does: on a client over several workers, get, delete and a create from it go there, and
+ * a list asks every worker. An id of the older shape "s-<26 of [a-z2-7]>" (taken before ids
+ * carried their worker) names none: ask its worker's handle (station_client_worker()). An id
+ * of neither shape is -EINVAL without a request. */
 #define STATION_SNAPSHOT_NAME_MAX 128
 #define STATION_FORK_MAX 100
 
@@ -352,8 +357,15 @@ struct station_snapshot_options {
 int station_snapshot_create(struct station_client *c, const char *ws,
 			    const struct station_snapshot_options *opts, json_t **ret);
 
-/* GET /v1/snapshots: *ret is the array of snapshots, newest first. */
+/* GET /v1/snapshots: *ret is the array of snapshots, newest first. On a client over several
+ * workers, every worker's, asked at once: -EHOSTUNREACH naming a worker that did not answer
+ * (station_snapshot_list_all() lists those that did). */
 int station_snapshot_list(struct station_client *c, json_t **ret);
+
+/* GET /v1/snapshots of every worker at once: *ret is {"snapshots":[…] newest first,
+ * "unreachable":[{"worker","url","error"}]} (as station_workspace_list_all()); an error only
+ * when the client cannot ask. On a client of one controller: its list, unreachable empty. */
+int station_snapshot_list_all(struct station_client *c, json_t **ret);
 
 /* GET /v1/snapshots/{id}. -ENOENT (404) for an unknown id (or another tenant's). */
 int station_snapshot_get(struct station_client *c, const char *id, json_t **ret);

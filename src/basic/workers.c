@@ -299,6 +299,16 @@ int worker_of_id(const char *id, char ret[WORKER_NAME_MAX + 1])
 	return worker_name_valid(ret) ? 0 : -EINVAL;
 }
 
+static bool random_part_valid(const char *s)
+{
+	if (strlen(s) != WORKSPACE_ID_RANDOM)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '2' && *s <= '7')))
+			return false;
+	return true;
+}
+
 bool workspace_id_shaped(const char *s)
 {
 	char worker[WORKER_NAME_MAX + 1];
@@ -307,12 +317,20 @@ bool workspace_id_shaped(const char *s)
 	if (!s || worker_of_id(s, worker) < 0)
 		return false;
 	tail = s + strlen(worker) + 1;
-	if (strlen(tail) != WORKSPACE_ID_RANDOM)
-		return false;
-	for (; *tail; tail++)
-		if (!((*tail >= 'a' && *tail <= 'z') || (*tail >= '2' && *tail <= '7')))
-			return false;
-	return true;
+	return random_part_valid(tail);
+}
+
+int snapshot_id_worker(const char *id, char ret[WORKER_NAME_MAX + 1])
+{
+	if (!id || strncmp(id, "s-", 2) != 0)
+		return -EINVAL;
+	if (random_part_valid(id + 2)) {
+		ret[0] = '\0';
+		return 0;
+	}
+	if (!workspace_id_shaped(id + 2))
+		return -EINVAL;
+	return worker_of_id(id + 2, ret) < 0 ? -EINVAL : 1;
 }
 
 static bool token_valid(const char *s)

@@ -78,6 +78,12 @@ int worker_of_id(const char *id, char ret[WORKER_NAME_MAX + 1]);
  * an id from a name by its shape alone. */
 bool workspace_id_shaped(const char *s);
 
+/* The worker a snapshot id names. A snapshot id is "s-" and a workspace id's shape
+ * ("s-w2-3vqk…" is on w2), or "s-" and WORKSPACE_ID_RANDOM characters of [a-z2-7] alone, as
+ * snapshots were named before their ids carried a worker. Returns 1 with the worker in ret for
+ * the first, 0 (ret "") for the second, -EINVAL for anything else. */
+int snapshot_id_worker(const char *id, char ret[WORKER_NAME_MAX + 1]);
+
 /* Reads a token file: a regular file (symlinks followed) owned by the caller or root that
  * neither group nor others may read or write (else -EPERM naming its mode), holding one token
  * of printable ASCII without spaces (a final newline is dropped). *ret is freshly allocated;

@@ -77,6 +77,10 @@ int cli_fail(const struct cli *cli, int r);
  * the help or a usage error). */
 int cli_parse_json_args(const struct cli *cli, int argc, char **argv, bool *json);
 
+/* A list of every worker's ({…,"unreachable":[…]}): each worker that did not answer, on
+ * stderr; EXIT_FAILED when none did, else 0. */
+int cli_ls_unreachable(const struct cli *cli, json_t *all);
+
 /* Parses "[--json] WS X": cli_parse_json_args(), then exactly two arguments, the second called
  * what ("RUN", "NAME") in the usage error. Returns < 0 to go on with argv[optind] and
  * argv[optind + 1], else the exit status. */

@@ -105,23 +105,14 @@ static int cmd_snapshot_create(struct cli *cli, int argc, char **argv)
 
 /* ---- snapshot ls, rm --------------------------------------------------------------------- */
 
-/* Snapshots are kept by one worker, with no worker in their id: with a worker list, the
- * commands about no workspace need --worker. */
-static int snapshot_need_worker(const struct cli *cli)
-{
-	if (station_client_n_workers(cli->client) == 0)
-		return -1;
-	return cli_usage(cli,
-			 "snapshots are kept by one worker: with a worker list, name it "
-			 "(station-sandbox --worker NAME %s …)",
-			 cli->command->name);
-}
-
-static int snapshots_print(const json_t *list)
+/* With several workers, a WORKER column comes second. */
+static int snapshots_print(const json_t *list, bool workers)
 {
 	static const char *const header[] = {
 		"ID", "WORKSPACE", "NAME", "SIZE", "MEMORY", "CREATED"
 	};
+	static const char *const header_workers[] = { "ID",   "WORKER", "WORKSPACE", "NAME",
+						      "SIZE", "MEMORY", "CREATED" };
 	_cleanup_(table_freep) struct table *t = NULL;
 	json_t *s;
 	size_t i;
@@ -130,18 +121,23 @@ static int snapshots_print(const json_t *list)
 		printf("(no snapshots: 'station-sandbox snapshot create WS' makes one)\n");
 		return fflush(stdout) == EOF ? -EIO : 0;
 	}
-	if (table_new(ELEMENTSOF(header), header, &t) < 0)
+	if (table_new(workers ? ELEMENTSOF(header_workers) : ELEMENTSOF(header),
+		      workers ? header_workers : header, &t) < 0)
 		return -ENOMEM;
 	json_array_foreach(list, i, s) {
 		char size[32], name_buf[40 * 4 + 4];
 		const char *name = json_str(s, "name");
 		/* The name is its creator's to choose: shortened, control characters gone. */
-		const char *row[] = { json_str(s, "id"),
-				      json_str(s, "workspaceId"),
-				      name ? output_shorten(name, 40, name_buf) : NULL,
-				      size,
-				      json_is_true(json_object_get(s, "memory")) ? "yes" : "no",
-				      json_str(s, "createdAt") };
+		const char *row[7], **p = row;
+
+		*p++ = json_str(s, "id");
+		if (workers)
+			*p++ = json_str(s, "worker");
+		*p++ = json_str(s, "workspaceId");
+		*p++ = name ? output_shorten(name, 40, name_buf) : NULL;
+		*p++ = size;
+		*p++ = json_is_true(json_object_get(s, "memory")) ? "yes" : "no";
+		*p++ = json_str(s, "createdAt");
 
 		snprintf(size, sizeof(size), "%lld",
 			 (long long)json_integer_value(json_object_get(s, "sizeBytes")));
@@ -153,22 +149,25 @@ static int snapshots_print(const json_t *list)
 
 static int cmd_snapshot_ls(struct cli *cli, int argc, char **argv)
 {
-	_cleanup_json_ json_t *list = NULL;
+	_cleanup_json_ json_t *all = NULL;
+	json_t *list;
 	bool json = false;
-	int r;
+	int r, status;
 
 	r = cli_parse_json_args(cli, argc, argv, &json);
 	if (r >= 0)
 		return r;
 	if (optind < argc)
 		return cli_usage(cli, "unexpected argument '%s'", argv[optind]);
-	r = snapshot_need_worker(cli);
-	if (r >= 0)
-		return r;
-	r = station_snapshot_list(cli->client, &list);
+	r = station_snapshot_list_all(cli->client, &all);
 	if (r < 0)
 		return cli_fail(cli, r);
-	r = json ? output_json(list) : snapshots_print(list);
+	status = cli_ls_unreachable(cli, all);
+	if (status != 0)
+		return status;
+	list = json_object_get(all, "snapshots");
+	r = json ? output_json(list) :
+		   snapshots_print(list, station_client_n_workers(cli->client) > 0);
 	return r < 0 ? EXIT_FAILED : 0;
 }
 
@@ -181,9 +180,6 @@ static int cmd_snapshot_rm(struct cli *cli, int argc, char **argv)
 		return r;
 	if (optind >= argc)
 		return cli_usage(cli, "no snapshot given");
-	r = snapshot_need_worker(cli);
-	if (r >= 0)
-		return r;
 	for (int i = optind; i < argc; i++) {
 		r = station_snapshot_delete(cli->client, argv[i]);
 		if (r == -ECONNREFUSED)
@@ -294,7 +290,8 @@ static const struct cli_command snapshot_ls = {
 	.args = "[--json]",
 	.summary = "list snapshots, newest first",
 	.help = "  --json  print the snapshots as a JSON array\n"
-		"With a worker list, name the worker: station-sandbox --worker NAME snapshot ls.\n",
+		"With a worker list, every worker's, a WORKER column second; each worker that did\n"
+		"not answer is named on stderr (exit status 1 when none did).\n",
 	.run = cmd_snapshot_ls,
 };
 
@@ -302,8 +299,9 @@ static const struct cli_command snapshot_rm = {
 	.name = "snapshot rm",
 	.args = "ID...",
 	.summary = "delete snapshots and their images",
-	.help = "Refused while a workspace runs on the snapshot. With a worker list, name the\n"
-		"worker: station-sandbox --worker NAME snapshot rm ID.\n",
+	.help = "Refused while a workspace runs on the snapshot. With a worker list, each goes\n"
+		"to the worker its id names (s-WORKER-…); an id of the older shape s-… names none:\n"
+		"station-sandbox --worker NAME snapshot rm ID.\n",
 	.run = cmd_snapshot_rm,
 };
 

@@ -141,10 +141,6 @@ static int create_parse(struct cli *cli, int argc, char **argv, struct create_ar
 	if (a->ws.snapshot && a->ws.image)
 		return cli_usage(cli,
 				 "--snapshot and --image are exclusive (a snapshot has its image)");
-	if (a->ws.snapshot && !a->ws.worker && station_client_n_workers(cli->client) > 0)
-		return cli_usage(cli,
-				 "a snapshot is kept by one worker: with a worker list, name it "
-				 "(--worker NAME)");
 	if ((a->egress.allow || a->egress.file) && !a->ws.network)
 		a->ws.network = "restricted";
 	if ((a->egress.allow || a->egress.file) && strcmp(a->ws.network, "restricted") != 0)
@@ -210,8 +206,7 @@ static int ls_print(json_t *list, bool workers)
 	return table_print(t);
 }
 
-/* Each worker that did not answer, on stderr; EXIT_FAILED when none did. */
-static int ls_unreachable(struct cli *cli, json_t *all)
+int cli_ls_unreachable(const struct cli *cli, json_t *all)
 {
 	json_t *unreachable = json_object_get(all, "unreachable"), *u;
 	size_t i;
@@ -278,7 +273,7 @@ static int cmd_ls(struct cli *cli, int argc, char **argv)
 		r = station_workspace_list_where(cli->client, &f, &all);
 		if (r < 0)
 			return cli_fail(cli, r);
-		status = ls_unreachable(cli, all);
+		status = cli_ls_unreachable(cli, all);
 		if (status != 0)
 			return status;
 		list = json_incref(json_object_get(all, "workspaces"));
@@ -365,8 +360,9 @@ const struct cli_command cli_cmd_create = {
 		"  --pids-limit N         process limit (0: the worker's default)\n"
 		"  --idle-timeout-ms N    stop it once idle this long (0: never)\n"
 		"  --idle-action A        what being idle that long does: stop (default) or pause\n"
-		"  --snapshot ID          start from a snapshot (s-…): its image, HOME and files\n"
-		"                         (snapshot create, fork); not with --image\n"
+		"  --snapshot ID          start from a snapshot (s-WORKER-…): its image, HOME and\n"
+		"                         files (snapshot create, fork); not with --image; with a\n"
+		"                         worker list, on the worker its id names\n"
 		"  --auto-resume          once paused, resume by itself for a command, terminal,\n"
 		"                         file write or service start (else those are refused)\n"
 		"  --name NAME            its name, unique among your workspaces on the worker:\n"

@@ -187,6 +187,15 @@ char *client_query_encode(const char *s);
  * station_workspace_list_all() answers. */
 int client_list_all(struct station_client *c, const char *path, json_t **ret);
 
+/* route.c: GET /v1/snapshots on every worker at once: {"snapshots":[…],"unreachable":[…]}
+ * (on a client of one controller, its list and no unreachable). */
+int client_snapshot_list_all(struct station_client *c, json_t **ret);
+
+/* -EINVAL naming id when it has no snapshot id's shape (basic/workers.h). On a client over
+ * several workers, *c becomes the handle of the worker id names: -ENOENT when it is not in
+ * the list, -EINVAL for an id that names none (taken before ids carried their worker). */
+int client_route_snapshot(struct station_client **c, const char *id);
+
 /* "/v1/workspaces/{ws}" + suffix + "path=<path, percent-encoded>" + tail. The path must be a
  * non-empty string without NUL of at most 4096 bytes (else -EINVAL, without a request). */
 int client_file_path(struct station_client *c, const char *ws, const char *suffix, const char *path,

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "basic/cleanup.h"
+#include "basic/workers.h"
 #include "client-internal.h"
 
 int client_error(struct station_client *c, int err, const char *fmt, ...)
@@ -724,18 +725,34 @@ static int worker_check_name(struct station_client *w)
 	return 0;
 }
 
+/* A create from a snapshot goes to the worker that keeps it, which its id names (or the one
+ * named, for an id that names none); else to the worker named, or to the one with most room. */
+static int create_route(struct station_client **cp, const struct station_workspace_options *opts)
+{
+	struct station_client *c = *cp;
+	char name[WORKER_NAME_MAX + 1];
+	int r;
+
+	if (!c->workers || !opts || !opts->snapshot)
+		return client_route_create(cp, opts ? opts->worker : NULL);
+	r = snapshot_id_worker(opts->snapshot, name);
+	if (r == 0 && opts->worker)
+		return client_route_create(cp, opts->worker);
+	if (r > 0 && opts->worker && strcmp(opts->worker, name) != 0)
+		return client_error(c, -EINVAL,
+				    "snapshot %s is kept by worker %s: a workspace made from it "
+				    "starts there, not on %.64s",
+				    opts->snapshot, name, opts->worker);
+	return client_route_snapshot(cp, opts->snapshot);
+}
+
 int station_workspace_create(struct station_client *c, const struct station_workspace_options *opts,
 			     json_t **ret)
 {
 	_cleanup_json_ json_t *spec = NULL;
 	int r;
 
-	if (c->workers && opts && opts->snapshot && !opts->worker)
-		return client_error(c, -EINVAL,
-				    "a snapshot is on one worker: name it (worker) to create from "
-				    "snapshot %.128s",
-				    opts->snapshot);
-	r = client_route_create(&c, opts ? opts->worker : NULL);
+	r = create_route(&c, opts);
 	if (r < 0)
 		return r;
 	r = worker_check_name(c);

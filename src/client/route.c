@@ -397,43 +397,74 @@ int station_workspace_list_all(struct station_client *c, json_t **ret)
 	return client_list_all(c, "/v1/workspaces", ret);
 }
 
-int client_list_all(struct station_client *c, const char *path, json_t **ret)
+/* Every snapshot a worker lists must be one its id routes back to, as for workspaces; one
+ * whose id names no worker (taken before ids carried it) is that worker's. */
+static int check_snapshots_owned(struct station_client *w, json_t *list)
 {
-	_cleanup_json_ json_t *out = NULL, *doc = NULL;
-	json_t *all, *unreachable, *list;
+	char name[WORKER_NAME_MAX + 1];
+	json_t *s;
+	size_t i;
+
+	json_array_foreach(list, i, s) {
+		const char *id = json_string_value(json_object_get(s, "id"));
+		int r = snapshot_id_worker(id, name);
+
+		if (r < 0 || (r > 0 && strcmp(name, w->worker_name) != 0))
+			return client_error(
+				w, -EPROTO,
+				"worker %s (%s) listed snapshot '%.128s', whose id does "
+				"not name it (is %s its --worker name?)",
+				w->worker_name, w->endpoint, id ? id : "", w->worker_name);
+	}
+	return 0;
+}
+
+/* GET path of one controller: {key:[…],"unreachable":[]}. */
+static int list_one(struct station_client *c, const char *path, const char *key, json_t **ret)
+{
+	_cleanup_json_ json_t *doc = NULL;
+	json_t *list;
+	int r = station_request_json(c, "GET", path, NULL, &doc);
+
+	if (r < 0)
+		return r;
+	list = json_object_get(doc, key);
+	if (!json_is_array(list))
+		return client_error(c, -EPROTO, "%s answered without \"%s\"", c->endpoint, key);
+	*ret = json_pack("{s:O,s:[]}", key, list, "unreachable");
+	return *ret ? 0 : client_error(c, -ENOMEM, "out of memory");
+}
+
+/* GET path on every worker at once: {key: every list joined, "unreachable": […]}, each
+ * worker's list checked by owned. */
+static int list_all(struct station_client *c, const char *path, const char *key,
+		    int (*owned)(struct station_client *, json_t *), json_t **ret)
+{
+	_cleanup_json_ json_t *out = NULL;
+	json_t *all, *unreachable;
 	struct probe *p = NULL;
 	int r;
 
-	if (!c->workers) {
-		r = station_request_json(c, "GET", path, NULL, &doc);
-		if (r < 0)
-			return r;
-		list = json_object_get(doc, "workspaces");
-		if (!json_is_array(list))
-			return client_error(c, -EPROTO, "%s answered without \"workspaces\"",
-					    c->endpoint);
-		*ret = json_pack("{s:O,s:[]}", "workspaces", list, "unreachable");
-		return *ret ? 0 : client_error(c, -ENOMEM, "out of memory");
-	}
+	if (!c->workers)
+		return list_one(c, path, key, ret);
 	c->current = NULL;
-	out = json_pack("{s:[],s:[]}", "workspaces", "unreachable");
+	out = json_pack("{s:[],s:[]}", key, "unreachable");
 	if (!out)
 		return client_error(c, -ENOMEM, "out of memory");
-	all = json_object_get(out, "workspaces");
+	all = json_object_get(out, key);
 	unreachable = json_object_get(out, "unreachable");
 	r = probe_all(c, path, &p);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < c->n_workers; i++) {
-		json_t *l = json_object_get(p[i].doc, "workspaces");
+		json_t *l = json_object_get(p[i].doc, key);
 
 		if (p[i].r >= 0 && !json_is_array(l))
 			p[i].r = client_error(p[i].w, -EPROTO,
-					      "worker %s (%s) answered without "
-					      "\"workspaces\"",
-					      p[i].w->worker_name, p[i].w->endpoint);
+					      "worker %s (%s) answered without \"%s\"",
+					      p[i].w->worker_name, p[i].w->endpoint, key);
 		if (p[i].r >= 0)
-			p[i].r = check_owned(p[i].w, l);
+			p[i].r = owned(p[i].w, l);
 		if (p[i].r < 0)
 			json_array_append_new(unreachable, unreachable_json(&p[i]));
 		else
@@ -441,6 +472,45 @@ int client_list_all(struct station_client *c, const char *path, json_t **ret)
 	}
 	probes_free(p, c->n_workers);
 	*ret = TAKE_PTR(out);
+	return 0;
+}
+
+int client_list_all(struct station_client *c, const char *path, json_t **ret)
+{
+	return list_all(c, path, "workspaces", check_owned, ret);
+}
+
+int client_snapshot_list_all(struct station_client *c, json_t **ret)
+{
+	return list_all(c, "/v1/snapshots", "snapshots", check_snapshots_owned, ret);
+}
+
+int client_route_snapshot(struct station_client **cp, const char *id)
+{
+	struct station_client *c = *cp, *w;
+	char name[WORKER_NAME_MAX + 1];
+	int r = snapshot_id_worker(id, name);
+
+	if (r < 0)
+		return client_error(c, -EINVAL,
+				    "invalid snapshot id '%.128s' (want s-WORKER-… as snapshot "
+				    "create prints it)",
+				    id ? id : "");
+	if (!c->workers)
+		return 0;
+	if (r == 0)
+		return client_error(c, -EINVAL,
+				    "snapshot %s names no worker (it was taken before snapshot ids "
+				    "carried one): ask the worker that keeps it (--worker NAME)",
+				    id);
+	w = worker_find(c, name);
+	if (!w)
+		return client_error(c, -ENOENT,
+				    "snapshot %s is kept by worker %s, which is not in the worker "
+				    "list (STATION_WORKERS)",
+				    id, name);
+	c->current = w;
+	*cp = w;
 	return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "basic/cleanup.h"
@@ -71,40 +72,72 @@ int station_snapshot_create(struct station_client *c, const char *ws,
 	return client_create(c, path, body, NULL, ret);
 }
 
-int station_snapshot_list(struct station_client *c, json_t **ret)
+/* Newest first, as each worker lists its own: createdAt is RFC 3339 UTC of one width. */
+static int snapshot_newer_first(const void *a, const void *b)
 {
-	_cleanup_json_ json_t *doc = NULL;
-	json_t *list;
-	int r;
+	const char *x = json_string_value(json_object_get(*(json_t *const *)a, "createdAt"));
+	const char *y = json_string_value(json_object_get(*(json_t *const *)b, "createdAt"));
 
-	r = station_request_json(c, "GET", "/v1/snapshots", NULL, &doc);
+	return strcmp(y ? y : "", x ? x : "");
+}
+
+int station_snapshot_list_all(struct station_client *c, json_t **ret)
+{
+	_cleanup_json_ json_t *doc = NULL, *list = NULL;
+	_cleanup_free_ json_t **v = NULL;
+	json_t *sorted, *s;
+	size_t i, n;
+	int r = client_snapshot_list_all(c, &doc);
+
 	if (r < 0)
 		return r;
-	list = json_object_get(doc, "snapshots");
-	if (!json_is_array(list))
-		return client_error(c, -EPROTO, "%s answered without \"snapshots\"",
-				    station_client_endpoint(c));
-	*ret = json_incref(list);
+	list = json_incref(json_object_get(doc, "snapshots"));
+	n = json_array_size(list);
+	v = calloc(n + 1, sizeof *v);
+	sorted = json_array();
+	if (!v || !sorted || json_object_set_new(doc, "snapshots", sorted) < 0)
+		return client_error(c, -ENOMEM, "out of memory");
+	json_array_foreach(list, i, s)
+		v[i] = s;
+	qsort(v, n, sizeof *v, snapshot_newer_first);
+	for (i = 0; i < n; i++)
+		json_array_append(sorted, v[i]);
+	*ret = TAKE_PTR(doc);
 	return 0;
 }
 
-/* "/v1/snapshots/{id}": ids go into the URL as they are, so [A-Za-z0-9_-] only. */
-static int snapshot_path(struct station_client *c, const char *id, char **ret)
+int station_snapshot_list(struct station_client *c, json_t **ret)
 {
-	size_t n = id ? strlen(id) : 0;
+	_cleanup_json_ json_t *all = NULL;
+	json_t *u;
+	int r = station_snapshot_list_all(c, &all);
 
-	if (n == 0 || n > 128 ||
-	    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != n)
-		return client_error(c, -EINVAL, "invalid snapshot id '%.128s'", id ? id : "");
+	if (r < 0)
+		return r;
+	u = json_array_get(json_object_get(all, "unreachable"), 0);
+	if (u)
+		return client_error(c, -EHOSTUNREACH, "%s",
+				    json_string_value(json_object_get(u, "error")) ?: "?");
+	*ret = json_incref(json_object_get(all, "snapshots"));
+	return 0;
+}
+
+/* "/v1/snapshots/{id}", on the worker id names. */
+static int snapshot_path(struct station_client **c, const char *id, char **ret)
+{
+	int r = client_route_snapshot(c, id);
+
+	if (r < 0)
+		return r;
 	if (asprintf(ret, "/v1/snapshots/%s", id) < 0)
-		return client_error(c, -ENOMEM, "out of memory");
+		return client_error(*c, -ENOMEM, "out of memory");
 	return 0;
 }
 
 int station_snapshot_get(struct station_client *c, const char *id, json_t **ret)
 {
 	_cleanup_free_ char *path = NULL;
-	int r = snapshot_path(c, id, &path);
+	int r = snapshot_path(&c, id, &path);
 
 	if (r < 0)
 		return r;
@@ -114,7 +147,7 @@ int station_snapshot_get(struct station_client *c, const char *id, json_t **ret)
 int station_snapshot_delete(struct station_client *c, const char *id)
 {
 	_cleanup_free_ char *path = NULL;
-	int r = snapshot_path(c, id, &path);
+	int r = snapshot_path(&c, id, &path);
 
 	if (r < 0)
 		return r;

@@ -219,3 +219,24 @@ Test(workers, id_shape)
 	cr_assert_not(workspace_id_shaped(""));
 	cr_assert_not(workspace_id_shaped(NULL));
 }
+
+Test(workers, snapshot_id_worker)
+{
+	char name[WORKER_NAME_MAX + 1] = "x";
+
+	cr_assert_eq(snapshot_id_worker("s-w2-3vqkabcdefghijklmnopqrstuv", name), 1);
+	cr_assert_str_eq(name, "w2");
+	cr_assert_eq(snapshot_id_worker("s-eu-west-1-abcdefghijklmnopqrstuvwxyz", name), 1);
+	cr_assert_str_eq(name, "eu-west-1");
+	/* taken before ids carried their worker: kept by whichever worker has it */
+	cr_assert_eq(snapshot_id_worker("s-3vqkabcdefghijklmnopqrstuv", name), 0);
+	cr_assert_str_eq(name, "");
+	cr_assert_eq(snapshot_id_worker("s-3vqkabcdefghijklmnopqrst", name), -EINVAL); /* 24 */
+	cr_assert_eq(snapshot_id_worker("s-w2-3vqkabcdefghijklmnopqrst", name), -EINVAL);
+	cr_assert_eq(snapshot_id_worker("s-W2-3vqkabcdefghijklmnopqrstuv", name), -EINVAL);
+	cr_assert_eq(snapshot_id_worker("w2-3vqkabcdefghijklmnopqrstuv", name), -EINVAL);
+	cr_assert_eq(snapshot_id_worker("s--3vqkabcdefghijklmnopqrstuv", name), -EINVAL);
+	cr_assert_eq(snapshot_id_worker("s-", name), -EINVAL);
+	cr_assert_eq(snapshot_id_worker("", name), -EINVAL);
+	cr_assert_eq(snapshot_id_worker(NULL, name), -EINVAL);
+}
