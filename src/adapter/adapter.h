@@ -66,6 +66,11 @@ struct adapter_workspace {
 	int (*net_attach)(void *userdata, pid_t pid, struct station_error *e);
 	void *net_userdata;
 	const char *nameserver;
+	/* a create from a memory snapshot (container, runc): the checkpoint's directory
+	 * (adapter_checkpoint()); start_agent restores its processes instead of starting an agent,
+	 * with criu (NULL: PATH's) */
+	const char *restore_dir;
+	const char *criu;
 };
 
 struct adapter_ops {
@@ -117,6 +122,20 @@ void adapter_runtime_set_timeout(struct adapter_context *ctx, int timeout_ms);
 const char *adapter_runtime_name(const struct adapter_context *ctx);
 /* The runtime binary's absolute path; NULL when none is open. */
 const char *adapter_runtime_path(const struct adapter_context *ctx);
+
+/* Memory snapshots (container.c; docs/operations.md "Memory snapshots"). The run directory as
+ * the container sees it: where an agent told CHECKPOINT logs and listens. */
+const char *adapter_container_run_dir(void);
+/* The runtime's checkpoint of workspace id (its directory ws_dir) into dir, the workspace
+ * running on: dir/images (criu's images), dir/work (its log), dir/agent.log (the agent's log as
+ * the dump found it: a restore puts it back, criu checks its size) and dir/secret (the agent's
+ * secret, which the restored agent holds); every file 0600, root's. Blocks: off the loop. */
+int adapter_checkpoint(const struct adapter_context *ctx, const char *id, const char *ws_dir,
+		       const char *criu, const char *dir, const uint8_t *secret, size_t secret_len,
+		       struct station_error *e);
+/* The secret a checkpoint in dir holds (adapter_checkpoint()); -ENOENT naming a missing one. */
+int adapter_checkpoint_secret(const char *dir, uint8_t *secret, size_t secret_len,
+			      struct station_error *e);
 
 /* Finds the seccomp profile name (a name or an absolute path) in dirs the way a request's
  * profile is found, and checks that it opens: *ret_path is its absolute path. Errors and their

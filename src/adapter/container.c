@@ -1173,6 +1173,160 @@ static int run_container(const struct adapter_workspace *ws, const struct agent_
 	return start_runtime(ws, bundle, &io, ret_pid, e);
 }
 
+/* ---- memory snapshots: checkpoint and restore (docs/operations.md "Memory snapshots") ---- */
+
+#define CHECKPOINT_LOG_MAX (64u << 20)
+
+const char *adapter_container_run_dir(void)
+{
+	return OCI_RUN_DIR;
+}
+
+/* Copies the regular file of from_fd (at most max bytes, its size now) to a new file name in
+ * dfd (0600, uid:gid), which must not exist. */
+static int copy_log(int from_fd, int dfd, const char *name, uid_t uid, gid_t gid, size_t max)
+{
+	struct stat st;
+	char buf[65536];
+	if (fstat(from_fd, &st) < 0)
+		return negative_errno();
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max)
+		return -EFBIG;
+	_cleanup_close_ int to =
+		openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (to < 0)
+		return negative_errno();
+	if (fchown(to, uid, gid) < 0)
+		return negative_errno();
+	for (off_t left = st.st_size, at = 0; left > 0;) {
+		ssize_t n = pread(from_fd, buf, MIN((size_t)left, sizeof buf), at);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? negative_errno() : -EIO; /* shrunk meanwhile */
+		if (write_all(to, buf, (size_t)n) < 0)
+			return negative_errno();
+		left -= n, at += n;
+	}
+	return 0;
+}
+
+int adapter_checkpoint(const struct adapter_context *ctx, const char *id, const char *ws_dir,
+		       const char *criu, const char *dir, const uint8_t *secret, size_t secret_len,
+		       struct station_error *e)
+{
+	char images[PATH_MAX], work[PATH_MAX], path[PATH_MAX];
+	snprintf(images, sizeof images, "%s/images", dir);
+	snprintf(work, sizeof work, "%s/work", dir);
+	if (!ctx->runtime)
+		return station_error_set(e, -ENOTSUP, NULL, "no container runtime");
+	int r = runtime_checkpoint(ctx->runtime, id, criu, images, work, e);
+	if (r < 0)
+		return r;
+	/* run/ is container root's: its agent.log is opened beneath it, never followed, a regular
+	 * file only, bounded; copied at once, before the agent (running on) writes more */
+	_cleanup_close_ int wfd = open(ws_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int log =
+		wfd < 0 ? negative_errno() :
+			  safe_open_file(wfd, "run/agent.log", O_RDONLY, 0, SAFE_BENEATH);
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	r = log < 0 ? log :
+	    dfd < 0 ? negative_errno() :
+		      copy_log(log, dfd, "agent.log", 0, 0, CHECKPOINT_LOG_MAX);
+	if (r < 0)
+		return station_error_set(e, r, NULL,
+					 "cannot keep the agent's log (run/agent.log) with the "
+					 "checkpoint: %s",
+					 strerror(-r));
+	snprintf(path, sizeof path, "%s/secret", dir);
+	_cleanup_close_ int sfd =
+		openat(dfd, "secret", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (sfd < 0 || write_all(sfd, secret, secret_len) < 0)
+		return station_error_set(e, negative_errno(), NULL, "cannot write \"%s\": %m",
+					 path);
+	return 0;
+}
+
+int adapter_checkpoint_secret(const char *dir, uint8_t *secret, size_t secret_len,
+			      struct station_error *e)
+{
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_free_ char *s = NULL;
+	size_t len = 0;
+	int r = dfd < 0 ? negative_errno() :
+			  safe_read_file(dfd, "secret", SAFE_BENEATH, 4096, &s, &len);
+	if (r >= 0 && len != secret_len)
+		r = -EBADMSG;
+	if (r < 0)
+		return station_error_set(e, r, "snapshot",
+					 "the checkpoint in \"%s\" has no agent secret: %s", dir,
+					 strerror(-r));
+	memcpy(secret, s, secret_len);
+	explicit_bzero(s, len);
+	return 0;
+}
+
+/* criu's first error in work/restore.log, after e's message. */
+static void restore_log_error(const char *work, struct station_error *e)
+{
+	_cleanup_close_ int wfd = open(work, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_free_ char *log = NULL;
+	size_t len = 0;
+	if (wfd < 0 || safe_read_file(wfd, "restore.log", SAFE_BENEATH, 4 << 20, &log, &len) < 0)
+		return;
+	const char *err = strstr(log, "Error (");
+	if (!err)
+		return;
+	size_t n = strcspn(err, "\n");
+	size_t used = strnlen(e->message, sizeof e->message - 1);
+	snprintf(e->message + used, sizeof e->message - used, "; criu: %.*s", (int)MIN(n, 300u),
+		 err);
+}
+
+/* The checkpoint's processes, restored into this workspace's container: the agent's log put
+ * back where the dump found it (at its size: criu checks it), the images readable past the
+ * user namespace's setup (timens-0.img is read then: 0711, inside the checkpoint's 0700
+ * directory), criu's work files in a directory of this restore's own. The agent listens on its
+ * own socket at run/agent.sock (it did at the dump); nothing is handed to it. */
+static int restore_container(const struct adapter_workspace *ws, pid_t *ret_pid,
+			     struct station_error *e)
+{
+	char images[PATH_MAX], work[PATH_MAX], bundle[PATH_MAX];
+	snprintf(images, sizeof images, "%s/images", ws->restore_dir);
+	snprintf(work, sizeof work, "%s/restore-%s", ws->restore_dir, ws->id);
+	snprintf(bundle, sizeof bundle, "%s/bundle", ws->dir);
+	uint32_t root = ws_base(ws);
+	_cleanup_close_ int cfd =
+		open(ws->restore_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int log =
+		cfd < 0 ? negative_errno() :
+			  safe_open_file(cfd, "agent.log", O_RDONLY, 0, SAFE_BENEATH);
+	_cleanup_close_ int wfd = open(ws->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int rfd = wfd < 0 ? negative_errno() :
+					    safe_open_dir(wfd, "run", SAFE_BENEATH);
+	int r = log < 0 ? log : rfd < 0 ? rfd : 0;
+	if (r >= 0 && unlinkat(rfd, "agent.log", 0) < 0 && errno != ENOENT)
+		r = negative_errno();
+	if (r >= 0)
+		r = copy_log(log, rfd, "agent.log", root, root, CHECKPOINT_LOG_MAX);
+	if (r < 0)
+		return station_error_set(e, r, "snapshot",
+					 "cannot put the checkpoint's agent log in place: %s",
+					 strerror(-r));
+	if (chmod(images, 0711) < 0)
+		return station_error_set(e, negative_errno(), "snapshot",
+					 "the checkpoint's images (\"%s\"): %m", images);
+	(void)rm_rf(work);
+	if (mkdir(work, 0700) < 0)
+		return station_error_set(e, negative_errno(), NULL, "cannot make \"%s\": %m", work);
+	remove_stale_state(ws);
+	r = runtime_restore(ws->ctx->runtime, ws->id, ws->criu, images, work, bundle, ret_pid, e);
+	if (r < 0)
+		restore_log_error(work, e);
+	(void)rm_rf(work);
+	return r;
+}
+
 static int container_start_agent(const struct adapter_workspace *ws, const uint8_t *secret,
 				 size_t secret_len, pid_t *ret_pid, struct station_error *e)
 {
@@ -1213,7 +1367,9 @@ static int container_start_agent(const struct adapter_workspace *ws, const uint8
 		r = station_error_set(e, -ENOMEM, NULL, "out of memory");
 	if (r >= 0)
 		r = write_bundle(ws, c, args->argv, seccomp, &ca, &kernels, e);
-	if (r >= 0)
+	if (r >= 0 && ws->restore_dir)
+		r = restore_container(ws, ret_pid, e);
+	else if (r >= 0)
 		r = run_container(ws, args, secret, secret_len, ret_pid, e);
 	json_decref(seccomp);
 	ca_binds_done(&ca);

@@ -893,3 +893,45 @@ int runtime_checkpoint(const struct runtime *rt, const char *id, const char *cri
 	call_done(&c);
 	return r;
 }
+
+/* runc restore of id from image_dir into bundle (its config.json: the new cgroup path and
+ * binds; runc maps bind mounts by destination), detached; criu's restore.log and work files in
+ * work_dir. The restored init's pid in *ret_pid. */
+int runtime_restore(const struct runtime *rt, const char *id, const char *criu,
+		    const char *image_dir, const char *work_dir, const char *bundle, pid_t *ret_pid,
+		    struct station_error *e)
+{
+	char pid_file[PATH_MAX];
+	struct call c;
+	int r = check_id(id, e);
+	if (r < 0)
+		return r;
+	if (rt->kind != RUNTIME_RUNC)
+		return station_error_set(e, -EOPNOTSUPP, NULL,
+					 "%s restores no checkpoint here (runc only)", rt->name);
+	if (snprintf(pid_file, sizeof pid_file, "%s/container.pid", bundle) >= (int)sizeof pid_file)
+		return station_error_set(e, -ENAMETOOLONG, NULL, "bundle path too long");
+	(void)unlink(pid_file);
+	call_init_criu(&c, rt, "restore", id, NULL, criu);
+	call_push(&c, "--detach");
+	call_push(&c, "--image-path");
+	call_push(&c, image_dir);
+	call_push(&c, "--work-path");
+	call_push(&c, work_dir);
+	call_push(&c, "--bundle");
+	call_push(&c, bundle);
+	call_push(&c, "--pid-file");
+	call_push(&c, pid_file);
+	call_push(&c, id);
+	r = call_capture(rt, &c, e);
+	call_done(&c);
+	if (r < 0)
+		return r;
+	pid_t pid = 0;
+	r = read_pid_file(pid_file, &pid);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "%s restore \"%s\": no pid in \"%s\": %s",
+					 rt->name, id, pid_file, strerror(-r));
+	*ret_pid = pid;
+	return 0;
+}

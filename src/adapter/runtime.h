@@ -109,3 +109,9 @@ int runtime_delete(const struct runtime *rt, const char *id, struct station_erro
  * files in work_dir); -EOPNOTSUPP for another runtime. */
 int runtime_checkpoint(const struct runtime *rt, const char *id, const char *criu,
 		       const char *image_dir, const char *work_dir, struct station_error *e);
+/* `runc [--criu CRIU] restore --detach` of id from image_dir with bundle's config.json (criu's
+ * log and work files in work_dir); the restored init's pid in *ret_pid. -EOPNOTSUPP for
+ * another runtime. */
+int runtime_restore(const struct runtime *rt, const char *id, const char *criu,
+		    const char *image_dir, const char *work_dir, const char *bundle,
+		    pid_t *ret_pid, struct station_error *e);

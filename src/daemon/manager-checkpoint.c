@@ -14,10 +14,9 @@
 #include <unistd.h>
 
 #include "adapter/adapter.h"
-#include "adapter/oci-config.h"
-#include "adapter/runtime.h"
 #include "agentlink.h"
 #include "basic/cleanup.h"
+#include "basic/json-util.h"
 #include "basic/log.h"
 #include "basic/safe-fs.h"
 #include "basic/util.h"
@@ -153,9 +152,12 @@ struct checkpoint_take {
 	bool queued; /* the runtime's checkpoint is under way */
 	struct event_source *timer;
 	/* for the job */
-	const struct runtime *runtime;
+	const struct adapter_context *actx;
 	const char *criu;
 	char *dir;
+	char *ws_dir;
+	uint8_t secret[SECRET_BYTES];
+	json_int_t id_base;
 	char id[PROTO_MAX_ID + 1];
 	int r;
 	struct station_error e;
@@ -166,7 +168,9 @@ static uint64_t checkpoint_requests;
 static void take_free(struct checkpoint_take *t)
 {
 	event_source_free(t->timer);
+	explicit_bzero(t->secret, sizeof t->secret);
 	free(t->dir);
+	free(t->ws_dir);
 	free(t);
 }
 
@@ -230,6 +234,23 @@ static void checkpoint_dump_error(const char *work, struct station_error *e)
 		 err);
 }
 
+/* meta.json: what a restore must match (the runtime, criu) and the uid range the restored
+ * processes keep (criu restores the user namespace's mapping as dumped). */
+static int checkpoint_meta_write(struct checkpoint_take *t, struct station_error *e)
+{
+	char path[PATH_MAX];
+	const char *rt = adapter_runtime_path(t->actx);
+	_cleanup_json_ json_t *o = json_pack("{s:I,s:s,s:s}", "idBase", (json_int_t)t->id_base,
+					     "runtime", rt ? rt : "", "criu",
+					     t->criu ? t->criu : "");
+	_cleanup_free_ char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	snprintf(path, sizeof path, "%s/" CHECKPOINT_META, t->dir);
+	int r = text ? write_file_atomic(path, text, strlen(text), 0600) : -ENOMEM;
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot write \"%s\": %s", path, strerror(-r));
+	return 0;
+}
+
 static void take_job_run(void *userdata)
 {
 	struct checkpoint_take *t = userdata;
@@ -253,10 +274,13 @@ static void take_job_run(void *userdata)
 	if (r >= 0)
 		r = make_private_dir(work, &t->e);
 	if (r >= 0) {
-		r = runtime_checkpoint(t->runtime, t->id, t->criu, images, work, &t->e);
+		r = adapter_checkpoint(t->actx, t->id, t->ws_dir, t->criu, t->dir, t->secret,
+				       sizeof t->secret, &t->e);
 		if (r < 0) /* criu's own words are in dump.log */
 			checkpoint_dump_error(work, &t->e);
 	}
+	if (r >= 0)
+		r = checkpoint_meta_write(t, &t->e);
 	if (r >= 0)
 		r = files_private(images, &t->e);
 	if (r >= 0)
@@ -298,7 +322,9 @@ int workspace_checkpoint_take(struct workspace *ws, const char *dir, checkpoint_
 					 "again",
 					 ws->row.id);
 	struct checkpoint_take *t = calloc(1, sizeof *t);
-	if (!t || !(t->dir = strdup(dir))) {
+	if (!t || !(t->dir = strdup(dir)) || !(t->ws_dir = strdup(ws->dir))) {
+		if (t)
+			free(t->dir);
 		free(t);
 		return station_error_set(e, -ENOMEM, NULL, "out of memory");
 	}
@@ -306,11 +332,14 @@ int workspace_checkpoint_take(struct workspace *ws, const char *dir, checkpoint_
 				       .done = done,
 				       .userdata = userdata,
 				       .request = ++checkpoint_requests,
-				       .runtime = m->actx.runtime,
+				       .actx = &m->actx,
 				       .criu = m->cfg.criu,
-				       .dir = t->dir };
+				       .dir = t->dir,
+				       .ws_dir = t->ws_dir };
+	memcpy(t->secret, ws->secret, sizeof t->secret);
+	t->id_base = json_integer_value(json_object_get(ws->spec, "idBase"));
 	snprintf(t->id, sizeof t->id, "%s", ws->row.id);
-	int r = agentlink_send_checkpoint(ws->link, t->request, OCI_RUN_DIR);
+	int r = agentlink_send_checkpoint(ws->link, t->request, adapter_container_run_dir());
 	if (r >= 0)
 		r = event_add_timer(m->loop, &t->timer, now_usec() + CHECKPOINT_READY_TIMEOUT_USEC,
 				    take_on_timeout, t);
@@ -406,4 +435,112 @@ uint64_t checkpoint_dir_bytes(const char *dir)
 			bytes += (uint64_t)st.st_size;
 	closedir(d);
 	return bytes;
+}
+
+/* ---- restoring one (a create from a memory snapshot) ------------------------------------ */
+
+static int checkpoint_meta_read(const struct manager *m, const char *snapshot_id, json_t **ret,
+				struct station_error *e)
+{
+	char dir[PATH_MAX];
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	checkpoint_dir_path(m, snapshot_id, dir, sizeof dir);
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int r = dfd < 0 ? negative_errno() :
+			  safe_read_file(dfd, CHECKPOINT_META, SAFE_BENEATH, 4096, &text, &len);
+	if (r >= 0 && faccessat(dfd, "images/inventory.img", F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+		r = negative_errno();
+	if (r >= 0 && faccessat(dfd, "agent.log", F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+		r = negative_errno();
+	if (r < 0)
+		return station_error_set(e, r == -ENOENT ? -EUCLEAN : r, "snapshot",
+					 "snapshot \"%s\" holds processes, but its checkpoint "
+					 "(%s) is missing or incomplete: %s; it cannot be "
+					 "restored (delete it)",
+					 snapshot_id, dir, strerror(-r));
+	*ret = json_loadb(text, len, 0, NULL);
+	if (!*ret || !json_is_object(*ret)) {
+		json_decref(*ret);
+		return station_error_set(e, -EUCLEAN, "snapshot",
+					 "snapshot \"%s\": its checkpoint's %s is unreadable",
+					 snapshot_id, CHECKPOINT_META);
+	}
+	return 0;
+}
+
+int checkpoint_restore_check(struct manager *m, const char *snapshot_id, struct station_error *e)
+{
+	_cleanup_json_ json_t *meta = NULL;
+	if (!m->actx.runtime || !m->checkpoint_probed || !m->checkpoint.ok)
+		return station_error_set(e, -ENOTSUP, "snapshot",
+					 "snapshot \"%s\" holds processes, which this worker "
+					 "cannot restore now: %s",
+					 snapshot_id,
+					 m->checkpoint_probed ? m->checkpoint.message :
+								"it is still checking whether it "
+								"can (criu check); ask again in a "
+								"few seconds");
+	int r = checkpoint_meta_read(m, snapshot_id, &meta, e);
+	if (r < 0)
+		return r;
+	const char *rt = json_string_value(json_object_get(meta, "runtime"));
+	const char *criu = json_string_value(json_object_get(meta, "criu"));
+	const char *now_rt = adapter_runtime_path(&m->actx);
+	const char *now_criu = m->cfg.criu ? m->cfg.criu : "";
+	if (!rt || strcmp(rt, now_rt) != 0)
+		return station_error_set(e, -ENOTSUP, "snapshot",
+					 "snapshot \"%s\" was checkpointed with runtime %s; this "
+					 "worker's is %s: a restore needs the same runtime",
+					 snapshot_id, rt ? rt : "(unknown)", now_rt);
+	if (!criu || strcmp(criu, now_criu) != 0)
+		return station_error_set(e, -ENOTSUP, "snapshot",
+					 "snapshot \"%s\" was checkpointed with criu \"%s\"; this "
+					 "worker runs \"%s\": a restore needs the same criu",
+					 snapshot_id, criu ? criu : "(unknown)", now_criu);
+	if (json_integer_value(json_object_get(meta, "idBase")) <= 0)
+		return station_error_set(e, -EUCLEAN, "snapshot",
+					 "snapshot \"%s\": its checkpoint names no uid range",
+					 snapshot_id);
+	return 0;
+}
+
+int checkpoint_spec_apply(struct manager *m, const char *snapshot_id, json_t *spec_json,
+			  struct station_error *e)
+{
+	char dir[PATH_MAX];
+	_cleanup_json_ json_t *meta = NULL;
+	checkpoint_dir_path(m, snapshot_id, dir, sizeof dir);
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 || faccessat(dfd, CHECKPOINT_META, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0; /* no memory: a create from its filesystem */
+	int r = checkpoint_meta_read(m, snapshot_id, &meta, e);
+	if (r < 0)
+		return r;
+	/* criu gives the restored processes the source's uid mapping: the new workspace takes the
+	 * source's range (held while a snapshot of it or a workspace with it lives) */
+	json_object_set(spec_json, "idBase", json_object_get(meta, "idBase"));
+	json_object_set_new(spec_json, "checkpoint", json_string(snapshot_id));
+	return 1;
+}
+
+bool checkpoint_base_reserved(const struct manager *m, uint64_t base)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/" CHECKPOINT_DIR, m->cfg.root);
+	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	bool reserved = false;
+	if (!d)
+		return false;
+	fd = -1;
+	for (struct dirent *de; !reserved && (de = readdir(d));) {
+		_cleanup_json_ json_t *meta = NULL;
+		struct station_error e = {};
+		if (de->d_name[0] == '.' || checkpoint_meta_read(m, de->d_name, &meta, &e) < 0)
+			continue;
+		reserved = (uint64_t)json_integer_value(json_object_get(meta, "idBase")) == base;
+	}
+	closedir(d);
+	return reserved;
 }

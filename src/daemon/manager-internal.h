@@ -700,6 +700,16 @@ int workspace_checkpoint_take(struct workspace *ws, const char *dir, checkpoint_
 void checkpoint_dir_path(const struct manager *m, const char *snapshot_id, char *buf, size_t n);
 void checkpoint_dir_remove(const struct manager *m, const char *snapshot_id);
 uint64_t checkpoint_dir_bytes(const char *dir);
+/* Restoring one: 0 when this worker can restore snapshot_id's checkpoint (its images there,
+ * the same runtime and criu), else an error naming what is not. */
+#define CHECKPOINT_META "meta.json"
+int checkpoint_restore_check(struct manager *m, const char *snapshot_id, struct station_error *e);
+/* For a create from snapshot_id: 1 with spec_json given the checkpoint's uid range ("idBase")
+ * and "checkpoint" (the snapshot id) when it holds processes, 0 when it does not. */
+int checkpoint_spec_apply(struct manager *m, const char *snapshot_id, json_t *spec_json,
+			  struct station_error *e);
+/* A memory snapshot's restored processes run in base's range: no new workspace gets it. */
+bool checkpoint_base_reserved(const struct manager *m, uint64_t base);
 /* From the link (manager.c): CHECKPOINT_READY, and the connection's close (true when the
  * checkpoint under way expected it). */
 void workspace_on_checkpoint_ready(struct workspace *ws, uint64_t request, const char *reason);

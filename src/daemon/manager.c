@@ -718,6 +718,8 @@ static int alloc_id_base(struct manager *m, json_t *spec_json, struct station_er
 			json_int_t b = json_integer_value(json_object_get(ws->spec, "idBase"));
 			used = (uint64_t)(b > 0 ? (uint64_t)b : pool) == base;
 		}
+		if (!used) /* a memory snapshot's processes keep their source's range */
+			used = checkpoint_base_reserved(m, base);
 		if (!used)
 			return json_object_set_new(spec_json, "idBase",
 						   json_integer((json_int_t)base));
@@ -800,6 +802,9 @@ struct ws_job {
 	struct cgroup_limits limits;
 	bool kill, make_cgroup, stop, remove, start;
 	bool check; /* a create: the adapter's checks of the spec first (image, profile) */
+	/* a create from a memory snapshot: its processes restored from this checkpoint, with the
+	 * secret its agent holds (manager-checkpoint.c) */
+	char restore_dir[PATH_MAX];
 	uint8_t secret[SECRET_BYTES];
 	pid_t pid;
 	int r;
@@ -929,6 +934,11 @@ static void job_run(void *userdata)
 	}
 	if (r >= 0 && j->start)
 		r = j->ops->prepare(&j->aw, &j->e);
+	if (r >= 0 && j->start && j->restore_dir[0]) {
+		j->aw.restore_dir = j->restore_dir;
+		j->aw.criu = j->m->cfg.criu;
+		r = adapter_checkpoint_secret(j->restore_dir, j->secret, SECRET_BYTES, &j->e);
+	}
 	if (r >= 0 && j->start)
 		r = j->ops->start_agent(&j->aw, j->secret, SECRET_BYTES, &j->pid, &j->e);
 	j->r = r;
@@ -1085,6 +1095,10 @@ static int start_begin(struct workspace *ws, bool fresh, struct station_error *e
 	int r = random_bytes(j.secret, SECRET_BYTES);
 	if (r < 0)
 		return station_error_set(e, r, NULL, "no randomness: %s", strerror(-r));
+	/* a create from a memory snapshot restores its processes; a restart starts afresh */
+	const char *checkpoint = json_string_value(json_object_get(ws->spec, "checkpoint"));
+	if (fresh && checkpoint)
+		checkpoint_dir_path(ws->m, checkpoint, j.restore_dir, sizeof j.restore_dir);
 	r = workspace_view_prepare(
 		ws); /* the CPUs placed into ws->spec, before the job copies it */
 	if (r < 0)
@@ -1349,7 +1363,9 @@ int workspace_make(struct manager *m, const struct workspace_spec *spec, const c
 	/* as asked: the adapter's checks, which read the disk, resolve it in the create's job */
 	if (r >= 0 && !(spec_json = workspace_spec_request(m, ops, spec)))
 		r = station_error_set(e, -ENOMEM, NULL, "out of memory");
-	if (r >= 0 && ops == &adapter_container)
+	if (r >= 0 && ops == &adapter_container && spec->snapshot)
+		r = checkpoint_spec_apply(m, spec->snapshot, spec_json, e);
+	if (r == 0 && ops == &adapter_container)
 		r = alloc_id_base(m, spec_json, e);
 	struct workspace *ws = NULL;
 	if (r >= 0)
