@@ -5,8 +5,10 @@
 # checkpointed with its processes and runs on (its agent lets go of the controller's log,
 # listener and connection, and is reconnected); the images are root's alone and counted in
 # sizeBytes; what the sandbox plants at run/agent.log or run/agent.sock before the request does
-# not lead the agent or the controller elsewhere; a networked workspace and a create from the
-# snapshot are refused, naming why.
+# not lead the agent or the controller elsewhere; a networked workspace is refused, naming why.
+# A create from the snapshot restores the counter in a new workspace (from the source's value,
+# counting on, answering commands and file reads; the source counts on by itself), twice from
+# one snapshot, and after the source was deleted; one whose images are gone is refused.
 # shellcheck disable=SC2034 # read by container-lib.sh
 CONTAINER_RUNTIME=runc
 . "$(dirname "$0")/container-lib.sh"
@@ -104,11 +106,97 @@ t_memory_snapshot_again() {
 	api POST "/v1/workspaces/$WS/snapshots" '{"memory":true}'
 	assert_eq 201 "$STATUS" "second memory snapshot: $(_short "$BODY")"
 	SNAP2=$(j .id)
-	# a create from it: refused, naming why
+	SNAP2_AT=$(count_of "$WS")
+	note "second memory snapshot $SNAP2 taken with the source at $SNAP2_AT"
+}
+
+# new_restored VAR SNAPSHOT: a workspace created from the memory snapshot (201, ready).
+new_restored() {
+	new_ws "$1" "$(jq -nc --arg s "$2" '{snapshot: $s}')"
+}
+
+# a create from the memory snapshot: the counter goes on in the new workspace from where the
+# checkpoint found it and keeps counting; the agent answers commands and file reads there; the
+# source counts on by itself (what one writes, the other does not see)
+t_restore() {
+	[[ -n $CRIU && -n ${SNAP2:-} ]] || { skip "$1" "no memory snapshot (see above)"; return 2; }
+	local t0 n m
+	t0=$(date +%s%N)
+	new_restored WR "$SNAP2" || return 1
+	note "restore: created in $((($(date +%s%N) - t0) / 1000000)) ms"
+	assert_eq ready "$(j .state)" "the restored workspace's state"
+	n=$(count_of "$WR")
+	[[ -n $n && $n -ge $SNAP2_AT ]] || _fail "the restored count $n is below the source's $SNAP2_AT at the snapshot"
+	wait_for -t 20 _counted_past "$WR" "$n" || _fail "the restored counter stays at $n"
+	m=$(count_of "$WR")
+	note "restored counter: $n then $m (the source was at $SNAP2_AT when checkpointed)"
+	# processes of the checkpoint, in the new workspace's cgroup, the counter among them
+	local procs
+	procs=$(cgroup_dirs "$WR" | while read -r d; do cat "$d"/cgroup.procs "$d"/*/cgroup.procs 2>/dev/null; done | sort -u | wc -l)
+	[[ $procs -gt 0 ]] || _fail "no process in the restored workspace's cgroups"
+	run_cmd "$WR" 'echo restored; pgrep -fc "echo \$i"; touch $HOME/only-restored'
+	assert_eq 0 "$(j .exitCode)" "a command in the restored workspace: $(j .stderr)"
+	assert_eq restored "$(j .stdout | head -n 1)" "its output"
+	api GET "/v1/workspaces/$WR/files?path=/home/node/count"
+	assert_eq 200 "$STATUS" "file read in the restored workspace: $(_short "$BODY")"
+	# the source: counts on, sees nothing of the restored one's
+	n=$(count_of "$WS")
+	wait_for -t 20 _counted_past "$WS" "$n" || _fail "the source stopped counting at $n"
+	run_cmd "$WS" 'test -e $HOME/only-restored && echo seen || echo unseen'
+	assert_eq unseen "$(j .stdout | tr -d '\n')" "the restored workspace's file in the source"
+	# stop the restored counter: the source's goes on
+	run_cmd "$WR" 'pkill -f "echo \$i" ; sleep 0.5; cat $HOME/count'
+	m=$(j .stdout | tr -d '\n')
+	n=$(count_of "$WS")
+	wait_for -t 20 _counted_past "$WS" "$n" || _fail "the source stopped with the restored counter"
+	assert_eq "$m" "$(count_of "$WR")" "the restored counter, stopped"
+}
+
+# two workspaces from one memory snapshot: both count, each by itself
+t_restore_two() {
+	[[ -n $CRIU && -n ${SNAP2:-} ]] || { skip "$1" "no memory snapshot (see above)"; return 2; }
+	new_restored WA "$SNAP2" || return 1
+	new_restored WB "$SNAP2" || return 1
+	local a b
+	a=$(count_of "$WA")
+	b=$(count_of "$WB")
+	wait_for -t 20 _counted_past "$WA" "$a" || _fail "the first copy stays at $a"
+	wait_for -t 20 _counted_past "$WB" "$b" || _fail "the second copy stays at $b"
+	run_cmd "$WA" 'echo a > $HOME/which'
+	run_cmd "$WB" 'cat $HOME/which 2>/dev/null || echo none'
+	assert_eq none "$(j .stdout | tr -d '\n')" "the first copy's file in the second"
+}
+
+# the source deleted: its memory snapshot restores on this controller still
+t_restore_source_deleted() {
+	[[ -n $CRIU && -n ${SNAP2:-} ]] || { skip "$1" "no memory snapshot (see above)"; return 2; }
+	api DELETE "/v1/workspaces/$WS"
+	assert_eq 200 "$STATUS" "delete the source: $(_short "$BODY")"
+	new_restored WD "$SNAP2" || return 1
+	local n
+	n=$(count_of "$WD")
+	wait_for -t 20 _counted_past "$WD" "$n" || _fail "the counter restored after the source's delete stays at $n"
+	run_cmd "$WD" 'echo ok'
+	assert_eq ok "$(j .stdout | tr -d '\n')" "a command there"
+}
+
+# a memory snapshot whose images are gone: refused naming it; nothing made (no workspace, no
+# cgroup)
+t_restore_images_missing() {
+	[[ -n $CRIU && -n ${SNAP2:-} ]] || { skip "$1" "no memory snapshot (see above)"; return 2; }
+	local before after
+	api -q GET /v1/workspaces
+	before=$(j '.workspaces | length')
+	rm -rf "$ROOT/checkpoints/$SNAP2/images"
 	api POST /v1/workspaces "$(jq -nc --arg s "$SNAP2" '{snapshot: $s}')"
-	assert_eq 501 "$STATUS" "create from a memory snapshot: $(_short "$BODY")"
-	assert_contains "restoring them into a new workspace is not built yet" "$(j .error.message)" "message"
+	assert_eq 500 "$STATUS" "create from a snapshot without its images: $(_short "$BODY")"
+	assert_contains "its checkpoint" "$(j .error.message)" "message"
+	assert_contains "$SNAP2" "$(j .error.message)" "names the snapshot"
+	api -q GET /v1/workspaces
+	after=$(j '.workspaces | length')
+	assert_eq "$before" "$after" "workspaces before and after the refusal"
 	api DELETE "/v1/snapshots/$SNAP2"
+	assert_eq 204 "$STATUS" "delete the snapshot: $(_short "$BODY")"
 }
 
 # the sandbox (container root) plants a symlink at run/agent.log and a FIFO at run/agent.sock
@@ -159,6 +247,10 @@ t_network_refused() {
 }
 
 run_or_skip memory-snapshot-of-a-counting-workspace t_memory_snapshot
-run_or_skip memory-snapshot-again-create-refused t_memory_snapshot_again
+run_or_skip memory-snapshot-again t_memory_snapshot_again
+run_or_skip restore-counter-goes-on t_restore
+run_or_skip restore-two-from-one-snapshot t_restore_two
+run_or_skip restore-after-source-deleted t_restore_source_deleted
+run_or_skip restore-images-missing-refused t_restore_images_missing
 run_or_skip planted-log-and-socket-not-followed t_planted
 run_or_skip network-workspace-refused t_network_refused
