@@ -86,6 +86,11 @@ test_timeout() {
 	execute "require('child_process').spawn('sleep', ['$s']); await new Promise(() => {})" 1000 || return 1
 	assert_eq "timed_out" "$(j .status)" "a cell past its timeoutMs: $(_short "$BODY")"
 	wait_for -t 10 sleeper_gone "$s" || _fail "sleep $s outlived its cell: $(pgrep -af "sleep $s")"
+	# a detached one (its shell exited, the agent reaped it): in the kernel's cgroup still
+	local d=1001.$RANDOM$RANDOM
+	execute "require('child_process').spawnSync('sh', ['-c', 'sleep $d >/dev/null 2>&1 &']); await new Promise(() => {})" 1000 || return 1
+	assert_eq "timed_out" "$(j .status)" "the detaching cell: $(_short "$BODY")"
+	wait_for -t 10 sleeper_gone "$d" || _fail "the detached sleep $d outlived its cell: $(pgrep -af "sleep $d")"
 	execute 'x * 2' || return 1
 	assert_eq "ok 82" "$(j '"\(.status) \(.results[0].data."text/plain")"')" "x after the timeout"
 	api -q DELETE "/v1/workspaces/$WS/contexts/$CTX"

@@ -110,6 +110,20 @@ t_timeout_tree() {
 	assert_eq 41 "$(j '.results[0].data["text/plain"]')" "x survives the timeout"
 }
 
+# A process the cell detached (its parent exited: the agent reaped it, not the kernel) is in
+# the kernel's cgroup still, and goes with the cell's timeout too.
+t_timeout_detached() {
+	local dur=1001.$$
+	local code=$'import subprocess\nsubprocess.run(["sh", "-c", "sleep '$dur$' >/dev/null 2>&1 &"])\nimport time\ntime.sleep(60)'
+	local mark="^sleep ${dur//./\\.}\$"
+	no_process "$mark" || _fail "a sleep $dur runs before the test"
+	cell "$CTX" "$code" 1500 || return 1
+	assert_eq timed_out "$(j .status)" "status" || return 1
+	no_process "$mark" || _fail "the detached sleep $dur survived the timeout: $(pgrep -af "$mark")"
+	cell "$CTX" 'x' || return 1
+	assert_eq 41 "$(j '.results[0].data["text/plain"]')" "x survives the timeout"
+}
+
 t_big_output() {
 	cell "$CTX" $'import sys\nline = "y" * 999 + "\\n"\nfor _ in range(50000): sys.stdout.write(line)' 120000 ||
 		return 1
@@ -313,6 +327,7 @@ run_test "context: a matplotlib chart comes back as a PNG" t_png
 run_test "context: ZeroDivisionError is an error with its traceback" t_error
 run_test "context: interrupt, and the next cell sees x" t_interrupt
 run_test "context: a timed-out cell leaves no process behind" t_timeout_tree
+run_test "context: a timed-out cell leaves no detached process behind" t_timeout_detached
 run_test "context: 50 MB of output bounded and counted" t_big_output
 run_test "context: two contexts do not share variables" t_two_contexts
 run_test "context: restart gives a fresh kernel" t_restart_ctx
