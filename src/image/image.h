@@ -198,6 +198,9 @@ struct image_layer_source {
 	bool overlay_upper; /* an overlay upper dir: char 0/0 files are whiteouts
 			      * (".wh.<name>"), trusted.overlay.opaque=y dirs opaque
 			      * (".wh..wh..opq") */
+	bool opaque;	    /* the prefix directory opaque (".wh..wh..opq" first in it): what
+			     * lower layers have there is hidden, as a tree kept whole (HOME) is
+			     * what it holds and no more; with a prefix only */
 };
 
 struct image_layer_options {

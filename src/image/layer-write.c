@@ -404,9 +404,13 @@ static int source_add(struct layer_walk *w, const struct image_layer_source *src
 	if (w->path_len > 0) {
 		entry_begin(w, &st, AE_IFDIR, st.st_mode);
 		r = header_write(w);
+		if (r >= 0 && src->opaque)
+			r = marker_write(w, WHITEOUT_OPAQUE, &st);
 		if (r < 0)
 			return r;
-	}
+	} else if (src->opaque)
+		return station_error_set(w->e, -EINVAL, NULL,
+					 "snapshot: an opaque tree needs a layer prefix");
 	return dir_contents_add(w, src->dir_fd, &st);
 }
 

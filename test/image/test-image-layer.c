@@ -579,6 +579,52 @@ Test(layer, overlay_whiteout_and_opaque_converted)
 	cr_assert_null(tar_find("opq/.wh..wh..opq"));
 }
 
+/* A HOME kept whole: its prefix directory opaque, so lower layers' files there stay hidden
+ * (a base image's file the workspace deleted); a copy of the subtree gets no marker. */
+Test(layer, opaque_prefix)
+{
+	struct station_error e = {};
+	struct image_layer_stats st;
+	char p[PATH_MAX], copy[PATH_MAX], v[4] = "";
+	int tfd = open(tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int out = open(tarpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	struct image_layer_source src = { .dir_fd = tfd, .prefix = "home/node", .opaque = true };
+	struct image_layer_options o = { .id_base = ID_BASE };
+	struct image *img;
+	int dfd;
+
+	home_tree();
+	cr_assert_eq(image_layer_write(&src, 1, &o, out, &st, &e), 0, "%s", e.message);
+	tar_load(tarpath);
+	cr_assert_str_eq(items[0].path, "home/node");
+	cr_assert_str_eq(items[1].path, "home/node/.wh..wh..opq", "the marker first in it");
+	cr_assert_eq(items[1].type, AE_IFREG);
+	cr_assert_eq(items[1].size, 0);
+	img = commit_tar(NULL);
+	snprintf(p, sizeof p, "%s/home/node", img->layers[img->n_layers - 1]);
+	cr_assert_eq(getxattr(p, "trusted.overlay.opaque", v, sizeof v), 1);
+	cr_assert_eq(v[0], 'y');
+	snprintf(copy, sizeof copy, "%s/copy", dir);
+	cr_assert_eq(mkdir(copy, 0700), 0);
+	dfd = open(copy, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_eq(image_layer_copy_subtree(img, "home/node", dfd, 0, &e), 0, "%s", e.message);
+	close(dfd);
+	snprintf(p, sizeof p, "%s/.wh..wh..opq", copy);
+	cr_assert_eq(access(p, F_OK), -1);
+	snprintf(p, sizeof p, "%s/a.txt", copy);
+	assert_file(p, "hello\n");
+	image_free(img);
+	/* an opaque tree at the root would hide the whole base: refused */
+	src.prefix = "";
+	cr_assert_eq(lseek(out, 0, SEEK_SET), 0);
+	cr_assert_eq(image_layer_write(&src, 1, &o, out, &st, &e), -EINVAL);
+	close(out);
+	close(tfd);
+	/* positive control: not opaque, no marker */
+	cr_assert_eq(layer_of_tree("home/node", false, 0, &st, &e), 0, "%s", e.message);
+	cr_assert_null(tar_find("home/node/.wh..wh..opq"));
+}
+
 /* Swaps tree/d between a directory and a symlink to a host directory holding "secret". */
 static volatile bool swapping;
 
