@@ -1274,13 +1274,101 @@ static void restore_log_error(const char *work, struct station_error *e)
 	size_t len = 0;
 	if (wfd < 0 || safe_read_file(wfd, "restore.log", SAFE_BENEATH, 4 << 20, &log, &len) < 0)
 		return;
+	/* the first error criu did not go on past (it does past an RLIMIT_NOFILE it may not
+	 * raise, without CAP_SYS_RESOURCE) */
 	const char *err = strstr(log, "Error (");
+	while (err && memmem(err, strcspn(err, "\n"), "RLIMIT_NOFILE", 13))
+		err = strstr(err + 1, "Error (");
 	if (!err)
 		return;
 	size_t n = strcspn(err, "\n");
 	size_t used = strnlen(e->message, sizeof e->message - 1);
 	snprintf(e->message + used, sizeof e->message - used, "; criu: %.*s", (int)MIN(n, 300u),
 		 err);
+}
+
+/* criu reads some images (timens, utsns, …) once inside the restored user namespace, as its
+ * root (an unprivileged host uid), by the images directory's fd: the directory 0711 and its
+ * files 0644 for that; the checkpoint's own directory around them stays 0700 root's. */
+static int images_readable(const char *images)
+{
+	_cleanup_close_ int dfd = open(images, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 || fchmod(dfd, 0711) < 0)
+		return negative_errno();
+	_cleanup_close_ int lfd = dup(dfd);
+	DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
+	if (!d)
+		return negative_errno();
+	lfd = -1; /* the DIR's now */
+	int r = 0;
+	struct dirent *de;
+	while (r >= 0 && (de = readdir(d))) {
+		struct stat st;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			r = negative_errno();
+		else if (S_ISREG(st.st_mode) && (st.st_mode & 07777) != 0644 &&
+			 fchmodat(dfd, de->d_name, 0644, 0) < 0)
+			r = negative_errno();
+	}
+	closedir(d);
+	return r;
+}
+
+/* The groups below dfd (a directory of W/c) and every file in them, handed to uid: the restore
+ * made the agent's groups anew as root, whose own they were (a group's files are its maker's),
+ * and the agent writes some of them (a counter's reset, joining one). cgroupfs holds no
+ * symlinks; nothing is followed all the same. Bounded in depth like the agent's groups are. */
+static int chown_groups_below(int dfd, uid_t uid, unsigned depth)
+{
+	_cleanup_close_ int lfd = dup(dfd);
+	DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
+	if (!d)
+		return negative_errno();
+	lfd = -1;
+	int r = 0;
+	struct dirent *de;
+	while (r >= 0 && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		_cleanup_close_ int sub =
+			openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0 || fchown(sub, uid, uid) < 0) {
+			r = negative_errno();
+			break;
+		}
+		DIR *files = NULL;
+		_cleanup_close_ int ffd = dup(sub);
+		if (ffd < 0 || !(files = fdopendir(ffd))) {
+			r = negative_errno();
+			break;
+		}
+		ffd = -1;
+		struct dirent *fe;
+		while (r >= 0 && (fe = readdir(files)))
+			if (fe->d_type == DT_REG &&
+			    fchownat(sub, fe->d_name, uid, uid, AT_SYMLINK_NOFOLLOW) < 0 &&
+			    errno != ENOENT)
+				r = negative_errno();
+		closedir(files);
+		if (r >= 0 && depth > 0)
+			r = chown_groups_below(sub, uid, depth - 1);
+	}
+	closedir(d);
+	return r;
+}
+
+static int give_back_groups(const struct adapter_workspace *ws)
+{
+	struct cgroup *c = NULL;
+	int r = cgroup_child(ws->cgroup, "c", &c);
+	for (size_t i = 0; r >= 0 && i < c->n_dirs; i++) {
+		_cleanup_close_ int dfd =
+			open(c->dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		r = dfd < 0 ? negative_errno() : chown_groups_below(dfd, ws_base(ws), 8);
+	}
+	cgroup_free(c);
+	return r;
 }
 
 /* The checkpoint's processes, restored into this workspace's container: the agent's log put
@@ -1313,9 +1401,10 @@ static int restore_container(const struct adapter_workspace *ws, pid_t *ret_pid,
 		return station_error_set(e, r, "snapshot",
 					 "cannot put the checkpoint's agent log in place: %s",
 					 strerror(-r));
-	if (chmod(images, 0711) < 0)
-		return station_error_set(e, negative_errno(), "snapshot",
-					 "the checkpoint's images (\"%s\"): %m", images);
+	r = images_readable(images);
+	if (r < 0)
+		return station_error_set(e, r, "snapshot", "the checkpoint's images (\"%s\"): %s",
+					 images, strerror(-r));
 	(void)rm_rf(work);
 	if (mkdir(work, 0700) < 0)
 		return station_error_set(e, negative_errno(), NULL, "cannot make \"%s\": %m", work);
@@ -1323,6 +1412,10 @@ static int restore_container(const struct adapter_workspace *ws, pid_t *ret_pid,
 	r = runtime_restore(ws->ctx->runtime, ws->id, ws->criu, images, work, bundle, ret_pid, e);
 	if (r < 0)
 		restore_log_error(work, e);
+	else if ((r = give_back_groups(ws)) < 0)
+		station_error_set(e, r, NULL,
+				  "cannot hand the restored groups to the workspace: %s",
+				  strerror(-r));
 	(void)rm_rf(work);
 	return r;
 }

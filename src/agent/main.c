@@ -476,7 +476,28 @@ static int checkpoint_log(int dfd, const char **ret_why)
 
 /* A listener of ours at DIR/agent.sock, in the container's namespaces, in place of whatever is
  * at that name (the controller's socket, or anything planted there: removed, not followed). */
-static int checkpoint_listener(int dfd, const char **ret_why)
+/* Bound by its path in the container (dir, absolute), not through dfd's /proc/self/fd name:
+ * CRIU binds a listener again at the address it was bound to, in the restored container. That
+ * path must lead to dfd (checked before, and the socket found there after). */
+static int bind_in_run_dir(int fd, int dfd, const char *dir)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat a, b;
+	int n = snprintf(sa.sun_path, sizeof sa.sun_path, "%s/agent.sock", dir);
+	if (n < 0 || (size_t)n >= sizeof sa.sun_path)
+		return -ENAMETOOLONG;
+	if (stat(dir, &a) < 0 || fstat(dfd, &b) < 0)
+		return -errno;
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return -EXDEV;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+		return -errno;
+	if (fstatat(dfd, "agent.sock", &a, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISSOCK(a.st_mode))
+		return -EXDEV;
+	return 0;
+}
+
+static int checkpoint_listener(int dfd, const char *dir, const char **ret_why)
 {
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || (unlinkat(dfd, "agent.sock", 0) < 0 && errno != ENOENT)) {
@@ -484,7 +505,7 @@ static int checkpoint_listener(int dfd, const char **ret_why)
 		return -errno;
 	}
 	mode_t old = umask(0177);
-	int r = safe_bind_unix(fd, dfd, "agent.sock");
+	int r = bind_in_run_dir(fd, dfd, dir);
 	umask(old);
 	if (r >= 0 && listen(fd, 16) < 0)
 		r = -errno;
@@ -512,9 +533,10 @@ static int checkpoint_prepare(struct agent *a, const char *dir, const char **ret
 	int r = checkpoint_log(dfd, ret_why);
 	if (r < 0)
 		return r;
+	spawn_checkpoint_prepare();
 	/* CRIU reads us through ptrace and /proc; non-dumpable again at the next HELLO */
 	(void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-	return checkpoint_listener(dfd, ret_why);
+	return checkpoint_listener(dfd, dir, ret_why);
 }
 
 /* CHECKPOINT: nothing of ours reaches outside the container's mounts and namespaces, so that

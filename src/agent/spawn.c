@@ -354,6 +354,23 @@ void spawn_cgroup_pool_trim(struct event_loop *loop)
 		on_pool_trim(NULL, 0, loop); /* no timer: at once, down to the idle size */
 }
 
+void spawn_checkpoint_prepare(void)
+{
+	while (attach_files) {
+		struct attach_files *a = attach_files;
+		attach_files = a->next;
+		/* the group's own (cgroup_keep_files() took it as non-const) */
+		cgroup_unkeep_files((struct cgroup *)a->cg);
+		attach_files_close(a);
+	}
+	n_attach_files = 0;
+	while (pool.n > 0) {
+		struct cgroup *cg = pool.items[--pool.n];
+		(void)cgroup_remove(cg);
+		spawn_cgroup_free(cg);
+	}
+}
+
 void spawn_cgroup_pool_stop(void)
 {
 	event_source_free(pool.trim);

@@ -92,6 +92,10 @@ void spawn_cgroup_pool_fill(const struct cgroup *parent);
  * back by every call. _stop() drops the timer (shutdown). */
 void spawn_cgroup_pool_trim(struct event_loop *loop);
 void spawn_cgroup_pool_stop(void);
+/* Before a checkpoint: every cgroup file kept open closed (reached by path from then on) and the
+ * pool's spare groups removed, so that a restore holds no descriptor into cgroupfs (its groups
+ * are made anew by the restore, as root, until the controller hands them back). */
+void spawn_checkpoint_prepare(void);
 
 /* "KEY=VALUE" with KEY matching [A-Za-z_][A-Za-z0-9_]*. */
 bool spawn_env_entry_valid(const char *s);

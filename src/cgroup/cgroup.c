@@ -605,13 +605,20 @@ void cgroup_keep_files(struct cgroup *cg)
 		ops_of(cg)->keep_files(cg);
 }
 
+void cgroup_unkeep_files(struct cgroup *cg)
+{
+	for (size_t i = 0; i < CGROUP_KEPT_MAX; i++) {
+		if (cg->kept[i] > 0)
+			close(cg->kept[i] - 1);
+		cg->kept[i] = 0;
+	}
+}
+
 void cgroup_free(struct cgroup *cg)
 {
 	if (!cg)
 		return;
-	for (size_t i = 0; i < CGROUP_KEPT_MAX; i++)
-		if (cg->kept[i] > 0)
-			close(cg->kept[i] - 1);
+	cgroup_unkeep_files(cg);
 	for (size_t i = 0; i < cg->n_dirs; i++)
 		free(cg->dirs[i]);
 	free(cg);

@@ -108,6 +108,8 @@ int cgroup_destroy(const struct cgroup *cg, int timeout_ms);
  * opened, or that vanished since, is reached by path as before. cgroup_free() closes them.
  * A no-op on cgroup v2. */
 void cgroup_keep_files(struct cgroup *cg);
+/* Closes them: reads and resets go by path from then on. */
+void cgroup_unkeep_files(struct cgroup *cg);
 void cgroup_free(struct cgroup *cg);
 
 /* ---- the freezer (cgroup-freeze.c) -------------------------------------------------------- */
