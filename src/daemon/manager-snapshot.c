@@ -738,11 +738,7 @@ int snapshot_spec_apply(struct manager *m, const struct workspace_spec *spec,
 				      "workspaces only, not %s ones",
 				      spec->snapshot, adapter, adapter, spec->adapter);
 	else if (row.memory) /* docs/operations.md "Memory snapshots" */
-		r = station_error_set(e, -ENOTSUP, "snapshot",
-				      "snapshot \"%s\" holds processes: restoring them into a new "
-				      "workspace is not built yet (its filesystem alone cannot be "
-				      "started from it either: take a snapshot without memory)",
-				      spec->snapshot);
+		r = checkpoint_restore_check(m, row.id, e);
 	else if (spec->image && !row.base_image[0])
 		r = station_error_set(e, -EINVAL, "image",
 				      "snapshot \"%s\" is of a host workspace, which has no "
