@@ -36,13 +36,14 @@
 #include "basic/log.h"
 #include "basic/safe-fs.h"
 #include "basic/util.h"
+#include "basic/workers.h"
 #include "event/event.h"
 #include "event/work.h"
 #include "image/image.h"
 #include "manager-internal.h"
 #include "net/policy.h"
 
-#define SNAPSHOT_ID_MAX 32		 /* "s-" + 26 base32 + NUL, rounded up */
+#define SNAPSHOT_ID_MAX 64 /* "s-" + worker (<= 32) + "-" + 26 base32 + NUL, rounded up */
 #define SNAPSHOT_UPPER_DIR "upper/upper" /* the container adapter's overlay upper */
 #define SNAPSHOT_HOME_PREFIX "home/node" /* where HOME is in the layer (OCI_HOME_DIR) */
 
@@ -101,7 +102,7 @@ static const char *ref_digest(const char *ref)
 	return at ? at + 1 : ref;
 }
 
-static json_t *snapshot_to_json(const struct snapshot_row *row)
+static json_t *snapshot_to_json(const struct snapshot_row *row, const char *worker)
 {
 	bool host = !row->base_image[0];
 	json_t *o = json_pack("{s:s,s:s,s:s?,s:s,s:I,s:s?,s:s,s:b,s:I}", "id", row->id,
@@ -109,11 +110,33 @@ static json_t *snapshot_to_json(const struct snapshot_row *row)
 			      host ? "host" : "container", "sizeBytes", (json_int_t)row->size_bytes,
 			      "baseImage", host ? NULL : row->base_image, "image", row->image,
 			      "memory", row->memory, "pausedMs", (json_int_t)row->paused_ms);
-	if (!o)
+	if (!o || json_object_set_new(o, "worker", json_string(worker)) < 0) {
+		json_decref(o);
 		return NULL;
+	}
 	json_set_time(o, "createdAt", row->created_at);
 	json_object_set_new(o, "tenant", row->tenant[0] ? json_string(row->tenant) : json_null());
 	return o;
+}
+
+/* -EINVAL for what is no snapshot id; -ENOENT for one another worker keeps (its id names
+ * it: the client asked the wrong worker). */
+static int snapshot_check_id(const struct manager *m, const char *id, struct station_error *e)
+{
+	char worker[WORKER_NAME_MAX + 1];
+	int r = snapshot_id_worker(id, worker);
+	if (r < 0)
+		return station_error_set(e, -EINVAL, NULL,
+					 "invalid snapshot id \"%.128s\" (want s-WORKER-… as "
+					 "snapshot create prints it)",
+					 id);
+	if (r > 0 && strcmp(worker, m->cfg.worker) != 0)
+		return station_error_set(
+			e, -ENOENT, NULL,
+			"snapshot \"%s\" is kept by worker %s, not by this one (%s): "
+			"ask that worker",
+			id, worker, m->cfg.worker);
+	return 0;
 }
 
 /* -ENOENT alike for a missing snapshot and another tenant's. */
@@ -121,7 +144,10 @@ static int snapshot_lookup(struct manager *m, const char *id, struct snapshot_ro
 			   struct station_error *e)
 {
 	struct snapshot_row row = {};
-	int r = store_snapshot_get(m->store, id, &row);
+	int r = snapshot_check_id(m, id, e);
+	if (r < 0)
+		return r;
+	r = store_snapshot_get(m->store, id, &row);
 	if (r == -ENOENT || (r >= 0 && !snapshot_visible(m, &row))) {
 		snapshot_row_free(&row);
 		return station_error_set(e, -ENOENT, NULL, "snapshot \"%s\" not found", id);
@@ -270,7 +296,9 @@ static int snapshot_write_layer(struct snapshot_job *j, int out_fd)
 	if (r >= 0) {
 		const struct image_layer_source src[] = {
 			{ .dir_fd = fds[0], .prefix = "", .overlay_upper = true },
-			{ .dir_fd = fds[1], .prefix = SNAPSHOT_HOME_PREFIX },
+			/* opaque: on another worker, a HOME seeded from the image's home/node
+			 * gets none of the base image's files the workspace deleted */
+			{ .dir_fd = fds[1], .prefix = SNAPSHOT_HOME_PREFIX, .opaque = true },
 		};
 		const struct image_layer_options o = { .id_base = j->id_base,
 						       .max_bytes = j->max_bytes };
@@ -367,7 +395,7 @@ static void snapshot_job_done(void *userdata, bool cancelled)
 				      "the controller stopped before the snapshot was made");
 	if (r >= 0)
 		r = snapshot_record(j, &row);
-	if (r >= 0 && !(snapshot = snapshot_to_json(&row)))
+	if (r >= 0 && !(snapshot = snapshot_to_json(&row, j->m->cfg.worker)))
 		r = station_error_set(&j->e, -ENOMEM, NULL, "out of memory");
 	if (r < 0) {
 		if (j->memory)
@@ -443,7 +471,10 @@ static struct snapshot_job *snapshot_job_new(struct manager *m, struct workspace
 				    .max_bytes = m->cfg.max_snapshot_bytes,
 				    .memory = spec->memory,
 				    .host = ws->adapter == &adapter_host };
-	random_id("s-", 26, j->id, sizeof j->id);
+	/* its worker in its id, as a workspace's: a client routes it there */
+	char random[WORKSPACE_ID_RANDOM + 1];
+	random_id("", WORKSPACE_ID_RANDOM, random, sizeof random);
+	snprintf(j->id, sizeof j->id, "s-%s-%s", m->cfg.worker, random);
 	snprintf(j->ws_id, sizeof j->ws_id, "%s", ws->row.id);
 	snprintf(j->tenant, sizeof j->tenant, "%s", ws->row.tenant ? ws->row.tenant : "");
 	snprintf(j->base_ref, sizeof j->base_ref, "%s", image ? image : m->cfg.default_image);
@@ -585,7 +616,7 @@ int manager_snapshot_list(struct manager *m, json_t **ret, struct station_error 
 	json_t *a = json_array();
 	for (size_t i = 0; i < n; i++) {
 		if (a && snapshot_visible(m, &rows[i]))
-			json_array_append_new(a, snapshot_to_json(&rows[i]));
+			json_array_append_new(a, snapshot_to_json(&rows[i], m->cfg.worker));
 		snapshot_row_free(&rows[i]);
 	}
 	free(rows);
@@ -599,7 +630,7 @@ int manager_snapshot_get(struct manager *m, const char *id, json_t **ret, struct
 	int r = snapshot_lookup(m, id, &row, e);
 	if (r < 0)
 		return r;
-	*ret = snapshot_to_json(&row);
+	*ret = snapshot_to_json(&row, m->cfg.worker);
 	snapshot_row_free(&row);
 	return *ret ? 0 : station_error_set(e, -ENOMEM, NULL, "out of memory");
 }

@@ -8,8 +8,9 @@
 # reach the workspace; fork -n 2 prints two ids, each with the source's files, a write in one in
 # neither the other nor the source; snapshot rm of a snapshot in use is refused, then done, then
 # 404. Usage errors exit 64 before any request (checked against a socket where nothing listens:
-# the same command well formed exits 2 there, the control). With a worker list, snapshot ls
-# wants --worker (with it, it lists) and fork routes by the workspace's id.
+# the same command well formed exits 2 there, the control). With a worker list, snapshot
+# create, ls and rm and fork need no --worker: ids name their worker (test-snapshot-workers.sh
+# has two workers); a create from a malformed snapshot id is refused naming it.
 . "$(dirname "$0")/container-lib.sh"
 
 require_container_controller
@@ -107,7 +108,7 @@ t_snapshot_create_ls() {
 	local row
 	clirun snapshot create --name base "$WS"
 	assert_eq 0 "$RC" "snapshot create (stderr: $ERR)" || return 1
-	assert_match '^s-[A-Za-z0-9_-]+$' "$OUT" "prints the id alone" || return 1
+	assert_match "^s-$WORKER-[a-z2-7]{26}\$" "$OUT" "prints the id alone" || return 1
 	SNAP=$OUT
 	clirun snapshot ls
 	assert_eq 0 "$RC" "snapshot ls (stderr: $ERR)" || return 1
@@ -181,15 +182,18 @@ t_snapshot_rm() {
 }
 
 t_workers() {
-	local list="$WORKER=unix:$SOCK"
-	STATION_WORKERS=$list "$CLI_BIN" snapshot ls >"$TMP/cli.out" 2>"$TMP/cli.err"
-	RC=$?
-	assert_eq 64 "$RC" "snapshot ls with a worker list and no --worker" || return 1
-	assert_contains "--worker NAME" "$(cat "$TMP/cli.err")" "says to name the worker" || return 1
-	STATION_WORKERS=$list "$CLI_BIN" --worker "$WORKER" snapshot ls --json >"$TMP/cli.out" 2>"$TMP/cli.err"
-	assert_eq 0 "$?" "control: with --worker (stderr: $(cat "$TMP/cli.err"))" || return 1
+	local list="$WORKER=unix:$SOCK" snap
+	STATION_WORKERS=$list "$CLI_BIN" snapshot create "$WS" >"$TMP/cli.out" 2>"$TMP/cli.err"
+	assert_eq 0 "$?" "snapshot create routes by the workspace (stderr: $(cat "$TMP/cli.err"))" || return 1
+	snap=$(cat "$TMP/cli.out")
+	STATION_WORKERS=$list "$CLI_BIN" snapshot ls --json >"$TMP/cli.out" 2>"$TMP/cli.err"
+	assert_eq 0 "$?" "snapshot ls with a worker list, no --worker (stderr: $(cat "$TMP/cli.err"))" || return 1
+	assert_eq "$WORKER" "$(j ".[] | select(.id == \"$snap\") | .worker" "$(cat "$TMP/cli.out")")" "lists it with its worker" || return 1
 	STATION_WORKERS=$list "$CLI_BIN" create --snapshot s-x >"$TMP/cli.out" 2>"$TMP/cli.err"
-	assert_eq 64 "$?" "create --snapshot with a worker list wants --worker" || return 1
+	assert_eq 1 "$?" "create --snapshot s-x" || return 1
+	assert_contains "invalid snapshot id 's-x'" "$(cat "$TMP/cli.err")" "names the bad id" || return 1
+	STATION_WORKERS=$list "$CLI_BIN" snapshot rm "$snap" >"$TMP/cli.out" 2>"$TMP/cli.err"
+	assert_eq 0 "$?" "snapshot rm routes by the snapshot's id (stderr: $(cat "$TMP/cli.err"))" || return 1
 	STATION_WORKERS=$list "$CLI_BIN" fork "$WS" >"$TMP/cli.out" 2>"$TMP/cli.err"
 	assert_eq 0 "$?" "fork routes by the workspace (stderr: $(cat "$TMP/cli.err"))" || return 1
 	WORKSPACES+=("$(cat "$TMP/cli.out")")
@@ -203,4 +207,4 @@ run_test "snapshot create, snapshot ls (table and --json)" t_snapshot_create_ls
 run_test "create --snapshot: the files as they were" t_create_from_snapshot
 run_test "fork -n 2: ids one per line, independent forks" t_fork
 run_test "snapshot rm: refused in use, done, then not found" t_snapshot_rm
-run_test "worker list: snapshot ls wants --worker, fork routes by id" t_workers
+run_test "worker list: snapshot create, ls, rm and fork with no --worker" t_workers

@@ -4,7 +4,8 @@
 # the CLI and by curl is the same bytes, and imported into the second controller it has the same
 # digest. A container workspace's snapshot, with a file written under /etc and one in HOME,
 # exports as its image; imported into the second controller, a workspace created from that image
-# there holds both files. A layer blob damaged in the store (an image of our own, exported whole
+# there holds both files; a file of the base image's /home/node the workspace deleted before the
+# snapshot is not in such a workspace's HOME there (the kept one is). A layer blob damaged in the store (an image of our own, exported whole
 # just before as the control) cuts the transfer short: curl and the CLI exit non-zero, the CLI
 # leaves no file, the controller's log names the blob. Another tenant's image is 404 on export
 # while its own tenant's token exports it; an unknown digest is 404, and the CLI says so.
@@ -164,6 +165,35 @@ t_snapshot_round_trip() {
 	assert_contains "No such file" "$OUT" "the busybox image has no such files"
 }
 
+# A base image with two files in /home/node; the workspace deletes one before its snapshot.
+# Imported into the second controller, a workspace made from the snapshot's image there has
+# the kept one (the control) and not the deleted one: the snapshot's HOME hides the base's.
+t_snapshot_home_deletion() {
+	local ws snap_image tar=$EXPORTS/snapshot-home.tar ws2
+	build_image homed 0:0 '
+add("home", D, mode=0o755)
+add("home/node", D, mode=0o755)
+add("home/node/base-gone.txt", R, b"base-gone\n")
+add("home/node/base-kept.txt", R, b"base-kept\n")' || return 1
+	new_ws ws "$(jq -nc --arg i "$IMG" '{adapter: "container", image: $i}')" || return 1
+	out_of "$ws" 'cat ~/base-gone.txt ~/base-kept.txt | tr "\n" " "' || return 1
+	assert_eq "base-gone base-kept " "$OUT" "the new HOME has the base image's files" || return 1
+	out_of "$ws" 'rm ~/base-gone.txt && echo ws-new >~/ws-new.txt && echo ok' || return 1
+	api -q POST "/v1/workspaces/$ws/snapshots" '{}'
+	assert_eq 201 "$STATUS" "the snapshot: $(_short "$BODY")" || return 1
+	snap_image=$(j .image)
+	cli image export "$snap_image" -o "$tar" 2>"$TMP/cli-err" || {
+		_fail "image export of the snapshot's image: $(cat "$TMP/cli-err")"
+		return 1
+	}
+	import_c2 "$tar" || return 1
+	on_c2 new_ws ws2 "$(jq -nc --arg i "$snap_image" '{adapter: "container", image: $i}')" || return 1
+	on_c2 out_of "$ws2" 'ls -a ~ | grep -v "^\.*$" | tr "\n" " "' || return 1
+	assert_eq "base-kept.txt workspace ws-new.txt " "$OUT" "HOME on the second controller" || return 1
+	on_c2 out_of "$ws2" 'cat ~/base-kept.txt ~/ws-new.txt | tr "\n" " "' || return 1
+	assert_eq "base-kept ws-new " "$OUT" "the kept and the new file's contents" || return 1
+}
+
 t_damaged_layer() {
 	local digest layer hex blob tar=$EXPORTS/damaged.tar err rc
 	build_image damaged 0:0 'add("damaged.txt", R, b"x" * 100000)' || return 1
@@ -255,6 +285,7 @@ t_unknown() {
 
 run_test "the busybox image exported (CLI and curl, the same bytes) imports elsewhere with its digest" t_busybox_round_trip
 run_test "a snapshot's image exported and imported elsewhere gives a workspace its /etc and HOME files" t_snapshot_round_trip
+run_test "a file of the base image deleted from HOME before the snapshot stays deleted elsewhere" t_snapshot_home_deletion
 run_test "another tenant's image is 404 on export, its own tenant's token exports it" t_tenants
 run_test "an unknown digest's export is 404, the CLI says so and writes nothing" t_unknown
 run_test "a damaged layer blob cuts the export short, no file left, the log names the blob" t_damaged_layer

@@ -63,7 +63,7 @@ t_setup() {
 	assert_eq "$(api -q GET "/v1/workspaces/$WS" && j .workdir)" "$OUT" "work.txt is in the working directory" || return 1
 	snapshot "$WS" '{"name":"host-first"}' || return 1
 	S1=$SNAP
-	assert_match '^s-[A-Za-z0-9]+$' "$S1" "the id" || return 1
+	assert_match '^s-test-[a-z2-7]{26}$' "$S1" "the id: s-, the worker, the random part" || return 1
 	assert_eq "$WS host-first host null false" \
 		"$(j '"\(.workspaceId) \(.name) \(.adapter) \(.baseImage) \(.memory)"')" "its fields" || return 1
 	assert_match '^sha256:[0-9a-f]{64}$' "$(j .image)" "an image digest" || return 1

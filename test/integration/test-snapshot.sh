@@ -83,7 +83,7 @@ t_setup() {
 	out_of "$WS" 'echo home-1 >~/home.txt && mkdir -p ~/deep/er && echo deep >~/deep/er/f && echo etc-1 >/etc/snap-etc && echo ok' || return 1
 	snapshot "$WS" '{"name":"first"}' || return 1
 	S1=$SNAP
-	assert_match '^s-[A-Za-z0-9]+$' "$S1" "the id" || return 1
+	assert_match "^s-$WORKER-[a-z2-7]{26}\$" "$S1" "the id: s-, the worker, the random part" || return 1
 	assert_eq "$WS first false" "$(j '"\(.workspaceId) \(.name) \(.memory)"')" "its fields" || return 1
 	assert_match '^sha256:[0-9a-f]{64}$' "$(j .image)" "an image digest" || return 1
 	assert_eq "$IMAGE_DIGEST" "$(j .baseImage)" "made on the workspace's image" || return 1
@@ -127,8 +127,12 @@ t_create_from_snapshot() {
 	assert_eq 400 "$STATUS" "a host create from a container snapshot: $(_short "$BODY")" || return 1
 	assert_eq adapter "$(j .error.field)" "names the adapter" || return 1
 	assert_contains "is of a container workspace" "$(j .error.message)" "says which" || return 1
+	api -q POST /v1/workspaces "{\"snapshot\":\"s-$WORKER-aaaaaaaaaaaaaaaaaaaaaaaaaa\"}"
+	assert_eq 404 "$STATUS" "a missing snapshot: $(_short "$BODY")" || return 1
 	api -q POST /v1/workspaces '{"snapshot":"s-nonesuch"}'
-	assert_eq 404 "$STATUS" "a missing snapshot: $(_short "$BODY")"
+	assert_eq 400 "$STATUS" "no snapshot id: $(_short "$BODY")" || return 1
+	assert_eq snapshot "$(j .error.field)" "names the field" || return 1
+	assert_contains 'invalid snapshot id "s-nonesuch"' "$(j .error.message)" "and the id"
 }
 
 # The host side the hostile HOME points at: a directory with a file, and a file.
@@ -191,7 +195,7 @@ t_tenants() {
 	assert_eq "$sa" "$(j '[.snapshots[].id] | join(" ")')" "A lists its own only" || return 1
 	tapi "$TB" GET "/v1/snapshots/$sa"
 	assert_eq 404 "$STATUS" "B's GET of A's snapshot" || return 1
-	tapi "$TB" GET "/v1/snapshots/s-nonesuch"
+	tapi "$TB" GET "/v1/snapshots/s-$WORKER-aaaaaaaaaaaaaaaaaaaaaaaaaa"
 	assert_eq 404 "$STATUS" "as a missing one" || return 1
 	tapi "$TB" DELETE "/v1/snapshots/$sa"
 	assert_eq 404 "$STATUS" "B's DELETE of A's snapshot" || return 1
