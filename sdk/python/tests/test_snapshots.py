@@ -3,7 +3,8 @@ client.snapshots, create(snapshot=, auto_resume=, idle_action=)) on container wo
 busybox image: a command on a paused workspace raises Paused (a Conflict) and runs after
 resume; auto_resume lets it through; a workspace made from a snapshot has the files as they
 were; forks are independent; arguments refused before any request (a request to the dead
-socket would raise ConnectionFailed: the control); with several workers, snapshots want one."""
+socket would raise ConnectionFailed: the control); with a worker list, snapshots are routed by
+their ids, which name their worker (sdk/python/tests/workers/ has several workers)."""
 
 from __future__ import annotations
 
@@ -102,7 +103,7 @@ def test_auto_resume(client: Client, image: str) -> None:
 def test_snapshot_and_create_from_it(client: Client, cws: ss.Workspace) -> None:
     s = cws.snapshot(name="base")
     try:
-        assert s["id"].startswith("s-") and s["workspaceId"] == cws.id
+        assert ss.snapshot_worker(s["id"]) == cws.worker and s["workspaceId"] == cws.id
         assert (s["name"], s["memory"]) == ("base", False)
         assert isinstance(s["sizeBytes"], int) and isinstance(s["pausedMs"], int)
         assert client.snapshots.get(s["id"])["id"] == s["id"]
@@ -161,11 +162,14 @@ def test_async(cws: ss.Workspace) -> None:
 
 def test_several_workers(cws: ss.Workspace) -> None:
     c = Client(workers={cws.worker: "unix:" + SOCKET})
-    with pytest.raises(ss.InvalidArgument):
-        c.snapshots.list()  # names no workspace: pick the worker
-    assert isinstance(c.on(cws.worker).snapshots.list(), list)  # the control
+    s = c.workspace(cws.id).snapshot()  # routed by the workspace's id
+    assert ss.snapshot_worker(s["id"]) == cws.worker
+    listed = c.snapshots.list()  # every worker's
+    assert listed.unreachable == [] and s["id"] in [x["id"] for x in listed]
+    assert c.snapshots.get(s["id"])["worker"] == cws.worker  # routed by the snapshot's id
+    c.snapshots.delete(s["id"])
     with pytest.raises(ss.InvalidArgument) as e:
-        c.workspaces.create(snapshot="s-1")
+        c.workspaces.create(snapshot="s-1")  # no snapshot id: refused without a request
     assert e.value.field == "snapshot"
     forks = c.workspace(cws.id).fork(1)  # routed by the workspace's id
     assert forks[0].id.startswith(cws.worker + "-")

@@ -274,7 +274,7 @@ export abstract class SandboxAdapter {
 
   /**
    * A workspace started from a snapshot (its files and image; this adapter's limits and env).
-   * With several workers, `options.worker` must name the snapshot's worker.
+   * With several workers, on the worker the snapshot's id names.
    */
   fromSnapshot(snapshotId: string, overrides: WorkspaceOptions = {}, options: CreateWorkspaceOptions = {}): Promise<Workspace> {
     const { image: _image, ...request } = this.createRequest(overrides);

@@ -12,6 +12,7 @@ import {
   placeWorker,
   reasonOf,
   resolveWorkers,
+  snapshotWorkerOf,
   workersOfList,
   type UnreachableWorker,
   type WorkerCapacity,
@@ -162,6 +163,28 @@ export interface CreateWorkspaceOptions extends CreateOptions {
  * not answer (their workspaces are missing from the list); always empty with one controller.
  */
 export type WorkspaceList = Workspace[] & { unreachable: UnreachableWorker[] };
+
+/**
+ * `snapshots()`: the snapshots, newest first, and with several workers `unreachable`, the
+ * workers that did not answer; always empty with one controller.
+ */
+export type SnapshotList = Snapshot[] & { unreachable: UnreachableWorker[] };
+
+/**
+ * With several workers, a create from a snapshot goes to the worker its id names (an id of the
+ * older shape names none: `worker` must).
+ */
+function createWorkerOf(snapshot: string, worker: string | undefined): string {
+  const named = snapshotWorkerOf(snapshot);
+  if (named === null) {
+    if (worker === undefined)
+      throw new TypeError(`snapshot ${snapshot} names no worker (it was taken before snapshot ids carried one): name it (options.worker)`);
+    return worker;
+  }
+  if (worker !== undefined && worker !== named)
+    throw new TypeError(`snapshot ${snapshot} is kept by worker ${named}: a workspace made from it starts there, not on ${worker}`);
+  return named;
+}
 
 const CREATE_RETRY_DELAY_MS = 250;
 /** A cancel is answered once the run ended, at most this late (docs/api.md)… */
@@ -431,24 +454,30 @@ export class StationClient {
    * when none answered this throws (a WorkerUnavailableError naming the first).
    */
   async workspaces(filter: WorkspaceFilter = {}): Promise<WorkspaceList> {
-    const path = `/v1/workspaces${workspaceQuery(filter)}`;
+    return this.listAll<Workspace>(`/v1/workspaces${workspaceQuery(filter)}`, "workspaces");
+  }
+
+  /** GET path (a list under key) of every worker at once, as `workspaces()` describes. */
+  private async listAll<T>(path: string, key: string): Promise<T[] & { unreachable: UnreachableWorker[] }> {
+    const what = `GET ${path.replace(/\?.*/, "")}`;
     if (!this.router) {
-      const list = (await this.t.json<{ workspaces: Workspace[] }>("GET", path)).workspaces;
-      return Object.assign(list, { unreachable: [] });
+      const doc = await this.t.json<Record<string, T[]>>("GET", path);
+      if (!Array.isArray(doc?.[key])) throw new StationError(200, "protocol_error", `${what}: an answer without "${key}"`);
+      return Object.assign(doc[key]!, { unreachable: [] });
     }
     const routes = [...this.router.routes.values()];
     const answers = await Promise.all(
       routes.map(async (r) => {
         try {
-          const doc = await r.transport.json<{ workspaces: Workspace[] }>("GET", path, undefined, undefined, {}, this.probeMs);
-          if (!Array.isArray(doc?.workspaces)) throw new StationError(200, "protocol_error", `GET /v1/workspaces: an answer without "workspaces"`);
-          return { r, list: doc.workspaces };
+          const doc = await r.transport.json<Record<string, T[]>>("GET", path, undefined, undefined, {}, this.probeMs);
+          if (!Array.isArray(doc?.[key])) throw new StationError(200, "protocol_error", `${what}: an answer without "${key}"`);
+          return { r, list: doc[key]! };
         } catch (e) {
           return { r, error: unavailable(r, e) };
         }
       }),
     );
-    const list: Workspace[] = [];
+    const list: T[] = [];
     const unreachable: UnreachableWorker[] = [];
     for (const a of answers) {
       if (a.list) list.push(...a.list);
@@ -496,13 +525,11 @@ export class StationClient {
   async createWorkspace(request: CreateWorkspaceRequest = {}, options: CreateWorkspaceOptions = {}): Promise<Workspace> {
     const { worker, ...create } = options;
     checkCreateRequest(request);
-    if (request.snapshot !== undefined && this.router && worker === undefined)
-      throw new TypeError(`a snapshot is kept by one worker: name it (options.worker) to create from ${JSON.stringify(request.snapshot)}`);
     if (!this.router) {
       if (worker !== undefined) throw new TypeError(`worker ${JSON.stringify(worker)}: this client has one controller, not several workers`);
       return this.create("/v1/workspaces", request, create);
     }
-    let name = worker;
+    let name = request.snapshot !== undefined ? createWorkerOf(request.snapshot, worker) : worker;
     if (name === undefined) {
       const states = await this.workers();
       const { worker: best, why } = placeWorker(states);
@@ -555,21 +582,40 @@ export class StationClient {
     return this.t.json("POST", `/v1/workspaces/${seg(workspaceId)}/snapshots`, request);
   }
 
-  /** The worker's snapshots, newest first. With several workers: `client.on(name).snapshots()`. */
-  async snapshots(): Promise<Snapshot[]> {
-    const doc = await this.t.json<{ snapshots: Snapshot[] }>("GET", "/v1/snapshots");
-    if (!Array.isArray(doc?.snapshots)) throw new StationError(200, "protocol_error", `GET /v1/snapshots: an answer without "snapshots"`);
-    return doc.snapshots;
+  /**
+   * The snapshots, newest first. With several workers: of all workers, asked at once; the
+   * workers that did not answer are in `unreachable` (none answering: this throws).
+   */
+  async snapshots(): Promise<SnapshotList> {
+    const list = await this.listAll<Snapshot>("/v1/snapshots", "snapshots");
+    if (this.router) list.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+    return list;
+  }
+
+  /**
+   * The client of the worker a snapshot id names (`s-w2-…`): this one with one controller. A
+   * TypeError, without a request, for what has no snapshot id's shape, and with several
+   * workers for an id of the older shape `s-…`, which names none (use `client.on(name)`).
+   */
+  private ofSnapshot(id: string): StationClient {
+    const name = snapshotWorkerOf(id);
+    if (!this.router) return this;
+    if (name === null)
+      throw new TypeError(`snapshot ${id} names no worker (it was taken before snapshot ids carried one): ask the worker that keeps it, client.on(name)`);
+    this.router.route(name, `snapshot ${id}`);
+    return this.on(name);
   }
 
   /** One snapshot; 404 for an unknown id (or another tenant's). */
   snapshot(id: string): Promise<Snapshot> {
-    return this.t.json("GET", `/v1/snapshots/${seg(id)}`);
+    const c = this.ofSnapshot(id);
+    return c.t.json("GET", `/v1/snapshots/${seg(id)}`);
   }
 
   /** Deletes the snapshot and its image; 409 while a workspace runs on it. */
   async deleteSnapshot(id: string): Promise<void> {
-    await this.t.json("DELETE", `/v1/snapshots/${seg(id)}`);
+    const c = this.ofSnapshot(id);
+    await c.t.json("DELETE", `/v1/snapshots/${seg(id)}`);
   }
 
   /**

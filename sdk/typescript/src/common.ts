@@ -10,9 +10,10 @@ export type {
   OutputHandlers,
   TerminalSession,
   WorkspaceList,
+  SnapshotList,
 } from "./client.js";
 export { PausedError, StationError } from "./errors.js";
-export { WorkerUnavailableError, workerOfId, mostFree, placeWorker, skipReason, parseWorkersEnv, readWorkersFile } from "./workers.js";
+export { WorkerUnavailableError, workerOfId, snapshotWorkerOf, mostFree, placeWorker, skipReason, parseWorkersEnv, readWorkersFile } from "./workers.js";
 export type { UnreachableWorker, WorkerCapacity, WorkerConfig, WorkerState, WorkersOption } from "./workers.js";
 export { WorkspaceFiles, WorkspacePorts, WorkspaceSecrets, READ_MAX_BYTES } from "./files.js";
 export type { WatchOptions } from "./files.js";

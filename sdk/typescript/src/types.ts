@@ -335,8 +335,10 @@ export interface SnapshotRequest {
  * (docs/api.md, "Snapshots and fork").
  */
 export interface Snapshot {
-  /** `s-…`. */
+  /** `s-WORKER-…`: it names the worker that keeps it (`s-…` alone: taken before ids did). */
   id: string;
+  /** The worker that keeps it. */
+  worker: string;
   workspaceId: string;
   name: string | null;
   createdAt: string;

@@ -76,6 +76,17 @@ const NAME = /^[a-z0-9-]{1,32}$/;
 const MAX_FILE_BYTES = 256 * 1024;
 const MAX_TOKEN_BYTES = 4096;
 
+/**
+ * The worker a snapshot id names: `s-w2-<26 of [a-z2-7]>` is on `w2`; `s-<26 …>`, as snapshots
+ * were named before their ids carried a worker, names none (null). A TypeError naming anything
+ * else.
+ */
+export function snapshotWorkerOf(id: string): string | null {
+  const m = typeof id === "string" ? /^s-(?:([a-z0-9-]{1,32})-)?[a-z2-7]{26}$/.exec(id) : null;
+  if (!m) throw new TypeError(`invalid snapshot id ${JSON.stringify(id)} (want s-WORKER-… as createSnapshot gives it)`);
+  return m[1] ?? null;
+}
+
 /** The worker a workspace id names: everything before its last `-` (`w2-abc…` is on `w2`). */
 export function workerOfId(id: string): string {
   const dash = id.lastIndexOf("-");

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
-import { ContainerSandboxAdapter, PausedError, StationClient, StationError } from "station-sandbox/container";
+import { ContainerSandboxAdapter, PausedError, StationClient, StationError, snapshotWorkerOf, workerOfId } from "station-sandbox/container";
 import { IMAGE_LAYOUT, ROOT, SECCOMP, SOCKET } from "./env.mjs";
 
 const skip = !IMAGE_LAYOUT
@@ -103,7 +103,8 @@ test("snapshots: autoResume and idleAction", { skip }, async () => {
 
 test("snapshots: create, list, get, a workspace from one, delete", { skip }, async () => {
   const s = await sandboxes.snapshot(ws.id, { name: "base" });
-  assert.match(s.id, /^s-/);
+  assert.equal(snapshotWorkerOf(s.id), workerOfId(ws.id), "the id names the worker");
+  assert.equal(s.worker, workerOfId(ws.id));
   assert.equal(s.workspaceId, ws.id);
   assert.equal(s.name, "base");
   assert.equal(s.memory, false);

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 
-import { HostSandboxAdapter, StationClient, StationError, WorkerUnavailableError, workerOfId } from "station-sandbox/host";
+import { HostSandboxAdapter, StationClient, StationError, WorkerUnavailableError, snapshotWorkerOf, workerOfId } from "station-sandbox/host";
 import { NAMES, OPTION, W, WORKERS_FILE, withEnv } from "./workers-env.mjs";
 
 const only = (name) => new StationClient({ url: W[name].url, token: W[name].token });
@@ -20,6 +20,42 @@ async function runEcho(client, id, text) {
   assert.equal(r.status, "exited");
   return r.stdout;
 }
+
+test("workers: a snapshot taken on w2 is listed, created from and deleted with no worker named", async () => {
+  const c = new StationClient({ workers: OPTION });
+  const ws = await c.createWorkspace({ adapter: "host" }, { worker: "w2" });
+  const made = [ws.id];
+  try {
+    const wrote = await c.startCommand(ws.id, { command: "echo from-w2 >~/kept.txt" }, { waitMs: 20_000 });
+    assert.equal(wrote.exitCode, 0);
+    const s = await c.createSnapshot(ws.id, { name: "ts-w2" });
+    assert.equal(snapshotWorkerOf(s.id), "w2");
+    assert.equal(s.worker, "w2");
+    const listed = await c.snapshots();
+    assert.deepEqual(listed.unreachable, []);
+    assert.deepEqual(listed.filter((x) => x.id === s.id).map((x) => x.worker), ["w2"]);
+    const direct = [];
+    for (const n of NAMES) direct.push(...(await only(n).snapshots()).map((x) => x.id));
+    assert.deepEqual(listed.map((x) => x.id).sort(), direct.sort());
+    assert.equal((await c.snapshot(s.id)).workspaceId, ws.id);
+    await assert.rejects(only("w1").snapshot(s.id), (e) => e instanceof StationError && e.status === 404 && /kept by worker w2/.test(e.message));
+    await assert.rejects(c.createWorkspace({ snapshot: s.id }, { worker: "w1" }), /kept by worker w2/);
+    const from = await c.createWorkspace({ snapshot: s.id });
+    made.push(from.id);
+    assert.equal(workerOfId(from.id), "w2");
+    const cat = await c.startCommand(from.id, { command: "cat ~/kept.txt" }, { waitMs: 20_000 });
+    assert.equal(cat.stdout, "from-w2\n");
+    await assert.rejects(c.deleteSnapshot(s.id), (e) => e instanceof StationError && e.status === 409);
+    await c.deleteWorkspace(made.pop());
+    assert.equal(await c.deleteSnapshot(s.id), undefined);
+    await assert.rejects(c.snapshot(s.id), (e) => e instanceof StationError && e.status === 404);
+    assert.ok(!(await c.snapshots()).some((x) => x.id === s.id));
+    assert.throws(() => c.snapshot("s-nope"), /invalid snapshot id "s-nope"/);
+    assert.throws(() => c.snapshot("s-abcdefghijklmnopqrstuvwxyz"), /names no worker/);
+  } finally {
+    for (const id of made) await c.deleteWorkspace(id);
+  }
+});
 
 test("workers: workers() reports w1, w2, w3 up with version, capacity and workspaces", async () => {
   const c = new StationClient({ workers: OPTION });

@@ -13,9 +13,9 @@ from .aio import (AsyncClient, AsyncCodeContext, AsyncContexts, AsyncFiles, Asyn
                   AsyncPorts, AsyncRunHandle, AsyncServices, AsyncSnapshots, AsyncTerminal,
                   AsyncTerminals, AsyncWorkspace)
 from .client import (READ_MAX_BYTES, Client, CodeContext, Contexts, Files, GapCallback, Images, OutputStream,
-                     OutputCallback, Ports, RunHandle, Secrets, Services, Snapshots, Terminal, Terminals,
-                     Tokens, Workspace, WorkspaceList)
-from ._workers import WorkerConfig, worker_of_id
+                     OutputCallback, Ports, RunHandle, Secrets, Services, SnapshotList, Snapshots, Terminal,
+                     Terminals, Tokens, Workspace, WorkspaceList)
+from ._workers import WorkerConfig, snapshot_worker, worker_of_id
 from .errors import (BadRequest, Conflict, ConnectionFailed, Forbidden, InvalidArgument, NotFound,
                      Paused, PayloadTooLarge, PreconditionFailed, ProtocolError, StationError, Timeout,
                      TooManyRequests, Unauthorized, Unavailable, WorkerTimeout, WorkerUnavailable)
@@ -33,8 +33,8 @@ __all__ = [
     "ConnectionFailed", "Denial", "FileEntry", "FileList", "Files", "Forbidden", "GapCallback", "Image", "Images", "InvalidArgument",
     "ListeningPort", "Network", "NotFound", "Output", "Paused", "OutputCallback", "OutputGap", "OutputStream", "PayloadTooLarge", "PortExposure", "PortList", "Ports", "PreconditionFailed",
     "ProtocolError", "READ_MAX_BYTES", "ReadyReport", "RefusedDestination", "Run", "RunHandle", "RunNetwork", "Secret", "Secrets",
-    "Service", "Services", "Snapshot", "Snapshots", "StationError", "Terminal", "TerminalInfo", "Terminals", "Timeout",
+    "Service", "Services", "Snapshot", "SnapshotList", "Snapshots", "StationError", "Terminal", "TerminalInfo", "Terminals", "Timeout",
     "Tokens", "TooManyRequests", "Unauthorized", "Unavailable", "UsageHistory", "UsageSample", "WorkerConfig", "WorkerTimeout",
     "WorkerUnavailable",
-    "Workspace", "WorkspaceInfo", "WorkspaceList", "worker_of_id",
+    "Workspace", "WorkspaceInfo", "WorkspaceList", "snapshot_worker", "worker_of_id",
 ]

@@ -39,6 +39,20 @@ def worker_of_id(workspace_id: str) -> str:
     return head if dash and head else workspace_id
 
 
+_SNAPSHOT_RE = re.compile(r"s-(?:([a-z0-9-]{1,32})-)?[a-z2-7]{26}")
+
+
+def snapshot_worker(snapshot_id: Any) -> Optional[str]:
+    """The worker a snapshot id names: ``s-w2-<26 of [a-z2-7]>`` is on ``w2``; ``s-<26>``, as
+    snapshots were named before their ids carried a worker, names none (None).
+    InvalidArgument naming anything else."""
+    m = _SNAPSHOT_RE.fullmatch(snapshot_id) if isinstance(snapshot_id, str) else None
+    if m is None:
+        raise InvalidArgument(f"invalid snapshot id {snapshot_id!r} (want s-WORKER-… as "
+                              "snapshot create gives it)", "snapshot")
+    return m.group(1)
+
+
 def _check(name: Any, url: Any, token: Any, where: str) -> WorkerConfig:
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise InvalidArgument(f"{where}: worker name {name!r} is not 1-32 of [a-z0-9-]")

@@ -22,7 +22,8 @@ from ._follow import RETRIES, FollowState, Item, OutputGap
 from ._transport import NoRoute, os_reason
 from ._workers import (WorkersArg, place, resolve_workers, state_of, unknown_worker,
                        worker_of_id)
-from .client import WorkspaceList, _endpoint_of, _holder, _none_answered, _unreachable_of, discover_workers
+from .client import (SnapshotList, WorkspaceList, _create_worker, _endpoint_of, _holder, _newest_first,
+                     _none_answered, _snapshot_route, _unreachable_of, discover_workers)
 from .errors import (ConnectionFailed, InvalidArgument, NotFound, PayloadTooLarge, ProtocolError, StationError,
                      Timeout, Unavailable, WorkerTimeout, WorkerUnavailable, error_from_body,
                      error_from_event)
@@ -1117,9 +1118,8 @@ class AsyncWorkspaces:
         body = _ops.create_body(adapter, image, env, cpus, memory_mb, pids_limit, network,
                                 seccomp_profile, egress, idle_timeout_ms, snapshot, auto_resume,
                                 idle_action, name, labels)
-        if snapshot is not None and worker is None and self._client._routes is not None:
-            raise InvalidArgument("a snapshot is kept by one worker: name it (worker=...) to "
-                                  f"create from {snapshot!r}", "snapshot")
+        if snapshot is not None and self._client._routes is not None:
+            worker = _create_worker(snapshot, worker)
         t = await self._client._create_transport(worker)
         return AsyncWorkspace(self._client, await t.drive(
             _ops.create("/v1/workspaces", body, idempotency_key, retries, timeout_s=timeout)))
@@ -1212,24 +1212,53 @@ class AsyncImages:
 
 
 class AsyncSnapshots:
-    """The worker's snapshots (docs/api.md, "Snapshots and fork"), newest first. With several
-    workers, pick the worker: ``client.on(NAME).snapshots``."""
+    """Snapshots, newest first; routed by their ids with several workers (see
+    :class:`station_sandbox.client.Snapshots`)."""
 
     def __init__(self, client: "AsyncClient") -> None:
+        self._client = client
         self._t = client._t
 
-    async def list(self) -> list[Snapshot]:
-        doc = await self._t.drive(_ops.simple("GET", "/v1/snapshots"))
-        return _ops.list_of(doc, "snapshots", "GET /v1/snapshots")
+    async def list(self) -> SnapshotList:
+        """Every snapshot; with several workers of all at once (asyncio.gather), and
+        ``unreachable`` (see :meth:`station_sandbox.client.Snapshots.list`)."""
+        routes = self._client._routes
+        if routes is None:
+            doc = await self._t.drive(_ops.simple("GET", "/v1/snapshots"))
+            return SnapshotList(_ops.list_of(doc, "snapshots", "GET /v1/snapshots"))
+
+        async def one(t: _AsyncWorkerTransport) -> Any:
+            try:
+                doc = await t.drive(_ops.simple("GET", "/v1/snapshots"))
+                return _ops.list_of(doc, "snapshots", "GET /v1/snapshots")
+            except StationError as e:
+                return e
+
+        answers = await asyncio.gather(*(one(t) for t in routes.values()))
+        found: list[Any] = []
+        unreachable: list[dict[str, str]] = []
+        for t, a in zip(routes.values(), answers):
+            if isinstance(a, BaseException):
+                unreachable.append(_unreachable_of(t.worker, t.url, a))
+            else:
+                found.extend(a)
+        if len(unreachable) == len(routes):
+            raise _none_answered(unreachable)
+        return _newest_first(found, unreachable)
+
+    def _route(self, snapshot_id: str) -> Any:
+        return _snapshot_route(self._client._routes, self._client._source, self._t, snapshot_id)
 
     async def get(self, snapshot_id: str) -> Snapshot:
         """:class:`NotFound` for an unknown id (or another tenant's)."""
-        return await self._t.drive(_ops.simple("GET", _ops.snapshot_path(snapshot_id)))  # type: ignore[no-any-return]
+        t = self._route(snapshot_id)
+        return await t.drive(_ops.simple("GET", _ops.snapshot_path(snapshot_id)))  # type: ignore[no-any-return]
 
     async def delete(self, snapshot_id: str) -> None:
         """Deletes the snapshot and its image; :class:`Conflict` while a workspace runs on
         it."""
-        await self._t.drive(_ops.simple("DELETE", _ops.snapshot_path(snapshot_id)))
+        t = self._route(snapshot_id)
+        await t.drive(_ops.simple("DELETE", _ops.snapshot_path(snapshot_id)))
 
 
 class AsyncTokens:

@@ -14,7 +14,7 @@ from . import _ops
 from ._ops import UsageSince, UsageStep, ws_path
 from ._follow import RETRIES, FollowState, Item, OutputGap
 from ._transport import NoRoute, Transport, WorkerTransport
-from ._workers import (WorkerConfig, WorkersArg, place, reason_of, resolve_workers, state_of,
+from ._workers import (WorkerConfig, WorkersArg, place, reason_of, resolve_workers, snapshot_worker, state_of,
                        unknown_worker, worker_of_id, workers_of_list)
 from ._wire import (OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT,
                     TextStream, WsParser, file_query, octal_mode, output_event,
@@ -1026,6 +1026,47 @@ def _holder(routes: Any, source: str, ws_name: str, found: WorkspaceList) -> Any
     return t
 
 
+class SnapshotList(WorkspaceList):
+    """``snapshots.list()``: the snapshots, newest first, and ``unreachable``, the workers that
+    did not answer (``[{"worker", "url", "error"}]``; always empty with one controller)."""
+
+
+def _newest_first(snapshots: Iterable[Any], unreachable: list[dict[str, str]]) -> SnapshotList:
+    return SnapshotList(sorted(snapshots, key=lambda s: str(s.get("createdAt", "")), reverse=True),
+                        unreachable)
+
+
+def _create_worker(snapshot: str, worker: Optional[str]) -> str:
+    """With several workers, a create from a snapshot goes to the worker its id names (an id
+    of the older shape names none: ``worker`` must)."""
+    named = snapshot_worker(snapshot)
+    if named is None:
+        if worker is None:
+            raise InvalidArgument(f"snapshot {snapshot} names no worker (it was taken before "
+                                  "snapshot ids carried one): name it (worker=...)", "snapshot")
+        return worker
+    if worker is not None and worker != named:
+        raise InvalidArgument(f"snapshot {snapshot} is kept by worker {named}: a workspace "
+                              f"made from it starts there, not on {worker}", "worker")
+    return named
+
+
+def _snapshot_route(routes: Optional[dict[str, Any]], source: str, t: Any, snapshot_id: str) -> Any:
+    """The transport of the worker a snapshot id names (``t`` with one controller)."""
+    name = snapshot_worker(snapshot_id)
+    if routes is None:
+        return t
+    if name is None:
+        raise InvalidArgument(f"snapshot {snapshot_id} names no worker (it was taken before "
+                              "snapshot ids carried one): ask the worker that keeps it, "
+                              "client.on(NAME).snapshots", "snapshot")
+    route = routes.get(name)
+    if route is None:
+        raise NotFound(404, "not_found", f"snapshot {snapshot_id} is kept by worker {name}, "
+                       f"which is not in {source}")
+    return route
+
+
 class Workspaces:
     def __init__(self, client: "Client") -> None:
         self._client = client
@@ -1055,9 +1096,8 @@ class Workspaces:
         body = _ops.create_body(adapter, image, env, cpus, memory_mb, pids_limit, network,
                                 seccomp_profile, egress, idle_timeout_ms, snapshot, auto_resume,
                                 idle_action, name, labels)
-        if snapshot is not None and worker is None and self._client._routes is not None:
-            raise InvalidArgument("a snapshot is kept by one worker: name it (worker=...) to "
-                                  f"create from {snapshot!r}", "snapshot")
+        if snapshot is not None and self._client._routes is not None:
+            worker = _create_worker(snapshot, worker)
         t = self._client._create_transport(worker)
         return Workspace(self._client, t.drive(
             _ops.create("/v1/workspaces", body, idempotency_key, retries, timeout_s=timeout)))
@@ -1163,24 +1203,57 @@ class Images:
 
 
 class Snapshots:
-    """The worker's snapshots (docs/api.md, "Snapshots and fork"), newest first. With several
-    workers, pick the worker: ``client.on(NAME).snapshots``."""
+    """Snapshots (docs/api.md, "Snapshots and fork"), newest first. A snapshot's id names the
+    worker that keeps it (``s-w2-…``): with several workers, ``get`` and ``delete`` go there and
+    ``list`` asks every worker. An id of the older shape ``s-…`` names none: ask its worker,
+    ``client.on(NAME).snapshots``."""
 
     def __init__(self, client: "Client") -> None:
+        self._client = client
         self._t = client._t
 
-    def list(self) -> list[Snapshot]:
-        doc = self._t.drive(_ops.simple("GET", "/v1/snapshots"))
-        return _ops.list_of(doc, "snapshots", "GET /v1/snapshots")
+    def list(self) -> SnapshotList:
+        """Every snapshot (with several workers: of all of them, asked at once; ``unreachable``
+        names the workers that did not answer; none answering raises WorkerUnavailable)."""
+        routes = self._client._routes
+        if routes is None:
+            doc = self._t.drive(_ops.simple("GET", "/v1/snapshots"))
+            return SnapshotList(_ops.list_of(doc, "snapshots", "GET /v1/snapshots"))
+
+        def one(t: WorkerTransport) -> Any:
+            try:
+                doc = t.drive(_ops.simple("GET", "/v1/snapshots"))
+                return _ops.list_of(doc, "snapshots", "GET /v1/snapshots")
+            except StationError as e:
+                return e
+
+        with ThreadPoolExecutor(max_workers=min(16, len(routes))) as pool:
+            answers = list(pool.map(one, routes.values()))
+        found: list[Any] = []
+        unreachable: list[dict[str, str]] = []
+        for t, a in zip(routes.values(), answers):
+            if isinstance(a, BaseException):
+                unreachable.append(_unreachable_of(t.worker, t.url, a))
+            else:
+                found.extend(a)
+        if len(unreachable) == len(routes):
+            raise _none_answered(unreachable)
+        return _newest_first(found, unreachable)
+
+    def _route(self, snapshot_id: str) -> Any:
+        return _snapshot_route(self._client._routes, self._client._source, self._t, snapshot_id)
 
     def get(self, snapshot_id: str) -> Snapshot:
-        """:class:`NotFound` for an unknown id (or another tenant's)."""
-        return self._t.drive(_ops.simple("GET", _ops.snapshot_path(snapshot_id)))  # type: ignore[no-any-return]
+        """:class:`NotFound` for an unknown id (or another tenant's); InvalidArgument, without
+        a request, for what has no snapshot id's shape."""
+        t = self._route(snapshot_id)
+        return t.drive(_ops.simple("GET", _ops.snapshot_path(snapshot_id)))  # type: ignore[no-any-return]
 
     def delete(self, snapshot_id: str) -> None:
         """Deletes the snapshot and its image; :class:`Conflict` while a workspace runs on
         it."""
-        self._t.drive(_ops.simple("DELETE", _ops.snapshot_path(snapshot_id)))
+        t = self._route(snapshot_id)
+        t.drive(_ops.simple("DELETE", _ops.snapshot_path(snapshot_id)))
 
 
 class Tokens:

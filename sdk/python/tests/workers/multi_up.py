@@ -15,8 +15,8 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 from _env import NAMES, OPTION, W, WORKERS_FILE  # noqa: E402
 
-from station_sandbox import (AsyncClient, Client, NotFound, WorkerUnavailable,  # noqa: E402
-                             worker_of_id)
+from station_sandbox import (AsyncClient, Client, Conflict, InvalidArgument, NotFound,  # noqa: E402
+                             WorkerUnavailable, snapshot_worker, worker_of_id)
 
 MAX = {"w1": 4, "w2": 8, "w3": 6}
 
@@ -172,6 +172,63 @@ def test_unknown_worker_is_named():
     with pytest.raises(NotFound) as e:
         c.workspaces.create(worker="w9")
     assert e.value.message == "worker w9 is not in this client's workers"
+
+
+def test_snapshot_on_w2_listed_created_from_and_deleted_without_a_worker():
+    c = Client(workers=OPTION)
+    ws = c.workspaces.create(adapter="host", worker="w2")
+    made = [ws]
+    try:
+        assert ws.run("echo from-w2 >~/kept.txt").exit_code == 0
+        s = ws.snapshot(name="py-w2")
+        assert snapshot_worker(s["id"]) == "w2" and s["worker"] == "w2"
+        listed = c.snapshots.list()
+        assert listed.unreachable == []
+        assert [x["worker"] for x in listed if x["id"] == s["id"]] == ["w2"]
+        direct = sorted(x["id"] for n in NAMES for x in only(n).snapshots.list())
+        assert sorted(x["id"] for x in listed) == direct
+        assert c.snapshots.get(s["id"])["workspaceId"] == ws.id
+        with pytest.raises(NotFound) as e:  # w1 does not keep it, and says who does
+            only("w1").snapshots.get(s["id"])
+        assert "kept by worker w2" in str(e.value)
+        with pytest.raises(InvalidArgument) as ie:
+            c.workspaces.create(snapshot=s["id"], worker="w1")
+        assert ie.value.field == "worker"
+        made.append(c.workspaces.create(snapshot=s["id"]))
+        assert made[-1].worker == "w2"
+        assert made[-1].run("cat ~/kept.txt").stdout == "from-w2\n"
+        with pytest.raises(Conflict):  # a workspace runs on it
+            c.snapshots.delete(s["id"])
+        made.pop().delete()
+        c.snapshots.delete(s["id"])
+        with pytest.raises(NotFound):
+            c.snapshots.get(s["id"])
+        assert s["id"] not in [x["id"] for x in c.snapshots.list()]
+        with pytest.raises(InvalidArgument):
+            c.snapshots.get("s-nope")  # no request: no snapshot id
+        with pytest.raises(InvalidArgument) as ie:  # the older shape names no worker
+            c.snapshots.delete("s-abcdefghijklmnopqrstuvwxyz")
+        assert "client.on(NAME)" in str(ie.value)
+    finally:
+        for w in made:
+            w.delete()
+
+
+def test_async_snapshots_route_by_id():
+    async def main():
+        c = AsyncClient(workers=OPTION)
+        ws = await c.workspaces.create(adapter="host", worker="w3")
+        try:
+            s = await ws.snapshot()
+            assert s["id"].startswith("s-w3-")
+            assert s["id"] in [x["id"] for x in await c.snapshots.list()]
+            assert (await c.snapshots.get(s["id"]))["worker"] == "w3"
+            await c.snapshots.delete(s["id"])
+            with pytest.raises(NotFound):
+                await c.snapshots.get(s["id"])
+        finally:
+            await ws.delete()
+    asyncio.run(main())
 
 
 def test_calls_without_a_workspace_need_on():
