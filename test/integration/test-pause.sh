@@ -279,6 +279,115 @@ t_snapshot_holds_starts() {
 }
 run_test "a command, file write, terminal or service start while a snapshot reads is 409" t_snapshot_holds_starts
 
+# A snapshot of a ready workspace asks its agent to hold (PAUSE, answered PAUSED) before it
+# freezes, as a pause does: a command the controller sent just before the snapshot began is
+# forked by then and frozen with the rest; started after the freeze it would run beside the
+# read. Commands go in a tight loop from three clients while two snapshots of 256 MiB in HOME
+# are taken, eight more sent at once just before each snapshot's request (the agent is still
+# starting them when it is taken). No run may have started (its startedAt, the agent's clock)
+# between a freeze and its thaw (the controller's log lines around them, the same clock). The
+# controls: commands accepted before the snapshots and after their answers ran, and those asked
+# during the reads are 409.
+SNAP_RACER='
+import http.client, json, socket, sys, threading, time
+sock, ws, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+class C(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(sock)
+def req(c, method, path, body):
+    c.request(method, path, json.dumps(body), {"Content-Type": "application/json"})
+    r = c.getresponse()
+    return r.status, r.read()
+cmd = "sleep 0.1"
+phase, stop, seen = ["before"], [False], {}
+lock = threading.Lock()
+def count(k):
+    with lock:
+        seen[k] = seen.get(k, 0) + 1
+def loop():
+    c = C("station", timeout=120)
+    while not stop[0]:
+        p = phase[0]
+        st, _ = req(c, "POST", "/v1/workspaces/%s/commands" % ws, {"command": cmd})
+        count("%s-%d" % (p if p == phase[0] else "edge", st))
+        time.sleep(0.02)
+ts = [threading.Thread(target=loop) for _ in range(3)]
+for t in ts: t.start()
+snaps = []
+for _ in range(rounds):
+    time.sleep(0.4)
+    conns = [C("station", timeout=120) for _ in range(9)]
+    for c in conns:
+        c.connect()
+    phase[0] = "during"
+    for c in conns[:-1]:
+        c.request("POST", "/v1/workspaces/%s/commands" % ws, json.dumps({"command": cmd}),
+                  {"Content-Type": "application/json"})
+    conns[-1].request("POST", "/v1/workspaces/%s/snapshots" % ws, "{}",
+                      {"Content-Type": "application/json"})
+    r = conns[-1].getresponse()
+    snaps.append({"status": r.status, "body": json.loads(r.read())})
+    for c in conns[:-1]:
+        r = c.getresponse()
+        r.read()
+        count("just-before-%d" % r.status)
+    phase[0] = "after"
+time.sleep(0.5)
+stop[0] = True
+for t in ts: t.join()
+print(json.dumps({"seen": seen, "snapshots": snaps}))
+'
+# The runs of WS (JSON on stdin) started strictly between a freeze and its thaw as the log
+# LOG has them (text lines, millisecond times: a run of the same millisecond is not counted).
+SNAP_WINDOWS='
+import datetime, json, sys
+log, ws = sys.argv[1], sys.argv[2]
+def ms(t):
+    return int(datetime.datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp() * 1000)
+marks = []
+for line in open(log, errors="replace"):
+    if "workspace=" + ws not in line:
+        continue
+    if "workspace frozen for a snapshot" in line or "thawed after a snapshot" in line:
+        marks.append(ms(line.split()[0]))
+windows = list(zip(marks[0::2], marks[1::2]))
+runs = [(ms(r["startedAt"]), r["id"]) for r in json.load(sys.stdin)["commands"] if r["startedAt"]]
+inside = [(t, i, w) for t, i in runs for w in windows if w[0] < t < w[1]]
+first, last = windows[0][0] if windows else 0, windows[-1][1] if windows else 0
+print(json.dumps({"windows": windows, "inside": inside[:5], "n_inside": len(inside),
+                  "before": sum(t < first for t, _ in runs),
+                  "after": sum(t > last for t, _ in runs)}))
+'
+# none_running WS: no command of WS runs.
+none_running() {
+	api -q GET "/v1/workspaces/$1/commands?limit=1000"
+	[[ $STATUS == 200 && $(j '[.commands[] | select(.status == "running")] | length') == 0 ]]
+}
+
+t_snapshot_handshake() {
+	local out snap res
+	new_cws S || return 1
+	run_cmd "$S" 'head -c 268435456 /dev/urandom > $HOME/big && echo done'
+	assert_eq done "$(j .stdout | tr -d '\n')" "the big file: $(_short "$BODY")" || return 1
+	out=$(python3 -c "$SNAP_RACER" "$SOCK" "$S" 2) || _fail "the racer: $out" || return 1
+	note "requests: $(jq -c .seen <<<"$out"); paused $(jq -c '[.snapshots[].body.pausedMs]' <<<"$out") ms"
+	assert_eq '[201,201]' "$(jq -c '[.snapshots[].status]' <<<"$out")" "the snapshots: $(_short "$out")" || return 1
+	assert_ne 0 "$(jq '.seen["during-409"] // 0' <<<"$out")" "commands refused while the snapshots read" || return 1
+	wait_for -t 60 none_running "$S" || _fail "commands still running: $(_short "$BODY")" || return 1
+	res=$(python3 -c "$SNAP_WINDOWS" "$CONTROLLER_LOG" "$S" <<<"$BODY") || _fail "windows: $res" || return 1
+	note "$res"
+	assert_eq 2 "$(jq '.windows | length' <<<"$res")" "a freeze and a thaw logged for each snapshot" || return 1
+	assert_ne 0 "$(jq .before <<<"$res")" "commands started before the snapshots" || return 1
+	assert_ne 0 "$(jq .after <<<"$res")" "commands started after the snapshots" || return 1
+	assert_eq 0 "$(jq .n_inside <<<"$res")" "runs started inside a freeze: $(jq -c .inside <<<"$res")"
+	for snap in $(jq -r '.snapshots[].body.id' <<<"$out"); do
+		api -q DELETE "/v1/snapshots/$snap"
+	done
+	api -q DELETE "/v1/workspaces/$S"
+}
+run_test "a command sent just before a snapshot starts before its freeze, none during it" t_snapshot_handshake
+
 t_validation() {
 	api -q POST /v1/workspaces "$(cws_body '{"autoResume":"yes"}')"
 	assert_eq 400 "$STATUS" "autoResume a string"
