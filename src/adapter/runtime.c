@@ -870,6 +870,15 @@ int runtime_delete(const struct runtime *rt, const char *id, struct station_erro
 	return r;
 }
 
+/* Where criu's images are (written or read) and its log and work files go. */
+static void call_push_criu_dirs(struct call *c, const char *image_dir, const char *work_dir)
+{
+	call_push(c, "--image-path");
+	call_push(c, image_dir);
+	call_push(c, "--work-path");
+	call_push(c, work_dir);
+}
+
 /* runc: the images in image_dir, criu's log (dump.log) and work files in work_dir; the
  * container runs on. criu: the criu binary runc is to run (NULL: runc's PATH's). */
 int runtime_checkpoint(const struct runtime *rt, const char *id, const char *criu,
@@ -884,10 +893,7 @@ int runtime_checkpoint(const struct runtime *rt, const char *id, const char *cri
 					 "%s checkpoints are not taken here (runc only)", rt->name);
 	call_init_criu(&c, rt, "checkpoint", id, NULL, criu);
 	call_push(&c, "--leave-running");
-	call_push(&c, "--image-path");
-	call_push(&c, image_dir);
-	call_push(&c, "--work-path");
-	call_push(&c, work_dir);
+	call_push_criu_dirs(&c, image_dir, work_dir);
 	call_push(&c, id);
 	r = call_capture(rt, &c, e);
 	call_done(&c);
@@ -914,10 +920,7 @@ int runtime_restore(const struct runtime *rt, const char *id, const char *criu,
 	(void)unlink(pid_file);
 	call_init_criu(&c, rt, "restore", id, NULL, criu);
 	call_push(&c, "--detach");
-	call_push(&c, "--image-path");
-	call_push(&c, image_dir);
-	call_push(&c, "--work-path");
-	call_push(&c, work_dir);
+	call_push_criu_dirs(&c, image_dir, work_dir);
 	call_push(&c, "--bundle");
 	call_push(&c, bundle);
 	call_push(&c, "--pid-file");
