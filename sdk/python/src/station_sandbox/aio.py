@@ -22,8 +22,8 @@ from ._follow import RETRIES, FollowState, Item, OutputGap
 from ._transport import NoRoute, os_reason
 from ._workers import (WorkersArg, place, resolve_workers, state_of, unknown_worker,
                        worker_of_id)
-from .client import (SnapshotList, WorkspaceList, _create_worker, _endpoint_of, _holder, _newest_first,
-                     _none_answered, _snapshot_route, _unreachable_of, discover_workers)
+from .client import (SnapshotList, WorkspaceList, _create_worker, _endpoint_of, _holder, _none_answered,
+                     _snapshot_route, _snapshots_of, _unreachable_of, discover_workers)
 from .errors import (ConnectionFailed, InvalidArgument, NotFound, PayloadTooLarge, ProtocolError, StationError,
                      Timeout, Unavailable, WorkerTimeout, WorkerUnavailable, error_from_body,
                      error_from_event)
@@ -1235,16 +1235,7 @@ class AsyncSnapshots:
                 return e
 
         answers = await asyncio.gather(*(one(t) for t in routes.values()))
-        found: list[Any] = []
-        unreachable: list[dict[str, str]] = []
-        for t, a in zip(routes.values(), answers):
-            if isinstance(a, BaseException):
-                unreachable.append(_unreachable_of(t.worker, t.url, a))
-            else:
-                found.extend(a)
-        if len(unreachable) == len(routes):
-            raise _none_answered(unreachable)
-        return _newest_first(found, unreachable)
+        return _snapshots_of(list(routes.values()), answers)
 
     def _route(self, snapshot_id: str) -> Any:
         return _snapshot_route(self._client._routes, self._client._source, self._t, snapshot_id)

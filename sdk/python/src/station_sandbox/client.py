@@ -1036,6 +1036,22 @@ def _newest_first(snapshots: Iterable[Any], unreachable: list[dict[str, str]]) -
                         unreachable)
 
 
+def _snapshots_of(workers: list[Any], answers: Iterable[Any]) -> SnapshotList:
+    """Every worker's answer to ``GET /v1/snapshots`` (its list, or the StationError it gave)
+    as one list, newest first, with the workers that did not answer; WorkerUnavailable when
+    none did."""
+    found: list[Any] = []
+    unreachable: list[dict[str, str]] = []
+    for t, a in zip(workers, answers):
+        if isinstance(a, BaseException):
+            unreachable.append(_unreachable_of(t.worker, t.url, a))
+        else:
+            found.extend(a)
+    if len(unreachable) == len(workers):
+        raise _none_answered(unreachable)
+    return _newest_first(found, unreachable)
+
+
 def _create_worker(snapshot: str, worker: Optional[str]) -> str:
     """With several workers, a create from a snapshot goes to the worker its id names (an id
     of the older shape names none: ``worker`` must)."""
@@ -1229,16 +1245,7 @@ class Snapshots:
 
         with ThreadPoolExecutor(max_workers=min(16, len(routes))) as pool:
             answers = list(pool.map(one, routes.values()))
-        found: list[Any] = []
-        unreachable: list[dict[str, str]] = []
-        for t, a in zip(routes.values(), answers):
-            if isinstance(a, BaseException):
-                unreachable.append(_unreachable_of(t.worker, t.url, a))
-            else:
-                found.extend(a)
-        if len(unreachable) == len(routes):
-            raise _none_answered(unreachable)
-        return _newest_first(found, unreachable)
+        return _snapshots_of(list(routes.values()), answers)
 
     def _route(self, snapshot_id: str) -> Any:
         return _snapshot_route(self._client._routes, self._client._source, self._t, snapshot_id)
