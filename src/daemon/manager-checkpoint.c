@@ -159,6 +159,7 @@ struct checkpoint_take {
 	uint8_t secret[SECRET_BYTES];
 	json_int_t id_base;
 	char id[PROTO_MAX_ID + 1];
+	json_t *services; /* the workspace's service rows as the agent was dumped with them */
 	int r;
 	struct station_error e;
 };
@@ -169,6 +170,7 @@ static void take_free(struct checkpoint_take *t)
 {
 	event_source_free(t->timer);
 	explicit_bzero(t->secret, sizeof t->secret);
+	json_decref(t->services);
 	free(t->dir);
 	free(t->ws_dir);
 	free(t);
@@ -251,6 +253,19 @@ static int checkpoint_meta_write(struct checkpoint_take *t, struct station_error
 	return 0;
 }
 
+/* services.json: the source's services (manager-service.c services_checkpoint_json()), for a
+ * restore to list and keep the books of what the restored agent supervises. */
+static int checkpoint_services_write(struct checkpoint_take *t, struct station_error *e)
+{
+	char path[PATH_MAX];
+	_cleanup_free_ char *text = json_dumps(t->services, JSON_COMPACT);
+	snprintf(path, sizeof path, "%s/" CHECKPOINT_SERVICES, t->dir);
+	int r = text ? write_file_atomic(path, text, strlen(text), 0600) : -ENOMEM;
+	if (r < 0)
+		return station_error_set(e, r, NULL, "cannot write \"%s\": %s", path, strerror(-r));
+	return 0;
+}
+
 static void take_job_run(void *userdata)
 {
 	struct checkpoint_take *t = userdata;
@@ -281,6 +296,8 @@ static void take_job_run(void *userdata)
 	}
 	if (r >= 0)
 		r = checkpoint_meta_write(t, &t->e);
+	if (r >= 0)
+		r = checkpoint_services_write(t, &t->e);
 	if (r >= 0)
 		r = files_private(images, &t->e);
 	if (r >= 0)
@@ -393,7 +410,10 @@ bool workspace_checkpoint_link_closed(struct workspace *ws)
 		return false;
 	}
 	t->queued = true;
-	int r = event_work_queue(ws->m->work, take_job_run, take_job_done, t);
+	/* as the agent is dumped: nothing changes its services from here to the dump */
+	t->services = services_checkpoint_json(ws);
+	int r = t->services ? event_work_queue(ws->m->work, take_job_run, take_job_done, t) :
+			      -ENOMEM;
 	if (r < 0) {
 		station_error_set(&e, r, NULL, "cannot queue the checkpoint: %s", strerror(-r));
 		take_finish(t, r, &e);
@@ -522,6 +542,35 @@ int checkpoint_spec_apply(struct manager *m, const char *snapshot_id, json_t *sp
 	json_object_set(spec_json, "idBase", json_object_get(meta, "idBase"));
 	json_object_set_new(spec_json, "checkpoint", json_string(snapshot_id));
 	return 1;
+}
+
+int checkpoint_services_restore(struct workspace *ws, const char *snapshot_id,
+				struct station_error *e)
+{
+	char dir[PATH_MAX];
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	checkpoint_dir_path(ws->m, snapshot_id, dir, sizeof dir);
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int r = dfd < 0 ? negative_errno() :
+			  safe_read_file(dfd, CHECKPOINT_SERVICES, SAFE_BENEATH,
+					 CHECKPOINT_SERVICES_MAX, &text, &len);
+	if (r == -ENOENT)
+		return 0; /* a checkpoint that recorded none */
+	if (r < 0)
+		return station_error_set(e, r == -EFBIG ? -EUCLEAN : r, "snapshot",
+					 "snapshot \"%s\": its checkpoint's %s cannot be read: %s",
+					 snapshot_id, CHECKPOINT_SERVICES, strerror(-r));
+	_cleanup_json_ json_t *rows = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+	if (!rows)
+		return station_error_set(e, -EUCLEAN, "snapshot",
+					 "snapshot \"%s\": its checkpoint's %s is not JSON",
+					 snapshot_id, CHECKPOINT_SERVICES);
+	r = services_restore(ws, rows, e);
+	if (r < 0)
+		log_warn("cannot carry a checkpoint's services over", "workspace", ws->row.id,
+			 "snapshot", snapshot_id, "error", e->message, NULL);
+	return r;
 }
 
 bool checkpoint_base_reserved(const struct manager *m, uint64_t base)

@@ -403,6 +403,13 @@ void services_on_agent_started(struct workspace *ws);
 /* The agent and every process are gone: running attempts end `lost`, services stop. */
 void services_lose_all(struct workspace *ws, const char *reason);
 void services_free_all(struct workspace *ws);
+/* The workspace's services as a memory snapshot's checkpoint records them (every one a client
+ * sees, each with the id its agent knows it by); NULL when out of memory. */
+json_t *services_checkpoint_json(struct workspace *ws);
+/* Those records as ws's services (new ids, the agent's kept), in the store and in memory:
+ * before the restored agent's HELLO. Each is checked as input; one that is not what
+ * services_checkpoint_json() writes fails it all. */
+int services_restore(struct workspace *ws, const json_t *rows, struct station_error *e);
 /* agentlink ops; userdata is the workspace. */
 void services_on_hello(void *userdata, char **names, size_t n_names);
 void services_on_state(void *userdata, uint64_t seq, const struct agentlink_service_state *st);
@@ -708,6 +715,12 @@ int checkpoint_restore_check(struct manager *m, const char *snapshot_id, struct 
  * and "checkpoint" (the snapshot id) when it holds processes, 0 when it does not. */
 int checkpoint_spec_apply(struct manager *m, const char *snapshot_id, json_t *spec_json,
 			  struct station_error *e);
+/* The source's services recorded beside the images (services.json, 0600) as ws's, before its
+ * restored agent connects: 0 (none recorded is fine), else e names what is wrong. */
+#define CHECKPOINT_SERVICES "services.json"
+#define CHECKPOINT_SERVICES_MAX (4u << 20)
+int checkpoint_services_restore(struct workspace *ws, const char *snapshot_id,
+				struct station_error *e);
 /* A memory snapshot's restored processes run in base's range: no new workspace gets it. */
 bool checkpoint_base_reserved(const struct manager *m, uint64_t base);
 /* From the link (manager.c): CHECKPOINT_READY, and the connection's close (true when the

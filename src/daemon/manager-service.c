@@ -17,6 +17,7 @@
 #include "basic/util.h"
 #include "event/event.h"
 #include "manager-internal.h"
+#include "proto/agent-proto.h"
 
 /* Finished attempts the store keeps per service. */
 #define SERVICE_KEEP_ATTEMPTS 100
@@ -447,6 +448,9 @@ static int service_send_start(struct service *svc)
 	strv_free(env);
 	if (k < 0)
 		return k;
+	/* the agent knows it by its row's id from now on */
+	free(svc->row.agent_id);
+	svc->row.agent_id = NULL;
 	svc->row.restart_count = 0;
 	service_set_state(svc, SERVICE_STARTING, NULL);
 	return 0;
@@ -488,13 +492,20 @@ void services_on_hello(void *userdata, char **names, size_t n_names)
 	}
 }
 
+/* The id the agent knows the service by: its row's, or its source's for one carried into a
+ * workspace restored from a memory snapshot (until the service is started anew). */
+static const char *service_agent_id(const struct service *svc)
+{
+	return svc->row.agent_id ? svc->row.agent_id : svc->row.id;
+}
+
 /* The service a report is about: this workspace's, with the same name and the same definition;
  * NULL (the report is ignored) for anything else. */
 static struct service *service_of_report(struct workspace *ws, const char *name, const char *id)
 {
 	struct service *svc = service_find(ws, name);
 
-	if (svc && strcmp(svc->row.id, id) == 0)
+	if (svc && strcmp(service_agent_id(svc), id) == 0)
 		return svc;
 	agent_report_ignored(ws, "service", id);
 	return NULL;
@@ -528,11 +539,17 @@ void services_on_state(void *userdata, uint64_t seq, const struct agentlink_serv
 }
 
 void services_on_attempt(void *userdata, uint64_t seq, const char *name,
-			 const struct service_attempt_row *a)
+			 const struct service_attempt_row *reported)
 {
 	struct workspace *ws = userdata;
-	struct service *svc = service_of_report(ws, name, a->service_id);
+	struct service *svc = service_of_report(ws, name, reported->service_id);
+	/* recorded under the row's id (the agent may know the service by its source's) */
+	struct service_attempt_row row = *reported;
+	const struct service_attempt_row *a = &row;
 	int r = 0;
+
+	if (svc)
+		row.service_id = svc->row.id;
 
 	if (svc && service_name_hidden(name))
 		contexts_on_kernel_end(ws, name, a);
@@ -1297,4 +1314,210 @@ size_t services_active_count(const struct workspace *ws)
 	for (const struct service *s = ws->services; s; s = s->next)
 		n += !service_name_hidden(s->row.name) && service_state_is_active(s->row.state);
 	return n;
+}
+
+/* ---- carried into a workspace restored from a memory snapshot ----------------------------- */
+
+json_t *services_checkpoint_json(struct workspace *ws)
+{
+	json_t *a = json_array();
+
+	for (const struct service *svc = ws->services; a && svc; svc = svc->next) {
+		const struct service_row *r = &svc->row;
+		json_t *env = r->env_json ? json_loads(r->env_json, 0, NULL) : json_null();
+
+		if (service_name_hidden(r->name)) {
+			json_decref(env);
+			continue; /* a code context's kernel: its context is not carried */
+		}
+		json_t *o = json_pack(
+			"{s:s,s:s,s:s,s:o*,s:o,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:I,s:s,s:o,s:I,"
+			"s:I,s:I,s:I,s:I,s:I,s:b,s:I}",
+			"agentId", service_agent_id(svc), "name", r->name, "command",
+			r->command ? r->command : "", "cwd",
+			r->cwd ? json_string(r->cwd) : json_null(), "env", env ? env : json_null(),
+			"policy", service_policy_to_string(r->restart_policy), "maxRestarts",
+			(json_int_t)r->max_restarts, "delayMs", (json_int_t)r->delay_ms,
+			"backoffPermille", (json_int_t)r->backoff_permille, "maxDelayMs",
+			(json_int_t)r->max_delay_ms, "resetAfterMs", (json_int_t)r->reset_after_ms,
+			"stopSignal", (json_int_t)r->stop_signal, "stopTimeoutMs",
+			(json_int_t)r->stop_timeout_ms, "autostart", r->autostart, "maxOutputBytes",
+			(json_int_t)r->max_output_bytes, "state", service_state_to_string(r->state),
+			"reason", r->reason ? json_string(r->reason) : json_null(), "restartCount",
+			(json_int_t)r->restart_count, "nextRestartAt",
+			(json_int_t)r->next_restart_at, "mainPid", (json_int_t)r->main_pid,
+			"currentAttempt", (json_int_t)r->current_attempt, "attemptStartedAt",
+			(json_int_t)r->attempt_started_at, "nextAttempt",
+			(json_int_t)r->next_attempt, "stopping", r->stopping, "createdAt",
+			(json_int_t)r->created_at);
+		if (!o || json_array_append_new(a, o) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+/* A string field of at most max bytes, no NUL inside; NULL when absent, not a string or
+ * longer (nullable: JSON null is fine and reads as NULL with ok set). */
+static const char *carried_str(const json_t *o, const char *key, size_t max, bool nullable,
+			       bool *ok)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (nullable && json_is_null(v))
+		return NULL;
+	if (!json_is_string(v) || json_string_length(v) > max ||
+	    strlen(json_string_value(v)) != json_string_length(v)) {
+		*ok = false;
+		return NULL;
+	}
+	return json_string_value(v);
+}
+
+static uint64_t carried_uint(const json_t *o, const char *key, uint64_t max, bool *ok)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    (uint64_t)json_integer_value(v) > max) {
+		*ok = false;
+		return 0;
+	}
+	return (uint64_t)json_integer_value(v);
+}
+
+static bool carried_name_valid(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0 || n > 63 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '.' ||
+		      s[i] == '_' || s[i] == '-'))
+			return false;
+	return !service_name_hidden(s);
+}
+
+static bool carried_env_valid(const json_t *env)
+{
+	const char *key;
+	json_t *val;
+
+	if (json_is_null(env))
+		return true;
+	if (!json_is_object(env) || json_object_size(env) > 4096)
+		return false;
+	json_object_foreach((json_t *)env, key, val) {
+		static const char word[] =
+			"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_0123456789";
+
+		/* [A-Za-z_][A-Za-z0-9_]* */
+		if (!json_is_string(val) ||
+		    strlen(json_string_value(val)) != json_string_length(val) || !key[0] ||
+		    (key[0] >= '0' && key[0] <= '9') || key[strspn(key, word)])
+			return false;
+	}
+	return true;
+}
+
+#define CARRIED_MAX_TIME (1ull << 62)
+
+/* One recorded service as a row of ws (a new id; the agent's kept as agent_id); -EBADMSG when
+ * anything in it is not what the controller writes. */
+static int carried_row(struct workspace *ws, const json_t *o, struct service_row *ret)
+{
+	bool ok = json_is_object(o);
+	const char *agent_id = carried_str(o, "agentId", PROTO_MAX_ID, false, &ok);
+	const char *name = carried_str(o, "name", 63, false, &ok);
+	const char *command = carried_str(o, "command", 1 << 20, false, &ok);
+	const char *cwd = carried_str(o, "cwd", 4096, true, &ok);
+	const char *policy = carried_str(o, "policy", 32, false, &ok);
+	const char *state = carried_str(o, "state", 32, false, &ok);
+	const char *reason = carried_str(o, "reason", 1024, true, &ok);
+	const json_t *env = json_object_get(o, "env");
+	const json_t *autostart = json_object_get(o, "autostart");
+	const json_t *stopping = json_object_get(o, "stopping");
+	char id[PROTO_MAX_ID + 1];
+	struct service_row r = {};
+
+	if (!ok || !proto_id_valid(agent_id) || !carried_name_valid(name) ||
+	    (cwd && cwd[0] != '/') || !carried_env_valid(env) ||
+	    service_policy_from_string(policy) < 0 || service_state_from_string(state) < 0 ||
+	    !json_is_boolean(autostart) || !json_is_boolean(stopping))
+		return -EBADMSG;
+	r.restart_policy = (enum service_policy)service_policy_from_string(policy);
+	r.state = (enum service_state)service_state_from_string(state);
+	r.max_restarts = carried_uint(o, "maxRestarts", UINT32_MAX, &ok);
+	r.delay_ms = carried_uint(o, "delayMs", CARRIED_MAX_TIME, &ok);
+	r.backoff_permille = carried_uint(o, "backoffPermille", UINT32_MAX, &ok);
+	r.max_delay_ms = carried_uint(o, "maxDelayMs", CARRIED_MAX_TIME, &ok);
+	r.reset_after_ms = carried_uint(o, "resetAfterMs", CARRIED_MAX_TIME, &ok);
+	r.stop_signal = (int64_t)carried_uint(o, "stopSignal", 64, &ok);
+	r.stop_timeout_ms = carried_uint(o, "stopTimeoutMs", CARRIED_MAX_TIME, &ok);
+	r.max_output_bytes = carried_uint(o, "maxOutputBytes", 1ull << 40, &ok);
+	r.restart_count = carried_uint(o, "restartCount", UINT32_MAX, &ok);
+	r.next_restart_at = carried_uint(o, "nextRestartAt", CARRIED_MAX_TIME, &ok);
+	r.main_pid = (int64_t)carried_uint(o, "mainPid", INT32_MAX, &ok);
+	r.current_attempt = carried_uint(o, "currentAttempt", CARRIED_MAX_TIME, &ok);
+	r.attempt_started_at = carried_uint(o, "attemptStartedAt", CARRIED_MAX_TIME, &ok);
+	r.next_attempt = carried_uint(o, "nextAttempt", CARRIED_MAX_TIME, &ok);
+	r.created_at = carried_uint(o, "createdAt", CARRIED_MAX_TIME, &ok);
+	if (!ok || r.stop_signal < 1)
+		return -EBADMSG;
+	r.autostart = json_is_true(autostart);
+	r.stopping = json_is_true(stopping);
+	random_id("svc-", 22, id, sizeof id);
+	r.id = strdup(id);
+	r.agent_id = strdup(agent_id);
+	r.workspace_id = strdup(ws->row.id);
+	r.name = strdup(name);
+	r.command = strdup(command);
+	r.cwd = cwd ? strdup(cwd) : NULL;
+	r.env_json = json_is_object(env) ? json_dumps(env, JSON_COMPACT) : NULL;
+	r.reason = reason ? strdup(reason) : NULL;
+	r.updated_at = realtime_usec();
+	if (!r.id || !r.agent_id || !r.workspace_id || !r.name || !r.command || (cwd && !r.cwd) ||
+	    (json_is_object(env) && !r.env_json) || (reason && !r.reason)) {
+		service_row_free(&r);
+		return -ENOMEM;
+	}
+	*ret = r;
+	return 0;
+}
+
+int services_restore(struct workspace *ws, const json_t *rows, struct station_error *e)
+{
+	size_t i;
+	const json_t *o;
+
+	if (!json_is_array(rows) || json_array_size(rows) > MANAGER_MAX_SERVICES)
+		return station_error_set(e, -EBADMSG, "snapshot",
+					 "the checkpoint's record of services is not a list of at "
+					 "most %d",
+					 MANAGER_MAX_SERVICES);
+	json_array_foreach(rows, i, o) {
+		struct service *svc = calloc(1, sizeof *svc);
+		int r = svc ? carried_row(ws, o, &svc->row) : -ENOMEM;
+
+		if (r >= 0) {
+			r = store_service_insert(ws->m->store, &svc->row);
+			if (r < 0)
+				service_row_free(&svc->row);
+		}
+		if (r < 0) {
+			free(svc);
+			return station_error_set(e, r, "snapshot",
+						 "the checkpoint's service %zu cannot be carried "
+						 "over: %s",
+						 i + 1,
+						 r == -EBADMSG ? "its record is malformed" :
+						 r == -EEXIST  ? "its name is taken twice" :
+								 strerror(-r));
+		}
+		svc->event_state = (int)svc->row.state;
+		service_link(ws, svc);
+	}
+	return 0;
 }

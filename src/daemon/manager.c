@@ -1097,8 +1097,13 @@ static int start_begin(struct workspace *ws, bool fresh, struct station_error *e
 		return station_error_set(e, r, NULL, "no randomness: %s", strerror(-r));
 	/* a create from a memory snapshot restores its processes; a restart starts afresh */
 	const char *checkpoint = json_string_value(json_object_get(ws->spec, "checkpoint"));
-	if (fresh && checkpoint)
+	if (fresh && checkpoint) {
 		checkpoint_dir_path(ws->m, checkpoint, j.restore_dir, sizeof j.restore_dir);
+		/* the services the restored agent supervises: listed before it says HELLO */
+		r = checkpoint_services_restore(ws, checkpoint, e);
+		if (r < 0)
+			return r;
+	}
 	r = workspace_view_prepare(
 		ws); /* the CPUs placed into ws->spec, before the job copies it */
 	if (r < 0)

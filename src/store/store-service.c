@@ -10,7 +10,8 @@
 	"id, workspace_id, name, command, cwd, env_json, restart_policy, max_restarts, delay_ms, " \
 	"backoff_permille, max_delay_ms, stop_signal, stop_timeout_ms, autostart, "                \
 	"max_output_bytes, created_at, state, reason, restart_count, next_restart_at, main_pid, "  \
-	"current_attempt, attempt_started_at, next_attempt, stopping, updated_at, reset_after_ms"
+	"current_attempt, attempt_started_at, next_attempt, stopping, updated_at, agent_id, "      \
+	"reset_after_ms"
 #define ATTEMPT_META_COLUMNS                                                                       \
 	"service_id, number, started_at, ended_at, exit_code, signal, end_reason, reason, "        \
 	"daemonized, output_dropped, stdout_total, stderr_total"
@@ -27,6 +28,7 @@ void service_row_free(struct service_row *r)
 	free(r->cwd);
 	free(r->env_json);
 	free(r->reason);
+	free(r->agent_id);
 	*r = (struct service_row){};
 }
 
@@ -56,6 +58,7 @@ static void bind_state(struct store_binder *b, const struct service_row *r)
 	store_bind_u64(b, r->next_attempt);
 	store_bind_i64(b, r->stopping);
 	store_bind_u64(b, r->updated_at);
+	store_bind_text(b, r->agent_id);
 }
 
 int store_service_insert(struct store *s, const struct service_row *r)
@@ -68,7 +71,7 @@ int store_service_insert(struct store *s, const struct service_row *r)
 		return -EINVAL;
 	k = store_prepare(s,
 			  "INSERT INTO services (" SERVICE_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, "
-			  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 			  &st);
 	if (k < 0)
 		return k;
@@ -106,7 +109,8 @@ int store_service_update(struct store *s, const struct service_row *r)
 	k = store_prepare(s,
 			  "UPDATE services SET state = ?, reason = ?, restart_count = ?, "
 			  "next_restart_at = ?, main_pid = ?, current_attempt = ?, "
-			  "attempt_started_at = ?, next_attempt = ?, stopping = ?, updated_at = ? "
+			  "attempt_started_at = ?, next_attempt = ?, stopping = ?, updated_at = ?, "
+			  "agent_id = ? "
 			  "WHERE id = ?",
 			  &st);
 	if (k < 0)
@@ -162,6 +166,7 @@ static int service_read(sqlite3_stmt *st, void *userdata, void *ret)
 	r.next_attempt = store_read_u64(&rd);
 	r.stopping = store_read_i64(&rd) != 0;
 	r.updated_at = store_read_u64(&rd);
+	store_read_text(&rd, &r.agent_id);
 	r.reset_after_ms = store_read_u64(&rd);
 	if (rd.err < 0 || !r.id || !r.name) {
 		service_row_free(&r);

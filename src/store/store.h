@@ -271,13 +271,16 @@ struct service_row {
 	bool stopping;
 	uint64_t created_at;
 	uint64_t updated_at;
+	/* the id the agent knows it by when not id (a service carried into a workspace restored
+	 * from a memory snapshot: its source's); NULL: id */
+	char *agent_id;
 };
 void service_row_free(struct service_row *r);
 
 /* -EEXIST when the workspace already has a service of that name. */
 int store_service_insert(struct store *s, const struct service_row *r);
 /* The state columns: state, reason, restart_count, next_restart_at, main_pid, current_attempt,
- * attempt_started_at, next_attempt, stopping, updated_at. -ENOENT when absent. */
+ * attempt_started_at, next_attempt, stopping, updated_at, agent_id. -ENOENT when absent. */
 int store_service_update(struct store *s, const struct service_row *r);
 int store_service_delete(struct store *s, const char *id); /* its attempts go too */
 /* Every service of a workspace, oldest first. */

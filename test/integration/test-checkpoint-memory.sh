@@ -100,14 +100,43 @@ t_memory_snapshot() {
 	[[ ! -e $dir ]] || _fail "$dir stays after its snapshot was deleted"
 }
 
-# a second memory snapshot of the same workspace (its agent listens itself now) works
+TICKER='i=0; while :; do i=$((i+1)); echo $i > $HOME/tick; sleep 0.1; done'
+
+# tick_of WS: the service's counter file there
+tick_of() {
+	run_cmd "$1" 'cat $HOME/tick' >/dev/null || return 1
+	j .stdout | tr -d '\n'
+}
+
+_ticked_past() {
+	local n
+	n=$(tick_of "$1") || return 1
+	[[ -n $n && $n -gt $2 ]]
+}
+
+# _service_is WS NAME STATE: the service is listed in that state
+_service_is() {
+	api -q GET "/v1/workspaces/$1/services"
+	[[ $(jq -r --arg n "$2" '[.services[] | select(.name == $n)][0].state' <<<"$BODY") == "$3" ]]
+}
+
+# a second memory snapshot of the same workspace (its agent listens itself now) works; the
+# workspace runs a service too (a ticker), listed running before and after
 t_memory_snapshot_again() {
 	[[ -n $CRIU && -n ${WS:-} ]] || { skip "$1" "no workspace (see above)"; return 2; }
+	api POST "/v1/workspaces/$WS/services" "$(jq -nc --arg c "$TICKER" '{name: "ticker", command: $c}')"
+	assert_eq 201 "$STATUS" "start the ticker service: $(_short "$BODY")"
+	wait_for -t 20 _ticked_past "$WS" 3 || { _fail "the ticker never ticked"; return 1; }
 	api POST "/v1/workspaces/$WS/snapshots" '{"memory":true}'
 	assert_eq 201 "$STATUS" "second memory snapshot: $(_short "$BODY")"
 	SNAP2=$(j .id)
 	SNAP2_AT=$(count_of "$WS")
 	note "second memory snapshot $SNAP2 taken with the source at $SNAP2_AT"
+	wait_for -t 20 _service_is "$WS" ticker running ||
+		_fail "the source's ticker is not listed running after the checkpoint: $(_short "$BODY")"
+	# recorded beside the images, root's alone
+	assert_eq "600 0" "$(stat -c '%a %u' "$ROOT/checkpoints/$SNAP2/services.json")" "services.json"
+	assert_eq ticker "$(jq -r '.[0].name' "$ROOT/checkpoints/$SNAP2/services.json")" "recorded"
 }
 
 # new_restored VAR SNAPSHOT: a workspace created from the memory snapshot (201, ready).
@@ -152,6 +181,48 @@ t_restore() {
 	n=$(count_of "$WS")
 	wait_for -t 20 _counted_past "$WS" "$n" || _fail "the source stopped with the restored counter"
 	assert_eq "$m" "$(count_of "$WR")" "the restored counter, stopped"
+}
+
+# the source's service, carried over: listed running in the restored workspace (the agent's
+# reports about it recorded, not ignored); a stop there stops its ticker, not the source's; its
+# attempt recorded; restart and delete work on it
+t_restore_service() {
+	[[ -n $CRIU && -n ${WR:-} ]] || { skip "$1" "no restored workspace (see above)"; return 2; }
+	local n m src_id
+	api -q GET "/v1/workspaces/$WS/services/ticker"
+	src_id=$(j .id)
+	wait_for -t 20 _service_is "$WR" ticker running ||
+		{ _fail "the ticker is not listed running in the restored workspace: $(_short "$BODY")"; return 1; }
+	assert_eq "$WR" "$(j '.services[0].workspaceId')" "its workspace"
+	[[ $(j '.services[0].id') != "$src_id" ]] || _fail "the restored row reuses the source's id $src_id"
+	n=$(tick_of "$WR")
+	wait_for -t 20 _ticked_past "$WR" "$n" || _fail "the restored ticker stays at $n"
+	api POST "/v1/workspaces/$WR/services/ticker/stop"
+	assert_eq 200 "$STATUS" "stop the restored ticker: $(_short "$BODY")"
+	wait_for -t 20 _service_is "$WR" ticker stopped ||
+		{ _fail "the restored ticker is not stopped: $(_short "$BODY")"; return 1; }
+	m=$(tick_of "$WR")
+	sleep 0.5 # ten ticks' time: a ticker still running would have moved
+	assert_eq "$m" "$(tick_of "$WR")" "the restored ticker's file after its stop"
+	n=$(tick_of "$WS")
+	wait_for -t 20 _ticked_past "$WS" "$n" || _fail "the source's ticker stopped with the restored one"
+	assert_eq running "$(api -q GET "/v1/workspaces/$WS/services/ticker"; j .state)" "the source's"
+	# the stopped attempt is the restored workspace's
+	api GET "/v1/workspaces/$WR/services/ticker"
+	assert_eq stopped "$(j '.attempts[-1].endReason')" "its last attempt: $(_short "$BODY")"
+	# restart (the whole definition again: the agent knows it by the new row's id now) and delete
+	api POST "/v1/workspaces/$WR/services/ticker/restart"
+	assert_eq 200 "$STATUS" "restart: $(_short "$BODY")"
+	m=$(tick_of "$WR")
+	wait_for -t 20 _service_is "$WR" ticker running || _fail "not running after the restart: $(_short "$BODY")"
+	wait_for -t 20 _ticked_past "$WR" "$m" || _fail "the restarted ticker stays at $m"
+	api DELETE "/v1/workspaces/$WR/services/ticker"
+	assert_eq 200 "$STATUS" "delete: $(_short "$BODY")"
+	api -q GET "/v1/workspaces/$WR/services"
+	assert_eq 0 "$(j '.services | length')" "services left"
+	m=$(tick_of "$WR")
+	sleep 0.5
+	assert_eq "$m" "$(tick_of "$WR")" "the deleted ticker's file"
 }
 
 # two workspaces from one memory snapshot: both count, each by itself
@@ -256,6 +327,7 @@ t_network_refused() {
 run_or_skip memory-snapshot-of-a-counting-workspace t_memory_snapshot
 run_or_skip memory-snapshot-again t_memory_snapshot_again
 run_or_skip restore-counter-goes-on t_restore
+run_or_skip restore-carries-services t_restore_service
 run_or_skip restore-two-from-one-snapshot t_restore_two
 run_or_skip restore-after-source-deleted t_restore_source_deleted
 run_or_skip restore-images-missing-refused t_restore_images_missing
