@@ -127,11 +127,13 @@ t_memory_snapshot_again() {
 	api POST "/v1/workspaces/$WS/services" "$(jq -nc --arg c "$TICKER" '{name: "ticker", command: $c}')"
 	assert_eq 201 "$STATUS" "start the ticker service: $(_short "$BODY")"
 	wait_for -t 20 _ticked_past "$WS" 3 || { _fail "the ticker never ticked"; return 1; }
+	# the count before the request: the dump is later (the count read after its answer may be
+	# past the dump's on a loaded worker)
+	SNAP2_AT=$(count_of "$WS")
 	api POST "/v1/workspaces/$WS/snapshots" '{"memory":true}'
 	assert_eq 201 "$STATUS" "second memory snapshot: $(_short "$BODY")"
 	SNAP2=$(j .id)
-	SNAP2_AT=$(count_of "$WS")
-	note "second memory snapshot $SNAP2 taken with the source at $SNAP2_AT"
+	note "second memory snapshot $SNAP2 taken with the source at $SNAP2_AT or past"
 	wait_for -t 20 _service_is "$WS" ticker running ||
 		_fail "the source's ticker is not listed running after the checkpoint: $(_short "$BODY")"
 	# recorded beside the images, root's alone
@@ -310,6 +312,32 @@ t_planted() {
 	api DELETE "/v1/snapshots/$(j .id)" >/dev/null 2>&1 || true
 }
 
+# a terminal (pty) open at the checkpoint: criu carries the pty pair (both ends are the
+# container's: the agent's master, the command's slave on the container's devpts), so the
+# snapshot is taken and restores; the source's terminal runs on; in the restored workspace the
+# terminal's command runs on, unlisted (terminal rows are not carried over)
+t_terminal() {
+	[[ -n $CRIU ]] || { skip "$1" "$CRIU_WHY"; return 2; }
+	new_cws WT || return 1
+	local t s mark=1000.$$
+	api POST "/v1/workspaces/$WT/terminals" "$(jq -nc --arg c "sleep $mark" '{command: $c, cols: 80, rows: 24}')"
+	assert_eq 201 "$STATUS" "open a terminal: $(_short "$BODY")" || return 1
+	t=$(j .id)
+	api POST "/v1/workspaces/$WT/snapshots" '{"memory":true}'
+	assert_eq 201 "$STATUS" "memory snapshot with a terminal open: $(_short "$BODY")" || return 1
+	s=$(j .id)
+	api GET "/v1/workspaces/$WT/terminals/$t"
+	assert_eq running "$(j .state)" "the source's terminal after the checkpoint"
+	new_restored WTR "$s" || return 1
+	run_cmd "$WTR" "ps -o args | grep -c '^sleep $mark\$'"
+	assert_eq 1 "$(j .stdout | tr -d '\n')" "the terminal's command in the restored workspace"
+	api GET "/v1/workspaces/$WTR/terminals"
+	assert_eq 0 "$(j '.terminals | length')" "terminals listed in the restored workspace"
+	api -q DELETE "/v1/workspaces/$WTR"
+	api -q DELETE "/v1/workspaces/$WT"
+	api -q DELETE "/v1/snapshots/$s"
+}
+
 # a workspace with a network: refused, naming why
 t_network_refused() {
 	[[ -n $CRIU ]] || { skip "$1" "$CRIU_WHY"; return 2; }
@@ -328,6 +356,7 @@ run_or_skip memory-snapshot-of-a-counting-workspace t_memory_snapshot
 run_or_skip memory-snapshot-again t_memory_snapshot_again
 run_or_skip restore-counter-goes-on t_restore
 run_or_skip restore-carries-services t_restore_service
+run_or_skip terminal-at-checkpoint t_terminal
 run_or_skip restore-two-from-one-snapshot t_restore_two
 run_or_skip restore-after-source-deleted t_restore_source_deleted
 run_or_skip restore-images-missing-refused t_restore_images_missing
