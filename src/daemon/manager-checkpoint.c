@@ -567,9 +567,14 @@ int checkpoint_services_restore(struct workspace *ws, const char *snapshot_id,
 					 "snapshot \"%s\": its checkpoint's %s is not JSON",
 					 snapshot_id, CHECKPOINT_SERVICES);
 	r = services_restore(ws, rows, e);
-	if (r < 0)
+	if (r < 0) {
+		struct station_error why = *e;
+		station_error_set(e, why.err, "snapshot",
+				  "snapshot \"%s\": its checkpoint's %s: %s", snapshot_id,
+				  CHECKPOINT_SERVICES, why.message);
 		log_warn("cannot carry a checkpoint's services over", "workspace", ws->row.id,
 			 "snapshot", snapshot_id, "error", e->message, NULL);
+	}
 	return r;
 }
 

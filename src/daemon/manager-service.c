@@ -1493,7 +1493,7 @@ int services_restore(struct workspace *ws, const json_t *rows, struct station_er
 	const json_t *o;
 
 	if (!json_is_array(rows) || json_array_size(rows) > MANAGER_MAX_SERVICES)
-		return station_error_set(e, -EBADMSG, "snapshot",
+		return station_error_set(e, -EUCLEAN, "snapshot",
 					 "the checkpoint's record of services is not a list of at "
 					 "most %d",
 					 MANAGER_MAX_SERVICES);
@@ -1508,7 +1508,8 @@ int services_restore(struct workspace *ws, const json_t *rows, struct station_er
 		}
 		if (r < 0) {
 			free(svc);
-			return station_error_set(e, r, "snapshot",
+			/* a checkpoint's file that is not what we write: as one that is broken */
+			return station_error_set(e, r == -ENOMEM ? r : -EUCLEAN, "snapshot",
 						 "the checkpoint's service %zu cannot be carried "
 						 "over: %s",
 						 i + 1,

@@ -255,6 +255,33 @@ t_restore_source_deleted() {
 	assert_eq ok "$(j .stdout | tr -d '\n')" "a command there"
 }
 
+# the recorded services are read back as input: a record that is not what the controller
+# writes (a name with a slash, an id the agent protocol refuses, a list that is not one) fails
+# the create naming the snapshot and the record, nothing made; put back, the create works
+t_restore_services_malformed() {
+	[[ -n $CRIU && -n ${SNAP2:-} ]] || { skip "$1" "no memory snapshot (see above)"; return 2; }
+	local f=$ROOT/checkpoints/$SNAP2/services.json before after bad
+	cp -p "$f" "$TMP/services.json"
+	api -q GET /v1/workspaces
+	before=$(j '.workspaces | length')
+	for bad in '.[0].name = "../x"' '.[0].agentId = "svc x"' '.[0].stopSignal = -1' \
+		'.[0].env = {"A=B": "c"}' '.[0].command = 7' '{}'; do
+		jq -c "$bad" "$TMP/services.json" >"$f"
+		api POST /v1/workspaces "$(jq -nc --arg s "$SNAP2" '{snapshot: $s}')"
+		assert_eq 500 "$STATUS" "create with services.json $bad: $(_short "$BODY")"
+		assert_contains "snapshot \"$SNAP2\": its checkpoint's services.json: the checkpoint's" \
+			"$(j .error.message)" "message ($bad)"
+	done
+	api -q GET /v1/workspaces
+	after=$(j '.workspaces | length')
+	assert_eq "$before" "$after" "workspaces before and after the refusals"
+	# positive control: the file as written
+	cp -p "$TMP/services.json" "$f"
+	new_restored WM "$SNAP2" || return 1
+	wait_for -t 20 _service_is "$WM" ticker running || _fail "not carried once put back: $(_short "$BODY")"
+	api -q DELETE "/v1/workspaces/$WM"
+}
+
 # a memory snapshot whose images are gone: refused naming it; nothing made (no workspace, no
 # cgroup)
 t_restore_images_missing() {
@@ -359,6 +386,7 @@ run_or_skip restore-carries-services t_restore_service
 run_or_skip terminal-at-checkpoint t_terminal
 run_or_skip restore-two-from-one-snapshot t_restore_two
 run_or_skip restore-after-source-deleted t_restore_source_deleted
+run_or_skip restore-services-malformed-refused t_restore_services_malformed
 run_or_skip restore-images-missing-refused t_restore_images_missing
 run_or_skip planted-log-and-socket-not-followed t_planted
 run_or_skip network-workspace-refused t_network_refused
