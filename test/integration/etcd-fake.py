@@ -47,7 +47,8 @@ def answer(conn, body, stream=False):
             conn.sendall(part)
         return
     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                 + str(len(body)).encode() + b"\r\n\r\n" + body)
+                 + str(len(body)).encode() + b"\r\n\r\n")
+    conn.sendall(body)
 
 
 def line(obj):
@@ -55,6 +56,9 @@ def line(obj):
 
 
 HEADER = {"revision": "5"}
+# made before the port is printed: on a loaded machine making 65 MiB as a request came took
+# longer than the client waits for an answer (5 s)
+BIG_RANGE = BIG_WATCH = b""
 CREATED = line({"result": {"header": HEADER, "created": True}})
 
 
@@ -73,11 +77,10 @@ def serve_one(mode, conn):
         if mode == "hang":
             threading.Event().wait()
         if mode == "big" and path == "/v3/kv/range":
-            answer(conn, b'{"header":{"revision":"5"},"pad":"' + b"x" * (65 << 20) + b'"}')
+            answer(conn, BIG_RANGE)
         elif mode == "big" and path == "/v3/watch":
             event = {"kv": {"key": b64("/big/k"), "mod_revision": "2", "value": b64("v")}}
-            big = b'{"result":{"pad":"' + b"y" * (9 << 20) + b'"}}\n'
-            answer(conn, [CREATED, line({"result": {"header": HEADER, "events": [event]}}), big],
+            answer(conn, [CREATED, line({"result": {"header": HEADER, "events": [event]}}), BIG_WATCH],
                    stream=True)
             threading.Event().wait(30)
         elif mode == "foreign" and path == "/v3/kv/range":
@@ -91,7 +94,11 @@ def serve_one(mode, conn):
 
 
 def main():
+    global BIG_RANGE, BIG_WATCH
     mode = sys.argv[1]
+    if mode == "big":
+        BIG_RANGE = b'{"header":{"revision":"5"},"pad":"' + b"x" * (65 << 20) + b'"}'
+        BIG_WATCH = b'{"result":{"pad":"' + b"y" * (9 << 20) + b'"}}\n'
     # gone on its own even when the script that started it was not there to stop it
     threading.Timer(180, os._exit, [0]).start()
     srv = socket.socket()
