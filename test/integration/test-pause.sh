@@ -178,15 +178,23 @@ t_auto_resume() {
 }
 run_test "autoResume: a command resumes a paused workspace" t_auto_resume
 
+# HOME made slow to read: 256 MiB of random bytes and 20000 empty files (each a file to open
+# and a header to write: the read lasts about a second more than the bytes alone, since the
+# layer's hash no longer holds it up).
+fill_home() {
+	run_cmd "$1" 'head -c 268435456 /dev/urandom > $HOME/big && mkdir -p $HOME/many &&
+		cd $HOME/many && seq 1 20000 | xargs touch && echo done'
+	assert_eq done "$(j .stdout | tr -d '\n')" "the big file and the many: $(_short "$BODY")"
+}
+
 # While a snapshot of a paused workspace is being read, a resume and a command that would
-# resume it (autoResume) are 409: thawed, its trees would change under the read. HOME holds
-# 256 MiB of random bytes so that the read lasts while the requests come; the loop says so
+# resume it (autoResume) are 409: thawed, its trees would change under the read. HOME is made
+# slow to read (fill_home) so that the read lasts while the requests come; the loop says so
 # when the snapshot ended first (then nothing was provoked).
 t_snapshot_busy() {
 	local snap_pid code seen=0 tries=0
 	ready_again "$A"
-	run_cmd "$A" 'head -c 268435456 /dev/urandom > $HOME/big && echo done'
-	assert_eq done "$(j .stdout | tr -d '\n')" "the big file: $(_short "$BODY")" || return 1
+	fill_home "$A" || return 1
 	api -q POST "/v1/workspaces/$A/pause"
 	assert_eq paused "$(j .state)" || return 1
 	curl -sS --max-time 120 --unix-socket "$SOCK" -X POST -H 'Content-Type: application/json' \
@@ -223,7 +231,7 @@ t_snapshot_busy() {
 	api -q POST "/v1/workspaces/$A/resume"
 	assert_eq ready "$(j .state)" "resumed once the snapshot is made (the control)" || return 1
 	api -q DELETE "/v1/snapshots/$(jq -r .id "$TMP/snap-body")"
-	run_cmd "$A" 'rm -f $HOME/big'
+	run_cmd "$A" 'rm -rf $HOME/big $HOME/many'
 }
 run_test "a resume or an autoResume command while a snapshot is read is 409" t_snapshot_busy
 
@@ -231,9 +239,9 @@ run_test "a resume or an autoResume command while a snapshot is read is 409" t_s
 # a terminal or a service started then would run unfrozen beside the read, its writes in the
 # snapshot or not by chance. They are 409 (naming the snapshot) until the read ends; the same
 # command after the snapshot's answer runs, and what it writes is not in the snapshot (a
-# workspace made from it has the big file, the control, and not the command's). HOME holds
-# 256 MiB so that the read lasts while the requests come; the four go at once, as soon as the
-# workspace says it is being snapshotted.
+# workspace made from it has the big file, the control, and not the command's). HOME is made
+# slow to read (fill_home) so that the read lasts while the requests come; the four go at once,
+# as soon as the workspace says it is being snapshotted.
 sock_req() { # NAME METHOD PATH [BODY]: in the background; status in $TMP/NAME.code
 	curl -sS --max-time 120 --unix-socket "$SOCK" -X "$2" -H 'Content-Type: application/json' \
 		${4:+--data-binary "$4"} -o "$TMP/$1.body" -w '%{http_code}' "http://station$3" \
@@ -243,8 +251,7 @@ sock_req() { # NAME METHOD PATH [BODY]: in the background; status in $TMP/NAME.c
 t_snapshot_holds_starts() {
 	local snap_pid code tries=0 snap k pids
 	new_cws S || return 1
-	run_cmd "$S" 'head -c 268435456 /dev/urandom > $HOME/big && echo done'
-	assert_eq done "$(j .stdout | tr -d '\n')" "the big file: $(_short "$BODY")" || return 1
+	fill_home "$S" || return 1
 	sock_req snap POST "/v1/workspaces/$S/snapshots" '{"name":"holds"}'
 	snap_pid=$!
 	while kill -0 "$snap_pid" 2>/dev/null && ((tries < 2000)); do
