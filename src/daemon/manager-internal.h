@@ -119,7 +119,8 @@ struct workspace {
 	/* attempt ends the store could not record yet (a full disk), written by the retry of
 	 * run results and acknowledged to the agent after */
 	struct pending_attempt *pending_attempts;
-	bool agent_fresh;	    /* the agent was just started: it runs no service yet */
+	bool agent_fresh; /* an agent is being started that runs no service yet: its HELLO starts
+			     the autostart ones (manager.c sets it as the start is queued) */
 	struct terminal *terminals; /* manager-terminal.c: the live ones */
 	size_t n_terminals;
 	uint64_t ignored_logged_at; /* agent_report_ignored(): the last line, CLOCK_MONOTONIC */
@@ -398,8 +399,6 @@ void json_set_time(json_t *o, const char *key, uint64_t usec);
 /* manager-service.c */
 /* The workspace's services from the store (controller start). */
 void services_load(struct workspace *ws);
-/* A new agent runs no service: its HELLO starts the autostart ones. */
-void services_on_agent_started(struct workspace *ws);
 /* The agent and every process are gone: running attempts end `lost`, services stop. */
 void services_lose_all(struct workspace *ws, const char *reason);
 void services_free_all(struct workspace *ws);

@@ -366,11 +366,6 @@ void services_free_all(struct workspace *ws)
 	}
 }
 
-void services_on_agent_started(struct workspace *ws)
-{
-	ws->agent_fresh = true;
-}
-
 /* The attempt that was running when the agent went away ends `lost`. */
 static void record_lost_attempt(struct service *svc, const char *reason)
 {

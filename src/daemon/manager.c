@@ -1104,6 +1104,9 @@ static int start_begin(struct workspace *ws, bool fresh, struct station_error *e
 		if (r < 0)
 			return r;
 	}
+	/* the HELLO that answers this start comes from an agent that runs no service yet, but a
+	 * restored one (it runs its source's); read at that HELLO, before the op ends */
+	ws->agent_fresh = !j.restore_dir[0];
 	r = workspace_view_prepare(
 		ws); /* the CPUs placed into ws->spec, before the job copies it */
 	if (r < 0)
@@ -1121,7 +1124,6 @@ static void op_agent_hello(struct workspace *ws)
 	op->awaiting_hello = false;
 	event_source_free(ws->hello_timer);
 	ws->hello_timer = NULL;
-	services_on_agent_started(ws);
 	workspace_set_state(ws, WORKSPACE_READY, NULL);
 	if (op->kind == OP_CREATE) {
 		log_info("workspace created", "workspace", ws->row.id, NULL);

@@ -58,6 +58,12 @@ t_memory_snapshot() {
 	new_cws WS || return 1
 	run_start "$WS" "$(json_cmd "$COUNTER")" || return 1
 	wait_for -t 20 _counted_past "$WS" 5 || { _fail "the counter never counted"; return 1; }
+	# a service (autostart false) running across the checkpoint's reconnect: the agent's first
+	# reconnect after its start is no new agent (it was once taken for one: the service marked
+	# stopped, "workspace restarted")
+	api POST "/v1/workspaces/$WS/services" "$(jq -nc --arg c "$TICKER" '{name: "ticker", command: $c}')"
+	assert_eq 201 "$STATUS" "start the ticker service: $(_short "$BODY")" || return 1
+	wait_for -t 20 _ticked_past "$WS" 3 || { _fail "the ticker never ticked"; return 1; }
 	api POST "/v1/workspaces/$WS/snapshots" '{"name":"mem","memory":true}'
 	assert_eq 201 "$STATUS" "memory snapshot: $(_short "$BODY")" || {
 		ls "$ROOT/checkpoints"/*/work/ 2>/dev/null
@@ -89,6 +95,9 @@ t_memory_snapshot() {
 	assert_eq 200 "$STATUS" "commands"
 	assert_eq running "$(j '[.commands[] | select(.status == "running")][0].status')" \
 		"the counter's run is running still"
+	api GET "/v1/workspaces/$WS/services/ticker"
+	assert_eq "running 1 null" "$(j '"\(.state) \(.currentAttempt) \(.reason)"')" \
+		"the ticker after the checkpoint's reconnect: $(_short "$BODY")"
 	# nowhere inside: the workspace sees no checkpoints directory of the controller
 	run_cmd "$WS" "ls /run/station; find / -xdev -name inventory.img 2>/dev/null | head -n 1"
 	assert_eq "" "$(j .stdout | grep -c inventory.img | grep -v '^0$')" "images seen inside"
@@ -121,12 +130,10 @@ _service_is() {
 }
 
 # a second memory snapshot of the same workspace (its agent listens itself now) works; the
-# workspace runs a service too (a ticker), listed running before and after
+# workspace's service (the ticker) is listed running before and after
 t_memory_snapshot_again() {
 	[[ -n $CRIU && -n ${WS:-} ]] || { skip "$1" "no workspace (see above)"; return 2; }
-	api POST "/v1/workspaces/$WS/services" "$(jq -nc --arg c "$TICKER" '{name: "ticker", command: $c}')"
-	assert_eq 201 "$STATUS" "start the ticker service: $(_short "$BODY")"
-	wait_for -t 20 _ticked_past "$WS" 3 || { _fail "the ticker never ticked"; return 1; }
+	wait_for -t 20 _service_is "$WS" ticker running || { _fail "the ticker is not running"; return 1; }
 	# the count before the request: the dump is later (the count read after its answer may be
 	# past the dump's on a loaded worker)
 	SNAP2_AT=$(count_of "$WS")
