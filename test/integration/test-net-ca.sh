@@ -186,7 +186,7 @@ controller || {
 	not_ok "controller starts with --workspace-proxy" "see the diagnostics above"
 	exit 1
 }
-api -q POST /v1/images "$(jq -nc --arg p "$TOOLS_IMAGE" --arg n "$TOOLS_IMAGE_NAME" '{path: $p, name: $n}')"
+tools_image_import "$TOOLS_IMAGE_NAME" # (up to 600 s: 1.4 GiB unpacked, a loaded machine)
 [[ $STATUS == 201 ]] || {
 	not_ok "tools image imports" "HTTP $STATUS $(_short "$BODY")"
 	exit 1
