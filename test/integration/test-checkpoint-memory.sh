@@ -61,10 +61,10 @@ t_memory_snapshot() {
 	# a service (autostart false) running across the checkpoint's reconnect: the agent's first
 	# reconnect after its start is no new agent (it was once taken for one: the service marked
 	# stopped, "workspace restarted")
-	api POST "/v1/workspaces/$WS/services" "$(jq -nc --arg c "$TICKER" '{name: "ticker", command: $c}')"
+	api -q POST "/v1/workspaces/$WS/services" "$(jq -nc --arg c "$TICKER" '{name: "ticker", command: $c}')"
 	assert_eq 201 "$STATUS" "start the ticker service: $(_short "$BODY")" || return 1
 	wait_for -t 20 _ticked_past "$WS" 3 || { _fail "the ticker never ticked"; return 1; }
-	api POST "/v1/workspaces/$WS/snapshots" '{"name":"mem","memory":true}'
+	api -q POST "/v1/workspaces/$WS/snapshots" '{"name":"mem","memory":true}'
 	assert_eq 201 "$STATUS" "memory snapshot: $(_short "$BODY")" || {
 		ls "$ROOT/checkpoints"/*/work/ 2>/dev/null
 		return 1
@@ -89,13 +89,13 @@ t_memory_snapshot() {
 	# the source goes on: counts, answers commands, reads files
 	n=$(count_of "$WS")
 	wait_for -t 20 _counted_past "$WS" "$n" || _fail "the source stopped counting at $n"
-	api GET "/v1/workspaces/$WS/files?path=/home/node/count"
+	api -q GET "/v1/workspaces/$WS/files?path=/home/node/count"
 	assert_eq 200 "$STATUS" "file read after the checkpoint: $(_short "$BODY")"
-	api GET "/v1/workspaces/$WS/commands"
+	api -q GET "/v1/workspaces/$WS/commands"
 	assert_eq 200 "$STATUS" "commands"
 	assert_eq running "$(j '[.commands[] | select(.status == "running")][0].status')" \
 		"the counter's run is running still"
-	api GET "/v1/workspaces/$WS/services/ticker"
+	api -q GET "/v1/workspaces/$WS/services/ticker"
 	assert_eq "running 1 null" "$(j '"\(.state) \(.currentAttempt) \(.reason)"')" \
 		"the ticker after the checkpoint's reconnect: $(_short "$BODY")"
 	# nowhere inside: the workspace sees no checkpoints directory of the controller
@@ -104,7 +104,7 @@ t_memory_snapshot() {
 	# the log moved inside the container's run dir, mode 0600, root's of the container
 	[[ -f $ROOT/workspaces/$WS/run/agent.log ]] || _fail "no run/agent.log"
 	# deleted with the snapshot
-	api DELETE "/v1/snapshots/$SNAP"
+	api -q DELETE "/v1/snapshots/$SNAP"
 	assert_eq 204 "$STATUS" "delete: $(_short "$BODY")"
 	[[ ! -e $dir ]] || _fail "$dir stays after its snapshot was deleted"
 }
@@ -137,7 +137,7 @@ t_memory_snapshot_again() {
 	# the count before the request: the dump is later (the count read after its answer may be
 	# past the dump's on a loaded worker)
 	SNAP2_AT=$(count_of "$WS")
-	api POST "/v1/workspaces/$WS/snapshots" '{"memory":true}'
+	api -q POST "/v1/workspaces/$WS/snapshots" '{"memory":true}'
 	assert_eq 201 "$STATUS" "second memory snapshot: $(_short "$BODY")"
 	SNAP2=$(j .id)
 	note "second memory snapshot $SNAP2 taken with the source at $SNAP2_AT or past"
@@ -175,7 +175,7 @@ t_restore() {
 	run_cmd "$WR" 'echo restored; touch $HOME/only-restored'
 	assert_eq 0 "$(j .exitCode)" "a command in the restored workspace: $(j .stderr)"
 	assert_eq restored "$(j .stdout | head -n 1)" "its output"
-	api GET "/v1/workspaces/$WR/files?path=/home/node/count"
+	api -q GET "/v1/workspaces/$WR/files?path=/home/node/count"
 	assert_eq 200 "$STATUS" "file read in the restored workspace: $(_short "$BODY")"
 	# the source: counts on, sees nothing of the restored one's
 	n=$(count_of "$WS")
@@ -206,7 +206,7 @@ t_restore_service() {
 	[[ $(j '.services[0].id') != "$src_id" ]] || _fail "the restored row reuses the source's id $src_id"
 	n=$(tick_of "$WR")
 	wait_for -t 20 _ticked_past "$WR" "$n" || _fail "the restored ticker stays at $n"
-	api POST "/v1/workspaces/$WR/services/ticker/stop"
+	api -q POST "/v1/workspaces/$WR/services/ticker/stop"
 	assert_eq 200 "$STATUS" "stop the restored ticker: $(_short "$BODY")"
 	wait_for -t 20 _service_is "$WR" ticker stopped ||
 		{ _fail "the restored ticker is not stopped: $(_short "$BODY")"; return 1; }
@@ -217,15 +217,15 @@ t_restore_service() {
 	wait_for -t 20 _ticked_past "$WS" "$n" || _fail "the source's ticker stopped with the restored one"
 	assert_eq running "$(api -q GET "/v1/workspaces/$WS/services/ticker"; j .state)" "the source's"
 	# the stopped attempt is the restored workspace's
-	api GET "/v1/workspaces/$WR/services/ticker"
+	api -q GET "/v1/workspaces/$WR/services/ticker"
 	assert_eq stopped "$(j '.attempts[-1].endReason')" "its last attempt: $(_short "$BODY")"
 	# restart (the whole definition again: the agent knows it by the new row's id now) and delete
-	api POST "/v1/workspaces/$WR/services/ticker/restart"
+	api -q POST "/v1/workspaces/$WR/services/ticker/restart"
 	assert_eq 200 "$STATUS" "restart: $(_short "$BODY")"
 	m=$(tick_of "$WR")
 	wait_for -t 20 _service_is "$WR" ticker running || _fail "not running after the restart: $(_short "$BODY")"
 	wait_for -t 20 _ticked_past "$WR" "$m" || _fail "the restarted ticker stays at $m"
-	api DELETE "/v1/workspaces/$WR/services/ticker"
+	api -q DELETE "/v1/workspaces/$WR/services/ticker"
 	assert_eq 200 "$STATUS" "delete: $(_short "$BODY")"
 	api -q GET "/v1/workspaces/$WR/services"
 	assert_eq 0 "$(j '.services | length')" "services left"
@@ -252,7 +252,7 @@ t_restore_two() {
 # the source deleted: its memory snapshot restores on this controller still
 t_restore_source_deleted() {
 	[[ -n $CRIU && -n ${SNAP2:-} ]] || { skip "$1" "no memory snapshot (see above)"; return 2; }
-	api DELETE "/v1/workspaces/$WS"
+	api -q DELETE "/v1/workspaces/$WS"
 	assert_eq 200 "$STATUS" "delete the source: $(_short "$BODY")"
 	new_restored WD "$SNAP2" || return 1
 	local n
@@ -274,7 +274,7 @@ t_restore_services_malformed() {
 	for bad in '.[0].name = "../x"' '.[0].agentId = "svc x"' '.[0].stopSignal = -1' \
 		'.[0].env = {"A=B": "c"}' '.[0].command = 7' '{}'; do
 		jq -c "$bad" "$TMP/services.json" >"$f"
-		api POST /v1/workspaces "$(jq -nc --arg s "$SNAP2" '{snapshot: $s}')"
+		api -q POST /v1/workspaces "$(jq -nc --arg s "$SNAP2" '{snapshot: $s}')"
 		assert_eq 500 "$STATUS" "create with services.json $bad: $(_short "$BODY")"
 		assert_contains "snapshot \"$SNAP2\": its checkpoint's services.json: the checkpoint's" \
 			"$(j .error.message)" "message ($bad)"
@@ -297,7 +297,7 @@ t_restore_images_missing() {
 	api -q GET /v1/workspaces
 	before=$(j '.workspaces | length')
 	rm -rf "$ROOT/checkpoints/$SNAP2/images"
-	api POST /v1/workspaces "$(jq -nc --arg s "$SNAP2" '{snapshot: $s}')"
+	api -q POST /v1/workspaces "$(jq -nc --arg s "$SNAP2" '{snapshot: $s}')"
 	assert_eq 500 "$STATUS" "create from a snapshot without its images: $(_short "$BODY")"
 	assert_contains "its checkpoint" "$(j .error.message)" "message"
 	assert_contains "$SNAP2" "$(j .error.message)" "names the snapshot"
@@ -309,7 +309,7 @@ t_restore_images_missing() {
 	for w in "${WR:-}" "${WA:-}" "${WB:-}" "${WD:-}"; do
 		[[ -n $w ]] && api -q DELETE "/v1/workspaces/$w"
 	done
-	api DELETE "/v1/snapshots/$SNAP2"
+	api -q DELETE "/v1/snapshots/$SNAP2"
 	assert_eq 204 "$STATUS" "delete the snapshot: $(_short "$BODY")"
 }
 
@@ -324,26 +324,26 @@ t_planted() {
 	# run/ is container root's: what a root process inside may do there
 	run_cmd "$WP" "ln -s /etc/passwd /run/station/agent.log && ls -l /run/station/agent.log"
 	assert_eq 0 "$(j .exitCode)" "planting a symlink: $(j .stderr)"
-	api POST "/v1/workspaces/$WP/snapshots" '{"memory":true}'
+	api -q POST "/v1/workspaces/$WP/snapshots" '{"memory":true}'
 	assert_eq 409 "$STATUS" "memory snapshot with a symlink at agent.log: $(_short "$BODY")"
 	assert_contains "agent.log in the run directory" "$(j .error.message)" "names the log"
 	run_cmd "$WP" 'cat /etc/passwd | head -n 1'
 	assert_eq 0 "$(j .exitCode)" "the workspace answers after the refusal"
 	# a FIFO there: refused too, the agent not blocked
 	run_cmd "$WP" "rm /run/station/agent.log && mkfifo /run/station/agent.log"
-	api POST "/v1/workspaces/$WP/snapshots" '{"memory":true}'
+	api -q POST "/v1/workspaces/$WP/snapshots" '{"memory":true}'
 	assert_eq 409 "$STATUS" "memory snapshot with a FIFO at agent.log: $(_short "$BODY")"
 	run_cmd "$WP" 'echo alive'
 	assert_eq "alive" "$(j .stdout | tr -d '\n')" "the agent answers after the FIFO"
 	# positive control: the plants gone, a FIFO at agent.sock is replaced, not followed
 	run_cmd "$WP" "rm /run/station/agent.log && rm -f /run/station/agent.sock && mkfifo /run/station/agent.sock"
-	api POST "/v1/workspaces/$WP/snapshots" '{"memory":true}'
+	api -q POST "/v1/workspaces/$WP/snapshots" '{"memory":true}'
 	assert_eq 201 "$STATUS" "memory snapshot once the log is free: $(_short "$BODY")"
 	run_cmd "$WP" 'echo alive'
 	assert_eq "alive" "$(j .stdout | tr -d '\n')" "the agent answers on its own socket"
 	assert_eq "untouched" "$(cat "$victim")" "host file"
 	[[ -S $ROOT/workspaces/$WP/run/agent.sock ]] || _fail "run/agent.sock is not a socket"
-	api DELETE "/v1/snapshots/$(j .id)" >/dev/null 2>&1 || true
+	api -q DELETE "/v1/snapshots/$(j .id)" >/dev/null 2>&1 || true
 }
 
 # a terminal (pty) open at the checkpoint: criu carries the pty pair (both ends are the
@@ -354,18 +354,18 @@ t_terminal() {
 	[[ -n $CRIU ]] || { skip "$1" "$CRIU_WHY"; return 2; }
 	new_cws WT || return 1
 	local t s mark=1000.$$
-	api POST "/v1/workspaces/$WT/terminals" "$(jq -nc --arg c "sleep $mark" '{command: $c, cols: 80, rows: 24}')"
+	api -q POST "/v1/workspaces/$WT/terminals" "$(jq -nc --arg c "sleep $mark" '{command: $c, cols: 80, rows: 24}')"
 	assert_eq 201 "$STATUS" "open a terminal: $(_short "$BODY")" || return 1
 	t=$(j .id)
-	api POST "/v1/workspaces/$WT/snapshots" '{"memory":true}'
+	api -q POST "/v1/workspaces/$WT/snapshots" '{"memory":true}'
 	assert_eq 201 "$STATUS" "memory snapshot with a terminal open: $(_short "$BODY")" || return 1
 	s=$(j .id)
-	api GET "/v1/workspaces/$WT/terminals/$t"
+	api -q GET "/v1/workspaces/$WT/terminals/$t"
 	assert_eq running "$(j .state)" "the source's terminal after the checkpoint"
 	new_restored WTR "$s" || return 1
 	run_cmd "$WTR" "ps -o args | grep -c '^sleep $mark\$'"
 	assert_eq 1 "$(j .stdout | tr -d '\n')" "the terminal's command in the restored workspace"
-	api GET "/v1/workspaces/$WTR/terminals"
+	api -q GET "/v1/workspaces/$WTR/terminals"
 	assert_eq 0 "$(j '.terminals | length')" "terminals listed in the restored workspace"
 	api -q DELETE "/v1/workspaces/$WTR"
 	api -q DELETE "/v1/workspaces/$WT"
@@ -381,7 +381,7 @@ t_network_refused() {
 		return 2
 	fi
 	new_cws WN '{"network":"bridge"}' || return 1
-	api POST "/v1/workspaces/$WN/snapshots" '{"memory":true}'
+	api -q POST "/v1/workspaces/$WN/snapshots" '{"memory":true}'
 	assert_eq 501 "$STATUS" "memory snapshot of a bridged workspace: $(_short "$BODY")"
 	assert_contains 'network "none" only' "$(j .error.message)" "message"
 }

@@ -28,10 +28,11 @@ usage_wait() {
 t_shape() {
 	usage "$WS"
 	assert_status 200 "GET usage" || return 1
-	assert_eq '["commands","cpuMs","cpus","memoryBytes","memoryLimitBytes","sampledAt","services"]' \
+	assert_eq '["commands","contexts","cpuMs","cpus","memoryBytes","memoryLimitBytes","sampledAt","services"]' \
 		"$(j 'keys')" "the keys"
 	assert_eq '[]' "$(j .commands)" "no command runs"
 	assert_eq '[]' "$(j .services)" "no service runs"
+	assert_eq '[]' "$(j .contexts)" "no code context"
 	assert_eq 536870912 "$(j .memoryLimitBytes)" "memory limit in bytes"
 	assert_eq 1.5 "$(j .cpus)" "cpus"
 	assert_eq number,number "$(j '[.cpuMs, .memoryBytes | type] | join(",")')" "number types"
