@@ -113,5 +113,5 @@ int runtime_checkpoint(const struct runtime *rt, const char *id, const char *cri
  * log and work files in work_dir); the restored init's pid in *ret_pid. -EOPNOTSUPP for
  * another runtime. */
 int runtime_restore(const struct runtime *rt, const char *id, const char *criu,
-		    const char *image_dir, const char *work_dir, const char *bundle,
-		    pid_t *ret_pid, struct station_error *e);
+		    const char *image_dir, const char *work_dir, const char *bundle, pid_t *ret_pid,
+		    struct station_error *e);
