@@ -133,6 +133,9 @@ const char *adapter_container_run_dir(void);
 int adapter_checkpoint(const struct adapter_context *ctx, const char *id, const char *ws_dir,
 		       const char *criu, const char *dir, const uint8_t *secret, size_t secret_len,
 		       struct station_error *e);
+/* criu's first error in work/name (its dump.log or restore.log, in a directory of root's)
+ * that it did not go on past, after e's message. */
+void adapter_criu_log_error(const char *work, const char *name, struct station_error *e);
 /* The secret a checkpoint in dir holds (adapter_checkpoint()); -ENOENT naming a missing one. */
 int adapter_checkpoint_secret(const char *dir, uint8_t *secret, size_t secret_len,
 			      struct station_error *e);

@@ -1266,13 +1266,12 @@ int adapter_checkpoint_secret(const char *dir, uint8_t *secret, size_t secret_le
 	return 0;
 }
 
-/* criu's first error in work/restore.log, after e's message. */
-static void restore_log_error(const char *work, struct station_error *e)
+void adapter_criu_log_error(const char *work, const char *name, struct station_error *e)
 {
 	_cleanup_close_ int wfd = open(work, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	_cleanup_free_ char *log = NULL;
 	size_t len = 0;
-	if (wfd < 0 || safe_read_file(wfd, "restore.log", SAFE_BENEATH, 4 << 20, &log, &len) < 0)
+	if (wfd < 0 || safe_read_file(wfd, name, SAFE_BENEATH, 4 << 20, &log, &len) < 0)
 		return;
 	/* the first error criu did not go on past (it does past an RLIMIT_NOFILE it may not
 	 * raise, without CAP_SYS_RESOURCE) */
@@ -1411,7 +1410,7 @@ static int restore_container(const struct adapter_workspace *ws, pid_t *ret_pid,
 	remove_stale_state(ws);
 	r = runtime_restore(ws->ctx->runtime, ws->id, ws->criu, images, work, bundle, ret_pid, e);
 	if (r < 0)
-		restore_log_error(work, e);
+		adapter_criu_log_error(work, "restore.log", e);
 	else if ((r = give_back_groups(ws)) < 0)
 		station_error_set(e, r, NULL,
 				  "cannot hand the restored groups to the workspace: %s",

@@ -219,23 +219,6 @@ static int files_private(const char *path, struct station_error *e)
 	return r;
 }
 
-/* The runtime's error and criu's first one from dump.log (its work directory is root's). */
-static void checkpoint_dump_error(const char *work, struct station_error *e)
-{
-	_cleanup_close_ int wfd = open(work, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	_cleanup_free_ char *log = NULL;
-	size_t len = 0;
-	if (wfd < 0 || safe_read_file(wfd, "dump.log", SAFE_BENEATH, 4 << 20, &log, &len) < 0)
-		return;
-	const char *err = strstr(log, "Error (");
-	if (!err)
-		return;
-	size_t n = strcspn(err, "\n");
-	size_t used = strnlen(e->message, sizeof e->message - 1);
-	snprintf(e->message + used, sizeof e->message - used, "; criu: %.*s", (int)MIN(n, 300u),
-		 err);
-}
-
 /* meta.json: what a restore must match (the runtime, criu) and the uid range the restored
  * processes keep (criu restores the user namespace's mapping as dumped). */
 static int checkpoint_meta_write(struct checkpoint_take *t, struct station_error *e)
@@ -292,7 +275,7 @@ static void take_job_run(void *userdata)
 		r = adapter_checkpoint(t->actx, t->id, t->ws_dir, t->criu, t->dir, t->secret,
 				       sizeof t->secret, &t->e);
 		if (r < 0) /* criu's own words are in dump.log */
-			checkpoint_dump_error(work, &t->e);
+			adapter_criu_log_error(work, "dump.log", &t->e);
 	}
 	if (r >= 0)
 		r = checkpoint_meta_write(t, &t->e);
