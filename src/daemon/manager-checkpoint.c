@@ -561,23 +561,25 @@ int checkpoint_services_restore(struct workspace *ws, const char *snapshot_id,
 	return r;
 }
 
-bool checkpoint_base_reserved(const struct manager *m, uint64_t base)
+size_t checkpoint_bases(const struct manager *m, uint64_t *bases, size_t max)
 {
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s/" CHECKPOINT_DIR, m->cfg.root);
 	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	bool reserved = false;
+	size_t n = 0;
 	if (!d)
-		return false;
+		return 0;
 	fd = -1;
-	for (struct dirent *de; !reserved && (de = readdir(d));) {
+	for (struct dirent *de; n < max && (de = readdir(d));) {
 		_cleanup_json_ json_t *meta = NULL;
 		struct station_error e = {};
 		if (de->d_name[0] == '.' || checkpoint_meta_read(m, de->d_name, &meta, &e) < 0)
 			continue;
-		reserved = (uint64_t)json_integer_value(json_object_get(meta, "idBase")) == base;
+		json_int_t base = json_integer_value(json_object_get(meta, "idBase"));
+		if (base > 0)
+			bases[n++] = (uint64_t)base;
 	}
 	closedir(d);
-	return reserved;
+	return n;
 }

@@ -720,8 +720,9 @@ int checkpoint_spec_apply(struct manager *m, const char *snapshot_id, json_t *sp
 #define CHECKPOINT_SERVICES_MAX (4u << 20)
 int checkpoint_services_restore(struct workspace *ws, const char *snapshot_id,
 				struct station_error *e);
-/* A memory snapshot's restored processes run in base's range: no new workspace gets it. */
-bool checkpoint_base_reserved(const struct manager *m, uint64_t base);
+/* The uid ranges (idBase) of the memory snapshots' checkpoints, at most max of them: their
+ * restored processes run in their source's range, which no new workspace gets. */
+size_t checkpoint_bases(const struct manager *m, uint64_t *bases, size_t max);
 /* From the link (manager.c): CHECKPOINT_READY, and the connection's close (true when the
  * checkpoint under way expected it). */
 void workspace_on_checkpoint_ready(struct workspace *ws, uint64_t request, const char *reason);
