@@ -145,8 +145,10 @@ struct cgroup_freeze_stats {
 };
 int cgroup_freeze_below(const struct cgroup *root, const struct cgroup_freeze_spec *spec,
 			struct cgroup_freeze_stats *ret);
-/* Thaws root itself and every child group of root but spec->keep (hold included; an empty
- * hold is removed). What was moved into hold stays there, thawed. */
+/* Thaws root itself and every child group of root but spec->keep (hold included, and kept
+ * for the next freeze: cgroup-freeze.c says why). What was moved into hold stays there,
+ * thawed. A hold found at the next freeze that the caller's uid does not own (the root's owner
+ * made one of that name) fails the freeze with -EPERM, nothing frozen. */
 int cgroup_thaw_below(const struct cgroup *root, const struct cgroup_freeze_spec *spec);
 
 /* "v1:/dir/a:/dir/b" or "v2:/dir": for argv and the store. */

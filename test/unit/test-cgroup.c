@@ -787,6 +787,41 @@ Test(cgroup_freeze, below_spares_keeper_and_catches_strays, .init = counters_set
 	kill_wait(stray);
 }
 
+/* The hold group outlives the thaw (a removed one delays the next freeze until the kernel lets
+ * it go) and serves the next freeze; one of that name the caller does not own is refused. */
+Test(cgroup_freeze, below_keeps_hold_and_refuses_a_foreign_one, .init = counters_setup,
+     .fini = freeze_teardown)
+{
+	_cleanup_cgroup_ struct cgroup *root = make_child(base, "root");
+	_cleanup_cgroup_ struct cgroup *a = make_child(root, "r-1");
+	struct cgroup_freeze_spec spec = { .hold = "held", .timeout_ms = 5000 };
+	char hold[PATH_MAX];
+	struct stat st;
+	pid_t keeper = spawn_in(root, count_forever, (void *)0);
+	pid_t run = spawn_in(a, count_forever, (void *)1);
+
+	spec.keep_pid = keeper;
+	snprintf(hold, sizeof hold, "%s/held", freezer_dir_of(root));
+	cr_assert(advances(1), "positive control: the run counts before");
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(cgroup_freeze_below(root, &spec, NULL), 0, "freeze %d", i);
+		cr_assert(stays(1), "freeze %d: the run counts while frozen", i);
+		cr_assert_eq(cgroup_thaw_below(root, &spec), 0);
+		cr_assert(advances(1), "thaw %d: the run does not count", i);
+		cr_assert_eq(stat(hold, &st), 0, "thaw %d: the hold group is gone", i);
+	}
+
+	/* the root's owner removes it and makes its own of that name */
+	cr_assert_eq(rmdir(hold), 0);
+	cr_assert_eq(mkdir(hold, 0755), 0);
+	cr_assert_eq(chown(hold, 4242, 4242), 0);
+	cr_assert_eq(cgroup_freeze_below(root, &spec, NULL), -EPERM);
+	cr_assert(advances(1), "a refused freeze froze the run");
+	cr_assert(advances(0), "a refused freeze froze the kept process");
+	kill_wait(run);
+	kill_wait(keeper);
+}
+
 /* pid ended by SIGKILL within 5 s (a v1 SIGKILL waits for a thaw that may never come, so the
  * wait is bounded and says what it saw). */
 static void killed_within(pid_t pid, const char *what)
