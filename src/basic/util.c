@@ -723,7 +723,7 @@ static int fsync_parent_dir(const char *dir)
 	return fsync(fd) < 0 ? negative_errno() : 0;
 }
 
-static int write_tmp_file(const char *tmp, const void *data, size_t n, mode_t mode)
+static int write_tmp_file(const char *tmp, const void *data, size_t n, mode_t mode, bool sync)
 {
 	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
 	int r;
@@ -735,12 +735,17 @@ static int write_tmp_file(const char *tmp, const void *data, size_t n, mode_t mo
 	r = write_all(fd, data, n);
 	if (r < 0)
 		return r;
-	if (fsync(fd) < 0)
+	if (sync && fsync(fd) < 0)
 		return negative_errno();
 	return 0;
 }
 
 int write_file_atomic(const char *path, const void *data, size_t n, mode_t mode)
+{
+	return write_file_replace(path, data, n, mode, true);
+}
+
+int write_file_replace(const char *path, const void *data, size_t n, mode_t mode, bool sync)
 {
 	_cleanup_free_ char *dir = NULL, *tmp = NULL;
 	const char *slash = strrchr(path, '/');
@@ -768,14 +773,14 @@ int write_file_atomic(const char *path, const void *data, size_t n, mode_t mode)
 		tmp = NULL;
 		return -ENOMEM;
 	}
-	r = write_tmp_file(tmp, data, n, mode);
+	r = write_tmp_file(tmp, data, n, mode, sync);
 	if (r >= 0 && rename(tmp, path) < 0)
 		r = negative_errno();
 	if (r < 0) {
 		unlink(tmp);
 		return r;
 	}
-	return fsync_parent_dir(dir);
+	return sync ? fsync_parent_dir(dir) : 0;
 }
 
 int read_file(const char *path, size_t max, char **ret, size_t *ret_len)

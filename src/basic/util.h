@@ -73,6 +73,9 @@ int mkdir_p(const char *path, mode_t mode);
 int rm_rf(const char *path);
 /* Writes data to path via a temporary file in the same directory, fsync and rename. */
 int write_file_atomic(const char *path, const void *data, size_t n, mode_t mode);
+/* The same, the fsync()s (the file's and its directory's) only when sync: the caller makes it
+ * durable later, or knows that it need not be. */
+int write_file_replace(const char *path, const void *data, size_t n, mode_t mode, bool sync);
 int read_file(const char *path, size_t max, char **ret, size_t *ret_len);
 
 /* fd helpers. */

@@ -678,6 +678,10 @@ int snapshot_spec_apply(struct manager *m, const struct workspace_spec *spec,
 			struct station_error *e);
 /* manager-snapshot.c, for image DELETE: -EBUSY naming the snapshot whose image digest is. */
 int snapshot_image_in_use(struct manager *m, const char *digest, struct station_error *e);
+/* manager-snapshot.c, at start: each snapshot not yet on disk when the controller stopped is
+ * checked against its image off the loop, then made durable, or removed when it does not hold
+ * (the machine lost power before its fsync()). */
+void manager_snapshots_recover(struct manager *m);
 /* manager.c: a handle of no workspace (as a warm pool's claim uses), for operations that
  * span several (snapshots, fork): forgotten by manager_workspace_op_forget() like any other;
  * ..._end() calls its fn (unless forgotten) and frees it. */

@@ -110,6 +110,8 @@ static json_t *snapshot_to_json(const struct snapshot_row *row, const char *work
 			      host ? "host" : "container", "sizeBytes", (json_int_t)row->size_bytes,
 			      "baseImage", host ? NULL : row->base_image, "image", row->image,
 			      "memory", row->memory, "pausedMs", (json_int_t)row->paused_ms);
+	if (o)
+		json_object_set_new(o, "durable", json_boolean(row->durable));
 	if (!o || json_object_set_new(o, "worker", json_string(worker)) < 0) {
 		json_decref(o);
 		return NULL;
@@ -322,6 +324,8 @@ static int snapshot_commit(struct snapshot_job *j, int tar_fd)
 					 "cannot read the snapshot's layer back: %m");
 	snprintf(name, sizeof name, "snapshot/%s", j->id);
 	r = image_store_open(j->root, &s, &j->e);
+	if (r >= 0) /* answered once named; made durable after (snapshot_sync_queue()) */
+		image_store_defer_sync(s);
 	if (r >= 0 && !j->host) /* a host workspace's has no base: one layer */
 		r = image_lookup(s, j->base_ref, &base, &j->e);
 	if (r >= 0) {
@@ -348,6 +352,134 @@ static void snapshot_job_run(void *userdata)
 	j->r = r;
 }
 
+/* ---- durability: the image fsync()ed after the answer ----------------------------------
+ *
+ * A snapshot is answered once its layer is written, hashed and named in the store, its row
+ * durable = 0; its image is fsync()ed right after, here, off the loop, and the row set
+ * durable. Until then the page cache has it: a workspace made from it, an export or a pull
+ * read the same bytes, and a controller that stops or dies loses nothing. A machine that
+ * loses power may: at the next start every row still durable = 0 has its image checked
+ * (image_verify(): every blob against its digest), made durable when it holds, and removed
+ * with its image when it does not (event "lost", the reason logged). */
+
+static bool snapshot_image_shared(struct manager *m, const char *image);
+
+struct snapshot_sync {
+	struct manager *m;
+	char id[SNAPSHOT_ID_MAX];
+	char image[IMAGE_DIGEST_MAX];
+	char *root;
+	bool verify; /* found not durable at start: checked first */
+	int r;
+	struct station_error e;
+};
+
+static void snapshot_sync_run(void *userdata)
+{
+	struct snapshot_sync *x = userdata;
+	struct image_store *s = NULL;
+	int r = image_store_open(x->root, &s, &x->e);
+
+	if (r >= 0 && x->verify && (r = image_verify(s, x->image, &x->e)) < 0 && r != -ENOMEM)
+		r = -EBADMSG; /* what is named is not what was written, or not there */
+	if (r >= 0)
+		r = image_sync(s, x->image, &x->e);
+	image_store_close(s);
+	x->r = r;
+}
+
+static void snapshot_lost_image_removed(void *userdata, int r, const struct station_error *e)
+{
+	char *image = userdata;
+	if (r < 0)
+		log_warn("a lost snapshot's image was not removed", "image", image, "error",
+			 e ? e->message : "", NULL);
+	free(image);
+}
+
+/* The row of a snapshot whose image did not survive a crash, and the image unless shared. */
+static void snapshot_lost(struct manager *m, const struct snapshot_sync *x)
+{
+	struct snapshot_row row;
+	struct station_error ie = {};
+
+	if (store_snapshot_get(m->store, x->id, &row) < 0)
+		return; /* deleted meanwhile */
+	log_error("snapshot lost: its image was not on disk when the machine stopped", "snapshot",
+		  x->id, "image", x->image, "error", x->e.message, NULL);
+	if (store_snapshot_delete(m->store, x->id) >= 0) {
+		if (row.memory)
+			checkpoint_dir_remove(m, row.id);
+		manager_event_emit(m, MANAGER_EVENT_SNAPSHOT, "lost", row.id, row.workspace_id,
+				   row.tenant, NULL, NULL);
+		char *image = strdup(x->image);
+		if (image && !snapshot_image_shared(m, image) &&
+		    manager_image_remove(m, image, snapshot_lost_image_removed, image, NULL, &ie) >=
+			    0)
+			image = NULL; /* the removal's */
+		free(image);
+	}
+	snapshot_row_free(&row);
+}
+
+static void snapshot_sync_done(void *userdata, bool cancelled)
+{
+	struct snapshot_sync *x = userdata;
+	struct manager *m = x->m;
+
+	/* cancelled: the controller stops, the row checked at its next start */
+	if (!cancelled && x->r >= 0) {
+		int r = store_snapshot_set_durable(m->store, x->id);
+		if (r < 0 && r != -ENOENT) /* ENOENT: deleted meanwhile */
+			log_error("snapshot on disk, its record not updated", "snapshot", x->id,
+				  "error", strerror(-r), NULL);
+	} else if (!cancelled && x->verify && x->r == -EBADMSG) {
+		snapshot_lost(m, x);
+	} else if (!cancelled && (x->r != -ENOENT || x->verify)) {
+		log_error("snapshot not written to disk: checked again at the next start",
+			  "snapshot", x->id, "error", x->e.message, NULL);
+	}
+	free(x->root);
+	free(x);
+}
+
+static void snapshot_sync_queue(struct manager *m, const char *id, const char *image, bool verify)
+{
+	struct snapshot_sync *x = calloc(1, sizeof *x);
+
+	if (x && (x->root = strdup(m->cfg.root))) {
+		x->m = m;
+		x->verify = verify;
+		snprintf(x->id, sizeof x->id, "%s", id);
+		snprintf(x->image, sizeof x->image, "%s", image);
+		if (event_work_queue(m->work, snapshot_sync_run, snapshot_sync_done, x) >= 0)
+			return;
+	}
+	if (x)
+		free(x->root);
+	free(x);
+	log_error("snapshot not written to disk: no memory for the job; checked again at the "
+		  "next start",
+		  "snapshot", id, NULL);
+}
+
+void manager_snapshots_recover(struct manager *m)
+{
+	struct snapshot_row *rows = NULL;
+	size_t n = 0;
+
+	if (store_snapshot_list(m->store, &rows, &n) < 0) {
+		log_error("cannot read the snapshots to check the ones not on disk", NULL);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!rows[i].durable)
+			snapshot_sync_queue(m, rows[i].id, rows[i].image, true);
+		snapshot_row_free(&rows[i]);
+	}
+	free(rows);
+}
+
 /* The row, the image's owner (so the tenant lists and uses it), the event. */
 static int snapshot_record(struct snapshot_job *j, struct snapshot_row *row)
 {
@@ -361,7 +493,8 @@ static int snapshot_record(struct snapshot_job *j, struct snapshot_row *row)
 				      .size_bytes = j->stats.bytes + j->memory_bytes,
 				      .memory = j->memory,
 				      .paused_ms = j->paused_ms,
-				      .created_at = realtime_usec() };
+				      .created_at = realtime_usec(),
+				      .durable = false };
 	int r = store_image_owner_add(m->store, j->image, j->tenant);
 	if (r >= 0)
 		r = store_snapshot_insert(m->store, row);
@@ -397,6 +530,8 @@ static void snapshot_job_done(void *userdata, bool cancelled)
 		r = snapshot_record(j, &row);
 	if (r >= 0 && !(snapshot = snapshot_to_json(&row, j->m->cfg.worker)))
 		r = station_error_set(&j->e, -ENOMEM, NULL, "out of memory");
+	if (r >= 0)
+		snapshot_sync_queue(j->m, row.id, row.image, false);
 	if (r < 0) {
 		if (j->memory)
 			checkpoint_dir_remove(j->m, j->id);

@@ -2119,6 +2119,7 @@ int manager_start(struct manager *m)
 	contexts_load(m);
 	manager_network_start(m);
 	manager_image_store_clean(m);
+	manager_snapshots_recover(m);
 	return 0;
 }
 

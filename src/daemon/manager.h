@@ -709,7 +709,7 @@ enum manager_event_kind {
 	MANAGER_EVENT_RUN,
 	MANAGER_EVENT_SERVICE,
 	MANAGER_EVENT_TERMINAL,
-	MANAGER_EVENT_SNAPSHOT, /* change created, deleted; id the snapshot's */
+	MANAGER_EVENT_SNAPSHOT, /* change created, deleted, lost; id the snapshot's */
 	_MANAGER_EVENT_KIND_MAX,
 };
 const char *manager_event_kind_to_string(enum manager_event_kind k);

@@ -88,6 +88,7 @@ struct image_store {
 	char *trash;  /* <root>/images/trash: layer dirs being removed, renamed here first */
 	int lock_fd;
 	struct image_limits limits;
+	bool defer_sync; /* image_store_defer_sync(): blobs and records written, not fsync()ed */
 };
 
 /* What one import or pull has added so far, removed again when it fails. */
@@ -120,6 +121,7 @@ struct blob_writer {
 	uint64_t expected_size; /* UINT64_MAX when unknown */
 	uint64_t size;
 	struct sha256_ctx sha;
+	bool defer_sync; /* the store's: committed without fsync() */
 };
 int blob_writer_open(struct image_store *s, const char *digest, uint64_t expected_size,
 		     struct blob_writer *ret);

@@ -242,6 +242,17 @@ int image_commit_layer(struct image_store *s, const struct image *base, int tar_
 		       const char *diff_id, const char *name, struct image **ret,
 		       struct station_error *e);
 
+/* Durability deferred: on a store handle so marked, what image_commit_layer() writes (blobs,
+ * index record) is named but not fsync()ed, so that a snapshot is answered once its bytes are
+ * written and hashed, not once the disk has them. image_sync() then fsync()s every blob the
+ * image's record names, the record and their directories. After a crash, image_verify() says
+ * whether what was named is what was written: the record readable, each blob there with the
+ * content its digest names (-EBADMSG, -EUCLEAN, -ENOENT when not; the message says which).
+ * Both read the whole image and block: off the event loop. */
+void image_store_defer_sync(struct image_store *s);
+int image_sync(struct image_store *s, const char *digest, struct station_error *e);
+int image_verify(struct image_store *s, const char *digest, struct station_error *e);
+
 /* Copies the subtree prefix ("home/node") of img's top layer (unpacked) into dest_fd (an
  * empty directory), regular files, directories and symlinks only, each owned by id_base plus
  * its owner in the layer (the new workspace's range). The layer is the store's (trusted: its

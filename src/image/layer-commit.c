@@ -9,7 +9,8 @@
  * the caller has none, hashed here), and the blob is the tar's own file, hard-linked into the
  * store when it is on the store's filesystem (nothing copied; the caller must not write to
  * tar_fd afterwards), else copied by the kernel (copy_file_range), fsync()ed before it is
- * named. The layer is not unpacked: images/layers/<hex> is made from the blob the first time
+ * named (on a store opened with image_store_defer_sync(), nothing is fsync()ed: image_sync()
+ * does it after). The layer is not unpacked: images/layers/<hex> is made from the blob the first time
  * the image is used (image_layers_unpack(), with unpack.c's rules and limits, the digest
  * checked in the same pass), so a snapshot writes its bytes once. A blob with that digest in
  * the store already is kept and the new one dropped: identical trees are stored once.
@@ -148,14 +149,14 @@ static int tar_blob_store(struct commit *c, int tar_fd)
 	if (r != 0)
 		return r < 0 ? r : 0;
 	blob_path(c->s, c->diff_id, final);
-	if (fsync(tar_fd) < 0)
+	if (!c->s->defer_sync && fsync(tar_fd) < 0)
 		return negative_errno();
 	snprintf(proc, sizeof proc, "/proc/self/fd/%d", tar_fd);
 	if (linkat(AT_FDCWD, proc, AT_FDCWD, final, AT_SYMLINK_FOLLOW) == 0) {
 		r = image_txn_add(&c->t, final);
 		if (r >= 0 && fchmod(tar_fd, 0444) < 0)
 			r = negative_errno();
-		return r < 0 ? r : dir_fsync(c->s->blobs);
+		return r < 0 || c->s->defer_sync ? r : dir_fsync(c->s->blobs);
 	}
 	snprintf(tmp, sizeof tmp, "%s/.tmp-%.12s-XXXXXX", c->s->blobs,
 		 c->diff_id + strlen("sha256:"));
@@ -163,14 +164,15 @@ static int tar_blob_store(struct commit *c, int tar_fd)
 	if (fd < 0)
 		return negative_errno();
 	r = fd_copy(tar_fd, fd, c->tar_size);
-	if (r >= 0 && (fchmod(fd, 0444) < 0 || fsync(fd) < 0 || rename(tmp, final) < 0))
+	if (r >= 0 && (fchmod(fd, 0444) < 0 || (!c->s->defer_sync && fsync(fd) < 0) ||
+		       rename(tmp, final) < 0))
 		r = negative_errno();
 	if (r < 0) {
 		unlink(tmp);
 		return r;
 	}
 	r = image_txn_add(&c->t, final);
-	return r < 0 ? r : dir_fsync(c->s->blobs);
+	return r < 0 || c->s->defer_sync ? r : dir_fsync(c->s->blobs);
 }
 
 /* the base image, its config and manifest */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,7 +190,9 @@ int blob_read(const struct image_store *s, const char *digest, size_t max, char 
 int blob_writer_open(struct image_store *s, const char *digest, uint64_t expected_size,
 		     struct blob_writer *ret)
 {
-	struct blob_writer w = { .fd = -1, .expected_size = expected_size };
+	struct blob_writer w = { .fd = -1,
+				 .expected_size = expected_size,
+				 .defer_sync = s->defer_sync };
 	int r = blob_path(s, digest, w.final);
 
 	if (r < 0)
@@ -249,7 +252,7 @@ int blob_writer_commit(struct blob_writer *w, struct image_txn *t, struct statio
 	char dir[PATH_MAX];
 	int r = blob_writer_verify(w, e);
 
-	if (r >= 0 && (fchmod(w->fd, 0444) < 0 || fsync(w->fd) < 0))
+	if (r >= 0 && (fchmod(w->fd, 0444) < 0 || (!w->defer_sync && fsync(w->fd) < 0)))
 		r = negative_errno();
 	if (r >= 0 && rename(w->tmp, w->final) < 0)
 		r = negative_errno();
@@ -261,7 +264,7 @@ int blob_writer_commit(struct blob_writer *w, struct image_txn *t, struct statio
 	w->fd = -1;
 	snprintf(dir, sizeof dir, "%.*s", (int)(slash - w->final), w->final);
 	r = image_txn_add(t, w->final);
-	if (r >= 0)
+	if (r >= 0 && !w->defer_sync)
 		r = fsync_dir(dir);
 	return r;
 }
@@ -319,7 +322,7 @@ int image_record_write(struct image_store *s, const char *digest, const char *in
 	text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
 	if (!text)
 		return -ENOMEM;
-	r = write_file_atomic(path, text, strlen(text), 0600);
+	r = write_file_replace(path, text, strlen(text), 0600, !s->defer_sync);
 	if (r < 0)
 		return station_error_set(e, r, NULL, "image %s: cannot write its index record: %s",
 					 digest, strerror(-r));
@@ -507,6 +510,150 @@ int image_record_find(struct image_store *s, const char *digest, char **ret)
 		return -ENOENT;
 	*ret = a.path;
 	return 0;
+}
+
+/* ---- durability deferred (image_store_defer_sync()) ------------------------------------ */
+
+#define VERIFY_BLOCK (1u << 20)
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_MD_CTX *, EVP_MD_CTX_free);
+
+void image_store_defer_sync(struct image_store *s)
+{
+	s->defer_sync = true;
+}
+
+/* The blobs digest's record names: the manifest, the config, each layer (a strv). */
+static int record_blobs(struct image_store *s, const char *digest, char ***ret,
+			struct station_error *e)
+{
+	_cleanup_json_ json_t *j = NULL;
+	char path[PATH_MAX];
+	int r = record_path(s, digest, path);
+
+	if (r >= 0)
+		r = record_json_load(path, &j);
+	if (r < 0)
+		return station_error_set(e, r, NULL, "image %s: its index record: %s", digest,
+					 r == -EUCLEAN ? "not a record" : strerror(-r));
+	json_t *layers = json_object_get(j, "layers");
+	size_t n = json_array_size(layers);
+	char **v = calloc(n + 3, sizeof *v);
+	const char *config = json_str(j, "config");
+
+	if (!v)
+		return -ENOMEM;
+	r = config && image_digest_is_valid(config) ? 0 : -EUCLEAN;
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		const char *d = json_str(json_array_get(layers, i), "digest");
+		if (!d || !image_digest_is_valid(d))
+			r = -EUCLEAN;
+	}
+	if (r < 0) {
+		free(v);
+		return station_error_set(e, r, NULL,
+					 "image %s: its index record names an invalid "
+					 "config or layer digest",
+					 digest);
+	}
+	v[0] = strdup(digest);
+	v[1] = strdup(config);
+	for (size_t i = 0; i < n; i++)
+		v[i + 2] = strdup(json_str(json_array_get(layers, i), "digest"));
+	for (size_t i = 0; i < n + 2; i++)
+		if (!v[i]) {
+			for (size_t k = 0; k < n + 2; k++)
+				free(v[k]);
+			free(v);
+			return -ENOMEM;
+		}
+	*ret = v;
+	return 0;
+}
+
+static int path_fsync(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+	return fd < 0 || fsync(fd) < 0 ? negative_errno() : 0;
+}
+
+int image_sync(struct image_store *s, const char *digest, struct station_error *e)
+{
+	_cleanup_strv_free_ char **blobs = NULL;
+	char path[PATH_MAX];
+	int r = record_blobs(s, digest, &blobs, e);
+
+	for (size_t i = 0; r >= 0 && blobs[i]; i++) {
+		r = blob_path(s, blobs[i], path);
+		if (r >= 0)
+			r = path_fsync(path);
+	}
+	if (r >= 0)
+		r = fsync_dir(s->blobs);
+	if (r >= 0)
+		r = record_path(s, digest, path);
+	if (r >= 0)
+		r = path_fsync(path);
+	if (r >= 0)
+		r = fsync_dir(s->index);
+	if (r < 0 && !e->message[0])
+		return station_error_set(e, r, NULL, "image %s: cannot write it to disk: %s",
+					 digest, strerror(-r));
+	return r;
+}
+
+/* 0 when the blob's content has its digest; -EBADMSG when not. */
+static int blob_verify(struct image_store *s, const char *digest, char *buf,
+		       struct station_error *e)
+{
+	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *sha = EVP_MD_CTX_new();
+	_cleanup_close_ int fd = -1;
+	uint8_t sum[EVP_MAX_MD_SIZE];
+	unsigned len = 0;
+	char path[PATH_MAX], hex[65];
+	struct stat st;
+	int r = blob_path(s, digest, path);
+
+	if (r < 0)
+		return r;
+	if (!sha || EVP_DigestInit_ex(sha, EVP_sha256(), NULL) != 1)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return station_error_set(e, negative_errno(), NULL, "blob %s: %m", digest);
+	if (!S_ISREG(st.st_mode))
+		return station_error_set(e, -EBADMSG, NULL, "blob %s: not a regular file", digest);
+	for (;;) {
+		ssize_t n = read(fd, buf, VERIFY_BLOCK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return station_error_set(e, negative_errno(), NULL, "blob %s: %m", digest);
+		if (n == 0)
+			break;
+		if (EVP_DigestUpdate(sha, buf, (size_t)n) != 1)
+			return -ENOMEM;
+	}
+	if (EVP_DigestFinal_ex(sha, sum, &len) != 1 || len != 32)
+		return -ENOMEM;
+	hex_encode(sum, 32, hex);
+	if (strcmp(hex, digest_hex(digest)) != 0)
+		return station_error_set(e, -EBADMSG, NULL,
+					 "blob %s: its content has sha256:%.12s, not its digest",
+					 digest, hex);
+	return 0;
+}
+
+int image_verify(struct image_store *s, const char *digest, struct station_error *e)
+{
+	_cleanup_strv_free_ char **blobs = NULL;
+	_cleanup_free_ char *buf = malloc(VERIFY_BLOCK);
+	int r = buf ? record_blobs(s, digest, &blobs, e) : -ENOMEM;
+
+	for (size_t i = 0; r >= 0 && blobs[i]; i++)
+		r = blob_verify(s, blobs[i], buf, e);
+	return r;
 }
 
 int image_error_not_in_store(const char *ref, struct station_error *e)

@@ -8,7 +8,7 @@
 
 #define SNAPSHOT_COLUMNS                                                                           \
 	"id, workspace_id, tenant, name, image, base_image, size_bytes, memory, paused_ms, "       \
-	"created_at"
+	"created_at, durable"
 
 void snapshot_row_free(struct snapshot_row *r)
 {
@@ -39,6 +39,7 @@ static int snapshot_read(sqlite3_stmt *st, void *userdata, void *ret)
 	r.memory = store_read_u64(&rd) != 0;
 	r.paused_ms = store_read_u64(&rd);
 	r.created_at = store_read_u64(&rd);
+	r.durable = store_read_u64(&rd) != 0;
 	if (rd.err < 0 || !r.id || !r.workspace_id || !r.tenant || !r.image || !r.base_image) {
 		snapshot_row_free(&r);
 		return rd.err < 0 ? rd.err : -EIO;
@@ -59,7 +60,7 @@ int store_snapshot_insert(struct store *s, const struct snapshot_row *r)
 		return -EINVAL;
 	k = store_prepare(s,
 			  "INSERT INTO snapshots (" SNAPSHOT_COLUMNS
-			  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 			  &st);
 	if (k < 0)
 		return k;
@@ -74,8 +75,26 @@ int store_snapshot_insert(struct store *s, const struct snapshot_row *r)
 	store_bind_u64(&b, r->memory ? 1 : 0);
 	store_bind_u64(&b, r->paused_ms);
 	store_bind_u64(&b, r->created_at);
+	store_bind_u64(&b, r->durable ? 1 : 0);
 	k = store_exec_bound(s, &b);
 	return k < 0 ? k : 0;
+}
+
+int store_snapshot_set_durable(struct store *s, const char *id)
+{
+	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
+	struct store_binder b;
+	int k;
+
+	if (!s || !id)
+		return -EINVAL;
+	k = store_prepare(s, "UPDATE snapshots SET durable = 1 WHERE id = ?", &st);
+	if (k < 0)
+		return k;
+	b = STORE_BINDER(st);
+	store_bind_text(&b, id);
+	k = store_exec_bound(s, &b);
+	return k < 0 ? k : k == 0 ? -ENOENT : 0;
 }
 
 int store_snapshot_get(struct store *s, const char *id, struct snapshot_row *ret)

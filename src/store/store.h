@@ -415,10 +415,13 @@ struct snapshot_row {
 	bool memory;
 	uint64_t paused_ms;
 	uint64_t created_at;
+	bool durable; /* its image fsync()ed (0020-snapshot-durable.sql) */
 };
 void snapshot_row_free(struct snapshot_row *r);
 /* -EEXIST when the id is taken. */
 int store_snapshot_insert(struct store *s, const struct snapshot_row *r);
+/* -ENOENT when there is no such snapshot (deleted meanwhile). */
+int store_snapshot_set_durable(struct store *s, const char *id);
 /* -ENOENT when there is no such snapshot. */
 int store_snapshot_get(struct store *s, const char *id, struct snapshot_row *ret);
 int store_snapshot_delete(struct store *s, const char *id);

@@ -895,3 +895,47 @@ Test(layer, remove_pending_image)
 	cr_assert_eq(store_count("trash"), 0);
 	image_free(img);
 }
+
+/* A commit on a store handle that defers durability names the image (it is found and used as
+ * any), image_sync() makes it durable, and image_verify() passes it until a byte of its layer
+ * blob changes (as after a power loss before the fsync), then says which blob. */
+Test(layer, deferred_sync_then_verify)
+{
+	struct station_error e = {};
+	struct image_layer_stats st;
+	struct image_store *deferred = NULL;
+	struct image *img = NULL;
+	char blob[PATH_MAX];
+	int fd;
+
+	mkfile("f", "deferred\n", 0644, ID_BASE, ID_BASE);
+	cr_assert_eq(layer_of_tree("", false, 0, &st, &e), 0, "%s", e.message);
+	cr_assert_eq(image_store_open(root, &deferred, &e), 0, "%s", e.message);
+	image_store_defer_sync(deferred);
+	fd = open(tarpath, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(image_commit_layer(deferred, base, fd, NULL, "later", &img, &e), 0, "%s",
+		     e.message);
+	close(fd);
+	cr_assert_eq(image_verify(deferred, img->digest, &e), 0, "%s", e.message);
+	cr_assert_eq(image_sync(deferred, img->digest, &e), 0, "%s", e.message);
+
+	snprintf(blob, sizeof blob, "%s/images/blobs/sha256/%s", root,
+		 st.diff_id + strlen("sha256:"));
+	fd = open(blob, O_WRONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "%s: %s", blob, strerror(errno));
+	cr_assert_eq(pwrite(fd, "XXXX", 4, 600), 4);
+	close(fd);
+	e = (struct station_error){};
+	cr_assert_eq(image_verify(deferred, img->digest, &e), -EBADMSG);
+	cr_assert(strstr(e.message, st.diff_id), "names the blob: %s", e.message);
+	e = (struct station_error){};
+	cr_assert_eq(image_verify(deferred,
+				  "sha256:"
+				  "0000000000000000000000000000000000000000"
+				  "000000000000000000000000",
+				  &e),
+		     -ENOENT, "%s", e.message);
+	image_free(img);
+	image_store_close(deferred);
+}

@@ -11,7 +11,10 @@
 # gets it; --max-snapshot-bytes refuses a snapshot past it with 413 naming the file (the
 # others, under it, are the control) and leaves the workspace running; the snapshot's image is
 # listed and DELETE of it is 409 naming the snapshot; DELETE of a snapshot a workspace runs on
-# is 409, then 204, then GET is 404. Host workspaces' snapshots: test-snapshot-host.sh.
+# is 409, then 204, then GET is 404. A snapshot reads durable once its image is on disk; one
+# found not durable at a start (as after a power loss before its fsync) is kept and made
+# durable when its image holds, and removed with its image when a blob's content no longer
+# matches its digest. Host workspaces' snapshots: test-snapshot-host.sh.
 . "$(dirname "$0")/container-lib.sh"
 
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -256,6 +259,58 @@ t_delete() {
 	assert_eq "" "$(j ".images[] | select(.digest == \"$image\") | .digest")" "its image is gone"
 }
 
+# durable_is ID: GET /v1/snapshots/ID reads durable true.
+durable_is() {
+	api -q GET "/v1/snapshots/$1"
+	[[ $STATUS == 200 && $(j .durable) == true ]]
+}
+
+gone() {
+	api -q GET "/v1/snapshots/$1"
+	[[ $STATUS == 404 ]]
+}
+
+# The blob of the top layer of image DIGEST, from its index record.
+top_layer_blob() {
+	local hex
+	hex=$(jq -r '.layers[-1].digest' "$ROOT/images/index/${1#sha256:}.json" | cut -d: -f2) || return 1
+	echo "$ROOT/images/blobs/sha256/$hex"
+}
+
+t_durable_recover() {
+	local ok bad ok_image bad_image blob ws
+	out_of "$WS" 'echo kept >~/durable.txt && echo ok' || return 1
+	snapshot "$WS" || return 1
+	ok=$SNAP
+	assert_match '^(true|false)$' "$(j .durable)" "the answer says whether it is on disk" || return 1
+	wait_for -t 60 durable_is "$ok" || _fail "$ok not durable in 60 s: $(_short "$BODY")" || return 1
+	ok_image=$(j .image)
+	out_of "$WS" 'echo lost >~/durable.txt && echo ok' || return 1
+	snapshot "$WS" || return 1
+	bad=$SNAP
+	wait_for -t 60 durable_is "$bad" || _fail "$bad not durable in 60 s: $(_short "$BODY")" || return 1
+	bad_image=$(j .image)
+	[[ $ok_image != "$bad_image" ]] || _fail "two trees, one image: $ok_image" || return 1
+	blob=$(top_layer_blob "$bad_image") && [[ -f $blob ]] || _fail "no layer blob for $bad_image" || return 1
+
+	# as after a power loss between the answer and the fsync: both rows not durable, the
+	# second's layer blob not what its digest says
+	stop_controller KILL
+	sqlite3 "$ROOT/station.db" "UPDATE snapshots SET durable = 0 WHERE id IN ('$ok', '$bad')" ||
+		_fail "sqlite3 UPDATE" || return 1
+	printf 'XXXXXXXX' | dd of="$blob" bs=1 seek=1024 conv=notrunc status=none ||
+		_fail "cannot change $blob" || return 1
+	restart_controller || return 1
+	wait_for -t 60 gone "$bad" || _fail "the snapshot whose blob changed is still there: $(_short "$BODY")" || return 1
+	wait_for -t 60 durable_is "$ok" || _fail "the intact one not durable again: $(_short "$BODY")" || return 1
+	api -q GET /v1/images
+	assert_eq "" "$(j ".images[] | select(.digest == \"$bad_image\") | .digest")" "the lost one's image removed" || return 1
+	assert_eq "$ok_image" "$(j ".images[] | select(.digest == \"$ok_image\") | .digest")" "the intact one's image kept" || return 1
+	new_ws ws "{\"snapshot\":\"$ok\"}" || return 1
+	out_of "$ws" 'cat ~/durable.txt' || return 1
+	assert_eq kept "$OUT" "a workspace from the intact one has its file"
+}
+
 run_test "setup: a snapshot of HOME and /etc, the source runs after" t_setup || exit 1
 run_test "fork 3: every fork has the files, a write in one is in no other" t_fork_three
 run_test "create from a snapshot: its HOME and /etc; another image or a missing one refused" t_create_from_snapshot
@@ -264,3 +319,4 @@ run_test "another tenant's snapshot is 404 on GET, DELETE and create" t_tenants
 run_test "--max-snapshot-bytes: 413 naming the file, the workspace runs" t_max_bytes
 run_test "the snapshot's image is listed, its DELETE is 409" t_image_of_snapshot
 run_test "DELETE: 409 while in use, 204, then 404" t_delete
+run_test "durable once on disk; at a start one not durable is checked: kept or removed" t_durable_recover

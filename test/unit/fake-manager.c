@@ -1132,10 +1132,10 @@ int manager_audit_list(struct manager *m, const struct manager_audit_query *q, j
 /* Snapshots and fork: one snapshot "s-test" of w1-test, answered at once. */
 static json_t *fake_snapshot(void)
 {
-	return json_pack("{s:s,s:s,s:n,s:s,s:i,s:s,s:s,s:b,s:i,s:n}", "id", "s-test", "workspaceId",
-			 "w1-test", "name", "createdAt", "2026-12-01T00:00:00Z", "sizeBytes", 0,
-			 "baseImage", FAKE_IMAGE_USED, "image", FAKE_IMAGE_FREE, "memory", 0,
-			 "pausedMs", 0, "tenant");
+	return json_pack("{s:s,s:s,s:n,s:s,s:i,s:s,s:s,s:b,s:i,s:b,s:n}", "id", "s-test",
+			 "workspaceId", "w1-test", "name", "createdAt", "2026-12-01T00:00:00Z",
+			 "sizeBytes", 0, "baseImage", FAKE_IMAGE_USED, "image", FAKE_IMAGE_FREE,
+			 "memory", 0, "pausedMs", 0, "durable", 1, "tenant");
 }
 
 int manager_snapshot_create(struct manager *m, const char *ws_id, const struct snapshot_spec *spec,

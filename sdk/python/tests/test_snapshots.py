@@ -106,6 +106,7 @@ def test_snapshot_and_create_from_it(client: Client, cws: ss.Workspace) -> None:
         assert ss.snapshot_worker(s["id"]) == cws.worker and s["workspaceId"] == cws.id
         assert (s["name"], s["memory"]) == ("base", False)
         assert isinstance(s["sizeBytes"], int) and isinstance(s["pausedMs"], int)
+        assert isinstance(s["durable"], bool)
         assert client.snapshots.get(s["id"])["id"] == s["id"]
         assert s["id"] in [x["id"] for x in client.snapshots.list()]
         assert cws.run("echo later > state.txt").exit_code == 0

@@ -350,6 +350,8 @@ export interface Snapshot {
   memory: boolean;
   /** How long the workspace was paused for it. */
   pausedMs: number;
+  /** Its image is on disk (fsync()ed); false in a create's answer until then. */
+  durable: boolean;
 }
 
 /** `POST /v1/workspaces/{id}/fork`. */

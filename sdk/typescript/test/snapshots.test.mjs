@@ -110,6 +110,7 @@ test("snapshots: create, list, get, a workspace from one, delete", { skip }, asy
   assert.equal(s.memory, false);
   assert.equal(typeof s.sizeBytes, "number");
   assert.equal(typeof s.pausedMs, "number");
+  assert.equal(typeof s.durable, "boolean");
   assert.equal((await client.snapshot(s.id)).id, s.id);
   assert.ok((await client.snapshots()).some((x) => x.id === s.id));
   assert.equal((await sh(ws.id, "echo later > state.txt")).exitCode, 0);

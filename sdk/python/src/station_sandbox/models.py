@@ -413,7 +413,8 @@ class Snapshot(TypedDict, total=False):
     """A workspace's HOME and root filesystem changes kept as an image of the worker's store
     (``ws.snapshot()``, ``client.snapshots``): ``workspaceId`` it was taken of, ``name``,
     ``sizeBytes``, ``baseImage`` (the workspace's image) and ``image`` (the snapshot's own),
-    ``memory`` (processes too), ``pausedMs`` (how long the workspace was paused for it)."""
+    ``memory`` (processes too), ``pausedMs`` (how long the workspace was paused for it),
+    ``durable`` (its image fsync()ed: false in a create's answer until then)."""
     id: str
     workspaceId: str
     name: Optional[str]
@@ -423,6 +424,7 @@ class Snapshot(TypedDict, total=False):
     image: Optional[str]
     memory: bool
     pausedMs: int
+    durable: bool
 
 
 class PortExposure(TypedDict, total=False):
