@@ -15,8 +15,10 @@
  *   call with more bytes adds to the first), then in turns: POST …/snapshots (request → 201,
  *   the snapshot deleted after, untimed) as ID, and `tar cf` of the same trees the snapshot
  *   reads (DIR/workspaces/WS/upper/upper and home) into a file under DIR as ID.tar, with that
- *   file's fsync after it as ID.tarsync (a snapshot is on disk when it is answered). Dirty
- *   pages are written out (sync) before each timed step.
+ *   file's fsync after it as ID.tarsync. A snapshot is answered once its layer is written
+ *   and hashed, and made durable (fsync()ed) right after: ID.durable is request → the
+ *   snapshot reads "durable": true (polled), beside ID.tarsync. Dirty pages are written out
+ *   (sync) before each timed step.
  *
  * station-bench fork --endpoint E --workspace WS --count N --runs N
  *   In turns: POST …/fork {"count":N} then each new workspace's first `true` (N threads) as ID,
@@ -443,6 +445,7 @@ struct snap_ctx {
 	struct station_client *c;
 	char wsdir[300], out[300];
 	double paused_ms;
+	double durable_ms; /* request → the snapshot reads durable (its image fsync()ed) */
 	uint64_t size_bytes;
 	char err[1024];
 };
@@ -489,6 +492,27 @@ static int snapshot_once(struct snap_ctx *x, double *ret)
 	x->paused_ms = (double)json_integer_value(json_object_get(s, "pausedMs"));
 	x->size_bytes = (uint64_t)json_integer_value(json_object_get(s, "sizeBytes"));
 	const char *id = json_string_value(json_object_get(s, "id"));
+	/* on disk: the snapshot reads durable once its image is fsync()ed (bounded) */
+	json_t *d = json_incref(s);
+	double deadline = start + 120000;
+	while (id && !json_is_true(json_object_get(d, "durable")) && bench_now_ms() < deadline) {
+		json_decref(d);
+		d = NULL;
+		nanosleep(&(struct timespec){ 0, 200000 }, NULL);
+		if ((r = station_snapshot_get(x->c, id, &d)) < 0)
+			break;
+	}
+	x->durable_ms = bench_now_ms() - start;
+	if (r >= 0 && !json_is_true(json_object_get(d, "durable")))
+		r = -ETIMEDOUT;
+	json_decref(d);
+	if (r < 0) {
+		snprintf(x->err, sizeof x->err, "snapshot %s not durable within 120 s: %s",
+			 id ? id : "(no id)",
+			 r == -ETIMEDOUT ? "" : station_client_last_error(x->c));
+		json_decref(s);
+		return r;
+	}
 	r = id ? snapshot_delete(x->c, id) : -EPROTO;
 	if (r < 0)
 		snprintf(x->err, sizeof x->err, "delete snapshot %s: %s", id ? id : "(no id)",
@@ -503,10 +527,11 @@ int cmd_snapshot(const struct bench_opts *o)
 	size_t n = (size_t)o->runs;
 	double *tar = calloc(n, sizeof(double)), *tarsync = calloc(n, sizeof(double));
 	double *snap = calloc(n, sizeof(double)), *paused = calloc(n, sizeof(double));
+	double *durable = calloc(n, sizeof(double));
 	double fill_ms = 0;
 	uint64_t size_bytes = 0;
 	struct stat st;
-	int r = tar && tarsync && snap && paused ? 0 : -ENOMEM;
+	int r = tar && tarsync && snap && paused && durable ? 0 : -ENOMEM;
 	if (r >= 0 && (!o->workspace || !o->root)) {
 		snprintf(x.err, sizeof x.err, "--workspace and --root are required");
 		r = -EINVAL;
@@ -541,6 +566,7 @@ int cmd_snapshot(const struct bench_opts *o)
 		if (r >= 0 && i >= 0) {
 			tar[i] = t[0], tarsync[i] = t[0] + t[1], snap[i] = t[2];
 			paused[i] = x.paused_ms;
+			durable[i] = x.durable_ms;
 			size_bytes = x.size_bytes;
 		}
 	}
@@ -549,6 +575,7 @@ int cmd_snapshot(const struct bench_opts *o)
 		const char *why = x.err[0] ? x.err : strerror(-r);
 		fail_as(o, "tar", why);
 		fail_as(o, "tarsync", why);
+		fail_as(o, "durable", why);
 		bench_emit_fail(o, "%s", why);
 	} else {
 		struct bench_stats ps;
@@ -560,8 +587,10 @@ int cmd_snapshot(const struct bench_opts *o)
 			json_pack("{sI sI sf sf sf}", "bytes", (json_int_t)o->bytes, "sizeBytes",
 				  (json_int_t)size_bytes, "pausedMedianMs", ps.median,
 				  "pausedP99Ms", ps.p99, "fillMs", fill_ms));
+		emit_as(o, "durable", "ms", durable, n,
+			json_pack("{sI}", "bytes", (json_int_t)o->bytes));
 	}
-	free(tar), free(tarsync), free(snap), free(paused);
+	free(tar), free(tarsync), free(snap), free(paused), free(durable);
 	return r < 0 ? -EIO : 0;
 }
 
