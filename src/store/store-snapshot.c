@@ -50,6 +50,24 @@ static int snapshot_read(sqlite3_stmt *st, void *userdata, void *ret)
 
 STORE_ROW_TYPE(snapshot_rows, struct snapshot_row, snapshot_read, snapshot_row_free);
 
+/* sql, whose one parameter is the snapshot's id: 0, -ENOENT when it changed no row. */
+static int snapshot_exec_id(struct store *s, const char *sql, const char *id)
+{
+	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
+	struct store_binder b;
+	int k;
+
+	if (!s || !id)
+		return -EINVAL;
+	k = store_prepare(s, sql, &st);
+	if (k < 0)
+		return k;
+	b = STORE_BINDER(st);
+	store_bind_text(&b, id);
+	k = store_exec_bound(s, &b);
+	return k < 0 ? k : k == 0 ? -ENOENT : 0;
+}
+
 int store_snapshot_insert(struct store *s, const struct snapshot_row *r)
 {
 	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
@@ -82,19 +100,7 @@ int store_snapshot_insert(struct store *s, const struct snapshot_row *r)
 
 int store_snapshot_set_durable(struct store *s, const char *id)
 {
-	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
-	struct store_binder b;
-	int k;
-
-	if (!s || !id)
-		return -EINVAL;
-	k = store_prepare(s, "UPDATE snapshots SET durable = 1 WHERE id = ?", &st);
-	if (k < 0)
-		return k;
-	b = STORE_BINDER(st);
-	store_bind_text(&b, id);
-	k = store_exec_bound(s, &b);
-	return k < 0 ? k : k == 0 ? -ENOENT : 0;
+	return snapshot_exec_id(s, "UPDATE snapshots SET durable = 1 WHERE id = ?", id);
 }
 
 int store_snapshot_get(struct store *s, const char *id, struct snapshot_row *ret)
@@ -116,19 +122,7 @@ int store_snapshot_get(struct store *s, const char *id, struct snapshot_row *ret
 
 int store_snapshot_delete(struct store *s, const char *id)
 {
-	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
-	struct store_binder b;
-	int k;
-
-	if (!s || !id)
-		return -EINVAL;
-	k = store_prepare(s, "DELETE FROM snapshots WHERE id = ?", &st);
-	if (k < 0)
-		return k;
-	b = STORE_BINDER(st);
-	store_bind_text(&b, id);
-	k = store_exec_bound(s, &b);
-	return k < 0 ? k : k == 0 ? -ENOENT : 0;
+	return snapshot_exec_id(s, "DELETE FROM snapshots WHERE id = ?", id);
 }
 
 int store_snapshot_list(struct store *s, struct snapshot_row **ret, size_t *ret_n)
