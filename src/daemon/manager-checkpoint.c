@@ -58,10 +58,15 @@ static void checkpoint_job_done(void *userdata, bool cancelled)
 	free(j);
 }
 
+static void checkpoint_bases_load(struct manager *m);
+static void checkpoint_base_add(struct manager *m, const char *snapshot_id, uint64_t base);
+static void checkpoint_base_drop(struct manager *m, const char *snapshot_id);
+
 void manager_checkpoint_init(struct manager *m)
 {
 	if (!m->cfg.allow_container)
 		return;
+	checkpoint_bases_load(m);
 	if (!m->actx.runtime) {
 		m->checkpoint.ok = false;
 		snprintf(m->checkpoint.message, sizeof m->checkpoint.message,
@@ -295,6 +300,9 @@ static void take_job_done(void *userdata, bool cancelled)
 	if (cancelled)
 		r = station_error_set(&t->e, -ECANCELED, NULL,
 				      "the controller stopped before the checkpoint was taken");
+	const char *slash = strrchr(t->dir, '/');
+	if (r >= 0 && t->id_base > 0) /* dir: <root>/checkpoints/<snapshot id> */
+		checkpoint_base_add(t->ws->m, slash ? slash + 1 : t->dir, (uint64_t)t->id_base);
 	take_finish(t, r, &t->e);
 }
 
@@ -411,9 +419,10 @@ void checkpoint_dir_path(const struct manager *m, const char *snapshot_id, char 
 	snprintf(buf, n, "%s/" CHECKPOINT_DIR "/%s", m->cfg.root, snapshot_id);
 }
 
-void checkpoint_dir_remove(const struct manager *m, const char *snapshot_id)
+void checkpoint_dir_remove(struct manager *m, const char *snapshot_id)
 {
 	char dir[PATH_MAX];
+	checkpoint_base_drop(m, snapshot_id);
 	checkpoint_dir_path(m, snapshot_id, dir, sizeof dir);
 	int r = rm_rf(dir);
 	if (r < 0 && r != -ENOENT)
@@ -561,25 +570,70 @@ int checkpoint_services_restore(struct workspace *ws, const char *snapshot_id,
 	return r;
 }
 
-size_t checkpoint_bases(const struct manager *m, uint64_t *bases, size_t max)
+/* ---- the checkpoints' uid ranges, kept in memory ----------------------------------------- */
+
+struct checkpoint_base {
+	char snapshot_id[NAME_MAX + 1];
+	uint64_t base;
+};
+
+static void checkpoint_base_add(struct manager *m, const char *snapshot_id, uint64_t base)
+{
+	struct checkpoint_base *v =
+		realloc(m->checkpoint_bases, (m->n_checkpoint_bases + 1) * sizeof *v);
+	if (!v) { /* the range may be handed out again: its restores would share it */
+		log_error("out of memory: a checkpoint's uid range is not kept reserved",
+			  "snapshot", snapshot_id, NULL);
+		return;
+	}
+	m->checkpoint_bases = v;
+	v = &v[m->n_checkpoint_bases++];
+	snprintf(v->snapshot_id, sizeof v->snapshot_id, "%s", snapshot_id);
+	v->base = base;
+}
+
+static void checkpoint_base_drop(struct manager *m, const char *snapshot_id)
+{
+	for (size_t i = 0; i < m->n_checkpoint_bases; i++)
+		if (strcmp(m->checkpoint_bases[i].snapshot_id, snapshot_id) == 0) {
+			m->checkpoint_bases[i] = m->checkpoint_bases[--m->n_checkpoint_bases];
+			return;
+		}
+}
+
+bool checkpoint_base_reserved(const struct manager *m, uint64_t base)
+{
+	for (size_t i = 0; i < m->n_checkpoint_bases; i++)
+		if (m->checkpoint_bases[i].base == base)
+			return true;
+	return false;
+}
+
+/* At start, once: every checkpoint's meta.json. */
+static void checkpoint_bases_load(struct manager *m)
 {
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s/" CHECKPOINT_DIR, m->cfg.root);
 	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	size_t n = 0;
 	if (!d)
-		return 0;
+		return;
 	fd = -1;
-	for (struct dirent *de; n < max && (de = readdir(d));) {
+	for (struct dirent *de; (de = readdir(d));) {
 		_cleanup_json_ json_t *meta = NULL;
 		struct station_error e = {};
 		if (de->d_name[0] == '.' || checkpoint_meta_read(m, de->d_name, &meta, &e) < 0)
 			continue;
 		json_int_t base = json_integer_value(json_object_get(meta, "idBase"));
 		if (base > 0)
-			bases[n++] = (uint64_t)base;
+			checkpoint_base_add(m, de->d_name, (uint64_t)base);
 	}
 	closedir(d);
-	return n;
+}
+
+void manager_checkpoint_free(struct manager *m)
+{
+	free(m->checkpoint_bases);
+	m->checkpoint_bases = NULL;
+	m->n_checkpoint_bases = 0;
 }

@@ -213,6 +213,10 @@ struct manager {
 	/* manager-checkpoint.c: the memory-snapshot probe's answer, once it ran (at start) */
 	struct checkpoint_status checkpoint;
 	bool checkpoint_probed;
+	/* manager-checkpoint.c: each checkpoint's uid range (its meta.json's idBase), read at start
+	 * and kept as checkpoints are taken and removed, so that a create reads no file */
+	struct checkpoint_base *checkpoint_bases;
+	size_t n_checkpoint_bases;
 	struct manager_metrics *metrics;	     /* manager-metrics.c */
 	struct manager_usage_history *usage_history; /* manager-usage-history.c */
 };
@@ -708,7 +712,7 @@ int workspace_checkpoint_take(struct workspace *ws, const char *dir, checkpoint_
  * of its images, its removal (with the snapshot, or its failure). */
 #define CHECKPOINT_DIR "checkpoints"
 void checkpoint_dir_path(const struct manager *m, const char *snapshot_id, char *buf, size_t n);
-void checkpoint_dir_remove(const struct manager *m, const char *snapshot_id);
+void checkpoint_dir_remove(struct manager *m, const char *snapshot_id);
 uint64_t checkpoint_dir_bytes(const char *dir);
 /* Restoring one: 0 when this worker can restore snapshot_id's checkpoint (its images there,
  * the same runtime and criu), else an error naming what is not. */
@@ -724,9 +728,10 @@ int checkpoint_spec_apply(struct manager *m, const char *snapshot_id, json_t *sp
 #define CHECKPOINT_SERVICES_MAX (4u << 20)
 int checkpoint_services_restore(struct workspace *ws, const char *snapshot_id,
 				struct station_error *e);
-/* The uid ranges (idBase) of the memory snapshots' checkpoints, at most max of them: their
- * restored processes run in their source's range, which no new workspace gets. */
-size_t checkpoint_bases(const struct manager *m, uint64_t *bases, size_t max);
+/* Whether base is a memory snapshot's checkpoint's uid range (idBase): its restored processes
+ * run in their source's range, which no new workspace gets. In memory: no file read. */
+bool checkpoint_base_reserved(const struct manager *m, uint64_t base);
+void manager_checkpoint_free(struct manager *m);
 /* From the link (manager.c): CHECKPOINT_READY, and the connection's close (true when the
  * checkpoint under way expected it). */
 void workspace_on_checkpoint_ready(struct workspace *ws, uint64_t request, const char *reason);

@@ -700,8 +700,6 @@ static int workspace_row_new(struct manager *m, const struct adapter_ops *ops, j
 	return 0;
 }
 
-#define MAX_ID_BASES_RESERVED 1024
-
 /* A container workspace's host uids and gids: a range of 65536 of its own, so that nothing
  * one workspace's ids own is another's. base = the worker's --userns-base + slot * 65536, the
  * lowest slot no workspace holds; recorded in the spec ("idBase") so it outlives the
@@ -711,9 +709,6 @@ static int alloc_id_base(struct manager *m, json_t *spec_json, struct station_er
 {
 	const uint64_t range = 65536, pool = m->cfg.id_base;
 	uint64_t max_slots = (UINT32_MAX - range - pool) / range + 1;
-	/* a memory snapshot's processes keep their source's range: read once, not per slot */
-	uint64_t reserved[MAX_ID_BASES_RESERVED];
-	size_t n_reserved = checkpoint_bases(m, reserved, ELEMENTSOF(reserved));
 	for (uint64_t slot = 0; slot < max_slots; slot++) {
 		uint64_t base = pool + slot * range;
 		bool used = false;
@@ -723,8 +718,8 @@ static int alloc_id_base(struct manager *m, json_t *spec_json, struct station_er
 			json_int_t b = json_integer_value(json_object_get(ws->spec, "idBase"));
 			used = (uint64_t)(b > 0 ? (uint64_t)b : pool) == base;
 		}
-		for (size_t i = 0; i < n_reserved && !used; i++)
-			used = reserved[i] == base;
+		if (!used) /* a memory snapshot's processes keep their source's range */
+			used = checkpoint_base_reserved(m, base);
 		if (!used)
 			return json_object_set_new(spec_json, "idBase",
 						   json_integer((json_int_t)base));
@@ -2154,6 +2149,7 @@ void manager_free(struct manager *m)
 	event_source_free(m->idle_timer);
 	manager_pools_free(m);
 	manager_image_jobs_free(m);
+	manager_checkpoint_free(m);
 	manager_network_free(m);
 	manager_events_free(m);
 	manager_metrics_free(m);

@@ -54,18 +54,14 @@ STORE_ROW_TYPE(snapshot_rows, struct snapshot_row, snapshot_read, snapshot_row_f
 static int snapshot_exec_id(struct store *s, const char *sql, const char *id)
 {
 	_cleanup_stmt_finalize_ sqlite3_stmt *st = NULL;
-	struct store_binder b;
 	int k;
 
 	if (!s || !id)
 		return -EINVAL;
-	k = store_prepare(s, sql, &st);
-	if (k < 0)
-		return k;
-	b = STORE_BINDER(st);
-	store_bind_text(&b, id);
-	k = store_exec_bound(s, &b);
-	return k < 0 ? k : k == 0 ? -ENOENT : 0;
+	k = store_prepare_key(s, sql, id, &st);
+	if (k >= 0)
+		k = store_step_done(st);
+	return k < 0 ? k : store_changes(s) > 0 ? 0 : -ENOENT;
 }
 
 int store_snapshot_insert(struct store *s, const struct snapshot_row *r)

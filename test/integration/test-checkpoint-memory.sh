@@ -37,6 +37,11 @@ _checkpoint_probed() {
 	[[ -n $m && $m != checking* ]]
 }
 
+# The host owner of a workspace's HOME: its uid range (ranges are 65536 apart).
+home_owner() {
+	stat -c %u "$ROOT/workspaces/$1/home"
+}
+
 COUNTER='i=0; while :; do i=$((i+1)); echo $i > $HOME/count; sleep 0.1; done'
 
 _counted_past() {
@@ -259,7 +264,8 @@ t_restore_source_deleted() {
 	n=$(count_of "$WD")
 	wait_for -t 20 _counted_past "$WD" "$n" || _fail "the counter restored after the source's delete stays at $n"
 	run_cmd "$WD" 'echo ok'
-	assert_eq ok "$(j .stdout | tr -d '\n')" "a command there"
+	assert_eq ok "$(j .stdout | tr -d '\n')" "a command there" || return 1
+	RANGE=$(home_owner "$WD") # the source's, kept by its restores (t_range_reserved)
 }
 
 # the recorded services are read back as input: a record that is not what the controller
@@ -386,6 +392,30 @@ t_network_refused() {
 	assert_contains 'network "none" only' "$(j .error.message)" "message"
 }
 
+# A memory snapshot keeps its source's uid range for its restores: with the source and every
+# restore gone, a new workspace gets another range while the snapshots last, and that one once
+# they are deleted (the control: the lowest free range is handed out).
+t_range_reserved() {
+	[[ -n $CRIU && -n ${RANGE:-} ]] || { skip "$1" "no memory snapshot restored (see above)"; return 2; }
+	local range=$RANGE id ws
+	api -q GET /v1/workspaces
+	for id in $(j '.workspaces[].id'); do
+		[[ $(home_owner "$id" 2>/dev/null) == "$range" ]] || continue
+		api -q DELETE "/v1/workspaces/$id"
+		assert_eq 200 "$STATUS" "delete $id: $(_short "$BODY")" || return 1
+	done
+	new_cws ws || return 1
+	[[ $(home_owner "$ws") != "$range" ]] || _fail "a new workspace got the memory snapshots' range $range" || return 1
+	api -q DELETE "/v1/workspaces/$ws"
+	api -q GET /v1/snapshots
+	for id in $(j '.snapshots[] | select(.memory) | .id'); do
+		api -q DELETE "/v1/snapshots/$id"
+		assert_eq 204 "$STATUS" "delete $id: $(_short "$BODY")" || return 1
+	done
+	new_cws ws || return 1
+	assert_eq "$range" "$(home_owner "$ws")" "the range is handed out once no snapshot holds it"
+}
+
 run_or_skip memory-snapshot-of-a-counting-workspace t_memory_snapshot
 run_or_skip memory-snapshot-again t_memory_snapshot_again
 run_or_skip restore-counter-goes-on t_restore
@@ -396,4 +426,5 @@ run_or_skip restore-after-source-deleted t_restore_source_deleted
 run_or_skip restore-services-malformed-refused t_restore_services_malformed
 run_or_skip restore-images-missing-refused t_restore_images_missing
 run_or_skip planted-log-and-socket-not-followed t_planted
+run_or_skip range-kept-for-restores t_range_reserved
 run_or_skip network-workspace-refused t_network_refused
